@@ -1,0 +1,107 @@
+/*
+ * executor.h -- how an agent plugs into onced: the executor interface and the
+ * work context through which it reads its task and writes its results.
+ *
+ * The engine calls run() on a worker thread for one turn of one task: after
+ * registration, after a continuation, or after a takeover of an expired lease.
+ * Every write through the work context is fenced: it is a CAS on the stored
+ * record that also checks the fence the turn started with. Once another
+ * replica took the task over, or it was canceled, every write returns
+ * ONCE_EFENCED and changes nothing; the executor must then stop. A turn ends
+ * when run() returns. If run() returns while the task is still SUBMITTED or
+ * WORKING, the engine completes it (rc == ONCE_OK) or fails it (rc < 0) — so
+ * a command that does nothing and succeeds completes its task.
+ *
+ * JSON arguments and results are A2A 1.0 ProtoJSON text (camelCase, TASK_STATE_*,
+ * ROLE_*, parts as text|raw|url|data). Strings returned by once_work_* getters
+ * are owned by the work context and valid until run() returns, unless stated.
+ */
+#ifndef ONCE_EXECUTOR_H
+#define ONCE_EXECUTOR_H
+
+#include "once/once.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct once_work once_work;
+
+typedef struct once_executor {
+    const char *name;
+    /* One turn. Returns ONCE_OK, or a negative once_err to fail the task with
+     * a reason (once_work_fail() gives a better one). Must return promptly
+     * after once_work_canceled() turns true or a write returns ONCE_EFENCED. */
+    int (*run)(const struct once_executor *ex, once_work *w);
+    /* Optional: release ctx at engine shutdown. */
+    void (*destroy)(struct once_executor *ex);
+    void *ctx;
+} once_executor;
+
+/* --- reading the task (snapshot taken when the turn started, refreshed by
+ * every successful write) --- */
+const char *once_work_task_id(const once_work *w);
+const char *once_work_context_id(const once_work *w);
+const char *once_work_principal(const once_work *w);
+int64_t once_work_fence(const once_work *w);
+/* Next side-effect step index (persisted; the same after a takeover). */
+int64_t once_work_step(const once_work *w);
+/* The message that started this turn (the latest user message), JSON text. */
+const char *once_work_message(const once_work *w);
+/* The whole Task (status, history, artifacts, metadata), JSON text. */
+const char *once_work_task(const once_work *w);
+/* The checkpoint written by an earlier turn or worker, or NULL. */
+const char *once_work_checkpoint(const once_work *w);
+/* 1 when this turn resumes after a takeover (an earlier worker died). */
+int once_work_resumed(const once_work *w);
+/* "<task_id>:step-<n>" for the current step; valid until the next write. */
+const char *once_work_effect_key(once_work *w);
+
+/* --- cancellation --- */
+/* 1 once the task was canceled or the fence moved: stop, write nothing more. */
+int once_work_canceled(const once_work *w);
+/* Sleep up to ms, waking early on cancellation; returns once_work_canceled(). */
+int once_work_sleep(once_work *w, int64_t ms);
+
+/* --- fenced writes; each returns ONCE_OK, ONCE_EFENCED, ONCE_EILLEGAL (an
+ * illegal state transition), ONCE_EINVAL (malformed JSON), or a store
+ * error --- */
+
+/* Status update: state (WORKING, INPUT_REQUIRED, AUTH_REQUIRED, COMPLETED,
+ * FAILED, REJECTED) with an optional agent message (Message JSON; parts
+ * required, messageId/role filled in if absent). Interrupted and terminal
+ * states end the turn: run() should return after them. */
+int once_work_status(once_work *w, once_state state, const char *message_json);
+/* Shorthands: complete; fail with a reason text; ask (input-required). */
+int once_work_complete(once_work *w);
+int once_work_fail(once_work *w, const char *reason);
+int once_work_ask(once_work *w, const char *question);
+
+/* Publish an artifact (Artifact JSON: artifactId, parts, name, description,
+ * metadata). append: add the parts to an existing artifact with that
+ * artifactId; last_chunk: this is its final chunk. */
+int once_work_artifact(once_work *w, const char *artifact_json, int append, int last_chunk);
+
+/* Answer with a direct Message instead of a Task (ends the turn; the record
+ * keeps the Message so a retried send replays it). */
+int once_work_reply(once_work *w, const char *message_json);
+
+/* Persist a checkpoint and advance the step counter to `step` (>= current). */
+int once_work_checkpoint_set(once_work *w, const char *checkpoint, int64_t step);
+
+/* Built-in executors. */
+/* echo: "ask:Q" -> input-required asking Q; "sleep:N" -> working for N
+ * seconds (heartbeating, cancelable) then completed; "fail" -> failed;
+ * anything else -> completed with an artifact echoing the text. */
+const once_executor *once_executor_echo(void);
+/* Subprocess executor running `command` through /bin/sh -c for each turn
+ * (JSON-lines protocol: docs/protocol.md). grace_ms: SIGTERM -> SIGKILL
+ * delay on cancel; deadline_ms: per-turn limit (0 = none). */
+int once_executor_subprocess(const char *command, int64_t grace_ms, int64_t deadline_ms,
+                             once_executor **out);
+void once_executor_free(once_executor *ex);   /* NULL ok; calls destroy */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

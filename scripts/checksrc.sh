@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Keep banned C functions out of the tree (curl's checksrc habit): strcpy,
+# strcat, sprintf, vsprintf, gets, atoi, atol, strtok. Exits 1 listing each hit.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+hits=$(grep -rnE '(^|[^A-Za-z0-9_])(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|atoll|strtok)[[:space:]]*\(' \
+        --include='*.c' --include='*.h' src apps include tests examples demo bench 2>/dev/null \
+      | grep -vE '(snprintf|vsnprintf)[[:space:]]*\(' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*(\*|//)')
+if [ -n "$hits" ]; then
+  echo "banned functions used:"
+  echo "$hits"
+  exit 1
+fi
+n=$(find src apps include -name '*.[ch]' 2>/dev/null | wc -l)
+echo "checksrc: $n files clean"

@@ -1,0 +1,24 @@
+/*
+ * alloc_int.h -- test hooks for the allocator (not API).
+ *
+ * Fault sweeps (DESIGN/STYLE "fail the i-th allocation"): call
+ * once__alloc_fail_after(-1), run the operation once and read
+ * once__alloc_count() to learn how many allocations it makes; then for each
+ * i in 0..count-1 call once__alloc_fail_after(i) and rerun: allocation number
+ * i (0-based, counted from that call) returns NULL, every other succeeds.
+ *
+ * Counting covers once_malloc, once_calloc, once_realloc and everything built
+ * on them (once_strdup, once_strndup). Both functions are thread-safe.
+ */
+#ifndef ONCE_CORE_ALLOC_INT_H
+#define ONCE_CORE_ALLOC_INT_H
+
+/* n >= 0: after n more successful allocations, the next one fails (once);
+ * n == -1: disable injection. Either way the counter restarts at zero. */
+void once__alloc_fail_after(long n);
+
+/* Allocations attempted since the last once__alloc_fail_after() call (or
+ * since start), including the failed one. */
+long once__alloc_count(void);
+
+#endif /* ONCE_CORE_ALLOC_INT_H */

@@ -1,0 +1,134 @@
+/*
+ * clock.c -- the system, offset and manual clocks, the monotonic clock and
+ * RFC 3339 formatting.
+ *
+ * Invariant: all clocks report milliseconds since the Unix epoch (UTC); the
+ * offset and manual clocks keep their mutable value in one int64 that is
+ * only touched with __atomic builtins, so any thread may read or move them.
+ */
+#include "once/once.h"
+
+#include <time.h>
+
+static int64_t timespec_ms(clockid_t id)
+{
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0)
+        return 0; /* CLOCK_REALTIME/MONOTONIC cannot fail on Linux */
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t system_now(const once_clock *c)
+{
+    (void)c;
+    return timespec_ms(CLOCK_REALTIME);
+}
+
+static const once_clock system_clock = {system_now};
+
+const once_clock *once_clock_system(void)
+{
+    return &system_clock;
+}
+
+int64_t once_monotonic_ms(void)
+{
+    return timespec_ms(CLOCK_MONOTONIC);
+}
+
+/* --- offset clock ------------------------------------------------------- */
+
+static int64_t offset_now(const once_clock *c)
+{
+    const once_offset_clock *oc = (const once_offset_clock *)c;
+    return timespec_ms(CLOCK_REALTIME) + __atomic_load_n(&oc->offset_ms, __ATOMIC_ACQUIRE);
+}
+
+void once_offset_clock_init(once_offset_clock *c, int64_t offset_ms)
+{
+    c->base.now_ms = offset_now;
+    __atomic_store_n(&c->offset_ms, offset_ms, __ATOMIC_RELEASE);
+}
+
+void once_offset_clock_set(once_offset_clock *c, int64_t offset_ms)
+{
+    __atomic_store_n(&c->offset_ms, offset_ms, __ATOMIC_RELEASE);
+}
+
+int64_t once_offset_clock_get(const once_offset_clock *c)
+{
+    return __atomic_load_n(&c->offset_ms, __ATOMIC_ACQUIRE);
+}
+
+/* --- manual clock --------------------------------------------------------- */
+
+static int64_t manual_now(const once_clock *c)
+{
+    const once_manual_clock *mc = (const once_manual_clock *)c;
+    return __atomic_load_n(&mc->now, __ATOMIC_ACQUIRE);
+}
+
+void once_manual_clock_init(once_manual_clock *c, int64_t now_ms)
+{
+    c->base.now_ms = manual_now;
+    __atomic_store_n(&c->now, now_ms, __ATOMIC_RELEASE);
+}
+
+void once_manual_clock_advance(once_manual_clock *c, int64_t delta_ms)
+{
+    __atomic_add_fetch(&c->now, delta_ms, __ATOMIC_ACQ_REL);
+}
+
+/* --- formatting ----------------------------------------------------------- */
+
+/* 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range that fits
+ * the fixed 24-character form. Values outside are clamped. */
+#define FMT_MIN_MS (-62167219200000LL)
+#define FMT_MAX_MS (253402300799999LL)
+
+/* Write v as exactly `width` decimal digits (v >= 0, fits). */
+static void put_digits(char *p, int v, int width)
+{
+    for (int i = width - 1; i >= 0; i--) {
+        p[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+void once_format_time(int64_t ms, char out[25])
+{
+    if (ms < FMT_MIN_MS)
+        ms = FMT_MIN_MS;
+    if (ms > FMT_MAX_MS)
+        ms = FMT_MAX_MS;
+    /* Floor division so times before 1970 keep a non-negative millisecond. */
+    int64_t secs = ms / 1000;
+    int64_t frac = ms % 1000;
+    if (frac < 0) {
+        frac += 1000;
+        secs -= 1;
+    }
+    time_t t = (time_t)secs;
+    struct tm tm;
+    if (gmtime_r(&t, &tm) == NULL) { /* unreachable for the clamped range */
+        tm.tm_year = -1900;
+        tm.tm_mon = 0;
+        tm.tm_mday = 1;
+        tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+    }
+    put_digits(out, tm.tm_year + 1900, 4);
+    out[4] = '-';
+    put_digits(out + 5, tm.tm_mon + 1, 2);
+    out[7] = '-';
+    put_digits(out + 8, tm.tm_mday, 2);
+    out[10] = 'T';
+    put_digits(out + 11, tm.tm_hour, 2);
+    out[13] = ':';
+    put_digits(out + 14, tm.tm_min, 2);
+    out[16] = ':';
+    put_digits(out + 17, tm.tm_sec, 2);
+    out[19] = '.';
+    put_digits(out + 20, (int)frac, 3);
+    out[23] = 'Z';
+    out[24] = '\0';
+}

@@ -1,0 +1,120 @@
+/*
+ * engine.h -- the agent runtime over a store (internal API used by src/a2a
+ * and apps/onced). The engine owns lifecycle: it loads, runs decide(),
+ * applies the verdict with an atomic create or CAS, dispatches executors
+ * under leases with fencing, takes over expired leases, sweeps retention.
+ *
+ * It never parses JSON-RPC: the codec (src/a2a) hands it already-validated
+ * A2A objects (jansson values) and maps its results to wire responses.
+ * Thread-safe: every once_engine_* call may run on any HTTP thread.
+ */
+#ifndef ONCE_ENGINE_ENGINE_H
+#define ONCE_ENGINE_ENGINE_H
+
+#include <jansson.h>
+
+#include "core/decide.h"
+#include "once/executor.h"
+#include "once/store.h"
+
+typedef struct once_engine once_engine;
+
+typedef struct once_engine_config {
+    once_store *store;              /* borrowed; outlives the engine */
+    const once_clock *clock;        /* NULL = system */
+    const once_rng *rng;            /* NULL = system */
+    const once_executor *executor;  /* borrowed; NULL = echo */
+    const char *replica_id;         /* NULL = "<hostname>-<pid>" */
+    int64_t lease_ms;               /* default 15000 */
+    int64_t heartbeat_ms;           /* default lease_ms / 3 */
+    int64_t retention_ms;           /* default 72h */
+    int64_t tombstone_ms;           /* default 30d */
+    int64_t sweep_interval_ms;      /* takeover + retention sweep period; default 1000 */
+    int64_t max_wait_ms;            /* cap on a blocking SendMessage; default 60000 */
+    int workers;                    /* executor threads; default 16 */
+} once_engine_config;
+
+int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err, size_t errlen);
+/* Start the worker pool and the sweeper thread. */
+int once_engine_start(once_engine *e);
+/* Stop background threads; running turns are asked to stop (their leases
+ * expire and another replica takes over). Then free. NULL ok. */
+void once_engine_free(once_engine *e);
+
+const char *once_engine_replica_id(const once_engine *e);
+int64_t once_engine_retention_ms(const once_engine *e);
+int64_t once_engine_tombstone_ms(const once_engine *e);
+
+/* A SendMessage (or 0.1 tasks/send) as the codec validated it. */
+typedef struct once_send_req {
+    const char *principal;
+    json_t *message;        /* borrowed A2A Message object (validated shape) */
+    const char *task_id;    /* message.taskId, or 0.1 params.id; NULL = none */
+    int extension;          /* urn:once:a2a:idempotency:v1 active for this request */
+    int legacy;             /* 0.1 tasks/send: identity by digest, client id */
+    int return_immediately; /* else block until terminal/interrupted (bounded) */
+    int64_t wait_ms;        /* blocking bound; 0 = engine default */
+    int history_length;     /* -1 = all */
+    json_t *metadata;       /* borrowed request metadata or NULL */
+} once_send_req;
+
+/* The outcome. On ONCE_OK, verdict says what happened:
+ *   REGISTER / CONTINUE / REPLAY: result = {"task":{...}} or {"message":{...}}
+ *     (new reference; caller json_decref's it); replayed = 1 for REPLAY.
+ *   TASK_NOT_FOUND, TASK_EXPIRED (expired_at), IDEMPOTENCY_CONFLICT,
+ *   REJECT_BUSY / REJECT_TERMINAL (state): refusals; result NULL.
+ * On ONCE_EINVAL, field names the offending parameter (e.g.
+ * "message.contextId") and detail says why. On ONCE_ESTORE / ONCE_EBUSY the
+ * store could not answer: the client must retry (never a verdict). */
+typedef struct once_send_res {
+    once_verdict verdict;
+    int replayed;
+    json_t *result;
+    once_state state;
+    char task_id[ONCE_ID_MAX + 1];
+    char message_id[ONCE_ID_MAX + 1];
+    int64_t expired_at;
+    const char *field;
+    char detail[256];
+} once_send_res;
+
+int once_engine_send(once_engine *e, const once_send_req *req, once_send_res *res);
+
+/* GetTask: *task = Task JSON (new reference), history trimmed to
+ * history_length (-1 = all). ONCE_ENOTFOUND (also for another principal's
+ * task and for direct-Message records), ONCE_ETOMBSTONE (*expired_at set),
+ * or a store error. */
+int once_engine_get(once_engine *e, const char *principal, const char *task_id,
+                    int history_length, json_t **task, int64_t *expired_at);
+
+/* CancelTask: moves the task to CANCELED with fence + 1 and stops its
+ * worker. Idempotent on a canceled task. ONCE_EILLEGAL with *state for
+ * other terminal states (-32002), ONCE_ENOTFOUND, ONCE_ETOMBSTONE. */
+int once_engine_cancel(once_engine *e, const char *principal, const char *task_id,
+                       json_t **task, once_state *state, int64_t *expired_at);
+
+/* ListTasks over the caller's own tasks. page_token: NULL or a token from a
+ * previous page (ONCE_EINVAL if malformed). *tasks = JSON array (new ref),
+ * next_token = "" at the end. */
+typedef struct once_list_req {
+    const char *principal;
+    const char *context_id;  /* NULL = any */
+    once_state state;        /* ONCE_STATE_UNKNOWN = any */
+    size_t page_size;        /* 1..100, 0 = 50 */
+    const char *page_token;
+    int history_length;
+} once_list_req;
+int once_engine_list(once_engine *e, const once_list_req *req, json_t **tasks,
+                     char next_token[256]);
+
+/* Counters for /metrics-style introspection and tests. */
+typedef struct once_engine_stats {
+    uint64_t registered, continued, replayed, refused, executed_turns, takeovers,
+        fenced_writes, swept, purged, store_errors;
+} once_engine_stats;
+void once_engine_get_stats(once_engine *e, once_engine_stats *out);
+
+/* Run one takeover + retention pass now (tests; the sweeper calls it). */
+int once_engine_sweep_once(once_engine *e);
+
+#endif

@@ -1,0 +1,19 @@
+# Test registration. Unit tests: every tests/unit/test_*.c is one cmocka
+# program and one ctest. Other layers register themselves in their own
+# tests/<layer>/tests.cmake so that each layer owns its file.
+
+file(GLOB ONCE_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_*.c)
+foreach(src ${ONCE_UNIT_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE once PkgConfig::CMOCKA)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME unit/${name} COMMAND ${name})
+  set_tests_properties(unit/${name} PROPERTIES TIMEOUT 120 LABELS unit)
+endforeach()
+
+file(GLOB ONCE_TEST_LAYERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/*/tests.cmake)
+foreach(layer ${ONCE_TEST_LAYERS})
+  include(${layer})
+endforeach()
