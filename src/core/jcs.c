@@ -1,0 +1,435 @@
+/*
+ * jcs.c -- RFC 8785 JSON Canonicalization Scheme and the request digest.
+ *
+ * Text is parsed with jansson as I-JSON: duplicate names rejected, every
+ * number decoded as a double (JCS has no integers; a literal too large for
+ * jansson's integer type must not fail either), U+0000 allowed in strings,
+ * any value at the top level. Nesting is limited to ONCE_JSON_MAX_DEPTH by a
+ * scan of the text *before* jansson sees it, so deep input never reaches its
+ * recursive parser (whose own limit is 2048).
+ *
+ * Output invariants: no whitespace; object members sorted by the UTF-16 code
+ * units of their names; strings escape only '"', '\\' and U+0000..U+001F
+ * (the short forms \b \f \n \r \t where they exist, else \u00xx in
+ * lowercase) and are otherwise copied as UTF-8; numbers as in jcs_num.c.
+ * Canonicalising canonical output gives the same bytes.
+ *
+ * Known limit: jansson 2.14 cannot hold U+0000 inside an object *name*, so
+ * such input is refused with ONCE_EINVAL even though I-JSON allows it.
+ */
+#include "core/jcs.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PARSE_FLAGS                                                                                \
+    (JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL | JSON_DECODE_ANY)
+
+/* Growing output buffer; owned by one canonicalisation call. */
+struct jbuf {
+    char *p;
+    size_t len;
+    size_t cap;
+};
+
+static int jbuf_reserve(struct jbuf *b, size_t extra)
+{
+    if (extra <= b->cap - b->len)
+        return ONCE_OK;
+    if (extra > SIZE_MAX / 2 - b->len)
+        return ONCE_ENOMEM;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap - b->len < extra)
+        cap *= 2;
+    char *p = once_realloc(b->p, cap);
+    if (p == NULL)
+        return ONCE_ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return ONCE_OK;
+}
+
+static int jbuf_put(struct jbuf *b, const char *s, size_t n)
+{
+    int rc = jbuf_reserve(b, n);
+    if (rc != ONCE_OK)
+        return rc;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return ONCE_OK;
+}
+
+static int jbuf_putc(struct jbuf *b, char c)
+{
+    return jbuf_put(b, &c, 1);
+}
+
+/* ---------------------------------------------------------------------------
+ * UTF-8. jansson validates what it parses, but once__jcs_json also takes
+ * values built by callers (json_stringn_nocheck exists), so strings are
+ * checked here before the sort below relies on them being well formed.
+ */
+
+/* 1 if s[0..n) is well-formed UTF-8 (no overlongs, surrogates or code points
+ * past U+10FFFF). */
+static int utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len;
+        uint32_t cp, min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return 0;
+        }
+        if (n - i < len)
+            return 0;
+        for (size_t j = 1; j < len; j++) {
+            if ((s[i + j] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Decode the code point at s[*i] (valid UTF-8) and advance *i. */
+static uint32_t utf8_next(const unsigned char *s, size_t *i)
+{
+    unsigned c = s[*i];
+    if (c < 0x80) {
+        *i += 1;
+        return c;
+    }
+    size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+    uint32_t cp = c & (0x7F >> len);
+    for (size_t j = 1; j < len; j++)
+        cp = (cp << 6) | (s[*i + j] & 0x3F);
+    *i += len;
+    return cp;
+}
+
+/* A weight that orders code points as their UTF-16 encodings order: a
+ * supplementary character starts with a surrogate (0xD800..0xDBFF), which
+ * sorts after U+0000..U+D7FF but before U+E000..U+FFFF. Surrogate pairs
+ * order among themselves as their code points do. */
+static uint32_t utf16_weight(uint32_t cp)
+{
+    if (cp < 0xD800)
+        return cp;
+    if (cp >= 0x10000)
+        return 0xD800 + (cp - 0x10000); /* 0xD800 .. 0x10D7FF */
+    return cp + 0x100000;               /* U+E000..U+FFFF above those */
+}
+
+/* ---------------------------------------------------------------------------
+ * Writer.
+ */
+
+struct member {
+    const char *key;
+    size_t keylen;
+    json_t *value;
+};
+
+static int member_cmp(const void *pa, const void *pb)
+{
+    const struct member *a = pa, *b = pb;
+    const unsigned char *sa = (const unsigned char *)a->key;
+    const unsigned char *sb = (const unsigned char *)b->key;
+    size_t i = 0, j = 0;
+    while (i < a->keylen && j < b->keylen) {
+        uint32_t wa = utf16_weight(utf8_next(sa, &i));
+        uint32_t wb = utf16_weight(utf8_next(sb, &j));
+        if (wa != wb)
+            return wa < wb ? -1 : 1;
+    }
+    /* Equal up to here: the shorter name is a prefix and sorts first. */
+    if (i < a->keylen)
+        return 1;
+    if (j < b->keylen)
+        return -1;
+    return 0;
+}
+
+static int write_string(struct jbuf *b, const char *s, size_t n)
+{
+    /* The characters with a two-character escape, and that escape's letter. */
+    static const char short_from[] = "\"\\\b\f\n\r\t";
+    static const char short_to[] = "\"\\bfnrt";
+    static const char hex[] = "0123456789abcdef";
+    if (!utf8_valid((const unsigned char *)s, n))
+        return ONCE_EINVAL;
+    int rc = jbuf_putc(b, '"');
+    size_t run = 0; /* start of the pending run of bytes copied as they are */
+    for (size_t i = 0; i < n && rc == ONCE_OK; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
+        size_t esclen = 6;
+        const char *hit = memchr(short_from, c, sizeof short_from - 1);
+        if (hit != NULL) {
+            esc[1] = short_to[hit - short_from];
+            esclen = 2;
+        }
+        rc = jbuf_put(b, s + run, i - run);
+        if (rc == ONCE_OK)
+            rc = jbuf_put(b, esc, esclen);
+        run = i + 1;
+    }
+    if (rc == ONCE_OK)
+        rc = jbuf_put(b, s + run, n - run);
+    if (rc == ONCE_OK)
+        rc = jbuf_putc(b, '"');
+    return rc;
+}
+
+static int write_value(struct jbuf *b, const json_t *v, int depth);
+
+static int write_object(struct jbuf *b, const json_t *obj, int depth)
+{
+    size_t count = json_object_size(obj);
+    struct member *m = NULL;
+    if (count > 0) {
+        m = once_calloc(count, sizeof *m);
+        if (m == NULL)
+            return ONCE_ENOMEM;
+    }
+    size_t i = 0;
+    /* jansson's iterators take a non-const object but do not modify it. */
+    for (void *it = json_object_iter((json_t *)obj); it != NULL && i < count;
+         it = json_object_iter_next((json_t *)obj, it)) {
+        m[i].key = json_object_iter_key(it);
+        m[i].keylen = json_object_iter_key_len(it);
+        m[i].value = json_object_iter_value(it);
+        i++;
+    }
+    int rc = ONCE_OK;
+    for (size_t k = 0; k < i && rc == ONCE_OK; k++)
+        if (!utf8_valid((const unsigned char *)m[k].key, m[k].keylen))
+            rc = ONCE_EINVAL;
+    if (rc == ONCE_OK && i > 1)
+        qsort(m, i, sizeof *m, member_cmp);
+    if (rc == ONCE_OK)
+        rc = jbuf_putc(b, '{');
+    for (size_t k = 0; k < i && rc == ONCE_OK; k++) {
+        if (k > 0)
+            rc = jbuf_putc(b, ',');
+        if (rc == ONCE_OK)
+            rc = write_string(b, m[k].key, m[k].keylen);
+        if (rc == ONCE_OK)
+            rc = jbuf_putc(b, ':');
+        if (rc == ONCE_OK)
+            rc = write_value(b, m[k].value, depth);
+    }
+    if (rc == ONCE_OK)
+        rc = jbuf_putc(b, '}');
+    once_free(m);
+    return rc;
+}
+
+static int write_number(struct jbuf *b, double d)
+{
+    char num[ONCE__JCS_NUM_MAX];
+    int n = once__jcs_number(d, num);
+    if (n < 0)
+        return n;
+    return jbuf_put(b, num, (size_t)n);
+}
+
+/* depth: containers already open around v. */
+static int write_value(struct jbuf *b, const json_t *v, int depth)
+{
+    if (v == NULL)
+        return ONCE_EINVAL;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        if (depth >= ONCE_JSON_MAX_DEPTH)
+            return ONCE_ERANGE;
+        return write_object(b, v, depth + 1);
+    case JSON_ARRAY: {
+        if (depth >= ONCE_JSON_MAX_DEPTH)
+            return ONCE_ERANGE;
+        int rc = jbuf_putc(b, '[');
+        size_t n = json_array_size(v);
+        for (size_t i = 0; i < n && rc == ONCE_OK; i++) {
+            if (i > 0)
+                rc = jbuf_putc(b, ',');
+            if (rc == ONCE_OK)
+                rc = write_value(b, json_array_get(v, i), depth + 1);
+        }
+        return rc == ONCE_OK ? jbuf_putc(b, ']') : rc;
+    }
+    case JSON_STRING:
+        return write_string(b, json_string_value(v), json_string_length(v));
+    case JSON_REAL:
+        return write_number(b, json_real_value(v));
+    case JSON_INTEGER:
+        /* Beyond 2^53 this rounds, exactly as a JCS (double) reader would. */
+        return write_number(b, (double)json_integer_value(v));
+    case JSON_TRUE:
+        return jbuf_put(b, "true", 4);
+    case JSON_FALSE:
+        return jbuf_put(b, "false", 5);
+    case JSON_NULL:
+        return jbuf_put(b, "null", 4);
+    }
+    return ONCE_EINVAL;
+}
+
+int once__jcs_json(const json_t *v, char **out, size_t *outlen)
+{
+    if (out == NULL)
+        return ONCE_EINVAL;
+    *out = NULL;
+    if (outlen)
+        *outlen = 0;
+    struct jbuf b = {NULL, 0, 0};
+    int rc = write_value(&b, v, 0);
+    if (rc == ONCE_OK)
+        rc = jbuf_putc(&b, '\0');
+    if (rc != ONCE_OK) {
+        once_free(b.p);
+        return rc;
+    }
+    *out = b.p;
+    if (outlen)
+        *outlen = b.len - 1;
+    return ONCE_OK;
+}
+
+/* ---------------------------------------------------------------------------
+ * Parsing.
+ */
+
+/* Deepest nesting of in[0..n), stopping early once past the limit. Exact for
+ * well-formed JSON (brackets inside strings are skipped); for malformed text
+ * it is only an estimate, which is fine: such text fails either way. */
+static int text_too_deep(const char *in, size_t n)
+{
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > ONCE_JSON_MAX_DEPTH)
+                return 1;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return 0;
+}
+
+static int map_json_error(const json_error_t *err)
+{
+    switch (json_error_code(err)) {
+    case json_error_out_of_memory:
+        return ONCE_ENOMEM;
+    case json_error_stack_overflow:
+        return ONCE_ERANGE;
+    case json_error_duplicate_key:
+    case json_error_numeric_overflow: /* the literal would be an infinity */
+    case json_error_null_byte_in_key: /* see the file comment */
+        return ONCE_EINVAL;
+    default:
+        return ONCE_EPARSE;
+    }
+}
+
+/* Parse JSON text for JCS; on success *v is a new reference. */
+static int parse(const char *in, size_t n, json_t **v)
+{
+    *v = NULL;
+    if (in == NULL && n > 0)
+        return ONCE_EINVAL;
+    if (in == NULL)
+        return ONCE_EPARSE;
+    if (text_too_deep(in, n))
+        return ONCE_ERANGE;
+    json_error_t err;
+    *v = json_loadb(in, n, PARSE_FLAGS, &err);
+    return *v ? ONCE_OK : map_json_error(&err);
+}
+
+int once_jcs(const char *in, size_t n, char **out, size_t *outlen)
+{
+    if (out == NULL)
+        return ONCE_EINVAL;
+    *out = NULL;
+    if (outlen)
+        *outlen = 0;
+    json_t *v;
+    int rc = parse(in, n, &v);
+    if (rc == ONCE_OK)
+        rc = once__jcs_json(v, out, outlen);
+    json_decref(v);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Request digest (DESIGN.md section 3): what the client sent, not what the
+ * server may add (taskId, contextId).
+ */
+
+static const char *const digest_members[] = {
+    "role", "parts", "metadata", "messageId", "referenceTaskIds", "extensions",
+};
+
+int once__message_digest_json(const json_t *msg, uint8_t out[ONCE_SHA256_LEN])
+{
+    if (!json_is_object(msg) || out == NULL)
+        return ONCE_EINVAL;
+    json_t *sub = json_object();
+    if (sub == NULL)
+        return ONCE_ENOMEM;
+    int rc = ONCE_OK;
+    for (size_t i = 0; i < sizeof digest_members / sizeof digest_members[0]; i++) {
+        json_t *m = json_object_get(msg, digest_members[i]);
+        if (m != NULL && json_object_set(sub, digest_members[i], m) != 0) {
+            rc = ONCE_ENOMEM;
+            break;
+        }
+    }
+    char *canon = NULL;
+    size_t len = 0;
+    if (rc == ONCE_OK)
+        rc = once__jcs_json(sub, &canon, &len);
+    if (rc == ONCE_OK)
+        once_sha256(canon, len, out);
+    once_free(canon);
+    json_decref(sub);
+    return rc;
+}
+
+int once_message_digest(const char *msg_json, size_t n, uint8_t out[ONCE_SHA256_LEN])
+{
+    if (out == NULL)
+        return ONCE_EINVAL;
+    json_t *v;
+    int rc = parse(msg_json, n, &v);
+    if (rc == ONCE_OK)
+        rc = once__message_digest_json(v, out);
+    json_decref(v);
+    return rc;
+}

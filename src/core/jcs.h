@@ -1,0 +1,34 @@
+/*
+ * jcs.h -- RFC 8785 canonical JSON over already-parsed jansson values (not API).
+ *
+ * once_jcs() and once_message_digest() in once.h take JSON text; code that
+ * already holds a json_t (the A2A codec, the engine) uses these instead of
+ * dumping and re-parsing. The canonical form is the same either way.
+ */
+#ifndef ONCE_CORE_JCS_H
+#define ONCE_CORE_JCS_H
+
+#include "once/once.h"
+
+#include <jansson.h>
+
+/* Canonicalise v into a fresh NUL-terminated buffer *out (free with
+ * once_free); *outlen (may be NULL) gets its length. JSON integers are
+ * converted to doubles first, as JCS requires. Returns ONCE_ERANGE past
+ * ONCE_JSON_MAX_DEPTH nested arrays/objects, ONCE_EINVAL for a non-finite
+ * real or a string/key that is not valid UTF-8, ONCE_ENOMEM. On failure
+ * *out is NULL. v is only read. */
+int once__jcs_json(const json_t *v, char **out, size_t *outlen);
+
+/* once_message_digest() for a parsed Message object; ONCE_EINVAL if msg is
+ * not an object. */
+int once__message_digest_json(const json_t *msg, uint8_t out[ONCE_SHA256_LEN]);
+
+/* ECMAScript Number::toString(d) (ES2015+ 7.1.12.1, shortest round-trip
+ * digits, closest on ties of length) as JCS serialises numbers; -0 gives
+ * "0". Writes a NUL-terminated string into buf and returns its length, or
+ * ONCE_EINVAL for NaN and infinities. */
+#define ONCE__JCS_NUM_MAX 32
+int once__jcs_number(double d, char buf[ONCE__JCS_NUM_MAX]);
+
+#endif /* ONCE_CORE_JCS_H */
