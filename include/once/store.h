@@ -144,9 +144,16 @@ typedef struct once_check_report {
 #define ONCE_STORE_SHARED  0x1u  /* several processes/hosts may share the data */
 #define ONCE_STORE_DURABLE 0x2u  /* an acknowledged write survives a crash */
 
+/* Durability of a commit (SQLite's PRAGMA synchronous). A zeroed options
+ * struct means the safe default, FULL: an fsync per commit. */
+#define ONCE_SYNC_DEFAULT 0
+#define ONCE_SYNC_OFF 1
+#define ONCE_SYNC_NORMAL 2
+#define ONCE_SYNC_FULL 3
+
 typedef struct once_store_options {
     const once_clock *clock;     /* NULL = system clock */
-    int synchronous;             /* sqlite: 0 OFF, 1 NORMAL, 2 FULL (default 2) */
+    int synchronous;             /* ONCE_SYNC_*: 0 = default (FULL) */
     int busy_timeout_ms;         /* sqlite: default 5000 */
 } once_store_options;
 

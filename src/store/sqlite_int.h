@@ -1,0 +1,199 @@
+/*
+ * sqlite_int.h -- internals shared by the sqlite backend's files:
+ *   sqlite.c         slots, URL and options, open/close, the method table
+ *   sqlite_call.c    fault-counted wrappers over the sqlite3 API
+ *   sqlite_conn.c    connections, the per-connection statement cache, the
+ *                    reader pool, rollback/poison handling
+ *   sqlite_schema.c  the schema and every SQL statement's text
+ *   sqlite_commit.c  group commit: the write queue and the batch transaction
+ *   sqlite_write.c   the write ops, each run inside its own SAVEPOINT
+ *   sqlite_read.c    load, events, list, expired_leases, meta lookup
+ *   sqlite_check.c   the integrity check
+ *
+ * Invariants: only the current group-commit leader touches the writer
+ * connection; a reader connection is owned by one thread between
+ * acquire and release; every statement is reset before its connection
+ * changes hands, so no connection holds a stale read snapshot.
+ */
+#ifndef ONCE_STORE_SQLITE_INT_H
+#define ONCE_STORE_SQLITE_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "once/store.h"
+
+#define SQ_SCHEMA_VERSION 1
+#define SQ_BATCH_MAX 256      /* ops per group commit */
+#define SQ_IDLE_READERS 8     /* idle reader connections kept open */
+#define SQ_BUSY_RETRIES 3     /* retries after busy_timeout gave up */
+
+/* Cached statements; texts in sqlite_schema.c (once__sq_sql). */
+typedef enum sq_stmt_id {
+    SQ_BEGIN,
+    SQ_COMMIT,
+    SQ_ROLLBACK,
+    SQ_SAVEPOINT,
+    SQ_RELEASE,
+    SQ_ROLLBACK_TO,
+    SQ_BEGIN_READ,
+    SQ_TASK_GET,
+    SQ_TOMB_GET,
+    SQ_TASK_HEAD,       /* version, generation of one key */
+    SQ_TASK_INSERT,
+    SQ_TASK_UPDATE,
+    SQ_EVENT_INSERT,
+    SQ_EVENTS_GET,
+    SQ_LEASES,
+    SQ_LIST,
+    SQ_LIST_AFTER,
+    SQ_SWEEP_PICK,
+    SQ_TOMB_INSERT,
+    SQ_EVENTS_DELETE,
+    SQ_TASK_DELETE,
+    SQ_PURGE,
+    SQ_META_GET,
+    SQ_META_INSERT,
+    SQ_NSTMT
+} sq_stmt_id;
+
+extern const char *const once__sq_sql[SQ_NSTMT];
+/* Columns of a task row as SELECTed by SQ_TASK_GET and the list queries. */
+#define SQ_TASK_COLS                                                                      \
+    "principal, task_id, context_id, state, kind, version, generation, fence, step, "   \
+    "lease_owner, lease_until, created_at, updated_at, finished_at, digests, task_json, " \
+    "checkpoint"
+
+/* One connection and its statement cache. Owned by one thread at a time
+ * (the leader for the writer, the acquirer for a reader); nothing here is
+ * locked. st[] entries are prepared lazily and kept until the connection
+ * is closed. */
+typedef struct sq_conn {
+    sqlite3 *db;
+    sqlite3_stmt *st[SQ_NSTMT];
+    struct sq_conn *next;   /* idle-pool link; guarded by sq_store.pmu */
+} sq_conn;
+
+typedef enum sq_op_kind {
+    SQ_OP_CREATE,
+    SQ_OP_UPDATE,
+    SQ_OP_SWEEP,
+    SQ_OP_PURGE,
+    SQ_OP_META,
+    SQ_OP_SYNC          /* test hook: read the writer's PRAGMA synchronous */
+} sq_op_kind;
+
+/* A queued write. The caller fills the arguments and waits; the leader
+ * that takes it writes the outputs and rc, then sets done under
+ * sq_store.qmu and signals cv. The caller reads nothing before done. */
+typedef struct sq_op {
+    sq_op_kind kind;
+    const once_record *rec;           /* create, update */
+    const once_event *ev;
+    size_t nev;
+    int64_t expect_version;           /* update */
+    once_record *winner;              /* create outputs (may be NULL) */
+    once_tombstone *tomb;
+    int64_t before;                   /* sweep: finished_before; purge: expired_before */
+    int64_t now;                      /* sweep */
+    size_t max;                       /* sweep, purge */
+    size_t *n;                        /* sweep, purge, sync output */
+    const char *name;                 /* meta */
+    const char *init_value;
+    char **out;                       /* meta output */
+
+    int rc;
+    int done;
+    pthread_cond_t cv;
+    struct sq_op *next;
+} sq_op;
+
+/*
+ * The handle. Set at open and read-only afterwards: base.m, path,
+ * synchronous, busy_ms. qmu guards the queue (qhead, qtail, leading) and
+ * each queued op's done flag; writer belongs to whichever thread set
+ * leading = 1 and is touched only by it. pmu guards the idle reader list.
+ * base.errmsg is written through once__store_seterr (its own lock).
+ */
+typedef struct sq_store {
+    once_store base;
+    char *path;
+    int synchronous;
+    int busy_ms;
+
+    pthread_mutex_t qmu;
+    sq_op *qhead, *qtail;
+    int leading;
+    sq_conn *writer;
+
+    pthread_mutex_t pmu;
+    sq_conn *idle;
+    size_t nidle;
+} sq_store;
+
+/* ---- sqlite_call.c: wrappers (fault-counted) and result mapping ---- */
+int once__sq_open(const char *path, int flags, sqlite3 **db);
+int once__sq_busy_timeout(sqlite3 *db, int ms);
+int once__sq_exec(sqlite3 *db, const char *sql);
+int once__sq_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
+int once__sq_bind_text(sqlite3_stmt *st, int i, const char *s);   /* NULL binds NULL */
+int once__sq_bind_int64(sqlite3_stmt *st, int i, int64_t v);
+int once__sq_step(sqlite3_stmt *st);
+int once__sq_reset(sqlite3_stmt *st);
+void once__sq_count_commit(size_t ops);
+/* SQLITE_BUSY/LOCKED -> ONCE_EBUSY, NOMEM -> ONCE_ENOMEM, else ONCE_ESTORE. */
+int once__sq_err(int sqlite_rc);
+int once__sq_is_busy(int sqlite_rc);
+void once__sq_sleep_ms(int ms);
+
+/* ---- sqlite_conn.c ---- */
+/* Open a connection to s->path with the handle's busy timeout; the writer
+ * also gets PRAGMA synchronous, a reader query_only. create: may create
+ * the file (the schema connection only). */
+int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out);
+void once__sq_conn_close(sq_conn *c);   /* NULL is a no-op */
+/* The cached statement id, prepared on first use. */
+int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out);
+/* Step a statement that returns no rows, then reset it. */
+int once__sq_run(sq_conn *c, sq_stmt_id id);
+/* End whatever transaction c has open: 0 if c is clean afterwards, -1 if
+ * it must be closed (a ROLLBACK failed). */
+int once__sq_abort(sq_conn *c);
+/* Reader pool. release closes c instead of pooling it when it is left
+ * inside a transaction or the pool is full. */
+int once__sq_reader(sq_store *s, sq_conn **out);
+void once__sq_release(sq_store *s, sq_conn *c);
+/* base.errmsg: what failed, rc's text and db's last message (db may be
+ * NULL; only the thread owning db may pass it). */
+void once__sq_seterr(sq_store *s, sqlite3 *db, const char *what, int rc);
+
+/* ---- sqlite_schema.c ---- */
+/* Create or verify the schema on a fresh writer-capable connection. */
+int once__sq_schema(sq_store *s, sq_conn *c);
+
+/* ---- sqlite_commit.c ---- */
+/* Queue op, wait for a leader (maybe this thread) to run it; op->rc. */
+int once__sq_submit(sq_store *s, sq_op *op);
+
+/* ---- sqlite_write.c ---- */
+/* Run one op inside the open transaction (the caller wraps a SAVEPOINT). */
+int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op);
+/* Drop outputs an op wrote before its batch failed. */
+void once__sq_op_discard(sq_op *op);
+
+/* ---- sqlite_read.c ---- */
+int once__sq_row_record(sqlite3_stmt *st, int col0, once_record *out);
+int once__sq_row_tomb(sqlite3_stmt *st, int col0, once_tombstone *out);
+int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_record *out,
+                  once_tombstone *tomb);
+int once__sq_events(sq_store *s, const char *principal, const char *task_id, int64_t after,
+                    size_t max, once_event_list *out);
+int once__sq_expired_leases(sq_store *s, int64_t now, size_t max, once_key_list *out);
+int once__sq_list(sq_store *s, const once_list_query *q, once_record_list *out);
+/* ONCE_OK and *out, or ONCE_ENOTFOUND. */
+int once__sq_meta_get(sq_store *s, const char *name, char **out);
+
+/* ---- sqlite_check.c ---- */
+int once__sq_check(sq_store *s, once_check_report *rep);
+
+#endif

@@ -1,0 +1,408 @@
+/*
+ * sqlite_read.c -- the read slots of the sqlite backend, on reader
+ * connections from the pool so they never wait behind a group commit (WAL
+ * gives each statement a snapshot while the writer commits).
+ *
+ * A read either answers from what it read or fails with ONCE_ESTORE /
+ * ONCE_EBUSY: a failed step is never taken for "no row" (ENOTFOUND, an empty
+ * list), because callers draw verdicts from those. SQLITE_BUSY is retried
+ * a few times (after the busy handler) before it becomes ONCE_EBUSY.
+ *
+ * load reads the record, then the tombstone, each in its own snapshot. That
+ * is still linearizable: a key only moves none -> record -> tombstone ->
+ * none, so "no record, then no tombstone" means the key was empty at some
+ * instant between the two reads.
+ */
+#include <string.h>
+
+#include "store/sqlite_int.h"
+#include "store/store_int.h"
+
+static int copy_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
+{
+    if (sqlite3_column_type(st, col) != SQLITE_TEXT)
+        return ONCE_ECORRUPT;
+    const unsigned char *t = sqlite3_column_text(st, col);
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    if (!t)
+        return ONCE_ENOMEM;
+    if (n >= cap)
+        return ONCE_ECORRUPT;
+    memcpy(dst, t, n);
+    dst[n] = '\0';
+    return ONCE_OK;
+}
+
+/* *out = a copy of the column (NULL for SQL NULL when nullable). */
+static int dup_text(char **out, sqlite3_stmt *st, int col, int nullable)
+{
+    *out = NULL;
+    int type = sqlite3_column_type(st, col);
+    if (type == SQLITE_NULL)
+        return nullable ? ONCE_OK : ONCE_ECORRUPT;
+    if (type != SQLITE_TEXT)
+        return ONCE_ECORRUPT;
+    const unsigned char *t = sqlite3_column_text(st, col);
+    if (!t)
+        return ONCE_ENOMEM;
+    *out = once_strndup((const char *)t, (size_t)sqlite3_column_bytes(st, col));
+    return *out ? ONCE_OK : ONCE_ENOMEM;
+}
+
+int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)
+{
+    memset(r, 0, sizeof *r);
+    int rc = copy_text(r->principal, sizeof r->principal, st, c + 0);
+    if (rc == ONCE_OK)
+        rc = copy_text(r->task_id, sizeof r->task_id, st, c + 1);
+    if (rc == ONCE_OK)
+        rc = copy_text(r->context_id, sizeof r->context_id, st, c + 2);
+    if (rc == ONCE_OK)
+        rc = copy_text(r->lease_owner, sizeof r->lease_owner, st, c + 9);
+    if (rc == ONCE_OK)
+        rc = dup_text(&r->digests, st, c + 14, 0);
+    if (rc == ONCE_OK)
+        rc = dup_text(&r->task_json, st, c + 15, 0);
+    if (rc == ONCE_OK)
+        rc = dup_text(&r->checkpoint, st, c + 16, 1);
+    if (rc != ONCE_OK) {
+        once_record_clear(r);
+        return rc;
+    }
+    r->state = (once_state)sqlite3_column_int(st, c + 3);
+    r->kind = (once_record_kind)sqlite3_column_int(st, c + 4);
+    r->version = sqlite3_column_int64(st, c + 5);
+    r->generation = sqlite3_column_int64(st, c + 6);
+    r->fence = sqlite3_column_int64(st, c + 7);
+    r->step = sqlite3_column_int64(st, c + 8);
+    r->lease_until = sqlite3_column_int64(st, c + 10);
+    r->created_at = sqlite3_column_int64(st, c + 11);
+    r->updated_at = sqlite3_column_int64(st, c + 12);
+    r->finished_at = sqlite3_column_int64(st, c + 13);
+    return ONCE_OK;
+}
+
+int once__sq_row_tomb(sqlite3_stmt *st, int c, once_tombstone *t)
+{
+    memset(t, 0, sizeof *t);
+    int rc = copy_text(t->principal, sizeof t->principal, st, c + 0);
+    if (rc == ONCE_OK)
+        rc = copy_text(t->task_id, sizeof t->task_id, st, c + 1);
+    if (rc == ONCE_OK)
+        rc = copy_text(t->first_digest, sizeof t->first_digest, st, c + 2);
+    if (rc != ONCE_OK) {
+        memset(t, 0, sizeof *t);
+        return rc;
+    }
+    t->finished_at = sqlite3_column_int64(st, c + 3);
+    t->expired_at = sqlite3_column_int64(st, c + 4);
+    return ONCE_OK;
+}
+
+/* A read op: runs on one reader connection; cleans its outputs on failure. */
+typedef int (*read_fn)(sq_conn *c, void *arg);
+
+static int with_reader(sq_store *s, const char *what, read_fn fn, void *arg)
+{
+    int rc = ONCE_EBUSY;
+    for (int i = 0; rc == ONCE_EBUSY && i <= SQ_BUSY_RETRIES; i++) {
+        if (i)
+            once__sq_sleep_ms(1 << i);
+        sq_conn *c;
+        rc = once__sq_reader(s, &c);
+        if (rc != ONCE_OK)
+            continue;
+        rc = fn(c, arg);
+        if (rc == ONCE_ESTORE || rc == ONCE_EBUSY || rc == ONCE_ENOMEM || rc == ONCE_ECORRUPT)
+            once__sq_seterr(s, c->db, what, rc);
+        once__sq_release(s, c);
+    }
+    return rc;
+}
+
+/* Bind ?1, ?2 to a key and step once: ONCE_OK on a row (st stays on it),
+ * ONCE_ENOTFOUND when there is none, else an error. */
+static int keyed_row(sq_conn *c, sq_stmt_id id, const char *principal, const char *task_id,
+                     sqlite3_stmt **out)
+{
+    int rc = once__sq_stmt(c, id, out);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind_text(*out, 1, principal);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_text(*out, 2, task_id);
+    if (src == SQLITE_OK)
+        src = once__sq_step(*out);
+    if (src == SQLITE_ROW)
+        return ONCE_OK;
+    return src == SQLITE_DONE ? ONCE_ENOTFOUND : once__sq_err(src);
+}
+
+/* Reset st; a failed reset turns a result into an error (the row may not
+ * have been the statement's last word). */
+static int end_stmt(sqlite3_stmt *st, int rc)
+{
+    if (!st)
+        return rc;
+    int rrc = once__sq_reset(st);
+    return rrc == SQLITE_OK || (rc != ONCE_OK && rc != ONCE_ENOTFOUND && rc != ONCE_ETOMBSTONE)
+               ? rc
+               : once__sq_err(rrc);
+}
+
+/* Arguments and outputs of one read op, on the caller's stack (the op runs
+ * on the caller's thread; nothing is shared). */
+typedef struct load_arg {
+    const char *principal, *task_id;
+    once_record *out;
+    once_tombstone *tomb;
+} load_arg;
+
+static int load_fn(sq_conn *c, void *p)
+{
+    load_arg *a = p;
+    sqlite3_stmt *st = NULL;
+    int rc = keyed_row(c, SQ_TASK_GET, a->principal, a->task_id, &st);
+    if (rc == ONCE_OK)
+        rc = once__sq_row_record(st, 0, a->out);
+    rc = end_stmt(st, rc);
+    if (rc != ONCE_ENOTFOUND) {
+        if (rc != ONCE_OK)
+            once_record_clear(a->out);
+        return rc;
+    }
+    st = NULL;
+    rc = keyed_row(c, SQ_TOMB_GET, a->principal, a->task_id, &st);
+    if (rc == ONCE_OK) {
+        once_tombstone t;
+        rc = once__sq_row_tomb(st, 0, &t);
+        if (rc == ONCE_OK) {
+            if (a->tomb)
+                *a->tomb = t;
+            rc = ONCE_ETOMBSTONE;
+        }
+    }
+    rc = end_stmt(st, rc);
+    if (rc != ONCE_ETOMBSTONE && a->tomb)
+        memset(a->tomb, 0, sizeof *a->tomb);
+    return rc;
+}
+
+int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_record *out,
+                  once_tombstone *tomb)
+{
+    memset(out, 0, sizeof *out);
+    if (tomb)
+        memset(tomb, 0, sizeof *tomb);
+    int rc = once__store_valid_key(&s->base, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
+    load_arg a = {principal, task_id, out, tomb};
+    return with_reader(s, "load", load_fn, &a);
+}
+
+typedef struct events_arg {
+    const char *principal, *task_id;
+    int64_t after;
+    size_t max;
+    once_event_list *out;
+} events_arg;
+
+static int events_fn(sq_conn *c, void *p)
+{
+    events_arg *a = p;
+    sqlite3_stmt *st;
+    size_t cap = 0;
+    int rc = once__sq_stmt(c, SQ_EVENTS_GET, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind_text(st, 1, a->principal);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_text(st, 2, a->task_id);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 3, a->after);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 4,
+                                  a->max == 0 || a->max > INT64_MAX ? -1 : (int64_t)a->max);
+    while (src == SQLITE_OK || src == SQLITE_ROW) {
+        if ((src = once__sq_step(st)) != SQLITE_ROW)
+            break;
+        if (a->out->n == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            once_event *g = once_realloc(a->out->v, nc * sizeof *g);
+            if (!g) {
+                rc = ONCE_ENOMEM;
+                break;
+            }
+            a->out->v = g;
+            cap = nc;
+        }
+        once_event *e = &a->out->v[a->out->n];
+        e->generation = sqlite3_column_int64(st, 0);
+        rc = dup_text(&e->payload, st, 1, 0);
+        if (rc != ONCE_OK)
+            break;
+        a->out->n++;
+    }
+    if (rc == ONCE_OK && src != SQLITE_DONE)
+        rc = once__sq_err(src);
+    rc = end_stmt(st, rc);
+    if (rc != ONCE_OK)
+        once_event_list_clear(a->out);
+    return rc;
+}
+
+int once__sq_events(sq_store *s, const char *principal, const char *task_id, int64_t after,
+                    size_t max, once_event_list *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = once__store_valid_key(&s->base, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
+    events_arg a = {principal, task_id, after, max, out};
+    return with_reader(s, "events", events_fn, &a);
+}
+
+typedef struct leases_arg {
+    int64_t now;
+    size_t max;
+    once_key_list *out;
+} leases_arg;
+
+static int leases_fn(sq_conn *c, void *p)
+{
+    leases_arg *a = p;
+    sqlite3_stmt *st;
+    size_t cap = 0;
+    int rc = once__sq_stmt(c, SQ_LEASES, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind_int64(st, 1, a->now);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 2, a->max > INT64_MAX ? -1 : (int64_t)a->max);
+    while (src == SQLITE_OK || src == SQLITE_ROW) {
+        if ((src = once__sq_step(st)) != SQLITE_ROW)
+            break;
+        if (a->out->n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            once_key *g = once_realloc(a->out->v, nc * sizeof *g);
+            if (!g) {
+                rc = ONCE_ENOMEM;
+                break;
+            }
+            a->out->v = g;
+            cap = nc;
+        }
+        once_key *k = &a->out->v[a->out->n];
+        memset(k, 0, sizeof *k);
+        rc = copy_text(k->principal, sizeof k->principal, st, 0);
+        if (rc == ONCE_OK)
+            rc = copy_text(k->task_id, sizeof k->task_id, st, 1);
+        if (rc != ONCE_OK)
+            break;
+        a->out->n++;
+    }
+    if (rc == ONCE_OK && src != SQLITE_DONE)
+        rc = once__sq_err(src);
+    rc = end_stmt(st, rc);
+    if (rc != ONCE_OK)
+        once_key_list_clear(a->out);
+    return rc;
+}
+
+int once__sq_expired_leases(sq_store *s, int64_t now, size_t max, once_key_list *out)
+{
+    memset(out, 0, sizeof *out);
+    if (max == 0)
+        return ONCE_OK;
+    leases_arg a = {now, max, out};
+    return with_reader(s, "expired_leases", leases_fn, &a);
+}
+
+typedef struct list_arg {
+    const once_list_query *q;
+    once_record_list *out;
+} list_arg;
+
+static int list_fn(sq_conn *c, void *p)
+{
+    list_arg *a = p;
+    const once_list_query *q = a->q;
+    sqlite3_stmt *st;
+    int rc = once__sq_stmt(c, q->after_task_id ? SQ_LIST_AFTER : SQ_LIST, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind_text(st, 1, q->principal);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_text(st, 2, q->context_id);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 3, (int64_t)q->state);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 4, (int64_t)q->limit);
+    if (src == SQLITE_OK && q->after_task_id)
+        src = once__sq_bind_int64(st, 5, q->after_created_at);
+    if (src == SQLITE_OK && q->after_task_id)
+        src = once__sq_bind_text(st, 6, q->after_task_id);
+    if (src == SQLITE_OK) {
+        a->out->v = once_calloc(q->limit, sizeof *a->out->v);   /* limit <= ONCE_LIST_MAX */
+        if (!a->out->v)
+            rc = ONCE_ENOMEM;
+    }
+    while (rc == ONCE_OK && (src == SQLITE_OK || src == SQLITE_ROW) && a->out->n < q->limit) {
+        if ((src = once__sq_step(st)) != SQLITE_ROW)
+            break;
+        rc = once__sq_row_record(st, 0, &a->out->v[a->out->n]);
+        if (rc == ONCE_OK)
+            a->out->n++;
+    }
+    if (rc == ONCE_OK && src != SQLITE_DONE && src != SQLITE_ROW)
+        rc = once__sq_err(src);
+    rc = end_stmt(st, rc);
+    if (rc != ONCE_OK || a->out->n == 0)
+        once_record_list_clear(a->out);
+    return rc;
+}
+
+int once__sq_list(sq_store *s, const once_list_query *q, once_record_list *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = once__store_valid_query(&s->base, q);
+    if (rc != ONCE_OK)
+        return rc;
+    list_arg a = {q, out};
+    return with_reader(s, "list", list_fn, &a);
+}
+
+typedef struct meta_arg {
+    const char *name;
+    char **out;
+} meta_arg;
+
+static int meta_fn(sq_conn *c, void *p)
+{
+    meta_arg *a = p;
+    sqlite3_stmt *st;
+    int rc = once__sq_stmt(c, SQ_META_GET, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind_text(st, 1, a->name);
+    if (src == SQLITE_OK)
+        src = once__sq_step(st);
+    if (src == SQLITE_ROW)
+        rc = dup_text(a->out, st, 0, 0);
+    else
+        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__sq_err(src);
+    rc = end_stmt(st, rc);
+    if (rc != ONCE_OK) {
+        once_free(*a->out);
+        *a->out = NULL;
+    }
+    return rc;
+}
+
+int once__sq_meta_get(sq_store *s, const char *name, char **out)
+{
+    *out = NULL;
+    meta_arg a = {name, out};
+    return with_reader(s, "meta", meta_fn, &a);
+}

@@ -1,0 +1,208 @@
+/*
+ * sqlite_schema.c -- what the sqlite backend stores and every SQL text it
+ * runs. Schema version lives in PRAGMA user_version (SQ_SCHEMA_VERSION).
+ *
+ * Creation is safe when several processes open one new file at once: the
+ * switch to WAL is retried while another opener holds the lock, and the
+ * tables are created inside BEGIN IMMEDIATE after re-reading user_version,
+ * so exactly one opener creates them and the others see version 1.
+ *
+ * Index choices follow the queries: tasks_lease is a covering partial index
+ * for expired_leases (non-terminal rows with a lease), tasks_sweep a partial
+ * index over terminal rows by finished_at, tasks_list serves list's
+ * (principal, created_at, task_id) order and cursor. State numbers are
+ * once_state's: 5..8 are the terminal states.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "store/sqlite_int.h"
+
+#define SQ_TASK_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17"
+
+const char *const once__sq_sql[SQ_NSTMT] = {
+    [SQ_BEGIN] = "BEGIN IMMEDIATE",
+    [SQ_COMMIT] = "COMMIT",
+    [SQ_ROLLBACK] = "ROLLBACK",
+    [SQ_SAVEPOINT] = "SAVEPOINT op",
+    [SQ_RELEASE] = "RELEASE op",
+    [SQ_ROLLBACK_TO] = "ROLLBACK TO op",
+    [SQ_BEGIN_READ] = "BEGIN",
+    [SQ_TASK_GET] = "SELECT " SQ_TASK_COLS " FROM tasks WHERE principal=?1 AND task_id=?2",
+    [SQ_TOMB_GET] = "SELECT principal, task_id, first_digest, finished_at, expired_at "
+                    "FROM tombstones WHERE principal=?1 AND task_id=?2",
+    [SQ_TASK_HEAD] = "SELECT version, generation FROM tasks WHERE principal=?1 AND task_id=?2",
+    [SQ_TASK_INSERT] = "INSERT INTO tasks(" SQ_TASK_COLS ") VALUES(" SQ_TASK_PARAMS
+                       ") ON CONFLICT DO NOTHING",
+    [SQ_TASK_UPDATE] = "UPDATE tasks SET context_id=?3, state=?4, kind=?5, version=?6, "
+                       "generation=?7, fence=?8, step=?9, lease_owner=?10, lease_until=?11, "
+                       "created_at=?12, updated_at=?13, finished_at=?14, digests=?15, "
+                       "task_json=?16, checkpoint=?17 "
+                       "WHERE principal=?1 AND task_id=?2 AND version=?18",
+    [SQ_EVENT_INSERT] = "INSERT INTO events(principal, task_id, generation, payload) "
+                        "VALUES(?1,?2,?3,?4)",
+    [SQ_EVENTS_GET] = "SELECT generation, payload FROM events WHERE principal=?1 AND task_id=?2 "
+                      "AND generation>?3 ORDER BY generation LIMIT ?4",
+    [SQ_LEASES] = "SELECT principal, task_id FROM tasks INDEXED BY tasks_lease "
+                  "WHERE state<5 AND lease_until>0 AND lease_until<?1 "
+                  "ORDER BY lease_until, principal, task_id LIMIT ?2",
+    [SQ_LIST] = "SELECT " SQ_TASK_COLS " FROM tasks WHERE principal=?1 "
+                "AND (?2 IS NULL OR context_id=?2) AND (?3=0 OR state=?3) "
+                "ORDER BY created_at, task_id LIMIT ?4",
+    [SQ_LIST_AFTER] = "SELECT " SQ_TASK_COLS " FROM tasks WHERE principal=?1 "
+                      "AND (?2 IS NULL OR context_id=?2) AND (?3=0 OR state=?3) "
+                      "AND (created_at, task_id) > (?5, ?6) "
+                      "ORDER BY created_at, task_id LIMIT ?4",
+    [SQ_SWEEP_PICK] = "SELECT principal, task_id, digests, finished_at FROM tasks "
+                      "WHERE state>=5 AND finished_at<?1 "
+                      "ORDER BY finished_at, principal, task_id LIMIT ?2",
+    [SQ_TOMB_INSERT] = "INSERT OR REPLACE INTO tombstones"
+                       "(principal, task_id, first_digest, finished_at, expired_at) "
+                       "VALUES(?1,?2,?3,?4,?5)",
+    [SQ_EVENTS_DELETE] = "DELETE FROM events WHERE principal=?1 AND task_id=?2",
+    [SQ_TASK_DELETE] = "DELETE FROM tasks WHERE principal=?1 AND task_id=?2",
+    [SQ_PURGE] = "DELETE FROM tombstones WHERE rowid IN (SELECT rowid FROM tombstones "
+                 "WHERE expired_at<?1 ORDER BY expired_at, principal, task_id LIMIT ?2)",
+    [SQ_META_GET] = "SELECT value FROM meta WHERE name=?1",
+    [SQ_META_INSERT] = "INSERT INTO meta(name, value) VALUES(?1,?2) ON CONFLICT DO NOTHING",
+};
+
+static const char ddl[] =
+    "CREATE TABLE IF NOT EXISTS tasks("
+    " principal TEXT NOT NULL, task_id TEXT NOT NULL, context_id TEXT NOT NULL,"
+    " state INTEGER NOT NULL, kind INTEGER NOT NULL, version INTEGER NOT NULL,"
+    " generation INTEGER NOT NULL, fence INTEGER NOT NULL, step INTEGER NOT NULL,"
+    " lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL,"
+    " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER NOT NULL,"
+    " digests TEXT NOT NULL, task_json TEXT NOT NULL, checkpoint TEXT,"
+    " PRIMARY KEY(principal, task_id)) STRICT;"
+    "CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(lease_until, principal, task_id)"
+    " WHERE state<5 AND lease_until>0;"
+    "CREATE INDEX IF NOT EXISTS tasks_sweep ON tasks(finished_at, principal, task_id)"
+    " WHERE state>=5;"
+    "CREATE INDEX IF NOT EXISTS tasks_list ON tasks(principal, created_at, task_id);"
+    "CREATE TABLE IF NOT EXISTS events("
+    " principal TEXT NOT NULL, task_id TEXT NOT NULL, generation INTEGER NOT NULL,"
+    " payload TEXT NOT NULL,"
+    " PRIMARY KEY(principal, task_id, generation)) STRICT, WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS tombstones("
+    " principal TEXT NOT NULL, task_id TEXT NOT NULL, first_digest TEXT NOT NULL,"
+    " finished_at INTEGER NOT NULL, expired_at INTEGER NOT NULL,"
+    " PRIMARY KEY(principal, task_id)) STRICT;"
+    "CREATE INDEX IF NOT EXISTS tombstones_purge ON tombstones(expired_at, principal, task_id);"
+    "CREATE TABLE IF NOT EXISTS meta("
+    " name TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL) STRICT;";
+
+/* One-row PRAGMA: its first column as text (journal_mode) or integer. */
+static int pragma_row(sq_conn *c, const char *sql, char *text, size_t cap, int64_t *num)
+{
+    sqlite3_stmt *st;
+    int rc = once__sq_prepare(c->db, sql, &st);
+    if (rc != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return rc;
+    }
+    rc = once__sq_step(st);
+    if (rc == SQLITE_ROW) {
+        if (text) {
+            const unsigned char *t = sqlite3_column_text(st, 0);
+            size_t n = t ? strlen((const char *)t) : 0;
+            if (n >= cap)
+                n = cap - 1;
+            if (t)
+                memcpy(text, t, n);
+            text[n] = '\0';
+        }
+        if (num)
+            *num = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_ERROR;   /* every PRAGMA used here returns a row */
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Switch the file to WAL. Changing the journal mode needs an exclusive lock
+ * and does not always go through the busy handler, so retry here for up to
+ * the busy timeout while other openers hold the file. */
+static int wal_on(sq_store *s, sq_conn *c)
+{
+    int64_t deadline = once_monotonic_ms() + s->busy_ms;
+    for (;;) {
+        char mode[16];
+        int rc = pragma_row(c, "PRAGMA journal_mode=WAL", mode, sizeof mode, NULL);
+        if (rc == SQLITE_OK) {
+            if (strcmp(mode, "wal") == 0)
+                return ONCE_OK;
+            once__sq_seterr(s, c->db, "journal_mode=WAL refused", ONCE_EUNSUPPORTED);
+            return ONCE_EUNSUPPORTED;
+        }
+        if (!once__sq_is_busy(rc) || once_monotonic_ms() >= deadline) {
+            once__sq_seterr(s, c->db, "journal_mode=WAL", once__sq_err(rc));
+            return once__sq_err(rc);
+        }
+        once__sq_sleep_ms(5);
+    }
+}
+
+static int read_version(sq_store *s, sq_conn *c, int64_t *v)
+{
+    int rc = pragma_row(c, "PRAGMA user_version", NULL, 0, v);
+    if (rc != SQLITE_OK) {
+        once__sq_seterr(s, c->db, "read user_version", once__sq_err(rc));
+        return once__sq_err(rc);
+    }
+    if (*v > SQ_SCHEMA_VERSION || *v < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "schema version %lld is not %d (newer once?)",
+                 (long long)*v, SQ_SCHEMA_VERSION);
+        once__sq_seterr(s, NULL, what, ONCE_EUNSUPPORTED);
+        return ONCE_EUNSUPPORTED;
+    }
+    return ONCE_OK;
+}
+
+static int create_tables(sq_store *s, sq_conn *c)
+{
+    int rc = ONCE_EBUSY;
+    for (int i = 0; i <= SQ_BUSY_RETRIES && rc == ONCE_EBUSY; i++) {
+        if (i)
+            once__sq_sleep_ms(1 << i);
+        rc = once__sq_run(c, SQ_BEGIN);
+    }
+    if (rc != ONCE_OK) {
+        once__sq_seterr(s, c->db, "schema: BEGIN IMMEDIATE", rc);
+        return rc;
+    }
+    int64_t v = 0;
+    rc = read_version(s, c, &v);   /* another process may have won the race */
+    if (rc == ONCE_OK && v == 0) {
+        char sql[sizeof ddl + 64];
+        snprintf(sql, sizeof sql, "%sPRAGMA user_version=%d;", ddl, SQ_SCHEMA_VERSION);
+        int src = once__sq_exec(c->db, sql);
+        rc = src == SQLITE_OK ? ONCE_OK : once__sq_err(src);
+        if (rc != ONCE_OK)
+            once__sq_seterr(s, c->db, "schema: create tables", rc);
+    }
+    if (rc == ONCE_OK) {
+        rc = once__sq_run(c, SQ_COMMIT);
+        if (rc != ONCE_OK)
+            once__sq_seterr(s, c->db, "schema: COMMIT", rc);
+    }
+    if (rc != ONCE_OK)
+        (void)once__sq_abort(c);   /* the caller closes c on failure anyway */
+    return rc;
+}
+
+int once__sq_schema(sq_store *s, sq_conn *c)
+{
+    int rc = wal_on(s, c);
+    if (rc != ONCE_OK)
+        return rc;
+    int64_t v = 0;
+    rc = read_version(s, c, &v);
+    if (rc != ONCE_OK || v == SQ_SCHEMA_VERSION)
+        return rc;
+    return create_tables(s, c);
+}

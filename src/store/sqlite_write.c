@@ -1,0 +1,398 @@
+/*
+ * sqlite_write.c -- the write ops of the sqlite backend. Each runs on the
+ * writer connection inside the batch's BEGIN IMMEDIATE transaction and its
+ * own SAVEPOINT (sqlite_commit.c), so an op that fails leaves nothing behind
+ * and the batch goes on.
+ *
+ * Because the transaction holds the database write lock from its first
+ * statement, what an op reads is what it writes over: the tombstone check
+ * and the winner read of create, and the version read of update, cannot
+ * be overtaken by another process.
+ *
+ * Outputs (winner, tomb, *n, meta *out) are written here, by the leader,
+ * into the waiting caller's structs; once__sq_op_discard drops them again
+ * if the batch's COMMIT fails.
+ */
+#include <string.h>
+
+#include "core/decide.h"
+#include "store/sqlite_int.h"
+#include "store/store_int.h"
+
+/* Step a write statement to completion and reset it. */
+static int finish(sqlite3_stmt *st)
+{
+    int src = once__sq_step(st);
+    int rrc = once__sq_reset(st);
+    if (src != SQLITE_DONE)
+        return once__sq_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
+    return rrc == SQLITE_OK ? ONCE_OK : once__sq_err(rrc);
+}
+
+static int bind_key(sqlite3_stmt *st, const char *principal, const char *task_id)
+{
+    int rc = once__sq_bind_text(st, 1, principal);
+    if (rc == SQLITE_OK)
+        rc = once__sq_bind_text(st, 2, task_id);
+    return rc;
+}
+
+/* Parameters ?1..?17 of SQ_TASK_INSERT and SQ_TASK_UPDATE (SQ_TASK_COLS). */
+static int bind_task(sqlite3_stmt *st, const once_record *r)
+{
+    const int64_t nums[] = {r->state, r->kind, r->version, r->generation, r->fence, r->step};
+    const int64_t times[] = {r->lease_until, r->created_at, r->updated_at, r->finished_at};
+    int rc = bind_key(st, r->principal, r->task_id);
+    if (rc == SQLITE_OK)
+        rc = once__sq_bind_text(st, 3, r->context_id);
+    for (int i = 0; rc == SQLITE_OK && i < 6; i++)
+        rc = once__sq_bind_int64(st, 4 + i, nums[i]);
+    if (rc == SQLITE_OK)
+        rc = once__sq_bind_text(st, 10, r->lease_owner);
+    for (int i = 0; rc == SQLITE_OK && i < 4; i++)
+        rc = once__sq_bind_int64(st, 11 + i, times[i]);
+    if (rc == SQLITE_OK)
+        rc = once__sq_bind_text(st, 15, r->digests);
+    if (rc == SQLITE_OK)
+        rc = once__sq_bind_text(st, 16, r->task_json);
+    if (rc == SQLITE_OK)
+        rc = once__sq_bind_text(st, 17, r->checkpoint);
+    return rc;
+}
+
+static int insert_events(sq_conn *w, const once_record *r, const once_event *ev, size_t nev)
+{
+    sqlite3_stmt *st;
+    int rc = nev ? once__sq_stmt(w, SQ_EVENT_INSERT, &st) : ONCE_OK;
+    for (size_t i = 0; rc == ONCE_OK && i < nev; i++) {
+        int src = bind_key(st, r->principal, r->task_id);
+        if (src == SQLITE_OK)
+            src = once__sq_bind_int64(st, 3, ev[i].generation);
+        if (src == SQLITE_OK)
+            src = once__sq_bind_text(st, 4, ev[i].payload);
+        rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    }
+    return rc;
+}
+
+/* Run a keyed SELECT: ONCE_OK with st on its row (caller resets), ONCE_ENOTFOUND
+ * (reset done), or an error (reset done). */
+static int select_key(sq_conn *w, sq_stmt_id id, const char *principal, const char *task_id,
+                      sqlite3_stmt **out)
+{
+    sqlite3_stmt *st;
+    int rc = once__sq_stmt(w, id, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = bind_key(st, principal, task_id);
+    if (src == SQLITE_OK)
+        src = once__sq_step(st);
+    if (src == SQLITE_ROW) {
+        *out = st;
+        return ONCE_OK;
+    }
+    int rrc = once__sq_reset(st);
+    if (src != SQLITE_DONE)
+        return once__sq_err(src);
+    return rrc == SQLITE_OK ? ONCE_ENOTFOUND : once__sq_err(rrc);
+}
+
+/* Reset a statement left on a row; a reset failure overrides rc. */
+static int done_row(sqlite3_stmt *st, int rc)
+{
+    int rrc = once__sq_reset(st);
+    return rrc == SQLITE_OK ? rc : once__sq_err(rrc);
+}
+
+static int op_create(sq_store *s, sq_conn *w, sq_op *op)
+{
+    const once_record *r = op->rec;
+    sqlite3_stmt *st;
+
+    int rc = select_key(w, SQ_TOMB_GET, r->principal, r->task_id, &st);
+    if (rc == ONCE_OK) {
+        rc = op->tomb ? once__sq_row_tomb(st, 0, op->tomb) : ONCE_OK;
+        return done_row(st, rc == ONCE_OK ? ONCE_ETOMBSTONE : rc);
+    }
+    if (rc != ONCE_ENOTFOUND)
+        return rc;
+
+    rc = once__sq_stmt(w, SQ_TASK_INSERT, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = bind_task(st, r);
+    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    if (rc != ONCE_OK)
+        return rc;
+    if (sqlite3_changes(w->db) == 0) {   /* ON CONFLICT DO NOTHING: a live record won */
+        if (!op->winner)
+            return ONCE_EEXISTS;
+        rc = select_key(w, SQ_TASK_GET, r->principal, r->task_id, &st);
+        if (rc == ONCE_ENOTFOUND)
+            return ONCE_ESTORE;   /* the conflict and the read disagree: no verdict */
+        if (rc != ONCE_OK)
+            return rc;
+        rc = once__sq_row_record(st, 0, op->winner);
+        return done_row(st, rc == ONCE_OK ? ONCE_EEXISTS : rc);
+    }
+    return insert_events(w, r, op->ev, op->nev);
+}
+
+static int op_update(sq_store *s, sq_conn *w, sq_op *op)
+{
+    const once_record *r = op->rec;
+    sqlite3_stmt *st;
+
+    int rc = select_key(w, SQ_TASK_HEAD, r->principal, r->task_id, &st);
+    if (rc == ONCE_ENOTFOUND) {
+        once__store_seterr(&s->base, "update of %s: no record", r->task_id);
+        return ONCE_ECONFLICT;
+    }
+    if (rc != ONCE_OK)
+        return rc;
+    int64_t version = sqlite3_column_int64(st, 0);
+    int64_t generation = sqlite3_column_int64(st, 1);
+    rc = done_row(st, ONCE_OK);
+    if (rc != ONCE_OK)
+        return rc;
+    if (version != op->expect_version) {
+        once__store_seterr(&s->base, "update of %s: version moved", r->task_id);
+        return ONCE_ECONFLICT;
+    }
+    rc = once__store_valid_events(&s->base, generation, r, op->ev, op->nev);
+    if (rc != ONCE_OK)
+        return rc;
+
+    rc = once__sq_stmt(w, SQ_TASK_UPDATE, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = bind_task(st, r);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 18, op->expect_version);
+    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    if (rc == ONCE_OK && sqlite3_changes(w->db) != 1)
+        rc = ONCE_ESTORE;   /* we hold the write lock: the row cannot have moved */
+    if (rc != ONCE_OK)
+        return rc;
+    return insert_events(w, r, op->ev, op->nev);
+}
+
+/* A key to entomb, copied out of the pick query before rows are changed. */
+typedef struct sweep_key {
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+    char first_digest[ONCE_DIGEST_HEX + 1];
+    int64_t finished_at;
+} sweep_key;
+
+static int copy_col(char *dst, size_t cap, sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    if (!t || n >= cap)
+        return ONCE_ECORRUPT;
+    memcpy(dst, t, n);
+    dst[n] = '\0';
+    return ONCE_OK;
+}
+
+static int sweep_pick(sq_conn *w, sq_op *op, sweep_key **keys, size_t *nkeys)
+{
+    sqlite3_stmt *st;
+    size_t cap = 0;
+    int rc = once__sq_stmt(w, SQ_SWEEP_PICK, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind_int64(st, 1, op->before);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 2, op->max > INT64_MAX ? -1 : (int64_t)op->max);
+    while (rc == ONCE_OK && (src == SQLITE_OK || src == SQLITE_ROW)) {
+        if ((src = once__sq_step(st)) != SQLITE_ROW)
+            break;
+        if (*nkeys == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            sweep_key *g = once_realloc(*keys, nc * sizeof *g);
+            if (!g) {
+                rc = ONCE_ENOMEM;
+                break;
+            }
+            *keys = g;
+            cap = nc;
+        }
+        sweep_key *k = &(*keys)[*nkeys];
+        rc = copy_col(k->principal, sizeof k->principal, st, 0);
+        if (rc == ONCE_OK)
+            rc = copy_col(k->task_id, sizeof k->task_id, st, 1);
+        if (rc == ONCE_OK) {
+            const unsigned char *d = sqlite3_column_text(st, 2);
+            if (!d)
+                rc = ONCE_ESTORE;
+            else
+                once_digests_first((const char *)d, k->first_digest);
+        }
+        k->finished_at = sqlite3_column_int64(st, 3);
+        if (rc == ONCE_OK)
+            (*nkeys)++;
+    }
+    int rrc = once__sq_reset(st);
+    if (rc != ONCE_OK)
+        return rc;
+    if (src != SQLITE_DONE)
+        return once__sq_err(src);
+    return rrc == SQLITE_OK ? ONCE_OK : once__sq_err(rrc);
+}
+
+static int entomb(sq_conn *w, const sweep_key *k, int64_t now)
+{
+    sqlite3_stmt *st;
+    int rc = once__sq_stmt(w, SQ_TOMB_INSERT, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = bind_key(st, k->principal, k->task_id);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_text(st, 3, k->first_digest);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 4, k->finished_at);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 5, now);
+    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    const sq_stmt_id dels[] = {SQ_EVENTS_DELETE, SQ_TASK_DELETE};
+    for (int i = 0; rc == ONCE_OK && i < 2; i++) {
+        rc = once__sq_stmt(w, dels[i], &st);
+        if (rc == ONCE_OK) {
+            src = bind_key(st, k->principal, k->task_id);
+            rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+        }
+    }
+    return rc;
+}
+
+static int op_sweep(sq_conn *w, sq_op *op)
+{
+    sweep_key *keys = NULL;
+    size_t nkeys = 0;
+    int rc = sweep_pick(w, op, &keys, &nkeys);
+    for (size_t i = 0; rc == ONCE_OK && i < nkeys; i++)
+        rc = entomb(w, &keys[i], op->now);
+    once_free(keys);
+    if (rc == ONCE_OK)
+        *op->n = nkeys;
+    return rc;
+}
+
+static int op_purge(sq_conn *w, sq_op *op)
+{
+    sqlite3_stmt *st;
+    int rc = once__sq_stmt(w, SQ_PURGE, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind_int64(st, 1, op->before);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_int64(st, 2, op->max > INT64_MAX ? -1 : (int64_t)op->max);
+    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    if (rc == ONCE_OK)
+        *op->n = (size_t)sqlite3_changes(w->db);
+    return rc;
+}
+
+static int op_meta(sq_conn *w, sq_op *op)
+{
+    sqlite3_stmt *st;
+    int rc = once__sq_stmt(w, SQ_META_INSERT, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind_text(st, 1, op->name);
+    if (src == SQLITE_OK)
+        src = once__sq_bind_text(st, 2, op->init_value);
+    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__sq_stmt(w, SQ_META_GET, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    src = once__sq_bind_text(st, 1, op->name);
+    if (src == SQLITE_OK)
+        src = once__sq_step(st);
+    if (src == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(st, 0);
+        rc = !v ? ONCE_ESTORE : (*op->out = once_strdup((const char *)v)) ? ONCE_OK : ONCE_ENOMEM;
+        src = SQLITE_DONE;
+    } else if (src == SQLITE_DONE) {
+        rc = ONCE_ESTORE;   /* just inserted under the write lock: must be there */
+    }
+    int rrc = once__sq_reset(st);
+    if (rc == ONCE_OK && src != SQLITE_DONE)
+        rc = once__sq_err(src);
+    if (rc == ONCE_OK && rrc != SQLITE_OK)
+        rc = once__sq_err(rrc);
+    return rc;
+}
+
+/* Test hook: the writer's PRAGMA synchronous, read as an op so that only
+ * the leader touches the writer connection. */
+static int op_sync(sq_conn *w, sq_op *op)
+{
+    sqlite3_stmt *st;
+    int src = once__sq_prepare(w->db, "PRAGMA synchronous", &st);
+    if (src == SQLITE_OK)
+        src = once__sq_step(st);
+    if (src == SQLITE_ROW)
+        *op->n = (size_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return src == SQLITE_ROW ? ONCE_OK : once__sq_err(src == SQLITE_DONE ? SQLITE_ERROR : src);
+}
+
+int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op)
+{
+    int rc;
+    switch (op->kind) {
+    case SQ_OP_CREATE:
+        rc = op_create(s, w, op);
+        break;
+    case SQ_OP_UPDATE:
+        rc = op_update(s, w, op);
+        break;
+    case SQ_OP_SWEEP:
+        rc = op_sweep(w, op);
+        break;
+    case SQ_OP_PURGE:
+        rc = op_purge(w, op);
+        break;
+    case SQ_OP_META:
+        rc = op_meta(w, op);
+        break;
+    case SQ_OP_SYNC:
+        rc = op_sync(w, op);
+        break;
+    default:
+        rc = ONCE_ERROR;
+    }
+    if (rc == ONCE_ESTORE || rc == ONCE_EBUSY || rc == ONCE_ENOMEM || rc == ONCE_ECORRUPT)
+        once__sq_seterr(s, w->db, "write", rc);
+    if (rc != ONCE_OK && rc != ONCE_EEXISTS && rc != ONCE_ETOMBSTONE)
+        once__sq_op_discard(op);
+    return rc;
+}
+
+void once__sq_op_discard(sq_op *op)
+{
+    switch (op->kind) {
+    case SQ_OP_CREATE:
+        if (op->winner)
+            once_record_clear(op->winner);
+        if (op->tomb)
+            memset(op->tomb, 0, sizeof *op->tomb);
+        break;
+    case SQ_OP_SWEEP:
+    case SQ_OP_PURGE:
+    case SQ_OP_SYNC:
+        *op->n = 0;
+        break;
+    case SQ_OP_META:
+        once_free(*op->out);
+        *op->out = NULL;
+        break;
+    default:
+        break;
+    }
+}

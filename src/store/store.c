@@ -1,0 +1,231 @@
+/*
+ * store.c -- once_store_open and the dispatch helpers over the backend vtable.
+ *
+ * Backends are found by URL scheme in one const table; a backend compiled out
+ * of this build (PostgreSQL, Redis) is still named there so that its URL gets
+ * "not built in" rather than "unknown scheme". The helpers zero every output
+ * struct before dispatching, so a caller may clear outputs whatever the
+ * result even if a backend returned before touching them.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/store_int.h"
+
+typedef struct backend {
+    const char *scheme;
+    const once_store_methods *m;   /* NULL: known scheme, not in this build */
+} backend;
+
+static const backend backends[] = {
+    {"memory", &once__store_memory},
+    {"sqlite", &once__store_sqlite},
+#ifdef ONCE_HAVE_PG
+    {"postgres", &once__store_pg},
+    {"postgresql", &once__store_pg},
+#else
+    {"postgres", NULL},
+    {"postgresql", NULL},
+#endif
+#ifdef ONCE_HAVE_REDIS
+    {"redis", &once__store_redis},
+#else
+    {"redis", NULL},
+#endif
+};
+
+/* Serialises writers of any handle's errmsg (messages are short; contention
+ * only happens on failure paths). */
+static pthread_mutex_t errmsg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void once__store_seterr(once_store *s, const char *fmt, ...)
+{
+    char buf[sizeof s->errmsg];
+    va_list ap;
+
+    if (!s)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&errmsg_lock);
+    memcpy(s->errmsg, buf, sizeof buf);
+    pthread_mutex_unlock(&errmsg_lock);
+}
+
+void once__store_errbuf(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!errbuf || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int once_store_open(const char *url, const once_store_options *opt, once_store **out,
+                    char *errbuf, size_t errlen)
+{
+    const char *colon;
+    size_t slen;
+    size_t i;
+    int rc;
+
+    if (errbuf && errlen)
+        errbuf[0] = '\0';
+    if (!out) {
+        once__store_errbuf(errbuf, errlen, "once_store_open: out is NULL");
+        return ONCE_EINVAL;
+    }
+    *out = NULL;
+    if (!url || !(colon = strchr(url, ':')) || colon == url) {
+        once__store_errbuf(errbuf, errlen,
+                           "store URL must start with a scheme (memory:, sqlite:PATH, ...)");
+        return ONCE_EINVAL;
+    }
+    slen = (size_t)(colon - url);
+    for (i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+        const backend *b = &backends[i];
+        if (strlen(b->scheme) != slen || memcmp(b->scheme, url, slen) != 0)
+            continue;
+        if (!b->m) {
+            once__store_errbuf(errbuf, errlen,
+                               "store scheme '%s' is not built into this libonce", b->scheme);
+            return ONCE_EUNSUPPORTED;
+        }
+        if (b->m->version != ONCE_STORE_METHODS_VERSION) {
+            once__store_errbuf(errbuf, errlen, "store backend '%s' has vtable version %d, want %d",
+                               b->scheme, b->m->version, ONCE_STORE_METHODS_VERSION);
+            return ONCE_EUNSUPPORTED;
+        }
+        rc = b->m->open(url, opt, out, errbuf, errlen);
+        if (rc != ONCE_OK) {
+            *out = NULL;
+            if (errbuf && errlen && !errbuf[0])
+                once__store_errbuf(errbuf, errlen, "%s store: %s", b->scheme,
+                                   once_strerror(rc));
+            return rc;
+        }
+        (*out)->m = b->m;
+        return ONCE_OK;
+    }
+    once__store_errbuf(errbuf, errlen,
+                       "unknown store scheme '%.*s' (known: memory, sqlite, postgres, redis)",
+                       (int)(slen > 32 ? 32 : slen), url);
+    return ONCE_EINVAL;
+}
+
+void once_store_close(once_store *s)
+{
+    if (s)
+        s->m->close(s);
+}
+
+const char *once_store_errmsg(const once_store *s)
+{
+    return s ? s->errmsg : "no store handle";
+}
+
+unsigned once_store_caps(const once_store *s)
+{
+    return s ? s->m->caps : 0u;
+}
+
+int once_store_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
+                      once_record *winner, once_tombstone *tomb)
+{
+    if (winner)
+        memset(winner, 0, sizeof *winner);
+    if (tomb)
+        memset(tomb, 0, sizeof *tomb);
+    if (!s || !rec)
+        return ONCE_EINVAL;
+    return s->m->create(s, rec, ev, nev, winner, tomb);
+}
+
+int once_store_load(once_store *s, const char *principal, const char *task_id, once_record *out,
+                    once_tombstone *tomb)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (tomb)
+        memset(tomb, 0, sizeof *tomb);
+    if (!s || !out)
+        return ONCE_EINVAL;
+    return s->m->load(s, principal, task_id, out, tomb);
+}
+
+int once_store_update(once_store *s, const once_record *rec, int64_t expect_version,
+                      const once_event *ev, size_t nev)
+{
+    if (!s || !rec)
+        return ONCE_EINVAL;
+    return s->m->update(s, rec, expect_version, ev, nev);
+}
+
+int once_store_events(once_store *s, const char *principal, const char *task_id, int64_t after,
+                      size_t max, once_event_list *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !out)
+        return ONCE_EINVAL;
+    return s->m->events(s, principal, task_id, after, max, out);
+}
+
+int once_store_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !out)
+        return ONCE_EINVAL;
+    return s->m->expired_leases(s, now, max, out);
+}
+
+int once_store_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
+{
+    if (n)
+        *n = 0;
+    if (!s || !n)
+        return ONCE_EINVAL;
+    return s->m->sweep(s, finished_before, now, max, n);
+}
+
+int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
+{
+    if (n)
+        *n = 0;
+    if (!s || !n)
+        return ONCE_EINVAL;
+    return s->m->purge(s, expired_before, max, n);
+}
+
+int once_store_list(once_store *s, const once_list_query *q, once_record_list *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !q || !out)
+        return ONCE_EINVAL;
+    return s->m->list(s, q, out);
+}
+
+int once_store_meta(once_store *s, const char *name, const char *init_value, char **out)
+{
+    if (out)
+        *out = NULL;
+    if (!s || !name || !out)
+        return ONCE_EINVAL;
+    return s->m->meta(s, name, init_value, out);
+}
+
+int once_store_check(once_store *s, once_check_report *rep)
+{
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    if (!s || !rep)
+        return ONCE_EINVAL;
+    return s->m->check(s, rep);
+}

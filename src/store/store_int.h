@@ -1,0 +1,105 @@
+/*
+ * store_int.h -- what the store backends share and nothing else sees: the
+ * backend tables once_store_open dispatches over, and the argument checks
+ * every backend runs, written once so that "what is a legal create/update"
+ * has one answer whatever the backend.
+ *
+ * Validation order a backend follows in update (so every backend reports the
+ * same error for the same call):
+ *   1. once__store_valid_update()  static checks          -> ONCE_EINVAL
+ *   2. key absent / tombstoned / stored version differs   -> ONCE_ECONFLICT
+ *   3. once__store_valid_events()  numbering vs the stored generation
+ *                                                          -> ONCE_EINVAL
+ * Step 2 comes before step 3 because a stale writer's events are numbered
+ * from a stale generation; it must hear "re-load", not "bad arguments".
+ */
+#ifndef ONCE_STORE_INT_H
+#define ONCE_STORE_INT_H
+
+#include "once/store.h"
+
+extern const once_store_methods once__store_memory;
+extern const once_store_methods once__store_sqlite;
+#ifdef ONCE_HAVE_PG
+extern const once_store_methods once__store_pg;
+#endif
+#ifdef ONCE_HAVE_REDIS
+extern const once_store_methods once__store_redis;
+#endif
+
+/* printf into s->errmsg (best effort: writers are serialised, readers of
+ * once_store_errmsg may see a message being replaced). s may be NULL. */
+void once__store_seterr(once_store *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* printf into errbuf[0..errlen) if errbuf is non-NULL (open's error path). */
+void once__store_errbuf(char *errbuf, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A key is legal when both strings are non-NULL, non-empty and fit their
+ * once_record arrays. ONCE_OK or ONCE_EINVAL (with s->errmsg set). */
+int once__store_valid_key(once_store *s, const char *principal, const char *task_id);
+
+/* A record may be stored when: its key is legal; context_id and lease_owner
+ * are NUL-terminated within their arrays; state is SUBMITTED..REJECTED;
+ * kind is TASK or MESSAGE; finished_at is non-zero exactly when the state is
+ * terminal; version >= 1; generation, fence, step, lease_until >= 0;
+ * digests and task_json are non-NULL. ONCE_OK or ONCE_EINVAL. */
+int once__store_valid_record(once_store *s, const once_record *rec);
+
+/* Events ev[0..nev) continue a history whose last generation is base_gen up
+ * to rec->generation: nev == rec->generation - base_gen, ev[i].generation ==
+ * base_gen + 1 + i, every payload non-NULL. ev may be NULL when nev == 0. */
+int once__store_valid_events(once_store *s, int64_t base_gen, const once_record *rec,
+                             const once_event *ev, size_t nev);
+
+/* All of create's argument checks: a storable record with version 1 and
+ * events numbered 1..rec->generation. */
+int once__store_valid_create(once_store *s, const once_record *rec, const once_event *ev,
+                             size_t nev);
+
+/* update's static checks (step 1 above): a storable record, expect_version
+ * >= 1, rec->version == expect_version + 1, and events that agree with
+ * rec->generation among themselves (numbered rec->generation - nev + 1 ..
+ * rec->generation, payloads non-NULL). Step 3 then only has to compare
+ * stored.generation with rec->generation - nev. */
+int once__store_valid_update(once_store *s, const once_record *rec, int64_t expect_version,
+                             const once_event *ev, size_t nev);
+
+/* ListTasks query: principal legal, context_id (if set) fits, state within
+ * the enum, limit 1..1000, after_task_id (if set) fits. */
+#define ONCE_LIST_MAX 1000
+int once__store_valid_query(once_store *s, const once_list_query *q);
+
+/* ---------------------------------------------------------------------------
+ * Integrity-check accounting, shared so every backend counts problems the
+ * same way. A backend zeroes the report, then feeds it each record and each
+ * tombstone; it may compute the event summary any way it likes (a walk, or
+ * SQL count/min/max given unique generations).
+ */
+
+/* One record with nev events whose greatest generation is last_gen (0 when
+ * nev == 0); gapless says whether they are exactly 1..last_gen. Counts the
+ * record, its events and any bad_generation / event_gaps / bad_state. */
+void once__check_record(once_check_report *rep, const once_record *r, size_t nev,
+                        int64_t last_gen, int gapless);
+
+/* 1 if events with unique generations, n of them between min and max, are
+ * exactly 1..n. */
+static inline int once__check_gapless(size_t n, int64_t min_gen, int64_t max_gen)
+{
+    return n == 0 || (min_gen == 1 && max_gen == (int64_t)n);
+}
+
+/* One tombstone with nev events still stored under its key (orphans). */
+void once__check_tombstone(once_check_report *rep, const once_tombstone *t, size_t nev);
+
+/* nev events under a key that holds neither record nor tombstone. */
+void once__check_orphans(once_check_report *rep, const char *principal, const char *task_id,
+                         size_t nev);
+
+/* Note a problem: keeps the first description only. */
+void once__check_problem(once_check_report *rep, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* ONCE_STORE_INT_H */

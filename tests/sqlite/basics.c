@@ -1,0 +1,274 @@
+/*
+ * basics.c -- what the sqlite backend promises beyond the conformance
+ * suite: its URL forms, a 0600 file whatever the umask, the synchronous
+ * option reaching the writer connection, the on-disk schema (WAL, STRICT
+ * tables, user_version), refusal of a newer schema, two handles sharing one
+ * file, and several processes creating the schema of one new file at once.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "store/sqlite_fault.h"
+#include "store/util.h"
+
+#define T0 INT64_C(1700000000000)
+
+/* A path in the temp dir that does not exist yet. */
+static void fresh_path(char *path, size_t n, const char *tag)
+{
+    assert_int_equal(st_tmp_path(path, n, tag), 0);
+    st_remove_db(path);
+}
+
+static once_store *open_ok(const char *url, const once_store_options *opt)
+{
+    once_store *s = NULL;
+    char err[256];
+    int rc = once_store_open(url, opt, &s, err, sizeof err);
+    if (rc != ONCE_OK)
+        fail_msg("open %s: %s (%s)", url, once_errname(rc), err);
+    return s;
+}
+
+static void put(once_store *s, const char *id)
+{
+    once_record r;
+    assert_int_equal(st_rec(&r, "p", id, ONCE_STATE_WORKING, T0, "{}"), 0);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    once_record_clear(&r);
+}
+
+static void url_forms_and_sharing(void **state)
+{
+    (void)state;
+    char path[4096], url1[4200], url2[4200];
+    fresh_path(path, sizeof path, "url");
+    assert_true(path[0] == '/');
+    snprintf(url1, sizeof url1, "sqlite:%s", path);
+    snprintf(url2, sizeof url2, "sqlite://%s", path);   /* sqlite:///tmp/... */
+    once_store *a = open_ok(url1, NULL), *b = open_ok(url2, NULL);
+    assert_int_equal(once_store_caps(a), ONCE_STORE_SHARED | ONCE_STORE_DURABLE);
+
+    put(a, "t-a");   /* written through one handle, visible through the other */
+    once_record r;
+    assert_int_equal(once_store_load(b, "p", "t-a", &r, NULL), ONCE_OK);
+    once_record_clear(&r);
+    once_record w;
+    assert_int_equal(st_rec(&r, "p", "t-a", ONCE_STATE_WORKING, T0, "{\"b\":1}"), 0);
+    assert_int_equal(once_store_create(b, &r, NULL, 0, &w, NULL), ONCE_EEXISTS);
+    assert_string_equal(w.task_json, "{}");
+    once_record_clear(&w);
+    once_record_clear(&r);
+    once_store_close(a);
+    once_store_close(b);
+
+    b = open_ok(url1, NULL);   /* and it survives a reopen */
+    assert_int_equal(once_store_load(b, "p", "t-a", &r, NULL), ONCE_OK);
+    once_record_clear(&r);
+    once_store_close(b);
+    st_remove_db(path);
+
+    static const char *const bad[] = {"sqlite:", "sqlite://", "sqlite::memory:"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[256] = "";
+        once_store *s = (once_store *)1;
+        assert_int_equal(once_store_open(bad[i], NULL, &s, err, sizeof err), ONCE_EINVAL);
+        assert_null(s);
+        assert_true(err[0] != '\0');
+    }
+    char err[256] = "";
+    once_store *s = NULL;
+    assert_int_equal(once_store_open("sqlite:/nonexistent-dir-once/x.db", NULL, &s, err,
+                                     sizeof err),
+                     ONCE_ESTORE);
+    assert_null(s);
+    assert_non_null(strstr(err, "nonexistent-dir-once"));
+}
+
+static void file_mode_0600(void **state)
+{
+    (void)state;
+    char path[4096], url[4200], wal[4200];
+    struct stat sb;
+    fresh_path(path, sizeof path, "mode");
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    mode_t old = umask(0);   /* even a permissive umask must not widen it */
+    once_store *s = open_ok(url, NULL);
+    put(s, "t-1");
+    umask(old);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    assert_int_equal(stat(wal, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    once_store_close(s);
+    st_remove_db(path);
+}
+
+static void synchronous_honoured(void **state)
+{
+    (void)state;
+    char path[4096], url[4200];
+    fresh_path(path, sizeof path, "sync");
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    int v = -1;
+    once_store *s = open_ok(url, NULL);   /* default: FULL */
+    assert_int_equal(once__sqlite_synchronous(s, &v), ONCE_OK);
+    assert_int_equal(v, 2);
+    once_store_close(s);
+    /* ONCE_SYNC_DEFAULT, OFF, NORMAL, FULL -> PRAGMA synchronous 2, 0, 1, 2 */
+    static const int pragma[] = {2, 0, 1, 2};
+    for (int want = ONCE_SYNC_DEFAULT; want <= ONCE_SYNC_FULL; want++) {
+        once_store_options opt = {.synchronous = want, .busy_timeout_ms = 100};
+        s = open_ok(url, &opt);
+        assert_int_equal(once__sqlite_synchronous(s, &v), ONCE_OK);
+        assert_int_equal(v, pragma[want]);
+        once_store_close(s);
+    }
+    once_store_options bad[] = {{.synchronous = 4}, {.synchronous = -1}, {.busy_timeout_ms = -1}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        s = NULL;
+        assert_int_equal(once_store_open(url, &bad[i], &s, NULL, 0), ONCE_EINVAL);
+        assert_null(s);
+    }
+    st_remove_db(path);
+}
+
+static int64_t raw_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static void schema_on_disk(void **state)
+{
+    (void)state;
+    char path[4096], url[4200];
+    fresh_path(path, sizeof path, "schema");
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    once_store_close(open_ok(url, NULL));
+
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_journal_mode WHERE "
+                                 "journal_mode='wal'"),
+                     1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND "
+                                 "name IN ('tasks','events','tombstones','meta') AND "
+                                 "sql LIKE '%STRICT%'"),
+                     4);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name='events' AND "
+                                 "sql LIKE '%WITHOUT ROWID%'"),
+                     1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='index' AND "
+                                 "name IN ('tasks_lease','tasks_sweep','tasks_list',"
+                                 "'tombstones_purge')"),
+                     4);
+    /* STRICT: a wrongly typed value is refused, not coerced. */
+    assert_int_not_equal(sqlite3_exec(db,
+                                      "INSERT INTO meta(name, value) VALUES('x', x'01')",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+
+    /* A file from a newer once is refused cleanly. */
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    char err[256] = "";
+    once_store *s = (once_store *)1;
+    assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
+    assert_null(s);
+    assert_non_null(strstr(err, "schema version 2"));
+    st_remove_db(path);
+}
+
+/* Child: wait for the start signal, open the new file, create its own key
+ * and the contested one. Exit 0 = won "shared", 1 = lost it, >= 2 = error. */
+static int child(int go, const char *url, int n)
+{
+    char c;
+    if (read(go, &c, 1) != 0)
+        return 2;
+    once_store *s;
+    char err[256];
+    if (once_store_open(url, NULL, &s, err, sizeof err) != ONCE_OK) {
+        fprintf(stderr, "child %d open: %s\n", n, err);
+        return 3;
+    }
+    char id[16];
+    snprintf(id, sizeof id, "c%d", n);
+    once_record r;
+    if (st_rec(&r, "p", id, ONCE_STATE_WORKING, T0, "{}") != 0 ||
+        once_store_create(s, &r, NULL, 0, NULL, NULL) != ONCE_OK)
+        return 4;
+    once_record_clear(&r);
+    if (st_rec(&r, "p", "shared", ONCE_STATE_WORKING, T0, "{}") != 0)
+        return 5;
+    int rc = once_store_create(s, &r, NULL, 0, NULL, NULL);
+    once_record_clear(&r);
+    once_store_close(s);
+    return rc == ONCE_OK ? 0 : rc == ONCE_EEXISTS ? 1 : 6;
+}
+
+static void processes_create_schema_at_once(void **state)
+{
+    (void)state;
+    enum { NPROC = 8 };
+    char path[4096], url[4200];
+    fresh_path(path, sizeof path, "procs");
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid[NPROC];
+    for (int i = 0; i < NPROC; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0) {
+            close(p[1]);
+            _exit(child(p[0], url, i));
+        }
+    }
+    close(p[0]);
+    close(p[1]);   /* every child's read returns 0 now: go */
+    int won = 0;
+    for (int i = 0; i < NPROC; i++) {
+        int status;
+        assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) > 1)
+            fail_msg("child %d exited %d", i, WEXITSTATUS(status));
+        won += WEXITSTATUS(status) == 0;
+    }
+    assert_int_equal(won, 1);
+
+    once_store *s = open_ok(url, NULL);
+    once_check_report rep;
+    assert_int_equal(once_store_check(s, &rep), ONCE_OK);
+    assert_true(st_clean(&rep));
+    assert_int_equal(rep.records, NPROC + 1);
+    once_store_close(s);
+    st_remove_db(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(url_forms_and_sharing),
+        cmocka_unit_test(file_mode_0600),
+        cmocka_unit_test(synchronous_honoured),
+        cmocka_unit_test(schema_on_disk),
+        cmocka_unit_test(processes_create_schema_at_once),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,12 @@
+# The sqlite backend's own tests (the conformance suite in tests/store runs
+# against it too): URL/file/schema basics, the fault sweep over every
+# wrapped sqlite3 call, and group commit under 32 writer threads.
+foreach(prog basics fault_sweep group_commit)
+  set(exe sqlite_${prog})
+  add_executable(${exe} ${CMAKE_CURRENT_LIST_DIR}/${prog}.c)
+  target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_link_libraries(${exe} PRIVATE once PkgConfig::CMOCKA)
+  set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME sqlite/${prog} COMMAND ${exe})
+  set_tests_properties(sqlite/${prog} PROPERTIES TIMEOUT 300 LABELS sqlite)
+endforeach()
