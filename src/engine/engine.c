@@ -1,0 +1,253 @@
+/*
+ * engine.c -- engine lifecycle: configuration defaults, the derived-ID
+ * secret, start / stop of the background threads, accessors and stats.
+ *
+ * Invariants: once_engine_new leaves an engine that can serve send / get /
+ * cancel / list synchronously (turns queue until once_engine_start); the
+ * secret is read from the store itself (insert-if-absent), so every replica
+ * sharing a store derives the same task ID for the same first message.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/engine_int.h"
+
+#define DEFAULT_LEASE_MS 15000
+#define DEFAULT_RETENTION_MS (72LL * 3600 * 1000)
+#define DEFAULT_TOMBSTONE_MS (30LL * 24 * 3600 * 1000)
+#define DEFAULT_SWEEP_MS 1000
+#define DEFAULT_MAX_WAIT_MS 60000
+#define DEFAULT_WORKERS 16
+#define MAX_WORKERS 1024
+#define SECRET_BYTES 32
+
+int64_t once__now(const once_engine *e)
+{
+    return once_now(e->clock);
+}
+
+int once__stopping(const once_engine *e)
+{
+    return __atomic_load_n(&e->stopping, __ATOMIC_ACQUIRE);
+}
+
+int once__cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    if (pthread_condattr_init(&a) != 0)
+        return ONCE_ENOMEM;
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+    return rc == 0 ? ONCE_OK : ONCE_ENOMEM;
+}
+
+void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec += 1;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+int once__store_rc(once_engine *e, int rc)
+{
+    if (rc == ONCE_ESTORE || rc == ONCE_EBUSY)
+        ONCE__STAT(e, store_errors);
+    return rc;
+}
+
+static void default_replica_id(char out[ONCE_OWNER_MAX + 1])
+{
+    char host[256];
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "host");
+    host[sizeof host - 1] = '\0';
+    /* Keep the pid whole: it is what tells two replicas on one host apart. */
+    char pid[24];
+    int plen = snprintf(pid, sizeof pid, "-%ld", (long)getpid());
+    size_t hmax = ONCE_OWNER_MAX - (size_t)plen;
+    snprintf(out, ONCE_OWNER_MAX + 1, "%.*s%s", (int)hmax, host, pid);
+}
+
+/* Read (or create, on the first replica) the secret behind derived IDs. */
+static int load_secret(once_engine *e, char *err, size_t errlen)
+{
+    uint8_t raw[SECRET_BYTES];
+    int rc = e->rng->fill(e->rng, raw, sizeof raw);
+    if (rc != ONCE_OK) {
+        snprintf(err, errlen, "rng failed: %s", once_strerror(rc));
+        return rc;
+    }
+    char hex[2 * SECRET_BYTES + 1];
+    once_hex(raw, sizeof raw, hex);
+    rc = once_store_meta(e->store, "derived_id_secret", hex, &e->secret);
+    if (rc != ONCE_OK) {
+        snprintf(err, errlen, "reading derived_id_secret: %s (%s)", once_strerror(rc),
+                 once_store_errmsg(e->store));
+        return rc;
+    }
+    if (e->secret == NULL || e->secret[0] == '\0') {
+        snprintf(err, errlen, "derived_id_secret is empty");
+        return ONCE_ECORRUPT;
+    }
+    return ONCE_OK;
+}
+
+int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err, size_t errlen)
+{
+    char dummy[1];
+    if (err == NULL) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    if (errlen > 0)
+        err[0] = '\0';
+    if (out == NULL || cfg == NULL || cfg->store == NULL) {
+        snprintf(err, errlen, "a store is required");
+        return ONCE_EINVAL;
+    }
+    *out = NULL;
+    if (cfg->lease_ms < 0 || cfg->heartbeat_ms < 0 || cfg->retention_ms < 0 ||
+        cfg->tombstone_ms < 0 || cfg->sweep_interval_ms < 0 || cfg->max_wait_ms < 0 ||
+        cfg->workers < 0 || cfg->workers > MAX_WORKERS) {
+        snprintf(err, errlen, "negative or out-of-range engine setting");
+        return ONCE_EINVAL;
+    }
+    if (cfg->replica_id != NULL &&
+        (cfg->replica_id[0] == '\0' || strlen(cfg->replica_id) > ONCE_OWNER_MAX)) {
+        snprintf(err, errlen, "replica id must be 1..%d characters", ONCE_OWNER_MAX);
+        return ONCE_EINVAL;
+    }
+
+    once_engine *e = once_calloc(1, sizeof *e);
+    if (e == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return ONCE_ENOMEM;
+    }
+    e->cfg = *cfg;
+    e->store = cfg->store;
+    e->clock = cfg->clock != NULL ? cfg->clock : once_clock_system();
+    e->rng = cfg->rng != NULL ? cfg->rng : once_rng_system();
+    e->ex = cfg->executor != NULL ? cfg->executor : once_executor_echo();
+    if (cfg->replica_id != NULL)
+        snprintf(e->replica_id, sizeof e->replica_id, "%s", cfg->replica_id);
+    else
+        default_replica_id(e->replica_id);
+
+    once_engine_config *c = &e->cfg;
+    if (c->lease_ms == 0)
+        c->lease_ms = DEFAULT_LEASE_MS;
+    if (c->heartbeat_ms == 0)
+        c->heartbeat_ms = c->lease_ms / 3 > 0 ? c->lease_ms / 3 : 1;
+    if (c->retention_ms == 0)
+        c->retention_ms = DEFAULT_RETENTION_MS;
+    if (c->tombstone_ms == 0)
+        c->tombstone_ms = DEFAULT_TOMBSTONE_MS;
+    if (c->sweep_interval_ms == 0)
+        c->sweep_interval_ms = DEFAULT_SWEEP_MS;
+    if (c->max_wait_ms == 0)
+        c->max_wait_ms = DEFAULT_MAX_WAIT_MS;
+    if (c->workers == 0)
+        c->workers = DEFAULT_WORKERS;
+
+    if (pthread_mutex_init(&e->mu, NULL) != 0) {
+        once_free(e);
+        snprintf(err, errlen, "mutex init failed");
+        return ONCE_ENOMEM;
+    }
+    if (once__cond_init(&e->work_cv) != ONCE_OK) {
+        pthread_mutex_destroy(&e->mu);
+        once_free(e);
+        snprintf(err, errlen, "condvar init failed");
+        return ONCE_ENOMEM;
+    }
+    if (once__cond_init(&e->cancel_cv) != ONCE_OK) {
+        pthread_cond_destroy(&e->work_cv);
+        pthread_mutex_destroy(&e->mu);
+        once_free(e);
+        snprintf(err, errlen, "condvar init failed");
+        return ONCE_ENOMEM;
+    }
+    int rc = load_secret(e, err, errlen);
+    if (rc != ONCE_OK) {
+        once_engine_free(e);
+        return rc;
+    }
+    *out = e;
+    return ONCE_OK;
+}
+
+int once_engine_start(once_engine *e)
+{
+    if (e == NULL)
+        return ONCE_EINVAL;
+    pthread_mutex_lock(&e->mu);
+    int already = e->started;
+    e->started = 1;
+    pthread_mutex_unlock(&e->mu);
+    if (already)
+        return ONCE_OK;
+    int rc = once__dispatch_start(e);
+    if (rc == ONCE_OK)
+        rc = once__sweeper_start(e);
+    return rc;
+}
+
+void once_engine_free(once_engine *e)
+{
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&e->mu);
+    __atomic_store_n(&e->stopping, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&e->work_cv);
+    pthread_cond_broadcast(&e->cancel_cv);
+    for (once__waiter *w = e->waiters; w != NULL; w = w->next)
+        pthread_cond_signal(&w->cv);
+    /* Blocked sends saw `stopping` and are on their way out. */
+    while (e->inflight > 0)
+        once__cond_wait_ms(&e->cancel_cv, &e->mu, 5);
+    pthread_mutex_unlock(&e->mu);
+
+    if (e->sweeper_started)
+        pthread_join(e->sweeper, NULL);
+    once__dispatch_stop(e);
+
+    pthread_cond_destroy(&e->cancel_cv);
+    pthread_cond_destroy(&e->work_cv);
+    pthread_mutex_destroy(&e->mu);
+    once_free(e->secret);
+    once_free(e);
+}
+
+const char *once_engine_replica_id(const once_engine *e)
+{
+    return e->replica_id;
+}
+
+int64_t once_engine_retention_ms(const once_engine *e)
+{
+    return e->cfg.retention_ms;
+}
+
+int64_t once_engine_tombstone_ms(const once_engine *e)
+{
+    return e->cfg.tombstone_ms;
+}
+
+void once_engine_get_stats(once_engine *e, once_engine_stats *out)
+{
+    const uint64_t *src = (const uint64_t *)&e->stats;
+    uint64_t *dst = (uint64_t *)out;
+    for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}

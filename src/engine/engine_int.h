@@ -1,0 +1,196 @@
+/*
+ * engine_int.h -- what the engine's files share and nothing else sees: the
+ * engine struct, the turn (one executor run of one task on this replica), the
+ * one-write helper every mutation goes through, the Task JSON builders and
+ * the internal dispatch / notify / wait entry points.
+ *
+ * Invariants kept across the engine:
+ *   - every change of a stored record is one CAS (once__write) carrying at
+ *     most one event, numbered generation + 1, in the same atomic write;
+ *   - a write made on behalf of a turn first checks that the stored fence is
+ *     the turn's fence (the CAS on version then guarantees it did not move);
+ *   - a record whose state is interrupted or terminal holds no lease;
+ *   - all times come from e->clock; waits use the monotonic clock.
+ */
+#ifndef ONCE_ENGINE_INT_H
+#define ONCE_ENGINE_INT_H
+
+#include <pthread.h>
+
+#include "engine/engine.h"
+
+/*
+ * One turn: this replica runs the executor once for (principal, task_id)
+ * under fence `fence`. Allocated by once__dispatch, freed by the worker that
+ * ran it (or by engine shutdown when it never ran).
+ *
+ * Locking: the key, fence, resumed and id never change after dispatch.
+ * `canceled` is an atomic flag (set by cancel, by the heartbeat when it sees
+ * the fence moved, by a takeover of the same key); read without the lock.
+ * `qnext` and `anext` (queue and active-list links) and `running` are
+ * changed only under e->mu.
+ */
+typedef struct once__turn {
+    uint64_t id;
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+    int64_t fence;
+    int resumed;
+    int canceled;               /* __atomic */
+    int running;
+    struct once__turn *qnext;   /* FIFO of turns waiting for a worker */
+    struct once__turn *anext;   /* every turn this engine holds (queued or running) */
+} once__turn;
+
+/*
+ * A blocked SendMessage waiting for its task to change. Lives on the waiting
+ * thread's stack, linked into e->waiters under e->mu; notify sets `fired`
+ * and signals `cv` under e->mu.
+ */
+typedef struct once__waiter {
+    const char *principal;
+    const char *task_id;
+    int fired;
+    pthread_cond_t cv;
+    struct once__waiter *next;
+} once__waiter;
+
+/*
+ * The engine. Everything in `cfg` (defaults filled in), clock, rng, ex,
+ * replica_id and secret is set by once_engine_new and read-only afterwards.
+ * e->mu guards the queue, the active list, the waiter list, `stopping`,
+ * `started`, `inflight` (sends in progress, so free can wait for blocked
+ * ones to leave) and `next_turn_id`. Condition variables (CLOCK_MONOTONIC):
+ *   work_cv    a turn was queued, or stopping;
+ *   cancel_cv  a turn was canceled, or stopping (sleeping executors and
+ *              background threads wait on it).
+ * `stats` fields are only touched with __atomic builtins.
+ */
+struct once_engine {
+    once_engine_config cfg;
+    once_store *store;
+    const once_clock *clock;
+    const once_rng *rng;
+    const once_executor *ex;
+    char replica_id[ONCE_OWNER_MAX + 1];
+    char *secret;               /* hex text from store meta; the HMAC key */
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;
+    pthread_cond_t cancel_cv;
+    once__turn *qhead, *qtail;
+    once__turn *active;
+    once__waiter *waiters;
+    uint64_t next_turn_id;
+    int stopping;               /* also read with __atomic outside the lock */
+    int started;
+    int inflight;
+
+    pthread_t *workers;
+    int nworkers;
+    pthread_t heartbeat;
+    int heartbeat_started;
+    pthread_t sweeper;
+    int sweeper_started;
+
+    once_engine_stats stats;
+};
+
+#define ONCE__STAT(e, field) __atomic_fetch_add(&(e)->stats.field, 1, __ATOMIC_RELAXED)
+
+/* --- engine.c -------------------------------------------------------------- */
+
+int64_t once__now(const once_engine *e);
+int once__stopping(const once_engine *e);
+/* Wait on cv (bound to e->mu, which the caller holds) for at most ms. */
+void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms);
+int once__cond_init(pthread_cond_t *cv);
+/* Count store failures in the stats; returns rc. */
+int once__store_rc(once_engine *e, int rc);
+
+/* --- write.c --------------------------------------------------------------- */
+
+/* Set next->state and what follows from it: finished_at (set when it
+ * becomes terminal), the lease (cleared when interrupted or terminal). */
+void once__set_state(once_record *next, once_state state, int64_t now);
+
+/* Commit next (a modified copy of cur) as a CAS against cur->version, with
+ * one event `payload` (may be NULL: no event, generation unchanged). Sets
+ * next->version, updated_at and generation. payload must already carry
+ * generation cur->generation + 1. Wakes local waiters on success. Returns
+ * the store's answer (ONCE_ECONFLICT: re-load and retry). */
+int once__write(once_engine *e, const once_record *cur, once_record *next, const char *payload);
+
+/* Wake waiters of (principal, task_id) in this process. */
+void once__notify(once_engine *e, const char *principal, const char *task_id);
+
+/* --- taskjson.c ------------------------------------------------------------ */
+
+/* Compact JSON text in a once_malloc'd buffer, or NULL (no memory). */
+char *once__json_text(const json_t *j);
+/* Parse stored JSON text (an object); NULL if it is not one. */
+json_t *once__json_parse(const char *text);
+
+/* A fresh Task: {id, contextId, status{state,timestamp}, history:[msg]}.
+ * msg is copied (deep). */
+json_t *once__task_new(const char *task_id, const char *context_id, once_state state,
+                       int64_t now, const json_t *msg);
+/* status = {state, timestamp[, message]}; the message (if any) is also
+ * appended to history. msg is copied. */
+int once__task_set_status(json_t *task, once_state state, const json_t *msg, int64_t now);
+int once__task_append_history(json_t *task, const json_t *msg);
+/* Add or extend an artifact; art is copied. */
+int once__task_artifact(json_t *task, const json_t *art, int append);
+
+/* A copy of msg (an object) with taskId / contextId set (NULL: unchanged);
+ * messageId minted and role set to `role` when absent. NULL on ENOMEM. */
+json_t *once__message_fill(const json_t *msg, const char *task_id, const char *context_id,
+                           const char *role, const once_rng *rng);
+/* An agent Message holding one text part. */
+json_t *once__agent_text(const char *text, const char *task_id, const char *context_id,
+                         const once_rng *rng);
+
+/* The stored outcome as the client sees it: a Task with "generation" and
+ * history trimmed to history_length (-1 = all, 0 = none); for a Message
+ * record the Message. NULL if the stored text is not an object. */
+json_t *once__task_out(const once_record *rec, int history_length);
+/* {"task": ...} or {"message": ...} for the record (new reference). */
+json_t *once__send_result(const once_record *rec, int history_length);
+
+/* StreamResponse payloads (compact text, once_malloc'd, NULL on ENOMEM). */
+char *once__ev_task(const json_t *task, int64_t generation);
+char *once__ev_message(const json_t *msg, int64_t generation);
+char *once__ev_status(const json_t *task, int64_t generation);
+char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
+                        int64_t generation);
+
+/* --- dispatch.c ------------------------------------------------------------ */
+
+/* Queue a turn for (principal, task_id) under fence. Any older turn this
+ * engine holds for the same key is canceled (its fence is stale now). */
+int once__dispatch(once_engine *e, const char *principal, const char *task_id, int64_t fence,
+                   int resumed);
+/* Flag every local turn of the key as canceled and wake its sleeps. */
+void once__cancel_local(once_engine *e, const char *principal, const char *task_id);
+int once__dispatch_start(once_engine *e);
+void once__dispatch_stop(once_engine *e);
+
+/* --- work.c ---------------------------------------------------------------- */
+
+/* Run one turn: start it (SUBMITTED -> WORKING), call the executor, then
+ * finish it (complete / fail) if run() left it running. */
+void once__run_turn(once_engine *e, once__turn *t);
+
+/* --- sweep.c --------------------------------------------------------------- */
+
+int once__sweeper_start(once_engine *e);
+
+/* --- send.c ---------------------------------------------------------------- */
+
+/* Block until the task is terminal or interrupted (or a Message), the
+ * deadline (monotonic ms) passes, or the engine stops. *rec receives the
+ * last record read (caller clears it). Returns ONCE_OK or the load error. */
+int once__wait(once_engine *e, const char *principal, const char *task_id, int64_t deadline,
+               once_record *rec, once_tombstone *tomb);
+
+#endif /* ONCE_ENGINE_INT_H */

@@ -1,0 +1,274 @@
+/*
+ * query.c -- GetTask, CancelTask and ListTasks.
+ *
+ * Invariants: the key is (principal, task_id), so another principal's task
+ * is indistinguishable from a missing one; a direct-Message record is not a
+ * task (ENOTFOUND for get / cancel, skipped by list). Cancel is one CAS that
+ * moves the state to CANCELED, bumps the fence (so the running worker's
+ * next write is refused) and clears the lease, then wakes the local worker.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+#define CANCEL_TRIES 16
+#define LIST_DEFAULT 50
+#define LIST_MAX 100
+
+int once_engine_get(once_engine *e, const char *principal, const char *task_id,
+                    int history_length, json_t **task, int64_t *expired_at)
+{
+    if (task == NULL)
+        return ONCE_EINVAL;
+    *task = NULL;
+    if (e == NULL || principal == NULL || principal[0] == '\0' ||
+        strlen(principal) > ONCE_PRINCIPAL_MAX)
+        return ONCE_EINVAL;
+    if (!once_id_valid(task_id))
+        return ONCE_ENOTFOUND;   /* no stored task can carry that ID */
+    once_record rec;
+    once_tombstone tomb;
+    int rc = once_store_load(e->store, principal, task_id, &rec, &tomb);
+    if (rc == ONCE_ETOMBSTONE && expired_at != NULL)
+        *expired_at = tomb.expired_at;
+    if (rc != ONCE_OK)
+        return once__store_rc(e, rc);
+    if (rec.kind != ONCE_KIND_TASK)
+        rc = ONCE_ENOTFOUND;
+    else if ((*task = once__task_out(&rec, history_length)) == NULL)
+        rc = ONCE_ECORRUPT;
+    once_record_clear(&rec);
+    return rc;
+}
+
+/* One cancel attempt on cur. ONCE_ECONFLICT: re-load and retry. */
+static int cancel_once(once_engine *e, const once_record *cur, json_t **task)
+{
+    json_t *t = once__json_parse(cur->task_json);
+    if (t == NULL)
+        return ONCE_ECORRUPT;
+    int64_t now = once__now(e);
+    once_record next;
+    char *payload = NULL;
+    int rc = once__task_set_status(t, ONCE_STATE_CANCELED, NULL, now);
+    int have_next = 0;
+    if (rc == ONCE_OK && (rc = once_record_copy(&next, cur)) == ONCE_OK)
+        have_next = 1;
+    if (rc == ONCE_OK) {
+        once__set_state(&next, ONCE_STATE_CANCELED, now);
+        next.fence = cur->fence + 1;
+        once_free(next.task_json);
+        if ((next.task_json = once__json_text(t)) == NULL)
+            rc = ONCE_ENOMEM;
+    }
+    if (rc == ONCE_OK && (payload = once__ev_status(t, cur->generation + 1)) == NULL)
+        rc = ONCE_ENOMEM;
+    json_decref(t);
+    if (rc == ONCE_OK)
+        rc = once__write(e, cur, &next, payload);
+    once_free(payload);
+    if (rc == ONCE_OK) {
+        once__cancel_local(e, next.principal, next.task_id);
+        if (task != NULL && (*task = once__task_out(&next, -1)) == NULL)
+            rc = ONCE_ENOMEM;
+    }
+    if (have_next)
+        once_record_clear(&next);
+    return rc;
+}
+
+int once_engine_cancel(once_engine *e, const char *principal, const char *task_id,
+                       json_t **task, once_state *state, int64_t *expired_at)
+{
+    if (task != NULL)
+        *task = NULL;
+    if (e == NULL || principal == NULL || principal[0] == '\0' ||
+        strlen(principal) > ONCE_PRINCIPAL_MAX)
+        return ONCE_EINVAL;
+    if (!once_id_valid(task_id))
+        return ONCE_ENOTFOUND;
+    for (int i = 0; i < CANCEL_TRIES; i++) {
+        once_record rec;
+        once_tombstone tomb;
+        int rc = once_store_load(e->store, principal, task_id, &rec, &tomb);
+        if (rc == ONCE_ETOMBSTONE && expired_at != NULL)
+            *expired_at = tomb.expired_at;
+        if (rc != ONCE_OK)
+            return once__store_rc(e, rc);
+        if (state != NULL)
+            *state = rec.state;
+        if (rec.kind != ONCE_KIND_TASK) {
+            rc = ONCE_ENOTFOUND;
+        } else if (rec.state == ONCE_STATE_CANCELED) {
+            if (task != NULL && (*task = once__task_out(&rec, -1)) == NULL)
+                rc = ONCE_ECORRUPT;
+        } else if (once_transition(rec.state, ONCE_STATE_CANCELED) != ONCE_OK) {
+            rc = ONCE_EILLEGAL;
+        } else {
+            rc = cancel_once(e, &rec, task);
+            if (rc == ONCE_OK && state != NULL)
+                *state = ONCE_STATE_CANCELED;
+        }
+        once_record_clear(&rec);
+        if (rc != ONCE_ECONFLICT)
+            return rc;
+    }
+    return ONCE_EBUSY;
+}
+
+/* ------------------------------------------------------------------------
+ * ListTasks page tokens: base64url (no padding) of "<created_at>.<task_id>".
+ * Opaque to clients; validated on the way back in, never trusted further
+ * than the principal's own listing (the query is always scoped to it).
+ */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static int b64_encode(const uint8_t *in, size_t n, char *out, size_t outlen)
+{
+    size_t need = (n * 4 + 2) / 3 + 1;
+    if (need > outlen)
+        return ONCE_ERANGE;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        out[o++] = b64[(v >> 18) & 63];
+        out[o++] = b64[(v >> 12) & 63];
+        if (i + 1 < n)
+            out[o++] = b64[(v >> 6) & 63];
+        if (i + 2 < n)
+            out[o++] = b64[v & 63];
+    }
+    out[o] = '\0';
+    return ONCE_OK;
+}
+
+static int b64_value(char c)
+{
+    const char *p = c != '\0' ? strchr(b64, c) : NULL;
+    return p != NULL ? (int)(p - b64) : -1;
+}
+
+/* Decode into out (NUL-terminated); ONCE_EINVAL on any malformation. */
+static int b64_decode(const char *in, char *out, size_t outlen)
+{
+    size_t n = strlen(in);
+    if (n % 4 == 1)
+        return ONCE_EINVAL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        size_t k = n - i < 4 ? n - i : 4;
+        for (size_t j = 0; j < 4; j++) {
+            int d = j < k ? b64_value(in[i + j]) : 0;
+            if (d < 0)
+                return ONCE_EINVAL;
+            v = v << 6 | (uint32_t)d;
+        }
+        size_t bytes = k - 1;
+        if (o + bytes + 1 > outlen)
+            return ONCE_EINVAL;
+        for (size_t j = 0; j < bytes; j++)
+            out[o++] = (char)((v >> (16 - 8 * j)) & 0xff);
+    }
+    out[o] = '\0';
+    if (strlen(out) != o)
+        return ONCE_EINVAL;   /* embedded NUL */
+    return ONCE_OK;
+}
+
+static int token_encode(int64_t created_at, const char *task_id, char out[256])
+{
+    char raw[32 + ONCE_ID_MAX];
+    int n = snprintf(raw, sizeof raw, "%" PRId64 ".%s", created_at, task_id);
+    if (n < 0 || (size_t)n >= sizeof raw)
+        return ONCE_ERANGE;
+    return b64_encode((const uint8_t *)raw, (size_t)n, out, 256);
+}
+
+static int token_decode(const char *token, int64_t *created_at, char task_id[ONCE_ID_MAX + 1])
+{
+    char raw[32 + ONCE_ID_MAX];
+    if (strlen(token) > 255 || b64_decode(token, raw, sizeof raw) != ONCE_OK)
+        return ONCE_EINVAL;
+    char *dot = strchr(raw, '.');
+    if (dot == NULL || dot == raw)
+        return ONCE_EINVAL;
+    *dot = '\0';
+    for (const char *p = raw; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            return ONCE_EINVAL;
+    }
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(raw, &end, 10);
+    if (errno != 0 || end == NULL || *end != '\0')
+        return ONCE_EINVAL;
+    if (!once_id_valid(dot + 1))
+        return ONCE_EINVAL;
+    *created_at = (int64_t)v;
+    snprintf(task_id, ONCE_ID_MAX + 1, "%s", dot + 1);
+    return ONCE_OK;
+}
+
+int once_engine_list(once_engine *e, const once_list_req *req, json_t **tasks,
+                     char next_token[256])
+{
+    if (tasks == NULL || next_token == NULL)
+        return ONCE_EINVAL;
+    *tasks = NULL;
+    next_token[0] = '\0';
+    if (e == NULL || req == NULL || req->principal == NULL || req->principal[0] == '\0' ||
+        strlen(req->principal) > ONCE_PRINCIPAL_MAX || req->page_size > LIST_MAX)
+        return ONCE_EINVAL;
+    if (req->context_id != NULL && !once_id_valid(req->context_id))
+        return ONCE_EINVAL;
+    if ((int)req->state < ONCE_STATE_UNKNOWN || (int)req->state > ONCE_STATE_REJECTED)
+        return ONCE_EINVAL;
+    size_t page = req->page_size != 0 ? req->page_size : LIST_DEFAULT;
+
+    char after_id[ONCE_ID_MAX + 1];
+    once_list_query q = {.principal = req->principal,
+                         .context_id = req->context_id,
+                         .state = req->state,
+                         .limit = page + 1};
+    if (req->page_token != NULL && req->page_token[0] != '\0') {
+        if (token_decode(req->page_token, &q.after_created_at, after_id) != ONCE_OK)
+            return ONCE_EINVAL;
+        q.after_task_id = after_id;
+    }
+    once_record_list l;
+    int rc = once_store_list(e->store, &q, &l);
+    if (rc != ONCE_OK) {
+        once_record_list_clear(&l);
+        return once__store_rc(e, rc);
+    }
+    json_t *arr = json_array();
+    rc = arr != NULL ? ONCE_OK : ONCE_ENOMEM;
+    size_t n = l.n < page ? l.n : page;
+    for (size_t i = 0; i < n && rc == ONCE_OK; i++) {
+        if (l.v[i].kind != ONCE_KIND_TASK)
+            continue;
+        json_t *t = once__task_out(&l.v[i], req->history_length);
+        if (t == NULL || json_array_append_new(arr, t) != 0)
+            rc = ONCE_ENOMEM;
+    }
+    if (rc == ONCE_OK && l.n > page)
+        rc = token_encode(l.v[page - 1].created_at, l.v[page - 1].task_id, next_token);
+    once_record_list_clear(&l);
+    if (rc != ONCE_OK) {
+        json_decref(arr);
+        next_token[0] = '\0';
+        return rc;
+    }
+    *tasks = arr;
+    return ONCE_OK;
+}

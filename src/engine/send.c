@@ -1,0 +1,391 @@
+/*
+ * send.c -- SendMessage (and 0.1 tasks/send): identify the task, load it,
+ * decide(), apply the verdict with one atomic create or CAS, then answer at
+ * once or after a bounded wait for the task to settle.
+ *
+ * Invariants:
+ *   - a lost race (create -> EEXISTS / ETOMBSTONE, CAS -> ECONFLICT) never
+ *     answers: it re-loads and decides again, a bounded number of times;
+ *   - REPLAY and every refusal are read-only (no write, so no version,
+ *     generation or fence bump, no executor run);
+ *   - a store failure (ESTORE / EBUSY) is returned as such, never turned
+ *     into a verdict;
+ *   - the digest covers exactly what the client sent; the stored history
+ *     copy gets taskId / contextId filled in.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/jcs.h"
+#include "engine/engine_int.h"
+
+#define SEND_TRIES 16
+#define WAIT_POLL_MS 50
+
+/* Everything derived from the request before the first load. */
+typedef struct send_ctx {
+    const once_send_req *req;
+    const char *message_id;         /* NULL for 0.1 (identity by digest) */
+    const char *context_id;         /* the message's contextId, or NULL */
+    char task_id[ONCE_ID_MAX + 1];
+    char digest[ONCE_DIGEST_HEX + 1];
+    int may_register;
+} send_ctx;
+
+static int invalid(once_send_res *res, const char *field, const char *why)
+{
+    res->field = field;
+    snprintf(res->detail, sizeof res->detail, "%s", why);
+    return ONCE_EINVAL;
+}
+
+static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
+{
+    c->req = req;
+    if (req->principal == NULL || req->principal[0] == '\0' ||
+        strlen(req->principal) > ONCE_PRINCIPAL_MAX)
+        return invalid(res, "principal", "principal must be 1..128 characters");
+    if (!json_is_object(req->message))
+        return invalid(res, "message", "message must be an object");
+
+    json_t *mid = json_object_get(req->message, "messageId");
+    if (mid != NULL && !json_is_string(mid))
+        return invalid(res, "message.messageId", "messageId must be a string");
+    const char *msgid = json_string_value(mid);
+    if (msgid != NULL && (msgid[0] == '\0' || strlen(msgid) > ONCE_ID_MAX ||
+                          strchr(msgid, '\n') != NULL))
+        return invalid(res, "message.messageId", "messageId must be 1..128 characters, one line");
+    if (msgid == NULL && !req->legacy)
+        return invalid(res, "message.messageId", "messageId is required");
+    if (msgid != NULL)
+        snprintf(res->message_id, sizeof res->message_id, "%s", msgid);
+    c->message_id = req->legacy ? NULL : msgid;
+
+    json_t *ctx = json_object_get(req->message, "contextId");
+    if (ctx != NULL && (!json_is_string(ctx) || !once_id_valid(json_string_value(ctx))))
+        return invalid(res, "message.contextId", "contextId is not an acceptable ID");
+    c->context_id = json_string_value(ctx);
+
+    uint8_t raw[ONCE_SHA256_LEN];
+    int rc = once__message_digest_json(req->message, raw);
+    if (rc == ONCE_ENOMEM)
+        return rc;
+    if (rc != ONCE_OK)
+        return invalid(res, "message", "message cannot be canonicalised (RFC 8785)");
+    once_hex(raw, sizeof raw, c->digest);
+
+    if (req->legacy) {
+        if (!once_id_valid(req->task_id))
+            return invalid(res, "id", "task id must be 1..128 of [A-Za-z0-9._:-]");
+        c->may_register = 1;
+        snprintf(c->task_id, sizeof c->task_id, "%s", req->task_id);
+    } else if (req->task_id != NULL) {
+        if (!once_id_valid(req->task_id))
+            return invalid(res, "message.taskId", "taskId must be 1..128 of [A-Za-z0-9._:-]");
+        c->may_register = req->extension != 0;
+        snprintf(c->task_id, sizeof c->task_id, "%s", req->task_id);
+    } else {
+        rc = once_derive_task_id((const uint8_t *)e->secret, strlen(e->secret), req->principal,
+                                 msgid, c->task_id);
+        if (rc != ONCE_OK)
+            return rc;
+        c->may_register = 1;
+    }
+    snprintf(res->task_id, sizeof res->task_id, "%s", c->task_id);
+    return ONCE_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Waiting for a task to settle.
+ */
+
+static int settled(const once_record *r)
+{
+    return r->kind == ONCE_KIND_MESSAGE || once_state_terminal(r->state) ||
+           once_state_interrupted(r->state);
+}
+
+int once__wait(once_engine *e, const char *principal, const char *task_id, int64_t deadline,
+               once_record *rec, once_tombstone *tomb)
+{
+    once__waiter w = {.principal = principal, .task_id = task_id};
+    int rc = once__cond_init(&w.cv);
+    if (rc != ONCE_OK)
+        return rc;
+    pthread_mutex_lock(&e->mu);
+    w.next = e->waiters;
+    e->waiters = &w;
+    pthread_mutex_unlock(&e->mu);
+
+    for (;;) {
+        rc = once_store_load(e->store, principal, task_id, rec, tomb);
+        if (rc != ONCE_OK) {
+            once__store_rc(e, rc);
+            break;
+        }
+        int64_t left = deadline - once_monotonic_ms();
+        if (settled(rec) || left <= 0 || once__stopping(e))
+            break;
+        /* Local writes signal us at once; other replicas' writes are seen
+         * by polling the store (DESIGN.md section 13). */
+        pthread_mutex_lock(&e->mu);
+        if (!w.fired && !e->stopping)
+            once__cond_wait_ms(&w.cv, &e->mu, left < WAIT_POLL_MS ? left : WAIT_POLL_MS);
+        w.fired = 0;
+        pthread_mutex_unlock(&e->mu);
+        once_record_clear(rec);
+    }
+
+    pthread_mutex_lock(&e->mu);
+    for (once__waiter **pp = &e->waiters; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == &w) {
+            *pp = w.next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    pthread_cond_destroy(&w.cv);
+    return rc;
+}
+
+/* Fill res with the outcome; `rec` is the record as this call last wrote or
+ * read it. Blocking sends wait for the task to settle first. */
+static int respond(once_engine *e, const send_ctx *c, const once_record *rec,
+                   once_send_res *res)
+{
+    const once_send_req *req = c->req;
+    once_record latest;
+    memset(&latest, 0, sizeof latest);
+    const once_record *out = rec;
+    if (!req->return_immediately && !settled(rec)) {
+        int64_t bound = req->wait_ms > 0 ? req->wait_ms : e->cfg.max_wait_ms;
+        if (bound > e->cfg.max_wait_ms)
+            bound = e->cfg.max_wait_ms;
+        /* If the store cannot be read while waiting, the accepted state we
+         * hold is still a true answer; the client polls from there. */
+        if (once__wait(e, rec->principal, rec->task_id, once_monotonic_ms() + bound, &latest,
+                       NULL) == ONCE_OK)
+            out = &latest;
+    }
+    res->state = out->state;
+    res->result = once__send_result(out, req->history_length);
+    once_record_clear(&latest);
+    return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
+/* ------------------------------------------------------------------------
+ * Verdicts that write.
+ */
+
+/* The user message as history stores it. */
+static json_t *history_message(once_engine *e, const send_ctx *c, const char *context_id)
+{
+    return once__message_fill(c->req->message, c->task_id, context_id, NULL, e->rng);
+}
+
+static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
+{
+    char minted[ONCE_UUID_LEN + 1];
+    const char *ctx = c->context_id;
+    if (ctx == NULL) {
+        int rc = once_uuid4(e->rng, minted);
+        if (rc != ONCE_OK)
+            return rc;
+        ctx = minted;
+    }
+    int64_t now = once__now(e);
+    json_t *user = history_message(e, c, ctx);
+    json_t *task = user != NULL ? once__task_new(c->task_id, ctx, ONCE_STATE_SUBMITTED, now, user)
+                                : NULL;
+    json_decref(user);
+
+    once_record rec;
+    memset(&rec, 0, sizeof rec);
+    snprintf(rec.principal, sizeof rec.principal, "%s", c->req->principal);
+    snprintf(rec.task_id, sizeof rec.task_id, "%s", c->task_id);
+    snprintf(rec.context_id, sizeof rec.context_id, "%s", ctx);
+    snprintf(rec.lease_owner, sizeof rec.lease_owner, "%s", e->replica_id);
+    rec.state = ONCE_STATE_SUBMITTED;
+    rec.kind = ONCE_KIND_TASK;
+    rec.version = 1;
+    rec.generation = 1;
+    rec.fence = 1;
+    rec.lease_until = now + e->cfg.lease_ms;
+    rec.created_at = rec.updated_at = now;
+
+    char *payload = NULL;
+    int rc = task != NULL ? ONCE_OK : ONCE_ENOMEM;
+    if (rc == ONCE_OK)
+        rc = once_digests_append(&rec.digests, c->digest, c->message_id);
+    if (rc == ONCE_OK && (rec.task_json = once__json_text(task)) == NULL)
+        rc = ONCE_ENOMEM;
+    if (rc == ONCE_OK && (payload = once__ev_task(task, 1)) == NULL)
+        rc = ONCE_ENOMEM;
+    json_decref(task);
+    if (rc == ONCE_OK) {
+        once_event ev = {1, payload};
+        rc = once__store_rc(e, once_store_create(e->store, &rec, &ev, 1, NULL, NULL));
+    }
+    once_free(payload);
+    if (rc == ONCE_OK) {
+        ONCE__STAT(e, registered);
+        once__notify(e, rec.principal, rec.task_id);
+        (void)once__dispatch(e, rec.principal, rec.task_id, rec.fence, 0);
+        res->verdict = ONCE_V_REGISTER;
+        rc = respond(e, c, &rec, res);
+    }
+    once_record_clear(&rec);
+    return rc;
+}
+
+static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur,
+                       once_send_res *res)
+{
+    int rc = once_transition(cur->state, ONCE_STATE_WORKING);
+    if (rc != ONCE_OK)
+        return rc;
+    json_t *task = once__json_parse(cur->task_json);
+    if (task == NULL)
+        return ONCE_ECORRUPT;
+    int64_t now = once__now(e);
+    json_t *user = history_message(e, c, cur->context_id);
+    rc = user != NULL ? once__task_append_history(task, user) : ONCE_ENOMEM;
+    json_decref(user);
+    if (rc == ONCE_OK)
+        rc = once__task_set_status(task, ONCE_STATE_WORKING, NULL, now);
+
+    once_record next;
+    char *payload = NULL;
+    int have_next = 0;
+    if (rc == ONCE_OK && (rc = once_record_copy(&next, cur)) == ONCE_OK)
+        have_next = 1;
+    if (rc == ONCE_OK) {
+        once__set_state(&next, ONCE_STATE_WORKING, now);
+        next.fence = cur->fence + 1;
+        snprintf(next.lease_owner, sizeof next.lease_owner, "%s", e->replica_id);
+        next.lease_until = now + e->cfg.lease_ms;
+        rc = once_digests_append(&next.digests, c->digest, c->message_id);
+    }
+    if (rc == ONCE_OK) {
+        once_free(next.task_json);
+        if ((next.task_json = once__json_text(task)) == NULL)
+            rc = ONCE_ENOMEM;
+    }
+    if (rc == ONCE_OK && (payload = once__ev_status(task, cur->generation + 1)) == NULL)
+        rc = ONCE_ENOMEM;
+    json_decref(task);
+    if (rc == ONCE_OK)
+        rc = once__write(e, cur, &next, payload);
+    once_free(payload);
+    if (rc == ONCE_OK) {
+        ONCE__STAT(e, continued);
+        (void)once__dispatch(e, next.principal, next.task_id, next.fence, 0);
+        res->verdict = ONCE_V_CONTINUE;
+        rc = respond(e, c, &next, res);
+    }
+    if (have_next)
+        once_record_clear(&next);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * The send loop.
+ */
+
+/* The send proper; the caller counts it in e->inflight. */
+static int send_counted(once_engine *e, const once_send_req *req, once_send_res *res)
+{
+    send_ctx c;
+    memset(&c, 0, sizeof c);
+    int rc = prepare(e, req, &c, res);
+    if (rc != ONCE_OK)
+        return rc;
+
+    for (int attempt = 0; attempt < SEND_TRIES; attempt++) {
+        once_record rec;
+        once_tombstone tomb;
+        rc = once_store_load(e->store, req->principal, c.task_id, &rec, &tomb);
+        once_decide_in in = {.may_register = c.may_register,
+                             .message_id = c.message_id,
+                             .digest_hex = c.digest};
+        if (rc == ONCE_OK) {
+            in.stored = ONCE_STORED_RECORD;
+            in.state = rec.state;
+            in.digests = rec.digests;
+        } else if (rc == ONCE_ETOMBSTONE) {
+            in.stored = ONCE_STORED_TOMBSTONE;
+        } else if (rc == ONCE_ENOTFOUND) {
+            in.stored = ONCE_STORED_NONE;
+        } else {
+            return once__store_rc(e, rc);
+        }
+        once_verdict v = once_decide(&in);
+        res->verdict = v;
+        res->state = in.stored == ONCE_STORED_RECORD ? rec.state : ONCE_STATE_UNKNOWN;
+
+        int retry = 0;
+        switch (v) {
+        case ONCE_V_REGISTER:
+            rc = do_register(e, &c, res);
+            retry = rc == ONCE_EEXISTS || rc == ONCE_ETOMBSTONE;
+            break;
+        case ONCE_V_CONTINUE:
+        case ONCE_V_REPLAY:
+            if (c.context_id != NULL && strcmp(c.context_id, rec.context_id) != 0) {
+                rc = invalid(res, "message.contextId", "contextId differs from the task's");
+                break;
+            }
+            if (v == ONCE_V_CONTINUE) {
+                rc = do_continue(e, &c, &rec, res);
+                retry = rc == ONCE_ECONFLICT;
+            } else {
+                ONCE__STAT(e, replayed);
+                res->replayed = 1;
+                rc = respond(e, &c, &rec, res);
+            }
+            break;
+        case ONCE_V_TASK_EXPIRED:
+            res->expired_at = tomb.expired_at;
+            ONCE__STAT(e, refused);
+            rc = ONCE_OK;
+            break;
+        default:   /* TASK_NOT_FOUND, IDEMPOTENCY_CONFLICT, REJECT_* */
+            ONCE__STAT(e, refused);
+            rc = ONCE_OK;
+            break;
+        }
+        if (in.stored == ONCE_STORED_RECORD)
+            once_record_clear(&rec);
+        if (!retry)
+            return rc;
+        /* Lost a race: forget this round's answer, keep the identity. */
+        json_decref(res->result);
+        res->result = NULL;
+        res->verdict = 0;
+        res->replayed = 0;
+        res->state = ONCE_STATE_UNKNOWN;
+    }
+    /* Lost the race SEND_TRIES times in a row: the task is hot; retryable. */
+    return ONCE_EBUSY;
+}
+
+int once_engine_send(once_engine *e, const once_send_req *req, once_send_res *res)
+{
+    if (res == NULL)
+        return ONCE_EINVAL;
+    memset(res, 0, sizeof *res);
+    if (e == NULL || req == NULL)
+        return ONCE_EINVAL;
+    pthread_mutex_lock(&e->mu);
+    int stopping = e->stopping;
+    if (!stopping)
+        e->inflight++;
+    pthread_mutex_unlock(&e->mu);
+    if (stopping)
+        return ONCE_ECLOSED;
+    int rc = send_counted(e, req, res);
+    pthread_mutex_lock(&e->mu);
+    e->inflight--;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}

@@ -1,0 +1,141 @@
+/*
+ * sweep.c -- the background pass every replica runs: takeover of expired
+ * leases (DESIGN.md section 5) and retention (section 7).
+ *
+ * Takeover: for each non-terminal record whose lease expired, CAS it with
+ * fence + 1 and this replica as lease owner, then run a turn with resumed=1
+ * (the executor continues from the stored checkpoint and step). Exactly one
+ * replica wins each CAS; the others see ECONFLICT and move on. The old
+ * worker, if it still lives, is refused from then on (EFENCED).
+ *
+ * Retention: finished records older than retention_ms become tombstones;
+ * tombstones older than tombstone_ms are purged. Both are bounded batches
+ * so one pass never holds the store for long.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+#define TAKEOVER_BATCH 64
+#define RETENTION_BATCH 256
+#define RETENTION_ROUNDS 16
+
+/* Take one expired key. ONCE_OK also when someone else was faster. */
+static int take_over(once_engine *e, const once_key *k, int64_t now)
+{
+    once_record cur, next;
+    int rc = once_store_load(e->store, k->principal, k->task_id, &cur, NULL);
+    if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
+        return ONCE_OK;
+    if (rc != ONCE_OK)
+        return once__store_rc(e, rc);
+    if (once_state_terminal(cur.state) || cur.lease_until == 0 || cur.lease_until >= now) {
+        once_record_clear(&cur);
+        return ONCE_OK;   /* finished or re-leased since the scan */
+    }
+    rc = once_record_copy(&next, &cur);
+    if (rc != ONCE_OK) {
+        once_record_clear(&cur);
+        return rc;
+    }
+    int run = cur.kind == ONCE_KIND_TASK && !once_state_interrupted(cur.state);
+    next.fence = cur.fence + 1;
+    if (run) {
+        snprintf(next.lease_owner, sizeof next.lease_owner, "%s", e->replica_id);
+        next.lease_until = now + e->cfg.lease_ms;
+    } else {
+        /* Waiting for input: nobody runs it, so nobody holds a lease. */
+        next.lease_owner[0] = '\0';
+        next.lease_until = 0;
+    }
+    rc = once__write(e, &cur, &next, NULL);
+    if (rc == ONCE_OK && run) {
+        ONCE__STAT(e, takeovers);
+        (void)once__dispatch(e, next.principal, next.task_id, next.fence, 1);
+    }
+    once_record_clear(&cur);
+    once_record_clear(&next);
+    return rc == ONCE_ECONFLICT ? ONCE_OK : rc;
+}
+
+static int takeover_pass(once_engine *e)
+{
+    int64_t now = once__now(e);
+    once_key_list keys;
+    int rc = once_store_expired_leases(e->store, now, TAKEOVER_BATCH, &keys);
+    if (rc != ONCE_OK) {
+        once_key_list_clear(&keys);
+        return once__store_rc(e, rc);
+    }
+    int first_err = ONCE_OK;
+    for (size_t i = 0; i < keys.n && !once__stopping(e); i++) {
+        rc = take_over(e, &keys.v[i], now);
+        if (rc != ONCE_OK && first_err == ONCE_OK)
+            first_err = rc;
+    }
+    once_key_list_clear(&keys);
+    return first_err;
+}
+
+static int retention_pass(once_engine *e)
+{
+    int64_t now = once__now(e);
+    for (int i = 0; i < RETENTION_ROUNDS; i++) {
+        size_t n = 0;
+        int rc = once_store_sweep(e->store, now - e->cfg.retention_ms, now, RETENTION_BATCH, &n);
+        if (rc != ONCE_OK)
+            return once__store_rc(e, rc);
+        __atomic_fetch_add(&e->stats.swept, (uint64_t)n, __ATOMIC_RELAXED);
+        if (n < RETENTION_BATCH)
+            break;
+    }
+    for (int i = 0; i < RETENTION_ROUNDS; i++) {
+        size_t n = 0;
+        int rc = once_store_purge(e->store, now - e->cfg.tombstone_ms, RETENTION_BATCH, &n);
+        if (rc != ONCE_OK)
+            return once__store_rc(e, rc);
+        __atomic_fetch_add(&e->stats.purged, (uint64_t)n, __ATOMIC_RELAXED);
+        if (n < RETENTION_BATCH)
+            break;
+    }
+    return ONCE_OK;
+}
+
+int once_engine_sweep_once(once_engine *e)
+{
+    if (e == NULL)
+        return ONCE_EINVAL;
+    int rc = takeover_pass(e);
+    int rc2 = retention_pass(e);
+    return rc != ONCE_OK ? rc : rc2;
+}
+
+static void *sweeper_main(void *arg)
+{
+    once_engine *e = arg;
+    for (;;) {
+        int64_t until = once_monotonic_ms() + e->cfg.sweep_interval_ms;
+        pthread_mutex_lock(&e->mu);
+        while (!e->stopping) {
+            int64_t left = until - once_monotonic_ms();
+            if (left <= 0)
+                break;
+            once__cond_wait_ms(&e->cancel_cv, &e->mu, left);
+        }
+        int stop = e->stopping;
+        pthread_mutex_unlock(&e->mu);
+        if (stop)
+            break;
+        (void)once_engine_sweep_once(e);
+    }
+    return NULL;
+}
+
+int once__sweeper_start(once_engine *e)
+{
+    if (pthread_create(&e->sweeper, NULL, sweeper_main, e) != 0)
+        return ONCE_ENOMEM;
+    e->sweeper_started = 1;
+    return ONCE_OK;
+}

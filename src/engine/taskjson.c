@@ -1,0 +1,285 @@
+/*
+ * taskjson.c -- the A2A 1.0 Task object as the engine stores it, and the
+ * StreamResponse payloads its mutations emit (DESIGN.md section 6).
+ *
+ * Stored shape: {id, contextId, status{state, timestamp[, message]},
+ * [artifacts], history, [metadata]}. "generation" is not stored inside the
+ * JSON (the record holds it); it is added when a Task is read out and put in
+ * every event payload, so a reader always sees the number of the mutation
+ * that produced what it reads (A2A dev-1.1 draft).
+ *
+ * Nothing here touches the store; every function builds or edits jansson
+ * values and reports ONCE_ENOMEM / ONCE_EINVAL.
+ */
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+char *once__json_text(const json_t *j)
+{
+    const size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(17);
+    size_t n = json_dumpb(j, NULL, 0, flags);
+    if (n == 0)
+        return NULL;
+    char *buf = once_malloc(n + 1);
+    if (buf == NULL)
+        return NULL;
+    if (json_dumpb(j, buf, n, flags) != n) {
+        once_free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+json_t *once__json_parse(const char *text)
+{
+    if (text == NULL)
+        return NULL;
+    json_t *j = json_loads(text, 0, NULL);
+    if (j != NULL && !json_is_object(j)) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static json_t *status_new(once_state state, int64_t now)
+{
+    char ts[25];
+    once_format_time(now, ts);
+    return json_pack("{s:s, s:s}", "state", once_state_name(state), "timestamp", ts);
+}
+
+json_t *once__task_new(const char *task_id, const char *context_id, once_state state,
+                       int64_t now, const json_t *msg)
+{
+    json_t *task = json_pack("{s:s, s:s, s:o, s:[]}", "id", task_id, "contextId", context_id,
+                             "status", status_new(state, now), "history");
+    if (task == NULL)
+        return NULL;
+    if (msg != NULL && once__task_append_history(task, msg) != ONCE_OK) {
+        json_decref(task);
+        return NULL;
+    }
+    return task;
+}
+
+int once__task_append_history(json_t *task, const json_t *msg)
+{
+    json_t *hist = json_object_get(task, "history");
+    if (!json_is_array(hist)) {
+        hist = json_array();
+        if (hist == NULL || json_object_set_new(task, "history", hist) != 0)
+            return ONCE_ENOMEM;
+    }
+    json_t *copy = json_deep_copy(msg);
+    if (copy == NULL || json_array_append_new(hist, copy) != 0)
+        return ONCE_ENOMEM;
+    return ONCE_OK;
+}
+
+int once__task_set_status(json_t *task, once_state state, const json_t *msg, int64_t now)
+{
+    json_t *st = status_new(state, now);
+    if (st == NULL)
+        return ONCE_ENOMEM;
+    if (msg != NULL) {
+        json_t *copy = json_deep_copy(msg);
+        if (copy == NULL || json_object_set_new(st, "message", copy) != 0) {
+            json_decref(st);
+            return ONCE_ENOMEM;
+        }
+    }
+    if (json_object_set_new(task, "status", st) != 0)
+        return ONCE_ENOMEM;
+    return msg != NULL ? once__task_append_history(task, msg) : ONCE_OK;
+}
+
+int once__task_artifact(json_t *task, const json_t *art, int append)
+{
+    json_t *arts = json_object_get(task, "artifacts");
+    if (!json_is_array(arts)) {
+        arts = json_array();
+        if (arts == NULL || json_object_set_new(task, "artifacts", arts) != 0)
+            return ONCE_ENOMEM;
+    }
+    const char *aid = json_string_value(json_object_get(art, "artifactId"));
+    size_t i;
+    json_t *old;
+    json_array_foreach(arts, i, old) {
+        const char *oid = json_string_value(json_object_get(old, "artifactId"));
+        if (aid == NULL || oid == NULL || strcmp(aid, oid) != 0)
+            continue;
+        if (append) {
+            json_t *parts = json_object_get(old, "parts");
+            if (!json_is_array(parts)) {
+                parts = json_array();
+                if (parts == NULL || json_object_set_new(old, "parts", parts) != 0)
+                    return ONCE_ENOMEM;
+            }
+            json_t *more = json_deep_copy(json_object_get(art, "parts"));
+            if (more == NULL || json_array_extend(parts, more) != 0) {
+                json_decref(more);
+                return ONCE_ENOMEM;
+            }
+            json_decref(more);
+            return ONCE_OK;
+        }
+        json_t *copy = json_deep_copy(art);
+        if (copy == NULL || json_array_set_new(arts, i, copy) != 0)
+            return ONCE_ENOMEM;
+        return ONCE_OK;
+    }
+    json_t *copy = json_deep_copy(art);
+    if (copy == NULL || json_array_append_new(arts, copy) != 0)
+        return ONCE_ENOMEM;
+    return ONCE_OK;
+}
+
+static int set_str(json_t *obj, const char *key, const char *val)
+{
+    return json_object_set_new(obj, key, json_string(val)) == 0 ? ONCE_OK : ONCE_ENOMEM;
+}
+
+json_t *once__message_fill(const json_t *msg, const char *task_id, const char *context_id,
+                           const char *role, const once_rng *rng)
+{
+    json_t *m = json_deep_copy(msg);
+    if (m == NULL)
+        return NULL;
+    int rc = ONCE_OK;
+    if (task_id != NULL)
+        rc = set_str(m, "taskId", task_id);
+    if (rc == ONCE_OK && context_id != NULL)
+        rc = set_str(m, "contextId", context_id);
+    if (rc == ONCE_OK && !json_is_string(json_object_get(m, "messageId"))) {
+        char id[ONCE_UUID_LEN + 1];
+        rc = once_uuid4(rng, id);
+        if (rc == ONCE_OK)
+            rc = set_str(m, "messageId", id);
+    }
+    if (rc == ONCE_OK && role != NULL && !json_is_string(json_object_get(m, "role")))
+        rc = set_str(m, "role", role);
+    if (rc != ONCE_OK) {
+        json_decref(m);
+        return NULL;
+    }
+    return m;
+}
+
+json_t *once__agent_text(const char *text, const char *task_id, const char *context_id,
+                         const once_rng *rng)
+{
+    json_t *m = json_pack("{s:s, s:[{s:s}]}", "role", "ROLE_AGENT", "parts", "text",
+                          text != NULL ? text : "");
+    if (m == NULL)
+        return NULL;
+    json_t *full = once__message_fill(m, task_id, context_id, NULL, rng);
+    json_decref(m);
+    return full;
+}
+
+static int trim_history(json_t *task, int history_length)
+{
+    if (history_length < 0)
+        return ONCE_OK;
+    if (history_length == 0) {
+        json_object_del(task, "history");
+        return ONCE_OK;
+    }
+    json_t *hist = json_object_get(task, "history");
+    if (!json_is_array(hist))
+        return ONCE_OK;
+    size_t n = json_array_size(hist);
+    size_t keep = (size_t)history_length;
+    if (n <= keep)
+        return ONCE_OK;
+    json_t *tail = json_array();
+    if (tail == NULL)
+        return ONCE_ENOMEM;
+    for (size_t i = n - keep; i < n; i++) {
+        if (json_array_append(tail, json_array_get(hist, i)) != 0) {
+            json_decref(tail);
+            return ONCE_ENOMEM;
+        }
+    }
+    return json_object_set_new(task, "history", tail) == 0 ? ONCE_OK : ONCE_ENOMEM;
+}
+
+json_t *once__task_out(const once_record *rec, int history_length)
+{
+    json_t *j = once__json_parse(rec->task_json);
+    if (j == NULL || rec->kind == ONCE_KIND_MESSAGE)
+        return j;
+    if (json_object_set_new(j, "generation", json_integer(rec->generation)) != 0 ||
+        trim_history(j, history_length) != ONCE_OK) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+json_t *once__send_result(const once_record *rec, int history_length)
+{
+    json_t *inner = once__task_out(rec, history_length);
+    if (inner == NULL)
+        return NULL;
+    return json_pack("{s:o}", rec->kind == ONCE_KIND_MESSAGE ? "message" : "task", inner);
+}
+
+/* Wrap body (reference stolen) as {"<kind>": body} and dump it. */
+static char *event_text(const char *kind, json_t *body)
+{
+    if (body == NULL)
+        return NULL;
+    json_t *ev = json_pack("{s:o}", kind, body);
+    if (ev == NULL)
+        return NULL;
+    char *text = once__json_text(ev);
+    json_decref(ev);
+    return text;
+}
+
+char *once__ev_task(const json_t *task, int64_t generation)
+{
+    json_t *t = json_deep_copy(task);
+    if (t == NULL)
+        return NULL;
+    if (json_object_set_new(t, "generation", json_integer(generation)) != 0) {
+        json_decref(t);
+        return NULL;
+    }
+    return event_text("task", t);
+}
+
+char *once__ev_message(const json_t *msg, int64_t generation)
+{
+    (void)generation;   /* a Message has no generation member */
+    return event_text("message", json_deep_copy(msg));
+}
+
+char *once__ev_status(const json_t *task, int64_t generation)
+{
+    json_t *status = json_deep_copy(json_object_get(task, "status"));
+    if (status == NULL)
+        return NULL;
+    return event_text("statusUpdate",
+                      json_pack("{s:O, s:O, s:o, s:I}", "taskId", json_object_get(task, "id"),
+                                "contextId", json_object_get(task, "contextId"), "status",
+                                status, "generation", (json_int_t)generation));
+}
+
+char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
+                        int64_t generation)
+{
+    json_t *art = json_deep_copy(artifact);
+    if (art == NULL)
+        return NULL;
+    return event_text("artifactUpdate",
+                      json_pack("{s:O, s:O, s:o, s:b, s:b, s:I}", "taskId",
+                                json_object_get(task, "id"), "contextId",
+                                json_object_get(task, "contextId"), "artifact", art, "append",
+                                append, "lastChunk", last_chunk, "generation",
+                                (json_int_t)generation));
+}

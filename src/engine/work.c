@@ -1,0 +1,518 @@
+/*
+ * work.c -- the work context an executor sees (include/once/executor.h) and
+ * the life of one turn: start (SUBMITTED -> WORKING), run(), finish.
+ *
+ * Every write goes through fenced_write(): take the record (the snapshot on
+ * the first try, a fresh load after a conflict), refuse with ONCE_EFENCED if
+ * its fence is not the turn's, apply one mutation to a copy, CAS it. A CAS
+ * that fails with the fence unchanged (a heartbeat extended the lease) is
+ * retried on the re-loaded record; a moved fence means another writer owns
+ * the task now and nothing of ours may become visible. A mutation that
+ * would be an illegal transition returns ONCE_EILLEGAL: never a silent write.
+ *
+ * Ownership: the work context owns its snapshot. Strings handed out by
+ * once_work_task() / once_work_checkpoint() stay valid until run() returns
+ * (older snapshots are retired, not freed, once lent); the effect key is
+ * valid until the next write.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+#define WRITE_TRIES 32
+
+/* Only the thread running the turn touches a work context. */
+struct once_work {
+    once_engine *e;
+    once__turn *t;
+    once_record rec;            /* last record read or written by this turn */
+    char *message;              /* the user message that started the turn */
+    char effect_key[ONCE_EFFECT_KEY_MAX + 1];
+    int task_lent, cp_lent;     /* rec.task_json / rec.checkpoint handed out */
+    char **retired;             /* lent strings of older snapshots */
+    size_t nretired, capretired;
+};
+
+/* A mutation: edit next (a copy of cur) and set *payload (the event text,
+ * numbered cur->generation + 1) or leave it NULL. */
+typedef int (*mutate_fn)(once_work *w, const once_record *cur, once_record *next,
+                         char **payload, void *arg);
+
+static int retire(once_work *w, char *s)
+{
+    if (s == NULL)
+        return ONCE_OK;
+    if (w->nretired == w->capretired) {
+        size_t cap = w->capretired ? w->capretired * 2 : 8;
+        char **v = once_realloc(w->retired, cap * sizeof *v);
+        if (v == NULL)
+            return ONCE_ENOMEM;
+        w->retired = v;
+        w->capretired = cap;
+    }
+    w->retired[w->nretired++] = s;
+    return ONCE_OK;
+}
+
+/* Make next the snapshot. A lent string must outlive the old snapshot: it is
+ * retired (or, out of memory, leaked rather than left dangling). */
+static void adopt(once_work *w, once_record *next)
+{
+    if (w->task_lent) {
+        (void)retire(w, w->rec.task_json);
+        w->rec.task_json = NULL;
+    }
+    if (w->cp_lent) {
+        (void)retire(w, w->rec.checkpoint);
+        w->rec.checkpoint = NULL;
+    }
+    w->task_lent = w->cp_lent = 0;
+    once_record_clear(&w->rec);
+    w->rec = *next;
+    memset(next, 0, sizeof *next);
+}
+
+static int fenced(once_work *w)
+{
+    __atomic_store_n(&w->t->canceled, 1, __ATOMIC_RELEASE);
+    ONCE__STAT(w->e, fenced_writes);
+    return ONCE_EFENCED;
+}
+
+static int fenced_write(once_work *w, mutate_fn fn, void *arg)
+{
+    once_engine *e = w->e;
+    once_record cur;
+    int rc = once_record_copy(&cur, &w->rec);
+    if (rc != ONCE_OK)
+        return rc;
+    for (int i = 0; i < WRITE_TRIES; i++) {
+        if (cur.fence != w->t->fence) {
+            once_record_clear(&cur);
+            return fenced(w);
+        }
+        once_record next;
+        char *payload = NULL;
+        rc = once_record_copy(&next, &cur);
+        if (rc == ONCE_OK)
+            rc = fn(w, &cur, &next, &payload, arg);
+        if (rc == ONCE_OK)
+            rc = once__write(e, &cur, &next, payload);
+        once_free(payload);
+        if (rc == ONCE_OK) {
+            adopt(w, &next);
+            once_record_clear(&cur);
+            return ONCE_OK;
+        }
+        once_record_clear(&next);
+        if (rc != ONCE_ECONFLICT) {
+            once_record_clear(&cur);
+            return rc;
+        }
+        once_record_clear(&cur);
+        rc = once_store_load(e->store, w->t->principal, w->t->task_id, &cur, NULL);
+        if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
+            return fenced(w);
+        if (rc != ONCE_OK)
+            return once__store_rc(e, rc);
+    }
+    once_record_clear(&cur);
+    return ONCE_EBUSY;
+}
+
+/* Keep the lease fresh on every write that does not end the turn. */
+static void touch_lease(once_work *w, once_record *next, int64_t now)
+{
+    if (!once_state_terminal(next->state) && !once_state_interrupted(next->state) &&
+        strcmp(next->lease_owner, w->e->replica_id) == 0)
+        next->lease_until = now + w->e->cfg.lease_ms;
+}
+
+/* Replace next->task_json with the text of task. */
+static int store_task(once_record *next, const json_t *task)
+{
+    char *text = once__json_text(task);
+    if (text == NULL)
+        return ONCE_ENOMEM;
+    once_free(next->task_json);
+    next->task_json = text;
+    return ONCE_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Mutations.
+ */
+
+typedef struct status_arg {
+    once_state state;
+    json_t *msg;   /* agent message, or NULL */
+} status_arg;
+
+static int mut_status(once_work *w, const once_record *cur, once_record *next, char **payload,
+                      void *arg)
+{
+    status_arg *a = arg;
+    /* An interrupted state ended the turn: only a continuation (a new
+     * turn, a new fence) may resume the task. */
+    if (cur->kind != ONCE_KIND_TASK || once_state_interrupted(cur->state))
+        return ONCE_EILLEGAL;
+    int rc = once_transition(cur->state, a->state);
+    if (rc != ONCE_OK)
+        return rc;
+    json_t *task = once__json_parse(cur->task_json);
+    if (task == NULL)
+        return ONCE_ECORRUPT;
+    int64_t now = once__now(w->e);
+    rc = once__task_set_status(task, a->state, a->msg, now);
+    if (rc == ONCE_OK)
+        rc = store_task(next, task);
+    if (rc == ONCE_OK) {
+        once__set_state(next, a->state, now);
+        touch_lease(w, next, now);
+        *payload = once__ev_status(task, cur->generation + 1);
+        if (*payload == NULL)
+            rc = ONCE_ENOMEM;
+    }
+    json_decref(task);
+    return rc;
+}
+
+typedef struct artifact_arg {
+    json_t *art;
+    int append, last_chunk;
+} artifact_arg;
+
+static int mut_artifact(once_work *w, const once_record *cur, once_record *next, char **payload,
+                        void *arg)
+{
+    artifact_arg *a = arg;
+    if (cur->kind != ONCE_KIND_TASK ||
+        (cur->state != ONCE_STATE_SUBMITTED && cur->state != ONCE_STATE_WORKING))
+        return ONCE_EILLEGAL;
+    json_t *task = once__json_parse(cur->task_json);
+    if (task == NULL)
+        return ONCE_ECORRUPT;
+    int rc = once__task_artifact(task, a->art, a->append);
+    if (rc == ONCE_OK)
+        rc = store_task(next, task);
+    if (rc == ONCE_OK) {
+        touch_lease(w, next, once__now(w->e));
+        *payload = once__ev_artifact(task, a->art, a->append, a->last_chunk, cur->generation + 1);
+        if (*payload == NULL)
+            rc = ONCE_ENOMEM;
+    }
+    json_decref(task);
+    return rc;
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; s != NULL && *s != '\0'; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static int mut_reply(once_work *w, const once_record *cur, once_record *next, char **payload,
+                     void *arg)
+{
+    json_t *msg = arg;
+    /* A direct Message answers the first message only: once a continuation
+     * was accepted the client already holds a Task it must be able to read. */
+    if (cur->kind != ONCE_KIND_TASK || count_lines(cur->digests) > 1)
+        return ONCE_EILLEGAL;
+    int rc = once_transition(cur->state, ONCE_STATE_COMPLETED);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = store_task(next, msg);
+    if (rc != ONCE_OK)
+        return rc;
+    next->kind = ONCE_KIND_MESSAGE;
+    once__set_state(next, ONCE_STATE_COMPLETED, once__now(w->e));
+    *payload = once__ev_message(msg, cur->generation + 1);
+    return *payload != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
+typedef struct checkpoint_arg {
+    const char *checkpoint;
+    int64_t step;
+} checkpoint_arg;
+
+static int mut_checkpoint(once_work *w, const once_record *cur, once_record *next,
+                          char **payload, void *arg)
+{
+    checkpoint_arg *a = arg;
+    (void)payload;   /* a checkpoint is not an A2A event */
+    if (once_state_terminal(cur->state))
+        return ONCE_EILLEGAL;
+    if (a->step < cur->step)
+        return ONCE_EINVAL;
+    char *cp = NULL;
+    if (a->checkpoint != NULL && (cp = once_strdup(a->checkpoint)) == NULL)
+        return ONCE_ENOMEM;
+    once_free(next->checkpoint);
+    next->checkpoint = cp;
+    next->step = a->step;
+    touch_lease(w, next, once__now(w->e));
+    return ONCE_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Getters.
+ */
+
+const char *once_work_task_id(const once_work *w) { return w->rec.task_id; }
+const char *once_work_context_id(const once_work *w) { return w->rec.context_id; }
+const char *once_work_principal(const once_work *w) { return w->rec.principal; }
+int64_t once_work_fence(const once_work *w) { return w->t->fence; }
+int64_t once_work_step(const once_work *w) { return w->rec.step; }
+const char *once_work_message(const once_work *w) { return w->message; }
+int once_work_resumed(const once_work *w) { return w->t->resumed; }
+
+const char *once_work_task(const once_work *w)
+{
+    ((once_work *)w)->task_lent = 1;
+    return w->rec.task_json;
+}
+
+const char *once_work_checkpoint(const once_work *w)
+{
+    ((once_work *)w)->cp_lent = 1;
+    return w->rec.checkpoint;
+}
+
+const char *once_work_effect_key(once_work *w)
+{
+    if (once_effect_key(w->rec.task_id, (uint64_t)w->rec.step, w->effect_key) != ONCE_OK)
+        w->effect_key[0] = '\0';
+    return w->effect_key;
+}
+
+int once_work_canceled(const once_work *w)
+{
+    return __atomic_load_n(&w->t->canceled, __ATOMIC_ACQUIRE) || once__stopping(w->e);
+}
+
+int once_work_sleep(once_work *w, int64_t ms)
+{
+    once_engine *e = w->e;
+    int64_t until = once_monotonic_ms() + ms;
+    pthread_mutex_lock(&e->mu);
+    while (!once_work_canceled(w)) {
+        int64_t left = until - once_monotonic_ms();
+        if (left <= 0)
+            break;
+        once__cond_wait_ms(&e->cancel_cv, &e->mu, left);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return once_work_canceled(w);
+}
+
+/* ------------------------------------------------------------------------
+ * Writes.
+ */
+
+/* Parse an agent message argument: an object with a parts array. */
+static int parse_agent_message(once_work *w, const char *text, json_t **out)
+{
+    *out = NULL;
+    if (text == NULL)
+        return ONCE_OK;
+    json_t *m = once__json_parse(text);
+    if (m == NULL || !json_is_array(json_object_get(m, "parts"))) {
+        json_decref(m);
+        return ONCE_EINVAL;
+    }
+    *out = once__message_fill(m, w->rec.task_id, w->rec.context_id, "ROLE_AGENT", w->e->rng);
+    json_decref(m);
+    return *out != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
+static int status_write(once_work *w, once_state state, json_t *msg)
+{
+    status_arg a = {state, msg};
+    return fenced_write(w, mut_status, &a);
+}
+
+int once_work_status(once_work *w, once_state state, const char *message_json)
+{
+    switch (state) {
+    case ONCE_STATE_WORKING:
+    case ONCE_STATE_INPUT_REQUIRED:
+    case ONCE_STATE_AUTH_REQUIRED:
+    case ONCE_STATE_COMPLETED:
+    case ONCE_STATE_FAILED:
+    case ONCE_STATE_REJECTED:
+        break;
+    default:
+        return ONCE_EINVAL;
+    }
+    json_t *msg;
+    int rc = parse_agent_message(w, message_json, &msg);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = status_write(w, state, msg);
+    json_decref(msg);
+    return rc;
+}
+
+int once_work_complete(once_work *w)
+{
+    return status_write(w, ONCE_STATE_COMPLETED, NULL);
+}
+
+static int status_text(once_work *w, once_state state, const char *text)
+{
+    json_t *msg = once__agent_text(text, w->rec.task_id, w->rec.context_id, w->e->rng);
+    if (msg == NULL)
+        return ONCE_ENOMEM;
+    int rc = status_write(w, state, msg);
+    json_decref(msg);
+    return rc;
+}
+
+int once_work_fail(once_work *w, const char *reason)
+{
+    return status_text(w, ONCE_STATE_FAILED, reason != NULL ? reason : "failed");
+}
+
+int once_work_ask(once_work *w, const char *question)
+{
+    return status_text(w, ONCE_STATE_INPUT_REQUIRED, question != NULL ? question : "");
+}
+
+int once_work_artifact(once_work *w, const char *artifact_json, int append, int last_chunk)
+{
+    json_t *art = once__json_parse(artifact_json);
+    if (art == NULL || !json_is_array(json_object_get(art, "parts"))) {
+        json_decref(art);
+        return ONCE_EINVAL;
+    }
+    json_t *aid = json_object_get(art, "artifactId");
+    int rc = ONCE_OK;
+    if (aid != NULL && (!json_is_string(aid) || json_string_length(aid) == 0))
+        rc = ONCE_EINVAL;
+    if (rc == ONCE_OK && aid == NULL) {
+        char id[ONCE_UUID_LEN + 1];
+        rc = once_uuid4(w->e->rng, id);
+        if (rc == ONCE_OK && json_object_set_new(art, "artifactId", json_string(id)) != 0)
+            rc = ONCE_ENOMEM;
+    }
+    if (rc == ONCE_OK) {
+        artifact_arg a = {art, append != 0, last_chunk != 0};
+        rc = fenced_write(w, mut_artifact, &a);
+    }
+    json_decref(art);
+    return rc;
+}
+
+int once_work_reply(once_work *w, const char *message_json)
+{
+    if (message_json == NULL)
+        return ONCE_EINVAL;
+    json_t *msg;
+    int rc = parse_agent_message(w, message_json, &msg);
+    if (rc != ONCE_OK)
+        return rc;
+    /* A direct Message stands outside any task. */
+    json_object_del(msg, "taskId");
+    rc = fenced_write(w, mut_reply, msg);
+    json_decref(msg);
+    return rc;
+}
+
+int once_work_checkpoint_set(once_work *w, const char *checkpoint, int64_t step)
+{
+    if (step < 0)
+        return ONCE_EINVAL;
+    checkpoint_arg a = {checkpoint, step};
+    return fenced_write(w, mut_checkpoint, &a);
+}
+
+/* ------------------------------------------------------------------------
+ * One turn.
+ */
+
+static int is_user(const json_t *m)
+{
+    const char *role = json_string_value(json_object_get(m, "role"));
+    return role != NULL && (strcmp(role, "ROLE_USER") == 0 || strcmp(role, "user") == 0);
+}
+
+/* The latest user message in the stored history, as text. */
+static char *latest_user_message(const once_record *rec)
+{
+    json_t *task = once__json_parse(rec->task_json);
+    json_t *hist = json_object_get(task, "history");
+    char *text = NULL;
+    for (size_t i = json_array_size(hist); i > 0; i--) {
+        json_t *m = json_array_get(hist, i - 1);
+        if (is_user(m)) {
+            text = once__json_text(m);
+            break;
+        }
+    }
+    json_decref(task);
+    return text != NULL ? text : once_strdup("{}");
+}
+
+static void work_free(once_work *w)
+{
+    once_record_clear(&w->rec);
+    once_free(w->message);
+    for (size_t i = 0; i < w->nretired; i++)
+        once_free(w->retired[i]);
+    once_free(w->retired);
+    once_free(w);
+}
+
+void once__run_turn(once_engine *e, once__turn *t)
+{
+    if (__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE) || once__stopping(e))
+        return;
+    once_work *w = once_calloc(1, sizeof *w);
+    if (w == NULL)
+        return;   /* the lease expires; a takeover runs the turn */
+    w->e = e;
+    w->t = t;
+    int rc = once_store_load(e->store, t->principal, t->task_id, &w->rec, NULL);
+    if (rc != ONCE_OK) {
+        once__store_rc(e, rc);
+        work_free(w);
+        return;
+    }
+    if (w->rec.fence != t->fence || w->rec.kind != ONCE_KIND_TASK ||
+        once_state_terminal(w->rec.state) || once_state_interrupted(w->rec.state)) {
+        work_free(w);
+        return;
+    }
+    if (w->rec.state == ONCE_STATE_SUBMITTED &&
+        status_write(w, ONCE_STATE_WORKING, NULL) != ONCE_OK) {
+        work_free(w);
+        return;
+    }
+    w->message = latest_user_message(&w->rec);
+    if (w->message == NULL) {
+        work_free(w);
+        return;
+    }
+
+    ONCE__STAT(e, executed_turns);
+    rc = e->ex->run(e->ex, w);
+
+    /* run() left the task running: finish it, unless the turn lost its
+     * fence or the engine is shutting down (then a takeover resumes it). */
+    if (!once_work_canceled(w) && w->rec.kind == ONCE_KIND_TASK &&
+        (w->rec.state == ONCE_STATE_SUBMITTED || w->rec.state == ONCE_STATE_WORKING)) {
+        if (rc == ONCE_OK) {
+            once_work_complete(w);
+        } else {
+            char reason[128];
+            snprintf(reason, sizeof reason, "executor %s failed: %s",
+                     e->ex->name != NULL ? e->ex->name : "?", once_strerror(rc));
+            once_work_fail(w, reason);
+        }
+    }
+    work_free(w);
+}

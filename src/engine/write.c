@@ -1,0 +1,52 @@
+/*
+ * write.c -- the one way the engine changes a stored record: a CAS against
+ * the version it read, carrying at most one event (the transactional outbox,
+ * DESIGN.md section 6), followed by a wake-up of local waiters.
+ *
+ * Invariants: version goes up by exactly one per write; generation goes up
+ * by one exactly when an event is appended; finished_at is set exactly while
+ * the state is terminal; interrupted and terminal records hold no lease.
+ */
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+void once__set_state(once_record *next, once_state state, int64_t now)
+{
+    next->state = state;
+    if (once_state_terminal(state)) {
+        if (next->finished_at == 0)
+            next->finished_at = now > 0 ? now : 1;
+    } else {
+        next->finished_at = 0;
+    }
+    if (once_state_terminal(state) || once_state_interrupted(state)) {
+        next->lease_owner[0] = '\0';
+        next->lease_until = 0;
+    }
+}
+
+int once__write(once_engine *e, const once_record *cur, once_record *next, const char *payload)
+{
+    next->version = cur->version + 1;
+    next->generation = cur->generation + (payload != NULL ? 1 : 0);
+    next->updated_at = once__now(e);
+    once_event ev = {next->generation, (char *)payload};
+    int rc = once_store_update(e->store, next, cur->version, payload != NULL ? &ev : NULL,
+                               payload != NULL ? 1 : 0);
+    if (rc == ONCE_OK)
+        once__notify(e, next->principal, next->task_id);
+    return once__store_rc(e, rc);
+}
+
+void once__notify(once_engine *e, const char *principal, const char *task_id)
+{
+    pthread_mutex_lock(&e->mu);
+    for (once__waiter *w = e->waiters; w != NULL; w = w->next) {
+        if (strcmp(w->task_id, task_id) == 0 && strcmp(w->principal, principal) == 0) {
+            w->fired = 1;
+            pthread_cond_signal(&w->cv);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+}

@@ -1,0 +1,137 @@
+/*
+ * echo.c -- the built-in `echo` executor: a deterministic agent for tests,
+ * examples and the quickstart. It routes on the text of the current
+ * message's first text part:
+ *   "ask:Q"    -> input-required, asking Q (agent message);
+ *   "sleep:N"  -> stays working N seconds (fractions allowed), waking early
+ *                 on cancellation, then completes with an echo artifact;
+ *   "fail"     -> failed, reason "echo: asked to fail";
+ *   otherwise  -> completed with artifact {"artifactId":"echo","name":"echo",
+ *                 "parts":[{"text": <the text>}]}.
+ * The turn after its own ask (the continuation) always completes with an
+ * artifact echoing the answer, whatever the answer says.
+ *
+ * Invariants: the continuation is recognised by the checkpoint "echo:asked"
+ * written before asking (persisted and fenced like everything else), never
+ * by guessing from the text; the artifact id is fixed, so a turn resumed
+ * after a takeover replaces its artifact instead of adding a second one.
+ * Stateless: one static executor serves every thread.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "once/executor.h"
+
+#define ASKED "echo:asked"
+#define SLEEP_SLICE_MS 100
+#define SLEEP_MAX_S 86400.0
+
+/* The first text part of a Message (JSON text), once_malloc'd; "" if none. */
+static char *first_text(const char *message_json)
+{
+    json_t *m = message_json ? json_loads(message_json, 0, NULL) : NULL;
+    json_t *parts = json_object_get(m, "parts"), *p;
+    const char *text = NULL;
+    size_t i, len = 0;
+    char *out;
+
+    json_array_foreach(parts, i, p) {
+        json_t *t = json_object_get(p, "text");
+        if (json_is_string(t)) {
+            text = json_string_value(t);
+            len = json_string_length(t);
+            break;
+        }
+    }
+    out = once_strndup(text ? text : "", text ? len : 0);
+    json_decref(m);
+    return out;
+}
+
+static int echo_artifact(once_work *w, const char *text)
+{
+    json_t *a = json_pack("{s:s, s:s, s:[{s:s}]}", "artifactId", "echo", "name", "echo",
+                          "parts", "text", text);
+    size_t need = a ? json_dumpb(a, NULL, 0, JSON_COMPACT) : 0;
+    char *json = need ? once_malloc(need + 1) : NULL;
+    int rc = ONCE_ENOMEM;
+
+    if (json) {
+        json_dumpb(a, json, need, JSON_COMPACT);
+        json[need] = '\0';
+        rc = once_work_artifact(w, json, 0, 1);
+    }
+    once_free(json);
+    json_decref(a);
+    return rc;
+}
+
+static int finish(once_work *w, const char *text)
+{
+    int rc = echo_artifact(w, text);
+    return rc == ONCE_OK ? once_work_complete(w) : rc;
+}
+
+/* "sleep:N": N seconds, in slices so progress is steady and a cancel or
+ * fence change is seen within one slice even if the sleep misses a wake. */
+static int do_sleep(once_work *w, const char *text, const char *arg)
+{
+    char *end = NULL;
+    double s = strtod(arg, &end);
+    int64_t until;
+
+    if (end == arg || *end != '\0' || !isfinite(s) || s < 0 || s > SLEEP_MAX_S)
+        return once_work_fail(w, "echo: sleep:N needs N seconds between 0 and 86400");
+    until = once_monotonic_ms() + (int64_t)(s * 1000.0);
+    for (;;) {
+        int64_t left = until - once_monotonic_ms();
+        if (left <= 0)
+            break;
+        if (once_work_sleep(w, left < SLEEP_SLICE_MS ? left : SLEEP_SLICE_MS))
+            return ONCE_ECANCELED;   /* canceled or fenced: write nothing */
+    }
+    return finish(w, text);
+}
+
+static int echo_run(const once_executor *ex, once_work *w)
+{
+    const char *cp = once_work_checkpoint(w);
+    char *text = first_text(once_work_message(w));
+    int rc;
+
+    (void)ex;
+    if (text == NULL)
+        return ONCE_ENOMEM;
+    if (cp != NULL && strcmp(cp, ASKED) == 0) {
+        /* The mark stays: a continuation resumed after a takeover must
+         * still be recognised as one. */
+        rc = finish(w, text);
+    } else if (strncmp(text, "ask:", 4) == 0) {
+        rc = once_work_checkpoint_set(w, ASKED, once_work_step(w));
+        if (rc == ONCE_OK)
+            rc = once_work_ask(w, text + 4);
+    } else if (strncmp(text, "sleep:", 6) == 0) {
+        rc = do_sleep(w, text, text + 6);
+    } else if (strcmp(text, "fail") == 0) {
+        rc = once_work_fail(w, "echo: asked to fail");
+    } else {
+        rc = finish(w, text);
+    }
+    once_free(text);
+    return rc;
+}
+
+static const once_executor echo_executor = {
+    .name = "echo",
+    .run = echo_run,
+    .destroy = NULL,
+    .ctx = NULL,
+};
+
+const once_executor *once_executor_echo(void)
+{
+    return &echo_executor;
+}

@@ -1,0 +1,570 @@
+/*
+ * jsonl.c -- the `--exec` JSON-lines protocol: the stdin input line and the
+ * validator for stdout lines (docs/protocol.md is the user-facing text; keep
+ * the two in step).
+ *
+ * Invariants: a line is accepted only when it holds exactly one command
+ * member, every member is known and has the documented type, and every
+ * Message, Artifact and Part inside it has the A2A 1.0 shape (a part holds
+ * exactly one of text, raw, url, data). Strictness is deliberate: a typo such
+ * as "lastchunk" or an A2A 0.3 "kind" member fails the task with a reason
+ * that says so, instead of being silently dropped. Every reason quotes the
+ * start of the line as printable, valid UTF-8, because it ends up in the
+ * task's status message (JSON).
+ */
+#include "exec/jsonl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PROB_MAX 200
+
+/* ------------------------------------------------------------------ quoting */
+
+/* Length of the valid UTF-8 sequence at s (n bytes available), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+void once__exec_quote(const char *s, size_t n, size_t max, char *out, size_t cap)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+
+    if (cap == 0)
+        return;
+    if (cap < 4) {   /* no room for anything useful */
+        out[0] = '\0';
+        return;
+    }
+    if (max > cap - 4)   /* keep room for "..." and the NUL */
+        max = cap - 4;
+    while (i < n) {
+        size_t len = utf8_seq(u + i, n - i);
+        size_t take = len ? len : 1;
+        if (o + (len ? len : 1) > max)
+            break;
+        if (len == 0 || (len == 1 && (u[i] < 0x20 || u[i] == 0x7F)))
+            out[o++] = '?';
+        else {
+            memcpy(out + o, s + i, len);
+            o += len;
+        }
+        i += take;
+    }
+    if (i < n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+}
+
+/* -------------------------------------------------------------- validation */
+
+/* A problem found while validating; the first one wins. */
+typedef struct vprob {
+    char text[PROB_MAX];
+} vprob;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int bad(vprob *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->text, sizeof p->text, fmt, ap);
+    va_end(ap);
+    return ONCE_EINVAL;
+}
+
+/* Member names come from the command's output: quote them safely. */
+static const char *qname(const char *key, char buf[48])
+{
+    once__exec_quote(key, strlen(key), 40, buf, 48);
+    return buf;
+}
+
+static int in_list(const char *key, const char *const *list)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(key, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int only_members(json_t *obj, const char *const *allowed, const char *where, vprob *p)
+{
+    const char *key;
+    json_t *v;
+    char b[48];
+
+    json_object_foreach(obj, key, v) {
+        (void)v;
+        if (in_list(key, allowed))
+            continue;
+        if (strcmp(key, "kind") == 0)
+            return bad(p, "%s has \"kind\", which A2A 1.0 dropped (remove it)", where);
+        return bad(p, "%s has unknown member \"%s\"", where, qname(key, b));
+    }
+    return ONCE_OK;
+}
+
+static int opt_string(json_t *obj, const char *key, int nonempty, const char *where, vprob *p)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL)
+        return ONCE_OK;
+    if (!json_is_string(v))
+        return bad(p, "%s.%s must be a string", where, key);
+    if (nonempty && json_string_length(v) == 0)
+        return bad(p, "%s.%s must not be empty", where, key);
+    return ONCE_OK;
+}
+
+static int opt_object(json_t *obj, const char *key, const char *where, vprob *p)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v != NULL && !json_is_object(v))
+        return bad(p, "%s.%s must be an object", where, key);
+    return ONCE_OK;
+}
+
+static int opt_string_array(json_t *obj, const char *key, const char *where, vprob *p)
+{
+    json_t *v = json_object_get(obj, key), *e;
+    size_t i;
+
+    if (v == NULL)
+        return ONCE_OK;
+    if (!json_is_array(v))
+        return bad(p, "%s.%s must be an array of strings", where, key);
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e))
+            return bad(p, "%s.%s[%zu] must be a string", where, key, i);
+    }
+    return ONCE_OK;
+}
+
+/* Standard or URL-safe base64, padding optional but only at the end. */
+static int base64_ok(const char *s, size_t n)
+{
+    size_t pad = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '=') {
+            pad++;
+            continue;
+        }
+        if (pad)
+            return 0;
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '+' || c == '/' || c == '-' || c == '_'))
+            return 0;
+    }
+    if (pad > 2 || (pad && n % 4 != 0))
+        return 0;
+    return (n - pad) % 4 != 1;
+}
+
+static const char *const part_members[] = {"text",     "raw",       "url", "data", "metadata",
+                                           "filename", "mediaType", NULL};
+static const char *const part_kinds[] = {"text", "raw", "url", "data", NULL};
+
+static int check_part(json_t *part, const char *where, vprob *p)
+{
+    int rc, kinds = 0;
+    json_t *v;
+
+    if (!json_is_object(part))
+        return bad(p, "%s must be an object", where);
+    if ((rc = only_members(part, part_members, where, p)) < 0)
+        return rc;
+    for (size_t i = 0; part_kinds[i]; i++)
+        kinds += json_object_get(part, part_kinds[i]) != NULL;
+    if (kinds != 1)
+        return bad(p, "%s must hold exactly one of text, raw, url, data (found %d)", where,
+                   kinds);
+    if ((v = json_object_get(part, "text")) && !json_is_string(v))
+        return bad(p, "%s.text must be a string", where);
+    if ((v = json_object_get(part, "url")) && (!json_is_string(v) || json_string_length(v) == 0))
+        return bad(p, "%s.url must be a non-empty string", where);
+    if ((v = json_object_get(part, "raw"))) {
+        if (!json_is_string(v))
+            return bad(p, "%s.raw must be a base64 string", where);
+        if (!base64_ok(json_string_value(v), json_string_length(v)))
+            return bad(p, "%s.raw is not valid base64", where);
+    }
+    if ((rc = opt_object(part, "metadata", where, p)) < 0 ||
+        (rc = opt_string(part, "filename", 0, where, p)) < 0 ||
+        (rc = opt_string(part, "mediaType", 0, where, p)) < 0)
+        return rc;
+    return ONCE_OK;
+}
+
+static int check_parts(json_t *obj, const char *where, vprob *p)
+{
+    json_t *parts = json_object_get(obj, "parts"), *e;
+    size_t i;
+    char w[80];
+    int rc;
+
+    if (parts == NULL)
+        return bad(p, "%s has no parts", where);
+    if (!json_is_array(parts) || json_array_size(parts) == 0)
+        return bad(p, "%s.parts must be a non-empty array", where);
+    json_array_foreach(parts, i, e) {
+        snprintf(w, sizeof w, "%s.parts[%zu]", where, i);
+        if ((rc = check_part(e, w, p)) < 0)
+            return rc;
+    }
+    return ONCE_OK;
+}
+
+static const char *const message_members[] = {"messageId", "role",      "parts",
+                                              "metadata",  "contextId", "taskId",
+                                              "referenceTaskIds", "extensions", NULL};
+
+static int check_message(json_t *m, const char *where, vprob *p)
+{
+    json_t *role;
+    int rc;
+
+    if (!json_is_object(m))
+        return bad(p, "%s must be an object (an A2A Message)", where);
+    if ((rc = only_members(m, message_members, where, p)) < 0)
+        return rc;
+    role = json_object_get(m, "role");
+    if (role && (!json_is_string(role) || strcmp(json_string_value(role), "ROLE_AGENT") != 0))
+        return bad(p, "%s.role must be \"ROLE_AGENT\" (or left out)", where);
+    if ((rc = opt_string(m, "messageId", 1, where, p)) < 0 ||
+        (rc = opt_string(m, "contextId", 1, where, p)) < 0 ||
+        (rc = opt_string(m, "taskId", 1, where, p)) < 0 ||
+        (rc = opt_object(m, "metadata", where, p)) < 0 ||
+        (rc = opt_string_array(m, "referenceTaskIds", where, p)) < 0 ||
+        (rc = opt_string_array(m, "extensions", where, p)) < 0)
+        return rc;
+    return check_parts(m, where, p);
+}
+
+static const char *const artifact_members[] = {"artifactId", "name",     "description",
+                                               "parts",      "metadata", "extensions", NULL};
+
+static int check_artifact(json_t *a, vprob *p)
+{
+    int rc;
+
+    if (!json_is_object(a))
+        return bad(p, "artifact must be an object (an A2A Artifact)");
+    if ((rc = only_members(a, artifact_members, "artifact", p)) < 0 ||
+        (rc = opt_string(a, "artifactId", 1, "artifact", p)) < 0 ||
+        (rc = opt_string(a, "name", 0, "artifact", p)) < 0 ||
+        (rc = opt_string(a, "description", 0, "artifact", p)) < 0 ||
+        (rc = opt_object(a, "metadata", "artifact", p)) < 0 ||
+        (rc = opt_string_array(a, "extensions", "artifact", p)) < 0)
+        return rc;
+    return check_parts(a, "artifact", p);
+}
+
+/* ---------------------------------------------------------------- commands */
+
+int once__exec_settable(once_state s)
+{
+    return s == ONCE_STATE_WORKING || s == ONCE_STATE_INPUT_REQUIRED ||
+           s == ONCE_STATE_AUTH_REQUIRED || s == ONCE_STATE_COMPLETED ||
+           s == ONCE_STATE_FAILED || s == ONCE_STATE_REJECTED;
+}
+
+static int opt_bool(json_t *obj, const char *key, int *out, vprob *p)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = 0;
+    if (v == NULL)
+        return ONCE_OK;
+    if (!json_is_boolean(v))
+        return bad(p, "%s must be true or false", key);
+    *out = json_is_true(v);
+    return ONCE_OK;
+}
+
+static const char *const status_members[] = {"status", "message", "text", NULL};
+
+static int parse_status(json_t *root, once__exec_cmd *c, vprob *p)
+{
+    json_t *st = json_object_get(root, "status");
+    json_t *msg = json_object_get(root, "message");
+    json_t *text = json_object_get(root, "text");
+    char b[48];
+    int rc;
+
+    if (!json_is_string(st))
+        return bad(p, "status must be a string");
+    c->state = once_state_parse(json_string_value(st));
+    if (c->state == ONCE_STATE_UNKNOWN)
+        return bad(p, "unknown status \"%s\"", qname(json_string_value(st), b));
+    if (!once__exec_settable(c->state))
+        return bad(p, "status \"%s\" cannot be set by a command (use working, input-required, "
+                      "auth-required, completed, failed or rejected)",
+                   qname(json_string_value(st), b));
+    if (msg && text)
+        return bad(p, "status line has both message and text (give one)");
+    if (msg) {
+        if ((rc = check_message(msg, "message", p)) < 0)
+            return rc;
+        c->msg = json_incref(msg);
+    } else if (text) {
+        json_t *part;
+        if (!json_is_string(text))
+            return bad(p, "text must be a string");
+        part = json_pack("{s:O}", "text", text);
+        c->msg = part ? json_pack("{s:[o]}", "parts", part) : NULL;
+        if (c->msg == NULL)
+            return ONCE_ENOMEM;
+    }
+    return ONCE_OK;
+}
+
+static const char *const artifact_line_members[] = {"artifact", "append", "lastChunk", NULL};
+
+static int parse_artifact(json_t *root, once__exec_cmd *c, vprob *p)
+{
+    json_t *a = json_object_get(root, "artifact");
+    int rc;
+
+    if ((rc = check_artifact(a, p)) < 0 || (rc = opt_bool(root, "append", &c->append, p)) < 0 ||
+        (rc = opt_bool(root, "lastChunk", &c->last_chunk, p)) < 0)
+        return rc;
+    if (c->append && json_object_get(a, "artifactId") == NULL)
+        return bad(p, "append needs artifact.artifactId (the artifact to extend)");
+    c->msg = json_incref(a);
+    return ONCE_OK;
+}
+
+static const char *const reply_members[] = {"reply", NULL};
+
+static int parse_reply(json_t *root, once__exec_cmd *c, vprob *p)
+{
+    json_t *m = json_object_get(root, "reply");
+    int rc;
+
+    if ((rc = check_message(m, "reply", p)) < 0)
+        return rc;
+    c->msg = json_incref(m);
+    return ONCE_OK;
+}
+
+static const char *const checkpoint_members[] = {"checkpoint", "step", NULL};
+
+static int parse_checkpoint(json_t *root, once__exec_cmd *c, vprob *p)
+{
+    json_t *cp = json_object_get(root, "checkpoint");
+    json_t *step = json_object_get(root, "step");
+
+    if (!json_is_string(cp))
+        return bad(p, "checkpoint must be a string (encode structured state yourself)");
+    if (step) {
+        if (!json_is_integer(step) || json_integer_value(step) < 0)
+            return bad(p, "step must be a non-negative integer");
+        c->has_step = 1;
+        c->step = json_integer_value(step);
+    }
+    c->text = once_strndup(json_string_value(cp), json_string_length(cp));
+    return c->text ? ONCE_OK : ONCE_ENOMEM;
+}
+
+static const char *const log_members[] = {"log", NULL};
+
+static int parse_log(json_t *root, once__exec_cmd *c, vprob *p)
+{
+    json_t *l = json_object_get(root, "log");
+
+    if (!json_is_string(l))
+        return bad(p, "log must be a string");
+    c->text = once_strndup(json_string_value(l), json_string_length(l));
+    return c->text ? ONCE_OK : ONCE_ENOMEM;
+}
+
+/* The command table: the member that names a command, the members its line
+ * may carry, and its parser. */
+static const struct {
+    const char *name;
+    once__exec_kind kind;
+    const char *const *members;
+    int (*parse)(json_t *root, once__exec_cmd *c, vprob *p);
+} commands[] = {
+    {"status", ONCE__EXEC_STATUS, status_members, parse_status},
+    {"artifact", ONCE__EXEC_ARTIFACT, artifact_line_members, parse_artifact},
+    {"reply", ONCE__EXEC_REPLY, reply_members, parse_reply},
+    {"checkpoint", ONCE__EXEC_CHECKPOINT, checkpoint_members, parse_checkpoint},
+    {"log", ONCE__EXEC_LOG, log_members, parse_log},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static int parse_object(json_t *root, once__exec_cmd *c, vprob *p)
+{
+    size_t found = NCOMMANDS;
+    int rc;
+
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (json_object_get(root, commands[i].name) == NULL)
+            continue;
+        if (found != NCOMMANDS)
+            return bad(p, "line holds two commands (\"%s\" and \"%s\"); print one per line",
+                       commands[found].name, commands[i].name);
+        found = i;
+    }
+    if (found == NCOMMANDS)
+        return bad(p, "unknown command (a line needs one of status, artifact, reply, "
+                      "checkpoint, log)");
+    if ((rc = only_members(root, commands[found].members, commands[found].name, p)) < 0)
+        return rc;
+    c->kind = commands[found].kind;
+    return commands[found].parse(root, c, p);
+}
+
+static int reject(int rc, const char *line, size_t n, const char *problem, char *why,
+                  size_t whylen)
+{
+    char q[ONCE_EXEC_QUOTE_MAX + 8];
+
+    if (why && whylen) {
+        once__exec_quote(line, n, ONCE_EXEC_QUOTE_MAX, q, sizeof q);
+        snprintf(why, whylen, "%s (line: %s)", problem, q);
+    }
+    return rc;
+}
+
+static int blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return 0;
+    return 1;
+}
+
+int once__exec_parse_line(const char *line, size_t n, once__exec_cmd *out, char *why,
+                          size_t whylen)
+{
+    json_error_t jerr;
+    json_t *root;
+    vprob p;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if (why && whylen)
+        why[0] = '\0';
+    if (n > 0 && line[n - 1] == '\r')
+        n--;
+    if (n > ONCE_EXEC_LINE_MAX)
+        return reject(ONCE_ERANGE, line, n, "output line longer than 1 MiB", why, whylen);
+    if (blank(line, n))
+        return ONCE_OK;
+    root = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        char t[sizeof jerr.text + 32];
+        snprintf(t, sizeof t, "output line is not JSON (%s)", jerr.text);
+        once__exec_quote(t, strlen(t), PROB_MAX - 4, p.text, sizeof p.text);
+        return reject(ONCE_EPARSE, line, n, p.text, why, whylen);
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return reject(ONCE_EPARSE, line, n, "output line is not a JSON object", why, whylen);
+    }
+    p.text[0] = '\0';
+    rc = parse_object(root, out, &p);
+    json_decref(root);
+    if (rc < 0) {
+        once__exec_cmd_clear(out);
+        if (rc == ONCE_ENOMEM)
+            return reject(rc, line, n, "out of memory", why, whylen);
+        return reject(rc, line, n, p.text, why, whylen);
+    }
+    return ONCE_OK;
+}
+
+void once__exec_cmd_clear(once__exec_cmd *c)
+{
+    if (c == NULL)
+        return;
+    json_decref(c->msg);
+    once_free(c->text);
+    memset(c, 0, sizeof *c);
+}
+
+/* ------------------------------------------------------------------- input */
+
+static json_t *parse_or_null(const char *text)
+{
+    json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+static json_t *string_or_null(const char *s)
+{
+    json_t *v = s ? json_string(s) : NULL;
+    return v ? v : json_null();
+}
+
+int once__exec_input(const once__exec_turn *t, char **out, size_t *outlen)
+{
+    json_t *o = json_object();
+    size_t need;
+    char *buf;
+    int bad_set = 0;
+
+    *out = NULL;
+    if (outlen)
+        *outlen = 0;
+    if (o == NULL)
+        return ONCE_ENOMEM;
+    bad_set |= json_object_set_new(o, "taskId", string_or_null(t->task_id));
+    bad_set |= json_object_set_new(o, "contextId", string_or_null(t->context_id));
+    bad_set |= json_object_set_new(o, "fence", json_integer(t->fence));
+    bad_set |= json_object_set_new(o, "step", json_integer(t->step));
+    bad_set |= json_object_set_new(o, "resumed", json_boolean(t->resumed));
+    bad_set |= json_object_set_new(o, "message", parse_or_null(t->message_json));
+    bad_set |= json_object_set_new(o, "task", parse_or_null(t->task_json));
+    bad_set |= json_object_set_new(o, "checkpoint", string_or_null(t->checkpoint));
+    need = bad_set ? 0 : json_dumpb(o, NULL, 0, JSON_COMPACT);
+    if (need == 0 || (buf = once_malloc(need + 2)) == NULL) {
+        json_decref(o);
+        return ONCE_ENOMEM;
+    }
+    json_dumpb(o, buf, need, JSON_COMPACT);
+    json_decref(o);
+    buf[need] = '\n';
+    buf[need + 1] = '\0';
+    *out = buf;
+    if (outlen)
+        *outlen = need + 1;
+    return ONCE_OK;
+}
