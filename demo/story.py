@@ -27,7 +27,7 @@ def claim(text, ok, detail=""):
 
 
 def step(who, what):
-    print(color("1", "%-12s" % who) + what)
+    print(color("1", "%-14s" % who) + what)
 
 
 def main():

@@ -1,0 +1,393 @@
+/*
+ * onced.c -- the once A2A server: parse flags, wire store -> engine ->
+ * codec -> HTTP, run until SIGTERM/SIGINT, shut down in reverse order.
+ *
+ * Thin on purpose: every behaviour lives in libonce (src/http, src/a2a,
+ * src/engine, src/store, src/exec). Exit status: 0 after a clean shutdown,
+ * 1 when startup fails, 2 for a bad command line.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "a2a/a2a.h"
+#include "engine/engine.h"
+#include "http/http.h"
+#include "once/executor.h"
+#include "once/store.h"
+
+static const char usage[] =
+    "usage: onced --listen HOST:PORT --store URL [options]\n"
+    "\n"
+    "The once A2A 1.0 server: idempotent task sends over JSON-RPC.\n"
+    "\n"
+    "required:\n"
+    "  --listen HOST:PORT          address to serve on ([v6addr]:PORT for IPv6)\n"
+    "  --store URL                 task registry: memory:, sqlite:PATH, postgres://...,\n"
+    "                              redis://... (replicas sharing one store cooperate)\n"
+    "agent:\n"
+    "  --executor echo             built-in test agent (default): \"ask:Q\" asks Q,\n"
+    "                              \"sleep:N\" works N s, \"fail\" fails, else echoes\n"
+    "  --exec CMD                  run CMD (/bin/sh -c) for each turn of a task\n"
+    "                              (JSON-lines protocol: docs/protocol.md)\n"
+    "  --exec-grace DUR            SIGTERM -> SIGKILL delay when a turn is canceled (5s)\n"
+    "  --exec-deadline DUR         per-turn time limit, 0 = none (0)\n"
+    "identity and time:\n"
+    "  --auth-tokens FILE          bearer tokens, one \"TOKEN PRINCIPAL\" per line ('#'\n"
+    "                              comments); without it every caller is \"anonymous\"\n"
+    "  --retention DUR             keep finished tasks in full this long (72h)\n"
+    "  --tombstone-retention DUR   then remember their IDs as TASK_EXPIRED this long (30d)\n"
+    "  --lease DUR                 execution lease; a replica that stops heartbeating\n"
+    "                              loses its tasks to another after this long (15s)\n"
+    "  --replica-id NAME           this replica's name in leases (hostname-pid)\n"
+    "  --clock-offset DUR          run the clock this far ahead (or behind: -DUR) of\n"
+    "                              real time; for tests and demos (0)\n"
+    "  --test-admin                enable once/admin/setClockOffset and once/admin/stats\n"
+    "                              (test configurations only)\n"
+    "HTTP:\n"
+    "  --threads N                 HTTP (epoll) threads (2)\n"
+    "  --workers N                 threads running JSON-RPC calls; a blocking\n"
+    "                              SendMessage holds one while it waits (64)\n"
+    "  --max-body BYTES            largest request body, e.g. 1MiB, 512k (1MiB);\n"
+    "                              larger bodies get HTTP 413\n"
+    "  --max-wait DUR              longest a blocking SendMessage waits (60s)\n"
+    "  --public-url URL            the URL the agent card advertises\n"
+    "                              (http://HOST:PORT/); its path also serves JSON-RPC\n"
+    "  --help                      this text\n"
+    "\n"
+    "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d (or combined: 1h30m).\n";
+
+typedef struct opts {
+    const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url;
+    int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
+        max_wait_ms;
+    uint64_t max_body;
+    unsigned threads, workers;
+    int test_admin;
+} opts;
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "onced: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'onced --help'.\n");
+    va_end(ap);
+    return 2;
+}
+
+static int parse_dur(const char *flag, const char *v, int neg, int64_t *out)
+{
+    int rc = once_parse_duration(v, neg, out);
+    if (rc == ONCE_ERANGE)
+        return bad("%s: duration too large: %s", flag, v);
+    if (rc != ONCE_OK)
+        return bad("%s: not a duration: %s (use e.g. 500ms, 30s, 5m, 72h, 30d)", flag, v);
+    return 0;
+}
+
+static int parse_count(const char *flag, const char *v, unsigned max, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < 1 || n > (long)max)
+        return bad("%s: expected a number from 1 to %u, got %s", flag, max, v);
+    *out = (unsigned)n;
+    return 0;
+}
+
+enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_SIZE };
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+    struct flag {
+        const char *name;
+        int kind;
+        void *dst;
+    } flags[] = {
+        {"--listen", F_STR, &o->listen},
+        {"--store", F_STR, &o->store},
+        {"--executor", F_STR, &o->executor},
+        {"--exec", F_STR, &o->exec_cmd},
+        {"--auth-tokens", F_STR, &o->auth_tokens},
+        {"--replica-id", F_STR, &o->replica_id},
+        {"--public-url", F_STR, &o->public_url},
+        {"--retention", F_DUR, &o->retention_ms},
+        {"--tombstone-retention", F_DUR, &o->tombstone_ms},
+        {"--lease", F_DUR, &o->lease_ms},
+        {"--clock-offset", F_SDUR, &o->clock_offset_ms},
+        {"--exec-grace", F_DUR, &o->grace_ms},
+        {"--exec-deadline", F_DUR, &o->deadline_ms},
+        {"--max-wait", F_DUR, &o->max_wait_ms},
+        {"--threads", F_COUNT, &o->threads},
+        {"--workers", F_COUNT, &o->workers},
+        {"--max-body", F_SIZE, &o->max_body},
+        {"--test-admin", F_NONE, &o->test_admin},
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        const char *eq = strchr(arg, '=');
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        struct flag *f = NULL;
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) {
+            if (strlen(flags[k].name) == nlen && strncmp(arg, flags[k].name, nlen) == 0)
+                f = &flags[k];
+        }
+        if (f == NULL)
+            return bad("unknown option %s", arg);
+        if (f->kind == F_NONE) {
+            if (eq != NULL)
+                return bad("%s takes no value", f->name);
+            *(int *)f->dst = 1;
+            continue;
+        }
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (v == NULL)
+            return bad("%s needs a value", f->name);
+        int rc = 0;
+        uint64_t sz;
+        switch (f->kind) {
+        case F_STR:
+            *(const char **)f->dst = v;
+            break;
+        case F_DUR:
+            rc = parse_dur(f->name, v, 0, f->dst);
+            break;
+        case F_SDUR:
+            rc = parse_dur(f->name, v, 1, f->dst);
+            break;
+        case F_COUNT:
+            rc = parse_count(f->name, v, 4096, f->dst);
+            break;
+        case F_SIZE:
+            if (once_parse_size(v, &sz) != ONCE_OK || sz < 1024 || sz > ((uint64_t)1 << 30))
+                return bad("%s: expected a size from 1KiB to 1GiB, got %s", f->name, v);
+            *(uint64_t *)f->dst = sz;
+            break;
+        default:
+            break;
+        }
+        if (rc != 0)
+            return rc;
+    }
+    if (o->listen == NULL)
+        return bad("--listen HOST:PORT is required");
+    if (o->store == NULL)
+        return bad("--store URL is required");
+    if (o->executor != NULL && o->exec_cmd != NULL)
+        return bad("--executor and --exec are exclusive");
+    if (o->executor != NULL && strcmp(o->executor, "echo") != 0)
+        return bad("--executor: unknown executor %s (built in: echo)", o->executor);
+    if (o->exec_cmd != NULL && o->exec_cmd[0] == '\0')
+        return bad("--exec: empty command");
+    return 0;
+}
+
+/* "postgres://user:secret@host/db" -> "postgres://user:***@host/db", so the
+ * startup line never prints a password. */
+static void redact_url(const char *url, char *out, size_t outlen)
+{
+    const char *scheme = strstr(url, "://");
+    const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    const char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
+    if (at == NULL || colon == NULL || colon > at) {
+        snprintf(out, outlen, "%s", url);
+        return;
+    }
+    snprintf(out, outlen, "%.*s:***%s", (int)(colon - url), url, at);
+}
+
+/* Signals: the handler only writes to a pipe the main thread reads, so any
+ * thread may take the signal. Handlers (unlike SIG_IGN or a blocked mask)
+ * are reset in exec'd children, so executor subprocesses start clean. */
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(sig_pipe[1], &b, 1) < 0) {
+        /* the pipe is full: a shutdown is already pending */
+    }
+    errno = saved;
+}
+
+static void on_sigpipe(int sig)
+{
+    (void)sig; /* a peer closed a pipe or socket: the write reports EPIPE */
+}
+
+static int install_signals(void)
+{
+    if (pipe(sig_pipe) != 0)
+        return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_signal;
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
+        return -1;
+    sa.sa_handler = on_sigpipe;
+    return sigaction(SIGPIPE, &sa, NULL);
+}
+
+static int wait_for_signal(void)
+{
+    unsigned char b = 0;
+    for (;;) {
+        ssize_t n = read(sig_pipe[0], &b, 1);
+        if (n == 1)
+            return b;
+        if (n < 0 && errno == EINTR)
+            continue;
+        return 0;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    memset(&o, 0, sizeof o);
+    o.grace_ms = 5000;
+    o.retention_ms = -1;
+    o.tombstone_ms = -1;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc;
+    char host[256];
+    int port = 0;
+    if (once_parse_listen(o.listen, host, sizeof host, &port) != ONCE_OK || port == 0)
+        return bad("--listen: expected HOST:PORT with a port from 1 to 65535, got %s", o.listen);
+    if (install_signals() != 0) {
+        perror("onced: signals");
+        return 1;
+    }
+
+    char err[512] = "";
+    int status = 1;
+    once_tokens *tokens = NULL;
+    once_store *store = NULL;
+    once_executor *sub = NULL;
+    once_engine *engine = NULL;
+    once_a2a *codec = NULL;
+    once_http *http = NULL;
+    static once_offset_clock clock;
+    once_offset_clock_init(&clock, o.clock_offset_ms);
+
+    if (o.auth_tokens != NULL &&
+        once_tokens_load(o.auth_tokens, &tokens, err, sizeof err) != ONCE_OK) {
+        fprintf(stderr, "onced: --auth-tokens %s\n", err);
+        goto out;
+    }
+    once_store_options so;
+    memset(&so, 0, sizeof so);
+    so.clock = &clock.base;
+    so.synchronous = 2;
+    so.busy_timeout_ms = 5000;
+    if ((rc = once_store_open(o.store, &so, &store, err, sizeof err)) != ONCE_OK) {
+        fprintf(stderr, "onced: --store: %s (%s)\n", err[0] ? err : "cannot open",
+                once_strerror(rc));
+        goto out;
+    }
+    const once_executor *ex = once_executor_echo();
+    if (o.exec_cmd != NULL) {
+        if ((rc = once_executor_subprocess(o.exec_cmd, o.grace_ms, o.deadline_ms, &sub)) !=
+            ONCE_OK) {
+            fprintf(stderr, "onced: --exec: %s\n", once_strerror(rc));
+            goto out;
+        }
+        ex = sub;
+    }
+    once_engine_config ec;
+    memset(&ec, 0, sizeof ec);
+    ec.store = store;
+    ec.clock = &clock.base;
+    ec.executor = ex;
+    ec.replica_id = o.replica_id;
+    ec.lease_ms = o.lease_ms;
+    ec.retention_ms = o.retention_ms >= 0 ? o.retention_ms : 0;
+    ec.tombstone_ms = o.tombstone_ms >= 0 ? o.tombstone_ms : 0;
+    ec.max_wait_ms = o.max_wait_ms;
+    err[0] = '\0';
+    if ((rc = once_engine_new(&ec, &engine, err, sizeof err)) != ONCE_OK ||
+        (rc = once_engine_start(engine)) != ONCE_OK) {
+        fprintf(stderr, "onced: engine: %s (%s)\n", err[0] ? err : "cannot start",
+                once_strerror(rc));
+        goto out;
+    }
+
+    char url[600];
+    if (o.public_url != NULL)
+        snprintf(url, sizeof url, "%s", o.public_url);
+    else if (strchr(host, ':') != NULL)
+        snprintf(url, sizeof url, "http://[%s]:%d/", host, port);
+    else
+        snprintf(url, sizeof url, "http://%s:%d/", host, port);
+    /* The card URL's path serves JSON-RPC too. */
+    const char *path = strstr(url, "://");
+    path = path ? strchr(path + 3, '/') : NULL;
+    char rpc_path[600];
+    snprintf(rpc_path, sizeof rpc_path, "%s", path ? path : "/");
+    rpc_path[strcspn(rpc_path, "?#")] = '\0';
+
+    once_a2a_config ac;
+    memset(&ac, 0, sizeof ac);
+    once_a2a_backend_engine(engine, &ac.backend);
+    ac.url = url;
+    ac.skill_id = o.exec_cmd ? "exec" : "echo";
+    ac.skill_description = o.exec_cmd ? "Runs the configured command for each turn of a task."
+                                      : "Echoes text; ask:Q asks Q, sleep:N works N seconds, "
+                                        "fail fails.";
+    ac.retention_ms = once_engine_retention_ms(engine);
+    ac.tombstone_ms = once_engine_tombstone_ms(engine);
+    ac.auth = tokens != NULL;
+    ac.test_admin = o.test_admin;
+    ac.clock = &clock;
+    if ((rc = once_a2a_new(&ac, &codec)) != ONCE_OK) {
+        fprintf(stderr, "onced: codec: %s\n", once_strerror(rc));
+        goto out;
+    }
+    once_http_config hc;
+    memset(&hc, 0, sizeof hc);
+    hc.host = host;
+    hc.port = port;
+    hc.codec = codec;
+    hc.tokens = tokens;
+    hc.rpc_path = rpc_path;
+    hc.threads = o.threads;
+    hc.workers = o.workers;
+    hc.max_body = (size_t)o.max_body;
+    if ((rc = once_http_start(&hc, &http, err, sizeof err)) != ONCE_OK) {
+        fprintf(stderr, "onced: %s\n", err);
+        goto out;
+    }
+    char shown[512];
+    redact_url(o.store, shown, sizeof shown);
+    printf("onced listening on %s replica=%s store=%s\n", url, once_engine_replica_id(engine),
+           shown);
+    fflush(stdout);
+
+    int sig = wait_for_signal();
+    fprintf(stderr, "onced: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    status = 0;
+out:
+    once_http_stop(http);     /* no call runs after this */
+    once_engine_free(engine); /* stops workers and the sweeper */
+    once_a2a_free(codec);
+    once_executor_free(sub);
+    once_store_close(store);
+    once_tokens_free(tokens);
+    return status;
+}

@@ -1,0 +1,403 @@
+/*
+ * a2a.c -- the codec handle and the JSON-RPC 2.0 envelope: parse the body,
+ * check the envelope, find the method in the table, check A2A-Version, run
+ * the handler, write exactly one response.
+ *
+ * Order of checks (each answers with the first failure):
+ *   -32700 the body is not JSON we accept (json.c)
+ *   -32600 batch, not an object, notification, bad id, jsonrpc != "2.0",
+ *          method missing or not a string, params not structured
+ *   -32601 unknown method (also admin methods without --test-admin)
+ *   -32009 A2A-Version missing/empty (= 0.3) or not 1.0, except 0.1 names
+ *   -32602 params given by position
+ *   then the handler's own validation and verdicts.
+ *
+ * The handle is immutable after once_a2a_new apart from the per-method
+ * counters, which are only touched with __atomic builtins: any number of
+ * HTTP threads share one handle.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "a2a/a2a_int.h"
+
+/* Written once by once_a2a_new and read-only afterwards, except the counter
+ * arrays: any thread bumps calls[i]/errors[i] with __atomic adds (no lock). */
+struct once_a2a {
+    once_a2a_config cfg;     /* strings below are owned copies */
+    char *url, *name, *description, *skill_id, *skill_description;
+    char *card;
+    size_t card_len;
+    uint64_t *calls;         /* [once__a2a_nmethods], atomic */
+    uint64_t *errors;        /* [once__a2a_nmethods], atomic */
+};
+
+static int dup_opt(const char *s, char **out)
+{
+    *out = NULL;
+    if (s == NULL)
+        return ONCE_OK;
+    *out = once_strdup(s);
+    return *out ? ONCE_OK : ONCE_ENOMEM;
+}
+
+int once_a2a_new(const once_a2a_config *cfg, once_a2a **out)
+{
+    *out = NULL;
+    if (cfg == NULL || cfg->backend.send == NULL || cfg->backend.get == NULL ||
+        cfg->backend.cancel == NULL || cfg->backend.list == NULL || cfg->url == NULL)
+        return ONCE_EINVAL;
+    once_a2a *a = once_calloc(1, sizeof *a);
+    if (a == NULL)
+        return ONCE_ENOMEM;
+    a->cfg = *cfg;
+    if (a->cfg.max_parts == 0)
+        a->cfg.max_parts = ONCE_A2A_MAX_PARTS;
+    int rc = dup_opt(cfg->url, &a->url);
+    if (rc == ONCE_OK)
+        rc = dup_opt(cfg->name, &a->name);
+    if (rc == ONCE_OK)
+        rc = dup_opt(cfg->description, &a->description);
+    if (rc == ONCE_OK)
+        rc = dup_opt(cfg->skill_id, &a->skill_id);
+    if (rc == ONCE_OK)
+        rc = dup_opt(cfg->skill_description, &a->skill_description);
+    a->cfg.url = a->url;
+    a->cfg.name = a->name;
+    a->cfg.description = a->description;
+    a->cfg.skill_id = a->skill_id;
+    a->cfg.skill_description = a->skill_description;
+    if (rc == ONCE_OK) {
+        a->calls = once_calloc(once__a2a_nmethods, sizeof *a->calls);
+        a->errors = once_calloc(once__a2a_nmethods, sizeof *a->errors);
+        if (a->calls == NULL || a->errors == NULL)
+            rc = ONCE_ENOMEM;
+    }
+    if (rc == ONCE_OK)
+        rc = once__a2a_card_build(&a->cfg, &a->card, &a->card_len);
+    if (rc != ONCE_OK) {
+        once_a2a_free(a);
+        return rc;
+    }
+    *out = a;
+    return ONCE_OK;
+}
+
+void once_a2a_free(once_a2a *a)
+{
+    if (a == NULL)
+        return;
+    once_free(a->url);
+    once_free(a->name);
+    once_free(a->description);
+    once_free(a->skill_id);
+    once_free(a->skill_description);
+    once_free(a->card);
+    once_free(a->calls);
+    once_free(a->errors);
+    once_free(a);
+}
+
+const char *once_a2a_card(const once_a2a *a, size_t *len)
+{
+    if (len)
+        *len = a->card_len;
+    return a->card;
+}
+
+const once_a2a_backend *once__a2a_backend(const once_a2a *a)
+{
+    return &a->cfg.backend;
+}
+
+size_t once__a2a_max_parts(const once_a2a *a)
+{
+    return a->cfg.max_parts;
+}
+
+int64_t once__a2a_wait_ms(const once_a2a *a)
+{
+    return a->cfg.wait_ms;
+}
+
+once_offset_clock *once__a2a_clock(const once_a2a *a)
+{
+    return a->cfg.clock;
+}
+
+int once_a2a_method_stats(const once_a2a *a, size_t i, const char **name, uint64_t *calls,
+                          uint64_t *errors)
+{
+    if (i >= once__a2a_nmethods)
+        return ONCE_ERANGE;
+    if (name)
+        *name = once__a2a_methods[i].name;
+    if (calls)
+        *calls = __atomic_load_n(&a->calls[i], __ATOMIC_RELAXED);
+    if (errors)
+        *errors = __atomic_load_n(&a->errors[i], __ATOMIC_RELAXED);
+    return ONCE_OK;
+}
+
+void once__a2a_add_stats(const once_a2a *a, json_t *obj)
+{
+    json_t *m = json_object();
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < once__a2a_nmethods; i++) {
+        const char *name;
+        uint64_t calls, errors;
+        once_a2a_method_stats(a, i, &name, &calls, &errors);
+        json_object_set_new(m, name, json_pack("{s:I, s:I}", "calls", (json_int_t)calls,
+                                               "errors", (json_int_t)errors));
+    }
+    json_object_set_new(obj, "methods", m);
+}
+
+/* --- headers -------------------------------------------------------------- */
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+int once_a2a_extension_active(const char *h)
+{
+    static const char uri[] = ONCE_A2A_EXTENSION_URI;
+    const size_t ulen = sizeof uri - 1;
+    if (h == NULL)
+        return 0;
+    const char *p = h;
+    while (*p != '\0') {
+        while (is_space(*p) || *p == ',')
+            p++;
+        const char *start = p;
+        while (*p != '\0' && *p != ',')
+            p++;
+        const char *end = p;
+        while (end > start && is_space(end[-1]))
+            end--;
+        if ((size_t)(end - start) == ulen && memcmp(start, uri, ulen) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int once_a2a_version_ok(const char *v)
+{
+    if (v == NULL)
+        return 0;
+    while (is_space(*v))
+        v++;
+    if (strncmp(v, "1.0", 3) != 0)
+        return 0;
+    v += 3;
+    if (*v == '.') { /* a patch number does not take part in negotiation */
+        v++;
+        if (*v < '0' || *v > '9')
+            return 0;
+        while (*v >= '0' && *v <= '9')
+            v++;
+    }
+    while (is_space(*v))
+        v++;
+    return *v == '\0';
+}
+
+/* --- envelope ------------------------------------------------------------- */
+
+/* Write {"jsonrpc":"2.0","id":id,<member>:value} into resp (steals value). */
+static int respond(once_a2a_response *resp, json_t *id, const char *member, json_t *value)
+{
+    json_t *doc = json_object();
+    if (doc == NULL || value == NULL) {
+        json_decref(doc);
+        json_decref(value);
+        return ONCE_ENOMEM;
+    }
+    json_object_set_new(doc, "jsonrpc", json_string("2.0"));
+    json_object_set(doc, "id", id ? id : json_null());
+    json_object_set_new(doc, member, value);
+    int rc = once__a2a_json_dump(doc, &resp->body, &resp->len);
+    json_decref(doc);
+    return rc;
+}
+
+static int respond_error(once_a2a_response *resp, json_t *id, int code, const char *reason,
+                         const char *message, json_t *meta)
+{
+    json_t *err = json_object();
+    json_t *data = once__a2a_error_info(reason, meta);
+    if (err == NULL || data == NULL) {
+        json_decref(err);
+        json_decref(data);
+        return ONCE_ENOMEM;
+    }
+    json_object_set_new(err, "code", json_integer(code));
+    json_t *ms = json_string(message);
+    json_object_set_new(err, "message", ms ? ms : json_string("error"));
+    json_object_set_new(err, "data", data);
+    if (resp->http_status == 0)
+        resp->http_status = 200;
+    return respond(resp, id, "error", err);
+}
+
+/* Cut a possibly truncated multi-byte sequence off the end of s (snprintf
+ * truncates by bytes; jansson refuses invalid UTF-8). */
+static void utf8_trim(char *s)
+{
+    size_t n = strlen(s), i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i == 0 || (unsigned char)s[i - 1] < 0xC0)
+        return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    if (n - (i - 1) < want)
+        s[i - 1] = '\0';
+}
+
+/* A valid JSON-RPC id: string, number or null. */
+static int id_ok(const json_t *id)
+{
+    return json_is_string(id) || json_is_number(id) || json_is_null(id);
+}
+
+static const a2a_method *lookup(const once_a2a *a, const char *name, size_t *idx)
+{
+    for (size_t i = 0; i < once__a2a_nmethods; i++) {
+        const a2a_method *m = &once__a2a_methods[i];
+        if (strcmp(m->name, name) != 0)
+            continue;
+        if ((m->flags & A2A_M_ADMIN) && !a->cfg.test_admin)
+            return NULL;
+        *idx = i;
+        return m;
+    }
+    return NULL;
+}
+
+static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp,
+                    const a2a_method *m, size_t idx, json_t *id, json_t *params)
+{
+    a2a_call c;
+    memset(&c, 0, sizeof c);
+    c.a = a;
+    c.req = req;
+    c.m = m;
+    c.extension = once_a2a_extension_active(req->extensions);
+    resp->extension = c.extension;
+    __atomic_add_fetch(&a->calls[idx], 1, __ATOMIC_RELAXED);
+
+    json_t *empty = NULL;
+    int rc;
+    if (!(m->flags & (A2A_M_LEGACY | A2A_M_NOVERSION)) && !once_a2a_version_ok(req->version)) {
+        /* Echo what the client sent, as printable ASCII (it is a header). */
+        char v[33] = "0.3";
+        if (req->version != NULL && req->version[0] != '\0') {
+            size_t n = 0;
+            for (const char *p = req->version; *p && n < sizeof v - 1; p++)
+                v[n++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+            v[n] = '\0';
+        }
+        once__a2a_fail(&c, ONCE_RPC_VERSION_NOT_SUPPORTED, "VERSION_NOT_SUPPORTED",
+                   "A2A protocol version %s is not supported; send the header A2A-Version: 1.0",
+                   v);
+        once__a2a_meta(&c, "version", v);
+        once__a2a_meta(&c, "supportedVersions", ONCE_A2A_PROTOCOL_VERSION);
+        rc = ONCE_EINVAL;
+    } else if (json_is_array(params)) {
+        once__a2a_fail(&c, ONCE_RPC_INVALID_PARAMS, "INVALID_PARAMS",
+                   "Invalid parameters: params must be an object (named parameters)");
+        once__a2a_meta(&c, "field", "params");
+        rc = ONCE_EINVAL;
+    } else {
+        if (params == NULL)
+            params = empty = json_object();
+        c.params = params;
+        rc = params ? m->handler(&c) : ONCE_ENOMEM;
+        if (rc == ONCE_ENOMEM && c.code == 0)
+            once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
+    }
+
+    int out;
+    if (rc == ONCE_OK && c.result != NULL) {
+        resp->http_status = 200;
+        resp->replayed = c.replayed;
+        out = respond(resp, id, "result", c.result);
+        c.result = NULL;
+    } else {
+        if (c.code == 0) /* a handler bug: failed without saying why */
+            once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (%s)", once_errname(rc));
+        __atomic_add_fetch(&a->errors[idx], 1, __ATOMIC_RELAXED);
+        resp->http_status = c.http_status ? c.http_status : 200;
+        resp->retry_after = c.retry_after;
+        json_decref(c.result);
+        out = respond_error(resp, id, c.code, c.reason, c.message, c.meta);
+    }
+    json_decref(c.meta);
+    json_decref(empty);
+    return out;
+}
+
+int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    char why[200], msg[300];
+    json_t *doc = NULL;
+    int rc = once__a2a_json_parse(req->body, req->len, &doc, why, sizeof why);
+    if (rc != ONCE_OK) {
+        snprintf(msg, sizeof msg, "Parse error: %s", why);
+        return respond_error(resp, NULL, ONCE_RPC_PARSE_ERROR, "PARSE_ERROR", msg, NULL);
+    }
+    if (json_is_array(doc)) {
+        json_decref(doc);
+        return respond_error(resp, NULL, ONCE_RPC_INVALID_REQUEST, "BATCH_NOT_SUPPORTED",
+                             "Invalid request: batch requests are not supported; send one "
+                             "JSON-RPC request per HTTP request",
+                             NULL);
+    }
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return respond_error(resp, NULL, ONCE_RPC_INVALID_REQUEST, "INVALID_REQUEST",
+                             "Invalid request: the request must be a JSON object", NULL);
+    }
+    json_t *id = json_object_get(doc, "id");
+    const char *bad = NULL;
+    if (id == NULL)
+        bad = "Invalid request: notifications (requests without an id) are not supported";
+    else if (!id_ok(id))
+        bad = "Invalid request: id must be a string, a number or null";
+    if (bad != NULL)
+        id = NULL;
+    json_t *jv = json_object_get(doc, "jsonrpc");
+    json_t *method = json_object_get(doc, "method");
+    json_t *params = json_object_get(doc, "params");
+    if (bad == NULL && (!json_is_string(jv) || strcmp(json_string_value(jv), "2.0") != 0))
+        bad = "Invalid request: jsonrpc must be \"2.0\"";
+    if (bad == NULL && !json_is_string(method))
+        bad = "Invalid request: method must be a string";
+    if (bad == NULL && params != NULL && !json_is_object(params) && !json_is_array(params))
+        bad = "Invalid request: params must be an object";
+    if (bad != NULL) {
+        rc = respond_error(resp, id, ONCE_RPC_INVALID_REQUEST, "INVALID_REQUEST", bad, NULL);
+        json_decref(doc);
+        return rc;
+    }
+    size_t idx = 0;
+    const a2a_method *m = lookup(a, json_string_value(method), &idx);
+    if (m == NULL) {
+        char name[201];
+        snprintf(name, sizeof name, "%s", json_string_value(method));
+        utf8_trim(name);
+        json_t *meta = json_pack("{s:s}", "method", name);
+        snprintf(msg, sizeof msg, "Method not found: %s", name);
+        rc = respond_error(resp, id, ONCE_RPC_METHOD_NOT_FOUND, "METHOD_NOT_FOUND", msg, meta);
+        json_decref(meta);
+        json_decref(doc);
+        return rc;
+    }
+    rc = run_call(a, req, resp, m, idx, id, params);
+    json_decref(doc);
+    return rc;
+}

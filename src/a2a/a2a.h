@@ -1,0 +1,135 @@
+/*
+ * a2a.h -- the A2A 1.0 JSON-RPC codec (internal API used by src/http and
+ * apps/onced). One HTTP request body in, one HTTP response out; the codec
+ * never touches the network or the store.
+ *
+ * Data flows http -> a2a -> backend (the engine). The backend is a small
+ * table of function pointers so the codec can be unit-tested with a fake
+ * engine; a2a_engine.c binds it to a real once_engine.
+ *
+ * Wire decisions (documented in docs/protocol.md):
+ *   - batch requests (a JSON array) are refused with -32600;
+ *   - notifications (no "id") are refused with -32600: every A2A method has
+ *     a result the client needs;
+ *   - JSON nested deeper than ONCE_JSON_MAX_DEPTH (64), invalid UTF-8 and
+ *     duplicate object keys are -32700: the parser refuses the document;
+ *   - by-position params (an array) are -32602.
+ * Thread-safe: once_a2a_handle may run on many threads at once.
+ */
+#ifndef ONCE_A2A_A2A_H
+#define ONCE_A2A_A2A_H
+
+#include <jansson.h>
+
+#include "engine/engine.h"
+#include "once/once.h"
+
+#define ONCE_A2A_EXTENSION_URI "urn:once:a2a:idempotency:v1"
+#define ONCE_A2A_MAX_PARTS 64
+#define ONCE_A2A_PROTOCOL_VERSION "1.0"
+
+/* JSON-RPC and A2A 1.0 error codes. */
+enum {
+    ONCE_RPC_PARSE_ERROR = -32700,
+    ONCE_RPC_INVALID_REQUEST = -32600,
+    ONCE_RPC_METHOD_NOT_FOUND = -32601,
+    ONCE_RPC_INVALID_PARAMS = -32602,
+    ONCE_RPC_INTERNAL = -32603,
+    ONCE_RPC_TASK_NOT_FOUND = -32001,
+    ONCE_RPC_TASK_NOT_CANCELABLE = -32002,
+    ONCE_RPC_PUSH_NOT_SUPPORTED = -32003,
+    ONCE_RPC_UNSUPPORTED_OPERATION = -32004,
+    ONCE_RPC_CONTENT_TYPE_NOT_SUPPORTED = -32005,
+    ONCE_RPC_EXTENDED_CARD_NOT_CONFIGURED = -32007,
+    ONCE_RPC_VERSION_NOT_SUPPORTED = -32009
+};
+
+/* What the codec needs from the engine. Same contracts as the once_engine_*
+ * functions in engine/engine.h (ctx is the first argument). stats and
+ * set_clock_offset are optional (NULL). */
+typedef struct once_a2a_backend {
+    void *ctx;
+    int (*send)(void *ctx, const once_send_req *req, once_send_res *res);
+    int (*get)(void *ctx, const char *principal, const char *task_id, int history_length,
+               json_t **task, int64_t *expired_at);
+    int (*cancel)(void *ctx, const char *principal, const char *task_id, json_t **task,
+                  once_state *state, int64_t *expired_at);
+    int (*list)(void *ctx, const once_list_req *req, json_t **tasks, char next_token[256]);
+    /* Add engine counters to obj (admin stats). */
+    void (*stats)(void *ctx, json_t *obj);
+} once_a2a_backend;
+
+/* Bind a backend to a running engine (a2a_engine.c). */
+void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out);
+
+typedef struct once_a2a_config {
+    once_a2a_backend backend;
+    const char *url;             /* the card's interface URL, "http://host:port/" */
+    const char *name;            /* card name; NULL = "once" */
+    const char *description;     /* NULL = a default */
+    const char *skill_id;        /* NULL = "agent" */
+    const char *skill_description;
+    int64_t retention_ms;        /* advertised in the extension params */
+    int64_t tombstone_ms;
+    int auth;                    /* bearer auth configured: card says so */
+    int test_admin;              /* once/admin/ methods exist */
+    once_offset_clock *clock;    /* what once/admin/setClockOffset moves; may be NULL */
+    size_t max_parts;            /* 0 = ONCE_A2A_MAX_PARTS */
+    int64_t wait_ms;             /* blocking SendMessage bound; 0 = engine default */
+} once_a2a_config;
+
+typedef struct once_a2a once_a2a;
+
+/* cfg strings are copied. */
+int once_a2a_new(const once_a2a_config *cfg, once_a2a **out);
+void once_a2a_free(once_a2a *a);   /* NULL ok */
+
+/* One HTTP request as the HTTP layer saw it. Strings are borrowed for the
+ * duration of once_a2a_handle. */
+typedef struct once_a2a_request {
+    const char *principal;       /* authenticated principal, never NULL */
+    const char *version;         /* A2A-Version header or query parameter; NULL = absent */
+    const char *extensions;      /* A2A-Extensions header; NULL = absent */
+    const char *body;
+    size_t len;
+} once_a2a_request;
+
+/* The answer. body is once_malloc'd JSON (free with once_a2a_response_clear). */
+typedef struct once_a2a_response {
+    int http_status;             /* 200, or 503 for retryable store errors, ... */
+    char *body;
+    size_t len;
+    int replayed;                /* send "Idempotent-Replayed: true" */
+    int retry_after;             /* seconds; 0 = no Retry-After header */
+    int extension;               /* echo "A2A-Extensions: <our URI>" */
+} once_a2a_response;
+
+void once_a2a_response_clear(once_a2a_response *r);   /* NULL ok */
+
+/* Handle one request body. Always produces a response (ONCE_OK), except
+ * ONCE_ENOMEM when not even an error body could be built. */
+int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp);
+
+/* An error response the HTTP layer raises itself (body too large,
+ * unauthenticated, bad content type): {"jsonrpc":"2.0","id":null,"error":...}
+ * with an ErrorInfo carrying reason. */
+int once_a2a_error_response(int http_status, int code, const char *reason, const char *message,
+                            once_a2a_response *resp);
+
+/* The agent card JSON (built once at once_a2a_new; valid for a's lifetime). */
+const char *once_a2a_card(const once_a2a *a, size_t *len);
+
+/* Per-method counters: the i-th table row's name, calls and error answers.
+ * ONCE_ERANGE past the end. */
+int once_a2a_method_stats(const once_a2a *a, size_t i, const char **name, uint64_t *calls,
+                          uint64_t *errors);
+
+/* 1 if the A2A-Extensions header value (comma-separated URIs) names
+ * ONCE_A2A_EXTENSION_URI. NULL -> 0. */
+int once_a2a_extension_active(const char *header);
+
+/* 1 if the A2A-Version value asks for 1.0 ("1.0", or "1.0.x": patch
+ * numbers do not count). NULL or empty -> 0 (means 0.3). */
+int once_a2a_version_ok(const char *v);
+
+#endif /* ONCE_A2A_A2A_H */

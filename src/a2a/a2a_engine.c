@@ -1,0 +1,58 @@
+/*
+ * a2a_engine.c -- binds the codec's backend table to a running once_engine.
+ *
+ * Kept apart from the codec so that the codec (and its unit tests, which
+ * use a fake backend) links without the engine.
+ */
+#include "a2a/a2a.h"
+
+static int b_send(void *ctx, const once_send_req *req, once_send_res *res)
+{
+    return once_engine_send(ctx, req, res);
+}
+
+static int b_get(void *ctx, const char *principal, const char *task_id, int history_length,
+                 json_t **task, int64_t *expired_at)
+{
+    return once_engine_get(ctx, principal, task_id, history_length, task, expired_at);
+}
+
+static int b_cancel(void *ctx, const char *principal, const char *task_id, json_t **task,
+                    once_state *state, int64_t *expired_at)
+{
+    return once_engine_cancel(ctx, principal, task_id, task, state, expired_at);
+}
+
+static int b_list(void *ctx, const once_list_req *req, json_t **tasks, char next_token[256])
+{
+    return once_engine_list(ctx, req, tasks, next_token);
+}
+
+static void b_stats(void *ctx, json_t *obj)
+{
+    once_engine_stats s;
+    once_engine_get_stats(ctx, &s);
+    const struct {
+        const char *name;
+        uint64_t v;
+    } rows[] = {
+        {"registered", s.registered},         {"continued", s.continued},
+        {"replayed", s.replayed},             {"refused", s.refused},
+        {"executedTurns", s.executed_turns},  {"takeovers", s.takeovers},
+        {"fencedWrites", s.fenced_writes},    {"swept", s.swept},
+        {"purged", s.purged},                 {"storeErrors", s.store_errors},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        json_object_set_new(obj, rows[i].name, json_integer((json_int_t)rows[i].v));
+    json_object_set_new(obj, "replicaId", json_string(once_engine_replica_id(ctx)));
+}
+
+void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out)
+{
+    out->ctx = e;
+    out->send = b_send;
+    out->get = b_get;
+    out->cancel = b_cancel;
+    out->list = b_list;
+    out->stats = b_stats;
+}

@@ -1,0 +1,176 @@
+/*
+ * a2a_int.h -- what the files of src/a2a share and nothing else sees: the
+ * bounded JSON reader/writer, parameter validators, the per-call state the
+ * method handlers fill, the method table and the 0.1 conversions.
+ *
+ * Validators are pure (no engine, no I/O) so the unit tests drive them
+ * directly. A validator returns ONCE_OK, or ONCE_EINVAL with an a2a_verr
+ * naming the offending field ("message.parts[2].raw") and saying why.
+ */
+#ifndef ONCE_A2A_A2A_INT_H
+#define ONCE_A2A_A2A_INT_H
+
+#include <stdarg.h>
+
+#include "a2a/a2a.h"
+
+/* ---------------------------------------------------------------------------
+ * Bounded JSON text I/O.
+ */
+
+/* Parse buf[0..n) as one JSON value. Refuses nesting deeper than
+ * ONCE_JSON_MAX_DEPTH (ONCE_ERANGE, checked before jansson sees the text),
+ * malformed JSON, invalid UTF-8, NUL bytes and duplicate keys (ONCE_EPARSE).
+ * why (may be NULL) receives a human description. */
+int once__a2a_json_parse(const char *buf, size_t n, json_t **out, char *why, size_t whylen);
+
+/* Serialise v compactly into a fresh once_malloc'd NUL-terminated buffer. */
+int once__a2a_json_dump(const json_t *v, char **out, size_t *len);
+
+/* ---------------------------------------------------------------------------
+ * Validation.
+ */
+/* The first refusal a validator found: the field path and why. */
+typedef struct a2a_verr {
+    char field[160];
+    char why[200];
+} a2a_verr;
+
+int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ID fields (taskId, contextId, messageId, referenceTaskIds[i]): a string
+ * that passes once_id_valid(). */
+int once__a2a_check_id(const json_t *v, const char *field, a2a_verr *e);
+
+/* One Part: an object with exactly one of text (string) | raw (base64
+ * string) | url (non-empty string) | data (any JSON), plus optional
+ * metadata (object), filename (string), mediaType (string); nothing else. */
+int once__a2a_check_part(const json_t *part, const char *field, a2a_verr *e);
+
+/* A client Message: object; messageId (required unless legacy), role
+ * ROLE_USER ("user" too when legacy), parts non-empty array of at most
+ * max_parts valid parts; optional taskId, contextId (IDs), metadata
+ * (object), extensions (array of strings), referenceTaskIds (array of IDs).
+ * field is the path prefix used in errors ("message"). */
+int once__a2a_check_message(const json_t *msg, const char *field, int legacy, size_t max_parts,
+                        a2a_verr *e);
+
+/* historyLength: absent -> *out = -1; else an integer 0..INT32_MAX. */
+int once__a2a_check_history(const json_t *v, const char *field, int *out, a2a_verr *e);
+
+/* 1 if s is base64 (standard or URL-safe alphabet, padding optional). */
+int once__a2a_base64_valid(const char *s, size_t n);
+
+/* Parse RFC 3339 ("2026-12-02T12:00:00Z", fractional seconds and numeric
+ * offsets allowed) to ms since the epoch. ONCE_OK or ONCE_EINVAL. */
+int once__a2a_parse_time(const char *s, int64_t *ms);
+
+/* ---------------------------------------------------------------------------
+ * One JSON-RPC call in progress. The dispatcher owns it; a handler reads
+ * params and either sets result (ONCE_OK) or fails with once__a2a_fail().
+ */
+struct a2a_method;
+
+typedef struct a2a_call {
+    once_a2a *a;
+    const once_a2a_request *req;
+    const struct a2a_method *m;
+    json_t *params;          /* borrowed; an object (empty when absent) */
+    int extension;           /* idempotency extension active */
+    /* success */
+    json_t *result;          /* new reference */
+    int replayed;
+    /* failure (set by once__a2a_fail) */
+    int code;
+    const char *reason;      /* static string */
+    char message[320];
+    json_t *meta;            /* ErrorInfo metadata (string values) */
+    int http_status;
+    int retry_after;
+} a2a_call;
+
+/* Record an error on c and return ONCE_EINVAL (for `return once__a2a_fail(...)`).
+ * reason is a static string; metadata is added with once__a2a_meta. */
+int once__a2a_fail(a2a_call *c, int code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Add metadata[key] = value (a string) to the pending error. */
+void once__a2a_meta(a2a_call *c, const char *key, const char *value);
+/* -32602 INVALID_PARAMS with metadata {"field": e->field}. */
+int once__a2a_fail_params(a2a_call *c, const a2a_verr *e);
+/* Map an engine/store failure rc: ESTORE/EBUSY -> -32603 STORE_UNAVAILABLE,
+ * retryable, HTTP 503 + Retry-After: 1; anything else -> -32603 INTERNAL. */
+int once__a2a_fail_engine(a2a_call *c, int rc);
+/* -32001 TASK_NOT_FOUND / TASK_EXPIRED for task_id. */
+int once__a2a_fail_not_found(a2a_call *c, const char *task_id);
+int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at);
+
+/* The ErrorInfo array for error.data: [{"@type":..., "reason", "domain":
+ * "once", "metadata"}]. meta is borrowed (NULL = {}). New reference. */
+json_t *once__a2a_error_info(const char *reason, json_t *meta);
+
+/* ---------------------------------------------------------------------------
+ * The method table (Redis' command table, as data).
+ */
+typedef int (*a2a_handler)(a2a_call *c);
+
+enum {
+    A2A_M_LEGACY = 1u << 0,    /* 0.1 name: accepted without A2A-Version */
+    A2A_M_ADMIN = 1u << 1,     /* exists only with --test-admin */
+    A2A_M_NOVERSION = 1u << 2  /* no A2A-Version check (our own namespace) */
+};
+
+/* One row of the method table; rows are const. */
+typedef struct a2a_method {
+    const char *name;
+    a2a_handler handler;
+    unsigned flags;
+} a2a_method;
+
+extern const a2a_method once__a2a_methods[];
+extern const size_t once__a2a_nmethods;
+
+/* Handlers (h_*.c). */
+int once__a2a_h_send(a2a_call *c);
+int once__a2a_h_legacy_send(a2a_call *c);
+int once__a2a_h_get(a2a_call *c);
+int once__a2a_h_legacy_get(a2a_call *c);
+int once__a2a_h_cancel(a2a_call *c);
+int once__a2a_h_legacy_cancel(a2a_call *c);
+int once__a2a_h_list(a2a_call *c);
+int once__a2a_h_streaming(a2a_call *c);
+int once__a2a_h_push_config(a2a_call *c);
+int once__a2a_h_extended_card(a2a_call *c);
+int once__a2a_h_admin_clock(a2a_call *c);
+int once__a2a_h_admin_stats(a2a_call *c);
+
+/* Accessors the handlers need from the handle (a2a.c). */
+const once_a2a_backend *once__a2a_backend(const once_a2a *a);
+size_t once__a2a_max_parts(const once_a2a *a);
+int64_t once__a2a_wait_ms(const once_a2a *a);
+once_offset_clock *once__a2a_clock(const once_a2a *a);
+/* Adds {"methods": {name: {"calls", "errors"}}} to obj. */
+void once__a2a_add_stats(const once_a2a *a, json_t *obj);
+
+/* The agent card JSON for cfg (card.c). */
+int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len);
+
+/* Trim history to the last n messages (n == 0: remove the member; n < 0:
+ * leave it). task is a Task object; anything else is left alone. */
+void once__a2a_trim_history(json_t *task, int n);
+
+/* ---------------------------------------------------------------------------
+ * A2A 0.1 compatibility (legacy.c).
+ */
+
+/* A 0.1 Message ({role:"user", parts:[{type:"text", text}...], metadata})
+ * as a fresh 1.0 Message (ROLE_USER, parts as text|raw|url|data). 1.0-shaped
+ * parts pass through. Unconvertible input: ONCE_EINVAL with e set. */
+int once__a2a_legacy_message_in(const json_t *msg, json_t **out, a2a_verr *e);
+
+/* A 1.0 Task (or {"task":..} / {"message":..} send result) as a fresh 0.1
+ * Task: sessionId, lowercase states, "user"/"agent" roles, typed parts.
+ * task_id names the task when the result is a direct Message. */
+json_t *once__a2a_legacy_task_out(const json_t *v, const char *task_id);
+
+#endif /* ONCE_A2A_A2A_INT_H */

@@ -1,0 +1,57 @@
+/*
+ * card.c -- the A2A 1.0 agent card served at /.well-known/agent-card.json.
+ *
+ * Built once at startup from the configuration; it says only what the
+ * server does: one JSONRPC interface at protocol version 1.0, streaming and
+ * push notifications off (their methods answer "not supported"), the
+ * idempotency extension with its retention windows as params, and a bearer
+ * security scheme when --auth-tokens is configured.
+ */
+#include "a2a/a2a_int.h"
+
+int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len)
+{
+    const char *name = cfg->name ? cfg->name : "once";
+    const char *desc = cfg->description
+                           ? cfg->description
+                           : "An A2A 1.0 agent with idempotent sends: a task sent twice runs "
+                             "once, a retried message replays, a finished task is remembered.";
+    const char *skill = cfg->skill_id ? cfg->skill_id : "agent";
+    const char *skill_desc = cfg->skill_description ? cfg->skill_description
+                                                    : "Runs one task per message.";
+    json_t *ext = json_pack(
+        "[{s:s, s:s, s:b, s:{s:I, s:I}}]", "uri", ONCE_A2A_EXTENSION_URI, "description",
+        "Client-minted task IDs and idempotent sends: activate with the A2A-Extensions header; "
+        "an unknown message.taskId then registers a task under that ID, a retried message "
+        "replays (HTTP header Idempotent-Replayed: true), and a finished task's ID is "
+        "remembered for retentionSeconds in full and tombstoneSeconds as TASK_EXPIRED.",
+        "required", 0, "params", "retentionSeconds", (json_int_t)(cfg->retention_ms / 1000),
+        "tombstoneSeconds", (json_int_t)(cfg->tombstone_ms / 1000));
+    json_t *card = json_pack(
+        "{s:s, s:s, s:s, s:[{s:s, s:s, s:s}], s:{s:b, s:b, s:b, s:o}, s:[s], s:[s],"
+        " s:[{s:s, s:s, s:s, s:[s, s]}]}",
+        "name", name, "description", desc, "version", ONCE_VERSION_STRING,
+        "supportedInterfaces", "url", cfg->url, "protocolBinding", "JSONRPC", "protocolVersion",
+        ONCE_A2A_PROTOCOL_VERSION, "capabilities", "streaming", 0, "pushNotifications", 0,
+        "extendedAgentCard", 0, "extensions", ext, "defaultInputModes", "text/plain",
+        "defaultOutputModes", "text/plain", "skills", "id", skill, "name", skill,
+        "description", skill_desc, "tags", "once", "idempotent");
+    if (card == NULL)
+        return ONCE_ENOMEM;
+    if (cfg->auth) {
+        json_t *schemes = json_pack("{s:{s:{s:s, s:s}}}", "bearer", "httpAuthSecurityScheme",
+                                    "scheme", "Bearer", "description",
+                                    "Authorization: Bearer <token>; the token names the "
+                                    "principal that owns the tasks");
+        json_t *reqs = json_pack("[{s:{s:{s:[]}}}]", "schemes", "bearer", "list");
+        if (schemes == NULL || reqs == NULL ||
+            json_object_set_new(card, "securitySchemes", schemes) != 0 ||
+            json_object_set_new(card, "securityRequirements", reqs) != 0) {
+            json_decref(card);
+            return ONCE_ENOMEM;
+        }
+    }
+    int rc = once__a2a_json_dump(card, out, len);
+    json_decref(card);
+    return rc;
+}

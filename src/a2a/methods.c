@@ -1,0 +1,38 @@
+/*
+ * methods.c -- the JSON-RPC method table: every method the server answers,
+ * as data (Redis' command table). The dispatcher (a2a.c) looks a name up
+ * here; nothing else branches on method names.
+ *
+ * Flags: LEGACY names predate the A2A-Version header and are accepted
+ * without it; ADMIN rows exist only when onced runs with --test-admin
+ * (otherwise they answer -32601 like any unknown name); NOVERSION rows are
+ * our own namespace and skip the version check.
+ *
+ * Per-method counters live in the once_a2a handle, indexed by row, so the
+ * table itself stays const.
+ */
+#include "a2a/a2a_int.h"
+
+const a2a_method once__a2a_methods[] = {
+    /* A2A 1.0 */
+    {"SendMessage", once__a2a_h_send, 0},
+    {"GetTask", once__a2a_h_get, 0},
+    {"ListTasks", once__a2a_h_list, 0},
+    {"CancelTask", once__a2a_h_cancel, 0},
+    {"SendStreamingMessage", once__a2a_h_streaming, 0},
+    {"SubscribeToTask", once__a2a_h_streaming, 0},
+    {"CreateTaskPushNotificationConfig", once__a2a_h_push_config, 0},
+    {"GetTaskPushNotificationConfig", once__a2a_h_push_config, 0},
+    {"ListTaskPushNotificationConfigs", once__a2a_h_push_config, 0},
+    {"DeleteTaskPushNotificationConfig", once__a2a_h_push_config, 0},
+    {"GetExtendedAgentCard", once__a2a_h_extended_card, 0},
+    /* A2A 0.1 compatibility: the client chooses the task id */
+    {"tasks/send", once__a2a_h_legacy_send, A2A_M_LEGACY},
+    {"tasks/get", once__a2a_h_legacy_get, A2A_M_LEGACY},
+    {"tasks/cancel", once__a2a_h_legacy_cancel, A2A_M_LEGACY},
+    /* test configuration only */
+    {"once/admin/setClockOffset", once__a2a_h_admin_clock, A2A_M_ADMIN | A2A_M_NOVERSION},
+    {"once/admin/stats", once__a2a_h_admin_stats, A2A_M_ADMIN | A2A_M_NOVERSION},
+};
+
+const size_t once__a2a_nmethods = sizeof once__a2a_methods / sizeof once__a2a_methods[0];

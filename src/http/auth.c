@@ -1,0 +1,215 @@
+/*
+ * auth.c -- bearer tokens -> principals (--auth-tokens FILE).
+ *
+ * Only SHA-256 digests of the tokens are kept in memory, and a lookup
+ * compares the presented token's digest with every entry in constant time
+ * without stopping at the first match, so neither timing nor a memory dump
+ * of the table gives a token away. The table is immutable after parsing:
+ * any number of threads may look up at once.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/http.h"
+#include "once/store.h"
+
+/* Filled by once_tokens_parse, immutable afterwards: lookups take no lock. */
+typedef struct token_entry {
+    uint8_t digest[ONCE_SHA256_LEN];
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+} token_entry;
+
+struct once_tokens {
+    token_entry *v;
+    size_t n, cap;
+};
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+static int add_entry(once_tokens *t, const char *tok, size_t toklen, const char *pr,
+                     size_t prlen)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 8;
+        token_entry *nv = once_realloc(t->v, cap * sizeof *nv);
+        if (nv == NULL)
+            return ONCE_ENOMEM;
+        t->v = nv;
+        t->cap = cap;
+    }
+    token_entry *e = &t->v[t->n];
+    once_sha256(tok, toklen, e->digest);
+    memcpy(e->principal, pr, prlen);
+    e->principal[prlen] = '\0';
+    for (size_t i = 0; i < t->n; i++) {
+        if (memcmp(t->v[i].digest, e->digest, ONCE_SHA256_LEN) == 0)
+            return ONCE_EEXISTS;
+    }
+    t->n++;
+    return ONCE_OK;
+}
+
+int once_tokens_parse(const char *text, size_t n, once_tokens **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    once_tokens *t = once_calloc(1, sizeof *t);
+    if (t == NULL)
+        return ONCE_ENOMEM;
+    size_t lineno = 0;
+    const char *p = text, *end = text + n;
+    int rc = ONCE_OK;
+    while (p < end && rc == ONCE_OK) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (eol == NULL)
+            eol = end;
+        lineno++;
+        const char *q = p;
+        p = eol + (eol < end);
+        while (q < eol && is_blank(*q))
+            q++;
+        if (q == eol || *q == '#')
+            continue;
+        const char *tok = q;
+        while (q < eol && !is_blank(*q))
+            q++;
+        size_t toklen = (size_t)(q - tok);
+        while (q < eol && is_blank(*q))
+            q++;
+        const char *pr = q;
+        while (q < eol && !is_blank(*q))
+            q++;
+        size_t prlen = (size_t)(q - pr);
+        while (q < eol && is_blank(*q))
+            q++;
+        if (prlen == 0 || q != eol) {
+            snprintf(err, errlen, "line %zu: expected \"TOKEN PRINCIPAL\"", lineno);
+            rc = ONCE_EINVAL;
+            break;
+        }
+        if (prlen > ONCE_PRINCIPAL_MAX) {
+            snprintf(err, errlen, "line %zu: principal longer than %d characters", lineno,
+                     ONCE_PRINCIPAL_MAX);
+            rc = ONCE_EINVAL;
+            break;
+        }
+        for (size_t i = 0; i < toklen + prlen && rc == ONCE_OK; i++) {
+            char c = i < toklen ? tok[i] : pr[i - toklen];
+            if ((unsigned char)c <= 0x20 || (unsigned char)c >= 0x7f) {
+                snprintf(err, errlen, "line %zu: tokens and principals are printable ASCII",
+                         lineno);
+                rc = ONCE_EINVAL;
+            }
+        }
+        if (rc != ONCE_OK)
+            break;
+        rc = add_entry(t, tok, toklen, pr, prlen);
+        if (rc == ONCE_EEXISTS) {
+            snprintf(err, errlen, "line %zu: duplicate token", lineno);
+            rc = ONCE_EINVAL;
+        }
+    }
+    if (rc == ONCE_OK && t->n == 0) {
+        snprintf(err, errlen, "no tokens in the file");
+        rc = ONCE_EINVAL;
+    }
+    if (rc != ONCE_OK) {
+        once_tokens_free(t);
+        return rc;
+    }
+    *out = t;
+    return ONCE_OK;
+}
+
+int once_tokens_load(const char *path, once_tokens **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return ONCE_EIO;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = ONCE_OK;
+    for (;;) {
+        if (len + 4096 > cap) {
+            if (cap >= ((size_t)16 << 20)) {
+                snprintf(err, errlen, "%s: larger than 16 MiB", path);
+                rc = ONCE_ERANGE;
+                break;
+            }
+            cap = cap ? cap * 2 : 8192;
+            char *nb = once_realloc(buf, cap);
+            if (nb == NULL) {
+                rc = ONCE_ENOMEM;
+                break;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                snprintf(err, errlen, "%s: read error", path);
+                rc = ONCE_EIO;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (rc == ONCE_OK) {
+        char inner[200];
+        rc = once_tokens_parse(buf, len, out, inner, sizeof inner);
+        if (rc != ONCE_OK)
+            snprintf(err, errlen, "%s: %s", path, inner);
+    }
+    if (buf != NULL)
+        memset(buf, 0, len); /* tokens do not linger on the heap */
+    once_free(buf);
+    return rc;
+}
+
+void once_tokens_free(once_tokens *t)
+{
+    if (t == NULL)
+        return;
+    once_free(t->v);
+    once_free(t);
+}
+
+size_t once_tokens_count(const once_tokens *t)
+{
+    return t ? t->n : 0;
+}
+
+const char *once_tokens_principal(const once_tokens *t, const char *authorization)
+{
+    if (t == NULL || authorization == NULL)
+        return NULL;
+    const char *p = authorization;
+    while (is_blank(*p))
+        p++;
+    if (strncasecmp(p, "Bearer", 6) != 0 || !is_blank(p[6]))
+        return NULL;
+    p += 6;
+    while (is_blank(*p))
+        p++;
+    size_t len = strlen(p);
+    while (len > 0 && is_blank(p[len - 1]))
+        len--;
+    if (len == 0)
+        return NULL;
+    uint8_t d[ONCE_SHA256_LEN];
+    once_sha256(p, len, d);
+    const char *found = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        if (once_ct_equal(d, t->v[i].digest, ONCE_SHA256_LEN) && found == NULL)
+            found = t->v[i].principal;
+    }
+    return found;
+}

@@ -1,0 +1,82 @@
+/*
+ * http.h -- the HTTP side of onced (internal API for apps/onced): the
+ * libmicrohttpd server, bearer-token authentication, and the parsers for
+ * the daemon's command-line values (durations, byte sizes).
+ *
+ * Serving model: a pool of libmicrohttpd threads (epoll, keep-alive) reads
+ * requests; every JSON-RPC call runs on a separate worker pool while its
+ * connection is suspended, because a blocking SendMessage may wait for a
+ * task for up to a minute and must not stall the other connections an
+ * epoll thread serves.
+ */
+#ifndef ONCE_HTTP_HTTP_H
+#define ONCE_HTTP_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "a2a/a2a.h"
+
+/* ---------------------------------------------------------------------------
+ * Values on the command line (flags.c).
+ */
+
+/* A duration: one or more <number><unit> groups, units ms, s, m, h, d
+ * ("500ms", "30s", "5m", "72h", "30d", "1h30m"), or "0". allow_negative
+ * accepts a leading '-' (clock offsets). ONCE_OK, ONCE_EINVAL (malformed:
+ * no unit, unknown unit, empty) or ONCE_ERANGE (overflows int64 ms). */
+int once_parse_duration(const char *s, int allow_negative, int64_t *ms);
+
+/* A byte count: digits with an optional suffix k/K/KiB (x1024), m/M/MiB
+ * (x1024^2), g/G/GiB (x1024^3). ONCE_OK, ONCE_EINVAL or ONCE_ERANGE. */
+int once_parse_size(const char *s, uint64_t *bytes);
+
+/* "HOST:PORT", "[v6]:PORT" -> host (without brackets) and port 0..65535. */
+int once_parse_listen(const char *s, char *host, size_t hostlen, int *port);
+
+/* ---------------------------------------------------------------------------
+ * Bearer tokens (auth.c). File format: one "TOKEN PRINCIPAL" per line,
+ * separated by spaces or tabs; blank lines and lines starting with '#'
+ * (after leading whitespace) are ignored. Tokens are unique; a principal
+ * may hold several tokens. Principals are 1..ONCE_PRINCIPAL_MAX printable
+ * non-space ASCII characters.
+ */
+typedef struct once_tokens once_tokens;
+
+/* Parse text[0..n). On ONCE_EINVAL, err names the line and the problem. */
+int once_tokens_parse(const char *text, size_t n, once_tokens **out, char *err, size_t errlen);
+int once_tokens_load(const char *path, once_tokens **out, char *err, size_t errlen);
+void once_tokens_free(once_tokens *t);   /* NULL ok */
+size_t once_tokens_count(const once_tokens *t);
+
+/* The principal for an Authorization header value ("Bearer TOKEN", scheme
+ * case-insensitive), or NULL when the header is absent, malformed or the
+ * token unknown. Compares in constant time per entry. The string lives as
+ * long as t. */
+const char *once_tokens_principal(const once_tokens *t, const char *authorization);
+
+/* ---------------------------------------------------------------------------
+ * The server (server.c).
+ */
+typedef struct once_http_config {
+    const char *host;            /* listen address (numeric or name) */
+    int port;                    /* 0 = any free port (see once_http_port) */
+    once_a2a *codec;             /* borrowed; outlives the server */
+    const once_tokens *tokens;   /* borrowed; NULL = no auth ("anonymous") */
+    const char *rpc_path;        /* JSON-RPC endpoint besides "/"; NULL = "/" only */
+    unsigned threads;            /* libmicrohttpd threads; 0 = 2 */
+    unsigned workers;            /* request workers; 0 = 64 */
+    size_t max_body;             /* 0 = 1 MiB */
+    unsigned max_connections;    /* 0 = 1024 */
+    unsigned idle_timeout_s;     /* keep-alive idle timeout; 0 = 30 */
+} once_http_config;
+
+typedef struct once_http once_http;
+
+int once_http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen);
+/* The bound port (useful with port 0). */
+int once_http_port(const once_http *h);
+/* Stop accepting, finish the calls in progress, close. NULL ok. */
+void once_http_stop(once_http *h);
+
+#endif /* ONCE_HTTP_HTTP_H */

@@ -1,0 +1,465 @@
+/*
+ * server.c -- onced's HTTP front: libmicrohttpd with a pool of epoll
+ * threads and keep-alive, the agent card, the JSON-RPC endpoint, limits and
+ * bearer authentication. The codec (src/a2a) produces every JSON body.
+ *
+ * Life of a JSON-RPC request (one req_ctx per request):
+ *   1. first callback: route; unknown paths and the card are answered at
+ *      once; a POST to the endpoint gets a req_ctx;
+ *   2. body callbacks: append up to max_body bytes; past it, keep draining
+ *      (so the client can read our 413) but store nothing more;
+ *   3. last callback: refuse (413 / 415 / 401) or suspend the connection and
+ *      queue the call on the worker pool;
+ *   4. the worker runs once_a2a_handle, marks the ctx done and resumes the
+ *      connection; it never touches the ctx after resuming it;
+ *   5. libmicrohttpd calls back again: queue the response; the completion
+ *      callback frees the ctx.
+ * Ownership: the ctx belongs to the MHD thread except between suspend and
+ * resume, when it belongs to the worker; `done` is the hand-over flag.
+ */
+#include <microhttpd.h>
+
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/http.h"
+#include "http/pool.h"
+#include "once/store.h"
+
+#define CARD_PATH "/.well-known/agent-card.json"
+#define DEFAULT_MAX_BODY ((size_t)1 << 20)
+/* A declared body larger than this many times max_body is not drained:
+ * answer 413 at once and let the connection close. */
+#define DRAIN_FACTOR 8
+
+/* Set up by once_http_start; afterwards only `stopping` (set once by
+ * once_http_stop) and `inflight` (every request's ctx) change, both atomic. */
+struct once_http {
+    once_http_config cfg;
+    char *rpc_path;
+    struct MHD_Daemon *d;
+    once_pool *pool;
+    int port;
+    int stopping;              /* atomic: set by once_http_stop */
+    long inflight;             /* atomic: live req_ctx count */
+};
+
+/* One JSON-RPC request. The MHD thread serving the connection owns it,
+ * except between suspend and resume when the worker owns it (see the file
+ * header); `done` hands it back. */
+typedef struct req_ctx {
+    once_http *h;
+    struct MHD_Connection *conn;
+    char *body;                /* [0..len), capacity cap; NUL-terminated */
+    size_t len, cap;
+    int too_large;
+    int dispatched;
+    int done;                  /* atomic: the worker finished (hand-over) */
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char *version;             /* A2A-Version (header or query), NULL = absent */
+    char *extensions;          /* A2A-Extensions, NULL = absent */
+    once_a2a_response resp;    /* written by the worker */
+} req_ctx;
+
+static void ctx_free(req_ctx *r)
+{
+    if (r == NULL)
+        return;
+    __atomic_sub_fetch(&r->h->inflight, 1, __ATOMIC_ACQ_REL);
+    once_free(r->body);
+    once_free(r->version);
+    once_free(r->extensions);
+    once_a2a_response_clear(&r->resp);
+    once_free(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    ctx_free(*con_cls);
+    *con_cls = NULL;
+}
+
+static void on_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    fprintf(stderr, "onced: http: %s\n", line);
+}
+
+/* Queue body (ownership taken; once_malloc'd) with our standard headers. */
+static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char *body,
+                                  size_t len, const once_a2a_response *meta, int closing)
+{
+    struct MHD_Response *res;
+    if (body != NULL)
+        res = MHD_create_response_from_buffer_with_free_callback(len, body, once_free);
+    else
+        res = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (res == NULL) {
+        once_free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (meta != NULL) {
+        if (meta->replayed)
+            MHD_add_response_header(res, "Idempotent-Replayed", "true");
+        if (meta->retry_after > 0) {
+            char ra[16];
+            snprintf(ra, sizeof ra, "%d", meta->retry_after);
+            MHD_add_response_header(res, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+        }
+        if (meta->extension)
+            MHD_add_response_header(res, "A2A-Extensions", ONCE_A2A_EXTENSION_URI);
+    }
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(res, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"once\"");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(res, MHD_HTTP_HEADER_ALLOW, "POST");
+    if (closing)
+        MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, res);
+    MHD_destroy_response(res);
+    return ret;
+}
+
+/* A JSON-RPC error the HTTP layer raises itself. */
+static enum MHD_Result queue_error(struct MHD_Connection *conn, int status, int code,
+                                   const char *reason, const char *message, int closing)
+{
+    once_a2a_response r;
+    if (once_a2a_error_response(status, code, reason, message, &r) != ONCE_OK)
+        return queue_json(conn, 500, NULL, 0, NULL, 1);
+    char *body = r.body;
+    r.body = NULL;
+    return queue_json(conn, status, body, r.len, NULL, closing);
+}
+
+static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
+{
+    size_t len;
+    const char *card = once_a2a_card(h->cfg.codec, &len);
+    struct MHD_Response *res =
+        MHD_create_response_from_buffer(len, (void *)card, MHD_RESPMEM_PERSISTENT);
+    if (res == NULL)
+        return MHD_NO;
+    MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "max-age=60");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, res);
+    MHD_destroy_response(res);
+    return ret;
+}
+
+/* application/json or application/a2a+json, charset (if any) UTF-8. A
+ * missing Content-Type is accepted. */
+static int content_type_ok(const char *ct)
+{
+    if (ct == NULL)
+        return 1;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    if (!((n == 16 && strncasecmp(ct, "application/json", 16) == 0) ||
+          (n == 20 && strncasecmp(ct, "application/a2a+json", 20) == 0)))
+        return 0;
+    const char *cs = strcasestr(ct, "charset=");
+    if (cs == NULL)
+        return 1;
+    cs += 8;
+    if (*cs == '"')
+        cs++;
+    return strncasecmp(cs, "utf-8", 5) == 0 || strncasecmp(cs, "utf8", 4) == 0;
+}
+
+static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, const char *key)
+{
+    const char *v = MHD_lookup_connection_value(conn, kind, key);
+    return v ? once_strdup(v) : NULL;
+}
+
+static void run_job(void *arg)
+{
+    req_ctx *r = arg;
+    once_a2a_request q = {r->principal, r->version, r->extensions, r->body, r->len};
+    if (once_a2a_handle(r->h->cfg.codec, &q, &r->resp) != ONCE_OK) {
+        once_a2a_response_clear(&r->resp);
+        once_a2a_error_response(500, ONCE_RPC_INTERNAL, "INTERNAL",
+                                "Internal error (out of memory)", &r->resp);
+    }
+    struct MHD_Connection *conn = r->conn;
+    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+    MHD_resume_connection(conn); /* r belongs to the MHD thread from here */
+}
+
+static int is_rpc_path(const once_http *h, const char *url)
+{
+    return strcmp(url, "/") == 0 || (h->rpc_path != NULL && strcmp(url, h->rpc_path) == 0);
+}
+
+static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, const char *url,
+                                  const char *method, void **con_cls)
+{
+    int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+              strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    if (strcmp(url, CARD_PATH) == 0 && get)
+        return queue_card(h, conn);
+    if (!is_rpc_path(h, url))
+        return queue_error(conn, MHD_HTTP_NOT_FOUND, ONCE_RPC_INVALID_REQUEST, "NOT_FOUND",
+                           "No such path: JSON-RPC is served by POST / and the agent card at "
+                           CARD_PATH,
+                           0);
+    if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+        return queue_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, ONCE_RPC_INVALID_REQUEST,
+                           "METHOD_NOT_ALLOWED", "JSON-RPC requests are sent with POST", 0);
+    if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE))
+        return queue_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
+                           "SHUTTING_DOWN", "The server is shutting down; retry elsewhere", 1);
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl != NULL) {
+        uint64_t n;
+        if (once_parse_size(cl, &n) == ONCE_OK && n > (uint64_t)h->cfg.max_body * DRAIN_FACTOR)
+            return queue_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
+                               "PAYLOAD_TOO_LARGE", "Request body too large", 1);
+    }
+    req_ctx *r = once_calloc(1, sizeof *r);
+    if (r == NULL)
+        return MHD_NO;
+    r->h = h;
+    r->conn = conn;
+    __atomic_add_fetch(&h->inflight, 1, __ATOMIC_ACQ_REL);
+    *con_cls = r;
+    return MHD_YES;
+}
+
+static int append_body(req_ctx *r, const char *data, size_t n)
+{
+    if (r->too_large)
+        return ONCE_OK;
+    if (r->len + n > r->h->cfg.max_body) {
+        r->too_large = 1;
+        once_free(r->body);
+        r->body = NULL;
+        r->len = r->cap = 0;
+        return ONCE_OK;
+    }
+    if (r->len + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 4096;
+        while (cap < r->len + n + 1)
+            cap *= 2;
+        char *nb = once_realloc(r->body, cap);
+        if (nb == NULL)
+            return ONCE_ENOMEM;
+        r->body = nb;
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len += n;
+    r->body[r->len] = '\0';
+    return ONCE_OK;
+}
+
+static enum MHD_Result dispatch(once_http *h, req_ctx *r)
+{
+    struct MHD_Connection *conn = r->conn;
+    if (r->too_large) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "Invalid request: body larger than %zu bytes",
+                 h->cfg.max_body);
+        return queue_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
+                           "PAYLOAD_TOO_LARGE", msg, 0);
+    }
+    if (!content_type_ok(
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return queue_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, ONCE_RPC_INVALID_REQUEST,
+                           "UNSUPPORTED_MEDIA_TYPE",
+                           "Invalid request: Content-Type must be application/json (UTF-8)", 0);
+    if (h->cfg.tokens != NULL) {
+        const char *p = once_tokens_principal(
+            h->cfg.tokens,
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
+        if (p == NULL)
+            return queue_error(conn, MHD_HTTP_UNAUTHORIZED, ONCE_RPC_INVALID_REQUEST,
+                               "UNAUTHENTICATED",
+                               "Unauthenticated: send Authorization: Bearer <token>", 0);
+        snprintf(r->principal, sizeof r->principal, "%s", p);
+    } else {
+        snprintf(r->principal, sizeof r->principal, "anonymous");
+    }
+    r->version = dup_value(conn, MHD_HEADER_KIND, "A2A-Version");
+    if (r->version == NULL)
+        r->version = dup_value(conn, MHD_GET_ARGUMENT_KIND, "A2A-Version");
+    r->extensions = dup_value(conn, MHD_HEADER_KIND, "A2A-Extensions");
+    r->dispatched = 1;
+    MHD_suspend_connection(conn);
+    int rc = once__http_pool_submit(h->pool, run_job, r);
+    if (rc != ONCE_OK) {
+        once_a2a_error_response(MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
+                                rc == ONCE_EBUSY ? "OVERLOADED" : "SHUTTING_DOWN",
+                                "The server is busy; retry the same request", &r->resp);
+        r->resp.retry_after = 1;
+        __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+        MHD_resume_connection(conn);
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    once_http *h = cls;
+    req_ctx *r = *con_cls;
+    if (r == NULL)
+        return first_call(h, conn, url, method, con_cls);
+    if (*upload_data_size > 0) {
+        if (append_body(r, upload_data, *upload_data_size) != ONCE_OK)
+            return MHD_NO;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+        char *body = r->resp.body;
+        r->resp.body = NULL;
+        int closing = __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE);
+        return queue_json(conn, r->resp.http_status ? r->resp.http_status : 500, body,
+                          r->resp.len, &r->resp, closing);
+    }
+    if (r->dispatched) /* spurious wake-up while the worker runs */
+        return MHD_YES;
+    return dispatch(h, r);
+}
+
+static int resolve(const char *host, int port, struct sockaddr_storage *ss, int *v6, char *err,
+                   size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%d", port);
+    int gai = getaddrinfo(host, ps, &hints, &res);
+    if (gai != 0 || res == NULL) {
+        snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(gai));
+        return ONCE_EINVAL;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *v6 = res->ai_family == AF_INET6;
+    freeaddrinfo(res);
+    return ONCE_OK;
+}
+
+int once_http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (cfg == NULL || cfg->codec == NULL || cfg->host == NULL) {
+        snprintf(err, errlen, "missing configuration");
+        return ONCE_EINVAL;
+    }
+    once_http *h = once_calloc(1, sizeof *h);
+    if (h == NULL)
+        return ONCE_ENOMEM;
+    h->cfg = *cfg;
+    if (h->cfg.threads == 0)
+        h->cfg.threads = 2;
+    if (h->cfg.workers == 0)
+        h->cfg.workers = 64;
+    if (h->cfg.max_body == 0)
+        h->cfg.max_body = DEFAULT_MAX_BODY;
+    if (h->cfg.max_connections == 0)
+        h->cfg.max_connections = 1024;
+    if (h->cfg.idle_timeout_s == 0)
+        h->cfg.idle_timeout_s = 30;
+    if (cfg->rpc_path != NULL && strcmp(cfg->rpc_path, "/") != 0) {
+        h->rpc_path = once_strdup(cfg->rpc_path);
+        if (h->rpc_path == NULL) {
+            once_free(h);
+            return ONCE_ENOMEM;
+        }
+    }
+    h->cfg.rpc_path = h->rpc_path;
+    struct sockaddr_storage ss;
+    int v6 = 0;
+    int rc = resolve(cfg->host, cfg->port, &ss, &v6, err, errlen);
+    if (rc == ONCE_OK) {
+        /* Calls queue behind busy workers up to this depth, then get 503. */
+        rc = once__http_pool_new(h->cfg.workers, (size_t)h->cfg.max_connections, &h->pool);
+        if (rc != ONCE_OK)
+            snprintf(err, errlen, "cannot start the worker pool: %s", once_strerror(rc));
+    }
+    if (rc != ONCE_OK) {
+        once_http_stop(h);
+        return rc;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    h->d = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
+        on_log, h, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->cfg.threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
+        /* request line + headers must fit here: larger ones get 431 */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+    if (h->d == NULL) {
+        snprintf(err, errlen, "cannot listen on %s:%d (address in use or not available)",
+                 cfg->host, cfg->port);
+        once_http_stop(h);
+        return ONCE_EIO;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : cfg->port;
+    *out = h;
+    return ONCE_OK;
+}
+
+int once_http_port(const once_http *h)
+{
+    return h->port;
+}
+
+void once_http_stop(once_http *h)
+{
+    if (h == NULL)
+        return;
+    __atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
+    if (h->d != NULL) {
+        MHD_socket fd = MHD_quiesce_daemon(h->d);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+    }
+    /* Every accepted call runs to its end and resumes its connection. */
+    once__http_pool_free(h->pool);
+    h->pool = NULL;
+    if (h->d != NULL) {
+        /* Give resumed connections a moment to send their responses. */
+        int64_t until = once_monotonic_ms() + 2000;
+        while (__atomic_load_n(&h->inflight, __ATOMIC_ACQUIRE) > 0 &&
+               once_monotonic_ms() < until) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        MHD_stop_daemon(h->d);
+    }
+    once_free(h->rpc_path);
+    once_free(h);
+}

@@ -1,0 +1,441 @@
+// Interop: the real A2A client, @a2a-js/sdk 1.3.0, drives a real onced.
+//
+// Starts its own onced ($ONCED, else build/onced) on a free loopback port
+// with a fresh SQLite store in a temporary folder, waits for the agent card,
+// then runs the scenarios below through the SDK's public client API only
+// (ClientFactory().createFromUrl, client.sendMessage/getTask/cancelTask).
+// Every request the SDK makes goes through a recording wrapper around
+// globalThis.fetch, so the test can also assert what the SDK put on the wire
+// (A2A-Version) and what onced answered in HTTP headers (Idempotent-Replayed).
+//
+// Invariants: onced is always killed on exit; a missing SDK, node_modules or
+// onced binary is a FAILURE (never a skip); output ends with
+// "N passed, N failed" and the exit status is non-zero on any failure.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..', '..');
+const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
+const SDK_DIR = path.join(HERE, 'node_modules', '@a2a-js', 'sdk');
+const SDK_VERSION = '1.3.0';
+const EXT = 'urn:once:a2a:idempotency:v1';
+const CALL_TIMEOUT_MS = 30000;
+const WATCHDOG_MS = 110000;
+
+let passed = 0;
+let failed = 0;
+
+class CheckFailed extends Error {}
+
+function check(cond, what) {
+  if (cond) {
+    passed++;
+    return;
+  }
+  failed++;
+  console.error('FAIL:', what);
+  throw new CheckFailed(what);
+}
+
+function eq(got, want, what) {
+  check(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+
+// A fatal setup problem: count it, explain it, stop.
+function fatal(msg) {
+  failed++;
+  console.error('FAIL:', msg);
+  finish();
+}
+
+let onced = null;
+let tmpdir = null;
+
+function killOnced() {
+  if (onced && onced.exitCode === null && onced.signalCode === null) {
+    try {
+      onced.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function onceLogTail() {
+  try {
+    const t = fs.readFileSync(path.join(tmpdir, 'onced.log'), 'utf8');
+    return t.slice(-3000);
+  } catch {
+    return '(no log)';
+  }
+}
+
+function finish() {
+  killOnced();
+  if (failed === 0 && tmpdir) {
+    fs.rmSync(tmpdir, { recursive: true, force: true });
+  } else if (tmpdir) {
+    console.error(`onced log and store kept in ${tmpdir}; log tail:\n${onceLogTail()}`);
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}
+
+process.on('exit', killOnced);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    console.error(`interrupted by ${sig}`);
+    failed++;
+    finish();
+  });
+}
+setTimeout(() => {
+  console.error(`watchdog: test did not finish within ${WATCHDOG_MS} ms`);
+  failed++;
+  finish();
+}, WATCHDOG_MS).unref();
+
+// ---- preconditions: the SDK and the server binary must both be present ----
+
+function loadSdkVersion() {
+  const pj = path.join(SDK_DIR, 'package.json');
+  if (!fs.existsSync(pj)) {
+    fatal(`@a2a-js/sdk is not installed (${SDK_DIR} missing). ` +
+          `Run "npm ci" (or "npm install") in ${HERE}, or "bash scripts/deps.sh".`);
+  }
+  return JSON.parse(fs.readFileSync(pj, 'utf8')).version;
+}
+
+const sdkVersion = loadSdkVersion();
+if (sdkVersion !== SDK_VERSION) {
+  fatal(`@a2a-js/sdk ${sdkVersion} installed, this test pins ${SDK_VERSION} (see package.json)`);
+}
+let sdk;
+try {
+  sdk = {
+    ...(await import('@a2a-js/sdk')),
+    ...(await import('@a2a-js/sdk/client')),
+    errors: await import('@a2a-js/sdk/errors'),
+  };
+} catch (e) {
+  fatal(`cannot load @a2a-js/sdk: ${e && e.stack ? e.stack : e}`);
+}
+const { ClientFactory, Role, TaskState } = sdk;
+
+if (!fs.existsSync(ONCED)) {
+  fatal(`onced binary not found at ${ONCED} (set ONCED or build it: cmake --build build --target onced)`);
+}
+
+// ---- recording fetch: what the SDK sends, what onced answers ----
+
+const wire = []; // {method, url, reqHeaders: Headers, body, status, resHeaders: Headers}
+const realFetch = globalThis.fetch;
+globalThis.fetch = async (input, init = {}) => {
+  const rec = {
+    method: init.method || 'GET',
+    url: String(input),
+    reqHeaders: new Headers(init.headers || {}),
+    body: typeof init.body === 'string' ? init.body : null,
+  };
+  const res = await realFetch(input, init);
+  rec.status = res.status;
+  rec.resHeaders = res.headers;
+  wire.push(rec);
+  return res;
+};
+
+function rpcMethodOf(rec) {
+  try {
+    return JSON.parse(rec.body).method;
+  } catch {
+    return null;
+  }
+}
+
+function lastRpc(method) {
+  for (let i = wire.length - 1; i >= 0; i--) {
+    if (rpcMethodOf(wire[i]) === method) return wire[i];
+  }
+  return null;
+}
+
+// ---- onced lifecycle ----
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function startOnced() {
+  tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), 'once-interop-'));
+  const port = await freePort();
+  const log = fs.openSync(path.join(tmpdir, 'onced.log'), 'a');
+  const args = ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${path.join(tmpdir, 'registry.db')}`,
+                '--executor', 'echo'];
+  onced = spawn(ONCED, args, { stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  onced.on('error', (e) => console.error(`spawn ${ONCED}: ${e.message}`));
+  const base = `http://127.0.0.1:${port}`;
+  const end = Date.now() + 15000;
+  while (Date.now() < end) {
+    if (onced.exitCode !== null || onced.signalCode !== null) {
+      fatal(`onced exited early (status ${onced.exitCode}, signal ${onced.signalCode}): ${args.join(' ')}`);
+    }
+    try {
+      const r = await realFetch(`${base}/.well-known/agent-card.json`, { signal: AbortSignal.timeout(1000) });
+      if (r.status === 200) {
+        await r.arrayBuffer();
+        return base;
+      }
+    } catch {
+      // not listening yet
+    }
+    await sleep(50);
+  }
+  fatal('onced did not serve its agent card within 15 s');
+  return null;
+}
+
+// ---- SDK-shaped helpers (types from the SDK's d.ts: ts-proto style) ----
+
+function userMessage(text, { messageId, taskId, contextId } = {}) {
+  const m = {
+    messageId: messageId || randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+  if (taskId) m.taskId = taskId;
+  if (contextId) m.contextId = contextId;
+  return m;
+}
+
+const opts = () => ({ signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+
+function isTask(r) {
+  return r && typeof r === 'object' && typeof r.id === 'string' && r.id !== '' && 'status' in r;
+}
+
+function stateName(s) {
+  return TaskState[s] ?? String(s);
+}
+
+function texts(parts) {
+  return (parts || []).filter((p) => p.content && p.content.$case === 'text').map((p) => p.content.value);
+}
+
+function expectState(task, want, what) {
+  check(isTask(task), `${what}: result is a Task (got ${JSON.stringify(task)})`);
+  eq(stateName(task.status && task.status.state), stateName(want), `${what}: task state`);
+}
+
+// The A2A ErrorInfo inside a JSON-RPC error.data, as onced sends it.
+function errorInfo(err) {
+  const data = Array.isArray(err && err.data) ? err.data : [];
+  return data.find((d) => d && typeof d === 'object' && String(d['@type'] || '').endsWith('google.rpc.ErrorInfo'));
+}
+
+async function expectRpcError(promise, code, reason, meta, what) {
+  let err = null;
+  let result;
+  try {
+    result = await promise;
+  } catch (e) {
+    err = e;
+  }
+  check(err !== null, `${what}: the SDK raised an error (it returned ${JSON.stringify(result)})`);
+  check(err instanceof sdk.errors.A2AError, `${what}: error is an SDK A2AError (got ${err && err.name}: ${err && err.message})`);
+  eq(err.transport, 'jsonrpc', `${what}: error transport`);
+  eq(err.envelopeCode, code, `${what}: JSON-RPC error code`);
+  const info = errorInfo(err);
+  check(info !== undefined, `${what}: error.data carries a google.rpc.ErrorInfo (data: ${JSON.stringify(err.data)})`);
+  eq(info.reason, reason, `${what}: ErrorInfo.reason`);
+  for (const [k, v] of Object.entries(meta)) {
+    eq(info.metadata && info.metadata[k], v, `${what}: ErrorInfo.metadata.${k}`);
+  }
+  return err;
+}
+
+// ---- scenarios ----
+
+let base;
+let client;
+const st = {}; // state carried between scenarios
+
+async function s1_client_from_agent_card() {
+  client = await new ClientFactory().createFromUrl(base);
+  check(client !== null && typeof client.sendMessage === 'function', 'createFromUrl returned a client');
+  eq(client.transport.protocolName, 'JSONRPC', 'transport chosen from supportedInterfaces');
+  eq(client.protocolVersion, '1.0', 'protocol version negotiated from the card');
+  const card = await client.getAgentCard(opts());
+  const exts = (card.capabilities && card.capabilities.extensions) || [];
+  check(exts.some((x) => x.uri === EXT), `agent card declares ${EXT} (got ${JSON.stringify(exts.map((x) => x.uri))})`);
+  const cardReq = wire.find((r) => r.url.endsWith('/.well-known/agent-card.json'));
+  check(cardReq !== undefined, 'the SDK fetched /.well-known/agent-card.json');
+  console.log(`info: card fetch sent A2A-Version=${JSON.stringify(cardReq.reqHeaders.get('a2a-version'))}, ` +
+              `onced answered HTTP ${cardReq.status}`);
+}
+
+async function s2_send_hello_completes() {
+  const msg = userMessage('hello');
+  let r;
+  try {
+    r = await client.sendMessage({ message: msg }, opts());
+  } finally {
+    const rec = lastRpc('SendMessage');
+    if (rec) {
+      console.log(`info: SendMessage sent A2A-Version=${JSON.stringify(rec.reqHeaders.get('a2a-version'))}, ` +
+                  `A2A-Extensions=${JSON.stringify(rec.reqHeaders.get('a2a-extensions'))}, ` +
+                  `body=${rec.body}; onced answered HTTP ${rec.status}`);
+    }
+  }
+  eq(lastRpc('SendMessage').reqHeaders.get('a2a-version'), '1.0', 'SDK sent A2A-Version: 1.0 on SendMessage');
+  expectState(r, TaskState.TASK_STATE_COMPLETED, 'send "hello"');
+  check(r.contextId !== '', 'task has a contextId');
+  const echoed = (r.artifacts || []).flatMap((a) => texts(a.parts));
+  check(echoed.includes('hello'), `an artifact echoes "hello" (artifact texts: ${JSON.stringify(echoed)})`);
+  st.hello = { task: r, messageId: msg.messageId };
+}
+
+async function s3_input_required_then_continue() {
+  const ask = userMessage('ask:Which jurisdiction?');
+  const r1 = await client.sendMessage({ message: ask }, opts());
+  expectState(r1, TaskState.TASK_STATE_INPUT_REQUIRED, 'send "ask:Which jurisdiction?"');
+  const q = r1.status.message;
+  check(q !== undefined && q !== null, 'input-required status carries a message');
+  eq(q.role, Role.ROLE_AGENT, 'the question comes from the agent');
+  check(texts(q.parts).some((t) => t.includes('Which jurisdiction?')),
+        `status.message asks the question (got ${JSON.stringify(texts(q.parts))})`);
+
+  const answer = userMessage('Delaware', { taskId: r1.id, contextId: r1.contextId });
+  const r2 = await client.sendMessage({ message: answer }, opts());
+  expectState(r2, TaskState.TASK_STATE_COMPLETED, 'continuation with the answer');
+  eq(r2.id, r1.id, 'continuation stays on the same task');
+  eq(r2.contextId, r1.contextId, 'continuation keeps the contextId');
+  st.asked = { task: r2, askId: ask.messageId, answerId: answer.messageId };
+}
+
+async function s4_new_message_to_completed_task() {
+  check(st.asked !== undefined, 'prerequisite: scenario 3 produced a completed task');
+  const t = st.asked.task;
+  const late = userMessage('one more thing', { taskId: t.id, contextId: t.contextId });
+  const err = await expectRpcError(client.sendMessage({ message: late }, opts()), -32004, 'TASK_TERMINAL',
+                                   { taskId: t.id, state: 'TASK_STATE_COMPLETED' }, 'message to a completed task');
+  check(err instanceof sdk.errors.UnsupportedOperationError,
+        `the SDK maps -32004 to UnsupportedOperationError (got ${err.name})`);
+}
+
+async function s5_get_task_with_history() {
+  check(st.asked !== undefined, 'prerequisite: scenario 3 produced a completed task');
+  const t = st.asked.task;
+  const g = await client.getTask({ id: t.id }, opts());
+  expectState(g, TaskState.TASK_STATE_COMPLETED, 'GetTask');
+  eq(g.id, t.id, 'GetTask id');
+  eq(g.contextId, t.contextId, 'GetTask contextId');
+  const hist = g.history || [];
+  const userIds = hist.filter((m) => m.role === Role.ROLE_USER).map((m) => m.messageId);
+  const iAsk = userIds.indexOf(st.asked.askId);
+  const iAns = userIds.indexOf(st.asked.answerId);
+  check(iAsk >= 0 && iAns > iAsk,
+        `history holds the first message then the answer (user messageIds: ${JSON.stringify(userIds)})`);
+  check(!hist.some((m) => texts(m.parts).includes('one more thing')),
+        'the refused message did not enter the history');
+  check((g.artifacts || []).length > 0, 'GetTask returns the artifacts');
+
+  const g1 = await client.getTask({ id: t.id, historyLength: 1 }, opts());
+  check((g1.history || []).length <= 1, `GetTask historyLength=1 returns at most 1 message (got ${(g1.history || []).length})`);
+
+  await expectRpcError(client.getTask({ id: randomUUID() }, opts()), -32001, 'TASK_NOT_FOUND', {}, 'GetTask of an unknown id');
+}
+
+async function s6_cancel() {
+  const t0 = Date.now();
+  const r = await client.sendMessage({ message: userMessage('sleep:30'), configuration: { returnImmediately: true } }, opts());
+  const took = Date.now() - t0;
+  check(isTask(r), `sleep:30 with returnImmediately returns a Task (got ${JSON.stringify(r)})`);
+  const s = stateName(r.status.state);
+  check(s === 'TASK_STATE_SUBMITTED' || s === 'TASK_STATE_WORKING', `sleep:30 returned at once in a live state (got ${s})`);
+  check(took < 10000, `returnImmediately did not block (${took} ms)`);
+
+  const c = await client.cancelTask({ id: r.id }, opts());
+  expectState(c, TaskState.TASK_STATE_CANCELED, 'CancelTask of a running task');
+  eq(c.id, r.id, 'CancelTask returns the same task');
+
+  await sleep(1500); // a worker that ignored the cancel would have written by now
+  const g = await client.getTask({ id: r.id }, opts());
+  expectState(g, TaskState.TASK_STATE_CANCELED, 'GetTask after cancel');
+
+  const again = await client.cancelTask({ id: r.id }, opts());
+  expectState(again, TaskState.TASK_STATE_CANCELED, 'CancelTask again (idempotent on a canceled task)');
+
+  check(st.hello !== undefined, 'prerequisite: scenario 2 produced a completed task');
+  await expectRpcError(client.cancelTask({ id: st.hello.task.id }, opts()), -32002, 'TASK_NOT_CANCELABLE',
+                       { taskId: st.hello.task.id, state: 'TASK_STATE_COMPLETED' }, 'CancelTask of a completed task');
+}
+
+async function s7_same_message_twice_dedups() {
+  const id = randomUUID();
+  const a = await client.sendMessage({ message: userMessage('hello twice', { messageId: id }) }, opts());
+  const aHdr = lastRpc('SendMessage').resHeaders.get('idempotent-replayed');
+  const b = await client.sendMessage({ message: userMessage('hello twice', { messageId: id }) }, opts());
+  const bHdr = lastRpc('SendMessage').resHeaders.get('idempotent-replayed');
+  expectState(a, TaskState.TASK_STATE_COMPLETED, 'first send');
+  expectState(b, TaskState.TASK_STATE_COMPLETED, 'resend with the same messageId');
+  eq(b.id, a.id, 'both answers carry the same (derived) task id');
+  eq(b.contextId, a.contextId, 'both answers carry the same contextId');
+  check(aHdr === null || aHdr === 'false', `first answer is not marked replayed (Idempotent-Replayed: ${aHdr})`);
+  eq(bHdr, 'true', 'second answer carries Idempotent-Replayed: true');
+
+  const c = await client.sendMessage({ message: userMessage('hello twice') }, opts());
+  expectState(c, TaskState.TASK_STATE_COMPLETED, 'same text, new messageId');
+  check(c.id !== a.id, 'a new messageId makes a new task');
+}
+
+const scenarios = [
+  s1_client_from_agent_card,
+  s2_send_hello_completes,
+  s3_input_required_then_continue,
+  s4_new_message_to_completed_task,
+  s5_get_task_with_history,
+  s6_cancel,
+  s7_same_message_twice_dedups,
+];
+
+base = await startOnced();
+console.log(`info: @a2a-js/sdk ${sdkVersion}, node ${process.version}, onced ${ONCED} at ${base}`);
+for (const s of scenarios) {
+  if (!client && s !== s1_client_from_agent_card) {
+    failed++;
+    console.error(`FAIL ${s.name}: no client (scenario 1 failed)`);
+    continue;
+  }
+  try {
+    await s();
+    console.log('ok  ', s.name);
+  } catch (e) {
+    if (!(e instanceof CheckFailed)) {
+      failed++; // an unexpected exception, e.g. an SDK error where a result was expected
+      const extra = e && e.envelopeCode !== undefined ? ` (code ${e.envelopeCode}, data ${JSON.stringify(e.data)})` : '';
+      console.error(`FAIL ${s.name}: ${e && e.name}: ${e && e.message}${extra}`);
+    } else {
+      console.error(`FAIL ${s.name}`);
+    }
+  }
+}
+finish();

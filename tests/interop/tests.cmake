@@ -1,0 +1,15 @@
+# Interop: the real A2A peer, @a2a-js/sdk 1.3.0 (tests/interop/package.json),
+# drives a real onced over loopback. The script starts its own onced from
+# $ONCED. Missing Node or a missing SDK is a failure, never a skip: the
+# interop claim must not pass silently on a machine that cannot check it.
+find_program(NODE_EXECUTABLE NAMES node nodejs)
+if(NODE_EXECUTABLE)
+  add_test(NAME interop/js_client
+           COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/interop/client_vs_onced.mjs
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/interop)
+else()
+  add_test(NAME interop/js_client
+           COMMAND sh -c "echo 'interop/js_client: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
+endif()
+set_tests_properties(interop/js_client PROPERTIES TIMEOUT 150 LABELS interop
+  ENVIRONMENT "ONCED=${CMAKE_BINARY_DIR}/onced")
