@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/jcs.h"
 
 /* Length of the UTF-8 sequence starting at p (n bytes left), or 0 when it is
  * not a valid, shortest-form encoding of a scalar value (RFC 3629). */
@@ -119,48 +120,7 @@ int once__a2a_json_parse(const char *buf, size_t n, json_t **out, char *why, siz
     return ONCE_OK;
 }
 
-/* The growing output of one once__a2a_json_dump call (one thread). */
-struct dumpbuf {
-    char *p;
-    size_t len, cap;
-    int failed;
-};
-
-static int dump_cb(const char *chunk, size_t size, void *data)
-{
-    struct dumpbuf *b = data;
-    if (b->failed)
-        return -1;
-    if (b->len + size + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + size + 1)
-            cap *= 2;
-        char *np = once_realloc(b->p, cap);
-        if (np == NULL) {
-            b->failed = 1;
-            return -1;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, chunk, size);
-    b->len += size;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
 int once__a2a_json_dump(const json_t *v, char **out, size_t *len)
 {
-    struct dumpbuf b = {0};
-    *out = NULL;
-    if (len)
-        *len = 0;
-    if (json_dump_callback(v, dump_cb, &b, JSON_COMPACT | JSON_ENCODE_ANY) != 0 || b.p == NULL) {
-        once_free(b.p);
-        return b.failed || v != NULL ? ONCE_ENOMEM : ONCE_EINVAL;
-    }
-    *out = b.p;
-    if (len)
-        *len = b.len;
-    return ONCE_OK;
+    return once__json_write(v, out, len);
 }

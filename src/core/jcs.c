@@ -26,11 +26,14 @@
 #define PARSE_FLAGS                                                                                \
     (JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL | JSON_DECODE_ANY)
 
-/* Growing output buffer; owned by one canonicalisation call. */
+/* Growing output buffer; owned by one write call. canonical: RFC 8785 form
+ * (members sorted, integers as doubles); otherwise members keep their order
+ * and integers are written exactly (once__json_write). */
 struct jbuf {
     char *p;
     size_t len;
     size_t cap;
+    int canonical;
 };
 
 static int jbuf_reserve(struct jbuf *b, size_t extra)
@@ -222,7 +225,7 @@ static int write_object(struct jbuf *b, const json_t *obj, int depth)
     for (size_t k = 0; k < i && rc == ONCE_OK; k++)
         if (!utf8_valid((const unsigned char *)m[k].key, m[k].keylen))
             rc = ONCE_EINVAL;
-    if (rc == ONCE_OK && i > 1)
+    if (rc == ONCE_OK && i > 1 && b->canonical)
         qsort(m, i, sizeof *m, member_cmp);
     if (rc == ONCE_OK)
         rc = jbuf_putc(b, '{');
@@ -279,6 +282,11 @@ static int write_value(struct jbuf *b, const json_t *v, int depth)
     case JSON_REAL:
         return write_number(b, json_real_value(v));
     case JSON_INTEGER:
+        if (!b->canonical) {
+            char num[24];
+            int n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            return jbuf_put(b, num, (size_t)n);
+        }
         /* Beyond 2^53 this rounds, exactly as a JCS (double) reader would. */
         return write_number(b, (double)json_integer_value(v));
     case JSON_TRUE:
@@ -291,14 +299,14 @@ static int write_value(struct jbuf *b, const json_t *v, int depth)
     return ONCE_EINVAL;
 }
 
-int once__jcs_json(const json_t *v, char **out, size_t *outlen)
+static int write_doc(const json_t *v, int canonical, char **out, size_t *outlen)
 {
     if (out == NULL)
         return ONCE_EINVAL;
     *out = NULL;
     if (outlen)
         *outlen = 0;
-    struct jbuf b = {NULL, 0, 0};
+    struct jbuf b = {NULL, 0, 0, canonical};
     int rc = write_value(&b, v, 0);
     if (rc == ONCE_OK)
         rc = jbuf_putc(&b, '\0');
@@ -310,6 +318,16 @@ int once__jcs_json(const json_t *v, char **out, size_t *outlen)
     if (outlen)
         *outlen = b.len - 1;
     return ONCE_OK;
+}
+
+int once__jcs_json(const json_t *v, char **out, size_t *outlen)
+{
+    return write_doc(v, 1, out, outlen);
+}
+
+int once__json_write(const json_t *v, char **out, size_t *outlen)
+{
+    return write_doc(v, 0, out, outlen);
 }
 
 /* ---------------------------------------------------------------------------

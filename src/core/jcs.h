@@ -20,6 +20,14 @@
  * *out is NULL. v is only read. */
 int once__jcs_json(const json_t *v, char **out, size_t *outlen);
 
+/* Compact JSON text of v for the wire and the store: members in their
+ * insertion order, integers exact, reals in the shortest form that reads
+ * back to the same double (so 0.93 stays "0.93", where jansson's dump would
+ * write 0.93000000000000005), strings escaped as RFC 8785 does. Same
+ * results and ownership as once__jcs_json. Every JSON text libonce emits
+ * goes through here. */
+int once__json_write(const json_t *v, char **out, size_t *outlen);
+
 /* once_message_digest() for a parsed Message object; ONCE_EINVAL if msg is
  * not an object. */
 int once__message_digest_json(const json_t *msg, uint8_t out[ONCE_SHA256_LEN]);

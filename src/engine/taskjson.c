@@ -13,23 +13,13 @@
  */
 #include <string.h>
 
+#include "core/jcs.h"
 #include "engine/engine_int.h"
 
 char *once__json_text(const json_t *j)
 {
-    const size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(17);
-    size_t n = json_dumpb(j, NULL, 0, flags);
-    if (n == 0)
-        return NULL;
-    char *buf = once_malloc(n + 1);
-    if (buf == NULL)
-        return NULL;
-    if (json_dumpb(j, buf, n, flags) != n) {
-        once_free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
+    char *buf = NULL;
+    return once__json_write(j, &buf, NULL) == ONCE_OK ? buf : NULL;
 }
 
 json_t *once__json_parse(const char *text)

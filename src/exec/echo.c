@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "core/jcs.h"
 #include "once/executor.h"
 
 #define ASKED "echo:asked"
@@ -55,15 +56,11 @@ static int echo_artifact(once_work *w, const char *text)
 {
     json_t *a = json_pack("{s:s, s:s, s:[{s:s}]}", "artifactId", "echo", "name", "echo",
                           "parts", "text", text);
-    size_t need = a ? json_dumpb(a, NULL, 0, JSON_COMPACT) : 0;
-    char *json = need ? once_malloc(need + 1) : NULL;
-    int rc = ONCE_ENOMEM;
+    char *json = NULL;
+    int rc = a ? once__json_write(a, &json, NULL) : ONCE_ENOMEM;
 
-    if (json) {
-        json_dumpb(a, json, need, JSON_COMPACT);
-        json[need] = '\0';
+    if (rc == ONCE_OK)
         rc = once_work_artifact(w, json, 0, 1);
-    }
     once_free(json);
     json_decref(a);
     return rc;

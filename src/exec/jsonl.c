@@ -13,6 +13,7 @@
  * task's status message (JSON).
  */
 #include "exec/jsonl.h"
+#include "core/jcs.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -554,12 +555,13 @@ int once__exec_input(const once__exec_turn *t, char **out, size_t *outlen)
     bad_set |= json_object_set_new(o, "message", parse_or_null(t->message_json));
     bad_set |= json_object_set_new(o, "task", parse_or_null(t->task_json));
     bad_set |= json_object_set_new(o, "checkpoint", string_or_null(t->checkpoint));
-    need = bad_set ? 0 : json_dumpb(o, NULL, 0, JSON_COMPACT);
-    if (need == 0 || (buf = once_malloc(need + 2)) == NULL) {
+    char *text = NULL;
+    if (bad_set || once__json_write(o, &text, &need) != ONCE_OK ||
+        (buf = once_realloc(text, need + 2)) == NULL) {
+        once_free(text);
         json_decref(o);
         return ONCE_ENOMEM;
     }
-    json_dumpb(o, buf, need, JSON_COMPACT);
     json_decref(o);
     buf[need] = '\n';
     buf[need + 1] = '\0';

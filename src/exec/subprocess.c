@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/jcs.h"
 #include "exec/jsonl.h"
 #include "exec/proc.h"
 #include "once/executor.h"
@@ -156,13 +157,8 @@ static void fail(turn *t, const char *fmt, ...)
 
 static char *dump(const json_t *v)
 {
-    size_t need = json_dumpb(v, NULL, 0, JSON_COMPACT);
-    char *s = need ? once_malloc(need + 1) : NULL;
-    if (s) {
-        json_dumpb(v, s, need, JSON_COMPACT);
-        s[need] = '\0';
-    }
-    return s;
+    char *s = NULL;
+    return once__json_write(v, &s, NULL) == ONCE_OK ? s : NULL;
 }
 
 static int apply(turn *t, const once__exec_cmd *c, int *ends)

@@ -699,6 +699,35 @@ static void test_digest_rejects(void **state)
     json_decref(v);
 }
 
+/* once__json_write: the writer for the wire and the store keeps member order,
+ * writes integers exactly and reals in their shortest round-trip form. */
+static void test_json_write(void **state)
+{
+    (void)state;
+    json_error_t err;
+    json_t *v = json_loads("{\"z\":0.93,\"a\":[1,9007199254740993,-0.0,1e21,\"\\u00e9\\n\"],"
+                           "\"m\":{\"y\":null,\"b\":true}}", 0, &err);
+    assert_non_null(v);
+    char *out = NULL;
+    size_t n = 0;
+    assert_int_equal(once__json_write(v, &out, &n), ONCE_OK);
+    assert_string_equal(out, "{\"z\":0.93,\"a\":[1,9007199254740993,0,1e+21,\"\xc3\xa9\\n\"],"
+                             "\"m\":{\"y\":null,\"b\":true}}");
+    assert_int_equal(n, strlen(out));
+    once_free(out);
+    /* The canonical form of the same value sorts and rounds the big integer. */
+    assert_int_equal(once__jcs_json(v, &out, NULL), ONCE_OK);
+    assert_string_equal(out, "{\"a\":[1,9007199254740992,0,1e+21,\"\xc3\xa9\\n\"],"
+                             "\"m\":{\"b\":true,\"y\":null},\"z\":0.93}");
+    once_free(out);
+    json_decref(v);
+    json_t *s = json_string("x");
+    assert_int_equal(once__json_write(s, &out, NULL), ONCE_OK);
+    assert_string_equal(out, "\"x\"");
+    once_free(out);
+    json_decref(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -726,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_digest_ignores_server_members),
         cmocka_unit_test(test_digest_changes),
         cmocka_unit_test(test_digest_rejects),
+        cmocka_unit_test(test_json_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
