@@ -59,6 +59,21 @@ void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
     pthread_cond_timedwait(cv, mu, &ts);
 }
 
+int once__engine_pause(once_engine *e, int64_t ms)
+{
+    int64_t until = once_monotonic_ms() + ms;
+    pthread_mutex_lock(&e->mu);
+    while (!e->stopping) {
+        int64_t left = until - once_monotonic_ms();
+        if (left <= 0)
+            break;
+        once__cond_wait_ms(&e->cancel_cv, &e->mu, left);
+    }
+    int stop = e->stopping;
+    pthread_mutex_unlock(&e->mu);
+    return stop;
+}
+
 int once__store_rc(once_engine *e, int rc)
 {
     if (rc == ONCE_ESTORE || rc == ONCE_EBUSY)

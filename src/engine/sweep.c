@@ -114,21 +114,8 @@ int once_engine_sweep_once(once_engine *e)
 static void *sweeper_main(void *arg)
 {
     once_engine *e = arg;
-    for (;;) {
-        int64_t until = once_monotonic_ms() + e->cfg.sweep_interval_ms;
-        pthread_mutex_lock(&e->mu);
-        while (!e->stopping) {
-            int64_t left = until - once_monotonic_ms();
-            if (left <= 0)
-                break;
-            once__cond_wait_ms(&e->cancel_cv, &e->mu, left);
-        }
-        int stop = e->stopping;
-        pthread_mutex_unlock(&e->mu);
-        if (stop)
-            break;
+    while (!once__engine_pause(e, e->cfg.sweep_interval_ms))
         (void)once_engine_sweep_once(e);
-    }
     return NULL;
 }
 
