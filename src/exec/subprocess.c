@@ -67,9 +67,21 @@ typedef struct turn {
     uint64_t lineno;
     phase ph;
     int rc;                   /* what run() returns */
-    int64_t started, ended_at, term_at, exit_at;
+    int64_t started, ended_at, term_at, exit_at, swept_at;
     int term_sent, kill_sent, swept;
 } turn;
+
+/* When the rest of the command's process group is SIGKILLed after its main
+ * process exited. /bin/sh -c forks the agent rather than exec'ing it, so the
+ * shell may die at SIGTERM while the agent is still in its SIGTERM trap: a
+ * terminated group keeps its full grace period, measured from the SIGTERM. */
+static int64_t sweep_at(const turn *t)
+{
+    int64_t at = t->exit_at;
+    if (t->term_sent && !t->kill_sent && t->term_at + t->cfg->grace_ms > at)
+        at = t->term_at + t->cfg->grace_ms;
+    return at;
+}
 
 /* ------------------------------------------------------------ diagnostics */
 
@@ -437,8 +449,10 @@ static int check_limits(turn *t, int64_t now)
         } else
             wait = min64(wait, left);
     }
-    if (t->proc.exited)
-        wait = min64(wait, t->exit_at + DRAIN_MS - now);
+    if (t->proc.exited && !t->swept)
+        wait = min64(wait, sweep_at(t) - now);
+    if (t->proc.exited && t->swept)
+        wait = min64(wait, t->swept_at + DRAIN_MS - now);
     return wait > 0 ? (int)wait : 0;
 }
 
@@ -453,15 +467,16 @@ static void pump(turn *t)
 
         if (!t->proc.exited && once__proc_poll_exit(&t->proc))
             t->exit_at = now;
-        if (t->proc.exited && !t->swept) {
+        if (t->proc.exited && !t->swept && now >= sweep_at(t)) {
             /* The command is gone: whatever it left in its group goes too,
              * so the pipes reach EOF and nothing outlives the turn. */
             once__proc_signal(&t->proc, SIGKILL);
             t->swept = 1;
+            t->swept_at = now;
         }
         if (t->proc.exited && t->proc.out_fd < 0 && t->proc.err_fd < 0)
             return;
-        if (t->proc.exited && now - t->exit_at >= DRAIN_MS)
+        if (t->swept && now - t->swept_at >= DRAIN_MS)
             return;   /* an escaped grandchild holds the pipes open */
         timeout = check_limits(t, now);
 

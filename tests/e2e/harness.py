@@ -209,3 +209,46 @@ def wait_until_value(fn, timeout=10.0, step=0.1):
             return v
         time.sleep(step)
     return None
+
+
+# --- helpers for the fencing / retention / exec / blocking tests -------------
+
+def scratch_dir(prefix="once-e2e-"):
+    """A temporary folder removed when the test program exits."""
+    import atexit
+    import shutil
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def result_task(doc, what="response"):
+    """The Task of a SendMessage result ({"task": ...}) or a GetTask/CancelTask
+    result (the Task itself); fails the check on an error response."""
+    check(isinstance(doc, dict) and "result" in doc, "%s: expected a result, got %r" % (what, doc))
+    r = doc["result"]
+    return r["task"] if isinstance(r, dict) and "task" in r else r
+
+
+def task_state(doc):
+    """status.state of a result, or None for an error response."""
+    if not isinstance(doc, dict) or "result" not in doc:
+        return None
+    r = doc["result"]
+    t = r.get("task", r) if isinstance(r, dict) else {}
+    return (t.get("status") or {}).get("state")
+
+
+def status_text(task):
+    """The first text part of task.status.message, or None."""
+    for p in ((task.get("status") or {}).get("message") or {}).get("parts") or []:
+        if "text" in p:
+            return p["text"]
+    return None
+
+
+def admin_stats(srv):
+    """The engine counters of an onced started with --test-admin."""
+    st, _, doc = srv.rpc("once/admin/stats", {})
+    check(st == 200 and "result" in (doc or {}), "once/admin/stats answered: %r" % (doc,))
+    return doc["result"].get("engine") or {}
