@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# test-services.sh -- throwaway PostgreSQL 15 and Redis 7 servers on loopback
+# for the store tests (ctest fixtures in tests/storepg/tests.cmake) and for
+# trying the shared backends by hand.
+#
+#   scripts/test-services.sh start    start both (no-op for one already running)
+#   scripts/test-services.sh stop     stop both and remove their data
+#   scripts/test-services.sh env      print the URLs (does not start anything)
+#   scripts/test-services.sh status   exit 0 if both answer
+#
+# start and env print shell assignments, e.g. `eval "$(scripts/test-services.sh start)"`:
+#   ONCE_TEST_PG_URL=postgres://postgres@127.0.0.1:54329/once
+#   ONCE_TEST_REDIS_URL=redis://127.0.0.1:63799/0
+#
+# Settings (environment):
+#   ONCE_PG_PORT      PostgreSQL TCP port (default 54329)
+#   ONCE_REDIS_PORT   Redis TCP port (default 63799)
+#   ONCE_SVC_DIR      state directory (default /tmp/once-svc-<pg port>-<redis port>);
+#                     PostgreSQL data, its unix socket, Redis' dir and both logs live here
+#   ONCE_PG_BIN       PostgreSQL binaries (default /usr/lib/postgresql/15/bin, else the
+#                     newest /usr/lib/postgresql/*/bin, else pg_ctl's directory on PATH)
+#
+# Both listen on 127.0.0.1 only. PostgreSQL trusts every local and loopback
+# connection (initdb -A trust) and runs with fsync=off: a killed server
+# process loses nothing acknowledged (WAL is written to the kernel at commit),
+# only an OS crash could -- fine for tests, never for production. Redis keeps
+# nothing on disk (--save '' --appendonly no). PostgreSQL refuses to run as
+# root, so as root its directory belongs to, and it runs as, the `postgres`
+# OS user.
+set -euo pipefail
+
+PG_PORT=${ONCE_PG_PORT:-54329}
+REDIS_PORT=${ONCE_REDIS_PORT:-63799}
+DIR=${ONCE_SVC_DIR:-/tmp/once-svc-$PG_PORT-$REDIS_PORT}
+PG_BIN=${ONCE_PG_BIN:-/usr/lib/postgresql/15/bin}
+if [ -z "${ONCE_PG_BIN:-}" ] && [ ! -x "$PG_BIN/pg_ctl" ]; then
+  # Not Debian's 15: the newest installed major, else whatever is on PATH.
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -n "$PG_BIN" ] || PG_BIN=$(dirname "$(command -v pg_ctl 2>/dev/null || echo /nonexistent/pg_ctl)")
+fi
+PG_DB=once
+PGDATA=$DIR/pg/data
+REDIS_DIR=$DIR/redis
+
+die() { echo "test-services: $*" >&2; exit 1; }
+
+urls() {
+  echo "ONCE_TEST_PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB"
+  echo "ONCE_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0"
+}
+
+# Run a PostgreSQL binary as the user that owns the cluster.
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then
+    if command -v runuser >/dev/null 2>&1; then
+      runuser -u postgres -- "$@"
+    else
+      su postgres -s /bin/sh -c "$(printf '%q ' "$@")"
+    fi
+  else
+    "$@"
+  fi
+}
+
+pg_running() {
+  [ -f "$PGDATA/PG_VERSION" ] && as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
+}
+
+pg_start() {
+  [ -x "$PG_BIN/pg_ctl" ] || die "no PostgreSQL binaries in $PG_BIN (set ONCE_PG_BIN)"
+  if pg_running; then
+    return 0
+  fi
+  mkdir -p "$DIR/pg"
+  chmod 755 "$DIR" "$DIR/pg"
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || die "running as root but there is no 'postgres' user"
+    chown postgres: "$DIR/pg"
+  fi
+  if [ ! -f "$PGDATA/PG_VERSION" ]; then
+    rm -rf "$PGDATA"
+    as_pg "$PG_BIN/initdb" -D "$PGDATA" -U postgres -A trust -E UTF8 --no-locale --no-sync \
+      >"$DIR/pg/initdb.log" 2>&1 || { cat "$DIR/pg/initdb.log" >&2; die "initdb failed"; }
+  fi
+  as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$DIR/pg/server.log" -w -t 60 start \
+    -o "-c port=$PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$DIR/pg \
+        -c fsync=off -c full_page_writes=off -c shared_buffers=32MB -c max_connections=200" \
+    >/dev/null || { tail -20 "$DIR/pg/server.log" >&2 || true; die "PostgreSQL did not start on port $PG_PORT"; }
+  local have
+  have=$(as_pg "$PG_BIN/psql" -h "$DIR/pg" -p "$PG_PORT" -U postgres -d postgres -tAc \
+         "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'") || die "psql failed"
+  if [ "$have" != 1 ]; then
+    as_pg "$PG_BIN/createdb" -h "$DIR/pg" -p "$PG_PORT" -U postgres "$PG_DB" || die "createdb failed"
+  fi
+}
+
+pg_stop() {
+  if pg_running; then
+    as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -m immediate -w -t 30 stop >/dev/null || true
+  fi
+}
+
+redis_pid() {
+  local pid
+  [ -f "$REDIS_DIR/redis.pid" ] || return 1
+  pid=$(cat "$REDIS_DIR/redis.pid")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+redis_running() {
+  redis_pid >/dev/null && [ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]
+}
+
+redis_start() {
+  command -v redis-server >/dev/null 2>&1 || die "redis-server is not installed"
+  if redis_running; then
+    return 0
+  fi
+  mkdir -p "$REDIS_DIR"
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$REDIS_DIR" --daemonize yes --pidfile "$REDIS_DIR/redis.pid" \
+    --logfile "$REDIS_DIR/server.log" >/dev/null || die "redis-server failed to start"
+  local i
+  for i in $(seq 1 100); do
+    if redis_running; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  tail -20 "$REDIS_DIR/server.log" >&2 || true
+  die "Redis did not answer on port $REDIS_PORT"
+}
+
+redis_stop() {
+  local pid i
+  pid=$(redis_pid) || return 0
+  kill "$pid" 2>/dev/null || true
+  for i in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+case "${1:-}" in
+  start)
+    mkdir -p "$DIR"
+    pg_start
+    redis_start
+    urls
+    ;;
+  stop)
+    pg_stop
+    redis_stop
+    case "$DIR" in
+      /tmp/*) rm -rf "$DIR" ;;
+      *) ;;   # a directory the user chose: leave it
+    esac
+    ;;
+  env)
+    urls
+    ;;
+  status)
+    pg_running && redis_running
+    ;;
+  *)
+    echo "usage: $0 start|stop|env|status" >&2
+    exit 2
+    ;;
+esac

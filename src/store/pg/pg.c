@@ -1,0 +1,195 @@
+/*
+ * pg.c -- the "postgres://" (also "postgresql://") store backend: the task
+ * registry in PostgreSQL, shared by any number of replicas on any number of
+ * machines (ONCE_STORE_SHARED), every acknowledged write committed
+ * (ONCE_STORE_DURABLE as far as the server's synchronous_commit/fsync go).
+ *
+ * URL: a libpq connection URI, e.g.
+ *     postgres://user:secret@db.example:5432/agents?sslmode=require
+ * plus once's own query parameters, removed before libpq sees the URI:
+ *     schema=NAME    the schema holding once's tables (default "public"),
+ *                    created if absent; letters, digits, '_' only
+ *     pool=N         connections per handle, 1..256 (default 16)
+ *     reset=1        TESTS ONLY: empty once's tables in that schema at open
+ *                    (the conformance suite opens one URL per case)
+ * libpq defaults apply otherwise (PGPASSWORD, ~/.pgpass, connect_timeout
+ * defaults to 5 s here). Each pooled connection keeps prepared statements,
+ * so a connection pooler in between must pool sessions, not transactions.
+ *
+ * open connects, applies the schema migrations (pg_schema.c) and keeps that
+ * connection in the pool. It fails when the server cannot be reached:
+ * whoever opens the store decides whether to retry. Once open, an outage
+ * makes slots return ONCE_ESTORE (retryable), and connections come back by
+ * themselves with backoff (pg_conn.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/pg/pg_int.h"
+#include "store/store_int.h"
+
+static void pg_free(pg_store *s)
+{
+    if (!s)
+        return;
+    while (s->idle) {
+        pg_conn *c = s->idle;
+        s->idle = c->next;
+        once__pg_conn_close(c);
+    }
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    once_free(s->conninfo);
+    once_free(s);
+}
+
+static int schema_ok(const char *v, size_t n)
+{
+    size_t i;
+
+    if (n == 0 || n > PG_SCHEMA_MAX || (v[0] >= '0' && v[0] <= '9'))
+        return 0;
+    for (i = 0; i < n; i++) {
+        char ch = v[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Split once's parameters off the URL: s->conninfo gets the rest. */
+static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, size_t errlen)
+{
+    const char *q = strchr(url, '?');
+    size_t base = q ? (size_t)(q - url) : strlen(url);
+    char *ci;
+    size_t ci_len;
+
+    if (strncmp(url, "postgres://", 11) != 0 && strncmp(url, "postgresql://", 13) != 0) {
+        once__store_errbuf(errbuf, errlen, "postgres store URL must start with postgres://");
+        return ONCE_EINVAL;
+    }
+    ci = once_malloc(strlen(url) + 1);
+    if (!ci)
+        return ONCE_ENOMEM;
+    memcpy(ci, url, base);
+    ci_len = base;
+    snprintf(s->schema, sizeof s->schema, "public");
+    s->pool_max = PG_POOL_DEFAULT;
+    *reset = 0;
+    while (q && *q) {
+        const char *k = q + 1, *end = k + strcspn(k, "&"), *eq = memchr(k, '=', (size_t)(end - k));
+        const char *v = eq ? eq + 1 : end;
+        size_t klen = (size_t)((eq ? eq : end) - k), vlen = (size_t)(end - v);
+
+        q = *end ? end : NULL;
+        if (klen == 6 && memcmp(k, "schema", 6) == 0) {
+            if (!schema_ok(v, vlen)) {
+                once__store_errbuf(errbuf, errlen,
+                                   "postgres URL: schema must be 1..%d letters, digits or _",
+                                   PG_SCHEMA_MAX);
+                once_free(ci);
+                return ONCE_EINVAL;
+            }
+            memcpy(s->schema, v, vlen);
+            s->schema[vlen] = '\0';
+        } else if (klen == 4 && memcmp(k, "pool", 4) == 0) {
+            char num[8] = "";
+            char *e;
+            long n;
+            if (vlen < sizeof num)
+                memcpy(num, v, vlen);
+            n = strtol(num, &e, 10);
+            if (vlen == 0 || vlen >= sizeof num || *e || n < 1 || n > 256) {
+                once__store_errbuf(errbuf, errlen, "postgres URL: pool must be 1..256");
+                once_free(ci);
+                return ONCE_EINVAL;
+            }
+            s->pool_max = (size_t)n;
+        } else if (klen == 5 && memcmp(k, "reset", 5) == 0) {
+            *reset = vlen == 1 && v[0] == '1';
+        } else if (klen > 0) {
+            ci[ci_len] = ci_len == base ? '?' : '&';
+            ci_len++;
+            memcpy(ci + ci_len, k, (size_t)(end - k));
+            ci_len += (size_t)(end - k);
+        }
+    }
+    ci[ci_len] = '\0';
+    s->conninfo = ci;
+    return ONCE_OK;
+}
+
+static int pg_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
+                   size_t errlen)
+{
+    pthread_condattr_t ca;
+    pg_store *s;
+    pg_conn *c;
+    int reset, rc;
+
+    (void)opt;
+    *out = NULL;
+    if (!PQisthreadsafe()) {
+        once__store_errbuf(errbuf, errlen, "postgres: libpq is not thread-safe");
+        return ONCE_EUNSUPPORTED;
+    }
+    s = once_calloc(1, sizeof *s);
+    if (!s) {
+        once__store_errbuf(errbuf, errlen, "postgres: out of memory");
+        return ONCE_ENOMEM;
+    }
+    rc = parse_url(s, url, &reset, errbuf, errlen);
+    if (rc != ONCE_OK) {
+        once_free(s);
+        return rc;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    rc = once__pg_connect(s, &c, errbuf, errlen);
+    if (rc == ONCE_OK) {
+        rc = once__pg_migrate(s, c, reset);
+        if (rc != ONCE_OK) {
+            once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
+            once__pg_conn_close(c);
+        }
+    }
+    if (rc != ONCE_OK) {
+        pg_free(s);
+        return rc;
+    }
+    s->nopen = 1;
+    s->idle = c;
+    s->base.m = &once__store_pg;
+    *out = &s->base;
+    return ONCE_OK;
+}
+
+static void pg_close(once_store *s)
+{
+    pg_free((pg_store *)s);
+}
+
+const once_store_methods once__store_pg = {
+    .version = ONCE_STORE_METHODS_VERSION,
+    .scheme = "postgres",
+    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE,
+    .open = pg_open,
+    .close = pg_close,
+    .create = once__pg_create,
+    .load = once__pg_load,
+    .update = once__pg_update,
+    .events = once__pg_events,
+    .expired_leases = once__pg_expired_leases,
+    .sweep = once__pg_sweep,
+    .purge = once__pg_purge,
+    .list = once__pg_list,
+    .meta = once__pg_meta,
+    .check = once__pg_check,
+};

@@ -1,0 +1,189 @@
+/*
+ * pg_int.h -- internals shared by the PostgreSQL backend's files:
+ *   pg.c         URL and options, open/close, the method table
+ *   pg_conn.c    the connection pool, reconnect with backoff, prepared
+ *                statements, binary parameters and result decoding, error
+ *                classification and the retry loop (once__pg_run)
+ *   pg_schema.c  the versioned migrations and every SQL text
+ *   pg_write.c   create, update, sweep, purge, meta
+ *   pg_read.c    load, events, expired_leases, list
+ *   pg_check.c   the integrity check
+ *
+ * Every write is one autocommit statement (create and update fold their
+ * event inserts into it, sweep its event deletes, with data-modifying CTEs);
+ * the extra reads some slots make (create's loser, update's diagnosis) never
+ * write. So a failed statement leaves nothing behind, and "did it commit?"
+ * is only ever in doubt when the connection broke while a write was in
+ * flight: that case, and only that one, is reported as ONCE_ESTORE without
+ * a retry.
+ *
+ * Text travels as bytea in the binary protocol: every value is stored byte
+ * for byte whatever the database encoding, and ORDER BY on keys compares
+ * bytes, which is strcmp's order (the memory backend's).
+ */
+#ifndef ONCE_STORE_PG_INT_H
+#define ONCE_STORE_PG_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "once/store.h"
+
+#define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
+#define PG_POOL_DEFAULT 16    /* connections per handle */
+#define PG_POOL_WAIT_MS 30000 /* a caller waits this long for a free connection */
+#define PG_BACKOFF_MIN_MS 50
+#define PG_BACKOFF_MAX_MS 2000
+#define PG_ATTEMPTS 3 /* tries of one slot on a broken connection / deadlock */
+
+/* Prepared statements; texts in pg_schema.c. Prepared lazily per connection. */
+typedef enum pg_stmt_id {
+    PG_LOAD,
+    PG_HEAD,
+    PG_CREATE,
+    PG_UPDATE,
+    PG_EVENTS,
+    PG_LEASES,
+    PG_SWEEP,
+    PG_PURGE,
+    PG_LIST,
+    PG_LIST_AFTER,
+    PG_META_INSERT,
+    PG_META_GET,
+    PG_NSTMT
+} pg_stmt_id;
+
+extern const char *const once__pg_sql[PG_NSTMT];
+/* 1 for statements that write: if the connection breaks while one is in
+ * flight, nobody knows whether it committed. */
+extern const unsigned char once__pg_writes[PG_NSTMT];
+
+/* Columns of a task row as selected by PG_LOAD and the list queries, in
+ * this order (once__pg_row_record reads them from column col0 on). */
+#define PG_TASK_COLS                                                                               \
+    "principal, task_id, context_id, state, kind, version, generation, fence, step, "              \
+    "lease_owner, lease_until, created_at, updated_at, finished_at, digests, task_json, "          \
+    "checkpoint"
+#define PG_TASK_NCOLS 17
+
+/* One connection. Owned by one thread between acquire and release; nothing
+ * here is locked. The flags describe the current slot call only and are
+ * reset by once__pg_run before each attempt. */
+typedef struct pg_conn {
+    PGconn *pg;
+    uint32_t prepared;    /* bit id: statement id prepared on this connection */
+    int broken;           /* the connection failed: close, do not pool */
+    int unsure;           /* a write was in flight when it failed */
+    int again;            /* serialization failure / deadlock: retry is safe */
+    struct pg_conn *next; /* idle list link; guarded by pg_store.mu */
+} pg_conn;
+
+/*
+ * The handle. conninfo, schema, pool_max and base.m are set by open and
+ * read-only afterwards. mu guards idle, nopen, down_until and backoff_ms;
+ * cv is signalled whenever a connection is released or a slot to open one
+ * frees up. base.errmsg is written through once__store_seterr (its own lock).
+ */
+typedef struct pg_store {
+    once_store base;
+    char *conninfo; /* the URL minus once's own query parameters */
+    char schema[PG_SCHEMA_MAX + 1];
+    size_t pool_max;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pg_conn *idle;
+    size_t nopen;       /* connections open or being opened */
+    int64_t down_until; /* monotonic ms: no new connection attempt before */
+    int backoff_ms;     /* last connect backoff (0 after a success) */
+} pg_store;
+
+/* ---- pg_conn.c: parameters ---- */
+
+#define PG_MAXPARAM 24
+
+/* Binary-format parameters for one statement. Integers are stored
+ * big-endian in num[]; blob owns the encoded bytea[] of events (if any). */
+typedef struct pg_params {
+    int n;
+    const char *v[PG_MAXPARAM];
+    int len[PG_MAXPARAM];
+    int fmt[PG_MAXPARAM];
+    unsigned char num[PG_MAXPARAM][8];
+    char *blob;
+} pg_params;
+
+void once__pg_p_init(pg_params *p);
+void once__pg_p_free(pg_params *p);               /* frees blob */
+void once__pg_p_i64(pg_params *p, int64_t x);     /* int8 */
+void once__pg_p_i16(pg_params *p, int x);         /* int2 */
+void once__pg_p_str(pg_params *p, const char *s); /* bytea; NULL binds SQL NULL */
+void once__pg_p_null(pg_params *p);
+/* bytea[] of the payloads ev[0..n) (an empty array when n == 0). */
+int once__pg_p_payloads(pg_params *p, const once_event *ev, size_t n);
+
+/* ---- pg_conn.c: results ---- */
+
+int64_t once__pg_i64(const PGresult *r, int row, int col); /* bool/int2/4/8; NULL -> 0 */
+/* Copy a bytea column into a fixed char array of cap bytes (NUL-terminated):
+ * ONCE_ECORRUPT if it does not fit or holds a NUL byte. */
+int once__pg_fixed(const PGresult *r, int row, int col, char *dst, size_t cap);
+/* once_malloc'd copy of a bytea column; SQL NULL gives *out = NULL. */
+int once__pg_dup(const PGresult *r, int row, int col, char **out);
+/* Columns col0 .. col0+16 (PG_TASK_COLS) into *out (zeroed first). */
+int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out);
+
+/* ---- pg_conn.c: connections and statements ---- */
+
+int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen);
+void once__pg_conn_close(pg_conn *c); /* NULL is a no-op */
+int once__pg_acquire(pg_store *s, pg_conn **out);
+void once__pg_release(pg_store *s, pg_conn *c);
+
+/* Run a prepared statement (preparing it on first use); *out is the result
+ * on ONCE_OK (PQclear it). Failures set c's flags and s's errmsg. */
+int once__pg_exec(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, PGresult **out);
+/* Run a parameterless command or query text (binary results). */
+int once__pg_simple(pg_store *s, pg_conn *c, const char *sql, PGresult **out);
+/* Classify a failed result (r may be NULL), set flags and errmsg, PQclear r. */
+int once__pg_fail(pg_store *s, pg_conn *c, PGresult *r, const char *what);
+
+/* One slot's work on one connection; must (re)initialise its outputs, since
+ * once__pg_run may call it again on a fresh connection. */
+typedef int (*pg_fn)(pg_store *s, pg_conn *c, void *arg);
+/* Acquire, run fn, release; retry on a fresh connection when the failure
+ * left nothing in doubt (a broken connection with no write in flight, a
+ * deadlock or serialization failure), at most PG_ATTEMPTS times. */
+int once__pg_run(pg_store *s, pg_fn fn, void *arg);
+
+/* ---- pg_schema.c ---- */
+
+/* Apply the pending migrations on c (under an advisory lock), then empty
+ * every table when reset is set. */
+int once__pg_migrate(pg_store *s, pg_conn *c, int reset);
+
+/* ---- slots (pg_write.c, pg_read.c, pg_check.c) ---- */
+
+/* What (principal, task_id) holds, on c: ONCE_OK and *out (if non-NULL),
+ * ONCE_ETOMBSTONE and *tomb (if non-NULL), ONCE_ENOTFOUND, or a failure. */
+int once__pg_read_key(pg_store *s, pg_conn *c, const char *principal, const char *task_id,
+                      once_record *out, once_tombstone *tomb);
+
+int once__pg_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
+                    once_record *winner, once_tombstone *tomb);
+int once__pg_update(once_store *s, const once_record *rec, int64_t expect_version,
+                    const once_event *ev, size_t nev);
+int once__pg_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
+int once__pg_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
+int once__pg_meta(once_store *s, const char *name, const char *init_value, char **out);
+int once__pg_load(once_store *s, const char *principal, const char *task_id, once_record *out,
+                  once_tombstone *tomb);
+int once__pg_events(once_store *s, const char *principal, const char *task_id, int64_t after,
+                    size_t max, once_event_list *out);
+int once__pg_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
+int once__pg_list(once_store *s, const once_list_query *q, once_record_list *out);
+int once__pg_check(once_store *s, once_check_report *rep);
+
+#endif /* ONCE_STORE_PG_INT_H */

@@ -1,0 +1,252 @@
+/*
+ * pg_schema.c -- what the PostgreSQL backend stores, its migrations, and
+ * every SQL text it runs.
+ *
+ * One row per key in once_tasks, whether it holds a record or a tombstone
+ * (tomb = true): the primary key then makes "a key holds at most one of
+ * record / tombstone" structural, and create-if-absent is a single
+ * INSERT ... ON CONFLICT DO NOTHING whose loser reads whatever the key holds,
+ * record or tombstone, with no window in which a concurrent sweep could let
+ * a record and a tombstone coexist. A tombstone row keeps key, first_digest,
+ * finished_at and expired_at; its blobs are emptied. first_digest is kept
+ * up to date by every write so that sweep is pure SQL.
+ *
+ * Migrations: once_migrations lists applied versions. open takes
+ * pg_advisory_xact_lock(key of the schema) in a transaction, creates the
+ * schema and the migrations table if absent, and applies each missing
+ * migration in order, all in that one transaction: several processes
+ * starting at once serialise on the lock, the first applies, the others
+ * find nothing to do. A database migrated by a newer once (a version above
+ * PG_SCHEMA_VERSION) is refused rather than written with an old layout.
+ *
+ * State numbers are once_state's: 5..8 are the terminal states.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "store/pg/pg_int.h"
+#include "store/store_int.h"
+
+#define PG_SCHEMA_VERSION 1
+
+#define P_KEY "principal = $1::bytea AND task_id = $2::bytea"
+
+/* clang-format off */
+const char *const once__pg_sql[PG_NSTMT] = {
+    [PG_LOAD] = "SELECT " PG_TASK_COLS ", tomb, first_digest, expired_at "
+                "FROM once_tasks WHERE " P_KEY,
+    [PG_HEAD] = "SELECT tomb, version, generation FROM once_tasks WHERE " P_KEY,
+    /* $1..$17 the record, $18 first digest, $19 payloads (generations 1..n). */
+    [PG_CREATE] =
+        "WITH ins AS (INSERT INTO once_tasks(" PG_TASK_COLS ", first_digest, tomb, expired_at) "
+        "VALUES($1::bytea, $2::bytea, $3::bytea, $4::int2, $5::int2, $6::int8, $7::int8, "
+        "$8::int8, $9::int8, $10::bytea, $11::int8, $12::int8, $13::int8, $14::int8, "
+        "$15::bytea, $16::bytea, $17::bytea, $18::bytea, false, 0) "
+        "ON CONFLICT (principal, task_id) DO NOTHING RETURNING 1), "
+        "ev AS (INSERT INTO once_events(principal, task_id, generation, payload) "
+        "SELECT $1::bytea, $2::bytea, e.i, e.p FROM ins, "
+        "unnest($19::bytea[]) WITH ORDINALITY AS e(p, i)) "
+        "SELECT count(*) FROM ins",
+    /* As create, plus $20 expected version and $21 the stored generation the
+     * events continue from. A concurrent writer that got the row lock first
+     * makes this one re-check its WHERE against the new row and match nothing. */
+    [PG_UPDATE] =
+        "WITH up AS (UPDATE once_tasks SET context_id = $3::bytea, state = $4::int2, "
+        "kind = $5::int2, version = $6::int8, generation = $7::int8, fence = $8::int8, "
+        "step = $9::int8, lease_owner = $10::bytea, lease_until = $11::int8, "
+        "created_at = $12::int8, updated_at = $13::int8, finished_at = $14::int8, "
+        "digests = $15::bytea, task_json = $16::bytea, checkpoint = $17::bytea, "
+        "first_digest = $18::bytea "
+        "WHERE " P_KEY " AND NOT tomb AND version = $20::int8 AND generation = $21::int8 "
+        "RETURNING 1), "
+        "ev AS (INSERT INTO once_events(principal, task_id, generation, payload) "
+        "SELECT $1::bytea, $2::bytea, $21::int8 + e.i, e.p FROM up, "
+        "unnest($19::bytea[]) WITH ORDINALITY AS e(p, i)) "
+        "SELECT count(*) FROM up",
+    /* $4 NULL = no limit. */
+    [PG_EVENTS] = "SELECT generation, payload FROM once_events WHERE " P_KEY
+                  " AND generation > $3::int8 ORDER BY generation LIMIT $4::int8",
+    /* Rows whose CAS is in flight on another replica are skipped rather than
+     * waited for: that replica is claiming them right now. */
+    [PG_LEASES] = "SELECT principal, task_id FROM once_tasks "
+                  "WHERE NOT tomb AND state < 5 AND lease_until > 0 AND lease_until < $1::int8 "
+                  "ORDER BY lease_until, principal, task_id LIMIT $2::int8 "
+                  "FOR UPDATE SKIP LOCKED",
+    /* $1 finished_before, $2 now, $3 max. Replicas sweeping at once take
+     * disjoint rows (SKIP LOCKED) instead of queueing behind each other. */
+    [PG_SWEEP] =
+        "WITH picked AS (SELECT principal, task_id FROM once_tasks "
+        "WHERE NOT tomb AND state >= 5 AND finished_at < $1::int8 "
+        "ORDER BY finished_at, principal, task_id LIMIT $3::int8 FOR UPDATE SKIP LOCKED), "
+        "gone AS (DELETE FROM once_events e USING picked p "
+        "WHERE e.principal = p.principal AND e.task_id = p.task_id), "
+        "up AS (UPDATE once_tasks t SET tomb = true, expired_at = $2::int8, "
+        "digests = ''::bytea, task_json = ''::bytea, checkpoint = NULL, "
+        "lease_owner = ''::bytea, lease_until = 0 FROM picked p "
+        "WHERE t.principal = p.principal AND t.task_id = p.task_id RETURNING 1) "
+        "SELECT count(*) FROM up",
+    /* $1 expired_before, $2 max. */
+    [PG_PURGE] =
+        "WITH picked AS (SELECT principal, task_id FROM once_tasks "
+        "WHERE tomb AND expired_at < $1::int8 "
+        "ORDER BY expired_at, principal, task_id LIMIT $2::int8 FOR UPDATE SKIP LOCKED), "
+        "gone AS (DELETE FROM once_events e USING picked p "
+        "WHERE e.principal = p.principal AND e.task_id = p.task_id), "
+        "del AS (DELETE FROM once_tasks t USING picked p "
+        "WHERE t.principal = p.principal AND t.task_id = p.task_id RETURNING 1) "
+        "SELECT count(*) FROM del",
+    /* $1 principal, $2 context (NULL = any), $3 state (0 = any), $4 limit,
+     * $5 $6 the cursor (created_at, task_id). */
+    [PG_LIST] = "SELECT " PG_TASK_COLS " FROM once_tasks WHERE principal = $1::bytea "
+                "AND NOT tomb AND ($2::bytea IS NULL OR context_id = $2::bytea) "
+                "AND ($3::int2 = 0 OR state = $3::int2) "
+                "ORDER BY created_at, task_id LIMIT $4::int8",
+    [PG_LIST_AFTER] = "SELECT " PG_TASK_COLS " FROM once_tasks WHERE principal = $1::bytea "
+                      "AND NOT tomb AND ($2::bytea IS NULL OR context_id = $2::bytea) "
+                      "AND ($3::int2 = 0 OR state = $3::int2) "
+                      "AND (created_at, task_id) > ($5::int8, $6::bytea) "
+                      "ORDER BY created_at, task_id LIMIT $4::int8",
+    [PG_META_INSERT] = "INSERT INTO once_meta(name, value) VALUES($1::bytea, $2::bytea) "
+                       "ON CONFLICT (name) DO NOTHING RETURNING value",
+    [PG_META_GET] = "SELECT value FROM once_meta WHERE name = $1::bytea",
+};
+/* clang-format on */
+
+const unsigned char once__pg_writes[PG_NSTMT] = {
+    [PG_CREATE] = 1, [PG_UPDATE] = 1, [PG_SWEEP] = 1, [PG_PURGE] = 1, [PG_META_INSERT] = 1,
+    /* PG_LEASES locks rows but writes nothing a retry could duplicate. */
+};
+
+/* Migration n brings the schema from version n-1 to n. Never edit one that
+ * has shipped: add the next. */
+static const char *const migrations[PG_SCHEMA_VERSION] = {
+    /* 1: tasks (records and tombstones), events, meta. */
+    "CREATE TABLE once_tasks("
+    " principal bytea NOT NULL, task_id bytea NOT NULL, context_id bytea NOT NULL,"
+    " state int2 NOT NULL, kind int2 NOT NULL, version int8 NOT NULL,"
+    " generation int8 NOT NULL, fence int8 NOT NULL, step int8 NOT NULL,"
+    " lease_owner bytea NOT NULL, lease_until int8 NOT NULL,"
+    " created_at int8 NOT NULL, updated_at int8 NOT NULL, finished_at int8 NOT NULL,"
+    " digests bytea NOT NULL, task_json bytea NOT NULL, checkpoint bytea,"
+    " first_digest bytea NOT NULL, tomb bool NOT NULL, expired_at int8 NOT NULL,"
+    " PRIMARY KEY (principal, task_id));"
+    "CREATE INDEX once_tasks_lease ON once_tasks(lease_until, principal, task_id)"
+    " WHERE NOT tomb AND state < 5 AND lease_until > 0;"
+    "CREATE INDEX once_tasks_sweep ON once_tasks(finished_at, principal, task_id)"
+    " WHERE NOT tomb AND state >= 5;"
+    "CREATE INDEX once_tasks_purge ON once_tasks(expired_at, principal, task_id) WHERE tomb;"
+    "CREATE INDEX once_tasks_list ON once_tasks(principal, created_at, task_id) WHERE NOT tomb;"
+    "CREATE TABLE once_events("
+    " principal bytea NOT NULL, task_id bytea NOT NULL, generation int8 NOT NULL,"
+    " payload bytea NOT NULL, PRIMARY KEY (principal, task_id, generation));"
+    "CREATE TABLE once_meta(name bytea PRIMARY KEY, value bytea NOT NULL);",
+};
+
+/* A 63-bit FNV-1a of the schema name: the advisory lock key, so that
+ * migrations of different schemas in one database do not wait on each other. */
+static int64_t lock_key(const char *schema)
+{
+    static const char tag[] = "once-migrate:";
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p;
+
+    for (p = (const unsigned char *)tag; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    for (p = (const unsigned char *)schema; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (int64_t)(h >> 1);
+}
+
+/* Commands whose results do not matter; PQexec because a migration is several
+ * statements (the extended protocol takes one at a time). */
+static int simple(pg_store *s, pg_conn *c, const char *sql)
+{
+    PGresult *r = PQexec(c->pg, sql);
+
+    if (!r || (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK))
+        return once__pg_fail(s, c, r, "migration");
+    PQclear(r);
+    return ONCE_OK;
+}
+
+static int migrate_locked(pg_store *s, pg_conn *c, int reset)
+{
+    char sql[512];
+    PGresult *r;
+    int64_t have;
+    int rc, v, have_schema, have_table;
+
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%lld)", (long long)lock_key(s->schema));
+    if ((rc = simple(s, c, sql)) != ONCE_OK)
+        return rc;
+    /* Look before creating: CREATE ... IF NOT EXISTS still needs the
+     * privilege to create, which a least-privilege role running against
+     * tables a DBA set up does not have. (The name is checked to be
+     * [A-Za-z0-9_], so it can sit inside the literals.) */
+    snprintf(sql, sizeof sql,
+             "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = '%s'), "
+             "to_regclass('\"%s\".once_migrations') IS NOT NULL",
+             s->schema, s->schema);
+    if ((rc = once__pg_simple(s, c, sql, &r)) != ONCE_OK)
+        return rc;
+    have_schema = PQntuples(r) == 1 && once__pg_i64(r, 0, 0);
+    have_table = PQntuples(r) == 1 && once__pg_i64(r, 0, 1);
+    PQclear(r);
+    if (!have_schema) {
+        snprintf(sql, sizeof sql, "CREATE SCHEMA IF NOT EXISTS \"%s\"", s->schema);
+        if ((rc = simple(s, c, sql)) != ONCE_OK)
+            return rc;
+    }
+    if (!have_table) {
+        rc = simple(s, c,
+                    "CREATE TABLE IF NOT EXISTS once_migrations("
+                    " version int4 PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+        if (rc != ONCE_OK)
+            return rc;
+    }
+    rc = once__pg_simple(s, c, "SELECT coalesce(max(version), 0)::int8 FROM once_migrations", &r);
+    if (rc != ONCE_OK)
+        return rc;
+    have = PQntuples(r) == 1 ? once__pg_i64(r, 0, 0) : 0;
+    PQclear(r);
+    if (have > PG_SCHEMA_VERSION) {
+        once__store_seterr(&s->base,
+                           "schema \"%s\" is at version %lld, this once knows up to %d: "
+                           "upgrade once",
+                           s->schema, (long long)have, PG_SCHEMA_VERSION);
+        return ONCE_EUNSUPPORTED;
+    }
+    for (v = (int)have + 1; v <= PG_SCHEMA_VERSION; v++) {
+        if ((rc = simple(s, c, migrations[v - 1])) != ONCE_OK)
+            return rc;
+        snprintf(sql, sizeof sql, "INSERT INTO once_migrations(version) VALUES(%d)", v);
+        if ((rc = simple(s, c, sql)) != ONCE_OK)
+            return rc;
+    }
+    if (reset)
+        rc = simple(s, c, "TRUNCATE once_tasks, once_events, once_meta");
+    return rc;
+}
+
+int once__pg_migrate(pg_store *s, pg_conn *c, int reset)
+{
+    int rc;
+
+    /* ON CONFLICT, SKIP LOCKED, WITH ORDINALITY, to_regclass: 9.5. */
+    if (PQserverVersion(c->pg) < 90500) {
+        once__store_seterr(&s->base, "postgres: server version %d is older than 9.5",
+                           PQserverVersion(c->pg));
+        return ONCE_EUNSUPPORTED;
+    }
+    rc = simple(s, c, "BEGIN");
+    if (rc != ONCE_OK)
+        return rc;
+    rc = migrate_locked(s, c, reset);
+    if (rc == ONCE_OK)
+        rc = simple(s, c, "COMMIT");
+    if (rc != ONCE_OK && !c->broken) {
+        PGresult *r = PQexec(c->pg, "ROLLBACK");
+        PQclear(r);
+    }
+    return rc;
+}

@@ -1,0 +1,331 @@
+/*
+ * pg_write.c -- the PostgreSQL backend's writes: create, update, sweep,
+ * purge, meta.
+ *
+ * create is one INSERT ... ON CONFLICT DO NOTHING RETURNING whose CTE also
+ * inserts the events when (and only when) the row went in; the loser then
+ * reads what the key holds: the winner's record (EEXISTS) or a tombstone
+ * (ETOMBSTONE; tombstones live in the same table, so the primary key
+ * arbitrates records and tombstones alike). update is one
+ * UPDATE ... WHERE version = expected AND generation = base whose CTE
+ * appends the events; when it matches nothing, one more read tells
+ * ECONFLICT from EINVAL in store_int.h's order. Both are single
+ * autocommit statements: all or nothing, one round trip on the happy path.
+ */
+#include <string.h>
+
+#include "core/decide.h"
+#include "store/pg/pg_int.h"
+#include "store/store_int.h"
+
+static pg_store *pgs(once_store *s)
+{
+    return (pg_store *)s;
+}
+
+/* $1..$18: the record's columns in PG_TASK_COLS order plus its first digest
+ * (fd must outlive p). */
+static void bind_record(pg_params *p, const once_record *rec, const char *fd)
+{
+    once__pg_p_str(p, rec->principal);
+    once__pg_p_str(p, rec->task_id);
+    once__pg_p_str(p, rec->context_id);
+    once__pg_p_i16(p, (int)rec->state);
+    once__pg_p_i16(p, (int)rec->kind);
+    once__pg_p_i64(p, rec->version);
+    once__pg_p_i64(p, rec->generation);
+    once__pg_p_i64(p, rec->fence);
+    once__pg_p_i64(p, rec->step);
+    once__pg_p_str(p, rec->lease_owner);
+    once__pg_p_i64(p, rec->lease_until);
+    once__pg_p_i64(p, rec->created_at);
+    once__pg_p_i64(p, rec->updated_at);
+    once__pg_p_i64(p, rec->finished_at);
+    once__pg_p_str(p, rec->digests);
+    once__pg_p_str(p, rec->task_json);
+    once__pg_p_str(p, rec->checkpoint);
+    once__pg_p_str(p, fd);
+}
+
+/* First row, first column of a count(*) result. */
+static int64_t count_of(PGresult *r)
+{
+    int64_t n = PQntuples(r) == 1 ? once__pg_i64(r, 0, 0) : 0;
+    PQclear(r);
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct create_arg {
+    const pg_params *p;
+    const once_record *rec;
+    once_record *winner;
+    once_tombstone *tomb;
+} create_arg;
+
+static int create_fn(pg_store *s, pg_conn *c, void *arg)
+{
+    create_arg *a = arg;
+    PGresult *r;
+    int tries, rc;
+
+    if (a->winner)
+        once_record_clear(a->winner);
+    /* The loser's read finds nothing only if the key was freed in between
+     * (tombstone purged): then the key is absent again, so insert again. */
+    for (tries = 0; tries < 3; tries++) {
+        rc = once__pg_exec(s, c, PG_CREATE, a->p, &r);
+        if (rc != ONCE_OK)
+            return rc;
+        if (count_of(r) == 1)
+            return ONCE_OK;
+        rc = once__pg_read_key(s, c, a->rec->principal, a->rec->task_id, a->winner, a->tomb);
+        if (rc == ONCE_OK)
+            return ONCE_EEXISTS;
+        if (rc != ONCE_ENOTFOUND)
+            return rc;
+    }
+    once__store_seterr(&s->base, "create of %s: key keeps changing under the insert",
+                       a->rec->task_id);
+    return ONCE_ESTORE;
+}
+
+int once__pg_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
+                    once_record *winner, once_tombstone *tomb)
+{
+    char fd[ONCE_DIGEST_HEX + 1];
+    create_arg a;
+    pg_params p;
+    int rc;
+
+    if (winner)
+        memset(winner, 0, sizeof *winner);
+    if (tomb)
+        memset(tomb, 0, sizeof *tomb);
+    rc = once__store_valid_create(s, rec, ev, nev);
+    if (rc != ONCE_OK)
+        return rc;
+    once_digests_first(rec->digests, fd);
+    once__pg_p_init(&p);
+    bind_record(&p, rec, fd);
+    rc = once__pg_p_payloads(&p, ev, nev);
+    if (rc != ONCE_OK)
+        return rc;
+    a.p = &p;
+    a.rec = rec;
+    a.winner = winner;
+    a.tomb = tomb;
+    rc = once__pg_run(pgs(s), create_fn, &a);
+    once__pg_p_free(&p);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct update_arg {
+    const pg_params *p;
+    const once_record *rec;
+    int64_t expect;
+    const once_event *ev;
+    size_t nev;
+    int numbered; /* the events continue rec->generation - nev */
+} update_arg;
+
+/* Why the UPDATE matched nothing. ONCE_OK means it should have matched
+ * (the row changed and changed back between the two statements): retry. */
+static int diagnose(pg_store *s, pg_conn *c, const update_arg *a)
+{
+    pg_params p;
+    PGresult *r;
+    int64_t version, generation;
+    int rc, tomb, rows;
+
+    once__pg_p_init(&p);
+    once__pg_p_str(&p, a->rec->principal);
+    once__pg_p_str(&p, a->rec->task_id);
+    rc = once__pg_exec(s, c, PG_HEAD, &p, &r);
+    if (rc != ONCE_OK)
+        return rc;
+    rows = PQntuples(r);
+    tomb = rows ? (int)once__pg_i64(r, 0, 0) : 0;
+    version = rows ? once__pg_i64(r, 0, 1) : 0;
+    generation = rows ? once__pg_i64(r, 0, 2) : 0;
+    PQclear(r);
+    if (!rows || tomb || version != a->expect) {
+        once__store_seterr(&s->base, "update of %s: %s", a->rec->task_id,
+                           !rows || tomb ? "no record" : "version moved");
+        return ONCE_ECONFLICT;
+    }
+    rc = once__store_valid_events(&s->base, generation, a->rec, a->ev, a->nev);
+    if (rc != ONCE_OK)
+        return rc;
+    return a->numbered ? ONCE_OK : ONCE_EINVAL;
+}
+
+static int update_fn(pg_store *s, pg_conn *c, void *arg)
+{
+    update_arg *a = arg;
+    PGresult *r;
+    int tries, rc;
+
+    for (tries = 0; tries < 3; tries++) {
+        if (a->numbered) {
+            rc = once__pg_exec(s, c, PG_UPDATE, a->p, &r);
+            if (rc != ONCE_OK)
+                return rc;
+            if (count_of(r) == 1)
+                return ONCE_OK;
+        }
+        rc = diagnose(s, c, a);
+        if (rc != ONCE_OK)
+            return rc;
+    }
+    once__store_seterr(&s->base, "update of %s: row keeps changing", a->rec->task_id);
+    return ONCE_ESTORE;
+}
+
+int once__pg_update(once_store *s, const once_record *rec, int64_t expect_version,
+                    const once_event *ev, size_t nev)
+{
+    char fd[ONCE_DIGEST_HEX + 1];
+    update_arg a;
+    pg_params p;
+    int64_t base;
+    int rc;
+
+    rc = once__store_valid_update(s, rec, expect_version, ev, nev);
+    if (rc != ONCE_OK)
+        return rc;
+    /* The only stored generation these events can continue. If they cannot
+     * continue any, the statement is skipped and diagnose() still reports
+     * ECONFLICT first when the version moved (store_int.h's order). */
+    base = rec->generation - (int64_t)nev;
+    memset(&a, 0, sizeof a);
+    a.rec = rec;
+    a.expect = expect_version;
+    a.ev = ev;
+    a.nev = nev;
+    a.numbered = base >= 0 && once__store_valid_events(s, base, rec, ev, nev) == ONCE_OK;
+    once_digests_first(rec->digests, fd);
+    once__pg_p_init(&p);
+    bind_record(&p, rec, fd);
+    if (a.numbered)
+        rc = once__pg_p_payloads(&p, ev, nev);
+    else
+        once__pg_p_null(&p);
+    if (rc != ONCE_OK)
+        return rc;
+    once__pg_p_i64(&p, expect_version);
+    once__pg_p_i64(&p, base);
+    a.p = &p;
+    rc = once__pg_run(pgs(s), update_fn, &a);
+    once__pg_p_free(&p);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct count_arg {
+    pg_stmt_id id;
+    const pg_params *p;
+    size_t *n;
+} count_arg;
+
+static int count_fn(pg_store *s, pg_conn *c, void *arg)
+{
+    count_arg *a = arg;
+    PGresult *r;
+    int rc;
+
+    *a->n = 0;
+    rc = once__pg_exec(s, c, a->id, a->p, &r);
+    if (rc == ONCE_OK)
+        *a->n = (size_t)count_of(r);
+    return rc;
+}
+
+int once__pg_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
+{
+    count_arg a = {PG_SWEEP, NULL, n};
+    pg_params p;
+
+    *n = 0;
+    if (max == 0)
+        return ONCE_OK;
+    once__pg_p_init(&p);
+    once__pg_p_i64(&p, finished_before);
+    once__pg_p_i64(&p, now);
+    once__pg_p_i64(&p, max > INT64_MAX ? INT64_MAX : (int64_t)max);
+    a.p = &p;
+    return once__pg_run(pgs(s), count_fn, &a);
+}
+
+int once__pg_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
+{
+    count_arg a = {PG_PURGE, NULL, n};
+    pg_params p;
+
+    *n = 0;
+    if (max == 0)
+        return ONCE_OK;
+    once__pg_p_init(&p);
+    once__pg_p_i64(&p, expired_before);
+    once__pg_p_i64(&p, max > INT64_MAX ? INT64_MAX : (int64_t)max);
+    a.p = &p;
+    return once__pg_run(pgs(s), count_fn, &a);
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct meta_arg {
+    const char *name, *init;
+    char **out;
+} meta_arg;
+
+static int meta_fn(pg_store *s, pg_conn *c, void *arg)
+{
+    meta_arg *a = arg;
+    pg_params p;
+    PGresult *r;
+    int rc;
+
+    once_free(*a->out);
+    *a->out = NULL;
+    once__pg_p_init(&p);
+    once__pg_p_str(&p, a->name);
+    if (a->init) {
+        once__pg_p_str(&p, a->init);
+        rc = once__pg_exec(s, c, PG_META_INSERT, &p, &r);
+        if (rc != ONCE_OK)
+            return rc;
+        if (PQntuples(r) == 1) {
+            rc = once__pg_dup(r, 0, 0, a->out);
+            PQclear(r);
+            return rc;
+        }
+        PQclear(r);
+        p.n = 1;
+    }
+    /* Absent, or another process inserted first: its value is the one. */
+    rc = once__pg_exec(s, c, PG_META_GET, &p, &r);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = PQntuples(r) == 1 ? once__pg_dup(r, 0, 0, a->out) : ONCE_ENOTFOUND;
+    if (rc == ONCE_OK && !*a->out)
+        rc = ONCE_ECORRUPT;
+    PQclear(r);
+    return rc;
+}
+
+int once__pg_meta(once_store *s, const char *name, const char *init_value, char **out)
+{
+    meta_arg a = {name, init_value, out};
+
+    *out = NULL;
+    if (!name[0]) {
+        once__store_seterr(s, "meta: empty name");
+        return ONCE_EINVAL;
+    }
+    return once__pg_run(pgs(s), meta_fn, &a);
+}

@@ -1,0 +1,334 @@
+/*
+ * redis.c -- the "redis://" store backend: the task registry in one Redis 7
+ * server (or a primary with replicas), shared by any number of replicas of
+ * onced (ONCE_STORE_SHARED).
+ *
+ * URL: redis://[[user]:password@]host[:port][/db][?param=value&...]
+ *     (user and password percent-decoded; port 6379 and db 0 by default)
+ *     prefix=NAME      key prefix (default "once"): letters, digits, '_', '-', '.'
+ *     pool=N           connections per handle, 1..256 (default 16)
+ *     timeout_ms=N     per-command timeout (default 5000)
+ *     tomb_ttl_ms=N    also PEXPIRE tombstones after N ms (default 0: only
+ *                      purge removes them, on the clock the engine passes)
+ *     reset=1          TESTS ONLY: delete every key under the prefix at open
+ *                      (the conformance suite opens one URL per case)
+ *
+ * Key layout (P = prefix; redis_keys.c has the encodings):
+ *   P:{<len>:<principal>:<task_id>}      hash: the record, or the tombstone
+ *   P:{<len>:<principal>:<task_id>}:ev   list: event payloads, generation g
+ *                                        at index g-1
+ *   P:leases     zset: live records holding a lease, by lease_until
+ *   P:finished   zset: terminal records, by finished_at (sweep's queue)
+ *   P:tombs      zset: tombstones, by expired_at (purge's queue)
+ *   P:l:<principal>  zset (lexicographic): the principal's records by
+ *                (created_at, task_id), for ListTasks paging
+ *   P:meta       hash: store-wide values (meta)
+ * The record and its tombstone share one hash, so "a key holds at most one
+ * of them" is structural; create-if-absent is EXISTS + HSET inside one
+ * script (SET NX semantics for a hash plus its events and index entries).
+ *
+ * Redis Cluster. One task's keys share the hash tag {<len>:<principal>:
+ * <task_id>}, so they always live in one slot. The index keys do not: every
+ * write script here updates the task's keys AND the global indexes in one
+ * atomic step, which a standalone server (and a primary with replicas)
+ * allows and Cluster forbids (cross-slot). To run on Cluster: (1) shard each
+ * index into N keys tagged {idx:<i>} with i = a hash of the task key, so a
+ * scan visits N shards; (2) split each write into the task script (atomic,
+ * one slot) followed by an index update script per shard; (3) since the
+ * two steps are no longer atomic together, make every index consumer
+ * treat entries as hints (they already re-check the task key: sweep and
+ * purge scripts repair stale entries, list skips them, the engine's CAS
+ * guards takeover) and add a periodic repair pass that re-indexes tasks
+ * missing from an index (the failure the hints cannot cover: a crash
+ * between the two steps). The scripts already declare every key in KEYS
+ * and the task part already needs one slot, which is what makes that a
+ * contained change; this build refuses nothing but is only tested on a
+ * standalone server.
+ *
+ * Durability: what an acknowledged write survives is the server's choice.
+ *   appendonly no, save ''       nothing survives a Redis restart: dedup
+ *                                forgets every task (tests only)
+ *   appendonly no, RDB snapshots a restart loses the writes since the last
+ *                                snapshot: a retry of such a task can run
+ *                                it again
+ *   appendonly yes, everysec     a crash of Redis (not only of the host)
+ *                                can lose about the last second of writes
+ *   appendonly yes, always       every write is fsynced before the reply:
+ *                                an acknowledged task survives any crash
+ * once promises exactly-once only for writes the store kept, so run
+ * appendonly yes + appendfsync always when a duplicate side effect is
+ * expensive. Replication is asynchronous: a failover to a replica can lose
+ * acknowledged writes whatever the fsync policy. That is why this backend
+ * does not claim ONCE_STORE_DURABLE; PostgreSQL with synchronous_commit=on
+ * does.
+ *
+ * Outage: open fails when the server is unreachable; later, slots return
+ * ONCE_ESTORE while it is away and connections come back by themselves with
+ * backoff (redis_conn.c). A reply that never arrives for a write is
+ * reported, not retried: the script may have run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/redis/redis_int.h"
+#include "store/store_int.h"
+
+static void rd_free(rd_store *s)
+{
+    if (!s)
+        return;
+    while (s->idle) {
+        rd_conn *c = s->idle;
+        s->idle = c->next;
+        once__rd_conn_close(c);
+    }
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    once_free(s->host);
+    once_free(s->user);
+    if (s->password)
+        memset(s->password, 0, strlen(s->password));
+    once_free(s->password);
+    once_free(s);
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decoded copy of p[0..n); NULL on OOM or a bad escape / NUL. */
+static char *decode(const char *p, size_t n)
+{
+    char *out = once_malloc(n + 1);
+    size_t i, o = 0;
+
+    if (!out)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        if (p[i] == '%') {
+            int hi = i + 2 < n ? hexval(p[i + 1]) : -1;
+            int lo = i + 2 < n ? hexval(p[i + 2]) : -1;
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                once_free(out);
+                return NULL;
+            }
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[o++] = p[i];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* A decimal in v[0..n) within lo..hi. */
+static int num_param(const char *v, size_t n, long long lo, long long hi, long long *out)
+{
+    char buf[24];
+    char *end;
+
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    *out = strtoll(buf, &end, 10);
+    return *end || *out < lo || *out > hi ? -1 : 0;
+}
+
+static int prefix_ok(const char *v, size_t n)
+{
+    size_t i;
+
+    if (n == 0 || n > RD_PREFIX_MAX)
+        return 0;
+    for (i = 0; i < n; i++) {
+        char ch = v[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-' || ch == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+static int bad(char *errbuf, size_t errlen, const char *what)
+{
+    once__store_errbuf(errbuf, errlen, "redis URL: %s", what);
+    return ONCE_EINVAL;
+}
+
+static int parse_params(rd_store *s, const char *q, int *reset, char *errbuf, size_t errlen)
+{
+    while (q && *q) {
+        const char *k = q, *end = k + strcspn(k, "&"), *eq = memchr(k, '=', (size_t)(end - k));
+        const char *v = eq ? eq + 1 : end;
+        size_t klen = (size_t)((eq ? eq : end) - k), vlen = (size_t)(end - v);
+        long long x;
+
+        q = *end ? end + 1 : NULL;
+#define KEY(name) (klen == sizeof(name) - 1 && memcmp(k, name, klen) == 0)
+        if (KEY("prefix")) {
+            if (!prefix_ok(v, vlen))
+                return bad(errbuf, errlen, "prefix must be 1..64 of [A-Za-z0-9_.-]");
+            memcpy(s->prefix, v, vlen);
+            s->prefix[vlen] = '\0';
+        } else if (KEY("pool")) {
+            if (num_param(v, vlen, 1, 256, &x))
+                return bad(errbuf, errlen, "pool must be 1..256");
+            s->pool_max = (size_t)x;
+        } else if (KEY("timeout_ms")) {
+            if (num_param(v, vlen, 1, 3600000, &x))
+                return bad(errbuf, errlen, "timeout_ms must be 1..3600000");
+            s->timeout_ms = (int)x;
+        } else if (KEY("tomb_ttl_ms")) {
+            if (num_param(v, vlen, 0, INT64_MAX / 2, &x))
+                return bad(errbuf, errlen, "tomb_ttl_ms must be >= 0");
+            s->tomb_ttl_ms = x;
+        } else if (KEY("reset")) {
+            *reset = vlen == 1 && v[0] == '1';
+        } else if (klen) {
+            once__store_errbuf(errbuf, errlen, "redis URL: unknown parameter '%.*s'",
+                               (int)(klen > 32 ? 32 : klen), k);
+            return ONCE_EINVAL;
+        }
+#undef KEY
+    }
+    return ONCE_OK;
+}
+
+static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, size_t errlen)
+{
+    static const char scheme[] = "redis://";
+    const char *p, *auth_end, *host, *host_end, *path, *q;
+    long long x;
+
+    if (strncmp(url, scheme, sizeof scheme - 1) != 0)
+        return bad(errbuf, errlen, "must start with redis://");
+    p = url + sizeof scheme - 1;
+    q = strchr(p, '?');
+    path = p + strcspn(p, "/?");
+    auth_end = memchr(p, '@', (size_t)(path - p));
+    if (auth_end) {
+        const char *colon = memchr(p, ':', (size_t)(auth_end - p));
+        if (colon) {
+            if (colon > p && !(s->user = decode(p, (size_t)(colon - p))))
+                return bad(errbuf, errlen, "bad user");
+            if (!(s->password = decode(colon + 1, (size_t)(auth_end - colon - 1))))
+                return bad(errbuf, errlen, "bad password");
+        } else if (auth_end > p) {
+            if (!(s->password = decode(p, (size_t)(auth_end - p))))
+                return bad(errbuf, errlen, "bad password");
+        }
+        p = auth_end + 1;
+    }
+    host = p;
+    if (*host == '[') { /* [IPv6] */
+        const char *rb = memchr(host, ']', (size_t)(path - host));
+        if (!rb)
+            return bad(errbuf, errlen, "unterminated [");
+        host_end = rb + 1;
+        s->host = once_strndup(host + 1, (size_t)(rb - host - 1));
+    } else {
+        host_end = memchr(host, ':', (size_t)(path - host));
+        if (!host_end)
+            host_end = path;
+        s->host = once_strndup(host, (size_t)(host_end - host));
+    }
+    if (!s->host || !s->host[0])
+        return bad(errbuf, errlen, "no host");
+    s->port = 6379;
+    if (host_end < path && *host_end == ':') {
+        if (num_param(host_end + 1, (size_t)(path - host_end - 1), 1, 65535, &x))
+            return bad(errbuf, errlen, "port must be 1..65535");
+        s->port = (int)x;
+    } else if (host_end != path) {
+        return bad(errbuf, errlen, "junk after host");
+    }
+    if (*path == '/') {
+        const char *db = path + 1, *db_end = q ? q : db + strlen(db);
+        if (db_end > db) {
+            if (num_param(db, (size_t)(db_end - db), 0, 65535, &x))
+                return bad(errbuf, errlen, "db must be a number");
+            s->db = (int)x;
+        }
+    }
+    return parse_params(s, q ? q + 1 : NULL, reset, errbuf, errlen);
+}
+
+static int rd_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
+                   size_t errlen)
+{
+    pthread_condattr_t ca;
+    rd_store *s;
+    rd_conn *c = NULL;
+    int reset = 0, rc;
+
+    (void)opt;
+    *out = NULL;
+    s = once_calloc(1, sizeof *s);
+    if (!s) {
+        once__store_errbuf(errbuf, errlen, "redis: out of memory");
+        return ONCE_ENOMEM;
+    }
+    snprintf(s->prefix, sizeof s->prefix, "once");
+    s->pool_max = RD_POOL_DEFAULT;
+    s->timeout_ms = RD_TIMEOUT_DEFAULT_MS;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    rc = parse_url(s, url, &reset, errbuf, errlen);
+    if (rc == ONCE_OK)
+        rc = once__rd_connect(s, &c, errbuf, errlen);
+    if (rc == ONCE_OK) {
+        rc = once__rd_load_scripts(s, c);
+        if (rc == ONCE_OK && reset)
+            rc = once__rd_reset(s, c);
+        if (rc != ONCE_OK) {
+            once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
+            once__rd_conn_close(c);
+        }
+    }
+    if (rc != ONCE_OK) {
+        rd_free(s);
+        return rc;
+    }
+    s->nopen = 1;
+    s->idle = c;
+    s->base.m = &once__store_redis;
+    *out = &s->base;
+    return ONCE_OK;
+}
+
+static void rd_close(once_store *s)
+{
+    rd_free((rd_store *)s);
+}
+
+const once_store_methods once__store_redis = {
+    .version = ONCE_STORE_METHODS_VERSION,
+    .scheme = "redis",
+    .caps = ONCE_STORE_SHARED,
+    .open = rd_open,
+    .close = rd_close,
+    .create = once__rd_create,
+    .load = once__rd_load,
+    .update = once__rd_update,
+    .events = once__rd_events,
+    .expired_leases = once__rd_expired_leases,
+    .sweep = once__rd_sweep,
+    .purge = once__rd_purge,
+    .list = once__rd_list,
+    .meta = once__rd_meta,
+    .check = once__rd_check,
+};

@@ -1,0 +1,508 @@
+/*
+ * redis_conn.c -- connections of the Redis backend: the pool, reconnect
+ * with backoff, commands and scripts, and the retry loop every slot runs in.
+ *
+ * Pool: as the PostgreSQL backend's (pg_conn.c): one connection per caller
+ * at a time, up to pool_max; an idle connection whose socket shows data or a
+ * hang-up (the server restarted or closed it: Redis never speaks first on a
+ * connection without subscriptions) is dropped at checkout; a failed connect
+ * opens a backoff window (50 ms doubling to 2 s) in which callers get
+ * ONCE_ESTORE at once.
+ *
+ * SIGPIPE: hiredis writes with write(2), which raises SIGPIPE on a socket
+ * the server closed and would kill a process that has not ignored it. Every
+ * call that may write blocks SIGPIPE in the calling thread and consumes a
+ * SIGPIPE it caused before restoring the mask (libpq's technique), so the
+ * library stays safe whatever the application does with signals.
+ *
+ * Failures are ONCE_ESTORE. A slot is retried on a fresh connection only
+ * when the connection broke while nothing that writes was in flight; a
+ * broken write (a script whose reply never came) is reported, because it
+ * may or may not have run.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/redis/redis_int.h"
+#include "store/store_int.h"
+
+/* ------------------------------------------------------------------------
+ * SIGPIPE guard.
+ */
+
+typedef struct sigpipe_guard {
+    sigset_t old;
+    int was_pending;
+} sigpipe_guard;
+
+static void sp_block(sigpipe_guard *g)
+{
+    sigset_t set, pend;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, &g->old);
+    sigemptyset(&pend);
+    sigpending(&pend);
+    g->was_pending = sigismember(&pend, SIGPIPE);
+}
+
+static void sp_restore(sigpipe_guard *g)
+{
+    sigset_t set, pend;
+
+    if (!g->was_pending) {
+        sigemptyset(&pend);
+        sigpending(&pend);
+        if (sigismember(&pend, SIGPIPE)) {
+            struct timespec zero = {0, 0};
+            sigemptyset(&set);
+            sigaddset(&set, SIGPIPE);
+            while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR)
+                ;
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * Commands.
+ */
+
+void once__rd_cmd_init(rd_cmd *c)
+{
+    memset(c, 0, sizeof *c);
+}
+
+void once__rd_cmd_free(rd_cmd *c)
+{
+    if (!c)
+        return;
+    once_free(c->argv);
+    once_free(c->len);
+    c->argv = NULL;
+    c->len = NULL;
+    c->argc = c->cap = 0;
+}
+
+void once__rd_arg(rd_cmd *c, const void *p, size_t n)
+{
+    if (c->oom)
+        return;
+    if (c->argc == c->cap) {
+        int nc = c->cap ? c->cap * 2 : 32;
+        const char **av = once_realloc(c->argv, (size_t)nc * sizeof *av);
+        size_t *lv;
+        if (!av) {
+            c->oom = 1;
+            return;
+        }
+        c->argv = av;
+        lv = once_realloc(c->len, (size_t)nc * sizeof *lv);
+        if (!lv) {
+            c->oom = 1;
+            return;
+        }
+        c->len = lv;
+        c->cap = nc;
+    }
+    c->argv[c->argc] = p;
+    c->len[c->argc] = n;
+    c->argc++;
+}
+
+void once__rd_str(rd_cmd *c, const char *s)
+{
+    once__rd_arg(c, s, strlen(s));
+}
+
+void once__rd_i64(rd_cmd *c, int64_t v)
+{
+    if (c->nnum >= RD_NUMS)
+        abort(); /* more numbers than any command here has: a bug */
+    snprintf(c->num[c->nnum], sizeof c->num[0], "%lld", (long long)v);
+    once__rd_str(c, c->num[c->nnum]);
+    c->nnum++;
+}
+
+void once__rd_cmd_evalsha(rd_cmd *c, const rd_store *s, rd_script_id id, int nkeys)
+{
+    once__rd_str(c, "EVALSHA");
+    once__rd_str(c, s->sha[id]);
+    once__rd_i64(c, nkeys);
+}
+
+static void seterr_reply(rd_store *s, const rd_cmd *cmd, const char *msg, size_t n)
+{
+    const char *name = cmd->argc ? cmd->argv[0] : "?";
+    int nlen = cmd->argc ? (int)(cmd->len[0] > 16 ? 16 : cmd->len[0]) : 1;
+
+    once__store_seterr(&s->base, "redis %.*s: %.*s", nlen, name, (int)(n > 200 ? 200 : n), msg);
+}
+
+/* The reply, error replies included; NULL when the connection failed. */
+static redisReply *call_raw(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writes)
+{
+    sigpipe_guard g;
+    redisReply *r;
+
+    c->unsure = writes;
+    sp_block(&g);
+    r = redisCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->len);
+    sp_restore(&g);
+    if (!r) {
+        c->broken = 1;
+        once__store_seterr(&s->base, "redis: %s", c->rc->errstr[0] ? c->rc->errstr : "I/O error");
+        return NULL;
+    }
+    c->unsure = 0; /* the server answered: whatever it did is known */
+    return r;
+}
+
+static int check_reply(rd_store *s, const rd_cmd *cmd, redisReply *r, redisReply **out)
+{
+    if (r->type == REDIS_REPLY_ERROR) {
+        seterr_reply(s, cmd, r->str, r->len);
+        freeReplyObject(r);
+        return ONCE_ESTORE;
+    }
+    *out = r;
+    return ONCE_OK;
+}
+
+int once__rd_call(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writes, redisReply **out)
+{
+    redisReply *r;
+
+    *out = NULL;
+    if (cmd->oom)
+        return ONCE_ENOMEM;
+    r = call_raw(s, c, cmd, writes);
+    if (!r)
+        return ONCE_ESTORE;
+    return check_reply(s, cmd, r, out);
+}
+
+static int load_one(rd_store *s, rd_conn *c, rd_script_id id)
+{
+    rd_cmd cmd;
+    redisReply *r;
+    int rc;
+
+    once__rd_cmd_init(&cmd);
+    once__rd_str(&cmd, "SCRIPT");
+    once__rd_str(&cmd, "LOAD");
+    once__rd_str(&cmd, once__rd_lua[id]);
+    rc = once__rd_call(s, c, &cmd, 0, &r);
+    once__rd_cmd_free(&cmd);
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+        once__store_seterr(&s->base, "redis SCRIPT LOAD: unexpected reply");
+        rc = ONCE_ESTORE;
+    } else {
+        memcpy(s->sha[id], r->str, 40);
+        s->sha[id][40] = '\0';
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+int once__rd_load_scripts(rd_store *s, rd_conn *c)
+{
+    int i, rc;
+
+    for (i = 0; i < RD_NSCRIPT; i++)
+        if ((rc = load_one(s, c, (rd_script_id)i)) != ONCE_OK)
+            return rc;
+    return ONCE_OK;
+}
+
+int once__rd_eval(rd_store *s, rd_conn *c, rd_script_id id, const rd_cmd *cmd, int writes,
+                  redisReply **out)
+{
+    static const char noscript[] = "NOSCRIPT";
+    redisReply *r;
+    int rc;
+
+    *out = NULL;
+    if (cmd->oom)
+        return ONCE_ENOMEM;
+    r = call_raw(s, c, cmd, writes);
+    if (!r)
+        return ONCE_ESTORE;
+    if (r->type == REDIS_REPLY_ERROR && r->len >= sizeof noscript - 1 &&
+        memcmp(r->str, noscript, sizeof noscript - 1) == 0) {
+        /* The server lost its script cache (restart, SCRIPT FLUSH): the
+         * script did not run; load it and go again. Its SHA1 is unchanged. */
+        freeReplyObject(r);
+        rc = load_one(s, c, id);
+        if (rc != ONCE_OK)
+            return rc;
+        r = call_raw(s, c, cmd, writes);
+        if (!r)
+            return ONCE_ESTORE;
+    }
+    return check_reply(s, cmd, r, out);
+}
+
+int once__rd_append(rd_store *s, rd_conn *c, const rd_cmd *cmd)
+{
+    if (cmd->oom)
+        return ONCE_ENOMEM;
+    if (redisAppendCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->len) != REDIS_OK) {
+        c->broken = 1;
+        once__store_seterr(&s->base, "redis: %s", c->rc->errstr[0] ? c->rc->errstr : "append");
+        return ONCE_ESTORE;
+    }
+    return ONCE_OK;
+}
+
+int once__rd_reply(rd_store *s, rd_conn *c, redisReply **out)
+{
+    sigpipe_guard g;
+    void *r = NULL;
+    int ok;
+
+    *out = NULL;
+    sp_block(&g);
+    ok = redisGetReply(c->rc, &r);
+    sp_restore(&g);
+    if (ok != REDIS_OK || !r) {
+        c->broken = 1;
+        once__store_seterr(&s->base, "redis: %s", c->rc->errstr[0] ? c->rc->errstr : "I/O error");
+        return ONCE_ESTORE;
+    }
+    *out = r;
+    if ((*out)->type == REDIS_REPLY_ERROR) {
+        once__store_seterr(&s->base, "redis: %.*s", (int)((*out)->len > 200 ? 200 : (*out)->len),
+                           (*out)->str);
+        freeReplyObject(*out);
+        *out = NULL;
+        return ONCE_ESTORE;
+    }
+    return ONCE_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Connections.
+ */
+
+void once__rd_conn_close(rd_conn *c)
+{
+    if (!c)
+        return;
+    if (c->rc) {
+        sigpipe_guard g;
+        sp_block(&g);
+        redisFree(c->rc);
+        sp_restore(&g);
+    }
+    once_free(c);
+}
+
+static struct timeval tv_ms(int ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = ms / 1000;
+    tv.tv_usec = (ms % 1000) * 1000;
+    return tv;
+}
+
+static int hello(rd_store *s, rd_conn *c)
+{
+    redisReply *r;
+    rd_cmd cmd;
+    int rc = ONCE_OK;
+
+    if (s->password) {
+        once__rd_cmd_init(&cmd);
+        once__rd_str(&cmd, "AUTH");
+        if (s->user)
+            once__rd_str(&cmd, s->user);
+        once__rd_str(&cmd, s->password);
+        rc = once__rd_call(s, c, &cmd, 0, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc != ONCE_OK)
+            return rc;
+        freeReplyObject(r);
+    }
+    if (s->db) {
+        once__rd_cmd_init(&cmd);
+        once__rd_str(&cmd, "SELECT");
+        once__rd_i64(&cmd, s->db);
+        rc = once__rd_call(s, c, &cmd, 0, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc != ONCE_OK)
+            return rc;
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
+{
+    sigpipe_guard g;
+    rd_conn *c;
+    int rc;
+
+    *out = NULL;
+    c = once_calloc(1, sizeof *c);
+    if (!c)
+        return ONCE_ENOMEM;
+    sp_block(&g);
+    c->rc = redisConnectWithTimeout(s->host, s->port, tv_ms(RD_CONNECT_TIMEOUT_MS));
+    sp_restore(&g);
+    if (!c->rc) {
+        once_free(c);
+        return ONCE_ENOMEM;
+    }
+    if (c->rc->err) {
+        once__store_seterr(&s->base, "redis connect %s:%d: %s", s->host, s->port, c->rc->errstr);
+        once__store_errbuf(errbuf, errlen, "redis connect %s:%d: %s", s->host, s->port,
+                           c->rc->errstr);
+        once__rd_conn_close(c);
+        return ONCE_ESTORE;
+    }
+    redisSetTimeout(c->rc, tv_ms(s->timeout_ms));
+    redisEnableKeepAlive(c->rc);
+    rc = hello(s, c);
+    if (rc != ONCE_OK) {
+        once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
+        once__rd_conn_close(c);
+        return rc;
+    }
+    *out = c;
+    return ONCE_OK;
+}
+
+/* 1 if an idle connection can no longer be used. */
+static int stale(rd_conn *c)
+{
+    struct pollfd p;
+
+    if (c->rc->err || c->rc->fd < 0)
+        return 1;
+    p.fd = c->rc->fd;
+    p.events = POLLIN | POLLRDHUP;
+    p.revents = 0;
+    return poll(&p, 1, 0) > 0;
+}
+
+static void deadline_ts(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+int once__rd_acquire(rd_store *s, rd_conn **out)
+{
+    struct timespec until;
+    rd_conn *c;
+    int rc;
+
+    *out = NULL;
+    deadline_ts(&until, RD_POOL_WAIT_MS);
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (s->idle) {
+            c = s->idle;
+            s->idle = c->next;
+            c->next = NULL;
+            pthread_mutex_unlock(&s->mu);
+            if (!stale(c)) {
+                *out = c;
+                return ONCE_OK;
+            }
+            once__rd_conn_close(c);
+            pthread_mutex_lock(&s->mu);
+            s->nopen--;
+            continue;
+        }
+        if (s->nopen < s->pool_max) {
+            int64_t now = once_monotonic_ms();
+            if (now < s->down_until) {
+                int wait = (int)(s->down_until - now);
+                pthread_mutex_unlock(&s->mu);
+                once__store_seterr(&s->base, "redis unreachable (next connection attempt in %d ms)",
+                                   wait);
+                return ONCE_ESTORE;
+            }
+            s->nopen++;
+            pthread_mutex_unlock(&s->mu);
+            rc = once__rd_connect(s, &c, NULL, 0);
+            pthread_mutex_lock(&s->mu);
+            if (rc != ONCE_OK) {
+                s->nopen--;
+                s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : RD_BACKOFF_MIN_MS;
+                if (s->backoff_ms > RD_BACKOFF_MAX_MS)
+                    s->backoff_ms = RD_BACKOFF_MAX_MS;
+                s->down_until = once_monotonic_ms() + s->backoff_ms;
+                pthread_cond_broadcast(&s->cv);
+                pthread_mutex_unlock(&s->mu);
+                return rc;
+            }
+            s->backoff_ms = 0;
+            s->down_until = 0;
+            pthread_mutex_unlock(&s->mu);
+            *out = c;
+            return ONCE_OK;
+        }
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) {
+            pthread_mutex_unlock(&s->mu);
+            once__store_seterr(&s->base, "redis: all %zu connections busy for %d ms", s->pool_max,
+                               RD_POOL_WAIT_MS);
+            return ONCE_EBUSY;
+        }
+    }
+}
+
+void once__rd_release(rd_store *s, rd_conn *c)
+{
+    if (!c)
+        return;
+    if (c->broken || c->rc->err) {
+        once__rd_conn_close(c);
+        pthread_mutex_lock(&s->mu);
+        s->nopen--;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    c->next = s->idle;
+    s->idle = c;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int once__rd_run(rd_store *s, rd_fn fn, void *arg)
+{
+    int attempt, rc;
+
+    for (attempt = 1;; attempt++) {
+        rd_conn *c;
+        int retry;
+
+        rc = once__rd_acquire(s, &c);
+        if (rc != ONCE_OK)
+            return rc;
+        c->broken = c->unsure = 0;
+        rc = fn(s, c, arg);
+        retry = rc == ONCE_ESTORE && c->broken && !c->unsure;
+        once__rd_release(s, c);
+        if (!retry || attempt >= RD_ATTEMPTS)
+            return rc;
+    }
+}

@@ -1,0 +1,180 @@
+/*
+ * redis_int.h -- internals shared by the Redis backend's files:
+ *   redis.c          URL and options, open/close, the method table, and the
+ *                    design notes (key layout, Cluster, durability)
+ *   redis_conn.c     the connection pool, reconnect with backoff, SIGPIPE
+ *                    safety, command building, EVALSHA with NOSCRIPT reload,
+ *                    error classification and the retry loop (once__rd_run)
+ *   redis_keys.c     key and index-member encoding, record <-> hash fields
+ *   redis_scripts.c  the Lua scripts (every multi-key write is one script)
+ *   redis_write.c    create, update, sweep, purge, meta
+ *   redis_read.c     load, events, expired_leases, list
+ *   redis_check.c    the integrity check and reset
+ */
+#ifndef ONCE_STORE_REDIS_INT_H
+#define ONCE_STORE_REDIS_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "once/store.h"
+
+#define RD_PREFIX_MAX 64
+#define RD_POOL_DEFAULT 16
+#define RD_POOL_WAIT_MS 30000
+#define RD_CONNECT_TIMEOUT_MS 3000
+#define RD_TIMEOUT_DEFAULT_MS 5000
+#define RD_BACKOFF_MIN_MS 50
+#define RD_BACKOFF_MAX_MS 2000
+#define RD_ATTEMPTS 3
+
+/* The Lua scripts; texts in redis_scripts.c. */
+typedef enum rd_script_id {
+    RD_CREATE,
+    RD_UPDATE,
+    RD_ENTOMB,
+    RD_PURGE,
+    RD_CHECKKEY,
+    RD_NSCRIPT
+} rd_script_id;
+
+extern const char *const once__rd_lua[RD_NSCRIPT];
+
+/* One connection. Owned by one thread between acquire and release. The
+ * flags describe the current slot call; once__rd_run resets them. */
+typedef struct rd_conn {
+    redisContext *rc;
+    int broken;           /* I/O failed or protocol lost: close, do not pool */
+    int unsure;           /* a write was in flight when it broke */
+    struct rd_conn *next; /* idle list link; guarded by rd_store.mu */
+} rd_conn;
+
+/*
+ * The handle. Everything above mu is set by open and read-only afterwards
+ * (sha[] holds the SHA1 of each script text: reloading a script after
+ * NOSCRIPT yields the same value, so it never changes). mu guards idle,
+ * nopen, down_until and backoff_ms; cv is signalled when a connection is
+ * released or closed.
+ */
+typedef struct rd_store {
+    once_store base;
+    char *host;
+    int port;
+    int db;
+    char *user;     /* NULL: AUTH with the password only (or no AUTH) */
+    char *password; /* NULL: no AUTH */
+    char prefix[RD_PREFIX_MAX + 1];
+    size_t pool_max;
+    int timeout_ms;      /* per command */
+    int64_t tomb_ttl_ms; /* 0: tombstones live until purge */
+    char sha[RD_NSCRIPT][41];
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    rd_conn *idle;
+    size_t nopen;
+    int64_t down_until;
+    int backoff_ms;
+} rd_store;
+
+/* ---- redis_conn.c: commands ---- */
+
+#define RD_NUMS 40
+
+/* A command's arguments (binary-safe: pointer + length). Pointers must
+ * outlive the call; integers are formatted into num[]. A failed allocation
+ * sets oom and is reported by once__rd_call. */
+typedef struct rd_cmd {
+    int argc, cap;
+    const char **argv;
+    size_t *len;
+    char num[RD_NUMS][24];
+    int nnum;
+    int oom;
+} rd_cmd;
+
+void once__rd_cmd_init(rd_cmd *c);
+void once__rd_cmd_free(rd_cmd *c);
+void once__rd_arg(rd_cmd *c, const void *p, size_t n);
+void once__rd_str(rd_cmd *c, const char *s);
+void once__rd_i64(rd_cmd *c, int64_t v);
+
+/* ---- redis_conn.c: connections ---- */
+
+int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen);
+void once__rd_conn_close(rd_conn *c); /* NULL is a no-op */
+int once__rd_acquire(rd_store *s, rd_conn **out);
+void once__rd_release(rd_store *s, rd_conn *c);
+
+/* Send one command and read its reply (*out: freeReplyObject it). An error
+ * reply is ONCE_ESTORE with the message in errmsg; writes says whether the
+ * command may change data (for the broken-while-writing bookkeeping). */
+int once__rd_call(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writes, redisReply **out);
+/* Start a script call: "EVALSHA <sha of id> <nkeys>"; keys and arguments
+ * follow. */
+void once__rd_cmd_evalsha(rd_cmd *c, const rd_store *s, rd_script_id id, int nkeys);
+/* Run a command built by once__rd_cmd_evalsha; on NOSCRIPT (the server
+ * forgot its scripts) load the script and run it once more. */
+int once__rd_eval(rd_store *s, rd_conn *c, rd_script_id id, const rd_cmd *cmd, int writes,
+                  redisReply **out);
+/* SCRIPT LOAD every script on c, filling s->sha (open only). */
+int once__rd_load_scripts(rd_store *s, rd_conn *c);
+/* Pipelining: queue cmd, then read replies in order. A caller that stops
+ * reading with replies still pending must set c->broken. */
+int once__rd_append(rd_store *s, rd_conn *c, const rd_cmd *cmd);
+int once__rd_reply(rd_store *s, rd_conn *c, redisReply **out);
+
+typedef int (*rd_fn)(rd_store *s, rd_conn *c, void *arg);
+/* Acquire, run fn, release; retry on a fresh connection when the failure
+ * cannot have written anything, at most RD_ATTEMPTS times. fn must reset its
+ * outputs itself. */
+int once__rd_run(rd_store *s, rd_fn fn, void *arg);
+
+/* ---- redis_keys.c ---- */
+
+/* "<prefix>:{<len(principal)>:<principal>:<task_id>}" and the same plus
+ * ":ev" (once_malloc'd; NULL on OOM). */
+char *once__rd_key_task(const rd_store *s, const char *principal, const char *task_id);
+char *once__rd_key_events(const rd_store *s, const char *principal, const char *task_id);
+/* "<prefix>:<name>" (leases, finished, tombs, meta) and "<prefix>:l:<principal>". */
+char *once__rd_key_global(const rd_store *s, const char *name);
+char *once__rd_key_list(const rd_store *s, const char *principal);
+/* Index member "<principal>\0<task_id>" into buf (returns its length). */
+size_t once__rd_member(char *buf, const char *principal, const char *task_id);
+#define RD_MEMBER_MAX (ONCE_PRINCIPAL_MAX + 1 + ONCE_ID_MAX)
+/* Split a member back into a key: ONCE_OK or ONCE_ECORRUPT. */
+int once__rd_member_key(const char *m, size_t n, once_key *out);
+/* List-index member: 16 hex digits ordering created_at, then task_id. */
+size_t once__rd_list_member(char *buf, int64_t created_at, const char *task_id);
+#define RD_LMEMBER_MAX (16 + ONCE_ID_MAX)
+/* Append the record's hash fields (field, value pairs) to c; lmember must
+ * outlive c. Returns the number of arguments added. */
+int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_digest,
+                           const char *lmember, size_t lmlen);
+/* A hash read by HGETALL (an array of field, value): a record (ONCE_OK),
+ * or a tombstone (ONCE_ETOMBSTONE, *tomb filled if non-NULL). out/tomb may
+ * be NULL. ONCE_ECORRUPT if a field is missing or malformed. */
+int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *tomb);
+
+/* ---- slots ---- */
+
+int once__rd_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
+                    once_record *winner, once_tombstone *tomb);
+int once__rd_update(once_store *s, const once_record *rec, int64_t expect_version,
+                    const once_event *ev, size_t nev);
+int once__rd_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
+int once__rd_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
+int once__rd_meta(once_store *s, const char *name, const char *init_value, char **out);
+int once__rd_load(once_store *s, const char *principal, const char *task_id, once_record *out,
+                  once_tombstone *tomb);
+int once__rd_events(once_store *s, const char *principal, const char *task_id, int64_t after,
+                    size_t max, once_event_list *out);
+int once__rd_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
+int once__rd_list(once_store *s, const once_list_query *q, once_record_list *out);
+int once__rd_check(once_store *s, once_check_report *rep);
+/* Delete every key under the prefix (open with reset=1; tests only). */
+int once__rd_reset(rd_store *s, rd_conn *c);
+
+#endif /* ONCE_STORE_REDIS_INT_H */

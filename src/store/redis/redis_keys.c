@@ -1,0 +1,349 @@
+/*
+ * redis_keys.c -- how the Redis backend names its keys and lays out a
+ * record in a hash (redis.c describes the whole layout).
+ *
+ * Task keys embed "<len(principal)>:<principal>:<task_id>" inside the hash
+ * tag: the length prefix makes the encoding injective even though both
+ * principals and task IDs may contain ':' ("a:b"/"c" and "a"/"b:c" differ),
+ * and every key of one task begins with the same "{...", so they share a
+ * Cluster slot whatever bytes the principal holds.
+ *
+ * Index members are "<principal>\0<task_id>": neither part can hold a NUL,
+ * and byte order over them equals strcmp order over (principal, task_id),
+ * the tie-break the contract's orderings use. List members are 16 hex
+ * digits of created_at with the sign bit flipped (so byte order is numeric
+ * order, negatives included) followed by the task_id: ZRANGEBYLEX then walks
+ * (created_at, task_id) ascending and "(member" is the strict cursor.
+ *
+ * Hash fields (values are bytes; numbers are decimal):
+ *   p principal  i task_id  c context_id  s state  k kind  v version
+ *   g generation  f fence  n step  o lease_owner  u lease_until
+ *   ca created_at  ua updated_at  fa finished_at  d digests  j task_json
+ *   x checkpoint (absent = NULL)  fd first digest  lm list member
+ * A tombstone hash holds T=1, p, i, fd, fa and ea (expired_at) only.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/redis/redis_int.h"
+
+static char *key_fmt(const rd_store *s, const char *principal, const char *task_id,
+                     const char *suffix)
+{
+    size_t n = strlen(s->prefix) + strlen(principal) + strlen(task_id) + strlen(suffix) + 32;
+    char *k = once_malloc(n);
+
+    if (k)
+        snprintf(k, n, "%s:{%zu:%s:%s}%s", s->prefix, strlen(principal), principal, task_id,
+                 suffix);
+    return k;
+}
+
+char *once__rd_key_task(const rd_store *s, const char *principal, const char *task_id)
+{
+    return key_fmt(s, principal, task_id, "");
+}
+
+char *once__rd_key_events(const rd_store *s, const char *principal, const char *task_id)
+{
+    return key_fmt(s, principal, task_id, ":ev");
+}
+
+char *once__rd_key_global(const rd_store *s, const char *name)
+{
+    size_t n = strlen(s->prefix) + strlen(name) + 2;
+    char *k = once_malloc(n);
+
+    if (k)
+        snprintf(k, n, "%s:%s", s->prefix, name);
+    return k;
+}
+
+char *once__rd_key_list(const rd_store *s, const char *principal)
+{
+    size_t n = strlen(s->prefix) + strlen(principal) + 4;
+    char *k = once_malloc(n);
+
+    if (k)
+        snprintf(k, n, "%s:l:%s", s->prefix, principal);
+    return k;
+}
+
+size_t once__rd_member(char *buf, const char *principal, const char *task_id)
+{
+    size_t a = strlen(principal), b = strlen(task_id);
+
+    memcpy(buf, principal, a);
+    buf[a] = '\0';
+    memcpy(buf + a + 1, task_id, b);
+    return a + 1 + b;
+}
+
+int once__rd_member_key(const char *m, size_t n, once_key *out)
+{
+    const char *nul = memchr(m, '\0', n);
+    size_t a, b;
+
+    memset(out, 0, sizeof *out);
+    if (!nul)
+        return ONCE_ECORRUPT;
+    a = (size_t)(nul - m);
+    b = n - a - 1;
+    if (a == 0 || a > ONCE_PRINCIPAL_MAX || b == 0 || b > ONCE_ID_MAX || memchr(nul + 1, '\0', b))
+        return ONCE_ECORRUPT;
+    memcpy(out->principal, m, a);
+    memcpy(out->task_id, nul + 1, b);
+    return ONCE_OK;
+}
+
+size_t once__rd_list_member(char *buf, int64_t created_at, const char *task_id)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t u = (uint64_t)created_at ^ (UINT64_C(1) << 63);
+    size_t b = strlen(task_id);
+    int i;
+
+    for (i = 15; i >= 0; i--, u >>= 4)
+        buf[i] = hex[u & 15];
+    memcpy(buf + 16, task_id, b);
+    return 16 + b;
+}
+
+static void field(rd_cmd *c, const char *name, const char *value)
+{
+    once__rd_str(c, name);
+    once__rd_str(c, value);
+}
+
+static void field_i64(rd_cmd *c, const char *name, int64_t v)
+{
+    once__rd_str(c, name);
+    once__rd_i64(c, v);
+}
+
+int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_digest,
+                           const char *lmember, size_t lmlen)
+{
+    int before = c->argc;
+
+    field(c, "p", rec->principal);
+    field(c, "i", rec->task_id);
+    field(c, "c", rec->context_id);
+    field_i64(c, "s", (int64_t)rec->state);
+    field_i64(c, "k", (int64_t)rec->kind);
+    field_i64(c, "v", rec->version);
+    field_i64(c, "g", rec->generation);
+    field_i64(c, "f", rec->fence);
+    field_i64(c, "n", rec->step);
+    field(c, "o", rec->lease_owner);
+    field_i64(c, "u", rec->lease_until);
+    field_i64(c, "ca", rec->created_at);
+    field_i64(c, "ua", rec->updated_at);
+    field_i64(c, "fa", rec->finished_at);
+    field(c, "d", rec->digests);
+    field(c, "j", rec->task_json);
+    field(c, "fd", first_digest);
+    once__rd_str(c, "lm");
+    once__rd_arg(c, lmember, lmlen);
+    if (rec->checkpoint)
+        field(c, "x", rec->checkpoint);
+    return c->argc - before;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int num(const redisReply *v, int64_t *out)
+{
+    char buf[24];
+    char *end;
+    long long x;
+
+    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len >= sizeof buf)
+        return -1;
+    memcpy(buf, v->str, v->len);
+    buf[v->len] = '\0';
+    errno = 0;
+    x = strtoll(buf, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int fixed(const redisReply *v, char *dst, size_t cap)
+{
+    if (v->type != REDIS_REPLY_STRING || v->len >= cap || memchr(v->str, '\0', v->len))
+        return -1;
+    memcpy(dst, v->str, v->len);
+    dst[v->len] = '\0';
+    return 0;
+}
+
+static int dup_str(const redisReply *v, char **dst)
+{
+    if (v->type != REDIS_REPLY_STRING || memchr(v->str, '\0', v->len))
+        return -1;
+    once_free(*dst);
+    *dst = once_strndup(v->str, v->len);
+    return *dst ? 0 : -2;
+}
+
+/* What a hash read back may hold: a record's fields, or a tombstone's. */
+typedef struct parsed {
+    once_record rec;
+    once_tombstone t;
+} parsed;
+
+typedef enum hf_type { HF_FIXED, HF_STR, HF_I64, HF_ENUM, HF_FLAG, HF_SKIP } hf_type;
+
+/* Bits of `have`: which fields a hash held. */
+enum hbit {
+    HB_P,
+    HB_I,
+    HB_C,
+    HB_S,
+    HB_K,
+    HB_V,
+    HB_G,
+    HB_F,
+    HB_N,
+    HB_O,
+    HB_U,
+    HB_CA,
+    HB_UA,
+    HB_FA,
+    HB_D,
+    HB_J,
+    HB_FD,
+    HB_EA,
+    HB_T
+};
+#define BIT(b) (1u << (b))
+#define HF_RECORD (BIT(HB_J + 1) - 1) /* p .. j: what a record needs */
+#define HF_TOMB (BIT(HB_P) | BIT(HB_I) | BIT(HB_FA) | BIT(HB_FD) | BIT(HB_EA) | BIT(HB_T))
+
+/* One hash field: where it goes, and its bit in `have` (0 = optional). */
+typedef struct hfield {
+    char name[3];
+    hf_type type;
+    unsigned bit;
+    size_t off, cap;
+} hfield;
+
+#define AT(member) offsetof(parsed, member)
+#define FIXED(member) AT(member), sizeof(((parsed *)0)->member)
+static const hfield hfields[] = {
+    {"p", HF_FIXED, BIT(HB_P), FIXED(rec.principal)},
+    {"i", HF_FIXED, BIT(HB_I), FIXED(rec.task_id)},
+    {"c", HF_FIXED, BIT(HB_C), FIXED(rec.context_id)},
+    {"s", HF_ENUM, BIT(HB_S), AT(rec.state), 0},
+    {"k", HF_ENUM, BIT(HB_K), AT(rec.kind), 0},
+    {"v", HF_I64, BIT(HB_V), AT(rec.version), 0},
+    {"g", HF_I64, BIT(HB_G), AT(rec.generation), 0},
+    {"f", HF_I64, BIT(HB_F), AT(rec.fence), 0},
+    {"n", HF_I64, BIT(HB_N), AT(rec.step), 0},
+    {"o", HF_FIXED, BIT(HB_O), FIXED(rec.lease_owner)},
+    {"u", HF_I64, BIT(HB_U), AT(rec.lease_until), 0},
+    {"ca", HF_I64, BIT(HB_CA), AT(rec.created_at), 0},
+    {"ua", HF_I64, BIT(HB_UA), AT(rec.updated_at), 0},
+    {"fa", HF_I64, BIT(HB_FA), AT(rec.finished_at), 0},
+    {"d", HF_STR, BIT(HB_D), AT(rec.digests), 0},
+    {"j", HF_STR, BIT(HB_J), AT(rec.task_json), 0},
+    {"fd", HF_FIXED, BIT(HB_FD), FIXED(t.first_digest)},
+    {"ea", HF_I64, BIT(HB_EA), AT(t.expired_at), 0},
+    {"T", HF_FLAG, BIT(HB_T), 0, 0},
+    {"x", HF_STR, 0, AT(rec.checkpoint), 0},
+    {"lm", HF_SKIP, 0, 0, 0},
+};
+#undef FIXED
+#undef AT
+
+_Static_assert(sizeof(once_state) == sizeof(int) && sizeof(once_record_kind) == sizeof(int),
+               "HF_ENUM stores an int");
+
+/* Store value v as field f of *p: 0, -1 malformed, -2 out of memory. */
+static int put_field(parsed *p, const hfield *f, const redisReply *v)
+{
+    char *at = (char *)p + f->off;
+    int64_t x;
+
+    switch (f->type) {
+    case HF_FIXED:
+        return fixed(v, at, f->cap);
+    case HF_STR:
+        return dup_str(v, (char **)(void *)at);
+    case HF_I64:
+        if (num(v, &x))
+            return -1;
+        memcpy(at, &x, sizeof x);
+        return 0;
+    case HF_ENUM: {
+        int e;
+        if (num(v, &x) || x < INT32_MIN || x > INT32_MAX)
+            return -1;
+        e = (int)x;
+        memcpy(at, &e, sizeof e);
+        return 0;
+    }
+    case HF_FLAG:
+    case HF_SKIP:
+        return 0;
+    }
+    return -1;
+}
+
+int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *tomb)
+{
+    parsed p;
+    unsigned have = 0;
+    size_t i, j;
+    int bad = 0;
+
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (tomb)
+        memset(tomb, 0, sizeof *tomb);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2)
+        return ONCE_ECORRUPT;
+    memset(&p, 0, sizeof p);
+    for (i = 0; i + 1 < r->elements && !bad; i += 2) {
+        const redisReply *k = r->element[i];
+        if (k->type != REDIS_REPLY_STRING) {
+            bad = -1;
+            break;
+        }
+        for (j = 0; j < sizeof hfields / sizeof hfields[0]; j++) {
+            const hfield *f = &hfields[j];
+            if (k->len == strlen(f->name) && memcmp(k->str, f->name, k->len) == 0) {
+                bad = put_field(&p, f, r->element[i + 1]);
+                have |= f->bit;
+                break;
+            }
+        } /* a field this version does not know is skipped */
+    }
+    if (bad == -2) {
+        once_record_clear(&p.rec);
+        return ONCE_ENOMEM;
+    }
+    if (!bad && (have & BIT(HB_T)) && (have & HF_TOMB) == HF_TOMB) {
+        memcpy(p.t.principal, p.rec.principal, sizeof p.t.principal);
+        memcpy(p.t.task_id, p.rec.task_id, sizeof p.t.task_id);
+        p.t.finished_at = p.rec.finished_at;
+        once_record_clear(&p.rec);
+        if (tomb)
+            *tomb = p.t;
+        return ONCE_ETOMBSTONE;
+    }
+    if (bad || (have & BIT(HB_T)) || (have & HF_RECORD) != HF_RECORD) {
+        once_record_clear(&p.rec);
+        return ONCE_ECORRUPT;
+    }
+    if (out)
+        *out = p.rec;
+    else
+        once_record_clear(&p.rec);
+    return ONCE_OK;
+}

@@ -1,0 +1,380 @@
+/*
+ * redis_read.c -- the Redis backend's reads: load, events, expired_leases,
+ * list.
+ *
+ * load is one HGETALL (a record or a tombstone, atomically), events one
+ * LRANGE (event g sits at list index g-1), expired_leases one
+ * ZRANGEBYSCORE on the lease index. list walks the principal's list index
+ * in (created_at, task_id) order and fetches the records with pipelined
+ * HGETALLs, skipping entries whose record is gone or filtered out; it is a
+ * page of records each read atomically, not a snapshot of all of them
+ * (the contract asks no more).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/redis/redis_int.h"
+#include "store/store_int.h"
+
+static rd_store *rds(once_store *s)
+{
+    return (rd_store *)s;
+}
+
+typedef struct load_arg {
+    const char *key;
+    once_record *out;
+    once_tombstone *tomb;
+} load_arg;
+
+static int load_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    load_arg *a = arg;
+    redisReply *r;
+    rd_cmd cmd;
+    int rc;
+
+    once_record_clear(a->out);
+    once__rd_cmd_init(&cmd);
+    once__rd_str(&cmd, "HGETALL");
+    once__rd_str(&cmd, a->key);
+    rc = once__rd_call(s, c, &cmd, 0, &r);
+    once__rd_cmd_free(&cmd);
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 0)
+        rc = ONCE_ENOTFOUND;
+    else
+        rc = once__rd_parse_hash(r, a->out, a->tomb);
+    if (rc == ONCE_ECORRUPT)
+        once__store_seterr(&s->base, "redis: %s is not a once record", a->key);
+    freeReplyObject(r);
+    return rc;
+}
+
+int once__rd_load(once_store *s, const char *principal, const char *task_id, once_record *out,
+                  once_tombstone *tomb)
+{
+    load_arg a;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if (tomb)
+        memset(tomb, 0, sizeof *tomb);
+    rc = once__store_valid_key(s, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
+    a.key = once__rd_key_task(rds(s), principal, task_id);
+    if (!a.key)
+        return ONCE_ENOMEM;
+    a.out = out;
+    a.tomb = tomb;
+    rc = once__rd_run(rds(s), load_fn, &a);
+    once_free((char *)a.key);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct events_arg {
+    const char *key;
+    int64_t start, stop; /* list indexes, stop -1 = to the end */
+    once_event_list *out;
+} events_arg;
+
+static int events_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    events_arg *a = arg;
+    redisReply *r;
+    rd_cmd cmd;
+    size_t i;
+    int rc;
+
+    once_event_list_clear(a->out);
+    once__rd_cmd_init(&cmd);
+    once__rd_str(&cmd, "LRANGE");
+    once__rd_str(&cmd, a->key);
+    once__rd_i64(&cmd, a->start);
+    once__rd_i64(&cmd, a->stop);
+    rc = once__rd_call(s, c, &cmd, 0, &r);
+    once__rd_cmd_free(&cmd);
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return ONCE_ECORRUPT;
+    }
+    if (r->elements) {
+        a->out->v = once_calloc(r->elements, sizeof *a->out->v);
+        if (!a->out->v)
+            rc = ONCE_ENOMEM;
+    }
+    for (i = 0; rc == ONCE_OK && i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_STRING || memchr(e->str, '\0', e->len)) {
+            rc = ONCE_ECORRUPT;
+            break;
+        }
+        a->out->v[i].generation = a->start + 1 + (int64_t)i;
+        a->out->v[i].payload = once_strndup(e->str, e->len);
+        a->out->n = i + 1;
+        if (!a->out->v[i].payload)
+            rc = ONCE_ENOMEM;
+    }
+    freeReplyObject(r);
+    if (rc != ONCE_OK)
+        once_event_list_clear(a->out);
+    return rc;
+}
+
+int once__rd_events(once_store *s, const char *principal, const char *task_id, int64_t after,
+                    size_t max, once_event_list *out)
+{
+    events_arg a;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = once__store_valid_key(s, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
+    a.start = after < 0 ? 0 : after;
+    if (max == 0 || max > (size_t)(INT64_MAX - a.start))
+        a.stop = -1;
+    else
+        a.stop = a.start + (int64_t)max - 1;
+    a.key = once__rd_key_events(rds(s), principal, task_id);
+    if (!a.key)
+        return ONCE_ENOMEM;
+    a.out = out;
+    rc = once__rd_run(rds(s), events_fn, &a);
+    once_free((char *)a.key);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct leases_arg {
+    int64_t now;
+    size_t max;
+    once_key_list *out;
+} leases_arg;
+
+static int leases_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    leases_arg *a = arg;
+    char *index = once__rd_key_global(s, "leases");
+    char bound[32];
+    redisReply *r;
+    rd_cmd cmd;
+    size_t i;
+    int rc;
+
+    once_key_list_clear(a->out);
+    if (!index)
+        return ONCE_ENOMEM;
+    snprintf(bound, sizeof bound, "(%lld", (long long)a->now);
+    once__rd_cmd_init(&cmd);
+    once__rd_str(&cmd, "ZRANGEBYSCORE");
+    once__rd_str(&cmd, index);
+    once__rd_str(&cmd, "-inf");
+    once__rd_str(&cmd, bound);
+    once__rd_str(&cmd, "LIMIT");
+    once__rd_i64(&cmd, 0);
+    once__rd_i64(&cmd, a->max > INT64_MAX ? INT64_MAX : (int64_t)a->max);
+    rc = once__rd_call(s, c, &cmd, 0, &r);
+    once__rd_cmd_free(&cmd);
+    once_free(index);
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return ONCE_ECORRUPT;
+    }
+    if (r->elements) {
+        a->out->v = once_calloc(r->elements, sizeof *a->out->v);
+        if (!a->out->v)
+            rc = ONCE_ENOMEM;
+    }
+    for (i = 0; rc == ONCE_OK && i < r->elements; i++) {
+        const redisReply *m = r->element[i];
+        if (m->type != REDIS_REPLY_STRING ||
+            once__rd_member_key(m->str, m->len, &a->out->v[i]) != ONCE_OK)
+            rc = ONCE_ECORRUPT;
+        else
+            a->out->n = i + 1;
+    }
+    freeReplyObject(r);
+    if (rc != ONCE_OK)
+        once_key_list_clear(a->out);
+    return rc;
+}
+
+int once__rd_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out)
+{
+    leases_arg a = {now, max, out};
+
+    memset(out, 0, sizeof *out);
+    if (max == 0)
+        return ONCE_OK;
+    return once__rd_run(rds(s), leases_fn, &a);
+}
+
+/* ------------------------------------------------------------------------ */
+
+#define RD_LIST_BATCH 128
+
+typedef struct list_arg {
+    const once_list_query *q;
+    const char *index;
+    once_record_list *out;
+} list_arg;
+
+static int wanted(const once_list_query *q, const once_record *r)
+{
+    if (q->context_id && strcmp(r->context_id, q->context_id) != 0)
+        return 0;
+    return q->state == ONCE_STATE_UNKNOWN || r->state == q->state;
+}
+
+/* Fetch the records of members m[0..n) (pipelined) and append the wanted
+ * ones to a->out, up to the limit. */
+static int fetch_page(rd_store *s, rd_conn *c, list_arg *a, redisReply **m, size_t n)
+{
+    size_t i, queued = 0, read;
+    int rc = ONCE_OK;
+
+    for (i = 0; rc == ONCE_OK && i < n; i++) {
+        char id[ONCE_ID_MAX + 1];
+        char *key;
+        rd_cmd cmd;
+
+        if (m[i]->type != REDIS_REPLY_STRING || m[i]->len <= 16 || m[i]->len - 16 > ONCE_ID_MAX) {
+            rc = ONCE_ECORRUPT;
+            break;
+        }
+        memcpy(id, m[i]->str + 16, m[i]->len - 16);
+        id[m[i]->len - 16] = '\0';
+        key = once__rd_key_task(s, a->q->principal, id);
+        if (!key) {
+            rc = ONCE_ENOMEM;
+            break;
+        }
+        once__rd_cmd_init(&cmd);
+        once__rd_str(&cmd, "HGETALL");
+        once__rd_str(&cmd, key);
+        rc = once__rd_append(s, c, &cmd);
+        once__rd_cmd_free(&cmd);
+        once_free(key);
+        if (rc == ONCE_OK)
+            queued++;
+    }
+    for (read = 0; read < queued; read++) {
+        once_record rec;
+        redisReply *r;
+        int prc = once__rd_reply(s, c, &r);
+
+        if (prc != ONCE_OK) {
+            rc = prc;
+            break;
+        }
+        if (rc == ONCE_OK && a->out->n < a->q->limit) {
+            prc = once__rd_parse_hash(r, &rec, NULL);
+            if (prc == ONCE_OK) {
+                if (wanted(a->q, &rec))
+                    a->out->v[a->out->n++] = rec;
+                else
+                    once_record_clear(&rec);
+            } else if (prc != ONCE_ETOMBSTONE &&
+                       !(r->type == REDIS_REPLY_ARRAY && r->elements == 0)) {
+                rc = prc; /* gone or tombstoned since indexed: skip; malformed: fail */
+            }
+        }
+        freeReplyObject(r);
+    }
+    if (read < queued)
+        c->broken = 1; /* replies left unread: the connection is out of step */
+    return rc;
+}
+
+static int list_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    list_arg *a = arg;
+    char lmin[1 + RD_LMEMBER_MAX];
+    size_t lminlen;
+    int rc = ONCE_OK;
+
+    once_record_list_clear(a->out);
+    a->out->v = once_calloc(a->q->limit, sizeof *a->out->v);
+    if (!a->out->v)
+        return ONCE_ENOMEM;
+    if (a->q->after_task_id) {
+        lmin[0] = '(';
+        lminlen = 1 + once__rd_list_member(lmin + 1, a->q->after_created_at, a->q->after_task_id);
+    } else {
+        lmin[0] = '-';
+        lminlen = 1;
+    }
+    while (rc == ONCE_OK && a->out->n < a->q->limit) {
+        size_t want = a->q->limit - a->out->n, got;
+        redisReply *r;
+        rd_cmd cmd;
+
+        if ((a->q->context_id || a->q->state != ONCE_STATE_UNKNOWN) && want < RD_LIST_BATCH)
+            want = RD_LIST_BATCH; /* filters skip entries: read ahead */
+        if (want > RD_LIST_BATCH * 8)
+            want = RD_LIST_BATCH * 8;
+        once__rd_cmd_init(&cmd);
+        once__rd_str(&cmd, "ZRANGEBYLEX");
+        once__rd_str(&cmd, a->index);
+        once__rd_arg(&cmd, lmin, lminlen);
+        once__rd_str(&cmd, "+");
+        once__rd_str(&cmd, "LIMIT");
+        once__rd_i64(&cmd, 0);
+        once__rd_i64(&cmd, (int64_t)want);
+        rc = once__rd_call(s, c, &cmd, 0, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc != ONCE_OK)
+            break;
+        if (r->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            rc = ONCE_ECORRUPT;
+            break;
+        }
+        got = r->elements;
+        if (got) {
+            const redisReply *last = r->element[got - 1];
+            rc = fetch_page(s, c, a, r->element, got);
+            if (rc == ONCE_OK && last->type == REDIS_REPLY_STRING && last->len <= RD_LMEMBER_MAX) {
+                lmin[0] = '(';
+                memcpy(lmin + 1, last->str, last->len);
+                lminlen = 1 + last->len;
+            }
+        }
+        freeReplyObject(r);
+        if (got < want)
+            break;
+    }
+    if (rc != ONCE_OK)
+        once_record_list_clear(a->out);
+    return rc;
+}
+
+int once__rd_list(once_store *s, const once_list_query *q, once_record_list *out)
+{
+    list_arg a;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = once__store_valid_query(s, q);
+    if (rc != ONCE_OK)
+        return rc;
+    a.q = q;
+    a.out = out;
+    a.index = once__rd_key_list(rds(s), q->principal);
+    if (!a.index)
+        return ONCE_ENOMEM;
+    rc = once__rd_run(rds(s), list_fn, &a);
+    once_free((char *)a.index);
+    return rc;
+}

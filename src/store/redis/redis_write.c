@@ -1,0 +1,453 @@
+/*
+ * redis_write.c -- the Redis backend's writes: create, update, sweep,
+ * purge, meta.
+ *
+ * create and update are one script each (redis_scripts.c): the existence
+ * check or version compare, the record hash, the event appends and the
+ * index entries happen in one atomic step. sweep and purge walk their index
+ * (finished_at / expired_at order) and convert one task per script call, so
+ * no call holds the server for long and several replicas may sweep at once:
+ * a task another replica converted first is simply not counted.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/decide.h"
+#include "store/redis/redis_int.h"
+#include "store/store_int.h"
+
+static rd_store *rds(once_store *s)
+{
+    return (rd_store *)s;
+}
+
+/* The keys a script about one task touches. */
+typedef struct task_keys {
+    char *h, *ev, *leases, *finished, *list, *tombs;
+} task_keys;
+
+static void keys_free(task_keys *k)
+{
+    once_free(k->h);
+    once_free(k->ev);
+    once_free(k->leases);
+    once_free(k->finished);
+    once_free(k->list);
+    once_free(k->tombs);
+    memset(k, 0, sizeof *k);
+}
+
+static int keys_make(const rd_store *s, const char *principal, const char *task_id, task_keys *k)
+{
+    k->h = once__rd_key_task(s, principal, task_id);
+    k->ev = once__rd_key_events(s, principal, task_id);
+    k->leases = once__rd_key_global(s, "leases");
+    k->finished = once__rd_key_global(s, "finished");
+    k->list = once__rd_key_list(s, principal);
+    k->tombs = once__rd_key_global(s, "tombs");
+    if (!k->h || !k->ev || !k->leases || !k->finished || !k->list || !k->tombs) {
+        keys_free(k);
+        return ONCE_ENOMEM;
+    }
+    return ONCE_OK;
+}
+
+/* Index scores a record implies; "" = must not be in that index. */
+static void index_scores(rd_cmd *c, const once_record *rec)
+{
+    int terminal = once_state_terminal(rec->state);
+
+    if (!terminal && rec->lease_until > 0)
+        once__rd_i64(c, rec->lease_until);
+    else
+        once__rd_arg(c, "", 0);
+    if (terminal)
+        once__rd_i64(c, rec->finished_at);
+    else
+        once__rd_arg(c, "", 0);
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct write_arg {
+    const rd_cmd *cmd;
+    const once_record *rec;
+    once_record *winner;
+    once_tombstone *tomb;
+    int64_t expect;
+    const once_event *ev;
+    size_t nev;
+} write_arg;
+
+static int create_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    write_arg *a = arg;
+    redisReply *r;
+    int rc;
+
+    if (a->winner)
+        once_record_clear(a->winner);
+    if (a->tomb)
+        memset(a->tomb, 0, sizeof *a->tomb);
+    rc = once__rd_eval(s, c, RD_CREATE, a->cmd, 1, &r);
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        rc = ONCE_OK;
+    } else if (r->type == REDIS_REPLY_ARRAY) {
+        rc = once__rd_parse_hash(r, a->winner, a->tomb);
+        if (rc == ONCE_OK)
+            rc = ONCE_EEXISTS;
+        else if (rc == ONCE_ECORRUPT)
+            once__store_seterr(&s->base, "redis: stored hash of %s/%s is malformed",
+                               a->rec->principal, a->rec->task_id);
+    } else {
+        once__store_seterr(&s->base, "redis create: unexpected reply type %d", r->type);
+        rc = ONCE_ESTORE;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+int once__rd_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
+                    once_record *winner, once_tombstone *tomb)
+{
+    char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
+    size_t mlen, lmlen, i;
+    task_keys k;
+    write_arg a;
+    rd_cmd cmd;
+    int rc;
+
+    if (winner)
+        memset(winner, 0, sizeof *winner);
+    if (tomb)
+        memset(tomb, 0, sizeof *tomb);
+    rc = once__store_valid_create(s, rec, ev, nev);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = keys_make(rds(s), rec->principal, rec->task_id, &k);
+    if (rc != ONCE_OK)
+        return rc;
+    mlen = once__rd_member(member, rec->principal, rec->task_id);
+    lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
+    once_digests_first(rec->digests, fd);
+
+    once__rd_cmd_init(&cmd);
+    once__rd_cmd_evalsha(&cmd, rds(s), RD_CREATE, 5);
+    once__rd_str(&cmd, k.h);
+    once__rd_str(&cmd, k.ev);
+    once__rd_str(&cmd, k.leases);
+    once__rd_str(&cmd, k.finished);
+    once__rd_str(&cmd, k.list);
+    once__rd_arg(&cmd, member, mlen);
+    once__rd_arg(&cmd, lmember, lmlen);
+    index_scores(&cmd, rec);
+    once__rd_i64(&cmd, rec->checkpoint ? 38 : 36);
+    once__rd_record_fields(&cmd, rec, fd, lmember, lmlen);
+    for (i = 0; i < nev; i++)
+        once__rd_str(&cmd, ev[i].payload);
+
+    memset(&a, 0, sizeof a);
+    a.cmd = &cmd;
+    a.rec = rec;
+    a.winner = winner;
+    a.tomb = tomb;
+    rc = once__rd_run(rds(s), create_fn, &a);
+    once__rd_cmd_free(&cmd);
+    keys_free(&k);
+    return rc;
+}
+
+static int update_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    write_arg *a = arg;
+    redisReply *r;
+    int64_t gen;
+    char buf[24];
+    int rc;
+
+    rc = once__rd_eval(s, c, RD_UPDATE, a->cmd, 1, &r);
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        rc = ONCE_OK;
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+        once__store_seterr(&s->base, "update of %s: no record, or version moved", a->rec->task_id);
+        rc = ONCE_ECONFLICT;
+    } else if (r->type == REDIS_REPLY_STRING && r->len < sizeof buf) {
+        /* The version matched but the events do not continue the stored
+         * generation: bad arguments, nothing written. */
+        memcpy(buf, r->str, r->len);
+        buf[r->len] = '\0';
+        gen = strtoll(buf, NULL, 10);
+        rc = once__store_valid_events(&s->base, gen, a->rec, a->ev, a->nev);
+        if (rc == ONCE_OK) {
+            once__store_seterr(&s->base, "update of %s: generation check disagrees",
+                               a->rec->task_id);
+            rc = ONCE_ESTORE;
+        }
+    } else {
+        once__store_seterr(&s->base,
+                           "redis update of %s: unexpected reply (stored record "
+                           "malformed?)",
+                           a->rec->task_id);
+        rc = ONCE_ECORRUPT;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+int once__rd_update(once_store *s, const once_record *rec, int64_t expect_version,
+                    const once_event *ev, size_t nev)
+{
+    char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
+    size_t mlen, lmlen, i;
+    int64_t base;
+    int numbered;
+    task_keys k;
+    write_arg a;
+    rd_cmd cmd;
+    int rc;
+
+    rc = once__store_valid_update(s, rec, expect_version, ev, nev);
+    if (rc != ONCE_OK)
+        return rc;
+    /* The one stored generation these events could continue; when they
+     * continue none, send -1 (matches nothing) and no events, so the script
+     * still answers "version moved" first (store_int.h's order). */
+    base = rec->generation - (int64_t)nev;
+    numbered = base >= 0 && once__store_valid_events(s, base, rec, ev, nev) == ONCE_OK;
+    rc = keys_make(rds(s), rec->principal, rec->task_id, &k);
+    if (rc != ONCE_OK)
+        return rc;
+    mlen = once__rd_member(member, rec->principal, rec->task_id);
+    lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
+    once_digests_first(rec->digests, fd);
+
+    once__rd_cmd_init(&cmd);
+    once__rd_cmd_evalsha(&cmd, rds(s), RD_UPDATE, 5);
+    once__rd_str(&cmd, k.h);
+    once__rd_str(&cmd, k.ev);
+    once__rd_str(&cmd, k.leases);
+    once__rd_str(&cmd, k.finished);
+    once__rd_str(&cmd, k.list);
+    once__rd_arg(&cmd, member, mlen);
+    once__rd_arg(&cmd, lmember, lmlen);
+    index_scores(&cmd, rec);
+    once__rd_i64(&cmd, expect_version);
+    once__rd_i64(&cmd, numbered ? base : -1);
+    once__rd_i64(&cmd, rec->checkpoint ? 38 : 36);
+    once__rd_record_fields(&cmd, rec, fd, lmember, lmlen);
+    for (i = 0; numbered && i < nev; i++)
+        once__rd_str(&cmd, ev[i].payload);
+
+    memset(&a, 0, sizeof a);
+    a.cmd = &cmd;
+    a.rec = rec;
+    a.expect = expect_version;
+    a.ev = ev;
+    a.nev = nev;
+    rc = once__rd_run(rds(s), update_fn, &a);
+    once__rd_cmd_free(&cmd);
+    keys_free(&k);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * sweep and purge: range over an index, one script per member.
+ */
+
+#define RD_SCAN_BATCH 256
+#define RD_MAX_ROUNDS 1024
+
+typedef struct reap_arg {
+    int purge; /* 0 sweep (finished -> tombs), 1 purge (tombs -> gone) */
+    int64_t before, now;
+    size_t max;
+    size_t *n; /* accumulates across retries: conversions are not undone */
+} reap_arg;
+
+static int reap_one(rd_store *s, rd_conn *c, const reap_arg *a, const char *m, size_t mlen,
+                    int *done)
+{
+    task_keys k;
+    once_key key;
+    redisReply *r;
+    rd_cmd cmd;
+    int rc;
+
+    *done = 0;
+    if (once__rd_member_key(m, mlen, &key) != ONCE_OK) {
+        once__store_seterr(&s->base, "redis: malformed index member");
+        return ONCE_ECORRUPT;
+    }
+    rc = keys_make(s, key.principal, key.task_id, &k);
+    if (rc != ONCE_OK)
+        return rc;
+    once__rd_cmd_init(&cmd);
+    if (a->purge) {
+        once__rd_cmd_evalsha(&cmd, s, RD_PURGE, 3);
+        once__rd_str(&cmd, k.h);
+        once__rd_str(&cmd, k.ev);
+        once__rd_str(&cmd, k.tombs);
+        once__rd_arg(&cmd, m, mlen);
+        once__rd_i64(&cmd, a->before);
+    } else {
+        once__rd_cmd_evalsha(&cmd, s, RD_ENTOMB, 6);
+        once__rd_str(&cmd, k.h);
+        once__rd_str(&cmd, k.ev);
+        once__rd_str(&cmd, k.leases);
+        once__rd_str(&cmd, k.finished);
+        once__rd_str(&cmd, k.list);
+        once__rd_str(&cmd, k.tombs);
+        once__rd_arg(&cmd, m, mlen);
+        once__rd_i64(&cmd, a->before);
+        once__rd_i64(&cmd, a->now);
+        once__rd_i64(&cmd, s->tomb_ttl_ms);
+    }
+    rc = once__rd_eval(s, c, a->purge ? RD_PURGE : RD_ENTOMB, &cmd, 1, &r);
+    once__rd_cmd_free(&cmd);
+    keys_free(&k);
+    if (rc != ONCE_OK)
+        return rc;
+    *done = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return ONCE_OK;
+}
+
+static int reap_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    reap_arg *a = arg;
+    char *index = once__rd_key_global(s, a->purge ? "tombs" : "finished");
+    char bound[32];
+    int rounds, rc = ONCE_OK;
+
+    if (!index)
+        return ONCE_ENOMEM;
+    snprintf(bound, sizeof bound, "(%lld", (long long)a->before);
+    /* Every member a round returns is converted, or removed/re-scored by
+     * its script, so each round makes progress; the cap is a safety net. */
+    for (rounds = 0; rc == ONCE_OK && *a->n < a->max && rounds < RD_MAX_ROUNDS; rounds++) {
+        size_t want = a->max - *a->n, i;
+        redisReply *r;
+        rd_cmd cmd;
+
+        if (want > RD_SCAN_BATCH)
+            want = RD_SCAN_BATCH;
+        once__rd_cmd_init(&cmd);
+        once__rd_str(&cmd, "ZRANGEBYSCORE");
+        once__rd_str(&cmd, index);
+        once__rd_str(&cmd, "-inf");
+        once__rd_str(&cmd, bound);
+        once__rd_str(&cmd, "LIMIT");
+        once__rd_i64(&cmd, 0);
+        once__rd_i64(&cmd, (int64_t)want);
+        rc = once__rd_call(s, c, &cmd, 0, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc != ONCE_OK)
+            break;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+            freeReplyObject(r);
+            break;
+        }
+        for (i = 0; rc == ONCE_OK && i < r->elements && *a->n < a->max; i++) {
+            const redisReply *m = r->element[i];
+            int done = 0;
+            if (m->type != REDIS_REPLY_STRING) {
+                rc = ONCE_ECORRUPT;
+                break;
+            }
+            rc = reap_one(s, c, a, m->str, m->len, &done);
+            *a->n += (size_t)done;
+        }
+        freeReplyObject(r);
+    }
+    once_free(index);
+    return rc;
+}
+
+int once__rd_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
+{
+    reap_arg a = {0, finished_before, now, max, n};
+
+    *n = 0;
+    if (max == 0)
+        return ONCE_OK;
+    return once__rd_run(rds(s), reap_fn, &a);
+}
+
+int once__rd_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
+{
+    reap_arg a = {1, expired_before, 0, max, n};
+
+    *n = 0;
+    if (max == 0)
+        return ONCE_OK;
+    return once__rd_run(rds(s), reap_fn, &a);
+}
+
+/* ------------------------------------------------------------------------
+ * meta: HSETNX then HGET. Values never change once set, so whichever
+ * process's HSETNX won, every HGET after it reads the same value.
+ */
+
+typedef struct meta_arg {
+    const char *name, *init;
+    char **out;
+} meta_arg;
+
+static int meta_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    meta_arg *a = arg;
+    char *key = once__rd_key_global(s, "meta");
+    redisReply *r;
+    rd_cmd cmd;
+    int rc = ONCE_OK;
+
+    once_free(*a->out);
+    *a->out = NULL;
+    if (!key)
+        return ONCE_ENOMEM;
+    if (a->init) {
+        once__rd_cmd_init(&cmd);
+        once__rd_str(&cmd, "HSETNX");
+        once__rd_str(&cmd, key);
+        once__rd_str(&cmd, a->name);
+        once__rd_str(&cmd, a->init);
+        rc = once__rd_call(s, c, &cmd, 1, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc == ONCE_OK)
+            freeReplyObject(r);
+    }
+    if (rc == ONCE_OK) {
+        once__rd_cmd_init(&cmd);
+        once__rd_str(&cmd, "HGET");
+        once__rd_str(&cmd, key);
+        once__rd_str(&cmd, a->name);
+        rc = once__rd_call(s, c, &cmd, 0, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc == ONCE_OK) {
+            if (r->type == REDIS_REPLY_STRING && !memchr(r->str, '\0', r->len))
+                rc = (*a->out = once_strndup(r->str, r->len)) ? ONCE_OK : ONCE_ENOMEM;
+            else
+                rc = r->type == REDIS_REPLY_NIL ? ONCE_ENOTFOUND : ONCE_ECORRUPT;
+            freeReplyObject(r);
+        }
+    }
+    once_free(key);
+    return rc;
+}
+
+int once__rd_meta(once_store *s, const char *name, const char *init_value, char **out)
+{
+    meta_arg a = {name, init_value, out};
+
+    *out = NULL;
+    if (!name[0]) {
+        once__store_seterr(s, "meta: empty name");
+        return ONCE_EINVAL;
+    }
+    return once__rd_run(rds(s), meta_fn, &a);
+}

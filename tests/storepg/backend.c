@@ -1,0 +1,748 @@
+/*
+ * backend.c -- what only a networked store backend (PostgreSQL, Redis) has
+ * to get right, beyond the conformance suite. argv[1] is the server's base
+ * URL without parameters (postgres://user@host:port/db or
+ * redis://host:port/db); each case works in its own schema / key prefix.
+ *
+ *   open_errors              bad URL parameters are EINVAL; an unreachable
+ *                            server is ESTORE with a message, nothing to close
+ *   outage_is_estore         through a loopback proxy that is then cut: every
+ *                            slot answers ONCE_ESTORE (never ENOTFOUND or any
+ *                            other verdict), and after the cut heals the same
+ *                            handle serves the data again
+ *   dropped_connections      pooled connections the server side closed are
+ *                            replaced without a failed call (reads and writes)
+ *   concurrent_first_open    processes opening a fresh namespace at the same
+ *                            moment all succeed (migrations are serialised)
+ *   check_sees_damage        check() reports what was broken behind the
+ *                            backend's back (so a clean report means something)
+ *   backend_specific         PostgreSQL: a schema migrated by a newer once is
+ *                            refused; Redis: scripts flushed from the server are
+ *                            reloaded (NOSCRIPT) transparently
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#ifdef ONCE_HAVE_PG
+#include <libpq-fe.h>
+#endif
+#ifdef ONCE_HAVE_REDIS
+#include <hiredis/hiredis.h>
+#endif
+
+#include "store/util.h"
+
+#define T0 INT64_C(1700000000000)
+
+/* ------------------------------------------------------------------------
+ * The server URL, split so a case can point it elsewhere (a proxy port).
+ */
+
+static const char *g_base;
+static int g_pg;         /* 1 postgres, 0 redis */
+static char g_head[256]; /* "scheme://[auth@]" */
+static char g_host[128];
+static int g_port;
+static char g_tail[256]; /* "/db" */
+
+static int split_url(const char *url)
+{
+    const char *p = strstr(url, "://"), *at, *slash, *colon;
+
+    if (!p)
+        return -1;
+    p += 3;
+    slash = p + strcspn(p, "/?");
+    at = memchr(p, '@', (size_t)(slash - p));
+    if (at)
+        p = at + 1;
+    snprintf(g_head, sizeof g_head, "%.*s", (int)(p - url), url);
+    colon = memchr(p, ':', (size_t)(slash - p));
+    if (!colon)
+        return -1;
+    snprintf(g_host, sizeof g_host, "%.*s", (int)(colon - p), p);
+    g_port = (int)strtol(colon + 1, NULL, 10);
+    snprintf(g_tail, sizeof g_tail, "%.*s", (int)strcspn(slash, "?"), slash);
+    return g_port > 0 ? 0 : -1;
+}
+
+/* The URL of namespace ns (fresh when reset), through port (0 = the server). */
+static void url_for(char *out, size_t n, int port, const char *ns, int reset)
+{
+    snprintf(out, n, "%s%s:%d%s?%s=%s%s", g_head, g_host, port ? port : g_port, g_tail,
+             g_pg ? "schema" : "prefix", ns, reset ? "&reset=1" : "");
+}
+
+static once_store *open_ns(int port, const char *ns, int reset)
+{
+    char url[1024], err[256];
+    once_store *s = NULL;
+    int rc;
+
+    url_for(url, sizeof url, port, ns, reset);
+    rc = once_store_open(url, NULL, &s, err, sizeof err);
+    if (rc != ONCE_OK)
+        fail_msg("open %s: %s: %s", url, once_errname(rc), err);
+    return s;
+}
+
+#define EXPECT_RC(s, got, want)                                                                    \
+    do {                                                                                           \
+        int got_ = (got);                                                                          \
+        if (got_ != (want))                                                                        \
+            fail_msg("%s = %s, want %s (%s)", #got, once_errname(got_), once_errname(want),        \
+                     once_store_errmsg(s));                                                        \
+    } while (0)
+
+static void put(once_store *s, const char *id, once_state st, int64_t lease_until, size_t nev)
+{
+    once_record r;
+    st_events e;
+
+    assert_int_equal(st_rec(&r, "p", id, st, T0, "{\"k\":1}"), 0);
+    r.generation = (int64_t)nev;
+    r.lease_until = lease_until;
+    if (lease_until)
+        snprintf(r.lease_owner, sizeof r.lease_owner, "replica-a");
+    st_mkev(&e, 1, nev, id);
+    EXPECT_RC(s, once_store_create(s, &r, e.ev, nev, NULL, NULL), ONCE_OK);
+    once_record_clear(&r);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * A loopback TCP proxy in front of the server. cut: every relayed
+ * connection is closed and new ones are accepted and closed at once (the
+ * server looks down). drop: the relayed connections are closed once (the
+ * server closed idle sessions), new ones work.
+ */
+
+#define PX_MAX 64
+
+typedef struct proxy {
+    int lfd, port;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int cut, drop, stop;      /* guarded by mu */
+    unsigned asked, done;     /* guarded by mu: flag changes asked / applied */
+    int a[PX_MAX], b[PX_MAX]; /* proxy thread only */
+    int n;
+} proxy;
+
+static int tcp_listen(int *port)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static int tcp_connect(const char *host, int port)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, &sa.sin_addr) !=
+            1 ||
+        connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void px_close_all(proxy *px)
+{
+    int i;
+
+    for (i = 0; i < px->n; i++) {
+        close(px->a[i]);
+        close(px->b[i]);
+    }
+    px->n = 0;
+}
+
+static void *px_main(void *arg)
+{
+    proxy *px = arg;
+    struct pollfd pf[1 + 2 * PX_MAX];
+    char buf[16384];
+
+    for (;;) {
+        int cut, drop, stop, i, n;
+        unsigned asked;
+
+        pthread_mutex_lock(&px->mu);
+        cut = px->cut;
+        drop = px->drop;
+        stop = px->stop;
+        asked = px->asked;
+        px->drop = 0;
+        pthread_mutex_unlock(&px->mu);
+        if (stop)
+            break;
+        if (cut || drop)
+            px_close_all(px); /* the peers see EOF as soon as close returns */
+        pthread_mutex_lock(&px->mu);
+        px->done = asked;
+        pthread_cond_broadcast(&px->cv);
+        pthread_mutex_unlock(&px->mu);
+        pf[0].fd = px->lfd;
+        pf[0].events = POLLIN;
+        for (i = 0; i < px->n; i++) {
+            pf[1 + 2 * i].fd = px->a[i];
+            pf[2 + 2 * i].fd = px->b[i];
+            pf[1 + 2 * i].events = pf[2 + 2 * i].events = POLLIN;
+        }
+        n = poll(pf, (nfds_t)(1 + 2 * px->n), 20);
+        if (n <= 0)
+            continue;
+        for (i = px->n - 1; i >= 0; i--) {
+            int k, dead = 0;
+            for (k = 0; k < 2 && !dead; k++) {
+                struct pollfd *p = &pf[1 + 2 * i + k];
+                int to = k ? px->a[i] : px->b[i];
+                ssize_t r;
+                if (!(p->revents & (POLLIN | POLLHUP | POLLERR)))
+                    continue;
+                r = recv(p->fd, buf, sizeof buf, 0);
+                if (r <= 0 || write_all(to, buf, (size_t)r) != 0)
+                    dead = 1;
+            }
+            if (dead) {
+                close(px->a[i]);
+                close(px->b[i]);
+                px->a[i] = px->a[px->n - 1];
+                px->b[i] = px->b[px->n - 1];
+                px->n--;
+            }
+        }
+        if (pf[0].revents & POLLIN) {
+            int c = accept4(px->lfd, NULL, NULL, SOCK_CLOEXEC), u;
+            if (c < 0)
+                continue;
+            pthread_mutex_lock(&px->mu);
+            cut = px->cut;
+            pthread_mutex_unlock(&px->mu);
+            if (cut || px->n == PX_MAX || (u = tcp_connect(g_host, g_port)) < 0) {
+                close(c);
+                continue;
+            }
+            px->a[px->n] = c;
+            px->b[px->n] = u;
+            px->n++;
+        }
+    }
+    px_close_all(px);
+    close(px->lfd);
+    return NULL;
+}
+
+/* Static, not on a case's stack: a failed assertion longjmps out of the
+ * case while the proxy thread still runs. */
+static proxy g_px;
+
+static void px_start(proxy *px)
+{
+    memset(px, 0, sizeof *px);
+    px->lfd = tcp_listen(&px->port);
+    assert_true(px->lfd >= 0);
+    pthread_mutex_init(&px->mu, NULL);
+    pthread_cond_init(&px->cv, NULL);
+    assert_int_equal(pthread_create(&px->th, NULL, px_main, px), 0);
+}
+
+/* Change a flag and wait until the proxy thread has acted on it. */
+static void px_set(proxy *px, int *field, int v)
+{
+    unsigned want;
+
+    pthread_mutex_lock(&px->mu);
+    *field = v;
+    want = ++px->asked;
+    while ((int)(px->done - want) < 0)
+        pthread_cond_wait(&px->cv, &px->mu);
+    pthread_mutex_unlock(&px->mu);
+    sleep_ms(10); /* margin for the FINs to reach the client sockets */
+}
+
+static void px_stop(proxy *px)
+{
+    pthread_mutex_lock(&px->mu);
+    px->stop = 1;
+    pthread_mutex_unlock(&px->mu);
+    pthread_join(px->th, NULL);
+    pthread_cond_destroy(&px->cv);
+    pthread_mutex_destroy(&px->mu);
+}
+
+/* ------------------------------------------------------------------------
+ * Admin access behind the backend's back (damage, flushes).
+ */
+
+#ifdef ONCE_HAVE_PG
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+static void pg_admin(const char *fmt, ...)
+{
+    char sql[1024];
+    PGconn *c = PQconnectdb(g_base);
+    PGresult *r;
+    va_list ap;
+
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PQsetNoticeProcessor(c, quiet, NULL);
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    PQfinish(c);
+}
+
+static long pg_count(const char *sql)
+{
+    PGconn *c = PQconnectdb(g_base);
+    PGresult *r;
+    long n;
+
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    r = PQexec(c, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+#endif
+
+#ifdef ONCE_HAVE_REDIS
+static void rd_admin(int argc, const char **argv, const size_t *len)
+{
+    redisContext *c = redisConnect(g_host, g_port);
+    redisReply *r;
+
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    r = redisCommand(c, "SELECT %s", g_tail[0] == '/' && g_tail[1] ? g_tail + 1 : "0");
+    assert_non_null(r);
+    freeReplyObject(r);
+    r = redisCommandArgv(c, argc, argv, len);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("redis admin %s: %s", argv[0], r->str);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+static void rd_admin3(const char *a, const char *b, const char *c3, size_t c3len)
+{
+    const char *argv[3] = {a, b, c3};
+    size_t len[3] = {strlen(a), strlen(b), c3len};
+    rd_admin(c3 ? 3 : 2, argv, len);
+}
+#endif
+
+/* ------------------------------------------------------------------------
+ * Cases.
+ */
+
+static void open_errors(void **state)
+{
+    char url[1024], err[256];
+    once_store *s = (once_store *)1;
+    int lfd, port;
+
+    (void)state;
+    if (g_pg) {
+        url_for(url, sizeof url, 0, "bad-name", 0);
+        assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+        assert_null(s);
+        snprintf(url, sizeof url, "%s%s:%d%s?pool=0", g_head, g_host, g_port, g_tail);
+        assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+    } else {
+        url_for(url, sizeof url, 0, "a:b", 0);
+        assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+        assert_null(s);
+        snprintf(url, sizeof url, "%s%s:%d%s?nosuch=1", g_head, g_host, g_port, g_tail);
+        assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+        assert_non_null(strstr(err, "nosuch"));
+        assert_int_equal(once_store_open("redis://127.0.0.1:99999/0", NULL, &s, err, sizeof err),
+                         ONCE_EINVAL);
+    }
+    assert_null(s);
+
+    /* A port nobody listens on (just released by us). */
+    lfd = tcp_listen(&port);
+    assert_true(lfd >= 0);
+    close(lfd);
+    url_for(url, sizeof url, port, "x", 0);
+    err[0] = '\0';
+    assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_ESTORE);
+    assert_null(s);
+    assert_true(err[0] != '\0');
+}
+
+static void outage_is_estore(void **state)
+{
+    once_store *s;
+    once_record r, got;
+    once_event_list el;
+    once_key_list kl;
+    once_record_list rl;
+    once_check_report rep;
+    once_list_query q = {.principal = "p", .limit = 10};
+    st_events e;
+    char *v = NULL;
+    size_t n;
+    proxy *px = &g_px;
+    int64_t deadline;
+    int rc;
+
+    (void)state;
+    px_start(px);
+    s = open_ns(px->port, "outage", 1);
+    put(s, "t-live", ONCE_STATE_WORKING, T0 - 10, 2);
+    EXPECT_RC(s, once_store_meta(s, "secret", "v1", &v), ONCE_OK);
+    once_free(v);
+    EXPECT_RC(s, once_store_load(s, "p", "t-live", &r, NULL), ONCE_OK);
+
+    px_set(px, &px->cut, 1);
+    /* Every slot, reads and writes: "could not answer", never a verdict. */
+    EXPECT_RC(s, once_store_load(s, "p", "t-live", &got, NULL), ONCE_ESTORE);
+    assert_true(once_store_errmsg(s)[0] != '\0');
+    EXPECT_RC(s, once_store_load(s, "p", "t-missing", &got, NULL), ONCE_ESTORE);
+    assert_int_equal(st_rec(&got, "p", "t-new", ONCE_STATE_SUBMITTED, T0, NULL), 0);
+    EXPECT_RC(s, once_store_create(s, &got, NULL, 0, NULL, NULL), ONCE_ESTORE);
+    once_record_clear(&got);
+    r.version = 2;
+    r.generation = 3;
+    st_mkev(&e, 3, 1, "outage");
+    EXPECT_RC(s, once_store_update(s, &r, 1, e.ev, 1), ONCE_ESTORE);
+    EXPECT_RC(s, once_store_events(s, "p", "t-live", 0, 0, &el), ONCE_ESTORE);
+    EXPECT_RC(s, once_store_expired_leases(s, T0, 10, &kl), ONCE_ESTORE);
+    EXPECT_RC(s, once_store_sweep(s, T0, T0, 10, &n), ONCE_ESTORE);
+    EXPECT_RC(s, once_store_purge(s, T0, 10, &n), ONCE_ESTORE);
+    EXPECT_RC(s, once_store_list(s, &q, &rl), ONCE_ESTORE);
+    EXPECT_RC(s, once_store_meta(s, "secret", "v2", &v), ONCE_ESTORE);
+    assert_null(v);
+    EXPECT_RC(s, once_store_check(s, &rep), ONCE_ESTORE);
+
+    /* Heal: the same handle reconnects by itself (backoff is at most 2 s). */
+    px_set(px, &px->cut, 0);
+    deadline = once_monotonic_ms() + 8000;
+    while ((rc = once_store_load(s, "p", "t-live", &got, NULL)) == ONCE_ESTORE &&
+           once_monotonic_ms() < deadline)
+        sleep_ms(50);
+    EXPECT_RC(s, rc, ONCE_OK);
+    assert_int_equal(got.version, 1); /* the failed update wrote nothing */
+    assert_string_equal(got.task_json, "{\"k\":1}");
+    once_record_clear(&got);
+    EXPECT_RC(s, once_store_update(s, &r, 1, e.ev, 1), ONCE_OK);
+    EXPECT_RC(s, once_store_events(s, "p", "t-live", 0, 0, &el), ONCE_OK);
+    assert_int_equal(el.n, 3);
+    once_event_list_clear(&el);
+    EXPECT_RC(s, once_store_meta(s, "secret", "v2", &v), ONCE_OK);
+    assert_string_equal(v, "v1");
+    once_free(v);
+    EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
+    assert_true(st_clean(&rep));
+    assert_int_equal(rep.records, 1);
+    once_record_clear(&r);
+    once_store_close(s);
+    px_stop(px);
+}
+
+#define DROP_THREADS 8
+
+static void *load_loop(void *arg)
+{
+    once_store *s = arg;
+    once_record r;
+    int i, bad = 0;
+
+    for (i = 0; i < 20; i++) {
+        if (once_store_load(s, "p", "t-1", &r, NULL) != ONCE_OK)
+            bad++;
+        once_record_clear(&r);
+    }
+    return (void *)(intptr_t)bad;
+}
+
+static void dropped_connections(void **state)
+{
+    pthread_t th[DROP_THREADS];
+    once_store *s;
+    once_record r;
+    proxy *px = &g_px;
+    int i, round;
+
+    (void)state;
+    px_start(px);
+    s = open_ns(px->port, "dropped", 1);
+    put(s, "t-1", ONCE_STATE_WORKING, 0, 1);
+    for (round = 0; round < 3; round++) {
+        void *bad;
+        /* Fill the pool with several connections, then lose them all. */
+        for (i = 0; i < DROP_THREADS; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, load_loop, s), 0);
+        for (i = 0; i < DROP_THREADS; i++) {
+            pthread_join(th[i], &bad);
+            assert_int_equal((intptr_t)bad, 0);
+        }
+        px_set(px, &px->drop, 1);
+        EXPECT_RC(s, once_store_load(s, "p", "t-1", &r, NULL), ONCE_OK);
+        r.version++;
+        r.fence++;
+        EXPECT_RC(s, once_store_update(s, &r, r.version - 1, NULL, 0), ONCE_OK);
+        once_record_clear(&r);
+        px_set(px, &px->drop, 1);
+        {
+            char id[16];
+            snprintf(id, sizeof id, "t-new-%d", round);
+            put(s, id, ONCE_STATE_SUBMITTED, 0, 1); /* a write first, after the drop */
+        }
+    }
+    once_store_close(s);
+    px_stop(px);
+}
+
+#define OPENERS 6
+
+static void concurrent_first_open(void **state)
+{
+    pid_t pid[OPENERS];
+    char ns[32], url[1024];
+    once_check_report rep;
+    once_store *s;
+    int go[2], i, status;
+
+    (void)state;
+    snprintf(ns, sizeof ns, "fresh_%d_%lld", (int)getpid(), (long long)once_monotonic_ms());
+    url_for(url, sizeof url, 0, ns, 0);
+    assert_int_equal(pipe(go), 0);
+    for (i = 0; i < OPENERS; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0) {
+            char err[256], id[16], c;
+            once_record r;
+            int rc;
+            close(go[1]);
+            if (read(go[0], &c, 1) < 0) /* EOF when the parent closes: all go at once */
+                _exit(3);
+            rc = once_store_open(url, NULL, &s, err, sizeof err);
+            if (rc != ONCE_OK) {
+                fprintf(stderr, "child %d open: %s: %s\n", i, once_errname(rc), err);
+                _exit(1);
+            }
+            snprintf(id, sizeof id, "child-%d", i);
+            if (st_rec(&r, "p", id, ONCE_STATE_SUBMITTED, T0, NULL) != 0)
+                _exit(2);
+            rc = once_store_create(s, &r, NULL, 0, NULL, NULL);
+            if (rc != ONCE_OK)
+                fprintf(stderr, "child %d create: %s: %s\n", i, once_errname(rc),
+                        once_store_errmsg(s));
+            once_record_clear(&r);
+            once_store_close(s);
+            _exit(rc == ONCE_OK ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    for (i = 0; i < OPENERS; i++) {
+        assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    s = open_ns(0, ns, 0);
+    EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
+    assert_true(st_clean(&rep));
+    assert_int_equal(rep.records, OPENERS);
+    once_store_close(s);
+    once_store_close(open_ns(0, ns, 1)); /* reset=1: leave nothing behind */
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".once_migrations", ns);
+        assert_int_equal(pg_count(sql), 1);
+        pg_admin("DROP SCHEMA \"%s\" CASCADE", ns);
+    }
+#endif
+}
+
+static void check_sees_damage(void **state)
+{
+    once_check_report rep;
+    once_store *s;
+
+    (void)state;
+    s = open_ns(0, "damage", 1);
+    put(s, "r", ONCE_STATE_WORKING, 0, 2);
+    put(s, "leased", ONCE_STATE_WORKING, T0 + 5000, 1);
+    EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
+    assert_true(st_clean(&rep));
+    assert_int_equal(rep.records, 2);
+    assert_int_equal(rep.events, 3);
+
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        /* An event whose key has nothing, and a generation ahead of the events. */
+        pg_admin("INSERT INTO damage.once_events VALUES ('p'::bytea, 'ghost'::bytea, 1, "
+                 "'{}'::bytea)");
+        pg_admin("UPDATE damage.once_tasks SET generation = 3 WHERE task_id = 'r'::bytea");
+        EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
+        assert_false(st_clean(&rep));
+        assert_int_equal(rep.orphan_events, 1);
+        assert_int_equal(rep.bad_generation, 1);
+        assert_int_equal(rep.records, 2);
+    }
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (!g_pg) {
+        static const char member[] = "p\0leased";
+        /* An extra event, an orphan event list, a record missing from the
+         * lease index (it would never be taken over). */
+        rd_admin3("RPUSH", "damage:{1:p:r}:ev", "{}", 2);
+        rd_admin3("RPUSH", "damage:{1:p:ghost}:ev", "{}", 2);
+        rd_admin3("ZREM", "damage:leases", member, sizeof member - 1);
+        EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
+        assert_false(st_clean(&rep));
+        assert_int_equal(rep.bad_generation, 1);
+        assert_int_equal(rep.orphan_events, 1);
+        assert_int_equal(rep.bad_state, 1);
+        assert_non_null(strstr(rep.first_problem, "p/"));
+    }
+#endif
+    once_store_close(s);
+}
+
+static void backend_specific(void **state)
+{
+    once_store *s;
+    once_record r;
+
+    (void)state;
+    s = open_ns(0, "specific", 1);
+    put(s, "t-1", ONCE_STATE_WORKING, 0, 1);
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        char url[1024], err[256];
+        once_store *s2 = (once_store *)1;
+        pg_admin("INSERT INTO specific.once_migrations(version) VALUES (999)");
+        url_for(url, sizeof url, 0, "specific", 0);
+        assert_int_equal(once_store_open(url, NULL, &s2, err, sizeof err), ONCE_EUNSUPPORTED);
+        assert_null(s2);
+        assert_non_null(strstr(err, "upgrade"));
+        pg_admin("DELETE FROM specific.once_migrations WHERE version = 999");
+    }
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (!g_pg) {
+        rd_admin3("SCRIPT", "FLUSH", NULL, 0);
+        put(s, "t-2", ONCE_STATE_SUBMITTED, 0, 0);
+        EXPECT_RC(s, once_store_load(s, "p", "t-1", &r, NULL), ONCE_OK);
+        r.version = 2;
+        r.generation = 2;
+        {
+            st_events e;
+            st_mkev(&e, 2, 1, "after-flush");
+            rd_admin3("SCRIPT", "FLUSH", NULL, 0);
+            EXPECT_RC(s, once_store_update(s, &r, 1, e.ev, 1), ONCE_OK);
+        }
+        once_record_clear(&r);
+    }
+#endif
+    EXPECT_RC(s, once_store_load(s, "p", "t-1", &r, NULL), ONCE_OK);
+    once_record_clear(&r);
+    once_store_close(s);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(open_errors),         cmocka_unit_test(outage_is_estore),
+        cmocka_unit_test(dropped_connections), cmocka_unit_test(concurrent_first_open),
+        cmocka_unit_test(check_sees_damage),   cmocka_unit_test(backend_specific),
+    };
+
+    if (argc < 2 || split_url(argv[1]) != 0) {
+        fprintf(stderr, "usage: %s postgres://user@host:port/db | redis://host:port/db\n", argv[0]);
+        return 2;
+    }
+    g_base = argv[1];
+    g_pg = strncmp(argv[1], "postgres", 8) == 0;
+#ifndef ONCE_HAVE_PG
+    if (g_pg) {
+        fprintf(stderr, "postgres backend not built\n");
+        return 2;
+    }
+#endif
+#ifndef ONCE_HAVE_REDIS
+    if (!g_pg) {
+        fprintf(stderr, "redis backend not built\n");
+        return 2;
+    }
+#endif
+    return cmocka_run_group_tests_name(argv[1], tests, NULL, NULL);
+}

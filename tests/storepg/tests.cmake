@@ -1,0 +1,64 @@
+# The shared-server store backends (PostgreSQL, Redis) against real servers
+# on loopback: scripts/test-services.sh starts a throwaway PostgreSQL 15 and
+# Redis 7 for this build directory (ctest fixture "once_services"), then
+#   store/conformance/postgres, store/conformance/redis
+#       the store conformance suite (tests/store/conformance.c, unchanged);
+#       reset=1 makes every case start from an empty schema / key prefix
+#   storepg/backend/postgres, storepg/backend/redis
+#       what only a networked backend has: outage -> ONCE_ESTORE and
+#       recovery, dropped connections, concurrent first opens, check() on
+#       damaged data (tests/storepg/backend.c)
+# Ports are derived from the build directory so that two build trees (e.g.
+# build and build-asan, or several developers' trees) can test at once.
+set(_once_pg_built OFF)
+set(_once_redis_built OFF)
+if(ONCE_WITH_PG AND ONCE_PG_SOURCES)
+  set(_once_pg_built ON)
+endif()
+if(ONCE_WITH_REDIS AND ONCE_REDIS_SOURCES)
+  set(_once_redis_built ON)
+endif()
+if(NOT _once_pg_built AND NOT _once_redis_built)
+  return()
+endif()
+
+string(MD5 _once_svc_hash "${CMAKE_BINARY_DIR}")
+string(SUBSTRING "${_once_svc_hash}" 0 4 _once_svc_hex)
+math(EXPR _once_svc_off "0x${_once_svc_hex} % 200")
+math(EXPR _once_pg_port "54329 + ${_once_svc_off}")
+math(EXPR _once_redis_port "63799 + ${_once_svc_off}")
+set(ONCE_TEST_PG_PORT ${_once_pg_port} CACHE STRING "PostgreSQL port for the store tests")
+set(ONCE_TEST_REDIS_PORT ${_once_redis_port} CACHE STRING "Redis port for the store tests")
+set(_once_svc_env "ONCE_PG_PORT=${ONCE_TEST_PG_PORT};ONCE_REDIS_PORT=${ONCE_TEST_REDIS_PORT}")
+set(_once_pg_url "postgres://postgres@127.0.0.1:${ONCE_TEST_PG_PORT}/once")
+set(_once_redis_url "redis://127.0.0.1:${ONCE_TEST_REDIS_PORT}/0")
+
+add_test(NAME storepg/services/start
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-services.sh start)
+add_test(NAME storepg/services/stop
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-services.sh stop)
+set_tests_properties(storepg/services/start PROPERTIES FIXTURES_SETUP once_services
+                     ENVIRONMENT "${_once_svc_env}" TIMEOUT 120 LABELS "store;storepg")
+set_tests_properties(storepg/services/stop PROPERTIES FIXTURES_CLEANUP once_services
+                     ENVIRONMENT "${_once_svc_env}" TIMEOUT 60 LABELS "store;storepg")
+
+add_executable(storepg_backend ${CMAKE_CURRENT_LIST_DIR}/backend.c)
+target_include_directories(storepg_backend PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+target_link_libraries(storepg_backend PRIVATE once PkgConfig::CMOCKA)
+set_target_properties(storepg_backend PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+
+set(_once_storepg_tests)
+if(_once_pg_built)
+  add_test(NAME store/conformance/postgres
+           COMMAND store_conformance "${_once_pg_url}?schema=conformance&reset=1")
+  add_test(NAME storepg/backend/postgres COMMAND storepg_backend "${_once_pg_url}")
+  list(APPEND _once_storepg_tests store/conformance/postgres storepg/backend/postgres)
+endif()
+if(_once_redis_built)
+  add_test(NAME store/conformance/redis
+           COMMAND store_conformance "${_once_redis_url}?prefix=conformance&reset=1")
+  add_test(NAME storepg/backend/redis COMMAND storepg_backend "${_once_redis_url}")
+  list(APPEND _once_storepg_tests store/conformance/redis storepg/backend/redis)
+endif()
+set_tests_properties(${_once_storepg_tests} PROPERTIES FIXTURES_REQUIRED once_services
+                     TIMEOUT 60 LABELS "store;storepg")
