@@ -7,7 +7,7 @@ foreach(prog conformance race_procs kill9)
   set(exe store_${prog})
   add_executable(${exe} ${ONCE_STORE_TEST_DIR}/${prog}.c)
   target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
-  target_link_libraries(${exe} PRIVATE once PkgConfig::CMOCKA)
+  target_link_libraries(${exe} PRIVATE libonce PkgConfig::CMOCKA)
   set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 endforeach()
 

@@ -1,0 +1,768 @@
+/*
+ * once.c -- the once client CLI: parse flags, open the client (its outbox),
+ * run one command, print, map the outcome to an exit status.
+ *
+ * Thin on purpose: minting, the outbox, retries, waiting and recovery live
+ * in libonce (include/once/client.h, src/client). Exit statuses are part of
+ * the interface (scripts branch on them) and are listed in the usage text.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "http/http.h"
+#include "once/client.h"
+
+enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3, EXIT_EXHAUSTED = 4,
+       EXIT_TASK_FAILED = 5, EXIT_INTERRUPTED = 130 };
+
+static const char usage[] =
+    "usage: once [options] COMMAND [arguments]\n"
+    "\n"
+    "The once A2A client: every send is written to a durable outbox before it\n"
+    "leaves, and retried with the same task ID until the agent answers, so a\n"
+    "send makes exactly one task however often the network fails.\n"
+    "\n"
+    "commands:\n"
+    "  send --agent URL (--text T | --file F) [--id ID] [--uuid] [--wait]\n"
+    "                         start a task; prints its ID and state. The ID is\n"
+    "                         minted (ULID; --uuid: UUIDv4) before anything is sent;\n"
+    "                         --id picks it (agents with the idempotency extension)\n"
+    "  get ID                 the task's current state\n"
+    "  cancel ID              cancel the task\n"
+    "  continue ID (--text T | --file F) [--wait]\n"
+    "                         answer a task in input-required / auth-required\n"
+    "  wait ID                poll until the task is finished or asks for input\n"
+    "  recover                re-send every pending intent (same ID, same body) and\n"
+    "                         poll every acknowledged one\n"
+    "  outbox [--state S] [--prune AGE]\n"
+    "                         list intents (S: pending, acknowledged, final,\n"
+    "                         refused); --prune removes finished ones older than AGE\n"
+    "\n"
+    "options:\n"
+    "  --agent URL            the agent's JSON-RPC URL (get/cancel/continue/wait:\n"
+    "                         default: the agent the outbox sent ID to)\n"
+    "  --outbox PATH          the outbox (default $XDG_STATE_HOME/once/outbox.db,\n"
+    "                         else ~/.local/state/once/outbox.db)\n"
+    "  --token TOKEN          bearer token (default $ONCE_TOKEN)\n"
+    "  --json                 machine-readable output only (one JSON document)\n"
+    "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
+    "retry policy (per call):\n"
+    "  --attempts N           attempts, the first included (5)\n"
+    "  --timeout DUR          one attempt (10s)\n"
+    "  --connect-timeout DUR  TCP connect within an attempt (2s)\n"
+    "  --deadline DUR         all attempts together (60s)\n"
+    "  --backoff-base DUR     full-jitter backoff: sleep ~ U[0, min(cap, base*2^k)] (200ms)\n"
+    "  --backoff-cap DUR      (10s)\n"
+    "  --budget-ratio R       retry budget: tokens each call earns (0.1)\n"
+    "  --budget-burst N       retry budget: bucket size (10)\n"
+    "  --budget-refill R      retry budget: tokens earned per second (0.1)\n"
+    "  Retried: connection and transport errors, timeouts, HTTP 429/502/503/504,\n"
+    "  JSON-RPC errors the agent marks retryable; Retry-After is honoured. A\n"
+    "  refusal (terminal task, busy, conflict, expired, not found) never is.\n"
+    "\n"
+    "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d.\n"
+    "\n"
+    "exit status:\n"
+    "  0    success (with --wait / wait: the task completed or asks for input)\n"
+    "  1    any other failure (bad answer, authentication, outbox)\n"
+    "  2    usage error\n"
+    "  3    the agent refused (the error's reason and the task's state are printed)\n"
+    "  4    retries exhausted: attempts, deadline, retry budget or --wait-timeout\n"
+    "       (a send stays pending in the outbox: `once recover` finishes it)\n"
+    "  5    with --wait / wait: the task ended failed, canceled or rejected\n"
+    "  130  interrupted (SIGINT/SIGTERM)\n";
+
+/* The command line, parsed once in main's thread; c is the open client. */
+typedef struct cli {
+    const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune;
+    int json, wait, uuid;
+    int64_t wait_timeout_ms;
+    once_retry_policy retry;
+    once_client *c;
+    int tty;                     /* progress lines go to stderr */
+    once_state shown;            /* the last state a progress line showed */
+} cli;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    interrupted = 1;
+}
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("once: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\nTry 'once --help'.\n", stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+/* ONCE_TEST_CRASH=after-outbox|after-send: die by SIGKILL at that point,
+ * exactly as a kill -9 would (process-level tests of recovery). */
+static void crash_hook(void *ctx, once_client_point p)
+{
+    const char *want = ctx;
+    if ((p == ONCE_POINT_AFTER_OUTBOX && strcmp(want, "after-outbox") == 0) ||
+        (p == ONCE_POINT_AFTER_SEND && strcmp(want, "after-send") == 0))
+        kill(getpid(), SIGKILL);
+}
+
+/* ---------------------------------------------------------------------------
+ * Flags.
+ */
+static int parse_double(const char *flag, const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || d < 0 || d > 1e9)
+        return bad("%s: expected a non-negative number, got %s", flag, v);
+    *out = d;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, cli *o)
+{
+    enum { STR, FLAG, DUR, COUNT, NUM };
+    int64_t conn = -1;
+    struct {
+        const char *name;
+        int kind;
+        void *dst;
+    } flags[] = {
+        {"--agent", STR, &o->agent},
+        {"--text", STR, &o->text},
+        {"--file", STR, &o->file},
+        {"--id", STR, &o->id},
+        {"--outbox", STR, &o->outbox},
+        {"--token", STR, &o->token},
+        {"--state", STR, &o->state},
+        {"--prune", STR, &o->prune},
+        {"--json", FLAG, &o->json},
+        {"--wait", FLAG, &o->wait},
+        {"--uuid", FLAG, &o->uuid},
+        {"--wait-timeout", DUR, &o->wait_timeout_ms},
+        {"--attempts", COUNT, &o->retry.max_attempts},
+        {"--timeout", DUR, &o->retry.attempt_timeout_ms},
+        {"--connect-timeout", DUR, &conn},
+        {"--deadline", DUR, &o->retry.deadline_ms},
+        {"--backoff-base", DUR, &o->retry.backoff_base_ms},
+        {"--backoff-cap", DUR, &o->retry.backoff_cap_ms},
+        {"--budget-ratio", NUM, &o->retry.budget_ratio},
+        {"--budget-burst", NUM, &o->retry.budget_burst},
+        {"--budget-refill", NUM, &o->retry.budget_refill_per_s},
+    };
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(usage, stdout);
+            exit(EXIT_OK);
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            if (npos == 2)
+                return bad("unexpected argument %s", arg);
+            pos[npos++] = arg;
+            continue;
+        }
+        const char *eq = strchr(arg, '=');
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        int k = -1;
+        for (size_t j = 0; j < sizeof flags / sizeof flags[0]; j++)
+            if (strlen(flags[j].name) == nlen && strncmp(arg, flags[j].name, nlen) == 0)
+                k = (int)j;
+        if (k < 0)
+            return bad("unknown option %.*s", (int)nlen, arg);
+        if (flags[k].kind == FLAG) {
+            if (eq != NULL)
+                return bad("%s takes no value", flags[k].name);
+            *(int *)flags[k].dst = 1;
+            continue;
+        }
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (v == NULL)
+            return bad("%s needs a value", flags[k].name);
+        char *end;
+        long n;
+        switch (flags[k].kind) {
+        case STR:
+            *(const char **)flags[k].dst = v;
+            break;
+        case DUR:
+            if (once_parse_duration(v, 0, flags[k].dst) != ONCE_OK)
+                return bad("%s: not a duration: %s (use e.g. 500ms, 30s, 5m)", flags[k].name, v);
+            break;
+        case COUNT:
+            errno = 0;
+            n = strtol(v, &end, 10);
+            if (errno != 0 || end == v || *end != '\0' || n < 1 || n > 1000)
+                return bad("%s: expected 1..1000, got %s", flags[k].name, v);
+            *(unsigned *)flags[k].dst = (unsigned)n;
+            break;
+        default:
+            if (parse_double(flags[k].name, v, flags[k].dst) != 0)
+                return EXIT_USAGE;
+            break;
+        }
+    }
+    if (conn >= 0)
+        o->retry.connect_timeout_ms = conn;
+    if (npos == 0)
+        return bad("a command is needed");
+    o->cmd = pos[0];
+    o->arg = pos[1];
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------
+ * Output.
+ */
+static void print_json(json_t *doc)
+{
+    char *s = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (s != NULL)
+        printf("%s\n", s);
+    free(s);
+    json_decref(doc);
+}
+
+static json_t *result_json(const once_call_result *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "outcome", json_string(once_outcome_name(r->outcome)));
+    json_object_set_new(o, "taskId", r->task_id[0] ? json_string(r->task_id) : json_null());
+    if (r->state != ONCE_STATE_UNKNOWN)
+        json_object_set_new(o, "state", json_string(once_state_name(r->state)));
+    json_object_set_new(o, "replayed", json_boolean(r->replayed));
+    json_object_set_new(o, "attempts", json_integer(r->attempts));
+    json_object_set_new(o, "elapsedMs", json_integer(r->elapsed_ms));
+    if (r->intent > 0)
+        json_object_set_new(o, "intent", json_integer(r->intent));
+    if (r->json != NULL) {
+        json_error_t je;
+        json_t *v = json_loads(r->json, 0, &je);
+        if (v != NULL)
+            json_object_set_new(o, r->is_message ? "message" : "task", v);
+    }
+    if (r->outcome != ONCE_OUTCOME_OK) {
+        json_t *e = json_object();
+        if (r->rpc_code != 0)
+            json_object_set_new(e, "code", json_integer(r->rpc_code));
+        if (r->reason[0])
+            json_object_set_new(e, "reason", json_string(r->reason));
+        json_object_set_new(e, "message", json_string(r->error ? r->error : ""));
+        if (r->http_status)
+            json_object_set_new(e, "httpStatus", json_integer(r->http_status));
+        json_object_set_new(o, "error", e);
+    }
+    return o;
+}
+
+/* The text parts of a Task's status message and artifacts, or a Message's. */
+static void print_texts(const char *json)
+{
+    json_error_t je;
+    json_t *v = json ? json_loads(json, 0, &je) : NULL;
+    if (v == NULL)
+        return;
+    const json_t *groups[2] = {json_object_get(v, "parts"),
+                               json_object_get(json_object_get(json_object_get(v, "status"), "message"),
+                                               "parts")};
+    for (int g = 0; g < 2; g++) {
+        size_t i;
+        const json_t *p;
+        json_array_foreach(groups[g], i, p)
+        {
+            const char *t = json_string_value(json_object_get(p, "text"));
+            if (t != NULL)
+                printf("  %s: %s\n", g == 0 ? "message" : "agent", t);
+        }
+    }
+    size_t i, j;
+    const json_t *a, *p;
+    json_array_foreach(json_object_get(v, "artifacts"), i, a)
+    {
+        const char *name = json_string_value(json_object_get(a, "name"));
+        json_array_foreach(json_object_get(a, "parts"), j, p)
+        {
+            const char *t = json_string_value(json_object_get(p, "text"));
+            if (t != NULL)
+                printf("  artifact %s: %s\n", name ? name : "", t);
+        }
+    }
+    json_decref(v);
+}
+
+static int exit_for(int rc, const once_call_result *r, int waited)
+{
+    switch (r->outcome) {
+    case ONCE_OUTCOME_OK:
+        if (rc != ONCE_OK)
+            return EXIT_OTHER;
+        if (waited && (r->state == ONCE_STATE_FAILED || r->state == ONCE_STATE_CANCELED ||
+                       r->state == ONCE_STATE_REJECTED))
+            return EXIT_TASK_FAILED;
+        return EXIT_OK;
+    case ONCE_OUTCOME_REFUSED:
+        return EXIT_REFUSED;
+    case ONCE_OUTCOME_EXHAUSTED:
+        return EXIT_EXHAUSTED;
+    case ONCE_OUTCOME_INTERRUPTED:
+        return EXIT_INTERRUPTED;
+    default:
+        return EXIT_OTHER;
+    }
+}
+
+/* Print r (human or JSON) and return the exit status. */
+static int report(cli *o, int rc, const once_call_result *r, int waited)
+{
+    if (o->json) {
+        print_json(result_json(r));
+        return exit_for(rc, r, waited);
+    }
+    const char *id = r->task_id[0] ? r->task_id : "-";
+    switch (r->outcome) {
+    case ONCE_OUTCOME_OK:
+        if (rc != ONCE_OK)
+            break;
+        printf("%s\t%s%s\n", id, r->is_message ? "MESSAGE" : once_state_name(r->state),
+               r->replayed ? "\treplayed" : "");
+        print_texts(r->json);
+        return exit_for(rc, r, waited);
+    case ONCE_OUTCOME_REFUSED:
+        printf("%s\t%s\trefused\n", id,
+               r->state != ONCE_STATE_UNKNOWN ? once_state_name(r->state) : "-");
+        fprintf(stderr, "once: refused by the agent: %s (code %d%s%s)\n", r->error ? r->error : "",
+                r->rpc_code, r->reason[0] ? ", " : "", r->reason);
+        return EXIT_REFUSED;
+    case ONCE_OUTCOME_EXHAUSTED:
+        fprintf(stderr, "once: %s: %s\n", id, r->error ? r->error : r->reason);
+        if (r->intent > 0)
+            fprintf(stderr, "once: intent %lld stays pending in the outbox; "
+                            "`once recover` sends it again\n", (long long)r->intent);
+        return EXIT_EXHAUSTED;
+    case ONCE_OUTCOME_INTERRUPTED:
+        fprintf(stderr, "once: interrupted\n");
+        if (r->intent > 0 && r->attempts > 0)
+            fprintf(stderr, "once: intent %lld may still be pending; `once recover` finishes it\n",
+                    (long long)r->intent);
+        return EXIT_INTERRUPTED;
+    default:
+        break;
+    }
+    fprintf(stderr, "once: %s: %s\n", id,
+            r->error ? r->error : once_client_errmsg(o->c)[0] ? once_client_errmsg(o->c)
+                                                               : once_strerror(rc));
+    return EXIT_OTHER;
+}
+
+static void on_state(void *ctx, const char *task_id, once_state s, const char *json)
+{
+    cli *o = ctx;
+    if (o->tty && s != o->shown)
+        fprintf(stderr, "%s: %s\n", task_id, once_state_name(s));
+    o->shown = s;
+}
+
+/* ---------------------------------------------------------------------------
+ * Commands.
+ */
+static int parts_from_args(cli *o, char **out)
+{
+    if ((o->text == NULL) == (o->file == NULL))
+        return bad("%s needs exactly one of --text or --file", o->cmd);
+    json_t *part;
+    if (o->text != NULL) {
+        part = json_pack("{s:s}", "text", o->text);
+    } else {
+        FILE *f = fopen(o->file, "rb");
+        if (f == NULL) {
+            fprintf(stderr, "once: %s: %s\n", o->file, strerror(errno));
+            return EXIT_OTHER;
+        }
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+            if (len == cap) {
+                cap = cap ? cap * 2 : 65536;
+                char *nb = cap <= (64u << 20) ? once_realloc(buf, cap) : NULL;
+                if (nb == NULL) {
+                    fclose(f);
+                    once_free(buf);
+                    fprintf(stderr, "once: %s: too large (64 MiB at most)\n", o->file);
+                    return EXIT_OTHER;
+                }
+                buf = nb;
+            }
+            size_t got = fread(buf + len, 1, cap - len, f);
+            len += got;
+            if (got == 0)
+                break;
+        }
+        fclose(f);
+        const char *base = strrchr(o->file, '/');
+        base = base ? base + 1 : o->file;
+        /* UTF-8 text travels as text; anything else as base64 raw bytes. */
+        json_t *text = json_stringn(buf, len);
+        if (text != NULL) {
+            part = json_pack("{s:o,s:s,s:s}", "text", text, "filename", base, "mediaType",
+                             "text/plain");
+        } else {
+            size_t blen = 4 * ((len + 2) / 3) + 1;
+            unsigned char *b64 = once_malloc(blen);
+            part = NULL;
+            if (b64 != NULL) {
+                EVP_EncodeBlock(b64, (const unsigned char *)buf, (int)len);
+                part = json_pack("{s:s,s:s,s:s}", "raw", (const char *)b64, "filename", base,
+                                 "mediaType", "application/octet-stream");
+            }
+            once_free(b64);
+        }
+        once_free(buf);
+    }
+    json_t *parts = part ? json_pack("[o]", part) : NULL;
+    *out = parts ? json_dumps(parts, JSON_COMPACT) : NULL;
+    json_decref(parts);
+    if (*out == NULL) {
+        fprintf(stderr, "once: out of memory\n");
+        return EXIT_OTHER;
+    }
+    return -1;
+}
+
+/* The agent for a task command: --agent, else the outbox's. */
+static int agent_for(cli *o, char *buf, size_t len)
+{
+    if (o->id == NULL)
+        return bad("%s needs a task ID", o->cmd);
+    if (o->agent != NULL)
+        return -1;
+    if (once_client_agent_of(o->c, o->id, buf, len) != ONCE_OK)
+        return bad("the outbox does not know task %s: give --agent URL", o->id);
+    o->agent = buf;
+    return -1;
+}
+
+static int then_wait(cli *o, int rc, once_call_result *r)
+{
+    if (!o->wait || rc != ONCE_OK || r->outcome != ONCE_OUTCOME_OK || r->is_message)
+        return report(o, rc, r, 0);
+    if (o->tty)
+        fprintf(stderr, "%s: %s%s\n", r->task_id, once_state_name(r->state),
+                r->replayed ? " (replayed)" : "");
+    o->shown = r->state;
+    if (once_state_terminal(r->state) || once_state_interrupted(r->state))
+        return report(o, rc, r, 1);
+    char id[ONCE_ID_MAX + 1];
+    snprintf(id, sizeof id, "%s", r->task_id);
+    once_call_result w;
+    int wrc = once_client_wait(o->c, o->agent, id, o->wait_timeout_ms, on_state, o, &w);
+    w.replayed = r->replayed;
+    w.intent = r->intent;
+    int ex = report(o, wrc, &w, 1);
+    once_call_result_clear(&w);
+    return ex;
+}
+
+static int cmd_send(cli *o, int cont)
+{
+    char agentbuf[2048];
+    int ex;
+    if (cont && (ex = agent_for(o, agentbuf, sizeof agentbuf)) >= 0)
+        return ex;
+    if (!cont && o->agent == NULL)
+        return bad("send needs --agent URL");
+    if (!cont && o->id != NULL && !once_id_valid(o->id))
+        return bad("--id: not a valid task ID: 1..128 of [A-Za-z0-9._:-], first alphanumeric");
+    char *parts = NULL;
+    if ((ex = parts_from_args(o, &parts)) >= 0)
+        return ex;
+    once_call_result r;
+    int rc;
+    if (cont) {
+        rc = once_client_continue(o->c, o->agent, o->id, parts, &r);
+    } else {
+        once_send_spec s = {.agent = o->agent, .parts_json = parts, .task_id = o->id};
+        rc = once_client_send(o->c, &s, &r);
+    }
+    free(parts);
+    ex = then_wait(o, rc, &r);
+    once_call_result_clear(&r);
+    return ex;
+}
+
+static int cmd_task(cli *o)
+{
+    char agentbuf[2048];
+    int ex = agent_for(o, agentbuf, sizeof agentbuf);
+    if (ex >= 0)
+        return ex;
+    once_call_result r;
+    int rc, waited = 0;
+    if (strcmp(o->cmd, "get") == 0) {
+        rc = once_client_get(o->c, o->agent, o->id, &r);
+    } else if (strcmp(o->cmd, "cancel") == 0) {
+        rc = once_client_cancel(o->c, o->agent, o->id, &r);
+    } else {
+        waited = 1;
+        rc = once_client_wait(o->c, o->agent, o->id, o->wait_timeout_ms, on_state, o, &r);
+    }
+    ex = report(o, rc, &r, waited);
+    once_call_result_clear(&r);
+    return ex;
+}
+
+static json_t *intent_json(const once_intent *it)
+{
+    json_t *j = json_pack("{s:I,s:s,s:s,s:s,s:s,s:i}", "seq", (json_int_t)it->seq, "kind", it->kind,
+                          "agent", it->agent, "messageId", it->message_id, "state",
+                          once_intent_state_name(it->state), "attempts", (int)it->attempts);
+    if (j == NULL)
+        return NULL;
+    json_object_set_new(j, "taskId", it->task_id ? json_string(it->task_id) : json_null());
+    json_object_set_new(j, "mode", it->mode ? json_string(it->mode) : json_null());
+    json_object_set_new(j, "taskState", it->task_state ? json_string(once_state_name(it->task_state))
+                                                       : json_null());
+    json_object_set_new(j, "lastError", it->last_error ? json_string(it->last_error) : json_null());
+    json_object_set_new(j, "refusal", it->refusal ? json_string(it->refusal) : json_null());
+    json_object_set_new(j, "createdMs", json_integer(it->created_ms));
+    json_object_set_new(j, "updatedMs", json_integer(it->updated_ms));
+    json_object_set_new(j, "ackedMs", it->acked_ms ? json_integer(it->acked_ms) : json_null());
+    json_object_set_new(j, "finishedMs", it->finished_ms ? json_integer(it->finished_ms) : json_null());
+    return j;
+}
+
+static int list_one(void *ctx, const once_intent *it)
+{
+    json_t *arr = ctx;
+    if (arr != NULL) {
+        json_array_append_new(arr, intent_json(it));
+        return 0;
+    }
+    char when[25];
+    once_format_time(it->created_ms, when);
+    printf("%-6lld %-12s %-8s %3u  %-25s %-36s %s%s%s\n", (long long)it->seq,
+           once_intent_state_name(it->state), it->kind, it->attempts,
+           it->task_state ? once_state_name(it->task_state) : "-",
+           it->task_id ? it->task_id : it->message_id, it->agent,
+           it->refusal ? "  refused: " : it->last_error && it->state == ONCE_INTENT_PENDING ? "  last error: " : "",
+           it->refusal ? it->refusal : it->last_error && it->state == ONCE_INTENT_PENDING ? it->last_error : "");
+    return 0;
+}
+
+static int cmd_outbox(cli *o)
+{
+    if (o->prune != NULL) {
+        int64_t age;
+        if (once_parse_duration(o->prune, 0, &age) != ONCE_OK)
+            return bad("--prune: not a duration: %s", o->prune);
+        unsigned n = 0;
+        if (once_client_prune(o->c, age, &n) != ONCE_OK) {
+            fprintf(stderr, "once: %s\n", once_client_errmsg(o->c));
+            return EXIT_OTHER;
+        }
+        if (o->json)
+            print_json(json_pack("{s:i}", "pruned", (int)n));
+        else
+            printf("pruned %u finished intent%s\n", n, n == 1 ? "" : "s");
+        return EXIT_OK;
+    }
+    once_intent_state st = 0;
+    if (o->state != NULL) {
+        for (int s = ONCE_INTENT_PENDING; s <= ONCE_INTENT_REFUSED; s++)
+            if (strcmp(o->state, once_intent_state_name((once_intent_state)s)) == 0)
+                st = (once_intent_state)s;
+        if (st == 0)
+            return bad("--state: one of pending, acknowledged, final, refused");
+    }
+    json_t *arr = o->json ? json_array() : NULL;
+    if (!o->json)
+        printf("%-6s %-12s %-8s %3s  %-25s %-36s %s\n", "SEQ", "INTENT", "KIND", "TRY", "TASK STATE",
+               "TASK (or MESSAGE) ID", "AGENT");
+    int rc = once_client_outbox(o->c, st, list_one, arr);
+    if (o->json)
+        print_json(json_pack("{s:o}", "intents", arr));
+    if (rc != ONCE_OK) {
+        fprintf(stderr, "once: %s\n", once_client_errmsg(o->c));
+        return EXIT_OTHER;
+    }
+    return EXIT_OK;
+}
+
+/* What `once recover` prints, gathered by its per-intent callback. */
+typedef struct recover_ctx {
+    cli *o;
+    json_t *arr;
+} recover_ctx;
+
+static void recovered(void *ctx, const once_intent *it, int rc, const once_call_result *r)
+{
+    recover_ctx *x = ctx;
+    const char *id = r->task_id[0] ? r->task_id : it->task_id ? it->task_id : it->message_id;
+    if (x->arr != NULL) {
+        json_t *j = result_json(r);
+        json_object_set_new(j, "was", json_string(once_intent_state_name(it->state)));
+        json_object_set_new(j, "taskId", json_string(id));
+        json_array_append_new(x->arr, j);
+        return;
+    }
+    printf("%lld\t%s\t%s\t%s%s%s\n", (long long)it->seq, id, once_intent_state_name(it->state),
+           once_outcome_name(r->outcome),
+           r->state != ONCE_STATE_UNKNOWN ? "\t" : "",
+           r->state != ONCE_STATE_UNKNOWN ? once_state_name(r->state) : "");
+    if (r->outcome != ONCE_OUTCOME_OK && r->error != NULL)
+        fprintf(stderr, "once: %s: %s\n", id, r->error);
+}
+
+static int cmd_recover(cli *o)
+{
+    recover_ctx x = {.o = o, .arr = o->json ? json_array() : NULL};
+    once_recover_stats st;
+    int rc = once_client_recover(o->c, recovered, &x, &st);
+    if (o->json) {
+        print_json(json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:o}", "resent", (int)st.resent, "polled",
+                             (int)st.polled, "acknowledged", (int)st.acknowledged, "final",
+                             (int)st.final, "refused", (int)st.refused, "exhausted",
+                             (int)st.exhausted, "errors", (int)st.errors, "intents", x.arr));
+    } else if (o->tty) {
+        fprintf(stderr, "recovered: %u re-sent, %u polled; now %u acknowledged, %u final, "
+                        "%u refused, %u still pending, %u errors\n",
+                st.resent, st.polled, st.acknowledged, st.final, st.refused, st.exhausted,
+                st.errors);
+    }
+    if (rc == ONCE_ECANCELED)
+        return EXIT_INTERRUPTED;
+    if (rc != ONCE_OK) {
+        fprintf(stderr, "once: %s\n", once_client_errmsg(o->c));
+        return EXIT_OTHER;
+    }
+    if (st.errors)
+        return EXIT_OTHER;
+    if (st.exhausted)
+        return EXIT_EXHAUSTED;
+    return st.refused ? EXIT_REFUSED : EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------
+ * main.
+ */
+static int mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = mkdir(path, 0700);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+    }
+    return 0;
+}
+
+static int default_outbox(char *buf, size_t len)
+{
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    int n;
+    if (xdg != NULL && xdg[0] == '/')
+        n = snprintf(buf, len, "%s/once/outbox.db", xdg);
+    else if (home != NULL && home[0] != '\0')
+        n = snprintf(buf, len, "%s/.local/state/once/outbox.db", home);
+    else
+        return bad("no --outbox, and neither XDG_STATE_HOME nor HOME is set");
+    if (n < 0 || (size_t)n >= len)
+        return bad("outbox path too long");
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    cli o;
+    memset(&o, 0, sizeof o);
+    once_retry_policy_default(&o.retry);
+    int ex = parse_args(argc, argv, &o);
+    if (ex >= 0)
+        return ex;
+    static const char *const cmds[] = {"send", "get", "cancel", "continue", "wait", "recover", "outbox"};
+    int known = 0;
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        known |= strcmp(o.cmd, cmds[i]) == 0;
+    if (!known)
+        return bad("unknown command %s", o.cmd);
+    int is_send = strcmp(o.cmd, "send") == 0;
+    if (is_send && o.arg != NULL)
+        return bad("send takes no argument (use --id ID to choose the task ID)");
+    if (!is_send && o.id != NULL)
+        return bad("--id is for send; give the task ID as the argument");
+    if (!is_send)
+        o.id = o.arg;
+    if ((strcmp(o.cmd, "recover") == 0 || strcmp(o.cmd, "outbox") == 0) && o.arg != NULL)
+        return bad("%s takes no argument", o.cmd);
+    if (o.retry.backoff_cap_ms < o.retry.backoff_base_ms)
+        return bad("--backoff-cap must be at least --backoff-base");
+    o.tty = !o.json && isatty(STDERR_FILENO);
+    if (o.token == NULL)
+        o.token = getenv("ONCE_TOKEN");
+
+    char path[4096];
+    if (o.outbox == NULL) {
+        if ((ex = default_outbox(path, sizeof path)) >= 0)
+            return ex;
+        o.outbox = path;
+    } else if ((size_t)snprintf(path, sizeof path, "%s", o.outbox) >= sizeof path) {
+        return bad("--outbox: path too long");
+    }
+    if (mkdirs(path) != 0) {
+        fprintf(stderr, "once: cannot create the outbox folder for %s: %s\n", path, strerror(errno));
+        return EXIT_OTHER;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    const char *crash = getenv("ONCE_TEST_CRASH");
+    once_client_config cfg = {.outbox_path = o.outbox,
+                              .token = o.token,
+                              .retry = o.retry,
+                              .id_kind = o.uuid ? ONCE_ID_UUID4 : ONCE_ID_ULID,
+                              .interrupted = &interrupted,
+                              .hook = crash && crash[0] ? crash_hook : NULL,
+                              .hook_ctx = (void *)(uintptr_t)crash};
+    char err[512] = "";
+    if (once_client_new(&cfg, &o.c, err, sizeof err) != ONCE_OK) {
+        fprintf(stderr, "once: cannot open the outbox: %s\n", err[0] ? err : "out of memory");
+        return EXIT_OTHER;
+    }
+    if (strcmp(o.cmd, "send") == 0)
+        ex = cmd_send(&o, 0);
+    else if (strcmp(o.cmd, "continue") == 0)
+        ex = cmd_send(&o, 1);
+    else if (strcmp(o.cmd, "recover") == 0)
+        ex = cmd_recover(&o);
+    else if (strcmp(o.cmd, "outbox") == 0)
+        ex = cmd_outbox(&o);
+    else
+        ex = cmd_task(&o);
+    once_client_free(o.c);
+    return ex;
+}

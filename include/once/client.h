@@ -1,0 +1,227 @@
+/*
+ * client.h -- the once client: sends A2A 1.0 messages so that a send retried
+ * after any failure makes exactly one task (DESIGN.md section 8).
+ *
+ * The order of a send is the whole point:
+ *   1. mint the task ID (ULID, or UUIDv4) -- before any network activity;
+ *   2. write the intent (agent, ID, message) to a durable SQLite outbox;
+ *   3. send, retrying transport errors, timeouts, HTTP 429/502/503/504 and
+ *      JSON-RPC errors the server marks retryable, with the same ID and the
+ *      same body every time; the server dedups, so retries converge.
+ * A crash anywhere leaves a pending intent that once_client_recover() sends
+ * again, with the same ID and body. A structured A2A refusal (terminal task,
+ * busy, conflict, expired, not found) is never retried: it is returned with
+ * its reason and the state it names.
+ *
+ * Against an agent whose card does not declare the idempotency extension
+ * (a plain A2A 1.0 server) the client sends no task ID; the minted ID is
+ * used as the messageId, so a server that dedups by messageId (onced does)
+ * still converges, and the task ID is learned from the answer.
+ *
+ * Outbox states: pending -> acknowledged -> final (terminal task seen), or
+ * pending|acknowledged -> refused. Nothing is deleted except by
+ * once_client_prune(), which removes finished intents older than an age.
+ *
+ * A once_client is used by one thread at a time. Several processes may share
+ * one outbox file (SQLite WAL; the retry budget lives in it too).
+ */
+#ifndef ONCE_CLIENT_H
+#define ONCE_CLIENT_H
+
+#include <signal.h>
+
+#include "once/once.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONCE_IDEMPOTENCY_EXTENSION "urn:once:a2a:idempotency:v1"
+
+/* ---------------------------------------------------------------------------
+ * Retry policy. Every field has a default (once_retry_policy_default); the
+ * README lists them.
+ */
+typedef struct once_retry_policy {
+    unsigned max_attempts;       /* attempts per call, the first included (5) */
+    int64_t attempt_timeout_ms;  /* one attempt, connect to last byte (10 s) */
+    int64_t connect_timeout_ms;  /* TCP connect within an attempt (2 s) */
+    int64_t deadline_ms;         /* all attempts of one call together (60 s) */
+    int64_t backoff_base_ms;     /* full jitter: sleep ~ U[0, min(cap, base*2^k)] (200 ms) */
+    int64_t backoff_cap_ms;      /* (10 s) */
+    /* Retry budget: a token bucket shared by every call to one agent (kept
+     * in the outbox, so separate processes share it). Each call deposits
+     * budget_ratio tokens, each retry takes one, and the bucket holds at
+     * most budget_burst; time adds budget_refill_per_s. Under a sustained
+     * outage retries therefore stay near budget_ratio of the calls. */
+    double budget_ratio;         /* (0.1) */
+    double budget_burst;         /* (10) */
+    double budget_refill_per_s;  /* (0.1) */
+} once_retry_policy;
+
+void once_retry_policy_default(once_retry_policy *p);
+
+/* ---------------------------------------------------------------------------
+ * The client.
+ */
+typedef enum once_id_kind {
+    ONCE_ID_ULID = 0,
+    ONCE_ID_UUID4 = 1
+} once_id_kind;
+
+/* Crash points for process-level tests: the hook runs at each, and a test
+ * hook may kill the process there. */
+typedef enum once_client_point {
+    ONCE_POINT_AFTER_OUTBOX = 1, /* the intent is durable; nothing sent yet */
+    ONCE_POINT_AFTER_SEND = 2    /* the server answered; the outbox does not know yet */
+} once_client_point;
+
+typedef struct once_client_config {
+    const char *outbox_path;     /* SQLite file, created (its folder must exist);
+                                    NULL = in memory, not durable */
+    const char *token;           /* bearer token; NULL = none */
+    once_retry_policy retry;     /* zeroed = defaults; to change a few fields,
+                                    start from once_retry_policy_default() */
+    once_id_kind id_kind;
+    const once_clock *clock;     /* NULL = system clock */
+    const once_rng *rng;         /* NULL = system CSPRNG */
+    /* Nonzero stops retries, sleeps and waits promptly (ONCE_ECANCELED). A
+     * signal handler may set it. NULL = never. */
+    volatile sig_atomic_t *interrupted;
+    /* Sleeps; NULL = real sleep in 50 ms slices, so *interrupted stops it
+     * promptly. A plugged-in one (a test clock) gets each delay whole. */
+    void (*sleep_ms)(void *ctx, int64_t ms);
+    void *sleep_ctx;
+    void (*hook)(void *ctx, once_client_point p);   /* NULL = none */
+    void *hook_ctx;
+} once_client_config;
+
+typedef struct once_client once_client;
+
+/* cfg strings are copied. ONCE_ESTORE when the outbox cannot be opened
+ * (errmsg is then in *errbuf when errbuf != NULL). */
+int once_client_new(const once_client_config *cfg, once_client **out, char *errbuf, size_t errlen);
+void once_client_free(once_client *c);   /* NULL ok */
+/* The last failure's detail, for a human; never NULL; valid until the next call. */
+const char *once_client_errmsg(const once_client *c);
+
+/* ---------------------------------------------------------------------------
+ * Results.
+ */
+typedef enum once_outcome {
+    ONCE_OUTCOME_OK = 0,         /* the agent answered with a result */
+    ONCE_OUTCOME_REFUSED = 1,    /* a structured A2A refusal; never retried */
+    ONCE_OUTCOME_EXHAUSTED = 2,  /* attempts, deadline or retry budget used up */
+    ONCE_OUTCOME_ERROR = 3,      /* any other failure (bad request, auth, protocol) */
+    ONCE_OUTCOME_INTERRUPTED = 4 /* *interrupted was set */
+} once_outcome;
+
+/* What one call ended with. Strings are once_malloc'd and owned by the
+ * result: once_call_result_clear() frees them. */
+typedef struct once_call_result {
+    once_outcome outcome;
+    char task_id[ONCE_ID_MAX + 1];  /* "" when unknown */
+    once_state state;            /* the task's state, or the state a refusal names */
+    int is_message;              /* the agent answered with a Message, not a Task */
+    int replayed;                /* Idempotent-Replayed: true on the answer */
+    char *json;                  /* result: the Task or Message JSON; else NULL */
+    int rpc_code;                /* JSON-RPC error code (refusal, error), else 0 */
+    char reason[64];             /* ErrorInfo reason, or a client-side one */
+    char *error;                 /* human-readable error text, or NULL */
+    int http_status;             /* last HTTP status; 0 = none (transport) */
+    unsigned attempts;           /* attempts made by this call */
+    unsigned retries_denied;     /* retries the budget refused (0 or 1) */
+    int64_t elapsed_ms;
+    int64_t intent;              /* outbox row of the intent, 0 if none */
+} once_call_result;
+
+void once_call_result_clear(once_call_result *r);   /* NULL ok; zeroes */
+const char *once_outcome_name(once_outcome o);      /* "ok", "refused", ... */
+
+/* Every call below returns ONCE_OK when r holds an answer: the agent's
+ * result (outcome OK) or its refusal (outcome REFUSED). Otherwise a negative
+ * once_err and r->outcome says why: ONCE_ETIMEDOUT (EXHAUSTED),
+ * ONCE_ECANCELED (INTERRUPTED), ONCE_EIO (ERROR), ONCE_ESTORE (the outbox
+ * failed), ONCE_EINVAL, ONCE_ENOMEM. */
+
+typedef struct once_send_spec {
+    const char *agent;           /* the agent's JSON-RPC URL */
+    const char *parts_json;      /* JSON array of A2A Parts, e.g. [{"text":"hi"}] */
+    const char *task_id;         /* NULL = mint one; else use it (needs the extension) */
+    const char *metadata_json;   /* optional message metadata object; NULL = none */
+} once_send_spec;
+
+/* A first message: a new task. r->task_id is the ID (minted before any
+ * network activity; plain mode: the server's, once known). */
+int once_client_send(once_client *c, const once_send_spec *s, once_call_result *r);
+
+/* A continuation of task_id (input-required / auth-required), also through
+ * the outbox: retries replay, they never make a second turn. */
+int once_client_continue(once_client *c, const char *agent, const char *task_id,
+                         const char *parts_json, once_call_result *r);
+
+int once_client_get(once_client *c, const char *agent, const char *task_id, once_call_result *r);
+int once_client_cancel(once_client *c, const char *agent, const char *task_id,
+                       once_call_result *r);
+
+/* Poll GetTask with backoff until the task is terminal or interrupted
+ * (input-required, auth-required), *interrupted is set, or timeout_ms
+ * (0 = none) passes (ONCE_ETIMEDOUT). on_state, if not NULL, sees every
+ * state change as it is observed, including the first. */
+typedef void (*once_state_fn)(void *ctx, const char *task_id, once_state s, const char *task_json);
+int once_client_wait(once_client *c, const char *agent, const char *task_id, int64_t timeout_ms,
+                     once_state_fn on_state, void *ctx, once_call_result *r);
+
+/* ---------------------------------------------------------------------------
+ * The outbox.
+ */
+typedef enum once_intent_state {
+    ONCE_INTENT_PENDING = 1,      /* written; no answer from the agent yet */
+    ONCE_INTENT_ACKNOWLEDGED = 2, /* the agent holds the task; not finished */
+    ONCE_INTENT_FINAL = 3,        /* the task is terminal (or answered with a Message) */
+    ONCE_INTENT_REFUSED = 4       /* the agent refused; never re-sent */
+} once_intent_state;
+
+const char *once_intent_state_name(once_intent_state s);   /* "pending", ... */
+
+/* A row of the outbox. Strings are valid during the callback only. */
+typedef struct once_intent {
+    int64_t seq;                 /* row id, increasing */
+    const char *kind;            /* "send" or "continue" */
+    const char *agent;
+    const char *task_id;         /* NULL until known (plain mode before the answer) */
+    const char *message_id;
+    const char *mode;            /* "ext", "plain", or NULL: not yet known */
+    once_intent_state state;
+    once_state task_state;       /* last seen, UNKNOWN if none */
+    unsigned attempts;           /* attempts over the intent's life */
+    const char *last_error;      /* NULL if none */
+    const char *refusal;         /* the refusal's reason, NULL unless refused */
+    int64_t created_ms, updated_ms, acked_ms, finished_ms;   /* 0 = not yet */
+} once_intent;
+
+/* Intents in seq order; state 0 = all. The callback returns 0 to go on. */
+typedef int (*once_intent_fn)(void *ctx, const once_intent *it);
+int once_client_outbox(once_client *c, once_intent_state state, once_intent_fn fn, void *ctx);
+
+/* The agent of the newest intent for task_id, into out. ONCE_ENOTFOUND if
+ * the outbox does not know the task. */
+int once_client_agent_of(once_client *c, const char *task_id, char *out, size_t outlen);
+
+/* Remove final and refused intents that finished more than age_ms ago. */
+int once_client_prune(once_client *c, int64_t age_ms, unsigned *removed);
+
+/* Recovery: every pending intent is sent again with its ID and body;
+ * every acknowledged one is polled once (GetTask) and becomes final when its
+ * task is terminal. fn, if not NULL, sees each intent's result. Returns
+ * ONCE_OK when every intent was handled (see the counts). */
+typedef struct once_recover_stats {
+    unsigned resent, polled, acknowledged, final, refused, exhausted, errors;
+} once_recover_stats;
+typedef void (*once_recover_fn)(void *ctx, const once_intent *it, int rc, const once_call_result *r);
+int once_client_recover(once_client *c, once_recover_fn fn, void *ctx, once_recover_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ONCE_CLIENT_H */

@@ -1,0 +1,242 @@
+/*
+ * client_int.h -- internals of the once client (src/client). Not API.
+ *
+ * Layers, each in its own file:
+ *   policy.c    pure: full-jitter backoff, the retry-budget token bucket,
+ *               Retry-After parsing, answer classification
+ *   outbox.c    the durable SQLite outbox: schema, intents, transitions
+ *   outbox_aux.c  listing, pruning, the agent-mode cache, the budget rows
+ *   http.c      one HTTP request through libcurl (a fresh handle each time)
+ *   answer.c    JSON-RPC answers: result/error parsing into once_call_result
+ *   retry.c     the retry loop over one call (attempts, deadline, budget)
+ *   client.c    handle, configuration, get/cancel
+ *   send.c      send and continue through the outbox
+ *   wait.c      wait (poll with backoff) and recovery
+ */
+#ifndef ONCE_CLIENT_CLIENT_INT_H
+#define ONCE_CLIENT_CLIENT_INT_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "once/client.h"
+
+/* ---------------------------------------------------------------------------
+ * policy.c (pure; unit-tested with a seeded rng)
+ */
+
+/* min(cap, base * 2^retry), saturating; retry 0 is the first retry. */
+int64_t once__backoff_ceiling(const once_retry_policy *p, unsigned retry);
+/* A full-jitter delay, uniform in [0, ceiling(retry)]. */
+int once__backoff_delay(const once_retry_policy *p, unsigned retry, const once_rng *rng,
+                        int64_t *out_ms);
+
+/* The retry budget. Whoever holds the outbox write transaction owns it. */
+typedef struct once__bucket {
+    double tokens;
+    int64_t updated_ms;
+} once__bucket;
+
+void once__bucket_init(once__bucket *b, const once_retry_policy *p, int64_t now_ms);
+/* Add the tokens time earned since updated_ms (capped at burst). */
+void once__bucket_refill(once__bucket *b, const once_retry_policy *p, int64_t now_ms);
+/* A call starts: earn budget_ratio tokens. */
+void once__bucket_deposit(once__bucket *b, const once_retry_policy *p, int64_t now_ms);
+/* A retry wants to start: 1 (and one token taken) or 0 (denied). */
+int once__bucket_take(once__bucket *b, const once_retry_policy *p, int64_t now_ms);
+
+/* A Retry-After value: delta-seconds or an IMF-fixdate ("Sun, 06 Nov 1994
+ * 08:49:37 GMT"), into milliseconds from now_ms (a past date gives 0).
+ * ONCE_EINVAL for anything else. */
+int once__retry_after_parse(const char *v, int64_t now_ms, int64_t *out_ms);
+
+/* How an attempt ended. */
+typedef enum once__verdict {
+    ONCE__OK = 0,
+    ONCE__RETRY,
+    ONCE__REFUSED,
+    ONCE__ERROR,
+    ONCE__INTERRUPTED
+} once__verdict;
+
+/* Classify an HTTP answer to a JSON-RPC call: status, the parsed body (NULL
+ * if none or unparseable). Pure. */
+once__verdict once__classify(long http_status, const json_t *body);
+/* 1 for codes/reasons that are A2A refusals about the task. */
+int once__is_refusal(int code, const char *reason);
+
+/* 1 if the intent state machine allows from -> to (same state allowed for
+ * pending and acknowledged: attempts and observed states update them). */
+int once__intent_transition_ok(once_intent_state from, once_intent_state to);
+once_intent_state once__intent_state_parse(const char *s);
+
+/* ---------------------------------------------------------------------------
+ * outbox.c / outbox_aux.c. All calls are transactions of their own; SQLite
+ * WAL with synchronous=FULL, so a returned ONCE_OK is on disk.
+ */
+typedef struct once__outbox once__outbox;
+
+/* path NULL = in memory. */
+int once__outbox_open(const char *path, once__outbox **out, char *err, size_t errlen);
+void once__outbox_close(once__outbox *o);
+const char *once__outbox_errmsg(const once__outbox *o);
+
+/* A new pending intent. message is the A2A Message JSON as it will be sent
+ * (taskId absent for first messages: the mode decides). */
+int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const char *task_id,
+                     const char *message_id, const char *message, int64_t now, int64_t *seq);
+
+/* One intent with copies of its strings (once__intent_row_clear frees);
+ * a snapshot, owned by whoever loaded it and never updated in place. */
+typedef struct once__intent_row {
+    once_intent it;   /* pointers into the owned copies below */
+    char *kind, *agent, *task_id, *message_id, *mode, *last_error, *refusal, *message;
+} once__intent_row;
+void once__intent_row_clear(once__intent_row *r);
+int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row);
+
+int once__outbox_attempt(once__outbox *o, int64_t seq, int64_t now);
+int once__outbox_error(once__outbox *o, int64_t seq, const char *err, int64_t now);
+/* Set the mode if still unknown; *mode_out gets the stored one (ext=1). */
+int once__outbox_set_mode(once__outbox *o, int64_t seq, int ext, int64_t now, int *ext_out);
+/* The agent answered: pending|acknowledged -> acknowledged, or final when
+ * st is terminal or the answer was a Message (final != 0). task_id fills a
+ * still-unknown ID. ONCE_EILLEGAL if the intent is already finished. */
+int once__outbox_ack(once__outbox *o, int64_t seq, const char *task_id, once_state st, int final,
+                     int64_t now);
+/* pending|acknowledged -> refused. */
+int once__outbox_refuse(once__outbox *o, int64_t seq, const char *reason, once_state st,
+                        int64_t now);
+/* A task's state was observed (GetTask, CancelTask): every acknowledged
+ * intent of (agent, task_id) records it and becomes final if terminal. */
+int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id, once_state st,
+                         int64_t now);
+/* seqs of intents in a state, oldest first. *seqs once_malloc'd. */
+int once__outbox_seqs(once__outbox *o, once_intent_state st, int64_t **seqs, size_t *n);
+
+int once__outbox_list(once__outbox *o, once_intent_state st, once_intent_fn fn, void *ctx);
+int once__outbox_prune(once__outbox *o, int64_t cutoff_ms, unsigned *removed);
+int once__outbox_agent_of(once__outbox *o, const char *task_id, char *out, size_t outlen);
+
+/* Agent-mode cache: ext = the card declares the extension. ONCE_ENOTFOUND
+ * when absent or checked before min_checked_ms. */
+int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checked_ms, int *ext);
+int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int64_t now);
+
+/* The retry budget of agent, read-modify-written in one IMMEDIATE
+ * transaction: op 0 deposits (a call starts), op 1 takes (a retry wants
+ * to start; *allowed says if it may). */
+int once__outbox_budget(once__outbox *o, const char *agent, int op, const once_retry_policy *p,
+                        int64_t now, int *allowed, double *tokens_after);
+
+/* ---------------------------------------------------------------------------
+ * http.c
+ */
+#define ONCE__HTTP_MAX_BODY (32u << 20)
+
+/* One request, built on the caller's stack; strings are borrowed. */
+typedef struct once__http_req {
+    const char *method;          /* "GET" or "POST" */
+    const char *url;
+    const char *body;            /* POST body, or NULL */
+    size_t len;
+    const char *token;           /* bearer, or NULL */
+    int extension;               /* send A2A-Extensions: our URI */
+    int64_t timeout_ms, connect_timeout_ms;
+    volatile sig_atomic_t *interrupted;
+} once__http_req;
+
+/* Its answer, filled by once__http_do alone; the caller owns body. */
+typedef struct once__http_resp {
+    long status;                 /* 0 = no HTTP answer (transport failure) */
+    char *body;                  /* NUL-terminated, once_malloc'd */
+    size_t len;
+    char retry_after[64];        /* raw header value, "" if absent */
+    int replayed;                /* Idempotent-Replayed: true */
+    int timed_out;
+    int interrupted;
+    char error[256];             /* transport failure text */
+} once__http_resp;
+
+/* ONCE_OK when an HTTP answer (any status) arrived, ONCE_EIO (transport,
+ * timeout, interrupt: see the flags), ONCE_ENOMEM. */
+int once__http_do(const once__http_req *q, once__http_resp *r);
+void once__http_resp_clear(once__http_resp *r);
+/* "http://h:p/path" -> "http://h:p/.well-known/agent-card.json". */
+int once__card_url(const char *agent, char *out, size_t outlen);
+
+/* ---------------------------------------------------------------------------
+ * The handle. Owned by one thread at a time; nothing here is shared.
+ */
+struct once_client {
+    once__outbox *outbox;
+    char *token;
+    once_retry_policy retry;
+    once_id_kind id_kind;
+    const once_clock *clock;
+    const once_rng *rng;
+    volatile sig_atomic_t *interrupted;
+    void (*sleep_ms)(void *ctx, int64_t ms);
+    void *sleep_ctx;
+    void (*hook)(void *ctx, once_client_point p);
+    void *hook_ctx;
+    char errmsg[512];
+};
+
+void once__client_seterr(once_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int64_t once__client_now(const once_client *c);
+int once__client_stopped(const once_client *c);
+/* Sleep ms, returning early (ONCE_ECANCELED) when interrupted. */
+int once__client_sleep(once_client *c, int64_t ms);
+
+/* ---------------------------------------------------------------------------
+ * answer.c: filling a once_call_result from an attempt.
+ */
+void once__result_set_error(once_call_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* From a Task object (GetTask / CancelTask result). */
+int once__result_from_task(once_call_result *r, const json_t *task);
+/* From a SendMessage result {"task":…} | {"message":…}. */
+int once__result_from_send(once_call_result *r, const json_t *result);
+/* From a JSON-RPC error object: code, reason, state (metadata.state). */
+void once__result_from_error(once_call_result *r, const json_t *error);
+
+/* ---------------------------------------------------------------------------
+ * retry.c: one call, retried by the policy.
+ */
+/* Between the retry loop and one attempt: the loop sets timeout_ms, the
+ * attempt sets the rest. */
+typedef struct once__attempt {
+    int64_t timeout_ms;          /* in: this attempt's budget of time */
+    once__verdict verdict;       /* out */
+    int64_t retry_after_ms;      /* out: -1 = none */
+} once__attempt;
+
+/* An attempt fills r (result or error) and a->verdict. Returns ONCE_OK or
+ * a hard error (ENOMEM, ESTORE) that ends the call. */
+typedef int (*once__attempt_fn)(once_client *c, void *ctx, once__attempt *a, once_call_result *r);
+
+/* Run fn until it succeeds, is refused, fails for good, or the policy
+ * (attempts, deadline, budget) says stop. intent > 0: attempts and errors
+ * are recorded on that outbox row. */
+int once__retry_run(once_client *c, const char *agent, int64_t intent, once__attempt_fn fn,
+                    void *ctx, once_call_result *r);
+
+/* One JSON-RPC call as an attempt: POST {jsonrpc,id,method,params}; on
+ * success *result holds the "result" member (new reference). */
+typedef struct once__rpc {   /* the caller's; inputs borrowed, result owned */
+    const char *agent;
+    const char *method;
+    const char *params;          /* JSON text */
+    int extension;
+    json_t *result;              /* out */
+    int answered;                /* out: an HTTP answer arrived (AFTER_SEND point) */
+} once__rpc;
+int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_result *r);
+
+/* ---------------------------------------------------------------------------
+ * send.c: deliver a pending intent (recovery), recording the answer.
+ */
+int once__client_deliver(once_client *c, const once__intent_row *row, once_call_result *r);
+
+#endif /* ONCE_CLIENT_CLIENT_INT_H */

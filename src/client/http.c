@@ -1,0 +1,203 @@
+/*
+ * http.c -- one HTTP request of the client through libcurl.
+ *
+ * Each request gets a fresh easy handle, hence a fresh connection: a retry
+ * never rides on a connection that just failed, and a fault-injecting proxy
+ * sees one connection per request. The response body is capped at
+ * ONCE__HTTP_MAX_BODY; an interrupt flag aborts a transfer in progress.
+ * Invariant: r->status is nonzero only when a complete HTTP answer arrived.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "client/client_int.h"
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* What libcurl's callbacks write into during one transfer (one thread). */
+typedef struct sink {
+    once__http_resp *r;
+    size_t cap;
+    int overflow;
+    int nomem;
+    volatile sig_atomic_t *interrupted;
+} sink;
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+    sink *s = ud;
+    size_t len = size * n;
+    if (s->r->len + len > ONCE__HTTP_MAX_BODY) {
+        s->overflow = 1;
+        return 0;
+    }
+    if (s->r->len + len + 1 > s->cap) {
+        size_t ncap = s->cap ? s->cap : 4096;
+        while (ncap < s->r->len + len + 1)
+            ncap *= 2;
+        char *nb = once_realloc(s->r->body, ncap);
+        if (nb == NULL) {
+            s->nomem = 1;
+            return 0;
+        }
+        s->r->body = nb;
+        s->cap = ncap;
+    }
+    memcpy(s->r->body + s->r->len, p, len);
+    s->r->len += len;
+    s->r->body[s->r->len] = '\0';
+    return len;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+    sink *s = ud;
+    size_t len = size * n;
+    const char *colon = memchr(p, ':', len);
+    if (colon == NULL)
+        return len;
+    size_t nlen = (size_t)(colon - p);
+    const char *v = colon + 1;
+    size_t vlen = len - nlen - 1;
+    while (vlen > 0 && (*v == ' ' || *v == '\t')) {
+        v++;
+        vlen--;
+    }
+    while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+        vlen--;
+    if (nlen == 11 && strncasecmp(p, "Retry-After", 11) == 0) {
+        if (vlen >= sizeof s->r->retry_after)
+            vlen = sizeof s->r->retry_after - 1;
+        memcpy(s->r->retry_after, v, vlen);
+        s->r->retry_after[vlen] = '\0';
+    } else if (nlen == 19 && strncasecmp(p, "Idempotent-Replayed", 19) == 0) {
+        s->r->replayed = vlen == 4 && strncasecmp(v, "true", 4) == 0;
+    }
+    return len;
+}
+
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    sink *s = ud;
+    return s->interrupted != NULL && *s->interrupted;
+}
+
+int once__card_url(const char *agent, char *out, size_t outlen)
+{
+    const char *p = strstr(agent, "://");
+    if (p == NULL)
+        return ONCE_EINVAL;
+    const char *slash = strchr(p + 3, '/');
+    size_t olen = slash ? (size_t)(slash - agent) : strlen(agent);
+    if ((size_t)snprintf(out, outlen, "%.*s/.well-known/agent-card.json", (int)olen, agent) >= outlen)
+        return ONCE_ERANGE;
+    return ONCE_OK;
+}
+
+void once__http_resp_clear(once__http_resp *r)
+{
+    if (r == NULL)
+        return;
+    once_free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+int once__http_do(const once__http_req *q, once__http_resp *r)
+{
+    memset(r, 0, sizeof *r);
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK) {
+        snprintf(r->error, sizeof r->error, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+        return ONCE_EIO;
+    }
+    CURL *h = curl_easy_init();
+    if (h == NULL)
+        return ONCE_ENOMEM;
+    sink s = {.r = r, .interrupted = q->interrupted};
+    struct curl_slist *hd = NULL, *t;
+    char auth[1024];
+    int rc = ONCE_OK;
+    const char *lines[] = {"Content-Type: application/json", "Accept: application/json",
+                           "A2A-Version: 1.0", "Expect:",
+                           q->extension ? "A2A-Extensions: " ONCE_IDEMPOTENCY_EXTENSION : NULL};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0] && rc == ONCE_OK; i++) {
+        if (lines[i] == NULL)
+            continue;
+        if ((t = curl_slist_append(hd, lines[i])) == NULL)
+            rc = ONCE_ENOMEM;
+        else
+            hd = t;
+    }
+    if (rc == ONCE_OK && q->token != NULL) {
+        if ((size_t)snprintf(auth, sizeof auth, "Authorization: Bearer %s", q->token) >= sizeof auth)
+            rc = ONCE_EINVAL;
+        else if ((t = curl_slist_append(hd, auth)) == NULL)
+            rc = ONCE_ENOMEM;
+        else
+            hd = t;
+    }
+    if (rc != ONCE_OK) {
+        curl_slist_free_all(hd);
+        curl_easy_cleanup(h);
+        return rc;
+    }
+    int64_t timeout = q->timeout_ms > 0 ? q->timeout_ms : 1;
+    int64_t ctimeout = q->connect_timeout_ms > 0 && q->connect_timeout_ms < timeout
+                           ? q->connect_timeout_ms
+                           : timeout;
+    char errbuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(h, CURLOPT_URL, q->url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ctimeout);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &s);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (strcmp(q->method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body ? q->body : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(q->body ? q->len : 0));
+    }
+    CURLcode cc = curl_easy_perform(h);
+    if (cc == CURLE_OK) {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    } else {
+        r->status = 0;
+        r->timed_out = cc == CURLE_OPERATION_TIMEDOUT;
+        r->interrupted = cc == CURLE_ABORTED_BY_CALLBACK;
+        if (s.nomem)
+            rc = ONCE_ENOMEM;
+        else
+            rc = ONCE_EIO;
+        if (s.overflow)
+            snprintf(r->error, sizeof r->error, "response larger than %u bytes", ONCE__HTTP_MAX_BODY);
+        else
+            snprintf(r->error, sizeof r->error, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+        /* A body cut short is no answer: keep nothing of it. */
+        once_free(r->body);
+        r->body = NULL;
+        r->len = 0;
+        r->retry_after[0] = '\0';
+        r->replayed = 0;
+    }
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    return rc;
+}

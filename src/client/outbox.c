@@ -1,0 +1,400 @@
+/*
+ * outbox.c -- the client's durable outbox: one SQLite file (WAL,
+ * synchronous=FULL) holding every intent the client means to deliver.
+ *
+ * Invariants:
+ *   - an intent is on disk before the first byte of it is sent (callers add
+ *     it, then send); ONCE_OK from any write here means it survived a crash;
+ *   - every state change is a read-check-write in one IMMEDIATE transaction,
+ *     checked by once__intent_transition_ok: pending -> acknowledged ->
+ *     final, pending|acknowledged -> refused, and nothing leaves final or
+ *     refused (only prune removes them);
+ *   - the message of an intent is written once and never changed, so every
+ *     resend carries the same body; the mode (ext/plain) is set once.
+ * Several processes may share the file: SQLite's locks serialise them and a
+ * busy timeout absorbs short contention.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client/client_int.h"
+#include "client/outbox_int.h"
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS intents("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " kind TEXT NOT NULL CHECK(kind IN ('send','continue')),"
+    " agent TEXT NOT NULL,"
+    " task_id TEXT,"
+    " message_id TEXT NOT NULL,"
+    " message TEXT NOT NULL,"
+    " mode TEXT CHECK(mode IS NULL OR mode IN ('ext','plain')),"
+    " state TEXT NOT NULL CHECK(state IN ('pending','acknowledged','final','refused')),"
+    " task_state TEXT,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " last_error TEXT,"
+    " refusal TEXT,"
+    " created_ms INTEGER NOT NULL,"
+    " updated_ms INTEGER NOT NULL,"
+    " acked_ms INTEGER,"
+    " finished_ms INTEGER);"
+    "CREATE INDEX IF NOT EXISTS intents_state ON intents(state, seq);"
+    "CREATE INDEX IF NOT EXISTS intents_task ON intents(task_id);"
+    "CREATE TABLE IF NOT EXISTS agents("
+    " agent TEXT PRIMARY KEY, ext INTEGER NOT NULL, checked_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS budget("
+    " agent TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL);"
+    "PRAGMA user_version=1;";
+
+int once__ob_fail(once__outbox *o, int src, const char *what)
+{
+    snprintf(o->err, sizeof o->err, "outbox %s: %s", what, sqlite3_errmsg(o->db));
+    return (src == SQLITE_BUSY || src == SQLITE_LOCKED) ? ONCE_EBUSY : ONCE_ESTORE;
+}
+
+const char *once__outbox_errmsg(const once__outbox *o)
+{
+    return o ? o->err : "no outbox";
+}
+
+int once__ob_exec(once__outbox *o, const char *sql)
+{
+    int src = sqlite3_exec(o->db, sql, NULL, NULL, NULL);
+    return src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, sql);
+}
+
+/* Bind values by a type string: 's' text (NULL ok), 'i' int64, 'd' double. */
+static int vbind(sqlite3_stmt *st, const char *types, va_list ap)
+{
+    int src = SQLITE_OK;
+    for (int i = 0; types[i] != '\0' && src == SQLITE_OK; i++) {
+        if (types[i] == 's') {
+            const char *s = va_arg(ap, const char *);
+            src = s ? sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i + 1);
+        } else if (types[i] == 'i') {
+            src = sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+        } else {
+            src = sqlite3_bind_double(st, i + 1, va_arg(ap, double));
+        }
+    }
+    return src;
+}
+
+int once__ob_prepare(once__outbox *o, sqlite3_stmt **st, const char *sql, const char *types, ...)
+{
+    int src = sqlite3_prepare_v2(o->db, sql, -1, st, NULL);
+    if (src == SQLITE_OK) {
+        va_list ap;
+        va_start(ap, types);
+        src = vbind(*st, types, ap);
+        va_end(ap);
+    }
+    if (src != SQLITE_OK) {
+        int rc = once__ob_fail(o, src, "prepare");
+        sqlite3_finalize(*st);
+        *st = NULL;
+        return rc;
+    }
+    return ONCE_OK;
+}
+
+int once__ob_run(once__outbox *o, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(o->db, sql, -1, &st, NULL);
+    if (src == SQLITE_OK) {
+        va_list ap;
+        va_start(ap, types);
+        src = vbind(st, types, ap);
+        va_end(ap);
+    }
+    if (src == SQLITE_OK) {
+        src = sqlite3_step(st);
+        if (src == SQLITE_DONE || src == SQLITE_ROW)
+            src = SQLITE_OK;
+    }
+    int rc = src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, "write");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int once__ob_begin(once__outbox *o)
+{
+    return once__ob_exec(o, "BEGIN IMMEDIATE");
+}
+
+int once__ob_end(once__outbox *o, int rc)
+{
+    if (rc == ONCE_OK) {
+        rc = once__ob_exec(o, "COMMIT");
+        if (rc == ONCE_OK)
+            return ONCE_OK;
+    }
+    sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int once__outbox_open(const char *path, once__outbox **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    once__outbox *o = once_calloc(1, sizeof *o);
+    if (o == NULL)
+        return ONCE_ENOMEM;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int src = sqlite3_open_v2(path ? path : ":memory:", &o->db, flags, NULL);
+    int rc = ONCE_OK;
+    if (src != SQLITE_OK) {
+        rc = once__ob_fail(o, src, "open");
+    } else {
+        sqlite3_busy_timeout(o->db, 10000);
+        /* WAL: readers never block the writer; FULL: a commit is on disk. */
+        if (path != NULL)
+            rc = once__ob_exec(o, "PRAGMA journal_mode=WAL");
+        if (rc == ONCE_OK)
+            rc = once__ob_exec(o, "PRAGMA synchronous=FULL");
+        if (rc == ONCE_OK)
+            rc = once__ob_exec(o, schema);
+    }
+    if (rc != ONCE_OK) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s (%s)", o->err, path ? path : ":memory:");
+        once__outbox_close(o);
+        return rc;
+    }
+    *out = o;
+    return ONCE_OK;
+}
+
+void once__outbox_close(once__outbox *o)
+{
+    if (o == NULL)
+        return;
+    sqlite3_close_v2(o->db);
+    once_free(o);
+}
+
+int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const char *task_id,
+                     const char *message_id, const char *message, int64_t now, int64_t *seq)
+{
+    int rc = once__ob_run(o,
+                          "INSERT INTO intents(kind,agent,task_id,message_id,message,state,"
+                          "created_ms,updated_ms) VALUES(?,?,?,?,?,'pending',?,?)",
+                          "sssssii", kind, agent, task_id, message_id, message, now, now);
+    *seq = rc == ONCE_OK ? sqlite3_last_insert_rowid(o->db) : 0;
+    return rc;
+}
+
+/* The state of seq (inside a transaction). */
+static int state_of(once__outbox *o, int64_t seq, once_intent_state *st)
+{
+    sqlite3_stmt *q;
+    int rc = once__ob_prepare(o, &q, "SELECT state FROM intents WHERE seq=?", "i", seq);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = sqlite3_step(q);
+    if (src == SQLITE_ROW)
+        *st = once__intent_state_parse((const char *)sqlite3_column_text(q, 0));
+    else
+        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Begin; check that seq may move to `to`. On failure the transaction is
+ * already rolled back. */
+static int begin_move(once__outbox *o, int64_t seq, once_intent_state to)
+{
+    int rc = once__ob_begin(o);
+    if (rc != ONCE_OK)
+        return rc;
+    once_intent_state from = 0;
+    rc = state_of(o, seq, &from);
+    if (rc == ONCE_OK && !once__intent_transition_ok(from, to)) {
+        snprintf(o->err, sizeof o->err, "outbox: intent %lld is %s, cannot become %s",
+                 (long long)seq, once_intent_state_name(from), once_intent_state_name(to));
+        rc = ONCE_EILLEGAL;
+    }
+    if (rc != ONCE_OK)
+        once__ob_end(o, rc);
+    return rc;
+}
+
+int once__outbox_attempt(once__outbox *o, int64_t seq, int64_t now)
+{
+    /* Only a pending intent is sent: an answered one never is again. */
+    int rc = begin_move(o, seq, ONCE_INTENT_PENDING);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__ob_run(o, "UPDATE intents SET attempts=attempts+1, updated_ms=? WHERE seq=?", "ii",
+                      now, seq);
+    return once__ob_end(o, rc);
+}
+
+int once__outbox_error(once__outbox *o, int64_t seq, const char *err, int64_t now)
+{
+    /* Only a pending intent's error means anything: an answered one has its answer. */
+    return once__ob_run(o,
+                        "UPDATE intents SET last_error=?, updated_ms=? WHERE seq=? AND state='pending'",
+                        "sii", err, now, seq);
+}
+
+int once__outbox_set_mode(once__outbox *o, int64_t seq, int ext, int64_t now, int *ext_out)
+{
+    int rc = once__ob_begin(o);
+    if (rc != ONCE_OK)
+        return rc;
+    /* Plain mode: the agent mints the task ID, so a first message's
+     * minted ID lives on only as its messageId until the answer names it. */
+    rc = once__ob_run(o,
+                      "UPDATE intents SET mode=?1, updated_ms=?2,"
+                      " task_id=CASE WHEN ?1='plain' AND kind='send' THEN NULL ELSE task_id END"
+                      " WHERE seq=?3 AND mode IS NULL",
+                      "sii", ext ? "ext" : "plain", now, seq);
+    sqlite3_stmt *q = NULL;
+    if (rc == ONCE_OK)
+        rc = once__ob_prepare(o, &q, "SELECT mode FROM intents WHERE seq=?", "i", seq);
+    if (rc == ONCE_OK) {
+        int src = sqlite3_step(q);
+        if (src == SQLITE_ROW)
+            *ext_out = strcmp((const char *)sqlite3_column_text(q, 0), "ext") == 0;
+        else
+            rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
+    }
+    sqlite3_finalize(q);
+    return once__ob_end(o, rc);
+}
+
+int once__outbox_ack(once__outbox *o, int64_t seq, const char *task_id, once_state st, int final,
+                     int64_t now)
+{
+    final = final || once_state_terminal(st);
+    once_intent_state to = final ? ONCE_INTENT_FINAL : ONCE_INTENT_ACKNOWLEDGED;
+    int rc = begin_move(o, seq, to);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__ob_run(o,
+                      "UPDATE intents SET state=?, task_id=COALESCE(task_id, ?), task_state=?,"
+                      " last_error=NULL, acked_ms=COALESCE(acked_ms, ?), updated_ms=?,"
+                      " finished_ms=CASE WHEN ? THEN ? ELSE NULL END WHERE seq=?",
+                      "sssiiiii", once_intent_state_name(to), task_id,
+                      st == ONCE_STATE_UNKNOWN ? NULL : once_state_name(st), now, now,
+                      (int64_t)final, now, seq);
+    return once__ob_end(o, rc);
+}
+
+int once__outbox_refuse(once__outbox *o, int64_t seq, const char *reason, once_state st,
+                        int64_t now)
+{
+    int rc = begin_move(o, seq, ONCE_INTENT_REFUSED);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__ob_run(o,
+                      "UPDATE intents SET state='refused', refusal=?,"
+                      " task_state=COALESCE(?, task_state), updated_ms=?, finished_ms=?"
+                      " WHERE seq=?",
+                      "ssiii", reason ? reason : "REFUSED",
+                      st == ONCE_STATE_UNKNOWN ? NULL : once_state_name(st), now, now, seq);
+    return once__ob_end(o, rc);
+}
+
+int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id, once_state st,
+                         int64_t now)
+{
+    if (st == ONCE_STATE_UNKNOWN)
+        return ONCE_OK;
+    int final = once_state_terminal(st);
+    return once__ob_run(o,
+                        "UPDATE intents SET task_state=?, updated_ms=?,"
+                        " state=CASE WHEN ? THEN 'final' ELSE state END,"
+                        " finished_ms=CASE WHEN ? THEN ? ELSE finished_ms END"
+                        " WHERE agent=? AND task_id=? AND state='acknowledged'",
+                        "siiiiss", once_state_name(st), now, (int64_t)final, (int64_t)final, now,
+                        agent, task_id);
+}
+
+static char *col_dup(sqlite3_stmt *q, int i)
+{
+    const unsigned char *t = sqlite3_column_text(q, i);
+    return t ? once_strdup((const char *)t) : NULL;
+}
+
+void once__intent_row_clear(once__intent_row *r)
+{
+    if (r == NULL)
+        return;
+    once_free(r->kind);
+    once_free(r->agent);
+    once_free(r->task_id);
+    once_free(r->message_id);
+    once_free(r->mode);
+    once_free(r->last_error);
+    once_free(r->refusal);
+    once_free(r->message);
+    memset(r, 0, sizeof *r);
+}
+
+const char once__ob_columns[] =
+    "seq,kind,agent,task_id,message_id,mode,state,task_state,attempts,last_error,refusal,"
+    "created_ms,updated_ms,acked_ms,finished_ms,message";
+
+void once__ob_row_view(sqlite3_stmt *q, once_intent *it)
+{
+    memset(it, 0, sizeof *it);
+    it->seq = sqlite3_column_int64(q, 0);
+    it->kind = (const char *)sqlite3_column_text(q, 1);
+    it->agent = (const char *)sqlite3_column_text(q, 2);
+    it->task_id = (const char *)sqlite3_column_text(q, 3);
+    it->message_id = (const char *)sqlite3_column_text(q, 4);
+    it->mode = (const char *)sqlite3_column_text(q, 5);
+    it->state = once__intent_state_parse((const char *)sqlite3_column_text(q, 6));
+    const char *ts = (const char *)sqlite3_column_text(q, 7);
+    it->task_state = ts ? once_state_parse(ts) : ONCE_STATE_UNKNOWN;
+    it->attempts = (unsigned)sqlite3_column_int64(q, 8);
+    it->last_error = (const char *)sqlite3_column_text(q, 9);
+    it->refusal = (const char *)sqlite3_column_text(q, 10);
+    it->created_ms = sqlite3_column_int64(q, 11);
+    it->updated_ms = sqlite3_column_int64(q, 12);
+    it->acked_ms = sqlite3_column_int64(q, 13);
+    it->finished_ms = sqlite3_column_int64(q, 14);
+}
+
+int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)
+{
+    memset(row, 0, sizeof *row);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM intents WHERE seq=?", once__ob_columns);
+    sqlite3_stmt *q;
+    int rc = once__ob_prepare(o, &q, sql, "i", seq);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = sqlite3_step(q);
+    if (src == SQLITE_ROW) {
+        once__ob_row_view(q, &row->it);
+        row->kind = col_dup(q, 1);
+        row->agent = col_dup(q, 2);
+        row->task_id = col_dup(q, 3);
+        row->message_id = col_dup(q, 4);
+        row->mode = col_dup(q, 5);
+        row->last_error = col_dup(q, 9);
+        row->refusal = col_dup(q, 10);
+        row->message = col_dup(q, 15);
+        if (row->kind == NULL || row->agent == NULL || row->message_id == NULL ||
+            row->message == NULL) {
+            rc = ONCE_ENOMEM;
+        }
+        row->it.kind = row->kind;
+        row->it.agent = row->agent;
+        row->it.task_id = row->task_id;
+        row->it.message_id = row->message_id;
+        row->it.mode = row->mode;
+        row->it.last_error = row->last_error;
+        row->it.refusal = row->refusal;
+    } else {
+        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
+    }
+    sqlite3_finalize(q);
+    if (rc != ONCE_OK)
+        once__intent_row_clear(row);
+    return rc;
+}

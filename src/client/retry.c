@@ -1,0 +1,198 @@
+/*
+ * retry.c -- one call under the retry policy, and the JSON-RPC attempt.
+ *
+ * The loop: a call deposits into the agent's retry budget; each attempt gets
+ * min(attempt timeout, time left before the deadline); a retryable failure
+ * is followed by a full-jitter sleep, stretched to Retry-After when the
+ * server asks for more. It stops at the first answer (result or refusal),
+ * at a non-retryable error, or when the attempts, the deadline (a sleep that
+ * would cross it is not started) or the budget run out.
+ * Invariant: the body of every attempt of one call is byte-identical (the
+ * caller builds it once), so the server can recognise a retry.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "client/client_int.h"
+
+/* The call stops short of an answer; the last failure stays in the text. */
+static int exhausted(once_call_result *r, const char *reason, unsigned attempts)
+{
+    static const struct {
+        const char *reason, *what;
+    } whys[] = {{"DEADLINE_EXCEEDED", "the deadline passed"},
+                {"ATTEMPTS_EXHAUSTED", "every attempt failed"},
+                {"RETRY_BUDGET_EXHAUSTED", "the retry budget is exhausted"}};
+    const char *what = "gave up";
+    for (size_t i = 0; i < sizeof whys / sizeof whys[0]; i++)
+        if (strcmp(whys[i].reason, reason) == 0)
+            what = whys[i].what;
+    r->outcome = ONCE_OUTCOME_EXHAUSTED;
+    r->rpc_code = 0;
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+    char last[600];
+    snprintf(last, sizeof last, "%s", r->error ? r->error : "no answer");
+    once__result_set_error(r, "%s (%u attempt%s); last error: %s", what, attempts,
+                           attempts == 1 ? "" : "s", last);
+    return ONCE_ETIMEDOUT;
+}
+
+static int run(once_client *c, const char *agent, int64_t intent, once__attempt_fn fn, void *ctx,
+               once_call_result *r)
+{
+    const once_retry_policy *p = &c->retry;
+    int64_t start = once__client_now(c);
+    int64_t deadline = start + (p->deadline_ms > 0 ? p->deadline_ms : INT64_MAX / 4);
+    unsigned max = p->max_attempts > 0 ? p->max_attempts : 1;
+    int rc = once__outbox_budget(c->outbox, agent, 0, p, start, NULL, NULL);
+    if (rc != ONCE_OK) {
+        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+        return rc;
+    }
+    for (unsigned attempt = 0;;) {
+        int64_t now = once__client_now(c);
+        r->elapsed_ms = now - start;
+        if (once__client_stopped(c)) {
+            r->outcome = ONCE_OUTCOME_INTERRUPTED;
+            return ONCE_ECANCELED;
+        }
+        if (now >= deadline)
+            return exhausted(r, "DEADLINE_EXCEEDED", attempt);
+        if (intent > 0 && (rc = once__outbox_attempt(c->outbox, intent, now)) != ONCE_OK) {
+            once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+            return rc;
+        }
+        once__attempt a = {.timeout_ms = p->attempt_timeout_ms > 0 && p->attempt_timeout_ms < deadline - now
+                                             ? p->attempt_timeout_ms
+                                             : deadline - now,
+                           .verdict = ONCE__ERROR,
+                           .retry_after_ms = -1};
+        r->attempts = ++attempt;
+        rc = fn(c, ctx, &a, r);
+        now = once__client_now(c);
+        r->elapsed_ms = now - start;
+        if (rc != ONCE_OK)
+            return rc;
+        switch (a.verdict) {
+        case ONCE__OK:
+            r->outcome = ONCE_OUTCOME_OK;
+            return ONCE_OK;
+        case ONCE__REFUSED:
+            r->outcome = ONCE_OUTCOME_REFUSED;
+            return ONCE_OK;
+        case ONCE__INTERRUPTED:
+            r->outcome = ONCE_OUTCOME_INTERRUPTED;
+            return ONCE_ECANCELED;
+        case ONCE__ERROR:
+            r->outcome = ONCE_OUTCOME_ERROR;
+            return ONCE_EIO;
+        case ONCE__RETRY:
+            break;
+        }
+        if (intent > 0 && r->error != NULL)
+            once__outbox_error(c->outbox, intent, r->error, now);
+        if (attempt >= max)
+            return exhausted(r, "ATTEMPTS_EXHAUSTED", attempt);
+        int64_t delay;
+        if ((rc = once__backoff_delay(p, attempt - 1, c->rng, &delay)) != ONCE_OK)
+            return rc;
+        if (a.retry_after_ms > delay)
+            delay = a.retry_after_ms;
+        if (now + delay >= deadline)
+            return exhausted(r, "DEADLINE_EXCEEDED", attempt);
+        int allowed = 0;
+        rc = once__outbox_budget(c->outbox, agent, 1, p, now, &allowed, NULL);
+        if (rc != ONCE_OK) {
+            once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+            return rc;
+        }
+        if (!allowed) {
+            r->retries_denied = 1;
+            return exhausted(r, "RETRY_BUDGET_EXHAUSTED", attempt);
+        }
+        if (once__client_sleep(c, delay) != ONCE_OK) {
+            r->outcome = ONCE_OUTCOME_INTERRUPTED;
+            r->elapsed_ms = once__client_now(c) - start;
+            return ONCE_ECANCELED;
+        }
+    }
+}
+
+int once__retry_run(once_client *c, const char *agent, int64_t intent, once__attempt_fn fn,
+                    void *ctx, once_call_result *r)
+{
+    c->errmsg[0] = '\0';
+    int rc = run(c, agent, intent, fn, ctx, r);
+    if (rc != ONCE_OK && r->outcome == ONCE_OUTCOME_OK) {
+        /* A hard failure (outbox, memory) ended the call: never report it
+         * as an answer. */
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "%s", c->errmsg[0] ? c->errmsg : once_strerror(rc));
+    }
+    return rc;
+}
+
+int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_result *r)
+{
+    /* The envelope's id is constant: the server's dedup looks at the
+     * message, and a constant id keeps every attempt's body identical. */
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"";
+    size_t plen = strlen(q->params), mlen = strlen(q->method);
+    size_t n = sizeof head - 1 + mlen + 12 + plen + 2;
+    char *body = once_malloc(n);
+    if (body == NULL)
+        return ONCE_ENOMEM;
+    int blen = snprintf(body, n, "%s%s\",\"params\":%s}", head, q->method, q->params);
+    if (blen < 0 || (size_t)blen >= n) {
+        once_free(body);
+        return ONCE_ERROR;
+    }
+    once__http_req hq = {.method = "POST",
+                         .url = q->agent,
+                         .body = body,
+                         .len = (size_t)blen,
+                         .token = c->token,
+                         .extension = q->extension,
+                         .timeout_ms = a->timeout_ms,
+                         .connect_timeout_ms = c->retry.connect_timeout_ms,
+                         .interrupted = c->interrupted};
+    once__http_resp hr;
+    int rc = once__http_do(&hq, &hr);
+    once_free(body);
+    r->rpc_code = 0;
+    r->reason[0] = '\0';
+    r->http_status = (int)hr.status;
+    r->replayed = hr.replayed;
+    if (rc == ONCE_ENOMEM) {
+        once__http_resp_clear(&hr);
+        return rc;
+    }
+    if (rc != ONCE_OK) {
+        a->verdict = hr.interrupted ? ONCE__INTERRUPTED : ONCE__RETRY;
+        once__result_set_error(r, "%s%s", hr.timed_out ? "timeout: " : "", hr.error);
+        once__http_resp_clear(&hr);
+        return ONCE_OK;
+    }
+    q->answered = 1;
+    if (hr.retry_after[0] != '\0') {
+        int64_t ms;
+        if (once__retry_after_parse(hr.retry_after, once__client_now(c), &ms) == ONCE_OK)
+            a->retry_after_ms = ms;
+    }
+    json_error_t je;
+    json_t *doc = hr.body ? json_loadb(hr.body, hr.len, 0, &je) : NULL;
+    a->verdict = once__classify(hr.status, doc);
+    const json_t *err = json_object_get(doc, "error");
+    if (json_is_object(err)) {
+        once__result_from_error(r, err);
+    } else if (a->verdict == ONCE__OK) {
+        json_decref(q->result);
+        q->result = json_incref(json_object_get(doc, "result"));
+    } else {
+        once__result_set_error(r, "HTTP %ld%s", hr.status,
+                               doc == NULL && hr.len > 0 ? " (body is not JSON)" : "");
+    }
+    json_decref(doc);
+    once__http_resp_clear(&hr);
+    return ONCE_OK;
+}

@@ -1,0 +1,324 @@
+/*
+ * send.c -- first messages and continuations through the outbox.
+ *
+ * A send mints its ID, writes the intent, and only then touches the
+ * network. The first message's messageId is its task ID: with the
+ * idempotency extension the server registers message.taskId, without it
+ * (plain A2A 1.0) no taskId is sent and a server that dedups by messageId
+ * derives one ID from it on every retry. Which of the two applies is fixed
+ * per intent the first time the agent's card is read (cached per agent in
+ * the outbox) and never changes afterwards, so every resend is the same.
+ *
+ * Answers move the intent: a result -> acknowledged (or final when the task
+ * is already terminal, or the agent answered with a Message); a refusal, or
+ * a request the server can never accept -> refused. Exhaustion and other
+ * errors leave it pending for recovery.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "client/client_int.h"
+
+#define CARD_TTL_MS (10 * 60 * 1000)
+
+/* One delivery of one intent, on the caller's stack: prepare() fills ext
+ * and params on the first attempt that gets that far; the attempts reuse
+ * them unchanged. */
+typedef struct send_call {
+    once__rpc rpc;
+    const once__intent_row *row;
+    int user_id;                 /* the caller chose the task ID */
+    int ext;                     /* -1 until known */
+    char *params;                /* the body's params, built once (libc-allocated) */
+    int64_t seq;
+} send_call;
+
+/* Does the agent's card declare the extension? RETRY when it cannot be read
+ * for a transport reason; a missing or unparseable card means plain. */
+static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_result *r, int *ext)
+{
+    const char *agent = s->row->agent;
+    int64_t now = once__client_now(c);
+    if (once__outbox_mode_get(c->outbox, agent, now - CARD_TTL_MS, ext) == ONCE_OK)
+        return ONCE_OK;
+    char url[2048];
+    if (once__card_url(agent, url, sizeof url) != ONCE_OK) {
+        a->verdict = ONCE__ERROR;
+        once__result_set_error(r, "not an http(s) URL: %s", agent);
+        return ONCE_EINVAL;
+    }
+    once__http_req q = {.method = "GET",
+                        .url = url,
+                        .token = c->token,
+                        .timeout_ms = a->timeout_ms,
+                        .connect_timeout_ms = c->retry.connect_timeout_ms,
+                        .interrupted = c->interrupted};
+    once__http_resp h;
+    int rc = once__http_do(&q, &h);
+    if (rc == ONCE_ENOMEM)
+        return rc;
+    r->http_status = (int)h.status;
+    if (rc != ONCE_OK || h.status == 429 || h.status >= 500) {
+        a->verdict = h.interrupted ? ONCE__INTERRUPTED : ONCE__RETRY;
+        once__result_set_error(r, "agent card: %s%s", h.timed_out ? "timeout: " : "",
+                               rc != ONCE_OK ? h.error : "server error");
+        if (h.retry_after[0] != '\0') {
+            int64_t ms;
+            if (once__retry_after_parse(h.retry_after, now, &ms) == ONCE_OK)
+                a->retry_after_ms = ms;
+        }
+        once__http_resp_clear(&h);
+        return ONCE_EIO;
+    }
+    *ext = 0;
+    json_error_t je;
+    json_t *card = h.status == 200 && h.body ? json_loadb(h.body, h.len, 0, &je) : NULL;
+    const json_t *exts = json_object_get(json_object_get(card, "capabilities"), "extensions");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(exts, i, e)
+    {
+        const char *uri = json_string_value(json_object_get(e, "uri"));
+        if (uri != NULL && strcmp(uri, ONCE_IDEMPOTENCY_EXTENSION) == 0)
+            *ext = 1;
+    }
+    json_decref(card);
+    once__http_resp_clear(&h);
+    once__outbox_mode_put(c->outbox, agent, *ext, now);
+    return ONCE_OK;
+}
+
+/* Fix the mode (once per intent) and build the params. */
+static int prepare(once_client *c, send_call *s, once__attempt *a, once_call_result *r)
+{
+    const once__intent_row *row = s->row;
+    int cont = strcmp(row->kind, "continue") == 0;
+    int ext = 0;
+    if (row->mode != NULL) {
+        ext = strcmp(row->mode, "ext") == 0;
+    } else if (!cont) {
+        int rc = card_mode(c, s, a, r, &ext);
+        if (rc != ONCE_OK)
+            return rc;
+    }
+    int rc = once__outbox_set_mode(c->outbox, s->seq, ext, once__client_now(c), &ext);
+    if (rc != ONCE_OK) {
+        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+        return rc;
+    }
+    s->ext = ext;
+    if (!cont && !ext && !s->user_id)
+        r->task_id[0] = '\0';   /* the agent will name the task */
+    if (!cont && !ext && s->user_id) {
+        a->verdict = ONCE__ERROR;
+        snprintf(r->reason, sizeof r->reason, "EXTENSION_UNSUPPORTED");
+        once__result_set_error(r, "the agent's card does not declare %s: it cannot take a "
+                                  "client-chosen task ID",
+                               ONCE_IDEMPOTENCY_EXTENSION);
+        return ONCE_EINVAL;
+    }
+    json_error_t je;
+    json_t *msg = json_loads(row->message, 0, &je);
+    if (msg == NULL)
+        return ONCE_ECORRUPT;
+    if (!cont && ext && row->task_id != NULL)
+        json_object_set_new(msg, "taskId", json_string(row->task_id));
+    json_t *params = json_pack("{s:o,s:{s:b}}", "message", msg, "configuration",
+                               "returnImmediately", 1);
+    s->params = params ? json_dumps(params, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(params);
+    return s->params ? ONCE_OK : ONCE_ENOMEM;
+}
+
+static int send_attempt(once_client *c, void *ctx, once__attempt *a, once_call_result *r)
+{
+    send_call *s = ctx;
+    if (s->params == NULL) {
+        int rc = prepare(c, s, a, r);
+        if (rc == ONCE_EIO || rc == ONCE_EINVAL)
+            return ONCE_OK;   /* a verdict is set: the loop decides */
+        if (rc != ONCE_OK)
+            return rc;
+    }
+    s->rpc.agent = s->row->agent;
+    s->rpc.method = "SendMessage";
+    s->rpc.params = s->params;
+    s->rpc.extension = s->ext && strcmp(s->row->kind, "send") == 0;
+    s->rpc.answered = 0;
+    int rc = once__rpc_attempt(c, &s->rpc, a, r);
+    if (rc == ONCE_OK && s->rpc.answered && c->hook != NULL)
+        c->hook(c->hook_ctx, ONCE_POINT_AFTER_SEND);
+    return rc;
+}
+
+/* A request the server can never accept, whatever the retries. */
+static int hopeless(const once_call_result *r)
+{
+    return r->rpc_code == -32700 || r->rpc_code == -32600 || r->rpc_code == -32602 ||
+           strcmp(r->reason, "EXTENSION_UNSUPPORTED") == 0;
+}
+
+/* Deliver the intent at row (pending) and record the answer. */
+static int deliver(once_client *c, const once__intent_row *row, int user_id, once_call_result *r)
+{
+    send_call s = {.row = row, .user_id = user_id, .ext = -1, .seq = row->it.seq};
+    r->intent = row->it.seq;
+    if (row->task_id != NULL && r->task_id[0] == '\0')
+        snprintf(r->task_id, sizeof r->task_id, "%s", row->task_id);
+    int rc = once__retry_run(c, row->agent, row->it.seq, send_attempt, &s, r);
+    free(s.params);   /* jansson's (libc) allocation */
+    int64_t now = once__client_now(c);
+    int orc = ONCE_OK;
+    if (rc == ONCE_OK && r->outcome == ONCE_OUTCOME_OK) {
+        if (once__result_from_send(r, s.rpc.result) != ONCE_OK) {
+            r->outcome = ONCE_OUTCOME_ERROR;
+            once__result_set_error(r, "SendMessage: the result is neither a Task nor a Message");
+            rc = ONCE_EIO;
+        } else {
+            orc = once__outbox_ack(c->outbox, row->it.seq, r->task_id[0] ? r->task_id : NULL,
+                                   r->state, r->is_message, now);
+        }
+    } else if (rc == ONCE_OK && r->outcome == ONCE_OUTCOME_REFUSED) {
+        orc = once__outbox_refuse(c->outbox, row->it.seq, r->reason[0] ? r->reason : NULL,
+                                  r->state, now);
+    } else if (r->outcome == ONCE_OUTCOME_ERROR && hopeless(r)) {
+        orc = once__outbox_refuse(c->outbox, row->it.seq, r->reason[0] ? r->reason : "INVALID",
+                                  ONCE_STATE_UNKNOWN, now);
+    } else if (r->error != NULL) {
+        once__outbox_error(c->outbox, row->it.seq, r->error, now);
+    }
+    json_decref(s.rpc.result);
+    if (orc != ONCE_OK && orc != ONCE_EILLEGAL) {
+        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+        return orc;
+    }
+    return rc;
+}
+
+int once__client_deliver(once_client *c, const once__intent_row *row, once_call_result *r)
+{
+    memset(r, 0, sizeof *r);
+    return deliver(c, row, 0, r);
+}
+
+/* Write an intent and deliver it. */
+static int add_and_deliver(once_client *c, const char *kind, const char *agent, const char *task_id,
+                           const char *message_id, json_t *msg, int user_id, once_call_result *r)
+{
+    char *text = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text == NULL)
+        return ONCE_ENOMEM;
+    int64_t seq = 0;
+    int rc = once__outbox_add(c->outbox, kind, agent, task_id, message_id, text,
+                              once__client_now(c), &seq);
+    free(text);
+    if (rc != ONCE_OK) {
+        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "%s", c->errmsg);
+        return rc;
+    }
+    r->intent = seq;
+    if (c->hook != NULL)
+        c->hook(c->hook_ctx, ONCE_POINT_AFTER_OUTBOX);
+    once__intent_row row;
+    rc = once__outbox_load(c->outbox, seq, &row);
+    if (rc == ONCE_OK)
+        rc = deliver(c, &row, user_id, r);
+    once__intent_row_clear(&row);
+    return rc;
+}
+
+static int mint(once_client *c, char out[ONCE_ID_MAX + 1])
+{
+    if (c->id_kind == ONCE_ID_UUID4)
+        return once_uuid4(c->rng, out);
+    return once_ulid(c->clock, c->rng, out);
+}
+
+static int build_message(const char *message_id, const char *task_id, const char *parts_json,
+                         const char *metadata_json, once_call_result *r, json_t **out)
+{
+    json_error_t je;
+    json_t *parts = json_loads(parts_json ? parts_json : "", 0, &je);
+    if (!json_is_array(parts) || json_array_size(parts) == 0) {
+        json_decref(parts);
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "parts must be a non-empty JSON array");
+        return ONCE_EINVAL;
+    }
+    json_t *md = NULL;
+    if (metadata_json != NULL && !json_is_object(md = json_loads(metadata_json, 0, &je))) {
+        json_decref(parts);
+        json_decref(md);
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "metadata must be a JSON object");
+        return ONCE_EINVAL;
+    }
+    json_t *m = json_pack("{s:s,s:s}", "messageId", message_id, "role", "ROLE_USER");
+    if (m != NULL && task_id != NULL)
+        json_object_set_new(m, "taskId", json_string(task_id));
+    if (m == NULL || json_object_set_new(m, "parts", parts) != 0 ||
+        (md != NULL && json_object_set_new(m, "metadata", md) != 0)) {
+        json_decref(m);
+        return ONCE_ENOMEM;
+    }
+    *out = m;
+    return ONCE_OK;
+}
+
+int once_client_send(once_client *c, const once_send_spec *s, once_call_result *r)
+{
+    memset(r, 0, sizeof *r);
+    char id[ONCE_ID_MAX + 1];
+    if (s->agent == NULL || strstr(s->agent, "://") == NULL) {
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "the agent must be an http(s) URL");
+        return ONCE_EINVAL;
+    }
+    if (s->task_id != NULL) {
+        if (!once_id_valid(s->task_id)) {
+            r->outcome = ONCE_OUTCOME_ERROR;
+            once__result_set_error(r, "invalid task ID (1..128 of [A-Za-z0-9._:-], "
+                                      "first alphanumeric)");
+            return ONCE_EINVAL;
+        }
+        snprintf(id, sizeof id, "%s", s->task_id);
+    } else {
+        /* The ID exists before anything leaves this process. */
+        int rc = mint(c, id);
+        if (rc != ONCE_OK)
+            return rc;
+    }
+    snprintf(r->task_id, sizeof r->task_id, "%s", id);
+    json_t *msg;
+    int rc = build_message(id, NULL, s->parts_json, s->metadata_json, r, &msg);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = add_and_deliver(c, "send", s->agent, id, id, msg, s->task_id != NULL, r);
+    json_decref(msg);
+    return rc;
+}
+
+int once_client_continue(once_client *c, const char *agent, const char *task_id,
+                         const char *parts_json, once_call_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (agent == NULL || task_id == NULL || !once_id_valid(task_id)) {
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "invalid agent or task ID");
+        return ONCE_EINVAL;
+    }
+    snprintf(r->task_id, sizeof r->task_id, "%s", task_id);
+    char mid[ONCE_ID_MAX + 1];
+    int rc = mint(c, mid);
+    if (rc != ONCE_OK)
+        return rc;
+    json_t *msg;
+    rc = build_message(mid, task_id, parts_json, NULL, r, &msg);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = add_and_deliver(c, "continue", agent, task_id, mid, msg, 0, r);
+    json_decref(msg);
+    return rc;
+}

@@ -1,0 +1,280 @@
+/*
+ * test_client_outbox.c -- the durable outbox: intents survive closing and
+ * reopening the file; the state machine pending -> acknowledged -> final,
+ * pending|acknowledged -> refused holds, and nothing leaves final or
+ * refused; attempts and errors are counted; a plain-mode intent learns its
+ * task ID from the answer; observing a terminal task finishes every
+ * acknowledged intent of it; prune removes only finished intents older than
+ * the age.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "client/client_int.h"
+
+static const char *const MSG = "{\"messageId\":\"m\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"x\"}]}";
+
+typedef struct fx {
+    char path[256];
+    once__outbox *o;
+} fx;
+
+static int setup(void **state)
+{
+    static fx f;
+    snprintf(f.path, sizeof f.path, "/tmp/once-outbox-%d-XXXXXX", (int)getpid());
+    int fd = mkstemp(f.path);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    unlink(f.path);
+    char err[256];
+    if (once__outbox_open(f.path, &f.o, err, sizeof err) != ONCE_OK)
+        return -1;
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    once__outbox_close(f->o);
+    char p[300];
+    unlink(f->path);
+    snprintf(p, sizeof p, "%s-wal", f->path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", f->path);
+    unlink(p);
+    return 0;
+}
+
+static once_intent_state state_of(once__outbox *o, int64_t seq)
+{
+    once__intent_row r;
+    assert_int_equal(once__outbox_load(o, seq, &r), ONCE_OK);
+    once_intent_state s = r.it.state;
+    once__intent_row_clear(&r);
+    return s;
+}
+
+static void test_transition_table(void **state)
+{
+    const once_intent_state P = ONCE_INTENT_PENDING, A = ONCE_INTENT_ACKNOWLEDGED,
+                            F = ONCE_INTENT_FINAL, R = ONCE_INTENT_REFUSED;
+    assert_true(once__intent_transition_ok(P, P));
+    assert_true(once__intent_transition_ok(P, A));
+    assert_true(once__intent_transition_ok(P, F));
+    assert_true(once__intent_transition_ok(P, R));
+    assert_true(once__intent_transition_ok(A, A));
+    assert_true(once__intent_transition_ok(A, F));
+    assert_true(once__intent_transition_ok(A, R));
+    assert_false(once__intent_transition_ok(A, P));
+    for (int to = (int)P; to <= (int)R; to++) {
+        assert_false(once__intent_transition_ok(F, (once_intent_state)to));
+        assert_false(once__intent_transition_ok(R, (once_intent_state)to));
+    }
+    assert_string_equal(once_intent_state_name(A), "acknowledged");
+    assert_int_equal(once__intent_state_parse("refused"), R);
+    assert_int_equal(once__intent_state_parse("bogus"), 0);
+}
+
+static void test_lifecycle_survives_reopen(void **state)
+{
+    fx *f = *state;
+    int64_t seq;
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T1", "T1", MSG, 1000, &seq), ONCE_OK);
+    assert_true(seq > 0);
+    assert_int_equal(once__outbox_attempt(f->o, seq, 1001), ONCE_OK);
+    assert_int_equal(once__outbox_error(f->o, seq, "connection refused", 1002), ONCE_OK);
+    assert_int_equal(once__outbox_attempt(f->o, seq, 1003), ONCE_OK);
+
+    /* A crash here: the reopened file still has the pending intent, its body
+     * and its attempts. */
+    once__outbox_close(f->o);
+    char err[256];
+    assert_int_equal(once__outbox_open(f->path, &f->o, err, sizeof err), ONCE_OK);
+    once__intent_row r;
+    assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
+    assert_int_equal(r.it.state, ONCE_INTENT_PENDING);
+    assert_int_equal(r.it.attempts, 2);
+    assert_string_equal(r.it.last_error, "connection refused");
+    assert_string_equal(r.message, MSG);
+    assert_string_equal(r.task_id, "T1");
+    assert_null(r.mode);
+    assert_int_equal(r.it.created_ms, 1000);
+    assert_int_equal(r.it.acked_ms, 0);
+    once__intent_row_clear(&r);
+
+    int ext = -1;
+    assert_int_equal(once__outbox_set_mode(f->o, seq, 1, 1004, &ext), ONCE_OK);
+    assert_int_equal(ext, 1);
+    /* The mode is fixed once: a later card saying otherwise changes nothing. */
+    assert_int_equal(once__outbox_set_mode(f->o, seq, 0, 1005, &ext), ONCE_OK);
+    assert_int_equal(ext, 1);
+
+    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, 1010), ONCE_OK);
+    assert_int_equal(state_of(f->o, seq), ONCE_INTENT_ACKNOWLEDGED);
+    /* An acknowledged intent is never sent again. */
+    assert_int_equal(once__outbox_attempt(f->o, seq, 1011), ONCE_EILLEGAL);
+
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_INPUT_REQUIRED, 1020),
+                     ONCE_OK);
+    assert_int_equal(state_of(f->o, seq), ONCE_INTENT_ACKNOWLEDGED);
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_COMPLETED, 1030), ONCE_OK);
+    assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
+    assert_int_equal(r.it.state, ONCE_INTENT_FINAL);
+    assert_int_equal(r.it.task_state, ONCE_STATE_COMPLETED);
+    assert_int_equal(r.it.acked_ms, 1010);
+    assert_int_equal(r.it.finished_ms, 1030);
+    assert_null(r.it.last_error);
+    once__intent_row_clear(&r);
+
+    /* Final is final. */
+    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, 1040), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, 1040),
+                     ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_attempt(f->o, seq, 1040), ONCE_EILLEGAL);
+    assert_int_equal(state_of(f->o, seq), ONCE_INTENT_FINAL);
+}
+
+static void test_refused_is_final(void **state)
+{
+    fx *f = *state;
+    int64_t seq;
+    assert_int_equal(once__outbox_add(f->o, "continue", "http://a/", "T2", "M2", MSG, 1, &seq), ONCE_OK);
+    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, 2), ONCE_OK);
+    once__intent_row r;
+    assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
+    assert_int_equal(r.it.state, ONCE_INTENT_REFUSED);
+    assert_string_equal(r.it.refusal, "TASK_TERMINAL");
+    assert_int_equal(r.it.task_state, ONCE_STATE_COMPLETED);
+    once__intent_row_clear(&r);
+    assert_int_equal(once__outbox_ack(f->o, seq, "T2", ONCE_STATE_COMPLETED, 0, 3), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_attempt(f->o, seq, 3), ONCE_EILLEGAL);
+    /* Observing the task does not touch a refused intent. */
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T2", ONCE_STATE_CANCELED, 4), ONCE_OK);
+    assert_int_equal(state_of(f->o, seq), ONCE_INTENT_REFUSED);
+    assert_int_equal(once__outbox_ack(f->o, 999999, "x", ONCE_STATE_WORKING, 0, 5), ONCE_ENOTFOUND);
+}
+
+static void test_terminal_answer_goes_straight_to_final(void **state)
+{
+    fx *f = *state;
+    int64_t s1, s2;
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T3", "T3", MSG, 1, &s1), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, s1, "T3", ONCE_STATE_COMPLETED, 0, 2), ONCE_OK);
+    assert_int_equal(state_of(f->o, s1), ONCE_INTENT_FINAL);
+    /* A direct Message answer is final too, whatever the state. */
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T4", "T4", MSG, 1, &s2), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, s2, NULL, ONCE_STATE_UNKNOWN, 1, 2), ONCE_OK);
+    assert_int_equal(state_of(f->o, s2), ONCE_INTENT_FINAL);
+}
+
+static void test_plain_mode_learns_the_task_id(void **state)
+{
+    fx *f = *state;
+    int64_t seq;
+    assert_int_equal(once__outbox_add(f->o, "send", "http://p/", "01MINTED", "01MINTED", MSG, 1, &seq),
+                     ONCE_OK);
+    int ext = -1;
+    assert_int_equal(once__outbox_set_mode(f->o, seq, 0, 2, &ext), ONCE_OK);
+    assert_int_equal(ext, 0);
+    once__intent_row r;
+    assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
+    assert_null(r.task_id);                       /* the agent names the task */
+    assert_string_equal(r.message_id, "01MINTED"); /* the minted ID lives on */
+    assert_string_equal(r.mode, "plain");
+    once__intent_row_clear(&r);
+    assert_int_equal(once__outbox_ack(f->o, seq, "server-id", ONCE_STATE_SUBMITTED, 0, 3), ONCE_OK);
+    assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
+    assert_string_equal(r.task_id, "server-id");
+    once__intent_row_clear(&r);
+    char agent[64];
+    assert_int_equal(once__outbox_agent_of(f->o, "server-id", agent, sizeof agent), ONCE_OK);
+    assert_string_equal(agent, "http://p/");
+    assert_int_equal(once__outbox_agent_of(f->o, "nope", agent, sizeof agent), ONCE_ENOTFOUND);
+}
+
+typedef struct seen {
+    int n;
+    int64_t seqs[16];
+} seen;
+
+static int collect(void *ctx, const once_intent *it)
+{
+    seen *s = ctx;
+    s->seqs[s->n++] = it->seq;
+    return 0;
+}
+
+static void test_prune_and_list(void **state)
+{
+    fx *f = *state;
+    int64_t pend, ack, fin_old, fin_new, ref_old;
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "P", "P", MSG, 10, &pend), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "A", "A", MSG, 10, &ack), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F1", "F1", MSG, 10, &fin_old), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F2", "F2", MSG, 10, &fin_new), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "R", "R", MSG, 10, &ref_old), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, 20), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin_old, "F1", ONCE_STATE_FAILED, 0, 100), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin_new, "F2", ONCE_STATE_COMPLETED, 0, 5000), ONCE_OK);
+    assert_int_equal(once__outbox_refuse(f->o, ref_old, "TASK_EXPIRED", ONCE_STATE_UNKNOWN, 200), ONCE_OK);
+
+    seen s = {0};
+    assert_int_equal(once__outbox_list(f->o, ONCE_INTENT_FINAL, collect, &s), ONCE_OK);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.seqs[0], fin_old);
+    assert_int_equal(s.seqs[1], fin_new);
+
+    unsigned removed = 99;
+    assert_int_equal(once__outbox_prune(f->o, 1000, &removed), ONCE_OK);
+    assert_int_equal(removed, 2);   /* F1 and R; pending and acknowledged never */
+    memset(&s, 0, sizeof s);
+    assert_int_equal(once__outbox_list(f->o, 0, collect, &s), ONCE_OK);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.seqs[0], pend);
+    assert_int_equal(s.seqs[1], ack);
+    assert_int_equal(s.seqs[2], fin_new);
+
+    int64_t *seqs;
+    size_t n;
+    assert_int_equal(once__outbox_seqs(f->o, ONCE_INTENT_PENDING, &seqs, &n), ONCE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(seqs[0], pend);
+    once_free(seqs);
+}
+
+static void test_mode_cache(void **state)
+{
+    fx *f = *state;
+    int ext = -1;
+    assert_int_equal(once__outbox_mode_get(f->o, "http://a/", 0, &ext), ONCE_ENOTFOUND);
+    assert_int_equal(once__outbox_mode_put(f->o, "http://a/", 1, 1000), ONCE_OK);
+    assert_int_equal(once__outbox_mode_get(f->o, "http://a/", 500, &ext), ONCE_OK);
+    assert_int_equal(ext, 1);
+    /* Older than the caller accepts: look again. */
+    assert_int_equal(once__outbox_mode_get(f->o, "http://a/", 1001, &ext), ONCE_ENOTFOUND);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_transition_table),
+        cmocka_unit_test_setup_teardown(test_lifecycle_survives_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_is_final, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminal_answer_goes_straight_to_final, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_mode_learns_the_task_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_and_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mode_cache, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
