@@ -44,7 +44,7 @@ set_tests_properties(storepg/services/stop PROPERTIES FIXTURES_CLEANUP once_serv
 
 add_executable(storepg_backend ${CMAKE_CURRENT_LIST_DIR}/backend.c)
 target_include_directories(storepg_backend PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
-target_link_libraries(storepg_backend PRIVATE once PkgConfig::CMOCKA)
+target_link_libraries(storepg_backend PRIVATE libonce PkgConfig::CMOCKA)
 set_target_properties(storepg_backend PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 
 set(_once_storepg_tests)
