@@ -14,9 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "a2a/a2a.h"
-#include "engine/engine.h"
 #include "http/http.h"
+#include "http/serve.h"
 #include "once/executor.h"
 #include "once/store.h"
 
@@ -55,8 +54,21 @@ static const char usage[] =
     "  --max-body BYTES            largest request body, e.g. 1MiB, 512k (1MiB);\n"
     "                              larger bodies get HTTP 413\n"
     "  --max-wait DUR              longest a blocking SendMessage waits (60s)\n"
+    "  --max-streams N             SSE streams served at once; past it HTTP 503 (256)\n"
+    "  --sse-ping DUR              keep-alive comment on an idle stream (15s)\n"
     "  --public-url URL            the URL the agent card advertises\n"
     "                              (http://HOST:PORT/); its path also serves JSON-RPC\n"
+    "push notifications (docs/protocol.md, \"Push notifications\"):\n"
+    "  --push-secret S             sign webhooks with S (Standard Webhooks; whsec_<base64>\n"
+    "                              or 16+ bytes); repeat to rotate, newest first: every\n"
+    "                              delivery carries one signature per secret\n"
+    "  --push-allow CIDR           let webhooks reach this loopback/private range\n"
+    "                              (refused by default: SSRF guard); repeatable\n"
+    "  --push-attempts N           failed attempts on one event before the config is\n"
+    "                              disabled (10)\n"
+    "  --push-timeout DUR          one webhook POST (10s)\n"
+    "  --push-backoff DUR          first retry delay bound; doubles per attempt up to\n"
+    "                              5m, full jitter; Retry-After wins when longer (1s)\n"
     "  --help                      this text\n"
     "\n"
     "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d (or combined: 1h30m).\n";
@@ -66,8 +78,13 @@ typedef struct opts {
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body;
-    unsigned threads, workers;
+    unsigned threads, workers, max_streams;
+    int64_t sse_ping_ms;
     int test_admin;
+    const char *push_secrets[8], *push_allow[32];
+    size_t npush_secrets, npush_allow;
+    unsigned push_attempts;
+    int64_t push_timeout_ms, push_backoff_ms;
 } opts;
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -104,7 +121,7 @@ static int parse_count(const char *flag, const char *v, unsigned max, unsigned *
     return 0;
 }
 
-enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_SIZE };
+enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_SIZE, F_SECRET, F_ALLOW };
 
 static int parse_args(int argc, char **argv, opts *o)
 {
@@ -130,7 +147,14 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--threads", F_COUNT, &o->threads},
         {"--workers", F_COUNT, &o->workers},
         {"--max-body", F_SIZE, &o->max_body},
+        {"--max-streams", F_COUNT, &o->max_streams},
+        {"--sse-ping", F_DUR, &o->sse_ping_ms},
         {"--test-admin", F_NONE, &o->test_admin},
+        {"--push-secret", F_SECRET, o->push_secrets},
+        {"--push-allow", F_ALLOW, o->push_allow},
+        {"--push-attempts", F_COUNT, &o->push_attempts},
+        {"--push-timeout", F_DUR, &o->push_timeout_ms},
+        {"--push-backoff", F_DUR, &o->push_backoff_ms},
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -175,6 +199,16 @@ static int parse_args(int argc, char **argv, opts *o)
             if (once_parse_size(v, &sz) != ONCE_OK || sz < 1024 || sz > ((uint64_t)1 << 30))
                 return bad("%s: expected a size from 1KiB to 1GiB, got %s", f->name, v);
             *(uint64_t *)f->dst = sz;
+            break;
+        case F_SECRET:
+            if (o->npush_secrets == sizeof o->push_secrets / sizeof o->push_secrets[0])
+                return bad("%s: at most 8", f->name);
+            o->push_secrets[o->npush_secrets++] = v;
+            break;
+        case F_ALLOW:
+            if (o->npush_allow == sizeof o->push_allow / sizeof o->push_allow[0])
+                return bad("%s: at most 32", f->name);
+            o->push_allow[o->npush_allow++] = v;
             break;
         default:
             break;
@@ -280,9 +314,7 @@ int main(int argc, char **argv)
     once_tokens *tokens = NULL;
     once_store *store = NULL;
     once_executor *sub = NULL;
-    once_engine *engine = NULL;
-    once_a2a *codec = NULL;
-    once_http *http = NULL;
+    once_server *server = NULL;
     static once_offset_clock clock;
     once_offset_clock_init(&clock, o.clock_offset_ms);
 
@@ -310,82 +342,59 @@ int main(int argc, char **argv)
         }
         ex = sub;
     }
-    once_engine_config ec;
-    memset(&ec, 0, sizeof ec);
-    ec.store = store;
-    ec.clock = &clock.base;
-    ec.executor = ex;
-    ec.replica_id = o.replica_id;
-    ec.lease_ms = o.lease_ms;
-    ec.retention_ms = o.retention_ms >= 0 ? o.retention_ms : 0;
-    ec.tombstone_ms = o.tombstone_ms >= 0 ? o.tombstone_ms : 0;
-    ec.max_wait_ms = o.max_wait_ms;
-    err[0] = '\0';
-    if ((rc = once_engine_new(&ec, &engine, err, sizeof err)) != ONCE_OK ||
-        (rc = once_engine_start(engine)) != ONCE_OK) {
-        fprintf(stderr, "onced: engine: %s (%s)\n", err[0] ? err : "cannot start",
-                once_strerror(rc));
-        goto out;
-    }
-
-    char url[600];
-    if (o.public_url != NULL)
-        snprintf(url, sizeof url, "%s", o.public_url);
-    else if (strchr(host, ':') != NULL)
-        snprintf(url, sizeof url, "http://[%s]:%d/", host, port);
-    else
-        snprintf(url, sizeof url, "http://%s:%d/", host, port);
-    /* The card URL's path serves JSON-RPC too. */
-    const char *path = strstr(url, "://");
-    path = path ? strchr(path + 3, '/') : NULL;
-    char rpc_path[600];
-    snprintf(rpc_path, sizeof rpc_path, "%s", path ? path : "/");
-    rpc_path[strcspn(rpc_path, "?#")] = '\0';
-
-    once_a2a_config ac;
-    memset(&ac, 0, sizeof ac);
-    once_a2a_backend_engine(engine, &ac.backend);
-    ac.url = url;
-    ac.skill_id = o.exec_cmd ? "exec" : "echo";
-    ac.skill_description = o.exec_cmd ? "Runs the configured command for each turn of a task."
-                                      : "Echoes text; ask:Q asks Q, sleep:N works N seconds, "
-                                        "fail fails.";
-    ac.retention_ms = once_engine_retention_ms(engine);
-    ac.tombstone_ms = once_engine_tombstone_ms(engine);
-    ac.auth = tokens != NULL;
-    ac.test_admin = o.test_admin;
-    ac.clock = &clock;
-    if ((rc = once_a2a_new(&ac, &codec)) != ONCE_OK) {
-        fprintf(stderr, "onced: codec: %s\n", once_strerror(rc));
-        goto out;
-    }
-    once_http_config hc;
-    memset(&hc, 0, sizeof hc);
-    hc.host = host;
-    hc.port = port;
-    hc.codec = codec;
-    hc.tokens = tokens;
-    hc.rpc_path = rpc_path;
-    hc.threads = o.threads;
-    hc.workers = o.workers;
-    hc.max_body = (size_t)o.max_body;
-    if ((rc = once_http_start(&hc, &http, err, sizeof err)) != ONCE_OK) {
-        fprintf(stderr, "onced: %s\n", err);
+    once_serve_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.engine.store = store;
+    sc.engine.clock = &clock.base;
+    sc.engine.executor = ex;
+    sc.engine.replica_id = o.replica_id;
+    sc.engine.lease_ms = o.lease_ms;
+    sc.engine.retention_ms = o.retention_ms >= 0 ? o.retention_ms : 0;
+    sc.engine.tombstone_ms = o.tombstone_ms >= 0 ? o.tombstone_ms : 0;
+    sc.engine.max_wait_ms = o.max_wait_ms;
+    sc.a2a.url = o.public_url; /* NULL: http://HOST:PORT/ */
+    sc.a2a.skill_id = o.exec_cmd ? "exec" : "echo";
+    sc.a2a.skill_description = o.exec_cmd ? "Runs the configured command for each turn of a task."
+                                          : "Echoes text; ask:Q asks Q, sleep:N works N seconds, "
+                                            "fail fails.";
+    sc.a2a.test_admin = o.test_admin;
+    sc.a2a.clock = &clock;
+    sc.http.host = host;
+    sc.http.port = port;
+    sc.http.tokens = tokens;
+    sc.http.threads = o.threads;
+    sc.http.workers = o.workers;
+    sc.http.max_body = (size_t)o.max_body;
+    sc.http.max_streams = o.max_streams;
+    sc.http.sse_ping_ms = o.sse_ping_ms;
+    sc.push.secrets = o.push_secrets;
+    sc.push.nsecrets = o.npush_secrets;
+    sc.push.allow = o.push_allow;
+    sc.push.nallow = o.npush_allow;
+    sc.push.max_attempts = (int)o.push_attempts;
+    sc.push.timeout_ms = o.push_timeout_ms;
+    sc.push.backoff_ms = o.push_backoff_ms;
+    if ((rc = once_serve_start(&sc, &server, err, sizeof err)) != ONCE_OK) {
+        fprintf(stderr, "onced: %s\n", err[0] ? err : once_strerror(rc));
         goto out;
     }
     char shown[512];
     redact_url(o.store, shown, sizeof shown);
-    printf("onced listening on %s replica=%s store=%s\n", url, once_engine_replica_id(engine),
-           shown);
+    printf("onced listening on %s replica=%s store=%s\n", once_server_url(server),
+           once_engine_replica_id(once_server_engine(server)), shown);
     fflush(stdout);
+    if (!once_engine_push_supported(once_server_engine(server)))
+        fprintf(stderr, "onced: this store keeps no push delivery state: push notifications "
+                        "are off\n");
+    else if (o.npush_secrets == 0)
+        fprintf(stderr, "onced: no --push-secret: webhooks are sent without "
+                        "webhook-signature\n");
 
     int sig = wait_for_signal();
     fprintf(stderr, "onced: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     status = 0;
 out:
-    once_http_stop(http);     /* no call runs after this */
-    once_engine_free(engine); /* stops workers and the sweeper */
-    once_a2a_free(codec);
+    once_server_stop(server); /* HTTP first, then the engine's workers */
     once_executor_free(sub);
     once_store_close(store);
     once_tokens_free(tokens);

@@ -64,8 +64,9 @@ int once_work_canceled(const once_work *w);
 int once_work_sleep(once_work *w, int64_t ms);
 
 /* --- fenced writes; each returns ONCE_OK, ONCE_EFENCED, ONCE_EILLEGAL (an
- * illegal state transition), ONCE_EINVAL (malformed JSON), or a store
- * error --- */
+ * illegal state transition), ONCE_EINVAL (malformed JSON, or not the A2A 1.0
+ * shape: the rules of docs/protocol.md section 4 for messages, artifacts and
+ * parts), or a store error --- */
 
 /* Status update: state (WORKING, INPUT_REQUIRED, AUTH_REQUIRED, COMPLETED,
  * FAILED, REJECTED) with an optional agent message (Message JSON; parts

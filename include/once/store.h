@@ -47,6 +47,14 @@ extern "C" {
  *   task_json   the A2A 1.0 outcome as JSON text: a Task object, or a Message
  *               when kind == ONCE_KIND_MESSAGE. Never NULL in a stored record.
  *   checkpoint  executor checkpoint text, or NULL.
+ *   push_json   the task's push notification configs, or NULL (none): a JSON
+ *               array of at most ONCE_PUSH_CONFIGS_MAX objects, each with a
+ *               unique "id" (a valid task-ID-shaped string) and an integer
+ *               "since" (0..generation: events after it are delivered); other
+ *               members are the engine's. Stored and returned verbatim;
+ *               backends with ONCE_STORE_PUSH keep one delivery row per
+ *               element (see "Push delivery"), backends without it may
+ *               drop it (the engine refuses push configs on them).
  */
 typedef enum once_record_kind {
     ONCE_KIND_TASK = 0,
@@ -71,6 +79,7 @@ typedef struct once_record {
     char *digests;
     char *task_json;
     char *checkpoint;
+    char *push_json;      /* push configs (see "Push delivery" below) or NULL */
 } once_record;
 
 /* Free the owned strings and zero the record. NULL is a no-op. */
@@ -138,11 +147,13 @@ typedef struct once_check_report {
     size_t orphan_events;    /* events whose key has no record */
     size_t bad_state;        /* state outside the enum, or finished_at inconsistent */
     char first_problem[256]; /* human description of the first problem found */
+    size_t bad_push;         /* delivery rows and push_json disagree (ONCE_STORE_PUSH) */
 } once_check_report;
 
 /* Capability bits. */
 #define ONCE_STORE_SHARED  0x1u  /* several processes/hosts may share the data */
 #define ONCE_STORE_DURABLE 0x2u  /* an acknowledged write survives a crash */
+#define ONCE_STORE_PUSH    0x4u  /* keeps push delivery rows (the push_* slots) */
 
 /* Durability of a commit (SQLite's PRAGMA synchronous). A zeroed options
  * struct means the safe default, FULL: an fsync per commit. */
@@ -156,6 +167,85 @@ typedef struct once_store_options {
     int synchronous;             /* ONCE_SYNC_*: 0 = default (FULL) */
     int busy_timeout_ms;         /* sqlite: default 5000 */
 } once_store_options;
+
+/*
+ * Push delivery (ONCE_STORE_PUSH). A delivery row exists for every element of
+ * a live record's push_json, keyed by (principal, task_id, config id). The
+ * backend creates, resets and deletes rows itself, in the same atomic write
+ * as the record change that implies it:
+ *   - create/update: an id new to push_json gets a row with delivered = since;
+ *     an id whose "since" changed is reset (delivered = since, attempts 0,
+ *     enabled, lease and error cleared; counters kept); an id no longer in
+ *     push_json loses its row; every row of the key learns the record's
+ *     generation (target);
+ *   - sweep: the key's rows go with the record.
+ * A row is due when it is enabled, delivered < target, next_attempt_at <= now
+ * and its lease is free or expired (lease_until <= now). Generations are
+ * delivered one at a time, in order, by the lease holder only, so per task
+ * and config the order is the event order and at most one sender is active.
+ */
+#define ONCE_PUSH_CONFIGS_MAX 16   /* elements of one push_json */
+#define ONCE_PUSH_ERROR_MAX 255    /* last_error bytes kept */
+
+/* A due row leased to the caller by push_claim. */
+typedef struct once_push_claim {
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+    char config_id[ONCE_ID_MAX + 1];
+    int64_t generation;   /* delivered + 1: the event to send now */
+    int64_t target;       /* the record's generation when claimed */
+    int64_t attempts;     /* failed attempts already made at `generation` */
+    int64_t lease_until;
+} once_push_claim;
+
+typedef struct once_push_claim_list {
+    once_push_claim *v;
+    size_t n;
+} once_push_claim_list;
+void once_push_claim_list_clear(once_push_claim_list *l);
+
+/* A delivery row as stored (push_rows; status and counters for humans). */
+typedef struct once_push_row {
+    char config_id[ONCE_ID_MAX + 1];
+    int64_t since;
+    int64_t delivered;        /* last generation acknowledged 2xx (or since) */
+    int64_t target;
+    int64_t attempts;         /* failed attempts at delivered + 1 */
+    int64_t next_attempt_at;  /* ms; 0 = now */
+    char lease_owner[ONCE_OWNER_MAX + 1];
+    int64_t lease_until;
+    int disabled;             /* 410, or attempts exhausted: nothing more is sent */
+    char last_error[ONCE_PUSH_ERROR_MAX + 1];
+    int64_t deliveries;       /* events acknowledged 2xx */
+    int64_t retries;          /* failed attempts after which a retry was scheduled */
+    int64_t failures;         /* failed attempts (retried or not) */
+} once_push_row;
+
+typedef struct once_push_row_list {
+    once_push_row *v;
+    size_t n;
+} once_push_row_list;
+void once_push_row_list_clear(once_push_row_list *l);
+
+typedef enum once_push_outcome {
+    ONCE_PUSH_DELIVERED = 1,   /* delivered = generation, attempts 0, deliveries + 1 */
+    ONCE_PUSH_RETRY = 2,       /* attempts, retries, failures + 1; next_attempt_at set */
+    ONCE_PUSH_DISABLE = 3,     /* attempts, failures + 1; disabled */
+    ONCE_PUSH_RELEASE = 4      /* only give the lease back (generation ignored) */
+} once_push_outcome;
+
+/* What the lease holder reports about one attempt. */
+typedef struct once_push_ack {
+    const char *principal, *task_id, *config_id;
+    const char *owner;          /* the claimer */
+    int64_t generation;         /* the generation attempted (must be delivered + 1) */
+    once_push_outcome outcome;
+    int64_t now;                /* ms; the lease must still run past it */
+    int64_t lease_ms;           /* DELIVERED: > 0 keeps the lease until now + lease_ms
+                                 * (to send the next generation); 0 releases it */
+    int64_t next_attempt_at;    /* RETRY */
+    const char *error;          /* RETRY, DISABLE: why (truncated); may be NULL */
+} once_push_ack;
 
 typedef struct once_store once_store;
 
@@ -236,6 +326,26 @@ typedef struct once_store_methods {
 
     /* Integrity check over everything stored (tests, chaos, fault sweeps). */
     int (*check)(once_store *s, once_check_report *rep);
+
+    /* ---- push delivery; NULL unless caps has ONCE_STORE_PUSH ---- */
+
+    /* Atomically lease up to max due rows (see "Push delivery") to owner
+     * until now + lease_ms, oldest next_attempt_at first. Exactly one of
+     * several concurrent claimers gets any one row. */
+    int (*push_claim)(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                      size_t max, once_push_claim_list *out);
+
+    /* Record one attempt's outcome, fenced by the lease:
+     *   ONCE_ENOTFOUND  the row is gone (config deleted, task swept);
+     *   ONCE_EFENCED    owner does not hold the lease, or it ran out
+     *                   (lease_until <= ack->now): nothing written;
+     *   ONCE_ECONFLICT  generation is not delivered + 1 (nothing written);
+     *   ONCE_EINVAL     bad arguments. */
+    int (*push_ack)(once_store *s, const once_push_ack *ack);
+
+    /* The key's delivery rows, by config id. Missing key: empty list. */
+    int (*push_rows)(once_store *s, const char *principal, const char *task_id,
+                     once_push_row_list *out);
 } once_store_methods;
 
 /* The base every backend struct starts with. `m` is set by open; errmsg is a
@@ -268,6 +378,12 @@ int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *
 int once_store_list(once_store *s, const once_list_query *q, once_record_list *out);
 int once_store_meta(once_store *s, const char *name, const char *init_value, char **out);
 int once_store_check(once_store *s, once_check_report *rep);
+/* Push slots; ONCE_EUNSUPPORTED when the backend lacks ONCE_STORE_PUSH. */
+int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                          size_t max, once_push_claim_list *out);
+int once_store_push_ack(once_store *s, const once_push_ack *ack);
+int once_store_push_rows(once_store *s, const char *principal, const char *task_id,
+                         once_push_row_list *out);
 
 #ifdef __cplusplus
 }

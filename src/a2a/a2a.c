@@ -285,6 +285,7 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
     c.a = a;
     c.req = req;
     c.m = m;
+    c.id = id;
     c.extension = once_a2a_extension_active(req->extensions);
     resp->extension = c.extension;
     __atomic_add_fetch(&a->calls[idx], 1, __ATOMIC_RELAXED);
@@ -321,7 +322,16 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
     }
 
     int out;
-    if (rc == ONCE_OK && c.result != NULL) {
+    if (rc == ONCE_OK && c.stream != NULL) {
+        /* A stream: the HTTP layer sends events, not a body. */
+        resp->http_status = 200;
+        resp->replayed = c.replayed;
+        resp->stream = c.stream;
+        c.stream = NULL;
+        json_decref(c.result);
+        c.result = NULL;
+        out = ONCE_OK;
+    } else if (rc == ONCE_OK && c.result != NULL) {
         resp->http_status = 200;
         resp->replayed = c.replayed;
         out = respond(resp, id, "result", c.result);
@@ -333,6 +343,7 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
         resp->http_status = c.http_status ? c.http_status : 200;
         resp->retry_after = c.retry_after;
         json_decref(c.result);
+        once_a2a_stream_free(c.stream);
         out = respond_error(resp, id, c.code, c.reason, c.message, c.meta);
     }
     json_decref(c.meta);

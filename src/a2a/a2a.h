@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "engine/engine.h"
+#include "engine/push.h"
 #include "once/once.h"
 
 #define ONCE_A2A_EXTENSION_URI "urn:once:a2a:idempotency:v1"
@@ -57,6 +58,27 @@ typedef struct once_a2a_backend {
     int (*list)(void *ctx, const once_list_req *req, json_t **tasks, char next_token[256]);
     /* Add engine counters to obj (admin stats). */
     void (*stats)(void *ctx, json_t *obj);
+    /* Following a task's events (once_engine_events_after,
+     * once_engine_task_head, once_engine_wait_generation). Optional:
+     * without all three, streaming methods answer -32004 and the card says
+     * streaming: false. */
+    int (*events)(void *ctx, const char *principal, const char *task_id, int64_t after,
+                  size_t max, once_event_list *out);
+    int (*head)(void *ctx, const char *principal, const char *task_id, int64_t *generation,
+                once_state *state);
+    int (*wait)(void *ctx, const char *principal, const char *task_id, int64_t gen,
+                int64_t timeout_ms);
+    /* Push notification configs (engine/push.h, same contracts). Optional:
+     * without all four the config methods answer -32003 and the card says
+     * pushNotifications: false. `status` asks for the "delivery" member. */
+    int (*push_create)(void *ctx, const char *principal, const json_t *config, int status,
+                       json_t **out, once_push_res *res);
+    int (*push_get)(void *ctx, const char *principal, const char *task_id, const char *id,
+                    int status, json_t **out, once_push_res *res);
+    int (*push_list)(void *ctx, const char *principal, const char *task_id, int status,
+                     json_t **out, once_push_res *res);
+    int (*push_delete)(void *ctx, const char *principal, const char *task_id, const char *id,
+                       once_push_res *res);
 } once_a2a_backend;
 
 /* Bind a backend to a running engine (a2a_engine.c). */
@@ -92,6 +114,8 @@ typedef struct once_a2a_request {
     const char *extensions;      /* A2A-Extensions header; NULL = absent */
     const char *body;
     size_t len;
+    const char *last_event_id;   /* Last-Event-ID header (SSE resume); NULL = absent */
+    struct once_a2a_stream_slots *slots; /* the server's stream budget; NULL = no limit */
 } once_a2a_request;
 
 /* The answer. body is once_malloc'd JSON (free with once_a2a_response_clear). */
@@ -102,6 +126,9 @@ typedef struct once_a2a_response {
     int replayed;                /* send "Idempotent-Replayed: true" */
     int retry_after;             /* seconds; 0 = no Retry-After header */
     int extension;               /* echo "A2A-Extensions: <our URI>" */
+    /* Non-NULL: answer with an SSE stream (text/event-stream); body is then
+     * NULL. The HTTP layer takes it (sets it NULL) and drives it. */
+    struct once_a2a_stream *stream;
 } once_a2a_response;
 
 void once_a2a_response_clear(once_a2a_response *r);   /* NULL ok */
@@ -127,6 +154,51 @@ int once_a2a_method_stats(const once_a2a *a, size_t i, const char **name, uint64
 /* 1 if the A2A-Extensions header value (comma-separated URIs) names
  * ONCE_A2A_EXTENSION_URI. NULL -> 0. */
 int once_a2a_extension_active(const char *header);
+
+/* ---------------------------------------------------------------------------
+ * Streaming (h_stream.c): SendStreamingMessage and SubscribeToTask.
+ *
+ * The codec validates the call, applies the send (or checks the task) and
+ * hands the HTTP layer a once_a2a_stream: a cursor over the task's stored
+ * events that formats whole SSE frames,
+ *     id: <generation>\ndata: {"jsonrpc":"2.0","id":<rpc id>,"result":<StreamResponse>}\n\n
+ * The cursor holds no events in memory: every read goes to the store after
+ * the last generation it produced, so the HTTP layer decides how much it
+ * buffers. It ends after the first terminal or interrupted status (or a
+ * direct Message) at or past the task's generation when the stream opened.
+ * A cursor is used by one thread at a time.
+ */
+typedef struct once_a2a_stream once_a2a_stream;
+
+/* How many streams one server runs at once. `used` is changed only with
+ * __atomic builtins (a stream holds one unit from the call that opens it
+ * until once_a2a_stream_free); `max` is fixed. */
+typedef struct once_a2a_stream_slots {
+    long used;
+    long max;                    /* <= 0: no limit */
+} once_a2a_stream_slots;
+
+/* Append the frames of at most max events (max >= 1) to a fresh
+ * once_malloc'd text (*out; NULL and *len 0 when there is nothing new).
+ * *done = 1 once the frame that ends the stream has been produced; nothing
+ * follows it. ONCE_OK, ONCE_ENOMEM, or a store error (retryable: end the
+ * stream with once_a2a_stream_error; the client resumes by Last-Event-ID). */
+int once_a2a_stream_read(once_a2a_stream *s, size_t max, char **out, size_t *len, int *done);
+
+/* Block up to timeout_ms until a read may find something new. ONCE_OK,
+ * ONCE_ETIMEDOUT, ONCE_ECLOSED (the engine stops), or a store error. */
+int once_a2a_stream_wait(once_a2a_stream *s, int64_t timeout_ms);
+
+/* A last frame for a stream that must end early: a JSON-RPC error response
+ * (no "id:" line, so Last-Event-ID still names the last event sent).
+ * *out is once_malloc'd; NULL on ENOMEM. */
+int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len);
+
+/* The cursor's last generation produced (tests, logs). */
+int64_t once_a2a_stream_position(const once_a2a_stream *s);
+
+/* Free the cursor and give its slot back. NULL ok. */
+void once_a2a_stream_free(once_a2a_stream *s);
 
 /* 1 if the A2A-Version value asks for 1.0 ("1.0", or "1.0.x": patch
  * numbers do not count). NULL or empty -> 0 (means 0.3). */

@@ -45,6 +45,59 @@ static void b_stats(void *ctx, json_t *obj)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         json_object_set_new(obj, rows[i].name, json_integer((json_int_t)rows[i].v));
     json_object_set_new(obj, "replicaId", json_string(once_engine_replica_id(ctx)));
+    once_push_stats p;
+    once_engine_push_stats(ctx, &p);
+    const struct {
+        const char *name;
+        uint64_t v;
+    } push[] = {
+        {"pushAttempts", p.attempts}, {"pushDelivered", p.delivered}, {"pushRetried", p.retried},
+        {"pushDisabled", p.disabled}, {"pushRefused", p.refused},     {"pushFenced", p.fenced},
+    };
+    for (size_t i = 0; i < sizeof push / sizeof push[0]; i++)
+        json_object_set_new(obj, push[i].name, json_integer((json_int_t)push[i].v));
+}
+
+static int b_push_create(void *ctx, const char *principal, const json_t *config, int status,
+                         json_t **out, once_push_res *res)
+{
+    return once_engine_push_create(ctx, principal, config, status, out, res);
+}
+
+static int b_push_get(void *ctx, const char *principal, const char *task_id, const char *id,
+                      int status, json_t **out, once_push_res *res)
+{
+    return once_engine_push_get(ctx, principal, task_id, id, status, out, res);
+}
+
+static int b_push_list(void *ctx, const char *principal, const char *task_id, int status,
+                       json_t **out, once_push_res *res)
+{
+    return once_engine_push_list(ctx, principal, task_id, status, out, res);
+}
+
+static int b_push_delete(void *ctx, const char *principal, const char *task_id, const char *id,
+                         once_push_res *res)
+{
+    return once_engine_push_delete(ctx, principal, task_id, id, res);
+}
+
+static int b_events(void *ctx, const char *principal, const char *task_id, int64_t after,
+                    size_t max, once_event_list *out)
+{
+    return once_engine_events_after(ctx, principal, task_id, after, max, out);
+}
+
+static int b_head(void *ctx, const char *principal, const char *task_id, int64_t *generation,
+                  once_state *state)
+{
+    return once_engine_task_head(ctx, principal, task_id, generation, state);
+}
+
+static int b_wait(void *ctx, const char *principal, const char *task_id, int64_t gen,
+                  int64_t timeout_ms)
+{
+    return once_engine_wait_generation(ctx, principal, task_id, gen, timeout_ms);
 }
 
 void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out)
@@ -55,4 +108,14 @@ void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out)
     out->cancel = b_cancel;
     out->list = b_list;
     out->stats = b_stats;
+    out->events = b_events;
+    out->head = b_head;
+    out->wait = b_wait;
+    /* Push only where the store keeps delivery rows; the card follows. */
+    if (once_engine_push_supported(e)) {
+        out->push_create = b_push_create;
+        out->push_get = b_push_get;
+        out->push_list = b_push_list;
+        out->push_delete = b_push_delete;
+    }
 }

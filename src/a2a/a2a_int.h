@@ -88,6 +88,9 @@ typedef struct a2a_call {
     json_t *meta;            /* ErrorInfo metadata (string values) */
     int http_status;
     int retry_after;
+    /* streaming (h_stream.c) */
+    json_t *id;              /* borrowed: the request's JSON-RPC id */
+    once_a2a_stream *stream; /* set by a streaming handler on success */
 } a2a_call;
 
 /* Record an error on c and return ONCE_EINVAL (for `return once__a2a_fail(...)`).
@@ -139,7 +142,18 @@ int once__a2a_h_cancel(a2a_call *c);
 int once__a2a_h_legacy_cancel(a2a_call *c);
 int once__a2a_h_list(a2a_call *c);
 int once__a2a_h_streaming(a2a_call *c);
-int once__a2a_h_push_config(a2a_call *c);
+int once__a2a_h_send_streaming(a2a_call *c);
+int once__a2a_h_subscribe(a2a_call *c);
+int once__a2a_h_push_create(a2a_call *c);
+int once__a2a_h_push_get(a2a_call *c);
+int once__a2a_h_push_list(a2a_call *c);
+int once__a2a_h_push_delete(a2a_call *c);
+/* A TaskPushNotificationConfig's shape (h_push.c): object; url string;
+ * taskId (required when need_task) and id valid IDs (id may be "");
+ * token, tenant strings; authentication {scheme string, credentials?};
+ * nothing else. field prefixes error paths ("" for params). */
+int once__a2a_check_push_config(const json_t *cfg, const char *field, int need_task,
+                                a2a_verr *e);
 int once__a2a_h_extended_card(a2a_call *c);
 int once__a2a_h_admin_clock(a2a_call *c);
 int once__a2a_h_admin_stats(a2a_call *c);

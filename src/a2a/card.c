@@ -2,10 +2,12 @@
  * card.c -- the A2A 1.0 agent card served at /.well-known/agent-card.json.
  *
  * Built once at startup from the configuration; it says only what the
- * server does: one JSONRPC interface at protocol version 1.0, streaming and
- * push notifications off (their methods answer "not supported"), the
- * idempotency extension with its retention windows as params, and a bearer
- * security scheme when --auth-tokens is configured.
+ * server does: one JSONRPC interface at protocol version 1.0, streaming on
+ * when the backend can follow events (SSE), push notifications on when the
+ * backend has the push config slots (a store with ONCE_STORE_PUSH), the
+ * idempotency extension with its
+ * retention windows as params, and a bearer security scheme when
+ * --auth-tokens is configured.
  */
 #include "a2a/a2a_int.h"
 
@@ -17,6 +19,11 @@ int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len)
                            : "An A2A 1.0 agent with idempotent sends: a task sent twice runs "
                              "once, a retried message replays, a finished task is remembered.";
     const char *skill = cfg->skill_id ? cfg->skill_id : "agent";
+    /* Streaming needs a backend that can follow a task's events. */
+    int streaming = cfg->backend.events != NULL && cfg->backend.head != NULL &&
+                    cfg->backend.wait != NULL;
+    int push = cfg->backend.push_create != NULL && cfg->backend.push_get != NULL &&
+               cfg->backend.push_list != NULL && cfg->backend.push_delete != NULL;
     const char *skill_desc = cfg->skill_description ? cfg->skill_description
                                                     : "Runs one task per message.";
     json_t *ext = json_pack(
@@ -32,7 +39,7 @@ int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len)
         " s:[{s:s, s:s, s:s, s:[s, s]}]}",
         "name", name, "description", desc, "version", ONCE_VERSION_STRING,
         "supportedInterfaces", "url", cfg->url, "protocolBinding", "JSONRPC", "protocolVersion",
-        ONCE_A2A_PROTOCOL_VERSION, "capabilities", "streaming", 0, "pushNotifications", 0,
+        ONCE_A2A_PROTOCOL_VERSION, "capabilities", "streaming", streaming, "pushNotifications", push,
         "extendedAgentCard", 0, "extensions", ext, "defaultInputModes", "text/plain",
         "defaultOutputModes", "text/plain", "skills", "id", skill, "name", skill,
         "description", skill_desc, "tags", "once", "idempotent");

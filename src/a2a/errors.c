@@ -121,5 +121,6 @@ void once_a2a_response_clear(once_a2a_response *r)
     if (r == NULL)
         return;
     once_free(r->body);
+    once_a2a_stream_free(r->stream);
     memset(r, 0, sizeof *r);
 }

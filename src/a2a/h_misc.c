@@ -1,11 +1,11 @@
 /*
- * h_misc.c -- the methods answered with a fixed A2A 1.0 refusal until a
- * later issue implements them (streaming, push configs, extended card), and
- * the test-only admin methods.
+ * h_misc.c -- the methods answered with a fixed A2A 1.0 refusal (streaming
+ * without a backend that follows events, the extended card), and the
+ * test-only admin methods. (Push configs: h_push.c, which refuses with
+ * -32003 itself when the backend has no push slots.)
  *
  * The refusals agree with the agent card: capabilities.streaming false ->
- * -32004 UnsupportedOperation; pushNotifications false -> -32003
- * PushNotificationNotSupported; extendedAgentCard false -> -32007.
+ * -32004 UnsupportedOperation; extendedAgentCard false -> -32007.
  *
  * Admin methods exist only when onced runs with --test-admin (the table row
  * is hidden otherwise, so they answer -32601 like any unknown name).
@@ -19,16 +19,6 @@ int once__a2a_h_streaming(a2a_call *c)
     once__a2a_fail(c, ONCE_RPC_UNSUPPORTED_OPERATION, "UNSUPPORTED_OPERATION",
                "%s is not supported: this agent does not stream (capabilities.streaming is "
                "false); use SendMessage and GetTask",
-               c->m->name);
-    once__a2a_meta(c, "method", c->m->name);
-    return ONCE_EINVAL;
-}
-
-int once__a2a_h_push_config(a2a_call *c)
-{
-    once__a2a_fail(c, ONCE_RPC_PUSH_NOT_SUPPORTED, "PUSH_NOTIFICATION_NOT_SUPPORTED",
-               "%s is not supported: this agent sends no push notifications "
-               "(capabilities.pushNotifications is false)",
                c->m->name);
     once__a2a_meta(c, "method", c->m->name);
     return ONCE_EINVAL;

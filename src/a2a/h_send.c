@@ -19,21 +19,23 @@
 
 #include "a2a/a2a_int.h"
 
-static int push_not_supported(a2a_call *c, const char *field)
+static int push_not_supported(a2a_call *c, const char *field, const char *why)
 {
     once__a2a_fail(c, ONCE_RPC_PUSH_NOT_SUPPORTED, "PUSH_NOTIFICATION_NOT_SUPPORTED",
-               "Push notifications are not supported by this agent "
-               "(capabilities.pushNotifications is false)");
+                   "Push notifications are not supported %s", why);
     once__a2a_meta(c, "field", field);
     return ONCE_EINVAL;
 }
 
-/* SendMessageRequest.configuration. */
-static int check_configuration(a2a_call *c, const json_t *cfg, int *history, int *immediately)
+/* SendMessageRequest.configuration. *push: its taskPushNotificationConfig
+ * (shape-checked) or NULL. */
+static int check_configuration(a2a_call *c, const json_t *cfg, int *history, int *immediately,
+                               const json_t **push_out)
 {
     a2a_verr e;
     *history = -1;
     *immediately = 0;
+    *push_out = NULL;
     if (cfg == NULL || json_is_null(cfg))
         return ONCE_OK;
     if (!json_is_object(cfg)) {
@@ -68,8 +70,15 @@ static int check_configuration(a2a_call *c, const json_t *cfg, int *history, int
         *immediately = json_is_true(ri);
     }
     const json_t *push = json_object_get(cfg, "taskPushNotificationConfig");
-    if (push != NULL && !json_is_null(push))
-        return push_not_supported(c, "configuration.taskPushNotificationConfig");
+    if (push == NULL || json_is_null(push))
+        return ONCE_OK;
+    if (once__a2a_backend(c->a)->push_create == NULL)
+        return push_not_supported(c, "configuration.taskPushNotificationConfig",
+                                  "by this agent (capabilities.pushNotifications is false)");
+    if (once__a2a_check_push_config(push, "configuration.taskPushNotificationConfig", 0, &e) !=
+        ONCE_OK)
+        return once__a2a_fail_params(c, &e);
+    *push_out = push;
     return ONCE_OK;
 }
 
@@ -170,9 +179,19 @@ int once__a2a_h_send(a2a_call *c)
     if (once__a2a_check_message(msg, "message", 0, once__a2a_max_parts(c->a), &e) != ONCE_OK)
         return once__a2a_fail_params(c, &e);
     int history, immediately;
+    const json_t *push;
     if (check_configuration(c, json_object_get(c->params, "configuration"), &history,
-                            &immediately) != ONCE_OK)
+                            &immediately, &push) != ONCE_OK)
         return ONCE_EINVAL;
+    /* The config belongs to this message's task; any other taskId is a
+     * mistake worth hearing about (1.0: leave it empty here). */
+    const char *ptask = json_string_value(json_object_get(push, "taskId"));
+    const char *mtask = str_or(json_object_get(msg, "taskId"), NULL);
+    if (ptask != NULL && ptask[0] != '\0' && (mtask == NULL || strcmp(ptask, mtask) != 0)) {
+        once__a2a_verr(&e, "configuration.taskPushNotificationConfig.taskId",
+                       "leave taskId empty: the config belongs to this message's task");
+        return once__a2a_fail_params(c, &e);
+    }
     json_t *md = json_object_get(c->params, "metadata");
     if (check_metadata(c, md, "metadata") != ONCE_OK)
         return ONCE_EINVAL;
@@ -192,11 +211,15 @@ int once__a2a_h_send(a2a_call *c)
     req.wait_ms = once__a2a_wait_ms(c->a);
     req.history_length = history;
     req.metadata = json_is_object(md) ? md : NULL;
+    req.push_config = push;
 
     once_send_res res;
     memset(&res, 0, sizeof res);
     const once_a2a_backend *b = once__a2a_backend(c->a);
     int rc = b->send(b->ctx, &req, &res);
+    if (rc == ONCE_EUNSUPPORTED && push != NULL)
+        return push_not_supported(c, "configuration.taskPushNotificationConfig",
+                                  "by this agent's task store");
     return map_send(c, rc, &res, &req, history, 0);
 }
 
@@ -216,7 +239,9 @@ int once__a2a_h_legacy_send(a2a_call *c)
         return once__a2a_fail_params(c, &e);
     const json_t *push = json_object_get(c->params, "pushNotification");
     if (push != NULL && !json_is_null(push))
-        return push_not_supported(c, "pushNotification");
+        return push_not_supported(c, "pushNotification",
+                                  "with A2A 0.1 tasks/send; use SendMessage with "
+                                  "configuration.taskPushNotificationConfig");
     int history;
     if (once__a2a_check_history(json_object_get(c->params, "historyLength"), "historyLength",
                             &history, &e) != ONCE_OK)

@@ -215,6 +215,8 @@ int once_engine_start(once_engine *e)
     int rc = once__dispatch_start(e);
     if (rc == ONCE_OK)
         rc = once__sweeper_start(e);
+    if (rc == ONCE_OK)
+        rc = once__push_start(e);
     return rc;
 }
 
@@ -236,6 +238,7 @@ void once_engine_free(once_engine *e)
     if (e->sweeper_started)
         pthread_join(e->sweeper, NULL);
     once__dispatch_stop(e);
+    once__push_stop(e);   /* after the workers: their writes still kick it */
 
     pthread_cond_destroy(&e->cancel_cv);
     pthread_cond_destroy(&e->work_cv);

@@ -56,6 +56,12 @@ typedef struct once_send_req {
     int64_t wait_ms;        /* blocking bound; 0 = engine default */
     int history_length;     /* -1 = all */
     json_t *metadata;       /* borrowed request metadata or NULL */
+    /* configuration.taskPushNotificationConfig (shape-checked; push.h) or
+     * NULL: stored in the same create / CAS as a REGISTER or CONTINUE (a
+     * REPLAY stays read-only and ignores it). ONCE_EUNSUPPORTED without a
+     * push-capable store; a bad url is ONCE_EINVAL with field
+     * "configuration.taskPushNotificationConfig.url". */
+    const json_t *push_config;
 } once_send_req;
 
 /* The outcome. On ONCE_OK, verdict says what happened:
@@ -116,5 +122,30 @@ void once_engine_get_stats(once_engine *e, once_engine_stats *out);
 
 /* Run one takeover + retention pass now (tests; the sweeper calls it). */
 int once_engine_sweep_once(once_engine *e);
+
+/* --- following a task's events (follow.c; SSE streaming) ------------------
+ *
+ * Events of (principal, task_id) with generation > after, ascending, at most
+ * max (0 = all): the A2A StreamResponse payloads each mutation appended in
+ * the same atomic write as its state change. A missing key (or another
+ * principal's task) yields an empty list. *out is the caller's
+ * (once_event_list_clear). ONCE_ECLOSED once the engine stops. */
+int once_engine_events_after(once_engine *e, const char *principal, const char *task_id,
+                             int64_t after, size_t max, once_event_list *out);
+
+/* The task's current generation and state: one record read (what GetTask
+ * costs). ONCE_ENOTFOUND (also for another principal's task and for a
+ * direct-Message record, as GetTask), ONCE_ETOMBSTONE, or a store error. */
+int once_engine_task_head(once_engine *e, const char *principal, const char *task_id,
+                          int64_t *generation, once_state *state);
+
+/* Block until the task has an event after generation gen, timeout_ms
+ * passes, or the engine stops. Woken at once by this process's writes;
+ * other replicas' writes are seen by polling the store every ~50 ms with a
+ * one-event probe (an index lookup: the record is never loaded). A task
+ * that does not exist simply never moves. Returns ONCE_OK, ONCE_ETIMEDOUT,
+ * ONCE_ECLOSED (engine stopping) or a store error (retryable). */
+int once_engine_wait_generation(once_engine *e, const char *principal, const char *task_id,
+                                int64_t gen, int64_t timeout_ms);
 
 #endif

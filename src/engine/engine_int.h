@@ -59,8 +59,8 @@ typedef struct once__waiter {
  * The engine. Everything in `cfg` (defaults filled in), clock, rng, ex,
  * replica_id and secret is set by once_engine_new and read-only afterwards.
  * e->mu guards the queue, the active list, the waiter list, `stopping`,
- * `started`, `inflight` (sends in progress, so free can wait for blocked
- * ones to leave) and `next_turn_id`. Condition variables (CLOCK_MONOTONIC):
+ * `started`, `inflight` (sends and follow calls in progress, so free can
+ * wait for blocked ones to leave) and `next_turn_id`. Condition variables (CLOCK_MONOTONIC):
  *   work_cv    a turn was queued, or stopping;
  *   cancel_cv  a turn was canceled, or stopping (sleeping executors and
  *              background threads wait on it).
@@ -94,6 +94,7 @@ struct once_engine {
     int sweeper_started;
 
     once_engine_stats stats;
+    struct once__push *push;    /* push delivery (push_int.h); NULL until setup/start */
 };
 
 #define ONCE__STAT(e, field) __atomic_fetch_add(&(e)->stats.field, 1, __ATOMIC_RELAXED)
@@ -183,6 +184,14 @@ void once__dispatch_stop(once_engine *e);
 /* Run one turn: start it (SUBMITTED -> WORKING), call the executor, then
  * finish it (complete / fail) if run() left it running. */
 void once__run_turn(once_engine *e, once__turn *t);
+
+/* --- push_deliver.c -------------------------------------------------------- */
+
+/* Start / stop the delivery threads (no-op without ONCE_STORE_PUSH). */
+int once__push_start(once_engine *e);
+void once__push_stop(once_engine *e);
+/* A task of this replica changed: wake idle delivery threads. */
+void once__push_kick(once_engine *e);
 
 /* --- sweep.c --------------------------------------------------------------- */
 

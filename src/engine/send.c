@@ -18,6 +18,7 @@
 
 #include "core/jcs.h"
 #include "engine/engine_int.h"
+#include "engine/push_int.h"
 
 #define SEND_TRIES 16
 #define WAIT_POLL_MS 50
@@ -30,12 +31,47 @@ typedef struct send_ctx {
     char task_id[ONCE_ID_MAX + 1];
     char digest[ONCE_DIGEST_HEX + 1];
     int may_register;
+    json_t *push;                   /* the push config's stored element, or NULL */
 } send_ctx;
 
 static int invalid(once_send_res *res, const char *field, const char *why)
 {
     res->field = field;
     snprintf(res->detail, sizeof res->detail, "%s", why);
+    return ONCE_EINVAL;
+}
+
+/* configuration.taskPushNotificationConfig, checked before anything is
+ * written: a refused url refuses the whole send. since is set when the
+ * verdict is known (0 for a new task, the generation for a continuation). */
+static int prepare_push(once_engine *e, const once_send_req *req, send_ctx *c,
+                        once_send_res *res)
+{
+#define PUSH_FIELD "configuration.taskPushNotificationConfig"
+    static const struct {
+        const char *rel, *abs;
+    } names[] = {
+        {"url", PUSH_FIELD ".url"},
+        {"id", PUSH_FIELD ".id"},
+        {"token", PUSH_FIELD ".token"},
+        {"authentication", PUSH_FIELD ".authentication"},
+        {"authentication.scheme", PUSH_FIELD ".authentication.scheme"},
+        {"authentication.credentials", PUSH_FIELD ".authentication.credentials"},
+    };
+    if (req->push_config == NULL)
+        return ONCE_OK;
+    if (!once_engine_push_supported(e))
+        return ONCE_EUNSUPPORTED;
+    once_push_res pr;
+    memset(&pr, 0, sizeof pr);
+    int rc = once__push_elem_make(e, req->push_config, 0, &c->push, &pr);
+    if (rc != ONCE_EINVAL)
+        return rc;
+    res->field = PUSH_FIELD;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (pr.field != NULL && strcmp(pr.field, names[i].rel) == 0)
+            res->field = names[i].abs;
+    snprintf(res->detail, sizeof res->detail, "%s", pr.detail);
     return ONCE_EINVAL;
 }
 
@@ -92,7 +128,7 @@ static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_s
         c->may_register = 1;
     }
     snprintf(res->task_id, sizeof res->task_id, "%s", c->task_id);
-    return ONCE_OK;
+    return prepare_push(e, req, c, res);
 }
 
 /* ------------------------------------------------------------------------
@@ -217,6 +253,13 @@ static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
     int rc = task != NULL ? ONCE_OK : ONCE_ENOMEM;
     if (rc == ONCE_OK)
         rc = once_digests_append(&rec.digests, c->digest, c->message_id);
+    if (rc == ONCE_OK && c->push != NULL) {
+        /* Stored with the task: the new config sees every event from 1. */
+        json_t *one = json_pack("[O]", c->push);
+        if (one == NULL || (rec.push_json = once__json_text(one)) == NULL)
+            rc = ONCE_ENOMEM;
+        json_decref(one);
+    }
     if (rc == ONCE_OK && (rec.task_json = once__json_text(task)) == NULL)
         rc = ONCE_ENOMEM;
     if (rc == ONCE_OK && (payload = once__ev_task(task, 1)) == NULL)
@@ -271,6 +314,21 @@ static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur
         if ((next.task_json = once__json_text(task)) == NULL)
             rc = ONCE_ENOMEM;
     }
+    if (rc == ONCE_OK && c->push != NULL) {
+        /* Added in the same CAS; it sees this continuation's events on. */
+        once_push_res pr;
+        char *pj = NULL;
+        memset(&pr, 0, sizeof pr);
+        if (json_object_set_new(c->push, "since", json_integer(cur->generation)) != 0)
+            rc = ONCE_ENOMEM;
+        if (rc == ONCE_OK && (rc = once__push_json_put(e, cur, c->push, &pj, &pr)) == ONCE_OK) {
+            once_free(next.push_json);
+            next.push_json = pj;
+        } else if (rc == ONCE_EINVAL) {
+            res->field = PUSH_FIELD;
+            snprintf(res->detail, sizeof res->detail, "%s", pr.detail);
+        }
+    }
     if (rc == ONCE_OK && (payload = once__ev_status(task, cur->generation + 1)) == NULL)
         rc = ONCE_ENOMEM;
     json_decref(task);
@@ -292,22 +350,31 @@ static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur
  * The send loop.
  */
 
+static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res);
+
 /* The send proper; the caller counts it in e->inflight. */
 static int send_counted(once_engine *e, const once_send_req *req, once_send_res *res)
 {
     send_ctx c;
     memset(&c, 0, sizeof c);
     int rc = prepare(e, req, &c, res);
-    if (rc != ONCE_OK)
-        return rc;
+    if (rc == ONCE_OK)
+        rc = send_loop(e, req, &c, res);
+    json_decref(c.push);
+    return rc;
+}
 
+/* Load, decide, apply; again after a lost race. */
+static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
+{
+    int rc;
     for (int attempt = 0; attempt < SEND_TRIES; attempt++) {
         once_record rec;
         once_tombstone tomb;
-        rc = once_store_load(e->store, req->principal, c.task_id, &rec, &tomb);
-        once_decide_in in = {.may_register = c.may_register,
-                             .message_id = c.message_id,
-                             .digest_hex = c.digest};
+        rc = once_store_load(e->store, req->principal, c->task_id, &rec, &tomb);
+        once_decide_in in = {.may_register = c->may_register,
+                             .message_id = c->message_id,
+                             .digest_hex = c->digest};
         if (rc == ONCE_OK) {
             in.stored = ONCE_STORED_RECORD;
             in.state = rec.state;
@@ -326,22 +393,22 @@ static int send_counted(once_engine *e, const once_send_req *req, once_send_res 
         int retry = 0;
         switch (v) {
         case ONCE_V_REGISTER:
-            rc = do_register(e, &c, res);
+            rc = do_register(e, c, res);
             retry = rc == ONCE_EEXISTS || rc == ONCE_ETOMBSTONE;
             break;
         case ONCE_V_CONTINUE:
         case ONCE_V_REPLAY:
-            if (c.context_id != NULL && strcmp(c.context_id, rec.context_id) != 0) {
+            if (c->context_id != NULL && strcmp(c->context_id, rec.context_id) != 0) {
                 rc = invalid(res, "message.contextId", "contextId differs from the task's");
                 break;
             }
             if (v == ONCE_V_CONTINUE) {
-                rc = do_continue(e, &c, &rec, res);
+                rc = do_continue(e, c, &rec, res);
                 retry = rc == ONCE_ECONFLICT;
             } else {
                 ONCE__STAT(e, replayed);
                 res->replayed = 1;
-                rc = respond(e, &c, &rec, res);
+                rc = respond(e, c, &rec, res);
             }
             break;
         case ONCE_V_TASK_EXPIRED:

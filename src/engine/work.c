@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "engine/engine_int.h"
+#include "exec/jsonl.h"
 
 #define WRITE_TRIES 32
 
@@ -80,6 +81,53 @@ static int fenced(once_work *w)
     return ONCE_EFENCED;
 }
 
+static int streq_null(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* 1 if the stored record already holds what next would write: the write
+ * whose answer was lost landed after all (or wrote nothing new). */
+static int write_landed(const once_record *stored, const once_record *next)
+{
+    return stored->generation == next->generation && stored->state == next->state &&
+           stored->step == next->step && stored->kind == next->kind &&
+           streq_null(stored->task_json, next->task_json) &&
+           streq_null(stored->checkpoint, next->checkpoint);
+}
+
+/* The store could not answer a write (ONCE_ESTORE / ONCE_EBUSY): the write may
+ * or may not have landed. While this turn's lease holds, wait with backoff and
+ * re-load. Returns ONCE_OK with *cur refreshed (the caller then re-checks the
+ * fence and, unless write_landed(), applies the mutation again), or the store
+ * error once the lease ran out: the turn stops without finishing the task,
+ * and the replica that takes the lease over resumes it. Giving up earlier
+ * would either lose the agent's result or, by finishing the task as failed,
+ * contradict what the agent did. */
+static int ride_out_outage(once_work *w, once_record *cur, int rc)
+{
+    once_engine *e = w->e;
+    int64_t lease_end = cur->lease_until;
+    int64_t pause = 50;
+    for (;;) {
+        if (once__now(e) >= lease_end || once__stopping(e) || once_work_sleep(w, pause)) {
+            __atomic_store_n(&w->t->canceled, 1, __ATOMIC_RELEASE);
+            return once__store_rc(e, rc);
+        }
+        pause = pause * 2 > 1000 ? 1000 : pause * 2;
+        once_record fresh;
+        int lrc = once_store_load(e->store, w->t->principal, w->t->task_id, &fresh, NULL);
+        if (lrc == ONCE_OK) {
+            once_record_clear(cur);
+            *cur = fresh;
+            return ONCE_OK;
+        }
+        once_record_clear(&fresh);
+        if (lrc == ONCE_ENOTFOUND || lrc == ONCE_ETOMBSTONE)
+            return ONCE_ENOTFOUND;
+    }
+}
+
 static int fenced_write(once_work *w, mutate_fn fn, void *arg)
 {
     once_engine *e = w->e;
@@ -104,6 +152,23 @@ static int fenced_write(once_work *w, mutate_fn fn, void *arg)
             adopt(w, &next);
             once_record_clear(&cur);
             return ONCE_OK;
+        }
+        if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
+            rc = ride_out_outage(w, &cur, rc);
+            if (rc == ONCE_OK && cur.fence == w->t->fence && write_landed(&cur, &next)) {
+                once_record_clear(&next);
+                adopt(w, &cur);
+                return ONCE_OK;
+            }
+            once_record_clear(&next);
+            if (rc == ONCE_ENOTFOUND)
+                return fenced(w);
+            if (rc != ONCE_OK) {
+                once_record_clear(&cur);
+                return rc;
+            }
+            i = 0;   /* a fresh record: apply the mutation to it */
+            continue;
         }
         once_record_clear(&next);
         if (rc != ONCE_ECONFLICT) {
@@ -313,14 +378,16 @@ int once_work_sleep(once_work *w, int64_t ms)
  * Writes.
  */
 
-/* Parse an agent message argument: an object with a parts array. */
+/* Parse an agent message argument: an A2A 1.0 Message by the rules an
+ * --exec line follows (once__exec_check_message), so no executor can put on
+ * the wire a part without content, an A2A 0.3 "kind", or a user role. */
 static int parse_agent_message(once_work *w, const char *text, json_t **out)
 {
     *out = NULL;
     if (text == NULL)
         return ONCE_OK;
     json_t *m = once__json_parse(text);
-    if (m == NULL || !json_is_array(json_object_get(m, "parts"))) {
+    if (m == NULL || once__exec_check_message(m, NULL, 0) != ONCE_OK) {
         json_decref(m);
         return ONCE_EINVAL;
     }
@@ -385,15 +452,14 @@ int once_work_ask(once_work *w, const char *question)
 int once_work_artifact(once_work *w, const char *artifact_json, int append, int last_chunk)
 {
     json_t *art = once__json_parse(artifact_json);
-    if (art == NULL || !json_is_array(json_object_get(art, "parts"))) {
+    /* Appending needs the artifact to append to. */
+    if (art == NULL || once__exec_check_artifact(art, NULL, 0) != ONCE_OK ||
+        (append && json_object_get(art, "artifactId") == NULL)) {
         json_decref(art);
         return ONCE_EINVAL;
     }
-    json_t *aid = json_object_get(art, "artifactId");
     int rc = ONCE_OK;
-    if (aid != NULL && (!json_is_string(aid) || json_string_length(aid) == 0))
-        rc = ONCE_EINVAL;
-    if (rc == ONCE_OK && aid == NULL) {
+    if (json_object_get(art, "artifactId") == NULL) {
         char id[ONCE_UUID_LEN + 1];
         rc = once_uuid4(w->e->rng, id);
         if (rc == ONCE_OK && json_object_set_new(art, "artifactId", json_string(id)) != 0)

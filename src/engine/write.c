@@ -49,4 +49,5 @@ void once__notify(once_engine *e, const char *principal, const char *task_id)
         }
     }
     pthread_mutex_unlock(&e->mu);
+    once__push_kick(e);
 }

@@ -296,6 +296,29 @@ static int check_artifact(json_t *a, vprob *p)
     return check_parts(a, "artifact", p);
 }
 
+/* The same checks for the C work context (src/engine/work.c), so an
+ * executor in C cannot put on the wire what an --exec line may not. */
+static int checked(int rc, const vprob *p, char *why, size_t whylen)
+{
+    if (rc < 0 && why != NULL && whylen > 0)
+        snprintf(why, whylen, "%s", p->text);
+    return rc;
+}
+
+int once__exec_check_message(json_t *m, char *why, size_t whylen)
+{
+    vprob p;
+    p.text[0] = '\0';
+    return checked(check_message(m, "message", &p), &p, why, whylen);
+}
+
+int once__exec_check_artifact(json_t *a, char *why, size_t whylen)
+{
+    vprob p;
+    p.text[0] = '\0';
+    return checked(check_artifact(a, &p), &p, why, whylen);
+}
+
 /* ---------------------------------------------------------------- commands */
 
 int once__exec_settable(once_state s)

@@ -7,7 +7,8 @@
  * requests; every JSON-RPC call runs on a separate worker pool while its
  * connection is suspended, because a blocking SendMessage may wait for a
  * task for up to a minute and must not stall the other connections an
- * epoll thread serves.
+ * epoll thread serves. An SSE stream gets its own producer thread that
+ * reads the store and suspends / resumes the connection (sse.c).
  */
 #ifndef ONCE_HTTP_HTTP_H
 #define ONCE_HTTP_HTTP_H
@@ -69,6 +70,11 @@ typedef struct once_http_config {
     size_t max_body;             /* 0 = 1 MiB */
     unsigned max_connections;    /* 0 = 1024 */
     unsigned idle_timeout_s;     /* keep-alive idle timeout; 0 = 30 */
+    /* SSE (sse.c): streams served at once (past it: 503 TOO_MANY_STREAMS),
+     * the keep-alive comment interval, the per-stream buffer cap. */
+    unsigned max_streams;        /* 0 = 256 */
+    int64_t sse_ping_ms;         /* 0 = 15000 */
+    size_t sse_buffer;           /* 0 = 64 KiB */
 } once_http_config;
 
 typedef struct once_http once_http;

@@ -12,8 +12,9 @@
  *      queue the call on the worker pool;
  *   4. the worker runs once_a2a_handle, marks the ctx done and resumes the
  *      connection; it never touches the ctx after resuming it;
- *   5. libmicrohttpd calls back again: queue the response; the completion
- *      callback frees the ctx.
+ *   5. libmicrohttpd calls back again: queue the response (an SSE stream
+ *      for a streaming call: sse.c takes over); the completion callback
+ *      frees the ctx.
  * Ownership: the ctx belongs to the MHD thread except between suspend and
  * resume, when it belongs to the worker; `done` is the hand-over flag.
  */
@@ -29,6 +30,7 @@
 
 #include "http/http.h"
 #include "http/pool.h"
+#include "http/sse.h"
 #include "once/store.h"
 
 #define CARD_PATH "/.well-known/agent-card.json"
@@ -36,6 +38,9 @@
 /* A declared body larger than this many times max_body is not drained:
  * answer 413 at once and let the connection close. */
 #define DRAIN_FACTOR 8
+#define DEFAULT_MAX_STREAMS 256
+#define DEFAULT_SSE_PING_MS 15000
+#define DEFAULT_SSE_BUFFER ((size_t)64 * 1024)
 
 /* Set up by once_http_start; afterwards only `stopping` (set once by
  * once_http_stop) and `inflight` (every request's ctx) change, both atomic. */
@@ -44,6 +49,7 @@ struct once_http {
     char *rpc_path;
     struct MHD_Daemon *d;
     once_pool *pool;
+    once__sse *sse;
     int port;
     int stopping;              /* atomic: set by once_http_stop */
     long inflight;             /* atomic: live req_ctx count */
@@ -63,6 +69,7 @@ typedef struct req_ctx {
     char principal[ONCE_PRINCIPAL_MAX + 1];
     char *version;             /* A2A-Version (header or query), NULL = absent */
     char *extensions;          /* A2A-Extensions, NULL = absent */
+    char *last_event_id;       /* Last-Event-ID (SSE resume), NULL = absent */
     once_a2a_response resp;    /* written by the worker */
 } req_ctx;
 
@@ -74,6 +81,7 @@ static void ctx_free(req_ctx *r)
     once_free(r->body);
     once_free(r->version);
     once_free(r->extensions);
+    once_free(r->last_event_id);
     once_a2a_response_clear(&r->resp);
     once_free(r);
 }
@@ -194,7 +202,13 @@ static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, con
 static void run_job(void *arg)
 {
     req_ctx *r = arg;
-    once_a2a_request q = {r->principal, r->version, r->extensions, r->body, r->len};
+    once_a2a_request q = {.principal = r->principal,
+                          .version = r->version,
+                          .extensions = r->extensions,
+                          .body = r->body,
+                          .len = r->len,
+                          .last_event_id = r->last_event_id,
+                          .slots = once__sse_slots(r->h->sse)};
     if (once_a2a_handle(r->h->cfg.codec, &q, &r->resp) != ONCE_OK) {
         once_a2a_response_clear(&r->resp);
         once_a2a_error_response(500, ONCE_RPC_INTERNAL, "INTERNAL",
@@ -304,6 +318,7 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     if (r->version == NULL)
         r->version = dup_value(conn, MHD_GET_ARGUMENT_KIND, "A2A-Version");
     r->extensions = dup_value(conn, MHD_HEADER_KIND, "A2A-Extensions");
+    r->last_event_id = dup_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
     r->dispatched = 1;
     MHD_suspend_connection(conn);
     int rc = once__http_pool_submit(h->pool, run_job, r);
@@ -335,6 +350,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+        if (r->resp.stream != NULL) {
+            enum MHD_Result ret;
+            int rc = once__sse_start(h->sse, conn, &r->resp, &ret);
+            if (rc == ONCE_OK)
+                return ret;
+            /* The call behind the stream is applied; a retry replays it. */
+            once_a2a_response_clear(&r->resp);
+            once_a2a_error_response(MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
+                                    rc == ONCE_ECLOSED ? "SHUTTING_DOWN" : "OVERLOADED",
+                                    "The server cannot open a stream now; retry the same "
+                                    "request",
+                                    &r->resp);
+            r->resp.retry_after = 1;
+        }
         char *body = r->resp.body;
         r->resp.body = NULL;
         int closing = __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE);
@@ -388,6 +417,12 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         h->cfg.max_connections = 1024;
     if (h->cfg.idle_timeout_s == 0)
         h->cfg.idle_timeout_s = 30;
+    if (h->cfg.max_streams == 0)
+        h->cfg.max_streams = DEFAULT_MAX_STREAMS;
+    if (h->cfg.sse_ping_ms <= 0)
+        h->cfg.sse_ping_ms = DEFAULT_SSE_PING_MS;
+    if (h->cfg.sse_buffer == 0)
+        h->cfg.sse_buffer = DEFAULT_SSE_BUFFER;
     if (cfg->rpc_path != NULL && strcmp(cfg->rpc_path, "/") != 0) {
         h->rpc_path = once_strdup(cfg->rpc_path);
         if (h->rpc_path == NULL) {
@@ -404,6 +439,11 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         rc = once__http_pool_new(h->cfg.workers, (size_t)h->cfg.max_connections, &h->pool);
         if (rc != ONCE_OK)
             snprintf(err, errlen, "cannot start the worker pool: %s", once_strerror(rc));
+    }
+    if (rc == ONCE_OK) {
+        rc = once__sse_new(h->cfg.max_streams, h->cfg.sse_buffer, h->cfg.sse_ping_ms, &h->sse);
+        if (rc != ONCE_OK)
+            snprintf(err, errlen, "bad streaming settings: %s", once_strerror(rc));
     }
     if (rc != ONCE_OK) {
         once_http_stop(h);
@@ -450,6 +490,9 @@ void once_http_stop(once_http *h)
     /* Every accepted call runs to its end and resumes its connection. */
     once__http_pool_free(h->pool);
     h->pool = NULL;
+    /* Streams end (EOF after what they queued) and their connections are
+     * resumed: none may stay suspended when the daemon stops. */
+    once__sse_stop(h->sse);
     if (h->d != NULL) {
         /* Give resumed connections a moment to send their responses. */
         int64_t until = once_monotonic_ms() + 2000;
@@ -460,6 +503,7 @@ void once_http_stop(once_http *h)
         }
         MHD_stop_daemon(h->d);
     }
+    once__sse_free(h->sse);
     once_free(h->rpc_path);
     once_free(h);
 }

@@ -9,10 +9,15 @@
  * its events or nothing. Copies are made outside the lock where possible so
  * that a failed allocation never leaves a half-applied write.
  *
- * Scans (leases, sweep, purge, list) walk the whole table: O(records) per
- * call, fine for tests, the demo and a single process.
+ * Scans (leases, sweep, purge, list, push_claim) walk the whole table:
+ * O(records) per call, fine for tests, the demo and a single process.
+ *
+ * Push delivery rows (ONCE_STORE_PUSH) live in the entry beside the record,
+ * reshaped by once__push_sync in the same critical section as the record
+ * write that implies it, and dropped with the record when it is entombed.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +27,8 @@
 /* One key. All fields are guarded by mem_store.lock. rec.principal and
  * rec.task_id hold the key in both shapes; the rest of rec is zero (no
  * strings) while is_tomb is set. ev[0..nev) are the events, ascending,
- * numbered 1..rec.generation. */
+ * numbered 1..rec.generation. push[0..npush) are the delivery rows, one per
+ * element of rec.push_json, in its order (none while is_tomb). */
 typedef struct mem_entry {
     struct mem_entry *next;   /* hash chain */
     uint64_t hash;
@@ -31,6 +37,8 @@ typedef struct mem_entry {
     once_tombstone tomb;      /* valid while is_tomb */
     once_event *ev;
     size_t nev, cap;
+    once_push_row *push;
+    size_t npush;
 } mem_entry;
 
 /* A named store-wide value; immutable once inserted (insert-if-absent). */
@@ -151,7 +159,40 @@ static void entry_free(mem_entry *e)
         return;
     once_record_clear(&e->rec);
     free_events(e->ev, e->nev);
+    once_free(e->push);
     once_free(e);
+}
+
+/* The elements of rec->push_json and room for their rows, prepared outside
+ * the lock so that applying them under it cannot fail. */
+typedef struct push_prep {
+    once__push_elem el[ONCE_PUSH_CONFIGS_MAX];
+    size_t n;
+    once_push_row *rows;      /* n rows, or NULL when n == 0 */
+} push_prep;
+
+static int push_prepare(const once_record *rec, push_prep *p)
+{
+    int rc = once__push_elems(rec->push_json, p->el, &p->n);
+    p->rows = NULL;
+    if (rc != ONCE_OK)
+        return rc;
+    if (p->n && !(p->rows = once_calloc(p->n, sizeof *p->rows)))
+        return ONCE_ENOMEM;
+    return ONCE_OK;
+}
+
+/* Under the lock: reshape e's rows for its new record (target = its
+ * generation). The old array goes back in p->rows for freeing outside. */
+static void push_apply(mem_entry *e, push_prep *p)
+{
+    once_push_row *old = e->push;
+    once__push_sync(old, e->npush, p->el, p->n, e->rec.generation, p->rows);
+    e->push = p->n ? p->rows : NULL;
+    e->npush = p->n;
+    if (!p->n)
+        once_free(p->rows);
+    p->rows = old;
 }
 
 /* Pointers to every entry match() accepts, in a fresh array. */
@@ -270,15 +311,19 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     e = once_calloc(1, sizeof *e);
     if (!e)
         return ONCE_ENOMEM;
+    push_prep pp;
     rc = once_record_copy(&e->rec, rec);
     if (rc == ONCE_OK)
         rc = copy_events(ev, nev, &e->ev);
+    if (rc == ONCE_OK)
+        rc = push_prepare(rec, &pp);
     if (rc != ONCE_OK) {
         entry_free(e);
         return rc;
     }
     e->nev = e->cap = nev;
     e->hash = key_hash(rec->principal, rec->task_id);
+    push_apply(e, &pp);   /* no old rows: nothing comes back */
 
     pthread_mutex_lock(&ms->lock);
     slot = find_slot(ms, rec->principal, rec->task_id, e->hash);
@@ -353,6 +398,14 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
         once_record_clear(&nr);
         return rc;
     }
+    push_prep pp;
+    rc = push_prepare(rec, &pp);
+    if (rc != ONCE_OK) {
+        once_record_clear(&nr);
+        free_events(nv, nev);
+        once_free(pp.rows);
+        return rc;
+    }
 
     pthread_mutex_lock(&ms->lock);
     e = find(ms, rec->principal, rec->task_id);
@@ -383,10 +436,12 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
         e->nev += nev;
         e->rec = nr;
         nr = old;            /* freed below, outside the lock */
+        push_apply(e, &pp);
         moved = 1;
     }
     pthread_mutex_unlock(&ms->lock);
 
+    once_free(pp.rows);      /* the old rows, or the unused new ones */
     once_record_clear(&nr);
     if (moved)
         once_free(nv);
@@ -526,6 +581,9 @@ static void entomb(mem_entry *e, int64_t now)
     free_events(e->ev, e->nev);
     e->ev = NULL;
     e->nev = e->cap = 0;
+    once_free(e->push);
+    e->push = NULL;
+    e->npush = 0;
     e->is_tomb = 1;
 }
 
@@ -688,6 +746,24 @@ static int mem_meta_get(once_store *s, const char *name, const char *init_value,
     return rc;
 }
 
+/* The rows must be exactly push_json's elements, in order, aimed at the
+ * record's generation. */
+static void check_push(once_check_report *rep, const mem_entry *e)
+{
+    once__push_elem el[ONCE_PUSH_CONFIGS_MAX];
+    size_t n = 0, i;
+    int ok = once__push_elems(e->rec.push_json, el, &n) == ONCE_OK && n == e->npush;
+
+    for (i = 0; ok && i < n; i++)
+        ok = strcmp(el[i].id, e->push[i].config_id) == 0 &&
+             e->push[i].target == e->rec.generation && e->push[i].delivered <= e->push[i].target;
+    if (!ok) {
+        rep->bad_push++;
+        once__check_problem(rep, "%s/%s: delivery rows disagree with push_json",
+                            e->rec.principal, e->rec.task_id);
+    }
+}
+
 static int mem_check(once_store *s, once_check_report *rep)
 {
     mem_store *ms = (mem_store *)s;
@@ -708,16 +784,159 @@ static int mem_check(once_store *s, once_check_report *rep)
                     gapless = 0;
             once__check_record(rep, &e->rec, e->nev, e->nev ? e->ev[e->nev - 1].generation : 0,
                                gapless);
+            check_push(rep, e);
         }
     }
     pthread_mutex_unlock(&ms->lock);
     return ONCE_OK;
 }
 
+/* ------------------------------------------------------------------------
+ * Push delivery rows.
+ */
+
+/* A due row found by a claim scan. */
+typedef struct due_ref {
+    mem_entry *e;
+    size_t i;
+} due_ref;
+
+static int cmp_due(const void *a, const void *b)
+{
+    const due_ref *x = a, *y = b;
+    int c = cmp_i64(x->e->push[x->i].next_attempt_at, y->e->push[y->i].next_attempt_at);
+    if (!c)
+        c = cmp_key(x->e, y->e);
+    return c ? c : strcmp(x->e->push[x->i].config_id, y->e->push[y->i].config_id);
+}
+
+static int mem_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                          size_t max, once_push_claim_list *out)
+{
+    mem_store *ms = (mem_store *)s;
+    due_ref *v = NULL;
+    size_t n = 0, cap = 0, b, i;
+    mem_entry *e;
+    int rc = ONCE_OK;
+
+    memset(out, 0, sizeof *out);
+    if (!owner[0] || strlen(owner) > ONCE_OWNER_MAX || lease_ms <= 0) {
+        once__store_seterr(s, "push_claim: owner must be 1..%d bytes, lease_ms > 0",
+                           ONCE_OWNER_MAX);
+        return ONCE_EINVAL;
+    }
+    if (max == 0)
+        return ONCE_OK;
+    pthread_mutex_lock(&ms->lock);
+    for (b = 0; rc == ONCE_OK && b < ms->ntab; b++) {
+        for (e = ms->tab[b]; rc == ONCE_OK && e; e = e->next) {
+            for (i = 0; i < e->npush; i++) {
+                if (!once__push_due(&e->push[i], now))
+                    continue;
+                if (n == cap) {
+                    size_t nc = cap ? cap * 2 : 16;
+                    due_ref *g = once_realloc(v, nc * sizeof *g);
+                    if (!g) {
+                        rc = ONCE_ENOMEM;
+                        break;
+                    }
+                    v = g;
+                    cap = nc;
+                }
+                v[n].e = e;
+                v[n++].i = i;
+            }
+        }
+    }
+    if (rc == ONCE_OK && n) {
+        qsort(v, n, sizeof *v, cmp_due);
+        if (n > max)
+            n = max;
+        out->v = once_calloc(n, sizeof *out->v);
+        if (!out->v)
+            rc = ONCE_ENOMEM;
+    }
+    for (i = 0; rc == ONCE_OK && i < n; i++) {
+        once_push_row *r = &v[i].e->push[v[i].i];
+        once_push_claim *c = &out->v[i];
+        snprintf(r->lease_owner, sizeof r->lease_owner, "%s", owner);
+        r->lease_until = now + lease_ms;
+        memcpy(c->principal, v[i].e->rec.principal, sizeof c->principal);
+        memcpy(c->task_id, v[i].e->rec.task_id, sizeof c->task_id);
+        memcpy(c->config_id, r->config_id, sizeof c->config_id);
+        c->generation = r->delivered + 1;
+        c->target = r->target;
+        c->attempts = r->attempts;
+        c->lease_until = r->lease_until;
+        out->n = i + 1;
+    }
+    pthread_mutex_unlock(&ms->lock);
+    once_free(v);
+    return rc;
+}
+
+static once_push_row *find_row(mem_entry *e, const char *config_id)
+{
+    size_t i;
+
+    for (i = 0; e && !e->is_tomb && i < e->npush; i++)
+        if (strcmp(e->push[i].config_id, config_id) == 0)
+            return &e->push[i];
+    return NULL;
+}
+
+static int mem_push_ack(once_store *s, const once_push_ack *ack)
+{
+    mem_store *ms = (mem_store *)s;
+    once_push_row *r;
+    int rc = once__store_valid_ack(s, ack);
+
+    if (rc != ONCE_OK)
+        return rc;
+    pthread_mutex_lock(&ms->lock);
+    r = find_row(find(ms, ack->principal, ack->task_id), ack->config_id);
+    rc = r ? once__push_apply_ack(r, ack) : ONCE_ENOTFOUND;
+    pthread_mutex_unlock(&ms->lock);
+    return rc;
+}
+
+static int cmp_row_id(const void *a, const void *b)
+{
+    return strcmp(((const once_push_row *)a)->config_id, ((const once_push_row *)b)->config_id);
+}
+
+static int mem_push_rows(once_store *s, const char *principal, const char *task_id,
+                         once_push_row_list *out)
+{
+    mem_store *ms = (mem_store *)s;
+    mem_entry *e;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = once__store_valid_key(s, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
+    pthread_mutex_lock(&ms->lock);
+    e = find(ms, principal, task_id);
+    if (e && !e->is_tomb && e->npush) {
+        out->v = once_calloc(e->npush, sizeof *out->v);
+        if (!out->v) {
+            rc = ONCE_ENOMEM;
+        } else {
+            memcpy(out->v, e->push, e->npush * sizeof *out->v);
+            out->n = e->npush;
+        }
+    }
+    pthread_mutex_unlock(&ms->lock);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, cmp_row_id);
+    return rc;
+}
+
 const once_store_methods once__store_memory = {
     .version = ONCE_STORE_METHODS_VERSION,
     .scheme = "memory",
-    .caps = 0,
+    .caps = ONCE_STORE_PUSH,
     .open = mem_open,
     .close = mem_close,
     .create = mem_create,
@@ -730,4 +949,7 @@ const once_store_methods once__store_memory = {
     .list = mem_list,
     .meta = mem_meta_get,
     .check = mem_check,
+    .push_claim = mem_push_claim,
+    .push_ack = mem_push_ack,
+    .push_rows = mem_push_rows,
 };

@@ -1,6 +1,6 @@
 /*
  * record.c -- ownership helpers for the store's value types: records own
- * their three strings, lists own their arrays and every element's strings.
+ * their four strings, lists own their arrays and every element's strings.
  * Every clear leaves the struct zeroed so a second clear is harmless.
  */
 #include <string.h>
@@ -14,6 +14,7 @@ void once_record_clear(once_record *r)
     once_free(r->digests);
     once_free(r->task_json);
     once_free(r->checkpoint);
+    once_free(r->push_json);
     memset(r, 0, sizeof *r);
 }
 
@@ -27,9 +28,11 @@ int once_record_copy(once_record *dst, const once_record *src)
     dst->digests = NULL;
     dst->task_json = NULL;
     dst->checkpoint = NULL;
+    dst->push_json = NULL;
     if ((src->digests && !(dst->digests = once_strdup(src->digests))) ||
         (src->task_json && !(dst->task_json = once_strdup(src->task_json))) ||
-        (src->checkpoint && !(dst->checkpoint = once_strdup(src->checkpoint)))) {
+        (src->checkpoint && !(dst->checkpoint = once_strdup(src->checkpoint))) ||
+        (src->push_json && !(dst->push_json = once_strdup(src->push_json)))) {
         once_record_clear(dst);
         return ONCE_ENOMEM;
     }
@@ -66,6 +69,24 @@ void once_record_list_clear(once_record_list *l)
         return;
     for (i = 0; i < l->n; i++)
         once_record_clear(&l->v[i]);
+    once_free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+void once_push_claim_list_clear(once_push_claim_list *l)
+{
+    if (!l)
+        return;
+    once_free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+void once_push_row_list_clear(once_push_row_list *l)
+{
+    if (!l)
+        return;
     once_free(l->v);
     l->v = NULL;
     l->n = 0;

@@ -16,7 +16,9 @@
  *     tombstone check + INSERT ... ON CONFLICT DO NOTHING + winner read is
  *     atomic across processes; SQLITE_BUSY waits busy_timeout_ms, then is
  *     retried a few times, then surfaces as ONCE_EBUSY;
- *   - every fallible sqlite3 call is fault-injectable (sqlite_fault.h).
+ *   - every fallible sqlite3 call is fault-injectable (sqlite_fault.h);
+ *   - push delivery rows (ONCE_STORE_PUSH) live in push_deliveries and
+ *     change in the same transaction as the record that implies them.
  *
  * The file is created mode 0600 (WAL and shm files inherit its mode).
  */
@@ -212,6 +214,23 @@ static int sq_check(once_store *s, once_check_report *rep)
     return once__sq_check(sq(s), rep);
 }
 
+static int sq_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                         size_t max, once_push_claim_list *out)
+{
+    return once__sq_push_claim(sq(s), owner, now, lease_ms, max, out);
+}
+
+static int sq_push_ack(once_store *s, const once_push_ack *ack)
+{
+    return once__sq_push_ack(sq(s), ack);
+}
+
+static int sq_push_rows(once_store *s, const char *principal, const char *task_id,
+                        once_push_row_list *out)
+{
+    return once__sq_push_rows(sq(s), principal, task_id, out);
+}
+
 int once__sqlite_synchronous(once_store *s, int *out)
 {
     size_t v = 0;
@@ -224,7 +243,7 @@ int once__sqlite_synchronous(once_store *s, int *out)
 const once_store_methods once__store_sqlite = {
     .version = ONCE_STORE_METHODS_VERSION,
     .scheme = "sqlite",
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE,
+    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
     .open = sq_open,
     .close = sq_close,
     .create = sq_create,
@@ -237,4 +256,7 @@ const once_store_methods once__store_sqlite = {
     .list = sq_list,
     .meta = sq_meta,
     .check = sq_check,
+    .push_claim = sq_push_claim,
+    .push_ack = sq_push_ack,
+    .push_rows = sq_push_rows,
 };

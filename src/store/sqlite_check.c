@@ -1,8 +1,9 @@
 /*
  * sqlite_check.c -- the integrity check of the sqlite backend: every
  * record with a summary of its events, every tombstone, and events under
- * keys that hold neither, all read in one read transaction (one snapshot,
- * so a concurrent commit cannot show up as a gap). Counting is the shared
+ * keys that hold neither, and the push delivery rows against push_json
+ * (sqlite_push.c), all read in one read transaction (one snapshot, so a
+ * concurrent commit cannot show up as a gap). Counting is the shared
  * once__check_* accounting (store_int.h); generations are unique per key
  * (primary key), so count/min/max decide gaplessness.
  */
@@ -46,10 +47,11 @@ static int task_row(sqlite3_stmt *st, once_check_report *rep)
         once__check_problem(rep, "a task row does not decode (%s)", once_strerror(rc));
         return ONCE_OK;
     }
-    size_t nev = (size_t)sqlite3_column_int64(st, 17);
-    int64_t lo = sqlite3_column_int64(st, 18), hi = sqlite3_column_int64(st, 19);
+    size_t nev = (size_t)sqlite3_column_int64(st, SQ_TASK_NCOLS);
+    int64_t lo = sqlite3_column_int64(st, SQ_TASK_NCOLS + 1);
+    int64_t hi = sqlite3_column_int64(st, SQ_TASK_NCOLS + 2);
     once__check_record(rep, &r, nev, hi, once__check_gapless(nev, lo, hi));
-    if (sqlite3_column_int(st, 20)) {
+    if (sqlite3_column_int(st, SQ_TASK_NCOLS + 3)) {
         rep->bad_state++;
         once__check_problem(rep, "%s/%s: both a record and a tombstone", r.principal, r.task_id);
     }
@@ -117,6 +119,8 @@ int once__sq_check(sq_store *s, once_check_report *rep)
         rc = scan(c, q_tombs, tomb_row, rep);
     if (rc == ONCE_OK)
         rc = scan(c, q_orphans, orphan_row, rep);
+    if (rc == ONCE_OK)
+        rc = once__sq_check_push(c, rep);
     if (rc == ONCE_OK)
         rc = once__sq_run(c, SQ_COMMIT);
     if (rc != ONCE_OK) {

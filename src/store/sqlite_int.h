@@ -9,6 +9,7 @@
  *   sqlite_write.c   the write ops, each run inside its own SAVEPOINT
  *   sqlite_read.c    load, events, list, expired_leases, meta lookup
  *   sqlite_check.c   the integrity check
+ *   sqlite_push.c    push delivery rows: sync with push_json, claim, ack
  *
  * Invariants: only the current group-commit leader touches the writer
  * connection; a reader connection is owned by one thread between
@@ -23,7 +24,7 @@
 
 #include "once/store.h"
 
-#define SQ_SCHEMA_VERSION 1
+#define SQ_SCHEMA_VERSION 2   /* 1 -> 2: tasks.push_json, push_deliveries */
 #define SQ_BATCH_MAX 256      /* ops per group commit */
 #define SQ_IDLE_READERS 8     /* idle reader connections kept open */
 #define SQ_BUSY_RETRIES 3     /* retries after busy_timeout gave up */
@@ -54,6 +55,12 @@ typedef enum sq_stmt_id {
     SQ_PURGE,
     SQ_META_GET,
     SQ_META_INSERT,
+    SQ_PUSH_ROWS,       /* the rows of one key */
+    SQ_PUSH_GET,        /* one row */
+    SQ_PUSH_PUT,        /* insert or replace one row */
+    SQ_PUSH_DELETE_KEY,
+    SQ_PUSH_DUE,        /* due rows, oldest next_attempt_at first */
+    SQ_PUSH_LEASE,
     SQ_NSTMT
 } sq_stmt_id;
 
@@ -62,7 +69,12 @@ extern const char *const once__sq_sql[SQ_NSTMT];
 #define SQ_TASK_COLS                                                                      \
     "principal, task_id, context_id, state, kind, version, generation, fence, step, "   \
     "lease_owner, lease_until, created_at, updated_at, finished_at, digests, task_json, " \
-    "checkpoint"
+    "checkpoint, push_json"
+#define SQ_TASK_NCOLS 18
+/* Columns of a push_deliveries row after its key (sqlite_push.c decodes). */
+#define SQ_PUSH_COLS                                                                      \
+    "config_id, since, delivered, target, attempts, next_attempt_at, lease_owner, "      \
+    "lease_until, disabled, last_error, deliveries, retries, failures"
 
 /* One connection and its statement cache. Owned by one thread at a time
  * (the leader for the writer, the acquirer for a reader); nothing here is
@@ -80,7 +92,9 @@ typedef enum sq_op_kind {
     SQ_OP_SWEEP,
     SQ_OP_PURGE,
     SQ_OP_META,
-    SQ_OP_SYNC          /* test hook: read the writer's PRAGMA synchronous */
+    SQ_OP_SYNC,         /* test hook: read the writer's PRAGMA synchronous */
+    SQ_OP_PUSH_CLAIM,
+    SQ_OP_PUSH_ACK
 } sq_op_kind;
 
 /* A queued write. The caller fills the arguments and waits; the leader
@@ -101,6 +115,10 @@ typedef struct sq_op {
     const char *name;                 /* meta */
     const char *init_value;
     char **out;                       /* meta output */
+    const char *owner;                /* push claim */
+    int64_t lease_ms;
+    once_push_claim_list *claims;     /* push claim output */
+    const once_push_ack *ack;         /* push ack */
 
     int rc;
     int done;
@@ -195,5 +213,23 @@ int once__sq_meta_get(sq_store *s, const char *name, char **out);
 
 /* ---- sqlite_check.c ---- */
 int once__sq_check(sq_store *s, once_check_report *rep);
+
+/* ---- sqlite_push.c ---- */
+/* Inside a write op, after the task row of rec was written: make the key's
+ * delivery rows match rec->push_json (store_int.h, once__push_sync). */
+int once__sq_push_sync(sq_conn *w, const once_record *rec);
+/* Inside a write op: drop the key's rows (entomb). */
+int once__sq_push_drop(sq_conn *w, const char *principal, const char *task_id);
+int once__sq_op_push_claim(sq_conn *w, sq_op *op);
+int once__sq_op_push_ack(sq_conn *w, sq_op *op);
+/* The slots (claim checks on a reader first, so an idle poll never takes
+ * the write lock). */
+int once__sq_push_claim(sq_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                        size_t max, once_push_claim_list *out);
+int once__sq_push_ack(sq_store *s, const once_push_ack *ack);
+int once__sq_push_rows(sq_store *s, const char *principal, const char *task_id,
+                       once_push_row_list *out);
+/* check(): rows vs push_json over one read transaction on c. */
+int once__sq_check_push(sq_conn *c, once_check_report *rep);
 
 #endif

@@ -5,20 +5,24 @@
  * Creation is safe when several processes open one new file at once: the
  * switch to WAL is retried while another opener holds the lock, and the
  * tables are created inside BEGIN IMMEDIATE after re-reading user_version,
- * so exactly one opener creates them and the others see version 1.
+ * so exactly one opener creates them and the others see the final version.
+ * Migration from version 1 (no push delivery) runs the same way: one
+ * opener adds the column and the table in one transaction with the version
+ * bump, the others wait on the lock and find version 2.
  *
  * Index choices follow the queries: tasks_lease is a covering partial index
  * for expired_leases (non-terminal rows with a lease), tasks_sweep a partial
  * index over terminal rows by finished_at, tasks_list serves list's
  * (principal, created_at, task_id) order and cursor. State numbers are
- * once_state's: 5..8 are the terminal states.
+ * once_state's: 5..8 are the terminal states. push_due is a partial index
+ * over exactly the rows a claim may want (enabled, behind their task).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "store/sqlite_int.h"
 
-#define SQ_TASK_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17"
+#define SQ_TASK_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18"
 
 const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_BEGIN] = "BEGIN IMMEDIATE",
@@ -37,8 +41,8 @@ const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_TASK_UPDATE] = "UPDATE tasks SET context_id=?3, state=?4, kind=?5, version=?6, "
                        "generation=?7, fence=?8, step=?9, lease_owner=?10, lease_until=?11, "
                        "created_at=?12, updated_at=?13, finished_at=?14, digests=?15, "
-                       "task_json=?16, checkpoint=?17 "
-                       "WHERE principal=?1 AND task_id=?2 AND version=?18",
+                       "task_json=?16, checkpoint=?17, push_json=?18 "
+                       "WHERE principal=?1 AND task_id=?2 AND version=?19",
     [SQ_EVENT_INSERT] = "INSERT INTO events(principal, task_id, generation, payload) "
                         "VALUES(?1,?2,?3,?4)",
     [SQ_EVENTS_GET] = "SELECT generation, payload FROM events WHERE principal=?1 AND task_id=?2 "
@@ -65,6 +69,19 @@ const char *const once__sq_sql[SQ_NSTMT] = {
                  "WHERE expired_at<?1 ORDER BY expired_at, principal, task_id LIMIT ?2)",
     [SQ_META_GET] = "SELECT value FROM meta WHERE name=?1",
     [SQ_META_INSERT] = "INSERT INTO meta(name, value) VALUES(?1,?2) ON CONFLICT DO NOTHING",
+    [SQ_PUSH_ROWS] = "SELECT " SQ_PUSH_COLS " FROM push_deliveries "
+                     "WHERE principal=?1 AND task_id=?2 ORDER BY config_id",
+    [SQ_PUSH_GET] = "SELECT " SQ_PUSH_COLS " FROM push_deliveries "
+                    "WHERE principal=?1 AND task_id=?2 AND config_id=?3",
+    [SQ_PUSH_PUT] = "INSERT OR REPLACE INTO push_deliveries(principal, task_id, " SQ_PUSH_COLS
+                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
+    [SQ_PUSH_DELETE_KEY] = "DELETE FROM push_deliveries WHERE principal=?1 AND task_id=?2",
+    [SQ_PUSH_DUE] = "SELECT principal, task_id, " SQ_PUSH_COLS " FROM push_deliveries "
+                    "INDEXED BY push_due WHERE disabled=0 AND delivered<target "
+                    "AND next_attempt_at<=?1 AND lease_until<=?1 "
+                    "ORDER BY next_attempt_at, principal, task_id, config_id LIMIT ?2",
+    [SQ_PUSH_LEASE] = "UPDATE push_deliveries SET lease_owner=?4, lease_until=?5 "
+                      "WHERE principal=?1 AND task_id=?2 AND config_id=?3",
 };
 
 static const char ddl[] =
@@ -74,7 +91,7 @@ static const char ddl[] =
     " generation INTEGER NOT NULL, fence INTEGER NOT NULL, step INTEGER NOT NULL,"
     " lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL,"
     " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER NOT NULL,"
-    " digests TEXT NOT NULL, task_json TEXT NOT NULL, checkpoint TEXT,"
+    " digests TEXT NOT NULL, task_json TEXT NOT NULL, checkpoint TEXT, push_json TEXT,"
     " PRIMARY KEY(principal, task_id)) STRICT;"
     "CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(lease_until, principal, task_id)"
     " WHERE state<5 AND lease_until>0;"
@@ -92,6 +109,22 @@ static const char ddl[] =
     "CREATE INDEX IF NOT EXISTS tombstones_purge ON tombstones(expired_at, principal, task_id);"
     "CREATE TABLE IF NOT EXISTS meta("
     " name TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL) STRICT;";
+
+/* What version 2 adds to tables (also run alone to migrate from 1). */
+#define PUSH_TABLE                                                                      \
+    "CREATE TABLE IF NOT EXISTS push_deliveries("                                      \
+    " principal TEXT NOT NULL, task_id TEXT NOT NULL, config_id TEXT NOT NULL,"        \
+    " since INTEGER NOT NULL, delivered INTEGER NOT NULL, target INTEGER NOT NULL,"    \
+    " attempts INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL,"                    \
+    " lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL,"                        \
+    " disabled INTEGER NOT NULL, last_error TEXT NOT NULL,"                            \
+    " deliveries INTEGER NOT NULL, retries INTEGER NOT NULL, failures INTEGER NOT NULL," \
+    " PRIMARY KEY(principal, task_id, config_id)) STRICT, WITHOUT ROWID;"              \
+    "CREATE INDEX IF NOT EXISTS push_due ON push_deliveries(next_attempt_at, principal," \
+    " task_id, config_id) WHERE disabled=0 AND delivered<target;"
+
+static const char ddl_push[] = PUSH_TABLE;
+static const char migrate_1_2[] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE;
 
 /* One-row PRAGMA: its first column as text (journal_mode) or integer. */
 static int pragma_row(sq_conn *c, const char *sql, char *text, size_t cap, int64_t *num)
@@ -177,13 +210,16 @@ static int create_tables(sq_store *s, sq_conn *c)
     }
     int64_t v = 0;
     rc = read_version(s, c, &v);   /* another process may have won the race */
-    if (rc == ONCE_OK && v == 0) {
-        char sql[sizeof ddl + 64];
-        snprintf(sql, sizeof sql, "%sPRAGMA user_version=%d;", ddl, SQ_SCHEMA_VERSION);
+    if (rc == ONCE_OK && v < SQ_SCHEMA_VERSION) {
+        /* 0: a new file gets everything; 1: add what version 2 brought. */
+        char sql[sizeof ddl + sizeof ddl_push + 64];
+        snprintf(sql, sizeof sql, "%s%sPRAGMA user_version=%d;", v == 0 ? ddl : migrate_1_2,
+                 v == 0 ? ddl_push : "", SQ_SCHEMA_VERSION);
         int src = once__sq_exec(c->db, sql);
         rc = src == SQLITE_OK ? ONCE_OK : once__sq_err(src);
         if (rc != ONCE_OK)
-            once__sq_seterr(s, c->db, "schema: create tables", rc);
+            once__sq_seterr(s, c->db, v == 0 ? "schema: create tables" : "schema: migrate 1 -> 2",
+                            rc);
     }
     if (rc == ONCE_OK) {
         rc = once__sq_run(c, SQ_COMMIT);

@@ -37,7 +37,7 @@ static int bind_key(sqlite3_stmt *st, const char *principal, const char *task_id
     return rc;
 }
 
-/* Parameters ?1..?17 of SQ_TASK_INSERT and SQ_TASK_UPDATE (SQ_TASK_COLS). */
+/* Parameters ?1..?18 of SQ_TASK_INSERT and SQ_TASK_UPDATE (SQ_TASK_COLS). */
 static int bind_task(sqlite3_stmt *st, const once_record *r)
 {
     const int64_t nums[] = {r->state, r->kind, r->version, r->generation, r->fence, r->step};
@@ -57,6 +57,8 @@ static int bind_task(sqlite3_stmt *st, const once_record *r)
         rc = once__sq_bind_text(st, 16, r->task_json);
     if (rc == SQLITE_OK)
         rc = once__sq_bind_text(st, 17, r->checkpoint);
+    if (rc == SQLITE_OK)
+        rc = once__sq_bind_text(st, 18, r->push_json);
     return rc;
 }
 
@@ -135,7 +137,10 @@ static int op_create(sq_store *s, sq_conn *w, sq_op *op)
         rc = once__sq_row_record(st, 0, op->winner);
         return done_row(st, rc == ONCE_OK ? ONCE_EEXISTS : rc);
     }
-    return insert_events(w, r, op->ev, op->nev);
+    rc = insert_events(w, r, op->ev, op->nev);
+    if (rc == ONCE_OK && r->push_json)
+        rc = once__sq_push_sync(w, r);
+    return rc;
 }
 
 static int op_update(sq_store *s, sq_conn *w, sq_op *op)
@@ -168,13 +173,16 @@ static int op_update(sq_store *s, sq_conn *w, sq_op *op)
         return rc;
     int src = bind_task(st, r);
     if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 18, op->expect_version);
+        src = once__sq_bind_int64(st, 19, op->expect_version);
     rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
     if (rc == ONCE_OK && sqlite3_changes(w->db) != 1)
         rc = ONCE_ESTORE;   /* we hold the write lock: the row cannot have moved */
     if (rc != ONCE_OK)
         return rc;
-    return insert_events(w, r, op->ev, op->nev);
+    rc = insert_events(w, r, op->ev, op->nev);
+    if (rc == ONCE_OK)
+        rc = once__sq_push_sync(w, r);
+    return rc;
 }
 
 /* A key to entomb, copied out of the pick query before rows are changed. */
@@ -256,8 +264,8 @@ static int entomb(sq_conn *w, const sweep_key *k, int64_t now)
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 5, now);
     rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
-    const sq_stmt_id dels[] = {SQ_EVENTS_DELETE, SQ_TASK_DELETE};
-    for (int i = 0; rc == ONCE_OK && i < 2; i++) {
+    const sq_stmt_id dels[] = {SQ_EVENTS_DELETE, SQ_TASK_DELETE, SQ_PUSH_DELETE_KEY};
+    for (int i = 0; rc == ONCE_OK && i < 3; i++) {
         rc = once__sq_stmt(w, dels[i], &st);
         if (rc == ONCE_OK) {
             src = bind_key(st, k->principal, k->task_id);
@@ -364,6 +372,12 @@ int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op)
     case SQ_OP_SYNC:
         rc = op_sync(w, op);
         break;
+    case SQ_OP_PUSH_CLAIM:
+        rc = once__sq_op_push_claim(w, op);
+        break;
+    case SQ_OP_PUSH_ACK:
+        rc = once__sq_op_push_ack(w, op);
+        break;
     default:
         rc = ONCE_ERROR;
     }
@@ -391,6 +405,9 @@ void once__sq_op_discard(sq_op *op)
     case SQ_OP_META:
         once_free(*op->out);
         *op->out = NULL;
+        break;
+    case SQ_OP_PUSH_CLAIM:
+        once_push_claim_list_clear(op->claims);
         break;
     default:
         break;

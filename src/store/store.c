@@ -229,3 +229,36 @@ int once_store_check(once_store *s, once_check_report *rep)
         return ONCE_EINVAL;
     return s->m->check(s, rep);
 }
+
+int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                          size_t max, once_push_claim_list *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !out || !owner)
+        return ONCE_EINVAL;
+    if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_claim)
+        return ONCE_EUNSUPPORTED;
+    return s->m->push_claim(s, owner, now, lease_ms, max, out);
+}
+
+int once_store_push_ack(once_store *s, const once_push_ack *ack)
+{
+    if (!s || !ack)
+        return ONCE_EINVAL;
+    if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_ack)
+        return ONCE_EUNSUPPORTED;
+    return s->m->push_ack(s, ack);
+}
+
+int once_store_push_rows(once_store *s, const char *principal, const char *task_id,
+                         once_push_row_list *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !out)
+        return ONCE_EINVAL;
+    if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_rows)
+        return ONCE_EUNSUPPORTED;
+    return s->m->push_rows(s, principal, task_id, out);
+}

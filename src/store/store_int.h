@@ -44,7 +44,8 @@ int once__store_valid_key(once_store *s, const char *principal, const char *task
  * are NUL-terminated within their arrays; state is SUBMITTED..REJECTED;
  * kind is TASK or MESSAGE; finished_at is non-zero exactly when the state is
  * terminal; version >= 1; generation, fence, step, lease_until >= 0;
- * digests and task_json are non-NULL. ONCE_OK or ONCE_EINVAL. */
+ * digests and task_json are non-NULL; push_json, if set, passes
+ * once__push_json_flaw. ONCE_OK or ONCE_EINVAL. */
 int once__store_valid_record(once_store *s, const once_record *rec);
 
 /* Events ev[0..nev) continue a history whose last generation is base_gen up
@@ -101,5 +102,45 @@ void once__check_orphans(once_check_report *rep, const char *principal, const ch
 /* Note a problem: keeps the first description only. */
 void once__check_problem(once_check_report *rep, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------------------
+ * Push delivery rows (push_rows.c): what every ONCE_STORE_PUSH backend
+ * means by "sync the rows with push_json" and "apply an ack", written once.
+ */
+
+/* One element of push_json as the store sees it. */
+typedef struct once__push_elem {
+    char id[ONCE_ID_MAX + 1];
+    int64_t since;
+} once__push_elem;
+
+/* Why push_json (non-NULL) may not be stored with a record at generation
+ * `generation`, or NULL if it may: an array of at most ONCE_PUSH_CONFIGS_MAX
+ * objects with unique valid "id" strings and integer "since" in
+ * 0..generation. once__store_valid_record runs it. */
+const char *once__push_json_flaw(const char *push_json, int64_t generation);
+
+/* The elements of a push_json that passed once__push_json_flaw (NULL ->
+ * none): out[0..*n), in array order. ONCE_ENOMEM, or ONCE_ECORRUPT if it
+ * does not parse after all. */
+int once__push_elems(const char *push_json, once__push_elem out[ONCE_PUSH_CONFIGS_MAX],
+                     size_t *n);
+
+/* The rows a record change leaves: for each element, the old row of its id
+ * (reset when since changed) or a fresh row; every row's target = target.
+ * old[0..nold) are the key's rows before; out must hold n rows. Returns how
+ * many old rows were dropped (their ids left push_json). */
+size_t once__push_sync(const once_push_row *old, size_t nold, const once__push_elem *el,
+                       size_t n, int64_t target, once_push_row *out);
+
+/* 1 if r is due at now. */
+int once__push_due(const once_push_row *r, int64_t now);
+
+/* Apply ack to the row it names (the contract of push_ack): ONCE_OK with *r
+ * changed, or ONCE_EFENCED / ONCE_ECONFLICT with *r untouched. */
+int once__push_apply_ack(once_push_row *r, const once_push_ack *ack);
+
+/* push_ack's static checks (keys, owner, outcome). ONCE_OK or ONCE_EINVAL. */
+int once__store_valid_ack(once_store *s, const once_push_ack *ack);
 
 #endif /* ONCE_STORE_INT_H */

@@ -58,6 +58,8 @@ static const char *record_flaw(const once_record *r)
         return "digests is NULL";
     if (!r->task_json)
         return "task_json is NULL";
+    if (r->push_json)
+        return once__push_json_flaw(r->push_json, r->generation);
     return NULL;
 }
 

@@ -69,8 +69,8 @@ def test_agent_card():
     eq(itf["protocolBinding"], "JSONRPC", "protocolBinding")
     eq(itf["protocolVersion"], "1.0", "protocolVersion")
     caps = card["capabilities"]
-    eq(caps.get("streaming"), False, "streaming off")
-    eq(caps.get("pushNotifications"), False, "push off")
+    eq(caps.get("streaming"), True, "streaming on (SSE: tests/e2e/test_sse.py)")
+    eq(caps.get("pushNotifications"), True, "push on (the SQLite store keeps delivery rows)")
     exts = [e for e in caps.get("extensions", []) if e.get("uri") == EXT]
     eq(len(exts), 1, "idempotency extension declared once")
     eq(exts[0].get("required"), False, "extension not required")
@@ -197,12 +197,13 @@ def test_failed_and_not_cancelable():
 
 
 def test_not_supported_methods():
-    rows = [("SendStreamingMessage", {"message": user_message("x")}, -32004),
-            ("SubscribeToTask", {"id": "t-1"}, -32004),
-            ("CreateTaskPushNotificationConfig", {"taskId": "t-1", "url": "https://x/"}, -32003),
-            ("GetTaskPushNotificationConfig", {"taskId": "t-1", "id": "c"}, -32003),
-            ("ListTaskPushNotificationConfigs", {"taskId": "t-1"}, -32003),
-            ("DeleteTaskPushNotificationConfig", {"taskId": "t-1", "id": "c"}, -32003),
+    rows = [# streaming is supported (test_sse.py): a subscription to a missing task
+            ("SubscribeToTask", {"id": "t-1"}, -32001),
+            # push is supported (test_push.py): a config of a missing task is not found
+            ("CreateTaskPushNotificationConfig", {"taskId": "t-1", "url": "https://x/"}, -32001),
+            ("GetTaskPushNotificationConfig", {"taskId": "t-1", "id": "c"}, -32001),
+            ("ListTaskPushNotificationConfigs", {"taskId": "t-1"}, -32001),
+            ("DeleteTaskPushNotificationConfig", {"taskId": "t-1", "id": "c"}, -32001),
             ("GetExtendedAgentCard", {}, -32007)]
     for method, params, code in rows:
         st, _, doc = srv.rpc(method, params)

@@ -3,7 +3,9 @@
  * suite: its URL forms, a 0600 file whatever the umask, the synchronous
  * option reaching the writer connection, the on-disk schema (WAL, STRICT
  * tables, user_version), refusal of a newer schema, two handles sharing one
- * file, and several processes creating the schema of one new file at once.
+ * file, several processes creating the schema of one new file at once, and
+ * several processes migrating a version-1 file (before push delivery) at
+ * once without losing what it held.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -54,7 +56,8 @@ static void url_forms_and_sharing(void **state)
     snprintf(url1, sizeof url1, "sqlite:%s", path);
     snprintf(url2, sizeof url2, "sqlite://%s", path);   /* sqlite:///tmp/... */
     once_store *a = open_ok(url1, NULL), *b = open_ok(url2, NULL);
-    assert_int_equal(once_store_caps(a), ONCE_STORE_SHARED | ONCE_STORE_DURABLE);
+    assert_int_equal(once_store_caps(a),
+                     ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH);
 
     put(a, "t-a");   /* written through one handle, visible through the other */
     once_record r;
@@ -161,21 +164,21 @@ static void schema_on_disk(void **state)
 
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_journal_mode WHERE "
                                  "journal_mode='wal'"),
                      1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND "
-                                 "name IN ('tasks','events','tombstones','meta') AND "
-                                 "sql LIKE '%STRICT%'"),
-                     4);
+                                 "name IN ('tasks','events','tombstones','meta',"
+                                 "'push_deliveries') AND sql LIKE '%STRICT%'"),
+                     5);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name='events' AND "
                                  "sql LIKE '%WITHOUT ROWID%'"),
                      1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='index' AND "
                                  "name IN ('tasks_lease','tasks_sweep','tasks_list',"
-                                 "'tombstones_purge')"),
-                     4);
+                                 "'tombstones_purge','push_due')"),
+                     5);
     /* STRICT: a wrongly typed value is refused, not coerced. */
     assert_int_not_equal(sqlite3_exec(db,
                                       "INSERT INTO meta(name, value) VALUES('x', x'01')",
@@ -183,13 +186,13 @@ static void schema_on_disk(void **state)
                          SQLITE_OK);
 
     /* A file from a newer once is refused cleanly. */
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=3", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     char err[256] = "";
     once_store *s = (once_store *)1;
     assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "schema version 2"));
+    assert_non_null(strstr(err, "schema version 3"));
     st_remove_db(path);
 }
 
@@ -261,6 +264,126 @@ static void processes_create_schema_at_once(void **state)
     st_remove_db(path);
 }
 
+/* The version-1 schema exactly as once 0.1 created it (no push_json, no
+ * push_deliveries), with one live task and its event. */
+static const char v1_schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "CREATE TABLE tasks(principal TEXT NOT NULL, task_id TEXT NOT NULL, context_id TEXT NOT NULL,"
+    " state INTEGER NOT NULL, kind INTEGER NOT NULL, version INTEGER NOT NULL,"
+    " generation INTEGER NOT NULL, fence INTEGER NOT NULL, step INTEGER NOT NULL,"
+    " lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL,"
+    " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER NOT NULL,"
+    " digests TEXT NOT NULL, task_json TEXT NOT NULL, checkpoint TEXT,"
+    " PRIMARY KEY(principal, task_id)) STRICT;"
+    "CREATE INDEX tasks_lease ON tasks(lease_until, principal, task_id)"
+    " WHERE state<5 AND lease_until>0;"
+    "CREATE INDEX tasks_sweep ON tasks(finished_at, principal, task_id) WHERE state>=5;"
+    "CREATE INDEX tasks_list ON tasks(principal, created_at, task_id);"
+    "CREATE TABLE events(principal TEXT NOT NULL, task_id TEXT NOT NULL,"
+    " generation INTEGER NOT NULL, payload TEXT NOT NULL,"
+    " PRIMARY KEY(principal, task_id, generation)) STRICT, WITHOUT ROWID;"
+    "CREATE TABLE tombstones(principal TEXT NOT NULL, task_id TEXT NOT NULL,"
+    " first_digest TEXT NOT NULL, finished_at INTEGER NOT NULL, expired_at INTEGER NOT NULL,"
+    " PRIMARY KEY(principal, task_id)) STRICT;"
+    "CREATE INDEX tombstones_purge ON tombstones(expired_at, principal, task_id);"
+    "CREATE TABLE meta(name TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL) STRICT;"
+    "INSERT INTO tasks VALUES('p','old','ctx',2,0,1,1,1,0,'',0,1,1,0,"
+    " '" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa m1\n','{\"id\":\"old\"}',NULL);"
+    "INSERT INTO events VALUES('p','old',1,'{\"task\":{}}');"
+    "INSERT INTO meta VALUES('derived_id_secret','s3cret');"
+    "PRAGMA user_version=1;";
+
+/* Child: open (and so maybe migrate) the v1 file, then register a task
+ * with one push config through the migrated schema. */
+static int migrate_child(int go, const char *url, int n)
+{
+    char c;
+    if (read(go, &c, 1) != 0)
+        return 2;
+    once_store *s;
+    char err[256];
+    if (once_store_open(url, NULL, &s, err, sizeof err) != ONCE_OK) {
+        fprintf(stderr, "child %d open: %s\n", n, err);
+        return 3;
+    }
+    char id[16];
+    snprintf(id, sizeof id, "m%d", n);
+    once_record r;
+    if (st_rec(&r, "p", id, ONCE_STATE_WORKING, T0, "{}") != 0)
+        return 4;
+    r.push_json = once_strdup("[{\"id\":\"cfg\",\"since\":0,\"url\":\"http://x/\"}]");
+    int rc = r.push_json ? once_store_create(s, &r, NULL, 0, NULL, NULL) : ONCE_ENOMEM;
+    once_record_clear(&r);
+    once_store_close(s);
+    return rc == ONCE_OK ? 0 : 5;
+}
+
+static void processes_migrate_v1_at_once(void **state)
+{
+    (void)state;
+    enum { NPROC = 6 };
+    char path[4096], url[4200];
+    fresh_path(path, sizeof path, "migrate");
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid[NPROC];
+    for (int i = 0; i < NPROC; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0) {
+            close(p[1]);
+            _exit(migrate_child(p[0], url, i));
+        }
+    }
+    close(p[0]);
+    close(p[1]);
+    for (int i = 0; i < NPROC; i++) {
+        int status;
+        assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) != 0)
+            fail_msg("child %d exited %d", i, WEXITSTATUS(status));
+    }
+
+    once_store *s = open_ok(url, NULL);
+    once_record r;
+    assert_int_equal(once_store_load(s, "p", "old", &r, NULL), ONCE_OK);   /* kept */
+    assert_string_equal(r.task_json, "{\"id\":\"old\"}");
+    assert_null(r.push_json);
+    once_record_clear(&r);
+    char *secret = NULL;
+    assert_int_equal(once_store_meta(s, "derived_id_secret", "new", &secret), ONCE_OK);
+    assert_string_equal(secret, "s3cret");
+    once_free(secret);
+    for (int i = 0; i < NPROC; i++) {
+        char id[16];
+        once_push_row_list rows;
+        snprintf(id, sizeof id, "m%d", i);
+        assert_int_equal(once_store_push_rows(s, "p", id, &rows), ONCE_OK);
+        assert_int_equal(rows.n, 1);
+        assert_string_equal(rows.v[0].config_id, "cfg");
+        once_push_row_list_clear(&rows);
+    }
+    once_check_report rep;
+    assert_int_equal(once_store_check(s, &rep), ONCE_OK);
+    if (!st_clean(&rep) || rep.bad_push)
+        fail_msg("check after migration: %s", rep.first_problem);
+    assert_int_equal(rep.records, NPROC + 1);
+    once_store_close(s);
+
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    sqlite3_close(db);
+    st_remove_db(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +392,7 @@ int main(void)
         cmocka_unit_test(synchronous_honoured),
         cmocka_unit_test(schema_on_disk),
         cmocka_unit_test(processes_create_schema_at_once),
+        cmocka_unit_test(processes_migrate_v1_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

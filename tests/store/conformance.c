@@ -10,7 +10,8 @@
  *                      backends with a server reset themselves in open)
  *
  * Every case ends with check(): whatever a case did, the store must report
- * no integrity problem. Thread races run on one handle (the contract says
+ * no integrity problem. The push delivery cases live in push_cases.h; on a
+ * backend without ONCE_STORE_PUSH they are reported as skipped. Thread races run on one handle (the contract says
  * every slot is safe from many threads at once); the cross-process races
  * live in race_procs.c and kill9.c.
  */
@@ -1278,6 +1279,8 @@ static void open_errors(void **state)
     assert_int_equal(once_store_caps(NULL), 0u);
 }
 
+#include "store/push_cases.h"
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1299,6 +1302,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(check_counts_clean_store, setup, teardown),
         cmocka_unit_test_setup_teardown(principals_are_independent, setup, teardown),
         cmocka_unit_test_setup_teardown(open_errors, setup, teardown),
+        PUSH_CASES,
     };
 
     if (argc > 1)

@@ -9,29 +9,12 @@
 #       recovery, dropped connections, concurrent first opens, check() on
 #       damaged data (tests/storepg/backend.c)
 # Ports are derived from the build directory so that two build trees (e.g.
-# build and build-asan, or several developers' trees) can test at once.
-set(_once_pg_built OFF)
-set(_once_redis_built OFF)
-if(ONCE_WITH_PG AND ONCE_PG_SOURCES)
-  set(_once_pg_built ON)
-endif()
-if(ONCE_WITH_REDIS AND ONCE_REDIS_SOURCES)
-  set(_once_redis_built ON)
-endif()
+# build and build-asan, or several developers' trees) can test at once
+# (services.cmake, shared with tests/replicas which requires the fixture too).
+include(${CMAKE_CURRENT_LIST_DIR}/services.cmake)
 if(NOT _once_pg_built AND NOT _once_redis_built)
   return()
 endif()
-
-string(MD5 _once_svc_hash "${CMAKE_BINARY_DIR}")
-string(SUBSTRING "${_once_svc_hash}" 0 4 _once_svc_hex)
-math(EXPR _once_svc_off "0x${_once_svc_hex} % 200")
-math(EXPR _once_pg_port "54329 + ${_once_svc_off}")
-math(EXPR _once_redis_port "63799 + ${_once_svc_off}")
-set(ONCE_TEST_PG_PORT ${_once_pg_port} CACHE STRING "PostgreSQL port for the store tests")
-set(ONCE_TEST_REDIS_PORT ${_once_redis_port} CACHE STRING "Redis port for the store tests")
-set(_once_svc_env "ONCE_PG_PORT=${ONCE_TEST_PG_PORT};ONCE_REDIS_PORT=${ONCE_TEST_REDIS_PORT}")
-set(_once_pg_url "postgres://postgres@127.0.0.1:${ONCE_TEST_PG_PORT}/once")
-set(_once_redis_url "redis://127.0.0.1:${ONCE_TEST_REDIS_PORT}/0")
 
 add_test(NAME storepg/services/start
          COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-services.sh start)

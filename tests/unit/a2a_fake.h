@@ -127,7 +127,8 @@ static once_a2a *fake_codec(fake *f, int test_admin, once_offset_clock *clock)
 static json_t *fake_call(once_a2a *a, const char *version, const char *extensions,
                          const char *body, once_a2a_response *resp)
 {
-    once_a2a_request req = {"alice", version, extensions, body, strlen(body)};
+    once_a2a_request req = {.principal = "alice", .version = version, .extensions = extensions,
+                            .body = body, .len = strlen(body)};
     if (once_a2a_handle(a, &req, resp) != ONCE_OK)
         return NULL;
     return json_loadb(resp->body, resp->len, 0, NULL);

@@ -1,0 +1,595 @@
+/*
+ * h_stream.c -- SendStreamingMessage and SubscribeToTask (A2A 1.0 over SSE),
+ * and the event cursor (once_a2a_stream) the HTTP layer drives.
+ *
+ * What a stream carries (DESIGN.md section 6; docs/wire.md "Streaming"):
+ *   - every frame is "id: <generation>" plus one data line holding a whole
+ *     JSON-RPC response whose result is a StreamResponse; the generation is
+ *     the task's, so ids are consecutive and Last-Event-ID resumes exactly
+ *     after the last frame the client saw: no gap, no duplicate;
+ *   - a fresh stream starts with a Task snapshot at the task's current
+ *     generation G (the send's own write, or the task as SubscribeToTask
+ *     found it), then the stored events G+1, G+2, ...;
+ *   - a replayed send (same messageId and content) replays the stored events
+ *     from generation 1, or after Last-Event-ID; nothing is re-executed;
+ *   - the stream ends after the first terminal or interrupted status (or a
+ *     direct Message) whose generation is at least the one the task had
+ *     when the stream opened: earlier turns' input-required events replayed
+ *     from the start do not end it.
+ * Errors found before the stream opens are ordinary JSON-RPC error
+ * responses. SendStreamingMessage validates and decides exactly like
+ * SendMessage (it runs that handler with returnImmediately forced on).
+ *
+ * Invariants: a cursor keeps no events, only the last generation it
+ * produced, so memory per stream is what the HTTP layer chooses to buffer;
+ * a cursor holds one unit of the server's stream slots from the call that
+ * opens it until it is freed; reads never write (a replay costs reads only).
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a2a/a2a_int.h"
+
+/* Owned by the HTTP layer's producer once the call returns; used by one
+ * thread at a time, so no lock. `b` and `slots` are borrowed (the codec and
+ * the server outlive their streams). */
+struct once_a2a_stream {
+    const once_a2a_backend *b;
+    once_a2a_stream_slots *slots;   /* the unit taken; NULL = none */
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+    char *idtext;                   /* the JSON-RPC id as JSON text */
+    char *prefix;                   /* {"jsonrpc":"2.0","id":<id>,"result": */
+    size_t prefix_len;
+    char *first;                    /* payload produced before any stored event */
+    int64_t first_gen;              /* its generation; < 0: a frame without id */
+    int64_t after;                  /* last generation produced */
+    int64_t floor;                  /* ends at a settled event >= this */
+    int done;
+};
+
+/* --- slots ------------------------------------------------------------------ */
+
+static int slot_take(once_a2a_stream_slots *s)
+{
+    if (s == NULL)
+        return 1;
+    long used = __atomic_add_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
+    if (s->max <= 0 || used <= s->max)
+        return 1;
+    __atomic_sub_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+
+static void slot_give(once_a2a_stream_slots *s)
+{
+    if (s != NULL)
+        __atomic_sub_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
+}
+
+/* --- frames ----------------------------------------------------------------- */
+
+/* A growable text; `fail` sticks after the first allocation failure. */
+typedef struct text {
+    char *p;
+    size_t len, cap;
+    int fail;
+} text;
+
+static void put(text *t, const char *s, size_t n)
+{
+    if (t->fail)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 1024;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *np = once_realloc(t->p, cap);
+        if (np == NULL) {
+            t->fail = 1;
+            return;
+        }
+        t->p = np;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+}
+
+/* Make room for n more bytes at once (frames are sized before they are
+ * written, so a batch costs one allocation of its exact size). */
+static void reserve(text *t, size_t n)
+{
+    if (t->fail || n == 0 || t->len + n + 1 <= t->cap)
+        return;
+    char *np = once_realloc(t->p, t->len + n + 1);
+    if (np == NULL) {
+        t->fail = 1;
+        return;
+    }
+    t->p = np;
+    t->cap = t->len + n + 1;
+}
+
+/* The size of one frame around a payload of n bytes (see frame()). */
+static size_t frame_size(const once_a2a_stream *s, size_t n)
+{
+    return 32 + 6 + s->prefix_len + n + 3;   /* "id: <int64>\n" "data: " ... "}\n\n" */
+}
+
+static void puts_(text *t, const char *s)
+{
+    put(t, s, strlen(s));
+}
+
+/* One SSE frame; gen < 0 omits the id line. A stored payload is compact
+ * JSON (no raw line breaks), so it fits one data line as it is. */
+static void frame(text *t, const once_a2a_stream *s, int64_t gen, const char *payload)
+{
+    char id[40];
+    if (gen >= 0) {
+        snprintf(id, sizeof id, "id: %" PRId64 "\n", gen);
+        puts_(t, id);
+    }
+    puts_(t, "data: ");
+    put(t, s->prefix, s->prefix_len);
+    puts_(t, payload);
+    puts_(t, "}\n\n");
+}
+
+/* 1 if the StreamResponse ends a stream: a Message, or a Task / status
+ * update whose state is terminal or interrupted. A payload is one object
+ * with one member, so its kind is its first key: artifact updates (the
+ * large ones) and Messages are told apart without parsing them. */
+static int settles(const char *payload)
+{
+    if (strncmp(payload, "{\"artifactUpdate\":", 18) == 0)
+        return 0;
+    if (strncmp(payload, "{\"message\":", 11) == 0)
+        return 1;
+    json_t *ev = json_loads(payload, 0, NULL);
+    if (ev == NULL)
+        return 0;
+    int end = 0;
+    if (json_object_get(ev, "message") != NULL) {
+        end = 1;
+    } else {
+        json_t *body = json_object_get(ev, "task");
+        if (body == NULL)
+            body = json_object_get(ev, "statusUpdate");
+        const char *st =
+            json_string_value(json_object_get(json_object_get(body, "status"), "state"));
+        once_state state = st ? once_state_parse(st) : ONCE_STATE_UNKNOWN;
+        end = once_state_terminal(state) || once_state_interrupted(state);
+    }
+    json_decref(ev);
+    return end;
+}
+
+/* Produce one event; marks the stream done when it ends it. */
+static void emit(text *t, once_a2a_stream *s, int64_t gen, const char *payload)
+{
+    frame(t, s, gen, payload);
+    if (gen >= 0)
+        s->after = gen;
+    if (gen < 0 || (gen >= s->floor && settles(payload)))
+        s->done = 1;
+}
+
+int once_a2a_stream_read(once_a2a_stream *s, size_t max, char **out, size_t *len, int *done)
+{
+    *out = NULL;
+    *len = 0;
+    *done = s->done;
+    if (s->done)
+        return ONCE_OK;
+    text t = {0};
+    if (s->first != NULL) {
+        reserve(&t, frame_size(s, strlen(s->first)));
+        emit(&t, s, s->first_gen, s->first);
+        once_free(s->first);
+        s->first = NULL;
+        if (max > 1)
+            max--;
+    }
+    int rc = ONCE_OK;
+    if (!s->done) {
+        once_event_list l;
+        rc = s->b->events(s->b->ctx, s->principal, s->task_id, s->after, max ? max : 1, &l);
+        size_t need = 0;
+        for (size_t i = 0; rc == ONCE_OK && i < l.n; i++)
+            need += frame_size(s, l.v[i].payload ? strlen(l.v[i].payload) : 0);
+        reserve(&t, need);
+        for (size_t i = 0; rc == ONCE_OK && i < l.n && !s->done; i++) {
+            /* The store numbers events without gaps; anything else would
+             * break the resume guarantee, so the stream stops instead. */
+            if (l.v[i].generation != s->after + 1 || l.v[i].payload == NULL)
+                rc = ONCE_ECORRUPT;
+            else
+                emit(&t, s, l.v[i].generation, l.v[i].payload);
+        }
+        once_event_list_clear(&l);
+    }
+    if (t.fail) {
+        once_free(t.p);
+        return ONCE_ENOMEM;
+    }
+    /* Frames already produced are handed over even when a later read
+     * failed: the position moved past them. */
+    if (t.len == 0) {
+        once_free(t.p);
+        t.p = NULL;
+    }
+    *out = t.p;
+    *len = t.len;
+    *done = s->done;
+    return t.len > 0 ? ONCE_OK : rc;
+}
+
+int once_a2a_stream_wait(once_a2a_stream *s, int64_t timeout_ms)
+{
+    if (s->done || s->first != NULL)
+        return ONCE_OK;
+    return s->b->wait(s->b->ctx, s->principal, s->task_id, s->after, timeout_ms);
+}
+
+int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len)
+{
+    int retryable = rc == ONCE_ESTORE || rc == ONCE_EBUSY;
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "The stream ended early (%s); resume with Last-Event-ID or read the task with "
+             "GetTask",
+             once_strerror(rc));
+    json_t *err = json_pack("{s:i, s:s, s:o}", "code", ONCE_RPC_INTERNAL, "message", msg,
+                            "data",
+                            once__a2a_error_info(retryable ? "STORE_UNAVAILABLE" : "INTERNAL",
+                                                 NULL));
+    char *body = NULL;
+    size_t blen = 0;
+    int wrc = err != NULL ? once__a2a_json_dump(err, &body, &blen) : ONCE_ENOMEM;
+    json_decref(err);
+    *out = NULL;
+    *len = 0;
+    if (wrc != ONCE_OK)
+        return wrc;
+    text t = {0};
+    puts_(&t, "data: {\"jsonrpc\":\"2.0\",\"id\":");
+    puts_(&t, s->idtext);
+    puts_(&t, ",\"error\":");
+    put(&t, body, blen);
+    puts_(&t, "}\n\n");
+    once_free(body);
+    if (t.fail) {
+        once_free(t.p);
+        return ONCE_ENOMEM;
+    }
+    s->done = 1;
+    *out = t.p;
+    *len = t.len;
+    return ONCE_OK;
+}
+
+int64_t once_a2a_stream_position(const once_a2a_stream *s)
+{
+    return s->after;
+}
+
+void once_a2a_stream_free(once_a2a_stream *s)
+{
+    if (s == NULL)
+        return;
+    slot_give(s->slots);
+    once_free(s->idtext);
+    once_free(s->prefix);
+    once_free(s->first);
+    once_free(s);
+}
+
+/* --- opening a stream --------------------------------------------------------- */
+
+/* Compact JSON text of v (once_malloc'd), NULL on ENOMEM. */
+static char *dump(const json_t *v)
+{
+    char *out = NULL;
+    size_t len;
+    return once__a2a_json_dump(v, &out, &len) == ONCE_OK ? out : NULL;
+}
+
+/* A cursor for the call. It takes no slot: the handler hands the one it
+ * holds over (s->slots) only when the stream really opens. */
+static once_a2a_stream *stream_new(a2a_call *c, const char *task_id)
+{
+    once_a2a_stream *s = once_calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->b = once__a2a_backend(c->a);
+    snprintf(s->principal, sizeof s->principal, "%s", c->req->principal);
+    snprintf(s->task_id, sizeof s->task_id, "%s", task_id ? task_id : "");
+    s->first_gen = -1;
+    s->idtext = dump(c->id ? c->id : json_null());
+    text t = {0};
+    if (s->idtext == NULL)
+        t.fail = 1;
+    puts_(&t, "{\"jsonrpc\":\"2.0\",\"id\":");
+    puts_(&t, s->idtext ? s->idtext : "");
+    puts_(&t, ",\"result\":");
+    if (t.fail) {
+        once_free(t.p);
+        once_a2a_stream_free(s);
+        return NULL;
+    }
+    s->prefix = t.p;
+    s->prefix_len = t.len;
+    return s;
+}
+
+/* Last-Event-ID: absent (*has = 0) or a generation (decimal, >= 0). */
+static int last_event_id(a2a_call *c, int *has, int64_t *gen)
+{
+    *has = 0;
+    *gen = 0;
+    const char *v = c->req->last_event_id;
+    if (v == NULL)
+        return ONCE_OK;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    char *end = NULL;
+    long long n = (*v >= '0' && *v <= '9') ? strtoll(v, &end, 10) : -1;
+    while (end != NULL && (*end == ' ' || *end == '\t'))
+        end++;
+    if (n < 0 || end == NULL || *end != '\0' || n == LLONG_MAX) {
+        a2a_verr e;
+        once__a2a_verr(&e, "Last-Event-ID",
+                   "Last-Event-ID must be the id of an event this server sent (a generation)");
+        return once__a2a_fail_params(c, &e);
+    }
+    *has = 1;
+    *gen = (int64_t)n;
+    return ONCE_OK;
+}
+
+static int too_many(a2a_call *c)
+{
+    once_a2a_stream_slots *s = c->req->slots;
+    once__a2a_fail(c, ONCE_RPC_INTERNAL, "TOO_MANY_STREAMS",
+               "The server already serves its maximum of %ld streams; retry later or poll "
+               "with GetTask",
+               s ? s->max : 0L);
+    c->http_status = 503;
+    c->retry_after = 1;
+    return ONCE_EINVAL;
+}
+
+static int ahead(a2a_call *c, const char *task_id, int64_t gen)
+{
+    a2a_verr e;
+    once__a2a_verr(&e, "Last-Event-ID",
+               "Last-Event-ID is past the last event of task %s (generation %" PRId64 ")",
+               task_id, gen);
+    return once__a2a_fail_params(c, &e);
+}
+
+static int terminal(a2a_call *c, const char *task_id, const char *state)
+{
+    once__a2a_fail(c, ONCE_RPC_UNSUPPORTED_OPERATION, "TASK_TERMINAL",
+               "Task %s is %s (terminal): there is nothing to subscribe to; GetTask returns "
+               "its final state",
+               task_id, state);
+    once__a2a_meta(c, "taskId", task_id);
+    once__a2a_meta(c, "state", state);
+    return ONCE_EINVAL;
+}
+
+static int can_stream(const once_a2a_backend *b)
+{
+    return b->events != NULL && b->head != NULL && b->wait != NULL;
+}
+
+/* The Task's generation and state. */
+static void task_head(const json_t *task, int64_t *gen, once_state *state)
+{
+    json_t *g = json_object_get(task, "generation");
+    *gen = json_is_integer(g) ? (int64_t)json_integer_value(g) : 0;
+    const char *st =
+        json_string_value(json_object_get(json_object_get(task, "status"), "state"));
+    *state = st ? once_state_parse(st) : ONCE_STATE_UNKNOWN;
+}
+
+/* A copy of params whose configuration says returnImmediately: the stream,
+ * not the call, waits for the task. A malformed configuration is left as
+ * it is for SendMessage's validation to refuse. */
+static json_t *immediate_params(const json_t *params)
+{
+    json_t *p = json_copy((json_t *)params);
+    if (p == NULL)
+        return NULL;
+    json_t *cfg = json_object_get(p, "configuration");
+    json_t *ncfg = NULL;
+    if (cfg == NULL || json_is_null(cfg))
+        ncfg = json_object();
+    else if (json_is_object(cfg) &&
+             (json_object_get(cfg, "returnImmediately") == NULL ||
+              json_is_boolean(json_object_get(cfg, "returnImmediately"))))
+        ncfg = json_copy(cfg);
+    else
+        return p;
+    if (ncfg == NULL || json_object_set_new(ncfg, "returnImmediately", json_true()) != 0 ||
+        json_object_set_new(p, "configuration", ncfg) != 0) {
+        json_decref(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Fill the cursor for a send's result (c->result, already validated). */
+static int open_send(a2a_call *c, once_a2a_stream **out, int has_resume, int64_t resume)
+{
+    json_t *task = json_object_get(c->result, "task");
+    json_t *msg = json_object_get(c->result, "message");
+    const char *task_id = json_string_value(json_object_get(task, "id"));
+    *out = NULL;
+    if (task == NULL && msg == NULL)
+        return once__a2a_fail(c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (no result)");
+
+    once_a2a_stream *s = stream_new(c, task_id);
+    if (s == NULL)
+        return ONCE_ENOMEM;
+    int rc = ONCE_OK;
+    if (task == NULL) {
+        /* A direct Message: exactly one Message, then the stream closes. */
+        s->first = dump(c->result);
+        s->first_gen = -1;
+        rc = s->first ? ONCE_OK : ONCE_ENOMEM;
+    } else {
+        int64_t gen;
+        once_state state;
+        task_head(task, &gen, &state);
+        s->floor = gen;
+        if (!c->replayed) {
+            /* This call wrote generation gen: start with that Task. */
+            s->first = dump(c->result);
+            s->first_gen = gen;
+            s->after = gen;
+            rc = s->first ? ONCE_OK : ONCE_ENOMEM;
+        } else if (has_resume && resume > gen) {
+            once_a2a_stream_free(s);
+            return ahead(c, task_id, gen);
+        } else {
+            /* A replay: the stored events, from the start or the resume point. */
+            s->after = has_resume ? resume : 0;
+            s->done = s->after >= gen &&
+                      (once_state_terminal(state) || once_state_interrupted(state));
+        }
+    }
+    if (rc != ONCE_OK) {
+        once_a2a_stream_free(s);
+        return rc;
+    }
+    *out = s;
+    return ONCE_OK;
+}
+
+int once__a2a_h_send_streaming(a2a_call *c)
+{
+    const once_a2a_backend *b = once__a2a_backend(c->a);
+    if (!can_stream(b))
+        return once__a2a_h_streaming(c);
+    int has_resume;
+    int64_t resume;
+    if (last_event_id(c, &has_resume, &resume) != ONCE_OK)
+        return ONCE_EINVAL;
+    if (!slot_take(c->req->slots))
+        return too_many(c);
+
+    json_t *params = immediate_params(c->params);
+    if (params == NULL) {
+        slot_give(c->req->slots);
+        return ONCE_ENOMEM;
+    }
+    json_t *saved = c->params;
+    c->params = params;
+    int rc = once__a2a_h_send(c);
+    c->params = saved;
+    json_decref(params);
+    if (rc == ONCE_OK)
+        rc = open_send(c, &c->stream, has_resume, resume);
+    if (rc != ONCE_OK) {
+        slot_give(c->req->slots);
+        return rc;
+    }
+    c->stream->slots = c->req->slots;
+    return ONCE_OK;
+}
+
+int once__a2a_h_subscribe(a2a_call *c)
+{
+    const once_a2a_backend *b = once__a2a_backend(c->a);
+    if (!can_stream(b))
+        return once__a2a_h_streaming(c);
+    a2a_verr e;
+    const json_t *idv = json_object_get(c->params, "id");
+    if (idv == NULL) {
+        once__a2a_verr(&e, "id", "id is required");
+        return once__a2a_fail_params(c, &e);
+    }
+    if (once__a2a_check_id(idv, "id", &e) != ONCE_OK)
+        return once__a2a_fail_params(c, &e);
+    const json_t *tenant = json_object_get(c->params, "tenant");
+    if (tenant != NULL && !json_is_string(tenant)) {
+        once__a2a_verr(&e, "tenant", "tenant must be a string");
+        return once__a2a_fail_params(c, &e);
+    }
+    const char *id = json_string_value(idv);
+    int has_resume;
+    int64_t resume;
+    if (last_event_id(c, &has_resume, &resume) != ONCE_OK)
+        return ONCE_EINVAL;
+    if (!slot_take(c->req->slots))
+        return too_many(c);
+
+    const char *principal = c->req->principal;
+    json_t *task = NULL;
+    int64_t expired_at = 0, gen = 0;
+    once_state state = ONCE_STATE_UNKNOWN;
+    int rc;
+    if (has_resume) {
+        /* A resume needs no snapshot: the generation and state will do,
+         * read without building the task's JSON. */
+        rc = b->head(b->ctx, principal, id, &gen, &state);
+        if (rc == ONCE_ETOMBSTONE)   /* ask again, for expiredAt */
+            rc = b->get(b->ctx, principal, id, 0, &task, &expired_at);
+        if (rc == ONCE_OK && task != NULL)
+            rc = ONCE_ERROR;
+    } else {
+        rc = b->get(b->ctx, principal, id, -1, &task, &expired_at);
+        if (rc == ONCE_OK && task == NULL)
+            rc = ONCE_ERROR;
+        if (rc == ONCE_OK)
+            task_head(task, &gen, &state);
+    }
+    if (rc != ONCE_OK) {
+        json_decref(task);
+        slot_give(c->req->slots);
+        if (rc == ONCE_ENOTFOUND)
+            return once__a2a_fail_not_found(c, id);
+        if (rc == ONCE_ETOMBSTONE)
+            return once__a2a_fail_expired(c, id, expired_at);
+        return once__a2a_fail_engine(c, rc);
+    }
+    once_a2a_stream *s = NULL;
+    if (has_resume && resume > gen)
+        rc = ahead(c, id, gen);
+    else if (once_state_terminal(state) && (!has_resume || resume >= gen))
+        rc = terminal(c, id, once_state_name(state));   /* A2A 1.0: -32004 */
+    if (rc == ONCE_OK && (s = stream_new(c, id)) == NULL)
+        rc = ONCE_ENOMEM;
+    if (rc == ONCE_OK) {
+        s->floor = gen;
+        if (!has_resume) {
+            json_t *ev = json_pack("{s:O}", "task", task);
+            s->first = ev != NULL ? dump(ev) : NULL;
+            json_decref(ev);
+            s->first_gen = gen;
+            s->after = gen;
+            if (s->first == NULL)
+                rc = ONCE_ENOMEM;
+        } else {
+            s->after = resume;
+            s->done = resume >= gen && once_state_interrupted(state);
+        }
+    }
+    json_decref(task);
+    if (rc != ONCE_OK) {
+        once_a2a_stream_free(s);
+        slot_give(c->req->slots);
+        return rc;
+    }
+    s->slots = c->req->slots;
+    c->stream = s;
+    return ONCE_OK;
+}

@@ -1,0 +1,486 @@
+/*
+ * webhook.c -- the receiving end of push notifications (include/once/
+ * webhook.h): verify a delivery, record it durably in a SQLite
+ * processed-set, hand events to the application once, in generation order
+ * per task.
+ *
+ * The processed-set is two tables:
+ *   wh_tasks(task_id, next)   the next generation to hand over; every
+ *                             generation below it was handled (or skipped)
+ *   wh_events(task_id, generation, ...)   recorded, not yet handled
+ * A delivery is a duplicate when its generation is below next or already in
+ * wh_events. Recording is one IMMEDIATE transaction at synchronous=FULL
+ * that commits before the 2xx is answered, so a 2xx always means "this
+ * event will reach the handler even if the receiver dies now". Handling
+ * deletes the row and advances next in one transaction after the handler
+ * returned. An event above next waits in wh_events until next reaches it.
+ *
+ * Locking: dbmu guards the connection (every statement); drainmu makes
+ * drains run one at a time, so the handler is never called concurrently
+ * and per task order holds. The handler runs without dbmu, so deliveries
+ * keep being recorded while it works.
+ */
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "once/webhook.h"
+
+struct once_webhook {
+    char **secrets;
+    size_t nsecrets;
+    int64_t tolerance_s;
+    char *token;
+    once_webhook_handler handler;
+    void *arg;
+    const once_clock *clock;
+
+    pthread_mutex_t dbmu;
+    sqlite3 *db;
+    pthread_mutex_t drainmu;
+    int64_t seq; /* arrival order of recorded events; under dbmu */
+
+    once_webhook_stats stats; /* __atomic; pending is computed on demand */
+};
+
+#define STAT(w, f) __atomic_fetch_add(&(w)->stats.f, 1, __ATOMIC_RELAXED)
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=FULL;"
+    "CREATE TABLE IF NOT EXISTS wh_tasks(task_id TEXT NOT NULL PRIMARY KEY,"
+    " next INTEGER NOT NULL) STRICT;"
+    "CREATE TABLE IF NOT EXISTS wh_events(task_id TEXT NOT NULL, generation INTEGER NOT NULL,"
+    " webhook_id TEXT NOT NULL, body TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " PRIMARY KEY(task_id, generation)) STRICT, WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS wh_events_seq ON wh_events(seq);";
+
+static void free_strings(char **v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++)
+        once_free(v[i]);
+    once_free(v);
+}
+
+void once_webhook_close(once_webhook *w)
+{
+    if (w == NULL)
+        return;
+    sqlite3_close_v2(w->db);
+    free_strings(w->secrets, w->nsecrets);
+    once_free(w->token);
+    pthread_mutex_destroy(&w->dbmu);
+    pthread_mutex_destroy(&w->drainmu);
+    once_free(w);
+}
+
+/* One statement with text/int binds, stepped to completion: ONCE_OK, or
+ * ONCE_EIO with the db message in errmsg of the caller's choosing. */
+static int exec_sql(sqlite3 *db, const char *sql)
+{
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? ONCE_OK : ONCE_EIO;
+}
+
+int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *err, size_t errlen)
+{
+    char dummy[1];
+    if (err == NULL) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    if (errlen)
+        err[0] = '\0';
+    if (out == NULL || o == NULL || o->state_path == NULL || o->state_path[0] == '\0') {
+        snprintf(err, errlen, "a state file (the processed-set) is required");
+        return ONCE_EINVAL;
+    }
+    *out = NULL;
+    if (o->nsecrets == 0 || o->secrets == NULL) {
+        snprintf(err, errlen, "at least one signing secret is required");
+        return ONCE_EINVAL;
+    }
+    for (size_t i = 0; i < o->nsecrets; i++) {
+        uint8_t key[ONCE_WEBHOOK_KEY_MAX];
+        size_t klen;
+        if (once_webhook_key(o->secrets[i], key, &klen) != ONCE_OK) {
+            snprintf(err, errlen, "secret %zu is not usable (empty, bad whsec_ base64, or long)",
+                     i + 1);
+            return ONCE_EINVAL;
+        }
+    }
+    once_webhook *w = once_calloc(1, sizeof *w);
+    if (w == NULL)
+        return ONCE_ENOMEM;
+    pthread_mutex_init(&w->dbmu, NULL);
+    pthread_mutex_init(&w->drainmu, NULL);
+    w->tolerance_s = o->tolerance_s > 0 ? o->tolerance_s : ONCE_WEBHOOK_TOLERANCE_S;
+    w->handler = o->handler;
+    w->arg = o->arg;
+    w->clock = o->clock != NULL ? o->clock : once_clock_system();
+    w->secrets = once_calloc(o->nsecrets, sizeof *w->secrets);
+    int rc = w->secrets != NULL ? ONCE_OK : ONCE_ENOMEM;
+    for (size_t i = 0; rc == ONCE_OK && i < o->nsecrets; i++) {
+        if ((w->secrets[i] = once_strdup(o->secrets[i])) == NULL)
+            rc = ONCE_ENOMEM;
+        w->nsecrets = i + 1;
+    }
+    if (rc == ONCE_OK && o->token != NULL && (w->token = once_strdup(o->token)) == NULL)
+        rc = ONCE_ENOMEM;
+    if (rc != ONCE_OK) {
+        once_webhook_close(w);
+        return rc;
+    }
+    int src =
+        sqlite3_open_v2(o->state_path, &w->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (src == SQLITE_OK)
+        src = sqlite3_busy_timeout(w->db, 5000);
+    if (src != SQLITE_OK || exec_sql(w->db, schema) != ONCE_OK) {
+        snprintf(err, errlen, "cannot open the processed-set %s: %s", o->state_path,
+                 w->db ? sqlite3_errmsg(w->db) : "out of memory");
+        once_webhook_close(w);
+        return ONCE_EIO;
+    }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(w->db, "SELECT coalesce(max(seq), 0) FROM wh_events", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        w->seq = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    *out = w;
+    return ONCE_OK;
+}
+
+/* "<task_id>.<generation>" -> its parts. */
+static int parse_id(const char *id, char task[ONCE_ID_MAX + 1], int64_t *gen)
+{
+    const char *dot = id ? strrchr(id, '.') : NULL;
+    if (dot == NULL || dot == id || (size_t)(dot - id) > ONCE_ID_MAX || dot[1] == '\0')
+        return ONCE_EINVAL;
+    int64_t g = 0;
+    for (const char *p = dot + 1; *p; p++) {
+        if (*p < '0' || *p > '9' || g > INT64_MAX / 10 - 10)
+            return ONCE_EINVAL;
+        g = g * 10 + (*p - '0');
+    }
+    memcpy(task, id, (size_t)(dot - id));
+    task[dot - id] = '\0';
+    return g >= 1 && once_id_valid(task) ? (*gen = g, ONCE_OK) : ONCE_EINVAL;
+}
+
+static int parse_since(const char *s, int64_t *out)
+{
+    *out = 0;
+    if (s == NULL)
+        return ONCE_OK;
+    if (s[0] == '\0' || strlen(s) > 18)
+        return ONCE_EINVAL;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return ONCE_EINVAL;
+        *out = *out * 10 + (*p - '0');
+    }
+    return ONCE_OK;
+}
+
+/* A refusal: count it, say why, and which status answers it. */
+static int reject(once_webhook *w, int rc, int *status, char *why, size_t whylen, const char *msg)
+{
+    STAT(w, rejected);
+    *status = rc == ONCE_EPARSE ? 400 : 401;
+    if (why != NULL && whylen)
+        snprintf(why, whylen, "%s", msg);
+    return rc;
+}
+
+/* A prepared statement, bound ?1 text, ?2..?4 int64 / text as given. */
+static sqlite3_stmt *prep(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+/* Step st to completion and finalize it; ONCE_OK or ONCE_EIO. */
+static int run(sqlite3_stmt *st)
+{
+    if (st == NULL)
+        return ONCE_EIO;
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? ONCE_OK : ONCE_EIO;
+}
+
+/* Under dbmu, inside a transaction: the task's next, creating the row
+ * at since + 1; a since past next moves next up (the sender restarted the
+ * subscription there: generations up to since will never come). */
+static int task_next(once_webhook *w, const char *task, int64_t since, int64_t *next)
+{
+    sqlite3_stmt *st = prep(w->db, "SELECT next FROM wh_tasks WHERE task_id=?1");
+    if (st == NULL)
+        return ONCE_EIO;
+    sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
+    int src = sqlite3_step(st);
+    int64_t n = src == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return ONCE_EIO;
+    if (src == SQLITE_ROW && since + 1 <= n) {
+        *next = n;
+        return ONCE_OK;
+    }
+    st = prep(w->db, "INSERT INTO wh_tasks(task_id, next) VALUES(?1, ?2) "
+                     "ON CONFLICT(task_id) DO UPDATE SET next=excluded.next");
+    if (st != NULL) {
+        sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, since + 1);
+    }
+    int rc = run(st);
+    if (rc == ONCE_OK && src == SQLITE_ROW) {
+        st = prep(w->db, "DELETE FROM wh_events WHERE task_id=?1 AND generation<?2");
+        if (st != NULL) {
+            sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, since + 1);
+        }
+        rc = run(st);
+    }
+    *next = since + 1;
+    return rc;
+}
+
+/* Record one verified event. 1 recorded, 0 duplicate, or ONCE_EIO. */
+static int record(once_webhook *w, const char *task, int64_t gen, int64_t since,
+                  const once_webhook_request *req)
+{
+    pthread_mutex_lock(&w->dbmu);
+    int rc = exec_sql(w->db, "BEGIN IMMEDIATE");
+    int64_t next = 0;
+    int fresh = 0;
+    if (rc == ONCE_OK)
+        rc = task_next(w, task, since, &next);
+    if (rc == ONCE_OK && gen >= next) {
+        sqlite3_stmt *st = prep(w->db, "INSERT INTO wh_events(task_id, generation, webhook_id,"
+                                       " body, seq) VALUES(?1,?2,?3,?4,?5) ON CONFLICT DO "
+                                       "NOTHING");
+        if (st != NULL) {
+            sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, gen);
+            sqlite3_bind_text(st, 3, req->id, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 4, req->body, (int)req->len, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 5, w->seq + 1);
+        }
+        rc = run(st);
+        fresh = rc == ONCE_OK && sqlite3_changes(w->db) == 1;
+    }
+    if (rc == ONCE_OK)
+        rc = exec_sql(w->db, "COMMIT");
+    if (rc != ONCE_OK)
+        (void)exec_sql(w->db, "ROLLBACK");
+    else if (fresh)
+        w->seq++;
+    pthread_mutex_unlock(&w->dbmu);
+    return rc != ONCE_OK ? ONCE_EIO : fresh;
+}
+
+int once_webhook_receive(once_webhook *w, const once_webhook_request *req, int *status,
+                         int *duplicate, char *why, size_t whylen)
+{
+    int ignored_status, ignored_dup;
+    if (status == NULL)
+        status = &ignored_status;
+    if (duplicate == NULL)
+        duplicate = &ignored_dup;
+    *status = 500;
+    *duplicate = 0;
+    if (why != NULL && whylen)
+        why[0] = '\0';
+    if (w == NULL || req == NULL)
+        return ONCE_EINVAL;
+    int64_t now_s = once_now(w->clock) / 1000;
+    int v =
+        once_webhook_verify((const char *const *)w->secrets, w->nsecrets, req->id, req->timestamp,
+                            req->signature, req->body, req->len, now_s, w->tolerance_s);
+    if (v == ONCE_EPARSE)
+        return reject(w, ONCE_EPARSE, status, why, whylen,
+                      "webhook-id, webhook-timestamp or webhook-signature missing or malformed");
+    if (v == ONCE_ERANGE)
+        return reject(w, ONCE_ERANGE, status, why, whylen,
+                      "webhook-timestamp outside the tolerance");
+    if (v != ONCE_OK)
+        return reject(w, ONCE_EINVAL, status, why, whylen, "no webhook-signature matches");
+    if (w->token != NULL && (req->token == NULL || strlen(req->token) != strlen(w->token) ||
+                             !once_ct_equal(req->token, w->token, strlen(w->token))))
+        return reject(w, ONCE_EINVAL, status, why, whylen,
+                      "X-A2A-Notification-Token missing or wrong");
+    char task[ONCE_ID_MAX + 1];
+    int64_t gen, since;
+    if (parse_id(req->id, task, &gen) != ONCE_OK)
+        return reject(w, ONCE_EPARSE, status, why, whylen,
+                      "webhook-id is not <task_id>.<generation>");
+    if (parse_since(req->since, &since) != ONCE_OK || since >= gen)
+        return reject(w, ONCE_EPARSE, status, why, whylen,
+                      "once-push-since is not a generation below this one");
+    json_t *body = json_loadb(req->body, req->len, 0, NULL);
+    int is_object = json_is_object(body);
+    json_decref(body);
+    if (!is_object || memchr(req->body, '\0', req->len) != NULL)
+        return reject(w, ONCE_EPARSE, status, why, whylen, "the body is not a JSON object");
+    int r = record(w, task, gen, since, req);
+    if (r < 0) {
+        *status = 503;
+        if (why != NULL && whylen)
+            snprintf(why, whylen, "the processed-set could not be written");
+        return ONCE_EIO;
+    }
+    *duplicate = r == 0;
+    if (r == 0)
+        STAT(w, duplicates);
+    else
+        STAT(w, received);
+    *status = 204;
+    return ONCE_OK;
+}
+
+/* The first deliverable event (arrival order), copied out; 0 if none. */
+typedef struct pending {
+    char task[ONCE_ID_MAX + 1];
+    int64_t gen;
+    char *id;
+    char *body;
+    size_t len;
+} pending;
+
+static int next_pending(once_webhook *w, pending *p)
+{
+    int found = 0;
+    pthread_mutex_lock(&w->dbmu);
+    sqlite3_stmt *st = prep(w->db, "SELECT e.task_id, e.generation, e.webhook_id, e.body "
+                                   "FROM wh_events e JOIN wh_tasks t ON t.task_id=e.task_id "
+                                   "AND e.generation=t.next ORDER BY e.seq LIMIT 1");
+    int rc = st != NULL ? sqlite3_step(st) : SQLITE_ERROR;
+    if (rc == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        snprintf(p->task, sizeof p->task, "%s", t ? t : "");
+        p->gen = sqlite3_column_int64(st, 1);
+        p->id = once_strdup((const char *)sqlite3_column_text(st, 2));
+        p->len = (size_t)sqlite3_column_bytes(st, 3);
+        p->body = once_strndup((const char *)sqlite3_column_text(st, 3), p->len);
+        found = p->id != NULL && p->body != NULL ? 1 : ONCE_ENOMEM;
+    } else if (rc != SQLITE_DONE) {
+        found = ONCE_EIO;
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&w->dbmu);
+    return found;
+}
+
+static int mark_handled(once_webhook *w, const pending *p)
+{
+    pthread_mutex_lock(&w->dbmu);
+    int rc = exec_sql(w->db, "BEGIN IMMEDIATE");
+    sqlite3_stmt *st;
+    if (rc == ONCE_OK) {
+        st = prep(w->db, "DELETE FROM wh_events WHERE task_id=?1 AND generation=?2");
+        if (st != NULL) {
+            sqlite3_bind_text(st, 1, p->task, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, p->gen);
+        }
+        rc = run(st);
+    }
+    if (rc == ONCE_OK) {
+        st = prep(w->db, "UPDATE wh_tasks SET next=?2 + 1 WHERE task_id=?1 AND next=?2");
+        if (st != NULL) {
+            sqlite3_bind_text(st, 1, p->task, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, p->gen);
+        }
+        rc = run(st);
+    }
+    if (rc == ONCE_OK)
+        rc = exec_sql(w->db, "COMMIT");
+    if (rc != ONCE_OK)
+        (void)exec_sql(w->db, "ROLLBACK");
+    pthread_mutex_unlock(&w->dbmu);
+    return rc;
+}
+
+int once_webhook_drain(once_webhook *w, size_t *handled)
+{
+    size_t n = 0;
+    int rc = ONCE_OK;
+    if (handled != NULL)
+        *handled = 0;
+    if (w == NULL)
+        return ONCE_EINVAL;
+    if (w->handler == NULL)
+        return ONCE_OK;
+    pthread_mutex_lock(&w->drainmu);
+    for (;;) {
+        pending p;
+        memset(&p, 0, sizeof p);
+        int f = next_pending(w, &p);
+        if (f <= 0) {
+            rc = f;
+            once_free(p.id);
+            once_free(p.body);
+            break;
+        }
+        once_webhook_event ev = {p.task, p.gen, p.id, p.body, p.len};
+        int hr = w->handler(w->arg, &ev);
+        if (hr == ONCE_OK) {
+            rc = mark_handled(w, &p);
+            if (rc == ONCE_OK) {
+                STAT(w, handled);
+                n++;
+            }
+        }
+        once_free(p.id);
+        once_free(p.body);
+        if (hr != ONCE_OK || rc != ONCE_OK)
+            break; /* offered again on the next drain, still first of its task */
+    }
+    pthread_mutex_unlock(&w->drainmu);
+    if (handled != NULL)
+        *handled = n;
+    return rc;
+}
+
+int once_webhook_skip(once_webhook *w, const char *task_id, int64_t generation)
+{
+    if (w == NULL || !once_id_valid(task_id) || generation < 0)
+        return ONCE_EINVAL;
+    pthread_mutex_lock(&w->dbmu);
+    int64_t next;
+    int rc = exec_sql(w->db, "BEGIN IMMEDIATE");
+    if (rc == ONCE_OK)
+        rc = task_next(w, task_id, generation, &next);
+    if (rc == ONCE_OK)
+        rc = exec_sql(w->db, "COMMIT");
+    if (rc != ONCE_OK)
+        (void)exec_sql(w->db, "ROLLBACK");
+    pthread_mutex_unlock(&w->dbmu);
+    return rc;
+}
+
+int once_webhook_get_stats(once_webhook *w, once_webhook_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (w == NULL)
+        return ONCE_EINVAL;
+    out->received = __atomic_load_n(&w->stats.received, __ATOMIC_RELAXED);
+    out->duplicates = __atomic_load_n(&w->stats.duplicates, __ATOMIC_RELAXED);
+    out->rejected = __atomic_load_n(&w->stats.rejected, __ATOMIC_RELAXED);
+    out->handled = __atomic_load_n(&w->stats.handled, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&w->dbmu);
+    sqlite3_stmt *st = prep(w->db, "SELECT count(*) FROM wh_events");
+    int rc = st != NULL && sqlite3_step(st) == SQLITE_ROW ? ONCE_OK : ONCE_EIO;
+    if (rc == ONCE_OK)
+        out->pending = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&w->dbmu);
+    return rc;
+}

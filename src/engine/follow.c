@@ -1,0 +1,176 @@
+/*
+ * follow.c -- following a task's events (SendStreamingMessage and
+ * SubscribeToTask over SSE): read the events after a generation, and wait
+ * until the task's generation moves past one.
+ *
+ * The wait is woken at once by writes of this process (the waiter list that
+ * blocking sends use, signalled by once__notify) and sees other replicas'
+ * writes by polling the store every FOLLOW_POLL_MS (DESIGN.md section 13).
+ * A poll asks for at most one event after the generation: an index probe
+ * when nothing moved, never a load of the record, whose task JSON may be
+ * large and which a stream does not need (its reads are event reads).
+ *
+ * Invariants: both calls are read-only and scoped by the key (principal,
+ * task_id), so another principal's task looks like a missing one; they
+ * count in e->inflight, so once_engine_free waits for a blocked follower to
+ * leave before it tears the engine down.
+ */
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+#define FOLLOW_POLL_MS 50
+
+/* Count a follow call in e->inflight; ONCE_ECLOSED once the engine stops. */
+static int enter(once_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    int stopping = e->stopping;
+    if (!stopping)
+        e->inflight++;
+    pthread_mutex_unlock(&e->mu);
+    return stopping ? ONCE_ECLOSED : ONCE_OK;
+}
+
+static void leave(once_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->inflight--;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static int key_ok(const char *principal, const char *task_id)
+{
+    return principal != NULL && principal[0] != '\0' &&
+           strlen(principal) <= ONCE_PRINCIPAL_MAX && task_id != NULL;
+}
+
+int once_engine_events_after(once_engine *e, const char *principal, const char *task_id,
+                             int64_t after, size_t max, once_event_list *out)
+{
+    if (out == NULL)
+        return ONCE_EINVAL;
+    memset(out, 0, sizeof *out);
+    if (e == NULL || !key_ok(principal, task_id))
+        return ONCE_EINVAL;
+    if (!once_id_valid(task_id))
+        return ONCE_OK;   /* no stored task can carry that ID: no events */
+    int rc = enter(e);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__store_rc(e, once_store_events(e->store, principal, task_id, after, max, out));
+    leave(e);
+    return rc;
+}
+
+int once_engine_task_head(once_engine *e, const char *principal, const char *task_id,
+                          int64_t *generation, once_state *state)
+{
+    if (generation == NULL || state == NULL)
+        return ONCE_EINVAL;
+    *generation = 0;
+    *state = ONCE_STATE_UNKNOWN;
+    if (e == NULL || !key_ok(principal, task_id))
+        return ONCE_EINVAL;
+    if (!once_id_valid(task_id))
+        return ONCE_ENOTFOUND;
+    int rc = enter(e);
+    if (rc != ONCE_OK)
+        return rc;
+    once_record rec;
+    rc = once__store_rc(e, once_store_load(e->store, principal, task_id, &rec, NULL));
+    if (rc == ONCE_OK) {
+        if (rec.kind != ONCE_KIND_TASK) {
+            rc = ONCE_ENOTFOUND;   /* a direct Message is not a task (as GetTask) */
+        } else {
+            *generation = rec.generation;
+            *state = rec.state;
+        }
+        once_record_clear(&rec);
+    }
+    leave(e);
+    return rc;
+}
+
+/* 1 if an event after gen exists (one index probe), 0 if not, or an error. */
+static int moved(once_engine *e, const char *principal, const char *task_id, int64_t gen)
+{
+    once_event_list l;
+    int rc = once__store_rc(e, once_store_events(e->store, principal, task_id, gen, 1, &l));
+    int n = l.n > 0;
+    once_event_list_clear(&l);
+    return rc == ONCE_OK ? n : rc;
+}
+
+static int wait_counted(once_engine *e, const char *principal, const char *task_id, int64_t gen,
+                        int64_t timeout_ms)
+{
+    int m = moved(e, principal, task_id, gen);
+    if (m != 0)
+        return m > 0 ? ONCE_OK : m;
+    if (timeout_ms <= 0)
+        return ONCE_ETIMEDOUT;
+
+    once__waiter w = {.principal = principal, .task_id = task_id};
+    int rc = once__cond_init(&w.cv);
+    if (rc != ONCE_OK)
+        return rc;
+    pthread_mutex_lock(&e->mu);
+    w.next = e->waiters;
+    e->waiters = &w;
+    pthread_mutex_unlock(&e->mu);
+
+    int64_t deadline = once_monotonic_ms() + timeout_ms;
+    rc = ONCE_ETIMEDOUT;
+    for (;;) {
+        int64_t left = deadline - once_monotonic_ms();
+        if (left <= 0)
+            break;
+        pthread_mutex_lock(&e->mu);
+        if (!w.fired && !e->stopping)
+            once__cond_wait_ms(&w.cv, &e->mu, left < FOLLOW_POLL_MS ? left : FOLLOW_POLL_MS);
+        w.fired = 0;
+        int stopping = e->stopping;
+        pthread_mutex_unlock(&e->mu);
+        if (stopping) {
+            rc = ONCE_ECLOSED;
+            break;
+        }
+        /* Woken by a local write or not, the store says whether it moved:
+         * a notification names the key, not the generation. */
+        m = moved(e, principal, task_id, gen);
+        if (m > 0) {
+            rc = ONCE_OK;
+            break;
+        }
+        /* A store that failed on the last poll before the deadline is
+         * reported as such (retryable), not as a timeout. */
+        rc = m < 0 ? m : ONCE_ETIMEDOUT;
+    }
+
+    pthread_mutex_lock(&e->mu);
+    for (once__waiter **pp = &e->waiters; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == &w) {
+            *pp = w.next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    pthread_cond_destroy(&w.cv);
+    return rc;
+}
+
+int once_engine_wait_generation(once_engine *e, const char *principal, const char *task_id,
+                                int64_t gen, int64_t timeout_ms)
+{
+    if (e == NULL || !key_ok(principal, task_id))
+        return ONCE_EINVAL;
+    if (!once_id_valid(task_id))
+        return ONCE_ETIMEDOUT;   /* no stored task can carry that ID: never moves */
+    int rc = enter(e);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = wait_counted(e, principal, task_id, gen, timeout_ms);
+    leave(e);
+    return rc;
+}

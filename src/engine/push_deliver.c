@@ -1,0 +1,264 @@
+/*
+ * push_deliver.c -- the delivery threads every replica runs (DESIGN.md
+ * section 6): claim a due delivery row with a lease, POST its events from
+ * the outbox in generation order, report each outcome to the store.
+ *
+ *   2xx            delivered; the lease is renewed and the next generation
+ *                  follows at once
+ *   410 Gone       the config is disabled (nothing more is sent to it)
+ *   anything else  (other status, timeout, reset, refused address) a retry
+ *                  after a full-jitter backoff, uniform in
+ *                  [0, min(cap, base * 2^attempts)], or Retry-After when the
+ *                  receiver sent one (capped at 1 h); after max_attempts
+ *                  failures on one event the config is disabled with the
+ *                  last error kept
+ *
+ * At-least-once: an event is acknowledged only after its 2xx, and the
+ * acknowledgement is fenced by the lease, so a replica that stalled past its
+ * lease (or died: kill -9) cannot move the row; another replica claims it
+ * after the lease runs out and sends the unacknowledged event again with
+ * the same webhook-id, which receivers dedup. One lease per (task, config)
+ * row means one sender at a time, so per config the order is the event
+ * order.
+ *
+ * Threads sleep up to poll_ms between claims; a write on this replica
+ * (once__push_kick) wakes them at once, other replicas' writes are found by
+ * the next poll.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/push_int.h"
+
+#define EVENTS_BATCH 16
+
+void once__push_kick(once_engine *e)
+{
+    struct once__push *p = __atomic_load_n(&e->push, __ATOMIC_ACQUIRE);
+    if (p == NULL || !__atomic_load_n(&p->running, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->kicks++;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Sleep up to ms or until kicked since `seen`; returns the kick count. */
+static uint64_t idle(struct once__push *p, once_engine *e, uint64_t seen, int64_t ms)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->kicks == seen && !once__stopping(e))
+        once__cond_wait_ms(&p->cv, &p->mu, ms);
+    seen = p->kicks;
+    pthread_mutex_unlock(&p->mu);
+    return seen;
+}
+
+/* Full jitter: uniform in [0, min(cap, base * 2^attempts)]; Retry-After,
+ * when given, is a floor. */
+static int64_t backoff(once_engine *e, struct once__push *p, int64_t attempts,
+                       int64_t retry_after_ms)
+{
+    int64_t bound = p->opt.backoff_ms;
+    for (int64_t i = 0; i < attempts && bound < p->opt.backoff_cap_ms; i++)
+        bound *= 2;
+    if (bound > p->opt.backoff_cap_ms)
+        bound = p->opt.backoff_cap_ms;
+    uint64_t r = 0;
+    if (once_rng_uniform(e->rng, (uint64_t)bound + 1, &r) != ONCE_OK)
+        r = (uint64_t)bound;
+    int64_t d = (int64_t)r;
+    if (retry_after_ms > d)
+        d = retry_after_ms;
+    return d;
+}
+
+static int ack(once_engine *e, const once_push_claim *c, once_push_outcome o, int64_t gen,
+               int64_t lease_ms, int64_t next_at, const char *error)
+{
+    struct once__push *p = e->push;
+    once_push_ack a = {.principal = c->principal,
+                       .task_id = c->task_id,
+                       .config_id = c->config_id,
+                       .owner = e->replica_id,
+                       .generation = gen,
+                       .outcome = o,
+                       .now = once__now(e),
+                       .lease_ms = lease_ms,
+                       .next_attempt_at = next_at,
+                       .error = error};
+    int rc = once__store_rc(e, once_store_push_ack(e->store, &a));
+    if (rc == ONCE_EFENCED)
+        ONCE__PUSH_STAT(p, fenced);
+    return rc;
+}
+
+/* The stored element of config id in the record, or NULL. A new reference. */
+static json_t *find_config(const once_record *r, const char *id)
+{
+    json_t *a = r->push_json != NULL ? json_loads(r->push_json, 0, NULL) : NULL;
+    size_t i;
+    json_t *el, *found = NULL;
+    json_array_foreach(a, i, el)
+    {
+        const char *eid = json_string_value(json_object_get(el, "id"));
+        if (eid != NULL && strcmp(eid, id) == 0)
+            found = json_incref(el);
+    }
+    json_decref(a);
+    return found;
+}
+
+/* One POST of event ev; the outcome reported. Returns 1 to go on with the
+ * next generation, 0 to stop working on this row. */
+static int attempt(once_engine *e, void *http, const once_push_claim *c, const json_t *cfg,
+                   const once_event *ev, int64_t since, int64_t attempts)
+{
+    struct once__push *p = e->push;
+    const json_t *auth = json_object_get(cfg, "authentication");
+    char wid[ONCE_ID_MAX + 24];
+    snprintf(wid, sizeof wid, "%s.%lld", c->task_id, (long long)ev->generation);
+    once__push_post q = {
+        .url = json_string_value(json_object_get(cfg, "url")),
+        .body = ev->payload,
+        .len = strlen(ev->payload),
+        .webhook_id = wid,
+        .since = since,
+        .token = json_string_value(json_object_get(cfg, "token")),
+        .auth_scheme = json_string_value(json_object_get(auth, "scheme")),
+        .auth_credentials = json_string_value(json_object_get(auth, "credentials")),
+    };
+    once__push_result r;
+    ONCE__PUSH_STAT(p, attempts);
+    if (once__push_http_post(p, http, &q, &r) != ONCE_OK)
+        snprintf(r.error, sizeof r.error, "out of memory before sending");
+    if (r.refused)
+        ONCE__PUSH_STAT(p, refused);
+
+    if (r.status >= 200 && r.status <= 299) {
+        ONCE__PUSH_STAT(p, delivered);
+        return ack(e, c, ONCE_PUSH_DELIVERED, ev->generation, p->lease_ms, 0, NULL) == ONCE_OK;
+    }
+    if (r.status == 410) {
+        ONCE__PUSH_STAT(p, disabled);
+        (void)ack(e, c, ONCE_PUSH_DISABLE, ev->generation, 0, 0,
+                  "HTTP 410 Gone: the receiver asked for no more deliveries");
+        return 0;
+    }
+    if (attempts + 1 >= p->opt.max_attempts) {
+        char why[sizeof r.error + 64];
+        snprintf(why, sizeof why, "gave up after %lld attempts: %s", (long long)(attempts + 1),
+                 r.error);
+        ONCE__PUSH_STAT(p, disabled);
+        (void)ack(e, c, ONCE_PUSH_DISABLE, ev->generation, 0, 0, why);
+        return 0;
+    }
+    ONCE__PUSH_STAT(p, retried);
+    int64_t next = once__now(e) + backoff(e, p, attempts, r.retry_after_ms);
+    (void)ack(e, c, ONCE_PUSH_RETRY, ev->generation, 0, next, r.error);
+    return 0;
+}
+
+/* Work one claimed row: send from c->generation on while 2xx keeps coming
+ * and the lease holds. */
+static void work_row(once_engine *e, void *http, const once_push_claim *c)
+{
+    once_record rec;
+    if (once_store_load(e->store, c->principal, c->task_id, &rec, NULL) != ONCE_OK)
+        return; /* gone: its row went with it; a store error: the lease lapses */
+    json_t *cfg = find_config(&rec, c->config_id);
+    once_record_clear(&rec);
+    if (cfg == NULL)
+        return; /* deleted since the claim: so is the row */
+    int64_t since = (int64_t)json_integer_value(json_object_get(cfg, "since"));
+    int64_t gen = c->generation, attempts = c->attempts;
+    int go = 1;
+    while (go && !once__stopping(e)) {
+        once_event_list l;
+        if (once_store_events(e->store, c->principal, c->task_id, gen - 1, EVENTS_BATCH, &l) !=
+            ONCE_OK) {
+            once_event_list_clear(&l);
+            break; /* the lease lapses; someone retries */
+        }
+        if (l.n == 0) {
+            once_event_list_clear(&l);
+            (void)ack(e, c, ONCE_PUSH_RELEASE, 0, 0, 0, NULL); /* caught up */
+            break;
+        }
+        for (size_t i = 0; go && i < l.n && !once__stopping(e); i++) {
+            if (l.v[i].generation != gen) {
+                go = 0; /* a gap in the outbox: never expected; the check reports it */
+                break;
+            }
+            go = attempt(e, http, c, cfg, &l.v[i], since, attempts);
+            attempts = 0;
+            gen++;
+        }
+        once_event_list_clear(&l);
+    }
+    if (go && once__stopping(e))
+        (void)ack(e, c, ONCE_PUSH_RELEASE, 0, 0, 0, NULL);
+    json_decref(cfg);
+}
+
+static void *deliver_main(void *arg)
+{
+    once_engine *e = arg;
+    struct once__push *p = e->push;
+    void *http = once__push_http_new();
+    uint64_t seen = 0;
+    while (!once__stopping(e)) {
+        once_push_claim_list l;
+        int rc = http != NULL ? once_store_push_claim(e->store, e->replica_id, once__now(e),
+                                                      p->lease_ms, 1, &l)
+                              : ONCE_ENOMEM;
+        if (rc != ONCE_OK || l.n == 0) {
+            once__store_rc(e, rc);
+            once_push_claim_list_clear(&l);
+            seen = idle(p, e, seen, p->opt.poll_ms);
+            if (http == NULL)
+                http = once__push_http_new();
+            continue;
+        }
+        work_row(e, http, &l.v[0]);
+        once_push_claim_list_clear(&l);
+    }
+    once__push_http_free(http);
+    return NULL;
+}
+
+int once__push_start(once_engine *e)
+{
+    if (!once_engine_push_supported(e))
+        return ONCE_OK;
+    struct once__push *p = once__push_get(e);
+    if (p == NULL)
+        return ONCE_ENOMEM;
+    pthread_t *t = once_calloc((size_t)p->opt.threads, sizeof *t);
+    if (t == NULL)
+        return ONCE_ENOMEM;
+    pthread_mutex_lock(&e->mu);
+    p->threads = t; /* from now on setup refuses, kicks wake threads */
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < p->opt.threads; i++) {
+        if (pthread_create(&t[i], NULL, deliver_main, e) != 0)
+            return ONCE_ENOMEM; /* the ones started are joined by stop */
+        p->nthreads = i + 1;
+    }
+    __atomic_store_n(&p->running, 1, __ATOMIC_RELEASE);
+    return ONCE_OK;
+}
+
+void once__push_stop(once_engine *e)
+{
+    struct once__push *p = e->push;
+    if (p != NULL) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv); /* `stopping` is already set */
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < p->nthreads; i++)
+            pthread_join(p->threads[i], NULL);
+        p->nthreads = 0;
+    }
+    once__push_free_state(e);
+}

@@ -1,0 +1,118 @@
+/*
+ * serve.c -- once_serve_start / once_server_stop (serve.h): wire store ->
+ * engine -> codec -> HTTP, and take them down in the reverse order.
+ *
+ * Invariants: the HTTP server is started last and stopped first, so no call
+ * reaches a codec or an engine that is not (or no longer) there; the engine
+ * is freed before the codec because a running turn never calls the codec,
+ * but a blocked SendMessage in the codec does call the engine.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "http/serve.h"
+
+#define URL_MAX 600
+
+/* Written by once_serve_start, read-only afterwards, freed by
+ * once_server_stop; no locking. */
+struct once_server {
+    once_engine *engine;
+    once_a2a *codec;
+    once_http *http;
+    char url[URL_MAX];
+};
+
+once_engine *once_server_engine(const once_server *s) { return s->engine; }
+const char *once_server_url(const once_server *s) { return s->url; }
+int once_server_port(const once_server *s) { return once_http_port(s->http); }
+
+void once_server_stop(once_server *s)
+{
+    if (s == NULL)
+        return;
+    once_http_stop(s->http);       /* no call runs after this */
+    once_engine_free(s->engine);   /* stops workers and the sweeper */
+    once_a2a_free(s->codec);
+    once_free(s);
+}
+
+/* The card URL, and the path of it that serves JSON-RPC besides "/". */
+static int card_url(const once_serve_config *cfg, char *url, char *path, char *err,
+                    size_t errlen)
+{
+    const char *host = cfg->http.host;
+    if (cfg->a2a.url != NULL) {
+        if (strlen(cfg->a2a.url) >= URL_MAX) {
+            snprintf(err, errlen, "the public URL is longer than %d bytes", URL_MAX - 1);
+            return ONCE_EINVAL;
+        }
+        snprintf(url, URL_MAX, "%s", cfg->a2a.url);
+    } else if (cfg->http.port == 0) {
+        snprintf(err, errlen, "port 0 needs an explicit card URL (a2a.url)");
+        return ONCE_EINVAL;
+    } else if (strchr(host, ':') != NULL) {
+        snprintf(url, URL_MAX, "http://[%s]:%d/", host, cfg->http.port);
+    } else {
+        snprintf(url, URL_MAX, "http://%s:%d/", host, cfg->http.port);
+    }
+    const char *p = strstr(url, "://");
+    p = p ? strchr(p + 3, '/') : NULL;
+    snprintf(path, URL_MAX, "%s", p ? p : "/");
+    path[strcspn(path, "?#")] = '\0';
+    return ONCE_OK;
+}
+
+int once_serve_start(const once_serve_config *cfg, once_server **out, char *err, size_t errlen)
+{
+    char rpc_path[URL_MAX];
+    int rc;
+
+    *out = NULL;
+    if (errlen > 0)
+        err[0] = '\0';
+    if (cfg == NULL || cfg->engine.store == NULL || cfg->http.host == NULL) {
+        snprintf(err, errlen, "missing configuration (a store and a listen address)");
+        return ONCE_EINVAL;
+    }
+    once_server *s = once_calloc(1, sizeof *s);
+    if (s == NULL)
+        return ONCE_ENOMEM;
+    if ((rc = card_url(cfg, s->url, rpc_path, err, errlen)) != ONCE_OK)
+        goto fail;
+
+    rc = once_engine_new(&cfg->engine, &s->engine, err, errlen);
+    if (rc == ONCE_OK)
+        rc = once_engine_push_setup(s->engine, &cfg->push, err, errlen);
+    if (rc == ONCE_OK)
+        rc = once_engine_start(s->engine);
+    if (rc != ONCE_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", errlen > 0 && err[0] ? err : "cannot start");
+        snprintf(err, errlen, "engine: %s (%s)", why, once_strerror(rc));
+        goto fail;
+    }
+
+    once_a2a_config ac = cfg->a2a;
+    once_a2a_backend_engine(s->engine, &ac.backend);
+    ac.url = s->url;
+    ac.retention_ms = once_engine_retention_ms(s->engine);
+    ac.tombstone_ms = once_engine_tombstone_ms(s->engine);
+    ac.auth = cfg->http.tokens != NULL;
+    if ((rc = once_a2a_new(&ac, &s->codec)) != ONCE_OK) {
+        snprintf(err, errlen, "codec: %s", once_strerror(rc));
+        goto fail;
+    }
+
+    once_http_config hc = cfg->http;
+    hc.codec = s->codec;
+    if (hc.rpc_path == NULL)
+        hc.rpc_path = rpc_path;
+    if ((rc = once_http_start(&hc, &s->http, err, errlen)) != ONCE_OK)
+        goto fail;
+    *out = s;
+    return ONCE_OK;
+fail:
+    once_server_stop(s);
+    return rc;
+}

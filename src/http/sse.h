@@ -1,0 +1,38 @@
+/*
+ * sse.h -- Server-Sent Events for the streaming A2A methods (internal to
+ * src/http): one hub per server, one producer thread per open stream.
+ */
+#ifndef ONCE_HTTP_SSE_H
+#define ONCE_HTTP_SSE_H
+
+#include <microhttpd.h>
+
+#include "a2a/a2a.h"
+
+typedef struct once__sse once__sse;
+
+/* max_streams >= 1, buffer_cap >= 1024 bytes, ping_ms >= 1. */
+int once__sse_new(unsigned max_streams, size_t buffer_cap, int64_t ping_ms, once__sse **out);
+
+/* The stream budget the codec takes a unit of for every stream it opens
+ * (once_a2a_request.slots). Lives as long as the hub. */
+once_a2a_stream_slots *once__sse_slots(once__sse *h);
+
+/* Answer resp (a successful streaming call: resp->stream set) on conn, from
+ * the MHD access handler: queue a text/event-stream response and start its
+ * producer. The cursor is taken from resp in every case. ONCE_OK with
+ * *ret = MHD's answer; ONCE_ECLOSED (stopping), ONCE_EBUSY (no thread) or
+ * ONCE_ENOMEM: nothing was queued and the caller answers with an error (the
+ * send behind the stream is already applied; the client's retry replays). */
+int once__sse_start(once__sse *h, struct MHD_Connection *conn, once_a2a_response *resp,
+                    enum MHD_Result *ret);
+
+/* End every stream (each gets EOF after what it already queued) and wait
+ * until their producers have resumed their connections and exited. After
+ * this, once__sse_start refuses. Call before MHD_stop_daemon. */
+void once__sse_stop(once__sse *h);
+
+/* Free the hub; after once__sse_stop and MHD_stop_daemon. NULL ok. */
+void once__sse_free(once__sse *h);
+
+#endif /* ONCE_HTTP_SSE_H */

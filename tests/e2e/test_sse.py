@@ -1,0 +1,497 @@
+"""SSE streaming with real onced processes (DESIGN.md section 6, docs/wire.md
+"Streaming"): SendStreamingMessage and SubscribeToTask answer text/event-stream
+whose frames carry `id: <generation>` and one JSON-RPC response per data line;
+a stream cut mid-task and resumed with Last-Event-ID loses nothing and repeats
+nothing (checked against the events table of the store itself); a retried
+streaming send replays the stored events without running anything again;
+subscribing to a terminal task is -32004; a replica streams a task another
+replica executes; slow consumers cost bounded memory, the server keeps
+answering, and the stream limit answers 503 until a slot frees.
+
+Raw http.client reads the event stream; Python 3 standard library only.
+"""
+import http.client
+import json
+import os
+import socket
+import sqlite3
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (Onced, check, eq, error_info, new_id, result_task, run, scratch_dir,
+                     task_state, user_message, wait_until)
+
+TMP = scratch_dir("once-sse-")
+TERMINAL = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+            "TASK_STATE_REJECTED")
+
+
+def fresh_store():
+    path = os.path.join(TMP, "registry-%s.db" % new_id())
+    return path, "sqlite:" + path
+
+
+class Stream:
+    """One streaming call. If the answer is an event stream, next() yields
+    events {"id": int or None, "data": parsed JSON}; otherwise doc holds the
+    JSON-RPC answer."""
+
+    def __init__(self, port, method, params, headers=None, rid=1, timeout=30):
+        self.rid = rid
+        self.comments = []
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        h = {"Content-Type": "application/json", "A2A-Version": "1.0",
+             "Accept": "text/event-stream"}
+        h.update(headers or {})
+        body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        self.conn.request("POST", "/", body=body.encode(), headers=h)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.headers = dict((k.lower(), v) for k, v in self.resp.getheaders())
+        self.sse = self.headers.get("content-type", "").startswith("text/event-stream")
+        self.doc = None
+        if not self.sse:
+            self.doc = json.loads(self.resp.read())
+            self.conn.close()
+
+    def next(self):
+        ev_id, data = None, []
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return None
+            line = line.decode("utf-8").rstrip("\n").rstrip("\r")
+            if line == "":
+                if data:
+                    return {"id": ev_id, "data": json.loads("\n".join(data))}
+                ev_id = None
+                continue
+            if line.startswith(":"):
+                self.comments.append(line)
+                continue
+            field, _, value = line.partition(":")
+            if value.startswith(" "):
+                value = value[1:]
+            if field == "id":
+                ev_id = int(value)
+            elif field == "data":
+                data.append(value)
+
+    def rest(self):
+        out = []
+        while True:
+            ev = self.next()
+            if ev is None:
+                return out
+            out.append(ev)
+
+    def close(self):
+        try:
+            self.resp.close()
+        finally:
+            self.conn.close()
+
+
+def stored_events(db_path, task_id):
+    db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True, timeout=10)
+    try:
+        rows = db.execute("SELECT generation, payload FROM events WHERE task_id=? "
+                          "ORDER BY generation", (task_id,)).fetchall()
+    finally:
+        db.close()
+    return [(g, json.loads(p)) for g, p in rows]
+
+
+def result_of(ev, rid):
+    d = ev["data"]
+    eq(d.get("jsonrpc"), "2.0", "every data line is a JSON-RPC response")
+    eq(d.get("id"), rid, "carrying the request's id")
+    check("result" in d, "with a result: %r" % (d,))
+    return d["result"]
+
+
+def state_of(result):
+    body = result.get("task") or result.get("statusUpdate") or {}
+    return (body.get("status") or {}).get("state")
+
+
+def body_generation(result):
+    for k in ("task", "statusUpdate", "artifactUpdate"):
+        if k in result:
+            return result[k].get("generation")
+    return None
+
+
+def check_consecutive(events, what, first=None):
+    ids = [e["id"] for e in events]
+    check(all(i is not None for i in ids), "%s: every event has an id: %r" % (what, ids))
+    if first is not None and ids:
+        eq(ids[0], first, "%s: first id" % what)
+    eq(ids, list(range(ids[0], ids[0] + len(ids))) if ids else [],
+       "%s: ids are consecutive generations" % what)
+
+
+def streaming_send(port, text, rid=1, headers=None, **msg_extra):
+    msg = user_message(text, **msg_extra)
+    return msg, Stream(port, "SendStreamingMessage", {"message": msg}, headers=headers, rid=rid)
+
+
+# --- the tests ----------------------------------------------------------------
+
+def test_card_says_streaming():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store) as s:
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+        conn.request("GET", "/.well-known/agent-card.json")
+        card = json.loads(conn.getresponse().read())
+        conn.close()
+        eq(card["capabilities"].get("streaming"), True, "the card advertises streaming")
+
+
+def test_streaming_send_events():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store) as s:
+        t0 = time.time()
+        _, st = streaming_send(s.port, "sleep:2", rid=41)
+        eq(st.status, 200, "HTTP 200")
+        check(st.sse, "SendStreamingMessage answers text/event-stream: %r" % st.headers)
+        eq(st.headers.get("cache-control"), "no-cache", "Cache-Control: no-cache")
+        evs = st.rest()   # ends by itself: the server closes after the terminal event
+        took = time.time() - t0
+        st.close()
+        check(len(evs) >= 3, "several events: %d" % len(evs))
+        check_consecutive(evs, "streaming send", first=1)
+        results = [result_of(e, 41) for e in evs]
+        check("task" in results[0], "the stream begins with the Task: %r" % results[0])
+        for e, r in zip(evs, results):
+            eq(body_generation(r), e["id"], "the event id is the generation in the payload")
+        eq(state_of(results[-1]), "TASK_STATE_COMPLETED", "it ends with the terminal status")
+        check(all(state_of(r) not in TERMINAL for r in results[:-1]), "only the last is terminal")
+        check(took >= 1.8, "events arrived as the 2 s task ran (%.2fs)" % took)
+        tid = results[0]["task"]["id"]
+        stored = stored_events(path, tid)
+        eq([g for g, _ in stored], [e["id"] for e in evs], "every stored event was streamed")
+        eq([p for _, p in stored], results, "payloads equal the store's events")
+
+
+def test_cut_and_resume():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store) as s:
+        msg, st = streaming_send(s.port, "sleep:1", rid=7)
+        first = st.next()
+        st.close()   # the client drops mid-task, after one event
+        check(first is not None and first["id"] == 1, "got the first event: %r" % (first,))
+        tid = result_of(first, 7)["task"]["id"]
+        # Resume the subscription where it broke.
+        sub = Stream(s.port, "SubscribeToTask", {"id": tid}, rid=8,
+                     headers={"Last-Event-ID": str(first["id"])})
+        check(sub.sse, "the resumed subscription streams: %r" % (sub.doc,))
+        rest = sub.rest()
+        sub.close()
+        got = [first] + rest
+        check_consecutive(got, "cut + resume", first=1)
+        eq(state_of(result_of(rest[-1], 8)), "TASK_STATE_COMPLETED", "resumed to the end")
+        stored = stored_events(path, tid)
+        eq([g for g, _ in stored], [e["id"] for e in got], "no gap, no duplicate (store ids)")
+        eq([p for _, p in stored], [e["data"]["result"] for e in got],
+           "the concatenated stream equals the task's event list in the store")
+        # A subscription from generation 0 replays the whole list too.
+        full = Stream(s.port, "SubscribeToTask", {"id": tid}, rid=9,
+                      headers={"Last-Event-ID": "0"})
+        evs = full.rest()
+        full.close()
+        eq([e["data"]["result"] for e in evs], [p for _, p in stored],
+           "Last-Event-ID 0 replays every stored event")
+        # And the retried streaming send resumes by Last-Event-ID as well.
+        again = Stream(s.port, "SendStreamingMessage", {"message": msg}, rid=10,
+                       headers={"Last-Event-ID": "2"})
+        check(again.sse, "a retried streaming send streams")
+        eq(again.headers.get("idempotent-replayed"), "true", "and says it is a replay")
+        evs = again.rest()
+        again.close()
+        eq([e["id"] for e in evs], [g for g, _ in stored if g > 2],
+           "a replay resumed after id 2 starts at 3")
+
+
+def test_streaming_replay():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store, args=["--test-admin"]) as s:
+        msg, st = streaming_send(s.port, "hello", rid=1)
+        first = st.rest()
+        st.close()
+        again = Stream(s.port, "SendStreamingMessage", {"message": msg}, rid=2)
+        eq(again.headers.get("idempotent-replayed"), "true", "Idempotent-Replayed: true")
+        second = again.rest()
+        again.close()
+        eq([e["id"] for e in second], [e["id"] for e in first], "the same event ids")
+        eq([e["data"]["result"] for e in second], [e["data"]["result"] for e in first],
+           "the same events: a replay streams what was stored")
+        eq([e["data"]["id"] for e in second], [2] * len(second), "under the new request id")
+        st_, _, doc = s.rpc("once/admin/stats", {})
+        eng = doc["result"]["engine"]
+        eq(eng["executedTurns"], 1, "the task ran once")
+        eq(eng["registered"], 1, "and was registered once")
+
+
+def test_subscribe_live_task():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store) as s:
+        st_, _, doc = s.rpc("SendMessage", {"message": user_message("sleep:1"),
+                                            "configuration": {"returnImmediately": True}})
+        tid = result_task(doc)["id"]
+        sub = Stream(s.port, "SubscribeToTask", {"id": tid}, rid="sub-1")
+        check(sub.sse, "SubscribeToTask streams a live task: %r" % (sub.doc,))
+        evs = sub.rest()
+        sub.close()
+        snap = result_of(evs[0], "sub-1")
+        check("task" in snap, "the first event is the Task as it is now: %r" % snap)
+        eq(evs[0]["id"], snap["task"]["generation"], "its id is the Task's generation")
+        check_consecutive(evs, "subscription")
+        eq(state_of(result_of(evs[-1], "sub-1")), "TASK_STATE_COMPLETED", "to the terminal status")
+        stored = dict(stored_events(path, tid))
+        for e in evs[1:]:
+            eq(e["data"]["result"], stored[e["id"]], "event %d as stored" % e["id"])
+
+
+def test_subscribe_interrupted_and_continue():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store) as s:
+        st_, _, doc = s.rpc("SendMessage", {"message": user_message("ask:which contract?")})
+        task = result_task(doc)
+        eq(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "the task asks")
+        sub = Stream(s.port, "SubscribeToTask", {"id": task["id"]}, rid=3)
+        evs = sub.rest()
+        sub.close()
+        eq(len(evs), 1, "an input-required task: the snapshot, then the stream closes")
+        eq(state_of(result_of(evs[0], 3)), "TASK_STATE_INPUT_REQUIRED", "snapshot state")
+        # A streaming continuation starts with the Task at its new generation.
+        _, st = streaming_send(s.port, "ACME", rid=4, task_id=task["id"])
+        evs = st.rest()
+        st.close()
+        check(st.sse and len(evs) >= 2, "the continuation streams: %r" % (st.doc,))
+        check("task" in result_of(evs[0], 4), "beginning with the Task")
+        eq(evs[0]["id"], task["generation"] + 1, "at the continuation's generation")
+        check_consecutive(evs, "continuation")
+        eq(state_of(result_of(evs[-1], 4)), "TASK_STATE_COMPLETED", "to completion")
+
+
+def test_errors_before_the_stream():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store) as s:
+        st_, _, doc = s.rpc("SendMessage", {"message": user_message("done")})
+        task = result_task(doc)
+        eq(task["status"]["state"], "TASK_STATE_COMPLETED", "a finished task")
+        sub = Stream(s.port, "SubscribeToTask", {"id": task["id"]}, rid=5)
+        check(not sub.sse, "subscribing to a terminal task is not a stream")
+        eq(sub.status, 200, "but a JSON-RPC error")
+        code, reason, meta = error_info(sub.doc)
+        eq(code, -32004, "UnsupportedOperation (A2A 1.0)")
+        eq((reason, meta.get("taskId"), meta.get("state")),
+           ("TASK_TERMINAL", task["id"], "TASK_STATE_COMPLETED"), "naming the task and state")
+        eq(sub.doc.get("id"), 5, "answering the request id")
+        sub = Stream(s.port, "SubscribeToTask", {"id": "t-" + new_id()})
+        eq(error_info(sub.doc)[:2], (-32001, "TASK_NOT_FOUND"), "unknown task")
+        sub = Stream(s.port, "SubscribeToTask", {})
+        eq(error_info(sub.doc)[0], -32602, "missing id")
+        for bad in ("x", "-1", "1.5"):
+            sub = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
+                         headers={"Last-Event-ID": bad})
+            eq(error_info(sub.doc)[2].get("field"), "Last-Event-ID", "malformed Last-Event-ID " + bad)
+        sub = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
+                     headers={"Last-Event-ID": str(task["generation"] + 5)})
+        eq(error_info(sub.doc)[:2], (-32602, "INVALID_PARAMS"), "a Last-Event-ID past the task")
+        st = Stream(s.port, "SendStreamingMessage", {"message": {"role": "ROLE_USER",
+                                                                 "parts": [{"text": "x"}]}})
+        check(not st.sse, "an invalid streaming send is not a stream")
+        eq(error_info(st.doc)[0], -32602, "missing messageId: -32602 as for SendMessage")
+        st = Stream(s.port, "SendStreamingMessage",
+                    {"message": user_message("x", task_id=task["id"])})
+        eq(error_info(st.doc)[:2], (-32004, "TASK_TERMINAL"), "a message to a finished task")
+        st = Stream(s.port, "SendStreamingMessage", {"message": user_message("x")},
+                    headers={"A2A-Version": ""})
+        eq(error_info(st.doc)[0], -32009, "the version check applies")
+
+
+def test_two_replicas():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store, args=["--replica-id", "A"]) as a, \
+            Onced(tmpdir=TMP, store=store, args=["--replica-id", "B"]) as b:
+        st_, _, doc = a.rpc("SendMessage", {"message": user_message("sleep:1"),
+                                            "configuration": {"returnImmediately": True}})
+        tid = result_task(doc)["id"]
+        sub = Stream(b.port, "SubscribeToTask", {"id": tid}, rid=1,
+                     headers={"Last-Event-ID": "0"})
+        check(sub.sse, "B streams a task A executes")
+        t0 = time.time()
+        evs = sub.rest()
+        sub.close()
+        check(time.time() - t0 < 15, "and follows it to the end promptly")
+        stored = stored_events(path, tid)
+        eq([e["id"] for e in evs], [g for g, _ in stored], "B saw every event, in order")
+        eq([e["data"]["result"] for e in evs], [p for _, p in stored], "exactly as stored")
+        eq(state_of(evs[-1]["data"]["result"]), "TASK_STATE_COMPLETED", "to completion")
+
+
+# --- bounded resources --------------------------------------------------------
+
+AGENT = r'''
+import json, sys
+turn = json.loads(sys.stdin.readline())
+if turn["message"]["parts"][0].get("text") == "big":
+    chunk = "x" * 131072
+    for i in range(32):
+        print(json.dumps({"artifact": {"artifactId": "a%d" % i, "parts": [{"text": chunk}]},
+                          "lastChunk": True}), flush=True)
+print(json.dumps({"status": "completed"}), flush=True)
+'''
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def maps_library(pid, name):
+    with open("/proc/%d/maps" % pid) as f:
+        return any(name in line for line in f)
+
+
+def slow_subscriber(port, tid):
+    """A client that asks for the whole event list and, once the stream has
+    started, reads nothing more: a tiny receive window, so what it does not
+    take stays on the server's side."""
+    sk = socket.socket()
+    sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sk.settimeout(30)
+    sk.connect(("127.0.0.1", port))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                       "params": {"id": tid}}).encode()
+    head = ("POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "A2A-Version: 1.0\r\nLast-Event-ID: 0\r\nContent-Length: %d\r\n\r\n" % len(body))
+    sk.sendall(head.encode() + body)
+    got = b""
+    while b"\r\n\r\n" not in got:   # the response head: the stream is open
+        chunk = sk.recv(1)
+        if not chunk:
+            check(False, "the server answered the subscription: %r" % got)
+        got += chunk
+    check(b"text/event-stream" in got, "a stream opened: %r" % got[:200])
+    return sk
+
+
+def test_slow_subscribers_bounded():
+    agent = os.path.join(TMP, "big_agent.py")
+    with open(agent, "w") as f:
+        f.write(AGENT)
+    path, store = fresh_store()
+    # Allocator settings, so that RSS shows what the server keeps alive:
+    # glibc gives the 50 producer threads up to 8 arenas per core whose
+    # freed memory stays resident (RSS then grows with the number of arenas,
+    # not with any backlog), and ASan keeps a 1 MiB quarantine per thread.
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    env = {"MALLOC_ARENA_MAX": "2",
+           "ASAN_OPTIONS": (asan + ":" if asan else "") + "thread_local_quarantine_size_kb=64"}
+    with Onced(tmpdir=TMP, store=store, env=env,
+               args=["--exec", "%s %s" % (sys.executable, agent), "--max-streams", "80"]) as s:
+        st_, _, doc = s.rpc("SendMessage", {"message": user_message("big")}, timeout=120)
+        task = result_task(doc)
+        eq(task["status"]["state"], "TASK_STATE_COMPLETED", "the big task finished")
+        total = sum(len(json.dumps(p)) for _, p in stored_events(path, task["id"]))
+        check(total > 4000000, "its events hold %d bytes" % total)
+        # Warm up: one full replay read to the end (allocator, store caches).
+        warm = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
+                      headers={"Last-Event-ID": "0"})
+        eq(len(warm.rest()), task["generation"], "a reading client gets every event")
+        warm.close()
+        time.sleep(0.5)
+        before = rss_kib(s.proc.pid)
+        # One after the other: what is measured is what open streams hold,
+        # not 50 concurrent record reads (each subscribe call reads the task
+        # once, like a GetTask).
+        socks = [slow_subscriber(s.port, task["id"]) for _ in range(50)]
+        time.sleep(1.5)
+        during = rss_kib(s.proc.pid)
+        grew = during - before
+        # Holding each subscriber's backlog would take 50 x 4 MB (> 190 MB
+        # beyond what the kernel buffers); a bounded stream holds ~64 KiB
+        # plus one event, and its thread. (ThreadSanitizer's per-thread
+        # shadow memory alone exceeds that: no bound under TSan.)
+        if not maps_library(s.proc.pid, "libtsan"):
+            check(grew < 100 * 1024, "50 slow subscribers grew RSS by %d KiB only" % grew)
+        # The server keeps answering meanwhile.
+        t0 = time.time()
+        st_, _, doc = s.rpc("SendMessage", {"message": user_message("ping")}, timeout=20)
+        eq(task_state(doc), "TASK_STATE_COMPLETED", "a send is answered during the stall")
+        st_, _, doc = s.rpc("GetTask", {"id": task["id"], "historyLength": 0})
+        eq(result_task(doc)["id"], task["id"], "a GetTask too")
+        check(time.time() - t0 < 10, "promptly (%.2fs)" % (time.time() - t0))
+        for sk in socks:
+            sk.close()
+        # Their slots come back: streams still open after the cut.
+        def fresh_stream_works():
+            st = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
+                        headers={"Last-Event-ID": str(task["generation"] - 1)})
+            ok = st.sse and len(st.rest()) == 1
+            st.close()
+            return ok
+        check(fresh_stream_works(), "a new stream opens after the slow ones left")
+
+
+def test_stream_limit_and_pings():
+    path, store = fresh_store()
+    with Onced(tmpdir=TMP, store=store,
+               args=["--max-streams", "2", "--sse-ping", "200ms"]) as s:
+        st_, _, doc = s.rpc("SendMessage", {"message": user_message("sleep:30"),
+                                            "configuration": {"returnImmediately": True}})
+        tid = result_task(doc)["id"]
+        one = Stream(s.port, "SubscribeToTask", {"id": tid})
+        two = Stream(s.port, "SubscribeToTask", {"id": tid})
+        check(one.sse and two.sse, "two streams open")
+        one.next()
+        two.next()
+        three = Stream(s.port, "SubscribeToTask", {"id": tid})
+        eq(three.status, 503, "past --max-streams: HTTP 503")
+        check(three.headers.get("retry-after") is not None, "with Retry-After")
+        eq(error_info(three.doc)[:2], (-32603, "TOO_MANY_STREAMS"), "and a clear reason")
+        # An idle stream carries keep-alive comments.
+        t0 = time.time()
+        box = {}
+
+        def read_more():
+            box["ev"] = one.next()
+        th = threading.Thread(target=read_more, daemon=True)
+        th.start()
+        wait_until(lambda: len(one.comments) >= 2, timeout=10,
+                   what="': ping' comments while the task works")
+        check("ev" not in box, "and no event: %r" % (box,))
+        check(all(c.startswith(": ping") for c in one.comments), "comment lines only")
+        # A client that leaves frees its slot (seen at the next ping).
+        two.close()
+
+        def can_open():
+            st = Stream(s.port, "SubscribeToTask", {"id": tid})
+            if st.sse:
+                st.close()
+                return True
+            return False
+        wait_until(can_open, timeout=10, what="the slot of the closed stream to free")
+        s.rpc("CancelTask", {"id": tid})
+        th.join(10)
+        ev = box.get("ev")
+        check(ev is not None and state_of(ev["data"]["result"]) == "TASK_STATE_CANCELED",
+              "the open stream ends with the cancel: %r" % (ev,))
+        check(one.next() is None, "and closes")
+        one.close()
+        check(time.time() - t0 < 20, "in time")
+
+
+if __name__ == "__main__":
+    run([test_card_says_streaming, test_streaming_send_events, test_cut_and_resume,
+         test_streaming_replay, test_subscribe_live_task,
+         test_subscribe_interrupted_and_continue, test_errors_before_the_stream,
+         test_two_replicas, test_slow_subscribers_bounded, test_stream_limit_and_pings])

@@ -1,0 +1,267 @@
+"""Shared pieces of the replica tests (tests/replicas): several onced
+processes on one PostgreSQL or Redis store, an --exec agent that logs what
+really ran, and throwaway PostgreSQL / Redis servers a test may restart.
+
+- namespaced(url): the store URL with a fresh schema (PostgreSQL) or key
+  prefix (Redis), so a run never sees another run's tasks;
+- Agent: writes the --exec command; every turn appends
+      start <task> <fence> <replica> <resumed 0|1> <unix time>
+  before its work and
+      done <task> <fence> <replica>
+  after it printed its completion to onced. A turn whose onced died cannot
+  print (broken pipe) and logs no "done": one "done" per task is one
+  completed execution. Message text "work:S" makes the turn work S seconds;
+- list_all(): every task through ListTasks paging;
+- PgServer / RedisServer: a server of our own on a free loopback port with
+  its data in a temporary folder, started the way scripts/test-services.sh
+  does (PostgreSQL as the `postgres` user when we are root), that
+  crash() and start() can take away and bring back.
+Python 3 standard library only.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+from harness import Onced, check, free_port, rpc  # noqa: E402
+
+
+def backend_of(url):
+    if url.startswith(("postgres://", "postgresql://")):
+        return "postgres"
+    if url.startswith("redis://"):
+        return "redis"
+    raise ValueError("not a shared store URL: " + url)
+
+
+def namespaced(url, tag):
+    """url with a fresh schema / prefix named after tag."""
+    name = "%s_%s" % (tag, uuid.uuid4().hex[:10])
+    key = "schema" if backend_of(url) == "postgres" else "prefix"
+    return "%s%s%s=%s" % (url, "&" if "?" in url else "?", key, name)
+
+
+def store_url_from_argv():
+    if len(sys.argv) < 2:
+        sys.exit("usage: %s STORE_URL   (postgres://... or redis://...)" % sys.argv[0])
+    return sys.argv[1]
+
+
+AGENT = r'''
+import json, os, sys, time
+log = sys.argv[1]
+turn = json.loads(sys.stdin.readline())
+tid, fence = os.environ["ONCE_TASK_ID"], os.environ["ONCE_FENCE"]
+rep = os.environ.get("ONCE_TEST_REPLICA", "?")
+
+def note(line):
+    # one write(2) on an O_APPEND file: lines of concurrent turns never mix
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+text = ""
+for p in turn["message"].get("parts", []):
+    if "text" in p:
+        text = p["text"]
+        break
+note("start %s %s %s %s %.3f" % (tid, fence, rep, os.environ["ONCE_RESUMED"], time.time()))
+if text.startswith("work:"):
+    time.sleep(float(text[5:]))
+try:
+    line = {"status": "completed", "text": "done by %s fence %s" % (rep, fence)}
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+except (BrokenPipeError, OSError):
+    os._exit(1)   # our onced is gone: this run completed nothing
+note("done %s %s %s" % (tid, fence, rep))
+'''
+
+
+class Agent:
+    """The --exec command and its log of what really ran."""
+
+    def __init__(self, tmp):
+        self.script = os.path.join(tmp, "agent.py")
+        self.log = os.path.join(tmp, "runs.log")
+        with open(self.script, "w") as f:
+            f.write(AGENT)
+        self.cmd = "%s %s %s" % (sys.executable, self.script, self.log)
+
+    def lines(self):
+        try:
+            with open(self.log) as f:
+                return [ln.split() for ln in f if ln.strip()]
+        except FileNotFoundError:
+            return []
+
+    def starts(self):
+        """{task: [(fence, replica, resumed, time), ...]} in log order."""
+        out = {}
+        for w in self.lines():
+            if w[0] == "start":
+                out.setdefault(w[1], []).append((int(w[2]), w[3], w[4] == "1", float(w[5])))
+        return out
+
+    def dones(self):
+        """{task: [(fence, replica), ...]} in log order."""
+        out = {}
+        for w in self.lines():
+            if w[0] == "done":
+                out.setdefault(w[1], []).append((int(w[2]), w[3]))
+        return out
+
+
+def start_fleet(url, agent, tmp, names, extra=()):
+    """One onced per name on store url, all started at once (so they also
+    race to apply the schema migrations); ONCE_TEST_REPLICA tells the agent
+    which replica runs it."""
+    out, errs = {}, []
+
+    def one(name):
+        try:
+            o = Onced(args=["--exec", agent.cmd, "--replica-id", name] + list(extra),
+                      store=url, tmpdir=tmp, env={"ONCE_TEST_REPLICA": name})
+            o.name = name
+            out[name] = o
+        except Exception as ex:  # reported below, after the others are stopped
+            errs.append(ex)
+    threads = [threading.Thread(target=one, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    if errs or len(out) != len(names):
+        for r in out.values():
+            r.stop()
+        raise errs[0] if errs else RuntimeError("a replica did not start")
+    return [out[n] for n in names]
+
+
+def list_all(port, timeout=30):
+    """Every task the (anonymous) caller has, through ListTasks paging."""
+    tasks, token = [], ""
+    for _ in range(1000):
+        params = {"pageSize": 100}
+        if token:
+            params["pageToken"] = token
+        st, _, doc = rpc(port, "ListTasks", params, timeout=timeout)
+        check(st == 200 and "result" in (doc or {}), "ListTasks answered: %s %r" % (st, doc))
+        tasks.extend(doc["result"]["tasks"])
+        token = doc["result"].get("nextPageToken") or ""
+        if not token:
+            return tasks
+    check(False, "ListTasks paging ended")
+    return tasks
+
+
+def _scratch(prefix):
+    d = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(d, 0o755)   # the postgres user must reach its folder inside
+    return d
+
+
+class PgServer:
+    """A PostgreSQL cluster of our own (fsync on, the production default)."""
+
+    def __init__(self):
+        self.bin = os.environ.get("ONCE_PG_BIN", "/usr/lib/postgresql/15/bin")
+        if not os.path.exists(os.path.join(self.bin, "pg_ctl")):
+            found = sorted(d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
+                                       for v in (os.listdir("/usr/lib/postgresql")
+                                                 if os.path.isdir("/usr/lib/postgresql") else []))
+                           if os.path.exists(os.path.join(d, "pg_ctl")))
+            if found:
+                self.bin = found[-1]
+            elif shutil.which("pg_ctl"):
+                self.bin = os.path.dirname(shutil.which("pg_ctl"))
+        self.dir = _scratch("once-pg-")
+        self.data = os.path.join(self.dir, "data")
+        self.port = free_port()
+        self.url = "postgres://postgres@127.0.0.1:%d/postgres" % self.port
+        if os.getuid() == 0:
+            subprocess.run(["chown", "postgres:", self.dir], check=True)
+        self._pg("initdb", "-D", self.data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
+                 "--no-locale", "--no-sync")
+        self.start()
+
+    def _pg(self, tool, *args):
+        cmd = [os.path.join(self.bin, tool)] + list(args)
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=90)
+        if r.returncode != 0:
+            raise RuntimeError("%s failed: %s\n%s" % (tool, r.stdout.decode(errors="replace"),
+                                                      self.logtail()))
+
+    def logtail(self):
+        try:
+            with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+    def start(self):
+        self._pg("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "server.log"), "-w",
+                 "-t", "60", "start", "-o",
+                 "-c port=%d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s "
+                 "-c shared_buffers=32MB -c max_connections=200 -c fsync=on "
+                 "-c synchronous_commit=on" % (self.port, self.dir))
+
+    def crash(self):
+        """Stop at once, as a crash would (no checkpoint; WAL recovery at start)."""
+        self._pg("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "-t", "30", "stop")
+
+    def close(self):
+        try:
+            self.crash()
+        except Exception:  # already stopped
+            pass
+        shutil.rmtree(self.dir, True)
+
+
+class RedisServer:
+    """A Redis of our own: append-only file, fsync before every reply."""
+
+    def __init__(self):
+        self.dir = _scratch("once-redis-")
+        self.port = free_port()
+        self.url = "redis://127.0.0.1:%d/0" % self.port
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.log = open(os.path.join(self.dir, "server.log"), "ab")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir],
+            stdout=self.log, stderr=self.log)
+        end = time.time() + 30
+        while time.time() < end:
+            r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.port), "ping"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            if r.stdout.strip() == b"PONG":   # not LOADING: the AOF is read
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not start on port %d" % self.port)
+
+    def crash(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.log.close()
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.crash()
+        shutil.rmtree(self.dir, True)

@@ -1,0 +1,240 @@
+"""Three onced replicas on one shared store (the PostgreSQL or Redis URL in
+argv[1]; each test uses a fresh schema / key prefix), with an --exec agent
+that logs every start and every completed run (fleet.py):
+
+- duplicate retries spread across replicas make one task each: 50 tasks
+  (40 with client-minted IDs, 10 plain A2A 1.0 first messages whose IDs the
+  replicas derive with the secret they share through the store), each sent
+  3 times at once, once to each replica. Every send answers 200 with the
+  finished task, exactly one of the three registered it, ListTasks on every
+  replica shows exactly the 50 tasks, and the agent ran once per task;
+- kill -9 of one replica under load (--lease 2s; 24 running 3 s turns, 8 per
+  replica, and three clients sending 1 s tasks round-robin): the tasks it
+  had leased are taken over by the two others (fence + 1, resumed) within
+  lease + sweep interval and complete; every task ends completed with
+  exactly one completed run; tasks of the live replicas are never taken
+  over (their heartbeats hold the lease past 2 s); sends that hit the dead
+  replica, retried with the same message on another one, make one task
+  each.
+"""
+import os
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fleet import Agent, backend_of, list_all, namespaced, start_fleet, store_url_from_argv  # noqa
+from harness import check, eq, new_id, rpc, run, scratch_dir, task_state, user_message  # noqa
+
+BASE = store_url_from_argv()
+TMP = scratch_dir("once-replicas-%s-" % backend_of(BASE))
+
+
+def send(port, msg, ext, immediately=False, timeout=60):
+    params = {"message": msg}
+    if immediately:
+        params["configuration"] = {"returnImmediately": True}
+    return rpc(port, "SendMessage", params, ext=ext, timeout=timeout)
+
+
+def get_state(port, tid):
+    st, _, doc = rpc(port, "GetTask", {"id": tid}, timeout=30)
+    return task_state(doc) if st == 200 else None
+
+
+def test_duplicates_spread_across_replicas():
+    tmp = tempfile.mkdtemp(dir=TMP)
+    agent = Agent(tmp)
+    reps = start_fleet(namespaced(BASE, "dup"), agent, tmp, ["a", "b", "c"])
+    try:
+        plan = []   # (message, ext)
+        for i in range(50):
+            if i % 5 == 4:
+                plan.append((user_message("work:0.1"), False))
+            else:
+                plan.append((user_message("work:0.1", task_id="t-dup-%d-%s" % (i, new_id())), True))
+        answers = [[None] * 3 for _ in plan]
+
+        def one(i, r):
+            msg, ext = plan[i]
+            barriers[i].wait()
+            try:
+                answers[i][r] = send(reps[r].port, msg, ext)
+            except Exception as ex:  # asserted below
+                answers[i][r] = (0, {}, {"_exception": repr(ex)})
+        barriers = [threading.Barrier(3) for _ in plan]
+        for lo in range(0, len(plan), 10):   # 10 tasks = 30 concurrent sends at a time
+            threads = [threading.Thread(target=one, args=(i, r))
+                       for i in range(lo, min(lo + 10, len(plan))) for r in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(90)
+
+        ids = []
+        for i, (msg, ext) in enumerate(plan):
+            named, fresh = set(), 0
+            for st, hd, doc in answers[i]:
+                eq(st, 200, "task %d: every send answers 200 (%r)" % (i, doc))
+                check("result" in doc, "task %d: every send is a result: %r" % (i, doc))
+                named.add(doc["result"]["task"]["id"])
+                eq(task_state(doc), "TASK_STATE_COMPLETED",
+                   "task %d: a blocking send answers the finished task" % i)
+                fresh += hd.get("idempotent-replayed") != "true"
+            eq(len(named), 1, "task %d: the 3 sends name one task" % i)
+            eq(fresh, 1, "task %d: one send registered, two replayed" % i)
+            tid = named.pop()
+            if ext:
+                eq(tid, msg["taskId"], "task %d: the client's ID" % i)
+            ids.append(tid)
+        eq(len(set(ids)), len(plan), "50 distinct tasks")
+        for r in reps:
+            got = sorted(t["id"] for t in list_all(r.port))
+            eq(got, sorted(ids), "ListTasks on replica %s: exactly the 50 tasks" % r.name)
+        time.sleep(0.5)   # a stray second run would show up now
+        starts, dones = agent.starts(), agent.dones()
+        eq(sorted(starts), sorted(ids), "the agent ran for exactly these tasks")
+        for tid in ids:
+            eq(len(starts[tid]), 1, "task %s: one execution" % tid)
+            eq(len(dones.get(tid, [])), 1, "task %s: one completed execution" % tid)
+        ran_on = set(s[1] for v in starts.values() for s in v)
+        check(len(ran_on) >= 2, "the work spread over the replicas: %r" % (ran_on,))
+        for r in reps:
+            check(r.proc.poll() is None, "replica %s still runs" % r.name)
+    finally:
+        for r in reps:
+            r.stop()
+
+
+def test_kill9_replica_under_load():
+    tmp = tempfile.mkdtemp(dir=TMP)
+    agent = Agent(tmp)
+    reps = start_fleet(namespaced(BASE, "kill"), agent, tmp, ["a", "b", "c"],
+                       ["--lease", "2s"])
+    a, b, c = reps
+    # Turns outlive the time from their start to the kill (no turn of c can
+    # finish before it dies); the 3 s ones outlive the lease (only heartbeats
+    # keep it). The load fits the 2 x 16 engine workers left, so a
+    # takeover's run starts at once.
+    work = {"t-kill": 3.0, "t-load": 1.0}
+    lock = threading.Lock()
+    sent = {}         # task id -> number of sends it took
+    stop = threading.Event()
+    try:
+        # Phase 1: 24 tasks, 8 registered on each replica, all running.
+        def first(i):
+            tid = "t-kill-%d-%s" % (i, new_id())
+            st, _, doc = send(reps[i % 3].port, user_message("work:3", task_id=tid), True,
+                              immediately=True)
+            with lock:
+                sent[tid] = (st, task_state(doc))
+        threads = [threading.Thread(target=first, args=(i,)) for i in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        eq(len(sent), 24, "24 sends answered")
+        for tid, (st, state) in sent.items():
+            eq(st, 200, "phase 1 send of %s" % tid)
+            check(state in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"),
+                  "returnImmediately answers the accepted task: %s" % state)
+            sent[tid] = 1
+        end = time.time() + 30
+        while len(agent.starts()) < 24 and time.time() < end:
+            time.sleep(0.05)
+        eq(len(agent.starts()), 24, "all 24 turns started")
+
+        # Phase 2: keep sending while c dies; a send that fails to reach a
+        # replica is retried, same message, on the next one.
+        errors = []
+
+        def loader(k):
+            n = 0
+            while not stop.is_set():
+                tid = "t-load-%d-%d-%s" % (k, n, new_id())
+                msg = user_message("work:1", task_id=tid)
+                target, tries = (k + n) % 3, 0
+                while True:
+                    tries += 1
+                    try:
+                        st, _, doc = send(reps[target].port, msg, True, immediately=True,
+                                          timeout=20)
+                    except OSError as ex:   # refused, reset: the replica is gone
+                        if tries < 10:
+                            target = (target + 1) % 3
+                            continue
+                        st, doc = 0, {"_exception": repr(ex)}
+                    if st != 200 or task_state(doc) is None:
+                        errors.append((tid, st, doc))
+                    break
+                with lock:
+                    sent[tid] = tries
+                n += 1
+                time.sleep(0.4)
+        loaders = [threading.Thread(target=loader, args=(k,), daemon=True) for k in range(3)]
+        for t in loaders:
+            t.start()
+        time.sleep(0.3)
+        c.kill9()
+        killed_at = time.time()
+        time.sleep(2.0)
+        stop.set()
+        for t in loaders:
+            t.join(60)
+        eq(errors, [], "every send, retried past the dead replica, was accepted")
+        check(any(n > 1 for n in sent.values()), "some sends hit the dead replica and were retried")
+
+        # The premise: the kill came while every turn c had started was still
+        # working (one that printed its completion just before would be
+        # ambiguous).
+        c_runs = [(tid, s[3]) for tid, v in agent.starts().items() for s in v if s[1] == "c"]
+        check(len(c_runs) > 0, "c was running tasks when it died")
+        for tid, at in c_runs:
+            check(killed_at - at < work[tid[:6]] - 0.2,
+                  "c's turn of %s started %.2fs before the kill" % (tid, killed_at - at))
+
+        # Everything completes on a and b.
+        end = time.time() + 40
+        pending = set(sent)
+        while pending and time.time() < end:
+            pending = set(t for t in pending if get_state(a.port, t) != "TASK_STATE_COMPLETED")
+            if pending:
+                time.sleep(0.3)
+        eq(sorted(pending), [], "every task completed after the takeover")
+        took = time.time() - killed_at
+        check(took < 15, "everything completed %.1fs after the kill" % took)
+        got = sorted(t["id"] for t in list_all(b.port))
+        eq(got, sorted(sent), "ListTasks: one task per send, retries included")
+
+        time.sleep(0.5)
+        starts, dones = agent.starts(), agent.dones()
+        taken = 0
+        for tid in sent:
+            runs, done = starts.get(tid, []), dones.get(tid, [])
+            eq(len(done), 1, "task %s: exactly one completed run (%r / %r)" % (tid, runs, done))
+            check(done[0][1] in ("a", "b"), "task %s: completed by a live replica" % tid)
+            if runs and runs[0][1] == "c":
+                taken += 1
+                check(len(runs) >= 2, "task %s of c was run again: %r" % (tid, runs))
+                last = runs[-1]
+                check(last[1] in ("a", "b") and last[2] and last[0] > runs[0][0],
+                      "task %s: taken over by a live replica, resumed, fence + 1: %r" %
+                      (tid, runs))
+                # lease (2 s) + sweep interval (1 s) + slack for a busy machine
+                check(last[3] - killed_at < 5.5,
+                      "task %s: taken over %.1fs after the kill" % (tid, last[3] - killed_at))
+                eq(done[0], (last[0], last[1]), "task %s: the takeover's run completed" % tid)
+            else:
+                eq(len(runs), 1, "task %s of a live replica: never taken over: %r" % (tid, runs))
+        check(taken >= 8, "c's leased tasks were taken over (%d)" % taken)
+        for r in (a, b):
+            check(r.proc.poll() is None, "replica %s still runs" % r.name)
+    finally:
+        stop.set()
+        for r in reps:
+            r.stop()
+
+
+if __name__ == "__main__":
+    run([test_duplicates_spread_across_replicas, test_kill9_replica_under_load])

@@ -1,0 +1,42 @@
+# Several onced processes on one shared store (issue 6), each program run
+# once per backend:
+#   replicas/replicas/{postgres,redis}  tests/replicas/test_replicas.py
+#       3 replicas on the shared test servers (fixture "once_services",
+#       tests/storepg), a fresh schema / key prefix per run: duplicate retries
+#       spread over the replicas make one task each; kill -9 of a replica
+#       under load: its leased tasks are taken over and complete once
+#   replicas/outage/{postgres,redis}    tests/replicas/test_outage.py
+#       restart of the store under load, on a server of the test's own
+#       (restarting the shared one would break the tests using it): no
+#       acknowledged task lost, none executed twice, 503 + Retry-After
+#       during the outage, retries converge
+# The programs import tests/e2e/harness.py and take the store URL in argv[1].
+include(${CMAKE_SOURCE_DIR}/tests/storepg/services.cmake)
+find_program(PYTHON3 python3 REQUIRED)
+
+set(_once_replica_env
+    "ONCED=${CMAKE_BINARY_DIR}/onced;ONCE_TOOLS=${CMAKE_BINARY_DIR}/tools;ONCE_BUILD=${CMAKE_BINARY_DIR};PYTHONDONTWRITEBYTECODE=1")
+set(_once_replica_backends)
+if(_once_pg_built)
+  list(APPEND _once_replica_backends "postgres|${_once_pg_url}")
+endif()
+if(_once_redis_built)
+  list(APPEND _once_replica_backends "redis|${_once_redis_url}")
+endif()
+
+foreach(entry ${_once_replica_backends})
+  string(REPLACE "|" ";" parts "${entry}")
+  list(GET parts 0 backend)
+  list(GET parts 1 shared_url)
+  add_test(NAME replicas/replicas/${backend}
+           COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_replicas.py "${shared_url}")
+  set_tests_properties(replicas/replicas/${backend} PROPERTIES
+                       FIXTURES_REQUIRED once_services TIMEOUT 120
+                       LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
+  # The outage test starts (and restarts) its own server: argv[1] only names
+  # the backend.
+  add_test(NAME replicas/outage/${backend}
+           COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_outage.py ${backend})
+  set_tests_properties(replicas/outage/${backend} PROPERTIES TIMEOUT 120
+                       LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
+endforeach()

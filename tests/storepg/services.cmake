@@ -1,0 +1,28 @@
+# The throwaway PostgreSQL and Redis servers the store and replica tests
+# share (scripts/test-services.sh, ctest fixture "once_services"): which
+# backends are built, the ports (derived from the build directory so that
+# two build trees can test at once), the environment for the script and the
+# URLs. Included by every layer that uses the servers (tests/storepg,
+# tests/replicas), whatever the order of inclusion; the fixture tests
+# themselves are registered once, in tests/storepg/tests.cmake.
+include_guard(GLOBAL)
+
+set(_once_pg_built OFF)
+set(_once_redis_built OFF)
+if(ONCE_WITH_PG AND ONCE_PG_SOURCES)
+  set(_once_pg_built ON)
+endif()
+if(ONCE_WITH_REDIS AND ONCE_REDIS_SOURCES)
+  set(_once_redis_built ON)
+endif()
+
+string(MD5 _once_svc_hash "${CMAKE_BINARY_DIR}")
+string(SUBSTRING "${_once_svc_hash}" 0 4 _once_svc_hex)
+math(EXPR _once_svc_off "0x${_once_svc_hex} % 200")
+math(EXPR _once_pg_port "54329 + ${_once_svc_off}")
+math(EXPR _once_redis_port "63799 + ${_once_svc_off}")
+set(ONCE_TEST_PG_PORT ${_once_pg_port} CACHE STRING "PostgreSQL port for the store tests")
+set(ONCE_TEST_REDIS_PORT ${_once_redis_port} CACHE STRING "Redis port for the store tests")
+set(_once_svc_env "ONCE_PG_PORT=${ONCE_TEST_PG_PORT};ONCE_REDIS_PORT=${ONCE_TEST_REDIS_PORT}")
+set(_once_pg_url "postgres://postgres@127.0.0.1:${ONCE_TEST_PG_PORT}/once")
+set(_once_redis_url "redis://127.0.0.1:${ONCE_TEST_REDIS_PORT}/0")

@@ -1,0 +1,179 @@
+/*
+ * test_push_net.c -- the SSRF guard of push delivery (src/engine/push_net.c)
+ * and Retry-After parsing (push_http.c): which addresses are refused, what
+ * --push-allow exempts (including IPv4 hidden in IPv6 forms), and which
+ * webhook URLs a config may not even be created with.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "engine/push_int.h"
+
+static const char *judge(const char *addr, const once__cidr *allow, size_t n)
+{
+    uint8_t a[16];
+    if (inet_pton(AF_INET, addr, a) == 1)
+        return once__addr_blocked(allow, n, AF_INET, a);
+    assert_int_equal(inet_pton(AF_INET6, addr, a), 1);
+    return once__addr_blocked(allow, n, AF_INET6, a);
+}
+
+static void blocked_ranges(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "127.0.0.1",
+        "127.255.0.9",
+        "10.1.2.3",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "100.127.255.254",
+        "0.0.0.0",
+        "0.1.2.3",
+        "224.0.0.1",
+        "255.255.255.255",
+        "198.18.0.1",
+        "::1",
+        "::",
+        "fe80::1",
+        "fc00::1",
+        "fd12:3456::1",
+        "ff02::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        "64:ff9b::a9fe:a9fe",
+        "::127.0.0.1",
+        "fec0::1",
+    };
+    static const char *const good[] = {
+        "8.8.8.8",     "1.1.1.1",     "172.15.255.255",       "172.32.0.0",     "100.63.255.255",
+        "100.128.0.0", "192.169.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8", "169.253.255.255",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (judge(bad[i], NULL, 0) == NULL)
+            fail_msg("%s was not refused", bad[i]);
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (judge(good[i], NULL, 0) != NULL)
+            fail_msg("%s was refused: %s", good[i], judge(good[i], NULL, 0));
+    assert_non_null(strstr(judge("127.0.0.1", NULL, 0), "loopback"));
+    assert_non_null(strstr(judge("10.0.0.1", NULL, 0), "private"));
+    assert_non_null(strstr(judge("fe80::1", NULL, 0), "link-local"));
+}
+
+static void allow_list(void **state)
+{
+    (void)state;
+    once__cidr allow[3];
+    assert_int_equal(once__cidr_parse("127.0.0.1/32", &allow[0]), ONCE_OK);
+    assert_int_equal(once__cidr_parse("10.20.0.0/16", &allow[1]), ONCE_OK);
+    assert_int_equal(once__cidr_parse("fd00::/8", &allow[2]), ONCE_OK);
+    assert_null(judge("127.0.0.1", allow, 3));
+    assert_non_null(judge("127.0.0.2", allow, 3));
+    assert_null(judge("10.20.255.1", allow, 3));
+    assert_non_null(judge("10.21.0.1", allow, 3));
+    assert_null(judge("fd12::1", allow, 3));
+    assert_non_null(judge("fc00::1", allow, 3));
+    /* An IPv4 entry covers the IPv6 spellings of the same address only. */
+    assert_null(judge("::ffff:127.0.0.1", allow, 3));
+    assert_non_null(judge("::1", allow, 3));
+
+    once__cidr c;
+    assert_int_equal(once__cidr_parse("::1", &c), ONCE_OK);
+    assert_int_equal(c.bits, 128);
+    assert_int_equal(once__cidr_parse("192.168.0.0/0", &c), ONCE_OK);
+    assert_int_equal(c.bits, 0);
+    assert_null(judge("192.168.1.1", &c, 1)); /* /0 allows every IPv4 address */
+    static const char *const malformed[] = {"10.0.0.0/33", "::/129", "10.0.0/8", "10.0.0.0/",
+                                            "10.0.0.0/x",  "host/8", "",         "/8",
+                                            "10.0.0.0/-1"};
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++)
+        if (once__cidr_parse(malformed[i], &c) != ONCE_EINVAL)
+            fail_msg("CIDR %s was accepted", malformed[i]);
+}
+
+static int url_ok(const char *url, const once__cidr *allow, size_t n, char *why)
+{
+    return once__push_url_check(url, allow, n, why, 300);
+}
+
+static void url_check(void **state)
+{
+    (void)state;
+    char why[300];
+    static const char *const refused[] = {
+        "http://127.0.0.1:8080/hook",
+        "http://localhost/hook",
+        "http://LOCALHOST./x",
+        "http://api.localhost/x",
+        "http://[::1]:9/x",
+        "http://10.0.0.5/x",
+        "http://169.254.169.254/latest",
+        "http://[::ffff:127.0.0.1]/x",
+        "http://2130706433/",
+        "http://0x7f.0.0.1/",
+        "ftp://example.com/x",
+        "file:///etc/passwd",
+        "http://user:pw@example.com/x",
+        "not a url",
+        "",
+        "example.com/hook",
+        "http://:80/x",
+        "gopher://example.com/",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (url_ok(refused[i], NULL, 0, why) != ONCE_EINVAL)
+            fail_msg("url %s was accepted", refused[i]);
+    assert_int_equal(url_ok("http://127.0.0.1:8080/hook", NULL, 0, why), ONCE_EINVAL);
+    assert_non_null(strstr(why, "loopback"));
+    assert_non_null(strstr(why, "--push-allow"));
+
+    static const char *const accepted[] = {"https://example.com/hook", "http://8.8.8.8:80/x",
+                                           "https://[2001:db8::1]/x?q=1",
+                                           "http://webhooks.internal.example/x"};
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++)
+        if (url_ok(accepted[i], NULL, 0, why) != ONCE_OK)
+            fail_msg("url %s was refused: %s", accepted[i], why);
+
+    once__cidr lo;
+    assert_int_equal(once__cidr_parse("127.0.0.1/32", &lo), ONCE_OK);
+    assert_int_equal(url_ok("http://127.0.0.1:8080/hook", &lo, 1, why), ONCE_OK);
+    assert_int_equal(url_ok("http://localhost:8080/hook", &lo, 1, why), ONCE_OK);
+    assert_int_equal(url_ok("http://[::1]:8080/hook", &lo, 1, why), ONCE_EINVAL);
+    char longurl[ONCE__PUSH_URL_MAX + 40];
+    snprintf(longurl, sizeof longurl, "https://example.com/%0*d", ONCE__PUSH_URL_MAX, 7);
+    assert_int_equal(url_ok(longurl, NULL, 0, why), ONCE_EINVAL);
+}
+
+static void retry_after(void **state)
+{
+    (void)state;
+    const int64_t now = 784111777; /* Sun, 06 Nov 1994 08:49:37 GMT */
+    assert_int_equal(once__push_retry_after("120", now), 120000);
+    assert_int_equal(once__push_retry_after(" 0\r\n", now), 0);
+    assert_int_equal(once__push_retry_after("Sun, 06 Nov 1994 08:49:47 GMT\r\n", now), 10000);
+    assert_int_equal(once__push_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now), 0);
+    assert_int_equal(once__push_retry_after("soon", now), -1);
+    assert_int_equal(once__push_retry_after("12x", now), -1);
+    assert_int_equal(once__push_retry_after("Sun, 06 Foo 1994 08:49:47 GMT", now), -1);
+    assert_true(once__push_retry_after("99999999999999", now) >= 3600000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(blocked_ranges),
+        cmocka_unit_test(allow_list),
+        cmocka_unit_test(url_check),
+        cmocka_unit_test(retry_after),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
