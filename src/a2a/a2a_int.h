@@ -59,9 +59,6 @@ int once__a2a_check_message(const json_t *msg, const char *field, int legacy, si
 /* historyLength: absent -> *out = -1; else an integer 0..INT32_MAX. */
 int once__a2a_check_history(const json_t *v, const char *field, int *out, a2a_verr *e);
 
-/* 1 if s is base64 (standard or URL-safe alphabet, padding optional). */
-int once__a2a_base64_valid(const char *s, size_t n);
-
 /* Parse RFC 3339 ("2026-12-02T12:00:00Z", fractional seconds and numeric
  * offsets allowed) to ms since the epoch. ONCE_OK or ONCE_EINVAL. */
 int once__a2a_parse_time(const char *s, int64_t *ms);

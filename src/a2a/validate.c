@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/base64.h"
 
 int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
 {
@@ -37,31 +38,6 @@ int once__a2a_check_id(const json_t *v, const char *field, a2a_verr *e)
     return ONCE_OK;
 }
 
-static int b64_char(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/' || c == '-' || c == '_';
-}
-
-int once__a2a_base64_valid(const char *s, size_t n)
-{
-    size_t pad = 0;
-    while (n > 0 && s[n - 1] == '=' && pad < 2) {
-        n--;
-        pad++;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!b64_char((unsigned char)s[i]))
-            return 0;
-    }
-    /* One leftover character cannot encode a byte; padding, when present,
-     * must complete the last quantum. */
-    if (n % 4 == 1)
-        return 0;
-    if (pad > 0 && (n + pad) % 4 != 0)
-        return 0;
-    return 1;
-}
 
 static const char *const part_content[] = {"text", "raw", "url", "data"};
 
@@ -91,7 +67,7 @@ int once__a2a_check_part(const json_t *part, const char *field, a2a_verr *e)
             if (!json_is_string(v))
                 return once__a2a_verr(e, f, "%s must be a string", f);
             if (strcmp(key, "raw") == 0 &&
-                !once__a2a_base64_valid(json_string_value(v), json_string_length(v)))
+                !once__base64_valid(json_string_value(v), json_string_length(v)))
                 return once__a2a_verr(e, f, "%s must be base64", f);
             if (strcmp(key, "url") == 0 && json_string_length(v) == 0)
                 return once__a2a_verr(e, f, "%s must not be empty", f);

@@ -11,69 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "once/webhook.h"
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Standard base64 with padding; out holds 4 * ceil(n / 3) + 1. */
-static void b64_encode(const uint8_t *in, size_t n, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? b64[v & 63] : '=';
-    }
-    out[o] = '\0';
-}
-
-static int b64_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
-
-/* Decode standard or URL-safe base64, padding optional. -1 if malformed or
- * longer than cap. */
-static long b64_decode(const char *s, size_t n, uint8_t *out, size_t cap)
-{
-    while (n > 0 && s[n - 1] == '=')
-        n--;
-    if (n % 4 == 1)
-        return -1;
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_value(s[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (o == cap)
-                return -1;
-            out[o++] = (uint8_t)(acc >> bits);
-        }
-    }
-    return (long)o;
-}
 
 int once_webhook_key(const char *secret, uint8_t key[ONCE_WEBHOOK_KEY_MAX], size_t *len)
 {
@@ -86,7 +25,7 @@ int once_webhook_key(const char *secret, uint8_t key[ONCE_WEBHOOK_KEY_MAX], size
         size_t bl = n - (sizeof prefix - 1);
         if (bl / 4 * 3 > ONCE_WEBHOOK_KEY_MAX)
             return ONCE_ERANGE;
-        long k = b64_decode(secret + sizeof prefix - 1, bl, key, ONCE_WEBHOOK_KEY_MAX);
+        long k = once__base64_decode(secret + sizeof prefix - 1, bl, key, ONCE_WEBHOOK_KEY_MAX);
         if (k <= 0)
             return ONCE_EINVAL;
         *len = (size_t)k;
@@ -133,7 +72,7 @@ int once_webhook_sign(const char *secret, const char *id, const char *timestamp,
     if (rc != ONCE_OK)
         return rc;
     memcpy(out, "v1,", 3);
-    b64_encode(sig, sizeof sig, out + 3);
+    once__base64_encode(sig, sizeof sig, out + 3, 0);
     return ONCE_OK;
 }
 
@@ -188,7 +127,7 @@ int once_webhook_verify(const char *const *secrets, size_t nsecrets, const char 
         size_t n = (size_t)(end - p);
         if (n > 3 && memcmp(p, "v1,", 3) == 0) {
             uint8_t got[ONCE_SHA256_LEN + 3];
-            long k = b64_decode(p + 3, n - 3, got, sizeof got);
+            long k = once__base64_decode(p + 3, n - 3, got, sizeof got);
             if (k == ONCE_SHA256_LEN) {
                 for (size_t i = 0; i < nwant; i++)
                     match |= once_ct_equal(got, want[i], ONCE_SHA256_LEN);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "engine/engine_int.h"
 
 #define CANCEL_TRIES 16
@@ -126,62 +127,14 @@ int once_engine_cancel(once_engine *e, const char *principal, const char *task_i
  * than the principal's own listing (the query is always scoped to it).
  */
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static int b64_encode(const uint8_t *in, size_t n, char *out, size_t outlen)
+/* Decode a page token into out (NUL-terminated text); ONCE_EINVAL on any
+ * malformation, including an embedded NUL. */
+static int token_text(const char *in, char *out, size_t outlen)
 {
-    size_t need = (n * 4 + 2) / 3 + 1;
-    if (need > outlen)
-        return ONCE_ERANGE;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        if (i + 1 < n)
-            out[o++] = b64[(v >> 6) & 63];
-        if (i + 2 < n)
-            out[o++] = b64[v & 63];
-    }
-    out[o] = '\0';
-    return ONCE_OK;
-}
-
-static int b64_value(char c)
-{
-    const char *p = c != '\0' ? strchr(b64, c) : NULL;
-    return p != NULL ? (int)(p - b64) : -1;
-}
-
-/* Decode into out (NUL-terminated); ONCE_EINVAL on any malformation. */
-static int b64_decode(const char *in, char *out, size_t outlen)
-{
-    size_t n = strlen(in);
-    if (n % 4 == 1)
+    long n = once__base64_decode(in, strlen(in), (uint8_t *)out, outlen - 1);
+    if (n < 0 || memchr(out, '\0', (size_t)n) != NULL)
         return ONCE_EINVAL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        uint32_t v = 0;
-        size_t k = n - i < 4 ? n - i : 4;
-        for (size_t j = 0; j < 4; j++) {
-            int d = j < k ? b64_value(in[i + j]) : 0;
-            if (d < 0)
-                return ONCE_EINVAL;
-            v = v << 6 | (uint32_t)d;
-        }
-        size_t bytes = k - 1;
-        if (o + bytes + 1 > outlen)
-            return ONCE_EINVAL;
-        for (size_t j = 0; j < bytes; j++)
-            out[o++] = (char)((v >> (16 - 8 * j)) & 0xff);
-    }
-    out[o] = '\0';
-    if (strlen(out) != o)
-        return ONCE_EINVAL;   /* embedded NUL */
+    out[n] = '\0';
     return ONCE_OK;
 }
 
@@ -191,13 +144,16 @@ static int token_encode(int64_t created_at, const char *task_id, char out[256])
     int n = snprintf(raw, sizeof raw, "%" PRId64 ".%s", created_at, task_id);
     if (n < 0 || (size_t)n >= sizeof raw)
         return ONCE_ERANGE;
-    return b64_encode((const uint8_t *)raw, (size_t)n, out, 256);
+    if (once__base64_len((size_t)n, 1) + 1 > 256)
+        return ONCE_ERANGE;
+    once__base64_encode((const uint8_t *)raw, (size_t)n, out, 1);
+    return ONCE_OK;
 }
 
 static int token_decode(const char *token, int64_t *created_at, char task_id[ONCE_ID_MAX + 1])
 {
     char raw[32 + ONCE_ID_MAX];
-    if (strlen(token) > 255 || b64_decode(token, raw, sizeof raw) != ONCE_OK)
+    if (strlen(token) > 255 || token_text(token, raw, sizeof raw) != ONCE_OK)
         return ONCE_EINVAL;
     char *dot = strchr(raw, '.');
     if (dot == NULL || dot == raw)

@@ -13,6 +13,7 @@
  * task's status message (JSON).
  */
 #include "exec/jsonl.h"
+#include "core/base64.h"
 #include "core/jcs.h"
 
 #include <stdarg.h>
@@ -176,26 +177,6 @@ static int opt_string_array(json_t *obj, const char *key, const char *where, vpr
     return ONCE_OK;
 }
 
-/* Standard or URL-safe base64, padding optional but only at the end. */
-static int base64_ok(const char *s, size_t n)
-{
-    size_t pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        if (pad)
-            return 0;
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '+' || c == '/' || c == '-' || c == '_'))
-            return 0;
-    }
-    if (pad > 2 || (pad && n % 4 != 0))
-        return 0;
-    return (n - pad) % 4 != 1;
-}
 
 static const char *const part_members[] = {"text",     "raw",       "url", "data", "metadata",
                                            "filename", "mediaType", NULL};
@@ -222,7 +203,7 @@ static int check_part(json_t *part, const char *where, vprob *p)
     if ((v = json_object_get(part, "raw"))) {
         if (!json_is_string(v))
             return bad(p, "%s.raw must be a base64 string", where);
-        if (!base64_ok(json_string_value(v), json_string_length(v)))
+        if (!once__base64_valid(json_string_value(v), json_string_length(v)))
             return bad(p, "%s.raw is not valid base64", where);
     }
     if ((rc = opt_object(part, "metadata", where, p)) < 0 ||

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "a2a/a2a_int.h"
+#include "core/base64.h"
 
 /* Check msg (JSON text); expect_field NULL = accepted. */
 static void check_msg(const char *text, int legacy, const char *expect_field)
@@ -151,9 +152,9 @@ static void test_base64(void **state)
     const char *ok[] = {"", "YQ==", "YWI=", "YWJj", "YQ", "YWI", "-_-_", "aGVsbG8gd29ybGQ="};
     const char *bad[] = {"Y", "YQ=", "YQ===", "Y===", "a b", "YQ==YQ==", "é"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        assert_true(once__a2a_base64_valid(ok[i], strlen(ok[i])));
+        assert_true(once__base64_valid(ok[i], strlen(ok[i])));
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (once__a2a_base64_valid(bad[i], strlen(bad[i])))
+        if (once__base64_valid(bad[i], strlen(bad[i])))
             fail_msg("accepted %s", bad[i]);
 }
 
