@@ -29,5 +29,10 @@ test-fast: build
 demo: build
 	@bash demo/run.sh $(BUILD)
 
+# naive vs once on a 1 -> 2 -> 4 -> 8 delegation tree over lossy links;
+# prints the table and writes demo/amplify-results.md.
+amplify: build
+	@bash demo/amplify.sh $(BUILD)
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -20,6 +20,7 @@
 
 #include "http/http.h"
 #include "once/client.h"
+#include "once/webhook.h"
 
 enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3, EXIT_EXHAUSTED = 4,
        EXIT_TASK_FAILED = 5, EXIT_INTERRUPTED = 130 };
@@ -40,12 +41,32 @@ static const char usage[] =
     "  cancel ID              cancel the task\n"
     "  continue ID (--text T | --file F) [--wait]\n"
     "                         answer a task in input-required / auth-required\n"
-    "  wait ID                poll until the task is finished or asks for input\n"
+    "  wait ID [--poll]       follow the task until it is finished or asks for input:\n"
+    "                         over SSE when the agent's card says it streams (a\n"
+    "                         dropped stream resumes where it broke, by\n"
+    "                         Last-Event-ID), else by polling (--poll: always poll)\n"
     "  recover                re-send every pending intent (same ID, same body) and\n"
     "                         poll every acknowledged one\n"
     "  outbox [--state S] [--prune AGE]\n"
     "                         list intents (S: pending, acknowledged, final,\n"
     "                         refused); --prune removes finished ones older than AGE\n"
+    "  listen --port P --secret S [--secret S2 ...] [--exec CMD] [--state PATH]\n"
+    "         [--host H] [--token T] [--tolerance SECS]\n"
+    "                         receive push notifications (onced --push-secret S):\n"
+    "                         verify each webhook's signature and timestamp, record\n"
+    "                         it in a durable processed-set (--state, default\n"
+    "                         $XDG_STATE_HOME/once/webhooks.db) before answering\n"
+    "                         2xx, and hand each event exactly once, in generation\n"
+    "                         order per task, to CMD (sh -c; the event on stdin;\n"
+    "                         ONCE_TASK_ID, ONCE_GENERATION, ONCE_WEBHOOK_ID set;\n"
+    "                         exit 0 = handled, else it is offered again). Without\n"
+    "                         --exec each event is printed on stdout, one line\n"
+    "                         (--json: one JSON object). Duplicates are answered 2xx\n"
+    "                         and dropped. --port 0 picks a free port; the URL is\n"
+    "                         printed on stderr. --host: the address to listen on\n"
+    "                         (127.0.0.1); --token: require this\n"
+    "                         X-A2A-Notification-Token; --tolerance: accepted clock\n"
+    "                         skew (300s). Runs until SIGINT/SIGTERM, then exits 0.\n"
     "\n"
     "options:\n"
     "  --agent URL            the agent's JSON-RPC URL (get/cancel/continue/wait:\n"
@@ -53,8 +74,10 @@ static const char usage[] =
     "  --outbox PATH          the outbox (default $XDG_STATE_HOME/once/outbox.db,\n"
     "                         else ~/.local/state/once/outbox.db)\n"
     "  --token TOKEN          bearer token (default $ONCE_TOKEN)\n"
-    "  --json                 machine-readable output only (one JSON document)\n"
+    "  --json                 machine-readable output only (one JSON document; after\n"
+    "                         a wait, \"generations\" lists the task generations seen)\n"
     "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
+    "  --poll                 wait by polling GetTask even if the agent streams\n"
     "retry policy (per call):\n"
     "  --attempts N           attempts, the first included (5)\n"
     "  --timeout DUR          one attempt (10s)\n"
@@ -68,12 +91,16 @@ static const char usage[] =
     "  Retried: connection and transport errors, timeouts, HTTP 429/502/503/504,\n"
     "  JSON-RPC errors the agent marks retryable; Retry-After is honoured. A\n"
     "  refusal (terminal task, busy, conflict, expired, not found) never is.\n"
+    "  A wait's stream reconnects under the same backoff, attempts and budget;\n"
+    "  a stream that delivered events starts the count afresh.\n"
     "\n"
     "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d.\n"
     "\n"
     "exit status:\n"
-    "  0    success (with --wait / wait: the task completed or asks for input)\n"
-    "  1    any other failure (bad answer, authentication, outbox)\n"
+    "  0    success (with --wait / wait: the task completed or asks for input;\n"
+    "       listen: stopped by SIGINT/SIGTERM)\n"
+    "  1    any other failure (bad answer, authentication, outbox; listen: the\n"
+    "       processed-set or the port cannot be opened)\n"
     "  2    usage error\n"
     "  3    the agent refused (the error's reason and the task's state are printed)\n"
     "  4    retries exhausted: attempts, deadline, retry budget or --wait-timeout\n"
@@ -81,15 +108,26 @@ static const char usage[] =
     "  5    with --wait / wait: the task ended failed, canceled or rejected\n"
     "  130  interrupted (SIGINT/SIGTERM)\n";
 
-/* The command line, parsed once in main's thread; c is the open client. */
+#define MAX_SECRETS 8
+
+/* The command line, parsed once in main's thread; c is the open client.
+ * During a wait the client's callbacks (same thread) update shown, gens and
+ * streamed; during listen the receiver's drain thread (one drain at a time)
+ * only reads it. */
 typedef struct cli {
     const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune;
-    int json, wait, uuid;
-    int64_t wait_timeout_ms;
+    char agent_buf[2048];   /* the outbox's agent URL for a task command */
+    const char *exec, *host, *secrets[MAX_SECRETS];
+    size_t nsecrets;
+    int json, wait, uuid, poll;
+    long port;                   /* -1: not given */
+    int64_t wait_timeout_ms, tolerance_ms;
     once_retry_policy retry;
     once_client *c;
     int tty;                     /* progress lines go to stderr */
     once_state shown;            /* the last state a progress line showed */
+    json_t *gens;                /* generations a wait saw, for --json */
+    int streamed;                /* a wait received stream events */
 } cli;
 
 static volatile sig_atomic_t interrupted;
@@ -137,7 +175,7 @@ static int parse_double(const char *flag, const char *v, double *out)
 
 static int parse_args(int argc, char **argv, cli *o)
 {
-    enum { STR, FLAG, DUR, COUNT, NUM };
+    enum { STR, FLAG, DUR, COUNT, NUM, LIST, PORT, SECS };
     int64_t conn = -1;
     struct {
         const char *name;
@@ -165,6 +203,12 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--budget-ratio", NUM, &o->retry.budget_ratio},
         {"--budget-burst", NUM, &o->retry.budget_burst},
         {"--budget-refill", NUM, &o->retry.budget_refill_per_s},
+        {"--poll", FLAG, &o->poll},
+        {"--secret", LIST, o->secrets},
+        {"--exec", STR, &o->exec},
+        {"--host", STR, &o->host},
+        {"--port", PORT, &o->port},
+        {"--tolerance", SECS, &o->tolerance_ms},
     };
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
@@ -202,6 +246,32 @@ static int parse_args(int argc, char **argv, cli *o)
         switch (flags[k].kind) {
         case STR:
             *(const char **)flags[k].dst = v;
+            break;
+        case LIST:
+            if (o->nsecrets == MAX_SECRETS)
+                return bad("%s: at most %d", flags[k].name, MAX_SECRETS);
+            if (v[0] == '\0')
+                return bad("%s: empty", flags[k].name);
+            o->secrets[o->nsecrets++] = v;
+            break;
+        case PORT:
+            errno = 0;
+            n = strtol(v, &end, 10);
+            if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 65535)
+                return bad("%s: expected 0..65535, got %s", flags[k].name, v);
+            *(long *)flags[k].dst = n;
+            break;
+        case SECS:
+            /* Seconds, as a bare number (--tolerance 300) or a duration. */
+            errno = 0;
+            n = strtol(v, &end, 10);
+            if (errno == 0 && end != v && *end == '\0' && n >= 1 && n <= 86400L * 365) {
+                *(int64_t *)flags[k].dst = (int64_t)n * 1000;
+                break;
+            }
+            if (once_parse_duration(v, 0, flags[k].dst) != ONCE_OK ||
+                *(int64_t *)flags[k].dst < 1000)
+                return bad("%s: expected seconds (1 or more), got %s", flags[k].name, v);
             break;
         case DUR:
             if (once_parse_duration(v, 0, flags[k].dst) != ONCE_OK)
@@ -333,7 +403,12 @@ static int exit_for(int rc, const once_call_result *r, int waited)
 static int report(cli *o, int rc, const once_call_result *r, int waited)
 {
     if (o->json) {
-        print_json(result_json(r));
+        json_t *doc = result_json(r);
+        if (waited && o->gens != NULL) {
+            json_object_set(doc, "generations", o->gens);
+            json_object_set_new(doc, "streamed", json_boolean(o->streamed));
+        }
+        print_json(doc);
         return exit_for(rc, r, waited);
     }
     const char *id = r->task_id[0] ? r->task_id : "-";
@@ -378,6 +453,39 @@ static void on_state(void *ctx, const char *task_id, once_state s, const char *j
     if (o->tty && s != o->shown)
         fprintf(stderr, "%s: %s\n", task_id, once_state_name(s));
     o->shown = s;
+}
+
+/* Every event a wait sees: its generation goes into the --json output. */
+static void on_event(void *ctx, const once_wait_event *ev)
+{
+    cli *o = ctx;
+    if (ev->generation > 0)
+        json_array_append_new(o->gens, json_integer(ev->generation));
+    o->streamed |= ev->streamed;
+}
+
+static int64_t generation_of(const char *task_json)
+{
+    json_error_t je;
+    json_t *t = task_json ? json_loads(task_json, 0, &je) : NULL;
+    int64_t g = json_integer_value(json_object_get(t, "generation"));
+    json_decref(t);
+    return g;
+}
+
+/* Follow a task (SSE or polling) until it is finished or asks for input;
+ * after_json is the Task the caller already holds (send/continue), or NULL. */
+static int follow(cli *o, const char *task_id, const char *after_json, once_state after_state,
+                  once_call_result *r)
+{
+    o->gens = json_array();
+    once_wait_spec w = {.agent = o->agent, .task_id = task_id, .timeout_ms = o->wait_timeout_ms,
+                        .poll = o->poll, .on_state = on_state, .on_event = on_event, .ctx = o};
+    if (after_json != NULL && (w.after_generation = generation_of(after_json)) > 0) {
+        w.state = after_state;
+        json_array_append_new(o->gens, json_integer(w.after_generation));
+    }
+    return once_client_follow(o->c, &w, r);
 }
 
 /* ---------------------------------------------------------------------------
@@ -446,9 +554,12 @@ static int parts_from_args(cli *o, char **out)
     return -1;
 }
 
-/* The agent for a task command: --agent, else the outbox's. */
-static int agent_for(cli *o, char *buf, size_t len)
+/* The agent for a task command: --agent, else the outbox's (kept in
+ * o->agent_buf for the rest of the command). */
+static int agent_for(cli *o)
 {
+    char *buf = o->agent_buf;
+    size_t len = sizeof o->agent_buf;
     if (o->id == NULL)
         return bad("%s needs a task ID", o->cmd);
     if (o->agent != NULL)
@@ -472,7 +583,7 @@ static int then_wait(cli *o, int rc, once_call_result *r)
     char id[ONCE_ID_MAX + 1];
     snprintf(id, sizeof id, "%s", r->task_id);
     once_call_result w;
-    int wrc = once_client_wait(o->c, o->agent, id, o->wait_timeout_ms, on_state, o, &w);
+    int wrc = follow(o, id, r->json, r->state, &w);
     w.replayed = r->replayed;
     w.intent = r->intent;
     int ex = report(o, wrc, &w, 1);
@@ -482,9 +593,8 @@ static int then_wait(cli *o, int rc, once_call_result *r)
 
 static int cmd_send(cli *o, int cont)
 {
-    char agentbuf[2048];
     int ex;
-    if (cont && (ex = agent_for(o, agentbuf, sizeof agentbuf)) >= 0)
+    if (cont && (ex = agent_for(o)) >= 0)
         return ex;
     if (!cont && o->agent == NULL)
         return bad("send needs --agent URL");
@@ -509,8 +619,7 @@ static int cmd_send(cli *o, int cont)
 
 static int cmd_task(cli *o)
 {
-    char agentbuf[2048];
-    int ex = agent_for(o, agentbuf, sizeof agentbuf);
+    int ex = agent_for(o);
     if (ex >= 0)
         return ex;
     once_call_result r;
@@ -521,7 +630,7 @@ static int cmd_task(cli *o)
         rc = once_client_cancel(o->c, o->agent, o->id, &r);
     } else {
         waited = 1;
-        rc = once_client_wait(o->c, o->agent, o->id, o->wait_timeout_ms, on_state, o, &r);
+        rc = follow(o, o->id, NULL, ONCE_STATE_UNKNOWN, &r);
     }
     ex = report(o, rc, &r, waited);
     once_call_result_clear(&r);
@@ -660,6 +769,100 @@ static int cmd_recover(cli *o)
 }
 
 /* ---------------------------------------------------------------------------
+ * listen: the receiving end of push notifications (include/once/webhook.h).
+ */
+
+/* The handler without --exec: one line per event on stdout. A failed write
+ * leaves the event to be offered again. */
+static int print_event(void *arg, const once_webhook_event *ev)
+{
+    const cli *o = arg;
+    json_error_t je;
+    json_t *body = json_loadb(ev->body, ev->len, 0, &je);
+    if (body == NULL)
+        return ONCE_EPARSE;   /* never: the receiver checked it is an object */
+    int ok;
+    if (o->json) {
+        json_t *line = json_pack("{s:s,s:I,s:s,s:O}", "taskId", ev->task_id, "generation",
+                                 (json_int_t)ev->generation, "webhookId", ev->id, "event", body);
+        ok = line != NULL && json_dumpf(line, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) == 0 &&
+             putchar('\n') != EOF;
+        json_decref(line);
+    } else {
+        /* <task> <generation> <kind> <state or -> */
+        const char *kind = "event", *state = NULL;
+        const char *key;
+        json_t *v;
+        json_object_foreach(body, key, v)
+        {
+            kind = key;
+            state = json_string_value(json_object_get(json_object_get(v, "status"), "state"));
+            break;
+        }
+        ok = printf("%s\t%lld\t%s\t%s\n", ev->task_id, (long long)ev->generation, kind,
+                    state ? state : "-") > 0;
+    }
+    json_decref(body);
+    return ok && fflush(stdout) == 0 ? ONCE_OK : ONCE_EIO;
+}
+
+static int default_state_path(char *buf, size_t len, const char *file);
+
+static int cmd_listen(cli *o)
+{
+    if (o->nsecrets == 0)
+        return bad("listen needs --secret S (the secret onced signs with: --push-secret)");
+    if (o->port < 0)
+        return bad("listen needs --port P (0: any free port)");
+    char path[4096];
+    int ex;
+    if (o->state != NULL) {
+        if ((size_t)snprintf(path, sizeof path, "%s", o->state) >= sizeof path)
+            return bad("--state: path too long");
+    } else if ((ex = default_state_path(path, sizeof path, "webhooks.db")) >= 0) {
+        return ex;
+    }
+    /* The receiver's threads inherit this mask: SIGINT/SIGTERM reach only
+     * the sigwait below, which stops the server in good order. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    once_webhook_options wo = {.state_path = path,
+                               .secrets = o->secrets,
+                               .nsecrets = o->nsecrets,
+                               .tolerance_s = o->tolerance_ms / 1000,
+                               .token = o->token,
+                               .handler = o->exec ? once_webhook_exec_handler : print_event,
+                               .arg = o->exec ? (void *)(uintptr_t)o->exec : (void *)o};
+    once_webhook *w;
+    char err[512] = "";
+    if (once_webhook_open(&wo, &w, err, sizeof err) != ONCE_OK) {
+        fprintf(stderr, "once: listen: cannot open the processed-set %s: %s\n", path,
+                err[0] ? err : "out of memory");
+        return EXIT_OTHER;
+    }
+    once_webhook_listen_options lo = {.host = o->host, .port = (int)o->port};
+    once_webhook_server *srv;
+    if (once_webhook_listen(w, &lo, &srv, err, sizeof err) != ONCE_OK) {
+        fprintf(stderr, "once: listen: %s\n", err[0] ? err : "cannot listen");
+        once_webhook_close(w);
+        return EXIT_OTHER;
+    }
+    fprintf(stderr, "once: listening on http://%s:%d/ (processed-set %s)\n",
+            o->host ? o->host : "127.0.0.1", once_webhook_server_port(srv), path);
+    fflush(stderr);
+    int sig = 0;
+    sigwait(&set, &sig);
+    once_webhook_server_stop(srv);
+    once_webhook_close(w);
+    return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------------
  * main.
  */
 static int mkdirs(char *path)
@@ -676,59 +879,96 @@ static int mkdirs(char *path)
     return 0;
 }
 
-static int default_outbox(char *buf, size_t len)
+/* $XDG_STATE_HOME/once/<file>, else ~/.local/state/once/<file>; its
+ * folders are created. -1, or an exit status. */
+static int default_state_path(char *buf, size_t len, const char *file)
 {
     const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
     int n;
     if (xdg != NULL && xdg[0] == '/')
-        n = snprintf(buf, len, "%s/once/outbox.db", xdg);
+        n = snprintf(buf, len, "%s/once/%s", xdg, file);
     else if (home != NULL && home[0] != '\0')
-        n = snprintf(buf, len, "%s/.local/state/once/outbox.db", home);
+        n = snprintf(buf, len, "%s/.local/state/once/%s", home, file);
     else
-        return bad("no --outbox, and neither XDG_STATE_HOME nor HOME is set");
+        return bad("no path given for %s, and neither XDG_STATE_HOME nor HOME is set", file);
     if (n < 0 || (size_t)n >= len)
-        return bad("outbox path too long");
+        return bad("state path too long");
+    if (mkdirs(buf) != 0) {
+        fprintf(stderr, "once: cannot create the folder for %s: %s\n", buf, strerror(errno));
+        return EXIT_OTHER;
+    }
     return -1;
 }
+
+static int cmd_send_new(cli *o)
+{
+    return cmd_send(o, 0);
+}
+
+static int cmd_continue(cli *o)
+{
+    return cmd_send(o, 1);
+}
+
+/* The commands: what each needs from main before it runs. */
+enum { NEEDS_CLIENT = 1, TAKES_ID = 2 };
+typedef struct command {
+    const char *name;
+    int (*run)(cli *o);
+    unsigned flags;
+} command;
+
+static const command commands[] = {
+    {"send", cmd_send_new, NEEDS_CLIENT},
+    {"continue", cmd_continue, NEEDS_CLIENT | TAKES_ID},
+    {"get", cmd_task, NEEDS_CLIENT | TAKES_ID},
+    {"cancel", cmd_task, NEEDS_CLIENT | TAKES_ID},
+    {"wait", cmd_task, NEEDS_CLIENT | TAKES_ID},
+    {"recover", cmd_recover, NEEDS_CLIENT},
+    {"outbox", cmd_outbox, NEEDS_CLIENT},
+    {"listen", cmd_listen, 0},
+};
 
 int main(int argc, char **argv)
 {
     cli o;
     memset(&o, 0, sizeof o);
+    o.port = -1;
     once_retry_policy_default(&o.retry);
     int ex = parse_args(argc, argv, &o);
     if (ex >= 0)
         return ex;
-    static const char *const cmds[] = {"send", "get", "cancel", "continue", "wait", "recover", "outbox"};
-    int known = 0;
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        known |= strcmp(o.cmd, cmds[i]) == 0;
-    if (!known)
+    const command *cmd = NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(o.cmd, commands[i].name) == 0)
+            cmd = &commands[i];
+    if (cmd == NULL)
         return bad("unknown command %s", o.cmd);
-    int is_send = strcmp(o.cmd, "send") == 0;
+    int is_send = cmd->run == cmd_send_new;
     if (is_send && o.arg != NULL)
         return bad("send takes no argument (use --id ID to choose the task ID)");
     if (!is_send && o.id != NULL)
         return bad("--id is for send; give the task ID as the argument");
-    if (!is_send)
-        o.id = o.arg;
-    if ((strcmp(o.cmd, "recover") == 0 || strcmp(o.cmd, "outbox") == 0) && o.arg != NULL)
+    if (!(cmd->flags & TAKES_ID) && o.arg != NULL)
         return bad("%s takes no argument", o.cmd);
+    if (cmd->flags & TAKES_ID)
+        o.id = o.arg;
     if (o.retry.backoff_cap_ms < o.retry.backoff_base_ms)
         return bad("--backoff-cap must be at least --backoff-base");
     o.tty = !o.json && isatty(STDERR_FILENO);
+    if (!(cmd->flags & NEEDS_CLIENT))
+        return cmd->run(&o);
     if (o.token == NULL)
         o.token = getenv("ONCE_TOKEN");
 
     char path[4096];
     if (o.outbox == NULL) {
-        if ((ex = default_outbox(path, sizeof path)) >= 0)
+        if ((ex = default_state_path(path, sizeof path, "outbox.db")) >= 0)
             return ex;
         o.outbox = path;
     } else if ((size_t)snprintf(path, sizeof path, "%s", o.outbox) >= sizeof path) {
         return bad("--outbox: path too long");
-    }
-    if (mkdirs(path) != 0) {
+    } else if (mkdirs(path) != 0) {
         fprintf(stderr, "once: cannot create the outbox folder for %s: %s\n", path, strerror(errno));
         return EXIT_OTHER;
     }
@@ -753,16 +993,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "once: cannot open the outbox: %s\n", err[0] ? err : "out of memory");
         return EXIT_OTHER;
     }
-    if (strcmp(o.cmd, "send") == 0)
-        ex = cmd_send(&o, 0);
-    else if (strcmp(o.cmd, "continue") == 0)
-        ex = cmd_send(&o, 1);
-    else if (strcmp(o.cmd, "recover") == 0)
-        ex = cmd_recover(&o);
-    else if (strcmp(o.cmd, "outbox") == 0)
-        ex = cmd_outbox(&o);
-    else
-        ex = cmd_task(&o);
+    ex = cmd->run(&o);
     once_client_free(o.c);
+    json_decref(o.gens);
     return ex;
 }

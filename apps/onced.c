@@ -35,6 +35,8 @@ static const char usage[] =
     "                              (JSON-lines protocol: docs/protocol.md)\n"
     "  --exec-grace DUR            SIGTERM -> SIGKILL delay when a turn is canceled (5s)\n"
     "  --exec-deadline DUR         per-turn time limit, 0 = none (0)\n"
+    "  --turn-workers N            turns that run at once, one thread each (16); more\n"
+    "                              wait in a queue (their leases are kept alive)\n"
     "identity and time:\n"
     "  --auth-tokens FILE          bearer tokens, one \"TOKEN PRINCIPAL\" per line ('#'\n"
     "                              comments); without it every caller is \"anonymous\"\n"
@@ -47,6 +49,11 @@ static const char usage[] =
     "                              real time; for tests and demos (0)\n"
     "  --test-admin                enable once/admin/setClockOffset and once/admin/stats\n"
     "                              (test configurations only)\n"
+    "  --experiment-naive          EXPERIMENT ONLY (make amplify): idempotency off. Every\n"
+    "                              first message registers a new task under a random\n"
+    "                              server-minted ID, whatever its messageId; client task\n"
+    "                              IDs are refused (TASK_NOT_FOUND). The baseline the\n"
+    "                              amplification experiment measures once against\n"
     "HTTP:\n"
     "  --threads N                 HTTP (epoll) threads (2)\n"
     "  --workers N                 threads running JSON-RPC calls; a blocking\n"
@@ -78,9 +85,9 @@ typedef struct opts {
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body;
-    unsigned threads, workers, max_streams;
+    unsigned threads, workers, max_streams, turn_workers;
     int64_t sse_ping_ms;
-    int test_admin;
+    int test_admin, experiment_naive;
     const char *push_secrets[8], *push_allow[32];
     size_t npush_secrets, npush_allow;
     unsigned push_attempts;
@@ -143,6 +150,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--clock-offset", F_SDUR, &o->clock_offset_ms},
         {"--exec-grace", F_DUR, &o->grace_ms},
         {"--exec-deadline", F_DUR, &o->deadline_ms},
+        {"--turn-workers", F_COUNT, &o->turn_workers},
         {"--max-wait", F_DUR, &o->max_wait_ms},
         {"--threads", F_COUNT, &o->threads},
         {"--workers", F_COUNT, &o->workers},
@@ -150,6 +158,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--max-streams", F_COUNT, &o->max_streams},
         {"--sse-ping", F_DUR, &o->sse_ping_ms},
         {"--test-admin", F_NONE, &o->test_admin},
+        {"--experiment-naive", F_NONE, &o->experiment_naive},
         {"--push-secret", F_SECRET, o->push_secrets},
         {"--push-allow", F_ALLOW, o->push_allow},
         {"--push-attempts", F_COUNT, &o->push_attempts},
@@ -352,6 +361,8 @@ int main(int argc, char **argv)
     sc.engine.retention_ms = o.retention_ms >= 0 ? o.retention_ms : 0;
     sc.engine.tombstone_ms = o.tombstone_ms >= 0 ? o.tombstone_ms : 0;
     sc.engine.max_wait_ms = o.max_wait_ms;
+    sc.engine.experiment_naive = o.experiment_naive;
+    sc.engine.workers = (int)o.turn_workers; /* 0 = the engine's default */
     sc.a2a.url = o.public_url; /* NULL: http://HOST:PORT/ */
     sc.a2a.skill_id = o.exec_cmd ? "exec" : "echo";
     sc.a2a.skill_description = o.exec_cmd ? "Runs the configured command for each turn of a task."
@@ -383,6 +394,9 @@ int main(int argc, char **argv)
     printf("onced listening on %s replica=%s store=%s\n", once_server_url(server),
            once_engine_replica_id(once_server_engine(server)), shown);
     fflush(stdout);
+    if (o.experiment_naive)
+        fprintf(stderr, "onced: --experiment-naive: the idempotency layer is OFF (every send "
+                        "makes a new task); for the amplification experiment only\n");
     if (!once_engine_push_supported(once_server_engine(server)))
         fprintf(stderr, "onced: this store keeps no push delivery state: push notifications "
                         "are off\n");

@@ -9,12 +9,12 @@
 #   scripts/test-services.sh status   exit 0 if both answer
 #
 # start and env print shell assignments, e.g. `eval "$(scripts/test-services.sh start)"`:
-#   ONCE_TEST_PG_URL=postgres://postgres@127.0.0.1:54329/once
-#   ONCE_TEST_REDIS_URL=redis://127.0.0.1:63799/0
+#   ONCE_TEST_PG_URL=postgres://postgres@127.0.0.1:25432/once
+#   ONCE_TEST_REDIS_URL=redis://127.0.0.1:26379/0
 #
 # Settings (environment):
-#   ONCE_PG_PORT      PostgreSQL TCP port (default 54329)
-#   ONCE_REDIS_PORT   Redis TCP port (default 63799)
+#   ONCE_PG_PORT      PostgreSQL TCP port (default 25432)
+#   ONCE_REDIS_PORT   Redis TCP port (default 26379)
 #   ONCE_SVC_DIR      state directory (default /tmp/once-svc-<pg port>-<redis port>);
 #                     PostgreSQL data, its unix socket, Redis' dir and both logs live here
 #   ONCE_PG_BIN       PostgreSQL binaries (default /usr/lib/postgresql/15/bin, else the
@@ -29,8 +29,8 @@
 # OS user.
 set -euo pipefail
 
-PG_PORT=${ONCE_PG_PORT:-54329}
-REDIS_PORT=${ONCE_REDIS_PORT:-63799}
+PG_PORT=${ONCE_PG_PORT:-25432}
+REDIS_PORT=${ONCE_REDIS_PORT:-26379}
 DIR=${ONCE_SVC_DIR:-/tmp/once-svc-$PG_PORT-$REDIS_PORT}
 PG_BIN=${ONCE_PG_BIN:-/usr/lib/postgresql/15/bin}
 if [ -z "${ONCE_PG_BIN:-}" ] && [ ! -x "$PG_BIN/pg_ctl" ]; then

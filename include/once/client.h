@@ -164,13 +164,54 @@ int once_client_get(once_client *c, const char *agent, const char *task_id, once
 int once_client_cancel(once_client *c, const char *agent, const char *task_id,
                        once_call_result *r);
 
-/* Poll GetTask with backoff until the task is terminal or interrupted
- * (input-required, auth-required), *interrupted is set, or timeout_ms
- * (0 = none) passes (ONCE_ETIMEDOUT). on_state, if not NULL, sees every
- * state change as it is observed, including the first. */
+/* Wait until the task is terminal or interrupted (input-required,
+ * auth-required), *interrupted is set, or timeout_ms (0 = none) passes
+ * (ONCE_ETIMEDOUT, reason WAIT_TIMEOUT). How: see once_client_follow, of
+ * which this is the short form. on_state, if not NULL, sees every state
+ * change as it is observed, including the first; task_json is the Task (a
+ * poll) or the StreamResponse (a stream event) that showed it. r holds the
+ * task as GetTask answers it at the end. */
 typedef void (*once_state_fn)(void *ctx, const char *task_id, once_state s, const char *task_json);
 int once_client_wait(once_client *c, const char *agent, const char *task_id, int64_t timeout_ms,
                      once_state_fn on_state, void *ctx, once_call_result *r);
+
+/* What a wait observed: one stream event, or one polled Task that moved. */
+typedef struct once_wait_event {
+    const char *task_id;
+    int64_t generation;          /* the event's; 0 when the agent does not number them */
+    once_state state;            /* the task's state after it */
+    const char *json;            /* the StreamResponse (streamed) or the Task (polled) */
+    int streamed;                /* 1: an SSE event; 0: a GetTask answer */
+} once_wait_event;
+typedef void (*once_wait_event_fn)(void *ctx, const once_wait_event *ev);
+
+typedef struct once_wait_spec {
+    const char *agent;
+    const char *task_id;
+    int64_t timeout_ms;          /* 0 = none */
+    /* > 0: the caller already holds the task at this generation, in state
+     * `state` (say, from the send's answer): no first GetTask is made and
+     * only later events are reported. 0: start with a GetTask. */
+    int64_t after_generation;
+    once_state state;
+    int poll;                    /* never stream; poll GetTask */
+    once_state_fn on_state;      /* may be NULL */
+    once_wait_event_fn on_event; /* may be NULL */
+    void *ctx;                   /* for both */
+} once_wait_spec;
+
+/* Follow a task until it is terminal or interrupted. When the agent's card
+ * says capabilities.streaming, over SSE (SubscribeToTask): a stream that
+ * drops is resumed with Last-Event-ID = the last generation seen, so no
+ * event is missed or repeated (each reported event has a generation above
+ * the previous one); connections that fail before a stream opens are
+ * retried with the retry policy's backoff, attempts and budget, and a
+ * stream that delivered events starts the count afresh. When the agent
+ * does not stream (or refuses to for this task), GetTask is polled with
+ * backoff: the interval doubles from 100 ms to 2 s while nothing changes,
+ * jittered, each poll retried by the policy. Results and errors as
+ * once_client_wait. */
+int once_client_follow(once_client *c, const once_wait_spec *w, once_call_result *r);
 
 /* ---------------------------------------------------------------------------
  * The outbox.

@@ -26,7 +26,8 @@
 static int str_member(const json_t *o, const char *key, const char *prefix, int required,
                       a2a_verr *e)
 {
-    char f[sizeof e->field];
+    /* Room for any prefix the callers pass plus the longest key. */
+    char f[sizeof e->field + 32];
     snprintf(f, sizeof f, "%s%s", prefix, key);
     const json_t *v = json_object_get(o, key);
     if (v == NULL || json_is_null(v))
@@ -215,7 +216,7 @@ int once__a2a_h_push_get(a2a_call *c)
 int once__a2a_h_push_list(a2a_call *c)
 {
     const once_a2a_backend *b = push_backend(c);
-    const char *task_id;
+    const char *task_id = NULL;
     if (b == NULL || key_params(c, 0, &task_id, NULL) != ONCE_OK)
         return ONCE_EINVAL;
     a2a_verr e;

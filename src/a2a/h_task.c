@@ -43,7 +43,7 @@ static int task_id_param(a2a_call *c, const char **id)
 
 static int get_common(a2a_call *c, int legacy)
 {
-    const char *id;
+    const char *id = NULL;
     a2a_verr e;
     int history;
     if (task_id_param(c, &id) != ONCE_OK)
@@ -87,7 +87,7 @@ int once__a2a_h_legacy_get(a2a_call *c)
 
 static int cancel_common(a2a_call *c, int legacy)
 {
-    const char *id;
+    const char *id = NULL;
     if (task_id_param(c, &id) != ONCE_OK)
         return ONCE_EINVAL;
     const json_t *md = json_object_get(c->params, "metadata");

@@ -11,7 +11,11 @@
  *   retry.c     the retry loop over one call (attempts, deadline, budget)
  *   client.c    handle, configuration, get/cancel
  *   send.c      send and continue through the outbox
- *   wait.c      wait (poll with backoff) and recovery
+ *   sse.c       an incremental text/event-stream parser
+ *   stream.c    one SubscribeToTask connection over SSE
+ *   wait.c      following a task: the stream, resumed by Last-Event-ID, or
+ *               GetTask polled with backoff
+ *   recover.c   recovery of the outbox after a crash
  */
 #ifndef ONCE_CLIENT_CLIENT_INT_H
 #define ONCE_CLIENT_CLIENT_INT_H
@@ -134,6 +138,8 @@ int once__outbox_budget(once__outbox *o, const char *agent, int op, const once_r
  */
 #define ONCE__HTTP_MAX_BODY (32u << 20)
 
+struct once__http_resp;
+
 /* One request, built on the caller's stack; strings are borrowed. */
 typedef struct once__http_req {
     const char *method;          /* "GET" or "POST" */
@@ -144,11 +150,26 @@ typedef struct once__http_req {
     int extension;               /* send A2A-Extensions: our URI */
     int64_t timeout_ms, connect_timeout_ms;
     volatile sig_atomic_t *interrupted;
+    /* Streaming (SSE). With on_data set, body bytes go to on_data as they
+     * arrive instead of into r->body (return nonzero to stop the transfer:
+     * r->stopped, and the call returns ONCE_OK); timeout_ms 0 then means no
+     * overall limit, and idle_ms > 0 aborts a transfer that received no byte
+     * for that long (r->timed_out, r->idle). */
+    const char *accept;          /* NULL = application/json */
+    const char *last_event_id;   /* Last-Event-ID header, or NULL */
+    int (*on_data)(void *ctx, const struct once__http_resp *r, const char *p, size_t len);
+    void *data_ctx;
+    int64_t idle_ms;
 } once__http_req;
 
 /* Its answer, filled by once__http_do alone; the caller owns body. */
 typedef struct once__http_resp {
     long status;                 /* 0 = no HTTP answer (transport failure) */
+    long seen_status;            /* the status line received, even if the
+                                    transfer failed later (streams) */
+    char content_type[128];      /* "" if absent */
+    int stopped;                 /* on_data stopped the transfer */
+    int idle;                    /* idle_ms passed without a byte */
     char *body;                  /* NUL-terminated, once_malloc'd */
     size_t len;
     char retry_after[64];        /* raw header value, "" if absent */
@@ -164,6 +185,84 @@ int once__http_do(const once__http_req *q, once__http_resp *r);
 void once__http_resp_clear(once__http_resp *r);
 /* "http://h:p/path" -> "http://h:p/.well-known/agent-card.json". */
 int once__card_url(const char *agent, char *out, size_t outlen);
+
+/* ---------------------------------------------------------------------------
+ * sse.c: an incremental text/event-stream parser (pure).
+ */
+/* One dispatched event: its id when it was a decimal number (has_id), its
+ * data lines joined by LF (NUL-terminated, valid during the call). Return
+ * ONCE_OK to go on; anything else stops once__sse_feed, which returns it. */
+typedef int (*once__sse_event_fn)(void *ctx, int has_id, int64_t id, const char *data,
+                                  size_t len);
+
+/* The parser's state between chunks; owned by one stream. */
+typedef struct once__sse {
+    char *line;                  /* a line split across chunks */
+    size_t len, cap;
+    char *data;                  /* the event's data so far */
+    size_t dlen, dcap;
+    int have_data;               /* a data field was seen (it may be empty) */
+    int has_id;
+    int64_t id;
+    int cr;                      /* the last chunk ended in CR (a CRLF may be split) */
+    size_t max;                  /* cap on a line and on one event's data */
+    once__sse_event_fn fn;
+    void *ctx;
+} once__sse;
+
+void once__sse_init(once__sse *p, size_t max, once__sse_event_fn fn, void *ctx);
+void once__sse_clear(once__sse *p);   /* frees buffers; NULL ok */
+/* ONCE_OK, ONCE_ERANGE (a line or an event over max), ONCE_ENOMEM, or what
+ * the callback returned. */
+int once__sse_feed(once__sse *p, const char *buf, size_t len);
+
+/* ---------------------------------------------------------------------------
+ * stream.c: one SubscribeToTask connection over SSE.
+ */
+/* A stream that delivers no byte (not even a `: ping`, every 15 s from
+ * onced) for this long is taken for dead and reconnected. */
+#define ONCE__STREAM_IDLE_MS 45000
+
+typedef enum once__conn {
+    ONCE__CONN_STREAM = 1,       /* the stream opened */
+    ONCE__CONN_RETRY,            /* no stream, for a reason worth a retry */
+    ONCE__CONN_UNSUPPORTED,      /* the agent answered without a stream: poll */
+    ONCE__CONN_INTERRUPTED
+} once__conn;
+
+/* Why an open stream stopped. */
+typedef enum once__end {
+    ONCE__END_OPEN = 0,          /* closed or cut while the task went on */
+    ONCE__END_TERMINAL,          /* the caller saw a terminal state */
+    ONCE__END_INTERRUPTED,       /* the caller saw input-required / auth-required */
+    ONCE__END_MESSAGE,           /* the caller saw a direct Message */
+    ONCE__END_BROKEN             /* an error line or an unreadable event */
+} once__end;
+
+/* What one connection did; filled by once__stream_subscribe. */
+typedef struct once__stream_out {
+    once__conn conn;
+    once__end end;
+    int clean;                   /* the agent closed the stream in good order */
+    int idle;                    /* cut by the idle timer */
+    int timed_out;               /* the caller's timeout_ms passed */
+    int64_t retry_after_ms;      /* -1 = none */
+    long http_status;            /* of a non-stream answer; 0 = none */
+    char error[512];
+} once__stream_out;
+
+/* Every event of the stream: its generation (0 if the agent does not
+ * number them) and the JSON-RPC result (a StreamResponse). Set *end to stop
+ * the stream. A negative return is a hard failure that ends the call. */
+typedef int (*once__stream_event_fn)(void *ctx, int64_t generation, const json_t *result,
+                                     once__end *end);
+
+/* Open SubscribeToTask(task_id) at agent, resuming after generation
+ * `after` (> 0: Last-Event-ID), and feed fn until the stream stops or
+ * timeout_ms (0 = none) passes. ONCE_OK with *out filled, or ONCE_ENOMEM. */
+int once__stream_subscribe(once_client *c, const char *agent, const char *task_id, int64_t after,
+                           int64_t timeout_ms, once__stream_event_fn fn, void *ctx,
+                           once__stream_out *out);
 
 /* ---------------------------------------------------------------------------
  * The handle. Owned by one thread at a time; nothing here is shared.

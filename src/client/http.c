@@ -5,12 +5,19 @@
  * never rides on a connection that just failed, and a fault-injecting proxy
  * sees one connection per request. The response body is capped at
  * ONCE__HTTP_MAX_BODY; an interrupt flag aborts a transfer in progress.
- * Invariant: r->status is nonzero only when a complete HTTP answer arrived.
+ * Invariant: r->status is nonzero only when a complete HTTP answer arrived
+ * (or a stream the caller stopped on purpose).
+ *
+ * Streams (SSE) use the same path with an on_data callback: bytes are
+ * handed over as they arrive, nothing is accumulated here, and an idle
+ * timer (checked from the progress callback) replaces the overall timeout.
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
@@ -27,16 +34,31 @@ static void curl_init(void)
 /* What libcurl's callbacks write into during one transfer (one thread). */
 typedef struct sink {
     once__http_resp *r;
+    const once__http_req *q;
     size_t cap;
     int overflow;
     int nomem;
     volatile sig_atomic_t *interrupted;
+    struct timespec last_byte;   /* streaming: when the last body byte came */
 } sink;
+
+static int64_t mono_ms(const struct timespec *ts)
+{
+    return (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
     sink *s = ud;
     size_t len = size * n;
+    if (s->q->on_data != NULL) {
+        clock_gettime(CLOCK_MONOTONIC, &s->last_byte);
+        if (s->q->on_data(s->q->data_ctx, s->r, p, len) != 0) {
+            s->r->stopped = 1;
+            return 0;
+        }
+        return len;
+    }
     if (s->r->len + len > ONCE__HTTP_MAX_BODY) {
         s->overflow = 1;
         return 0;
@@ -64,8 +86,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     sink *s = ud;
     size_t len = size * n;
     const char *colon = memchr(p, ':', len);
-    if (colon == NULL)
+    if (colon == NULL || (len > 5 && strncmp(p, "HTTP/", 5) == 0)) {
+        /* A status line: a new response starts (after a 1xx, a redirect). */
+        const char *sp = memchr(p, ' ', len);
+        if (sp != NULL && sp + 4 <= p + len) {
+            s->r->seen_status = strtol(sp + 1, NULL, 10);
+            s->r->content_type[0] = '\0';
+        }
         return len;
+    }
     size_t nlen = (size_t)(colon - p);
     const char *v = colon + 1;
     size_t vlen = len - nlen - 1;
@@ -82,6 +111,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
         s->r->retry_after[vlen] = '\0';
     } else if (nlen == 19 && strncasecmp(p, "Idempotent-Replayed", 19) == 0) {
         s->r->replayed = vlen == 4 && strncasecmp(v, "true", 4) == 0;
+    } else if (nlen == 12 && strncasecmp(p, "Content-Type", 12) == 0) {
+        if (vlen >= sizeof s->r->content_type)
+            vlen = sizeof s->r->content_type - 1;
+        memcpy(s->r->content_type, v, vlen);
+        s->r->content_type[vlen] = '\0';
     }
     return len;
 }
@@ -89,7 +123,17 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     sink *s = ud;
-    return s->interrupted != NULL && *s->interrupted;
+    if (s->interrupted != NULL && *s->interrupted)
+        return 1;
+    if (s->q->idle_ms > 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (mono_ms(&now) - mono_ms(&s->last_byte) > s->q->idle_ms) {
+            s->r->idle = 1;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 int once__card_url(const char *agent, char *out, size_t outlen)
@@ -123,13 +167,17 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
     CURL *h = curl_easy_init();
     if (h == NULL)
         return ONCE_ENOMEM;
-    sink s = {.r = r, .interrupted = q->interrupted};
+    sink s = {.r = r, .q = q, .interrupted = q->interrupted};
+    clock_gettime(CLOCK_MONOTONIC, &s.last_byte);
     struct curl_slist *hd = NULL, *t;
-    char auth[1024];
+    char auth[1024], accept[128], lei[64];
     int rc = ONCE_OK;
-    const char *lines[] = {"Content-Type: application/json", "Accept: application/json",
-                           "A2A-Version: 1.0", "Expect:",
-                           q->extension ? "A2A-Extensions: " ONCE_IDEMPOTENCY_EXTENSION : NULL};
+    snprintf(accept, sizeof accept, "Accept: %s", q->accept ? q->accept : "application/json");
+    if (q->last_event_id != NULL)
+        snprintf(lei, sizeof lei, "Last-Event-ID: %s", q->last_event_id);
+    const char *lines[] = {"Content-Type: application/json", accept, "A2A-Version: 1.0", "Expect:",
+                           q->extension ? "A2A-Extensions: " ONCE_IDEMPOTENCY_EXTENSION : NULL,
+                           q->last_event_id ? lei : NULL};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0] && rc == ONCE_OK; i++) {
         if (lines[i] == NULL)
             continue;
@@ -151,8 +199,9 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
         curl_easy_cleanup(h);
         return rc;
     }
-    int64_t timeout = q->timeout_ms > 0 ? q->timeout_ms : 1;
-    int64_t ctimeout = q->connect_timeout_ms > 0 && q->connect_timeout_ms < timeout
+    /* A stream may have no overall limit (0); a call always has one. */
+    int64_t timeout = q->timeout_ms > 0 ? q->timeout_ms : q->on_data != NULL ? 0 : 1;
+    int64_t ctimeout = q->connect_timeout_ms > 0 && (timeout == 0 || q->connect_timeout_ms < timeout)
                            ? q->connect_timeout_ms
                            : timeout;
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -176,18 +225,22 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(q->body ? q->len : 0));
     }
     CURLcode cc = curl_easy_perform(h);
-    if (cc == CURLE_OK) {
+    if (cc == CURLE_OK || (r->stopped && cc == CURLE_WRITE_ERROR)) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+        cc = CURLE_OK;
     } else {
         r->status = 0;
-        r->timed_out = cc == CURLE_OPERATION_TIMEDOUT;
-        r->interrupted = cc == CURLE_ABORTED_BY_CALLBACK;
+        r->timed_out = cc == CURLE_OPERATION_TIMEDOUT || r->idle;
+        r->interrupted = cc == CURLE_ABORTED_BY_CALLBACK && !r->idle;
         if (s.nomem)
             rc = ONCE_ENOMEM;
         else
             rc = ONCE_EIO;
         if (s.overflow)
             snprintf(r->error, sizeof r->error, "response larger than %u bytes", ONCE__HTTP_MAX_BODY);
+        else if (r->idle)
+            snprintf(r->error, sizeof r->error, "stream idle: no byte for %lld ms",
+                     (long long)q->idle_ms);
         else
             snprintf(r->error, sizeof r->error, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
         /* A body cut short is no answer: keep nothing of it. */

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/client_int.h"
 #include "client/outbox_int.h"
@@ -49,7 +50,8 @@ static const char schema[] =
 
 int once__ob_fail(once__outbox *o, int src, const char *what)
 {
-    snprintf(o->err, sizeof o->err, "outbox %s: %s", what, sqlite3_errmsg(o->db));
+    /* what may be a whole SQL script: name its start only. */
+    snprintf(o->err, sizeof o->err, "outbox %.60s: %.200s", what, sqlite3_errmsg(o->db));
     return (src == SQLITE_BUSY || src == SQLITE_LOCKED) ? ONCE_EBUSY : ONCE_ESTORE;
 }
 
@@ -135,6 +137,23 @@ int once__ob_end(once__outbox *o, int rc)
     return rc;
 }
 
+/* Switching a new file to WAL needs a lock SQLite does not wait for through
+ * the busy handler: two processes opening one fresh outbox at once get
+ * SQLITE_BUSY at once. Retry for as long as the busy timeout would wait. */
+static int wal_mode(once__outbox *o)
+{
+    int64_t until = once_monotonic_ms() + 10000;
+    for (;;) {
+        int src = sqlite3_exec(o->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if (src == SQLITE_OK)
+            return ONCE_OK;
+        if ((src != SQLITE_BUSY && src != SQLITE_LOCKED) || once_monotonic_ms() >= until)
+            return once__ob_fail(o, src, "PRAGMA journal_mode=WAL");
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int once__outbox_open(const char *path, once__outbox **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -150,7 +169,7 @@ int once__outbox_open(const char *path, once__outbox **out, char *err, size_t er
         sqlite3_busy_timeout(o->db, 10000);
         /* WAL: readers never block the writer; FULL: a commit is on disk. */
         if (path != NULL)
-            rc = once__ob_exec(o, "PRAGMA journal_mode=WAL");
+            rc = wal_mode(o);
         if (rc == ONCE_OK)
             rc = once__ob_exec(o, "PRAGMA synchronous=FULL");
         if (rc == ONCE_OK)

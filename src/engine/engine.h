@@ -32,6 +32,14 @@ typedef struct once_engine_config {
     int64_t sweep_interval_ms;      /* takeover + retention sweep period; default 1000 */
     int64_t max_wait_ms;            /* cap on a blocking SendMessage; default 60000 */
     int workers;                    /* executor threads; default 16 */
+    /* EXPERIMENT ONLY (demo/amplify.sh, onced --experiment-naive): switch
+     * the idempotency layer off to measure what it prevents. A first
+     * message without a taskId registers a fresh task under a random
+     * server-minted ID (as a plain A2A 1.0 server does), so a retried
+     * messageId makes a second task; the idempotency extension is
+     * ignored, so a client-minted taskId is TASK_NOT_FOUND. Never set it
+     * in production. */
+    int experiment_naive;
 } once_engine_config;
 
 int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err, size_t errlen);
@@ -147,5 +155,39 @@ int once_engine_task_head(once_engine *e, const char *principal, const char *tas
  * ONCE_ECLOSED (engine stopping) or a store error (retryable). */
 int once_engine_wait_generation(once_engine *e, const char *principal, const char *task_id,
                                 int64_t gen, int64_t timeout_ms);
+
+/* --- writes by a worker outside this engine's turns (external.c) ---------
+ *
+ * A worker that holds a task's fence without being one of this engine's
+ * turns (a helper process a turn started and handed ONCE_TASK_ID and
+ * ONCE_FENCE, writing to the shared store from elsewhere) writes by the
+ * turn's rule: a CAS on the stored record that first checks the stored
+ * fence is the writer's. A stale fence changes nothing anywhere (record,
+ * events). The lease is left to the replica running the turn.
+ *
+ * Both structs belong to the caller: filled before the call (write) or by
+ * it (result), never kept by the engine.
+ */
+typedef struct once_external_write {
+    const char *principal;     /* NULL = "anonymous" */
+    const char *task_id;
+    int64_t fence;             /* the fence the writer holds (>= 1) */
+    const char *artifact_json; /* an Artifact (docs/protocol.md section 4) */
+    int append, last_chunk;    /* as once_work_artifact */
+} once_external_write;
+
+typedef struct once_external_result {
+    int64_t generation;        /* ONCE_OK: the generation of the write's event */
+    int64_t stored_fence;      /* the fence found in the store (0 if none read) */
+    once_state state;          /* the task's state when it was read */
+} once_external_result;
+
+/* Publish one artifact while the task is submitted or working. ONCE_OK,
+ * ONCE_EFENCED (the stored fence is not w->fence), ONCE_EILLEGAL (the task
+ * is not working, or is a direct Message), ONCE_EINVAL (bad arguments or a
+ * malformed artifact), ONCE_ENOTFOUND / ONCE_ETOMBSTONE, or a store error.
+ * res may be NULL. */
+int once_engine_external_artifact(once_engine *e, const once_external_write *w,
+                                  once_external_result *res);
 
 #endif

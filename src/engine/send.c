@@ -118,8 +118,15 @@ static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_s
     } else if (req->task_id != NULL) {
         if (!once_id_valid(req->task_id))
             return invalid(res, "message.taskId", "taskId must be 1..128 of [A-Za-z0-9._:-]");
-        c->may_register = req->extension != 0;
+        c->may_register = req->extension != 0 && !e->cfg.experiment_naive;
         snprintf(c->task_id, sizeof c->task_id, "%s", req->task_id);
+    } else if (e->cfg.experiment_naive) {
+        /* The amplification experiment's baseline: every first message is
+         * a new task, whatever its messageId (engine.h). */
+        rc = once_uuid4(e->rng, c->task_id);
+        if (rc != ONCE_OK)
+            return rc;
+        c->may_register = 1;
     } else {
         rc = once_derive_task_id((const uint8_t *)e->secret, strlen(e->secret), req->principal,
                                  msgid, c->task_id);

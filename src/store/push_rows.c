@@ -205,3 +205,24 @@ int once__store_valid_ack(once_store *s, const once_push_ack *a)
     }
     return ONCE_OK;
 }
+
+const char *once__push_rows_flaw(const char *push_json, int64_t generation,
+                                 const once_push_row *rows, size_t n)
+{
+    once__push_elem el[ONCE_PUSH_CONFIGS_MAX];
+    size_t nel = 0, i, j;
+
+    if (once__push_elems(push_json, el, &nel) != ONCE_OK)
+        return "push_json does not parse";
+    if (nel != n)
+        return "delivery rows and push_json elements differ in number";
+    for (i = 0; i < nel; i++) {
+        for (j = 0; j < n && strcmp(rows[j].config_id, el[i].id) != 0; j++)
+            ;
+        if (j == n)
+            return "a push_json element has no delivery row";
+        if (rows[j].target != generation || rows[j].delivered > generation)
+            return "a delivery row is not aimed at the record's generation";
+    }
+    return NULL;
+}

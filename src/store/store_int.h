@@ -143,4 +143,12 @@ int once__push_apply_ack(once_push_row *r, const once_push_ack *ack);
 /* push_ack's static checks (keys, owner, outcome). ONCE_OK or ONCE_EINVAL. */
 int once__store_valid_ack(once_store *s, const once_push_ack *ack);
 
+/* Why the delivery rows rows[0..n) of a live record (push_json may be NULL,
+ * generation its generation) disagree with it, or NULL when they agree:
+ * exactly one row per element, aimed at the generation, delivered no
+ * further. What check() counts as bad_push; for backends that read the
+ * rows back (postgres, redis). */
+const char *once__push_rows_flaw(const char *push_json, int64_t generation,
+                                 const once_push_row *rows, size_t n);
+
 #endif /* ONCE_STORE_INT_H */

@@ -449,6 +449,10 @@ def test_stream_limit_and_pings():
         st_, _, doc = s.rpc("SendMessage", {"message": user_message("sleep:30"),
                                             "configuration": {"returnImmediately": True}})
         tid = result_task(doc)["id"]
+        # Subscribe once the task is WORKING: a later SUBMITTED -> WORKING
+        # event would end the idle wait below before any ping is due.
+        wait_until(lambda: s.rpc("GetTask", {"id": tid})[2]["result"]["status"]["state"] ==
+                   "TASK_STATE_WORKING", timeout=10, what="the task to be working")
         one = Stream(s.port, "SubscribeToTask", {"id": tid})
         two = Stream(s.port, "SubscribeToTask", {"id": tid})
         check(one.sse and two.sse, "two streams open")

@@ -5,6 +5,11 @@
 #       tests/storepg), a fresh schema / key prefix per run: duplicate retries
 #       spread over the replicas make one task each; kill -9 of a replica
 #       under load: its leased tasks are taken over and complete once
+#   replicas/push/{postgres,redis}      tests/replicas/test_push_replicas.py
+#       2 replicas delivering webhooks into tests/tools/webhook_sink: kill -9
+#       of the delivering replica mid-delivery, the other one completes it
+#       after the lease; many tasks on both replicas: every event handled
+#       once, in order
 #   replicas/outage/{postgres,redis}    tests/replicas/test_outage.py
 #       restart of the store under load, on a server of the test's own
 #       (restarting the shared one would break the tests using it): no
@@ -32,6 +37,11 @@ foreach(entry ${_once_replica_backends})
            COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_replicas.py "${shared_url}")
   set_tests_properties(replicas/replicas/${backend} PROPERTIES
                        FIXTURES_REQUIRED once_services TIMEOUT 120
+                       LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
+  add_test(NAME replicas/push/${backend}
+           COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_push_replicas.py "${shared_url}")
+  set_tests_properties(replicas/push/${backend} PROPERTIES
+                       FIXTURES_REQUIRED once_services TIMEOUT 60
                        LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
   # The outage test starts (and restarts) its own server: argv[1] only names
   # the backend.

@@ -15,10 +15,19 @@
  *   concurrent_first_open    processes opening a fresh namespace at the same
  *                            moment all succeed (migrations are serialised)
  *   check_sees_damage        check() reports what was broken behind the
- *                            backend's back (so a clean report means something)
+ *                            backend's back (so a clean report means something),
+ *                            push delivery rows and their index included
+ *   push_writes_race_acks    record updates of a task with push configs racing
+ *                            two deliverers' claims and acks on its row (the
+ *                            backends reshape rows from a read: PostgreSQL
+ *                            under row locks, Redis by retrying when the rows
+ *                            moved): no ack is lost or refused, delivered
+ *                            ends at the generation, check() stays clean
  *   backend_specific         PostgreSQL: a schema migrated by a newer once is
  *                            refused; Redis: scripts flushed from the server are
- *                            reloaded (NOSCRIPT) transparently
+ *                            reloaded (NOSCRIPT) transparently; PostgreSQL: a
+ *                            schema at version 1 (before push delivery) is
+ *                            migrated at open, its records kept, and push works
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -120,6 +129,20 @@ static void put(once_store *s, const char *id, once_state st, int64_t lease_unti
     r.lease_until = lease_until;
     if (lease_until)
         snprintf(r.lease_owner, sizeof r.lease_owner, "replica-a");
+    st_mkev(&e, 1, nev, id);
+    EXPECT_RC(s, once_store_create(s, &r, e.ev, nev, NULL, NULL), ONCE_OK);
+    once_record_clear(&r);
+}
+
+/* A working task with nev events and push configs push_json. */
+static void put_push(once_store *s, const char *id, size_t nev, const char *push_json)
+{
+    once_record r;
+    st_events e;
+
+    assert_int_equal(st_rec(&r, "p", id, ONCE_STATE_WORKING, T0, "{\"k\":1}"), 0);
+    r.generation = (int64_t)nev;
+    assert_non_null(r.push_json = once_strdup(push_json));
     st_mkev(&e, 1, nev, id);
     EXPECT_RC(s, once_store_create(s, &r, e.ev, nev, NULL, NULL), ONCE_OK);
     once_record_clear(&r);
@@ -624,8 +647,14 @@ static void concurrent_first_open(void **state)
 #ifdef ONCE_HAVE_PG
     if (g_pg) {
         char sql[160];
+        long applied, newest;
+        /* Every migration applied exactly once: versions 1..newest. */
         snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".once_migrations", ns);
-        assert_int_equal(pg_count(sql), 1);
+        applied = pg_count(sql);
+        snprintf(sql, sizeof sql, "SELECT max(version) FROM \"%s\".once_migrations", ns);
+        newest = pg_count(sql);
+        assert_true(newest >= 2);
+        assert_int_equal(applied, newest);
         pg_admin("DROP SCHEMA \"%s\" CASCADE", ns);
     }
 #endif
@@ -640,10 +669,11 @@ static void check_sees_damage(void **state)
     s = open_ns(0, "damage", 1);
     put(s, "r", ONCE_STATE_WORKING, 0, 2);
     put(s, "leased", ONCE_STATE_WORKING, T0 + 5000, 1);
+    put_push(s, "pushed", 1, "[{\"id\":\"c\",\"since\":0}]");
     EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
     assert_true(st_clean(&rep));
-    assert_int_equal(rep.records, 2);
-    assert_int_equal(rep.events, 3);
+    assert_int_equal(rep.records, 3);
+    assert_int_equal(rep.events, 4);
 
 #ifdef ONCE_HAVE_PG
     if (g_pg) {
@@ -651,11 +681,17 @@ static void check_sees_damage(void **state)
         pg_admin("INSERT INTO damage.once_events VALUES ('p'::bytea, 'ghost'::bytea, 1, "
                  "'{}'::bytea)");
         pg_admin("UPDATE damage.once_tasks SET generation = 3 WHERE task_id = 'r'::bytea");
+        /* A config whose delivery row is gone; a row under a key without
+         * push_json. */
+        pg_admin("DELETE FROM damage.once_push WHERE task_id = 'pushed'::bytea");
+        pg_admin("INSERT INTO damage.once_push VALUES ('p'::bytea, 'r'::bytea, 'c'::bytea, 0, 0, "
+                 "2, 0, 0, ''::bytea, 0, false, ''::bytea, 0, 0, 0)");
         EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
         assert_false(st_clean(&rep));
         assert_int_equal(rep.orphan_events, 1);
         assert_int_equal(rep.bad_generation, 1);
-        assert_int_equal(rep.records, 2);
+        assert_int_equal(rep.bad_push, 2);
+        assert_int_equal(rep.records, 3);
     }
 #endif
 #ifdef ONCE_HAVE_REDIS
@@ -666,16 +702,188 @@ static void check_sees_damage(void **state)
         rd_admin3("RPUSH", "damage:{1:p:r}:ev", "{}", 2);
         rd_admin3("RPUSH", "damage:{1:p:ghost}:ev", "{}", 2);
         rd_admin3("ZREM", "damage:leases", member, sizeof member - 1);
+        /* A due delivery row missing from the due index (it would never be
+         * delivered), and delivery rows under a key with no record. */
+        {
+            static const char due[] = "p\0pushed\0c";
+            const char *argv[4] = {"HSET", "damage:{1:p:ghost}:push", "rev", "1"};
+            const size_t len[4] = {4, strlen(argv[1]), 3, 1};
+            rd_admin3("ZREM", "damage:pushq", due, sizeof due - 1);
+            rd_admin(4, argv, len);
+        }
         EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
         assert_false(st_clean(&rep));
         assert_int_equal(rep.bad_generation, 1);
         assert_int_equal(rep.orphan_events, 1);
         assert_int_equal(rep.bad_state, 1);
+        assert_int_equal(rep.bad_push, 2);
         assert_non_null(strstr(rep.first_problem, "p/"));
     }
 #endif
     once_store_close(s);
 }
+
+#define RACE_UPDATES 150
+
+typedef struct push_race {
+    once_store *s;
+    const char *owner;
+    int *updates_done; /* set by the updater when it is finished */
+    int64_t acked;     /* DELIVERED acks that succeeded */
+    int rc;            /* first unexpected result */
+} push_race;
+
+static void *race_updater(void *p)
+{
+    push_race *a = p;
+    int i;
+
+    for (i = 0; i < RACE_UPDATES && a->rc == ONCE_OK;) {
+        once_record r;
+        st_events e;
+        int rc = once_store_load(a->s, "p", "t", &r, NULL);
+        if (rc == ONCE_OK) {
+            int64_t v = r.version;
+            st_mkev(&e, r.generation + 1, 1, "race");
+            r.version = v + 1;
+            r.generation++;
+            rc = once_store_update(a->s, &r, v, e.ev, 1);
+            once_record_clear(&r);
+        }
+        if (rc == ONCE_OK)
+            i++;
+        else if (rc != ONCE_ECONFLICT)
+            a->rc = rc;
+    }
+    __atomic_store_n(a->updates_done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void *race_deliverer(void *p)
+{
+    push_race *a = p;
+    int idle = 0;
+
+    while (a->rc == ONCE_OK && idle < 200) {
+        once_push_claim_list l;
+        int rc = once_store_push_claim(a->s, a->owner, T0, 60000, 1, &l);
+        if (rc != ONCE_OK) {
+            a->rc = rc;
+            break;
+        }
+        if (l.n == 0) {
+            /* Caught up (or the other deliverer has it): stop once the
+             * updater is done and nothing came for a while. */
+            if (__atomic_load_n(a->updates_done, __ATOMIC_SEQ_CST))
+                idle++;
+            usleep(1000);
+            continue;
+        }
+        idle = 0;
+        {
+            once_push_ack k = {.principal = "p",
+                               .task_id = "t",
+                               .config_id = "c",
+                               .owner = a->owner,
+                               .generation = l.v[0].generation,
+                               .outcome = ONCE_PUSH_DELIVERED,
+                               .now = T0,
+                               .lease_ms = 0};
+            rc = once_store_push_ack(a->s, &k);
+        }
+        once_push_claim_list_clear(&l);
+        if (rc == ONCE_OK)
+            a->acked++;
+        else
+            a->rc = rc; /* the lease holder's ack must never be refused */
+    }
+    return NULL;
+}
+
+static void push_writes_race_acks(void **state)
+{
+    once_push_row_list rows;
+    once_check_report rep;
+    once_record r;
+    pthread_t th[3];
+    push_race arg[3];
+    int done = 0, i;
+    once_store *s;
+
+    (void)state;
+    s = open_ns(0, "pushrace", 1);
+    put_push(s, "t", 1, "[{\"id\":\"c\",\"since\":0}]");
+    for (i = 0; i < 3; i++) {
+        memset(&arg[i], 0, sizeof arg[i]);
+        arg[i].s = s;
+        arg[i].updates_done = &done;
+        arg[i].owner = i == 1 ? "r1" : "r2";
+        assert_int_equal(pthread_create(&th[i], NULL, i == 0 ? race_updater : race_deliverer,
+                                        &arg[i]),
+                         0);
+    }
+    for (i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    for (i = 0; i < 3; i++)
+        if (arg[i].rc != ONCE_OK)
+            fail_msg("thread %d: %s: %s", i, once_errname(arg[i].rc), once_store_errmsg(s));
+    EXPECT_RC(s, once_store_load(s, "p", "t", &r, NULL), ONCE_OK);
+    assert_int_equal(r.generation, 1 + RACE_UPDATES);
+    EXPECT_RC(s, once_store_push_rows(s, "p", "t", &rows), ONCE_OK);
+    assert_int_equal(rows.n, 1);
+    assert_int_equal(rows.v[0].target, r.generation);
+    assert_int_equal(rows.v[0].delivered, r.generation);
+    assert_int_equal(rows.v[0].deliveries, arg[1].acked + arg[2].acked);
+    assert_int_equal(arg[1].acked + arg[2].acked, r.generation);
+    once_push_row_list_clear(&rows);
+    once_record_clear(&r);
+    EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
+    assert_true(st_clean(&rep));
+    once_store_close(s);
+}
+
+#ifdef ONCE_HAVE_PG
+/* Take schema "specific" back to version 1 (what a once without push
+ * delivery left), then open it again: migration 2 applies, under the same
+ * advisory lock, keeping the records; push rows then work. s stays open
+ * across it (its pooled connections must cope with the new column). */
+static void migrate_from_v1(once_store *s)
+{
+    once_push_claim_list cl;
+    once_push_row_list rows;
+    once_record r;
+    st_events e;
+    once_store *s2;
+
+    pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN push_json; "
+             "DROP TABLE specific.once_push; "
+             "DELETE FROM specific.once_migrations WHERE version > 1");
+    s2 = open_ns(0, "specific", 0);
+    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"), 2);
+    EXPECT_RC(s2, once_store_load(s2, "p", "t-1", &r, NULL), ONCE_OK);
+    assert_null(r.push_json);
+    r.version = 2;
+    r.generation = 2;
+    r.push_json = once_strdup("[{\"id\":\"c\",\"since\":1}]");
+    st_mkev(&e, 2, 1, "t-1");
+    EXPECT_RC(s2, once_store_update(s2, &r, 1, e.ev, 1), ONCE_OK);
+    once_record_clear(&r);
+    EXPECT_RC(s2, once_store_push_rows(s2, "p", "t-1", &rows), ONCE_OK);
+    assert_int_equal(rows.n, 1);
+    assert_int_equal(rows.v[0].delivered, 1);
+    assert_int_equal(rows.v[0].target, 2);
+    once_push_row_list_clear(&rows);
+    EXPECT_RC(s2, once_store_push_claim(s2, "r1", T0, 1000, 4, &cl), ONCE_OK);
+    assert_int_equal(cl.n, 1);
+    assert_int_equal(cl.v[0].generation, 2);
+    once_push_claim_list_clear(&cl);
+    once_store_close(s2);
+    /* The handle opened before the migration reads the new layout too. */
+    EXPECT_RC(s, once_store_load(s, "p", "t-1", &r, NULL), ONCE_OK);
+    assert_non_null(r.push_json);
+    once_record_clear(&r);
+}
+#endif
 
 static void backend_specific(void **state)
 {
@@ -695,6 +903,7 @@ static void backend_specific(void **state)
         assert_null(s2);
         assert_non_null(strstr(err, "upgrade"));
         pg_admin("DELETE FROM specific.once_migrations WHERE version = 999");
+        migrate_from_v1(s);
     }
 #endif
 #ifdef ONCE_HAVE_REDIS
@@ -723,7 +932,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(open_errors),         cmocka_unit_test(outage_is_estore),
         cmocka_unit_test(dropped_connections), cmocka_unit_test(concurrent_first_open),
-        cmocka_unit_test(check_sees_damage),   cmocka_unit_test(backend_specific),
+        cmocka_unit_test(check_sees_damage),   cmocka_unit_test(push_writes_race_acks),
+        cmocka_unit_test(backend_specific),
     };
 
     if (argc < 2 || split_url(argv[1]) != 0) {

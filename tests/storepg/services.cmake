@@ -16,11 +16,13 @@ if(ONCE_WITH_REDIS AND ONCE_REDIS_SOURCES)
   set(_once_redis_built ON)
 endif()
 
+# Below Linux's ephemeral range (32768-60999), so an outgoing connection can
+# never hold the port a test server needs.
 string(MD5 _once_svc_hash "${CMAKE_BINARY_DIR}")
 string(SUBSTRING "${_once_svc_hash}" 0 4 _once_svc_hex)
 math(EXPR _once_svc_off "0x${_once_svc_hex} % 200")
-math(EXPR _once_pg_port "54329 + ${_once_svc_off}")
-math(EXPR _once_redis_port "63799 + ${_once_svc_off}")
+math(EXPR _once_pg_port "25432 + ${_once_svc_off}")
+math(EXPR _once_redis_port "26379 + ${_once_svc_off}")
 set(ONCE_TEST_PG_PORT ${_once_pg_port} CACHE STRING "PostgreSQL port for the store tests")
 set(ONCE_TEST_REDIS_PORT ${_once_redis_port} CACHE STRING "Redis port for the store tests")
 set(_once_svc_env "ONCE_PG_PORT=${ONCE_TEST_PG_PORT};ONCE_REDIS_PORT=${ONCE_TEST_REDIS_PORT}")

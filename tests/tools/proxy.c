@@ -1,9 +1,10 @@
 /*
  * proxy.c -- a fault-injecting TCP proxy for tests and the demo.
  *
- *   proxy --listen PORT --to HOST:PORT [--drop-response N[,M...]]
- *         [--drop-response-prob P --seed S] [--reset N[,M...]]
- *         [--delay MS [--delay-only N[,M...]]]
+ *   proxy --listen PORT --to HOST:PORT [--to HOST:PORT ...]
+ *         [--drop-response N[,M...]] [--drop-response-prob P --seed S]
+ *         [--reset N[,M...]] [--delay MS [--delay-only N[,M...]]]
+ *         [--drop-hold MS] [--log-header NAME]
  *
  * It carries real bytes and never forges an answer. Connections are
  * numbered from 1 in accept order (the once client opens one connection per
@@ -16,9 +17,20 @@
  *            connection reset (RST): the server never sees it.
  * --delay holds each connection's first response bytes back for MS (only
  * those of the listed connections with --delay-only).
+ * --drop-hold MS: a dropped connection stays open and silent for MS (or
+ * until the client closes it) instead of closing at once, so the client
+ * sees a lost answer as its own timeout, not as a closed connection.
+ * Several --to: round robin by connection number, connection N going to
+ * target (N - 1) mod count, like a load balancer in front of replicas.
  * Listens on 127.0.0.1 only; --listen 0 picks a free port. The port is
  * printed on stdout (one line) once listening; one line per connection
- * ("conn N forward|drop|reset") goes to stderr.
+ * ("conn N forward|drop|reset", plus " to HOST:PORT" with several --to)
+ * goes to stderr.
+ * --log-header NAME taps the client's bytes as HTTP/1.x requests (framed by
+ * Content-Length; keep-alive connections carry several) and logs one line
+ * per request head: "conn N request METHOD TARGET[ NAME: VALUE]". It only
+ * reads: the bytes are forwarded as they are. A head it cannot frame
+ * (chunked body, over 16 KiB) ends the tap for that connection, logged.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -30,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,34 +50,53 @@
 #include "once/once.h"
 
 #define MAX_LIST 256
+#define MAX_TARGETS 16
+#define TAP_HEAD_MAX 16384
 
 enum { FORWARD, DROP, RESET };
 
 /* Set once by main before the accept loop; read-only afterwards. */
 static struct {
-    char host[256], port[16];
+    struct {
+        char host[256], port[16];
+    } to[MAX_TARGETS];
+    unsigned nto;
+    const char *log_header;      /* --log-header NAME, or NULL: no tap */
     unsigned drop[MAX_LIST], ndrop, reset[MAX_LIST], nreset, delay_only[MAX_LIST], ndelay_only;
     double drop_prob;
     once_seeded_rng rng;   /* used under rng_lock */
     int64_t delay_ms;
+    int64_t drop_hold_ms;
 } cfg;
 
 static pthread_mutex_t rng_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The request framer of --log-header: part of its connection, touched only
+ * by the thread serving it. */
+typedef struct tap {
+    char head[TAP_HEAD_MAX];
+    size_t len;                   /* bytes of the current request head so far */
+    unsigned long long body_left; /* body bytes of the current request to skip */
+    int off;                      /* gave up on this connection */
+} tap;
+
 /* One accepted connection; owned by the thread serving it. */
 typedef struct conn {
     int fd;
     unsigned n;
+    unsigned target;             /* index into cfg.to */
     int mode;
     int delay;                   /* hold the first response bytes back */
+    tap *tap;                    /* NULL without --log-header */
 } conn;
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "proxy: %s\nusage: proxy --listen PORT --to HOST:PORT [--drop-response N[,M...]]\n"
-                    "             [--drop-response-prob P --seed S] [--reset N[,M...]]\n"
-                    "             [--delay MS [--delay-only N[,M...]]]\n",
+    fprintf(stderr, "proxy: %s\nusage: proxy --listen PORT --to HOST:PORT [--to HOST:PORT ...]\n"
+                    "             [--drop-response N[,M...]] [--drop-response-prob P --seed S]\n"
+                    "             [--reset N[,M...]] [--delay MS [--delay-only N[,M...]]]\n"
+                    "             [--drop-hold MS] [--log-header NAME]\n",
             why);
     return 2;
 }
@@ -104,6 +136,98 @@ static void logf_conn(unsigned n, const char *what)
     pthread_mutex_unlock(&log_lock);
 }
 
+/* The value of header `name` in a request head (NUL-terminated), trimmed,
+ * into out; 0 if absent. */
+static int head_value(const char *head, const char *name, char *out, size_t outlen)
+{
+    size_t nlen = strlen(name);
+    for (const char *p = strstr(head, "\r\n"); p != NULL; p = strstr(p + 2, "\r\n")) {
+        const char *h = p + 2;
+        if (strncasecmp(h, name, nlen) != 0 || h[nlen] != ':')
+            continue;
+        const char *v = h + nlen + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        const char *e = strstr(v, "\r\n");
+        size_t vlen = e != NULL ? (size_t)(e - v) : strlen(v);
+        while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+            vlen--;
+        snprintf(out, outlen, "%.*s", (int)vlen, v);
+        return 1;
+    }
+    return 0;
+}
+
+/* One complete request head (ending in CRLFCRLF): log it, learn its body
+ * length. Returns -1 when the request cannot be framed. */
+static int tap_head(conn *c, tap *t)
+{
+    t->head[t->len] = '\0';
+    const char *eol = strstr(t->head, "\r\n");
+    const char *sp1 = memchr(t->head, ' ', (size_t)(eol - t->head));
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
+    if (sp1 == NULL || sp2 == NULL)
+        return -1;
+    char value[512], cl[32], te[64], line[1024];
+    int n = snprintf(line, sizeof line, "request %.*s %.*s", (int)(sp1 - t->head), t->head,
+                     (int)(sp2 - sp1 - 1), sp1 + 1);
+    if (n > 0 && (size_t)n < sizeof line &&
+        head_value(t->head, cfg.log_header, value, sizeof value))
+        snprintf(line + n, sizeof line - (size_t)n, " %s: %s", cfg.log_header, value);
+    logf_conn(c->n, line);
+    if (head_value(t->head, "transfer-encoding", te, sizeof te))
+        return -1;
+    t->body_left = 0;
+    if (head_value(t->head, "content-length", cl, sizeof cl)) {
+        char *end;
+        errno = 0;
+        t->body_left = strtoull(cl, &end, 10);
+        if (errno != 0 || end == cl || *end != '\0')
+            return -1;
+    }
+    return 0;
+}
+
+/* Feed the client's bytes to the framer. */
+static void tap_feed(conn *c, const char *buf, size_t n)
+{
+    tap *t = c->tap;
+    while (t != NULL && !t->off && n > 0) {
+        if (t->body_left > 0) {
+            size_t k = n < t->body_left ? n : (size_t)t->body_left;
+            t->body_left -= k;
+            buf += k;
+            n -= k;
+            continue;
+        }
+        size_t room = sizeof t->head - 1 - t->len;
+        size_t k = n < room ? n : room;
+        size_t from = t->len > 3 ? t->len - 3 : 0;
+        memcpy(t->head + t->len, buf, k);
+        t->len += k;
+        char *end = memmem(t->head + from, t->len - from, "\r\n\r\n", 4);
+        if (end == NULL) {
+            if (t->len == sizeof t->head - 1) {
+                logf_conn(c->n, "request head too large: tap off");
+                t->off = 1;
+            }
+            buf += k;
+            n -= k;
+            continue;
+        }
+        size_t head_len = (size_t)(end - t->head) + 4;
+        size_t used = head_len - (t->len - k);   /* bytes of buf in this head */
+        t->len = head_len;
+        if (tap_head(c, t) != 0) {
+            logf_conn(c->n, "request not framed by Content-Length: tap off");
+            t->off = 1;
+        }
+        t->len = 0;
+        buf += used;
+        n -= used;
+    }
+}
+
 static void sleep_ms(int64_t ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
@@ -111,10 +235,38 @@ static void sleep_ms(int64_t ms)
     }
 }
 
-static int dial(void)
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Keep a dropped connection open and silent for ms, or until the client
+ * closes it; what the client sends meanwhile is read and discarded. */
+static void hold_silent(int fd, int64_t ms)
+{
+    char buf[4096];
+    int64_t until = mono_ms() + ms;
+    for (;;) {
+        int64_t left = until - mono_ms();
+        if (left <= 0)
+            return;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return;
+        if (r > 0 && read(fd, buf, sizeof buf) <= 0)
+            return;
+    }
+}
+
+static int dial(unsigned target)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai, *a;
-    if (getaddrinfo(cfg.host, cfg.port, &hints, &ai) != 0)
+    if (getaddrinfo(cfg.to[target].host, cfg.to[target].port, &hints, &ai) != 0)
         return -1;
     int fd = -1;
     for (a = ai; a != NULL && fd < 0; a = a->ai_next) {
@@ -155,6 +307,7 @@ static void pump(conn *c, int up)
                 c_open = 0;
                 shutdown(up, SHUT_WR);
             } else {
+                tap_feed(c, buf, (size_t)got);
                 for (ssize_t off = 0; off < got;) {
                     ssize_t w = write(up, buf + off, (size_t)(got - off));
                     if (w <= 0)
@@ -170,8 +323,12 @@ static void pump(conn *c, int up)
                 shutdown(c->fd, SHUT_WR);
                 continue;
             }
-            if (c->mode == DROP)
-                return;   /* the server answered; the client will not know */
+            if (c->mode == DROP) {
+                /* the server answered; the client will not know */
+                if (cfg.drop_hold_ms > 0)
+                    hold_silent(c->fd, cfg.drop_hold_ms);
+                return;
+            }
             if (first && c->delay)
                 sleep_ms(cfg.delay_ms);
             first = 0;
@@ -189,7 +346,14 @@ static void *serve(void *arg)
 {
     conn *c = arg;
     static const char *const names[] = {"forward", "drop", "reset"};
-    logf_conn(c->n, names[c->mode]);
+    if (cfg.nto > 1) {
+        char what[300];
+        snprintf(what, sizeof what, "%s to %s:%s", names[c->mode], cfg.to[c->target].host,
+                 cfg.to[c->target].port);
+        logf_conn(c->n, what);
+    } else {
+        logf_conn(c->n, names[c->mode]);
+    }
     if (c->mode == RESET) {
         char buf[4096];
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
@@ -198,26 +362,29 @@ static void *serve(void *arg)
             (void)got;
         }
         rst_close(c->fd);
+        once_free(c->tap);
         once_free(c);
         return NULL;
     }
-    int up = dial();
+    int up = dial(c->target);
     if (up < 0) {
         logf_conn(c->n, "upstream unreachable");
         rst_close(c->fd);
+        once_free(c->tap);
         once_free(c);
         return NULL;
     }
     pump(c, up);
     close(up);
     close(c->fd);
+    once_free(c->tap);
     once_free(c);
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    const char *listen_s = NULL, *to = NULL;
+    const char *listen_s = NULL;
     int have_seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -233,7 +400,25 @@ int main(int argc, char **argv)
         if (strcmp(a, "--listen") == 0) {
             listen_s = v;
         } else if (strcmp(a, "--to") == 0) {
-            to = v;
+            if (cfg.nto == MAX_TARGETS)
+                return usage("--to: at most 16 targets");
+            const char *colon = strrchr(v, ':');
+            if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof cfg.to[0].host ||
+                strlen(colon + 1) >= sizeof cfg.to[0].port)
+                return usage("--to HOST:PORT");
+            memcpy(cfg.to[cfg.nto].host, v, (size_t)(colon - v));
+            cfg.to[cfg.nto].host[colon - v] = '\0';
+            memcpy(cfg.to[cfg.nto].port, colon + 1, strlen(colon + 1) + 1);
+            cfg.nto++;
+        } else if (strcmp(a, "--drop-hold") == 0) {
+            errno = 0;
+            cfg.drop_hold_ms = strtoll(v, &end, 10);
+            if (errno || *end != '\0' || cfg.drop_hold_ms < 0)
+                return usage("--drop-hold: milliseconds");
+        } else if (strcmp(a, "--log-header") == 0) {
+            if (v[0] == '\0' || strpbrk(v, ": \t\r\n") != NULL)
+                return usage("--log-header: a header name");
+            cfg.log_header = v;
         } else if (strcmp(a, "--drop-response") == 0) {
             if (parse_list(v, cfg.drop, &cfg.ndrop) != 0)
                 return usage("--drop-response: a list of connection numbers (1,3,...)");
@@ -263,17 +448,10 @@ int main(int argc, char **argv)
             return usage("unknown option");
         }
     }
-    if (listen_s == NULL || to == NULL)
+    if (listen_s == NULL || cfg.nto == 0)
         return usage("--listen and --to are required");
     if (cfg.drop_prob > 0 && !have_seed)
         return usage("--drop-response-prob needs --seed (runs must be reproducible)");
-    const char *colon = strrchr(to, ':');
-    if (colon == NULL || colon == to || (size_t)(colon - to) >= sizeof cfg.host ||
-        strlen(colon + 1) >= sizeof cfg.port)
-        return usage("--to HOST:PORT");
-    memcpy(cfg.host, to, (size_t)(colon - to));
-    cfg.host[colon - to] = '\0';
-    memcpy(cfg.port, colon + 1, strlen(colon + 1) + 1);
     char *end;
     long lport = strtol(listen_s, &end, 10);
     if (*end != '\0' || lport < 0 || lport > 65535)
@@ -311,7 +489,13 @@ int main(int argc, char **argv)
         }
         c->fd = fd;
         c->n = n;
+        c->target = (n - 1) % cfg.nto;
         c->mode = FORWARD;
+        if (cfg.log_header != NULL && (c->tap = once_calloc(1, sizeof *c->tap)) == NULL) {
+            close(fd);
+            once_free(c);
+            continue;
+        }
         c->delay = cfg.delay_ms > 0 && (cfg.ndelay_only == 0 || in_list(cfg.delay_only, cfg.ndelay_only, n));
         if (in_list(cfg.reset, cfg.nreset, n)) {
             c->mode = RESET;
@@ -331,6 +515,7 @@ int main(int argc, char **argv)
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         if (pthread_create(&t, &at, serve, c) != 0) {
             close(fd);
+            once_free(c->tap);
             once_free(c);
         }
         pthread_attr_destroy(&at);

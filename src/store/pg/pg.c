@@ -2,7 +2,8 @@
  * pg.c -- the "postgres://" (also "postgresql://") store backend: the task
  * registry in PostgreSQL, shared by any number of replicas on any number of
  * machines (ONCE_STORE_SHARED), every acknowledged write committed
- * (ONCE_STORE_DURABLE as far as the server's synchronous_commit/fsync go).
+ * (ONCE_STORE_DURABLE as far as the server's synchronous_commit/fsync go),
+ * with push delivery rows any replica may claim (ONCE_STORE_PUSH, pg_push.c).
  *
  * URL: a libpq connection URI, e.g.
  *     postgres://user:secret@db.example:5432/agents?sslmode=require
@@ -179,7 +180,7 @@ static void pg_close(once_store *s)
 const once_store_methods once__store_pg = {
     .version = ONCE_STORE_METHODS_VERSION,
     .scheme = "postgres",
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE,
+    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
     .open = pg_open,
     .close = pg_close,
     .create = once__pg_create,
@@ -192,4 +193,7 @@ const once_store_methods once__store_pg = {
     .list = once__pg_list,
     .meta = once__pg_meta,
     .check = once__pg_check,
+    .push_claim = once__pg_push_claim,
+    .push_ack = once__pg_push_ack,
+    .push_rows = once__pg_push_rows,
 };

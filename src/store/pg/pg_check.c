@@ -6,6 +6,8 @@
  * server-side cursors in batches, so a large registry is never loaded at
  * once. Events are summarised per key in SQL (count, min, max); the primary
  * key makes generations unique, which is what once__check_gapless needs.
+ * Delivery rows are compared with push_json in the same snapshot
+ * (pg_push.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -138,6 +140,8 @@ static int check_fn(pg_store *s, pg_conn *c, void *arg)
     rc = walk(s, c, rows_sql, "once_check_rows", one_row, rep);
     if (rc == ONCE_OK)
         rc = walk(s, c, orphans_sql, "once_check_orphans", one_orphan, rep);
+    if (rc == ONCE_OK)
+        rc = once__pg_check_push(s, c, rep);
     if (rc == ONCE_OK) {
         rc = once__pg_simple(s, c, "COMMIT", &r);
         if (rc == ONCE_OK)

@@ -231,7 +231,8 @@ int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out)
     out->finished_at = once__pg_i64(r, row, col0 + 13);
     if ((rc = once__pg_dup(r, row, col0 + 14, &out->digests)) != ONCE_OK ||
         (rc = once__pg_dup(r, row, col0 + 15, &out->task_json)) != ONCE_OK ||
-        (rc = once__pg_dup(r, row, col0 + 16, &out->checkpoint)) != ONCE_OK) {
+        (rc = once__pg_dup(r, row, col0 + 16, &out->checkpoint)) != ONCE_OK ||
+        (rc = once__pg_dup(r, row, col0 + 17, &out->push_json)) != ONCE_OK) {
         once_record_clear(out);
         return rc;
     }
@@ -490,7 +491,7 @@ int once__pg_exec(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, PG
         PQclear(r);
         c->prepared |= 1u << id;
     }
-    c->unsure = once__pg_writes[id];
+    c->unsure = once__pg_writes[id] && !c->in_tx;
     r = PQexecPrepared(c->pg, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
                        p ? p->fmt : NULL, 1);
     st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
@@ -517,6 +518,45 @@ int once__pg_simple(pg_store *s, pg_conn *c, const char *sql, PGresult **out)
     return once__pg_fail(s, c, r, "query");
 }
 
+int once__pg_begin(pg_store *s, pg_conn *c)
+{
+    PGresult *r;
+    int rc = once__pg_simple(s, c, "BEGIN", &r);
+
+    if (rc == ONCE_OK) {
+        PQclear(r);
+        c->in_tx = 1;
+    }
+    return rc;
+}
+
+int once__pg_commit(pg_store *s, pg_conn *c)
+{
+    PGresult *r;
+    int rc;
+
+    c->unsure = 1; /* from here until the reply, the outcome is the server's */
+    rc = once__pg_simple(s, c, "COMMIT", &r);
+    c->in_tx = 0;
+    if (rc != ONCE_OK)
+        return rc;
+    c->unsure = 0;
+    /* COMMIT of a transaction an error aborted "succeeds" as ROLLBACK. */
+    if (strcmp(PQcmdStatus(r), "COMMIT") != 0) {
+        once__store_seterr(&s->base, "postgres: transaction rolled back at COMMIT");
+        rc = ONCE_ESTORE;
+    }
+    PQclear(r);
+    return rc;
+}
+
+void once__pg_rollback(pg_conn *c)
+{
+    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        PQclear(PQexec(c->pg, "ROLLBACK"));
+    c->in_tx = 0;
+}
+
 int once__pg_run(pg_store *s, pg_fn fn, void *arg)
 {
     int attempt, rc;
@@ -528,7 +568,7 @@ int once__pg_run(pg_store *s, pg_fn fn, void *arg)
         rc = once__pg_acquire(s, &c);
         if (rc != ONCE_OK)
             return rc;
-        c->broken = c->unsure = c->again = 0;
+        c->broken = c->unsure = c->again = c->in_tx = 0;
         rc = fn(s, c, arg);
         again = c->again;
         retry = rc == ONCE_ESTORE && ((c->broken && !c->unsure) || again);

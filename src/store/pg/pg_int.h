@@ -8,14 +8,20 @@
  *   pg_write.c   create, update, sweep, purge, meta
  *   pg_read.c    load, events, expired_leases, list
  *   pg_check.c   the integrity check
+ *   pg_push.c    push delivery rows: sync with push_json, claim, ack, rows,
+ *                and their part of the integrity check
  *
  * Every write is one autocommit statement (create and update fold their
- * event inserts into it, sweep its event deletes, with data-modifying CTEs);
- * the extra reads some slots make (create's loser, update's diagnosis) never
- * write. So a failed statement leaves nothing behind, and "did it commit?"
- * is only ever in doubt when the connection broke while a write was in
- * flight: that case, and only that one, is reported as ONCE_ESTORE without
- * a retry.
+ * event inserts into it, sweep its event and delivery-row deletes, with
+ * data-modifying CTEs); the extra reads some slots make (create's loser,
+ * update's diagnosis) never write. The exceptions are the writes whose
+ * delivery rows must be computed from the stored ones by push_rows.c
+ * (create/update of a record carrying push_json, push_ack): they run as one
+ * explicit transaction (once__pg_begin .. once__pg_commit). So a failed
+ * statement or an unfinished transaction leaves nothing behind, and "did it
+ * commit?" is only ever in doubt when the connection broke while an
+ * autocommit write or a COMMIT was in flight: that case, and only that one,
+ * is reported as ONCE_ESTORE without a retry.
  *
  * Text travels as bytea in the binary protocol: every value is stored byte
  * for byte whatever the database encoding, and ORDER BY on keys compares
@@ -52,6 +58,12 @@ typedef enum pg_stmt_id {
     PG_LIST_AFTER,
     PG_META_INSERT,
     PG_META_GET,
+    PG_PUSH_ROWS,
+    PG_PUSH_LOCK,
+    PG_PUSH_GET_LOCK,
+    PG_PUSH_PUT,
+    PG_PUSH_DROP,
+    PG_PUSH_CLAIM,
     PG_NSTMT
 } pg_stmt_id;
 
@@ -65,8 +77,13 @@ extern const unsigned char once__pg_writes[PG_NSTMT];
 #define PG_TASK_COLS                                                                               \
     "principal, task_id, context_id, state, kind, version, generation, fence, step, "              \
     "lease_owner, lease_until, created_at, updated_at, finished_at, digests, task_json, "          \
-    "checkpoint"
-#define PG_TASK_NCOLS 17
+    "checkpoint, push_json"
+#define PG_TASK_NCOLS 18
+
+/* Columns of a delivery row after its key (pg_push.c decodes them). */
+#define PG_PUSH_COLS                                                                               \
+    "config_id, since, delivered, target, attempts, next_attempt_at, lease_owner, lease_until, "    \
+    "disabled, last_error, deliveries, retries, failures"
 
 /* One connection. Owned by one thread between acquire and release; nothing
  * here is locked. The flags describe the current slot call only and are
@@ -77,6 +94,7 @@ typedef struct pg_conn {
     int broken;           /* the connection failed: close, do not pool */
     int unsure;           /* a write was in flight when it failed */
     int again;            /* serialization failure / deadlock: retry is safe */
+    int in_tx;            /* inside once__pg_begin: a write is not yet in doubt */
     struct pg_conn *next; /* idle list link; guarded by pg_store.mu */
 } pg_conn;
 
@@ -132,7 +150,7 @@ int64_t once__pg_i64(const PGresult *r, int row, int col); /* bool/int2/4/8; NUL
 int once__pg_fixed(const PGresult *r, int row, int col, char *dst, size_t cap);
 /* once_malloc'd copy of a bytea column; SQL NULL gives *out = NULL. */
 int once__pg_dup(const PGresult *r, int row, int col, char **out);
-/* Columns col0 .. col0+16 (PG_TASK_COLS) into *out (zeroed first). */
+/* Columns col0 .. col0+17 (PG_TASK_COLS) into *out (zeroed first). */
 int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out);
 
 /* ---- pg_conn.c: connections and statements ---- */
@@ -149,6 +167,13 @@ int once__pg_exec(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, PG
 int once__pg_simple(pg_store *s, pg_conn *c, const char *sql, PGresult **out);
 /* Classify a failed result (r may be NULL), set flags and errmsg, PQclear r. */
 int once__pg_fail(pg_store *s, pg_conn *c, PGresult *r, const char *what);
+/* An explicit transaction on c. Until COMMIT is sent nothing is in doubt,
+ * so a broken connection inside it may be retried; while COMMIT is in
+ * flight it is (c->unsure). Anything left open is rolled back by
+ * once__pg_release, so error paths need not call once__pg_rollback. */
+int once__pg_begin(pg_store *s, pg_conn *c);
+int once__pg_commit(pg_store *s, pg_conn *c);
+void once__pg_rollback(pg_conn *c);
 
 /* One slot's work on one connection; must (re)initialise its outputs, since
  * once__pg_run may call it again on a fresh connection. */
@@ -185,5 +210,18 @@ int once__pg_events(once_store *s, const char *principal, const char *task_id, i
 int once__pg_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
 int once__pg_list(once_store *s, const once_list_query *q, once_record_list *out);
 int once__pg_check(once_store *s, once_check_report *rep);
+
+/* ---- pg_push.c ---- */
+
+/* Inside the transaction that just created/updated rec: make the key's
+ * delivery rows match rec->push_json (non-NULL) with once__push_sync. */
+int once__pg_push_sync(pg_store *s, pg_conn *c, const once_record *rec);
+int once__pg_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                        size_t max, once_push_claim_list *out);
+int once__pg_push_ack(once_store *s, const once_push_ack *ack);
+int once__pg_push_rows(once_store *s, const char *principal, const char *task_id,
+                       once_push_row_list *out);
+/* check(): inside check's snapshot on c, count bad_push. */
+int once__pg_check_push(pg_store *s, pg_conn *c, once_check_report *rep);
 
 #endif /* ONCE_STORE_PG_INT_H */

@@ -19,6 +19,12 @@
  * find nothing to do. A database migrated by a newer once (a version above
  * PG_SCHEMA_VERSION) is refused rather than written with an old layout.
  *
+ * Push delivery rows (version 2) live in once_push, one per element of a
+ * live record's push_json (store.h, "Push delivery"); their partial index
+ * once_push_due holds exactly the rows that may become due (enabled, behind
+ * their target), so an idle claim is one index probe. A tombstone has no
+ * push_json and no rows.
+ *
  * State numbers are once_state's: 5..8 are the terminal states.
  */
 #include <stdio.h>
@@ -27,7 +33,7 @@
 #include "store/pg/pg_int.h"
 #include "store/store_int.h"
 
-#define PG_SCHEMA_VERSION 1
+#define PG_SCHEMA_VERSION 2
 
 #define P_KEY "principal = $1::bytea AND task_id = $2::bytea"
 
@@ -36,32 +42,38 @@ const char *const once__pg_sql[PG_NSTMT] = {
     [PG_LOAD] = "SELECT " PG_TASK_COLS ", tomb, first_digest, expired_at "
                 "FROM once_tasks WHERE " P_KEY,
     [PG_HEAD] = "SELECT tomb, version, generation FROM once_tasks WHERE " P_KEY,
-    /* $1..$17 the record, $18 first digest, $19 payloads (generations 1..n). */
+    /* $1..$18 the record, $19 first digest, $20 payloads (generations 1..n).
+     * Delivery rows of a push_json are written by pg_push.c in the same
+     * transaction. */
     [PG_CREATE] =
         "WITH ins AS (INSERT INTO once_tasks(" PG_TASK_COLS ", first_digest, tomb, expired_at) "
         "VALUES($1::bytea, $2::bytea, $3::bytea, $4::int2, $5::int2, $6::int8, $7::int8, "
         "$8::int8, $9::int8, $10::bytea, $11::int8, $12::int8, $13::int8, $14::int8, "
-        "$15::bytea, $16::bytea, $17::bytea, $18::bytea, false, 0) "
+        "$15::bytea, $16::bytea, $17::bytea, $18::bytea, $19::bytea, false, 0) "
         "ON CONFLICT (principal, task_id) DO NOTHING RETURNING 1), "
         "ev AS (INSERT INTO once_events(principal, task_id, generation, payload) "
         "SELECT $1::bytea, $2::bytea, e.i, e.p FROM ins, "
-        "unnest($19::bytea[]) WITH ORDINALITY AS e(p, i)) "
+        "unnest($20::bytea[]) WITH ORDINALITY AS e(p, i)) "
         "SELECT count(*) FROM ins",
-    /* As create, plus $20 expected version and $21 the stored generation the
+    /* As create, plus $21 expected version and $22 the stored generation the
      * events continue from. A concurrent writer that got the row lock first
-     * makes this one re-check its WHERE against the new row and match nothing. */
+     * makes this one re-check its WHERE against the new row and match nothing.
+     * A record without push_json loses its delivery rows here; one with
+     * push_json has them reshaped by pg_push.c in the same transaction. */
     [PG_UPDATE] =
         "WITH up AS (UPDATE once_tasks SET context_id = $3::bytea, state = $4::int2, "
         "kind = $5::int2, version = $6::int8, generation = $7::int8, fence = $8::int8, "
         "step = $9::int8, lease_owner = $10::bytea, lease_until = $11::int8, "
         "created_at = $12::int8, updated_at = $13::int8, finished_at = $14::int8, "
         "digests = $15::bytea, task_json = $16::bytea, checkpoint = $17::bytea, "
-        "first_digest = $18::bytea "
-        "WHERE " P_KEY " AND NOT tomb AND version = $20::int8 AND generation = $21::int8 "
+        "push_json = $18::bytea, first_digest = $19::bytea "
+        "WHERE " P_KEY " AND NOT tomb AND version = $21::int8 AND generation = $22::int8 "
         "RETURNING 1), "
         "ev AS (INSERT INTO once_events(principal, task_id, generation, payload) "
-        "SELECT $1::bytea, $2::bytea, $21::int8 + e.i, e.p FROM up, "
-        "unnest($19::bytea[]) WITH ORDINALITY AS e(p, i)) "
+        "SELECT $1::bytea, $2::bytea, $22::int8 + e.i, e.p FROM up, "
+        "unnest($20::bytea[]) WITH ORDINALITY AS e(p, i)), "
+        "pd AS (DELETE FROM once_push d USING up WHERE $18::bytea IS NULL "
+        "AND d.principal = $1::bytea AND d.task_id = $2::bytea) "
         "SELECT count(*) FROM up",
     /* $4 NULL = no limit. */
     [PG_EVENTS] = "SELECT generation, payload FROM once_events WHERE " P_KEY
@@ -80,8 +92,10 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "ORDER BY finished_at, principal, task_id LIMIT $3::int8 FOR UPDATE SKIP LOCKED), "
         "gone AS (DELETE FROM once_events e USING picked p "
         "WHERE e.principal = p.principal AND e.task_id = p.task_id), "
+        "pd AS (DELETE FROM once_push d USING picked p "
+        "WHERE d.principal = p.principal AND d.task_id = p.task_id), "
         "up AS (UPDATE once_tasks t SET tomb = true, expired_at = $2::int8, "
-        "digests = ''::bytea, task_json = ''::bytea, checkpoint = NULL, "
+        "digests = ''::bytea, task_json = ''::bytea, checkpoint = NULL, push_json = NULL, "
         "lease_owner = ''::bytea, lease_until = 0 FROM picked p "
         "WHERE t.principal = p.principal AND t.task_id = p.task_id RETURNING 1) "
         "SELECT count(*) FROM up",
@@ -109,12 +123,51 @@ const char *const once__pg_sql[PG_NSTMT] = {
     [PG_META_INSERT] = "INSERT INTO once_meta(name, value) VALUES($1::bytea, $2::bytea) "
                        "ON CONFLICT (name) DO NOTHING RETURNING value",
     [PG_META_GET] = "SELECT value FROM once_meta WHERE name = $1::bytea",
+    [PG_PUSH_ROWS] = "SELECT " PG_PUSH_COLS " FROM once_push WHERE " P_KEY " ORDER BY config_id",
+    /* Inside a record write's transaction: the rows to reshape, locked in
+     * one order (config_id), waiting for an ack in flight to finish. */
+    [PG_PUSH_LOCK] = "SELECT " PG_PUSH_COLS " FROM once_push WHERE " P_KEY
+                     " ORDER BY config_id FOR UPDATE",
+    [PG_PUSH_GET_LOCK] = "SELECT " PG_PUSH_COLS " FROM once_push WHERE " P_KEY
+                         " AND config_id = $3::bytea FOR UPDATE",
+    /* $3..$15 the row (PG_PUSH_COLS order; disabled as int2). */
+    [PG_PUSH_PUT] =
+        "INSERT INTO once_push(principal, task_id, " PG_PUSH_COLS ") "
+        "VALUES($1::bytea, $2::bytea, $3::bytea, $4::int8, $5::int8, $6::int8, $7::int8, "
+        "$8::int8, $9::bytea, $10::int8, $11::int2 <> 0, $12::bytea, $13::int8, $14::int8, "
+        "$15::int8) ON CONFLICT (principal, task_id, config_id) DO UPDATE SET "
+        "since = EXCLUDED.since, delivered = EXCLUDED.delivered, target = EXCLUDED.target, "
+        "attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at, "
+        "lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until, "
+        "disabled = EXCLUDED.disabled, last_error = EXCLUDED.last_error, "
+        "deliveries = EXCLUDED.deliveries, retries = EXCLUDED.retries, "
+        "failures = EXCLUDED.failures",
+    [PG_PUSH_DROP] = "DELETE FROM once_push WHERE " P_KEY " AND config_id = $3::bytea",
+    /* $1 owner, $2 now, $3 lease_until, $4 max. Due rows (store.h) in
+     * next_attempt_at, key order; rows another claimer is leasing right now
+     * are skipped, and one it leased since our snapshot fails the re-check
+     * of the WHERE on the locked row, so each row goes to one claimer. */
+    [PG_PUSH_CLAIM] =
+        "WITH due AS (SELECT principal, task_id, config_id FROM once_push "
+        "WHERE NOT disabled AND delivered < target AND next_attempt_at <= $2::int8 "
+        "AND lease_until <= $2::int8 "
+        "ORDER BY next_attempt_at, principal, task_id, config_id LIMIT $4::int8 "
+        "FOR UPDATE SKIP LOCKED), "
+        "up AS (UPDATE once_push d SET lease_owner = $1::bytea, lease_until = $3::int8 "
+        "FROM due WHERE d.principal = due.principal AND d.task_id = due.task_id "
+        "AND d.config_id = due.config_id "
+        "RETURNING d.principal, d.task_id, d.config_id, d.delivered, d.target, d.attempts, "
+        "d.next_attempt_at) "
+        "SELECT principal, task_id, config_id, delivered, target, attempts FROM up "
+        "ORDER BY next_attempt_at, principal, task_id, config_id",
 };
 /* clang-format on */
 
 const unsigned char once__pg_writes[PG_NSTMT] = {
-    [PG_CREATE] = 1, [PG_UPDATE] = 1, [PG_SWEEP] = 1, [PG_PURGE] = 1, [PG_META_INSERT] = 1,
-    /* PG_LEASES locks rows but writes nothing a retry could duplicate. */
+    [PG_CREATE] = 1,   [PG_UPDATE] = 1,   [PG_SWEEP] = 1,     [PG_PURGE] = 1,
+    [PG_META_INSERT] = 1, [PG_PUSH_PUT] = 1, [PG_PUSH_DROP] = 1, [PG_PUSH_CLAIM] = 1,
+    /* PG_LEASES and PG_PUSH_*LOCK lock rows but write nothing a retry could
+     * duplicate. */
 };
 
 /* Migration n brings the schema from version n-1 to n. Never edit one that
@@ -140,6 +193,18 @@ static const char *const migrations[PG_SCHEMA_VERSION] = {
     " principal bytea NOT NULL, task_id bytea NOT NULL, generation int8 NOT NULL,"
     " payload bytea NOT NULL, PRIMARY KEY (principal, task_id, generation));"
     "CREATE TABLE once_meta(name bytea PRIMARY KEY, value bytea NOT NULL);",
+    /* 2: push_json on records, push delivery rows. */
+    "ALTER TABLE once_tasks ADD COLUMN push_json bytea;"
+    "CREATE TABLE once_push("
+    " principal bytea NOT NULL, task_id bytea NOT NULL, config_id bytea NOT NULL,"
+    " since int8 NOT NULL, delivered int8 NOT NULL, target int8 NOT NULL,"
+    " attempts int8 NOT NULL, next_attempt_at int8 NOT NULL,"
+    " lease_owner bytea NOT NULL, lease_until int8 NOT NULL,"
+    " disabled bool NOT NULL, last_error bytea NOT NULL,"
+    " deliveries int8 NOT NULL, retries int8 NOT NULL, failures int8 NOT NULL,"
+    " PRIMARY KEY (principal, task_id, config_id));"
+    "CREATE INDEX once_push_due ON once_push(next_attempt_at, principal, task_id, config_id)"
+    " WHERE NOT disabled AND delivered < target;",
 };
 
 /* A 63-bit FNV-1a of the schema name: the advisory lock key, so that
@@ -224,7 +289,7 @@ static int migrate_locked(pg_store *s, pg_conn *c, int reset)
             return rc;
     }
     if (reset)
-        rc = simple(s, c, "TRUNCATE once_tasks, once_events, once_meta");
+        rc = simple(s, c, "TRUNCATE once_tasks, once_events, once_meta, once_push");
     return rc;
 }
 

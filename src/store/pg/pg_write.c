@@ -11,6 +11,9 @@
  * appends the events; when it matches nothing, one more read tells
  * ECONFLICT from EINVAL in store_int.h's order. Both are single
  * autocommit statements: all or nothing, one round trip on the happy path.
+ * A record carrying push_json is the exception: its delivery rows are
+ * reshaped from the stored ones (pg_push.c), so that statement and the row
+ * writes share one explicit transaction.
  */
 #include <string.h>
 
@@ -23,7 +26,7 @@ static pg_store *pgs(once_store *s)
     return (pg_store *)s;
 }
 
-/* $1..$18: the record's columns in PG_TASK_COLS order plus its first digest
+/* $1..$19: the record's columns in PG_TASK_COLS order plus its first digest
  * (fd must outlive p). */
 static void bind_record(pg_params *p, const once_record *rec, const char *fd)
 {
@@ -44,6 +47,7 @@ static void bind_record(pg_params *p, const once_record *rec, const char *fd)
     once__pg_p_str(p, rec->digests);
     once__pg_p_str(p, rec->task_json);
     once__pg_p_str(p, rec->checkpoint);
+    once__pg_p_str(p, rec->push_json);
     once__pg_p_str(p, fd);
 }
 
@@ -75,11 +79,18 @@ static int create_fn(pg_store *s, pg_conn *c, void *arg)
     /* The loser's read finds nothing only if the key was freed in between
      * (tombstone purged): then the key is absent again, so insert again. */
     for (tries = 0; tries < 3; tries++) {
+        if (a->rec->push_json && (rc = once__pg_begin(s, c)) != ONCE_OK)
+            return rc;
         rc = once__pg_exec(s, c, PG_CREATE, a->p, &r);
         if (rc != ONCE_OK)
             return rc;
-        if (count_of(r) == 1)
-            return ONCE_OK;
+        if (count_of(r) == 1) {
+            if (!a->rec->push_json)
+                return ONCE_OK;
+            rc = once__pg_push_sync(s, c, a->rec);
+            return rc == ONCE_OK ? once__pg_commit(s, c) : rc;
+        }
+        once__pg_rollback(c);
         rc = once__pg_read_key(s, c, a->rec->principal, a->rec->task_id, a->winner, a->tomb);
         if (rc == ONCE_OK)
             return ONCE_EEXISTS;
@@ -171,11 +182,18 @@ static int update_fn(pg_store *s, pg_conn *c, void *arg)
 
     for (tries = 0; tries < 3; tries++) {
         if (a->numbered) {
+            if (a->rec->push_json && (rc = once__pg_begin(s, c)) != ONCE_OK)
+                return rc;
             rc = once__pg_exec(s, c, PG_UPDATE, a->p, &r);
             if (rc != ONCE_OK)
                 return rc;
-            if (count_of(r) == 1)
-                return ONCE_OK;
+            if (count_of(r) == 1) {
+                if (!a->rec->push_json)
+                    return ONCE_OK;
+                rc = once__pg_push_sync(s, c, a->rec);
+                return rc == ONCE_OK ? once__pg_commit(s, c) : rc;
+            }
+            once__pg_rollback(c);
         }
         rc = diagnose(s, c, a);
         if (rc != ONCE_OK)

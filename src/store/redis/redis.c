@@ -23,6 +23,11 @@
  *   P:l:<principal>  zset (lexicographic): the principal's records by
  *                (created_at, task_id), for ListTasks paging
  *   P:meta       hash: store-wide values (meta)
+ *   P:{<len>:<principal>:<task_id>}:push hash: the task's push delivery
+ *                rows, fields "<config_id>\0<f>" (redis_push.c)
+ *   P:pushq      zset: delivery rows that may become due, member
+ *                "<principal>\0<task_id>\0<config_id>", scored by when
+ *                they do (push_claim's queue)
  * The record and its tombstone share one hash, so "a key holds at most one
  * of them" is structural; create-if-absent is EXISTS + HSET inside one
  * script (SET NX semantics for a hash plus its events and index entries).
@@ -34,7 +39,9 @@
  * allows and Cluster forbids (cross-slot). To run on Cluster: (1) shard each
  * index into N keys tagged {idx:<i>} with i = a hash of the task key, so a
  * scan visits N shards; (2) split each write into the task script (atomic,
- * one slot) followed by an index update script per shard; (3) since the
+ * one slot) followed by an index update script per shard (pushq included;
+ * push claims already lease each row with a script on its task's keys plus
+ * the index, so they only need to visit the shards); (3) since the
  * two steps are no longer atomic together, make every index consumer
  * treat entries as hints (they already re-check the task key: sweep and
  * purge scripts repair stale entries, list skips them, the engine's CAS
@@ -318,7 +325,7 @@ static void rd_close(once_store *s)
 const once_store_methods once__store_redis = {
     .version = ONCE_STORE_METHODS_VERSION,
     .scheme = "redis",
-    .caps = ONCE_STORE_SHARED,
+    .caps = ONCE_STORE_SHARED | ONCE_STORE_PUSH,
     .open = rd_open,
     .close = rd_close,
     .create = once__rd_create,
@@ -331,4 +338,7 @@ const once_store_methods once__store_redis = {
     .list = once__rd_list,
     .meta = once__rd_meta,
     .check = once__rd_check,
+    .push_claim = once__rd_push_claim,
+    .push_ack = once__rd_push_ack,
+    .push_rows = once__rd_push_rows,
 };

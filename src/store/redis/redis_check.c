@@ -7,8 +7,11 @@
  * entries, atomically). Besides what every backend counts, it verifies the
  * indexes the scans rely on: a record missing from (or mis-scored in) the
  * lease, finished or list index would silently never be taken over, swept
- * or listed, so it counts as bad_state. Stale index entries pointing at
- * nothing are harmless (every consumer re-checks the key) and not counted.
+ * or listed, so it counts as bad_state. Delivery rows must match the
+ * record's push_json and sit in the due index exactly when they may become
+ * due (redis_push.c), else bad_push; a push hash without a live record is
+ * bad_push too. Stale index entries pointing at nothing are harmless
+ * (every consumer re-checks the key) and not counted.
  * SCAN may report a key twice or miss one written meanwhile: run check on a
  * quiet store, as the tests do.
  */
@@ -21,8 +24,11 @@
 
 #define RD_SCAN_COUNT "500"
 
-/* "<prefix>:{<plen>:<principal>:<task_id>}" or the same plus ":ev". */
-static int parse_task_key(const rd_store *s, const char *k, size_t n, once_key *out, int *events)
+enum { K_TASK, K_EVENTS, K_PUSH };
+
+/* "<prefix>:{<plen>:<principal>:<task_id>}" or the same plus ":ev" or
+ * ":push" (*kind says which). */
+static int parse_task_key(const rd_store *s, const char *k, size_t n, once_key *out, int *kind)
 {
     size_t pl = strlen(s->prefix), plen = 0, i, rest;
     const char *tag, *p;
@@ -32,13 +38,18 @@ static int parse_task_key(const rd_store *s, const char *k, size_t n, once_key *
         return -1;
     tag = k + pl + 2;
     rest = n - pl - 2;
-    *events = rest >= 4 && memcmp(tag + rest - 4, "}:ev", 4) == 0;
-    if (*events)
+    if (rest >= 4 && memcmp(tag + rest - 4, "}:ev", 4) == 0) {
+        *kind = K_EVENTS;
         rest -= 4;
-    else if (rest >= 1 && tag[rest - 1] == '}')
+    } else if (rest >= 6 && memcmp(tag + rest - 6, "}:push", 6) == 0) {
+        *kind = K_PUSH;
+        rest -= 6;
+    } else if (rest >= 1 && tag[rest - 1] == '}') {
+        *kind = K_TASK;
         rest -= 1;
-    else
+    } else {
         return -1;
+    }
     for (i = 0; i < rest && tag[i] >= '0' && tag[i] <= '9' && i < 4; i++)
         plen = plen * 10 + (size_t)(tag[i] - '0');
     if (i == 0 || i >= rest || tag[i] != ':' || plen == 0 || plen > ONCE_PRINCIPAL_MAX)
@@ -82,7 +93,7 @@ static void index_problem(once_check_report *rep, const once_key *k, const char 
 static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_report *rep)
 {
     char member[RD_MEMBER_MAX];
-    char *keys[6];
+    char *keys[8];
     redisReply *r;
     once_record rec;
     once_tombstone t;
@@ -96,10 +107,12 @@ static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_rep
     keys[3] = once__rd_key_global(s, "finished");
     keys[4] = once__rd_key_list(s, k->principal);
     keys[5] = once__rd_key_global(s, "tombs");
+    keys[6] = once__rd_key_push(s, k->principal, k->task_id);
+    keys[7] = once__rd_key_global(s, "pushq");
     mlen = once__rd_member(member, k->principal, k->task_id);
     once__rd_cmd_init(&cmd);
-    once__rd_cmd_evalsha(&cmd, s, RD_CHECKKEY, 6);
-    for (i = 0; i < 6; i++) {
+    once__rd_cmd_evalsha(&cmd, s, RD_CHECKKEY, 8);
+    for (i = 0; i < 8; i++) {
         if (!keys[i])
             cmd.oom = 1;
         else
@@ -108,13 +121,13 @@ static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_rep
     once__rd_arg(&cmd, member, mlen);
     rc = once__rd_eval(s, c, RD_CHECKKEY, &cmd, 0, &r);
     once__rd_cmd_free(&cmd);
-    for (i = 0; i < 6; i++)
+    for (i = 0; i < 8; i++)
         once_free(keys[i]);
     if (rc != ONCE_OK)
         return rc;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 8 ||
         r->element[0]->type != REDIS_REPLY_ARRAY || r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[4]->type != REDIS_REPLY_INTEGER) {
+        r->element[4]->type != REDIS_REPLY_INTEGER || r->element[6]->type != REDIS_REPLY_ARRAY) {
         freeReplyObject(r);
         once__store_seterr(&s->base, "redis check: unexpected script reply");
         return ONCE_ESTORE;
@@ -136,6 +149,7 @@ static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_rep
             index_problem(rep, k, "list");
         if (!score_is(r->element[5], 0, 0))
             index_problem(rep, k, "tombstone");
+        once__rd_check_push(rep, k, &rec, r->element[6], r->element[7]);
         once_record_clear(&rec);
         rc = ONCE_OK;
     } else if (rc == ONCE_ETOMBSTONE) {
@@ -145,6 +159,7 @@ static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_rep
         if (!score_is(r->element[2], 0, 0) || !score_is(r->element[3], 0, 0) ||
             r->element[4]->integer != 0)
             index_problem(rep, k, "live-record");
+        once__rd_check_push(rep, k, NULL, r->element[6], r->element[7]);
         rc = ONCE_OK;
     } else if (rc == ONCE_ECORRUPT) {
         rep->bad_state++;
@@ -154,6 +169,36 @@ static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_rep
     }
     freeReplyObject(r);
     return rc;
+}
+
+/* A push hash whose task hash is absent: rows nobody will clean up (a
+ * present hash has its rows checked in check_task). */
+static int check_push_orphan(rd_store *s, rd_conn *c, const once_key *k, once_check_report *rep)
+{
+    char *h = once__rd_key_task(s, k->principal, k->task_id);
+    redisReply *r;
+    rd_cmd cmd;
+    int rc;
+
+    once__rd_cmd_init(&cmd);
+    if (!h)
+        cmd.oom = 1;
+    else {
+        once__rd_str(&cmd, "EXISTS");
+        once__rd_str(&cmd, h);
+    }
+    rc = once__rd_call(s, c, &cmd, 0, &r);
+    once__rd_cmd_free(&cmd);
+    once_free(h);
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+        rep->bad_push++;
+        once__check_problem(rep, "%s/%s: delivery rows without a record", k->principal,
+                            k->task_id);
+    }
+    freeReplyObject(r);
+    return ONCE_OK;
 }
 
 /* An event list: counted as orphans when its task hash is absent (a
@@ -237,11 +282,13 @@ static int scan(rd_store *s, rd_conn *c, const char *pattern, const char *count,
 static int check_key(rd_store *s, rd_conn *c, const redisReply *key, void *arg)
 {
     once_key k;
-    int events;
+    int kind;
 
-    if (key->type != REDIS_REPLY_STRING || parse_task_key(s, key->str, key->len, &k, &events) != 0)
+    if (key->type != REDIS_REPLY_STRING || parse_task_key(s, key->str, key->len, &k, &kind) != 0)
         return ONCE_OK; /* not a task key */
-    return events ? check_events(s, c, &k, arg) : check_task(s, c, &k, arg);
+    if (kind == K_EVENTS)
+        return check_events(s, c, &k, arg);
+    return kind == K_PUSH ? check_push_orphan(s, c, &k, arg) : check_task(s, c, &k, arg);
 }
 
 static int check_fn(rd_store *s, rd_conn *c, void *arg)

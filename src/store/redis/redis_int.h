@@ -10,6 +10,10 @@
  *   redis_write.c    create, update, sweep, purge, meta
  *   redis_read.c     load, events, expired_leases, list
  *   redis_check.c    the integrity check and reset
+ *   redis_push.c     push delivery rows: their layout in the task's push
+ *                    hash and the due index, what record writes and acks
+ *                    send, their part of the integrity check
+ *   redis_push_ops.c the push slots: claim, ack, rows
  */
 #ifndef ONCE_STORE_REDIS_INT_H
 #define ONCE_STORE_REDIS_INT_H
@@ -37,6 +41,8 @@ typedef enum rd_script_id {
     RD_ENTOMB,
     RD_PURGE,
     RD_CHECKKEY,
+    RD_PUSH_LEASE,
+    RD_PUSH_PUT,
     RD_NSCRIPT
 } rd_script_id;
 
@@ -138,6 +144,8 @@ int once__rd_run(rd_store *s, rd_fn fn, void *arg);
  * ":ev" (once_malloc'd; NULL on OOM). */
 char *once__rd_key_task(const rd_store *s, const char *principal, const char *task_id);
 char *once__rd_key_events(const rd_store *s, const char *principal, const char *task_id);
+/* The same plus ":push": the task's delivery rows. */
+char *once__rd_key_push(const rd_store *s, const char *principal, const char *task_id);
 /* "<prefix>:<name>" (leases, finished, tombs, meta) and "<prefix>:l:<principal>". */
 char *once__rd_key_global(const rd_store *s, const char *name);
 char *once__rd_key_list(const rd_store *s, const char *principal);
@@ -149,6 +157,8 @@ int once__rd_member_key(const char *m, size_t n, once_key *out);
 /* List-index member: 16 hex digits ordering created_at, then task_id. */
 size_t once__rd_list_member(char *buf, int64_t created_at, const char *task_id);
 #define RD_LMEMBER_MAX (16 + ONCE_ID_MAX)
+/* How many arguments once__rd_record_fields adds for rec. */
+int once__rd_record_nfields(const once_record *rec);
 /* Append the record's hash fields (field, value pairs) to c; lmember must
  * outlive c. Returns the number of arguments added. */
 int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_digest,
@@ -176,5 +186,41 @@ int once__rd_list(once_store *s, const once_list_query *q, once_record_list *out
 int once__rd_check(once_store *s, once_check_report *rep);
 /* Delete every key under the prefix (open with reset=1; tests only). */
 int once__rd_reset(rd_store *s, rd_conn *c);
+
+/* ---- redis_push.c ---- */
+
+/* What a record write does to the task's delivery rows, as the push
+ * section of its script's arguments (redis_scripts.c, put_push); the
+ * strings live here until the call is done. */
+typedef struct rd_push_write rd_push_write;
+rd_push_write *once__rd_push_write_new(void);
+void once__rd_push_write_free(rd_push_write *w); /* NULL is a no-op */
+/* The rows rec leaves, from the stored rows old[0..nold) (once__push_sync);
+ * a rec without push_json drops them all (old unused). */
+int once__rd_push_prepare(rd_push_write *w, const once_record *rec, const once_push_row *old,
+                          size_t nold);
+/* Append the push section; a NULL w drops every row. */
+void once__rd_push_section(rd_cmd *c, rd_push_write *w);
+/* The key's rows (HGETALL of its push hash) into v[0..*n), by config id. */
+int once__rd_push_read(rd_store *s, rd_conn *c, const char *principal, const char *task_id,
+                       once_push_row v[ONCE_PUSH_CONFIGS_MAX], size_t *n);
+/* An ack's compare-and-set arguments for RD_PUSH_PUT: "n", then (field,
+ * value in was, value in now) for each progress field (all but since and
+ * target); the strings live in *ca until the call is done. */
+typedef struct rd_push_cas rd_push_cas;
+rd_push_cas *once__rd_push_cas_new(void);
+void once__rd_push_cas_free(rd_push_cas *ca); /* NULL is a no-op */
+void once__rd_push_cas_args(rd_cmd *c, rd_push_cas *ca, once_push_row *was, once_push_row *now);
+/* ---- redis_push_ops.c: the push slots ---- */
+int once__rd_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                        size_t max, once_push_claim_list *out);
+int once__rd_push_ack(once_store *s, const once_push_ack *ack);
+int once__rd_push_rows(once_store *s, const char *principal, const char *task_id,
+                       once_push_row_list *out);
+/* check(): a live record (rec) or a tombstone (rec NULL) with its push
+ * hash (HGETALL reply) and the due-index scores of its rows (an array of
+ * config id, score|'' pairs), read atomically by RD_CHECKKEY. */
+void once__rd_check_push(once_check_report *rep, const once_key *k, const once_record *rec,
+                         const redisReply *hash, const redisReply *scores);
 
 #endif /* ONCE_STORE_REDIS_INT_H */

@@ -19,7 +19,8 @@
  *   p principal  i task_id  c context_id  s state  k kind  v version
  *   g generation  f fence  n step  o lease_owner  u lease_until
  *   ca created_at  ua updated_at  fa finished_at  d digests  j task_json
- *   x checkpoint (absent = NULL)  fd first digest  lm list member
+ *   x checkpoint (absent = NULL)  pj push_json (absent = NULL)
+ *   fd first digest  lm list member
  * A tombstone hash holds T=1, p, i, fd, fa and ea (expired_at) only.
  */
 #include <errno.h>
@@ -50,6 +51,11 @@ char *once__rd_key_task(const rd_store *s, const char *principal, const char *ta
 char *once__rd_key_events(const rd_store *s, const char *principal, const char *task_id)
 {
     return key_fmt(s, principal, task_id, ":ev");
+}
+
+char *once__rd_key_push(const rd_store *s, const char *principal, const char *task_id)
+{
+    return key_fmt(s, principal, task_id, ":push");
 }
 
 char *once__rd_key_global(const rd_store *s, const char *name)
@@ -124,6 +130,11 @@ static void field_i64(rd_cmd *c, const char *name, int64_t v)
     once__rd_i64(c, v);
 }
 
+int once__rd_record_nfields(const once_record *rec)
+{
+    return 36 + (rec->checkpoint ? 2 : 0) + (rec->push_json ? 2 : 0);
+}
+
 int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_digest,
                            const char *lmember, size_t lmlen)
 {
@@ -150,6 +161,8 @@ int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_
     once__rd_arg(c, lmember, lmlen);
     if (rec->checkpoint)
         field(c, "x", rec->checkpoint);
+    if (rec->push_json)
+        field(c, "pj", rec->push_json);
     return c->argc - before;
 }
 
@@ -256,6 +269,7 @@ static const hfield hfields[] = {
     {"ea", HF_I64, BIT(HB_EA), AT(t.expired_at), 0},
     {"T", HF_FLAG, BIT(HB_T), 0, 0},
     {"x", HF_STR, 0, AT(rec.checkpoint), 0},
+    {"pj", HF_STR, 0, AT(rec.push_json), 0},
     {"lm", HF_SKIP, 0, 0, 0},
 };
 #undef FIXED

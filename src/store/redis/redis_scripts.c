@@ -14,26 +14,86 @@
  *   finished  member iff the record is terminal, score finished_at
  *   tombs     member iff the key is a tombstone, score expired_at
  *   l:<p>     the list member stored in the record's "lm" field
- * sweep and purge repair a stale index entry they meet instead of tripping
- * on it again.
+ *   pushq     member "<principal>\0<task_id>\0<config_id>" iff that delivery
+ *             row is enabled and behind its target, score max(next_attempt_at,
+ *             lease_until): the time from which it is due
+ * sweep, purge and the push lease script repair a stale index entry they
+ * meet instead of tripping on it again.
+ *
+ * Delivery rows (redis_push.c has the fields) are computed in C by
+ * push_rows.c; scripts store them. Who writes what: a record write (create,
+ * update, entomb) adds, drops and resets rows and sets every row's target,
+ * all under the record's version check, so record writes never race each
+ * other; claims and acks write a row's progress fields only (never since or
+ * target, never a row that is gone), an ack as a compare-and-set of exactly
+ * the fields its computation read. So a record write needs no retry however
+ * busy the deliverers are, and an ack retries only when its own row moved.
+ * After any change a row's pushq entry is recomputed here from the stored
+ * fields (index_row), which is what keeps the index exact when a target
+ * and a progress change cross.
  */
 #include "store/redis/redis_int.h"
 
+/* Lua helpers for the push hash KEYS h and index q of task member m
+ * ("<principal>\0<task_id>"):
+ *   index_row(h, q, m, id)  set id's pushq entry from its stored fields
+ *   drop_rows(h, q, m, id)  drop row id with its entry (id nil: all rows)
+ *   put_push(h, q, m, a)    apply the push section at ARGV[a] (redis_push.c
+ *                           builds it): '-' drops every row, else counts
+ *                           np nd ni, np HSET arguments, nd ids to drop, ni
+ *                           ids to re-index. Returns the index after it. */
+#define LUA_PUSH                                                                                   \
+    "local function index_row(h, q, m, id)\n"                                                      \
+    "  local p = id .. '\\0'\n"                                                                    \
+    "  local r = redis.call('HMGET', h, p .. 'd', p .. 't', p .. 'x', p .. 'na', p .. 'u')\n"      \
+    "  if r[1] and r[2] and r[3] == '0' and tonumber(r[1]) < tonumber(r[2]) then\n"               \
+    "    local at = r[4]\n"                                                                        \
+    "    if tonumber(r[5]) > tonumber(r[4]) then at = r[5] end\n"                                  \
+    "    redis.call('ZADD', q, at, m .. '\\0' .. id)\n"                                            \
+    "  else\n"                                                                                     \
+    "    redis.call('ZREM', q, m .. '\\0' .. id)\n"                                                \
+    "  end\n"                                                                                      \
+    "end\n"                                                                                        \
+    "local function drop_rows(h, q, m, id)\n"                                                      \
+    "  local pre = id and (id .. '\\0')\n"                                                         \
+    "  for _, f in ipairs(redis.call('HKEYS', h)) do\n"                                            \
+    "    if pre then\n"                                                                            \
+    "      if string.sub(f, 1, #pre) == pre then redis.call('HDEL', h, f) end\n"                   \
+    "    elseif string.sub(f, -2) == '\\0s' then\n"                                                \
+    "      redis.call('ZREM', q, m .. '\\0' .. string.sub(f, 1, -3))\n"                            \
+    "    end\n"                                                                                    \
+    "  end\n"                                                                                      \
+    "  if pre then redis.call('ZREM', q, m .. '\\0' .. id) else redis.call('DEL', h) end\n"        \
+    "end\n"                                                                                        \
+    "local function put_push(h, q, m, a)\n"                                                        \
+    "  if ARGV[a] == '-' then drop_rows(h, q, m, nil) return a + 1 end\n"                          \
+    "  local np, nd, ni = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])\n"       \
+    "  local i = a + 3\n"                                                                          \
+    "  for j = i + np, i + np + nd - 1 do drop_rows(h, q, m, ARGV[j]) end\n"                       \
+    "  if np > 0 then redis.call('HSET', h, unpack(ARGV, i, i + np - 1)) end\n"                    \
+    "  i = i + np + nd\n"                                                                          \
+    "  for j = i, i + ni - 1 do index_row(h, q, m, ARGV[j]) end\n"                                 \
+    "  return i + ni\n"                                                                            \
+    "end\n"
+
 /* clang-format off */
 const char *const once__rd_lua[RD_NSCRIPT] = {
-    /* KEYS: hash, events, leases, finished, list.
+    /* KEYS: hash, events, leases, finished, list, push, pushq.
      * ARGV: member, list member, lease score|'', finished score|'', nf,
-     *       nf field/value arguments, then the event payloads.
+     *       nf field/value arguments, the push section (put_push), then the
+     *       event payloads.
      * Returns 1, or the existing hash (HGETALL) when the key is taken. */
     [RD_CREATE] =
         "#!lua\n"
+        LUA_PUSH
         "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
         "  return redis.call('HGETALL', KEYS[1])\n"
         "end\n"
         "local nf = tonumber(ARGV[5])\n"
         "redis.call('HSET', KEYS[1], unpack(ARGV, 6, 5 + nf))\n"
         "redis.call('DEL', KEYS[2])\n"
-        "local i = 6 + nf\n"
+        "drop_rows(KEYS[6], KEYS[7], ARGV[1], nil)\n"
+        "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 6 + nf)\n"
         "while i <= #ARGV do\n"
         "  local j = math.min(i + 499, #ARGV)\n"
         "  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, j))\n"
@@ -45,19 +105,20 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "return 1\n",
 
     /* KEYS: as create. ARGV: member, list member, lease score|'',
-     * finished score|'', expected version, base generation, nf, fields,
-     * then the payloads of generations base+1 ...
+     * finished score|'', expected version, base generation, nf, fields, the
+     * push section (put_push), then the payloads of generations base+1 ...
      * Returns 1 (done), 0 (no record, or the version moved), or the stored
      * generation as a string when the events do not continue it. */
     [RD_UPDATE] =
         "#!lua\n"
+        LUA_PUSH
         "local cur = redis.call('HMGET', KEYS[1], 'T', 'v', 'g', 'lm')\n"
         "if cur[1] or not cur[2] or cur[2] ~= ARGV[5] then return 0 end\n"
         "if cur[3] ~= ARGV[6] then return cur[3] end\n"
         "local nf = tonumber(ARGV[7])\n"
-        "redis.call('HDEL', KEYS[1], 'x')\n"
+        "redis.call('HDEL', KEYS[1], 'x', 'pj')\n"
         "redis.call('HSET', KEYS[1], unpack(ARGV, 8, 7 + nf))\n"
-        "local i = 8 + nf\n"
+        "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 8 + nf)\n"
         "while i <= #ARGV do\n"
         "  local j = math.min(i + 499, #ARGV)\n"
         "  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, j))\n"
@@ -73,11 +134,12 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "end\n"
         "return 1\n",
 
-    /* KEYS: hash, events, leases, finished, list, tombs.
+    /* KEYS: hash, events, leases, finished, list, tombs, push, pushq.
      * ARGV: member, finished_before, now, tombstone TTL in ms (0 = none).
      * Returns 1 if the record became a tombstone. */
     [RD_ENTOMB] =
         "#!lua\n"
+        LUA_PUSH
         "local r = redis.call('HMGET', KEYS[1], 'T', 's', 'fa', 'fd', 'lm', 'p', 'i')\n"
         "if r[1] or not r[2] or tonumber(r[2]) < 5 then\n"
         "  redis.call('ZREM', KEYS[4], ARGV[1])\n"
@@ -88,6 +150,7 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "  return 0\n"
         "end\n"
         "redis.call('DEL', KEYS[1], KEYS[2])\n"
+        "drop_rows(KEYS[7], KEYS[8], ARGV[1], nil)\n"
         "redis.call('ZREM', KEYS[3], ARGV[1])\n"
         "redis.call('ZREM', KEYS[4], ARGV[1])\n"
         "if r[5] then redis.call('ZREM', KEYS[5], r[5]) end\n"
@@ -114,18 +177,71 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "redis.call('ZREM', KEYS[3], ARGV[1])\n"
         "return 1\n",
 
-    /* KEYS: hash, events, leases, finished, list, tombs. ARGV: member.
-     * One task's state in one atomic read: {HGETALL, LLEN, lease score,
-     * finished score, 1 if its list member is indexed, tombs score} with ''
-     * for a missing score. */
+    /* KEYS: hash, events, leases, finished, list, tombs, push, pushq.
+     * ARGV: member. One task's state in one atomic read: {HGETALL, LLEN,
+     * lease score, finished score, 1 if its list member is indexed, tombs
+     * score, HGETALL of the push hash, {config id, pushq score} per row}
+     * with '' for a missing score. */
     [RD_CHECKKEY] =
         "#!lua\n"
         "local lm = redis.call('HGET', KEYS[1], 'lm')\n"
         "local inlist = 0\n"
         "if lm and redis.call('ZSCORE', KEYS[5], lm) then inlist = 1 end\n"
+        "local scores = {}\n"
+        "for _, f in ipairs(redis.call('HKEYS', KEYS[7])) do\n"
+        "  if string.sub(f, -2) == '\\0s' then\n"
+        "    local id = string.sub(f, 1, -3)\n"
+        "    scores[#scores + 1] = id\n"
+        "    scores[#scores + 1] = redis.call('ZSCORE', KEYS[8], ARGV[1] .. '\\0' .. id) or ''\n"
+        "  end\n"
+        "end\n"
         "return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]),\n"
         "        redis.call('ZSCORE', KEYS[3], ARGV[1]) or '',\n"
         "        redis.call('ZSCORE', KEYS[4], ARGV[1]) or '',\n"
-        "        inlist, redis.call('ZSCORE', KEYS[6], ARGV[1]) or ''}\n",
+        "        inlist, redis.call('ZSCORE', KEYS[6], ARGV[1]) or '',\n"
+        "        redis.call('HGETALL', KEYS[7]), scores}\n",
+
+    /* KEYS: push, pushq. ARGV: task member, config id, owner, now,
+     * lease_until. Lease the row if it is due now (store.h: enabled, behind
+     * its target, next_attempt_at <= now, lease free or run out): returns
+     * {delivered, target, attempts}. Otherwise 0, with the row's pushq entry
+     * set right (gone, or re-scored to when it will be due). */
+    [RD_PUSH_LEASE] =
+        "#!lua\n"
+        LUA_PUSH
+        "local p = ARGV[2] .. '\\0'\n"
+        "local r = redis.call('HMGET', KEYS[1], p .. 'd', p .. 't', p .. 'x', p .. 'na',\n"
+        "                     p .. 'u', p .. 'a')\n"
+        "local now = tonumber(ARGV[4])\n"
+        "if not (r[1] and r[2] and r[3] == '0' and tonumber(r[1]) < tonumber(r[2])\n"
+        "        and tonumber(r[4]) <= now and tonumber(r[5]) <= now) then\n"
+        "  index_row(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\n"
+        "  return 0\n"
+        "end\n"
+        "redis.call('HSET', KEYS[1], p .. 'o', ARGV[3], p .. 'u', ARGV[5])\n"
+        "index_row(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\n"
+        "return {r[1], r[2], r[6]}\n",
+
+    /* KEYS: push, pushq. ARGV: task member, config id, n, then n (field,
+     * value read, value to write) triples. Compare-and-set: writes the new
+     * values only if every field still holds the value read (a missing row
+     * holds none). Returns 1, or 0 with nothing written. */
+    [RD_PUSH_PUT] =
+        "#!lua\n"
+        LUA_PUSH
+        "local n = tonumber(ARGV[3])\n"
+        "local f, set = {}, {}\n"
+        "for i = 0, n - 1 do\n"
+        "  f[#f + 1] = ARGV[4 + 3 * i]\n"
+        "  set[#set + 1] = ARGV[4 + 3 * i]\n"
+        "  set[#set + 1] = ARGV[6 + 3 * i]\n"
+        "end\n"
+        "local cur = redis.call('HMGET', KEYS[1], unpack(f))\n"
+        "for i = 0, n - 1 do\n"
+        "  if cur[i + 1] ~= ARGV[5 + 3 * i] then return 0 end\n"
+        "end\n"
+        "redis.call('HSET', KEYS[1], unpack(set))\n"
+        "index_row(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\n"
+        "return 1\n",
 };
 /* clang-format on */

@@ -3,8 +3,12 @@
  * purge, meta.
  *
  * create and update are one script each (redis_scripts.c): the existence
- * check or version compare, the record hash, the event appends and the
- * index entries happen in one atomic step. sweep and purge walk their index
+ * check or version compare, the record hash, the event appends, the index
+ * entries and the delivery rows happen in one atomic step. An update of a
+ * record carrying push_json first reads the stored rows and reshapes them in
+ * C (redis_push.c); what it sends is valid whatever claims and acks do in
+ * between (they never touch what a record write sets), and another record
+ * write in between fails its version check. sweep and purge walk their index
  * (finished_at / expired_at order) and convert one task per script call, so
  * no call holds the server for long and several replicas may sweep at once:
  * a task another replica converted first is simply not counted.
@@ -24,7 +28,7 @@ static rd_store *rds(once_store *s)
 
 /* The keys a script about one task touches. */
 typedef struct task_keys {
-    char *h, *ev, *leases, *finished, *list, *tombs;
+    char *h, *ev, *leases, *finished, *list, *tombs, *push, *pushq;
 } task_keys;
 
 static void keys_free(task_keys *k)
@@ -35,6 +39,8 @@ static void keys_free(task_keys *k)
     once_free(k->finished);
     once_free(k->list);
     once_free(k->tombs);
+    once_free(k->push);
+    once_free(k->pushq);
     memset(k, 0, sizeof *k);
 }
 
@@ -46,7 +52,10 @@ static int keys_make(const rd_store *s, const char *principal, const char *task_
     k->finished = once__rd_key_global(s, "finished");
     k->list = once__rd_key_list(s, principal);
     k->tombs = once__rd_key_global(s, "tombs");
-    if (!k->h || !k->ev || !k->leases || !k->finished || !k->list || !k->tombs) {
+    k->push = once__rd_key_push(s, principal, task_id);
+    k->pushq = once__rd_key_global(s, "pushq");
+    if (!k->h || !k->ev || !k->leases || !k->finished || !k->list || !k->tombs || !k->push ||
+        !k->pushq) {
         keys_free(k);
         return ONCE_ENOMEM;
     }
@@ -70,6 +79,14 @@ static void index_scores(rd_cmd *c, const once_record *rec)
 
 /* ------------------------------------------------------------------------ */
 
+/* What every attempt of one update sends besides the push rows. */
+typedef struct update_ctx {
+    const task_keys *k;
+    const char *member, *lmember, *fd;
+    size_t mlen, lmlen;
+    int64_t base; /* the stored generation the events continue, -1: none */
+} update_ctx;
+
 typedef struct write_arg {
     const rd_cmd *cmd;
     const once_record *rec;
@@ -78,6 +95,9 @@ typedef struct write_arg {
     int64_t expect;
     const once_event *ev;
     size_t nev;
+    int numbered;        /* update: the events continue rec->generation - nev */
+    const update_ctx *u; /* update: the rest of its script call */
+    rd_push_write *push; /* the rows rec->push_json leaves (NULL: drop them all) */
 } write_arg;
 
 static int create_fn(rd_store *s, rd_conn *c, void *arg)
@@ -114,6 +134,7 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
                     once_record *winner, once_tombstone *tomb)
 {
     char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
+    rd_push_write *push = NULL;
     size_t mlen, lmlen, i;
     task_keys k;
     write_arg a;
@@ -127,25 +148,40 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
     rc = once__store_valid_create(s, rec, ev, nev);
     if (rc != ONCE_OK)
         return rc;
+    if (rec->push_json) { /* a new key: its rows start fresh */
+        push = once__rd_push_write_new();
+        if (!push)
+            return ONCE_ENOMEM;
+        rc = once__rd_push_prepare(push, rec, NULL, 0);
+        if (rc != ONCE_OK) {
+            once__rd_push_write_free(push);
+            return rc;
+        }
+    }
     rc = keys_make(rds(s), rec->principal, rec->task_id, &k);
-    if (rc != ONCE_OK)
+    if (rc != ONCE_OK) {
+        once__rd_push_write_free(push);
         return rc;
+    }
     mlen = once__rd_member(member, rec->principal, rec->task_id);
     lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
     once_digests_first(rec->digests, fd);
 
     once__rd_cmd_init(&cmd);
-    once__rd_cmd_evalsha(&cmd, rds(s), RD_CREATE, 5);
+    once__rd_cmd_evalsha(&cmd, rds(s), RD_CREATE, 7);
     once__rd_str(&cmd, k.h);
     once__rd_str(&cmd, k.ev);
     once__rd_str(&cmd, k.leases);
     once__rd_str(&cmd, k.finished);
     once__rd_str(&cmd, k.list);
+    once__rd_str(&cmd, k.push);
+    once__rd_str(&cmd, k.pushq);
     once__rd_arg(&cmd, member, mlen);
     once__rd_arg(&cmd, lmember, lmlen);
     index_scores(&cmd, rec);
-    once__rd_i64(&cmd, rec->checkpoint ? 38 : 36);
+    once__rd_i64(&cmd, once__rd_record_nfields(rec));
     once__rd_record_fields(&cmd, rec, fd, lmember, lmlen);
+    once__rd_push_section(&cmd, push);
     for (i = 0; i < nev; i++)
         once__rd_str(&cmd, ev[i].payload);
 
@@ -157,7 +193,34 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
     rc = once__rd_run(rds(s), create_fn, &a);
     once__rd_cmd_free(&cmd);
     keys_free(&k);
+    once__rd_push_write_free(push);
     return rc;
+}
+
+/* The update script call for a->rec. */
+static void build_update(rd_cmd *cmd, rd_store *s, const write_arg *a, const update_ctx *u)
+{
+    const once_record *rec = a->rec;
+    size_t i;
+
+    once__rd_cmd_evalsha(cmd, s, RD_UPDATE, 7);
+    once__rd_str(cmd, u->k->h);
+    once__rd_str(cmd, u->k->ev);
+    once__rd_str(cmd, u->k->leases);
+    once__rd_str(cmd, u->k->finished);
+    once__rd_str(cmd, u->k->list);
+    once__rd_str(cmd, u->k->push);
+    once__rd_str(cmd, u->k->pushq);
+    once__rd_arg(cmd, u->member, u->mlen);
+    once__rd_arg(cmd, u->lmember, u->lmlen);
+    index_scores(cmd, rec);
+    once__rd_i64(cmd, a->expect);
+    once__rd_i64(cmd, a->numbered ? u->base : -1);
+    once__rd_i64(cmd, once__rd_record_nfields(rec));
+    once__rd_record_fields(cmd, rec, u->fd, u->lmember, u->lmlen);
+    once__rd_push_section(cmd, a->push);
+    for (i = 0; a->numbered && i < a->nev; i++)
+        once__rd_str(cmd, a->ev[i].payload);
 }
 
 static int update_fn(rd_store *s, rd_conn *c, void *arg)
@@ -166,9 +229,22 @@ static int update_fn(rd_store *s, rd_conn *c, void *arg)
     redisReply *r;
     int64_t gen;
     char buf[24];
+    rd_cmd cmd;
     int rc;
 
-    rc = once__rd_eval(s, c, RD_UPDATE, a->cmd, 1, &r);
+    if (a->push) {
+        once_push_row old[ONCE_PUSH_CONFIGS_MAX];
+        size_t nold;
+        rc = once__rd_push_read(s, c, a->rec->principal, a->rec->task_id, old, &nold);
+        if (rc == ONCE_OK)
+            rc = once__rd_push_prepare(a->push, a->rec, old, nold);
+        if (rc != ONCE_OK)
+            return rc;
+    }
+    once__rd_cmd_init(&cmd);
+    build_update(&cmd, s, a, a->u);
+    rc = once__rd_eval(s, c, RD_UPDATE, &cmd, 1, &r);
+    once__rd_cmd_free(&cmd);
     if (rc != ONCE_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
@@ -203,55 +279,44 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
                     const once_event *ev, size_t nev)
 {
     char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
-    size_t mlen, lmlen, i;
-    int64_t base;
-    int numbered;
+    update_ctx u;
     task_keys k;
     write_arg a;
-    rd_cmd cmd;
     int rc;
 
     rc = once__store_valid_update(s, rec, expect_version, ev, nev);
     if (rc != ONCE_OK)
         return rc;
+    memset(&a, 0, sizeof a);
+    memset(&u, 0, sizeof u);
     /* The one stored generation these events could continue; when they
      * continue none, send -1 (matches nothing) and no events, so the script
      * still answers "version moved" first (store_int.h's order). */
-    base = rec->generation - (int64_t)nev;
-    numbered = base >= 0 && once__store_valid_events(s, base, rec, ev, nev) == ONCE_OK;
+    u.base = rec->generation - (int64_t)nev;
+    a.numbered = u.base >= 0 && once__store_valid_events(s, u.base, rec, ev, nev) == ONCE_OK;
+    if (rec->push_json && !(a.push = once__rd_push_write_new()))
+        return ONCE_ENOMEM;
     rc = keys_make(rds(s), rec->principal, rec->task_id, &k);
-    if (rc != ONCE_OK)
+    if (rc != ONCE_OK) {
+        once__rd_push_write_free(a.push);
         return rc;
-    mlen = once__rd_member(member, rec->principal, rec->task_id);
-    lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
+    }
+    u.k = &k;
+    u.mlen = once__rd_member(member, rec->principal, rec->task_id);
+    u.lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
     once_digests_first(rec->digests, fd);
+    u.member = member;
+    u.lmember = lmember;
+    u.fd = fd;
 
-    once__rd_cmd_init(&cmd);
-    once__rd_cmd_evalsha(&cmd, rds(s), RD_UPDATE, 5);
-    once__rd_str(&cmd, k.h);
-    once__rd_str(&cmd, k.ev);
-    once__rd_str(&cmd, k.leases);
-    once__rd_str(&cmd, k.finished);
-    once__rd_str(&cmd, k.list);
-    once__rd_arg(&cmd, member, mlen);
-    once__rd_arg(&cmd, lmember, lmlen);
-    index_scores(&cmd, rec);
-    once__rd_i64(&cmd, expect_version);
-    once__rd_i64(&cmd, numbered ? base : -1);
-    once__rd_i64(&cmd, rec->checkpoint ? 38 : 36);
-    once__rd_record_fields(&cmd, rec, fd, lmember, lmlen);
-    for (i = 0; numbered && i < nev; i++)
-        once__rd_str(&cmd, ev[i].payload);
-
-    memset(&a, 0, sizeof a);
-    a.cmd = &cmd;
+    a.u = &u;
     a.rec = rec;
     a.expect = expect_version;
     a.ev = ev;
     a.nev = nev;
     rc = once__rd_run(rds(s), update_fn, &a);
-    once__rd_cmd_free(&cmd);
     keys_free(&k);
+    once__rd_push_write_free(a.push);
     return rc;
 }
 
@@ -295,13 +360,15 @@ static int reap_one(rd_store *s, rd_conn *c, const reap_arg *a, const char *m, s
         once__rd_arg(&cmd, m, mlen);
         once__rd_i64(&cmd, a->before);
     } else {
-        once__rd_cmd_evalsha(&cmd, s, RD_ENTOMB, 6);
+        once__rd_cmd_evalsha(&cmd, s, RD_ENTOMB, 8);
         once__rd_str(&cmd, k.h);
         once__rd_str(&cmd, k.ev);
         once__rd_str(&cmd, k.leases);
         once__rd_str(&cmd, k.finished);
         once__rd_str(&cmd, k.list);
         once__rd_str(&cmd, k.tombs);
+        once__rd_str(&cmd, k.push);
+        once__rd_str(&cmd, k.pushq);
         once__rd_arg(&cmd, m, mlen);
         once__rd_i64(&cmd, a->before);
         once__rd_i64(&cmd, a->now);

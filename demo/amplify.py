@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""amplify.py -- the amplification experiment (DESIGN.md sections 1 and 8).
+
+A delegation tree with fan-out 2 over three delegation levels: a root agent
+delegates to 2 agents, each to 2 more, each of those to 2 leaf agents, and
+each of the 8 leaves performs one side effect on a counting service. Every
+link loses responses with probability p (tests/tools/proxy.c: the request is
+delivered and served, the answer never arrives), and every client retries.
+
+    client -> [proxy] -> L0 onced -> [proxy] -> L1 onced -> [proxy] -> L2 onced
+           -> [proxy] -> L3 onced (leaves) -> [proxy] -> counter (amplify_counter.py)
+
+Each level is one onced whose --exec agent is demo/amplify_agent.sh. Two
+modes run over the same seeds (the same drop decisions per link, in order):
+
+  naive  onced --experiment-naive (every send makes a new task under a
+         server-minted ID) and blind retries (each retry a new message),
+         no idempotency key on the side effect;
+  once   client-minted IDs (the once CLI: outbox, retries with the same ID),
+         child IDs once_child_id(parent, step), side effects keyed
+         <task>:step-<n> and deduplicated by the counter.
+
+For every (mode, p) it prints one row: root tasks, the leaf side effects
+expected (8 per root), observed, duplicates (effects beyond the first per
+leaf), lost (leaves with no effect). Run it with demo/amplify.sh.
+Exit status: 0 when once had no duplicate and no loss in any row (and,
+with --expect-naive-duplicates, naive had duplicates in every row with
+p > 0), 1 otherwise, 2 when the setup failed.
+"""
+import argparse
+import concurrent.futures
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEPTH = 3                   # delegation levels: 1 -> 2 -> 4 -> 8 leaves
+LEAVES = 2 ** DEPTH
+AGENTS_PER_ROOT = 2 ** (DEPTH + 1) - 1
+PATHS = [format(i, "0%db" % DEPTH) for i in range(LEAVES)]
+
+# The retry policy, the same for both modes: generous enough that once
+# always converges at p = 0.3 (10 attempts: 0.3^10 ~ 6e-6 per call).
+POLICY = {"AMP_ATTEMPTS": "10", "AMP_TIMEOUT_S": "60", "AMP_BACKOFF_BASE_MS": "50",
+          "AMP_BACKOFF_CAP_MS": "1000"}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http_json(port, method, path, body=None, headers=None, timeout=10):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, json.loads(r.read() or b"null")
+    finally:
+        c.close()
+
+
+class Stack:
+    """The processes of one run; stop() ends every one of them (by pid)."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.procs = []
+        self.onced_ports = []
+
+    def spawn(self, name, args, env=None, port_line=False):
+        logf = open(os.path.join(self.tmp, name + ".log"), "ab")
+        p = subprocess.Popen(args, stdout=subprocess.PIPE if port_line else logf, stderr=logf,
+                             env=env, start_new_session=True)
+        self.procs.append((p, logf))
+        if not port_line:
+            return p, None
+        line = p.stdout.readline().decode().strip()
+        if not line.isdigit():
+            raise RuntimeError("%s did not start (see %s.log)" % (name, name))
+        return p, int(line)
+
+    def proxy(self, build, name, to_port, p, seed):
+        args = [os.path.join(build, "tools", "proxy"), "--listen", "0", "--to",
+                "127.0.0.1:%d" % to_port]
+        if p > 0:
+            args += ["--drop-response-prob", repr(p), "--seed", str(seed)]
+        return self.spawn(name, args, port_line=True)[1]
+
+    def onced(self, build, level, mode, env):
+        # A free port can be taken by someone else before onced binds it:
+        # then try another one.
+        for _ in range(3):
+            port = free_port()
+            args = [os.path.join(build, "onced"), "--listen", "127.0.0.1:%d" % port, "--store",
+                    "sqlite:" + os.path.join(self.tmp, "level%d.db" % level), "--exec",
+                    "sh " + os.path.join(HERE, "amplify_agent.sh") + " turn",
+                    "--exec-grace", "1s", "--max-wait", "120s", "--turn-workers", "256",
+                    "--workers", "256", "--test-admin", "--replica-id", "level%d" % level]
+            if mode == "naive":
+                args.append("--experiment-naive")
+            p, _ = self.spawn("onced-level%d" % level, args, env=env)
+            end = time.time() + 15
+            while time.time() < end and p.poll() is None:
+                try:
+                    if http_json(port, "GET", "/.well-known/agent-card.json", timeout=1)[0] == 200:
+                        self.onced_ports.append(port)
+                        return port
+                except (OSError, ValueError):
+                    pass
+                time.sleep(0.05)
+            if p.poll() is None:
+                break
+        raise RuntimeError("onced level %d did not start (see %s)" % (level, self.tmp))
+
+    def engine_stats(self):
+        out = []
+        for port in self.onced_ports:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "once/admin/stats",
+                               "params": {}})
+            _, doc = http_json(port, "POST", "/", body=body,
+                               headers={"Content-Type": "application/json", "A2A-Version": "1.0"})
+            out.append(doc["result"]["engine"])
+        return out
+
+    def stop(self):
+        for p, _ in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p, logf in reversed(self.procs):
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            if p.stdout is not None:
+                p.stdout.close()
+            logf.close()
+
+
+def run_one(args, mode, p, pidx, tmp):
+    """One (mode, p) run; returns its row (a dict)."""
+    st = Stack(tmp)
+    try:
+        counter_port = st.spawn("counter", [sys.executable, os.path.join(HERE, "amplify_counter.py")],
+                                port_line=True)[1]
+        env = dict(os.environ)
+        env.update(POLICY)
+        env.update({"AMP_MODE": mode, "AMP_DEPTH": str(DEPTH),
+                    "AMP_ONCE": os.path.join(args.build, "once"), "AMP_IDS": args.ids})
+
+        def seed(link):
+            # The same in both modes: link `link` of the pidx-th p.
+            return args.seed * 1000 + pidx * 10 + link
+
+        nxt = st.proxy(args.build, "proxy-link4", counter_port, p, seed(4))
+        next_url = "http://127.0.0.1:%d/effect" % nxt
+        for level in range(DEPTH, -1, -1):
+            e = dict(env, AMP_NEXT=next_url,
+                     AMP_OUTBOX=os.path.join(tmp, "outbox-level%d.db" % level))
+            port = st.onced(args.build, level, mode, e)
+            link = st.proxy(args.build, "proxy-link%d" % level, port, p, seed(level))
+            next_url = "http://127.0.0.1:%d/" % link
+        root_url = next_url
+        if mode == "once":
+            # Create every outbox before concurrent turns share it: two once
+            # processes opening a NEW outbox file at the same moment can fail
+            # "PRAGMA journal_mode=WAL: database is locked" (src/client/
+            # outbox.c, once__outbox_open; an existing file is fine).
+            for name in ["client"] + ["level%d" % level for level in range(DEPTH)]:
+                subprocess.run([os.path.join(args.build, "once"), "outbox", "--json", "--outbox",
+                                os.path.join(tmp, "outbox-%s.db" % name)],
+                               stdout=subprocess.DEVNULL, check=True)
+
+        def root(i):
+            text = "amp R%04d p" % i
+            if mode == "once":
+                cmd = [os.path.join(args.build, "once"), "send", "--agent", root_url, "--text", text,
+                       "--wait", "--json", "--outbox", os.path.join(tmp, "outbox-client.db"),
+                       "--attempts", POLICY["AMP_ATTEMPTS"],
+                       "--timeout", POLICY["AMP_TIMEOUT_S"] + "s", "--deadline", "10m",
+                       "--backoff-base", POLICY["AMP_BACKOFF_BASE_MS"] + "ms",
+                       "--backoff-cap", POLICY["AMP_BACKOFF_CAP_MS"] + "ms",
+                       "--budget-ratio", "1", "--budget-burst", "1000"]
+            else:
+                cmd = ["sh", os.path.join(HERE, "amplify_agent.sh"), "send", root_url, text]
+            r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=900)
+            if r.returncode != 0:
+                with open(os.path.join(tmp, "roots-failed.log"), "ab") as f:
+                    f.write(b"%s exit %d\n%s%s\n" % (text.encode(), r.returncode, r.stdout, r.stderr))
+            return r.returncode == 0
+
+        t0 = time.time()
+        with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+            ok = sum(pool.map(root, range(args.roots)))
+        # Every send waits for its subtree, so the tree is done; still, wait
+        # until nothing moves for a second before counting.
+        last, stable_since, end = None, time.time(), time.time() + 60
+        while time.time() < end:
+            now = (http_json(counter_port, "GET", "/stats")[1]["requests"],
+                   tuple(s["executedTurns"] for s in st.engine_stats()))
+            if now != last:
+                last, stable_since = now, time.time()
+            elif time.time() - stable_since >= 1.0:
+                break
+            time.sleep(0.2)
+        elapsed = time.time() - t0
+        counts = http_json(counter_port, "GET", "/stats")[1]
+        engines = st.engine_stats()
+    finally:
+        st.stop()
+
+    slots = counts["slots"]
+    expected = {"R%04d.%s" % (i, path) for i in range(args.roots) for path in PATHS}
+    per_leaf = [slots.get(s, 0) for s in sorted(expected)]
+    stray = sum(v for s, v in slots.items() if s not in expected)
+    return {
+        "mode": mode, "p": p, "roots": args.roots, "rootsCompleted": ok,
+        "expected": LEAVES * args.roots,
+        "observed": sum(per_leaf) + stray,
+        "duplicates": sum(max(0, c - 1) for c in per_leaf) + stray,
+        "lost": sum(1 for c in per_leaf if c == 0),
+        "agentTasks": sum(e["registered"] for e in engines),
+        "expectedAgentTasks": AGENTS_PER_ROOT * args.roots,
+        # Retried sends answered from the registry, and retried effect
+        # calls the counter recognised by key: what once absorbed.
+        "deduplicated": sum(e["replayed"] for e in engines) + counts["replayed"],
+        "counterRequests": counts["requests"],
+        "seconds": round(elapsed, 1),
+    }
+
+
+NOTES = """# The amplification experiment
+
+`%(cmd)s`: %(roots)d root tasks per row, each a delegation tree of 1 -> 2 -> 4 -> 8
+agents (4 onced processes, one per level, whose `--exec` agent is
+`demo/amplify_agent.sh`); each of the 8 leaves performs one side effect on a counting
+HTTP service. Every link (client -> root, parent -> child, leaf -> service) loses
+responses with probability p: the request is served, the answer never arrives. Every
+client retries (10 attempts, full-jitter backoff). Seed %(seed)d; %(secs).0f s.
+
+- **naive**: `onced --experiment-naive` (server-minted task IDs), blind retries (each retry
+  a new message), no idempotency key on the side effect.
+- **once**: client-minted task IDs (`once send`), child IDs `once_child_id(parent, step)`,
+  side effects keyed `<task>:step-<n>` (`Idempotency-Key`), deduplicated by the service.
+
+%(table)s
+
+*duplicates*: side effects beyond the first per leaf; *lost*: leaves without a side effect
+(a lost response means the work was done, so retries lose nothing in either mode; what a
+blind retry does is redo the whole subtree below the lost answer). *retries deduplicated*:
+retried sends answered from the registry plus retried side-effect calls the service
+recognised by their key.
+"""
+
+
+def table(rows):
+    head = ["mode", "p", "root tasks", "expected leaf side effects", "observed", "duplicates",
+            "lost", "roots completed", "agent tasks run (15/root)", "retries deduplicated"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        lines.append("| %s | %g | %d | %d | %d | %d | %d | %d | %d | %d |" % (
+            r["mode"], r["p"], r["roots"], r["expected"], r["observed"], r["duplicates"],
+            r["lost"], r["rootsCompleted"], r["agentTasks"], r["deduplicated"]))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="the amplification experiment (naive vs once)")
+    ap.add_argument("--build", required=True, help="build directory (onced, once, tools/proxy)")
+    ap.add_argument("--ids", required=True, help="the amplify_ids helper")
+    ap.add_argument("--roots", type=int, default=100)
+    ap.add_argument("--p", default="0,0.1,0.3", help="comma-separated loss probabilities")
+    ap.add_argument("--modes", default="naive,once")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--concurrency", type=int, default=24, help="root tasks in flight")
+    ap.add_argument("--out", help="also write the table (markdown) here")
+    ap.add_argument("--json", help="also write the rows (JSON) here")
+    ap.add_argument("--keep", action="store_true", help="keep the logs and stores")
+    ap.add_argument("--expect-naive-duplicates", action="store_true",
+                    help="also fail unless naive shows duplicates at every p > 0")
+    args = ap.parse_args()
+    ps = [float(x) for x in args.p.split(",")]
+    modes = args.modes.split(",")
+    if any(m not in ("naive", "once") for m in modes) or args.roots < 1 or args.concurrency < 1:
+        ap.error("modes are naive and once; --roots and --concurrency must be >= 1")
+
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    top = tempfile.mkdtemp(prefix="once-amplify-", dir=base)
+    rows, started = [], time.time()
+    log("amplification experiment: %d root tasks per row, 1 -> 2 -> 4 -> %d leaves, "
+        "logs in %s" % (args.roots, LEAVES, top))
+    try:
+        for pidx, p in enumerate(ps):
+            for mode in modes:
+                tmp = os.path.join(top, "%s-p%g" % (mode, p))
+                os.makedirs(tmp)
+                r = run_one(args, mode, p, pidx, tmp)
+                rows.append(r)
+                log("  %-5s p=%-4g roots %d/%d completed, leaf effects %d (expected %d), "
+                    "duplicates %d, lost %d, agent tasks %d, %.1fs" % (
+                        mode, p, r["rootsCompleted"], r["roots"], r["observed"], r["expected"],
+                        r["duplicates"], r["lost"], r["agentTasks"], r["seconds"]))
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as ex:
+        log("amplify: setup failed: %s (logs in %s)" % (ex, top))
+        return 2
+
+    out = table(rows)
+    print(out)
+    cmd = "demo/amplify.sh --roots %d --p %s --modes %s --seed %d" % (
+        args.roots, args.p, args.modes, args.seed)
+    if cmd == "demo/amplify.sh --roots 100 --p 0,0.1,0.3 --modes naive,once --seed 7":
+        cmd = "make amplify"
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(NOTES % {"cmd": cmd, "roots": args.roots, "seed": args.seed,
+                             "secs": time.time() - started, "table": out})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+    bad = [r for r in rows if r["mode"] == "once" and
+           (r["duplicates"] or r["lost"] or r["rootsCompleted"] != r["roots"])]
+    if args.expect_naive_duplicates:
+        bad += [r for r in rows if r["mode"] == "naive" and r["p"] > 0 and not r["duplicates"]]
+    for r in bad:
+        log("amplify: unexpected row: %s" % json.dumps(r))
+    if bad or args.keep:
+        log("amplify: logs kept in %s" % top)
+    else:
+        shutil.rmtree(top, ignore_errors=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""`once listen`, the CLI's webhook receiver, against a real onced that
+delivers push notifications (docs/protocol.md section 13):
+
+- onced (--push-allow 127.0.0.1/32, --push-secret) POSTs every event of a task
+  whose SendMessage carried configuration.taskPushNotificationConfig; a small
+  recorder in front of `once listen --exec CMD` keeps a copy of each request;
+  CMD appends "<task> <generation> <body>" to a file: each generation is
+  handed over exactly once, in order, and the body is the one onced sent;
+- a captured delivery replayed as it is (a duplicate) is answered 2xx and not
+  handed over again, also after `once listen` restarted on the same state;
+- a tampered signature, a tampered body, a wrong notification token are
+  answered 401 and never recorded: the genuine event sent afterwards under
+  the same webhook-id is handed over (it would be a dropped duplicate had the
+  forgery been recorded);
+- without --exec, events are printed on stdout (--json: one object a line).
+"""
+import base64
+import hashlib
+import hmac
+import http.client
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (ROOT, Onced, check, eq, new_id, result_task, run, scratch_dir,
+                     user_message, wait_until)
+
+BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
+ONCE = os.path.join(BUILD, "once")
+TMP = scratch_dir("once-listen-")
+SECRET = "whsec_" + base64.b64encode(b"listen-e2e-secret-0123456789abcd").decode()
+TOKEN = "tok-listen"
+ONCED_FLAGS = ["--push-allow", "127.0.0.1/32", "--push-secret", SECRET, "--push-timeout", "2s",
+               "--push-backoff", "100ms"]
+
+
+class Listener:
+    """One `once listen` process; its port comes from the URL it prints."""
+
+    def __init__(self, name, state, args=()):
+        self.proc = subprocess.Popen(
+            [ONCE, "listen", "--port", "0", "--secret", "whsec_" + base64.b64encode(b"old").decode(),
+             "--secret", SECRET, "--state", state, "--token", TOKEN] + list(args),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()
+        check("listening on http://127.0.0.1:" in line, "once listen prints its URL: %r" % line)
+        self.port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        self.url = "http://127.0.0.1:%d/" % self.port
+
+    def stop(self):
+        """SIGTERM; returns (exit status, stdout)."""
+        self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=10)
+        return self.proc.returncode, out
+
+
+class Recorder:
+    """An HTTP front that forwards each POST to `once listen` as it is and
+    keeps (headers, body, status answered) of every request."""
+
+    def __init__(self, to_port):
+        rec = self
+        self.seen = []
+        self.lock = threading.Lock()
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                hd = dict((k, v) for k, v in self.headers.items()
+                          if k.lower() not in ("host", "content-length", "connection"))
+                st = post(to_port, hd, body)
+                with rec.lock:
+                    rec.seen.append((hd, body, st))
+                self.send_response(st)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d/hooks/a2a" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def delivery(self, wid):
+        with self.lock:
+            for hd, body, st in self.seen:
+                if header(hd, "webhook-id") == wid and 200 <= st < 300:
+                    return hd, body
+        return None
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def header(hd, name):
+    for k, v in hd.items():
+        if k.lower() == name:
+            return v
+    return None
+
+
+def post(port, headers, body):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("POST", "/hooks/a2a", body=body, headers=headers)
+        r = c.getresponse()
+        r.read()
+        return r.status
+    finally:
+        c.close()
+
+
+def sign(wid, ts, body, secret=SECRET):
+    key = base64.b64decode(secret[6:]) if secret.startswith("whsec_") else secret.encode()
+    mac = hmac.new(key, ("%s.%s." % (wid, ts)).encode() + body, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(mac).decode()
+
+
+def handled(path):
+    """[(task, generation, body)] as the --exec command recorded them."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return []
+    # A line the handler is still writing has no newline yet: not counted.
+    rows = [ln.split(" ", 2) for ln in text.split("\n")[:-1] if ln.strip()]
+    return [(r[0], int(r[1]), json.loads(r[2])) for r in rows]
+
+
+def exec_cmd(path):
+    return ['--exec', 'printf "%%s %%s " "$ONCE_TASK_ID" "$ONCE_GENERATION" >> %s; '
+                      'tr -d "\\n" >> %s; echo >> %s' % (path, path, path)]
+
+
+def generation(srv, tid):
+    st, _, doc = srv.rpc("GetTask", {"id": tid})
+    return result_task(doc, "GetTask")["generation"]
+
+
+# ---------------------------------------------------------------------------
+
+def test_listen_exec_once_in_order():
+    state = os.path.join(TMP, "exec-state.db")
+    log = os.path.join(TMP, "exec-handled.log")
+    lst = Listener("exec", state, exec_cmd(log))
+    rec = Recorder(lst.port)
+    srv = Onced(ONCED_FLAGS, tmpdir=scratch_dir())
+    try:
+        tid = "t-" + new_id()
+        conf = {"url": rec.url, "token": TOKEN}
+        st, _, doc = srv.rpc("SendMessage", {"message": user_message("ask:Which court?", task_id=tid),
+                                             "configuration": {"taskPushNotificationConfig": conf}},
+                             ext=True)
+        eq(result_task(doc)["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "the task asks")
+        st, _, doc = srv.rpc("SendMessage", {"message": user_message("Zurich", task_id=tid)}, ext=True)
+        eq(result_task(doc)["status"]["state"], "TASK_STATE_COMPLETED", "then completes")
+        gen = generation(srv, tid)
+        check(gen >= 5, "the task has several events (%d)" % gen)
+        wait_until(lambda: len(handled(log)) >= gen, timeout=20, what="every event handed over")
+        time.sleep(1.2)   # a second hand-over of anything would show by now (drain every 1 s)
+        got = handled(log)
+        eq([(t, g) for t, g, _ in got], [(tid, g) for g in range(1, gen + 1)],
+           "the handler saw each generation exactly once, in order")
+        for t, g, body in got:
+            d = rec.delivery("%s.%d" % (tid, g))
+            check(d is not None, "onced delivered %s.%d" % (tid, g))
+            eq(body, json.loads(d[1]), "generation %d: the body onced sent" % g)
+        check("task" in got[0][2], "event 1 is the Task: %r" % (got[0][2],))
+        eq(got[-1][2]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "the last completes")
+
+        # A duplicate: the captured delivery of generation 2, replayed as it is.
+        hd, body = rec.delivery("%s.2" % tid)
+        eq(post(lst.port, hd, body), 204, "a replayed delivery is acknowledged")
+        time.sleep(1.2)
+        eq(len(handled(log)), gen, "and dropped: not handed over again")
+
+        # Tampering: the signature, the body, the token. Each 401, nothing recorded.
+        hd, body = rec.delivery("%s.%d" % (tid, gen))
+        sig = header(hd, "webhook-signature")
+        entries = sig.split()
+        flipped = [e[:-2] + ("A" if e[-2] != "A" else "B") + e[-1] for e in entries]
+        bad_sig = dict(hd)
+        bad_sig["webhook-signature"] = " ".join(flipped)
+        eq(post(lst.port, bad_sig, body), 401, "a tampered signature is rejected")
+        eq(post(lst.port, hd, body.replace(b"COMPLETED", b"FAILED")), 401,
+           "a tampered body is rejected")
+        bad_tok = dict(hd)
+        bad_tok["X-A2A-Notification-Token"] = "not-" + TOKEN
+        eq(post(lst.port, bad_tok, body), 401, "a wrong notification token is rejected")
+
+        # A forged first event of another task: rejected, so not recorded --
+        # the genuine one under the same webhook-id is then handed over.
+        other = "t-" + new_id()
+        wid, ts = other + ".1", str(int(time.time()))
+        genuine = json.dumps({"task": {"id": other, "contextId": "c", "generation": 1,
+                                       "status": {"state": "TASK_STATE_SUBMITTED"}}}).encode()
+        forged = genuine.replace(b"SUBMITTED", b"COMPLETED")
+        h = {"Content-Type": "application/a2a+json", "webhook-id": wid, "webhook-timestamp": ts,
+             "X-A2A-Notification-Token": TOKEN}
+        eq(post(lst.port, dict(h, **{"webhook-signature": sign(wid, ts, genuine)}), forged), 401,
+           "a forged body under a genuine signature is rejected")
+        eq(post(lst.port, dict(h, **{"webhook-signature": sign(wid, ts, genuine)[:-4] + "AAA="}),
+                genuine), 401, "a forged signature is rejected")
+        old_ts = str(int(time.time()) - 3600)
+        eq(post(lst.port, dict(h, **{"webhook-timestamp": old_ts,
+                                     "webhook-signature": sign(wid, old_ts, genuine)}), genuine),
+           401, "an old timestamp is rejected")
+        time.sleep(1.2)
+        check(all(t != other for t, _, _ in handled(log)), "nothing forged was handed over")
+        eq(post(lst.port, dict(h, **{"webhook-signature": sign(wid, ts, genuine)}), genuine), 204,
+           "the genuine event is accepted")
+        wait_until(lambda: any(t == other for t, _, _ in handled(log)), timeout=5,
+                   what="the genuine event handed over")
+        mine = [(g, b) for t, g, b in handled(log) if t == other]
+        eq(mine, [(1, json.loads(genuine))], "handed over once, the genuine body: the forgeries "
+                                             "were not recorded")
+    finally:
+        srv.stop()
+        rec.stop()
+        rc, out = lst.stop()
+    eq(rc, 0, "once listen exits 0 on SIGTERM")
+
+    # The processed-set is durable: a new `once listen` on the same state
+    # still knows every event, so a late copy is dropped.
+    n = len(handled(log))
+    lst = Listener("exec2", state, exec_cmd(log))
+    try:
+        hd, body = rec.delivery("%s.2" % tid)
+        eq(post(lst.port, hd, body), 204, "a copy after the restart is acknowledged")
+        time.sleep(1.2)
+        eq(len(handled(log)), n, "and not handed over again")
+    finally:
+        rc, _ = lst.stop()
+    eq(rc, 0, "exit 0")
+
+
+def test_listen_prints_events():
+    state = os.path.join(TMP, "print-state.db")
+    lst = Listener("print", state, ["--json"])
+    srv = Onced(ONCED_FLAGS, tmpdir=scratch_dir())
+    try:
+        tid = "t-" + new_id()
+        conf = {"url": lst.url + "hook", "token": TOKEN}
+        st, _, doc = srv.rpc("SendMessage", {"message": user_message("hello", task_id=tid),
+                                             "configuration": {"taskPushNotificationConfig": conf}},
+                             ext=True)
+        eq(result_task(doc)["status"]["state"], "TASK_STATE_COMPLETED", "completed")
+        gen = generation(srv, tid)
+        wait_until(lambda: (srv.rpc("ListTaskPushNotificationConfigs", {"taskId": tid}, ext=True)[2]
+                            ["result"]["configs"][0]["delivery"]["deliveredGeneration"] == gen),
+                   timeout=20, what="onced to deliver every event")
+        time.sleep(1.2)
+    finally:
+        srv.stop()
+        rc, out = lst.stop()
+    eq(rc, 0, "exit 0")
+    lines = [json.loads(ln) for ln in out.splitlines() if ln.strip()]
+    eq([(d["taskId"], d["generation"]) for d in lines], [(tid, g) for g in range(1, gen + 1)],
+       "one JSON line per event, in order")
+    eq([d["webhookId"] for d in lines], ["%s.%d" % (tid, g) for g in range(1, gen + 1)],
+       "with its webhook-id")
+    check("task" in lines[0]["event"], "the event is the StreamResponse: %r" % lines[0])
+
+
+def test_listen_usage():
+    p = subprocess.run([ONCE, "listen", "--port", "0"], capture_output=True, text=True, timeout=10)
+    eq(p.returncode, 2, "listen without --secret: usage error")
+    check("--secret" in p.stderr, "says what is missing: %r" % p.stderr)
+    p = subprocess.run([ONCE, "listen", "--secret", "s"], capture_output=True, text=True, timeout=10)
+    eq(p.returncode, 2, "listen without --port: usage error")
+    p = subprocess.run([ONCE, "--help"], capture_output=True, text=True, timeout=10)
+    check("listen --port P --secret S" in p.stdout, "--help documents listen")
+
+
+if __name__ == "__main__":
+    if not os.path.exists(ONCE):
+        print("FAIL: %s is missing (build first)" % ONCE, file=sys.stderr)
+        sys.exit(1)
+    run([test_listen_exec_once_in_order, test_listen_prints_events, test_listen_usage])
