@@ -55,6 +55,8 @@ typedef struct mem_store {
     mem_entry **tab;
     size_t ntab;              /* power of two */
     size_t count;
+    size_t push_rows;         /* delivery rows over all entries; 0 lets push_claim
+                                 skip its scan (most stores never use push) */
     mem_meta *meta;
 } mem_store;
 
@@ -344,6 +346,7 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     }
     *slot = e;
     ms->count++;
+    ms->push_rows += e->npush;
     maybe_grow(ms);
     pthread_mutex_unlock(&ms->lock);
     return ONCE_OK;
@@ -436,7 +439,9 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
         e->nev += nev;
         e->rec = nr;
         nr = old;            /* freed below, outside the lock */
+        ms->push_rows -= e->npush;
         push_apply(e, &pp);
+        ms->push_rows += e->npush;
         moved = 1;
     }
     pthread_mutex_unlock(&ms->lock);
@@ -601,8 +606,10 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
     rc = collect(ms, sweepable, &finished_before, &v, &nv);
     if (rc == ONCE_OK && nv) {
         qsort(v, nv, sizeof *v, cmp_finished);
-        for (i = 0; i < nv && i < max; i++)
+        for (i = 0; i < nv && i < max; i++) {
+            ms->push_rows -= v[i]->npush;
             entomb(v[i], now);
+        }
         *n = i;
     }
     pthread_mutex_unlock(&ms->lock);
@@ -828,7 +835,7 @@ static int mem_push_claim(once_store *s, const char *owner, int64_t now, int64_t
     if (max == 0)
         return ONCE_OK;
     pthread_mutex_lock(&ms->lock);
-    for (b = 0; rc == ONCE_OK && b < ms->ntab; b++) {
+    for (b = 0; rc == ONCE_OK && ms->push_rows > 0 && b < ms->ntab; b++) {
         for (e = ms->tab[b]; rc == ONCE_OK && e; e = e->next) {
             for (i = 0; i < e->npush; i++) {
                 if (!once__push_due(&e->push[i], now))

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# bench/backends.sh -- onced throughput per store backend (memory, SQLite,
+# PostgreSQL, Redis) with one load generator, each as a ratio to the raw
+# store's own ceiling measured in the same run (issue 6, "Benchmark").
+#
+#   bash bench/backends.sh            (about 3-4 minutes; prints a markdown table)
+#
+# Per backend, one fresh onced process (echo executor) per mode:
+#   new     wrk + bench/send.lua "new ri": every request a fresh
+#           client-minted task, returnImmediately (one durable insert each)
+#   replay  wrk + bench/send.lua "replay block": the same message every time
+#           (sent once before the run), so every request is a replay (a read)
+# Load: wrk -t2 -c64, WARMUP s discarded, DURATION s measured, --latency.
+# Ceilings, same run, same machine, same durability settings as onced gets:
+#   sqlite    bench/sqlite_ceiling: WAL, synchronous=FULL, 1 row per txn
+#   postgres  pgbench -c8 -j2 -T DURATION: INSERT of a random text key and a
+#             400-byte payload ... ON CONFLICT DO NOTHING, autocommit
+#   redis     redis-benchmark -n 200000 -c 64 -r 1e9: SET key:<rand> <400 B> NX
+#   memory    none (nothing to persist): "-"
+# The ceilings are write ceilings: for "new" (one durable insert per task)
+# the ratio is the share of the raw store's insert rate onced delivers; a
+# replay writes nothing, so its ratio only says how far reads outrun the
+# store's insert rate. The last column compares each backend with memory:
+# in the same mode, i.e. what the store costs over no store.
+#
+# Services: scripts/test-services.sh start/stop (its own ports, below), but
+# that script runs PostgreSQL with fsync=off and Redis with no persistence
+# (fine for tests, flattering for a benchmark). So after it starts them this
+# script restarts PostgreSQL with fsync=on, synchronous_commit=on,
+# full_page_writes=on (command-line -c, which wins over the config file) and
+# switches Redis to appendonly yes + appendfsync everysec (CONFIG SET), and
+# checks both took effect. Both live in ONCE_SVC_DIR, on the same disk as
+# the build dir. Everything is stopped at the end (by PID / the script).
+#
+# Environment (all optional):
+#   BENCH_BUILD       build dir (Release)        (build-bench2)
+#   BENCH_DURATION    measured seconds per row   (10)
+#   BENCH_WARMUP      discarded seconds per row  (2)
+#   ONCE_PG_PORT      PostgreSQL port            (25900)
+#   ONCE_REDIS_PORT   Redis port                 (26900)
+#   BENCH_BACKENDS    which rows                 ("memory sqlite postgres redis")
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+B="${BENCH_BUILD:-$root/build-bench2}"
+DUR="${BENCH_DURATION:-10}"
+WARM="${BENCH_WARMUP:-2}"
+BACKENDS="${BENCH_BACKENDS:-memory sqlite postgres redis}"
+export ONCE_PG_PORT="${ONCE_PG_PORT:-25900}"
+export ONCE_REDIS_PORT="${ONCE_REDIS_PORT:-26900}"
+export ONCE_SVC_DIR="/tmp/once-bench-backends-$ONCE_PG_PORT-$ONCE_REDIS_PORT"
+OUT="$B/bench-backends/$(date +%Y%m%d-%H%M%S)"
+LUA="$root/bench/send.lua"
+SVC="$root/scripts/test-services.sh"
+PG_BIN=/usr/lib/postgresql/15/bin
+[ -x "$PG_BIN/pg_ctl" ] || PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+PGDATA="$ONCE_SVC_DIR/pg/data"
+
+die() { echo "backends.sh: $*" >&2; exit 1; }
+log() { echo "== $*" >&2; }
+
+mkdir -p "$OUT" || die "cannot create $OUT"
+START_TIME=$(date +%s)
+START_UPTIME="$(uptime)"
+
+# ---------------------------------------------------------------- cleanup
+PIDS=()
+SVC_STARTED=0
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  [ "$SVC_STARTED" = 1 ] && "$SVC" stop >/dev/null 2>&1
+}
+trap cleanup EXIT
+
+as_pg() { # PostgreSQL refuses root: run as its owner, like test-services.sh
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_http() { # wait_http PORT PID
+  local port=$1 pid=$2 i code
+  for ((i = 0; i < 600; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+      "http://127.0.0.1:$port/.well-known/agent-card.json" 2>/dev/null)
+    [ -n "$code" ] && [ "$code" != 000 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------- build
+ONCED="$B/onced"
+if [ ! -x "$ONCED" ]; then
+  log "building onced (Release) in $B"
+  { cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release &&
+    cmake --build "$B" -j2 --target onced; } >"$OUT/build.log" 2>&1 ||
+    die "build failed (log: $OUT/build.log)"
+fi
+mkdir -p "$B/bench"
+gcc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -o "$B/bench/sqlite_ceiling" \
+  "$root/bench/sqlite_ceiling.c" -lsqlite3 2>>"$OUT/build.log" || die "sqlite_ceiling build failed"
+DATA="$OUT/data"   # SQLite files: on the build dir's disk (not tmpfs)
+mkdir -p "$DATA"
+
+# ---------------------------------------------------------------- services
+PG_URL="" REDIS_URL=""
+case " $BACKENDS " in *" postgres "* | *" redis "*)
+  log "services: scripts/test-services.sh start (pg $ONCE_PG_PORT, redis $ONCE_REDIS_PORT)"
+  SVC_STARTED=1
+  env_out=$("$SVC" start) || die "test-services.sh start failed"
+  eval "$env_out"
+  PG_URL=$ONCE_TEST_PG_URL
+  REDIS_URL=$ONCE_TEST_REDIS_URL
+  # Durable PostgreSQL: the same server, restarted with fsync on.
+  as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null || die "pg stop failed"
+  as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$ONCE_SVC_DIR/pg/server.log" -w -t 60 start \
+    -o "-c port=$ONCE_PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$ONCE_SVC_DIR/pg \
+        -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c shared_buffers=128MB \
+        -c max_connections=200" >/dev/null || die "pg restart with fsync=on failed"
+  PSQL=(psql -X -q -h 127.0.0.1 -p "$ONCE_PG_PORT" -U postgres -d once -tA)
+  PG_SETTINGS=$("${PSQL[@]}" -c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name)
+      FROM pg_settings WHERE name IN ('fsync','synchronous_commit','full_page_writes','wal_sync_method')")
+  case "$PG_SETTINGS" in *fsync=on*synchronous_commit=on*) ;; *) die "pg not durable: $PG_SETTINGS" ;; esac
+  # Durable Redis: AOF, fsync once a second (Redis' recommended setting).
+  RCLI=(redis-cli -h 127.0.0.1 -p "$ONCE_REDIS_PORT")
+  "${RCLI[@]}" config set appendfsync everysec >/dev/null
+  "${RCLI[@]}" config set appendonly yes >/dev/null
+  for ((i = 0; i < 100; i++)); do
+    "${RCLI[@]}" info persistence | grep -q '^aof_rewrite_in_progress:0' &&
+      "${RCLI[@]}" info persistence | grep -q '^aof_enabled:1' && break
+    sleep 0.1
+  done
+  REDIS_SETTINGS="appendonly=$("${RCLI[@]}" config get appendonly | tail -1) appendfsync=$("${RCLI[@]}" config get appendfsync | tail -1)"
+  [ "$REDIS_SETTINGS" = "appendonly=yes appendfsync=everysec" ] || die "redis not durable: $REDIS_SETTINGS"
+  log "pg: $PG_SETTINGS; redis: $REDIS_SETTINGS"
+  ;;
+esac
+
+# ---------------------------------------------------------------- rows
+declare -A R
+ROWS=()
+H=(-H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -H 'A2A-Extensions: urn:once:a2a:idempotency:v1')
+
+# row NAME STORE MODE: fresh onced, [first send], warm-up, measured wrk.
+row() {
+  local name=$1 store=$2 mode=$3 wait=ri port pid pfx
+  port=$(free_port)
+  "$ONCED" --listen "127.0.0.1:$port" --store "$store" >"$OUT/$name.log" 2>&1 &
+  pid=$!; PIDS+=("$pid")
+  wait_http "$port" "$pid" || { tail "$OUT/$name.log" >&2; die "onced ($store) did not start"; }
+  pfx="b$(date +%s%N | tail -c 10)$RANDOM"
+  local wpfx="${pfx}w"
+  if [ "$mode" = replay ]; then
+    wait=block; wpfx=$pfx
+    curl -s --max-time 30 "http://127.0.0.1:$port/" "${H[@]}" -d \
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"SendMessage\",\"params\":{\"message\":{\"messageId\":\"$pfx\",\"taskId\":\"$pfx\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"hello\"}]}}}" \
+      >"$OUT/$name.first.json"
+    grep -q TASK_STATE_COMPLETED "$OUT/$name.first.json" ||
+      echo "backends.sh: $name: first send did not complete: $(head -c 300 "$OUT/$name.first.json")" >&2
+  fi
+  log "$name: warm-up ${WARM}s, ${DUR}s measured (load1 $(cut -d' ' -f1 /proc/loadavg))"
+  wrk -t2 -c64 -d"${WARM}s" -s "$LUA" "http://127.0.0.1:$port/" -- "$mode" "$wait" "$wpfx" \
+    >"$OUT/$name.warmup.wrk" 2>&1
+  wrk -t2 -c64 -d"${DUR}s" --timeout 5s --latency -s "$LUA" "http://127.0.0.1:$port/" -- \
+    "$mode" "$wait" "$pfx" >"$OUT/$name.wrk" 2>&1
+  local line kv
+  line=$(grep '^RESULT' "$OUT/$name.wrk")
+  [ -n "$line" ] || { echo "backends.sh: $name: no RESULT from wrk:" >&2; cat "$OUT/$name.wrk" >&2; }
+  for kv in ${line#RESULT }; do R[$name.${kv%%=*}]=${kv#*=}; done
+  grep -q '^SAMPLE' "$OUT/$name.wrk" && R[$name.sample]=$(grep '^SAMPLE' "$OUT/$name.wrk" | head -1)
+  kill -TERM "$pid"; wait "$pid"; local rc=$?
+  [ "$rc" = 0 ] || R[$name.exit]=$rc
+  local keep=() p
+  for p in "${PIDS[@]}"; do [ "$p" != "$pid" ] && keep+=("$p"); done
+  PIDS=("${keep[@]+"${keep[@]}"}")
+  ROWS+=("$name")
+}
+
+declare -A CEIL CEIL_NAME
+for be in $BACKENDS; do
+  tag="b$(date +%s)$RANDOM"
+  case $be in
+    memory) store=memory: ;;
+    sqlite) store="sqlite:$DATA/$tag.db" ;;
+    postgres) store="$PG_URL?schema=$tag" ;;
+    redis) store="$REDIS_URL?prefix=$tag" ;;
+    *) die "unknown backend $be" ;;
+  esac
+  # SQLite: each mode its own fresh file
+  row "$be-new" "${store/$tag.db/$tag-new.db}" new
+  row "$be-replay" "${store/$tag.db/$tag-replay.db}" replay
+
+  # The ceiling right after the backend's rows, with the same server/disk.
+  case $be in
+    memory) CEIL_NAME[$be]="-" ;;
+    sqlite)
+      log "sqlite ceiling: 1 row/txn, WAL, synchronous=FULL, 3 s"
+      CEIL_NAME[$be]="sqlite_ceiling 1 row/txn (WAL, sync=FULL)"
+      CEIL[$be]=$("$B/bench/sqlite_ceiling" "$DATA/ceiling.db" 3 1 | tee "$OUT/sqlite-ceiling.txt" |
+        sed -n 's/.*rows_per_s=\([0-9]*\).*/\1/p') ;;
+    postgres)
+      log "pg ceiling: pgbench -c8 -j2 -T$DUR INSERT .. ON CONFLICT DO NOTHING"
+      "${PSQL[@]}" -c "SET client_min_messages = warning; DROP TABLE IF EXISTS bench_kv; CREATE TABLE bench_kv(k text PRIMARY KEY, payload bytea NOT NULL);" ||
+        die "psql create failed"
+      cat >"$OUT/pg-insert.sql" <<'EOF'
+\set k random(1, 1000000000)
+INSERT INTO bench_kv(k, payload) VALUES ('task-' || :k, convert_to(repeat('x', 400), 'UTF8')) ON CONFLICT DO NOTHING;
+EOF
+      pgbench -n -h 127.0.0.1 -p "$ONCE_PG_PORT" -U postgres -c8 -j2 -T"$DUR" -f "$OUT/pg-insert.sql" once \
+        >"$OUT/pgbench.txt" 2>&1
+      CEIL_NAME[$be]="pgbench -c8 -j2 INSERT..ON CONFLICT DO NOTHING"
+      CEIL[$be]=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$OUT/pgbench.txt" | head -1 | cut -d. -f1) ;;
+    redis)
+      log "redis ceiling: redis-benchmark -n 200000 -c 64 SET key:<rand> <400 B> NX"
+      val=$(head -c 400 /dev/zero | tr '\0' x)
+      redis-benchmark -h 127.0.0.1 -p "$ONCE_REDIS_PORT" -n 200000 -c 64 -r 1000000000 --csv \
+        SET "bench:key:__rand_int__" "$val" NX >"$OUT/redis-benchmark.txt" 2>&1
+      CEIL_NAME[$be]="redis-benchmark -c64 SET NX (AOF everysec)"
+      CEIL[$be]=$(awk -F'"' 'NR == 2 {print $4}' "$OUT/redis-benchmark.txt" | cut -d. -f1) ;;
+  esac
+done
+
+END_UPTIME="$(uptime)"
+ELAPSED=$(($(date +%s) - START_TIME))
+rm -rf "$DATA"
+
+# ---------------------------------------------------------------- report
+errs() {
+  local n=$1 s="" k v
+  for k in non2xx timeout connect read write rpc_err not_done not_replayed; do
+    v=${R[$n.$k]:-?}
+    [ "$v" != 0 ] && s+="$k=$v "
+  done
+  [ -n "${R[$n.exit]:-}" ] && s+="onced-exit=${R[$n.exit]} "
+  echo "${s:-0}"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a/b}'; }
+
+echo
+echo "## bench/backends.sh $(date -u +%Y-%m-%dT%H:%MZ) — commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')"
+echo
+echo "Machine: $(nproc) CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr); shared."
+echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s."
+echo "wrk -t2 -c64, ${WARM}s warm-up discarded, ${DUR}s measured, --latency, bench/send.lua; loopback; wrk, onced and the store share the CPUs."
+[ -n "${PG_SETTINGS:-}" ] && echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}'): $PG_SETTINGS. Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'): $REDIS_SETTINGS."
+echo
+echo "| backend | mode | req/s | p50 ms | p99 ms | errors | ceiling | ceiling ops/s | onced / ceiling | onced / memory same mode |"
+echo "|---|---|---:|---:|---:|---|---|---:|---:|---:|"
+for n in "${ROWS[@]}"; do
+  be=${n%-*} mode=${n##*-}
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
+    "${R[$n.p50_ms]:-}" "${R[$n.p99_ms]:-}" "$(errs "$n")" "${CEIL_NAME[$be]:-}" "${CEIL[$be]:--}" \
+    "$(ratio "${R[$n.rps]:-}" "${CEIL[$be]:-}")" "$(ratio "${R[$n.rps]:-}" "${R[memory-$mode.rps]:-}")"
+done
+echo
+for n in "${ROWS[@]}"; do
+  [ -n "${R[$n.sample]:-}" ] && echo "First bad answer in $n: ${R[$n.sample]}"
+done
+echo "Raw output: $OUT"

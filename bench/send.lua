@@ -1,0 +1,116 @@
+-- send.lua -- the wrk script for every row of bench/run.sh.
+--
+--   wrk ... -s bench/send.lua URL -- MODE WAIT PREFIX
+--
+-- MODE   new     each request a fresh client-minted task: taskId and
+--                messageId "<PREFIX>-<thread>-<n>" (never repeated: PREFIX is
+--                unique per wrk run, <thread> per thread, n counts up), with
+--                A2A-Extensions: urn:once:a2a:idempotency:v1 (onced)
+--        fresh   each request a fresh messageId and no taskId: the server
+--                mints the task (the @a2a-js/sdk peer, which has no
+--                client-minted IDs)
+--        replay  the same message every time: taskId/messageId "<PREFIX>";
+--                run.sh sends it once before, so every request is a replay
+--        hello   the "new" body to a server that ignores it (the ceiling)
+-- WAIT   ri      configuration.returnImmediately = true
+--        block   no configuration: SendMessage blocks until the task is done
+--
+-- Every request is a full JSON-RPC SendMessage with Content-Type and
+-- A2A-Version: 1.0, so client-side work is the same in every row. Besides
+-- wrk's own socket errors and non-2xx count, response() checks each answer:
+--   rpc_err      a JSON-RPC error object (HTTP 200 or not)
+--   not_done     "block" mode, and the task in the answer is not completed
+--   not_replayed "replay" mode, and Idempotent-Replayed: true is missing
+-- done() prints one machine-readable RESULT line that run.sh parses.
+
+local threads = {}
+local counter = 0
+
+function setup(thread)
+   thread:set("tindex", #threads)
+   table.insert(threads, thread)
+end
+
+function init(args)
+   mode = args[1] or "new"
+   wait = args[2] or "block"
+   prefix = args[3] or "b"
+   tag = prefix .. "-" .. tostring(tindex)
+   rpc_err, not_done, not_replayed, checked = 0, 0, 0, 0
+   sample = ""
+   wrk.method = "POST"
+   wrk.headers["Content-Type"] = "application/json"
+   wrk.headers["A2A-Version"] = "1.0"
+   if mode == "new" or mode == "replay" then
+      wrk.headers["A2A-Extensions"] = "urn:once:a2a:idempotency:v1"
+   end
+   conf = ""
+   if wait == "ri" then
+      conf = ',"configuration":{"returnImmediately":true}'
+   end
+end
+
+local function body_for(n)
+   if mode == "replay" then
+      return '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{' ..
+         '"messageId":"' .. prefix .. '","taskId":"' .. prefix .. '",' ..
+         '"role":"ROLE_USER","parts":[{"text":"hello"}]}' .. conf .. '}}'
+   end
+   local id = tag .. "-" .. n
+   local task = ""
+   if mode ~= "fresh" then
+      task = '"taskId":"' .. id .. '",'
+   end
+   return '{"jsonrpc":"2.0","id":' .. n .. ',"method":"SendMessage","params":{"message":{' ..
+      '"messageId":"' .. id .. '",' .. task ..
+      '"role":"ROLE_USER","parts":[{"text":"hello"}]}' .. conf .. '}}'
+end
+
+function request()
+   counter = counter + 1
+   return wrk.format(nil, "/", nil, body_for(counter))
+end
+
+function response(status, headers, body)
+   checked = checked + 1
+   local bad = false
+   if mode ~= "hello" and string.find(body, '"error"', 1, true) then
+      rpc_err = rpc_err + 1
+      bad = true
+   elseif wait == "block" and (mode == "new" or mode == "fresh") and
+          not string.find(body, "TASK_STATE_COMPLETED", 1, true) then
+      not_done = not_done + 1
+      bad = true
+   elseif mode == "replay" and headers["Idempotent-Replayed"] ~= "true" and
+          headers["idempotent-replayed"] ~= "true" then
+      not_replayed = not_replayed + 1
+      bad = true
+   end
+   if (bad or status ~= 200) and sample == "" then
+      sample = "HTTP " .. status .. " " .. string.sub(body, 1, 400)
+   end
+end
+
+function done(summary, latency, requests)
+   local e = summary.errors
+   local rerr, nd, nr, ck = 0, 0, 0, 0
+   local samp = ""
+   for _, t in ipairs(threads) do
+      rerr = rerr + t:get("rpc_err")
+      nd = nd + t:get("not_done")
+      nr = nr + t:get("not_replayed")
+      ck = ck + t:get("checked")
+      if samp == "" then samp = t:get("sample") end
+   end
+   local secs = summary.duration / 1e6
+   io.write(string.format(
+      "RESULT requests=%d seconds=%.3f rps=%.0f p50_ms=%.3f p99_ms=%.3f max_ms=%.3f " ..
+      "connect=%d read=%d write=%d non2xx=%d timeout=%d rpc_err=%d not_done=%d " ..
+      "not_replayed=%d checked=%d\n",
+      summary.requests, secs, summary.requests / secs,
+      latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.max / 1000,
+      e.connect, e.read, e.write, e.status, e.timeout, rerr, nd, nr, ck))
+   if samp ~= "" then
+      io.write("SAMPLE " .. samp .. "\n")
+   end
+end
