@@ -1,0 +1,11 @@
+# libFuzzer targets, built with clang by tests/fuzz/run.sh and run for a
+# bounded number of inputs over their committed seed corpus.
+find_program(ONCE_CLANG clang)
+if(ONCE_CLANG)
+  add_test(NAME fuzz/jcs
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/fuzz/run.sh jcs 200000 ${CMAKE_BINARY_DIR}/fuzz --
+                   ${CMAKE_SOURCE_DIR}/src/core/jcs.c ${CMAKE_SOURCE_DIR}/src/core/jcs_num.c
+                   ${CMAKE_SOURCE_DIR}/src/core/alloc.c ${CMAKE_SOURCE_DIR}/src/core/hash.c
+                   ${CMAKE_SOURCE_DIR}/src/core/err.c)
+  set_tests_properties(fuzz/jcs PROPERTIES LABELS fuzz TIMEOUT 300)
+endif()
