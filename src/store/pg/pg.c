@@ -34,13 +34,8 @@ static void pg_free(pg_store *s)
 {
     if (!s)
         return;
-    while (s->idle) {
-        pg_conn *c = s->idle;
-        s->idle = c->next;
-        once__pg_conn_close(c);
-    }
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->mu);
+    if (s->pool.ops)
+        once__pool_destroy(&s->pool);
     once_free(s->conninfo);
     once_free(s);
 }
@@ -126,7 +121,6 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
 static int pg_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
                    size_t errlen)
 {
-    pthread_condattr_t ca;
     pg_store *s;
     pg_conn *c;
     int reset, rc;
@@ -147,11 +141,8 @@ static int pg_open(const char *url, const once_store_options *opt, once_store **
         once_free(s);
         return rc;
     }
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    once__pool_init(&s->pool, &once__pg_pool_ops, s, &s->base, s->pool_max, PG_POOL_WAIT_MS,
+                    PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
 
     rc = once__pg_connect(s, &c, errbuf, errlen);
     if (rc == ONCE_OK) {
@@ -165,8 +156,7 @@ static int pg_open(const char *url, const once_store_options *opt, once_store **
         pg_free(s);
         return rc;
     }
-    s->nopen = 1;
-    s->idle = c;
+    once__pool_adopt(&s->pool, &c->item);
     s->base.m = &once__store_pg;
     *out = &s->base;
     return ONCE_OK;

@@ -374,77 +374,32 @@ static int stale(pg_conn *c)
     return 0;
 }
 
-static void deadline_ts(struct timespec *ts, int ms)
+static int pool_stale(once__pool_item *it)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    return stale((pg_conn *)it);
 }
+
+static int pool_connect(void *owner, once__pool_item **out)
+{
+    pg_conn *c = NULL;
+    int rc = once__pg_connect(owner, &c, NULL, 0);
+    *out = c ? &c->item : NULL;
+    return rc;
+}
+
+static void pool_close(once__pool_item *it)
+{
+    once__pg_conn_close((pg_conn *)it);
+}
+
+const once__pool_ops once__pg_pool_ops = {"postgres", pool_connect, pool_stale, pool_close};
 
 int once__pg_acquire(pg_store *s, pg_conn **out)
 {
-    struct timespec until;
-    pg_conn *c;
-    int rc;
-
-    *out = NULL;
-    deadline_ts(&until, PG_POOL_WAIT_MS);
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        if (s->idle) {
-            c = s->idle;
-            s->idle = c->next;
-            c->next = NULL;
-            pthread_mutex_unlock(&s->mu);
-            if (!stale(c)) {
-                *out = c;
-                return ONCE_OK;
-            }
-            once__pg_conn_close(c);
-            pthread_mutex_lock(&s->mu);
-            s->nopen--;
-            continue;
-        }
-        if (s->nopen < s->pool_max) {
-            int64_t now = once_monotonic_ms();
-            if (now < s->down_until) {
-                int wait = (int)(s->down_until - now);
-                pthread_mutex_unlock(&s->mu);
-                once__store_seterr(&s->base,
-                                   "postgres unreachable (next connection attempt in %d ms)", wait);
-                return ONCE_ESTORE;
-            }
-            s->nopen++;
-            pthread_mutex_unlock(&s->mu);
-            rc = once__pg_connect(s, &c, NULL, 0);
-            pthread_mutex_lock(&s->mu);
-            if (rc != ONCE_OK) {
-                s->nopen--;
-                s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : PG_BACKOFF_MIN_MS;
-                if (s->backoff_ms > PG_BACKOFF_MAX_MS)
-                    s->backoff_ms = PG_BACKOFF_MAX_MS;
-                s->down_until = once_monotonic_ms() + s->backoff_ms;
-                pthread_cond_broadcast(&s->cv);
-                pthread_mutex_unlock(&s->mu);
-                return rc;
-            }
-            s->backoff_ms = 0;
-            s->down_until = 0;
-            pthread_mutex_unlock(&s->mu);
-            *out = c;
-            return ONCE_OK;
-        }
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) {
-            pthread_mutex_unlock(&s->mu);
-            once__store_seterr(&s->base, "postgres: all %zu connections busy for %d ms",
-                               s->pool_max, PG_POOL_WAIT_MS);
-            return ONCE_EBUSY;
-        }
-    }
+    once__pool_item *it = NULL;
+    int rc = once__pool_acquire(&s->pool, &it);
+    *out = (pg_conn *)it;
+    return rc;
 }
 
 void once__pg_release(pg_store *s, pg_conn *c)
@@ -457,19 +412,7 @@ void once__pg_release(pg_store *s, pg_conn *c)
         if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
             c->broken = 1;
     }
-    if (c->broken || PQstatus(c->pg) != CONNECTION_OK) {
-        once__pg_conn_close(c);
-        pthread_mutex_lock(&s->mu);
-        s->nopen--;
-        pthread_cond_signal(&s->cv);
-        pthread_mutex_unlock(&s->mu);
-        return;
-    }
-    pthread_mutex_lock(&s->mu);
-    c->next = s->idle;
-    s->idle = c;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    once__pool_release(&s->pool, &c->item, c->broken || PQstatus(c->pg) != CONNECTION_OK);
 }
 
 /* ------------------------------------------------------------------------

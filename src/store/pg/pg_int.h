@@ -36,6 +36,7 @@
 #include <libpq-fe.h>
 
 #include "once/store.h"
+#include "store/pool.h"
 
 #define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
 #define PG_POOL_DEFAULT 16    /* connections per handle */
@@ -89,20 +90,18 @@ extern const unsigned char once__pg_writes[PG_NSTMT];
  * here is locked. The flags describe the current slot call only and are
  * reset by once__pg_run before each attempt. */
 typedef struct pg_conn {
+    once__pool_item item; /* first: the pool links idle connections through it */
     PGconn *pg;
     uint32_t prepared;    /* bit id: statement id prepared on this connection */
     int broken;           /* the connection failed: close, do not pool */
     int unsure;           /* a write was in flight when it failed */
     int again;            /* serialization failure / deadlock: retry is safe */
     int in_tx;            /* inside once__pg_begin: a write is not yet in doubt */
-    struct pg_conn *next; /* idle list link; guarded by pg_store.mu */
 } pg_conn;
 
 /*
  * The handle. conninfo, schema, pool_max and base.m are set by open and
- * read-only afterwards. mu guards idle, nopen, down_until and backoff_ms;
- * cv is signalled whenever a connection is released or a slot to open one
- * frees up. base.errmsg is written through once__store_seterr (its own lock).
+ * read-only afterwards; the pool guards itself (store/pool.h). base.errmsg is written through once__store_seterr (its own lock).
  */
 typedef struct pg_store {
     once_store base;
@@ -110,12 +109,7 @@ typedef struct pg_store {
     char schema[PG_SCHEMA_MAX + 1];
     size_t pool_max;
 
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pg_conn *idle;
-    size_t nopen;       /* connections open or being opened */
-    int64_t down_until; /* monotonic ms: no new connection attempt before */
-    int backoff_ms;     /* last connect backoff (0 after a success) */
+    once__pool pool;    /* connections (store/pool.h) */
 } pg_store;
 
 /* ---- pg_conn.c: parameters ---- */
@@ -159,6 +153,7 @@ int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen);
 void once__pg_conn_close(pg_conn *c); /* NULL is a no-op */
 int once__pg_acquire(pg_store *s, pg_conn **out);
 void once__pg_release(pg_store *s, pg_conn *c);
+extern const once__pool_ops once__pg_pool_ops;
 
 /* Run a prepared statement (preparing it on first use); *out is the result
  * on ONCE_OK (PQclear it). Failures set c's flags and s's errmsg. */

@@ -85,13 +85,8 @@ static void rd_free(rd_store *s)
 {
     if (!s)
         return;
-    while (s->idle) {
-        rd_conn *c = s->idle;
-        s->idle = c->next;
-        once__rd_conn_close(c);
-    }
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->mu);
+    if (s->pool.ops)
+        once__pool_destroy(&s->pool);
     once_free(s->host);
     once_free(s->user);
     if (s->password)
@@ -273,7 +268,6 @@ static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, siz
 static int rd_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
                    size_t errlen)
 {
-    pthread_condattr_t ca;
     rd_store *s;
     rd_conn *c = NULL;
     int reset = 0, rc;
@@ -288,15 +282,13 @@ static int rd_open(const char *url, const once_store_options *opt, once_store **
     snprintf(s->prefix, sizeof s->prefix, "once");
     s->pool_max = RD_POOL_DEFAULT;
     s->timeout_ms = RD_TIMEOUT_DEFAULT_MS;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
 
     rc = parse_url(s, url, &reset, errbuf, errlen);
-    if (rc == ONCE_OK)
+    if (rc == ONCE_OK) {
+        once__pool_init(&s->pool, &once__rd_pool_ops, s, &s->base, s->pool_max, RD_POOL_WAIT_MS,
+                        RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
         rc = once__rd_connect(s, &c, errbuf, errlen);
+    }
     if (rc == ONCE_OK) {
         rc = once__rd_load_scripts(s, c);
         if (rc == ONCE_OK && reset)
@@ -310,8 +302,7 @@ static int rd_open(const char *url, const once_store_options *opt, once_store **
         rd_free(s);
         return rc;
     }
-    s->nopen = 1;
-    s->idle = c;
+    once__pool_adopt(&s->pool, &c->item);
     s->base.m = &once__store_redis;
     *out = &s->base;
     return ONCE_OK;

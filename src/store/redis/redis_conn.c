@@ -395,96 +395,39 @@ static int stale(rd_conn *c)
     return poll(&p, 1, 0) > 0;
 }
 
-static void deadline_ts(struct timespec *ts, int ms)
+static int pool_stale(once__pool_item *it)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    return stale((rd_conn *)it);
 }
+
+static int pool_connect(void *owner, once__pool_item **out)
+{
+    rd_conn *c = NULL;
+    int rc = once__rd_connect(owner, &c, NULL, 0);
+    *out = c ? &c->item : NULL;
+    return rc;
+}
+
+static void pool_close(once__pool_item *it)
+{
+    once__rd_conn_close((rd_conn *)it);
+}
+
+const once__pool_ops once__rd_pool_ops = {"redis", pool_connect, pool_stale, pool_close};
 
 int once__rd_acquire(rd_store *s, rd_conn **out)
 {
-    struct timespec until;
-    rd_conn *c;
-    int rc;
-
-    *out = NULL;
-    deadline_ts(&until, RD_POOL_WAIT_MS);
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        if (s->idle) {
-            c = s->idle;
-            s->idle = c->next;
-            c->next = NULL;
-            pthread_mutex_unlock(&s->mu);
-            if (!stale(c)) {
-                *out = c;
-                return ONCE_OK;
-            }
-            once__rd_conn_close(c);
-            pthread_mutex_lock(&s->mu);
-            s->nopen--;
-            continue;
-        }
-        if (s->nopen < s->pool_max) {
-            int64_t now = once_monotonic_ms();
-            if (now < s->down_until) {
-                int wait = (int)(s->down_until - now);
-                pthread_mutex_unlock(&s->mu);
-                once__store_seterr(&s->base, "redis unreachable (next connection attempt in %d ms)",
-                                   wait);
-                return ONCE_ESTORE;
-            }
-            s->nopen++;
-            pthread_mutex_unlock(&s->mu);
-            rc = once__rd_connect(s, &c, NULL, 0);
-            pthread_mutex_lock(&s->mu);
-            if (rc != ONCE_OK) {
-                s->nopen--;
-                s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : RD_BACKOFF_MIN_MS;
-                if (s->backoff_ms > RD_BACKOFF_MAX_MS)
-                    s->backoff_ms = RD_BACKOFF_MAX_MS;
-                s->down_until = once_monotonic_ms() + s->backoff_ms;
-                pthread_cond_broadcast(&s->cv);
-                pthread_mutex_unlock(&s->mu);
-                return rc;
-            }
-            s->backoff_ms = 0;
-            s->down_until = 0;
-            pthread_mutex_unlock(&s->mu);
-            *out = c;
-            return ONCE_OK;
-        }
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) {
-            pthread_mutex_unlock(&s->mu);
-            once__store_seterr(&s->base, "redis: all %zu connections busy for %d ms", s->pool_max,
-                               RD_POOL_WAIT_MS);
-            return ONCE_EBUSY;
-        }
-    }
+    once__pool_item *it = NULL;
+    int rc = once__pool_acquire(&s->pool, &it);
+    *out = (rd_conn *)it;
+    return rc;
 }
 
 void once__rd_release(rd_store *s, rd_conn *c)
 {
     if (!c)
         return;
-    if (c->broken || c->rc->err) {
-        once__rd_conn_close(c);
-        pthread_mutex_lock(&s->mu);
-        s->nopen--;
-        pthread_cond_signal(&s->cv);
-        pthread_mutex_unlock(&s->mu);
-        return;
-    }
-    pthread_mutex_lock(&s->mu);
-    c->next = s->idle;
-    s->idle = c;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    once__pool_release(&s->pool, &c->item, c->broken || c->rc->err);
 }
 
 int once__rd_run(rd_store *s, rd_fn fn, void *arg)

@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 
 #include "once/store.h"
+#include "store/pool.h"
 
 #define RD_PREFIX_MAX 64
 #define RD_POOL_DEFAULT 16
@@ -51,18 +52,17 @@ extern const char *const once__rd_lua[RD_NSCRIPT];
 /* One connection. Owned by one thread between acquire and release. The
  * flags describe the current slot call; once__rd_run resets them. */
 typedef struct rd_conn {
+    once__pool_item item; /* first: the pool links idle connections through it */
     redisContext *rc;
     int broken;           /* I/O failed or protocol lost: close, do not pool */
     int unsure;           /* a write was in flight when it broke */
-    struct rd_conn *next; /* idle list link; guarded by rd_store.mu */
 } rd_conn;
 
 /*
- * The handle. Everything above mu is set by open and read-only afterwards
+ * The handle. Everything above pool is set by open and read-only afterwards
  * (sha[] holds the SHA1 of each script text: reloading a script after
- * NOSCRIPT yields the same value, so it never changes). mu guards idle,
- * nopen, down_until and backoff_ms; cv is signalled when a connection is
- * released or closed.
+ * NOSCRIPT yields the same value, so it never changes). The pool guards
+ * itself (store/pool.h).
  */
 typedef struct rd_store {
     once_store base;
@@ -77,12 +77,7 @@ typedef struct rd_store {
     int64_t tomb_ttl_ms; /* 0: tombstones live until purge */
     char sha[RD_NSCRIPT][41];
 
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    rd_conn *idle;
-    size_t nopen;
-    int64_t down_until;
-    int backoff_ms;
+    once__pool pool;    /* connections (store/pool.h) */
 } rd_store;
 
 /* ---- redis_conn.c: commands ---- */
@@ -113,6 +108,7 @@ int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen);
 void once__rd_conn_close(rd_conn *c); /* NULL is a no-op */
 int once__rd_acquire(rd_store *s, rd_conn **out);
 void once__rd_release(rd_store *s, rd_conn *c);
+extern const once__pool_ops once__rd_pool_ops;
 
 /* Send one command and read its reply (*out: freeReplyObject it). An error
  * reply is ONCE_ESTORE with the message in errmsg; writes says whether the

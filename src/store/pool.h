@@ -1,0 +1,62 @@
+/*
+ * pool.h -- the connection pool the networked backends (PostgreSQL, Redis)
+ * share (not API).
+ *
+ * A caller takes an idle connection (dropping any the backend finds stale)
+ * or opens a new one, up to max; past that it waits up to wait_ms. A failed
+ * connect starts a backoff (min_ms doubling to max_ms) during which callers
+ * get ONCE_ESTORE at once instead of piling onto a server that is down.
+ * Connections embed once__pool_item as their first member.
+ */
+#ifndef ONCE_STORE_POOL_H
+#define ONCE_STORE_POOL_H
+
+#include <pthread.h>
+
+#include "once/store.h"
+
+typedef struct once__pool_item {
+    struct once__pool_item *next; /* idle list link; guarded by once__pool.mu */
+} once__pool_item;
+
+typedef struct once__pool_ops {
+    const char *name; /* "postgres", "redis": in error messages */
+    /* Open a connection for owner; ONCE_OK or an error with the store's
+     * errmsg set. */
+    int (*connect)(void *owner, once__pool_item **out);
+    /* 1 if an idle connection can no longer be used. */
+    int (*stale)(once__pool_item *it);
+    void (*close)(once__pool_item *it);
+} once__pool_ops;
+
+/* ops, owner, base, max and the timings are set at init and read-only
+ * afterwards; mu guards idle, nopen, down_until and backoff_ms; cv is
+ * signalled when a connection is released or a slot to open one frees up. */
+typedef struct once__pool {
+    const once__pool_ops *ops;
+    void *owner;
+    once_store *base;
+    size_t max;
+    int wait_ms, backoff_min_ms, backoff_max_ms;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    once__pool_item *idle;
+    size_t nopen;       /* connections open or being opened */
+    int64_t down_until; /* monotonic ms: no new connection attempt before */
+    int backoff_ms;     /* last connect backoff (0 after a success) */
+} once__pool;
+
+void once__pool_init(once__pool *p, const once__pool_ops *ops, void *owner, once_store *base,
+                     size_t max, int wait_ms, int backoff_min_ms, int backoff_max_ms);
+/* Close every idle connection and release the pool. */
+void once__pool_destroy(once__pool *p);
+/* Hand the pool a connection opened outside it (the one open used). */
+void once__pool_adopt(once__pool *p, once__pool_item *it);
+/* ONCE_OK, ONCE_ESTORE (server unreachable or in backoff), ONCE_EBUSY (every
+ * connection busy for wait_ms). */
+int once__pool_acquire(once__pool *p, once__pool_item **out);
+/* Give a connection back; broken: close it instead of keeping it. */
+void once__pool_release(once__pool *p, once__pool_item *it, int broken);
+
+#endif
