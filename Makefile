@@ -3,8 +3,9 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 
-.PHONY: all deps build build-asan test test-fast test-asan demo amplify bench clean
+.PHONY: all deps build build-asan build-tsan test test-fast test-asan test-tsan test-stress demo amplify soak bench clean
 
 all: build
 
@@ -19,9 +20,29 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DONCE_ASAN=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# The whole suite: the normal build, then the same suite under ASan+UBSan.
-test: build build-asan
-	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD)
+build-tsan: deps
+	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONCE_TSAN=ON >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS)
+
+# The whole suite: the normal build, the same suite under ASan+UBSan, then the
+# concurrency tests (ctest label "tsan": engine, store, HTTP, client) under
+# ThreadSanitizer. Timeouts scale by ONCE_TEST_TIMEOUT_FACTOR (1, 3 under
+# ASan, 5 under TSan; set it in the environment to override).
+test: build build-asan build-tsan
+	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+
+test-asan: build-asan
+	@bash scripts/run-tests.sh $(ASAN_BUILD)
+
+test-tsan: build-tsan
+	@bash scripts/run-tests.sh $(TSAN_BUILD)
+
+# The same suite as `make test` on a busy machine: three CPU-bound processes
+# run beside it (scripts/stress.sh; they end with the run, however it ends).
+# STRESS_BUILDS picks the builds, e.g. `make test-stress STRESS_BUILDS=build`.
+STRESS_BUILDS ?= $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+test-stress: build build-asan build-tsan
+	@bash scripts/stress.sh $(STRESS_BUILDS)
 
 test-fast: build
 	@bash scripts/run-tests.sh $(BUILD)
@@ -34,5 +55,12 @@ demo: build
 amplify: build
 	@bash demo/amplify.sh $(BUILD)
 
+# The chaos soak (tests/soak/README.md): three replicas on PostgreSQL, then
+# on Redis, killed and restarted under lossy links and killed clients, for
+# SOAK_SECONDS each; prints the table and exits non-zero if a claim broke.
+SOAK_SECONDS ?= 120
+soak: build
+	@python3 tests/soak/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS) postgres redis
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

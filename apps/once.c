@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "client/webhook_listen.h"
 #include "http/http.h"
 #include "once/client.h"
 #include "once/webhook.h"
@@ -51,7 +52,9 @@ static const char usage[] =
     "                         list intents (S: pending, acknowledged, final,\n"
     "                         refused); --prune removes finished ones older than AGE\n"
     "  listen --port P --secret S [--secret S2 ...] [--exec CMD] [--state PATH]\n"
-    "         [--host H] [--token T] [--tolerance SECS]\n"
+    "         [--host H] [--token T] [--tolerance SECS] [--request-timeout DUR]\n"
+    "         [--max-connections N] [--max-connections-per-ip N]\n"
+    "         [--max-body-memory BYTES]\n"
     "                         receive push notifications (onced --push-secret S):\n"
     "                         verify each webhook's signature and timestamp, record\n"
     "                         it in a durable processed-set (--state, default\n"
@@ -66,7 +69,15 @@ static const char usage[] =
     "                         printed on stderr. --host: the address to listen on\n"
     "                         (127.0.0.1); --token: require this\n"
     "                         X-A2A-Notification-Token; --tolerance: accepted clock\n"
-    "                         skew (300s). Runs until SIGINT/SIGTERM, then exits 0.\n"
+    "                         skew (300s). Against hostile senders: a request's\n"
+    "                         head and body must be in within --request-timeout of\n"
+    "                         the connection's accept or previous answer (30s);\n"
+    "                         --max-connections open at once, past it the oldest\n"
+    "                         one still waiting for its request is closed (256, at\n"
+    "                         most 1000); --max-connections-per-ip from one address\n"
+    "                         (64); --max-body-memory of bodies held at once, past\n"
+    "                         it 503 + Retry-After (32MiB). Runs until\n"
+    "                         SIGINT/SIGTERM, then exits 0.\n"
     "\n"
     "options:\n"
     "  --agent URL            the agent's JSON-RPC URL (get/cancel/continue/wait:\n"
@@ -122,6 +133,7 @@ typedef struct cli {
     int json, wait, uuid, poll;
     long port;                   /* -1: not given */
     int64_t wait_timeout_ms, tolerance_ms;
+    once_http_limits listen_limits; /* listen; 0 = the receiver's defaults */
     once_retry_policy retry;
     once_client *c;
     int tty;                     /* progress lines go to stderr */
@@ -175,7 +187,8 @@ static int parse_double(const char *flag, const char *v, double *out)
 
 static int parse_args(int argc, char **argv, cli *o)
 {
-    enum { STR, FLAG, DUR, COUNT, NUM, LIST, PORT, SECS };
+    enum { STR, FLAG, DUR, COUNT, NUM, LIST, PORT, SECS, SIZE };
+    uint64_t body_memory = 0;
     int64_t conn = -1;
     struct {
         const char *name;
@@ -209,6 +222,10 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--host", STR, &o->host},
         {"--port", PORT, &o->port},
         {"--tolerance", SECS, &o->tolerance_ms},
+        {"--request-timeout", DUR, &o->listen_limits.request_timeout_ms},
+        {"--max-connections", COUNT, &o->listen_limits.max_connections},
+        {"--max-connections-per-ip", COUNT, &o->listen_limits.max_per_ip},
+        {"--max-body-memory", SIZE, &body_memory},
     };
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
@@ -277,6 +294,11 @@ static int parse_args(int argc, char **argv, cli *o)
             if (once_parse_duration(v, 0, flags[k].dst) != ONCE_OK)
                 return bad("%s: not a duration: %s (use e.g. 500ms, 30s, 5m)", flags[k].name, v);
             break;
+        case SIZE:
+            if (once_parse_size(v, flags[k].dst) != ONCE_OK || *(uint64_t *)flags[k].dst < 1024 ||
+                *(uint64_t *)flags[k].dst > ((uint64_t)1 << 30))
+                return bad("%s: expected a size from 1KiB to 1GiB, got %s", flags[k].name, v);
+            break;
         case COUNT:
             errno = 0;
             n = strtol(v, &end, 10);
@@ -292,6 +314,7 @@ static int parse_args(int argc, char **argv, cli *o)
     }
     if (conn >= 0)
         o->retry.connect_timeout_ms = conn;
+    o->listen_limits.max_body_memory = (size_t)body_memory;
     if (npos == 0)
         return bad("a command is needed");
     o->cmd = pos[0];
@@ -847,7 +870,8 @@ static int cmd_listen(cli *o)
     }
     once_webhook_listen_options lo = {.host = o->host, .port = (int)o->port};
     once_webhook_server *srv;
-    if (once_webhook_listen(w, &lo, &srv, err, sizeof err) != ONCE_OK) {
+    if (once__webhook_listen_limited(w, &lo, &o->listen_limits, &srv, err, sizeof err) !=
+        ONCE_OK) {
         fprintf(stderr, "once: listen: %s\n", err[0] ? err : "cannot listen");
         once_webhook_close(w);
         return EXIT_OTHER;

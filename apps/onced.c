@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "http/http.h"
@@ -36,7 +37,10 @@ static const char usage[] =
     "  --exec-grace DUR            SIGTERM -> SIGKILL delay when a turn is canceled (5s)\n"
     "  --exec-deadline DUR         per-turn time limit, 0 = none (0)\n"
     "  --turn-workers N            turns that run at once, one thread each (16); more\n"
-    "                              wait in a queue (their leases are kept alive)\n"
+    "                              wait in a queue; a turn takes its lease when it starts\n"
+    "  --max-queue N               turns that may wait for a worker (16 per turn worker);\n"
+    "                              past it a send that would start one gets HTTP 503 +\n"
+    "                              Retry-After, -32603 OVERLOADED, and nothing is stored\n"
     "identity and time:\n"
     "  --auth-tokens FILE          bearer tokens, one \"TOKEN PRINCIPAL\" per line ('#'\n"
     "                              comments); without it every caller is \"anonymous\"\n"
@@ -62,6 +66,17 @@ static const char usage[] =
     "                              larger bodies get HTTP 413\n"
     "  --max-wait DUR              longest a blocking SendMessage waits (60s)\n"
     "  --max-streams N             SSE streams served at once; past it HTTP 503 (256)\n"
+    "  --request-timeout DUR       a request's head and body must be in within DUR of\n"
+    "                              the connection's accept or its previous response,\n"
+    "                              else it is closed; SSE streams are not cut (30s)\n"
+    "  --max-connections N         connections at once; past it the oldest one still\n"
+    "                              waiting for its request is closed to make room\n"
+    "                              (1024)\n"
+    "  --max-connections-per-ip N  connections at once from one client address; behind\n"
+    "                              a load balancer raise it to --max-connections (128)\n"
+    "  --max-body-memory BYTES     request bodies held at once; past it the oldest\n"
+    "                              incomplete upload is closed, or the request gets\n"
+    "                              HTTP 503 + Retry-After (64MiB)\n"
     "  --sse-ping DUR              keep-alive comment on an idle stream (15s)\n"
     "  --public-url URL            the URL the agent card advertises\n"
     "                              (http://HOST:PORT/); its path also serves JSON-RPC\n"
@@ -85,8 +100,11 @@ typedef struct opts {
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body;
-    unsigned threads, workers, max_streams, turn_workers;
+    unsigned threads, workers, max_streams, turn_workers, max_queue;
     int64_t sse_ping_ms;
+    int64_t request_timeout_ms;
+    unsigned max_connections, max_per_ip;
+    uint64_t max_body_memory;
     int test_admin, experiment_naive;
     const char *push_secrets[8], *push_allow[32];
     size_t npush_secrets, npush_allow;
@@ -151,12 +169,17 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--exec-grace", F_DUR, &o->grace_ms},
         {"--exec-deadline", F_DUR, &o->deadline_ms},
         {"--turn-workers", F_COUNT, &o->turn_workers},
+        {"--max-queue", F_COUNT, &o->max_queue},
         {"--max-wait", F_DUR, &o->max_wait_ms},
         {"--threads", F_COUNT, &o->threads},
         {"--workers", F_COUNT, &o->workers},
         {"--max-body", F_SIZE, &o->max_body},
         {"--max-streams", F_COUNT, &o->max_streams},
         {"--sse-ping", F_DUR, &o->sse_ping_ms},
+        {"--request-timeout", F_DUR, &o->request_timeout_ms},
+        {"--max-connections", F_COUNT, &o->max_connections},
+        {"--max-connections-per-ip", F_COUNT, &o->max_per_ip},
+        {"--max-body-memory", F_SIZE, &o->max_body_memory},
         {"--test-admin", F_NONE, &o->test_admin},
         {"--experiment-naive", F_NONE, &o->experiment_naive},
         {"--push-secret", F_SECRET, o->push_secrets},
@@ -299,6 +322,20 @@ static int wait_for_signal(void)
     }
 }
 
+/* The connection limits (--max-connections and the store, stream, push and
+ * agent descriptors on top) need more descriptors than the usual soft limit
+ * of 1024: raise it to the hard limit. Failing to is not fatal; the limits
+ * then bite at the old number, and accept() errors are logged. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        fprintf(stderr, "onced: could not raise the open-file limit: %s\n", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -317,6 +354,7 @@ int main(int argc, char **argv)
         perror("onced: signals");
         return 1;
     }
+    raise_fd_limit();
 
     char err[512] = "";
     int status = 1;
@@ -332,11 +370,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "onced: --auth-tokens %s\n", err);
         goto out;
     }
+    /* Durability and lock waits come from the store URL (defaults: FULL,
+     * 5 s); only the clock is onced's to give. */
     once_store_options so;
     memset(&so, 0, sizeof so);
     so.clock = &clock.base;
-    so.synchronous = 2;
-    so.busy_timeout_ms = 5000;
     if ((rc = once_store_open(o.store, &so, &store, err, sizeof err)) != ONCE_OK) {
         fprintf(stderr, "onced: --store: %s (%s)\n", err[0] ? err : "cannot open",
                 once_strerror(rc));
@@ -363,6 +401,7 @@ int main(int argc, char **argv)
     sc.engine.max_wait_ms = o.max_wait_ms;
     sc.engine.experiment_naive = o.experiment_naive;
     sc.engine.workers = (int)o.turn_workers; /* 0 = the engine's default */
+    sc.engine.max_queue = (int)o.max_queue;  /* 0 = the engine's default */
     sc.a2a.url = o.public_url; /* NULL: http://HOST:PORT/ */
     sc.a2a.skill_id = o.exec_cmd ? "exec" : "echo";
     sc.a2a.skill_description = o.exec_cmd ? "Runs the configured command for each turn of a task."
@@ -378,6 +417,10 @@ int main(int argc, char **argv)
     sc.http.max_body = (size_t)o.max_body;
     sc.http.max_streams = o.max_streams;
     sc.http.sse_ping_ms = o.sse_ping_ms;
+    sc.http.limits.request_timeout_ms = o.request_timeout_ms; /* 0 = the defaults */
+    sc.http.limits.max_connections = o.max_connections;
+    sc.http.limits.max_per_ip = o.max_per_ip;
+    sc.http.limits.max_body_memory = (size_t)o.max_body_memory;
     sc.push.secrets = o.push_secrets;
     sc.push.nsecrets = o.npush_secrets;
     sc.push.allow = o.push_allow;

@@ -39,6 +39,7 @@
 #   ONCE_PG_PORT      PostgreSQL port            (25900)
 #   ONCE_REDIS_PORT   Redis port                 (26900)
 #   BENCH_BACKENDS    which rows                 ("memory sqlite postgres redis")
+#   BENCH_SOURCE      the code measured, for the title (default: the commit)
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -243,7 +244,7 @@ errs() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a/b}'; }
 
 echo
-echo "## bench/backends.sh $(date -u +%Y-%m-%dT%H:%MZ) — commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')"
+echo "## bench/backends.sh$([ "$BACKENDS" != "memory sqlite postgres redis" ] && echo " (BENCH_BACKENDS=\"$BACKENDS\")") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}"
 echo
 echo "Machine: $(nproc) CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr); shared."
 echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s."

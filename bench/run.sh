@@ -30,6 +30,14 @@
 #   BENCH_QUIET_LOAD  (1.5)
 #   BENCH_SKIP_BUILD  1 = use the onced already in BENCH_BUILD (the ceiling
 #                     programs are still compiled: they take a second)
+#   BENCH_SOURCE      what the title names as the code measured (default:
+#                     the commit, "+local changes" if src/apps/include differ)
+#   BENCH_SQLITE_TAIL appended to every sqlite: store URL of onced, e.g.
+#                     "?synchronous=normal" to measure what FULL costs (empty)
+#   BENCH_ONLY        sqlite = only what the SQLite numbers need: the sqlite
+#                     ceilings and rows, the peer rows their "x peer" ratios
+#                     use, the dedup checks, callgrind on sqlite (no mhd,
+#                     mem rows or their callgrind; their columns show "-")
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -39,6 +47,8 @@ WARM="${BENCH_WARMUP:-2}"
 NREPLAY="${BENCH_REPLAYS:-200}"
 QUIET_WAIT="${BENCH_QUIET_WAIT:-0}"
 QUIET_LOAD="${BENCH_QUIET_LOAD:-1.5}"
+ONLY="${BENCH_ONLY:-}"
+SQ_TAIL="${BENCH_SQLITE_TAIL:-}"
 OUT="$B/bench-out/$(date +%Y%m%d-%H%M%S)"
 LUA="$root/bench/send.lua"
 TCK="$(getconf CLK_TCK)"
@@ -212,7 +222,11 @@ after_onced() {
   R[$name.tasks_total]=$reg
 }
 
+# every: true unless BENCH_ONLY narrows the run to one store's rows.
+every() { [ -z "$ONLY" ]; }
+
 # ---------------------------------------------------------------- start
+case "$ONLY" in "" | sqlite) ;; *) die "BENCH_ONLY must be empty or sqlite, not $ONLY" ;; esac
 command -v wrk >/dev/null || die "wrk is missing (bash scripts/deps.sh)"
 command -v python3 >/dev/null || die "python3 is missing (bash scripts/deps.sh)"
 command -v valgrind >/dev/null || die "valgrind is missing (bash scripts/deps.sh)"
@@ -253,7 +267,7 @@ DATA="$OUT/data"   # on the same disk as the build dir (not tmpfs): fsync is rea
 mkdir -p "$DATA"
 
 # ---------------------------------------------------------------- ceilings
-for variant in inline handoff; do
+every && for variant in inline handoff; do
   workers=0
   [ "$variant" = handoff ] && workers=64
   port=$(free_port)
@@ -304,10 +318,12 @@ onced_row() {
     >"$OUT/$name.unexpected.log"
 }
 
-onced_row mem-new-ri memory: new ri
-onced_row mem-new-block memory: new block
-onced_row mem-replay memory: replay block
-onced_row mem-new-block-filled memory: new block 8
+if every; then
+  onced_row mem-new-ri memory: new ri
+  onced_row mem-new-block memory: new block
+  onced_row mem-replay memory: replay block
+  onced_row mem-new-block-filled memory: new block 8
+fi
 
 # The fsync ceiling right before and right after onced's sqlite rows: the
 # disk is shared, and its speed moves between minutes.
@@ -318,10 +334,10 @@ ceiling() { # ceiling NAME SECONDS ROWS -> rows/s
 log "sqlite ceiling before: 1 row/txn (3 s), 100 rows/txn (2 s); WAL, synchronous=FULL"
 CEIL1A=$(ceiling ceiling1a 3 1)
 CEIL100=$(ceiling ceiling100 2 100)
-onced_row sqlite-new-ri "sqlite:$DATA/new-ri.db" new ri
-onced_row sqlite-new-block "sqlite:$DATA/new-block.db" new block
-onced_row sqlite-replay "sqlite:$DATA/replay.db" replay block
-onced_row sqlite-new-block-filled "sqlite:$DATA/filled.db" new block 8
+onced_row sqlite-new-ri "sqlite:$DATA/new-ri.db$SQ_TAIL" new ri
+onced_row sqlite-new-block "sqlite:$DATA/new-block.db$SQ_TAIL" new block
+onced_row sqlite-replay "sqlite:$DATA/replay.db$SQ_TAIL" replay block
+onced_row sqlite-new-block-filled "sqlite:$DATA/filled.db$SQ_TAIL" new block 8
 log "sqlite ceiling after: 1 row/txn (3 s)"
 CEIL1B=$(ceiling ceiling1b 3 1)
 [ -n "$CEIL1A" ] && [ -n "$CEIL1B" ] && [ -n "$CEIL100" ] || die "sqlite_ceiling failed"
@@ -429,11 +445,13 @@ callgrind_count() {
     R[cg-$tag.memset_per_req]=$(awk -v m="$ms" -v n="$NREPLAY" 'BEGIN{printf "%.0f", m/n}')
   fi
 }
-log "callgrind: $NREPLAY replays on memory: and sqlite:, $NREPLAY posts to mhd_hello (handoff)"
-callgrind_count mem 'code=200 replayed=true' "$ONCED" --listen 127.0.0.1:@PORT@ --store memory:
+CG=(sqlite)
+every && CG=(mem sqlite hello)
+log "callgrind: $NREPLAY replays or posts each on: ${CG[*]}"
+every && callgrind_count mem 'code=200 replayed=true' "$ONCED" --listen 127.0.0.1:@PORT@ --store memory:
 callgrind_count sqlite 'code=200 replayed=true' "$ONCED" --listen 127.0.0.1:@PORT@ \
-  --store "sqlite:$DATA/cg.db"
-callgrind_count hello 'code=200 replayed=' "$B/bench/mhd_hello" @PORT@ 2 64
+  --store "sqlite:$DATA/cg.db$SQ_TAIL"
+every && callgrind_count hello 'code=200 replayed=' "$B/bench/mhd_hello" @PORT@ 2 64
 
 END_UPTIME="$(uptime)"
 rm -rf "$DATA"   # the SQLite files: hundreds of MB, no longer needed
@@ -452,7 +470,7 @@ errs() {
 peer_for() { case $1 in *-ri) echo peer-fresh-ri ;; *) echo peer-fresh-block ;; esac; }
 
 echo
-echo "## bench/run.sh $(date -u +%Y-%m-%dT%H:%MZ) — commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')"
+echo "## bench/run.sh$([ -n "$ONLY" ] && echo " (BENCH_ONLY=$ONLY)")$([ -n "$SQ_TAIL" ] && echo " (sqlite URLs end in $SQ_TAIL)") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}"
 echo
 echo "Machine: $NCPU CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr)."
 echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s."
@@ -512,7 +530,7 @@ echo "Peer dedup check: $PEER_DEDUP. onced, same request: $ONCED_DEDUP."
 echo
 echo "| callgrind, server side | instructions / request | of which memset | × mhd-handoff | answers as expected | Ir counted window | Ir idle window |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
-for t in mem sqlite hello; do
+for t in "${CG[@]}"; do
   case $t in
     hello) label="mhd_hello handoff, same POST" ;;
     *) label="onced $t, replayed SendMessage" ;;

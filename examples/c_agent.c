@@ -60,8 +60,9 @@
  * Small helpers: JSON in and out of the work context.
  */
 
-/* The JSON text of v (reference stolen), or NULL. jansson allocated it:
- * free() it. The work context copies what it keeps. */
+/* The JSON text of v (reference stolen), or NULL. libonce routes jansson's
+ * allocations through its allocator: once_free() it. The work context
+ * copies what it keeps. */
 static char *dump(json_t *v)
 {
     char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
@@ -73,7 +74,7 @@ static int put_status(once_work *w, once_state state, json_t *message)
 {
     char *text = dump(message);
     int rc = text ? once_work_status(w, state, text) : ONCE_ENOMEM;
-    free(text);
+    once_free(text);
     return rc;
 }
 
@@ -81,7 +82,7 @@ static int put_artifact(once_work *w, json_t *artifact, int append, int last_chu
 {
     char *text = dump(artifact);
     int rc = text ? once_work_artifact(w, text, append, last_chunk) : ONCE_ENOMEM;
-    free(text);
+    once_free(text);
     return rc;
 }
 
@@ -89,7 +90,7 @@ static int put_reply(once_work *w, json_t *message)
 {
     char *text = dump(message);
     int rc = text ? once_work_reply(w, text) : ONCE_ENOMEM;
-    free(text);
+    once_free(text);
     return rc;
 }
 
@@ -97,7 +98,7 @@ static int put_checkpoint(once_work *w, json_t *state, int64_t step)
 {
     char *text = dump(state);
     int rc = text ? once_work_checkpoint_set(w, text, step) : ONCE_ENOMEM;
-    free(text);
+    once_free(text);
     return rc;
 }
 
@@ -477,7 +478,7 @@ int main(int argc, char **argv)
 
     char err[512] = "";
     once_store *store = NULL;
-    once_store_options so = {.synchronous = 2, .busy_timeout_ms = 5000};
+    once_store_options so = {.busy_timeout_ms = 5000};   /* durability: the URL (FULL by default) */
     int rc = once_store_open(store_url, &so, &store, err, sizeof err);
     if (rc != ONCE_OK) {
         fprintf(stderr, AGENT ": --store: %s (%s)\n", err, once_strerror(rc));

@@ -8,7 +8,7 @@ PKGS=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev sqlite3 libpq-dev libhiredis-dev
   libcurl4-openssl-dev libssl-dev libcmocka-dev
   postgresql postgresql-contrib redis-server
-  valgrind clang libclang-rt-dev spin wrk python3 nodejs npm
+  valgrind clang libclang-rt-dev spin wrk strace python3 nodejs npm
 )
 
 missing=()

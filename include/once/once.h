@@ -44,10 +44,11 @@ typedef enum once_err {
     ONCE_EUNSUPPORTED = -16,/* operation not supported by this backend/build */
     ONCE_ETIMEDOUT = -17,   /* deadline passed */
     ONCE_ECLOSED = -18,     /* handle is closing or closed */
-    ONCE_ECANCELED = -19    /* operation canceled */
+    ONCE_ECANCELED = -19,   /* operation canceled */
+    ONCE_EOVERLOAD = -20    /* this replica's turn queue is full; retryable */
 } once_err;
 
-#define ONCE_ERR_MIN ONCE_ECANCELED
+#define ONCE_ERR_MIN ONCE_EOVERLOAD
 
 /* Static English description of err; unknown codes get "unknown error". */
 const char *once_strerror(int err);

@@ -155,8 +155,22 @@ typedef struct once_check_report {
 #define ONCE_STORE_DURABLE 0x2u  /* an acknowledged write survives a crash */
 #define ONCE_STORE_PUSH    0x4u  /* keeps push delivery rows (the push_* slots) */
 
-/* Durability of a commit (SQLite's PRAGMA synchronous). A zeroed options
- * struct means the safe default, FULL: an fsync per commit. */
+/*
+ * Durability of a commit, for a backend that has the choice (SQLite's PRAGMA
+ * synchronous; the other backends ignore it):
+ *   FULL    the default: a write is acknowledged after its commit reached
+ *           the disk (fsync), so it survives a power cut;
+ *   NORMAL  the WAL is synced only at checkpoints: survives a crash of the
+ *           process, not a power cut (the last commits can be lost);
+ *   OFF     no sync at all (tests that measure something else).
+ * ONCE_SYNC_DEFAULT (0, a zeroed options struct) means FULL.
+ *
+ * The SQLite store also takes its settings from its URL,
+ *     sqlite:PATH?synchronous=full|normal|off&busy_timeout=MS&vfs=NAME
+ * (vfs: a registered SQLite VFS, for tests). A setting may come from the URL
+ * or from these options; when both give one and they differ, open fails
+ * with ONCE_EINVAL rather than let either silently weaken the other.
+ */
 #define ONCE_SYNC_DEFAULT 0
 #define ONCE_SYNC_OFF 1
 #define ONCE_SYNC_NORMAL 2
@@ -164,9 +178,19 @@ typedef struct once_check_report {
 
 typedef struct once_store_options {
     const once_clock *clock;     /* NULL = system clock */
-    int synchronous;             /* ONCE_SYNC_*: 0 = default (FULL) */
-    int busy_timeout_ms;         /* sqlite: default 5000 */
+    int synchronous;             /* ONCE_SYNC_*; ONCE_SYNC_DEFAULT = the URL's, else FULL */
+    int busy_timeout_ms;         /* sqlite; 0 = the URL's busy_timeout, else 5000 */
 } once_store_options;
+
+struct once_store;
+
+/* "off", "normal", "full" for ONCE_SYNC_OFF..FULL; NULL otherwise. */
+const char *once_sync_name(int level);
+/* The level an open store commits at, read back from the store itself
+ * (SQLite: its writer connection's PRAGMA synchronous): ONCE_SYNC_OFF,
+ * NORMAL or FULL in *level. ONCE_EUNSUPPORTED for backends without the
+ * choice; ONCE_ESTORE if it cannot be read. */
+int once_store_synchronous(struct once_store *s, int *level);
 
 /*
  * Push delivery (ONCE_STORE_PUSH). A delivery row exists for every element of
@@ -327,6 +351,28 @@ typedef struct once_store_methods {
     /* Integrity check over everything stored (tests, chaos, fault sweeps). */
     int (*check)(once_store *s, once_check_report *rep);
 
+    /* Lease-only write: set lease_until of the key's record to until, without
+     * touching anything else (version, generation, updated_at and the task
+     * text stay as they are, so a concurrent CAS by the turn itself does not
+     * conflict), provided the stored record still has this fence,
+     * lease_owner == owner and a state that is neither terminal nor
+     * interrupted (SUBMITTED or WORKING):
+     *   ONCE_OK          the lease now runs until `until` (earlier or later
+     *                    than before: it is set, not extended), and
+     *                    expired_leases answers from the new value;
+     *   ONCE_EFENCED     fence or owner differ, or the state is final or
+     *                    interrupted: nothing written, the turn must stop;
+     *   ONCE_ENOTFOUND   no live record (tombstoned or absent).
+     * once_store_renew refuses bad arguments with ONCE_EINVAL before the
+     * slot runs (a key as everywhere, owner 1..ONCE_OWNER_MAX bytes,
+     * fence >= 0, until > 0), so the slot takes them as valid. Re-running a
+     * renewal is harmless, so backends may retry one whose reply was lost.
+     * The cost is independent of the record's size. A renewal racing a
+     * takeover is decided by the fence: whoever wrote second under the old
+     * fence loses. */
+    int (*renew)(once_store *s, const char *principal, const char *task_id, const char *owner,
+                 int64_t fence, int64_t until);
+
     /* ---- push delivery; NULL unless caps has ONCE_STORE_PUSH ---- */
 
     /* Atomically lease up to max due rows (see "Push delivery") to owner
@@ -378,6 +424,8 @@ int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *
 int once_store_list(once_store *s, const once_list_query *q, once_record_list *out);
 int once_store_meta(once_store *s, const char *name, const char *init_value, char **out);
 int once_store_check(once_store *s, once_check_report *rep);
+int once_store_renew(once_store *s, const char *principal, const char *task_id,
+                     const char *owner, int64_t fence, int64_t until);
 /* Push slots; ONCE_EUNSUPPORTED when the backend lacks ONCE_STORE_PUSH. */
 int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
                           size_t max, once_push_claim_list *out);

@@ -215,10 +215,12 @@ static int respond(once_a2a_response *resp, json_t *id, const char *member, json
         json_decref(value);
         return ONCE_ENOMEM;
     }
-    json_object_set_new(doc, "jsonrpc", json_string("2.0"));
-    json_object_set(doc, "id", id ? id : json_null());
-    json_object_set_new(doc, member, value);
-    int rc = once__a2a_json_dump(doc, &resp->body, &resp->len);
+    /* A member that could not be added would go out missing: all or none.
+     * Every set runs (each takes its value, also on failure). */
+    int bad = json_object_set_new(doc, "jsonrpc", json_string("2.0"));
+    bad |= json_object_set(doc, "id", id ? id : json_null());
+    bad |= json_object_set_new(doc, member, value);
+    int rc = bad != 0 ? ONCE_ENOMEM : once__a2a_json_dump(doc, &resp->body, &resp->len);
     json_decref(doc);
     return rc;
 }
@@ -233,10 +235,21 @@ static int respond_error(once_a2a_response *resp, json_t *id, int code, const ch
         json_decref(data);
         return ONCE_ENOMEM;
     }
-    json_object_set_new(err, "code", json_integer(code));
     json_t *ms = json_string(message);
-    json_object_set_new(err, "message", ms ? ms : json_string("error"));
-    json_object_set_new(err, "data", data);
+    if (ms == NULL) {
+        /* Text JSON cannot carry (a cut multi-byte sequence): clean it. A
+         * second failure is memory, and fails the whole answer below. */
+        char clean[sizeof((a2a_call *)0)->message];
+        once__a2a_utf8_clean(message, clean, sizeof clean);
+        ms = json_string(clean);
+    }
+    int bad = json_object_set_new(err, "code", json_integer(code));
+    bad |= json_object_set_new(err, "message", ms);
+    bad |= json_object_set_new(err, "data", data);
+    if (bad != 0) {
+        json_decref(err);
+        return ONCE_ENOMEM;
+    }
     if (resp->http_status == 0)
         resp->http_status = 200;
     return respond(resp, id, "error", err);
@@ -339,6 +352,14 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
     } else {
         if (c.code == 0) /* a handler bug: failed without saying why */
             once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (%s)", once_errname(rc));
+        if (c.oom) {
+            /* The error lost metadata on the way: not that answer, then. */
+            json_decref(c.meta);
+            c.meta = NULL;
+            c.oom = 0;
+            c.http_status = c.retry_after = 0;
+            once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
+        }
         __atomic_add_fetch(&a->errors[idx], 1, __ATOMIC_RELAXED);
         resp->http_status = c.http_status ? c.http_status : 200;
         resp->retry_after = c.retry_after;
@@ -357,6 +378,8 @@ int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response 
     char why[200], msg[300];
     json_t *doc = NULL;
     int rc = once__a2a_json_parse(req->body, req->len, &doc, why, sizeof why);
+    if (rc == ONCE_ENOMEM)
+        return rc;
     if (rc != ONCE_OK) {
         snprintf(msg, sizeof msg, "Parse error: %s", why);
         return respond_error(resp, NULL, ONCE_RPC_PARSE_ERROR, "PARSE_ERROR", msg, NULL);

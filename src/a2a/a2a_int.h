@@ -20,9 +20,14 @@
 
 /* Parse buf[0..n) as one JSON value. Refuses nesting deeper than
  * ONCE_JSON_MAX_DEPTH (ONCE_ERANGE, checked before jansson sees the text),
- * malformed JSON, invalid UTF-8, NUL bytes and duplicate keys (ONCE_EPARSE).
- * why (may be NULL) receives a human description. */
+ * malformed JSON, invalid UTF-8, NUL bytes and duplicate keys (ONCE_EPARSE);
+ * ONCE_ENOMEM when memory ran out (never a parse error: the request may
+ * well be fine). why (may be NULL) receives a human description. */
 int once__a2a_json_parse(const char *buf, size_t n, json_t **out, char *why, size_t whylen);
+
+/* in as valid UTF-8 into out (cap bytes, NUL included): each byte that
+ * starts no valid sequence becomes '?'; cut at a whole sequence. */
+void once__a2a_utf8_clean(const char *in, char *out, size_t cap);
 
 /* Serialise v compactly into a fresh once_malloc'd NUL-terminated buffer. */
 int once__a2a_json_dump(const json_t *v, char **out, size_t *len);
@@ -83,6 +88,7 @@ typedef struct a2a_call {
     const char *reason;      /* static string */
     char message[320];
     json_t *meta;            /* ErrorInfo metadata (string values) */
+    int oom;                 /* building the error ran out of memory */
     int http_status;
     int retry_after;
     /* streaming (h_stream.c) */

@@ -44,8 +44,8 @@ int once__a2a_fail(a2a_call *c, int code, const char *reason, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(c->message, sizeof c->message, fmt, ap);
     va_end(ap);
-    if (c->meta == NULL)
-        c->meta = json_object();
+    if (c->meta == NULL && (c->meta = json_object()) == NULL)
+        c->oom = 1;
     if (c->http_status == 0)
         c->http_status = 200;
     return ONCE_EINVAL;
@@ -53,10 +53,12 @@ int once__a2a_fail(a2a_call *c, int code, const char *reason, const char *fmt, .
 
 void once__a2a_meta(a2a_call *c, const char *key, const char *value)
 {
-    if (c->meta == NULL)
-        c->meta = json_object();
-    if (c->meta != NULL && value != NULL)
-        json_object_set_new(c->meta, key, json_string(value));
+    if (c->meta == NULL && (c->meta = json_object()) == NULL)
+        c->oom = 1;
+    /* A member lost here would leave an error that looks complete. */
+    if (c->meta != NULL && value != NULL &&
+        json_object_set_new(c->meta, key, json_string(value)) != 0)
+        c->oom = 1;
 }
 
 int once__a2a_fail_params(a2a_call *c, const a2a_verr *e)
@@ -71,6 +73,17 @@ int once__a2a_fail_engine(a2a_call *c, int rc)
     if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
         once__a2a_fail(c, ONCE_RPC_INTERNAL, "STORE_UNAVAILABLE",
                    "The task store is unavailable (%s); retry the same request", once_errname(rc));
+        once__a2a_meta(c, "retryable", "true");
+        c->http_status = 503;
+        c->retry_after = 1;
+        return ONCE_EINVAL;
+    }
+    if (rc == ONCE_EOVERLOAD) {
+        /* Nothing was registered: the same request may go to any replica,
+         * now or after Retry-After, and land on the same task. */
+        once__a2a_fail(c, ONCE_RPC_INTERNAL, "OVERLOADED",
+                       "Too many tasks are waiting for a worker on this replica; retry the same "
+                       "request");
         once__a2a_meta(c, "retryable", "true");
         c->http_status = 503;
         c->retry_after = 1;

@@ -256,7 +256,10 @@ int once__a2a_h_legacy_send(a2a_call *c)
         once__a2a_verr(&e, "message", "message is required");
         return once__a2a_fail_params(c, &e);
     }
-    if (once__a2a_legacy_message_in(msg01, &msg, &e) != ONCE_OK)
+    int lrc = once__a2a_legacy_message_in(msg01, &msg, &e);
+    if (lrc == ONCE_ENOMEM)
+        return lrc;
+    if (lrc != ONCE_OK)
         return once__a2a_fail_params(c, &e);
     const char *task_id = json_string_value(id);
     /* The 1.0 message carries the ids the 0.1 envelope had beside it; the

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/jcs.h"
 
 /* Owned by the HTTP layer's producer once the call returns; used by one
  * thread at a time, so no lock. `b` and `slots` are borrowed (the codec and
@@ -142,18 +143,20 @@ static void frame(text *t, const once_a2a_stream *s, int64_t gen, const char *pa
 }
 
 /* 1 if the StreamResponse ends a stream: a Message, or a Task / status
- * update whose state is terminal or interrupted. A payload is one object
- * with one member, so its kind is its first key: artifact updates (the
- * large ones) and Messages are told apart without parsing them. */
+ * update whose state is terminal or interrupted; -1 when memory ran out
+ * (not knowing, the stream must not guess that it goes on). A payload is
+ * one object with one member, so its kind is its first key: artifact
+ * updates (the large ones) and Messages are told apart without parsing. */
 static int settles(const char *payload)
 {
     if (strncmp(payload, "{\"artifactUpdate\":", 18) == 0)
         return 0;
     if (strncmp(payload, "{\"message\":", 11) == 0)
         return 1;
-    json_t *ev = json_loads(payload, 0, NULL);
-    if (ev == NULL)
-        return 0;
+    json_t *ev;
+    int rc = once__json_loads(payload, 0, &ev, NULL);
+    if (rc != ONCE_OK)
+        return rc == ONCE_ENOMEM ? -1 : 0;
     int end = 0;
     if (json_object_get(ev, "message") != NULL) {
         end = 1;
@@ -176,7 +179,10 @@ static void emit(text *t, once_a2a_stream *s, int64_t gen, const char *payload)
     frame(t, s, gen, payload);
     if (gen >= 0)
         s->after = gen;
-    if (gen < 0 || (gen >= s->floor && settles(payload)))
+    int end = gen < 0 ? 1 : gen >= s->floor ? settles(payload) : 0;
+    if (end < 0)
+        t->fail = 1; /* the read fails: the client resumes by Last-Event-ID */
+    else if (end)
         s->done = 1;
 }
 

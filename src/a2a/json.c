@@ -93,6 +93,27 @@ static int prescan(const char *buf, size_t n, char *why, size_t whylen)
     return ONCE_OK;
 }
 
+void once__a2a_utf8_clean(const char *in, char *out, size_t cap)
+{
+    size_t n = strlen(in), o = 0;
+    if (cap == 0)
+        return;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_seq((const unsigned char *)in + i, n - i);
+        size_t take = len ? len : 1;
+        if (o + (len ? len : 1) >= cap)
+            break;
+        if (len == 0) {
+            out[o++] = '?';
+        } else {
+            memcpy(out + o, in + i, len);
+            o += len;
+        }
+        i += take;
+    }
+    out[o] = '\0';
+}
+
 int once__a2a_json_parse(const char *buf, size_t n, json_t **out, char *why, size_t whylen)
 {
     char scratch[8];
@@ -111,13 +132,15 @@ int once__a2a_json_parse(const char *buf, size_t n, json_t **out, char *why, siz
     if (rc != ONCE_OK)
         return rc;
     json_error_t jerr;
-    json_t *v = json_loadb(buf, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-    if (v == NULL) {
+    json_t *v;
+    rc = once__json_loadb(buf, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &v, &jerr);
+    if (rc == ONCE_EPARSE)
         snprintf(why, whylen, "%s at line %d column %d", jerr.text, jerr.line, jerr.column);
-        return ONCE_EPARSE;
-    }
-    *out = v;
-    return ONCE_OK;
+    else if (rc == ONCE_ENOMEM)
+        snprintf(why, whylen, "out of memory");
+    else
+        *out = v;
+    return rc;
 }
 
 int once__a2a_json_dump(const json_t *v, char **out, size_t *len)

@@ -25,6 +25,17 @@ static int copy_member(json_t *dst, const json_t *src, const char *key)
     return json_object_set(dst, key, v);
 }
 
+/* o when every step building it worked (rc == 0), else NULL (o released):
+ * a value with a member silently missing would look complete. */
+static json_t *built(json_t *o, int rc)
+{
+    if (rc != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *part_in(const json_t *p, size_t i, a2a_verr *e)
 {
     const json_t *type = json_object_get(p, "type");
@@ -66,11 +77,7 @@ static json_t *part_in(const json_t *p, size_t i, a2a_verr *e)
         return NULL;
     }
     rc |= copy_member(out, p, "metadata");
-    if (rc != 0) {
-        json_decref(out);
-        return NULL;
-    }
-    return out;
+    return built(out, rc);
 }
 
 int once__a2a_legacy_message_in(const json_t *msg, json_t **out, a2a_verr *e)
@@ -136,6 +143,8 @@ static const char *legacy_state(const json_t *state)
     return names[s];
 }
 
+/* The builders below return NULL when any member could not be added. */
+
 static json_t *part_out(const json_t *p)
 {
     json_t *o = json_object();
@@ -143,42 +152,47 @@ static json_t *part_out(const json_t *p)
         return o;
     const json_t *raw = json_object_get(p, "raw");
     const json_t *url = json_object_get(p, "url");
+    int rc = 0;
     if (json_object_get(p, "text") != NULL) {
-        json_object_set_new(o, "type", json_string("text"));
-        copy_member(o, p, "text");
+        rc |= json_object_set_new(o, "type", json_string("text"));
+        rc |= copy_member(o, p, "text");
     } else if (raw != NULL || url != NULL) {
         json_t *file = json_object();
-        json_object_set_new(o, "type", json_string("file"));
-        if (file != NULL) {
-            if (raw != NULL)
-                json_object_set(file, "bytes", (json_t *)raw);
-            if (url != NULL)
-                json_object_set(file, "uri", (json_t *)url);
-            const json_t *fn = json_object_get(p, "filename");
-            const json_t *mt = json_object_get(p, "mediaType");
-            if (fn != NULL)
-                json_object_set(file, "name", (json_t *)fn);
-            if (mt != NULL)
-                json_object_set(file, "mimeType", (json_t *)mt);
-            json_object_set_new(o, "file", file);
-        }
+        rc |= json_object_set_new(o, "type", json_string("file"));
+        if (raw != NULL)
+            rc |= json_object_set(file, "bytes", (json_t *)raw);
+        if (url != NULL)
+            rc |= json_object_set(file, "uri", (json_t *)url);
+        const json_t *fn = json_object_get(p, "filename");
+        const json_t *mt = json_object_get(p, "mediaType");
+        if (fn != NULL)
+            rc |= json_object_set(file, "name", (json_t *)fn);
+        if (mt != NULL)
+            rc |= json_object_set(file, "mimeType", (json_t *)mt);
+        rc |= json_object_set_new(o, "file", file);
     } else {
-        json_object_set_new(o, "type", json_string("data"));
-        copy_member(o, p, "data");
+        rc |= json_object_set_new(o, "type", json_string("data"));
+        rc |= copy_member(o, p, "data");
     }
-    copy_member(o, p, "metadata");
-    return o;
+    rc |= copy_member(o, p, "metadata");
+    return built(o, rc);
 }
 
-static json_t *parts_out(const json_t *parts)
+/* f applied to each element of the array a, as a new array. */
+static json_t *map_out(const json_t *a, json_t *(*f)(const json_t *))
 {
-    json_t *a = json_array();
+    json_t *out = json_array();
     size_t i;
-    json_t *p;
-    if (a == NULL)
+    json_t *x;
+    if (out == NULL)
         return NULL;
-    json_array_foreach(parts, i, p) json_array_append_new(a, part_out(p));
-    return a;
+    json_array_foreach(a, i, x) {
+        if (json_array_append_new(out, f(x)) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
 }
 
 static json_t *message_out(const json_t *m)
@@ -188,11 +202,39 @@ static json_t *message_out(const json_t *m)
         return o;
     const json_t *role = json_object_get(m, "role");
     const char *r = json_is_string(role) ? json_string_value(role) : "";
-    json_object_set_new(o, "role", json_string(strcmp(r, "ROLE_AGENT") == 0 ? "agent" : "user"));
-    json_object_set_new(o, "parts", parts_out(json_object_get(m, "parts")));
-    copy_member(o, m, "metadata");
-    copy_member(o, m, "messageId");
-    return o;
+    int rc = json_object_set_new(o, "role",
+                                 json_string(strcmp(r, "ROLE_AGENT") == 0 ? "agent" : "user"));
+    rc |= json_object_set_new(o, "parts", map_out(json_object_get(m, "parts"), part_out));
+    rc |= copy_member(o, m, "metadata");
+    rc |= copy_member(o, m, "messageId");
+    return built(o, rc);
+}
+
+static json_t *artifact_out(const json_t *x, size_t i)
+{
+    json_t *ao = json_object();
+    if (ao == NULL)
+        return NULL;
+    int rc = copy_member(ao, x, "name");
+    rc |= copy_member(ao, x, "description");
+    rc |= json_object_set_new(ao, "parts", map_out(json_object_get(x, "parts"), part_out));
+    rc |= json_object_set_new(ao, "index", json_integer((json_int_t)i));
+    rc |= copy_member(ao, x, "metadata");
+    return built(ao, rc);
+}
+
+static json_t *status_out(const json_t *st)
+{
+    json_t *status = json_object();
+    if (status == NULL)
+        return NULL;
+    int rc = json_object_set_new(status, "state",
+                                 json_string(legacy_state(json_object_get(st, "state"))));
+    const json_t *sm = json_object_get(st, "message");
+    if (sm != NULL)
+        rc |= json_object_set_new(status, "message", message_out(sm));
+    rc |= copy_member(status, st, "timestamp");
+    return built(status, rc);
 }
 
 static json_t *task_out(const json_t *t)
@@ -200,49 +242,28 @@ static json_t *task_out(const json_t *t)
     json_t *o = json_object();
     if (o == NULL)
         return NULL;
-    copy_member(o, t, "id");
+    int rc = copy_member(o, t, "id");
     const json_t *ctx = json_object_get(t, "contextId");
     if (ctx != NULL)
-        json_object_set(o, "sessionId", (json_t *)ctx);
-    const json_t *st = json_object_get(t, "status");
-    json_t *status = json_object();
-    if (status != NULL) {
-        json_object_set_new(status, "state",
-                            json_string(legacy_state(json_object_get(st, "state"))));
-        const json_t *sm = json_object_get(st, "message");
-        if (sm != NULL)
-            json_object_set_new(status, "message", message_out(sm));
-        copy_member(status, st, "timestamp");
-        json_object_set_new(o, "status", status);
-    }
+        rc |= json_object_set(o, "sessionId", (json_t *)ctx);
+    rc |= json_object_set_new(o, "status", status_out(json_object_get(t, "status")));
     const json_t *arts = json_object_get(t, "artifacts");
     if (json_is_array(arts)) {
         json_t *a = json_array();
         size_t i;
         json_t *x;
+        rc |= a == NULL;
         json_array_foreach(arts, i, x) {
-            json_t *ao = json_object();
-            if (ao == NULL)
-                continue;
-            copy_member(ao, x, "name");
-            copy_member(ao, x, "description");
-            json_object_set_new(ao, "parts", parts_out(json_object_get(x, "parts")));
-            json_object_set_new(ao, "index", json_integer((json_int_t)i));
-            copy_member(ao, x, "metadata");
-            json_array_append_new(a, ao);
+            if (a != NULL && json_array_append_new(a, artifact_out(x, i)) != 0)
+                rc = 1;
         }
-        json_object_set_new(o, "artifacts", a);
+        rc |= json_object_set_new(o, "artifacts", a);
     }
     const json_t *hist = json_object_get(t, "history");
-    if (json_is_array(hist)) {
-        json_t *h = json_array();
-        size_t i;
-        json_t *x;
-        json_array_foreach(hist, i, x) json_array_append_new(h, message_out(x));
-        json_object_set_new(o, "history", h);
-    }
-    copy_member(o, t, "metadata");
-    return o;
+    if (json_is_array(hist))
+        rc |= json_object_set_new(o, "history", map_out(hist, message_out));
+    rc |= copy_member(o, t, "metadata");
+    return built(o, rc);
 }
 
 json_t *once__a2a_legacy_task_out(const json_t *v, const char *task_id)
@@ -257,8 +278,10 @@ json_t *once__a2a_legacy_task_out(const json_t *v, const char *task_id)
         json_t *o = json_pack("{s:s, s:{s:s, s:o}}", "id", task_id, "status", "state",
                               "completed", "message", message_out(msg));
         const json_t *ctx = json_object_get(msg, "contextId");
-        if (o != NULL && ctx != NULL)
-            json_object_set(o, "sessionId", (json_t *)ctx);
+        if (o != NULL && ctx != NULL && json_object_set(o, "sessionId", (json_t *)ctx) != 0) {
+            json_decref(o);
+            return NULL;
+        }
         return o;
     }
     return task_out(v);

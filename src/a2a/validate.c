@@ -13,6 +13,7 @@
 
 #include "a2a/a2a_int.h"
 #include "core/base64.h"
+#include "core/civil.h"
 
 int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
 {
@@ -192,39 +193,16 @@ int once__a2a_check_history(const json_t *v, const char *field, int *out, a2a_ve
 
 /* --- RFC 3339 ---------------------------------------------------------------- */
 
-static int digits(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 1;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
- * days_from_civil algorithm, restated). */
-static int64_t days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 int once__a2a_parse_time(const char *s, int64_t *ms)
 {
     int Y, M, D, h, mi, sec;
     if (s == NULL || strlen(s) < 20)
         return ONCE_EINVAL;
-    if (!digits(s, 4, &Y) || s[4] != '-' || !digits(s + 5, 2, &M) || s[7] != '-' ||
-        !digits(s + 8, 2, &D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-        !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
-        !digits(s + 17, 2, &sec))
+    if (!once__fixed_digits(s, 4, &Y) || s[4] != '-' || !once__fixed_digits(s + 5, 2, &M) ||
+        s[7] != '-' || !once__fixed_digits(s + 8, 2, &D) ||
+        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !once__fixed_digits(s + 11, 2, &h) ||
+        s[13] != ':' || !once__fixed_digits(s + 14, 2, &mi) || s[16] != ':' ||
+        !once__fixed_digits(s + 17, 2, &sec))
         return ONCE_EINVAL;
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || mi > 59 || sec > 60)
@@ -250,8 +228,8 @@ int once__a2a_parse_time(const char *s, int64_t *ms)
         p++;
     } else if (*p == '+' || *p == '-') {
         int oh, om;
-        if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om) || oh > 23 ||
-            om > 59)
+        if (!once__fixed_digits(p + 1, 2, &oh) || p[3] != ':' ||
+            !once__fixed_digits(p + 4, 2, &om) || oh > 23 || om > 59)
             return ONCE_EINVAL;
         off_s = (int64_t)(oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
         p += 6;
@@ -260,7 +238,8 @@ int once__a2a_parse_time(const char *s, int64_t *ms)
     }
     if (*p != '\0')
         return ONCE_EINVAL;
-    int64_t secs = days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + (sec > 59 ? 59 : sec);
+    int64_t secs =
+        once__days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + (sec > 59 ? 59 : sec);
     *ms = (secs - off_s) * 1000 + frac_ms;
     return ONCE_OK;
 }

@@ -132,7 +132,7 @@ static int task_method(once_client *c, const char *agent, const char *method, co
         return ONCE_ENOMEM;
     task_call t = {.rpc = {.agent = agent, .method = method, .params = params}};
     int rc = once__retry_run(c, agent, 0, task_attempt, &t, r);
-    free(params);   /* jansson's (libc) allocation */
+    once_free(params); /* json_dumps allocates through once_malloc */
     if (rc == ONCE_OK && r->outcome == ONCE_OUTCOME_OK) {
         rc = once__result_from_task(r, t.rpc.result);
         if (rc != ONCE_OK) {

@@ -1,8 +1,9 @@
 /*
  * policy.c -- the pure parts of the client's retry policy: full-jitter
- * exponential backoff, the retry-budget token bucket, Retry-After parsing,
- * the classification of an answer (retry, refusal, error) and the outbox
- * state machine.
+ * exponential backoff and Retry-After parsing (both shared with push
+ * delivery through core/backoff.c), the retry-budget token bucket, the
+ * classification of an answer (retry, refusal, error) and the outbox state
+ * machine.
  *
  * Invariants: a backoff delay never exceeds min(cap, base * 2^k) and never
  * overflows; the bucket never holds more than budget_burst nor less than 0
@@ -13,36 +14,20 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "core/backoff.h"
 
 /* ---------------------------------------------------------------------------
- * Backoff.
+ * Backoff: the policy's numbers handed to the shared helper (core/backoff.h).
  */
 int64_t once__backoff_ceiling(const once_retry_policy *p, unsigned retry)
 {
-    int64_t base = p->backoff_base_ms > 0 ? p->backoff_base_ms : 0;
-    int64_t cap = p->backoff_cap_ms > 0 ? p->backoff_cap_ms : 0;
-    if (base >= cap)
-        return cap;
-    /* Double until the cap: at most 63 doublings before base >= cap. */
-    int64_t v = base;
-    for (unsigned i = 0; i < retry && v < cap; i++)
-        v = v > cap / 2 ? cap : v * 2;
-    return v < cap ? v : cap;
+    return once__backoff_ceiling_ms(p->backoff_base_ms, retry, p->backoff_cap_ms);
 }
 
 int once__backoff_delay(const once_retry_policy *p, unsigned retry, const once_rng *rng,
                         int64_t *out_ms)
 {
-    int64_t ceil = once__backoff_ceiling(p, retry);
-    uint64_t u = 0;
-    *out_ms = 0;
-    if (ceil <= 0)
-        return ONCE_OK;
-    int rc = once_rng_uniform(rng, (uint64_t)ceil + 1, &u);
-    if (rc != ONCE_OK)
-        return rc;
-    *out_ms = (int64_t)u;
-    return ONCE_OK;
+    return once__backoff_jitter_ms(p->backoff_base_ms, retry, p->backoff_cap_ms, rng, out_ms);
 }
 
 /* ---------------------------------------------------------------------------
@@ -91,80 +76,16 @@ int once__bucket_take(once__bucket *b, const once_retry_policy *p, int64_t now_m
 }
 
 /* ---------------------------------------------------------------------------
- * Retry-After (RFC 9110 section 10.2.3).
+ * Retry-After. The client honours what the server asks for and lets the
+ * call's deadline decide (a wait that would cross it ends the call), so the
+ * cap here only keeps the arithmetic in range: it is the horizon retry.c
+ * gives a call without a deadline.
  */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    /* Howard Hinnant's algorithm: days since 1970-01-01, proleptic Gregorian. */
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int digits(const char *s, size_t n, int64_t *out)
-{
-    int64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 1;
-}
-
-/* "Sun, 06 Nov 1994 08:49:37 GMT": exactly 29 characters. */
-static int imf_fixdate(const char *s, size_t n, int64_t *epoch_ms)
-{
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    static const char days[] = "MonTueWedThuFriSatSun";
-    if (n != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
-        s[19] != ':' || s[22] != ':' || s[25] != ' ' || memcmp(s + 26, "GMT", 3) != 0)
-        return 0;
-    int dayok = 0;
-    for (int i = 0; i < 7; i++)
-        dayok |= memcmp(s, days + 3 * i, 3) == 0;
-    int mon = 0;
-    for (int i = 0; i < 12; i++)
-        if (memcmp(s + 8, months + 3 * i, 3) == 0)
-            mon = i + 1;
-    int64_t d, y, hh, mm, ss;
-    if (!dayok || mon == 0 || !digits(s + 5, 2, &d) || !digits(s + 12, 4, &y) ||
-        !digits(s + 17, 2, &hh) || !digits(s + 20, 2, &mm) || !digits(s + 23, 2, &ss))
-        return 0;
-    if (d < 1 || d > 31 || hh > 23 || mm > 59 || ss > 60)
-        return 0;
-    int64_t t = days_from_civil(y, mon, d) * 86400 + hh * 3600 + mm * 60 + ss;
-    *epoch_ms = t * 1000;
-    return 1;
-}
+#define RETRY_AFTER_MAX_MS (INT64_MAX / 4)
 
 int once__retry_after_parse(const char *v, int64_t now_ms, int64_t *out_ms)
 {
-    if (v == NULL)
-        return ONCE_EINVAL;
-    while (*v == ' ' || *v == '\t')
-        v++;
-    size_t n = strlen(v);
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
-        n--;
-    if (n == 0)
-        return ONCE_EINVAL;
-    int64_t secs;
-    if (n <= 12 && digits(v, n, &secs)) {
-        /* Up to 12 digits cannot overflow ms in int64. */
-        *out_ms = secs * 1000;
-        return ONCE_OK;
-    }
-    int64_t at;
-    if (imf_fixdate(v, n, &at)) {
-        *out_ms = at > now_ms ? at - now_ms : 0;
-        return ONCE_OK;
-    }
-    return ONCE_EINVAL;
+    return once__retry_after_ms(v, now_ms, RETRY_AFTER_MAX_MS, out_ms);
 }
 
 /* ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "core/jcs.h"
 
 /* The call stops short of an answer; the last failure stays in the text. */
 static int exhausted(once_call_result *r, const char *reason, unsigned attempts)
@@ -98,7 +99,7 @@ static int run(once_client *c, const char *agent, int64_t intent, once__attempt_
             return rc;
         if (a.retry_after_ms > delay)
             delay = a.retry_after_ms;
-        if (now + delay >= deadline)
+        if (delay >= deadline - now) /* as a difference: delay may be huge */
             return exhausted(r, "DEADLINE_EXCEEDED", attempt);
         int allowed = 0;
         rc = once__outbox_budget(c->outbox, agent, 1, p, now, &allowed, NULL);
@@ -179,8 +180,12 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
         if (once__retry_after_parse(hr.retry_after, once__client_now(c), &ms) == ONCE_OK)
             a->retry_after_ms = ms;
     }
-    json_error_t je;
-    json_t *doc = hr.body ? json_loadb(hr.body, hr.len, 0, &je) : NULL;
+    json_t *doc = NULL;
+    if (hr.body != NULL && once__json_loadb(hr.body, hr.len, 0, &doc, NULL) == ONCE_ENOMEM) {
+        /* An answer this client could not read is no verdict on the call. */
+        once__http_resp_clear(&hr);
+        return ONCE_ENOMEM;
+    }
     a->verdict = once__classify(hr.status, doc);
     const json_t *err = json_object_get(doc, "error");
     if (json_is_object(err)) {

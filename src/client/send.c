@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "core/jcs.h"
 
 #define CARD_TTL_MS (10 * 60 * 1000)
 
@@ -29,7 +30,7 @@ typedef struct send_call {
     const once__intent_row *row;
     int user_id;                 /* the caller chose the task ID */
     int ext;                     /* -1 until known */
-    char *params;                /* the body's params, built once (libc-allocated) */
+    char *params;                /* the body's params, built once (json_dumps: once_free) */
     int64_t seq;
 } send_call;
 
@@ -71,8 +72,13 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
         return ONCE_EIO;
     }
     *ext = 0;
-    json_error_t je;
-    json_t *card = h.status == 200 && h.body ? json_loadb(h.body, h.len, 0, &je) : NULL;
+    json_t *card = NULL;
+    if (h.status == 200 && h.body != NULL &&
+        once__json_loadb(h.body, h.len, 0, &card, NULL) == ONCE_ENOMEM) {
+        /* Unread is not "no extension": nothing may be remembered from it. */
+        once__http_resp_clear(&h);
+        return ONCE_ENOMEM;
+    }
     const json_t *exts = json_object_get(json_object_get(card, "capabilities"), "extensions");
     size_t i;
     const json_t *e;
@@ -117,12 +123,16 @@ static int prepare(once_client *c, send_call *s, once__attempt *a, once_call_res
                                ONCE_IDEMPOTENCY_EXTENSION);
         return ONCE_EINVAL;
     }
-    json_error_t je;
-    json_t *msg = json_loads(row->message, 0, &je);
-    if (msg == NULL)
-        return ONCE_ECORRUPT;
-    if (!cont && ext && row->task_id != NULL)
-        json_object_set_new(msg, "taskId", json_string(row->task_id));
+    json_t *msg;
+    rc = once__json_object(row->message, &msg);
+    if (rc != ONCE_OK)
+        return rc == ONCE_EPARSE ? ONCE_ECORRUPT : rc;
+    /* Without its taskId the message would register a different task. */
+    if (!cont && ext && row->task_id != NULL &&
+        json_object_set_new(msg, "taskId", json_string(row->task_id)) != 0) {
+        json_decref(msg);
+        return ONCE_ENOMEM;
+    }
     json_t *params = json_pack("{s:o,s:{s:b}}", "message", msg, "configuration",
                                "returnImmediately", 1);
     s->params = params ? json_dumps(params, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -166,7 +176,7 @@ static int deliver(once_client *c, const once__intent_row *row, int user_id, onc
     if (row->task_id != NULL && r->task_id[0] == '\0')
         snprintf(r->task_id, sizeof r->task_id, "%s", row->task_id);
     int rc = once__retry_run(c, row->agent, row->it.seq, send_attempt, &s, r);
-    free(s.params);   /* jansson's (libc) allocation */
+    once_free(s.params); /* json_dumps allocates through once_malloc */
     int64_t now = once__client_now(c);
     int orc = ONCE_OK;
     if (rc == ONCE_OK && r->outcome == ONCE_OUTCOME_OK) {
@@ -211,7 +221,7 @@ static int add_and_deliver(once_client *c, const char *kind, const char *agent, 
     int64_t seq = 0;
     int rc = once__outbox_add(c->outbox, kind, agent, task_id, message_id, text,
                               once__client_now(c), &seq);
-    free(text);
+    once_free(text); /* json_dumps allocates through once_malloc */
     if (rc != ONCE_OK) {
         once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
         r->outcome = ONCE_OUTCOME_ERROR;
@@ -239,16 +249,20 @@ static int mint(once_client *c, char out[ONCE_ID_MAX + 1])
 static int build_message(const char *message_id, const char *task_id, const char *parts_json,
                          const char *metadata_json, once_call_result *r, json_t **out)
 {
-    json_error_t je;
-    json_t *parts = json_loads(parts_json ? parts_json : "", 0, &je);
+    json_t *parts = NULL, *md = NULL;
+    if (once__json_loads(parts_json ? parts_json : "", 0, &parts, NULL) == ONCE_ENOMEM)
+        return ONCE_ENOMEM;
     if (!json_is_array(parts) || json_array_size(parts) == 0) {
         json_decref(parts);
         r->outcome = ONCE_OUTCOME_ERROR;
         once__result_set_error(r, "parts must be a non-empty JSON array");
         return ONCE_EINVAL;
     }
-    json_t *md = NULL;
-    if (metadata_json != NULL && !json_is_object(md = json_loads(metadata_json, 0, &je))) {
+    if (metadata_json != NULL && once__json_loads(metadata_json, 0, &md, NULL) == ONCE_ENOMEM) {
+        json_decref(parts);
+        return ONCE_ENOMEM;
+    }
+    if (metadata_json != NULL && !json_is_object(md)) {
         json_decref(parts);
         json_decref(md);
         r->outcome = ONCE_OUTCOME_ERROR;
@@ -256,10 +270,14 @@ static int build_message(const char *message_id, const char *task_id, const char
         return ONCE_EINVAL;
     }
     json_t *m = json_pack("{s:s,s:s}", "messageId", message_id, "role", "ROLE_USER");
-    if (m != NULL && task_id != NULL)
-        json_object_set_new(m, "taskId", json_string(task_id));
-    if (m == NULL || json_object_set_new(m, "parts", parts) != 0 ||
-        (md != NULL && json_object_set_new(m, "metadata", md) != 0)) {
+    /* Every set runs: each takes its value, also when it (or m) failed. */
+    int bad = m == NULL;
+    if (task_id != NULL)
+        bad |= json_object_set_new(m, "taskId", json_string(task_id)) != 0;
+    bad |= json_object_set_new(m, "parts", parts) != 0;
+    if (md != NULL)
+        bad |= json_object_set_new(m, "metadata", md) != 0;
+    if (bad) {
         json_decref(m);
         return ONCE_ENOMEM;
     }

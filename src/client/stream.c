@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "client/client_int.h"
+#include "core/jcs.h"
 
 #define STREAM_MAX_ERROR (1u << 20)
 
@@ -58,8 +59,11 @@ static const json_t *stream_body(const json_t *result)
 static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t len)
 {
     conn *k = ctx;
-    json_error_t je;
-    json_t *doc = json_loadb(data, len, 0, &je);
+    json_t *doc = NULL;
+    if (once__json_loadb(data, len, 0, &doc, NULL) == ONCE_ENOMEM) {
+        k->hard = ONCE_ENOMEM; /* an event this client could not read is no verdict */
+        return ONCE_ENOMEM;
+    }
     const json_t *res = json_object_get(doc, "result");
     if (!json_is_object(res) || stream_body(res) == NULL) {
         const json_t *err = json_object_get(doc, "error");
@@ -130,8 +134,9 @@ static int on_data(void *ctx, const once__http_resp *r, const char *p, size_t le
 static void classify_answer(once_client *c, conn *k, const once__http_resp *h)
 {
     once__stream_out *out = k->out;
-    json_error_t je;
-    json_t *doc = k->body ? json_loadb(k->body, k->len, 0, &je) : NULL;
+    json_t *doc = NULL;
+    if (k->body != NULL && once__json_loadb(k->body, k->len, 0, &doc, NULL) == ONCE_ENOMEM)
+        k->hard = ONCE_ENOMEM;
     long status = h->status ? h->status : h->seen_status;
     once__verdict v = once__classify(status, doc);
     const json_t *err = json_object_get(doc, "error");
@@ -184,7 +189,7 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
                         .idle_ms = ONCE__STREAM_IDLE_MS};
     once__http_resp h;
     int rc = once__http_do(&q, &h);
-    free(body);   /* jansson's (libc) allocation */
+    once_free(body); /* json_dumps allocates through once_malloc */
     once__sse_clear(&k.sse);
     if (k.hard != 0 || rc == ONCE_ENOMEM) {
         rc = k.hard < 0 ? k.hard : rc == ONCE_ENOMEM ? rc : ONCE_ERROR;
@@ -207,6 +212,8 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
         rc = ONCE_OK;
     } else {
         classify_answer(c, &k, &h);
+        if (k.hard < 0)
+            rc = k.hard; /* the answer could not be read: no verdict from it */
     }
     once_free(k.body);
     once__http_resp_clear(&h);

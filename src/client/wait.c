@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "core/jcs.h"
 
 #define POLL_MIN_MS 100
 #define POLL_MAX_MS 2000
@@ -53,8 +54,8 @@ static void take(once_call_result *dst, once_call_result *src)
 
 static int64_t task_generation(const char *json)
 {
-    json_error_t je;
-    json_t *t = json ? json_loads(json, 0, &je) : NULL;
+    json_t *t = NULL;
+    (void)once__json_loads(json, 0, &t, NULL); /* 0 when it cannot be read */
     int64_t g = json_integer_value(json_object_get(t, "generation"));
     json_decref(t);
     return g;
@@ -196,8 +197,8 @@ static int agent_streams(once_client *c, const char *agent)
         once__http_resp_clear(&h);
         return 0;
     }
-    json_error_t je;
-    json_t *card = json_loadb(h.body, h.len, 0, &je);
+    json_t *card = NULL;
+    (void)once__json_loadb(h.body, h.len, 0, &card, NULL); /* unread: poll instead */
     int yes = json_is_true(json_object_get(json_object_get(card, "capabilities"), "streaming"));
     json_decref(card);
     once__http_resp_clear(&h);
@@ -232,7 +233,7 @@ static int on_stream_event(void *ctx, int64_t gen, const json_t *result, once__e
     if (text == NULL)
         return ONCE_ENOMEM;
     report(f, gen, s, text, 1);
-    free(text);   /* jansson's (libc) allocation */
+    once_free(text); /* json_dumps allocates through once_malloc */
     json_decref(f->last);
     f->last = json_deep_copy(body);
     f->conn_events++;
@@ -258,9 +259,7 @@ static int end_terminal(follow *f)
     once_call_result_clear(f->r);
     f->r->outcome = ONCE_OUTCOME_OK;
     f->r->state = f->state;
-    char *text = f->last ? json_dumps(f->last, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    f->r->json = text ? once_strdup(text) : NULL;
-    free(text);
+    f->r->json = f->last ? json_dumps(f->last, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     once__outbox_observe(f->c->outbox, f->w->agent, f->w->task_id, f->state,
                          once__client_now(f->c));
     return finish(f, ONCE_OK);

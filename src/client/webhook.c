@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/jcs.h"
 #include "once/webhook.h"
 
 struct once_webhook {
@@ -325,7 +326,14 @@ int once_webhook_receive(once_webhook *w, const once_webhook_request *req, int *
     if (parse_since(req->since, &since) != ONCE_OK || since >= gen)
         return reject(w, ONCE_EPARSE, status, why, whylen,
                       "once-push-since is not a generation below this one");
-    json_t *body = json_loadb(req->body, req->len, 0, NULL);
+    json_t *body = NULL;
+    if (once__json_loadb(req->body, req->len, 0, &body, NULL) == ONCE_ENOMEM) {
+        /* Our shortage, not a bad delivery: 503, so the sender retries. */
+        *status = 503;
+        if (why != NULL && whylen)
+            snprintf(why, whylen, "out of memory reading the body");
+        return ONCE_ENOMEM;
+    }
     int is_object = json_is_object(body);
     json_decref(body);
     if (!is_object || memchr(req->body, '\0', req->len) != NULL)

@@ -1,14 +1,37 @@
 /*
- * alloc.c -- allocator hooks and fault injection.
+ * alloc.c -- allocator hooks, fault injection, and jansson on both.
  *
  * Every allocation in libonce passes through here so tests can fail the n-th
  * one (alloc_int.h). Invariants: a size of 0 is rounded up to 1 so NULL
  * always means "out of memory"; once_calloc checks nmemb * size for overflow
  * itself because a user hook might not.
+ *
+ * jansson allocates through here too (core/jcs.h, "Reading JSON"), and its
+ * hooks are process-global, so:
+ *   - they are installed once, before main (a constructor in this file,
+ *     which every program that allocates through libonce links), and never
+ *     swapped afterwards: a block must be freed by the family that made it,
+ *     and from the start every jansson block is a once_malloc block;
+ *   - they point at fixed trampolines that read the current allocator at
+ *     each call, so once_set_allocator() needs no re-install (which would
+ *     race with JSON work on other threads) and fault injection applies;
+ *   - the host program's own jansson use goes through once's allocator too:
+ *     with the default (libc) allocator nothing changes for it. A program
+ *     that installs its own jansson hooks afterwards takes jansson out of
+ *     once's allocator, and out of its fault sweeps.
+ * As for any once_malloc block, replacing the allocator while JSON values
+ * made by the previous one are alive would free them with the wrong
+ * function: once_set_allocator() belongs before the first allocation.
+ *
+ * Invariant: `parse_state` is per thread and is not IDLE only between
+ * once__json_guard_begin and _end on that thread (once__json_loadb, jcs.c),
+ * so the sticky failure of a parse never outlives the parse it protects and
+ * never touches another thread's work.
  */
 #include "core/alloc_int.h"
 #include "once/once.h"
 
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -111,4 +134,51 @@ char *once_strdup(const char *s)
     if (s == NULL)
         return NULL;
     return once_strndup(s, strlen(s));
+}
+
+/* ---------------------------------------------------------------------------
+ * jansson on these hooks.
+ */
+
+enum { IDLE = 0, PARSING, PARSE_FAILED };
+
+static _Thread_local int parse_state;
+
+static void *json_alloc(size_t n)
+{
+    if (parse_state == PARSE_FAILED)
+        return NULL; /* the lexer's text may be damaged: stop it here */
+    void *p = once_malloc(n);
+    if (p == NULL && parse_state == PARSING)
+        parse_state = PARSE_FAILED;
+    return p;
+}
+
+static void json_release(void *p)
+{
+    once_free(p);
+}
+
+/* Weak: a program that links libonce only for parts that never touch JSON
+ * (IDs, hashes) still links without jansson, and then has no JSON to route. */
+#pragma weak json_set_alloc_funcs
+
+/* Installed before main, and from this file: it is linked into every
+ * program that allocates through libonce. */
+__attribute__((constructor)) static void install_json_hooks(void)
+{
+    if (json_set_alloc_funcs != NULL)
+        json_set_alloc_funcs(json_alloc, json_release);
+}
+
+void once__json_guard_begin(void)
+{
+    parse_state = PARSING;
+}
+
+int once__json_guard_end(void)
+{
+    int failed = parse_state == PARSE_FAILED;
+    parse_state = IDLE;
+    return failed;
 }

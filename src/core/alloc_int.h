@@ -1,5 +1,6 @@
 /*
- * alloc_int.h -- test hooks for the allocator (not API).
+ * alloc_int.h -- test hooks for the allocator, and the JSON parse guard
+ * (not API).
  *
  * Fault sweeps (DESIGN/STYLE "fail the i-th allocation"): call
  * once__alloc_fail_after(-1), run the operation once and read
@@ -8,7 +9,8 @@
  * i (0-based, counted from that call) returns NULL, every other succeeds.
  *
  * Counting covers once_malloc, once_calloc, once_realloc and everything built
- * on them (once_strdup, once_strndup). Both functions are thread-safe.
+ * on them (once_strdup, once_strndup, and every jansson allocation: JSON
+ * values, parses, dumps). Both functions are thread-safe.
  */
 #ifndef ONCE_CORE_ALLOC_INT_H
 #define ONCE_CORE_ALLOC_INT_H
@@ -20,5 +22,12 @@ void once__alloc_fail_after(long n);
 /* Allocations attempted since the last once__alloc_fail_after() call (or
  * since start), including the failed one. */
 long once__alloc_count(void);
+
+/* The guard once__json_loadb (jcs.c) puts around a jansson parse: from
+ * begin, the first jansson allocation that fails on this thread makes every
+ * later one on this thread fail too, until end, which says (1) whether one
+ * failed. */
+void once__json_guard_begin(void);
+int once__json_guard_end(void);
 
 #endif /* ONCE_CORE_ALLOC_INT_H */

@@ -6,6 +6,7 @@
  * offset and manual clocks keep their mutable value in one int64 that is
  * only touched with __atomic builtins, so any thread may read or move them.
  */
+#include "core/civil.h"
 #include "once/once.h"
 
 #include <time.h>
@@ -77,6 +78,32 @@ void once_manual_clock_init(once_manual_clock *c, int64_t now_ms)
 void once_manual_clock_advance(once_manual_clock *c, int64_t delta_ms)
 {
     __atomic_add_fetch(&c->now, delta_ms, __ATOMIC_ACQ_REL);
+}
+
+/* --- calendar (civil.h) ---------------------------------------------------- */
+
+int64_t once__days_from_civil(int y, int m, int d)
+{
+    /* Howard Hinnant's days_from_civil algorithm, restated: March-based
+     * years so the leap day ends a year, 400-year eras of 146097 days. */
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+int once__fixed_digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 1;
 }
 
 /* --- formatting ----------------------------------------------------------- */

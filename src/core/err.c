@@ -34,6 +34,7 @@ static const struct err_row err_table[] = {
     {ONCE_ETIMEDOUT, "ONCE_ETIMEDOUT", "timed out"},
     {ONCE_ECLOSED, "ONCE_ECLOSED", "handle closed"},
     {ONCE_ECANCELED, "ONCE_ECANCELED", "operation canceled"},
+    {ONCE_EOVERLOAD, "ONCE_EOVERLOAD", "too many turns waiting for a worker"},
 };
 
 static const struct err_row *err_find(int err)

@@ -17,9 +17,11 @@
  * Known limit: jansson 2.14 cannot hold U+0000 inside an object *name*, so
  * such input is refused with ONCE_EINVAL even though I-JSON allows it.
  */
+#include "core/alloc_int.h"
 #include "core/jcs.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -334,6 +336,46 @@ int once__json_write(const json_t *v, char **out, size_t *outlen)
  * Parsing.
  */
 
+int once__json_loadb(const char *buf, size_t n, size_t flags, json_t **out, json_error_t *err)
+{
+    json_error_t scratch;
+    if (err == NULL)
+        err = &scratch;
+    *out = NULL;
+    if (buf == NULL) {
+        memset(err, 0, sizeof *err);
+        snprintf(err->text, sizeof err->text, "no text");
+        return ONCE_EPARSE;
+    }
+    once__json_guard_begin();
+    json_t *v = json_loadb(buf, n, flags, err);
+    if (once__json_guard_end()) {
+        json_decref(v);
+        snprintf(err->text, sizeof err->text, "out of memory");
+        return ONCE_ENOMEM;
+    }
+    if (v == NULL)
+        return ONCE_EPARSE;
+    *out = v;
+    return ONCE_OK;
+}
+
+int once__json_loads(const char *text, size_t flags, json_t **out, json_error_t *err)
+{
+    return once__json_loadb(text, text != NULL ? strlen(text) : 0, flags, out, err);
+}
+
+int once__json_object(const char *text, json_t **out)
+{
+    int rc = once__json_loads(text, 0, out, NULL);
+    if (rc == ONCE_OK && !json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        rc = ONCE_EPARSE;
+    }
+    return rc;
+}
+
 /* Deepest nesting of in[0..n), stopping early once past the limit. Exact for
  * well-formed JSON (brackets inside strings are skipped); for malformed text
  * it is only an estimate, which is fine: such text fails either way. */
@@ -359,11 +401,11 @@ static int text_too_deep(const char *in, size_t n)
     return 0;
 }
 
+/* Why jansson refused the text (running out of memory is told apart by
+ * once__json_loadb before this). */
 static int map_json_error(const json_error_t *err)
 {
     switch (json_error_code(err)) {
-    case json_error_out_of_memory:
-        return ONCE_ENOMEM;
     case json_error_stack_overflow:
         return ONCE_ERANGE;
     case json_error_duplicate_key:
@@ -386,8 +428,8 @@ static int parse(const char *in, size_t n, json_t **v)
     if (text_too_deep(in, n))
         return ONCE_ERANGE;
     json_error_t err;
-    *v = json_loadb(in, n, PARSE_FLAGS, &err);
-    return *v ? ONCE_OK : map_json_error(&err);
+    int rc = once__json_loadb(in, n, PARSE_FLAGS, v, &err);
+    return rc == ONCE_EPARSE ? map_json_error(&err) : rc;
 }
 
 int once_jcs(const char *in, size_t n, char **out, size_t *outlen)

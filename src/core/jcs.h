@@ -1,5 +1,8 @@
 /*
- * jcs.h -- RFC 8785 canonical JSON over already-parsed jansson values (not API).
+ * jcs.h -- JSON text in and out of libonce (not API): RFC 8785 canonical
+ * JSON over already-parsed jansson values, the writer every JSON text
+ * libonce emits goes through, and the reader every text it parses goes
+ * through.
  *
  * once_jcs() and once_message_digest() in once.h take JSON text; code that
  * already holds a json_t (the A2A codec, the engine) uses these instead of
@@ -27,6 +30,38 @@ int once__jcs_json(const json_t *v, char **out, size_t *outlen);
  * results and ownership as once__jcs_json. Every JSON text libonce emits
  * goes through here. */
 int once__json_write(const json_t *v, char **out, size_t *outlen);
+
+/* ---------------------------------------------------------------------------
+ * Reading JSON.
+ *
+ * Every jansson allocation in the process goes through once_malloc and
+ * once_free (hooks installed before main; alloc.c says what they mean for a
+ * host program), so a custom allocator sees JSON work and an allocation
+ * fault sweep fails JSON builds and parses like any other allocation. Text
+ * from json_dumps() is a once_malloc block: once_free it.
+ *
+ * jansson's parser cannot be trusted once an allocation failed inside it:
+ * its lexer drops a character when its token buffer cannot grow and parses
+ * on (a wrong value, or for a string whose closing quote was dropped a read
+ * past the buffer), and several failures come back as syntax errors. Parse
+ * with these instead of json_load*: once one allocation of a parse has
+ * failed, every later one of that parse fails too (so the lexer stops at
+ * its next allocation, before using the damaged text), and the result is
+ * ONCE_ENOMEM with no value, whatever jansson concluded.
+ */
+
+/* json_loadb(buf, n, flags, err): ONCE_OK and *out (a new reference);
+ * ONCE_ENOMEM when memory ran out during the parse; ONCE_EPARSE for input
+ * jansson refused (err, when not NULL, says why). *out is NULL unless OK. */
+int once__json_loadb(const char *buf, size_t n, size_t flags, json_t **out, json_error_t *err);
+
+/* The same for NUL-terminated text; NULL text is ONCE_EPARSE. */
+int once__json_loads(const char *text, size_t flags, json_t **out, json_error_t *err);
+
+/* Text that must hold one JSON object (a stored task, a config list's
+ * element, an agent's output): ONCE_OK and *out; ONCE_ENOMEM; ONCE_EPARSE
+ * when it is NULL, not JSON, or not an object. */
+int once__json_object(const char *text, json_t **out);
 
 /* once_message_digest() for a parsed Message object; ONCE_EINVAL if msg is
  * not an object. */

@@ -1,24 +1,35 @@
 /*
- * dispatch.c -- the worker pool and the lease heartbeat.
+ * dispatch.c -- the worker pool, the bounded turn queue and the lease
+ * heartbeat.
  *
  * A turn is queued by whoever won the write that gave this replica the
  * lease (register, continuation, takeover). Workers pop turns FIFO and run
- * them (work.c). The heartbeat thread extends the lease of every turn this
- * engine holds, queued or running, with a CAS that checks the fence; when it
- * finds the fence moved (cancel, takeover elsewhere) it flags the turn
- * canceled so the executor stops.
+ * them (work.c), which first renews the lease under the turn's fence: the
+ * lease is taken when a turn starts, not while it waits. The heartbeat
+ * renews the leases of running turns only, with the store's lease-only
+ * write (renew), whose cost does not depend on the task's size; when the
+ * store says the fence or owner moved (cancel, takeover elsewhere) it flags
+ * the turn canceled so the executor stops.
+ *
+ * A queued turn holds nothing but the lease its registering write set.
+ * If it waits longer than that lease, any replica may take the task over
+ * (this one's sweeper leaves keys it already holds queued alone); when the
+ * turn finally starts, its renewal meets the new fence and it is dropped.
  *
  * Invariants: a turn is on e->active from dispatch until its worker is done
- * with it (or shutdown frees it); it is on the queue at most once; once
- * `stopping` is set no new turn is accepted and queued turns never run
- * (their leases expire and any replica takes them over).
+ * with it (or shutdown frees it); a key has at most one turn on the queue
+ * (a newer dispatch of the key replaces the queued one in place); e->queued
+ * counts the queue; once `stopping` is set no new turn is accepted and
+ * queued turns never run (their leases expire and any replica takes them
+ * over).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "engine/engine_int.h"
 
-#define HEARTBEAT_CAS_TRIES 4
+#define BEAT_BATCH 32
+#define RETRY_BEAT_MS 100
 
 static int same_key(const once__turn *t, const char *principal, const char *task_id)
 {
@@ -47,6 +58,15 @@ void once__cancel_local(once_engine *e, const char *principal, const char *task_
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Caller holds e->mu. The queued turn of the key, or NULL. */
+static once__turn *queued_locked(once_engine *e, const char *principal, const char *task_id)
+{
+    for (once__turn *t = e->qhead; t != NULL; t = t->qnext)
+        if (same_key(t, principal, task_id))
+            return t;
+    return NULL;
+}
+
 int once__dispatch(once_engine *e, const char *principal, const char *task_id, int64_t fence,
                    int resumed)
 {
@@ -66,6 +86,18 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
     }
     t->id = ++e->next_turn_id;
     cancel_locked(e, principal, task_id, t->id);
+    once__turn *old = queued_locked(e, principal, task_id);
+    if (old != NULL) {
+        /* Its fence is stale: the new turn takes its place in the queue and
+         * its entry on the active list, so the queue never holds a key twice.
+         * The entry keeps its id: e->active stays ordered by id. */
+        old->fence = t->fence;
+        old->resumed = t->resumed;
+        __atomic_store_n(&old->canceled, 0, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&e->mu);
+        once_free(t);
+        return ONCE_OK;
+    }
     t->anext = e->active;
     e->active = t;
     if (e->qtail != NULL)
@@ -73,9 +105,27 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
     else
         e->qhead = t;
     e->qtail = t;
+    e->nqueued++;
+    __atomic_store_n(&e->stats.queued, (uint64_t)e->nqueued, __ATOMIC_RELAXED);
     pthread_cond_signal(&e->work_cv);
     pthread_mutex_unlock(&e->mu);
     return ONCE_OK;
+}
+
+int once__queue_full(once_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    int full = e->nqueued >= e->cfg.max_queue;
+    pthread_mutex_unlock(&e->mu);
+    return full;
+}
+
+int once__queue_holds(once_engine *e, const char *principal, const char *task_id)
+{
+    pthread_mutex_lock(&e->mu);
+    int held = queued_locked(e, principal, task_id) != NULL;
+    pthread_mutex_unlock(&e->mu);
+    return held;
 }
 
 /* Caller holds e->mu. */
@@ -104,6 +154,8 @@ static void *worker_main(void *arg)
             e->qtail = NULL;
         t->qnext = NULL;
         t->running = 1;
+        e->nqueued--;
+        __atomic_store_n(&e->stats.queued, (uint64_t)e->nqueued, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&e->mu);
 
         once__run_turn(e, t);
@@ -116,41 +168,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Extend the lease of one turn. 1 if the turn should stop (fence moved or
- * the task is gone / no longer runnable), 0 otherwise. */
-static int extend_lease(once_engine *e, const char *principal, const char *task_id,
-                        int64_t fence)
-{
-    for (int i = 0; i < HEARTBEAT_CAS_TRIES; i++) {
-        once_record cur, next;
-        int rc = once_store_load(e->store, principal, task_id, &cur, NULL);
-        if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
-            return 1;
-        if (rc != ONCE_OK) {
-            once__store_rc(e, rc);
-            return 0;   /* try again next beat; the lease may still hold */
-        }
-        int stop = cur.fence != fence;
-        int idle = once_state_terminal(cur.state) || once_state_interrupted(cur.state) ||
-                   strcmp(cur.lease_owner, e->replica_id) != 0;
-        if (stop || idle) {
-            once_record_clear(&cur);
-            return stop;
-        }
-        rc = once_record_copy(&next, &cur);
-        if (rc == ONCE_OK) {
-            next.lease_until = once__now(e) + e->cfg.lease_ms;
-            rc = once__write(e, &cur, &next, NULL);
-            once_record_clear(&next);
-        }
-        once_record_clear(&cur);
-        if (rc != ONCE_ECONFLICT)
-            return 0;
-    }
-    return 0;
-}
-
-/* A copy of one active turn's identity, taken under e->mu so the store
+/* A copy of one running turn's identity, taken under e->mu so the store
  * round trips of a heartbeat pass run without holding the lock. */
 typedef struct beat_item {
     uint64_t id;
@@ -159,44 +177,75 @@ typedef struct beat_item {
     int64_t fence;
 } beat_item;
 
-static void heartbeat_pass(once_engine *e)
+/* Flag the turn with this id canceled (it lost its lease). */
+static void lose_turn(once_engine *e, uint64_t id)
 {
     pthread_mutex_lock(&e->mu);
-    size_t n = 0;
-    for (once__turn *t = e->active; t != NULL; t = t->anext)
-        n++;
-    beat_item *items = n > 0 ? once_calloc(n, sizeof *items) : NULL;
-    size_t k = 0;
-    if (items != NULL) {
-        for (once__turn *t = e->active; t != NULL; t = t->anext, k++) {
+    for (once__turn *t = e->active; t != NULL; t = t->anext) {
+        if (t->id == id && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&t->canceled, 1, __ATOMIC_RELEASE);
+            ONCE__STAT(e, lease_lost);
+            pthread_cond_broadcast(&e->cancel_cv);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+int once__renew_lease(once_engine *e, const char *principal, const char *task_id,
+                      int64_t fence)
+{
+    int rc = once_store_renew(e->store, principal, task_id, e->replica_id, fence,
+                              once__now(e) + e->cfg.lease_ms);
+    return once__store_rc(e, rc);
+}
+
+/* Renew the lease of every running turn, a bounded batch at a time so a
+ * pass needs no allocation (an out-of-memory moment never skips a beat).
+ * e->active is newest first (ids descend), so `below` walks it in order
+ * even when turns come and go between batches. A store that cannot answer
+ * leaves the lease as it is: the next beat tries again, and a turn whose
+ * lease lapsed meanwhile learns it from the fence on its next write. */
+static int heartbeat_pass(once_engine *e)
+{
+    int failed = 0;
+    beat_item items[BEAT_BATCH];
+    uint64_t below = UINT64_MAX;
+    for (;;) {
+        size_t k = 0;
+        pthread_mutex_lock(&e->mu);
+        for (once__turn *t = e->active; t != NULL && k < BEAT_BATCH; t = t->anext) {
+            if (t->id >= below || !t->running)
+                continue;
             items[k].id = t->id;
             memcpy(items[k].principal, t->principal, sizeof t->principal);
             memcpy(items[k].task_id, t->task_id, sizeof t->task_id);
             items[k].fence = t->fence;
-        }
-    }
-    pthread_mutex_unlock(&e->mu);
-
-    for (size_t i = 0; i < k && !once__stopping(e); i++) {
-        if (!extend_lease(e, items[i].principal, items[i].task_id, items[i].fence))
-            continue;
-        pthread_mutex_lock(&e->mu);
-        for (once__turn *t = e->active; t != NULL; t = t->anext) {
-            if (t->id == items[i].id) {
-                __atomic_store_n(&t->canceled, 1, __ATOMIC_RELEASE);
-                pthread_cond_broadcast(&e->cancel_cv);
-            }
+            k++;
         }
         pthread_mutex_unlock(&e->mu);
+        for (size_t i = 0; i < k && !once__stopping(e); i++) {
+            int rc = once__renew_lease(e, items[i].principal, items[i].task_id, items[i].fence);
+            if (rc == ONCE_EFENCED || rc == ONCE_ENOTFOUND)
+                lose_turn(e, items[i].id);
+            failed |= rc == ONCE_ESTORE || rc == ONCE_EBUSY;
+            below = items[i].id;
+        }
+        if (k < BEAT_BATCH || once__stopping(e))
+            return failed;
     }
-    once_free(items);
 }
 
 static void *heartbeat_main(void *arg)
 {
     once_engine *e = arg;
-    while (!once__engine_pause(e, e->cfg.heartbeat_ms))
-        heartbeat_pass(e);
+    int64_t pause = e->cfg.heartbeat_ms;
+    while (!once__engine_pause(e, pause)) {
+        /* After a beat the store could not answer, beat again soon: the
+         * leases must be renewed as soon as it is back, before they run
+         * out. */
+        int failed = heartbeat_pass(e);
+        pause = failed && RETRY_BEAT_MS < e->cfg.heartbeat_ms ? RETRY_BEAT_MS : e->cfg.heartbeat_ms;
+    }
     return NULL;
 }
 
@@ -233,6 +282,7 @@ void once__dispatch_stop(once_engine *e)
     once__turn *t = e->active;
     e->active = NULL;
     e->qhead = e->qtail = NULL;
+    e->nqueued = 0;
     pthread_mutex_unlock(&e->mu);
     while (t != NULL) {
         once__turn *next = t->anext;

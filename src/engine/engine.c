@@ -21,6 +21,8 @@
 #define DEFAULT_MAX_WAIT_MS 60000
 #define DEFAULT_WORKERS 16
 #define MAX_WORKERS 1024
+#define DEFAULT_QUEUE_PER_WORKER 16
+#define MAX_QUEUE (1 << 20)
 #define SECRET_BYTES 32
 
 int64_t once__now(const once_engine *e)
@@ -76,9 +78,21 @@ int once__engine_pause(once_engine *e, int64_t ms)
 
 int once__store_rc(once_engine *e, int rc)
 {
-    if (rc == ONCE_ESTORE || rc == ONCE_EBUSY)
+    if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
         ONCE__STAT(e, store_errors);
+        once__hold_takeovers(e);
+    }
     return rc;
+}
+
+void once__hold_takeovers(once_engine *e)
+{
+    __atomic_store_n(&e->takeover_after, once__now(e) + e->cfg.lease_ms, __ATOMIC_RELEASE);
+}
+
+int once__takeovers_held(const once_engine *e)
+{
+    return once__now(e) < __atomic_load_n(&e->takeover_after, __ATOMIC_ACQUIRE);
 }
 
 static void default_replica_id(char out[ONCE_OWNER_MAX + 1])
@@ -134,8 +148,15 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
     *out = NULL;
     if (cfg->lease_ms < 0 || cfg->heartbeat_ms < 0 || cfg->retention_ms < 0 ||
         cfg->tombstone_ms < 0 || cfg->sweep_interval_ms < 0 || cfg->max_wait_ms < 0 ||
-        cfg->workers < 0 || cfg->workers > MAX_WORKERS) {
+        cfg->workers < 0 || cfg->workers > MAX_WORKERS || cfg->max_queue < 0 ||
+        cfg->max_queue > MAX_QUEUE) {
         snprintf(err, errlen, "negative or out-of-range engine setting");
+        return ONCE_EINVAL;
+    }
+    /* No default agent: an engine that silently ran echo for a caller who
+     * forgot to wire theirs would complete every task with a wrong answer. */
+    if (cfg->executor == NULL || cfg->executor->run == NULL) {
+        snprintf(err, errlen, "an executor is required (once_executor_echo() is the built-in)");
         return ONCE_EINVAL;
     }
     if (cfg->replica_id != NULL &&
@@ -153,7 +174,7 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
     e->store = cfg->store;
     e->clock = cfg->clock != NULL ? cfg->clock : once_clock_system();
     e->rng = cfg->rng != NULL ? cfg->rng : once_rng_system();
-    e->ex = cfg->executor != NULL ? cfg->executor : once_executor_echo();
+    e->ex = cfg->executor;
     if (cfg->replica_id != NULL)
         snprintf(e->replica_id, sizeof e->replica_id, "%s", cfg->replica_id);
     else
@@ -174,6 +195,8 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
         c->max_wait_ms = DEFAULT_MAX_WAIT_MS;
     if (c->workers == 0)
         c->workers = DEFAULT_WORKERS;
+    if (c->max_queue == 0)
+        c->max_queue = DEFAULT_QUEUE_PER_WORKER * c->workers;
 
     if (pthread_mutex_init(&e->mu, NULL) != 0) {
         once_free(e);
@@ -212,6 +235,7 @@ int once_engine_start(once_engine *e)
     pthread_mutex_unlock(&e->mu);
     if (already)
         return ONCE_OK;
+    once__hold_takeovers(e);
     int rc = once__dispatch_start(e);
     if (rc == ONCE_OK)
         rc = once__sweeper_start(e);
@@ -250,6 +274,11 @@ void once_engine_free(once_engine *e)
 const char *once_engine_replica_id(const once_engine *e)
 {
     return e->replica_id;
+}
+
+int once_engine_store_synchronous(once_engine *e, int *level)
+{
+    return once_store_synchronous(e->store, level);
 }
 
 int64_t once_engine_retention_ms(const once_engine *e)

@@ -23,7 +23,8 @@ typedef struct once_engine_config {
     once_store *store;              /* borrowed; outlives the engine */
     const once_clock *clock;        /* NULL = system */
     const once_rng *rng;            /* NULL = system */
-    const once_executor *executor;  /* borrowed; NULL = echo */
+    const once_executor *executor;  /* borrowed; required (ONCE_EINVAL if NULL):
+                                     * once_executor_echo() for the built-in */
     const char *replica_id;         /* NULL = "<hostname>-<pid>" */
     int64_t lease_ms;               /* default 15000 */
     int64_t heartbeat_ms;           /* default lease_ms / 3 */
@@ -32,6 +33,13 @@ typedef struct once_engine_config {
     int64_t sweep_interval_ms;      /* takeover + retention sweep period; default 1000 */
     int64_t max_wait_ms;            /* cap on a blocking SendMessage; default 60000 */
     int workers;                    /* executor threads; default 16 */
+    /* Turns waiting for a worker on this replica; default 16 per worker.
+     * Past it a send that would start a turn (register, continue) is
+     * answered ONCE_EOVERLOAD with nothing written, and this replica's
+     * sweeper takes over no expired lease, so the client's retry and the
+     * other replicas take the load instead of a queue that grows without
+     * bound. */
+    int max_queue;
     /* EXPERIMENT ONLY (demo/amplify.sh, onced --experiment-naive): switch
      * the idempotency layer off to measure what it prevents. A first
      * message without a taskId registers a fresh task under a random
@@ -50,6 +58,10 @@ int once_engine_start(once_engine *e);
 void once_engine_free(once_engine *e);
 
 const char *once_engine_replica_id(const once_engine *e);
+/* The commit durability the engine's store reports, read back from it
+ * (once_store_synchronous): ONCE_SYNC_* in *level, or ONCE_EUNSUPPORTED
+ * for a store without the choice. */
+int once_engine_store_synchronous(once_engine *e, int *level);
 int64_t once_engine_retention_ms(const once_engine *e);
 int64_t once_engine_tombstone_ms(const once_engine *e);
 
@@ -79,7 +91,9 @@ typedef struct once_send_req {
  *   REJECT_BUSY / REJECT_TERMINAL (state): refusals; result NULL.
  * On ONCE_EINVAL, field names the offending parameter (e.g.
  * "message.contextId") and detail says why. On ONCE_ESTORE / ONCE_EBUSY the
- * store could not answer: the client must retry (never a verdict). */
+ * store could not answer: the client must retry (never a verdict). On
+ * ONCE_EOVERLOAD this replica's turn queue is full and nothing was written:
+ * the client retries later or elsewhere (see max_queue). */
 typedef struct once_send_res {
     once_verdict verdict;
     int replayed;
@@ -124,7 +138,11 @@ int once_engine_list(once_engine *e, const once_list_req *req, json_t **tasks,
 /* Counters for /metrics-style introspection and tests. */
 typedef struct once_engine_stats {
     uint64_t registered, continued, replayed, refused, executed_turns, takeovers,
-        fenced_writes, swept, purged, store_errors;
+        fenced_writes, swept, purged, store_errors,
+        overloaded,     /* sends answered ONCE_EOVERLOAD (queue full) */
+        lease_lost,     /* turns stopped because their lease went elsewhere */
+        sweeps;         /* takeover + retention passes finished */
+    uint64_t queued;    /* turns waiting for a worker now (a gauge) */
 } once_engine_stats;
 void once_engine_get_stats(once_engine *e, once_engine_stats *out);
 

@@ -37,7 +37,7 @@ typedef struct once__turn {
     int64_t fence;
     int resumed;
     int canceled;               /* __atomic */
-    int running;
+    int running;                /* popped by a worker (the heartbeat renews only these) */
     struct once__turn *qnext;   /* FIFO of turns waiting for a worker */
     struct once__turn *anext;   /* every turn this engine holds (queued or running) */
 } once__turn;
@@ -79,7 +79,8 @@ struct once_engine {
     pthread_cond_t work_cv;
     pthread_cond_t cancel_cv;
     once__turn *qhead, *qtail;
-    once__turn *active;
+    int nqueued;                /* turns on the queue (cfg.max_queue bounds new ones) */
+    once__turn *active;         /* newest first: ids descend along anext */
     once__waiter *waiters;
     uint64_t next_turn_id;
     int stopping;               /* also read with __atomic outside the lock */
@@ -94,6 +95,7 @@ struct once_engine {
     int sweeper_started;
 
     once_engine_stats stats;
+    int64_t takeover_after;     /* __atomic: engine-clock ms before which the sweeper takes nothing over */
     struct once__push *push;    /* push delivery (push_int.h); NULL until setup/start */
 };
 
@@ -109,8 +111,17 @@ void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms);
  * early when the engine stops. Returns 1 if the engine is stopping. */
 int once__engine_pause(once_engine *e, int64_t ms);
 int once__cond_init(pthread_cond_t *cv);
-/* Count store failures in the stats; returns rc. */
+/* Count store failures in the stats (and note when the last one was seen);
+ * returns rc. */
 int once__store_rc(once_engine *e, int rc);
+/* Takeovers wait one lease period after this replica started and after it
+ * last saw the store fail. No lease can be renewed while the store is away
+ * (and a replica that just started cannot know whether it was), so a lease
+ * that ran out then says nothing about its owner: a whole lease period
+ * gives every live owner's heartbeat time to renew. hold starts the
+ * period (engine clock); held says whether it still runs. */
+void once__hold_takeovers(once_engine *e);
+int once__takeovers_held(const once_engine *e);
 
 /* --- write.c --------------------------------------------------------------- */
 
@@ -127,6 +138,12 @@ int once__write(once_engine *e, const once_record *cur, once_record *next, const
 
 /* Wake waiters of (principal, task_id) in this process. */
 void once__notify(once_engine *e, const char *principal, const char *task_id);
+/* Link w (the caller's, on its stack) into e->waiters for the key, so that
+ * a local write to it signals w->cv; register before looking at the store,
+ * or a write in between is only seen at the next poll. Unlink with
+ * once__waiter_remove. */
+int once__waiter_add(once_engine *e, once__waiter *w, const char *principal, const char *task_id);
+void once__waiter_remove(once_engine *e, once__waiter *w);
 
 /* --- taskjson.c ------------------------------------------------------------ */
 
@@ -176,6 +193,16 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
                    int resumed);
 /* Flag every local turn of the key as canceled and wake its sleeps. */
 void once__cancel_local(once_engine *e, const char *principal, const char *task_id);
+/* 1 if the queue holds cfg.max_queue turns or more: sends that would start
+ * a turn answer ONCE_EOVERLOAD, the sweeper takes nothing over. */
+int once__queue_full(once_engine *e);
+/* 1 if a turn of the key waits on this replica's queue. */
+int once__queue_holds(once_engine *e, const char *principal, const char *task_id);
+/* Renew this replica's lease on the key under fence (the store's renew
+ * slot): ONCE_OK, ONCE_EFENCED / ONCE_ENOTFOUND (the lease went elsewhere
+ * or the task ended), or a store error. */
+int once__renew_lease(once_engine *e, const char *principal, const char *task_id,
+                      int64_t fence);
 int once__dispatch_start(once_engine *e);
 void once__dispatch_stop(once_engine *e);
 

@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "core/jcs.h"
 #include "engine/engine_int.h"
 #include "exec/jsonl.h"
 
@@ -25,10 +26,11 @@
 static int apply_artifact(const once_record *cur, once_record *next, const json_t *art, int append,
                           int last_chunk, char **payload)
 {
-    json_t *task = once__json_parse(cur->task_json);
-    if (task == NULL)
-        return ONCE_ECORRUPT;
-    int rc = once__task_artifact(task, art, append);
+    json_t *task;
+    int rc = once__json_object(cur->task_json, &task);
+    if (rc != ONCE_OK)
+        return rc == ONCE_EPARSE ? ONCE_ECORRUPT : rc;
+    rc = once__task_artifact(task, art, append);
     char *text = rc == ONCE_OK ? once__json_text(task) : NULL;
     if (rc == ONCE_OK && text == NULL)
         rc = ONCE_ENOMEM;
@@ -46,8 +48,11 @@ static int apply_artifact(const once_record *cur, once_record *next, const json_
 /* The artifact as the work context would accept it, with an artifactId. */
 static int parse_artifact(once_engine *e, const char *artifact_json, int append, json_t **out)
 {
-    json_t *art = once__json_parse(artifact_json);
-    if (art == NULL || once__exec_check_artifact(art, NULL, 0) != ONCE_OK ||
+    json_t *art;
+    int prc = once__json_object(artifact_json, &art);
+    if (prc == ONCE_ENOMEM)
+        return prc;
+    if (prc != ONCE_OK || once__exec_check_artifact(art, NULL, 0) != ONCE_OK ||
         (append && json_object_get(art, "artifactId") == NULL)) {
         json_decref(art);
         return ONCE_EINVAL;

@@ -102,34 +102,27 @@ static int moved(once_engine *e, const char *principal, const char *task_id, int
     return rc == ONCE_OK ? n : rc;
 }
 
-static int wait_counted(once_engine *e, const char *principal, const char *task_id, int64_t gen,
-                        int64_t timeout_ms)
+/* The wait proper, with w registered: a local write from here on sets
+ * w->fired, so the first probe below cannot miss one. */
+static int wait_registered(once_engine *e, once__waiter *w, int64_t gen, int64_t timeout_ms)
 {
+    const char *principal = w->principal, *task_id = w->task_id;
     int m = moved(e, principal, task_id, gen);
     if (m != 0)
         return m > 0 ? ONCE_OK : m;
     if (timeout_ms <= 0)
         return ONCE_ETIMEDOUT;
 
-    once__waiter w = {.principal = principal, .task_id = task_id};
-    int rc = once__cond_init(&w.cv);
-    if (rc != ONCE_OK)
-        return rc;
-    pthread_mutex_lock(&e->mu);
-    w.next = e->waiters;
-    e->waiters = &w;
-    pthread_mutex_unlock(&e->mu);
-
     int64_t deadline = once_monotonic_ms() + timeout_ms;
-    rc = ONCE_ETIMEDOUT;
+    int rc = ONCE_ETIMEDOUT;
     for (;;) {
         int64_t left = deadline - once_monotonic_ms();
         if (left <= 0)
             break;
         pthread_mutex_lock(&e->mu);
-        if (!w.fired && !e->stopping)
-            once__cond_wait_ms(&w.cv, &e->mu, left < FOLLOW_POLL_MS ? left : FOLLOW_POLL_MS);
-        w.fired = 0;
+        if (!w->fired && !e->stopping)
+            once__cond_wait_ms(&w->cv, &e->mu, left < FOLLOW_POLL_MS ? left : FOLLOW_POLL_MS);
+        w->fired = 0;
         int stopping = e->stopping;
         pthread_mutex_unlock(&e->mu);
         if (stopping) {
@@ -147,16 +140,23 @@ static int wait_counted(once_engine *e, const char *principal, const char *task_
          * reported as such (retryable), not as a timeout. */
         rc = m < 0 ? m : ONCE_ETIMEDOUT;
     }
+    return rc;
+}
 
-    pthread_mutex_lock(&e->mu);
-    for (once__waiter **pp = &e->waiters; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == &w) {
-            *pp = w.next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&e->mu);
-    pthread_cond_destroy(&w.cv);
+/* Register the waiter first, then look: checking first would leave a gap in
+ * which a local write's notification finds no waiter, and the wait would
+ * only see that write at the next poll. */
+static int wait_counted(once_engine *e, const char *principal, const char *task_id, int64_t gen,
+                        int64_t timeout_ms)
+{
+    once__waiter w;
+    int rc = once__waiter_add(e, &w, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
+
+    rc = wait_registered(e, &w, gen, timeout_ms);
+
+    once__waiter_remove(e, &w);
     return rc;
 }
 

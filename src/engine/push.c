@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/jcs.h"
 #include "engine/push_int.h"
 #include "once/webhook.h"
 
@@ -327,17 +328,19 @@ int once__push_elem_make(once_engine *e, const json_t *cfg, int64_t since, json_
     return ONCE_OK;
 }
 
-/* The record's configs as a JSON array (empty when none). NULL: bad text. */
-static json_t *configs_of(const once_record *r)
+/* The record's configs as a JSON array in *a (empty when none): ONCE_OK,
+ * ONCE_ENOMEM, or ONCE_ECORRUPT when the stored text is not an array. */
+static int configs_of(const once_record *r, json_t **a)
 {
     if (r->push_json == NULL)
-        return json_array();
-    json_t *a = json_loads(r->push_json, 0, NULL);
-    if (a != NULL && !json_is_array(a)) {
-        json_decref(a);
-        a = NULL;
+        return (*a = json_array()) != NULL ? ONCE_OK : ONCE_ENOMEM;
+    int rc = once__json_loads(r->push_json, 0, a, NULL);
+    if (rc == ONCE_OK && !json_is_array(*a)) {
+        json_decref(*a);
+        *a = NULL;
+        rc = ONCE_EPARSE;
     }
-    return a;
+    return rc == ONCE_EPARSE ? ONCE_ECORRUPT : rc;
 }
 
 static size_t find_elem(const json_t *a, const char *id)
@@ -371,12 +374,12 @@ int once__push_json_put(once_engine *e, const once_record *cur, json_t *elem, ch
                         once_push_res *res)
 {
     *out = NULL;
-    json_t *a = configs_of(cur);
-    if (a == NULL)
-        return ONCE_ECORRUPT;
+    json_t *a;
+    int rc = configs_of(cur, &a);
+    if (rc != ONCE_OK)
+        return rc;
     const char *id = json_string_value(json_object_get(elem, "id"));
     size_t at = find_elem(a, id);
-    int rc = ONCE_OK;
     if (at != (size_t)-1) {
         /* Replace: keep the progress, unless the config was given up on;
          * then start over from now. */
@@ -414,14 +417,19 @@ static json_t *delivery_status(once_engine *e, const once_push_row *r)
     if (d == NULL)
         return NULL;
     char ts[25];
+    int bad = 0; /* a member left out would read as "not the case" */
     if (!r->disabled && r->next_attempt_at > 0) {
         once_format_time(r->next_attempt_at, ts);
-        json_object_set_new(d, "nextAttemptAt", json_string(ts));
+        bad |= json_object_set_new(d, "nextAttemptAt", json_string(ts));
     }
     if (r->last_error[0])
-        json_object_set_new(d, "lastError", json_string(r->last_error));
+        bad |= json_object_set_new(d, "lastError", json_string(r->last_error));
     if (r->lease_owner[0] && r->lease_until > once__now(e))
-        json_object_set_new(d, "leaseOwner", json_string(r->lease_owner));
+        bad |= json_object_set_new(d, "leaseOwner", json_string(r->lease_owner));
+    if (bad != 0) {
+        json_decref(d);
+        return NULL;
+    }
     return d;
 }
 
@@ -548,8 +556,10 @@ int once_engine_push_get(once_engine *e, const char *principal, const char *task
     int rc = load_task(e, principal, task_id, &cur, res);
     if (rc != ONCE_OK)
         return rc;
-    json_t *a = configs_of(&cur);
-    rc = a != NULL ? rows_for(e, &cur, status, &rows) : ONCE_ECORRUPT;
+    json_t *a = NULL;
+    rc = configs_of(&cur, &a);
+    if (rc == ONCE_OK)
+        rc = rows_for(e, &cur, status, &rows);
     if (rc == ONCE_OK) {
         size_t at = config_id != NULL ? find_elem(a, config_id) : (size_t)-1;
         if (at == (size_t)-1) {
@@ -577,9 +587,11 @@ int once_engine_push_list(once_engine *e, const char *principal, const char *tas
     int rc = load_task(e, principal, task_id, &cur, res);
     if (rc != ONCE_OK)
         return rc;
-    json_t *a = configs_of(&cur);
+    json_t *a = NULL;
     json_t *list = json_array();
-    rc = a != NULL && list != NULL ? rows_for(e, &cur, status, &rows) : ONCE_ENOMEM;
+    rc = configs_of(&cur, &a);
+    if (rc == ONCE_OK)
+        rc = list != NULL ? rows_for(e, &cur, status, &rows) : ONCE_ENOMEM;
     if (rc == ONCE_OK) {
         size_t i;
         json_t *el;
@@ -618,10 +630,11 @@ int once_engine_push_delete(once_engine *e, const char *principal, const char *t
         rc = load_task(e, principal, task_id, &cur, res);
         if (rc != ONCE_OK)
             return rc;
-        json_t *a = configs_of(&cur);
+        json_t *a = NULL;
+        rc = configs_of(&cur, &a);
         size_t at = a != NULL ? find_elem(a, config_id) : (size_t)-1;
-        if (a == NULL) {
-            rc = ONCE_ECORRUPT;
+        if (rc != ONCE_OK) {
+            /* no memory, or a stored list that is not one */
         } else if (at != (size_t)-1) { /* absent: already deleted, nothing to write */
             char *pj = NULL;
             json_array_remove(a, at);

@@ -9,9 +9,12 @@
  *   anything else  (other status, timeout, reset, refused address) a retry
  *                  after a full-jitter backoff, uniform in
  *                  [0, min(cap, base * 2^attempts)], or Retry-After when the
- *                  receiver sent one (capped at 1 h); after max_attempts
- *                  failures on one event the config is disabled with the
- *                  last error kept
+ *                  receiver sent one and it is longer; either way at most
+ *                  cap (backoff_cap_ms, the delivery's max backoff), so a
+ *                  receiver cannot park its deliveries longer than that
+ *                  (push_http.c caps the header when it parses it); after
+ *                  max_attempts failures on one event the config is
+ *                  disabled with the last error kept
  *
  * At-least-once: an event is acknowledged only after its 2xx, and the
  * acknowledgement is fenced by the lease, so a replica that stalled past its
@@ -28,6 +31,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/backoff.h"
+#include "core/jcs.h"
 #include "engine/push_int.h"
 
 #define EVENTS_BATCH 16
@@ -54,23 +59,18 @@ static uint64_t idle(struct once__push *p, once_engine *e, uint64_t seen, int64_
     return seen;
 }
 
-/* Full jitter: uniform in [0, min(cap, base * 2^attempts)]; Retry-After,
- * when given, is a floor. */
+/* Full jitter: uniform in [0, min(cap, base * 2^attempts)] (core/backoff.c,
+ * which saturates at the cap however many attempts); Retry-After, already
+ * capped at the same cap when parsed, is a floor. So no delay exceeds
+ * backoff_cap_ms. */
 static int64_t backoff(once_engine *e, struct once__push *p, int64_t attempts,
                        int64_t retry_after_ms)
 {
-    int64_t bound = p->opt.backoff_ms;
-    for (int64_t i = 0; i < attempts && bound < p->opt.backoff_cap_ms; i++)
-        bound *= 2;
-    if (bound > p->opt.backoff_cap_ms)
-        bound = p->opt.backoff_cap_ms;
-    uint64_t r = 0;
-    if (once_rng_uniform(e->rng, (uint64_t)bound + 1, &r) != ONCE_OK)
-        r = (uint64_t)bound;
-    int64_t d = (int64_t)r;
-    if (retry_after_ms > d)
-        d = retry_after_ms;
-    return d;
+    uint64_t k = attempts > 0 ? (uint64_t)attempts : 0;
+    int64_t d;
+    if (once__backoff_jitter_ms(p->opt.backoff_ms, k, p->opt.backoff_cap_ms, e->rng, &d) != ONCE_OK)
+        d = once__backoff_ceiling_ms(p->opt.backoff_ms, k, p->opt.backoff_cap_ms);
+    return retry_after_ms > d ? retry_after_ms : d;
 }
 
 static int ack(once_engine *e, const once_push_claim *c, once_push_outcome o, int64_t gen,
@@ -93,10 +93,16 @@ static int ack(once_engine *e, const once_push_claim *c, once_push_outcome o, in
     return rc;
 }
 
-/* The stored element of config id in the record, or NULL. A new reference. */
+/* The stored element of config id in the record, or NULL (also when memory
+ * ran out: the row's lease then lapses and the delivery is tried again).
+ * Parsed with the guard of core/jcs.h, so a parse short of memory
+ * never yields a config with a character missing from its url. A new
+ * reference. */
 static json_t *find_config(const once_record *r, const char *id)
 {
-    json_t *a = r->push_json != NULL ? json_loads(r->push_json, 0, NULL) : NULL;
+    json_t *a = NULL;
+    if (r->push_json != NULL)
+        (void)once__json_loads(r->push_json, 0, &a, NULL);
     size_t i;
     json_t *el, *found = NULL;
     json_array_foreach(a, i, el)
@@ -154,7 +160,8 @@ static int attempt(once_engine *e, void *http, const once_push_claim *c, const j
         return 0;
     }
     ONCE__PUSH_STAT(p, retried);
-    int64_t next = once__now(e) + backoff(e, p, attempts, r.retry_after_ms);
+    int64_t now = once__now(e), wait = backoff(e, p, attempts, r.retry_after_ms);
+    int64_t next = wait < INT64_MAX - now ? now + wait : INT64_MAX; /* any cap the options allow */
     (void)ack(e, c, ONCE_PUSH_RETRY, ev->generation, 0, next, r.error);
     return 0;
 }

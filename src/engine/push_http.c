@@ -22,11 +22,11 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/backoff.h"
 #include "engine/push_int.h"
 #include "once/webhook.h"
 
 #define USER_AGENT "once/" ONCE_VERSION_STRING " (push)"
-#define RETRY_AFTER_MAX_MS (3600LL * 1000)
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -78,44 +78,6 @@ static int64_t wall_s(void)
     return once_now(once_clock_system()) / 1000;
 }
 
-/* Days since the epoch of a civil date (proleptic Gregorian). */
-static int64_t days_of(int y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
-}
-
-int64_t once__push_retry_after(const char *v, int64_t now_s)
-{
-    while (*v == ' ' || *v == '\t')
-        v++;
-    if (*v >= '0' && *v <= '9') {
-        int64_t s = 0;
-        for (; *v >= '0' && *v <= '9'; v++) {
-            if (s > RETRY_AFTER_MAX_MS / 1000)
-                return RETRY_AFTER_MAX_MS;
-            s = s * 10 + (*v - '0');
-        }
-        while (*v == ' ' || *v == '\t' || *v == '\r' || *v == '\n')
-            v++;
-        return *v == '\0' ? s * 1000 : -1;
-    }
-    /* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    char mon[4] = "";
-    int d, y, hh, mm, ss;
-    if (sscanf(v, "%*3s, %2d %3s %4d %2d:%2d:%2d GMT", &d, mon, &y, &hh, &mm, &ss) != 6)
-        return -1;
-    const char *m = strstr(months, mon);
-    if (m == NULL || strlen(mon) != 3 || (m - months) % 3 != 0)
-        return -1;
-    int64_t t = days_of(y, (int)(m - months) / 3 + 1, d) * 86400 + hh * 3600 + mm * 60 + ss;
-    return t <= now_s ? 0 : (t - now_s) * 1000;
-}
-
 static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 {
     attempt *at = arg;
@@ -125,7 +87,11 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
         char v[200];
         memcpy(v, buf + sizeof name - 1, len - (sizeof name - 1));
         v[len - (sizeof name - 1)] = '\0';
-        at->r->retry_after_ms = once__push_retry_after(v, wall_s());
+        int64_t ms;
+        /* The cap is the delivery's max backoff (push_deliver.c). */
+        if (once__retry_after_ms(v, once_now(once_clock_system()), at->p->opt.backoff_cap_ms,
+                                 &ms) == ONCE_OK)
+            at->r->retry_after_ms = ms;
     }
     return len;
 }

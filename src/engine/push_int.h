@@ -113,7 +113,8 @@ typedef struct once__push_post {
 /* One attempt: what came back. */
 typedef struct once__push_result {
     long status;            /* HTTP status, 0 when none was received */
-    int64_t retry_after_ms; /* Retry-After, -1 when absent */
+    int64_t retry_after_ms; /* Retry-After capped at backoff_cap_ms; -1 when
+                             * absent or malformed */
     int refused;            /* the SSRF guard refused every address */
     char error[256];        /* why it failed (empty on 2xx) */
 } once__push_result;
@@ -125,8 +126,5 @@ void once__push_http_free(void *h);
  * transport (r->status 0, r->error set); ONCE_ENOMEM. */
 int once__push_http_post(struct once__push *p, void *h, const once__push_post *req,
                          once__push_result *r);
-/* Parse a Retry-After value (delta-seconds or an HTTP-date) relative to
- * now_s; ms, or -1 if malformed. */
-int64_t once__push_retry_after(const char *v, int64_t now_s);
 
 #endif /* ONCE_ENGINE_PUSH_INT_H */

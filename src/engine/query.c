@@ -14,11 +14,26 @@
 #include <string.h>
 
 #include "core/base64.h"
+#include "core/jcs.h"
 #include "engine/engine_int.h"
 
 #define CANCEL_TRIES 16
 #define LIST_DEFAULT 50
 #define LIST_MAX 100
+
+/* once__task_out with the reason for a NULL, which means either no memory
+ * or a stored text that is not an object: only on that path is the text
+ * parsed once more to tell which, so running out of memory is never
+ * reported as a corrupt store. */
+static int task_out(const once_record *rec, int history_length, json_t **out)
+{
+    if ((*out = once__task_out(rec, history_length)) != NULL)
+        return ONCE_OK;
+    json_t *probe = NULL;
+    int rc = once__json_object(rec->task_json, &probe);
+    json_decref(probe);
+    return rc == ONCE_EPARSE ? ONCE_ECORRUPT : ONCE_ENOMEM;
+}
 
 int once_engine_get(once_engine *e, const char *principal, const char *task_id,
                     int history_length, json_t **task, int64_t *expired_at)
@@ -40,8 +55,8 @@ int once_engine_get(once_engine *e, const char *principal, const char *task_id,
         return once__store_rc(e, rc);
     if (rec.kind != ONCE_KIND_TASK)
         rc = ONCE_ENOTFOUND;
-    else if ((*task = once__task_out(&rec, history_length)) == NULL)
-        rc = ONCE_ECORRUPT;
+    else
+        rc = task_out(&rec, history_length, task);
     once_record_clear(&rec);
     return rc;
 }
@@ -49,13 +64,14 @@ int once_engine_get(once_engine *e, const char *principal, const char *task_id,
 /* One cancel attempt on cur. ONCE_ECONFLICT: re-load and retry. */
 static int cancel_once(once_engine *e, const once_record *cur, json_t **task)
 {
-    json_t *t = once__json_parse(cur->task_json);
-    if (t == NULL)
-        return ONCE_ECORRUPT;
+    json_t *t;
+    int rc = once__json_object(cur->task_json, &t);
+    if (rc != ONCE_OK)
+        return rc == ONCE_EPARSE ? ONCE_ECORRUPT : rc;
     int64_t now = once__now(e);
     once_record next;
     char *payload = NULL;
-    int rc = once__task_set_status(t, ONCE_STATE_CANCELED, NULL, now);
+    rc = once__task_set_status(t, ONCE_STATE_CANCELED, NULL, now);
     int have_next = 0;
     if (rc == ONCE_OK && (rc = once_record_copy(&next, cur)) == ONCE_OK)
         have_next = 1;
@@ -74,8 +90,8 @@ static int cancel_once(once_engine *e, const once_record *cur, json_t **task)
     once_free(payload);
     if (rc == ONCE_OK) {
         once__cancel_local(e, next.principal, next.task_id);
-        if (task != NULL && (*task = once__task_out(&next, -1)) == NULL)
-            rc = ONCE_ENOMEM;
+        if (task != NULL)
+            rc = task_out(&next, -1, task);
     }
     if (have_next)
         once_record_clear(&next);
@@ -105,8 +121,8 @@ int once_engine_cancel(once_engine *e, const char *principal, const char *task_i
         if (rec.kind != ONCE_KIND_TASK) {
             rc = ONCE_ENOTFOUND;
         } else if (rec.state == ONCE_STATE_CANCELED) {
-            if (task != NULL && (*task = once__task_out(&rec, -1)) == NULL)
-                rc = ONCE_ECORRUPT;
+            if (task != NULL)
+                rc = task_out(&rec, -1, task);
         } else if (once_transition(rec.state, ONCE_STATE_CANCELED) != ONCE_OK) {
             rc = ONCE_EILLEGAL;
         } else {
@@ -213,8 +229,9 @@ int once_engine_list(once_engine *e, const once_list_req *req, json_t **tasks,
     for (size_t i = 0; i < n && rc == ONCE_OK; i++) {
         if (l.v[i].kind != ONCE_KIND_TASK)
             continue;
-        json_t *t = once__task_out(&l.v[i], req->history_length);
-        if (t == NULL || json_array_append_new(arr, t) != 0)
+        json_t *t;
+        rc = task_out(&l.v[i], req->history_length, &t);
+        if (rc == ONCE_OK && json_array_append_new(arr, t) != 0)
             rc = ONCE_ENOMEM;
     }
     if (rc == ONCE_OK && l.n > page)

@@ -10,6 +10,8 @@
  *     generation or fence bump, no executor run);
  *   - a store failure (ESTORE / EBUSY) is returned as such, never turned
  *     into a verdict;
+ *   - a send that would start a turn while this replica's turn queue is
+ *     full writes nothing and answers ONCE_EOVERLOAD (retryable);
  *   - the digest covers exactly what the client sent; the stored history
  *     copy gets taskId / contextId filled in.
  */
@@ -151,14 +153,10 @@ static int settled(const once_record *r)
 int once__wait(once_engine *e, const char *principal, const char *task_id, int64_t deadline,
                once_record *rec, once_tombstone *tomb)
 {
-    once__waiter w = {.principal = principal, .task_id = task_id};
-    int rc = once__cond_init(&w.cv);
+    once__waiter w;
+    int rc = once__waiter_add(e, &w, principal, task_id);
     if (rc != ONCE_OK)
         return rc;
-    pthread_mutex_lock(&e->mu);
-    w.next = e->waiters;
-    e->waiters = &w;
-    pthread_mutex_unlock(&e->mu);
 
     for (;;) {
         rc = once_store_load(e->store, principal, task_id, rec, tomb);
@@ -179,15 +177,7 @@ int once__wait(once_engine *e, const char *principal, const char *task_id, int64
         once_record_clear(rec);
     }
 
-    pthread_mutex_lock(&e->mu);
-    for (once__waiter **pp = &e->waiters; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == &w) {
-            *pp = w.next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&e->mu);
-    pthread_cond_destroy(&w.cv);
+    once__waiter_remove(e, &w);
     return rc;
 }
 
@@ -398,6 +388,14 @@ static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once
         res->state = in.stored == ONCE_STORED_RECORD ? rec.state : ONCE_STATE_UNKNOWN;
 
         int retry = 0;
+        if ((v == ONCE_V_REGISTER || v == ONCE_V_CONTINUE) && once__queue_full(e)) {
+            /* Refused before anything is written: the retry registers the
+             * same task here later or on another replica. */
+            if (in.stored == ONCE_STORED_RECORD)
+                once_record_clear(&rec);
+            ONCE__STAT(e, overloaded);
+            return ONCE_EOVERLOAD;
+        }
         switch (v) {
         case ONCE_V_REGISTER:
             rc = do_register(e, c, res);

@@ -6,7 +6,14 @@
  * fence + 1 and this replica as lease owner, then run a turn with resumed=1
  * (the executor continues from the stored checkpoint and step). Exactly one
  * replica wins each CAS; the others see ECONFLICT and move on. The old
- * worker, if it still lives, is refused from then on (EFENCED).
+ * worker, if it still lives, is refused from then on (EFENCED). A replica
+ * whose turn queue is full takes nothing over (another replica will), and
+ * a key whose turn waits on this replica's own queue is left alone: taking
+ * it over would only bump the fence of work already lined up here. For one
+ * lease period after this replica started, and after it last saw the store
+ * fail, it takes nothing over (once__takeovers_held): leases could not be
+ * renewed while the store was away, and the owners' heartbeats need that
+ * long to renew them once it is back.
  *
  * Retention: finished records older than retention_ms become tombstones;
  * tombstones older than tombstone_ms are purged. Both are bounded batches
@@ -61,6 +68,8 @@ static int take_over(once_engine *e, const once_key *k, int64_t now)
 
 static int takeover_pass(once_engine *e)
 {
+    if (once__takeovers_held(e))
+        return ONCE_OK;
     int64_t now = once__now(e);
     once_key_list keys;
     int rc = once_store_expired_leases(e->store, now, TAKEOVER_BATCH, &keys);
@@ -69,7 +78,9 @@ static int takeover_pass(once_engine *e)
         return once__store_rc(e, rc);
     }
     int first_err = ONCE_OK;
-    for (size_t i = 0; i < keys.n && !once__stopping(e); i++) {
+    for (size_t i = 0; i < keys.n && !once__stopping(e) && !once__queue_full(e); i++) {
+        if (once__queue_holds(e, keys.v[i].principal, keys.v[i].task_id))
+            continue;
         rc = take_over(e, &keys.v[i], now);
         if (rc != ONCE_OK && first_err == ONCE_OK)
             first_err = rc;
@@ -108,6 +119,7 @@ int once_engine_sweep_once(once_engine *e)
         return ONCE_EINVAL;
     int rc = takeover_pass(e);
     int rc2 = retention_pass(e);
+    ONCE__STAT(e, sweeps);
     return rc != ONCE_OK ? rc : rc2;
 }
 

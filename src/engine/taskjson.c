@@ -24,14 +24,8 @@ char *once__json_text(const json_t *j)
 
 json_t *once__json_parse(const char *text)
 {
-    if (text == NULL)
-        return NULL;
-    json_t *j = json_loads(text, 0, NULL);
-    if (j != NULL && !json_is_object(j)) {
-        json_decref(j);
-        return NULL;
-    }
-    return j;
+    json_t *j;
+    return once__json_object(text, &j) == ONCE_OK ? j : NULL;
 }
 
 static json_t *status_new(once_state state, int64_t now)

@@ -5,10 +5,13 @@
  * Every write goes through fenced_write(): take the record (the snapshot on
  * the first try, a fresh load after a conflict), refuse with ONCE_EFENCED if
  * its fence is not the turn's, apply one mutation to a copy, CAS it. A CAS
- * that fails with the fence unchanged (a heartbeat extended the lease) is
- * retried on the re-loaded record; a moved fence means another writer owns
- * the task now and nothing of ours may become visible. A mutation that
- * would be an illegal transition returns ONCE_EILLEGAL: never a silent write.
+ * that fails with the fence unchanged (a push config or another field
+ * changed) is retried on the re-loaded record; a moved fence means another
+ * writer owns the task now and nothing of ours may become visible. A store
+ * that cannot answer is waited out (reload): a turn's output is never
+ * dropped, and the task is never failed, because of an outage. A mutation
+ * that would be an illegal transition returns ONCE_EILLEGAL: never a
+ * silent write.
  *
  * Ownership: the work context owns its snapshot. Strings handed out by
  * once_work_task() / once_work_checkpoint() stay valid until run() returns
@@ -22,6 +25,9 @@
 #include "exec/jsonl.h"
 
 #define WRITE_TRIES 32
+/* A turn riding out an outage asks again this often at most, so that its
+ * held-back write lands soon after the store is back. */
+#define RELOAD_PAUSE_MAX_MS 200
 
 /* Only the thread running the turn touches a work context. */
 struct once_work {
@@ -96,49 +102,79 @@ static int write_landed(const once_record *stored, const once_record *next)
            streq_null(stored->checkpoint, next->checkpoint);
 }
 
-/* The store could not answer a write (ONCE_ESTORE / ONCE_EBUSY): the write may
- * or may not have landed. While this turn's lease holds, wait with backoff and
- * re-load. Returns ONCE_OK with *cur refreshed (the caller then re-checks the
- * fence and, unless write_landed(), applies the mutation again), or the store
- * error once the lease ran out: the turn stops without finishing the task,
- * and the replica that takes the lease over resumes it. Giving up earlier
- * would either lose the agent's result or, by finishing the task as failed,
- * contradict what the agent did. */
-static int ride_out_outage(once_work *w, once_record *cur, int rc)
+static int store_down(int rc)
+{
+    return rc == ONCE_ESTORE || rc == ONCE_EBUSY;
+}
+
+/* Load the turn's record into *cur, waiting out a store that cannot answer
+ * for as long as it takes: the agent's output is in hand, and a store that
+ * is down is down for every replica, so nobody else can take the task over
+ * meanwhile. When the store answers again the caller re-checks the fence:
+ * if it still holds, the CAS on the version applies the output (nobody
+ * wrote in between); if a replica took the lease over first, the output is
+ * fenced off and the resumed turn there does the work. Only a stopping
+ * engine or a canceled turn ends the wait, and then the task is left as it
+ * is (never failed): its lease lapses and a takeover resumes it.
+ *   ONCE_OK         *cur holds the stored record;
+ *   ONCE_ENOTFOUND  the record is gone (tombstoned or deleted);
+ *   ONCE_ECANCELED  the turn was canceled meanwhile (its lease went
+ *                   elsewhere, or the task was canceled);
+ *   other           the store error (not a store outage), or the engine is
+ *                   stopping. */
+static int reload(once_work *w, once_record *cur)
 {
     once_engine *e = w->e;
-    int64_t lease_end = cur->lease_until;
-    int64_t pause = 50;
+    int64_t pause = 20;
     for (;;) {
-        if (once__now(e) >= lease_end || once__stopping(e) || once_work_sleep(w, pause)) {
-            __atomic_store_n(&w->t->canceled, 1, __ATOMIC_RELEASE);
-            return once__store_rc(e, rc);
-        }
-        pause = pause * 2 > 1000 ? 1000 : pause * 2;
         once_record fresh;
-        int lrc = once_store_load(e->store, w->t->principal, w->t->task_id, &fresh, NULL);
-        if (lrc == ONCE_OK) {
+        int rc = once_store_load(e->store, w->t->principal, w->t->task_id, &fresh, NULL);
+        if (rc == ONCE_OK) {
             once_record_clear(cur);
             *cur = fresh;
             return ONCE_OK;
         }
         once_record_clear(&fresh);
-        if (lrc == ONCE_ENOTFOUND || lrc == ONCE_ETOMBSTONE)
+        if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
             return ONCE_ENOTFOUND;
+        once__store_rc(e, rc);
+        if (!store_down(rc))
+            return rc;
+        if (once_work_sleep(w, pause))
+            return once__stopping(e) ? rc : ONCE_ECANCELED;   /* the lease went elsewhere */
+        pause = pause * 2 > RELOAD_PAUSE_MAX_MS ? RELOAD_PAUSE_MAX_MS : pause * 2;
     }
 }
 
+/*
+ * One write of the turn. A CAS that meets an outage may or may not have
+ * landed: the record is re-loaded (riding the outage out) and, unless the
+ * write is found there already, the mutation is applied again to what is
+ * stored. Outage rounds do not count against WRITE_TRIES, which bounds
+ * only lost races.
+ */
 static int fenced_write(once_work *w, mutate_fn fn, void *arg)
 {
     once_engine *e = w->e;
-    once_record cur;
+    once_record cur, lost;
+    memset(&lost, 0, sizeof lost);
+    int have_lost = 0;
     int rc = once_record_copy(&cur, &w->rec);
     if (rc != ONCE_OK)
         return rc;
-    for (int i = 0; i < WRITE_TRIES; i++) {
+    for (int i = 0; i < WRITE_TRIES;) {
         if (cur.fence != w->t->fence) {
-            once_record_clear(&cur);
-            return fenced(w);
+            rc = fenced(w);
+            break;
+        }
+        if (have_lost && write_landed(&cur, &lost)) {
+            adopt(w, &cur);
+            rc = ONCE_OK;
+            break;
+        }
+        if (have_lost) {
+            once_record_clear(&lost);
+            have_lost = 0;
         }
         once_record next;
         char *payload = NULL;
@@ -150,40 +186,30 @@ static int fenced_write(once_work *w, mutate_fn fn, void *arg)
         once_free(payload);
         if (rc == ONCE_OK) {
             adopt(w, &next);
-            once_record_clear(&cur);
-            return ONCE_OK;
+            break;
         }
-        if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
-            rc = ride_out_outage(w, &cur, rc);
-            if (rc == ONCE_OK && cur.fence == w->t->fence && write_landed(&cur, &next)) {
-                once_record_clear(&next);
-                adopt(w, &cur);
-                return ONCE_OK;
-            }
+        if (store_down(rc)) {
+            lost = next;   /* what we tried to write: it may have landed */
+            have_lost = 1;
+        } else {
             once_record_clear(&next);
-            if (rc == ONCE_ENOTFOUND)
-                return fenced(w);
-            if (rc != ONCE_OK) {
-                once_record_clear(&cur);
-                return rc;
-            }
-            i = 0;   /* a fresh record: apply the mutation to it */
-            continue;
+            if (rc != ONCE_ECONFLICT)
+                break;
+            i++;
         }
-        once_record_clear(&next);
-        if (rc != ONCE_ECONFLICT) {
-            once_record_clear(&cur);
-            return rc;
+        rc = reload(w, &cur);
+        if (rc == ONCE_ENOTFOUND) {
+            rc = fenced(w);
+            break;
         }
-        once_record_clear(&cur);
-        rc = once_store_load(e->store, w->t->principal, w->t->task_id, &cur, NULL);
-        if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
-            return fenced(w);
         if (rc != ONCE_OK)
-            return once__store_rc(e, rc);
+            break;
+        rc = ONCE_EBUSY;   /* if the loop ends: lost the race WRITE_TRIES times */
     }
+    if (have_lost)
+        once_record_clear(&lost);
     once_record_clear(&cur);
-    return ONCE_EBUSY;
+    return rc;
 }
 
 /* Keep the lease fresh on every write that does not end the turn. */
@@ -542,9 +568,18 @@ void once__run_turn(once_engine *e, once__turn *t)
         return;   /* the lease expires; a takeover runs the turn */
     w->e = e;
     w->t = t;
-    int rc = once_store_load(e->store, t->principal, t->task_id, &w->rec, NULL);
+    /* Take the lease now: a queued turn held only what its registering
+     * write set, and if that ran out another replica may own the task. */
+    int rc;
+    int64_t pause = 20;
+    while (store_down(rc = once__renew_lease(e, t->principal, t->task_id, t->fence))) {
+        if (once_work_sleep(w, pause))
+            break;
+        pause = pause * 2 > RELOAD_PAUSE_MAX_MS ? RELOAD_PAUSE_MAX_MS : pause * 2;
+    }
+    if (rc == ONCE_OK)
+        rc = reload(w, &w->rec);
     if (rc != ONCE_OK) {
-        once__store_rc(e, rc);
         work_free(w);
         return;
     }

@@ -51,3 +51,31 @@ void once__notify(once_engine *e, const char *principal, const char *task_id)
     pthread_mutex_unlock(&e->mu);
     once__push_kick(e);
 }
+
+int once__waiter_add(once_engine *e, once__waiter *w, const char *principal, const char *task_id)
+{
+    memset(w, 0, sizeof *w);
+    w->principal = principal;
+    w->task_id = task_id;
+    int rc = once__cond_init(&w->cv);
+    if (rc != ONCE_OK)
+        return rc;
+    pthread_mutex_lock(&e->mu);
+    w->next = e->waiters;
+    e->waiters = w;
+    pthread_mutex_unlock(&e->mu);
+    return ONCE_OK;
+}
+
+void once__waiter_remove(once_engine *e, once__waiter *w)
+{
+    pthread_mutex_lock(&e->mu);
+    for (once__waiter **pp = &e->waiters; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    pthread_cond_destroy(&w->cv);
+}

@@ -30,14 +30,25 @@
 #define SLEEP_SLICE_MS 100
 #define SLEEP_MAX_S 86400.0
 
-/* The first text part of a Message (JSON text), once_malloc'd; "" if none. */
-static char *first_text(const char *message_json)
+/* The first text part of a Message (JSON text), once_malloc'd in *out; ""
+ * if it has none. ONCE_ENOMEM when memory ran out; ONCE_EINVAL when it is
+ * no Message with parts (every message a user sends has them: the codec
+ * refuses any other), so the turn did not get its message. Echoing "" in
+ * either case would be a confident wrong answer. */
+static int first_text(const char *message_json, char **out)
 {
-    json_t *m = message_json ? json_loads(message_json, 0, NULL) : NULL;
+    json_t *m = NULL;
+    *out = NULL;
+    int rc = once__json_object(message_json, &m);
+    if (rc == ONCE_OK && !json_is_array(json_object_get(m, "parts")))
+        rc = ONCE_EINVAL;
+    if (rc != ONCE_OK) {
+        json_decref(m);
+        return rc == ONCE_ENOMEM ? rc : ONCE_EINVAL;
+    }
     json_t *parts = json_object_get(m, "parts"), *p;
     const char *text = NULL;
     size_t i, len = 0;
-    char *out;
 
     json_array_foreach(parts, i, p) {
         json_t *t = json_object_get(p, "text");
@@ -47,9 +58,9 @@ static char *first_text(const char *message_json)
             break;
         }
     }
-    out = once_strndup(text ? text : "", text ? len : 0);
+    *out = once_strndup(text ? text : "", text ? len : 0);
     json_decref(m);
-    return out;
+    return *out != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
 static int echo_artifact(once_work *w, const char *text)
@@ -96,12 +107,14 @@ static int do_sleep(once_work *w, const char *text, const char *arg)
 static int echo_run(const once_executor *ex, once_work *w)
 {
     const char *cp = once_work_checkpoint(w);
-    char *text = first_text(once_work_message(w));
-    int rc;
+    char *text;
+    int rc = first_text(once_work_message(w), &text);
 
     (void)ex;
-    if (text == NULL)
-        return ONCE_ENOMEM;
+    if (rc == ONCE_EINVAL)
+        return once_work_fail(w, "echo: the turn's message could not be read");
+    if (rc != ONCE_OK)
+        return rc;
     if (cp != NULL && strcmp(cp, ASKED) == 0) {
         /* The mark stays: a continuation resumed after a takeover must
          * still be recognised as one. */

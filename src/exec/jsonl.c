@@ -493,8 +493,10 @@ int once__exec_parse_line(const char *line, size_t n, once__exec_cmd *out, char 
         return reject(ONCE_ERANGE, line, n, "output line longer than 1 MiB", why, whylen);
     if (blank(line, n))
         return ONCE_OK;
-    root = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
-    if (root == NULL) {
+    rc = once__json_loadb(line, n, JSON_REJECT_DUPLICATES, &root, &jerr);
+    if (rc == ONCE_ENOMEM)
+        return reject(rc, line, n, "out of memory", why, whylen);
+    if (rc != ONCE_OK) {
         char t[sizeof jerr.text + 32];
         snprintf(t, sizeof t, "output line is not JSON (%s)", jerr.text);
         once__exec_quote(t, strlen(t), PROB_MAX - 4, p.text, sizeof p.text);
@@ -527,16 +529,33 @@ void once__exec_cmd_clear(once__exec_cmd *c)
 
 /* ------------------------------------------------------------------- input */
 
+/* The members below are null when the value is absent or cannot be JSON,
+ * and NULL only when memory ran out: json_object_set_new then fails and the
+ * whole input is ONCE_ENOMEM, never an input with a member silently null. */
+
+/* Stored JSON text as a value; null when absent or not JSON. */
 static json_t *parse_or_null(const char *text)
 {
-    json_t *v = text ? json_loads(text, 0, NULL) : NULL;
-    return v ? v : json_null();
+    json_t *v = NULL;
+    if (text == NULL)
+        return json_null();
+    int rc = once__json_loads(text, 0, &v, NULL);
+    return rc == ONCE_OK ? v : rc == ONCE_ENOMEM ? NULL : json_null();
 }
 
+/* A string; null when absent or not UTF-8 (JSON cannot carry it). */
 static json_t *string_or_null(const char *s)
 {
-    json_t *v = s ? json_string(s) : NULL;
-    return v ? v : json_null();
+    if (s == NULL)
+        return json_null();
+    json_t *v = json_string(s);
+    if (v != NULL)
+        return v;
+    size_t n = strlen(s), len;
+    for (size_t i = 0; i < n; i += len)
+        if ((len = utf8_seq((const unsigned char *)s + i, n - i)) == 0)
+            return json_null();
+    return NULL; /* valid text: what failed was memory */
 }
 
 int once__exec_input(const once__exec_turn *t, char **out, size_t *outlen)

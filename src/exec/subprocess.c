@@ -205,6 +205,17 @@ static int apply(turn *t, const once__exec_cmd *c, int *ends)
     return rc;
 }
 
+/* apply(), with the time it spent waiting on the engine (a store outage
+ * is ridden out inside the write) kept off the command's deadline: the
+ * deadline bounds the command, not the store. */
+static int apply_timed(turn *t, const once__exec_cmd *c, int *ends)
+{
+    int64_t t0 = once_monotonic_ms();
+    int rc = apply(t, c, ends);
+    t->started += once_monotonic_ms() - t0;
+    return rc;
+}
+
 static void on_line(turn *t, const char *s, size_t n)
 {
     once__exec_cmd c;
@@ -216,10 +227,13 @@ static void on_line(turn *t, const char *s, size_t n)
         return;
     rc = once__exec_parse_line(s, n, &c, why, sizeof why);
     if (rc < 0) {
+        /* Running out of memory is this replica's failure, not the agent's:
+         * the reason must not call its line malformed. */
+        const char *what = rc == ONCE_ENOMEM ? "could not read" : "malformed";
         if (t->ph == PH_ENDED)
             say(t, "ignored output line %" PRIu64 " after the turn ended: %s", t->lineno, why);
         else
-            fail(t, "exec: malformed output line %" PRIu64 ": %s", t->lineno, why);
+            fail(t, "exec: %s output line %" PRIu64 ": %s", what, t->lineno, why);
         return;
     }
     if (c.kind == ONCE__EXEC_LOG) {
@@ -235,7 +249,7 @@ static void on_line(turn *t, const char *s, size_t n)
         fail(t, "exec: output line %" PRIu64 ": checkpoint step %" PRId64
                 " is below the current step %" PRId64,
              t->lineno, c.step, once_work_step(t->w));
-    } else if ((rc = apply(t, &c, &ends)) == ONCE_OK) {
+    } else if ((rc = apply_timed(t, &c, &ends)) == ONCE_OK) {
         if (ends) {
             t->ph = PH_ENDED;
             t->ended_at = once_monotonic_ms();

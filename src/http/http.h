@@ -57,6 +57,32 @@ size_t once_tokens_count(const once_tokens *t);
 const char *once_tokens_principal(const once_tokens *t, const char *authorization);
 
 /* ---------------------------------------------------------------------------
+ * Limits against hostile clients (guard.c), shared by onced's server and
+ * the webhook receiver of `once listen`; 0 = that server's default.
+ */
+typedef struct once_http_limits {
+    int64_t request_timeout_ms;  /* a request's head and body must be in
+                                    within this of the connection's accept
+                                    or its previous response; >= 1 s */
+    unsigned max_connections;    /* open at once; past it the oldest one
+                                    waiting for its request is closed */
+    unsigned max_per_ip;         /* open at once from one client address */
+    size_t max_body_memory;      /* request bodies held at once; >= max_body */
+} once_http_limits;
+
+/* onced's defaults (`once listen` has smaller ones: webhook_listen.h). */
+#define ONCE_HTTP_REQUEST_TIMEOUT_MS 30000
+#define ONCE_HTTP_MAX_CONNECTIONS 1024
+#define ONCE_HTTP_MAX_PER_IP 128
+#define ONCE_HTTP_MAX_BODY_MEMORY ((size_t)64 << 20)
+
+/* Fill the zero fields of l with the given defaults and check the result
+ * (max_body: the largest body one request may hold). ONCE_OK, or
+ * ONCE_EINVAL with err saying which limit is wrong. */
+int once_http_limits_resolve(once_http_limits *l, const once_http_limits *defaults,
+                             size_t max_body, char *err, size_t errlen);
+
+/* ---------------------------------------------------------------------------
  * The server (server.c).
  */
 typedef struct once_http_config {
@@ -68,7 +94,7 @@ typedef struct once_http_config {
     unsigned threads;            /* libmicrohttpd threads; 0 = 2 */
     unsigned workers;            /* request workers; 0 = 64 */
     size_t max_body;             /* 0 = 1 MiB */
-    unsigned max_connections;    /* 0 = 1024 */
+    once_http_limits limits;     /* zero fields: the ONCE_HTTP_* defaults */
     unsigned idle_timeout_s;     /* keep-alive idle timeout; 0 = 30 */
     /* SSE (sse.c): streams served at once (past it: 503 TOO_MANY_STREAMS),
      * the keep-alive comment interval, the per-stream buffer cap. */

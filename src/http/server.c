@@ -6,10 +6,12 @@
  * Life of a JSON-RPC request (one req_ctx per request):
  *   1. first callback: route; unknown paths and the card are answered at
  *      once; a POST to the endpoint gets a req_ctx;
- *   2. body callbacks: append up to max_body bytes; past it, keep draining
- *      (so the client can read our 413) but store nothing more;
- *   3. last callback: refuse (413 / 415 / 401) or suspend the connection and
- *      queue the call on the worker pool;
+ *      a head that a proxy could frame differently is refused (400, close);
+ *   2. body callbacks: append up to max_body bytes, within the body budget
+ *      (guard.c); past either, keep draining (so the client can read our
+ *      413 / 503) but store nothing more;
+ *   3. last callback: refuse (413 / 503 / 415 / 401) or suspend the
+ *      connection and queue the call on the worker pool;
  *   4. the worker runs once_a2a_handle, marks the ctx done and resumes the
  *      connection; it never touches the ctx after resuming it;
  *   5. libmicrohttpd calls back again: queue the response (an SSE stream
@@ -17,6 +19,9 @@
  *      frees the ctx.
  * Ownership: the ctx belongs to the MHD thread except between suspend and
  * resume, when it belongs to the worker; `done` is the hand-over flag.
+ * The guard (guard.c) sees a connection as waiting for its request until
+ * the last callback (or an answer from the first), busy until the request
+ * completes: only the receiving of a request has a deadline.
  */
 #include <microhttpd.h>
 
@@ -28,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http/guard.h"
 #include "http/http.h"
 #include "http/pool.h"
 #include "http/sse.h"
@@ -50,6 +56,7 @@ struct once_http {
     struct MHD_Daemon *d;
     once_pool *pool;
     once__sse *sse;
+    once__guard *guard;
     int port;
     int stopping;              /* atomic: set by once_http_stop */
     long inflight;             /* atomic: live req_ctx count */
@@ -61,9 +68,7 @@ struct once_http {
 typedef struct req_ctx {
     once_http *h;
     struct MHD_Connection *conn;
-    char *body;                /* [0..len), capacity cap; NUL-terminated */
-    size_t len, cap;
-    int too_large;
+    once__body body;
     int dispatched;
     int done;                  /* atomic: the worker finished (hand-over) */
     char principal[ONCE_PRINCIPAL_MAX + 1];
@@ -78,7 +83,7 @@ static void ctx_free(req_ctx *r)
     if (r == NULL)
         return;
     __atomic_sub_fetch(&r->h->inflight, 1, __ATOMIC_ACQ_REL);
-    once_free(r->body);
+    once__body_free(r->conn, &r->body);
     once_free(r->version);
     once_free(r->extensions);
     once_free(r->last_event_id);
@@ -90,10 +95,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
     (void)toe;
     ctx_free(*con_cls);
     *con_cls = NULL;
+    once__guard_idle(conn);
 }
 
 static void on_log(void *cls, const char *fmt, va_list ap)
@@ -143,16 +148,25 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char 
     return ret;
 }
 
-/* A JSON-RPC error the HTTP layer raises itself. */
-static enum MHD_Result queue_error(struct MHD_Connection *conn, int status, int code,
-                                   const char *reason, const char *message, int closing)
+/* A JSON-RPC error the HTTP layer raises itself; retry_after > 0 adds a
+ * Retry-After header. */
+static enum MHD_Result queue_refusal(struct MHD_Connection *conn, int status, int code,
+                                     const char *reason, const char *message, int retry_after,
+                                     int closing)
 {
     once_a2a_response r;
     if (once_a2a_error_response(status, code, reason, message, &r) != ONCE_OK)
         return queue_json(conn, 500, NULL, 0, NULL, 1);
     char *body = r.body;
     r.body = NULL;
-    return queue_json(conn, status, body, r.len, NULL, closing);
+    r.retry_after = retry_after;
+    return queue_json(conn, status, body, r.len, &r, closing);
+}
+
+static enum MHD_Result queue_error(struct MHD_Connection *conn, int status, int code,
+                                   const char *reason, const char *message, int closing)
+{
+    return queue_refusal(conn, status, code, reason, message, 0, closing);
 }
 
 static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
@@ -205,8 +219,8 @@ static void run_job(void *arg)
     once_a2a_request q = {.principal = r->principal,
                           .version = r->version,
                           .extensions = r->extensions,
-                          .body = r->body,
-                          .len = r->len,
+                          .body = r->body.data,
+                          .len = r->body.len,
                           .last_event_id = r->last_event_id,
                           .slots = once__sse_slots(r->h->sse)};
     if (once_a2a_handle(r->h->cfg.codec, &q, &r->resp) != ONCE_OK) {
@@ -227,6 +241,13 @@ static int is_rpc_path(const once_http *h, const char *url)
 static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, const char *url,
                                   const char *method, void **con_cls)
 {
+    const char *bad = once__guard_framing(conn, method);
+    if (bad != NULL) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "Bad request framing: %s", bad);
+        return queue_error(conn, MHD_HTTP_BAD_REQUEST, ONCE_RPC_INVALID_REQUEST, "BAD_FRAMING",
+                           msg, 1);
+    }
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
               strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (strcmp(url, CARD_PATH) == 0 && get)
@@ -260,37 +281,15 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
     return MHD_YES;
 }
 
-static int append_body(req_ctx *r, const char *data, size_t n)
-{
-    if (r->too_large)
-        return ONCE_OK;
-    if (r->len + n > r->h->cfg.max_body) {
-        r->too_large = 1;
-        once_free(r->body);
-        r->body = NULL;
-        r->len = r->cap = 0;
-        return ONCE_OK;
-    }
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 4096;
-        while (cap < r->len + n + 1)
-            cap *= 2;
-        char *nb = once_realloc(r->body, cap);
-        if (nb == NULL)
-            return ONCE_ENOMEM;
-        r->body = nb;
-        r->cap = cap;
-    }
-    memcpy(r->body + r->len, data, n);
-    r->len += n;
-    r->body[r->len] = '\0';
-    return ONCE_OK;
-}
-
 static enum MHD_Result dispatch(once_http *h, req_ctx *r)
 {
     struct MHD_Connection *conn = r->conn;
-    if (r->too_large) {
+    once__guard_busy(conn);
+    if (r->body.no_memory)
+        return queue_refusal(conn, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL, "OVERLOADED",
+                             "The server holds too many request bodies; retry the same request",
+                             1, 0);
+    if (r->body.too_large) {
         char msg[128];
         snprintf(msg, sizeof msg, "Invalid request: body larger than %zu bytes",
                  h->cfg.max_body);
@@ -341,10 +340,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     once_http *h = cls;
     req_ctx *r = *con_cls;
-    if (r == NULL)
-        return first_call(h, conn, url, method, con_cls);
+    if (r == NULL) {
+        enum MHD_Result ret = first_call(h, conn, url, method, con_cls);
+        if (*con_cls == NULL) /* answered at once: the request is in */
+            once__guard_busy(conn);
+        return ret;
+    }
     if (*upload_data_size > 0) {
-        if (append_body(r, upload_data, *upload_data_size) != ONCE_OK)
+        if (once__body_append(conn, &r->body, h->cfg.max_body, upload_data,
+                              *upload_data_size) != ONCE_OK)
             return MHD_NO;
         *upload_data_size = 0;
         return MHD_YES;
@@ -413,8 +417,6 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         h->cfg.workers = 64;
     if (h->cfg.max_body == 0)
         h->cfg.max_body = DEFAULT_MAX_BODY;
-    if (h->cfg.max_connections == 0)
-        h->cfg.max_connections = 1024;
     if (h->cfg.idle_timeout_s == 0)
         h->cfg.idle_timeout_s = 30;
     if (h->cfg.max_streams == 0)
@@ -423,6 +425,14 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         h->cfg.sse_ping_ms = DEFAULT_SSE_PING_MS;
     if (h->cfg.sse_buffer == 0)
         h->cfg.sse_buffer = DEFAULT_SSE_BUFFER;
+    static const once_http_limits defaults = {ONCE_HTTP_REQUEST_TIMEOUT_MS,
+                                              ONCE_HTTP_MAX_CONNECTIONS, ONCE_HTTP_MAX_PER_IP,
+                                              ONCE_HTTP_MAX_BODY_MEMORY};
+    int rc = once_http_limits_resolve(&h->cfg.limits, &defaults, h->cfg.max_body, err, errlen);
+    if (rc != ONCE_OK) {
+        once_free(h);
+        return rc;
+    }
     if (cfg->rpc_path != NULL && strcmp(cfg->rpc_path, "/") != 0) {
         h->rpc_path = once_strdup(cfg->rpc_path);
         if (h->rpc_path == NULL) {
@@ -433,10 +443,11 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
     h->cfg.rpc_path = h->rpc_path;
     struct sockaddr_storage ss;
     int v6 = 0;
-    int rc = resolve(cfg->host, cfg->port, &ss, &v6, err, errlen);
+    rc = resolve(cfg->host, cfg->port, &ss, &v6, err, errlen);
     if (rc == ONCE_OK) {
         /* Calls queue behind busy workers up to this depth, then get 503. */
-        rc = once__http_pool_new(h->cfg.workers, (size_t)h->cfg.max_connections, &h->pool);
+        rc = once__http_pool_new(h->cfg.workers, (size_t)h->cfg.limits.max_connections,
+                                 &h->pool);
         if (rc != ONCE_OK)
             snprintf(err, errlen, "cannot start the worker pool: %s", once_strerror(rc));
     }
@@ -445,18 +456,24 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         if (rc != ONCE_OK)
             snprintf(err, errlen, "bad streaming settings: %s", once_strerror(rc));
     }
+    if (rc == ONCE_OK) {
+        rc = once__guard_new(&h->cfg.limits, "onced: http", &h->guard);
+        if (rc != ONCE_OK)
+            snprintf(err, errlen, "cannot start the connection guard: %s", once_strerror(rc));
+    }
     if (rc != ONCE_OK) {
         once_http_stop(h);
         return rc;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    struct MHD_OptionItem guarded[4];
+    once__guard_mhd_options(h->guard, guarded);
     h->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
         on_log, h, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->cfg.threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
+        MHD_OPTION_ARRAY, guarded, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
         /* request line + headers must fit here: larger ones get 431 */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
@@ -482,10 +499,14 @@ void once_http_stop(once_http *h)
     if (h == NULL)
         return;
     __atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
+    /* New clients are refused at once (shutdown of a listening socket),
+     * but the descriptor is closed only after MHD_stop_daemon: MHD's
+     * threads may still use it until then (microhttpd.h, quiesce). */
+    MHD_socket lfd = MHD_INVALID_SOCKET;
     if (h->d != NULL) {
-        MHD_socket fd = MHD_quiesce_daemon(h->d);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
+        lfd = MHD_quiesce_daemon(h->d);
+        if (lfd != MHD_INVALID_SOCKET)
+            shutdown(lfd, SHUT_RDWR);
     }
     /* Every accepted call runs to its end and resumes its connection. */
     once__http_pool_free(h->pool);
@@ -503,6 +524,9 @@ void once_http_stop(once_http *h)
         }
         MHD_stop_daemon(h->d);
     }
+    if (lfd != MHD_INVALID_SOCKET)
+        close(lfd);
+    once__guard_free(h->guard);
     once__sse_free(h->sse);
     once_free(h->rpc_path);
     once_free(h);

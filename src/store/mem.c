@@ -552,6 +552,26 @@ static int mem_expired_leases(once_store *s, int64_t now, size_t max, once_key_l
     return rc;
 }
 
+/* Arguments were checked by once_store_renew. Leases are found by a scan
+ * of the records, so there is no index to keep in step. */
+static int mem_renew(once_store *s, const char *principal, const char *task_id,
+                     const char *owner, int64_t fence, int64_t until)
+{
+    mem_store *ms = (mem_store *)s;
+    mem_entry *e;
+    int live, renewed;
+
+    pthread_mutex_lock(&ms->lock);
+    e = find(ms, principal, task_id);
+    live = e && !e->is_tomb;
+    renewed = live && e->rec.fence == fence && strcmp(e->rec.lease_owner, owner) == 0 &&
+              once__state_renewable(e->rec.state);
+    if (renewed)
+        e->rec.lease_until = until;
+    pthread_mutex_unlock(&ms->lock);
+    return once__store_renew_result(s, task_id, renewed, live);
+}
+
 static int sweepable(const mem_entry *e, const void *arg)
 {
     int64_t before = *(const int64_t *)arg;
@@ -956,6 +976,7 @@ const once_store_methods once__store_memory = {
     .list = mem_list,
     .meta = mem_meta_get,
     .check = mem_check,
+    .renew = mem_renew,
     .push_claim = mem_push_claim,
     .push_ack = mem_push_ack,
     .push_rows = mem_push_rows,

@@ -20,32 +20,205 @@
  *   - push delivery rows (ONCE_STORE_PUSH) live in push_deliveries and
  *     change in the same transaction as the record that implies them.
  *
+ * Settings come from the URL, sqlite:PATH?key=value&... (url_param.h):
+ *     synchronous=full|normal|off  commit durability (store.h, ONCE_SYNC_*);
+ *                                  full by default: a write is acknowledged
+ *                                  only after its commit was synced
+ *     busy_timeout=MS              wait for another process's write lock
+ *                                  (default 5000)
+ *     vfs=NAME                     TESTS: open through a registered SQLite
+ *                                  VFS (the power-loss test's shim)
+ * An unknown key, a bad value or a key given twice fails the open, and so
+ * does an options struct that contradicts the URL: a store must never
+ * commit at a durability other than the one its operator wrote down.
+ *
  * The file is created mode 0600 (WAL and shm files inherit its mode).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "store/sqlite_fault.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
+#include "store/url_param.h"
 
-#define SQ_DEFAULT_SYNC 2 /* PRAGMA synchronous=FULL */
-#define SQ_DEFAULT_BUSY_MS 5000
+/* The first row is the default. */
+static const sq_sync_level sync_levels[] = {
+    {ONCE_SYNC_FULL, "full", SQ_PRAGMA_SYNC_FULL},
+    {ONCE_SYNC_NORMAL, "normal", SQ_PRAGMA_SYNC_NORMAL},
+    {ONCE_SYNC_OFF, "off", SQ_PRAGMA_SYNC_OFF},
+};
+#define N_SYNC_LEVELS (sizeof sync_levels / sizeof sync_levels[0])
+
+static const sq_sync_level *sync_by_level(int level)
+{
+    for (size_t i = 0; i < N_SYNC_LEVELS; i++)
+        if (sync_levels[i].level == level)
+            return &sync_levels[i];
+    return NULL;
+}
+
+const char *once_sync_name(int level)
+{
+    const sq_sync_level *l = sync_by_level(level);
+    return l ? l->name : NULL;
+}
 
 static sq_store *sq(once_store *s) { return (sq_store *)s; }
 
-/* "sqlite:PATH" or "sqlite://PATH" -> PATH (a pointer into url). */
-static const char *url_path(const char *url)
+/* What the URL and the options ask for, before anything is opened. */
+typedef struct sq_settings {
+    char *path;                         /* owned */
+    int sync;                           /* ONCE_SYNC_*, DEFAULT = not given */
+    long long busy_ms;                  /* -1 = not given */
+    char vfs[SQ_VFS_NAME_MAX + 1];      /* "" = SQLite's default VFS */
+} sq_settings;
+
+#define SQ_URL_KEYS "synchronous, busy_timeout, vfs"
+
+static int url_bad(char *errbuf, size_t errlen, const once__url_param *p, const char *why)
+{
+    once__store_errbuf(errbuf, errlen, "sqlite URL: %.*s=%.*s: %s",
+                       (int)(p->klen > 32 ? 32 : p->klen), p->key,
+                       (int)(p->vlen > 64 ? 64 : p->vlen), p->val, why);
+    return ONCE_EINVAL;
+}
+
+/* One "?key=value" of the URL into st. A setting given twice is refused:
+ * which of the two was meant is not ours to guess. */
+static int url_setting(sq_settings *st, const once__url_param *p, char *errbuf, size_t errlen)
+{
+    if (once__url_param_is(p, "synchronous")) {
+        if (st->sync != ONCE_SYNC_DEFAULT)
+            return url_bad(errbuf, errlen, p, "given twice");
+        for (size_t i = 0; i < N_SYNC_LEVELS; i++)
+            if (once__url_param_val_is(p, sync_levels[i].name))
+                st->sync = sync_levels[i].level;
+        if (st->sync == ONCE_SYNC_DEFAULT)
+            return url_bad(errbuf, errlen, p, "must be full, normal or off");
+    } else if (once__url_param_is(p, "busy_timeout")) {
+        if (st->busy_ms >= 0)
+            return url_bad(errbuf, errlen, p, "given twice");
+        if (once__url_param_num(p, 0, SQ_BUSY_MAX_MS, &st->busy_ms) != 0) {
+            char why[48];
+            snprintf(why, sizeof why, "must be milliseconds, 0..%d", SQ_BUSY_MAX_MS);
+            return url_bad(errbuf, errlen, p, why);
+        }
+    } else if (once__url_param_is(p, "vfs")) {
+        if (st->vfs[0])
+            return url_bad(errbuf, errlen, p, "given twice");
+        if (once__url_param_copy(p, st->vfs, sizeof st->vfs) != 0 || !sqlite3_vfs_find(st->vfs))
+            return url_bad(errbuf, errlen, p, "not a registered SQLite VFS");
+    } else {
+        once__store_errbuf(errbuf, errlen, "sqlite URL: unknown parameter '%.*s' (known: %s)",
+                           (int)(p->klen > 32 ? 32 : p->klen), p->key, SQ_URL_KEYS);
+        return ONCE_EINVAL;
+    }
+    return ONCE_OK;
+}
+
+/* "sqlite:PATH[?SETTINGS]" or "sqlite://PATH[?SETTINGS]" into st (a PATH
+ * therefore holds no '?'), then the options, which may repeat a URL
+ * setting but not contradict it. */
+static int parse_url(const char *url, const once_store_options *opt, sq_settings *st,
+                     char *errbuf, size_t errlen)
 {
     static const char scheme[] = "sqlite:";
-    if (strncmp(url, scheme, sizeof scheme - 1) != 0)
-        return NULL;
+    memset(st, 0, sizeof *st);
+    st->busy_ms = -1;
+    if (!url || strncmp(url, scheme, sizeof scheme - 1) != 0)
+        goto no_path;
     const char *p = url + sizeof scheme - 1;
     if (p[0] == '/' && p[1] == '/')
         p += 2;
-    return p[0] ? p : NULL;
+    size_t n = strcspn(p, "?");
+    if (n == 0 || (n == 8 && memcmp(p, ":memory:", 8) == 0))
+        goto no_path;
+    if (!(st->path = once_strndup(p, n))) {
+        once__store_errbuf(errbuf, errlen, "sqlite: out of memory");
+        return ONCE_ENOMEM;
+    }
+    const char *q = p[n] ? p + n + 1 : NULL;
+    once__url_param prm;
+    while (once__url_param_next(&q, &prm)) {
+        int rc = url_setting(st, &prm, errbuf, errlen);
+        if (rc != ONCE_OK)
+            return rc;
+    }
+
+    int osync = opt ? opt->synchronous : ONCE_SYNC_DEFAULT;
+    int obusy = opt ? opt->busy_timeout_ms : 0;
+    if (osync != ONCE_SYNC_DEFAULT && !sync_by_level(osync)) {
+        once__store_errbuf(errbuf, errlen, "sqlite: options.synchronous %d is no ONCE_SYNC_*",
+                           osync);
+        return ONCE_EINVAL;
+    }
+    if (obusy < 0 || obusy > SQ_BUSY_MAX_MS) {
+        once__store_errbuf(errbuf, errlen, "sqlite: options.busy_timeout_ms must be 0..%d",
+                           SQ_BUSY_MAX_MS);
+        return ONCE_EINVAL;
+    }
+    if (osync != ONCE_SYNC_DEFAULT && st->sync != ONCE_SYNC_DEFAULT && osync != st->sync) {
+        once__store_errbuf(errbuf, errlen,
+                           "sqlite: the URL says synchronous=%s, the options say %s",
+                           once_sync_name(st->sync), once_sync_name(osync));
+        return ONCE_EINVAL;
+    }
+    if (obusy && st->busy_ms >= 0 && obusy != st->busy_ms) {
+        once__store_errbuf(errbuf, errlen,
+                           "sqlite: the URL says busy_timeout=%lld, the options say %d ms",
+                           st->busy_ms, obusy);
+        return ONCE_EINVAL;
+    }
+    if (st->sync == ONCE_SYNC_DEFAULT)
+        st->sync = osync;
+    if (st->busy_ms < 0)
+        st->busy_ms = obusy ? obusy : SQ_BUSY_DEFAULT_MS;
+    return ONCE_OK;
+
+no_path:
+    once__store_errbuf(errbuf, errlen, "sqlite store URL must be sqlite:PATH to a file");
+    return ONCE_EINVAL;
+}
+
+/* src appended at o with every byte outside a safe set %-escaped, so that
+ * nothing in it can end the path or add a parameter. The new end. */
+static char *uri_escape(char *o, const char *src)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (; *src; src++) {
+        unsigned char ch = (unsigned char)*src;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            ch == '/' || ch == '.' || ch == '-' || ch == '_') {
+            *o++ = (char)ch;
+        } else {
+            *o++ = '%';
+            *o++ = hex[ch >> 4];
+            *o++ = hex[ch & 15];
+        }
+    }
+    return o;
+}
+
+/* A file: URI that opens path through the named VFS (once__sq_open takes
+ * no VFS argument; SQLITE_OPEN_URI lets the name carry it). */
+static char *vfs_uri(const char *path, const char *vfs)
+{
+    static const char tail[] = "?vfs=";
+    const char *head = path[0] == '/' ? "file://" : "file:";
+    size_t hn = strlen(head);
+    char *u = once_malloc(hn + sizeof tail + 3 * (strlen(path) + strlen(vfs)));
+    if (!u)
+        return NULL;
+    memcpy(u, head, hn);
+    char *o = uri_escape(u + hn, path);
+    memcpy(o, tail, sizeof tail - 1);
+    o = uri_escape(o + sizeof tail - 1, vfs);
+    *o = '\0';
+    return u;
 }
 
 static void sq_free(sq_store *s)
@@ -60,6 +233,8 @@ static void sq_free(sq_store *s)
     }
     pthread_mutex_destroy(&s->qmu);
     pthread_mutex_destroy(&s->pmu);
+    if (s->open_name != s->path)
+        once_free(s->open_name);
     once_free(s->path);
     once_free(s);
 }
@@ -68,35 +243,40 @@ static int sq_open(const char *url, const once_store_options *opt, once_store **
                    char *errbuf, size_t errlen)
 {
     *out = NULL;
-    const char *path = url ? url_path(url) : NULL;
-    if (!path || strcmp(path, ":memory:") == 0) {
-        once__store_errbuf(errbuf, errlen, "sqlite store URL must be sqlite:PATH to a file");
-        return ONCE_EINVAL;
-    }
-    /* ONCE_SYNC_OFF..FULL are PRAGMA synchronous 0..2; 0 (default) is FULL. */
-    int want = opt ? opt->synchronous : ONCE_SYNC_DEFAULT;
-    int sync = want == ONCE_SYNC_DEFAULT ? SQ_DEFAULT_SYNC : want - 1;
-    int busy = opt && opt->busy_timeout_ms ? opt->busy_timeout_ms : SQ_DEFAULT_BUSY_MS;
-    if (want < ONCE_SYNC_DEFAULT || want > ONCE_SYNC_FULL || busy < 0) {
-        once__store_errbuf(errbuf, errlen,
-                           "sqlite: synchronous must be a ONCE_SYNC_* value, busy_timeout >= 0");
-        return ONCE_EINVAL;
+    sq_settings st;
+    int rc = parse_url(url, opt, &st, errbuf, errlen);
+    if (rc != ONCE_OK) {
+        once_free(st.path);
+        return rc;
     }
     if (!sqlite3_threadsafe()) {
+        once_free(st.path);
         once__store_errbuf(errbuf, errlen, "sqlite: library built without thread safety");
         return ONCE_EUNSUPPORTED;
     }
 
     sq_store *s = once_calloc(1, sizeof *s);
-    if (!s || !(s->path = once_strdup(path))) {
-        once_free(s);
+    if (!s) {
+        once_free(st.path);
         once__store_errbuf(errbuf, errlen, "sqlite: out of memory");
         return ONCE_ENOMEM;
     }
-    s->synchronous = sync;
-    s->busy_ms = busy;
     pthread_mutex_init(&s->qmu, NULL);
     pthread_mutex_init(&s->pmu, NULL);
+    s->path = s->open_name = st.path;
+    if (st.vfs[0]) {
+        char *uri = vfs_uri(st.path, st.vfs);
+        if (!uri) {
+            sq_free(s);
+            once__store_errbuf(errbuf, errlen, "sqlite: out of memory");
+            return ONCE_ENOMEM;
+        }
+        s->open_name = uri;
+        s->open_flags = SQLITE_OPEN_URI;
+    }
+    s->sync = sync_by_level(st.sync == ONCE_SYNC_DEFAULT ? sync_levels[0].level : st.sync);
+    s->busy_ms = (int)st.busy_ms;
+    const char *path = s->path;
 
     /* Create the file ourselves so it is 0600 whatever the umask allows. */
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -108,7 +288,7 @@ static int sq_open(const char *url, const once_store_options *opt, once_store **
     close(fd);
 
     sq_conn *w;
-    int rc = once__sq_conn_open(s, 1, 1, &w);
+    rc = once__sq_conn_open(s, 1, 1, &w);
     if (rc == ONCE_OK) {
         rc = once__sq_schema(s, w);
         if (rc != ONCE_OK)
@@ -240,6 +420,24 @@ int once__sqlite_synchronous(once_store *s, int *out)
     return rc;
 }
 
+int once_store_synchronous(once_store *s, int *level)
+{
+    *level = ONCE_SYNC_DEFAULT;
+    if (!s || s->m != &once__store_sqlite)
+        return ONCE_EUNSUPPORTED;
+    int pragma = -1;
+    int rc = once__sqlite_synchronous(s, &pragma);
+    if (rc != ONCE_OK)
+        return rc;
+    for (size_t i = 0; i < N_SYNC_LEVELS; i++)
+        if (sync_levels[i].pragma == pragma)
+            *level = sync_levels[i].level;
+    if (*level != ONCE_SYNC_DEFAULT)
+        return ONCE_OK;
+    once__store_seterr(s, "sqlite: PRAGMA synchronous reads %d, a level once never sets", pragma);
+    return ONCE_ESTORE;
+}
+
 const once_store_methods once__store_sqlite = {
     .version = ONCE_STORE_METHODS_VERSION,
     .scheme = "sqlite",
@@ -256,6 +454,7 @@ const once_store_methods once__store_sqlite = {
     .list = sq_list,
     .meta = sq_meta,
     .check = sq_check,
+    .renew = once__sq_renew,
     .push_claim = sq_push_claim,
     .push_ack = sq_push_ack,
     .push_rows = sq_push_rows,

@@ -31,14 +31,15 @@ int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out)
     sq_conn *c = once_calloc(1, sizeof *c);
     if (!c)
         return ONCE_ENOMEM;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-    int rc = once__sq_open(s->path, flags, &c->db);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0) |
+                s->open_flags;
+    int rc = once__sq_open(s->open_name, flags, &c->db);
     if (rc == SQLITE_OK)
         rc = once__sq_busy_timeout(c->db, s->busy_ms);
     if (rc == SQLITE_OK) {
         char sql[48];
         if (writer)
-            snprintf(sql, sizeof sql, "PRAGMA synchronous=%d", s->synchronous);
+            snprintf(sql, sizeof sql, "PRAGMA synchronous=%s", s->sync->name);
         else
             snprintf(sql, sizeof sql, "PRAGMA query_only=1");
         rc = once__sq_exec(c->db, sql);

@@ -1,6 +1,7 @@
 /*
  * sqlite_int.h -- internals shared by the sqlite backend's files:
- *   sqlite.c         slots, URL and options, open/close, the method table
+ *   sqlite.c         slots, URL settings and options, open/close, the
+ *                    method table
  *   sqlite_call.c    fault-counted wrappers over the sqlite3 API
  *   sqlite_conn.c    connections, the per-connection statement cache, the
  *                    reader pool, rollback/poison handling
@@ -10,6 +11,7 @@
  *   sqlite_read.c    load, events, list, expired_leases, meta lookup
  *   sqlite_check.c   the integrity check
  *   sqlite_push.c    push delivery rows: sync with push_json, claim, ack
+ *   sqlite_lease.c   renew: the lease-only write
  *
  * Invariants: only the current group-commit leader touches the writer
  * connection; a reader connection is owned by one thread between
@@ -28,6 +30,23 @@
 #define SQ_BATCH_MAX 256      /* ops per group commit */
 #define SQ_IDLE_READERS 8     /* idle reader connections kept open */
 #define SQ_BUSY_RETRIES 3     /* retries after busy_timeout gave up */
+#define SQ_BUSY_DEFAULT_MS 5000
+#define SQ_BUSY_MAX_MS 3600000
+#define SQ_VFS_NAME_MAX 63
+
+/* What PRAGMA synchronous reads back for the levels once sets (SQLite's
+ * own numbering; EXTRA, 3, is never set). */
+#define SQ_PRAGMA_SYNC_OFF 0
+#define SQ_PRAGMA_SYNC_NORMAL 1
+#define SQ_PRAGMA_SYNC_FULL 2
+
+/* One commit durability: the ONCE_SYNC_* level, the keyword both the URL
+ * and PRAGMA synchronous take, and what the PRAGMA reads back. */
+typedef struct sq_sync_level {
+    int level;
+    const char *name;
+    int pragma;
+} sq_sync_level;
 
 /* Cached statements; texts in sqlite_schema.c (once__sq_sql). */
 typedef enum sq_stmt_id {
@@ -61,6 +80,7 @@ typedef enum sq_stmt_id {
     SQ_PUSH_DELETE_KEY,
     SQ_PUSH_DUE,        /* due rows, oldest next_attempt_at first */
     SQ_PUSH_LEASE,
+    SQ_TASK_RENEW,      /* text in sqlite_lease.c, which prepares it itself */
     SQ_NSTMT
 } sq_stmt_id;
 
@@ -94,7 +114,8 @@ typedef enum sq_op_kind {
     SQ_OP_META,
     SQ_OP_SYNC,         /* test hook: read the writer's PRAGMA synchronous */
     SQ_OP_PUSH_CLAIM,
-    SQ_OP_PUSH_ACK
+    SQ_OP_PUSH_ACK,
+    SQ_OP_RENEW
 } sq_op_kind;
 
 /* A queued write. The caller fills the arguments and waits; the leader
@@ -115,7 +136,9 @@ typedef struct sq_op {
     const char *name;                 /* meta */
     const char *init_value;
     char **out;                       /* meta output */
-    const char *owner;                /* push claim */
+    const char *owner;                /* push claim, renew */
+    const char *principal, *task_id;  /* renew */
+    int64_t fence, until;
     int64_t lease_ms;
     once_push_claim_list *claims;     /* push claim output */
     const once_push_ack *ack;         /* push ack */
@@ -128,15 +151,18 @@ typedef struct sq_op {
 
 /*
  * The handle. Set at open and read-only afterwards: base.m, path,
- * synchronous, busy_ms. qmu guards the queue (qhead, qtail, leading) and
- * each queued op's done flag; writer belongs to whichever thread set
- * leading = 1 and is touched only by it. pmu guards the idle reader list.
+ * open_name, open_flags, sync, busy_ms. qmu guards the queue (qhead,
+ * qtail, leading) and each queued op's done flag; writer belongs to
+ * whichever thread set leading = 1 and is touched only by it. pmu guards the idle reader list.
  * base.errmsg is written through once__store_seterr (its own lock).
  */
 typedef struct sq_store {
     once_store base;
-    char *path;
-    int synchronous;
+    char *path;             /* the file, as the URL names it */
+    char *open_name;        /* what connections open: path, or a file: URI
+                             * naming the URL's vfs */
+    int open_flags;         /* SQLITE_OPEN_URI with a vfs, else 0 */
+    const sq_sync_level *sync;
     int busy_ms;
 
     pthread_mutex_t qmu;
@@ -165,9 +191,9 @@ int once__sq_is_busy(int sqlite_rc);
 void once__sq_sleep_ms(int ms);
 
 /* ---- sqlite_conn.c ---- */
-/* Open a connection to s->path with the handle's busy timeout; the writer
- * also gets PRAGMA synchronous, a reader query_only. create: may create
- * the file (the schema connection only). */
+/* Open a connection to s->open_name with the handle's busy timeout; the
+ * writer also gets PRAGMA synchronous=<s->sync>, a reader query_only.
+ * create: may create the file (the schema connection only). */
 int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out);
 void once__sq_conn_close(sq_conn *c);   /* NULL is a no-op */
 /* The cached statement id, prepared on first use. */
@@ -231,5 +257,11 @@ int once__sq_push_rows(sq_store *s, const char *principal, const char *task_id,
                        once_push_row_list *out);
 /* check(): rows vs push_json over one read transaction on c. */
 int once__sq_check_push(sq_conn *c, once_check_report *rep);
+
+/* ---- sqlite_lease.c ---- */
+/* The renew slot (arguments checked by once_store_renew) and its op. */
+int once__sq_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
+                   int64_t fence, int64_t until);
+int once__sq_op_renew(sq_store *s, sq_conn *w, sq_op *op);
 
 #endif

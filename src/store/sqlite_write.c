@@ -378,6 +378,9 @@ int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op)
     case SQ_OP_PUSH_ACK:
         rc = once__sq_op_push_ack(w, op);
         break;
+    case SQ_OP_RENEW:
+        rc = once__sq_op_renew(s, w, op);
+        break;
     default:
         rc = ONCE_ERROR;
     }

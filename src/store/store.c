@@ -230,6 +230,20 @@ int once_store_check(once_store *s, once_check_report *rep)
     return s->m->check(s, rep);
 }
 
+/* The one place renew's arguments are checked: the slots trust them. */
+int once_store_renew(once_store *s, const char *principal, const char *task_id,
+                     const char *owner, int64_t fence, int64_t until)
+{
+    int rc;
+
+    if (!s)
+        return ONCE_EINVAL;
+    rc = once__store_valid_renew(s, principal, task_id, owner, fence, until);
+    if (rc != ONCE_OK)
+        return rc;
+    return s->m->renew(s, principal, task_id, owner, fence, until);
+}
+
 int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
                           size_t max, once_push_claim_list *out)
 {

@@ -67,6 +67,28 @@ int once__store_valid_create(once_store *s, const once_record *rec, const once_e
 int once__store_valid_update(once_store *s, const once_record *rec, int64_t expect_version,
                              const once_event *ev, size_t nev);
 
+/* renew's arguments (store.h): a legal key, owner 1..ONCE_OWNER_MAX bytes,
+ * fence >= 0, until > 0 (0 means "no lease", which a renewal cannot
+ * grant). once_store_renew runs it, so the backends' renew slots do not. */
+int once__store_valid_renew(once_store *s, const char *principal, const char *task_id,
+                            const char *owner, int64_t fence, int64_t until);
+
+/* The states renew may extend a lease in: neither terminal nor interrupted.
+ * The SQL and Lua texts spell this "state IN (1, 2)" (state numbers are
+ * stored, so they never change; the assertion keeps the texts honest). */
+_Static_assert(ONCE_STATE_SUBMITTED == 1 && ONCE_STATE_WORKING == 2,
+               "renew texts say state IN (1, 2)");
+static inline int once__state_renewable(once_state st)
+{
+    return st == ONCE_STATE_SUBMITTED || st == ONCE_STATE_WORKING;
+}
+
+/* renew's answer, the same from every backend: ONCE_OK if it renewed, else
+ * ONCE_EFENCED when the key holds a live record (its fence, owner or state
+ * differ) and ONCE_ENOTFOUND when it holds none; a refusal also says which
+ * in s->errmsg. */
+int once__store_renew_result(once_store *s, const char *task_id, int renewed, int live);
+
 /* ListTasks query: principal legal, context_id (if set) fits, state within
  * the enum, limit 1..1000, after_task_id (if set) fits. */
 #define ONCE_LIST_MAX 1000

@@ -178,6 +178,33 @@ int once__store_valid_query(once_store *s, const once_list_query *q)
     return ONCE_OK;
 }
 
+int once__store_valid_renew(once_store *s, const char *principal, const char *task_id,
+                            const char *owner, int64_t fence, int64_t until)
+{
+    int rc = once__store_valid_key(s, principal, task_id);
+
+    if (rc != ONCE_OK)
+        return rc;
+    if (!owner || !owner[0] || strlen(owner) > ONCE_OWNER_MAX) {
+        once__store_seterr(s, "renew of %s: owner must be 1..%d bytes", task_id, ONCE_OWNER_MAX);
+        return ONCE_EINVAL;
+    }
+    if (fence < 0 || until <= 0) {
+        once__store_seterr(s, "renew of %s: fence must be >= 0 and until > 0", task_id);
+        return ONCE_EINVAL;
+    }
+    return ONCE_OK;
+}
+
+int once__store_renew_result(once_store *s, const char *task_id, int renewed, int live)
+{
+    if (renewed)
+        return ONCE_OK;
+    once__store_seterr(s, "renew of %s: %s", task_id,
+                       live ? "fence, owner or state moved (lease lost)" : "no live record");
+    return live ? ONCE_EFENCED : ONCE_ENOTFOUND;
+}
+
 void once__check_problem(once_check_report *rep, const char *fmt, ...)
 {
     va_list ap;

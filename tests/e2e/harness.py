@@ -8,6 +8,7 @@ The onced binary comes from $ONCED (set by ctest) or build/onced.
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,6 +20,17 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ONCED = os.environ.get("ONCED", os.path.join(ROOT, "build", "onced"))
 EXT = "urn:once:a2a:idempotency:v1"
+
+# The one factor every timeout of the suite is multiplied by. A timeout is
+# a bound on how long a condition may take to come true, never a duration
+# an assertion relies on; a slow or loaded machine (or a sanitizer build,
+# whose ctest sets a larger factor) only needs a larger bound.
+TIMEOUT_FACTOR = float(os.environ.get("ONCE_TEST_TIMEOUT_FACTOR", "1") or "1")
+
+
+def scaled(seconds):
+    """seconds, multiplied by ONCE_TEST_TIMEOUT_FACTOR."""
+    return seconds * TIMEOUT_FACTOR
 
 _passed = 0
 _failed = 0
@@ -48,7 +60,7 @@ class Onced:
         self.wait_ready()
 
     def wait_ready(self, timeout=15.0):
-        end = time.time() + timeout
+        end = time.time() + scaled(timeout)
         while time.time() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError("onced exited with %s; log: %s" % (self.proc.returncode, self.logtext()))
@@ -76,14 +88,26 @@ class Onced:
         self.proc.send_signal(sig)
 
     def stop(self):
+        """SIGTERM, then SIGKILL if it does not exit in time. A sanitizer
+        report in its log (the ASan and TSan builds) fails the test."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(10)
+                self.proc.wait(scaled(10))
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
+            report = sanitizer_report(self.logtext_all())
+            check(report is None, "%s reported: %s" % (os.path.basename(self.args[0]), report))
+
+    def logtext_all(self):
+        try:
+            with open(self.log.name, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def kill9(self):
         if self.proc.poll() is None:
@@ -97,8 +121,24 @@ class Onced:
         self.stop()
 
 
+_SANITIZER = re.compile(r"WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|"
+                        r"\.c:\d+:\d+: runtime error:")
+
+
+def sanitizer_report(text):
+    """The first sanitizer report in a process's output (from its first line
+    on, about 3000 characters), or None."""
+    m = _SANITIZER.search(text)
+    if m is None:
+        return None
+    start = text.rfind("\n", 0, max(0, m.start() - 200)) + 1
+    return text[start:start + 3000]
+
+
 def http_request(port, method, path, body=None, headers=None, timeout=30):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    """One request on a fresh connection; timeout (scaled) bounds each socket
+    operation."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(timeout))
     try:
         c.request(method, path, body=body, headers=headers or {})
         r = c.getresponse()
@@ -174,7 +214,8 @@ def eq(got, want, what):
 
 
 def wait_until(fn, timeout=10.0, step=0.05, what="condition"):
-    end = time.time() + timeout
+    """Poll fn until it returns something true; fail after scaled(timeout)."""
+    end = time.time() + scaled(timeout)
     while time.time() < end:
         v = fn()
         if v:
@@ -200,9 +241,54 @@ def run(tests):
     sys.exit(1 if failed_tests else 0)
 
 
+class GatedAgent:
+    """An --exec shell agent the test drives: no assertion then depends on how
+    fast the machine runs it. In the script, `step TEXT` reports progress (one
+    working event) and `gate NAME` waits until the test calls
+    release(task_id, NAME) (or the gates folder is removed with the test's
+    scratch folder, so no agent outlives its test); when the script ends the
+    task completes with the text "done"."""
+
+    def __init__(self, script, gates=None):
+        self.gates = gates or os.path.join(scratch_dir("once-gates-"), "gates")
+        os.makedirs(self.gates, exist_ok=True)
+        prelude = ("step() { printf '{\"status\":\"working\",\"text\":\"%%s\"}\\n' \"$1\"; }; "
+                   "gate() { while [ -d %s ] && [ ! -e %s/\"$ONCE_TASK_ID.$1\" ]; do "
+                   "sleep 0.02; done; }; " % (self.gates, self.gates))
+        self.args = ["--exec", prelude + script +
+                     "; printf '{\"status\":\"completed\",\"text\":\"done\"}\\n'"]
+
+    def release(self, task_id, name):
+        open(os.path.join(self.gates, "%s.%s" % (task_id, name)), "w").close()
+
+
+def live_descendants(pid):
+    """The processes below pid (children, grandchildren, ...) that have not
+    exited yet (zombies count as exited)."""
+    parent, state = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        state[int(d)], parent[int(d)] = fields[0], int(fields[1])
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for c, pp in parent.items():
+            if pp == p:
+                todo.append(c)
+                if state[c] != "Z":
+                    found.append(c)
+    return found
+
+
 def wait_until_value(fn, timeout=10.0, step=0.1):
     """Like wait_until, but returns None on timeout instead of failing."""
-    end = time.time() + timeout
+    end = time.time() + scaled(timeout)
     while time.time() < end:
         v = fn()
         if v is not None:
@@ -252,3 +338,14 @@ def admin_stats(srv):
     st, _, doc = srv.rpc("once/admin/stats", {})
     check(st == 200 and "result" in (doc or {}), "once/admin/stats answered: %r" % (doc,))
     return doc["result"].get("engine") or {}
+
+
+def wait_sweeps(srv, passes=2, timeout=15, what="sweeps"):
+    """Wait until the engine of srv (--test-admin) has finished `passes` more
+    takeover + retention passes (the "sweeps" counter). The first may have
+    begun before the call; every later one began after it. The positive
+    signal before asserting that a sweep did *not* do something."""
+    first = admin_stats(srv).get("sweeps")
+    check(first is not None, "once/admin/stats counts the engine's sweeps")
+    wait_until(lambda: admin_stats(srv)["sweeps"] >= first + passes, timeout=timeout,
+               what="%d more %s" % (passes, what))

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ROOT, check, eq, run  # noqa: E402
+from harness import ROOT, check, eq, run, scaled  # noqa: E402
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 
@@ -23,7 +23,7 @@ def test_quick_mode():
         out = os.path.join(tmp, "rows.json")
         r = subprocess.run(["bash", os.path.join(ROOT, "demo", "amplify.sh"), BUILD, "--quick",
                             "--json", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=280)
+                           timeout=scaled(280))
         sys.stderr.write(r.stderr.decode(errors="replace"))
         eq(r.returncode, 0, "amplify.sh --quick exit status")
         with open(out) as f:

@@ -11,7 +11,7 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EXT, Onced, check, eq, error_info, http_request, new_id, rpc, run,
+from harness import (EXT, Onced, check, eq, error_info, http_request, new_id, rpc, run, scaled,
                      user_message)
 
 srv = None
@@ -225,7 +225,7 @@ def test_http_errors():
 def test_keepalive_after_errors():
     """Errors do not poison a keep-alive connection."""
     import http.client
-    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=scaled(10))
     try:
         h = {"Content-Type": "application/json", "A2A-Version": "1.0"}
         for body, code in ((b"{", -32700), (b"[]", -32600),

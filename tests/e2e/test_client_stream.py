@@ -29,7 +29,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ROOT, Onced, check, eq, free_port, rpc, run, scratch_dir
+from harness import (ROOT, GatedAgent, Onced, check, eq, free_port, rpc, run, scaled, scratch_dir,
+                     wait_until)
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 ONCE = os.path.join(BUILD, "once")
@@ -39,11 +40,16 @@ FAST = ["--backoff-base", "20ms", "--backoff-cap", "100ms", "--timeout", "5s"]
 TERMINAL = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
             "TASK_STATE_REJECTED")
 
-# An --exec agent that reports progress ten times, 0.25 s apart: many
-# events, spread over time, so a cut lands mid-task.
-STEPS = ["--exec", "for i in 1 2 3 4 5 6 7 8 9 10; do "
-                   "printf '{\"status\":\"working\",\"text\":\"step %s\"}\\n' $i; sleep 0.25; done; "
-                   "printf '{\"status\":\"completed\",\"text\":\"done\"}\\n'"]
+# Ten progress events in three stages the test releases one by one: events
+# while the stream is up, events while the link is down, the rest.
+GATES = os.path.join(TMP, "gates")
+STEPS_AGENT = GatedAgent("step 'step 1'; step 'step 2'; step 'step 3'; gate a; "
+                         "step 'step 4'; step 'step 5'; step 'step 6'; gate b; "
+                         "for i in 7 8 9 10; do step \"step $i\"; done", GATES)
+STEPS = STEPS_AGENT.args
+# One working event, then nothing until the test releases gate "go".
+ONE_STEP = GatedAgent("step 'waiting for the test'; gate go", GATES).args
+release = STEPS_AGENT.release   # the gates are shared
 
 
 def once_cmd(outbox, *args):
@@ -52,7 +58,7 @@ def once_cmd(outbox, *args):
 
 def once_json(outbox, *args, timeout=60):
     p = subprocess.run(once_cmd(outbox, "--json", *args), capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=scaled(timeout))
     try:
         return p.returncode, json.loads(p.stdout)
     except ValueError:
@@ -79,7 +85,7 @@ class Proxy:
 
 
 def stored_events(db, tid):
-    c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
+    c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=scaled(10))
     try:
         return c.execute("SELECT generation, payload FROM events WHERE task_id=? ORDER BY generation",
                          (tid,)).fetchall()
@@ -94,16 +100,27 @@ def get_task(srv, tid):
 
 
 def wait_for(fn, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.02)
-    check(False, "timed out waiting for " + what)
+    return wait_until(fn, timeout=timeout, step=0.02, what=what)
+
+
+def outbox_task_id(outbox):
+    """The task ID of the outbox's one intent, once it is there."""
+    def tid():
+        p = subprocess.run(once_cmd(outbox, "--json", "outbox"), capture_output=True, text=True)
+        try:
+            intents = json.loads(p.stdout)["intents"]
+        except (ValueError, KeyError):
+            return None
+        return intents[0].get("taskId") if intents else None
+    return wait_for(tid, 10, "the send's intent in the outbox")
 
 
 # ---------------------------------------------------------------------------
+
+def status_text(task):
+    parts = ((task.get("status") or {}).get("message") or {}).get("parts") or []
+    return parts[0].get("text") if parts else None
+
 
 def test_cut_mid_task_resumes():
     tmp = scratch_dir()
@@ -112,30 +129,39 @@ def test_cut_mid_task_resumes():
     with Onced(STEPS, store="sqlite:" + db, tmpdir=tmp) as srv:
         port = free_port()
         a = Proxy(srv.port, port=port)
+        # Attempts and budget enough for the reconnections that fail while
+        # the link is down: the test, not the clock, decides how long that is.
         p = subprocess.Popen(once_cmd(outbox, "--json", "send", "--agent", a.url, "--text", "go",
-                                      "--wait", "--attempts", "30", "--backoff-base", "50ms",
-                                      "--backoff-cap", "200ms", "--budget-burst", "100"),
+                                      "--wait", "--attempts", "200", "--backoff-base", "50ms",
+                                      "--backoff-cap", "200ms", "--budget-burst", "400"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         b = None
         try:
             # Connections: the card (mode), SendMessage, the card (streaming?),
-            # then SubscribeToTask. Let a few events through, then cut.
+            # then SubscribeToTask. The agent's first events are stored and it
+            # waits at its first gate: the cut lands mid-task.
             wait_for(lambda: len(a.lines()) >= 4, 10, "the subscription to open")
-            time.sleep(0.8)
-            tid = json.loads(subprocess.run(once_cmd(outbox, "--json", "outbox"), capture_output=True,
-                                            text=True).stdout)["intents"][0]["taskId"]
+            tid = outbox_task_id(outbox)
+            wait_for(lambda: status_text(get_task(srv, tid)) == "step 3", 10,
+                     "the agent's first events")
             before = get_task(srv, tid)
             a.kill()   # every connection through it is cut mid-stream
             check(before["status"]["state"] not in TERMINAL,
                   "the cut lands mid-task (%s)" % before["status"]["state"])
             check(before["generation"] >= 3, "after some events (%d)" % before["generation"])
-            # The link is down long enough for events to happen unseen (a
-            # reconnection without Last-Event-ID would show a gap), then comes
-            # back flaky: the first reconnection is reset before onced sees
-            # it, the second reaches onced and its answer is lost.
-            time.sleep(0.7)
+            # Events happen while the link is down (a reconnection without
+            # Last-Event-ID would show a gap), then it comes back flaky: the
+            # first reconnection is reset before onced sees it, the second
+            # reaches onced and its answer is lost.
+            release(tid, "a")
+            wait_for(lambda: status_text(get_task(srv, tid)) == "step 6", 10,
+                     "the events the client cannot see")
             b = Proxy(srv.port, "--reset", "1", "--drop-response", "2", port=port)
-            out, err = p.communicate(timeout=40)
+            # The dropped stream ends (and the client reconnects again) only
+            # when the task does: let the agent finish once the client is back.
+            wait_for(lambda: len(b.lines()) >= 1, 30, "the client to reconnect")
+            release(tid, "b")
+            out, err = p.communicate(timeout=scaled(40))
         finally:
             if p.poll() is None:
                 p.kill()
@@ -163,45 +189,70 @@ def test_cut_mid_task_resumes():
               "the result is the final Task: %r" % doc["task"]["status"])
 
 
+class Terminal:
+    """The stderr of a child process on a pty, read line by line."""
+
+    def __init__(self):
+        self.master, self.slave = pty.openpty()
+        self.lines, self.buf = [], b""
+
+    def read_until(self, pred, what, timeout=20):
+        end = time.time() + scaled(timeout)
+        while not pred(self.lines):
+            left = end - time.time()
+            check(left > 0, "timed out waiting for %s on the terminal: %r" % (what, self.lines))
+            r, _, _ = select.select([self.master], [], [], left)
+            if not r:
+                continue
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:   # EIO: the child closed its end
+                chunk = b""
+            check(chunk, "the terminal closed before %s: %r" % (what, self.lines))
+            self.buf += chunk
+            while b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                self.lines.append(line.decode().strip())
+
+    def close(self):
+        os.close(self.master)
+
+
 def test_wait_prints_changes_as_they_happen():
+    """The agent stays working until the test has seen "working" on the
+    terminal: had the client printed the changes only at the end, the test
+    would never see it, and the task could not complete."""
     tmp = scratch_dir()
     outbox = os.path.join(tmp, "outbox.db")
-    with Onced(tmpdir=tmp) as srv:
+    with Onced(ONE_STEP, tmpdir=tmp) as srv:
         url = "http://127.0.0.1:%d/" % srv.port
-        rc, doc = once_json(outbox, "send", "--agent", url, "--text", "sleep:1.5")
+        rc, doc = once_json(outbox, "send", "--agent", url, "--text", "go")
         eq(rc, 0, "sent")
         tid = doc["taskId"]
-        master, slave = pty.openpty()
-        t0 = time.time()
+        term = Terminal()
         p = subprocess.Popen(once_cmd(outbox, "wait", tid), stdout=subprocess.PIPE,
-                             stderr=slave, text=True)
-        os.close(slave)
-        seen, buf = [], b""
-        while True:
-            r, _, _ = select.select([master], [], [], 10)
-            if not r:
-                break
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                seen.append((time.time() - t0, line.decode().strip()))
-        out, _ = p.communicate(timeout=10)
-        os.close(master)
+                             stderr=term.slave, text=True)
+        os.close(term.slave)
+
+        def states(lines):
+            return [ln.split(": ")[1] for ln in lines if ln.startswith(tid + ": ")]
+        try:
+            term.read_until(lambda ls: "TASK_STATE_WORKING" in states(ls), "the working state")
+            eq(get_task(srv, tid)["status"]["state"], "TASK_STATE_WORKING",
+               "working was shown while the task was working")
+            release(tid, "go")
+            term.read_until(lambda ls: "TASK_STATE_COMPLETED" in states(ls), "the completed state")
+            out, _ = p.communicate(timeout=scaled(10))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            term.close()
         eq(p.returncode, 0, "wait exit status")
-        states = [(t, ln.split(": ")[1]) for t, ln in seen if ln.startswith(tid + ": ")]
-        names = [s for _, s in states]
-        check("TASK_STATE_WORKING" in names and names[-1] == "TASK_STATE_COMPLETED",
-              "the state changes on the terminal: %r" % seen)
-        t_work = [t for t, s in states if s == "TASK_STATE_WORKING"][0]
-        t_done = [t for t, s in states if s == "TASK_STATE_COMPLETED"][0]
-        check(t_done - t_work >= 0.8, "working was shown as it happened, %.2fs before completed" %
-              (t_done - t_work))
+        names = states(term.lines)
+        check(names.index("TASK_STATE_WORKING") < names.index("TASK_STATE_COMPLETED") and
+              names[-1] == "TASK_STATE_COMPLETED",
+              "the state changes on the terminal, in the task's order: %r" % term.lines)
         check(out.startswith(tid + "\tTASK_STATE_COMPLETED"), "the result on stdout: %r" % out)
 
 
@@ -254,56 +305,73 @@ class Front:
 
 def test_polls_when_streaming_is_unavailable():
     tmp = scratch_dir()
-    outbox = os.path.join(tmp, "outbox.db")
-    with Onced(tmpdir=tmp) as srv:
-        for streaming, refuse, busy, what in ((False, False, False, "a card without streaming"),
-                                              (True, True, False, "SubscribeToTask refused"),
-                                              (True, False, True, "SubscribeToTask always 503")):
+    with Onced(ONE_STEP, tmpdir=tmp) as srv:
+        for n, (streaming, refuse, busy, what) in enumerate((
+                (False, False, False, "a card without streaming"),
+                (True, True, False, "SubscribeToTask refused"),
+                (True, False, True, "SubscribeToTask always 503"))):
+            outbox = os.path.join(tmp, "outbox-%d.db" % n)
             fr = Front(srv.port, streaming, refuse, busy)
+            p = subprocess.Popen(once_cmd(outbox, "--json", "send", "--agent", fr.url, "--text",
+                                          "go", "--wait", "--attempts", "3", *FAST),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             try:
-                rc, doc = once_json(outbox, "send", "--agent", fr.url, "--text", "sleep:0.6",
-                                    "--wait", "--attempts", "3", *FAST)
-                eq(rc, 0, what + ": the wait ends well")
-                eq(doc["state"], "TASK_STATE_COMPLETED", what + ": completed")
-                eq(doc["streamed"], False, what + ": by polling")
-                check(fr.methods.count("GetTask") >= 2, what + ": GetTask polled: %r" % fr.methods)
-                eq(fr.methods.count("SubscribeToTask"), 3 if busy else 1 if refuse else 0,
-                   what + ": streaming tried only when the card offers it (busy: --attempts times)")
-                gens = doc["generations"]
-                eq(gens, sorted(set(gens)), what + ": generations increase")
-                eq(gens[-1], doc["task"]["generation"], what + ": up to the last")
+                # The task stays working until the client has polled it once.
+                wait_for(lambda: "GetTask" in fr.methods, 20, what + ": a first GetTask")
+                release(outbox_task_id(outbox), "go")
+                out, err = p.communicate(timeout=scaled(60))
             finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
                 fr.stop()
+            eq(p.returncode, 0, what + ": the wait ends well (stderr %r)" % err)
+            doc = json.loads(out)
+            eq(doc["state"], "TASK_STATE_COMPLETED", what + ": completed")
+            eq(doc["streamed"], False, what + ": by polling")
+            check(fr.methods.count("GetTask") >= 2, what + ": GetTask polled: %r" % fr.methods)
+            eq(fr.methods.count("SubscribeToTask"), 3 if busy else 1 if refuse else 0,
+               what + ": streaming tried only when the card offers it (busy: --attempts times)")
+            gens = doc["generations"]
+            eq(gens, sorted(set(gens)), what + ": generations increase")
+            eq(gens[-1], doc["task"]["generation"], what + ": up to the last")
 
 
 def test_link_down_gives_up_by_the_policy():
     tmp = scratch_dir()
     outbox = os.path.join(tmp, "outbox.db")
-    with Onced(STEPS, tmpdir=tmp) as srv:
+    with Onced(ONE_STEP, tmpdir=tmp) as srv:
         a = Proxy(srv.port)
         rc, doc = once_json(outbox, "send", "--agent", a.url, "--text", "go")
         eq(rc, 0, "sent")
-        p = subprocess.Popen(once_cmd(outbox, "--json", "wait", doc["taskId"], "--attempts", "4",
+        tid = doc["taskId"]
+        # Working, and it stays so (its gate is never released): the state
+        # the wait sees first and last.
+        wait_for(lambda: get_task(srv, tid)["status"]["state"] == "TASK_STATE_WORKING", 10,
+                 "the task to be working")
+        p = subprocess.Popen(once_cmd(outbox, "--json", "wait", tid, "--attempts", "4",
                                       "--backoff-base", "50ms", "--backoff-cap", "100ms"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             # Connections: the proxy saw the send's card and SendMessage; the
             # wait's GetTask, card and SubscribeToTask follow.
             wait_for(lambda: len(a.lines()) >= 5, 10, "the subscription to open")
-            time.sleep(0.3)
             t0 = time.time()
             a.kill()   # and it never comes back
-            out, err = p.communicate(timeout=30)
+            out, err = p.communicate(timeout=scaled(30))
             took = time.time() - t0
         finally:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+            release(tid, "go")
         eq(p.returncode, 4, "retries exhausted: exit 4 (%r)" % err)
         doc = json.loads(out)
         eq(doc["error"]["reason"], "ATTEMPTS_EXHAUSTED", "reason")
         check(doc["state"] == "TASK_STATE_WORKING", "the last state seen: %r" % doc.get("state"))
-        check(took < 3, "gave up within the policy's backoff (%.2fs)" % took)
+        # 4 refused connects and 3 sleeps of at most 100 ms: well under one
+        # attempt's 10 s --timeout, which a wait that hung would reach.
+        check(took < scaled(5), "gave up within the policy's backoff (%.2fs)" % took)
 
 
 def test_continue_wait_follows_the_new_turn():

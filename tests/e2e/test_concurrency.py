@@ -12,10 +12,10 @@ import shlex
 import sys
 import tempfile
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Onced, check, eq, error_info, new_id, rpc, run, user_message, wait_until
+from harness import (Onced, check, eq, error_info, new_id, rpc, run, scaled, user_message,
+                     wait_until)
 
 N = 64
 tmp = tempfile.mkdtemp(prefix="once-conc-")
@@ -35,6 +35,19 @@ def runs_of(task_id):
         return 0
 
 
+def settle(*servers):
+    """One more task through each server, waited for until it completed:
+    the replicas have then run every turn queued before it, so a stray
+    second execution of an earlier task would be in the log by now."""
+    for s in servers:
+        tid = "t-settle-" + new_id()
+        st, _, doc = s.rpc("SendMessage", {"message": user_message("settle", task_id=tid)},
+                           ext=True)
+        wait_until(lambda: s.rpc("GetTask", {"id": tid})[2]["result"]["status"]["state"] ==
+                   "TASK_STATE_COMPLETED", timeout=20, what="the settling task to complete")
+        wait_until(lambda: runs_of(tid) == 1, timeout=10, what="the settling task's execution")
+
+
 def race(port, msg, ext):
     """Send msg N times at once; return the (status, headers, doc) list."""
     barrier = threading.Barrier(N)
@@ -50,7 +63,7 @@ def race(port, msg, ext):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(90)
+        t.join(scaled(90))
     return out
 
 
@@ -77,7 +90,7 @@ def test_client_minted_race():
         st, _, doc = s.rpc("GetTask", {"id": tid})
         eq(doc["result"]["status"]["state"], "TASK_STATE_COMPLETED", "the one task completed")
         eq(len(doc["result"]["history"]), 1, "one message accepted")
-        time.sleep(0.3)  # a stray second execution would show up here
+        settle(s)
         eq(runs_of(tid), 1, "exactly one execution")
 
 
@@ -88,7 +101,7 @@ def test_derived_id_race():
         tid = check_race(out, "derived ID")
         st, _, doc = s.rpc("ListTasks", {"pageSize": 100})
         eq([t["id"] for t in doc["result"]["tasks"]], [tid], "exactly one task exists")
-        time.sleep(0.3)
+        settle(s)
         eq(runs_of(tid), 1, "exactly one execution")
 
 
@@ -133,14 +146,14 @@ def test_two_replicas_one_file():
         for t in threads:
             t.start()
         for t in threads:
-            t.join(90)
+            t.join(scaled(90))
         eq(len(out), 16, "16 responses")
         for st, hd, doc in out:
             eq(st, 200, "split race: 200")
             eq(doc["result"]["task"]["id"], tid2, "split race: one task")
         eq(sum(1 for _, hd, _ in out if hd.get("idempotent-replayed") != "true"), 1,
            "split race: one registration")
-        time.sleep(0.3)
+        settle(a, b)
         eq(runs_of(tid2), 1, "split race: one execution")
     finally:
         a.stop()

@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ROOT, check, eq, run  # noqa: E402
+from harness import ROOT, check, eq, run, scaled  # noqa: E402
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 CLAIMS = 9
@@ -21,7 +21,7 @@ CLAIMS = 9
 def test_story_quick():
     t0 = time.monotonic()
     p = subprocess.run([sys.executable, os.path.join(ROOT, "demo", "story.py"), "--quick",
-                        "--build", BUILD], capture_output=True, timeout=120,
+                        "--build", BUILD], capture_output=True, timeout=scaled(120),
                        env=dict(os.environ, NO_COLOR="1"))
     elapsed = time.monotonic() - t0
     out = p.stdout.decode(errors="replace")
@@ -36,7 +36,7 @@ def test_story_quick():
     check("\033[" not in out, "no colours when stdout is not a terminal")
     for needle in ("ONCE_EFENCED", "TASK_EXPIRED", ":step-4", "Idempotent-Replayed"):
         check(needle in out, "the timeline shows %s" % needle)
-    check(elapsed < 60, "the quick story ran in %.1f s (< 60 s)" % elapsed)
+    check(elapsed < scaled(60), "the quick story ran in %.1f s (< %g s)" % (elapsed, scaled(60)))
 
 
 if __name__ == "__main__":

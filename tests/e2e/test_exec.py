@@ -24,8 +24,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (ROOT, Onced, check, eq, error_info, new_id, result_task, run, scratch_dir,
-                     status_text, task_state, user_message, wait_until)
+from harness import (ROOT, Onced, check, eq, error_info, new_id, result_task, run, scaled,
+                     scratch_dir, status_text, task_state, user_message, wait_until)
 
 TMP = scratch_dir("once-exec-")
 STATE = os.path.join(TMP, "state")
@@ -102,8 +102,15 @@ with open(AGENT_PY, "w") as f:
     f.write(AGENT)
 EXEC = "%s %s %s" % (shlex.quote(sys.executable), shlex.quote(AGENT_PY), shlex.quote(STATE))
 
-srv = None        # --exec AGENT, no deadline
-deadline = None   # --exec AGENT --exec-deadline 1s --exec-grace 500ms
+srv = None        # --exec AGENT --exec-grace GRACE, no deadline
+deadline = None   # --exec AGENT --exec-deadline DEADLINE_MS --exec-grace 500ms
+# The deadline must leave the agent (a Python process) time to start and
+# reach its hang, however busy the machine: it is what the tests wait for.
+DEADLINE_MS = int(scaled(4000))
+DEADLINE = "%dms" % DEADLINE_MS
+# The grace a canceled command has for its 0.3 s clean-up: ample even on a
+# busy machine (a command that finishes earlier is not kept waiting).
+GRACE = "%dms" % scaled(5000)
 
 
 def fresh_store():
@@ -189,14 +196,27 @@ def test_exit_mid_line_fails():
     still_serving(srv, "midline")
 
 
+def failed_at(task):
+    """status.timestamp (RFC 3339, UTC) as seconds since the epoch."""
+    from datetime import datetime, timezone
+    ts = task["status"]["timestamp"]
+    check(ts.endswith("Z"), "a UTC timestamp: %r" % ts)
+    return datetime.fromisoformat(ts[:-1]).replace(tzinfo=timezone.utc).timestamp()
+
+
 def deadline_kill(s, what, grace_s=None):
     t0 = time.time()
     doc = send(s, "hang")
     took = time.time() - t0
-    t = expect_failed(doc, what + ": hang past the deadline", "deadline exceeded", "1000 ms")
-    check(took >= 0.9, what + ": the blocking send waited for the deadline (%.2fs)" % took)
-    check(took < 15, what + ": the deadline was enforced (%.2fs)" % took)
-    t_failed = time.time()
+    t = expect_failed(doc, what + ": hang past the deadline", "deadline exceeded",
+                      "%d ms" % DEADLINE_MS)
+    check(took >= 0.9 * DEADLINE_MS / 1000,
+          what + ": the blocking send waited for the deadline (%.2fs)" % took)
+    check(took < DEADLINE_MS / 1000 + scaled(15),
+          what + ": the deadline was enforced (%.2fs)" % took)
+    # When onced failed the task (then sent SIGTERM): its own timestamp, not
+    # when the answer reached us, which a busy machine may delay.
+    t_failed = failed_at(t)
     pid = int(wait_until(lambda: os.path.exists(state_file("hang-" + t["id"])) and
                          read_file("hang-" + t["id"]), timeout=5, what="the hang pid file"))
     # It ignores SIGTERM: the SIGKILL after the grace period ends it.
@@ -206,7 +226,7 @@ def deadline_kill(s, what, grace_s=None):
         waited = time.time() - t_failed
         check(waited >= grace_s * 0.5, what + ": SIGKILL only after the grace period "
               "(%.2fs after the failure, grace %.1fs)" % (waited, grace_s))
-    time.sleep(0.3)
+    # The command is gone: nothing it could still do can change the task.
     eq(get_task(s, t["id"])["status"]["state"], "TASK_STATE_FAILED", what + ": still failed")
     still_serving(s, "a deadline")
 
@@ -218,7 +238,7 @@ def test_deadline_kills_hung_command():
 def test_deadline_grace_then_sigkill():
     """`exec python3 agent.py`: the agent leads its group and ignores SIGTERM,
     so only the SIGKILL sent after --exec-grace can end it."""
-    with Onced(args=["--exec", "exec " + EXEC, "--exec-deadline", "1s", "--exec-grace", "1s"],
+    with Onced(args=["--exec", "exec " + EXEC, "--exec-deadline", DEADLINE, "--exec-grace", "1s"],
                tmpdir=TMP, store=fresh_store()) as s:
         deadline_kill(s, "exec-led command", grace_s=1.0)
 
@@ -269,9 +289,9 @@ def cancel_running(s, what):
           what + ": the command got SIGTERM (its trap ran) before it was killed")
     eq(int(read_file("term-" + tid)), pid, what + ": the command that ran the turn got SIGTERM")
     check(os.path.exists(state_file("cleaned-" + tid)),
-          what + ": the trap had its grace period (1s) to finish a 0.3s clean-up; the command "
-          "was SIGKILLed first")
-    time.sleep(0.3)
+          what + ": the trap had its grace period (%s) to finish a 0.3s clean-up; the command "
+          "was SIGKILLed first" % GRACE)
+    # The command is gone: whatever it would have printed later cannot come.
     t = get_task(s, tid)
     eq(t["status"]["state"], "TASK_STATE_CANCELED", what + ": the task stays canceled")
     eq(t.get("artifacts", []), [], what + ": nothing the command would print later shows")
@@ -282,7 +302,7 @@ def cancel_running(s, what):
 
 def test_cancel_sends_sigterm_exec_leader():
     """`exec python3 agent.py`: the agent itself leads its process group."""
-    with Onced(args=["--exec", "exec " + EXEC, "--exec-grace", "1s"], tmpdir=TMP,
+    with Onced(args=["--exec", "exec " + EXEC, "--exec-grace", GRACE], tmpdir=TMP,
                store=fresh_store()) as s:
         cancel_running(s, "exec-led command")
 
@@ -341,8 +361,9 @@ def test_review_agent_continuation():
 
 def main():
     global srv, deadline
-    with Onced(args=["--exec", EXEC, "--exec-grace", "1s"], tmpdir=TMP, store=fresh_store()) as s, \
-            Onced(args=["--exec", EXEC, "--exec-deadline", "1s", "--exec-grace", "500ms"],
+    with Onced(args=["--exec", EXEC, "--exec-grace", GRACE], tmpdir=TMP,
+               store=fresh_store()) as s, \
+            Onced(args=["--exec", EXEC, "--exec-deadline", DEADLINE, "--exec-grace", "500ms"],
                   tmpdir=TMP, store=fresh_store()) as d:
         srv, deadline = s, d
         run([test_silent_exit_0_completes, test_exit_3_fails, test_garbage_fails,

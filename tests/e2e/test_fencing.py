@@ -19,14 +19,16 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Onced, admin_stats, check, eq, new_id, result_task, run, scratch_dir,
-                     status_text, task_state, user_message, wait_until)
+from harness import (Onced, admin_stats, check, eq, new_id, result_task, run, scaled,
+                     scratch_dir, status_text, task_state, user_message, wait_sweeps, wait_until)
 
 TMP = scratch_dir("once-fencing-")
 STATE = os.path.join(TMP, "state")
 os.mkdir(STATE)
 RUNS = os.path.join(STATE, "runs.log")
-LEASE = "1500ms"
+# Short, so that the takeover comes quickly; scaled, so that a replica that
+# is merely slow (not frozen) keeps its lease.
+LEASE = "%dms" % scaled(1500)
 
 AGENT = r'''
 import json, os, sys, time
@@ -195,7 +197,10 @@ def test_takeover_and_fenced_write():
         # and the worker stops applying output); it reaps the command.
         wait_until(lambda: proc_state(child) is None, timeout=15,
                    what="A's worker to finish the fenced turn (reap pid %d)" % child)
-        time.sleep(1.0)
+        # Both replicas' sweepers have looked at the task since: a wrong
+        # takeover or re-run would have happened by now.
+        wait_sweeps(a, 2, what="sweeps of A after its wake-up")
+        wait_sweeps(b, 2, what="sweeps of B")
         for name, srv in (("A", a), ("B", b)):
             eq(result_task(get(srv, tid)), final, "%s: the task is exactly B's result" % name)
         eq(len(runs()), 2, "A ran nothing again")

@@ -21,7 +21,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ROOT, check, eq, run, scratch_dir  # noqa: E402
+from harness import ROOT, check, eq, run, scaled, scratch_dir, wait_until  # noqa: E402
 
 PROXY = os.path.join(os.environ.get("ONCE_TOOLS", os.path.join(ROOT, "build", "tools")), "proxy")
 TMP = scratch_dir("once-proxy-")
@@ -68,18 +68,24 @@ class Proxy:
                                          stdout=subprocess.PIPE, stderr=err)
         self.port = int(self.proc.stdout.readline())
 
-    def lines(self):
-        time.sleep(0.1)   # the serving thread logs as it goes
-        with open(self.log) as f:
-            return [l.rstrip("\n") for l in f if l.startswith("conn ")]
+    def lines(self, want, what="request"):
+        """The log's "conn" lines, once at least `want` of them contain `what`
+        (the serving threads log as they go)."""
+        def read():
+            with open(self.log) as f:
+                return [l.rstrip("\n") for l in f if l.startswith("conn ")]
+        wait_until(lambda: sum(1 for l in read() if what in l) >= want, timeout=10,
+                   what="%d proxy log lines with %r" % (want, what))
+        return read()
 
     def stop(self):
         self.proc.terminate()
-        self.proc.wait(5)
+        self.proc.wait(scaled(5))
         self.proc.stdout.close()
 
 
 def post(port, body=b"{}", headers=None, conn=None, timeout=5):
+    """timeout is used as it is: a test may want the client's timeout to fire."""
     c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     c.request("POST", "/p", body=body, headers=headers or {})
     r = c.getresponse()
@@ -93,20 +99,21 @@ def test_round_robin():
     a, b = Backend("a"), Backend("b")
     p = Proxy("--to", "127.0.0.1:%d" % a.port, "--to", "127.0.0.1:%d" % b.port)
     try:
-        names = [post(p.port)["name"] for _ in range(5)]
+        names = [post(p.port, timeout=scaled(5))["name"] for _ in range(5)]
         eq(names, ["a", "b", "a", "b", "a"], "connection N goes to target (N-1) mod 2")
-        eq(p.lines()[:2], ["conn 1 forward to 127.0.0.1:%d" % a.port,
+        eq(p.lines(5, "conn")[:2], ["conn 1 forward to 127.0.0.1:%d" % a.port,
                            "conn 2 forward to 127.0.0.1:%d" % b.port], "the log names the target")
     finally:
         p.stop()
     single = Proxy("--to", "127.0.0.1:%d" % a.port, "--drop-response", "2")
     try:
-        post(single.port)
+        post(single.port, timeout=scaled(5))
         try:
-            post(single.port)
+            post(single.port, timeout=scaled(5))
         except (http.client.HTTPException, OSError):
             pass
-        eq(single.lines(), ["conn 1 forward", "conn 2 drop"], "one target: the log line as before")
+        eq(single.lines(2, "conn"), ["conn 1 forward", "conn 2 drop"],
+           "one target: the log line as before")
     finally:
         single.stop()
         a.close()
@@ -117,12 +124,12 @@ def test_log_header_keepalive():
     a = Backend("a")
     p = Proxy("--to", "127.0.0.1:%d" % a.port, "--log-header", "X-Id")
     try:
-        c = http.client.HTTPConnection("127.0.0.1", p.port, timeout=5)
+        c = http.client.HTTPConnection("127.0.0.1", p.port, timeout=scaled(5))
         tricky = b'{"x":"POST /fake HTTP/1.1\\r\\nX-Id: forged\\r\\n\\r\\n"}' + b"\r\n\r\nPOST /x HTTP/1.1\r\n\r\n"
         for i, body in enumerate([b"{}", tricky, b"x" * 70000], 1):
             eq(post(p.port, body, {"X-Id": "k%d" % i}, conn=c)["n"], i, "request %d answered" % i)
         c.close()
-        eq([l for l in p.lines() if "request" in l],
+        eq([l for l in p.lines(3, "request") if "request" in l],
            ["conn 1 request POST /p X-Id: k1", "conn 1 request POST /p X-Id: k2",
             "conn 1 request POST /p X-Id: k3"],
            "one line per request on the keep-alive connection, bodies skipped")
@@ -135,7 +142,9 @@ def test_log_header_keepalive():
 
 def test_drop_hold():
     a = Backend("a")
-    held = Proxy("--to", "127.0.0.1:%d" % a.port, "--drop-response", "1", "--drop-hold", "5000")
+    # The hold outlasts the client's 0.5 s timeout by far, however slow the machine.
+    held = Proxy("--to", "127.0.0.1:%d" % a.port, "--drop-response", "1", "--drop-hold",
+                 "%d" % scaled(5000))
     quick = Proxy("--to", "127.0.0.1:%d" % a.port, "--drop-response", "1")
     try:
         t0 = time.monotonic()
@@ -145,15 +154,17 @@ def test_drop_hold():
         except socket.timeout:
             pass
         waited = time.monotonic() - t0
-        check(0.4 <= waited < 3, "the client's own timeout fired (%.2f s)" % waited)
-        eq(len(a.bodies), 1, "the server did the work")
+        check(0.4 <= waited < scaled(3), "the client's own timeout fired (%.2f s)" % waited)
+        wait_until(lambda: len(a.bodies) == 1, timeout=10, what="the server to do the work")
+        # A held connection would end in socket.timeout, not caught here.
         t0 = time.monotonic()
         try:
-            post(quick.port, timeout=3)
+            post(quick.port, timeout=scaled(10))
             check(False, "a drop gives no answer")
         except (http.client.HTTPException, ConnectionError):
             pass
-        check(time.monotonic() - t0 < 1, "without --drop-hold the connection closes at once")
+        check(time.monotonic() - t0 < scaled(2),
+              "without --drop-hold the connection closes at once")
         eq(len(a.bodies), 2, "and the server did that work too")
     finally:
         held.stop()

@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (ROOT, Onced, admin_stats, check, eq, error_info, free_port, http_get,
-                     new_id, result_task, run, scratch_dir, user_message, wait_until)
+                     new_id, result_task, run, scaled, scratch_dir, user_message, wait_until)
 
 TOOLS = os.environ.get("ONCE_TOOLS", os.path.join(ROOT, "build", "tools"))
 SINK = os.path.join(TOOLS, "webhook_sink")
@@ -70,10 +70,11 @@ class Sink:
         return [(r[0], int(r[1]), json.loads(r[2])) for r in rows]
 
     def stop(self):
-        """Stop it; its receiver counters."""
+        """Stop it; its receiver counters. It exits once every request it
+        was serving is done: its log is final then."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(10)
+            self.proc.wait(scaled(10))
         self.err.close()
         with open(self.stats) as f:
             return json.load(f)
@@ -105,6 +106,15 @@ def configs(srv, task_id):
     return doc["result"]["configs"]
 
 
+def wait_slow_done(mark, slow_ms):
+    """The receiver's slow delivery began sleeping when it touched mark and
+    sleeps slow_ms: wait until that sleep is over. What it does next, the
+    receiver finishes before it exits (Sink.stop)."""
+    wait_until(lambda: os.path.exists(mark), timeout=15, what="the slow delivery to start")
+    wait_until(lambda: time.time() >= os.stat(mark).st_mtime + slow_ms / 1000.0 + 0.05,
+               timeout=slow_ms / 1000.0 + 10, what="the slow delivery's sleep to end")
+
+
 def expect_every_event_once(sink, task_id, gen, what):
     got = [(t, g) for t, g, _ in sink.handled() if t == task_id]
     eq(got, [(task_id, g) for g in range(1, gen + 1)],
@@ -112,7 +122,8 @@ def expect_every_event_once(sink, task_id, gen, what):
 
 
 def test_receiver_fails_then_recovers():
-    sink = Sink("recovers", ["--fail", "500,slow,reset", "--slow-ms", "2500"])
+    mark = os.path.join(TMP, "recovers-slow")
+    sink = Sink("recovers", ["--fail", "500,slow,reset", "--slow-ms", "2500", "--mark", mark])
     srv = Onced(ALLOW + FAST, tmpdir=mkd("recovers"))
     try:
         tid = "t-" + new_id()
@@ -121,8 +132,6 @@ def test_receiver_fails_then_recovers():
         gen = generation(srv, tid)
         check(gen >= 3, "the task has several events (%d)" % gen)
         wait_until(lambda: len(sink.handled()) >= gen, timeout=20, what="every event handled")
-        time.sleep(2.0)   # the slow delivery's late copy lands after the others
-        expect_every_event_once(sink, tid, gen, "after 500, timeout, reset")
         bodies = [b for t, g, b in sink.handled()]
         check("task" in bodies[0], "event 1 is the Task (a StreamResponse): %r" % (bodies[0],))
         eq(bodies[0]["task"]["id"], tid, "the payload names the task")
@@ -138,9 +147,12 @@ def test_receiver_fails_then_recovers():
         stats = admin_stats(srv)
         check(stats.get("pushRetried", 0) >= 2, "engine counters show the retries: %r" % stats)
         check(stats.get("pushDelivered", 0) >= gen, "and the deliveries: %r" % stats)
+        # The slow delivery's late copy lands after the others.
+        wait_slow_done(mark, 2500)
     finally:
         srv.stop()
         rx = sink.stop()
+    expect_every_event_once(sink, tid, gen, "after 500, timeout, reset")
     check(rx["requests"] >= gen + 3, "the three failures reached the receiver: %r" % rx)
     check(rx["duplicates"] >= 1, "the timed-out delivery was recorded, then resent: %r" % rx)
     eq(rx["handled"], gen, "the receiver handled each event once")
@@ -174,17 +186,18 @@ def test_kill9_mid_delivery():
                    what="the other replica to finish the delivery")
         took = time.time() - t0
         print("  delivery completed %.1fs after the kill" % took)
-        time.sleep(1.0)
-        expect_every_event_once(sink, tid, gen, "after kill -9 of the sender")
-        d_ = configs(survivor, tid)[0]["delivery"]
-        eq(d_["deliveredGeneration"], gen, "the survivor recorded the rest")
+        wait_until(lambda: configs(survivor, tid)[0]["delivery"]["deliveredGeneration"] == gen,
+                   timeout=10, what="the survivor to record the rest")
         check(admin_stats(survivor).get("pushDelivered", 0) >= 1,
               "the survivor delivered after the takeover")
-        check(took < 25, "taken over after the lease, not later (%.1fs)" % took)
+        check(took < scaled(25), "taken over after the lease, not later (%.1fs)" % took)
+        # The killed replica's held delivery ends in the receiver, late.
+        wait_slow_done(mark, 4000)
     finally:
         a.stop()
         b.stop()
         rx = sink.stop()
+    expect_every_event_once(sink, tid, gen, "after kill -9 of the sender")
     eq(rx["handled"], gen, "the receiver handled each event once")
 
 
@@ -193,7 +206,7 @@ def post(port, wid, ts, body, sig, token=None):
          "webhook-signature": sig}
     if token:
         h["X-A2A-Notification-Token"] = token
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(10))
     try:
         c.request("POST", "/hook", body=body, headers=h)
         r = c.getresponse()
@@ -226,15 +239,20 @@ def test_tampered_and_stale_rejected():
         other = "whsec_" + base64.b64encode(b"someone-else-entirely-000000").decode()
         eq(post(sink.port, "t-x.1", now, body, sign("t-x.1", now, body, other)), 401,
            "another secret")
-        time.sleep(0.5)
-        eq(sink.handled(), [], "nothing rejected was recorded or handled")
-        # the same bytes, correctly signed (by Python): accepted and handled
+        # the same bytes, correctly signed (by Python): accepted and handled;
+        # had a rejected one been recorded, this would be a dropped duplicate
         eq(post(sink.port, "t-x.1", now, body, "v1,bm9wZQ== " + good), 204,
            "valid (second entry matches)")
         wait_until(lambda: len(sink.handled()) == 1, timeout=5, what="the valid one handled")
         eq(post(sink.port, "t-x.1", now, body, good), 204, "a duplicate is acknowledged")
-        time.sleep(0.5)
-        eq([(t, g) for t, g, _ in sink.handled()], [("t-x", 1)], "handled once")
+        # A fresh event after it: handed over in the order recorded, so once
+        # it is, anything recorded before it has been handed over too.
+        body2 = body.replace(b'"t-x"', b'"t-y"')
+        eq(post(sink.port, "t-y.1", now, body2, sign("t-y.1", now, body2)), 204, "another event")
+        wait_until(lambda: any(t == "t-y" for t, _, _ in sink.handled()), timeout=5,
+                   what="the later event handled")
+        eq([(t, g, b) for t, g, b in sink.handled() if t == "t-x"],
+           [("t-x", 1, json.loads(body))], "handled once, the genuine body")
     finally:
         rx = sink.stop()
     eq(rx["rejected"], 4, "four rejections counted")

@@ -11,12 +11,11 @@ ahead sweeps for both.
 """
 import os
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Onced, check, eq, error_info, new_id, result_task, run, scratch_dir,
-                     task_state, user_message, wait_until)
+                     task_state, user_message, wait_sweeps, wait_until)
 
 TMP = scratch_dir("once-retention-")
 MIN_MS = 60 * 1000
@@ -95,7 +94,7 @@ def test_expired_then_not_found():
 
         # Inside the retention window nothing changes.
         set_offset(s, 50 * MIN_MS)
-        time.sleep(2.5)   # two sweeps
+        wait_sweeps(s, 2, what="sweeps on the moved clock")
         eq(task_state(get(s, tid)), "TASK_STATE_COMPLETED", "kept in full inside the window")
 
         # Past retention: TASK_EXPIRED everywhere, with expiredAt.
@@ -127,7 +126,7 @@ def test_expired_then_not_found():
 
         # The tombstone lives for --tombstone-retention after it was made.
         set_offset(s, 150 * MIN_MS)
-        time.sleep(2.5)
+        wait_sweeps(s, 2, what="sweeps on the moved clock")
         expect(get(s, tid), -32001, "TASK_EXPIRED", tid, "GetTask inside the tombstone window")
 
         # Past the tombstone window: forgotten.

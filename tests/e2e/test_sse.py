@@ -20,10 +20,13 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Onced, check, eq, error_info, new_id, result_task, run, scratch_dir,
-                     task_state, user_message, wait_until)
+from harness import (GatedAgent, Onced, check, eq, error_info, new_id, result_task, run, scaled,
+                     scratch_dir, task_state, user_message, wait_until)
 
 TMP = scratch_dir("once-sse-")
+# A task that stays live until the test lets it finish: a subscription to it
+# can never meet a task that already ended, however slow the machine.
+GATED = GatedAgent("step 'first step'; gate go; step 'second step'", os.path.join(TMP, "gates"))
 TERMINAL = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
             "TASK_STATE_REJECTED")
 
@@ -41,7 +44,7 @@ class Stream:
     def __init__(self, port, method, params, headers=None, rid=1, timeout=30):
         self.rid = rid
         self.comments = []
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(timeout))
         h = {"Content-Type": "application/json", "A2A-Version": "1.0",
              "Accept": "text/event-stream"}
         h.update(headers or {})
@@ -95,7 +98,7 @@ class Stream:
 
 
 def stored_events(db_path, task_id):
-    db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True, timeout=10)
+    db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True, timeout=scaled(10))
     try:
         rows = db.execute("SELECT generation, payload FROM events WHERE task_id=? "
                           "ORDER BY generation", (task_id,)).fetchall()
@@ -143,7 +146,7 @@ def streaming_send(port, text, rid=1, headers=None, **msg_extra):
 def test_card_says_streaming():
     path, store = fresh_store()
     with Onced(tmpdir=TMP, store=store) as s:
-        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=scaled(10))
         conn.request("GET", "/.well-known/agent-card.json")
         card = json.loads(conn.getresponse().read())
         conn.close()
@@ -178,16 +181,17 @@ def test_streaming_send_events():
 
 def test_cut_and_resume():
     path, store = fresh_store()
-    with Onced(tmpdir=TMP, store=store) as s:
-        msg, st = streaming_send(s.port, "sleep:1", rid=7)
+    with Onced(GATED.args, tmpdir=TMP, store=store) as s:
+        msg, st = streaming_send(s.port, "go", rid=7)
         first = st.next()
         st.close()   # the client drops mid-task, after one event
         check(first is not None and first["id"] == 1, "got the first event: %r" % (first,))
         tid = result_of(first, 7)["task"]["id"]
-        # Resume the subscription where it broke.
+        # Resume the subscription where it broke; the task goes on after.
         sub = Stream(s.port, "SubscribeToTask", {"id": tid}, rid=8,
                      headers={"Last-Event-ID": str(first["id"])})
         check(sub.sse, "the resumed subscription streams: %r" % (sub.doc,))
+        GATED.release(tid, "go")
         rest = sub.rest()
         sub.close()
         got = [first] + rest
@@ -237,12 +241,13 @@ def test_streaming_replay():
 
 def test_subscribe_live_task():
     path, store = fresh_store()
-    with Onced(tmpdir=TMP, store=store) as s:
-        st_, _, doc = s.rpc("SendMessage", {"message": user_message("sleep:1"),
+    with Onced(GATED.args, tmpdir=TMP, store=store) as s:
+        st_, _, doc = s.rpc("SendMessage", {"message": user_message("go"),
                                             "configuration": {"returnImmediately": True}})
         tid = result_task(doc)["id"]
         sub = Stream(s.port, "SubscribeToTask", {"id": tid}, rid="sub-1")
         check(sub.sse, "SubscribeToTask streams a live task: %r" % (sub.doc,))
+        GATED.release(tid, "go")
         evs = sub.rest()
         sub.close()
         snap = result_of(evs[0], "sub-1")
@@ -316,18 +321,19 @@ def test_errors_before_the_stream():
 
 def test_two_replicas():
     path, store = fresh_store()
-    with Onced(tmpdir=TMP, store=store, args=["--replica-id", "A"]) as a, \
-            Onced(tmpdir=TMP, store=store, args=["--replica-id", "B"]) as b:
-        st_, _, doc = a.rpc("SendMessage", {"message": user_message("sleep:1"),
+    with Onced(tmpdir=TMP, store=store, args=GATED.args + ["--replica-id", "A"]) as a, \
+            Onced(tmpdir=TMP, store=store, args=GATED.args + ["--replica-id", "B"]) as b:
+        st_, _, doc = a.rpc("SendMessage", {"message": user_message("go"),
                                             "configuration": {"returnImmediately": True}})
         tid = result_task(doc)["id"]
         sub = Stream(b.port, "SubscribeToTask", {"id": tid}, rid=1,
                      headers={"Last-Event-ID": "0"})
         check(sub.sse, "B streams a task A executes")
         t0 = time.time()
+        GATED.release(tid, "go")
         evs = sub.rest()
         sub.close()
-        check(time.time() - t0 < 15, "and follows it to the end promptly")
+        check(time.time() - t0 < scaled(15), "and follows it to the end promptly")
         stored = stored_events(path, tid)
         eq([e["id"] for e in evs], [g for g, _ in stored], "B saw every event, in order")
         eq([e["data"]["result"] for e in evs], [p for _, p in stored], "exactly as stored")
@@ -361,13 +367,32 @@ def maps_library(pid, name):
         return any(name in line for line in f)
 
 
+def rss_settled(pid, what):
+    """RSS of pid once it stopped changing: three samples in a row within
+    256 KiB of each other (the server has done what it will do for now)."""
+    samples = []
+
+    def steady():
+        samples.append(rss_kib(pid))
+        last = samples[-3:]
+        return len(last) == 3 and max(last) - min(last) <= 256 and last[-1]
+    return wait_until(steady, timeout=20, step=0.2, what=what)
+
+
+def queued_bytes(sk):
+    import fcntl
+    import struct
+    import termios
+    return struct.unpack("i", fcntl.ioctl(sk.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
 def slow_subscriber(port, tid):
     """A client that asks for the whole event list and, once the stream has
     started, reads nothing more: a tiny receive window, so what it does not
     take stays on the server's side."""
     sk = socket.socket()
     sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sk.settimeout(30)
+    sk.settimeout(scaled(30))
     sk.connect(("127.0.0.1", port))
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
                        "params": {"id": tid}}).encode()
@@ -408,14 +433,16 @@ def test_slow_subscribers_bounded():
                       headers={"Last-Event-ID": "0"})
         eq(len(warm.rest()), task["generation"], "a reading client gets every event")
         warm.close()
-        time.sleep(0.5)
-        before = rss_kib(s.proc.pid)
+        before = rss_settled(s.proc.pid, "the server's memory to settle after the warm-up")
         # One after the other: what is measured is what open streams hold,
         # not 50 concurrent record reads (each subscribe call reads the task
         # once, like a GetTask).
         socks = [slow_subscriber(s.port, task["id"]) for _ in range(50)]
-        time.sleep(1.5)
-        during = rss_kib(s.proc.pid)
+        # Every stream has been written to, up to what the client does not
+        # take; then the server holds what it holds.
+        wait_until(lambda: all(queued_bytes(sk) > 0 for sk in socks), timeout=20,
+                   what="events queued on every slow subscriber's socket")
+        during = rss_settled(s.proc.pid, "the server's memory to settle with 50 stalled streams")
         grew = during - before
         # Holding each subscriber's backlog would take 50 x 4 MB (> 190 MB
         # beyond what the kernel buffers); a bounded stream holds ~64 KiB
@@ -429,7 +456,7 @@ def test_slow_subscribers_bounded():
         eq(task_state(doc), "TASK_STATE_COMPLETED", "a send is answered during the stall")
         st_, _, doc = s.rpc("GetTask", {"id": task["id"], "historyLength": 0})
         eq(result_task(doc)["id"], task["id"], "a GetTask too")
-        check(time.time() - t0 < 10, "promptly (%.2fs)" % (time.time() - t0))
+        check(time.time() - t0 < scaled(10), "promptly (%.2fs)" % (time.time() - t0))
         for sk in socks:
             sk.close()
         # Their slots come back: streams still open after the cut.
@@ -485,13 +512,13 @@ def test_stream_limit_and_pings():
             return False
         wait_until(can_open, timeout=10, what="the slot of the closed stream to free")
         s.rpc("CancelTask", {"id": tid})
-        th.join(10)
+        th.join(scaled(10))
         ev = box.get("ev")
         check(ev is not None and state_of(ev["data"]["result"]) == "TASK_STATE_CANCELED",
               "the open stream ends with the cancel: %r" % (ev,))
         check(one.next() is None, "and closes")
         one.close()
-        check(time.time() - t0 < 20, "in time")
+        check(time.time() - t0 < scaled(20), "in time")
 
 
 if __name__ == "__main__":

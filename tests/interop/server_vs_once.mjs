@@ -29,7 +29,11 @@ const ONCE = path.join(BUILD, 'once');
 const SDK_DIR = path.join(HERE, 'node_modules', '@a2a-js', 'sdk');
 const SDK_VERSION = '1.3.0';
 const EXT = 'urn:once:a2a:idempotency:v1';
-const WATCHDOG_MS = 55000;
+// The suite's one timeout factor (tests/e2e/harness.py, tests/timeout.h): every
+// bound below is multiplied by it; ctest sets it (more in sanitizer builds).
+const FACTOR = Number(process.env.ONCE_TEST_TIMEOUT_FACTOR) > 0 ? Number(process.env.ONCE_TEST_TIMEOUT_FACTOR) : 1;
+const scaled = (ms) => Math.round(ms * FACTOR);
+const WATCHDOG_MS = scaled(55000);
 
 let passed = 0;
 let failed = 0;
@@ -205,7 +209,7 @@ async function startServer() {
 
 function once(outbox, ...args) {
   return new Promise((resolve) => {
-    execFile(ONCE, ['--outbox', outbox, ...args], { timeout: 30000, env: { ...process.env, XDG_STATE_HOME: tmpdir } },
+    execFile(ONCE, ['--outbox', outbox, ...args], { timeout: scaled(30000), env: { ...process.env, XDG_STATE_HOME: tmpdir } },
              (err, stdout, stderr) => {
                const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
                resolve({ code, stdout, stderr });

@@ -5,12 +5,13 @@ really ran, and throwaway PostgreSQL / Redis servers a test may restart.
 - namespaced(url): the store URL with a fresh schema (PostgreSQL) or key
   prefix (Redis), so a run never sees another run's tasks;
 - Agent: writes the --exec command; every turn appends
-      start <task> <fence> <replica> <resumed 0|1> <unix time>
+      start <task> <fence> <replica> <resumed 0|1> <unix time> <effect key>
   before its work and
       done <task> <fence> <replica>
   after it printed its completion to onced. A turn whose onced died cannot
   print (broken pipe) and logs no "done": one "done" per task is one
-  completed execution. Message text "work:S" makes the turn work S seconds;
+  completed execution. Message text "work:S" makes the turn work S seconds,
+  "gate:NAME" makes it wait until the test calls Agent.release(NAME);
 - list_all(): every task through ListTasks paging;
 - PgServer / RedisServer: a server of our own on a free loopback port with
   its data in a temporary folder, started the way scripts/test-services.sh
@@ -30,7 +31,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
-from harness import Onced, check, free_port, rpc  # noqa: E402
+from harness import Onced, check, free_port, rpc, scaled  # noqa: E402
 
 
 def backend_of(url):
@@ -55,7 +56,7 @@ def store_url_from_argv():
 
 
 AGENT = r'''
-import json, os, sys, time
+import json, os, signal, sys, time
 log = sys.argv[1]
 turn = json.loads(sys.stdin.readline())
 tid, fence = os.environ["ONCE_TASK_ID"], os.environ["ONCE_FENCE"]
@@ -74,9 +75,18 @@ for p in turn["message"].get("parts", []):
     if "text" in p:
         text = p["text"]
         break
-note("start %s %s %s %s %.3f" % (tid, fence, rep, os.environ["ONCE_RESUMED"], time.time()))
+note("start %s %s %s %s %.3f %s%s" % (tid, fence, rep, os.environ["ONCE_RESUMED"], time.time(),
+                                     os.environ["ONCE_EFFECT_KEY_PREFIX"], os.environ["ONCE_STEP"]))
 if text.startswith("work:"):
     time.sleep(float(text[5:]))
+elif text.startswith("gate:"):
+    # until the test releases the gate (or its folder is gone with the test)
+    gate = os.path.join(os.path.dirname(log), "gate-" + text[5:])
+    while not os.path.exists(gate) and os.path.isdir(os.path.dirname(log)):
+        time.sleep(0.02)
+# From the completion line to its "done", a SIGTERM (onced ending the turn
+# on a slow machine) must not split the pair.
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
 try:
     line = {"status": "completed", "text": "done by %s fence %s" % (rep, fence)}
     sys.stdout.write(json.dumps(line) + "\n")
@@ -97,6 +107,10 @@ class Agent:
             f.write(AGENT)
         self.cmd = "%s %s %s" % (sys.executable, self.script, self.log)
 
+    def release(self, name):
+        """Let every turn waiting at "gate:<name>" (now or later) go on."""
+        open(os.path.join(os.path.dirname(self.log), "gate-" + name), "w").close()
+
     def lines(self):
         try:
             with open(self.log) as f:
@@ -110,6 +124,15 @@ class Agent:
         for w in self.lines():
             if w[0] == "start":
                 out.setdefault(w[1], []).append((int(w[2]), w[3], w[4] == "1", float(w[5])))
+        return out
+
+    def effect_keys(self):
+        """{task: [side-effect key of each run, ...]} in log order: the key a
+        run would send with its side effect (<task>:step-<n>)."""
+        out = {}
+        for w in self.lines():
+            if w[0] == "start":
+                out.setdefault(w[1], []).append(w[6])
         return out
 
     def dones(self):
@@ -139,7 +162,7 @@ def start_fleet(url, agent, tmp, names, extra=()):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(scaled(60))
     if errs or len(out) != len(names):
         for r in out.values():
             r.stop()
@@ -198,7 +221,8 @@ class PgServer:
         cmd = [os.path.join(self.bin, tool)] + list(args)
         if os.getuid() == 0:
             cmd = ["runuser", "-u", "postgres", "--"] + cmd
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=90)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=scaled(90))
         if r.returncode != 0:
             raise RuntimeError("%s failed: %s\n%s" % (tool, r.stdout.decode(errors="replace"),
                                                       self.logtail()))
@@ -212,14 +236,15 @@ class PgServer:
 
     def start(self):
         self._pg("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "server.log"), "-w",
-                 "-t", "60", "start", "-o",
+                 "-t", "%d" % scaled(60), "start", "-o",
                  "-c port=%d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s "
                  "-c shared_buffers=32MB -c max_connections=200 -c fsync=on "
                  "-c synchronous_commit=on" % (self.port, self.dir))
 
     def crash(self):
         """Stop at once, as a crash would (no checkpoint; WAL recovery at start)."""
-        self._pg("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "-t", "30", "stop")
+        self._pg("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "-t", "%d" % scaled(30),
+                 "stop")
 
     def close(self):
         try:
@@ -245,7 +270,7 @@ class RedisServer:
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir],
             stdout=self.log, stderr=self.log)
-        end = time.time() + 30
+        end = time.time() + scaled(30)
         while time.time() < end:
             r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.port), "ping"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

@@ -17,10 +17,18 @@ execution log (fleet.py):
 - clients that retry the same message (honouring Retry-After) converge:
   every task is eventually accepted, and the retries make exactly one task
   each (ListTasks on both replicas lists exactly the tasks sent);
-- no acknowledged task is lost: every send that got a result exists
-  afterwards and completes;
-- no task executes twice: exactly one completed run per task, and no run
-  at all for a task nobody sent;
+- no acknowledged task is lost, and an outage fails none: every send that
+  got a result exists afterwards and completes;
+- one completed result per task: the stored task's final status names the
+  one run that completed it;
+- an agent turn runs again only after its lease was lost: every later run
+  of a task has a higher fence than the run before it and ONCE_RESUMED=1
+  (a write held back by the outage is applied when the store returns while
+  its fence holds; the lease, 10 s, outlasts the 2 s outage, so normally no
+  task runs twice at all, but a busy machine may stretch the restart);
+- every run of a task computes the same side-effect key (<task>:step-<n>),
+  so a service deduplicating by it applies the effect once;
+- no run at all for a task nobody sent;
 - the replicas survive the outage and serve again soon after the restart.
 """
 import os
@@ -31,8 +39,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleet import Agent, PgServer, RedisServer, list_all, namespaced, start_fleet  # noqa
-from harness import (check, eq, error_info, new_id, rpc, run, scratch_dir, task_state,  # noqa
-                     user_message)
+from harness import (check, eq, error_info, new_id, rpc, run, scaled, scratch_dir,  # noqa
+                     status_text, task_state, user_message)
 
 if len(sys.argv) < 2 or sys.argv[1] not in ("postgres", "redis"):
     sys.exit("usage: %s postgres|redis" % sys.argv[0])
@@ -40,7 +48,7 @@ BACKEND = sys.argv[1]
 TMP = scratch_dir("once-outage-%s-" % BACKEND)
 CLIENTS = 6
 DOWN_S = 2.0
-TASK_DEADLINE_S = 45.0
+TASK_DEADLINE_S = scaled(45.0)
 # Longer than the outage (2 s down + the restart, a few seconds more on a
 # busy machine): a worker that still holds its lease when the store comes
 # back has no reason to lose its turn. An outage longer than the lease is
@@ -143,7 +151,18 @@ def test_store_restart_under_load():
                    for k in range(CLIENTS)]
         for t in threads:
             t.start()
-        time.sleep(1.5)
+
+        def sent_now():
+            return [s for o in outs for s in list(o)]
+
+        def wait_for(cond, what, timeout=20):
+            end = time.time() + scaled(timeout)
+            while time.time() < end and not cond():
+                time.sleep(0.02)
+            check(cond(), "timed out waiting until " + what)
+
+        wait_for(lambda: sum(1 for s in sent_now() if s.acked_at) >= CLIENTS,
+                 "tasks were acknowledged before the outage")
         # Turns that will finish while the store is away: their completion
         # must still be written once, not lost and then run again.
         spanning = [Sent("x", n, "work:1.0") for n in range(4)]
@@ -153,16 +172,19 @@ def test_store_restart_under_load():
                              ext=True)
             eq(st, 200, "a long turn accepted before the outage")
             s.attempts, s.acked_at, s.acked_state = 1, time.time(), task_state(doc)
-        end = time.time() + 10
+        end = time.time() + scaled(10)
         while time.time() < end and not all(s.tid in agent.starts() for s in spanning):
             time.sleep(0.02)
         check(all(s.tid in agent.starts() for s in spanning), "the long turns started")
         server.crash()
         down_at = time.time()
-        time.sleep(DOWN_S)
+        time.sleep(DOWN_S)   # the outage itself, not a wait for anything
+        wait_for(lambda: sum(1 for s in sent_now() if s.retryable) >= CLIENTS,
+                 "the clients saw the outage as retryable errors")
         server.start()
         up_at = time.time()
-        time.sleep(3.0)
+        wait_for(lambda: sum(1 for s in sent_now() if s.acked_at and s.acked_at > up_at)
+                 >= CLIENTS, "tasks were acknowledged after the restart")
         stop.set()
         for t in threads:
             t.join(TASK_DEADLINE_S + 30)
@@ -184,14 +206,14 @@ def test_store_restart_under_load():
         check(len(before) >= CLIENTS, "tasks were acknowledged before the outage")
         check(len(during) >= CLIENTS, "tasks were refused during the outage and retried")
         after = [s.acked_at - up_at for s in sent if s.acked_at and s.acked_at > up_at]
-        check(after and min(after) < 5.0,
+        check(after and min(after) < scaled(5.0),
               "the replicas serve again soon after the restart (%.1fs)" %
               (min(after) if after else -1))
 
         # Every acknowledged task survived the restart and completes (after
         # the lease + a sweep for one whose worker lost its write: a task
         # acknowledged by a reply that never arrived, say).
-        end = time.time() + 30
+        end = time.time() + scaled(30)
         final = {}
         pending = [s.tid for s in sent]
         while pending and time.time() < end:
@@ -208,16 +230,36 @@ def test_store_restart_under_load():
             eq(got, sorted(s.tid for s in sent),
                "ListTasks on %s: one task per task sent, retries included" % r.name)
 
-        time.sleep(0.5)   # a stray second run would show up now
-        starts, dones = agent.starts(), agent.dones()
+        # Every task is completed, so every run that will ever start has
+        # started: no replica holds a lease on any of them any more.
+        starts, keys = agent.starts(), agent.effect_keys()
         eq(sorted(set(starts) - set(s.tid for s in sent)), [], "no run of a task nobody sent")
-        twice = [(t, starts.get(t), d) for t, d in dones.items() if len(d) != 1]
-        never = [s.tid for s in sent if s.tid not in dones]
-        check(not twice, "no task executed twice; tasks with more than one completed run "
-              "(task, starts (fence, replica, resumed, time), dones): " + few(twice, 2) +
+        never = [s.tid for s in sent if s.tid not in starts]
+        check(not never, "every task ran; never: " + few(never))
+        bad_rerun = []
+        for tid, runs in starts.items():
+            for before, later in zip(runs, runs[1:]):
+                if not (later[0] > before[0] and later[2]):
+                    bad_rerun.append((tid, runs))
+                    break
+        check(not bad_rerun, "a task ran again only after its lease was lost, with a higher "
+              "fence and ONCE_RESUMED=1; not: " + few(bad_rerun, 2) +
               "; what the replicas logged about them: " +
-              few(onced_lines(reps, set(t for t, _, _ in twice)), 2))
-        check(not never, "every task ran to completion once; never: " + few(never))
+              few(onced_lines(reps, set(t for t, _ in bad_rerun)), 2))
+        split = [(t, k) for t, k in keys.items() if len(set(k)) != 1]
+        check(not split, "every run of a task had the same side-effect key; not: " + few(split))
+        wrong = []
+        for tid, (st, state, doc) in final.items():
+            text = status_text(doc["result"]) or ""
+            who = text.split()   # "done by <replica> fence <fence>"
+            ran = [(f, r) for f, r, _, _ in starts.get(tid, [])]
+            if len(who) != 5 or (int(who[4]), who[2]) not in ran:
+                wrong.append((tid, text))
+        check(not wrong, "one completed result per task, from a run that started; not: " +
+              few(wrong))
+        reran = sum(1 for runs in starts.values() if len(runs) > 1)
+        print("%s: %d of %d tasks ran more than once (each after losing its lease)" %
+              (BACKEND, reran, len(starts)))
         for r in reps:
             check(r.proc.poll() is None, "replica %s survived the outage" % r.name)
     finally:

@@ -8,14 +8,16 @@ that logs every start and every completed run (fleet.py):
   3 times at once, once to each replica. Every send answers 200 with the
   finished task, exactly one of the three registered it, ListTasks on every
   replica shows exactly the 50 tasks, and the agent ran once per task;
-- kill -9 of one replica under load (--lease 2s; 24 running 3 s turns, 8 per
-  replica, and three clients sending 1 s tasks round-robin): the tasks it
-  had leased are taken over by the two others (fence + 1, resumed) within
-  lease + sweep interval and complete; every task ends completed with
-  exactly one completed run; tasks of the live replicas are never taken
-  over (their heartbeats hold the lease past 2 s); sends that hit the dead
-  replica, retried with the same message on another one, make one task
-  each.
+- kill -9 of one replica under load (--lease 2s, scaled by the suite's
+  timeout factor; 24 running turns, 8 per replica, and three clients sending
+  tasks round-robin; every turn waits at a gate the test opens only after
+  the kill, so none of the dead replica's turns can have finished before
+  it): the tasks it had leased are taken over by the two others (fence + 1,
+  resumed) within lease + sweep interval and complete; every task ends
+  completed with exactly one completed run; tasks of the live replicas are
+  never taken over (their heartbeats hold the lease for longer than a
+  lease); sends that hit the dead replica, retried with the same message on
+  another one, make one task each.
 """
 import os
 import sys
@@ -25,7 +27,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleet import Agent, backend_of, list_all, namespaced, start_fleet, store_url_from_argv  # noqa
-from harness import check, eq, new_id, rpc, run, scratch_dir, task_state, user_message  # noqa
+from harness import (check, eq, new_id, rpc, run, scaled, scratch_dir, task_state,  # noqa
+                     user_message, wait_until, wait_until_value)
 
 BASE = store_url_from_argv()
 TMP = scratch_dir("once-replicas-%s-" % backend_of(BASE))
@@ -41,6 +44,17 @@ def send(port, msg, ext, immediately=False, timeout=60):
 def get_state(port, tid):
     st, _, doc = rpc(port, "GetTask", {"id": tid}, timeout=30)
     return task_state(doc) if st == 200 else None
+
+
+def settle(reps, agent):
+    """One more task through each replica, until its run logged "done": the
+    replicas have then run every turn queued before it, so a stray second
+    run of an earlier task would be in the log by now."""
+    for r in reps:
+        tid = "t-settle-" + new_id()
+        st, _, doc = send(r.port, user_message("settle", task_id=tid), True)
+        eq(task_state(doc), "TASK_STATE_COMPLETED", "the settling task on %s completed" % r.name)
+        wait_until(lambda: tid in agent.dones(), timeout=10, what="the settling run's end")
 
 
 def test_duplicates_spread_across_replicas():
@@ -70,7 +84,7 @@ def test_duplicates_spread_across_replicas():
             for t in threads:
                 t.start()
             for t in threads:
-                t.join(90)
+                t.join(scaled(90))
 
         ids = []
         for i, (msg, ext) in enumerate(plan):
@@ -92,8 +106,13 @@ def test_duplicates_spread_across_replicas():
         for r in reps:
             got = sorted(t["id"] for t in list_all(r.port))
             eq(got, sorted(ids), "ListTasks on replica %s: exactly the 50 tasks" % r.name)
-        time.sleep(0.5)   # a stray second run would show up now
-        starts, dones = agent.starts(), agent.dones()
+        # Every run logs "done" just after its answer: wait for them, then
+        # for the replicas to move past any stray second run.
+        wait_until(lambda: all(t in agent.dones() for t in ids), timeout=10,
+                   what="every run to log its end")
+        settle(reps, agent)
+        starts = dict((t, v) for t, v in agent.starts().items() if not t.startswith("t-settle-"))
+        dones = agent.dones()
         eq(sorted(starts), sorted(ids), "the agent ran for exactly these tasks")
         for tid in ids:
             eq(len(starts[tid]), 1, "task %s: one execution" % tid)
@@ -110,14 +129,14 @@ def test_duplicates_spread_across_replicas():
 def test_kill9_replica_under_load():
     tmp = tempfile.mkdtemp(dir=TMP)
     agent = Agent(tmp)
+    lease = scaled(2.0)
     reps = start_fleet(namespaced(BASE, "kill"), agent, tmp, ["a", "b", "c"],
-                       ["--lease", "2s"])
+                       ["--lease", "%dms" % (lease * 1000)])
     a, b, c = reps
-    # Turns outlive the time from their start to the kill (no turn of c can
-    # finish before it dies); the 3 s ones outlive the lease (only heartbeats
-    # keep it). The load fits the 2 x 16 engine workers left, so a
-    # takeover's run starts at once.
-    work = {"t-kill": 3.0, "t-load": 1.0}
+    # Every turn waits at gate "go", opened after the kill: none of c's turns
+    # can finish before it dies, and the live replicas' turns outlive a lease
+    # (only heartbeats keep it). The load fits the 2 x 16 engine workers
+    # left, so a takeover's run starts at once.
     lock = threading.Lock()
     sent = {}         # task id -> number of sends it took
     stop = threading.Event()
@@ -125,7 +144,7 @@ def test_kill9_replica_under_load():
         # Phase 1: 24 tasks, 8 registered on each replica, all running.
         def first(i):
             tid = "t-kill-%d-%s" % (i, new_id())
-            st, _, doc = send(reps[i % 3].port, user_message("work:3", task_id=tid), True,
+            st, _, doc = send(reps[i % 3].port, user_message("gate:go", task_id=tid), True,
                               immediately=True)
             with lock:
                 sent[tid] = (st, task_state(doc))
@@ -133,16 +152,14 @@ def test_kill9_replica_under_load():
         for t in threads:
             t.start()
         for t in threads:
-            t.join(60)
+            t.join(scaled(60))
         eq(len(sent), 24, "24 sends answered")
         for tid, (st, state) in sent.items():
             eq(st, 200, "phase 1 send of %s" % tid)
             check(state in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"),
                   "returnImmediately answers the accepted task: %s" % state)
             sent[tid] = 1
-        end = time.time() + 30
-        while len(agent.starts()) < 24 and time.time() < end:
-            time.sleep(0.05)
+        wait_until(lambda: len(agent.starts()) >= 24, timeout=30, what="all 24 turns to start")
         eq(len(agent.starts()), 24, "all 24 turns started")
 
         # Phase 2: keep sending while c dies; a send that fails to reach a
@@ -153,7 +170,7 @@ def test_kill9_replica_under_load():
             n = 0
             while not stop.is_set():
                 tid = "t-load-%d-%d-%s" % (k, n, new_id())
-                msg = user_message("work:1", task_id=tid)
+                msg = user_message("gate:go", task_id=tid)
                 target, tries = (k + n) % 3, 0
                 while True:
                     tries += 1
@@ -171,43 +188,54 @@ def test_kill9_replica_under_load():
                 with lock:
                     sent[tid] = tries
                 n += 1
-                time.sleep(0.4)
+                stop.wait(0.8)   # gated turns pile up: keep them within the workers
         loaders = [threading.Thread(target=loader, args=(k,), daemon=True) for k in range(3)]
         for t in loaders:
             t.start()
-        time.sleep(0.3)
+        # c dies once it runs some of the loaders' tasks too.
+        wait_until(lambda: any(s[1] == "c" for tid, v in agent.starts().items()
+                               if tid.startswith("t-load-") for s in v),
+                   timeout=20, what="c to run a task of the load")
         c.kill9()
         killed_at = time.time()
-        time.sleep(2.0)
+        # The load goes on until sends met the dead replica, for at least 2 s.
+        wait_until(lambda: (time.time() - killed_at >= 2.0 and
+                            any(n > 1 for n in list(sent.values()))), timeout=30,
+                   what="sends to hit the dead replica and be retried")
         stop.set()
         for t in loaders:
-            t.join(60)
+            t.join(scaled(60))
         eq(errors, [], "every send, retried past the dead replica, was accepted")
         check(any(n > 1 for n in sent.values()), "some sends hit the dead replica and were retried")
-
-        # The premise: the kill came while every turn c had started was still
-        # working (one that printed its completion just before would be
-        # ambiguous).
-        c_runs = [(tid, s[3]) for tid, v in agent.starts().items() for s in v if s[1] == "c"]
+        c_runs = [tid for tid, v in agent.starts().items() for s in v if s[1] == "c"]
         check(len(c_runs) > 0, "c was running tasks when it died")
-        for tid, at in c_runs:
-            check(killed_at - at < work[tid[:6]] - 0.2,
-                  "c's turn of %s started %.2fs before the kill" % (tid, killed_at - at))
+        # The live replicas' first turns have run for longer than a lease
+        # when the gate opens: had their heartbeats not renewed it, they
+        # would have been taken over.
+        oldest = min(s[3] for v in agent.starts().values() for s in v if s[1] != "c")
+        wait_until(lambda: time.time() >= oldest + 1.5 * lease, timeout=2 * lease + 10,
+                   what="the live replicas' turns to outlive a lease")
+        agent.release("go")
 
         # Everything completes on a and b.
-        end = time.time() + 40
         pending = set(sent)
-        while pending and time.time() < end:
-            pending = set(t for t in pending if get_state(a.port, t) != "TASK_STATE_COMPLETED")
-            if pending:
-                time.sleep(0.3)
-        eq(sorted(pending), [], "every task completed after the takeover")
+
+        def all_completed():
+            pending.intersection_update(
+                set(t for t in pending if get_state(a.port, t) != "TASK_STATE_COMPLETED"))
+            return not pending
+        wait_until(all_completed, timeout=40, step=0.3, what="every task to complete")
         took = time.time() - killed_at
-        check(took < 15, "everything completed %.1fs after the kill" % took)
+        check(took < lease + scaled(20), "everything completed %.1fs after the kill" % took)
         got = sorted(t["id"] for t in list_all(b.port))
         eq(got, sorted(sent), "ListTasks: one task per send, retries included")
 
-        time.sleep(0.5)
+        # Every completed run logs "done" just after its answer.
+        missing = lambda: sorted(t for t in sent if t not in agent.dones())  # noqa: E731
+        wait_until_value(lambda: None if missing() else True, timeout=10)
+        eq(missing(), [], "every completed run logged its end (runs: %r)" %
+           dict((t, agent.starts().get(t)) for t in missing()))
+        settle((a, b), agent)
         starts, dones = agent.starts(), agent.dones()
         taken = 0
         for tid in sent:
@@ -221,8 +249,10 @@ def test_kill9_replica_under_load():
                 check(last[1] in ("a", "b") and last[2] and last[0] > runs[0][0],
                       "task %s: taken over by a live replica, resumed, fence + 1: %r" %
                       (tid, runs))
-                # lease (2 s) + sweep interval (1 s) + slack for a busy machine
-                check(last[3] - killed_at < 5.5,
+                # lease + sweep interval (1 s) + the agent's start: a bound
+                # that a busy machine stays under, and a takeover that waits
+                # for anything but the lease does not
+                check(last[3] - killed_at < lease + scaled(10),
                       "task %s: taken over %.1fs after the kill" % (tid, last[3] - killed_at))
                 eq(done[0], (last[0], last[1]), "task %s: the takeover's run completed" % tid)
             else:
@@ -232,6 +262,7 @@ def test_kill9_replica_under_load():
             check(r.proc.poll() is None, "replica %s still runs" % r.name)
     finally:
         stop.set()
+        agent.release("go")
         for r in reps:
             r.stop()
 

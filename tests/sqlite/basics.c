@@ -1,7 +1,8 @@
 /*
  * basics.c -- what the sqlite backend promises beyond the conformance
  * suite: its URL forms, a 0600 file whatever the umask, the synchronous
- * option reaching the writer connection, the on-disk schema (WAL, STRICT
+ * setting (URL or options, FULL by default) reaching the writer connection,
+ * every bad URL setting refused before a file is created, the on-disk schema (WAL, STRICT
  * tables, user_version), refusal of a newer schema, two handles sharing one
  * file, several processes creating the schema of one new file at once, and
  * several processes migrating a version-1 file (before push delivery) at
@@ -115,33 +116,113 @@ static void file_mode_0600(void **state)
     st_remove_db(path);
 }
 
+/* The level the writer connection reports, both raw (PRAGMA synchronous:
+ * 0 off, 1 normal, 2 full) and through the public read-back. */
+static void expect_sync(const char *url, const once_store_options *opt, int pragma, int level)
+{
+    once_store *s = open_ok(url, opt);
+    int v = -1;
+    assert_int_equal(once__sqlite_synchronous(s, &v), ONCE_OK);
+    if (v != pragma)
+        fail_msg("%s: PRAGMA synchronous %d, want %d", url, v, pragma);
+    assert_int_equal(once_store_synchronous(s, &v), ONCE_OK);
+    assert_int_equal(v, level);
+    once_store_close(s);
+}
+
 static void synchronous_honoured(void **state)
 {
     (void)state;
-    char path[4096], url[4200];
+    char path[4096], url[4200], u[4300];
     fresh_path(path, sizeof path, "sync");
     snprintf(url, sizeof url, "sqlite:%s", path);
-    int v = -1;
-    once_store *s = open_ok(url, NULL);   /* default: FULL */
-    assert_int_equal(once__sqlite_synchronous(s, &v), ONCE_OK);
-    assert_int_equal(v, 2);
-    once_store_close(s);
-    /* ONCE_SYNC_DEFAULT, OFF, NORMAL, FULL -> PRAGMA synchronous 2, 0, 1, 2 */
-    static const int pragma[] = {2, 0, 1, 2};
+
+    expect_sync(url, NULL, 2, ONCE_SYNC_FULL);   /* nothing said: FULL */
+    static const struct {
+        const char *param;
+        int pragma, level;
+    } by_url[] = {
+        {"synchronous=full", 2, ONCE_SYNC_FULL},
+        {"synchronous=FULL", 2, ONCE_SYNC_FULL},
+        {"synchronous=normal", 1, ONCE_SYNC_NORMAL},
+        {"synchronous=off", 0, ONCE_SYNC_OFF},
+        {"busy_timeout=0&synchronous=normal", 1, ONCE_SYNC_NORMAL},
+        {"busy_timeout=250", 2, ONCE_SYNC_FULL},
+    };
+    for (size_t i = 0; i < sizeof by_url / sizeof by_url[0]; i++) {
+        snprintf(u, sizeof u, "%s?%s", url, by_url[i].param);
+        expect_sync(u, NULL, by_url[i].pragma, by_url[i].level);
+    }
+    static const int pragma_of[] = {2, 0, 1, 2};   /* indexed by ONCE_SYNC_DEFAULT..FULL */
     for (int want = ONCE_SYNC_DEFAULT; want <= ONCE_SYNC_FULL; want++) {
         once_store_options opt = {.synchronous = want, .busy_timeout_ms = 100};
-        s = open_ok(url, &opt);
-        assert_int_equal(once__sqlite_synchronous(s, &v), ONCE_OK);
-        assert_int_equal(v, pragma[want]);
-        once_store_close(s);
+        expect_sync(url, &opt, pragma_of[want], want ? want : ONCE_SYNC_FULL);
     }
-    once_store_options bad[] = {{.synchronous = 4}, {.synchronous = -1}, {.busy_timeout_ms = -1}};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        s = NULL;
-        assert_int_equal(once_store_open(url, &bad[i], &s, NULL, 0), ONCE_EINVAL);
-        assert_null(s);
-    }
+    /* The URL and the options may say the same thing twice. */
+    once_store_options normal = {.synchronous = ONCE_SYNC_NORMAL, .busy_timeout_ms = 100};
+    snprintf(u, sizeof u, "%s?synchronous=normal&busy_timeout=100", url);
+    expect_sync(u, &normal, 1, ONCE_SYNC_NORMAL);
+    once_store_options bare = {.clock = NULL};
+    snprintf(u, sizeof u, "%s?synchronous=off", url);
+    expect_sync(u, &bare, 0, ONCE_SYNC_OFF);
+
+    assert_string_equal(once_sync_name(ONCE_SYNC_FULL), "full");
+    assert_string_equal(once_sync_name(ONCE_SYNC_NORMAL), "normal");
+    assert_string_equal(once_sync_name(ONCE_SYNC_OFF), "off");
+    assert_null(once_sync_name(ONCE_SYNC_DEFAULT));
+    once_store *m = open_ok("memory:", NULL);
+    int v;
+    assert_int_equal(once_store_synchronous(m, &v), ONCE_EUNSUPPORTED);
+    once_store_close(m);
     st_remove_db(path);
+}
+
+/* Every bad setting is refused at open with a message that names it, and
+ * nothing is created. */
+static void url_settings_refused(void **state)
+{
+    (void)state;
+    char path[4096], u[4300];
+    fresh_path(path, sizeof path, "badurl");
+    static const struct {
+        const char *tail;      /* appended to sqlite:PATH */
+        int synchronous, busy; /* options */
+        const char *says;      /* in the error message */
+    } bad[] = {
+        {"?synchronous=extra", 0, 0, "synchronous=extra"},
+        {"?synchronous=2", 0, 0, "full, normal or off"},
+        {"?synchronous=", 0, 0, "synchronous="},
+        {"?synchronous", 0, 0, "synchronous"},
+        {"?synchronous=full&synchronous=normal", 0, 0, "twice"},
+        {"?busy_timeout=-1", 0, 0, "busy_timeout"},
+        {"?busy_timeout=+5", 0, 0, "busy_timeout"},
+        {"?busy_timeout=5s", 0, 0, "busy_timeout"},
+        {"?busy_timeout=3600001", 0, 0, "busy_timeout"},
+        {"?vfs=no-such-vfs", 0, 0, "not a registered SQLite VFS"},
+        {"?vfs=", 0, 0, "vfs"},
+        {"?sync=full", 0, 0, "unknown parameter 'sync'"},
+        {"?synchronous=normal&pool=3", 0, 0, "unknown parameter 'pool'"},
+        {"?synchronous=normal", ONCE_SYNC_FULL, 0, "the URL says synchronous=normal"},
+        {"?synchronous=full", ONCE_SYNC_OFF, 0, "the options say off"},
+        {"?busy_timeout=10", 0, 20, "busy_timeout"},
+        {"", 4, 0, "ONCE_SYNC"},
+        {"", -1, 0, "ONCE_SYNC"},
+        {"", 0, -1, "busy_timeout_ms"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(u, sizeof u, "sqlite:%s%s", path, bad[i].tail);
+        once_store_options opt = {.synchronous = bad[i].synchronous,
+                                  .busy_timeout_ms = bad[i].busy};
+        char err[256] = "";
+        once_store *s = (once_store *)1;
+        int rc = once_store_open(u, &opt, &s, err, sizeof err);
+        if (rc != ONCE_EINVAL || !strstr(err, bad[i].says))
+            fail_msg("%s (options %d, %d): %s \"%s\", want EINVAL saying \"%s\"", u,
+                     bad[i].synchronous, bad[i].busy, once_errname(rc), err, bad[i].says);
+        assert_null(s);
+        struct stat sb;
+        assert_int_not_equal(stat(path, &sb), 0);
+    }
 }
 
 static int64_t raw_int(sqlite3 *db, const char *sql)
@@ -390,6 +471,7 @@ int main(void)
         cmocka_unit_test(url_forms_and_sharing),
         cmocka_unit_test(file_mode_0600),
         cmocka_unit_test(synchronous_honoured),
+        cmocka_unit_test(url_settings_refused),
         cmocka_unit_test(schema_on_disk),
         cmocka_unit_test(processes_create_schema_at_once),
         cmocka_unit_test(processes_migrate_v1_at_once),

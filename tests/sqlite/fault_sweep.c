@@ -42,6 +42,7 @@ typedef struct cand {
     char json[64];               /* K_REC: the write that made it */
     int64_t version, generation;
     int terminal;
+    int renewable;               /* renew by "r1" with fence 1 may move its lease */
     int64_t finished_at, lease_until;
     char ev[MAXG + 1][40];       /* ev[g]: payload of event g (1..generation) */
     int64_t expired_at;          /* K_TOMB */
@@ -116,6 +117,17 @@ static const cand *rec_by_json(const key *k, const char *json)
     return NULL;
 }
 
+/* The candidate a loaded record is: same write, same lease (renew moves
+ * only the lease, so one write can leave several). */
+static const cand *rec_by_load(const key *k, const once_record *r)
+{
+    for (int i = 0; i < k->n; i++)
+        if (k->c[i].k == K_REC && strcmp(k->c[i].json, r->task_json) == 0 &&
+            k->c[i].lease_until == r->lease_until)
+            return &k->c[i];
+    return NULL;
+}
+
 static const cand *rec_by_version(const key *k, int64_t v)
 {
     for (int i = 0; i < k->n; i++)
@@ -154,6 +166,7 @@ static void mkwrite(wr *w, const char *id, const char *json, once_state st,
     a->version = v;
     a->generation = w->rec.generation;
     a->terminal = once_state_terminal(st);
+    a->renewable = !a->terminal && !once_state_interrupted(st) && lease_until > 0;
     a->finished_at = w->rec.finished_at;
     a->lease_until = lease_until;
     if (base)
@@ -234,6 +247,37 @@ static void update(once_store *s, const char *id, const char *json, once_state s
     once_record_clear(&w.rec);
 }
 
+/* Renew with fence 1 (every write's): only a renewable candidate of owner
+ * "r1" can take the new lease. */
+static void renew(once_store *s, const char *id, const char *owner, int64_t until)
+{
+    key *k = K(id), was = *k;
+    int mine = strcmp(owner, "r1") == 0, live = 0;
+    int rc = once_store_renew(s, P, id, owner, 1, until);
+
+    for (int i = 0; i < was.n; i++)
+        live |= was.c[i].k == K_REC && !(mine && was.c[i].renewable);
+    if (rc == ONCE_OK || clean_err(rc)) {
+        /* OK: the store held a renewable candidate, now renewed; a clean
+         * error: it may have been renewed or not. */
+        if (rc == ONCE_OK)
+            k->n = 0;
+        for (int i = 0; i < was.n; i++) {
+            cand c = was.c[i];
+            if (!mine || !c.renewable)
+                continue;
+            c.lease_until = until;
+            add(k, &c);
+        }
+        CHECK(k->n > 0, "renew %s: OK but no record held that lease", id);
+    } else if (rc == ONCE_EFENCED) {
+        CHECK(live, "renew %s: EFENCED but the lease must be renewable", id);
+    } else {
+        CHECK(rc == ONCE_ENOTFOUND && (has_kind(k, K_NONE) || has_kind(k, K_TOMB)),
+              "renew %s: %s", id, once_errname(rc));
+    }
+}
+
 /* Sweep and purge: every candidate they would act on maps to its result
  * (when it was the real state, it was acted on: max exceeds the keys). */
 static int sweepable(const cand *c, int64_t before)
@@ -296,8 +340,8 @@ static void check_load(once_store *s, const char *id, int must)
     once_tombstone t;
     int rc = once_store_load(s, P, id, &r, &t);
     if (rc == ONCE_OK) {
-        const cand *c = rec_by_json(k, r.task_json);
-        CHECK(c != NULL, "load %s: a record no write made (%s)", id, r.task_json);
+        const cand *c = rec_by_load(k, &r);
+        CHECK(c != NULL, "load %s: a record no write or renewal made (%s)", id, r.task_json);
         CHECK(c && c->version == r.version && c->generation == r.generation &&
                   c->finished_at == r.finished_at && c->lease_until == r.lease_until,
               "load %s: fields differ from the write", id);
@@ -444,11 +488,15 @@ static void workload(once_store *s)
     update(s, "t2", "t2.v2", ONCE_STATE_WORKING, 1, 1, 0);
     update(s, "t2", "t2.v3", ONCE_STATE_WORKING, 2, 1, T0 + 10);
     update(s, "t2", "t2.stale", ONCE_STATE_WORKING, 1, 1, 0);
+    renew(s, "t2", "r1", T0 + 500);             /* off the expired list of reads() */
+    renew(s, "t2", "r2", T0 + 600);             /* not its owner */
+    renew(s, "t4", "r1", T0 + 600);             /* interrupted, no lease */
     meta(s, "s-2", 0);
     reads(s, 0);
     sweep_or_purge(s, 0, T0 + 2, T0 + 200);     /* t3 */
     create(s, "t3", "t3.again", ONCE_STATE_WORKING, 1, 0);
     sweep_or_purge(s, 0, T0 + 100, T0 + 400);   /* t5 */
+    renew(s, "t5", "r1", T0 + 600);             /* a tombstone */
     sweep_or_purge(s, 1, T0 + 300, 0);          /* t3's tombstone */
     update(s, "t4", "t4.v2", ONCE_STATE_COMPLETED, 1, 1, 0);
     reads(s, 0);

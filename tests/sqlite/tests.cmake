@@ -1,7 +1,8 @@
 # The sqlite backend's own tests (the conformance suite in tests/store runs
 # against it too): URL/file/schema basics, the fault sweep over every
-# wrapped sqlite3 call, and group commit under 32 writer threads.
-foreach(prog basics fault_sweep group_commit)
+# wrapped sqlite3 call, group commit under 32 writer threads, and the
+# power-cut sweep through a VFS that drops every unsynced write.
+foreach(prog basics fault_sweep group_commit powerloss)
   set(exe sqlite_${prog})
   add_executable(${exe} ${CMAKE_CURRENT_LIST_DIR}/${prog}.c)
   target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)

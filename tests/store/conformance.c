@@ -950,6 +950,227 @@ static void purge_forgets_tombstones(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * renew (the lease-only write)
+ */
+
+/* A leased live record as the engine keeps one mid-turn: fence 3, owner
+ * "replica-a", lease until T0 + 1000, two events, a checkpoint, a push
+ * config when the backend keeps delivery rows, and a task text big enough
+ * that a backend rewriting the record would have real work to do. */
+static void put_leased(fx *f, const char *principal, const char *id, once_state st,
+                       once_record *out)
+{
+    static char big[64 * 1024];
+    st_events e;
+
+    memset(big, 'x', sizeof big - 16);
+    memcpy(big, "{\"pad\":\"", 8);
+    memcpy(big + sizeof big - 16, "\"}", 3);
+    assert_int_equal(st_rec(out, principal, id, st, T0 - 5000, big), 0);
+    out->generation = 2;
+    out->fence = 3;
+    out->step = 4;
+    snprintf(out->lease_owner, sizeof out->lease_owner, "replica-a");
+    out->lease_until = T0 + 1000;
+    out->checkpoint = once_strdup("ck");
+    if (once_store_caps(f->s) & ONCE_STORE_PUSH)
+        out->push_json = once_strdup("[{\"id\":\"c1\",\"since\":0}]");
+    st_mkev(&e, 1, 2, id);
+    EXPECT_RC(f, once_store_create(f->s, out, e.ev, 2, NULL, NULL), ONCE_OK);
+}
+
+/* The stored record equals want (want's lease_until included). */
+static void assert_stored(fx *f, const once_record *want)
+{
+    once_record got;
+
+    get(f, want->principal, want->task_id, &got);
+    assert_same_record(want, &got);
+    once_record_clear(&got);
+}
+
+/* renew moves lease_until and nothing else: version, generation, events,
+ * task text, updated_at and delivery rows stay, and a CAS prepared before
+ * the renewal (the turn's own write) still succeeds. */
+static void renew_sets_lease_only(void **state)
+{
+    fx *f = *state;
+    once_push_row_list before, after;
+    once_record r;
+    st_events e;
+
+    put_leased(f, "p", "t-renew", ONCE_STATE_WORKING, &r);
+    EXPECT_RC(f, once_store_push_rows(f->s, "p", "t-renew", &before),
+              once_store_caps(f->s) & ONCE_STORE_PUSH ? ONCE_OK : ONCE_EUNSUPPORTED);
+
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t-renew", "replica-a", 3, T0 + 31000), ONCE_OK);
+    r.lease_until = T0 + 31000;
+    assert_stored(f, &r);
+    assert_int_equal(nevents(f, "p", "t-renew"), 2);
+    /* Set, not extended: an earlier lease is taken as given. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t-renew", "replica-a", 3, T0 + 2000), ONCE_OK);
+    r.lease_until = T0 + 2000;
+    assert_stored(f, &r);
+    /* The same renewal twice (a retried heartbeat) is the same write. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t-renew", "replica-a", 3, T0 + 2000), ONCE_OK);
+    assert_stored(f, &r);
+
+    EXPECT_RC(f, once_store_push_rows(f->s, "p", "t-renew", &after),
+              once_store_caps(f->s) & ONCE_STORE_PUSH ? ONCE_OK : ONCE_EUNSUPPORTED);
+    assert_int_equal(after.n, before.n);
+    for (size_t i = 0; i < before.n; i++) {
+        assert_string_equal(after.v[i].config_id, before.v[i].config_id);
+        assert_int_equal(after.v[i].delivered, before.v[i].delivered);
+        assert_int_equal(after.v[i].target, before.v[i].target);
+        assert_int_equal(after.v[i].lease_until, before.v[i].lease_until);
+    }
+    once_push_row_list_clear(&before);
+    once_push_row_list_clear(&after);
+
+    /* The turn's CAS was built on version 1 before the renewals. */
+    r.version = 2;
+    r.generation = 3;
+    r.updated_at = T0 + 2500;
+    r.lease_until = T0 + 5000;
+    assert_int_equal(st_set_json(&r, "{\"v\":2}"), 0);
+    st_mkev(&e, 3, 1, "turn");
+    EXPECT_RC(f, once_store_update(f->s, &r, 1, e.ev, 1), ONCE_OK);
+    assert_stored(f, &r);
+    assert_int_equal(nevents(f, "p", "t-renew"), 3);
+    /* And renew goes on working on the new version. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t-renew", "replica-a", 3, T0 + 9000), ONCE_OK);
+    r.lease_until = T0 + 9000;
+    assert_stored(f, &r);
+    once_record_clear(&r);
+}
+
+/* Every refusal writes nothing: the stored record stays as it was. */
+static void renew_refusals(void **state)
+{
+    static const once_state stopped[] = {ONCE_STATE_INPUT_REQUIRED, ONCE_STATE_AUTH_REQUIRED,
+                                         ONCE_STATE_COMPLETED,      ONCE_STATE_FAILED,
+                                         ONCE_STATE_CANCELED,       ONCE_STATE_REJECTED};
+    fx *f = *state;
+    once_record r, sub;
+    size_t i, n;
+
+    put_leased(f, "p", "t", ONCE_STATE_WORKING, &r);
+    /* A fence from before a takeover, and one from the future. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", "replica-a", 2, T0 + 9000), ONCE_EFENCED);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", "replica-a", 4, T0 + 9000), ONCE_EFENCED);
+    /* Another replica, and a name that only shares a prefix. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", "replica-b", 3, T0 + 9000), ONCE_EFENCED);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", "replica", 3, T0 + 9000), ONCE_EFENCED);
+    assert_stored(f, &r);
+    once_record_clear(&r);
+
+    /* SUBMITTED is renewable like WORKING. */
+    put_leased(f, "p", "t-sub", ONCE_STATE_SUBMITTED, &sub);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t-sub", "replica-a", 3, T0 + 7000), ONCE_OK);
+    sub.lease_until = T0 + 7000;
+    assert_stored(f, &sub);
+    once_record_clear(&sub);
+
+    /* Interrupted and final states hold no turn to keep alive. */
+    for (i = 0; i < sizeof stopped / sizeof stopped[0]; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "t-stop-%zu", i);
+        put_leased(f, "p", id, stopped[i], &r);
+        EXPECT_RC(f, once_store_renew(f->s, "p", id, "replica-a", 3, T0 + 9000), ONCE_EFENCED);
+        assert_stored(f, &r);
+        once_record_clear(&r);
+    }
+
+    /* No record: never created, another principal's key, a tombstone. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t-none", "replica-a", 3, T0 + 9000),
+              ONCE_ENOTFOUND);
+    EXPECT_RC(f, once_store_renew(f->s, "q", "t", "replica-a", 3, T0 + 9000), ONCE_ENOTFOUND);
+    put_finished(f, "p", "t-swept", ONCE_STATE_COMPLETED, T0 - 10000);   /* before t-stop-* */
+    EXPECT_RC(f, once_store_sweep(f->s, T0 - 9000, T0, 10, &n), ONCE_OK);
+    assert_int_equal(n, 1);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t-swept", "", 0, T0 + 9000), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t-swept", "replica-a", 1, T0 + 9000),
+              ONCE_ENOTFOUND);
+    assert_tomb(f, "p", "t-swept", T0 - 10000, T0);
+    EXPECT_RC(f, once_store_load(f->s, "p", "t-none", &r, NULL), ONCE_ENOTFOUND);
+}
+
+/* expired_leases answers from the renewed lease_until. */
+static void renew_moves_expired_leases(void **state)
+{
+    fx *f = *state;
+    once_key_list k;
+
+    put_lease(f, "p", "a", ONCE_STATE_WORKING, T0 - 3000);
+    put_lease(f, "p", "b", ONCE_STATE_WORKING, T0 - 2000);
+    put_lease(f, "p", "c", ONCE_STATE_SUBMITTED, T0 - 1000);
+    EXPECT_RC(f, once_store_expired_leases(f->s, T0, 10, &k), ONCE_OK);
+    assert_int_equal(k.n, 3);
+    once_key_list_clear(&k);
+
+    /* a renewed into the future drops off the list. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "a", "replica-a", 1, T0 + 60000), ONCE_OK);
+    EXPECT_RC(f, once_store_expired_leases(f->s, T0, 10, &k), ONCE_OK);
+    assert_int_equal(k.n, 2);
+    assert_string_equal(k.v[0].task_id, "b");
+    assert_string_equal(k.v[1].task_id, "c");
+    once_key_list_clear(&k);
+
+    /* Once that lease has run out, a is listed again, by its new expiry. */
+    EXPECT_RC(f, once_store_expired_leases(f->s, T0 + 60001, 10, &k), ONCE_OK);
+    assert_int_equal(k.n, 3);
+    assert_string_equal(k.v[2].task_id, "a");
+    once_key_list_clear(&k);
+
+    /* A renewal into the past (the caller's choice) lists it at once, in
+     * lease order among the others. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "c", "replica-a", 1, T0 - 5000), ONCE_OK);
+    EXPECT_RC(f, once_store_expired_leases(f->s, T0, 10, &k), ONCE_OK);
+    assert_int_equal(k.n, 2);
+    assert_string_equal(k.v[0].task_id, "c");
+    assert_string_equal(k.v[1].task_id, "b");
+    once_key_list_clear(&k);
+
+    /* A refused renewal moves nothing. */
+    EXPECT_RC(f, once_store_renew(f->s, "p", "b", "replica-b", 1, T0 + 60000), ONCE_EFENCED);
+    EXPECT_RC(f, once_store_expired_leases(f->s, T0, 10, &k), ONCE_OK);
+    assert_int_equal(k.n, 2);
+    once_key_list_clear(&k);
+}
+
+static void renew_bad_arguments(void **state)
+{
+    fx *f = *state;
+    char longer[ONCE_OWNER_MAX + 2], longid[ONCE_ID_MAX + 2];
+    once_record r;
+
+    put_leased(f, "p", "t", ONCE_STATE_WORKING, &r);
+    memset(longer, 'o', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    memset(longid, 'i', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+
+    assert_int_equal(once_store_renew(NULL, "p", "t", "replica-a", 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, NULL, "t", "replica-a", 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "", "t", "replica-a", 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", NULL, "replica-a", 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "", "replica-a", 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", longid, "replica-a", 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", NULL, 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", "", 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", longer, 3, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", "replica-a", -1, T0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", "replica-a", 3, 0), ONCE_EINVAL);
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", "replica-a", 3, -5), ONCE_EINVAL);
+    assert_stored(f, &r);
+    /* The longest owner a record can hold is accepted (and refused here
+     * only because it is not this record's owner). */
+    longer[ONCE_OWNER_MAX] = '\0';
+    EXPECT_RC(f, once_store_renew(f->s, "p", "t", longer, 3, T0), ONCE_EFENCED);
+    once_record_clear(&r);
+}
+
+/* ------------------------------------------------------------------------
  * list
  */
 
@@ -1297,6 +1518,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(expired_leases_only_live_expired, setup, teardown),
         cmocka_unit_test_setup_teardown(sweep_makes_tombstones, setup, teardown),
         cmocka_unit_test_setup_teardown(purge_forgets_tombstones, setup, teardown),
+        cmocka_unit_test_setup_teardown(renew_sets_lease_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(renew_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(renew_moves_expired_leases, setup, teardown),
+        cmocka_unit_test_setup_teardown(renew_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(list_pages_filters_isolates, setup, teardown),
         cmocka_unit_test_setup_teardown(meta_insert_if_absent, setup, teardown),
         cmocka_unit_test_setup_teardown(check_counts_clean_store, setup, teardown),

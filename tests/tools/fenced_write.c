@@ -85,6 +85,7 @@ int main(int argc, char **argv)
     once_engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.store = s;
+    cfg.executor = once_executor_echo();
     cfg.replica_id = "fenced-write";
     once_engine *e = NULL;
     if (once_engine_new(&cfg, &e, err, sizeof err) != ONCE_OK) {

@@ -12,6 +12,8 @@
 
 #include "a2a/a2a_int.h"
 
+#define FAKE_UNUSED __attribute__((unused))
+
 typedef struct fake {
     /* scripted answers */
     int rc;
@@ -59,6 +61,8 @@ static int fake_send(void *ctx, const once_send_req *req, once_send_res *res)
     if (f->field)
         snprintf(res->detail, sizeof res->detail, "bad %s", f->field);
     res->result = f->result ? json_deep_copy(f->result) : NULL;
+    if (f->result != NULL && res->result == NULL)
+        return ONCE_ENOMEM; /* as the engine answers when its copy fails */
     return f->rc;
 }
 
@@ -72,6 +76,8 @@ static int fake_get(void *ctx, const char *principal, const char *task_id, int h
     snprintf(f->sent_principal, sizeof f->sent_principal, "%s", principal);
     *expired_at = f->expired_at;
     *task = (f->rc == ONCE_OK && f->result) ? json_deep_copy(f->result) : NULL;
+    if (f->rc == ONCE_OK && f->result != NULL && *task == NULL)
+        return ONCE_ENOMEM;
     return f->rc;
 }
 
@@ -85,6 +91,8 @@ static int fake_cancel(void *ctx, const char *principal, const char *task_id, js
     *state = f->state;
     *expired_at = f->expired_at;
     *task = (f->rc == ONCE_OK && f->result) ? json_deep_copy(f->result) : NULL;
+    if (f->rc == ONCE_OK && f->result != NULL && *task == NULL)
+        return ONCE_ENOMEM;
     return f->rc;
 }
 
@@ -98,6 +106,8 @@ static int fake_list(void *ctx, const once_list_req *req, json_t **tasks, char n
     f->sent_list.principal = NULL;
     snprintf(next_token, 256, "%s", f->next_token);
     *tasks = (f->rc == ONCE_OK) ? (f->result ? json_deep_copy(f->result) : json_array()) : NULL;
+    if (f->rc == ONCE_OK && *tasks == NULL)
+        return ONCE_ENOMEM;
     return f->rc;
 }
 
@@ -124,7 +134,7 @@ static once_a2a *fake_codec(fake *f, int test_admin, once_offset_clock *clock)
 
 /* POST body with the given headers; returns the parsed response document
  * (caller decrefs) and fills *resp (caller clears). */
-static json_t *fake_call(once_a2a *a, const char *version, const char *extensions,
+FAKE_UNUSED static json_t *fake_call(once_a2a *a, const char *version, const char *extensions,
                          const char *body, once_a2a_response *resp)
 {
     once_a2a_request req = {.principal = "alice", .version = version, .extensions = extensions,
@@ -135,20 +145,20 @@ static json_t *fake_call(once_a2a *a, const char *version, const char *extension
 }
 
 /* error.code of doc, 0 if none. */
-static int err_code(const json_t *doc)
+FAKE_UNUSED static int err_code(const json_t *doc)
 {
     return (int)json_integer_value(json_object_get(json_object_get(doc, "error"), "code"));
 }
 
 /* error.data[0].reason / .metadata[key] of doc, "" if absent. */
-static const char *err_reason(const json_t *doc)
+FAKE_UNUSED static const char *err_reason(const json_t *doc)
 {
     const json_t *d = json_array_get(json_object_get(json_object_get(doc, "error"), "data"), 0);
     const char *r = json_string_value(json_object_get(d, "reason"));
     return r ? r : "";
 }
 
-static const char *err_meta(const json_t *doc, const char *key)
+FAKE_UNUSED static const char *err_meta(const json_t *doc, const char *key)
 {
     const json_t *d = json_array_get(json_object_get(json_object_get(doc, "error"), "data"), 0);
     const char *v = json_string_value(json_object_get(json_object_get(d, "metadata"), key));

@@ -37,7 +37,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/jcs.h"
 #include "engine/engine.h"
+#include "timeout.h"
 
 #define FX_UNUSED __attribute__((unused))
 
@@ -62,7 +64,10 @@ typedef struct fx_exec {
 
 static FX_UNUSED char *fx_text_of(const char *msg_json)
 {
-    json_t *m = json_loads(msg_json, 0, NULL);
+    /* The guarded parse: fault sweeps fail this executor's allocations too,
+     * and jansson's own json_loads cannot take that (core/jcs.h). */
+    json_t *m = NULL;
+    (void)once__json_loads(msg_json, 0, &m, NULL);
     const char *t = json_string_value(json_object_get(json_array_get(json_object_get(m, "parts"), 0), "text"));
     char *out = strdup(t != NULL ? t : "");
     json_decref(m);
@@ -159,20 +164,20 @@ static FX_UNUSED int fx_runs(fx_exec *f)
     return __atomic_load_n(&f->runs, __ATOMIC_SEQ_CST);
 }
 
-/* Wait (up to 5 s) until n runs returned: a send may answer as soon as the
- * task settles, while run() is still on its way out. */
+/* Wait (up to 5 s, scaled) until n runs returned: a send may answer as soon
+ * as the task settles, while run() is still on its way out. */
 static FX_UNUSED void fx_wait_done(fx_exec *f, int n)
 {
-    int64_t until = once_monotonic_ms() + 5000;
+    int64_t until = once_monotonic_ms() + tt_ms(5000);
     while (__atomic_load_n(&f->done, __ATOMIC_SEQ_CST) < n && once_monotonic_ms() < until)
         usleep(1000);
     assert_true(__atomic_load_n(&f->done, __ATOMIC_SEQ_CST) >= n);
 }
 
-/* Wait (up to 5 s) until n executors are parked at the gate. */
+/* Wait (up to 5 s, scaled) until n executors are parked at the gate. */
 static FX_UNUSED void fx_wait_blocked(fx_exec *f, int n)
 {
-    int64_t until = once_monotonic_ms() + 5000;
+    int64_t until = once_monotonic_ms() + tt_ms(5000);
     pthread_mutex_lock(&f->mu);
     while (f->blocked < n && once_monotonic_ms() < until) {
         pthread_mutex_unlock(&f->mu);
@@ -214,7 +219,19 @@ typedef struct fx_env {
 
 /* Open a memory store and an engine on it (started). cfg may tweak the
  * engine settings; store/executor are filled in. */
+/* Like fx_env_open, with wrap(store) called before the engine starts (and
+ * so before any engine thread reads the store's method table): a test may
+ * swap in a table of its own there, never later. */
+static FX_UNUSED void fx_env_open_with(fx_env *env, once_engine_config *cfg, int manual_clock,
+                                       void (*wrap)(once_store *));
+
 static FX_UNUSED void fx_env_open(fx_env *env, once_engine_config *cfg, int manual_clock)
+{
+    fx_env_open_with(env, cfg, manual_clock, NULL);
+}
+
+static FX_UNUSED void fx_env_open_with(fx_env *env, once_engine_config *cfg, int manual_clock,
+                                       void (*wrap)(once_store *))
 {
     memset(env, 0, sizeof *env);
     fx_init(&env->fx);
@@ -225,6 +242,8 @@ static FX_UNUSED void fx_env_open(fx_env *env, once_engine_config *cfg, int manu
         opt.clock = &env->clock.base;
     }
     assert_int_equal(once_store_open("memory:", &opt, &env->store, NULL, 0), ONCE_OK);
+    if (wrap != NULL)
+        wrap(env->store);
     once_engine_config c;
     if (cfg != NULL)
         c = *cfg;
@@ -279,17 +298,24 @@ static FX_UNUSED void fx_res_clear(once_send_res *res)
     memset(res, 0, sizeof *res);
 }
 
+/* Send one more plain task through e (an engine with ONE worker) and wait
+ * until it completed: the worker has then finished every turn queued before
+ * it, including what the engine does after the executor returned. The
+ * positive signal before asserting that an earlier turn wrote nothing more.
+ * Defined after fx_wait_state, below. */
+static FX_UNUSED void fx_settle(once_engine *e, once_store *s, const char *principal);
+
 static FX_UNUSED void fx_load(once_store *s, const char *principal, const char *task_id,
                               once_record *rec)
 {
     assert_int_equal(once_store_load(s, principal, task_id, rec, NULL), ONCE_OK);
 }
 
-/* Wait (up to 5 s) until the stored task reaches state. */
+/* Wait (up to 5 s, scaled) until the stored task reaches state. */
 static FX_UNUSED void fx_wait_state(once_store *s, const char *principal, const char *task_id,
                                     once_state state)
 {
-    int64_t until = once_monotonic_ms() + 5000;
+    int64_t until = once_monotonic_ms() + tt_ms(5000);
     once_state got = ONCE_STATE_UNKNOWN;
     while (once_monotonic_ms() < until) {
         once_record r;
@@ -303,6 +329,19 @@ static FX_UNUSED void fx_wait_state(once_store *s, const char *principal, const 
     }
     fail_msg("task %s: state %s, wanted %s", task_id, once_state_name(got),
              once_state_name(state));
+}
+
+static FX_UNUSED void fx_settle(once_engine *e, once_store *s, const char *principal)
+{
+    static int n;
+    char mid[32];
+    once_send_res res;
+    snprintf(mid, sizeof mid, "m-settle-%d", __atomic_add_fetch(&n, 1, __ATOMIC_SEQ_CST));
+    json_t *m = fx_msg(mid, "settle", NULL, NULL);
+    assert_int_equal(fx_send(e, principal, m, 0, 1, &res), ONCE_OK);
+    fx_wait_state(s, principal, res.task_id, ONCE_STATE_COMPLETED);
+    fx_res_clear(&res);
+    json_decref(m);
 }
 
 /* The store holds no integrity problem; events of the key are 1..generation

@@ -1,7 +1,8 @@
 /*
- * test_alloc.c -- allocator hooks route every allocation, NULL restores libc,
- * the fault-injection hook fails exactly the requested allocation (also with
- * concurrent allocators), and the string helpers behave.
+ * test_alloc.c -- allocator hooks route every allocation (jansson's too),
+ * NULL restores libc, the fault-injection hook fails exactly the requested
+ * allocation (also with concurrent allocators), and the string helpers
+ * behave.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "core/alloc_int.h"
+#include "core/jcs.h"
 #include "once/once.h"
 
 /* Counters for the test allocator; single-threaded tests only. */
@@ -90,6 +92,27 @@ static void test_hooks_route(void **state)
     once_free(p);
     assert_int_equal(n_malloc, 3);
     assert_int_equal(n_free, 4);
+}
+
+/* jansson allocates through the same hooks: JSON values, parses and the
+ * text json_dumps returns (a once_malloc block, freed with once_free). */
+static void test_hooks_route_json(void **state)
+{
+    (void)state;
+    const once_allocator a = {t_malloc, t_calloc, t_realloc, t_free};
+    once_set_allocator(&a);
+    json_t *v = json_pack("{s:s, s:[i, i]}", "name", "a value", "list", 1, 2);
+    assert_non_null(v);
+    assert_true(n_malloc > 0);
+    char *text = json_dumps(v, JSON_COMPACT);
+    assert_non_null(text);
+    once_free(text);
+    json_decref(v);
+    json_t *p = NULL;
+    assert_int_equal(once__json_loads("{\"k\":[1,\"two\"]}", 0, &p, NULL), ONCE_OK);
+    json_decref(p);
+    once_set_allocator(NULL);
+    assert_int_equal(n_free, n_malloc); /* every block came back to the hooks */
 }
 
 static void test_calloc_without_hook_zeroes(void **state)
@@ -238,6 +261,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hooks_route, reset, reset),
+        cmocka_unit_test_setup_teardown(test_hooks_route_json, reset, reset),
         cmocka_unit_test_setup_teardown(test_calloc_without_hook_zeroes, reset, reset),
         cmocka_unit_test_setup_teardown(test_edge_sizes, reset, reset),
         cmocka_unit_test_setup_teardown(test_strdup, reset, reset),

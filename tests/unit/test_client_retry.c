@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "client/client_int.h"
+#include "timeout.h"
 
 /* ---------------------------------------------------------------------------
  * A scripted fake agent: the i-th POST gets script[i] (the last one
@@ -240,7 +241,7 @@ static void open_client(fx *x, unsigned attempts, int64_t base, int64_t cap, int
     cfg.retry.backoff_base_ms = base;
     cfg.retry.backoff_cap_ms = cap;
     cfg.retry.deadline_ms = deadline;
-    cfg.retry.attempt_timeout_ms = 5000;
+    cfg.retry.attempt_timeout_ms = tt_ms(5000);   /* real time, unlike the clock */
     cfg.retry.budget_burst = burst;
     cfg.retry.budget_refill_per_s = 0;
     cfg.clock = &x->clock.base;

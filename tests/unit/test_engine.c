@@ -541,6 +541,11 @@ static int fl_list(once_store *s, const once_list_query *q, once_record_list *ou
 {
     return once_store_list(((flaky_store *)s)->inner, q, out);
 }
+static int fl_renew(once_store *s, const char *p, const char *t, const char *owner, int64_t fence,
+                    int64_t until)
+{
+    return once_store_renew(((flaky_store *)s)->inner, p, t, owner, fence, until);
+}
 
 static const once_store_methods flaky_methods = {
     .version = ONCE_STORE_METHODS_VERSION,
@@ -555,6 +560,7 @@ static const once_store_methods flaky_methods = {
     .list = fl_list,
     .meta = fl_meta,
     .check = fl_check,
+    .renew = fl_renew,
 };
 
 /* ESTORE / EBUSY from the store come back as such, with no verdict and no

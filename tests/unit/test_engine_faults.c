@@ -44,8 +44,13 @@ static int run_once(long i, const char *text, int cancel)
     int rc = fx_send(env.e, P, m, 1, 1, &res);
     if (rc != ONCE_OK && rc != ONCE_ENOMEM)
         fail_msg("alloc %ld: send gave %s", i, once_errname(rc));
-    int64_t until = once_monotonic_ms() + 100;
-    while (rc == ONCE_OK && !settled_or_gone(env.store, "t-fault") && once_monotonic_ms() < until)
+    /* Until the turn is over: the task settled, or the executor returned (a
+     * fault after it may leave the task unsettled). A fault that kept the
+     * turn from being queued leaves nothing to wait for: the bound ends
+     * those runs (scaled, so that a slow build still sweeps the turn). */
+    int64_t until = once_monotonic_ms() + tt_ms(100);
+    while (rc == ONCE_OK && !settled_or_gone(env.store, "t-fault") &&
+           __atomic_load_n(&env.fx.done, __ATOMIC_SEQ_CST) == 0 && once_monotonic_ms() < until)
         usleep(1000);
     if (cancel && rc == ONCE_OK) {
         int crc = once_engine_cancel(env.e, P, "t-fault", NULL, NULL, NULL);

@@ -35,8 +35,11 @@ static void bump_fence(once_store *s, const char *task_id)
 static void test_stale_fence_refused(void **state)
 {
     (void)state;
+    once_engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = 1;   /* fx_settle */
     fx_env env;
-    fx_env_open(&env, NULL, 0);
+    fx_env_open(&env, &cfg, 0);
     once_send_res res;
     json_t *m = fx_msg("m-1", "block", NULL, NULL);
     assert_int_equal(fx_send(env.e, P, m, 0, 1, &res), ONCE_OK);
@@ -51,12 +54,12 @@ static void test_stale_fence_refused(void **state)
     fx_open_gate(&env.fx);
     /* The worker tries its artifact, is refused, returns; the engine must
      * not complete or fail the task on its behalf. */
-    int64_t until = once_monotonic_ms() + 5000;
+    int64_t until = once_monotonic_ms() + tt_ms(5000);
     while (__atomic_load_n(&env.fx.last_write_rc, __ATOMIC_SEQ_CST) == 0 &&
            once_monotonic_ms() < until)
         usleep(2000);
     assert_int_equal(__atomic_load_n(&env.fx.last_write_rc, __ATOMIC_SEQ_CST), ONCE_EFENCED);
-    usleep(100 * 1000);
+    fx_settle(env.e, env.store, P);
     once_record after;
     fx_load(env.store, P, tid, &after);
     assert_int_equal(after.version, before.version);
@@ -84,6 +87,7 @@ static void test_takeover(void **state)
     cfg.lease_ms = 1000;
     cfg.heartbeat_ms = 3600 * 1000;     /* A never heartbeats: it is "stopped" */
     cfg.sweep_interval_ms = 3600 * 1000;
+    cfg.workers = 1;                    /* A: fx_settle */
     fx_env env;
     fx_env_open(&env, &cfg, 1);
 
@@ -140,12 +144,12 @@ static void test_takeover(void **state)
     int64_t version = r.version;
     once_record_clear(&r);
     fx_open_gate(&env.fx);
-    int64_t until = once_monotonic_ms() + 5000;
+    int64_t until = once_monotonic_ms() + tt_ms(5000);
     while (__atomic_load_n(&env.fx.last_write_rc, __ATOMIC_SEQ_CST) == 0 &&
            once_monotonic_ms() < until)
         usleep(2000);
     assert_int_equal(__atomic_load_n(&env.fx.last_write_rc, __ATOMIC_SEQ_CST), ONCE_EFENCED);
-    usleep(50 * 1000);
+    fx_settle(env.e, env.store, P);
     fx_load(env.store, P, tid, &r);
     assert_int_equal(r.version, version);
     assert_int_equal(r.state, ONCE_STATE_COMPLETED);
@@ -173,8 +177,8 @@ static void test_heartbeat_keeps_lease(void **state)
     (void)state;
     once_engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.lease_ms = 500;
-    cfg.heartbeat_ms = 50;
+    cfg.lease_ms = tt_ms(500);
+    cfg.heartbeat_ms = cfg.lease_ms / 10;
     cfg.sweep_interval_ms = 3600 * 1000;
     fx_env env;
     fx_env_open(&env, &cfg, 0);
@@ -189,16 +193,19 @@ static void test_heartbeat_keeps_lease(void **state)
     assert_int_equal(once_engine_new(&cb, &b, NULL, 0), ONCE_OK);
 
     once_send_res res;
-    json_t *m = fx_msg("m-1", "sleep:1100", NULL, NULL);
+    json_t *m = fx_msg("m-1", "block", NULL, NULL);
     assert_int_equal(fx_send(env.e, P, m, 0, 1, &res), ONCE_OK);
     char tid[ONCE_ID_MAX + 1];
     snprintf(tid, sizeof tid, "%s", res.task_id);
     fx_res_clear(&res);
-    /* Well past the nominal 500 ms lease. */
-    for (int i = 0; i < 6; i++) {
+    /* The turn runs until the gate opens; B sweeps until the turn is older
+     * than two nominal leases: only A's heartbeats can have kept it. */
+    fx_wait_blocked(&env.fx, 1);
+    int64_t t0 = once_monotonic_ms();
+    do {
         usleep(150 * 1000);
         assert_int_equal(once_engine_sweep_once(b), ONCE_OK);
-    }
+    } while (once_monotonic_ms() - t0 < 2 * cfg.lease_ms);
     once_engine_stats st;
     once_engine_get_stats(b, &st);
     assert_int_equal(st.takeovers, 0);
@@ -208,6 +215,7 @@ static void test_heartbeat_keeps_lease(void **state)
     assert_string_equal(r.lease_owner, "replica-a");
     assert_true(r.lease_until > once_now(once_clock_system()));
     once_record_clear(&r);
+    fx_open_gate(&env.fx);
     fx_wait_state(env.store, P, tid, ONCE_STATE_COMPLETED);
     fx_load(env.store, P, tid, &r);
     assert_int_equal(r.lease_until, 0);
@@ -245,12 +253,13 @@ static void test_cancel(void **state)
         json_string_value(json_object_get(json_object_get(task, "status"), "state")),
         "TASK_STATE_CANCELED");
     json_decref(task);
-    /* The sleeping worker wakes at once and its write is refused. */
-    int64_t until = t0 + 3000;
+    /* The sleeping worker wakes at once (not after its 10 s) and its write
+     * is refused. */
+    int64_t until = t0 + tt_ms(3000);
     while (__atomic_load_n(&env.fx.last_write_rc, __ATOMIC_SEQ_CST) == 0 &&
            once_monotonic_ms() < until)
         usleep(2000);
-    assert_true(once_monotonic_ms() - t0 < 2000);
+    assert_true(once_monotonic_ms() - t0 < tt_ms(2000));
     assert_int_equal(__atomic_load_n(&env.fx.saw_cancel, __ATOMIC_SEQ_CST), 1);
     assert_int_equal(__atomic_load_n(&env.fx.last_write_rc, __ATOMIC_SEQ_CST), ONCE_EFENCED);
     assert_false(has_artifact(env.store, tid, "late"));
@@ -326,7 +335,7 @@ static void test_shutdown_leaves_task(void **state)
     int64_t t0 = once_monotonic_ms();
     once_engine_free(env.e);
     env.e = NULL;
-    assert_true(once_monotonic_ms() - t0 < 2000);
+    assert_true(once_monotonic_ms() - t0 < tt_ms(2000));   /* not the turn's 10 s */
     once_record r;
     fx_load(env.store, P, tid, &r);
     assert_int_equal(r.state, ONCE_STATE_WORKING);

@@ -1,14 +1,49 @@
 /*
  * test_engine_follow.c -- following a task's events (src/engine/follow.c):
  * the events after a generation, the task's head, and the wait that a local
- * write ends at once, that sees another engine's writes on a shared store by
- * polling, and that engine shutdown ends.
+ * write ends at once (also one landing between the wait's first look and its
+ * sleep), that sees another engine's writes on a shared store by polling,
+ * and that engine shutdown ends.
  */
+#include "engine/engine_int.h"
 #include "engine_fixture.h"
 
 static int64_t elapsed_since(int64_t t0)
 {
     return once_monotonic_ms() - t0;
+}
+
+/* 1 if a follower waits on (alice, task_id) in e now. */
+static int has_waiter(once_engine *e, const char *task_id)
+{
+    int found = 0;
+    pthread_mutex_lock(&e->mu);
+    for (once__waiter *w = e->waiters; w != NULL; w = w->next)
+        found |= strcmp(w->principal, "alice") == 0 && strcmp(w->task_id, task_id) == 0;
+    pthread_mutex_unlock(&e->mu);
+    return found;
+}
+
+/* Opens the executor's gate once a follower waits on the task: the write
+ * that follows lands while the follower sleeps. */
+typedef struct opener_arg {
+    fx_env *env;
+    const char *id;
+    int waited;
+} opener_arg;
+
+static int opener_ready(void *p)
+{
+    opener_arg *a = p;
+    return has_waiter(a->env->e, a->id);
+}
+
+static void *opener(void *p)
+{
+    opener_arg *a = p;
+    a->waited = tt_wait_until(opener_ready, a, 10000);
+    fx_open_gate(&a->env->fx);
+    return NULL;
 }
 
 /* Register a task with text and return its id (res cleared). */
@@ -79,8 +114,8 @@ static void test_wait_local_write(void **state)
     fx_env env;
     fx_env_open(&env, NULL, 0);
     char id[ONCE_ID_MAX + 1];
-    start(env.e, "m-1", "sleep:300", id, sizeof id);
-    fx_wait_state(env.store, "alice", id, ONCE_STATE_WORKING);
+    start(env.e, "m-1", "block", id, sizeof id);   /* works until the gate opens */
+    fx_wait_blocked(&env.fx, 1);
     int64_t gen;
     once_state st;
     assert_int_equal(once_engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
@@ -89,10 +124,18 @@ static void test_wait_local_write(void **state)
     assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen - 1, 0), ONCE_OK);
     /* Nothing new and no time: a timeout, at once. */
     assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen, 0), ONCE_ETIMEDOUT);
-    /* The completion (a local write) ends the wait. */
+    /* The turn's next write (a local one), made once the follower waits,
+     * ends the wait: at once, not at its timeout. */
+    opener_arg oa = {&env, id, 0};
+    pthread_t ot;
+    assert_int_equal(pthread_create(&ot, NULL, opener, &oa), 0);
     int64_t t0 = once_monotonic_ms();
-    assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen, 5000), ONCE_OK);
-    assert_true(elapsed_since(t0) < 2000);
+    int wrc = once_engine_wait_generation(env.e, "alice", id, gen, tt_ms(5000));
+    int64_t waited = elapsed_since(t0);
+    pthread_join(ot, NULL);
+    assert_true(oa.waited);
+    assert_int_equal(wrc, ONCE_OK);
+    assert_true(waited < tt_ms(2000));
     once_event_list l;
     assert_int_equal(once_engine_events_after(env.e, "alice", id, gen, 0, &l), ONCE_OK);
     assert_true(l.n >= 1);
@@ -104,7 +147,7 @@ static void test_wait_local_write(void **state)
     t0 = once_monotonic_ms();
     assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen, 150), ONCE_ETIMEDOUT);
     int64_t took = elapsed_since(t0);
-    assert_true(took >= 140 && took < 2000);
+    assert_true(took >= 140 && took < tt_ms(2000));
     assert_int_equal(once_engine_wait_generation(env.e, "alice", "t-missing", 0, 60),
                      ONCE_ETIMEDOUT);
     fx_env_close(&env);
@@ -132,8 +175,8 @@ static void test_wait_other_replica(void **state)
     assert_int_equal(once_engine_task_head(b, "alice", id, &gen, &st), ONCE_OK);
     int64_t seen = gen;
     int64_t t0 = once_monotonic_ms();
-    while (st != ONCE_STATE_COMPLETED && elapsed_since(t0) < 5000) {
-        int rc = once_engine_wait_generation(b, "alice", id, seen, 5000);
+    while (st != ONCE_STATE_COMPLETED && elapsed_since(t0) < tt_ms(5000)) {
+        int rc = once_engine_wait_generation(b, "alice", id, seen, tt_ms(5000));
         assert_int_equal(rc, ONCE_OK);
         assert_int_equal(once_engine_task_head(b, "alice", id, &gen, &st), ONCE_OK);
         assert_true(gen > seen);
@@ -141,6 +184,79 @@ static void test_wait_other_replica(void **state)
     }
     assert_int_equal(st, ONCE_STATE_COMPLETED);
     once_engine_free(b);
+    fx_env_close(&env);
+}
+
+/*
+ * A write that lands between the follower's look at the store and its
+ * sleep. The store's events slot is wrapped: the first probe after `armed`
+ * is set, for `task_id`, answers "nothing new" and then, before returning,
+ * makes a local write (a cancel through the engine), noting whether a
+ * waiter of that key was registered for its notification to wake. A
+ * follower that looked before it registered has none yet, so it would
+ * sleep through the write until the next poll.
+ */
+static struct gap_hook {
+    const once_store_methods *inner;
+    once_store_methods m;
+    once_engine *e;
+    const char *task_id;
+    int armed;
+    int probed; /* the probe ran and found nothing new */
+    int write_rc;
+    int waiting; /* a waiter of the key was registered as the write landed */
+} gap;
+
+static int gap_events(once_store *s, const char *principal, const char *task_id, int64_t after,
+                      size_t max, once_event_list *out)
+{
+    int rc = gap.inner->events(s, principal, task_id, after, max, out);
+    /* armed first: task_id and e are set before it is (and read after) */
+    if (rc == ONCE_OK && out->n == 0 && __atomic_load_n(&gap.armed, __ATOMIC_SEQ_CST) &&
+        strcmp(task_id, gap.task_id) == 0 && __atomic_exchange_n(&gap.armed, 0, __ATOMIC_SEQ_CST)) {
+        gap.probed = 1;
+        gap.waiting = has_waiter(gap.e, task_id);
+        gap.write_rc = once_engine_cancel(gap.e, principal, task_id, NULL, NULL, NULL);
+    }
+    return rc;
+}
+
+/* The hook goes in before the engine's threads start: they read the store's
+ * method table from then on (TSan). Disarmed, it passes everything through. */
+static void gap_install(once_store *s)
+{
+    memset(&gap, 0, sizeof gap);
+    gap.inner = s->m;
+    gap.m = *gap.inner;
+    gap.m.events = gap_events;
+    s->m = &gap.m;
+}
+
+static void test_write_between_look_and_wait(void **state)
+{
+    (void)state;
+    fx_env env;
+    fx_env_open_with(&env, NULL, 0, gap_install);
+    char id[ONCE_ID_MAX + 1];
+    start(env.e, "m-1", "ask:which?", id, sizeof id);
+    fx_wait_state(env.store, "alice", id, ONCE_STATE_INPUT_REQUIRED);
+    int64_t gen;
+    once_state st;
+    assert_int_equal(once_engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
+
+    gap.e = env.e;
+    gap.task_id = id;
+    __atomic_store_n(&gap.armed, 1, __ATOMIC_SEQ_CST);
+
+    assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen, tt_ms(10000)),
+                     ONCE_OK);
+    assert_true(gap.probed);
+    assert_int_equal(gap.write_rc, ONCE_OK);
+    /* The point: the write in the gap woke the follower, not a later poll. */
+    if (!gap.waiting)
+        fail_msg("the write after the follower's look found no waiter to wake");
+    assert_int_equal(once_engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
+    assert_int_equal(st, ONCE_STATE_CANCELED);
     fx_env_close(&env);
 }
 
@@ -172,12 +288,14 @@ static void test_wait_ends_at_shutdown(void **state)
     waiter_arg a = {env.e, id, 0, 0};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, waiter, &a), 0);
-    usleep(100 * 1000);
-    /* Free waits for the follower to leave, which it does promptly. */
+    opener_arg w = {&env, id, 0};
+    assert_true(tt_wait_until(opener_ready, &w, 10000));   /* the follower waits */
+    /* Free waits for the follower to leave, which it does promptly (not
+     * after its 20 s). */
     once_engine_free(env.e);
     pthread_join(t, NULL);
     assert_int_equal(a.rc, ONCE_ECLOSED);
-    assert_true(a.took < 5000);
+    assert_true(a.took < tt_ms(5000));
     once_store_close(env.store);
     fx_destroy(&env.fx);
 }
@@ -188,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_events_and_head),
         cmocka_unit_test(test_wait_local_write),
         cmocka_unit_test(test_wait_other_replica),
+        cmocka_unit_test(test_write_between_look_and_wait),
         cmocka_unit_test(test_wait_ends_at_shutdown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

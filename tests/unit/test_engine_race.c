@@ -155,10 +155,9 @@ static void test_blocking_vs_immediate(void **state)
     fx_env_open(&env, NULL, 0);
     once_send_res res;
 
+    /* The answer itself shows it did not wait: the task as created. */
     json_t *m1 = fx_msg("m-1", "sleep:300", NULL, NULL);
-    int64_t t0 = once_monotonic_ms();
     assert_int_equal(fx_send(env.e, P, m1, 0, 1, &res), ONCE_OK);
-    assert_true(once_monotonic_ms() - t0 < 250);
     assert_int_equal(res.verdict, ONCE_V_REGISTER);
     assert_string_equal(fx_state(&res), "TASK_STATE_SUBMITTED");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(res.result, "task"),
@@ -174,14 +173,14 @@ static void test_blocking_vs_immediate(void **state)
     fx_res_clear(&res);
 
     json_t *m2 = fx_msg("m-2", "sleep:300", NULL, NULL);
-    t0 = once_monotonic_ms();
+    int64_t t0 = once_monotonic_ms();
     assert_int_equal(fx_send(env.e, P, m2, 0, 0, &res), ONCE_OK);
     int64_t took = once_monotonic_ms() - t0;
     assert_true(took >= 250);
     assert_string_equal(fx_state(&res), "TASK_STATE_COMPLETED");
     fx_res_clear(&res);
 
-    json_t *m3 = fx_msg("m-3", "sleep:3000", NULL, NULL);
+    json_t *m3 = fx_msg("m-3", "block", NULL, NULL);   /* works until the gate opens */
     once_send_req req;
     memset(&req, 0, sizeof req);
     req.principal = P;
@@ -191,9 +190,13 @@ static void test_blocking_vs_immediate(void **state)
     t0 = once_monotonic_ms();
     assert_int_equal(once_engine_send(env.e, &req, &res), ONCE_OK);
     took = once_monotonic_ms() - t0;
-    assert_true(took >= 140 && took < 1500);
-    assert_string_equal(fx_state(&res), "TASK_STATE_WORKING");
+    assert_true(took >= 140 && took < tt_ms(1500));
+    /* Still in progress (its turn may not have started yet on a busy machine). */
+    assert_true(strcmp(fx_state(&res), "TASK_STATE_WORKING") == 0 ||
+                strcmp(fx_state(&res), "TASK_STATE_SUBMITTED") == 0);
+    fx_wait_blocked(&env.fx, 1);
     assert_int_equal(once_engine_cancel(env.e, P, res.task_id, NULL, NULL, NULL), ONCE_OK);
+    fx_open_gate(&env.fx);
     fx_res_clear(&res);
     assert_int_equal(fx_runs(&env.fx), 3);
 
@@ -228,7 +231,7 @@ static void test_wait_across_replicas(void **state)
     assert_int_equal(fx_send(b, P, m, 0, 0, &rb), ONCE_OK);
     assert_int_equal(rb.verdict, ONCE_V_REPLAY);
     assert_string_equal(fx_state(&rb), "TASK_STATE_COMPLETED");
-    assert_true(once_monotonic_ms() - t0 < 2000);
+    assert_true(once_monotonic_ms() - t0 < tt_ms(2000));
     assert_int_equal(fx_runs(&env.fx), 1);
     assert_int_equal(fx_runs(&fxb), 0);
     fx_res_clear(&ra);

@@ -2,7 +2,8 @@
  * test_exec_echo.c -- the built-in echo executor through a real engine on
  * the memory: store: every route (plain text, ask + continuation, sleep,
  * cancel during sleep, fail, bad sleep) ends in the state and the exact
- * A2A JSON the e2e tests and the README quickstart rely on.
+ * A2A JSON the e2e tests and the README quickstart rely on; and echo is
+ * never a silent default (an engine without an executor is refused).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include "engine/engine.h"
 #include "once/executor.h"
 #include "once/store.h"
+#include "timeout.h"
 
 typedef struct fx {
     once_store *store;
@@ -152,31 +154,51 @@ static void test_sleep_then_complete(void **state)
 
 static void test_sleep_is_cancelable(void **state)
 {
-    fx *f = *state;
-    char id[ONCE_ID_MAX + 1];
-    json_t *task = send_text(f, NULL, "sleep:30", 1, id), *got = NULL;
-    once_state st;
-    int64_t exp;
+    fx *shared = *state, f = *shared;
+    char id[ONCE_ID_MAX + 1], err[256];
+    once_engine_config cfg;
+    once_state st = ONCE_STATE_UNKNOWN;
+    int64_t exp, until;
+    json_t *task, *got = NULL;
 
+    /* An engine of its own with one worker: a task sent after the sleeper
+     * runs only once the sleeper's turn is over. */
+    memset(&cfg, 0, sizeof cfg);
+    cfg.store = shared->store;
+    cfg.executor = once_executor_echo();
+    cfg.replica_id = "test-one-worker";
+    cfg.workers = 1;
+    cfg.max_wait_ms = 10000;
+    assert_int_equal(once_engine_new(&cfg, &f.engine, err, sizeof err), ONCE_OK);
+    assert_int_equal(once_engine_start(f.engine), ONCE_OK);
+    f.msgno = shared->msgno + 1000;   /* message IDs of its own */
+
+    task = send_text(&f, NULL, "sleep:30", 1, id);
     json_decref(task);
     /* let it start sleeping */
-    for (int i = 0; i < 200; i++) {
-        assert_int_equal(once_engine_get(f->engine, "bob", id, -1, &got, &exp), ONCE_OK);
+    until = once_monotonic_ms() + tt_ms(2000);
+    do {
+        assert_int_equal(once_engine_get(f.engine, "bob", id, -1, &got, &exp), ONCE_OK);
         st = state_of(got);
         json_decref(got);
-        if (st == ONCE_STATE_WORKING)
-            break;
-        nanosleep(&(struct timespec){0, 10000000}, NULL);
-    }
+        if (st != ONCE_STATE_WORKING)
+            tt_nap_ms(10);
+    } while (st != ONCE_STATE_WORKING && once_monotonic_ms() < until);
     assert_int_equal(st, ONCE_STATE_WORKING);
-    assert_int_equal(once_engine_cancel(f->engine, "bob", id, &got, &st, &exp), ONCE_OK);
+    assert_int_equal(once_engine_cancel(f.engine, "bob", id, &got, &st, &exp), ONCE_OK);
     json_decref(got);
-    /* nothing of the sleeper lands: it stays canceled, with no artifact */
-    nanosleep(&(struct timespec){0, 300000000}, NULL);
-    assert_int_equal(once_engine_get(f->engine, "bob", id, -1, &got, &exp), ONCE_OK);
+    /* nothing of the sleeper lands: once the next task through the one
+     * worker completed, the sleeper's turn is over, and the task stayed
+     * canceled, with no artifact */
+    task = send_text(&f, NULL, "after the sleeper", 0, NULL);
+    assert_int_equal(state_of(task), ONCE_STATE_COMPLETED);
+    json_decref(task);
+    assert_int_equal(once_engine_get(f.engine, "bob", id, -1, &got, &exp), ONCE_OK);
     assert_int_equal(state_of(got), ONCE_STATE_CANCELED);
     assert_null(json_object_get(got, "artifacts"));
     json_decref(got);
+    once_engine_free(f.engine);
+    shared->msgno = f.msgno;
 }
 
 static void test_fail_and_bad_sleep(void **state)
@@ -192,12 +214,37 @@ static void test_fail_and_bad_sleep(void **state)
     json_decref(task);
 }
 
+/* Echo is only ever chosen: an engine given no executor refuses to start
+ * rather than answering every task with an echo nobody asked for. */
+static void test_no_executor_is_refused(void **state)
+{
+    (void)state;
+    once_store *s = NULL;
+    assert_int_equal(once_store_open("memory:", NULL, &s, NULL, 0), ONCE_OK);
+    once_engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.store = s;
+    char err[256] = "";
+    once_engine *e = (once_engine *)&cfg; /* must come back NULL */
+    assert_int_equal(once_engine_new(&cfg, &e, err, sizeof err), ONCE_EINVAL);
+    assert_null(e);
+    assert_non_null(strstr(err, "executor"));
+    const once_executor no_run = {.name = "no-run"};
+    cfg.executor = &no_run;
+    assert_int_equal(once_engine_new(&cfg, &e, err, sizeof err), ONCE_EINVAL);
+    cfg.executor = once_executor_echo();
+    assert_int_equal(once_engine_new(&cfg, &e, err, sizeof err), ONCE_OK);
+    once_engine_free(e);
+    once_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_text_echoes),  cmocka_unit_test(test_ask_then_answer),
         cmocka_unit_test(test_sleep_then_complete), cmocka_unit_test(test_sleep_is_cancelable),
         cmocka_unit_test(test_fail_and_bad_sleep),
+        cmocka_unit_test(test_no_executor_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -30,8 +30,9 @@
 #include "engine/engine.h"
 #include "once/executor.h"
 #include "once/store.h"
+#include "timeout.h"
 
-#define WAIT_MS 15000
+#define WAIT_MS tt_ms(15000)
 
 typedef struct fx {
     once_store *store;
@@ -74,10 +75,10 @@ static char *read_file(const char *dir, const char *name)
     return buf;
 }
 
-/* Wait up to ms for the file to exist with a complete last line. */
+/* Wait up to ms (scaled) for the file to exist with a complete last line. */
 static char *wait_file(const char *dir, const char *name, int64_t ms)
 {
-    int64_t end = once_monotonic_ms() + ms;
+    int64_t end = once_monotonic_ms() + tt_ms(ms);
     for (;;) {
         char *s = read_file(dir, name);
         if (s && s[0] && s[strlen(s) - 1] == '\n')
@@ -245,10 +246,11 @@ static void expect_failed(fx *f, const char *needle)
     json_decref(task);
 }
 
-/* Wait until pid is gone (reaped, so kill(pid, 0) says ESRCH). */
+/* Wait (up to ms, scaled) until pid is gone (reaped, so kill(pid, 0) says
+ * ESRCH). The executor reaps its child at the very end of the turn. */
 static int gone_within(pid_t pid, int64_t ms)
 {
-    int64_t end = once_monotonic_ms() + ms;
+    int64_t end = once_monotonic_ms() + tt_ms(ms);
     while (kill(pid, 0) == 0 || errno != ESRCH) {
         if (once_monotonic_ms() > end)
             return 0;
@@ -331,7 +333,7 @@ static void test_malformed_output_fails(void **state)
     expect_failed(&f, "malformed output line 2: output line is not JSON");
     expect_failed(&f, "(line: Traceback (most recent call last):)");
     fx_stop(&f);
-    assert_true(once_monotonic_ms() - t0 < 5000);
+    assert_true(once_monotonic_ms() - t0 < tt_ms(5000));   /* not the 30 s */
 
     fx_start(&f, "echo '{\"status\":\"done\"}'", 300, 0);
     expect_failed(&f, "unknown status \"done\"");
@@ -414,7 +416,7 @@ static void test_cancel_sends_sigterm(void **state)
              "trap 'echo term > @D/marker; echo \"{\\\"status\\\":\\\"completed\\\"}\"; exit 0' "
              "TERM; echo $$ > @D/pid; echo '{\"status\":\"working\",\"text\":\"started\"}'; "
              "while :; do sleep 0.05; done",
-             2000, 0);
+             tt_ms(2000), 0);
     r = send_msg(&f, NULL, NULL, "go", 1, &res);
     json_decref(r);
     pid = read_pid(f.dir);
@@ -426,9 +428,9 @@ static void test_cancel_sends_sigterm(void **state)
     assert_non_null(marker);
     assert_string_equal(marker, "term\n");
     free(marker);
-    /* it exited on its own well inside the 2 s grace */
+    /* it exited on its own well inside the 2 s grace (both scaled), and
+     * the turn ended: what it printed after the cancel is not applied */
     assert_true(gone_within(pid, 1500));
-    usleep(100000);
     task = get_task(&f, res.task_id);
     assert_int_equal(state_of(task), ONCE_STATE_CANCELED);
     json_decref(task);
@@ -606,7 +608,20 @@ static void test_stderr_and_log_pass_through(void **state)
     dup2(fd, 2);
     close(fd);
     task = run_one(&f, "go", &res);
-    usleep(50000);
+    /* The answer may come before the turn passed on the command's last
+     * stderr bytes: wait for them (the unterminated line, flushed at exit). */
+    {
+        int64_t end = once_monotonic_ms() + tt_ms(5000);
+        snprintf(want, sizeof want, "[task %s] no newline\n", res.task_id);
+        for (;;) {
+            log = read_file(f.dir, "stderr");
+            int got = log != NULL && strstr(log, want) != NULL;
+            free(log);
+            if (got || once_monotonic_ms() > end)
+                break;
+            usleep(10000);
+        }
+    }
     dup2(saved, 2);
     close(saved);
     assert_int_equal(state_of(task), ONCE_STATE_COMPLETED);
@@ -676,7 +691,7 @@ static void test_example_agents(void **state)
 
     example_path("echo_agent.sh", path, sizeof path);
     snprintf(cmd, sizeof cmd, "sh '%s'", path);
-    fx_start(&f, cmd, 1000, 10000);
+    fx_start(&f, cmd, 1000, tt_ms(10000));
     task = run_one(&f, "say \"hi\"", &res);
     assert_int_equal(state_of(task), ONCE_STATE_COMPLETED);
     parts = json_object_get(json_array_get(json_object_get(task, "artifacts"), 0), "parts");
@@ -689,7 +704,7 @@ static void test_example_agents(void **state)
         skip();
     example_path("review_agent.py", path, sizeof path);
     snprintf(cmd, sizeof cmd, "python3 '%s'", path);
-    fx_start(&f, cmd, 1000, 10000);
+    fx_start(&f, cmd, 1000, tt_ms(10000));
     task = run_one(&f, "ACME supply agreement", &res);
     assert_int_equal(state_of(task), ONCE_STATE_INPUT_REQUIRED);
     assert_string_equal(status_text(task), "Which jurisdiction governs this contract?");
@@ -764,7 +779,7 @@ static void test_no_fd_or_zombie_left(void **state)
         assert_int_equal(state_of(task), want[i % 3]);
         json_decref(task);
     }
-    end = once_monotonic_ms() + 2000;
+    end = once_monotonic_ms() + tt_ms(2000);
     while (once_monotonic_ms() < end && (after = count_fds()) != before)
         usleep(10000);
     assert_int_equal(after, before);

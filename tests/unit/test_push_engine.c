@@ -9,7 +9,8 @@
  *     the receiver still hands each event over once;
  *   - 410 disables the config; so do max_attempts failures; the failure is
  *     recorded and visible in GetTaskPushNotificationConfig's "delivery";
- *   - Retry-After is honoured;
+ *   - Retry-After is honoured, up to the max backoff (a receiver cannot
+ *     park deliveries for hours); the backoff never wraps at int64's edge;
  *   - the request carries the A2A and Standard Webhooks headers;
  *   - a name that resolves to a blocked address is refused at connect time;
  *   - the config methods: create (SSRF-checked), get, list, replace,
@@ -33,6 +34,7 @@
 
 #include "engine/push.h"
 #include "once/webhook.h"
+#include "timeout.h"
 
 #define SECRET "whsec_cHVzaC1lbmdpbmUtdGVzdC1zZWNyZXQtMDEyMzQ1"
 #define SECRET_OLD "an-older-secret-still-accepted"
@@ -177,7 +179,7 @@ static void rx_start(rx *r, const int *script, int n)
     for (int i = 0; i < n; i++)
         r->script[i] = script[i];
     r->nscript = n;
-    r->slow_ms = 700;
+    r->slow_ms = (int)tt_ms(1500); /* well past the sender's timeout (fast_opts) */
     snprintf(r->path, sizeof r->path, "/tmp/once-pushrx-%d-XXXXXX", (int)getpid());
     int fd = mkstemp(r->path);
     close(fd);
@@ -218,15 +220,27 @@ typedef struct fx {
     once_engine *e;
 } fx;
 
-static void fx_start(fx *f, const once_push_options *po)
+/* clock and rng: NULL for the system's. */
+static void fx_start_on(fx *f, const once_push_options *po, const once_clock *clock,
+                        const once_rng *rng)
 {
     assert_int_equal(once_store_open("memory:", NULL, &f->store, NULL, 0), ONCE_OK);
-    once_engine_config ec = {.store = f->store, .replica_id = "r-test", .workers = 2};
+    once_engine_config ec = {.store = f->store,
+                             .clock = clock,
+                             .rng = rng,
+                             .executor = once_executor_echo(),
+                             .replica_id = "r-test",
+                             .workers = 2};
     char err[256];
     assert_int_equal(once_engine_new(&ec, &f->e, err, sizeof err), ONCE_OK);
     if (once_engine_push_setup(f->e, po, err, sizeof err) != ONCE_OK)
         fail_msg("push setup: %s", err);
     assert_int_equal(once_engine_start(f->e), ONCE_OK);
+}
+
+static void fx_start(fx *f, const once_push_options *po)
+{
+    fx_start_on(f, po, NULL, NULL);
 }
 
 static void fx_stop(fx *f)
@@ -245,7 +259,7 @@ static once_push_options fast_opts(void)
                            .allow = allow_lo,
                            .nallow = 1,
                            .max_attempts = 6,
-                           .timeout_ms = 400,
+                           .timeout_ms = tt_ms(400),
                            .backoff_ms = 10,
                            .backoff_cap_ms = 40,
                            .poll_ms = 20,
@@ -301,12 +315,8 @@ static once_push_row row_of(fx *f, const char *task_id)
 
 static void wait_for(int (*done)(void *), void *arg, int ms, const char *what)
 {
-    for (int i = 0; i < ms / 10; i++) {
-        if (done(arg))
-            return;
-        usleep(10000);
-    }
-    fail_msg("timed out waiting for %s", what);
+    if (!tt_wait_until(done, arg, ms))
+        fail_msg("timed out waiting for %s", what);
 }
 
 typedef struct rx_want {
@@ -327,6 +337,51 @@ static int row_disabled(void *p)
 {
     row_want *w = p;
     return row_of(w->f, w->task).disabled;
+}
+
+typedef struct retries_want {
+    fx *f;
+    const char *task;
+    int64_t n;
+} retries_want;
+static int row_retried(void *p)
+{
+    retries_want *w = p;
+    return row_of(w->f, w->task).retries >= w->n;
+}
+
+typedef struct delivered_want {
+    fx *f;
+    const char *task;
+    int64_t gen;
+} delivered_want;
+static int row_delivered(void *p)
+{
+    delivered_want *w = p;
+    return row_of(w->f, w->task).delivered >= w->gen;
+}
+
+/* The positive signal before counting what the receiver handed over: the
+ * sender has delivered the task's row to gen (it sends nothing more for
+ * it), and a drain of our own returned (drains run one at a time, so every
+ * event recorded by then has been handed over). */
+static void settle(fx *f, const char *task, int64_t gen, rx *r)
+{
+    delivered_want w = {f, task, gen};
+    size_t n;
+    wait_for(row_delivered, &w, 5000, "the sender to deliver the row to its end");
+    assert_int_equal(once_webhook_drain(r->w, &n), ONCE_OK);
+}
+
+static int rx_has_duplicate(void *p)
+{
+    once_webhook_stats ws;
+    return once_webhook_get_stats(((rx *)p)->w, &ws) == ONCE_OK && ws.duplicates >= 1;
+}
+
+static int raw_got_one(void *p)
+{
+    return raw_requests(p) > 0;
 }
 
 static void url_of(char *buf, size_t n, int port)
@@ -354,7 +409,7 @@ static void delivers_every_event_once_in_order(void **state)
     assert_true(g >= 3);
     rx_want w = {&r, (int)g};
     wait_for(rx_reached, &w, 5000, "every event");
-    usleep(100000); /* nothing more arrives */
+    settle(&f, "t-all", g, &r); /* then nothing more arrives */
     assert_int_equal(rx_count(&r), g);
     for (int64_t i = 0; i < g; i++) {
         char want[48];
@@ -388,7 +443,10 @@ static void retries_until_the_receiver_recovers(void **state)
     int64_t g = generation_of(&f, "t-retry");
     rx_want w = {&r, (int)g};
     wait_for(rx_reached, &w, 8000, "every event after the failures");
-    usleep(800000); /* the slow one's late duplicate has come and gone */
+    /* the slow one's late duplicate comes (recorded as such) and goes */
+    settle(&f, "t-retry", g, &r);
+    wait_for(rx_has_duplicate, &r, 8000, "the timed-out delivery to land late");
+    settle(&f, "t-retry", g, &r);
     assert_int_equal(rx_count(&r), g);
     for (int64_t i = 0; i < g; i++) {
         char want[48];
@@ -429,8 +487,7 @@ static void gone_disables_and_is_visible(void **state)
     assert_int_equal(send_with_push(&f, "t-gone", "hello", url, NULL, &res), ONCE_OK);
     row_want w = {&f, "t-gone"};
     wait_for(row_disabled, &w, 5000, "the config to be disabled");
-    usleep(200000);
-    assert_int_equal(raw_requests(&s), 1); /* nothing after the 410 */
+    assert_int_equal(raw_requests(&s), 1); /* nothing after the 410 (also below) */
     once_push_row row = row_of(&f, "t-gone");
     assert_int_equal(row.delivered, 0);
     assert_non_null(strstr(row.last_error, "410"));
@@ -464,6 +521,8 @@ static void gone_disables_and_is_visible(void **state)
     assert_int_equal(again.failures, 1); /* history kept */
     json_decref(out);
     fx_stop(&f);
+    /* the engine is gone: whatever it sent is in; still the one request */
+    assert_int_equal(raw_requests(&s), 1);
     raw_stop(&s);
 }
 
@@ -482,7 +541,6 @@ static void attempts_cap_disables(void **state)
     assert_int_equal(send_with_push(&f, "t-cap", "hello", url, NULL, &res), ONCE_OK);
     row_want w = {&f, "t-cap"};
     wait_for(row_disabled, &w, 5000, "the attempt cap");
-    usleep(200000);
     assert_int_equal(raw_requests(&s), 4);
     once_push_row row = row_of(&f, "t-cap");
     assert_int_equal(row.failures, 4);
@@ -491,6 +549,7 @@ static void attempts_cap_disables(void **state)
     assert_non_null(strstr(row.last_error, "gave up after 4 attempts"));
     assert_non_null(strstr(row.last_error, "HTTP 500"));
     fx_stop(&f);
+    assert_int_equal(raw_requests(&s), 4); /* and none after the cap, to the end */
     raw_stop(&s);
 }
 
@@ -502,20 +561,115 @@ static void retry_after_honoured(void **state)
                   "Connection: close\r\n\r\n");
     fx f;
     once_push_options o = fast_opts();
+    o.backoff_cap_ms = 60000; /* Retry-After is honoured up to the max backoff */
     fx_start(&f, &o);
     char url[64];
     url_of(url, sizeof url, s.port);
     once_send_res res;
     int64_t before = once_now(once_clock_system());
     assert_int_equal(send_with_push(&f, "t-ra", "hello", url, NULL, &res), ONCE_OK);
-    for (int i = 0; i < 300 && raw_requests(&s) == 0; i++)
-        usleep(10000);
-    usleep(300000); /* the backoff alone (<= 40 ms) would have retried by now */
+    wait_for(raw_got_one, &s, 3000, "the first attempt");
+    /* The failure is recorded with its next attempt 30 s away, where the
+     * backoff alone (<= 40 ms) would have put it. */
+    retries_want rw = {&f, "t-ra", 1};
+    wait_for(row_retried, &rw, 5000, "the retry to be scheduled");
     assert_int_equal(raw_requests(&s), 1);
     once_push_row row = row_of(&f, "t-ra");
     assert_int_equal(row.retries, 1);
     assert_true(row.next_attempt_at >= before + 30000);
     assert_true(row.next_attempt_at <= once_now(once_clock_system()) + 31000);
+    fx_stop(&f);
+    raw_stop(&s);
+}
+
+/* A receiver cannot park a delivery longer than its max backoff: a
+ * Retry-After of 9999 s (2.7 h) or a date in 2100 waits backoff_cap_ms. The
+ * floor of the header and the ceiling of the backoff meet there, so the
+ * next attempt is exactly cap after the failure, whenever that was. */
+static void retry_after_capped_for(const char *value, const char *task)
+{
+    char resp[256];
+    snprintf(resp, sizeof resp,
+             "HTTP/1.1 503 Busy\r\nRetry-After: %s\r\nContent-Length: 0\r\n"
+             "Connection: close\r\n\r\n",
+             value);
+    raw_srv s;
+    raw_start(&s, resp);
+    fx f;
+    once_push_options o = fast_opts();
+    o.backoff_cap_ms = 2000;
+    fx_start(&f, &o);
+    char url[64];
+    url_of(url, sizeof url, s.port);
+    once_send_res res;
+    int64_t before = once_now(once_clock_system());
+    assert_int_equal(send_with_push(&f, task, "hello", url, NULL, &res), ONCE_OK);
+    retries_want w = {&f, task, 1};
+    wait_for(row_retried, &w, 5000, "the first retry to be scheduled");
+    once_push_row row = row_of(&f, task);
+    int64_t after = once_now(once_clock_system());
+    if (row.next_attempt_at > after + o.backoff_cap_ms)
+        fail_msg("Retry-After: %s parked the delivery %lld ms, past the %lld ms cap", value,
+                 (long long)(row.next_attempt_at - after), (long long)o.backoff_cap_ms);
+    assert_true(row.next_attempt_at >= before + o.backoff_cap_ms);
+    assert_int_equal(row.disabled, 0);
+    fx_stop(&f);
+    raw_stop(&s);
+}
+
+static void retry_after_capped(void **state)
+{
+    (void)state;
+    retry_after_capped_for("9999", "t-ra-secs");
+    retry_after_capped_for("Fri, 01 Jan 2100 00:00:00 GMT", "t-ra-date");
+}
+
+/* An rng whose every byte is 0xff: each backoff draw is then the same
+ * large value near the top of its range, so the test below is exact. */
+static int ones_fill(const once_rng *r, void *buf, size_t n)
+{
+    (void)r;
+    memset(buf, 0xff, n);
+    return ONCE_OK;
+}
+
+/* Backoff settings at the edge of int64: base * 2 is past INT64_MAX. The
+ * doubling saturates at the cap; a wrapped bound or sum would schedule the
+ * retry in the past (due at once: a retry storm instead of a backoff). The
+ * clock is manual so that the first retry, 2^62 ms away, can come. */
+static void backoff_doubling_saturates(void **state)
+{
+    (void)state;
+    raw_srv s;
+    raw_start(&s, "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    once_manual_clock clk;
+    once_manual_clock_init(&clk, once_now(once_clock_system()));
+    const once_rng ones = {ones_fill};
+    fx f;
+    once_push_options o = fast_opts();
+    o.backoff_ms = INT64_C(1) << 62;
+    o.backoff_cap_ms = INT64_MAX;
+    fx_start_on(&f, &o, &clk.base, &ones);
+    char url[64];
+    url_of(url, sizeof url, s.port);
+    once_send_res res;
+    /* input-required: nothing sweeps or takes over the task meanwhile */
+    assert_int_equal(send_with_push(&f, "t-edge", "ask:when", url, NULL, &res), ONCE_OK);
+    retries_want w = {&f, "t-edge", 1};
+    wait_for(row_retried, &w, 5000, "the first retry to be scheduled");
+    once_push_row row = row_of(&f, "t-edge");
+    int64_t now = once_now(&clk.base);
+    assert_true(row.next_attempt_at > now);
+    once_manual_clock_advance(&clk, row.next_attempt_at - now);
+    w.n = 2;
+    wait_for(row_retried, &w, 5000, "the second retry to be scheduled");
+    row = row_of(&f, "t-edge");
+    now = once_now(&clk.base);
+    if (row.next_attempt_at < now || row.disabled)
+        fail_msg("the second retry was scheduled at %lld, %s the clock (%lld)%s",
+                 (long long)row.next_attempt_at, row.next_attempt_at < now ? "before" : "at",
+                 (long long)now, row.disabled ? " and the config gave up" : "");
+    assert_int_equal(raw_requests(&s), 2);
     fx_stop(&f);
     raw_stop(&s);
 }
@@ -542,7 +696,8 @@ static void request_headers(void **state)
                                     &res),
                      ONCE_OK);
     int64_t g = generation_of(&f, "t-hdr");
-    for (int i = 0; i < 300 && raw_requests(&s) < g; i++)
+    int64_t until = once_monotonic_ms() + tt_ms(3000);
+    while (raw_requests(&s) < g && once_monotonic_ms() < until)
         usleep(10000);
     assert_int_equal(raw_requests(&s), g);
     pthread_mutex_lock(&s.mu);
@@ -747,7 +902,7 @@ static void continuation_adds_config(void **state)
     int64_t g2 = generation_of(&f, "t-cont");
     rx_want w = {&r, (int)(g2 - g)};
     wait_for(rx_reached, &w, 5000, "the continuation's events");
-    usleep(100000);
+    settle(&f, "t-cont", g2, &r);
     assert_int_equal(rx_count(&r), g2 - g);
     char want[48];
     snprintf(want, sizeof want, "t-cont.%lld", (long long)(g + 1));
@@ -764,6 +919,8 @@ int main(void)
         cmocka_unit_test(gone_disables_and_is_visible),
         cmocka_unit_test(attempts_cap_disables),
         cmocka_unit_test(retry_after_honoured),
+        cmocka_unit_test(retry_after_capped),
+        cmocka_unit_test(backoff_doubling_saturates),
         cmocka_unit_test(request_headers),
         cmocka_unit_test(ssrf_refused_at_connect),
         cmocka_unit_test(config_methods),

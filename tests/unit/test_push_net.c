@@ -1,6 +1,6 @@
 /*
- * test_push_net.c -- the SSRF guard of push delivery (src/engine/push_net.c)
- * and Retry-After parsing (push_http.c): which addresses are refused, what
+ * test_push_net.c -- the SSRF guard of push delivery (src/engine/push_net.c):
+ * which addresses are refused, what
  * --push-allow exempts (including IPv4 hidden in IPv6 forms), and which
  * webhook URLs a config may not even be created with.
  */
@@ -153,27 +153,12 @@ static void url_check(void **state)
     assert_int_equal(url_ok(longurl, NULL, 0, why), ONCE_EINVAL);
 }
 
-static void retry_after(void **state)
-{
-    (void)state;
-    const int64_t now = 784111777; /* Sun, 06 Nov 1994 08:49:37 GMT */
-    assert_int_equal(once__push_retry_after("120", now), 120000);
-    assert_int_equal(once__push_retry_after(" 0\r\n", now), 0);
-    assert_int_equal(once__push_retry_after("Sun, 06 Nov 1994 08:49:47 GMT\r\n", now), 10000);
-    assert_int_equal(once__push_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now), 0);
-    assert_int_equal(once__push_retry_after("soon", now), -1);
-    assert_int_equal(once__push_retry_after("12x", now), -1);
-    assert_int_equal(once__push_retry_after("Sun, 06 Foo 1994 08:49:47 GMT", now), -1);
-    assert_true(once__push_retry_after("99999999999999", now) >= 3600000);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(blocked_ranges),
         cmocka_unit_test(allow_list),
         cmocka_unit_test(url_check),
-        cmocka_unit_test(retry_after),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,7 @@ const once_store_methods once__store_pg = {
     .list = once__pg_list,
     .meta = once__pg_meta,
     .check = once__pg_check,
+    .renew = once__pg_renew,
     .push_claim = once__pg_push_claim,
     .push_ack = once__pg_push_ack,
     .push_rows = once__pg_push_rows,

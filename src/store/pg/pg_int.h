@@ -5,7 +5,7 @@
  *                statements, binary parameters and result decoding, error
  *                classification and the retry loop (once__pg_run)
  *   pg_schema.c  the versioned migrations and every SQL text
- *   pg_write.c   create, update, sweep, purge, meta
+ *   pg_write.c   create, update, renew, sweep, purge, meta
  *   pg_read.c    load, events, expired_leases, list
  *   pg_check.c   the integrity check
  *   pg_push.c    push delivery rows: sync with push_json, claim, ack, rows,
@@ -65,6 +65,7 @@ typedef enum pg_stmt_id {
     PG_PUSH_PUT,
     PG_PUSH_DROP,
     PG_PUSH_CLAIM,
+    PG_RENEW,
     PG_NSTMT
 } pg_stmt_id;
 
@@ -195,6 +196,8 @@ int once__pg_create(once_store *s, const once_record *rec, const once_event *ev,
                     once_record *winner, once_tombstone *tomb);
 int once__pg_update(once_store *s, const once_record *rec, int64_t expect_version,
                     const once_event *ev, size_t nev);
+int once__pg_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
+                   int64_t fence, int64_t until);
 int once__pg_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
 int once__pg_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
 int once__pg_meta(once_store *s, const char *name, const char *init_value, char **out);

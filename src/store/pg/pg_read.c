@@ -4,6 +4,13 @@
  *
  * Each is one statement, so it reads one snapshot: a load sees a key as a
  * record or as a tombstone, never half of a sweep.
+ *
+ * They only read, and take no row locks: each runs in autocommit, where a
+ * lock ends with its statement. In particular expired_leases claims nothing
+ * ("claiming is the caller's CAS", store.h): the engine's CAS on version
+ * decides which replica takes a lease over, so PG_LEASES is a plain SELECT
+ * that lists every expired row, also one another transaction is writing
+ * (tests/storepg_leases).
  */
 #include <stdio.h>
 #include <string.h>

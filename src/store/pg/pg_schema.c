@@ -75,15 +75,29 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "pd AS (DELETE FROM once_push d USING up WHERE $18::bytea IS NULL "
         "AND d.principal = $1::bytea AND d.task_id = $2::bytea) "
         "SELECT count(*) FROM up",
+    /* $1 $2 the key, $3 owner, $4 fence, $5 until. Returns (renewed, live):
+     * the EXISTS reads the statement's snapshot, so a key that holds a
+     * record which did not match answers EFENCED and an absent or tombstoned
+     * key ENOTFOUND, in one round trip. Only lease_until changes: the big
+     * values stay where TOAST keeps them, so the new row version costs the
+     * same whatever the record's size. "state IN (1, 2)" is
+     * once__state_renewable. */
+    [PG_RENEW] =
+        "WITH up AS (UPDATE once_tasks SET lease_until = $5::int8 "
+        "WHERE " P_KEY " AND NOT tomb AND fence = $4::int8 AND lease_owner = $3::bytea "
+        "AND state IN (1, 2) RETURNING 1) "
+        "SELECT (SELECT count(*) FROM up), "
+        "EXISTS (SELECT 1 FROM once_tasks WHERE " P_KEY " AND NOT tomb)",
     /* $4 NULL = no limit. */
     [PG_EVENTS] = "SELECT generation, payload FROM once_events WHERE " P_KEY
                   " AND generation > $3::int8 ORDER BY generation LIMIT $4::int8",
-    /* Rows whose CAS is in flight on another replica are skipped rather than
-     * waited for: that replica is claiming them right now. */
+    /* A plain read: claiming is the caller's CAS (store.h). A row lock here
+     * would end with this autocommit statement, before any claim, so it
+     * would only cost a write per row read and hide rows that other writers
+     * hold (a plain read never waits for them either). */
     [PG_LEASES] = "SELECT principal, task_id FROM once_tasks "
                   "WHERE NOT tomb AND state < 5 AND lease_until > 0 AND lease_until < $1::int8 "
-                  "ORDER BY lease_until, principal, task_id LIMIT $2::int8 "
-                  "FOR UPDATE SKIP LOCKED",
+                  "ORDER BY lease_until, principal, task_id LIMIT $2::int8",
     /* $1 finished_before, $2 now, $3 max. Replicas sweeping at once take
      * disjoint rows (SKIP LOCKED) instead of queueing behind each other. */
     [PG_SWEEP] =
@@ -166,8 +180,9 @@ const char *const once__pg_sql[PG_NSTMT] = {
 const unsigned char once__pg_writes[PG_NSTMT] = {
     [PG_CREATE] = 1,   [PG_UPDATE] = 1,   [PG_SWEEP] = 1,     [PG_PURGE] = 1,
     [PG_META_INSERT] = 1, [PG_PUSH_PUT] = 1, [PG_PUSH_DROP] = 1, [PG_PUSH_CLAIM] = 1,
-    /* PG_LEASES and PG_PUSH_*LOCK lock rows but write nothing a retry could
-     * duplicate. */
+    /* PG_PUSH_*LOCK lock rows but write nothing a retry could duplicate;
+     * PG_RENEW writes, but running it twice leaves what running
+     * it once does, so a renewal whose reply was lost is simply retried. */
 };
 
 /* Migration n brings the schema from version n-1 to n. Never edit one that

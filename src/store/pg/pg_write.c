@@ -1,6 +1,6 @@
 /*
- * pg_write.c -- the PostgreSQL backend's writes: create, update, sweep,
- * purge, meta.
+ * pg_write.c -- the PostgreSQL backend's writes: create, update, renew,
+ * sweep, purge, meta.
  *
  * create is one INSERT ... ON CONFLICT DO NOTHING RETURNING whose CTE also
  * inserts the events when (and only when) the row went in; the loser then
@@ -13,7 +13,9 @@
  * autocommit statements: all or nothing, one round trip on the happy path.
  * A record carrying push_json is the exception: its delivery rows are
  * reshaped from the stored ones (pg_push.c), so that statement and the row
- * writes share one explicit transaction.
+ * writes share one explicit transaction. renew is one UPDATE of lease_until
+ * whose statement also says whether the key holds a live record, so its
+ * refusals need no second round trip either.
  */
 #include <string.h>
 
@@ -240,6 +242,50 @@ int once__pg_update(once_store *s, const once_record *rec, int64_t expect_versio
     rc = once__pg_run(pgs(s), update_fn, &a);
     once__pg_p_free(&p);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct renew_arg {
+    const pg_params *p;
+    const char *task_id;
+} renew_arg;
+
+static int renew_fn(pg_store *s, pg_conn *c, void *arg)
+{
+    renew_arg *a = arg;
+    PGresult *r;
+    int rc = once__pg_exec(s, c, PG_RENEW, a->p, &r);
+
+    if (rc != ONCE_OK)
+        return rc;
+    if (PQntuples(r) != 1 || PQnfields(r) != 2) {
+        once__store_seterr(&s->base, "postgres renew of %s: unexpected result", a->task_id);
+        rc = ONCE_ESTORE;
+    } else {
+        rc = once__store_renew_result(&s->base, a->task_id, once__pg_i64(r, 0, 0) == 1,
+                                      once__pg_i64(r, 0, 1) != 0);
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Arguments were checked by once_store_renew. */
+int once__pg_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
+                   int64_t fence, int64_t until)
+{
+    renew_arg a;
+    pg_params p;
+
+    once__pg_p_init(&p);
+    once__pg_p_str(&p, principal);
+    once__pg_p_str(&p, task_id);
+    once__pg_p_str(&p, owner);
+    once__pg_p_i64(&p, fence);
+    once__pg_p_i64(&p, until);
+    a.p = &p;
+    a.task_id = task_id;
+    return once__pg_run(pgs(s), renew_fn, &a);
 }
 
 /* ------------------------------------------------------------------------ */

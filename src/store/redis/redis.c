@@ -329,6 +329,7 @@ const once_store_methods once__store_redis = {
     .list = once__rd_list,
     .meta = once__rd_meta,
     .check = once__rd_check,
+    .renew = once__rd_renew,
     .push_claim = once__rd_push_claim,
     .push_ack = once__rd_push_ack,
     .push_rows = once__rd_push_rows,

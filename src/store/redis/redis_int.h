@@ -7,7 +7,7 @@
  *                    error classification and the retry loop (once__rd_run)
  *   redis_keys.c     key and index-member encoding, record <-> hash fields
  *   redis_scripts.c  the Lua scripts (every multi-key write is one script)
- *   redis_write.c    create, update, sweep, purge, meta
+ *   redis_write.c    create, update, renew, sweep, purge, meta
  *   redis_read.c     load, events, expired_leases, list
  *   redis_check.c    the integrity check and reset
  *   redis_push.c     push delivery rows: their layout in the task's push
@@ -44,6 +44,7 @@ typedef enum rd_script_id {
     RD_CHECKKEY,
     RD_PUSH_LEASE,
     RD_PUSH_PUT,
+    RD_RENEW,
     RD_NSCRIPT
 } rd_script_id;
 
@@ -170,6 +171,8 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
                     once_record *winner, once_tombstone *tomb);
 int once__rd_update(once_store *s, const once_record *rec, int64_t expect_version,
                     const once_event *ev, size_t nev);
+int once__rd_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
+                   int64_t fence, int64_t until);
 int once__rd_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
 int once__rd_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
 int once__rd_meta(once_store *s, const char *name, const char *init_value, char **out);

@@ -243,5 +243,23 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "redis.call('HSET', KEYS[1], unpack(set))\n"
         "index_row(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\n"
         "return 1\n",
+
+    /* KEYS: hash, leases. ARGV: member, owner, fence, until (> 0).
+     * Sets the record's lease_until and its leases score if the record has
+     * that fence and owner and a renewable state (once__state_renewable:
+     * "1" or "2"), touching nothing else, so its cost does not depend on
+     * the record's size. Numbers are compared as the decimal strings both
+     * sides format alike. Returns 1 (renewed), 0 (a live record that did
+     * not match) or -1 (no record, or a tombstone). */
+    [RD_RENEW] =
+        "#!lua\n"
+        "local r = redis.call('HMGET', KEYS[1], 'T', 's', 'f', 'o')\n"
+        "if r[1] or not r[2] then return -1 end\n"
+        "if r[3] ~= ARGV[3] or r[4] ~= ARGV[2] or (r[2] ~= '1' and r[2] ~= '2') then\n"
+        "  return 0\n"
+        "end\n"
+        "redis.call('HSET', KEYS[1], 'u', ARGV[4])\n"
+        "redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])\n"
+        "return 1\n",
 };
 /* clang-format on */

@@ -1,6 +1,6 @@
 /*
- * redis_write.c -- the Redis backend's writes: create, update, sweep,
- * purge, meta.
+ * redis_write.c -- the Redis backend's writes: create, update, renew,
+ * sweep, purge, meta.
  *
  * create and update are one script each (redis_scripts.c): the existence
  * check or version compare, the record hash, the event appends, the index
@@ -317,6 +317,65 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
     rc = once__rd_run(rds(s), update_fn, &a);
     keys_free(&k);
     once__rd_push_write_free(a.push);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * renew: one script over the record hash and the leases index. It sends
+ * no write flag: running it twice leaves what running it once does, so a
+ * renewal whose reply was lost is retried like a read.
+ */
+
+typedef struct renew_arg {
+    const rd_cmd *cmd;
+    const char *task_id;
+} renew_arg;
+
+static int renew_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    renew_arg *a = arg;
+    redisReply *r;
+    int rc = once__rd_eval(s, c, RD_RENEW, a->cmd, 0, &r);
+
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type != REDIS_REPLY_INTEGER || r->integer < -1 || r->integer > 1) {
+        once__store_seterr(&s->base, "redis renew of %s: unexpected reply type %d", a->task_id,
+                           r->type);
+        rc = ONCE_ESTORE;
+    } else {
+        rc = once__store_renew_result(&s->base, a->task_id, r->integer == 1, r->integer == 0);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Arguments were checked by once_store_renew. */
+int once__rd_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
+                   int64_t fence, int64_t until)
+{
+    char member[RD_MEMBER_MAX];
+    char *h = once__rd_key_task(rds(s), principal, task_id);
+    char *leases = once__rd_key_global(rds(s), "leases");
+    renew_arg a = {NULL, task_id};
+    rd_cmd cmd;
+    int rc = ONCE_ENOMEM;
+
+    if (h && leases) {
+        once__rd_cmd_init(&cmd);
+        once__rd_cmd_evalsha(&cmd, rds(s), RD_RENEW, 2);
+        once__rd_str(&cmd, h);
+        once__rd_str(&cmd, leases);
+        once__rd_arg(&cmd, member, once__rd_member(member, principal, task_id));
+        once__rd_str(&cmd, owner);
+        once__rd_i64(&cmd, fence);
+        once__rd_i64(&cmd, until);
+        a.cmd = &cmd;
+        rc = once__rd_run(rds(s), renew_fn, &a);
+        once__rd_cmd_free(&cmd);
+    }
+    once_free(h);
+    once_free(leases);
     return rc;
 }
 
