@@ -51,8 +51,8 @@ static const char usage[] =
     "  outbox [--state S] [--prune AGE]\n"
     "                         list intents (S: pending, acknowledged, final,\n"
     "                         refused); --prune removes finished ones older than AGE\n"
-    "  listen --port P --secret S [--secret S2 ...] [--exec CMD] [--state PATH]\n"
-    "         [--host H] [--token T] [--tolerance SECS] [--request-timeout DUR]\n"
+    "  listen --port P --secret S [--secret S2 ...] --token T [--exec CMD]\n"
+    "         [--state PATH] [--host H] [--tolerance SECS] [--request-timeout DUR]\n"
     "         [--max-connections N] [--max-connections-per-ip N]\n"
     "         [--max-body-memory BYTES]\n"
     "                         receive push notifications (onced --push-secret S):\n"
@@ -60,15 +60,18 @@ static const char usage[] =
     "                         it in a durable processed-set (--state, default\n"
     "                         $XDG_STATE_HOME/once/webhooks.db) before answering\n"
     "                         2xx, and hand each event exactly once, in generation\n"
-    "                         order per task, to CMD (sh -c; the event on stdin;\n"
-    "                         ONCE_TASK_ID, ONCE_GENERATION, ONCE_WEBHOOK_ID set;\n"
+    "                         order per subscription and task, to CMD (sh -c; the\n"
+    "                         event on stdin; ONCE_TASK_ID, ONCE_GENERATION,\n"
+    "                         ONCE_WEBHOOK_ID, ONCE_SUBSCRIPTION set;\n"
     "                         exit 0 = handled, else it is offered again). Without\n"
     "                         --exec each event is printed on stdout, one line\n"
     "                         (--json: one JSON object). Duplicates are answered 2xx\n"
     "                         and dropped. --port 0 picks a free port; the URL is\n"
     "                         printed on stderr. --host: the address to listen on\n"
-    "                         (127.0.0.1); --token: require this\n"
-    "                         X-A2A-Notification-Token; --tolerance: accepted clock\n"
+    "                         (127.0.0.1); --token: the token your push configs\n"
+    "                         carry (their \"token\"); deliveries without it are\n"
+    "                         refused, so another tenant of the same onced cannot\n"
+    "                         reach your handler; --tolerance: accepted clock\n"
     "                         skew (300s). Against hostile senders: a request's\n"
     "                         head and body must be in within --request-timeout of\n"
     "                         the connection's accept or previous answer (30s);\n"
@@ -806,8 +809,9 @@ static int print_event(void *arg, const once_webhook_event *ev)
         return ONCE_EPARSE;   /* never: the receiver checked it is an object */
     int ok;
     if (o->json) {
-        json_t *line = json_pack("{s:s,s:I,s:s,s:O}", "taskId", ev->task_id, "generation",
-                                 (json_int_t)ev->generation, "webhookId", ev->id, "event", body);
+        json_t *line = json_pack("{s:s,s:I,s:s,s:s,s:O}", "taskId", ev->task_id, "generation",
+                                 (json_int_t)ev->generation, "webhookId", ev->id,
+                                 "subscription", ev->subscription, "event", body);
         ok = line != NULL && json_dumpf(line, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) == 0 &&
              putchar('\n') != EOF;
         json_decref(line);
@@ -837,6 +841,8 @@ static int cmd_listen(cli *o)
         return bad("listen needs --secret S (the secret onced signs with: --push-secret)");
     if (o->port < 0)
         return bad("listen needs --port P (0: any free port)");
+    if (o->token == NULL || o->token[0] == '\0')
+        return bad("listen needs --token T (the token your push configs carry)");
     char path[4096];
     int ex;
     if (o->state != NULL) {

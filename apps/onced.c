@@ -41,6 +41,8 @@ static const char usage[] =
     "  --max-queue N               turns that may wait for a worker (16 per turn worker);\n"
     "                              past it a send that would start one gets HTTP 503 +\n"
     "                              Retry-After, -32603 OVERLOADED, and nothing is stored\n"
+    "  --max-task-size BYTES       largest stored task (4MiB); a send that would grow it\n"
+    "                              past that gets -32602, an agent's output fails the task\n"
     "identity and time:\n"
     "  --auth-tokens FILE          bearer tokens, one \"TOKEN PRINCIPAL\" per line ('#'\n"
     "                              comments); without it every caller is \"anonymous\"\n"
@@ -86,8 +88,9 @@ static const char usage[] =
     "                              delivery carries one signature per secret\n"
     "  --push-allow CIDR           let webhooks reach this loopback/private range\n"
     "                              (refused by default: SSRF guard); repeatable\n"
-    "  --push-attempts N           failed attempts on one event before the config is\n"
-    "                              disabled (10)\n"
+    "  --push-attempts N           failed attempts on one event after which the config's\n"
+    "                              lastError reports them; retries go on (only a 410\n"
+    "                              disables a config) (10)\n"
     "  --push-timeout DUR          one webhook POST (10s)\n"
     "  --push-backoff DUR          first retry delay bound; doubles per attempt up to\n"
     "                              5m, full jitter; Retry-After wins when longer (1s)\n"
@@ -99,7 +102,7 @@ typedef struct opts {
     const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url;
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
-    uint64_t max_body;
+    uint64_t max_body, max_task_size;
     unsigned threads, workers, max_streams, turn_workers, max_queue;
     int64_t sse_ping_ms;
     int64_t request_timeout_ms;
@@ -170,6 +173,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--exec-deadline", F_DUR, &o->deadline_ms},
         {"--turn-workers", F_COUNT, &o->turn_workers},
         {"--max-queue", F_COUNT, &o->max_queue},
+        {"--max-task-size", F_SIZE, &o->max_task_size},
         {"--max-wait", F_DUR, &o->max_wait_ms},
         {"--threads", F_COUNT, &o->threads},
         {"--workers", F_COUNT, &o->workers},
@@ -402,6 +406,7 @@ int main(int argc, char **argv)
     sc.engine.experiment_naive = o.experiment_naive;
     sc.engine.workers = (int)o.turn_workers; /* 0 = the engine's default */
     sc.engine.max_queue = (int)o.max_queue;  /* 0 = the engine's default */
+    sc.engine.max_task_bytes = (int64_t)o.max_task_size;
     sc.a2a.url = o.public_url; /* NULL: http://HOST:PORT/ */
     sc.a2a.skill_id = o.exec_cmd ? "exec" : "echo";
     sc.a2a.skill_description = o.exec_cmd ? "Runs the configured command for each turn of a task."

@@ -491,7 +491,9 @@ class Story:
         delivered = wait_for(lambda: self._delivered(gen_n), 20)
         hook = self.proxy_log("hook-link")
         copies = [(n, c["mode"]) for n, c in sorted(hook.items())
-                  for m, p, wid in c["requests"] if wid == "%s.%d" % (self.tid, gen_n)]
+                  for m, p, wid in c["requests"]
+                  # webhook-id: <subscriber tag>/<config>/<since>/<task>.<generation>
+                  if wid.endswith("/%s.%d" % (self.tid, gen_n))]
         self.event("hook link", "webhook %s.%s: %s" % (self.tid, gen_n, ", ".join(
             "conn %d %s" % (n, "answer lost" if m == "drop" else "delivered") for n, m in copies)))
         self.event("onced", "redelivered the event after the lost 2xx (delivery retries %s)"

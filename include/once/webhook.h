@@ -7,11 +7,14 @@
  *
  *   POST <config url>
  *   Content-Type: application/a2a+json
- *   webhook-id: <task_id>.<generation>        constant across retries
+ *   webhook-id: <tag>/<config_id>/<since>/<task_id>.<generation>
+ *                                              constant across retries; tag
+ *                                              stands for the principal
  *   webhook-timestamp: <unix seconds>          time of this attempt
  *   webhook-signature: v1,<base64> [v1,<base64> ...]   one per --push-secret
- *   once-push-since: <n>                       generations <= n are never
- *                                              sent on this subscription
+ *   once-push-since: <since>                   a copy of the id's since:
+ *                                              generations <= since are
+ *                                              never sent on this subscription
  *   Authorization: <scheme> <credentials>      from config.authentication
  *   X-A2A-Notification-Token: <token>          from config.token
  *   body: one A2A StreamResponse (the event as stored)
@@ -20,9 +23,12 @@
  * alphabet, padded). The key of a secret "whsec_<base64>" is the decoded
  * bytes; any other secret is used as its own bytes.
  *
- * The receiver (once_webhook_*) verifies, records each event durably in a
- * SQLite processed-set keyed by (task_id, generation) BEFORE answering 2xx,
- * and hands events to the application in generation order per task, each
+ * The receiver (once_webhook_*) verifies the signature and the
+ * per-subscription notification token, records each event durably in a
+ * SQLite processed-set keyed by (subscription, task_id, generation), where
+ * the subscription is "<tag>/<config_id>" from the signed webhook-id,
+ * BEFORE answering 2xx, and hands events to the application in generation
+ * order per subscription and task, each
  * once: a duplicate (a retry whose first answer was lost, the same event
  * from another replica) is answered 2xx and dropped; an event that arrives
  * ahead of a missing one is held until the gap is filled (or skipped with
@@ -68,6 +74,32 @@ int once_webhook_verify(const char *const *secrets, size_t nsecrets, const char 
                         int64_t now_s, int64_t tolerance_s);
 
 /* ---------------------------------------------------------------------------
+ * The webhook-id: what one delivery is, all of it covered by the signature
+ * (docs/protocol.md, "The webhook trust model").
+ */
+#define ONCE_WEBHOOK_TAG_LEN 16 /* hex characters of a principal tag */
+#define ONCE_WEBHOOK_ID_MAX (ONCE_WEBHOOK_TAG_LEN + 2 * ONCE_ID_MAX + 48)
+
+typedef struct once_webhook_id {
+    char tag[ONCE_WEBHOOK_TAG_LEN + 1]; /* the principal's tag (lowercase hex) */
+    char config_id[ONCE_ID_MAX + 1];    /* the push config's id */
+    int64_t since;                      /* generations <= since never come */
+    char task_id[ONCE_ID_MAX + 1];
+    int64_t generation; /* >= 1, > since */
+} once_webhook_id;
+
+/* The tag of a principal: the first 8 bytes of HMAC-SHA256(key,
+ * "once-push-principal|" SHA-256(principal)) in hex. onced keys it with its store's
+ * secret, so a receiver can tell principals apart but not name them. */
+void once_webhook_principal_tag(const void *key, size_t keylen, const char *principal,
+                                char out[ONCE_WEBHOOK_TAG_LEN + 1]);
+
+/* "<tag>/<config_id>/<since>/<task_id>.<generation>". ONCE_EINVAL when a
+ * part is malformed (ids per once_id_valid, generation <= since). */
+int once_webhook_id_format(const once_webhook_id *id, char out[ONCE_WEBHOOK_ID_MAX + 1]);
+int once_webhook_id_parse(const char *s, once_webhook_id *out);
+
+/* ---------------------------------------------------------------------------
  * The receiver: verify, record durably, hand over once and in order.
  */
 typedef struct once_webhook once_webhook;
@@ -79,6 +111,7 @@ typedef struct once_webhook_event {
     const char *id;   /* webhook-id */
     const char *body; /* the StreamResponse JSON, NUL-terminated */
     size_t len;
+    const char *subscription; /* "<tag>/<config_id>" */
 } once_webhook_event;
 
 /* ONCE_OK: handled (never offered again). Anything else: keep it; it is
@@ -92,7 +125,9 @@ typedef struct once_webhook_options {
     const char *const *secrets; /* accepted signing secrets, >= 1 */
     size_t nsecrets;
     int64_t tolerance_s;          /* 0 = ONCE_WEBHOOK_TOLERANCE_S */
-    const char *token;            /* required X-A2A-Notification-Token; NULL = any */
+    const char *token;            /* the X-A2A-Notification-Token every accepted
+                                   * delivery carries: the token given to this
+                                   * receiver's push configs (required) */
     once_webhook_handler handler; /* NULL = events are only recorded */
     void *arg;
     const once_clock *clock; /* NULL = system (timestamp checks) */
@@ -108,7 +143,7 @@ typedef struct once_webhook_request {
     const char *id;        /* webhook-id */
     const char *timestamp; /* webhook-timestamp */
     const char *signature; /* webhook-signature */
-    const char *since;     /* once-push-since */
+    const char *since;     /* once-push-since (must equal the id's since) */
     const char *token;     /* X-A2A-Notification-Token */
     const char *body;
     size_t len;
@@ -118,8 +153,9 @@ typedef struct once_webhook_request {
  *   ONCE_OK      204: recorded now, or a duplicate of one recorded or
  *                handled before (*duplicate, if non-NULL, says which);
  *   ONCE_EPARSE  400: malformed: a header missing, webhook-id not
- *                "<task_id>.<generation>", the body not a JSON object,
- *                once-push-since not a generation below this one;
+ *                "<tag>/<config_id>/<since>/<task_id>.<generation>", the
+ *                body not a JSON object, once-push-since present and not
+ *                the id's since;
  *   ONCE_EINVAL  401: no signature matches, or the token is wrong;
  *   ONCE_ERANGE  401: webhook-timestamp outside the tolerance;
  *   ONCE_EIO     503: the processed-set could not be written (the sender
@@ -134,7 +170,8 @@ int once_webhook_receive(once_webhook *w, const once_webhook_request *req, int *
 int once_webhook_drain(once_webhook *w, size_t *handled);
 
 /* The application learnt everything up to `generation` of task_id another
- * way (GetTask): stop waiting for those; held later events may go. */
+ * way (GetTask): stop waiting for those, on every subscription of task_id
+ * this receiver has seen; held later events may go. */
 int once_webhook_skip(once_webhook *w, const char *task_id, int64_t generation);
 
 typedef struct once_webhook_stats {
@@ -177,7 +214,8 @@ void once_webhook_server_stop(once_webhook_server *s);
 
 /* A ready-made handler: runs `/bin/sh -c <cmd>` (arg is the command string)
  * with the event body on stdin and ONCE_TASK_ID, ONCE_GENERATION,
- * ONCE_WEBHOOK_ID in the environment; exit status 0 = handled. */
+ * ONCE_WEBHOOK_ID, ONCE_SUBSCRIPTION in the environment; exit status 0 =
+ * handled. */
 int once_webhook_exec_handler(void *cmd, const once_webhook_event *ev);
 
 #ifdef __cplusplus

@@ -349,6 +349,23 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
         resp->replayed = c.replayed;
         out = respond(resp, id, "result", c.result);
         c.result = NULL;
+        if (out != ONCE_OK && out != ONCE_ENOMEM) {
+            /* The writer refused the answer (nested past ONCE_JSON_MAX_DEPTH;
+             * the value limit keeps stored values short of it): say so, with
+             * the request's id, rather than fail as if memory ran out. */
+            once_free(resp->body);
+            resp->body = NULL;
+            resp->len = 0;
+            resp->http_status = 500;
+            resp->replayed = 0;
+            __atomic_add_fetch(&a->errors[idx], 1, __ATOMIC_RELAXED);
+            char why[160];
+            snprintf(why, sizeof why,
+                     "Internal error: the answer could not be written as JSON (%s%s)",
+                     once_errname(out),
+                     out == ONCE_ERANGE ? ": nested too deep" : "");
+            out = respond_error(resp, id, ONCE_RPC_INTERNAL, "RESPONSE_NOT_WRITABLE", why, NULL);
+        }
     } else {
         if (c.code == 0) /* a handler bug: failed without saying why */
             once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (%s)", once_errname(rc));

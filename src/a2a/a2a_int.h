@@ -44,6 +44,10 @@ typedef struct a2a_verr {
 int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A client-supplied value (data, metadata) nests at most ONCE_VALUE_MAX_DEPTH
+ * deep (core/json_depth.h says why). */
+int once__a2a_check_depth(const json_t *v, const char *field, a2a_verr *e);
+
 /* ID fields (taskId, contextId, messageId, referenceTaskIds[i]): a string
  * that passes once_id_valid(). */
 int once__a2a_check_id(const json_t *v, const char *field, a2a_verr *e);

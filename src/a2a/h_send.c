@@ -84,10 +84,13 @@ static int check_configuration(a2a_call *c, const json_t *cfg, int *history, int
 
 static int check_metadata(a2a_call *c, const json_t *md, const char *field)
 {
-    if (md == NULL || json_is_null(md) || json_is_object(md))
-        return ONCE_OK;
     a2a_verr e;
-    once__a2a_verr(&e, field, "%s must be an object", field);
+    if (md == NULL || json_is_null(md))
+        return ONCE_OK;
+    if (!json_is_object(md))
+        once__a2a_verr(&e, field, "%s must be an object", field);
+    else if (once__a2a_check_depth(md, field, &e) == ONCE_OK)
+        return ONCE_OK;
     return once__a2a_fail_params(c, &e);
 }
 

@@ -14,6 +14,7 @@
 #include "a2a/a2a_int.h"
 #include "core/base64.h"
 #include "core/civil.h"
+#include "core/json_depth.h"
 
 int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
 {
@@ -25,6 +26,14 @@ int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
         va_end(ap);
     }
     return ONCE_EINVAL;
+}
+
+int once__a2a_check_depth(const json_t *v, const char *field, a2a_verr *e)
+{
+    if (once__json_depth(v, ONCE_VALUE_MAX_DEPTH) > ONCE_VALUE_MAX_DEPTH)
+        return once__a2a_verr(e, field, "%s nests deeper than %d levels (the limit on a value)",
+                              field, ONCE_VALUE_MAX_DEPTH);
+    return ONCE_OK;
 }
 
 int once__a2a_check_id(const json_t *v, const char *field, a2a_verr *e)
@@ -63,8 +72,11 @@ int once__a2a_check_part(const json_t *part, const char *field, a2a_verr *e)
                                   "%s must hold exactly one of text, raw, url, data (has %s and %s)",
                                   field, content, key);
             content = key;
-            if (strcmp(key, "data") == 0)
+            if (strcmp(key, "data") == 0) {
+                if (once__a2a_check_depth(v, f, e) != ONCE_OK)
+                    return ONCE_EINVAL;
                 continue;
+            }
             if (!json_is_string(v))
                 return once__a2a_verr(e, f, "%s must be a string", f);
             if (strcmp(key, "raw") == 0 &&
@@ -75,6 +87,8 @@ int once__a2a_check_part(const json_t *part, const char *field, a2a_verr *e)
         } else if (strcmp(key, "metadata") == 0) {
             if (!json_is_object(v))
                 return once__a2a_verr(e, f, "%s must be an object", f);
+            if (once__a2a_check_depth(v, f, e) != ONCE_OK)
+                return ONCE_EINVAL;
         } else if (strcmp(key, "filename") == 0 || strcmp(key, "mediaType") == 0) {
             if (!json_is_string(v))
                 return once__a2a_verr(e, f, "%s must be a string", f);
@@ -166,6 +180,8 @@ int once__a2a_check_message(const json_t *msg, const char *field, int legacy, si
     snprintf(f, sizeof f, "%s.metadata", field);
     if (md != NULL && !json_is_object(md))
         return once__a2a_verr(e, f, "%s must be an object", f);
+    if (md != NULL && once__a2a_check_depth(md, f, e) != ONCE_OK)
+        return ONCE_EINVAL;
     const json_t *ext = json_object_get(msg, "extensions");
     snprintf(f, sizeof f, "%s.extensions", field);
     if (ext != NULL && check_string_array(ext, f, 0, e) != ONCE_OK)

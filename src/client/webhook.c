@@ -1,19 +1,26 @@
 /*
  * webhook.c -- the receiving end of push notifications (include/once/
- * webhook.h): verify a delivery, record it durably in a SQLite
- * processed-set, hand events to the application once, in generation order
- * per task.
+ * webhook.h): verify a delivery (signature and notification token),
+ * record it durably in a SQLite processed-set, hand events to the
+ * application once, in generation order per subscription and task.
  *
- * The processed-set is two tables:
- *   wh_tasks(task_id, next)   the next generation to hand over; every
- *                             generation below it was handled (or skipped)
- *   wh_events(task_id, generation, ...)   recorded, not yet handled
+ * Everything that moves the processed-set comes from the signed
+ * webhook-id: the subscription ("<tag>/<config_id>"), the task, the
+ * generation and the subscription's since; an unsigned once-push-since
+ * header that disagrees with it is refused. The processed-set is two tables:
+ *   wh_sub_tasks(sub, task_id, next)   the next generation to hand over;
+ *                             every generation below it was handled (or
+ *                             skipped)
+ *   wh_sub_events(sub, task_id, generation, ...)   recorded, not yet handled
  * A delivery is a duplicate when its generation is below next or already in
- * wh_events. Recording is one IMMEDIATE transaction at synchronous=FULL
- * that commits before the 2xx is answered, so a 2xx always means "this
- * event will reach the handler even if the receiver dies now". Handling
- * deletes the row and advances next in one transaction after the handler
- * returned. An event above next waits in wh_events until next reaches it.
+ * wh_sub_events. (wh_tasks and wh_events, keyed by task alone, are what
+ * older versions kept; they are left alone and no longer read.)
+ *
+ * Recording is one IMMEDIATE transaction at synchronous=FULL that commits
+ * before the 2xx is answered, so a 2xx always means "this event will reach
+ * the handler even if the receiver dies now". Handling deletes the row and
+ * advances next in one transaction after the handler returned. An event
+ * above next waits in wh_sub_events until next reaches it.
  *
  * Locking: dbmu guards the connection (every statement); drainmu makes
  * drains run one at a time, so the handler is never called concurrently
@@ -51,12 +58,12 @@ struct once_webhook {
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=FULL;"
-    "CREATE TABLE IF NOT EXISTS wh_tasks(task_id TEXT NOT NULL PRIMARY KEY,"
-    " next INTEGER NOT NULL) STRICT;"
-    "CREATE TABLE IF NOT EXISTS wh_events(task_id TEXT NOT NULL, generation INTEGER NOT NULL,"
-    " webhook_id TEXT NOT NULL, body TEXT NOT NULL, seq INTEGER NOT NULL,"
-    " PRIMARY KEY(task_id, generation)) STRICT, WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS wh_events_seq ON wh_events(seq);";
+    "CREATE TABLE IF NOT EXISTS wh_sub_tasks(sub TEXT NOT NULL, task_id TEXT NOT NULL,"
+    " next INTEGER NOT NULL, PRIMARY KEY(sub, task_id)) STRICT, WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS wh_sub_events(sub TEXT NOT NULL, task_id TEXT NOT NULL,"
+    " generation INTEGER NOT NULL, webhook_id TEXT NOT NULL, body TEXT NOT NULL,"
+    " seq INTEGER NOT NULL, PRIMARY KEY(sub, task_id, generation)) STRICT, WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS wh_sub_events_seq ON wh_sub_events(seq);";
 
 static void free_strings(char **v, size_t n)
 {
@@ -98,6 +105,12 @@ int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *e
         return ONCE_EINVAL;
     }
     *out = NULL;
+    if (o->token == NULL || o->token[0] == '\0') {
+        snprintf(err, errlen,
+                 "a notification token is required (the token this receiver's "
+                 "push configs carry)");
+        return ONCE_EINVAL;
+    }
     if (o->nsecrets == 0 || o->secrets == NULL) {
         snprintf(err, errlen, "at least one signing secret is required");
         return ONCE_EINVAL;
@@ -127,7 +140,7 @@ int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *e
             rc = ONCE_ENOMEM;
         w->nsecrets = i + 1;
     }
-    if (rc == ONCE_OK && o->token != NULL && (w->token = once_strdup(o->token)) == NULL)
+    if (rc == ONCE_OK && (w->token = once_strdup(o->token)) == NULL)
         rc = ONCE_ENOMEM;
     if (rc != ONCE_OK) {
         once_webhook_close(w);
@@ -145,8 +158,8 @@ int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *e
         return ONCE_EIO;
     }
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(w->db, "SELECT coalesce(max(seq), 0) FROM wh_events", -1, &st, NULL) ==
-            SQLITE_OK &&
+    if (sqlite3_prepare_v2(w->db, "SELECT coalesce(max(seq), 0) FROM wh_sub_events", -1, &st,
+                           NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         w->seq = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -154,36 +167,20 @@ int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *e
     return ONCE_OK;
 }
 
-/* "<task_id>.<generation>" -> its parts. */
-static int parse_id(const char *id, char task[ONCE_ID_MAX + 1], int64_t *gen)
+/* once-push-since, when sent, must say what the signed id says. */
+static int since_matches(const char *s, int64_t since)
 {
-    const char *dot = id ? strrchr(id, '.') : NULL;
-    if (dot == NULL || dot == id || (size_t)(dot - id) > ONCE_ID_MAX || dot[1] == '\0')
-        return ONCE_EINVAL;
-    int64_t g = 0;
-    for (const char *p = dot + 1; *p; p++) {
-        if (*p < '0' || *p > '9' || g > INT64_MAX / 10 - 10)
-            return ONCE_EINVAL;
-        g = g * 10 + (*p - '0');
-    }
-    memcpy(task, id, (size_t)(dot - id));
-    task[dot - id] = '\0';
-    return g >= 1 && once_id_valid(task) ? (*gen = g, ONCE_OK) : ONCE_EINVAL;
-}
-
-static int parse_since(const char *s, int64_t *out)
-{
-    *out = 0;
     if (s == NULL)
-        return ONCE_OK;
+        return 1;
     if (s[0] == '\0' || strlen(s) > 18)
-        return ONCE_EINVAL;
+        return 0;
+    int64_t v = 0;
     for (const char *p = s; *p; p++) {
         if (*p < '0' || *p > '9')
-            return ONCE_EINVAL;
-        *out = *out * 10 + (*p - '0');
+            return 0;
+        v = v * 10 + (*p - '0');
     }
-    return ONCE_OK;
+    return v == since;
 }
 
 /* A refusal: count it, say why, and which status answers it. */
@@ -217,15 +214,18 @@ static int run(sqlite3_stmt *st)
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? ONCE_OK : ONCE_EIO;
 }
 
-/* Under dbmu, inside a transaction: the task's next, creating the row
- * at since + 1; a since past next moves next up (the sender restarted the
- * subscription there: generations up to since will never come). */
-static int task_next(once_webhook *w, const char *task, int64_t since, int64_t *next)
+/* Under dbmu, inside a transaction: the (subscription, task)'s next,
+ * creating the row at since + 1; a since past next moves next up (the
+ * sender restarted the subscription there: generations up to since will
+ * never come). since is signed (it is part of the webhook-id). */
+static int task_next(once_webhook *w, const char *sub, const char *task, int64_t since,
+                     int64_t *next)
 {
-    sqlite3_stmt *st = prep(w->db, "SELECT next FROM wh_tasks WHERE task_id=?1");
+    sqlite3_stmt *st = prep(w->db, "SELECT next FROM wh_sub_tasks WHERE sub=?3 AND task_id=?1");
     if (st == NULL)
         return ONCE_EIO;
     sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, sub, -1, SQLITE_STATIC);
     int src = sqlite3_step(st);
     int64_t n = src == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
@@ -235,18 +235,20 @@ static int task_next(once_webhook *w, const char *task, int64_t since, int64_t *
         *next = n;
         return ONCE_OK;
     }
-    st = prep(w->db, "INSERT INTO wh_tasks(task_id, next) VALUES(?1, ?2) "
-                     "ON CONFLICT(task_id) DO UPDATE SET next=excluded.next");
+    st = prep(w->db, "INSERT INTO wh_sub_tasks(sub, task_id, next) VALUES(?3, ?1, ?2) "
+                     "ON CONFLICT(sub, task_id) DO UPDATE SET next=excluded.next");
     if (st != NULL) {
         sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, since + 1);
+        sqlite3_bind_text(st, 3, sub, -1, SQLITE_STATIC);
     }
     int rc = run(st);
     if (rc == ONCE_OK && src == SQLITE_ROW) {
-        st = prep(w->db, "DELETE FROM wh_events WHERE task_id=?1 AND generation<?2");
+        st = prep(w->db, "DELETE FROM wh_sub_events WHERE sub=?3 AND task_id=?1 AND generation<?2");
         if (st != NULL) {
             sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, since + 1);
+            sqlite3_bind_text(st, 3, sub, -1, SQLITE_STATIC);
         }
         rc = run(st);
     }
@@ -255,7 +257,7 @@ static int task_next(once_webhook *w, const char *task, int64_t since, int64_t *
 }
 
 /* Record one verified event. 1 recorded, 0 duplicate, or ONCE_EIO. */
-static int record(once_webhook *w, const char *task, int64_t gen, int64_t since,
+static int record(once_webhook *w, const char *sub, const char *task, int64_t gen, int64_t since,
                   const once_webhook_request *req)
 {
     pthread_mutex_lock(&w->dbmu);
@@ -263,12 +265,13 @@ static int record(once_webhook *w, const char *task, int64_t gen, int64_t since,
     int64_t next = 0;
     int fresh = 0;
     if (rc == ONCE_OK)
-        rc = task_next(w, task, since, &next);
+        rc = task_next(w, sub, task, since, &next);
     if (rc == ONCE_OK && gen >= next) {
-        sqlite3_stmt *st = prep(w->db, "INSERT INTO wh_events(task_id, generation, webhook_id,"
-                                       " body, seq) VALUES(?1,?2,?3,?4,?5) ON CONFLICT DO "
+        sqlite3_stmt *st = prep(w->db, "INSERT INTO wh_sub_events(task_id, generation, webhook_id,"
+                                       " body, seq, sub) VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO "
                                        "NOTHING");
         if (st != NULL) {
+            sqlite3_bind_text(st, 6, sub, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, gen);
             sqlite3_bind_text(st, 3, req->id, -1, SQLITE_STATIC);
@@ -314,18 +317,22 @@ int once_webhook_receive(once_webhook *w, const once_webhook_request *req, int *
                       "webhook-timestamp outside the tolerance");
     if (v != ONCE_OK)
         return reject(w, ONCE_EINVAL, status, why, whylen, "no webhook-signature matches");
-    if (w->token != NULL && (req->token == NULL || strlen(req->token) != strlen(w->token) ||
-                             !once_ct_equal(req->token, w->token, strlen(w->token))))
+    /* The token is what only this receiver's own push configs carry:
+     * another tenant of the same onced, who may well hold the push
+     * secret, has no way to learn it. */
+    if (req->token == NULL || strlen(req->token) != strlen(w->token) ||
+        !once_ct_equal(req->token, w->token, strlen(w->token)))
         return reject(w, ONCE_EINVAL, status, why, whylen,
                       "X-A2A-Notification-Token missing or wrong");
-    char task[ONCE_ID_MAX + 1];
-    int64_t gen, since;
-    if (parse_id(req->id, task, &gen) != ONCE_OK)
+    once_webhook_id id;
+    if (once_webhook_id_parse(req->id, &id) != ONCE_OK)
         return reject(w, ONCE_EPARSE, status, why, whylen,
-                      "webhook-id is not <task_id>.<generation>");
-    if (parse_since(req->since, &since) != ONCE_OK || since >= gen)
+                      "webhook-id is not <tag>/<config_id>/<since>/<task_id>.<generation>");
+    if (!since_matches(req->since, id.since))
         return reject(w, ONCE_EPARSE, status, why, whylen,
-                      "once-push-since is not a generation below this one");
+                      "once-push-since differs from the since in the signed webhook-id");
+    char sub[ONCE_WEBHOOK_TAG_LEN + ONCE_ID_MAX + 2];
+    snprintf(sub, sizeof sub, "%s/%s", id.tag, id.config_id);
     json_t *body = NULL;
     if (once__json_loadb(req->body, req->len, 0, &body, NULL) == ONCE_ENOMEM) {
         /* Our shortage, not a bad delivery: 503, so the sender retries. */
@@ -338,7 +345,7 @@ int once_webhook_receive(once_webhook *w, const once_webhook_request *req, int *
     json_decref(body);
     if (!is_object || memchr(req->body, '\0', req->len) != NULL)
         return reject(w, ONCE_EPARSE, status, why, whylen, "the body is not a JSON object");
-    int r = record(w, task, gen, since, req);
+    int r = record(w, sub, id.task_id, id.generation, id.since, req);
     if (r < 0) {
         *status = 503;
         if (why != NULL && whylen)
@@ -356,6 +363,7 @@ int once_webhook_receive(once_webhook *w, const once_webhook_request *req, int *
 
 /* The first deliverable event (arrival order), copied out; 0 if none. */
 typedef struct pending {
+    char sub[ONCE_WEBHOOK_TAG_LEN + ONCE_ID_MAX + 2];
     char task[ONCE_ID_MAX + 1];
     int64_t gen;
     char *id;
@@ -367,13 +375,16 @@ static int next_pending(once_webhook *w, pending *p)
 {
     int found = 0;
     pthread_mutex_lock(&w->dbmu);
-    sqlite3_stmt *st = prep(w->db, "SELECT e.task_id, e.generation, e.webhook_id, e.body "
-                                   "FROM wh_events e JOIN wh_tasks t ON t.task_id=e.task_id "
-                                   "AND e.generation=t.next ORDER BY e.seq LIMIT 1");
+    sqlite3_stmt *st = prep(w->db, "SELECT e.task_id, e.generation, e.webhook_id, e.body, e.sub "
+                                   "FROM wh_sub_events e JOIN wh_sub_tasks t ON t.sub=e.sub "
+                                   "AND t.task_id=e.task_id AND e.generation=t.next "
+                                   "ORDER BY e.seq LIMIT 1");
     int rc = st != NULL ? sqlite3_step(st) : SQLITE_ERROR;
     if (rc == SQLITE_ROW) {
         const char *t = (const char *)sqlite3_column_text(st, 0);
         snprintf(p->task, sizeof p->task, "%s", t ? t : "");
+        t = (const char *)sqlite3_column_text(st, 4);
+        snprintf(p->sub, sizeof p->sub, "%s", t ? t : "");
         p->gen = sqlite3_column_int64(st, 1);
         p->id = once_strdup((const char *)sqlite3_column_text(st, 2));
         p->len = (size_t)sqlite3_column_bytes(st, 3);
@@ -393,18 +404,21 @@ static int mark_handled(once_webhook *w, const pending *p)
     int rc = exec_sql(w->db, "BEGIN IMMEDIATE");
     sqlite3_stmt *st;
     if (rc == ONCE_OK) {
-        st = prep(w->db, "DELETE FROM wh_events WHERE task_id=?1 AND generation=?2");
+        st = prep(w->db, "DELETE FROM wh_sub_events WHERE sub=?3 AND task_id=?1 AND generation=?2");
         if (st != NULL) {
             sqlite3_bind_text(st, 1, p->task, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, p->gen);
+            sqlite3_bind_text(st, 3, p->sub, -1, SQLITE_STATIC);
         }
         rc = run(st);
     }
     if (rc == ONCE_OK) {
-        st = prep(w->db, "UPDATE wh_tasks SET next=?2 + 1 WHERE task_id=?1 AND next=?2");
+        st = prep(w->db, "UPDATE wh_sub_tasks SET next=?2 + 1 WHERE sub=?3 AND task_id=?1 "
+                         "AND next=?2");
         if (st != NULL) {
             sqlite3_bind_text(st, 1, p->task, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, p->gen);
+            sqlite3_bind_text(st, 3, p->sub, -1, SQLITE_STATIC);
         }
         rc = run(st);
     }
@@ -437,7 +451,7 @@ int once_webhook_drain(once_webhook *w, size_t *handled)
             once_free(p.body);
             break;
         }
-        once_webhook_event ev = {p.task, p.gen, p.id, p.body, p.len};
+        once_webhook_event ev = {p.task, p.gen, p.id, p.body, p.len, p.sub};
         int hr = w->handler(w->arg, &ev);
         if (hr == ONCE_OK) {
             rc = mark_handled(w, &p);
@@ -462,10 +476,24 @@ int once_webhook_skip(once_webhook *w, const char *task_id, int64_t generation)
     if (w == NULL || !once_id_valid(task_id) || generation < 0)
         return ONCE_EINVAL;
     pthread_mutex_lock(&w->dbmu);
-    int64_t next;
     int rc = exec_sql(w->db, "BEGIN IMMEDIATE");
-    if (rc == ONCE_OK)
-        rc = task_next(w, task_id, generation, &next);
+    sqlite3_stmt *st;
+    if (rc == ONCE_OK) {
+        st = prep(w->db, "UPDATE wh_sub_tasks SET next=?2 + 1 WHERE task_id=?1 AND next<?2 + 1");
+        if (st != NULL) {
+            sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, generation);
+        }
+        rc = run(st);
+    }
+    if (rc == ONCE_OK) {
+        st = prep(w->db, "DELETE FROM wh_sub_events WHERE task_id=?1 AND generation<=?2");
+        if (st != NULL) {
+            sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, generation);
+        }
+        rc = run(st);
+    }
     if (rc == ONCE_OK)
         rc = exec_sql(w->db, "COMMIT");
     if (rc != ONCE_OK)
@@ -484,7 +512,7 @@ int once_webhook_get_stats(once_webhook *w, once_webhook_stats *out)
     out->rejected = __atomic_load_n(&w->stats.rejected, __ATOMIC_RELAXED);
     out->handled = __atomic_load_n(&w->stats.handled, __ATOMIC_RELAXED);
     pthread_mutex_lock(&w->dbmu);
-    sqlite3_stmt *st = prep(w->db, "SELECT count(*) FROM wh_events");
+    sqlite3_stmt *st = prep(w->db, "SELECT count(*) FROM wh_sub_events");
     int rc = st != NULL && sqlite3_step(st) == SQLITE_ROW ? ONCE_OK : ONCE_EIO;
     if (rc == ONCE_OK)
         out->pending = (uint64_t)sqlite3_column_int64(st, 0);

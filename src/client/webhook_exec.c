@@ -1,7 +1,8 @@
 /*
  * webhook_exec.c -- the ready-made receiver handler that runs a shell
  * command per event (`once listen --exec CMD`): the event body on stdin,
- * ONCE_TASK_ID / ONCE_GENERATION / ONCE_WEBHOOK_ID in the environment,
+ * ONCE_TASK_ID / ONCE_GENERATION / ONCE_WEBHOOK_ID / ONCE_SUBSCRIPTION in
+ * the environment,
  * exit status 0 = handled.
  *
  * The body goes through a memfd rather than a pipe, so a command that does
@@ -20,27 +21,33 @@
 
 extern char **environ;
 
-/* environ minus our three names, plus them with this event's values. */
-static char **build_env(const once_webhook_event *ev, char vars[3][ONCE_ID_MAX + 64])
+#define NVARS 4
+#define VAR_MAX (ONCE_WEBHOOK_ID_MAX + 32)
+
+/* environ minus our names, plus them with this event's values. */
+static char **build_env(const once_webhook_event *ev, char vars[NVARS][VAR_MAX])
 {
     size_t n = 0;
     while (environ[n] != NULL)
         n++;
-    char **env = once_calloc(n + 4, sizeof *env);
+    char **env = once_calloc(n + NVARS + 1, sizeof *env);
     if (env == NULL)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (strncmp(environ[i], "ONCE_TASK_ID=", 13) == 0 ||
             strncmp(environ[i], "ONCE_GENERATION=", 16) == 0 ||
-            strncmp(environ[i], "ONCE_WEBHOOK_ID=", 16) == 0)
+            strncmp(environ[i], "ONCE_WEBHOOK_ID=", 16) == 0 ||
+            strncmp(environ[i], "ONCE_SUBSCRIPTION=", 18) == 0)
             continue;
         env[k++] = environ[i];
     }
     snprintf(vars[0], sizeof vars[0], "ONCE_TASK_ID=%s", ev->task_id);
     snprintf(vars[1], sizeof vars[1], "ONCE_GENERATION=%lld", (long long)ev->generation);
     snprintf(vars[2], sizeof vars[2], "ONCE_WEBHOOK_ID=%s", ev->id);
-    for (int i = 0; i < 3; i++)
+    snprintf(vars[3], sizeof vars[3], "ONCE_SUBSCRIPTION=%s",
+             ev->subscription != NULL ? ev->subscription : "");
+    for (int i = 0; i < NVARS; i++)
         env[k++] = vars[i];
     env[k] = NULL;
     return env;
@@ -68,7 +75,7 @@ int once_webhook_exec_handler(void *cmd, const once_webhook_event *ev)
         close(fd);
         return ONCE_EIO;
     }
-    char vars[3][ONCE_ID_MAX + 64];
+    char vars[NVARS][VAR_MAX];
     char **env = build_env(ev, vars);
     if (env == NULL) {
         close(fd);

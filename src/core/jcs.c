@@ -19,6 +19,7 @@
  */
 #include "core/alloc_int.h"
 #include "core/jcs.h"
+#include "core/json_depth.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -492,4 +493,34 @@ int once_message_digest(const char *msg_json, size_t n, uint8_t out[ONCE_SHA256_
         rc = once__message_digest_json(v, out);
     json_decref(v);
     return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Nesting depth of a value (json_depth.h).
+ */
+
+int once__json_depth(const json_t *v, int limit)
+{
+    if (!json_is_object(v) && !json_is_array(v))
+        return 0;
+    if (limit <= 0)
+        return 1;
+    int deepest = 0;
+    if (json_is_array(v)) {
+        size_t n = json_array_size(v);
+        for (size_t i = 0; i < n && deepest < limit; i++) {
+            int d = once__json_depth(json_array_get(v, i), limit - 1);
+            if (d > deepest)
+                deepest = d;
+        }
+    } else {
+        /* jansson's iterators take a non-const object but do not modify it. */
+        for (void *it = json_object_iter((json_t *)v); it != NULL && deepest < limit;
+             it = json_object_iter_next((json_t *)v, it)) {
+            int d = once__json_depth(json_object_iter_value(it), limit - 1);
+            if (d > deepest)
+                deepest = d;
+        }
+    }
+    return deepest + 1;
 }

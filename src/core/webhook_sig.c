@@ -1,13 +1,15 @@
 /*
  * webhook_sig.c -- Standard Webhooks signatures (include/once/webhook.h):
  * the "v1,<base64>" HMAC-SHA256 entry over id.timestamp.body, the
- * "whsec_" secret encoding, and the constant-time verification a receiver
- * runs, with its timestamp tolerance. Pure: no clock, no I/O.
+ * "whsec_" secret encoding, the constant-time verification a receiver
+ * runs, with its timestamp tolerance, and the webhook-id that names a
+ * delivery's subscription. Pure: no clock, no I/O.
  *
  * Invariant: verification never returns early on the first differing byte
  * of a signature, and tries every entry against every secret before it
  * answers, so its time does not depend on how close a forgery came.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -136,4 +138,90 @@ int once_webhook_verify(const char *const *secrets, size_t nsecrets, const char 
         p = end;
     }
     return match ? ONCE_OK : ONCE_EINVAL;
+}
+
+void once_webhook_principal_tag(const void *key, size_t keylen, const char *principal,
+                                char out[ONCE_WEBHOOK_TAG_LEN + 1])
+{
+    /* The principal goes in as its SHA-256, so any length fits one buffer. */
+    static const char domain[] = "once-push-principal|";
+    uint8_t buf[sizeof domain - 1 + ONCE_SHA256_LEN], mac_out[ONCE_SHA256_LEN];
+    memcpy(buf, domain, sizeof domain - 1);
+    once_sha256(principal, strlen(principal), buf + sizeof domain - 1);
+    once_hmac_sha256(key, keylen, buf, sizeof buf, mac_out);
+    once_hex(mac_out, ONCE_WEBHOOK_TAG_LEN / 2, out);
+    out[ONCE_WEBHOOK_TAG_LEN] = '\0';
+}
+
+static int tag_valid(const char *t)
+{
+    size_t i = 0;
+    for (; t[i] != '\0'; i++)
+        if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+            return 0;
+    return i == ONCE_WEBHOOK_TAG_LEN;
+}
+
+int once_webhook_id_format(const once_webhook_id *id, char out[ONCE_WEBHOOK_ID_MAX + 1])
+{
+    out[0] = '\0';
+    if (!tag_valid(id->tag) || !once_id_valid(id->config_id) || !once_id_valid(id->task_id) ||
+        id->since < 0 || id->generation <= id->since)
+        return ONCE_EINVAL;
+    int n = snprintf(out, ONCE_WEBHOOK_ID_MAX + 1, "%s/%s/%" PRId64 "/%s.%" PRId64, id->tag,
+                     id->config_id, id->since, id->task_id, id->generation);
+    return n > 0 && n <= ONCE_WEBHOOK_ID_MAX ? ONCE_OK : ONCE_EINVAL;
+}
+
+/* Decimal digits only, at most 18 of them (no sign, no overflow). */
+static int parse_count(const char *s, size_t n, int64_t *out)
+{
+    int64_t v = 0;
+    if (n == 0 || n > 18)
+        return ONCE_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return ONCE_EINVAL;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return ONCE_OK;
+}
+
+/* Copy s[0..n) into out (cap + 1 bytes); ONCE_EINVAL when it does not fit. */
+static int take(const char *s, size_t n, char *out, size_t cap)
+{
+    if (n > cap)
+        return ONCE_EINVAL;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return ONCE_OK;
+}
+
+int once_webhook_id_parse(const char *s, once_webhook_id *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s == NULL || strlen(s) > ONCE_WEBHOOK_ID_MAX)
+        return ONCE_EINVAL;
+    const char *a = strchr(s, '/');
+    const char *b = a ? strchr(a + 1, '/') : NULL;
+    const char *c = b ? strchr(b + 1, '/') : NULL;
+    const char *dot = c ? strrchr(c + 1, '.') : NULL;
+    if (dot == NULL || strchr(c + 1, '/') != NULL)
+        return ONCE_EINVAL;
+    int rc = take(s, (size_t)(a - s), out->tag, ONCE_WEBHOOK_TAG_LEN);
+    if (rc == ONCE_OK)
+        rc = take(a + 1, (size_t)(b - a - 1), out->config_id, ONCE_ID_MAX);
+    if (rc == ONCE_OK)
+        rc = parse_count(b + 1, (size_t)(c - b - 1), &out->since);
+    if (rc == ONCE_OK)
+        rc = take(c + 1, (size_t)(dot - c - 1), out->task_id, ONCE_ID_MAX);
+    if (rc == ONCE_OK)
+        rc = parse_count(dot + 1, strlen(dot + 1), &out->generation);
+    if (rc == ONCE_OK && (!tag_valid(out->tag) || !once_id_valid(out->config_id) ||
+                          !once_id_valid(out->task_id) || out->generation <= out->since))
+        rc = ONCE_EINVAL;
+    if (rc != ONCE_OK)
+        memset(out, 0, sizeof *out);
+    return rc;
 }

@@ -23,6 +23,7 @@
 #define MAX_WORKERS 1024
 #define DEFAULT_QUEUE_PER_WORKER 16
 #define MAX_QUEUE (1 << 20)
+#define DEFAULT_MAX_TASK_BYTES ((int64_t)4 << 20)
 #define SECRET_BYTES 32
 
 int64_t once__now(const once_engine *e)
@@ -149,7 +150,7 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
     if (cfg->lease_ms < 0 || cfg->heartbeat_ms < 0 || cfg->retention_ms < 0 ||
         cfg->tombstone_ms < 0 || cfg->sweep_interval_ms < 0 || cfg->max_wait_ms < 0 ||
         cfg->workers < 0 || cfg->workers > MAX_WORKERS || cfg->max_queue < 0 ||
-        cfg->max_queue > MAX_QUEUE) {
+        cfg->max_queue > MAX_QUEUE || cfg->max_task_bytes < 0) {
         snprintf(err, errlen, "negative or out-of-range engine setting");
         return ONCE_EINVAL;
     }
@@ -197,6 +198,8 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
         c->workers = DEFAULT_WORKERS;
     if (c->max_queue == 0)
         c->max_queue = DEFAULT_QUEUE_PER_WORKER * c->workers;
+    if (c->max_task_bytes == 0)
+        c->max_task_bytes = DEFAULT_MAX_TASK_BYTES;
 
     if (pthread_mutex_init(&e->mu, NULL) != 0) {
         once_free(e);

@@ -40,6 +40,13 @@ typedef struct once_engine_config {
      * other replicas take the load instead of a queue that grows without
      * bound. */
     int max_queue;
+    /* Largest stored record (task JSON, checkpoint, accepted-message digests
+     * and push configs together); default 4 MiB. A write that would grow a
+     * record past it is refused with ONCE_ERANGE (a send: -32602 naming the
+     * limit; an agent's output: the task fails with that reason), except
+     * the write that ends the task, which may use 64 KiB more so a task can
+     * always end. Bounds the memory and time of every read of the task. */
+    int64_t max_task_bytes;
     /* EXPERIMENT ONLY (demo/amplify.sh, onced --experiment-naive): switch
      * the idempotency layer off to measure what it prevents. A first
      * message without a taskId registers a fresh task under a random

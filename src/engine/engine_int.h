@@ -129,11 +129,18 @@ int once__takeovers_held(const once_engine *e);
  * becomes terminal), the lease (cleared when interrupted or terminal). */
 void once__set_state(once_record *next, once_state state, int64_t now);
 
+/* Bytes of a record's variable parts (what max_task_bytes bounds). */
+int64_t once__record_bytes(const once_record *r);
+/* ONCE_ERANGE if writing next (over cur; NULL for a create) would grow the
+ * record past cfg.max_task_bytes (a final write has a small reserve). */
+int once__size_check(const once_engine *e, const once_record *cur, const once_record *next);
+
 /* Commit next (a modified copy of cur) as a CAS against cur->version, with
  * one event `payload` (may be NULL: no event, generation unchanged). Sets
  * next->version, updated_at and generation. payload must already carry
  * generation cur->generation + 1. Wakes local waiters on success. Returns
- * the store's answer (ONCE_ECONFLICT: re-load and retry). */
+ * ONCE_ERANGE (nothing written) past max_task_bytes, else the store's
+ * answer (ONCE_ECONFLICT: re-load and retry). */
 int once__write(once_engine *e, const once_record *cur, once_record *next, const char *payload);
 
 /* Wake waiters of (principal, task_id) in this process. */

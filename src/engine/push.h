@@ -27,8 +27,9 @@ typedef struct once_push_options {
     size_t nsecrets;            /* 0: deliveries carry no webhook-signature */
     const char *const *allow;   /* CIDRs exempt from the SSRF guard */
     size_t nallow;
-    int max_attempts;           /* failed attempts on one event before the config
-                                 * is disabled; default 10 */
+    int max_attempts;           /* failed attempts on one event after which
+                                 * lastError reports them (retries go on; only a
+                                 * 410 disables); default 10 */
     int64_t timeout_ms;         /* one POST; default 10000 */
     int64_t backoff_ms;         /* full-jitter backoff base; default 1000 */
     int64_t backoff_cap_ms;     /* default 300000 */

@@ -12,9 +12,19 @@
  *                  receiver sent one and it is longer; either way at most
  *                  cap (backoff_cap_ms, the delivery's max backoff), so a
  *                  receiver cannot park its deliveries longer than that
- *                  (push_http.c caps the header when it parses it); after
- *                  max_attempts failures on one event the config is
- *                  disabled with the last error kept
+ *                  (push_http.c caps the header when it parses it). Such
+ *                  failures are transient however long they last: a
+ *                  receiver that is overloaded or under attack must not
+ *                  lose its events, so the config is never disabled for
+ *                  them. From max_attempts failures on one event on,
+ *                  lastError says how many failed; the retries go on with
+ *                  the same capped backoff
+ *
+ * Only 410 is a permanent refusal. The webhook-id names the subscription
+ * (docs/protocol.md, "The webhook trust model"): the principal's tag (an
+ * HMAC of the principal under the store's secret, the same on every
+ * replica), the config id, its since, the task and the generation, so all
+ * a receiver keys its state by is signed.
  *
  * At-least-once: an event is acknowledged only after its 2xx, and the
  * acknowledgement is fenced by the lease, so a replica that stalled past its
@@ -34,6 +44,7 @@
 #include "core/backoff.h"
 #include "core/jcs.h"
 #include "engine/push_int.h"
+#include "once/webhook.h"
 
 #define EVENTS_BATCH 16
 
@@ -122,8 +133,13 @@ static int attempt(once_engine *e, void *http, const once_push_claim *c, const j
 {
     struct once__push *p = e->push;
     const json_t *auth = json_object_get(cfg, "authentication");
-    char wid[ONCE_ID_MAX + 24];
-    snprintf(wid, sizeof wid, "%s.%lld", c->task_id, (long long)ev->generation);
+    once_webhook_id id = {.since = since, .generation = ev->generation};
+    char wid[ONCE_WEBHOOK_ID_MAX + 1];
+    once_webhook_principal_tag(e->secret, strlen(e->secret), c->principal, id.tag);
+    snprintf(id.config_id, sizeof id.config_id, "%s", c->config_id);
+    snprintf(id.task_id, sizeof id.task_id, "%s", c->task_id);
+    if (once_webhook_id_format(&id, wid) != ONCE_OK)
+        return 0; /* never: every part was checked when stored; the lease lapses */
     once__push_post q = {
         .url = json_string_value(json_object_get(cfg, "url")),
         .body = ev->payload,
@@ -151,18 +167,19 @@ static int attempt(once_engine *e, void *http, const once_push_claim *c, const j
                   "HTTP 410 Gone: the receiver asked for no more deliveries");
         return 0;
     }
-    if (attempts + 1 >= p->opt.max_attempts) {
-        char why[sizeof r.error + 64];
-        snprintf(why, sizeof why, "gave up after %lld attempts: %s", (long long)(attempts + 1),
-                 r.error);
-        ONCE__PUSH_STAT(p, disabled);
-        (void)ack(e, c, ONCE_PUSH_DISABLE, ev->generation, 0, 0, why);
-        return 0;
-    }
     ONCE__PUSH_STAT(p, retried);
     int64_t now = once__now(e), wait = backoff(e, p, attempts, r.retry_after_ms);
+    const char *error = r.error;
+    char why[sizeof r.error + 96];
+    if (attempts + 1 >= p->opt.max_attempts) {
+        /* Past the attempt count: say so, keep the event, keep retrying. */
+        snprintf(why, sizeof why,
+                 "%lld attempts failed, still retrying (backoff up to %lld ms): %s",
+                 (long long)(attempts + 1), (long long)p->opt.backoff_cap_ms, r.error);
+        error = why;
+    }
     int64_t next = wait < INT64_MAX - now ? now + wait : INT64_MAX; /* any cap the options allow */
-    (void)ack(e, c, ONCE_PUSH_RETRY, ev->generation, 0, next, r.error);
+    (void)ack(e, c, ONCE_PUSH_RETRY, ev->generation, 0, next, error);
     return 0;
 }
 

@@ -103,8 +103,9 @@ typedef struct once__push_post {
     const char *url;
     const char *body;
     size_t len;
-    const char *webhook_id; /* "<task_id>.<generation>" */
-    int64_t since;
+    const char *webhook_id;  /* once_webhook_id_format: signed, names the
+                              * subscription, its since, task, generation */
+    int64_t since;           /* once-push-since: a copy of the id's since */
     const char *token;       /* NULL = no X-A2A-Notification-Token */
     const char *auth_scheme; /* NULL = no Authorization */
     const char *auth_credentials;

@@ -9,8 +9,10 @@
  * 169.254/16 (link-local), 192.0.0/24 (IETF protocol assignments),
  * 198.18/15 (benchmarking), 224/4 (multicast), 240/4 (reserved, broadcast);
  * IPv6 ::/128, ::1, fe80::/10 (link-local), fc00::/7 (ULA), fec0::/10
- * (old site-local), ff00::/8 (multicast), and IPv4-mapped / IPv4-compatible
- * / NAT64 (64:ff9b::/96) addresses judged by the IPv4 address inside.
+ * (old site-local), ff00::/8 (multicast), 64:ff9b:1::/48 (local-use NAT64),
+ * and the IPv6 forms that wrap an IPv4 address (mapped, translated,
+ * compatible, NAT64 64:ff9b::/96, 6to4 2002::/16: embedded_v4()) judged by
+ * the IPv4 address inside.
  *
  * The authoritative check is on the resolved address at connect time
  * (push_http.c); the URL check here only refuses what is obviously bad
@@ -75,17 +77,26 @@ static int prefix_match(const uint8_t *a, const uint8_t *net, int bits)
     return (a[full] & mask) == (net[full] & mask);
 }
 
-/* The IPv4 address inside an IPv6 one that only wraps it, or NULL. */
+/* The IPv4 address inside an IPv6 one that wraps it (the packet ends up at
+ * that IPv4 host, through the kernel, a translator or a relay), or NULL:
+ *   ::ffff:a.b.c.d       IPv4-mapped (RFC 4291)
+ *   ::ffff:0:a.b.c.d     IPv4-translated (RFC 2765, SIIT)
+ *   ::a.b.c.d            IPv4-compatible (deprecated), but not :: and ::1
+ *   64:ff9b::a.b.c.d     NAT64 well-known prefix (RFC 6052)
+ *   2002:AABB:CCDD::/48  6to4 (RFC 3056): a.b.c.d is the relay's target */
 static const uint8_t *embedded_v4(const uint8_t *a6)
 {
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    static const uint8_t translated[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};
     static const uint8_t compat[12] = {0};
     static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
-    if (memcmp(a6, mapped, 12) == 0 || memcmp(a6, nat64, 12) == 0)
+    if (memcmp(a6, mapped, 12) == 0 || memcmp(a6, translated, 12) == 0 ||
+        memcmp(a6, nat64, 12) == 0)
         return a6 + 12;
-    /* ::a.b.c.d (deprecated), but not :: and ::1, which are judged as IPv6 */
     if (memcmp(a6, compat, 12) == 0 && (a6[12] | a6[13]) != 0)
         return a6 + 12;
+    if (a6[0] == 0x20 && a6[1] == 0x02)
+        return a6 + 2;
     return NULL;
 }
 
@@ -130,6 +141,11 @@ static const char *blocked_v6(const uint8_t *a)
         return "a unique local address (fc00::/7)";
     if (a[0] == 0xff)
         return "a multicast address (ff00::/8)";
+    /* Where a local-use NAT64 prefix puts the IPv4 address depends on the
+     * operator's prefix length: not judged by it, refused whole. */
+    static const uint8_t nat64_local[6] = {0, 0x64, 0xff, 0x9b, 0, 1};
+    if (memcmp(a, nat64_local, 6) == 0)
+        return "a local-use NAT64 address (64:ff9b:1::/48)";
     return NULL;
 }
 

@@ -262,6 +262,8 @@ static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
     if (rc == ONCE_OK && (payload = once__ev_task(task, 1)) == NULL)
         rc = ONCE_ENOMEM;
     json_decref(task);
+    if (rc == ONCE_OK)
+        rc = once__size_check(e, NULL, &rec);
     if (rc == ONCE_OK) {
         once_event ev = {1, payload};
         rc = once__store_rc(e, once_store_create(e->store, &rec, &ev, 1, NULL, NULL));
@@ -428,6 +430,13 @@ static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once
         }
         if (in.stored == ONCE_STORED_RECORD)
             once_record_clear(&rec);
+        if (rc == ONCE_ERANGE) {
+            char why[160];
+            snprintf(why, sizeof why,
+                     "the task would exceed its maximum size of %lld bytes (--max-task-size)",
+                     (long long)e->cfg.max_task_bytes);
+            return invalid(res, "message", why);
+        }
         if (!retry)
             return rc;
         /* Lost a race: forget this round's answer, keep the identity. */

@@ -63,8 +63,32 @@ int once__task_append_history(json_t *task, const json_t *msg)
     return ONCE_OK;
 }
 
+/* 1 if the task is working and its status message is the last entry of
+ * its history: an agent progress message, which the next one replaces. */
+static int progress_on_top(const json_t *task)
+{
+    const json_t *st = json_object_get(task, "status");
+    const char *state = json_string_value(json_object_get(st, "state"));
+    const json_t *hist = json_object_get(task, "history");
+    size_t n = json_array_size(hist);
+    if (state == NULL || strcmp(state, once_state_name(ONCE_STATE_WORKING)) != 0 || n == 0)
+        return 0;
+    const char *a = json_string_value(json_object_get(json_object_get(st, "message"), "messageId"));
+    const char *b = json_string_value(json_object_get(json_array_get(hist, n - 1), "messageId"));
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
 int once__task_set_status(json_t *task, once_state state, const json_t *msg, int64_t now)
 {
+    /* Progress messages (working -> working) replace each other in the
+     * history: every one is still an event (streams and webhooks see them
+     * all), but the stored task keeps only the latest, so an agent that
+     * reports progress often does not grow its task without bound. */
+    if (state == ONCE_STATE_WORKING && msg != NULL && progress_on_top(task)) {
+        json_t *hist = json_object_get(task, "history");
+        if (json_array_remove(hist, json_array_size(hist) - 1) != 0)
+            return ONCE_ENOMEM;
+    }
     json_t *st = status_new(state, now);
     if (st == NULL)
         return ONCE_ENOMEM;

@@ -26,13 +26,40 @@ void once__set_state(once_record *next, once_state state, int64_t now)
     }
 }
 
+/* What a final write may add past max_task_bytes: room for the status
+ * that ends the task (a failure reason, say), so a full task can always end. */
+#define FINAL_RESERVE_BYTES ((int64_t)64 << 10)
+
+static int64_t slen(const char *s)
+{
+    return s != NULL ? (int64_t)strlen(s) : 0;
+}
+
+int64_t once__record_bytes(const once_record *r)
+{
+    return slen(r->task_json) + slen(r->checkpoint) + slen(r->digests) + slen(r->push_json);
+}
+
+int once__size_check(const once_engine *e, const once_record *cur, const once_record *next)
+{
+    int64_t n = once__record_bytes(next), max = e->cfg.max_task_bytes;
+    if (n <= max || (cur != NULL && n <= once__record_bytes(cur)))
+        return ONCE_OK;   /* within the bound, or not growing */
+    if (once_state_terminal(next->state) && n <= max + FINAL_RESERVE_BYTES)
+        return ONCE_OK;
+    return ONCE_ERANGE;
+}
+
 int once__write(once_engine *e, const once_record *cur, once_record *next, const char *payload)
 {
+    int rc = once__size_check(e, cur, next);
+    if (rc != ONCE_OK)
+        return rc;
     next->version = cur->version + 1;
     next->generation = cur->generation + (payload != NULL ? 1 : 0);
     next->updated_at = once__now(e);
     once_event ev = {next->generation, (char *)payload};
-    int rc = once_store_update(e->store, next, cur->version, payload != NULL ? &ev : NULL,
+    rc = once_store_update(e->store, next, cur->version, payload != NULL ? &ev : NULL,
                                payload != NULL ? 1 : 0);
     if (rc == ONCE_OK)
         once__notify(e, next->principal, next->task_id);

@@ -15,6 +15,7 @@
 #include "exec/jsonl.h"
 #include "core/base64.h"
 #include "core/jcs.h"
+#include "core/json_depth.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -153,12 +154,22 @@ static int opt_string(json_t *obj, const char *key, int nonempty, const char *wh
     return ONCE_OK;
 }
 
+/* A value the agent supplies (data, metadata) nests at most
+ * ONCE_VALUE_MAX_DEPTH deep, or no answer could carry it (json_depth.h). */
+static int shallow(const json_t *v, const char *where, const char *key, vprob *p)
+{
+    if (v != NULL && once__json_depth(v, ONCE_VALUE_MAX_DEPTH) > ONCE_VALUE_MAX_DEPTH)
+        return bad(p, "%s.%s nests deeper than %d levels (the limit on a value)", where, key,
+                   ONCE_VALUE_MAX_DEPTH);
+    return ONCE_OK;
+}
+
 static int opt_object(json_t *obj, const char *key, const char *where, vprob *p)
 {
     json_t *v = json_object_get(obj, key);
     if (v != NULL && !json_is_object(v))
         return bad(p, "%s.%s must be an object", where, key);
-    return ONCE_OK;
+    return shallow(v, where, key, p);
 }
 
 static int opt_string_array(json_t *obj, const char *key, const char *where, vprob *p)
@@ -206,7 +217,8 @@ static int check_part(json_t *part, const char *where, vprob *p)
         if (!once__base64_valid(json_string_value(v), json_string_length(v)))
             return bad(p, "%s.raw is not valid base64", where);
     }
-    if ((rc = opt_object(part, "metadata", where, p)) < 0 ||
+    if ((rc = shallow(json_object_get(part, "data"), where, "data", p)) < 0 ||
+        (rc = opt_object(part, "metadata", where, p)) < 0 ||
         (rc = opt_string(part, "filename", 0, where, p)) < 0 ||
         (rc = opt_string(part, "mediaType", 0, where, p)) < 0)
         return rc;

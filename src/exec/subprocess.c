@@ -65,6 +65,7 @@ typedef struct turn {
     char err[ERR_LINE_MAX];   /* stderr bytes of the current line */
     size_t err_len;
     uint64_t lineno;
+    uint64_t ignored;         /* lines ignored after the turn ended, beyond the first */
     phase ph;
     int rc;                   /* what run() returns */
     int64_t started, ended_at, term_at, exit_at, swept_at;
@@ -167,6 +168,37 @@ static void fail(turn *t, const char *fmt, ...)
 
 /* ------------------------------------------------------------ apply lines */
 
+/* Has the command used up its deadline? t->started moves forward by the
+ * time writes spent in the engine (apply_timed), so this counts only the
+ * command's own time. */
+static int deadline_passed(const turn *t, int64_t now)
+{
+    return t->cfg->deadline_ms > 0 && now - t->started >= t->cfg->deadline_ms;
+}
+
+static void deadline_fail(turn *t)
+{
+    if (t->ph == PH_RUN)
+        fail(t, "exec: deadline exceeded: the command ran longer than %" PRId64 " ms",
+             t->cfg->deadline_ms);
+    else
+        stop(t);
+}
+
+/* After the turn ended, an ignored line is logged once; the rest are only
+ * counted (a command printing without end must not flood onced's log), and
+ * the count is logged when the command is gone (ignored_summary). */
+static int ignore_once(turn *t)
+{
+    return t->ignored++ == 0;
+}
+
+static void ignored_summary(turn *t)
+{
+    if (t->ignored > 1)
+        say(t, "ignored %" PRIu64 " more output lines after the turn ended", t->ignored - 1);
+}
+
 static char *dump(const json_t *v)
 {
     char *s = NULL;
@@ -230,9 +262,11 @@ static void on_line(turn *t, const char *s, size_t n)
         /* Running out of memory is this replica's failure, not the agent's:
          * the reason must not call its line malformed. */
         const char *what = rc == ONCE_ENOMEM ? "could not read" : "malformed";
-        if (t->ph == PH_ENDED)
-            say(t, "ignored output line %" PRIu64 " after the turn ended: %s", t->lineno, why);
-        else
+        if (t->ph == PH_ENDED) {
+            if (ignore_once(t))
+                say(t, "ignored output line %" PRIu64 " after the turn ended: %s", t->lineno,
+                    why);
+        } else
             fail(t, "exec: %s output line %" PRIu64 ": %s", what, t->lineno, why);
         return;
     }
@@ -241,7 +275,8 @@ static void on_line(turn *t, const char *s, size_t n)
     } else if (c.kind == ONCE__EXEC_BLANK) {
         /* tolerated: print("") and friends */
     } else if (t->ph == PH_ENDED) {
-        say(t, "ignored output line %" PRIu64 ": the turn already ended", t->lineno);
+        if (ignore_once(t))
+            say(t, "ignored output line %" PRIu64 ": the turn already ended", t->lineno);
     } else if (once_work_canceled(t->w)) {
         t->rc = ONCE_ECANCELED;
         stop(t);
@@ -259,6 +294,9 @@ static void on_line(turn *t, const char *s, size_t n)
             t->lineno);
         t->rc = rc;
         stop(t);
+    } else if (rc == ONCE_ERANGE) {
+        fail(t, "exec: output line %" PRIu64 " refused: the task would exceed its maximum size",
+             t->lineno);
     } else if (rc == ONCE_EILLEGAL || rc == ONCE_EINVAL) {
         char q[ONCE_EXEC_QUOTE_MAX + 8];
         once__exec_quote(s, n, ONCE_EXEC_QUOTE_MAX, q, sizeof q);
@@ -299,6 +337,12 @@ static void split_lines(turn *t)
     while (t->ph != PH_STOP &&
            (nl = memchr(t->out + t->out_scanned, '\n', t->out_len - t->out_scanned)) != NULL) {
         size_t end = (size_t)(nl - t->out);
+        /* One read can hold many lines: the deadline is checked before each,
+         * not only between reads. */
+        if (t->ph == PH_RUN && deadline_passed(t, once_monotonic_ms())) {
+            deadline_fail(t);
+            break;
+        }
         on_line(t, t->out + start, end - start);
         start = end + 1;
         t->out_scanned = start;
@@ -439,11 +483,7 @@ static int check_limits(turn *t, int64_t now)
     if (t->ph != PH_STOP && cfg->deadline_ms > 0) {
         int64_t left = t->started + cfg->deadline_ms - now;
         if (left <= 0) {
-            if (t->ph == PH_RUN)
-                fail(t, "exec: deadline exceeded: the command ran longer than %" PRId64 " ms",
-                     cfg->deadline_ms);
-            else
-                stop(t);
+            deadline_fail(t);
         } else
             wait = min64(wait, left);
     }
@@ -535,11 +575,29 @@ static void pump(turn *t)
     }
 }
 
+/* The signal that killed the command, or 0. The command runs under
+ * /bin/sh -c, and the shell (dash does not exec even a lone simple command)
+ * reports a command killed by signal N as exit status 128 + N: that is read
+ * as the signal, so SIGKILL is reported as such whoever sent it. Prefixing
+ * "exec" instead would take the shell out of the way only for a simple
+ * command and break a compound one ("cd dir && ./agent"). The price: a
+ * command that itself exits 129..159 is reported as killed by that signal. */
+static int killed_by(int st)
+{
+    if (WIFSIGNALED(st))
+        return WTERMSIG(st);
+    if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + 32 &&
+        sigabbrev_np(WEXITSTATUS(st) - 128) != NULL)
+        return WEXITSTATUS(st) - 128;
+    return 0;
+}
+
 /* The exit status decides the turn only if no line ended it. */
 static void judge_exit(turn *t)
 {
     int st = t->proc.status;
     char sig[32];
+    int signo;
 
     if (st == -1) {
         if (t->ph == PH_RUN)
@@ -548,21 +606,20 @@ static void judge_exit(turn *t)
     }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return;
-    if (WIFSIGNALED(st)) {
-        const char *abbrev = sigabbrev_np(WTERMSIG(st));
+    if ((signo = killed_by(st)) != 0) {
+        const char *abbrev = sigabbrev_np(signo);
         snprintf(sig, sizeof sig, "SIG%s", abbrev ? abbrev : "?");
     }
     if (t->ph != PH_RUN) {
         if (t->ph == PH_ENDED)
             say(t, "the command exited with %s %d after ending the turn",
-                WIFEXITED(st) ? "status" : "signal",
-                WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+                signo ? "signal" : "status", signo ? signo : WEXITSTATUS(st));
         return;
     }
-    if (WIFEXITED(st))
+    if (signo != 0)
+        fail(t, "exec: the command was killed by signal %d (%s)", signo, sig);
+    else if (WIFEXITED(st))
         fail(t, "exec: the command exited with status %d", WEXITSTATUS(st));
-    else if (WIFSIGNALED(st))
-        fail(t, "exec: the command was killed by signal %d (%s)", WTERMSIG(st), sig);
     else
         fail(t, "exec: the command ended with wait status %d", st);
 }
@@ -632,6 +689,7 @@ static int sub_run(const once_executor *ex, once_work *w)
     }
     flush_err(&t);
     once__proc_reap(&t.proc);
+    ignored_summary(&t);
     judge_exit(&t);
     once_free(t.input);
     once_free(t.out);

@@ -12,7 +12,12 @@ delivers push notifications (docs/protocol.md section 13):
   answered 401 and never recorded: the genuine event sent afterwards under
   the same webhook-id is handed over (it would be a dropped duplicate had the
   forgery been recorded);
-- without --exec, events are printed on stdout (--json: one object a line).
+- without --exec, events are printed on stdout (--json: one object a line);
+- a captured delivery replayed ahead of its predecessor with a forged
+  once-push-since is refused: the skipped generation is still handed over
+  when it arrives (before, the receiver jumped past it and dropped it);
+- `once listen` without --token is a usage error: the token is what keeps
+  other tenants' subscriptions out.
 """
 import base64
 import hashlib
@@ -37,6 +42,8 @@ ONCE = os.path.join(BUILD, "once")
 TMP = scratch_dir("once-listen-")
 SECRET = "whsec_" + base64.b64encode(b"listen-e2e-secret-0123456789abcd").decode()
 TOKEN = "tok-listen"
+# A subscription made up for events posted by the test itself.
+SUB = "0123456789abcdef/cfg-test/0/"
 ONCED_FLAGS = ["--push-allow", "127.0.0.1/32", "--push-secret", SECRET, "--push-timeout", "2s",
                "--push-backoff", "100ms"]
 
@@ -103,7 +110,8 @@ class Recorder:
     def delivery(self, wid):
         with self.lock:
             for hd, body, st in self.seen:
-                if header(hd, "webhook-id") == wid and 200 <= st < 300:
+                w = header(hd, "webhook-id") or ""
+                if (w == wid or w.endswith("/" + wid)) and 200 <= st < 300:
                     return hd, body
         return None
 
@@ -153,6 +161,15 @@ def exec_cmd(path):
                       'tr -d "\\n" >> %s; echo >> %s' % (path, path, path)]
 
 
+def send_pushed(srv, text, tid, url):
+    """SendMessage to task tid with a push config to url; the answer."""
+    conf = {"url": url, "token": TOKEN}
+    st, _, doc = srv.rpc("SendMessage", {"message": user_message(text, task_id=tid),
+                                         "configuration": {"taskPushNotificationConfig": conf}},
+                         ext=True)
+    return doc
+
+
 def generation(srv, tid):
     st, _, doc = srv.rpc("GetTask", {"id": tid})
     return result_task(doc, "GetTask")["generation"]
@@ -177,7 +194,7 @@ def sentinel(port, seen, what):
     before the sentinel has been handed over by then: the positive signal
     after which "nothing more was handed over" can be asserted."""
     tid = "t-sentinel-" + new_id()
-    wid, ts = tid + ".1", str(int(time.time()))
+    wid, ts = SUB + tid + ".1", str(int(time.time()))
     body = json.dumps({"task": {"id": tid, "contextId": "c", "generation": 1,
                                 "status": {"state": "TASK_STATE_SUBMITTED"}}}).encode()
     h = {"Content-Type": "application/a2a+json", "webhook-id": wid, "webhook-timestamp": ts,
@@ -197,10 +214,7 @@ def test_listen_exec_once_in_order():
     srv = Onced(ONCED_FLAGS, tmpdir=scratch_dir())
     try:
         tid = "t-" + new_id()
-        conf = {"url": rec.url, "token": TOKEN}
-        st, _, doc = srv.rpc("SendMessage", {"message": user_message("ask:Which court?", task_id=tid),
-                                             "configuration": {"taskPushNotificationConfig": conf}},
-                             ext=True)
+        doc = send_pushed(srv, "ask:Which court?", tid, rec.url)
         eq(result_task(doc)["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "the task asks")
         st, _, doc = srv.rpc("SendMessage", {"message": user_message("Zurich", task_id=tid)}, ext=True)
         eq(result_task(doc)["status"]["state"], "TASK_STATE_COMPLETED", "then completes")
@@ -245,7 +259,7 @@ def test_listen_exec_once_in_order():
         # A forged first event of another task: rejected, so not recorded --
         # the genuine one under the same webhook-id is then handed over.
         other = "t-" + new_id()
-        wid, ts = other + ".1", str(int(time.time()))
+        wid, ts = SUB + other + ".1", str(int(time.time()))
         genuine = json.dumps({"task": {"id": other, "contextId": "c", "generation": 1,
                                        "status": {"state": "TASK_STATE_SUBMITTED"}}}).encode()
         forged = genuine.replace(b"SUBMITTED", b"COMPLETED")
@@ -312,9 +326,48 @@ def test_listen_prints_events():
              if d["taskId"] == tid]
     eq([(d["taskId"], d["generation"]) for d in lines], [(tid, g) for g in range(1, gen + 1)],
        "one JSON line per event, in order")
-    eq([d["webhookId"] for d in lines], ["%s.%d" % (tid, g) for g in range(1, gen + 1)],
-       "with its webhook-id")
+    eq([d["webhookId"].rsplit("/", 1)[1] for d in lines],
+       ["%s.%d" % (tid, g) for g in range(1, gen + 1)], "with its webhook-id")
+    eq(len({d["subscription"] for d in lines}), 1, "all of one subscription")
     check("task" in lines[0]["event"], "the event is the StreamResponse: %r" % lines[0])
+
+
+def test_forged_since_replay():
+    # Capture a task's deliveries with a first receiver, then replay them to
+    # a fresh one: generation 1, then generation 3 ahead of 2 with a forged
+    # once-push-since: 2 ("generations up to 2 will never come").
+    lst = Listener("since-capture", os.path.join(TMP, "since-capture.db"))
+    rec = Recorder(lst.port)
+    srv = Onced(ONCED_FLAGS, tmpdir=scratch_dir())
+    try:
+        tid = "t-" + new_id()
+        send_pushed(srv, "hello", tid, rec.url)
+        gen = generation(srv, tid)
+        check(gen >= 3, "the task has three events or more (%d)" % gen)
+        wait_delivered(srv, tid, gen)
+    finally:
+        srv.stop()
+        rec.stop()
+        lst.stop()
+    log = os.path.join(TMP, "since-handled.log")
+    lst = Listener("since-replay", os.path.join(TMP, "since-replay.db"), exec_cmd(log))
+    try:
+        (h1, b1), (h2, b2), (h3, b3) = (rec.delivery("%s.%d" % (tid, g)) for g in (1, 2, 3))
+        eq(post(lst.port, h1, b1), 204, "generation 1 accepted")
+        forged = dict(h3)
+        for k in list(forged):
+            if k.lower() == "once-push-since":
+                del forged[k]
+        forged["once-push-since"] = "2"
+        st = post(lst.port, forged, b3)
+        check(st >= 400, "generation 3 with a forged once-push-since is refused (%d)" % st)
+        eq(post(lst.port, h2, b2), 204, "the genuine generation 2 is accepted")
+        eq(post(lst.port, h3, b3), 204, "and the genuine generation 3")
+        wait_until(lambda: len(handled(log)) >= 3, timeout=10, what="three events handed over")
+        eq([(t, g) for t, g, _ in handled(log)], [(tid, 1), (tid, 2), (tid, 3)],
+           "generation 2 was not skipped: each handed over once, in order")
+    finally:
+        lst.stop()
 
 
 def test_listen_usage():
@@ -325,6 +378,13 @@ def test_listen_usage():
     p = subprocess.run([ONCE, "listen", "--secret", "s"], capture_output=True, text=True,
                        timeout=scaled(10))
     eq(p.returncode, 2, "listen without --port: usage error")
+    env = dict(os.environ)
+    env.pop("ONCE_TOKEN", None)
+    p = subprocess.run([ONCE, "listen", "--port", "0", "--secret", "s",
+                        "--state", os.path.join(TMP, "usage.db")], capture_output=True,
+                       text=True, timeout=scaled(10), env=env)
+    eq(p.returncode, 2, "listen without --token: usage error")
+    check("--token" in p.stderr, "says what is missing: %r" % p.stderr)
     p = subprocess.run([ONCE, "--help"], capture_output=True, text=True, timeout=scaled(10))
     check("listen --port P --secret S" in p.stdout, "--help documents listen")
 
@@ -333,4 +393,5 @@ if __name__ == "__main__":
     if not os.path.exists(ONCE):
         print("FAIL: %s is missing (build first)" % ONCE, file=sys.stderr)
         sys.exit(1)
-    run([test_listen_exec_once_in_order, test_listen_prints_events, test_listen_usage])
+    run([test_listen_exec_once_in_order, test_listen_prints_events, test_forged_since_replay,
+         test_listen_usage])

@@ -487,10 +487,13 @@ def test_onced_framing():
 # ---------------------------------------------------------------------------
 # once listen
 
+LISTEN_TOKEN = "hostile-test-token"
+
+
 class Listener:
     def __init__(self, extra=(), handled=None):
         self.tmp = scratch_dir("once-hostile-")
-        cmd = [ONCE, "listen", "--port", "0", "--secret", SECRET,
+        cmd = [ONCE, "listen", "--port", "0", "--secret", SECRET, "--token", LISTEN_TOKEN,
                "--state", os.path.join(self.tmp, "state.db"),
                "--request-timeout", MS, "--max-connections", "16",
                "--max-connections-per-ip", "4"] + list(extra)
@@ -600,11 +603,17 @@ def test_listen_framing():
         for tid in tasks:
             st, _, _ = srv.rpc("SendMessage", {"message": user_message("hello", task_id=tid),
                                                "configuration": {"taskPushNotificationConfig":
-                                                                 {"url": cap.url}}}, ext=True)
+                                                                 {"url": cap.url,
+                                                                  "token": LISTEN_TOKEN}}},
+                                   ext=True)
             eq(st, 200, "a task with a push config")
-        wanted = ["%s.1" % tasks[0], "%s.2" % tasks[0], "%s.1" % tasks[1]]
-        wait_until(lambda: all(w in cap.seen for w in wanted), timeout=20,
-                   what="onced to push the events to replay")
+        # webhook-id is <tag>/<config>/<since>/<task>.<generation>
+        ends = ["/%s.1" % tasks[0], "/%s.2" % tasks[0], "/%s.1" % tasks[1]]
+
+        def ids():
+            got = [next((k for k in list(cap.seen) if k and k.endswith(e)), None) for e in ends]
+            return got if all(got) else None
+        wanted = wait_until(ids, timeout=20, what="onced to push the events to replay")
     finally:
         srv.stop()
         cap.stop()

@@ -11,9 +11,12 @@ what the application saw: one line per handled event, "<task> <gen> <body>".
     SIGKILL while the receiver holds its request: the other replica takes the
     delivery over after the lease and completes it; each event still handled
     once;
-  - a tampered body, a tampered signature, an old timestamp: rejected (signed
-    here in Python, so the C verifier is checked against an independent
-    signer), and not recorded;
+  - a receiver failing every delivery far past --push-attempts (500s,
+    resets: overloaded or attacked) keeps its config and its events: once it
+    answers again, every event is handled once, in order;
+  - a tampered body, a tampered signature, an old timestamp, a wrong
+    notification token: rejected (signed here in Python, so the C verifier
+    is checked against an independent signer), and not recorded;
   - a webhook URL on loopback without --push-allow: refused with a clear
     error, also inside SendMessage (no task is created);
   - the four config methods on the wire.
@@ -40,6 +43,9 @@ SECRET = "whsec_" + base64.b64encode(b"e2e-push-secret-0123456789abcdef").decode
 ALLOW = ["--push-allow", "127.0.0.1/32"]
 FAST = ["--push-secret", SECRET, "--push-timeout", "1s", "--push-backoff", "100ms",
         "--test-admin"]
+TOKEN = "tok-e2e"
+# A webhook-id of a subscription made up here: principal tag, config, since.
+SUB = "00112233445566ff/cfg-x/0/"
 
 
 class Sink:
@@ -52,7 +58,8 @@ class Sink:
         self.stats = os.path.join(self.dir, "stats.json")
         self.err = open(os.path.join(self.dir, "sink.err"), "wb")
         self.proc = subprocess.Popen(
-            [SINK, "--secret", SECRET, "--state", os.path.join(self.dir, "state.db"),
+            [SINK, "--secret", SECRET, "--token", TOKEN,
+             "--state", os.path.join(self.dir, "state.db"),
              "--log", self.log, "--stats", self.stats] + list(args),
             stdout=subprocess.PIPE, stderr=self.err)
         line = self.proc.stdout.readline().decode()
@@ -86,7 +93,7 @@ def mkd(name):
     return d
 
 
-def send(srv, text, task_id, push_url, token="tok-e2e", **cfg):
+def send(srv, text, task_id, push_url, token=TOKEN, **cfg):
     conf = {"url": push_url, "token": token}
     conf.update(cfg)
     return srv.rpc("SendMessage", {"message": user_message(text, task_id=task_id),
@@ -159,6 +166,29 @@ def test_receiver_fails_then_recovers():
     eq(rx["pending"], 0, "nothing left pending")
 
 
+def test_attacked_receiver_keeps_events():
+    # Eight failures in a row against --push-attempts 2: before, the config
+    # was disabled after the second and the rest of the events were lost.
+    sink = Sink("attacked", ["--fail", "500,reset,503,500,reset,502,500,500"])
+    srv = Onced(ALLOW + FAST + ["--push-attempts", "2"], tmpdir=mkd("attacked"))
+    try:
+        tid = "t-" + new_id()
+        st, _, doc = send(srv, "hello", tid, sink.url)
+        eq(result_task(doc)["status"]["state"], "TASK_STATE_COMPLETED", "the task completed")
+        gen = generation(srv, tid)
+        wait_until(lambda: len([1 for t, _, _ in sink.handled() if t == tid]) >= gen,
+                   timeout=60, what="every event handled after the failures")
+        d = configs(srv, tid)[0]["delivery"]
+        eq(d["disabled"], False, "the config stays enabled")
+        eq(d["deliveredGeneration"], gen, "every event delivered")
+        check(d["failures"] >= 2, "the failures are counted: %r" % (d,))
+    finally:
+        srv.stop()
+        rx = sink.stop()
+    expect_every_event_once(sink, tid, gen, "after eight failures")
+    check(rx["requests"] >= gen + 8, "the failures reached the receiver: %r" % rx)
+
+
 def test_kill9_mid_delivery():
     mark = os.path.join(TMP, "holding")
     sink = Sink("kill9", ["--fail", "ok,slow", "--slow-ms", "4000", "--mark", mark])
@@ -201,7 +231,7 @@ def test_kill9_mid_delivery():
     eq(rx["handled"], gen, "the receiver handled each event once")
 
 
-def post(port, wid, ts, body, sig, token=None):
+def post(port, wid, ts, body, sig, token=TOKEN):
     h = {"Content-Type": "application/a2a+json", "webhook-id": wid, "webhook-timestamp": ts,
          "webhook-signature": sig}
     if token:
@@ -229,33 +259,37 @@ def test_tampered_and_stale_rejected():
         body = json.dumps({"statusUpdate": {"taskId": "t-x", "contextId": "c",
                                             "status": {"state": "TASK_STATE_WORKING"},
                                             "generation": 1}}).encode()
-        good = sign("t-x.1", now, body)
-        eq(post(sink.port, "t-x.1", now, body.replace(b"WORKING", b"FAILED"), good), 401,
+        good = sign(SUB + "t-x.1", now, body)
+        eq(post(sink.port, SUB + "t-x.1", now, body.replace(b"WORKING", b"FAILED"), good), 401,
            "tampered body")
         bad = good[:-6] + ("A" if good[-6] != "A" else "B") + good[-5:]
-        eq(post(sink.port, "t-x.1", now, body, bad), 401, "tampered signature")
+        eq(post(sink.port, SUB + "t-x.1", now, body, bad), 401, "tampered signature")
         old = str(int(time.time()) - 600)
-        eq(post(sink.port, "t-x.1", old, body, sign("t-x.1", old, body)), 401, "old timestamp")
+        eq(post(sink.port, SUB + "t-x.1", old, body, sign(SUB + "t-x.1", old, body)), 401,
+           "old timestamp")
         other = "whsec_" + base64.b64encode(b"someone-else-entirely-000000").decode()
-        eq(post(sink.port, "t-x.1", now, body, sign("t-x.1", now, body, other)), 401,
+        eq(post(sink.port, SUB + "t-x.1", now, body, sign(SUB + "t-x.1", now, body, other)), 401,
            "another secret")
+        eq(post(sink.port, SUB + "t-x.1", now, body, good, token="not-" + TOKEN), 401,
+           "a wrong notification token")
+        eq(post(sink.port, SUB + "t-x.1", now, body, good, token=None), 401, "no token")
         # the same bytes, correctly signed (by Python): accepted and handled;
         # had a rejected one been recorded, this would be a dropped duplicate
-        eq(post(sink.port, "t-x.1", now, body, "v1,bm9wZQ== " + good), 204,
+        eq(post(sink.port, SUB + "t-x.1", now, body, "v1,bm9wZQ== " + good), 204,
            "valid (second entry matches)")
         wait_until(lambda: len(sink.handled()) == 1, timeout=5, what="the valid one handled")
-        eq(post(sink.port, "t-x.1", now, body, good), 204, "a duplicate is acknowledged")
+        eq(post(sink.port, SUB + "t-x.1", now, body, good), 204, "a duplicate is acknowledged")
         # A fresh event after it: handed over in the order recorded, so once
         # it is, anything recorded before it has been handed over too.
         body2 = body.replace(b'"t-x"', b'"t-y"')
-        eq(post(sink.port, "t-y.1", now, body2, sign("t-y.1", now, body2)), 204, "another event")
+        eq(post(sink.port, SUB + "t-y.1", now, body2, sign(SUB + "t-y.1", now, body2)), 204, "another event")
         wait_until(lambda: any(t == "t-y" for t, _, _ in sink.handled()), timeout=5,
                    what="the later event handled")
         eq([(t, g, b) for t, g, b in sink.handled() if t == "t-x"],
            [("t-x", 1, json.loads(body))], "handled once, the genuine body")
     finally:
         rx = sink.stop()
-    eq(rx["rejected"], 4, "four rejections counted")
+    eq(rx["rejected"], 6, "six rejections counted")
     eq(rx["duplicates"], 1, "one duplicate")
 
 
@@ -337,6 +371,7 @@ def test_config_methods_on_the_wire():
 
 if __name__ == "__main__":
     check(os.path.exists(SINK), "webhook_sink is built (%s)" % SINK)
-    run([test_receiver_fails_then_recovers, test_kill9_mid_delivery,
+    run([test_receiver_fails_then_recovers, test_attacked_receiver_keeps_events,
+         test_kill9_mid_delivery,
          test_tampered_and_stale_rejected, test_loopback_refused_without_allow,
          test_config_methods_on_the_wire])

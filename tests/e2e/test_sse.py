@@ -422,7 +422,8 @@ def test_slow_subscribers_bounded():
     env = {"MALLOC_ARENA_MAX": "2",
            "ASAN_OPTIONS": (asan + ":" if asan else "") + "thread_local_quarantine_size_kb=64"}
     with Onced(tmpdir=TMP, store=store, env=env,
-               args=["--exec", "%s %s" % (sys.executable, agent), "--max-streams", "80"]) as s:
+               args=["--exec", "%s %s" % (sys.executable, agent), "--max-streams", "80",
+                     "--max-task-size", "16MiB"]) as s:
         st_, _, doc = s.rpc("SendMessage", {"message": user_message("big")}, timeout=120)
         task = result_task(doc)
         eq(task["status"]["state"], "TASK_STATE_COMPLETED", "the big task finished")

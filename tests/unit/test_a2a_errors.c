@@ -191,6 +191,34 @@ static json_t *rpc(const char *method, const char *params, once_a2a_response *r)
     return doc;
 }
 
+/* An answer the writer refuses (nested past ONCE_JSON_MAX_DEPTH; the value
+ * limit keeps stored values short of it) is its own error, with the
+ * request's id, never "out of memory" with id null. */
+static void test_unwritable_answer(void **state)
+{
+    (void)state;
+    once_a2a_response r;
+    json_t *deep = json_string("leaf");
+    for (int i = 0; i < ONCE_JSON_MAX_DEPTH; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "k", deep);
+        deep = o;
+    }
+    F.rc = ONCE_OK;
+    F.result = json_pack("{s:s, s:s, s:{s:s}, s:o}", "id", "t-9", "contextId", "c-1", "status",
+                         "state", "TASK_STATE_COMPLETED", "metadata", deep);
+    json_t *doc = rpc("GetTask", "{\"id\":\"t-9\"}", &r);
+    assert_int_equal(r.http_status, 500);
+    assert_int_equal(json_integer_value(json_object_get(doc, "id")), 3);
+    assert_int_equal(err_code(doc), -32603);
+    assert_string_equal(err_reason(doc), "RESPONSE_NOT_WRITABLE");
+    const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+    assert_non_null(msg);
+    assert_null(strstr(msg, "out of memory"));
+    json_decref(doc);
+    once_a2a_response_clear(&r);
+}
+
 static void test_get_cancel(void **state)
 {
     (void)state;
@@ -440,6 +468,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_errors_are_retryable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwritable_answer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_supported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_legacy_send, setup, teardown),
         cmocka_unit_test(test_http_layer_errors),

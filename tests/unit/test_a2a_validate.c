@@ -14,6 +14,7 @@
 
 #include "a2a/a2a_int.h"
 #include "core/base64.h"
+#include "core/json_depth.h"
 
 /* Check msg (JSON text); expect_field NULL = accepted. */
 static void check_msg(const char *text, int legacy, const char *expect_field)
@@ -41,6 +42,48 @@ static void check_msg(const char *text, int legacy, const char *expect_field)
 #define P "\"parts\":[{\"text\":\"hi\"}]"
 #define U "\"role\":\"ROLE_USER\""
 #define M "\"messageId\":\"m-1\""
+
+/* n nested arrays around 1 (n = 0: just 1) into buf, as JSON text; an
+ * object when obj (then n >= 1). */
+static void nested(char *buf, size_t cap, int n, int obj)
+{
+    size_t o = 0;
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s", obj && i == 0 ? "{\"k\":" : "[");
+    o += (size_t)snprintf(buf + o, cap - o, "1");
+    for (int i = n - 1; i >= 0; i--)
+        o += (size_t)snprintf(buf + o, cap - o, "%s", obj && i == 0 ? "}" : "]");
+}
+
+/* Supplied values nest at most ONCE_VALUE_MAX_DEPTH deep, each field
+ * named when it is over; the limit leaves room for every envelope. */
+static void test_value_depth(void **state)
+{
+    (void)state;
+    char v[256], msg[512];
+    static const char *const shapes[][3] = {
+        {"{" M "," U ",\"parts\":[{\"data\":", "}]}", "message.parts[0].data"},
+        {"{" M "," U ",\"parts\":[{\"text\":\"x\",\"metadata\":", "}]}",
+         "message.parts[0].metadata"},
+        {"{" M "," U "," P ",\"metadata\":", "}", "message.metadata"},
+    };
+    assert_true(ONCE_VALUE_MAX_DEPTH + ONCE_ENVELOPE_MAX_DEPTH <= ONCE_JSON_MAX_DEPTH);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        nested(v, sizeof v, ONCE_VALUE_MAX_DEPTH, 1);
+        snprintf(msg, sizeof msg, "%s%s%s", shapes[i][0], v, shapes[i][1]);
+        check_msg(msg, 0, NULL);
+        nested(v, sizeof v, ONCE_VALUE_MAX_DEPTH + 1, 1);
+        snprintf(msg, sizeof msg, "%s%s%s", shapes[i][0], v, shapes[i][1]);
+        check_msg(msg, 0, shapes[i][2]);
+    }
+    json_t *j = json_loads("[[1],[[[2]]],{}]", 0, NULL);
+    assert_int_equal(once__json_depth(j, 10), 4);
+    assert_int_equal(once__json_depth(j, 2), 3);   /* stops one past the limit */
+    json_decref(j);
+    j = json_integer(5);
+    assert_int_equal(once__json_depth(j, 0), 0);
+    json_decref(j);
+}
 
 static void test_message_accepted(void **state)
 {
@@ -284,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_base64),           cmocka_unit_test(test_time),
         cmocka_unit_test(test_history),          cmocka_unit_test(test_legacy_in),
         cmocka_unit_test(test_legacy_out),
+        cmocka_unit_test(test_value_depth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

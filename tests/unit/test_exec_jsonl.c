@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "core/alloc_int.h"
+#include "core/json_depth.h"
 #include "exec/jsonl.h"
 
 static int parse(const char *line, once__exec_cmd *c, char *why, size_t cap)
@@ -43,6 +44,47 @@ static void refused(const char *line, int rc, const char *needle)
     json_decref(s);
     for (const char *p = why; *p; p++)
         assert_true((unsigned char)*p >= 0x20 && *p != 0x7F);
+}
+
+/* An agent's data and metadata nest at most ONCE_VALUE_MAX_DEPTH deep: a
+ * line over it is refused with a reason naming the field and the limit. */
+static void test_value_depth(void **state)
+{
+    (void)state;
+    char v[256], line[512], need[64];
+    once__exec_cmd c;
+    char why[512];
+    static const char *const shapes[][3] = {
+        {"{\"artifact\":{\"parts\":[{\"data\":", "}]}}", "artifact.parts[0].data"},
+        {"{\"artifact\":{\"parts\":[{\"text\":\"x\"}],\"metadata\":", "}}",
+         "artifact.metadata"},
+        {"{\"status\":\"completed\",\"message\":{\"parts\":[{\"text\":\"x\","
+         "\"metadata\":",
+         "}]}}", "message.parts[0].metadata"},
+        {"{\"reply\":{\"parts\":[{\"text\":\"x\"}],\"metadata\":", "}}", ".metadata"},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        for (int over = 0; over <= 1; over++) {
+            int n = ONCE_VALUE_MAX_DEPTH + over;
+            size_t o = (size_t)snprintf(v, sizeof v, "{\"k\":");
+            for (int k = 1; k < n; k++)
+                o += (size_t)snprintf(v + o, sizeof v - o, "[");
+            o += (size_t)snprintf(v + o, sizeof v - o, "1");
+            for (int k = 1; k < n; k++)
+                o += (size_t)snprintf(v + o, sizeof v - o, "]");
+            snprintf(v + o, sizeof v - o, "}");
+            snprintf(line, sizeof line, "%s%s%s", shapes[i][0], v, shapes[i][1]);
+            if (!over) {
+                if (parse(line, &c, why, sizeof why) != ONCE_OK)
+                    fail_msg("%s refused: %s", line, why);
+                once__exec_cmd_clear(&c);
+            } else {
+                snprintf(need, sizeof need, "%s nests deeper than %d levels", shapes[i][2],
+                         ONCE_VALUE_MAX_DEPTH);
+                refused(line, ONCE_EINVAL, need);
+            }
+        }
+    }
 }
 
 static void test_status_states(void **state)
@@ -422,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_line_framing),    cmocka_unit_test(test_line_too_long),
         cmocka_unit_test(test_quote),           cmocka_unit_test(test_input_line),
         cmocka_unit_test(test_alloc_faults),
+        cmocka_unit_test(test_value_depth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

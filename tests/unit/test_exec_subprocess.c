@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -397,6 +398,154 @@ static void test_deadline_kills(void **state)
     pid = read_pid(f.dir);
     assert_true(gone_within(pid, 3000));
     fx_stop(&f);
+}
+
+/* The shell between onced and the agent reports an agent killed by a signal
+ * as exit status 128 + N; the task still says which signal. */
+static void test_agent_killed_under_shell(void **state)
+{
+    fx f;
+    (void)state;
+
+    /* the inner shell is killed; the outer one (onced's child) exits 137 */
+    fx_start(&f, "sh -c 'kill -9 $$'; exit $?", 500, 0);
+    expect_failed(&f, "killed by signal 9 (SIGKILL)");
+    fx_stop(&f);
+
+    fx_start(&f, "sh -c 'kill -TERM $$'", 500, 0);
+    expect_failed(&f, "killed by signal 15 (SIGTERM)");
+    fx_stop(&f);
+}
+
+/* fd 2 redirected for the length of a test; restored by stderr_restore. */
+static int stderr_redirect(int fd)
+{
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    fflush(stderr);
+    assert_int_equal(dup2(fd, 2), 2);
+    return saved;
+}
+
+static void stderr_restore(int saved)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
+/* 1 if needle occurs in s exactly once. */
+static int just_once(const char *s, const char *needle)
+{
+    const char *first = strstr(s, needle);
+    return first != NULL && strstr(first + 1, needle) == NULL;
+}
+
+/* Lines printed after the turn ended are logged once, then only counted:
+ * a command that keeps printing cannot flood onced's log. */
+static void test_ignored_lines_logged_once(void **state)
+{
+    fx f;
+    once_send_res res;
+    json_t *task;
+    char path[128];
+    char *log = NULL;
+    int fd, saved;
+    (void)state;
+
+    fx_make_dir(&f);
+    snprintf(path, sizeof path, "%s/stderr", f.dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    saved = stderr_redirect(fd);
+    fx_start_in(&f,
+                "echo '{\"status\":\"completed\"}'; "
+                "seq 2000 | sed 's/.*/{\"status\":\"working\"}/'; echo garbage; echo garbage",
+                500, 0);
+    task = run_one(&f, "go", &res);
+    int64_t end = once_monotonic_ms() + tt_ms(10000);
+    /* the count is logged when the command is gone */
+    while (once_monotonic_ms() < end) {
+        free(log);
+        log = read_file(f.dir, "stderr");
+        if (log != NULL && strstr(log, "more output lines after the turn ended") != NULL)
+            break;
+        usleep(10000);
+    }
+    stderr_restore(saved);
+    close(fd);
+    assert_int_equal(state_of(task), ONCE_STATE_COMPLETED);
+    json_decref(task);
+    assert_non_null(log);
+    if (!just_once(log, "ignored output line") ||
+        !just_once(log, "more output lines after the turn ended"))
+        fail_msg("want one ignored line and one count; log: %.2000s", log);
+    free(log);
+    fx_stop(&f);
+}
+
+/* The deadline is checked between the lines of one read, not only between
+ * reads: onced is held inside a batch (its stderr is a full pipe while it
+ * logs the batch's log lines) until the deadline has passed; the completion
+ * line later in the same batch must not land. */
+static void test_deadline_within_batch(void **state)
+{
+    fx f;
+    once_send_res res;
+    json_t *r, *task = NULL;
+    int p[2], saved, avail = 0;
+    char batch[16384], line[1100], task_id[ONCE_ID_MAX + 1];
+    size_t off = 0;
+    (void)state;
+
+    memset(line, 'x', 1000);
+    line[1000] = '\0';
+    for (int i = 0; i < 8; i++)
+        off += (size_t)snprintf(batch + off, sizeof batch - off, "{\"log\":\"%s\"}\n", line);
+    snprintf(batch + off, sizeof batch - off, "{\"status\":\"completed\"}\n");
+    fx_make_dir(&f);
+    write_file(f.dir, "batch", batch);
+
+    assert_int_equal(pipe(p), 0);
+    assert_true(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0);
+    assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+    saved = stderr_redirect(p[1]);
+    fx_start_in(&f, "cat @D/batch; sleep 5", 300, 300);
+    r = send_msg(&f, NULL, NULL, "go", 1, &res);
+    snprintf(task_id, sizeof task_id, "%s", res.task_id);
+    json_decref(r);
+
+    /* three log lines fill the pipe: onced is now inside the batch */
+    int64_t end = once_monotonic_ms() + tt_ms(10000);
+    while (avail < 3000 && once_monotonic_ms() < end) {
+        assert_int_equal(ioctl(p[0], FIONREAD, &avail), 0);
+        usleep(5000);
+    }
+    int held = avail >= 3000;
+    usleep(400 * 1000);   /* past the deadline, however fast the machine */
+    /* drain until the task ends */
+    once_state st = ONCE_STATE_UNKNOWN;
+    end = once_monotonic_ms() + tt_ms(10000);
+    while (once_monotonic_ms() < end) {
+        char buf[4096];
+        while (read(p[0], buf, sizeof buf) > 0) {
+        }
+        json_decref(task);
+        task = get_task(&f, task_id);
+        st = state_of(task);
+        if (once_state_terminal(st))
+            break;
+        usleep(5000);
+    }
+    fx_stop(&f);
+    stderr_restore(saved);
+    close(p[0]);
+    close(p[1]);
+    assert_true(held);
+    if (st != ONCE_STATE_FAILED || strstr(status_text(task), "deadline exceeded") == NULL)
+        fail_msg("state %s, reason \"%s\", want failed with deadline exceeded",
+                 once_state_name(st), status_text(task));
+    json_decref(task);
 }
 
 static void test_cancel_sends_sigterm(void **state)
@@ -816,6 +965,9 @@ int main(void)
         cmocka_unit_test(test_exit_status_fails),
         cmocka_unit_test(test_malformed_output_fails),
         cmocka_unit_test(test_deadline_kills),
+        cmocka_unit_test(test_deadline_within_batch),
+        cmocka_unit_test(test_agent_killed_under_shell),
+        cmocka_unit_test(test_ignored_lines_logged_once),
         cmocka_unit_test(test_cancel_sends_sigterm),
         cmocka_unit_test(test_environment_and_stdin),
         cmocka_unit_test(test_artifacts_survive),

@@ -24,6 +24,18 @@ static const char *judge(const char *addr, const once__cidr *allow, size_t n)
     return once__addr_blocked(allow, n, AF_INET6, a);
 }
 
+/* Each of bad is refused, each of good passes, with no allow-list. */
+static void expect_judged(const char *const *bad, size_t nbad, const char *const *good,
+                          size_t ngood)
+{
+    for (size_t i = 0; i < nbad; i++)
+        if (judge(bad[i], NULL, 0) == NULL)
+            fail_msg("%s was not refused", bad[i]);
+    for (size_t i = 0; i < ngood; i++)
+        if (judge(good[i], NULL, 0) != NULL)
+            fail_msg("%s was refused: %s", good[i], judge(good[i], NULL, 0));
+}
+
 static void blocked_ranges(void **state)
 {
     (void)state;
@@ -58,15 +70,39 @@ static void blocked_ranges(void **state)
         "8.8.8.8",     "1.1.1.1",     "172.15.255.255",       "172.32.0.0",     "100.63.255.255",
         "100.128.0.0", "192.169.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8", "169.253.255.255",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (judge(bad[i], NULL, 0) == NULL)
-            fail_msg("%s was not refused", bad[i]);
-    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
-        if (judge(good[i], NULL, 0) != NULL)
-            fail_msg("%s was refused: %s", good[i], judge(good[i], NULL, 0));
+    expect_judged(bad, sizeof bad / sizeof bad[0], good, sizeof good / sizeof good[0]);
     assert_non_null(strstr(judge("127.0.0.1", NULL, 0), "loopback"));
     assert_non_null(strstr(judge("10.0.0.1", NULL, 0), "private"));
     assert_non_null(strstr(judge("fe80::1", NULL, 0), "link-local"));
+}
+
+/* Every IPv6 form that carries a packet to an IPv4 host is judged by that
+ * host: mapped, translated (SIIT), compatible, NAT64 and 6to4; the
+ * local-use NAT64 prefix is refused whole. Public hosts inside stay good. */
+static void wrapped_ipv4(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "::ffff:0:127.0.0.1",   "::ffff:0:10.1.2.3",   "::ffff:0:a9fe:a9fe",
+        "::ffff:0:192.168.0.1", "::ffff:127.0.0.1",    "::10.0.0.1",
+        "64:ff9b::127.0.0.1",   "64:ff9b::10.0.0.1",   "2002:7f00:1::1",
+        "2002:a00:1::",         "2002:a9fe:a9fe::1",   "64:ff9b:1::a00:1",
+        "64:ff9b:1:7f00:1::",
+    };
+    static const char *const good[] = {
+        "::ffff:0:8.8.8.8", "64:ff9b::8.8.8.8", "2002:808:808::1", "2001:db8::127.0.0.1",
+    };
+    expect_judged(bad, sizeof bad / sizeof bad[0], good, sizeof good / sizeof good[0]);
+    assert_non_null(strstr(judge("::ffff:0:127.0.0.1", NULL, 0), "loopback"));
+    assert_non_null(strstr(judge("2002:a9fe:a9fe::", NULL, 0), "link-local"));
+    /* An IPv4 entry of the allow-list covers these spellings too. */
+    once__cidr allow;
+    assert_int_equal(once__cidr_parse("127.0.0.1/32", &allow), ONCE_OK);
+    assert_null(judge("::ffff:0:127.0.0.1", &allow, 1));
+    assert_null(judge("2002:7f00:1::", &allow, 1));
+    char why[300];
+    assert_int_equal(once__push_url_check("http://[::ffff:0:127.0.0.1]:9/x", NULL, 0, why, 300),
+                     ONCE_EINVAL);
 }
 
 static void allow_list(void **state)
@@ -157,6 +193,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(blocked_ranges),
+        cmocka_unit_test(wrapped_ipv4),
         cmocka_unit_test(allow_list),
         cmocka_unit_test(url_check),
     };

@@ -4,9 +4,13 @@
  *   - a verified delivery is recorded before 2xx and handed over once;
  *   - duplicates (same webhook-id) answer 2xx and are not handed over again,
  *     also after a restart (the processed-set is on disk);
- *   - per task, events reach the handler in generation order: a gap is held
- *     until it fills, or until the application skips it; once-push-since
- *     tells where a subscription starts;
+ *   - per subscription and task, events reach the handler in generation
+ *     order: a gap is held until it fills, or until the application skips
+ *     it; the since in the signed webhook-id tells where a subscription
+ *     starts, and an unsigned once-push-since that disagrees is refused;
+ *   - the processed-set is keyed by subscription: another principal's (or
+ *     another config's) task of the same ID neither suppresses nor mixes
+ *     with this one's events; a receiver without a token cannot be opened;
  *   - a failing handler gets the same event again, still first;
  *   - tampered body / signature, a stale timestamp, a wrong token: refused,
  *     nothing recorded;
@@ -30,6 +34,8 @@
 
 #define SECRET "whsec_dGVzdC1zZWNyZXQtZm9yLXRoZS1yZWNlaXZlcg=="
 #define NOW_MS INT64_C(1700000000000)
+#define SUB_A "0123456789abcdef/cfg-a"
+#define SUB_B "fedcba9876543210/cfg-a" /* another principal, the same config id */
 
 /* What the handler saw, in order. */
 typedef struct seen {
@@ -109,12 +115,15 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Deliver (task, gen) with a correct signature unless tamper says otherwise:
- * 1 tampered body, 2 tampered signature, 3 stale timestamp, 4 wrong token. */
-static int deliver(fx *f, const char *task, int gen, const char *since, int tamper)
+/* Deliver (task, gen) of subscription sub with a correct signature unless
+ * tamper says otherwise: 1 tampered body, 2 tampered signature, 3 stale
+ * timestamp, 4 wrong token, 5 no token. since goes into the signed id
+ * (NULL: 0); the once-push-since header is header_since. */
+static int deliver_as(fx *f, const char *sub, const char *task, int gen, const char *since,
+                      const char *header_since, int tamper)
 {
-    char id[160], body[200], ts[24], sig[ONCE_WEBHOOK_SIG_LEN + 1];
-    snprintf(id, sizeof id, "%s.%d", task, gen);
+    char id[ONCE_WEBHOOK_ID_MAX + 1], body[200], ts[24], sig[ONCE_WEBHOOK_SIG_LEN + 1];
+    snprintf(id, sizeof id, "%s/%s/%s.%d", sub, since ? since : "0", task, gen);
     snprintf(body, sizeof body, "{\"statusUpdate\":{\"taskId\":\"%s\",\"generation\":%d}}", task,
              gen);
     snprintf(ts, sizeof ts, "%lld", (long long)(NOW_MS / 1000 - (tamper == 3 ? 600 : 0)));
@@ -126,8 +135,10 @@ static int deliver(fx *f, const char *task, int gen, const char *since, int tamp
     once_webhook_request r = {.id = id,
                               .timestamp = ts,
                               .signature = sig,
-                              .since = since,
-                              .token = tamper == 4 ? "tok-2" : "tok-1",
+                              .since = header_since,
+                              .token = tamper == 4   ? "tok-2"
+                                       : tamper == 5 ? NULL
+                                                     : "tok-1",
                               .body = body,
                               .len = strlen(body)};
     int status = 0, rc = once_webhook_receive(f->w, &r, &status, NULL, NULL, 0);
@@ -135,6 +146,11 @@ static int deliver(fx *f, const char *task, int gen, const char *since, int tamp
     int want = rc == ONCE_OK ? 204 : rc == ONCE_EPARSE ? 400 : rc == ONCE_EIO ? 503 : 401;
     assert_int_equal(status, want);
     return status;
+}
+
+static int deliver(fx *f, const char *task, int gen, const char *since, int tamper)
+{
+    return deliver_as(f, SUB_A, task, gen, since, since, tamper);
 }
 
 static size_t drain(fx *f)
@@ -232,6 +248,67 @@ static void since_and_skip(void **state)
     assert_int_equal(deliver(f, "t-1", 12, "x", 0), 400);
 }
 
+/* A captured delivery replayed with a forged once-push-since must not move
+ * the receiver past a generation it never handled: the since that counts
+ * is the signed one, and a header that disagrees is refused. */
+static void forged_since_refused(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(deliver(f, "t-1", 1, NULL, 0), 204);
+    assert_int_equal(drain(f), 1);
+    /* generation 3, genuine but for the header: "skip 1 and 2" */
+    assert_int_equal(deliver_as(f, SUB_A, "t-1", 3, "0", "2", 0), 400);
+    assert_int_equal(deliver_as(f, SUB_A, "t-1", 3, "0", "0", 0), 204); /* held for 2 */
+    assert_int_equal(drain(f), 0);
+    assert_int_equal(deliver(f, "t-1", 2, NULL, 0), 204); /* not a dropped duplicate */
+    assert_int_equal(drain(f), 2);
+    assert_int_equal(f->s.n, 3);
+    assert_string_equal(f->s.log[1], "t-1.2");
+    assert_string_equal(f->s.log[2], "t-1.3");
+}
+
+/* Two subscriptions deliver a task "job-1" each (two principals: task IDs
+ * are per principal). Neither suppresses the other: each generation of
+ * each is handed over, and duplicates are recognised per subscription. */
+static void subscriptions_apart(void **state)
+{
+    fx *f = *state;
+    for (int g = 1; g <= 3; g++)
+        assert_int_equal(deliver_as(f, SUB_B, "job-1", g, NULL, NULL, 0), 204);
+    assert_int_equal(drain(f), 3);
+    for (int g = 1; g <= 3; g++)
+        assert_int_equal(deliver_as(f, SUB_A, "job-1", g, NULL, NULL, 0), 204);
+    assert_int_equal(drain(f), 3); /* none was taken for a duplicate */
+    assert_int_equal(deliver_as(f, SUB_A, "job-1", 2, NULL, NULL, 0), 204);
+    assert_int_equal(drain(f), 0);
+    once_webhook_stats st;
+    assert_int_equal(once_webhook_get_stats(f->w, &st), ONCE_OK);
+    assert_int_equal(st.received, 6);
+    assert_int_equal(st.duplicates, 1);
+    assert_int_equal(f->s.n, 6);
+}
+
+/* The token is what tells this receiver's subscriptions from anyone
+ * else's: without one configured the receiver does not open, and a
+ * delivery without it is refused and not recorded. */
+static void token_required(void **state)
+{
+    fx *f = *state;
+    const char *secrets[] = {SECRET};
+    once_webhook_options o = {.state_path = f->path, .secrets = secrets, .nsecrets = 1};
+    once_webhook *w = NULL;
+    char err[200] = "";
+    assert_int_equal(once_webhook_open(&o, &w, err, sizeof err), ONCE_EINVAL);
+    assert_null(w);
+    assert_non_null(strstr(err, "token"));
+    o.token = "";
+    assert_int_equal(once_webhook_open(&o, &w, err, sizeof err), ONCE_EINVAL);
+    assert_int_equal(deliver(f, "t-1", 1, NULL, 5), 401);
+    once_webhook_stats st;
+    assert_int_equal(once_webhook_get_stats(f->w, &st), ONCE_OK);
+    assert_int_equal(st.pending, 0);
+}
+
 static void refused_not_recorded(void **state)
 {
     fx *f = *state;
@@ -247,11 +324,9 @@ static void refused_not_recorded(void **state)
     /* malformed: id shape, body not an object, missing headers */
     char sig[ONCE_WEBHOOK_SIG_LEN + 1], ts[24];
     snprintf(ts, sizeof ts, "%lld", (long long)(NOW_MS / 1000));
-    const char *cases[][2] = {{"no-generation", "{}"},
-                              {"t-1.0", "{}"},
-                              {"bad id.1", "{}"},
-                              {"t-1.1", "[1]"},
-                              {"t-1.1", "nope"}};
+    const char *cases[][2] = {{"no-generation", "{}"},   {"t-1.1", "{}"}, /* no subscription */
+                              {SUB_A "/0/t-1.0", "{}"},  {SUB_A "/0/bad id.1", "{}"},
+                              {SUB_A "/0/t-1.1", "[1]"}, {SUB_A "/0/t-1.1", "nope"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         assert_int_equal(
             once_webhook_sign(SECRET, cases[i][0], ts, cases[i][1], strlen(cases[i][1]), sig),
@@ -299,7 +374,7 @@ static size_t discard(char *b, size_t size, size_t n, void *arg)
 static long post(int port, const char *task, int gen, int now_s)
 {
     char id[160], body[160], ts[24], sig[ONCE_WEBHOOK_SIG_LEN + 1], url[64], h[4][200];
-    snprintf(id, sizeof id, "%s.%d", task, gen);
+    snprintf(id, sizeof id, "%s/0/%s.%d", SUB_A, task, gen);
     snprintf(body, sizeof body, "{\"task\":{\"id\":\"%s\"}}", task);
     snprintf(ts, sizeof ts, "%d", now_s);
     assert_int_equal(once_webhook_sign(SECRET, id, ts, body, strlen(body), sig), ONCE_OK);
@@ -368,16 +443,18 @@ static void exec_handler(void **state)
     char out[64], cmd[256];
     snprintf(out, sizeof out, "/tmp/once-rx-exec-%d", (int)getpid());
     snprintf(cmd, sizeof cmd,
-             "cat > %s; echo \" $ONCE_TASK_ID $ONCE_GENERATION $ONCE_WEBHOOK_ID\" >> %s", out, out);
-    once_webhook_event ev = {"t-9", 7, "t-9.7", "{\"x\":1}", 7};
+             "cat > %s; echo \" $ONCE_TASK_ID $ONCE_GENERATION $ONCE_WEBHOOK_ID"
+             " $ONCE_SUBSCRIPTION\" >> %s",
+             out, out);
+    once_webhook_event ev = {"t-9", 7, SUB_A "/0/t-9.7", "{\"x\":1}", 7, SUB_A};
     assert_int_equal(once_webhook_exec_handler(cmd, &ev), ONCE_OK);
     FILE *fp = fopen(out, "r");
     assert_non_null(fp);
-    char line[128] = "";
+    char line[256] = "";
     assert_non_null(fgets(line, sizeof line, fp));
     fclose(fp);
     unlink(out);
-    assert_string_equal(line, "{\"x\":1} t-9 7 t-9.7\n");
+    assert_string_equal(line, "{\"x\":1} t-9 7 " SUB_A "/0/t-9.7 " SUB_A "\n");
     assert_int_not_equal(once_webhook_exec_handler("exit 3", &ev), ONCE_OK);
 }
 
@@ -390,6 +467,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(handler_failure_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(since_and_skip, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_not_recorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(forged_since_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(subscriptions_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(token_required, setup, teardown),
         cmocka_unit_test_setup_teardown(http_listener, setup, teardown),
         cmocka_unit_test(exec_handler),
     };

@@ -3,7 +3,9 @@
  * the published example vector, whsec_ secrets, rotation (several entries
  * and several secrets), and every reason a receiver must refuse: tampered
  * body, tampered signature, a stale or future timestamp, missing or
- * malformed headers.
+ * malformed headers; the webhook-id that names a delivery's subscription
+ * (round trip, every malformed shape refused) and the principal tag (fixed
+ * length, per principal, per key).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,13 +131,67 @@ static void secret_decoding(void **state)
     assert_string_equal(sig, "");
 }
 
+static void webhook_id(void **state)
+{
+    (void)state;
+    once_webhook_id id = {.tag = "0123456789abcdef",
+                          .config_id = "cfg.1",
+                          .since = 4,
+                          .task_id = "job-1.2",
+                          .generation = 5};
+    char out[ONCE_WEBHOOK_ID_MAX + 1];
+    assert_int_equal(once_webhook_id_format(&id, out), ONCE_OK);
+    assert_string_equal(out, "0123456789abcdef/cfg.1/4/job-1.2.5");
+    once_webhook_id back;
+    assert_int_equal(once_webhook_id_parse(out, &back), ONCE_OK);
+    assert_string_equal(back.tag, id.tag);
+    assert_string_equal(back.config_id, "cfg.1");
+    assert_string_equal(back.task_id, "job-1.2"); /* dots in a task ID stay */
+    assert_int_equal(back.since, 4);
+    assert_int_equal(back.generation, 5);
+    id.generation = 4; /* not after since */
+    assert_int_equal(once_webhook_id_format(&id, out), ONCE_EINVAL);
+    const char *bad[] = {
+        "job-1.5",                                           /* the old shape: no subscription */
+        "0123456789abcdef/cfg/0/job-1",                      /* no generation */
+        "0123456789abcdef/cfg/0/job-1.0",                    /* generation 0 */
+        "0123456789abcdef/cfg/5/job-1.5",                    /* generation <= since */
+        "0123456789abcdef/cfg/-1/job-1.5",                   /* signed since */
+        "0123456789abcdef/cfg/x/job-1.5",                    /* since not a number */
+        "0123456789ABCDEF/cfg/0/job-1.5",                    /* tag not lowercase hex */
+        "0123456789abcde/cfg/0/job-1.5",                     /* tag too short */
+        "0123456789abcdef//0/job-1.5",                       /* no config id */
+        "0123456789abcdef/cfg/0/a/job-1.5",                  /* one part too many */
+        "0123456789abcdef/cfg/0/bad id.5",                   /* not an ID */
+        "0123456789abcdef/cfg/0/job-1.99999999999999999999", /* overflow */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (once_webhook_id_parse(bad[i], &back) != ONCE_EINVAL)
+            fail_msg("accepted %s", bad[i]);
+}
+
+static void principal_tag(void **state)
+{
+    (void)state;
+    char a[ONCE_WEBHOOK_TAG_LEN + 1], a2[ONCE_WEBHOOK_TAG_LEN + 1], b[ONCE_WEBHOOK_TAG_LEN + 1],
+        k2[ONCE_WEBHOOK_TAG_LEN + 1];
+    once_webhook_principal_tag("key-1", 5, "alice", a);
+    once_webhook_principal_tag("key-1", 5, "alice", a2);
+    once_webhook_principal_tag("key-1", 5, "bob", b);
+    once_webhook_principal_tag("key-2", 5, "alice", k2);
+    assert_int_equal(strlen(a), ONCE_WEBHOOK_TAG_LEN);
+    assert_string_equal(a, a2);     /* every replica computes the same */
+    assert_string_not_equal(a, b);  /* principals apart */
+    assert_string_not_equal(a, k2); /* keyed: not a plain hash of the name */
+    assert_null(strstr(a, "alice"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(known_vector),
-        cmocka_unit_test(refusals),
-        cmocka_unit_test(rotation),
-        cmocka_unit_test(secret_decoding),
+        cmocka_unit_test(known_vector), cmocka_unit_test(refusals),
+        cmocka_unit_test(rotation),     cmocka_unit_test(secret_decoding),
+        cmocka_unit_test(webhook_id),   cmocka_unit_test(principal_tag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
