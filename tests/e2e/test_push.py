@@ -128,6 +128,16 @@ def expect_every_event_once(sink, task_id, gen, what):
        what + ": each event handled once, in order, no gap")
 
 
+def recorded(srv, tid, gen):
+    """The task's push configs once onced recorded delivery up to gen: a
+    receiver hands an event over before its 2xx reaches onced, which
+    records the delivery only then."""
+    def ready():
+        c = configs(srv, tid)
+        return c if c and c[0]["delivery"]["deliveredGeneration"] >= gen else None
+    return wait_until(ready, timeout=20, what="onced to record delivery up to %d" % gen)
+
+
 def test_receiver_fails_then_recovers():
     mark = os.path.join(TMP, "recovers-slow")
     sink = Sink("recovers", ["--fail", "500,slow,reset", "--slow-ms", "2500", "--mark", mark])
@@ -142,7 +152,7 @@ def test_receiver_fails_then_recovers():
         bodies = [b for t, g, b in sink.handled()]
         check("task" in bodies[0], "event 1 is the Task (a StreamResponse): %r" % (bodies[0],))
         eq(bodies[0]["task"]["id"], tid, "the payload names the task")
-        cfg = configs(srv, tid)
+        cfg = recorded(srv, tid, gen)
         eq(len(cfg), 1, "one config")
         d = cfg[0]["delivery"]
         eq(d["deliveredGeneration"], gen, "the server recorded every delivery")
@@ -178,7 +188,7 @@ def test_attacked_receiver_keeps_events():
         gen = generation(srv, tid)
         wait_until(lambda: len([1 for t, _, _ in sink.handled() if t == tid]) >= gen,
                    timeout=60, what="every event handled after the failures")
-        d = configs(srv, tid)[0]["delivery"]
+        d = recorded(srv, tid, gen)[0]["delivery"]
         eq(d["disabled"], False, "the config stays enabled")
         eq(d["deliveredGeneration"], gen, "every event delivered")
         check(d["failures"] >= 2, "the failures are counted: %r" % (d,))
