@@ -66,7 +66,12 @@ static const char usage[] =
     "                              SendMessage holds one while it waits (64)\n"
     "  --max-body BYTES            largest request body, e.g. 1MiB, 512k (1MiB);\n"
     "                              larger bodies get HTTP 413\n"
-    "  --max-wait DUR              longest a blocking SendMessage waits (60s)\n"
+    "  --max-wait DUR              longest a blocking SendMessage waits (60s); a waiting\n"
+    "                              send holds its connection but no thread\n"
+    "  --max-waits N               blocking sends waiting at once (4096)\n"
+    "  --max-waits-per-principal N of those, per principal (256); past either a\n"
+    "                              blocking send answers at once with the task as it\n"
+    "                              stands (the client polls or subscribes from there)\n"
     "  --max-streams N             SSE streams served at once; past it HTTP 503 (256)\n"
     "  --request-timeout DUR       a request's head and body must be in within DUR of\n"
     "                              the connection's accept or its previous response,\n"
@@ -103,7 +108,7 @@ typedef struct opts {
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body, max_task_size;
-    unsigned threads, workers, max_streams, turn_workers, max_queue;
+    unsigned threads, workers, max_streams, turn_workers, max_queue, max_waits, max_waits_pp;
     int64_t sse_ping_ms;
     int64_t request_timeout_ms;
     unsigned max_connections, max_per_ip;
@@ -173,6 +178,8 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--exec-deadline", F_DUR, &o->deadline_ms},
         {"--turn-workers", F_COUNT, &o->turn_workers},
         {"--max-queue", F_COUNT, &o->max_queue},
+        {"--max-waits", F_COUNT, &o->max_waits},
+        {"--max-waits-per-principal", F_COUNT, &o->max_waits_pp},
         {"--max-task-size", F_SIZE, &o->max_task_size},
         {"--max-wait", F_DUR, &o->max_wait_ms},
         {"--threads", F_COUNT, &o->threads},
@@ -406,6 +413,8 @@ int main(int argc, char **argv)
     sc.engine.experiment_naive = o.experiment_naive;
     sc.engine.workers = (int)o.turn_workers; /* 0 = the engine's default */
     sc.engine.max_queue = (int)o.max_queue;  /* 0 = the engine's default */
+    sc.engine.max_waits = (int)o.max_waits;
+    sc.engine.max_waits_per_principal = (int)o.max_waits_pp;
     sc.engine.max_task_bytes = (int64_t)o.max_task_size;
     sc.a2a.url = o.public_url; /* NULL: http://HOST:PORT/ */
     sc.a2a.skill_id = o.exec_cmd ? "exec" : "echo";

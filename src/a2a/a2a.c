@@ -290,6 +290,8 @@ static const a2a_method *lookup(const once_a2a *a, const char *name, size_t *idx
     return NULL;
 }
 
+static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *c, size_t idx, int rc);
+
 static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp,
                     const a2a_method *m, size_t idx, json_t *id, json_t *params)
 {
@@ -334,8 +336,26 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
             once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
     }
 
+    rc = conclude(a, resp, &c, idx, rc);
+    json_decref(empty);
+    return rc;
+}
+
+/* Turn a finished call into the response: the result, a stream, a
+ * deferred answer, or the error the handler recorded. */
+static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *cp, size_t idx, int rc)
+{
+    a2a_call c = *cp;
+    json_t *id = c.id;
     int out;
-    if (rc == ONCE_OK && c.stream != NULL) {
+    if (rc == ONCE_OK && c.deferred != NULL) {
+        resp->http_status = 200;
+        resp->deferred = c.deferred;
+        c.deferred = NULL;
+        json_decref(c.result);
+        c.result = NULL;
+        out = ONCE_OK;
+    } else if (rc == ONCE_OK && c.stream != NULL) {
         /* A stream: the HTTP layer sends events, not a body. */
         resp->http_status = 200;
         resp->replayed = c.replayed;
@@ -382,11 +402,50 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
         resp->retry_after = c.retry_after;
         json_decref(c.result);
         once_a2a_stream_free(c.stream);
+        once_a2a_deferred_free(c.deferred);
         out = respond_error(resp, id, c.code, c.reason, c.message, c.meta);
     }
     json_decref(c.meta);
-    json_decref(empty);
     return out;
+}
+
+int once_a2a_deferred_arm(once_a2a_deferred *d, void (*ready)(void *arg), void *arg)
+{
+    const once_a2a_backend *b = &d->a->cfg.backend;
+    return b->await(b->ctx, d->principal, d->task_id, d->gen, d->until, ready, arg);
+}
+
+int once_a2a_deferred_finish(once_a2a_deferred *d, once_a2a_response *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    a2a_call c;
+    memset(&c, 0, sizeof c);
+    c.a = d->a;
+    c.m = &once__a2a_methods[d->idx];
+    c.id = d->id;
+    c.extension = d->extension;
+    resp->extension = c.extension;
+    int rc = once__a2a_h_send_answer(&c, d);
+    if (rc == ONCE_ENOMEM && c.code == 0)
+        once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
+    rc = conclude(d->a, resp, &c, d->idx, rc);
+    once_a2a_deferred_free(d);
+    return rc;
+}
+
+void once_a2a_deferred_free(once_a2a_deferred *d)
+{
+    if (d == NULL)
+        return;
+    json_decref(d->id);
+    once_free(d);
+}
+
+void once_a2a_release_waits(once_a2a *a)
+{
+    const once_a2a_backend *b = &a->cfg.backend;
+    if (b->await_release != NULL)
+        b->await_release(b->ctx);
 }
 
 int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp)

@@ -68,6 +68,14 @@ typedef struct once_a2a_backend {
                 once_state *state);
     int (*wait)(void *ctx, const char *principal, const char *task_id, int64_t gen,
                 int64_t timeout_ms);
+    /* Deferred blocking sends (once_engine_await, once_engine_await_release,
+     * once_engine_send_answer). Optional: without all three a blocking
+     * SendMessage waits in `send` on the calling thread. */
+    int (*await)(void *ctx, const char *principal, const char *task_id, int64_t gen,
+                 int64_t until, void (*ready)(void *arg), void *arg);
+    void (*await_release)(void *ctx);
+    int (*send_answer)(void *ctx, const char *principal, const char *task_id,
+                       int history_length, once_send_res *res);
     /* Push notification configs (engine/push.h, same contracts). Optional:
      * without all four the config methods answer -32003 and the card says
      * pushNotifications: false. `status` asks for the "delivery" member. */
@@ -116,6 +124,7 @@ typedef struct once_a2a_request {
     size_t len;
     const char *last_event_id;   /* Last-Event-ID header (SSE resume); NULL = absent */
     struct once_a2a_stream_slots *slots; /* the server's stream budget; NULL = no limit */
+    int defer;                   /* the caller can take a deferred answer (below) */
 } once_a2a_request;
 
 /* The answer. body is once_malloc'd JSON (free with once_a2a_response_clear). */
@@ -129,6 +138,10 @@ typedef struct once_a2a_response {
     /* Non-NULL: answer with an SSE stream (text/event-stream); body is then
      * NULL. The HTTP layer takes it (sets it NULL) and drives it. */
     struct once_a2a_stream *stream;
+    /* Non-NULL (only when the request set `defer`): a blocking send waits
+     * for its task; body is NULL. The HTTP layer takes it (sets it NULL),
+     * arms it and finishes it (below). */
+    struct once_a2a_deferred *deferred;
 } once_a2a_response;
 
 void once_a2a_response_clear(once_a2a_response *r);   /* NULL ok */
@@ -142,6 +155,30 @@ int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response 
  * with an ErrorInfo carrying reason. */
 int once_a2a_error_response(int http_status, int code, const char *reason, const char *message,
                             once_a2a_response *resp);
+
+/* ---------------------------------------------------------------------------
+ * Deferred answers: a blocking SendMessage whose task has not settled waits
+ * without holding a thread. The codec applies the send and returns a
+ * once_a2a_deferred; the caller arms it and, once ready, finishes it on a
+ * thread that may block (one store read), which fills the response the
+ * call would have had.
+ */
+typedef struct once_a2a_deferred once_a2a_deferred;
+
+/* ready(arg) is called once, from the engine's thread (it must not block),
+ * when the task settled, the wait's bound passed, or waits are released.
+ * ONCE_OK; otherwise ready is never called and the caller finishes at once
+ * (the answer is then the task as it stands: wait limits reached, or the
+ * server stops). */
+int once_a2a_deferred_arm(once_a2a_deferred *d, void (*ready)(void *arg), void *arg);
+/* Build the answer into resp (as once_a2a_handle would) and free d. Same
+ * return as once_a2a_handle. */
+int once_a2a_deferred_finish(once_a2a_deferred *d, once_a2a_response *resp);
+/* Free without answering. NULL ok. */
+void once_a2a_deferred_free(once_a2a_deferred *d);
+/* Fire every armed wait now and refuse new ones (a server that stops):
+ * on return every ready callback has returned. */
+void once_a2a_release_waits(once_a2a *a);
 
 /* The agent card JSON (built once at once_a2a_new; valid for a's lifetime). */
 const char *once_a2a_card(const once_a2a *a, size_t *len);

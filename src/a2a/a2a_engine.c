@@ -43,6 +43,7 @@ static void b_stats(void *ctx, json_t *obj)
         {"purged", s.purged},                 {"storeErrors", s.store_errors},
         {"overloaded", s.overloaded},         {"leaseLost", s.lease_lost},
         {"queued", s.queued},                 {"sweeps", s.sweeps},
+        {"waiting", s.waiting},               {"waitsShed", s.waits_shed},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         json_object_set_new(obj, rows[i].name, json_integer((json_int_t)rows[i].v));
@@ -107,6 +108,23 @@ static int b_wait(void *ctx, const char *principal, const char *task_id, int64_t
     return once_engine_wait_generation(ctx, principal, task_id, gen, timeout_ms);
 }
 
+static int b_await(void *ctx, const char *principal, const char *task_id, int64_t gen,
+                   int64_t until, void (*ready)(void *arg), void *arg)
+{
+    return once_engine_await(ctx, principal, task_id, gen, until, ready, arg);
+}
+
+static void b_await_release(void *ctx)
+{
+    once_engine_await_release(ctx);
+}
+
+static int b_send_answer(void *ctx, const char *principal, const char *task_id,
+                         int history_length, once_send_res *res)
+{
+    return once_engine_send_answer(ctx, principal, task_id, history_length, res);
+}
+
 void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out)
 {
     out->ctx = e;
@@ -118,6 +136,9 @@ void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out)
     out->events = b_events;
     out->head = b_head;
     out->wait = b_wait;
+    out->await = b_await;
+    out->await_release = b_await_release;
+    out->send_answer = b_send_answer;
     /* Push only where the store keeps delivery rows; the card follows. */
     if (once_engine_push_supported(e)) {
         out->push_create = b_push_create;

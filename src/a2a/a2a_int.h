@@ -98,7 +98,28 @@ typedef struct a2a_call {
     /* streaming (h_stream.c) */
     json_t *id;              /* borrowed: the request's JSON-RPC id */
     once_a2a_stream *stream; /* set by a streaming handler on success */
+    once_a2a_deferred *deferred; /* set by a blocking send left to wait */
 } a2a_call;
+
+/* A blocking send waiting for its task (a2a.h, "Deferred answers"): what
+ * the answer needs once the task settled. */
+struct once_a2a_deferred {
+    once_a2a *a;
+    size_t idx;              /* the method's table row (counters) */
+    json_t *id;              /* own reference to the request's JSON-RPC id */
+    int extension;
+    int legacy;              /* 0.1 tasks/send: answered in 0.1 shape */
+    int history;
+    once_verdict verdict;
+    int replayed;
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+    int64_t gen;             /* wait for the task past this generation */
+    int64_t until;           /* monotonic ms */
+};
+
+/* Map the stored task onto d's call once it settled (h_send.c). */
+int once__a2a_h_send_answer(a2a_call *c, const once_a2a_deferred *d);
 
 /* Record an error on c and return ONCE_EINVAL (for `return once__a2a_fail(...)`).
  * reason is a static string; metadata is added with once__a2a_meta. */

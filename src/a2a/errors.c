@@ -135,5 +135,6 @@ void once_a2a_response_clear(once_a2a_response *r)
         return;
     once_free(r->body);
     once_a2a_stream_free(r->stream);
+    once_a2a_deferred_free(r->deferred);
     memset(r, 0, sizeof *r);
 }

@@ -99,6 +99,29 @@ static const char *str_or(const json_t *v, const char *dflt)
     return json_is_string(v) ? json_string_value(v) : dflt;
 }
 
+/* A blocking send the engine left pending: the call answers later, from
+ * the task as it stands when it settled (a2a.h, "Deferred answers"). */
+static int defer(a2a_call *c, const once_send_res *res, int history, int legacy)
+{
+    once_a2a_deferred *d = once_calloc(1, sizeof *d);
+    if (d == NULL)
+        return ONCE_ENOMEM;
+    d->a = c->a;
+    d->idx = (size_t)(c->m - once__a2a_methods);
+    d->id = json_incref(c->id);
+    d->extension = c->extension;
+    d->legacy = legacy;
+    d->history = history;
+    d->verdict = res->verdict;
+    d->replayed = res->replayed || res->verdict == ONCE_V_REPLAY;
+    snprintf(d->principal, sizeof d->principal, "%s", c->req->principal);
+    snprintf(d->task_id, sizeof d->task_id, "%s", res->task_id);
+    d->gen = res->generation;
+    d->until = res->wait_until;
+    c->deferred = d;
+    return ONCE_OK;
+}
+
 /* Map the engine's answer onto the call. Consumes res->result. */
 static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req *req,
                     int history, int legacy)
@@ -120,6 +143,8 @@ static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req
     case ONCE_V_REGISTER:
     case ONCE_V_CONTINUE:
     case ONCE_V_REPLAY:
+        if (res->pending)
+            return defer(c, res, history, legacy);
         if (res->result == NULL)
             return once__a2a_fail(c, ONCE_RPC_INTERNAL, "INTERNAL",
                               "Internal error (the engine returned no result)");
@@ -175,6 +200,31 @@ static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req
     return ONCE_EINVAL;
 }
 
+/* Hand the send to the engine; a blocking one is deferred when the caller
+ * can wait without a thread and the backend can. */
+static int send_to_engine(a2a_call *c, once_send_req *req, once_send_res *res)
+{
+    const once_a2a_backend *b = once__a2a_backend(c->a);
+    req->defer = c->req->defer && b->await != NULL && b->await_release != NULL &&
+                 b->send_answer != NULL;
+    return b->send(b->ctx, req, res);
+}
+
+int once__a2a_h_send_answer(a2a_call *c, const once_a2a_deferred *d)
+{
+    once_send_res res;
+    memset(&res, 0, sizeof res);
+    res.verdict = d->verdict;
+    res.replayed = d->replayed;
+    snprintf(res.task_id, sizeof res.task_id, "%s", d->task_id);
+    once_send_req req;   /* only map_send's refusals read it: none here */
+    memset(&req, 0, sizeof req);
+    req.task_id = d->task_id;
+    const once_a2a_backend *b = once__a2a_backend(c->a);
+    int rc = b->send_answer(b->ctx, d->principal, d->task_id, d->history, &res);
+    return map_send(c, rc, &res, &req, d->history, d->legacy);
+}
+
 int once__a2a_h_send(a2a_call *c)
 {
     a2a_verr e;
@@ -218,8 +268,7 @@ int once__a2a_h_send(a2a_call *c)
 
     once_send_res res;
     memset(&res, 0, sizeof res);
-    const once_a2a_backend *b = once__a2a_backend(c->a);
-    int rc = b->send(b->ctx, &req, &res);
+    int rc = send_to_engine(c, &req, &res);
     if (rc == ONCE_EUNSUPPORTED && push != NULL)
         return push_not_supported(c, "configuration.taskPushNotificationConfig",
                                   "by this agent's task store");
@@ -299,8 +348,7 @@ int once__a2a_h_legacy_send(a2a_call *c)
 
     once_send_res res;
     memset(&res, 0, sizeof res);
-    const once_a2a_backend *b = once__a2a_backend(c->a);
-    int rc = b->send(b->ctx, &req, &res);
+    int rc = send_to_engine(c, &req, &res);
     rc = map_send(c, rc, &res, &req, history, 1);
     json_decref(msg);
     return rc;

@@ -20,6 +20,8 @@
 #define DEFAULT_SWEEP_MS 1000
 #define DEFAULT_MAX_WAIT_MS 60000
 #define DEFAULT_WORKERS 16
+#define DEFAULT_MAX_WAITS 4096
+#define DEFAULT_MAX_WAITS_PER_PRINCIPAL 256
 #define MAX_WORKERS 1024
 #define DEFAULT_QUEUE_PER_WORKER 16
 #define MAX_QUEUE (1 << 20)
@@ -196,6 +198,10 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
         c->max_wait_ms = DEFAULT_MAX_WAIT_MS;
     if (c->workers == 0)
         c->workers = DEFAULT_WORKERS;
+    if (c->max_waits <= 0)
+        c->max_waits = DEFAULT_MAX_WAITS;
+    if (c->max_waits_per_principal <= 0)
+        c->max_waits_per_principal = DEFAULT_MAX_WAITS_PER_PRINCIPAL;
     if (c->max_queue == 0)
         c->max_queue = DEFAULT_QUEUE_PER_WORKER * c->workers;
     if (c->max_task_bytes == 0)
@@ -213,6 +219,14 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
         return ONCE_ENOMEM;
     }
     if (once__cond_init(&e->cancel_cv) != ONCE_OK) {
+        pthread_cond_destroy(&e->work_cv);
+        pthread_mutex_destroy(&e->mu);
+        once_free(e);
+        snprintf(err, errlen, "condvar init failed");
+        return ONCE_ENOMEM;
+    }
+    if (once__cond_init(&e->await_cv) != ONCE_OK) {
+        pthread_cond_destroy(&e->cancel_cv);
         pthread_cond_destroy(&e->work_cv);
         pthread_mutex_destroy(&e->mu);
         once_free(e);
@@ -251,6 +265,7 @@ void once_engine_free(once_engine *e)
 {
     if (e == NULL)
         return;
+    once_engine_await_release(e);   /* deferred sends answer now, as they stand */
     pthread_mutex_lock(&e->mu);
     __atomic_store_n(&e->stopping, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&e->work_cv);
@@ -267,6 +282,7 @@ void once_engine_free(once_engine *e)
     once__dispatch_stop(e);
     once__push_stop(e);   /* after the workers: their writes still kick it */
 
+    pthread_cond_destroy(&e->await_cv);
     pthread_cond_destroy(&e->cancel_cv);
     pthread_cond_destroy(&e->work_cv);
     pthread_mutex_destroy(&e->mu);

@@ -32,6 +32,11 @@ typedef struct once_engine_config {
     int64_t tombstone_ms;           /* default 30d */
     int64_t sweep_interval_ms;      /* takeover + retention sweep period; default 1000 */
     int64_t max_wait_ms;            /* cap on a blocking SendMessage; default 60000 */
+    /* Deferred waits (once_engine_await) at once, in all and per principal;
+     * defaults 4096 and 256. Past either a blocking send is answered with
+     * the task as it stands instead of waiting (counted in waits_shed). */
+    int max_waits;
+    int max_waits_per_principal;
     int workers;                    /* executor threads; default 16 */
     /* Turns waiting for a worker on this replica; default 16 per worker.
      * Past it a send that would start a turn (register, continue) is
@@ -80,6 +85,11 @@ typedef struct once_send_req {
     int extension;          /* urn:once:a2a:idempotency:v1 active for this request */
     int legacy;             /* 0.1 tasks/send: identity by digest, client id */
     int return_immediately; /* else block until terminal/interrupted (bounded) */
+    /* The caller waits itself (once_engine_await) instead of blocking in
+     * once_engine_send: where a blocking send would wait, the send returns
+     * at once with pending = 1, generation and wait_until set, and no
+     * result; the caller builds the answer with once_engine_send_answer. */
+    int defer;
     int64_t wait_ms;        /* blocking bound; 0 = engine default */
     int history_length;     /* -1 = all */
     json_t *metadata;       /* borrowed request metadata or NULL */
@@ -111,9 +121,41 @@ typedef struct once_send_res {
     int64_t expired_at;
     const char *field;
     char detail[256];
+    /* req->defer only: the task has not settled; wait for it past
+     * `generation` until `wait_until` (monotonic ms), then answer. */
+    int pending;
+    int64_t generation;
+    int64_t wait_until;
 } once_send_res;
 
 int once_engine_send(once_engine *e, const once_send_req *req, once_send_res *res);
+
+/* The answer to a deferred blocking send (res->pending): the task as it
+ * stands now, read from the store: res->result ({"task":..} or
+ * {"message":..}, history trimmed to history_length) and res->state; the
+ * verdict and other fields are left as they are. ONCE_ENOTFOUND,
+ * ONCE_ETOMBSTONE, or a store error. */
+int once_engine_send_answer(once_engine *e, const char *principal, const char *task_id,
+                            int history_length, once_send_res *res);
+
+/* --- deferred waits (await.c) ----------------------------------------------
+ *
+ * Call fn(arg) once, from the engine's await thread, when the task
+ * (principal, task_id) settles (terminal, interrupted, or a direct
+ * Message), when `until` (monotonic ms) passes, or at release. Writes by
+ * this process are seen at once, other replicas' by polling the store
+ * every ~50 ms (a one-event probe after gen, then one load when it moved).
+ * fn must not block: it hands the answer's work on and returns.
+ * ONCE_OK; otherwise fn is never called: ONCE_EBUSY (max_waits, or
+ * max_waits_per_principal for this principal, reached), ONCE_ECLOSED
+ * (released or stopping), ONCE_ENOMEM, ONCE_EINVAL. */
+typedef void (*once_engine_ready_fn)(void *arg);
+int once_engine_await(once_engine *e, const char *principal, const char *task_id, int64_t gen,
+                      int64_t until, once_engine_ready_fn fn, void *arg);
+/* Fire every registered wait now and refuse new ones (ONCE_ECLOSED); on
+ * return every callback has returned. For a server that stops: call it
+ * before freeing what the callbacks use. once_engine_free calls it. */
+void once_engine_await_release(once_engine *e);
 
 /* GetTask: *task = Task JSON (new reference), history trimmed to
  * history_length (-1 = all). ONCE_ENOTFOUND (also for another principal's
@@ -148,8 +190,10 @@ typedef struct once_engine_stats {
         fenced_writes, swept, purged, store_errors,
         overloaded,     /* sends answered ONCE_EOVERLOAD (queue full) */
         lease_lost,     /* turns stopped because their lease went elsewhere */
-        sweeps;         /* takeover + retention passes finished */
+        sweeps,         /* takeover + retention passes finished */
+        waits_shed;     /* blocking sends answered at once: wait limits reached */
     uint64_t queued;    /* turns waiting for a worker now (a gauge) */
+    uint64_t waiting;   /* deferred blocking sends waiting now (a gauge) */
 } once_engine_stats;
 void once_engine_get_stats(once_engine *e, once_engine_stats *out);
 

@@ -55,6 +55,9 @@ typedef struct once__waiter {
     struct once__waiter *next;
 } once__waiter;
 
+/* A deferred wait (await.c). */
+typedef struct once__await once__await;
+
 /*
  * The engine. Everything in `cfg` (defaults filled in), clock, rng, ex,
  * replica_id and secret is set by once_engine_new and read-only afterwards.
@@ -82,6 +85,13 @@ struct once_engine {
     int nqueued;                /* turns on the queue (cfg.max_queue bounds new ones) */
     once__turn *active;         /* newest first: ids descend along anext */
     once__waiter *waiters;
+    once__await *awaits;        /* deferred waits (await.c) */
+    int nawaits;
+    int awaits_closed;          /* once_engine_await_release ran: refuse new ones */
+    int await_quit;
+    int await_started;
+    pthread_t await_thread;
+    pthread_cond_t await_cv;    /* a deferred wait became ready, or was added */
     uint64_t next_turn_id;
     int stopping;               /* also read with __atomic outside the lock */
     int started;
@@ -123,6 +133,14 @@ int once__store_rc(once_engine *e, int rc);
 void once__hold_takeovers(once_engine *e);
 int once__takeovers_held(const once_engine *e);
 
+/* --- await.c -------------------------------------------------------------- */
+
+/* 1 if a blocking send stops waiting at r: terminal, interrupted, or a
+ * direct Message. */
+int once__record_settled(const once_record *r);
+/* Under e->mu: r was just written by this process. */
+void once__await_notify(once_engine *e, const once_record *r);
+
 /* --- write.c --------------------------------------------------------------- */
 
 /* Set next->state and what follows from it: finished_at (set when it
@@ -143,8 +161,8 @@ int once__size_check(const once_engine *e, const once_record *cur, const once_re
  * answer (ONCE_ECONFLICT: re-load and retry). */
 int once__write(once_engine *e, const once_record *cur, once_record *next, const char *payload);
 
-/* Wake waiters of (principal, task_id) in this process. */
-void once__notify(once_engine *e, const char *principal, const char *task_id);
+/* Wake this process's waiters on r's key (r as just written). */
+void once__notify(once_engine *e, const once_record *r);
 /* Link w (the caller's, on its stack) into e->waiters for the key, so that
  * a local write to it signals w->cv; register before looking at the store,
  * or a write in between is only seen at the next poll. Unlink with

@@ -144,12 +144,6 @@ static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_s
  * Waiting for a task to settle.
  */
 
-static int settled(const once_record *r)
-{
-    return r->kind == ONCE_KIND_MESSAGE || once_state_terminal(r->state) ||
-           once_state_interrupted(r->state);
-}
-
 int once__wait(once_engine *e, const char *principal, const char *task_id, int64_t deadline,
                once_record *rec, once_tombstone *tomb)
 {
@@ -165,7 +159,7 @@ int once__wait(once_engine *e, const char *principal, const char *task_id, int64
             break;
         }
         int64_t left = deadline - once_monotonic_ms();
-        if (settled(rec) || left <= 0 || once__stopping(e))
+        if (once__record_settled(rec) || left <= 0 || once__stopping(e))
             break;
         /* Local writes signal us at once; other replicas' writes are seen
          * by polling the store (DESIGN.md section 13). */
@@ -190,10 +184,19 @@ static int respond(once_engine *e, const send_ctx *c, const once_record *rec,
     once_record latest;
     memset(&latest, 0, sizeof latest);
     const once_record *out = rec;
-    if (!req->return_immediately && !settled(rec)) {
+    if (!req->return_immediately && !once__record_settled(rec)) {
         int64_t bound = req->wait_ms > 0 ? req->wait_ms : e->cfg.max_wait_ms;
         if (bound > e->cfg.max_wait_ms)
             bound = e->cfg.max_wait_ms;
+        if (req->defer) {
+            /* The caller waits without a thread (await.c) and asks for the
+             * answer then: build none now. */
+            res->state = rec->state;
+            res->pending = 1;
+            res->generation = rec->generation;
+            res->wait_until = once_monotonic_ms() + bound;
+            return ONCE_OK;
+        }
         /* If the store cannot be read while waiting, the accepted state we
          * hold is still a true answer; the client polls from there. */
         if (once__wait(e, rec->principal, rec->task_id, once_monotonic_ms() + bound, &latest,
@@ -203,6 +206,21 @@ static int respond(once_engine *e, const send_ctx *c, const once_record *rec,
     res->state = out->state;
     res->result = once__send_result(out, req->history_length);
     once_record_clear(&latest);
+    return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
+int once_engine_send_answer(once_engine *e, const char *principal, const char *task_id,
+                            int history_length, once_send_res *res)
+{
+    if (e == NULL || res == NULL || principal == NULL || !once_id_valid(task_id))
+        return ONCE_EINVAL;
+    once_record rec;
+    int rc = once__store_rc(e, once_store_load(e->store, principal, task_id, &rec, NULL));
+    if (rc != ONCE_OK)
+        return rc;
+    res->state = rec.state;
+    res->result = once__send_result(&rec, history_length);
+    once_record_clear(&rec);
     return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
@@ -271,7 +289,7 @@ static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
     once_free(payload);
     if (rc == ONCE_OK) {
         ONCE__STAT(e, registered);
-        once__notify(e, rec.principal, rec.task_id);
+        once__notify(e, &rec);
         (void)once__dispatch(e, rec.principal, rec.task_id, rec.fence, 0);
         res->verdict = ONCE_V_REGISTER;
         rc = respond(e, c, &rec, res);

@@ -62,15 +62,16 @@ int once__write(once_engine *e, const once_record *cur, once_record *next, const
     rc = once_store_update(e->store, next, cur->version, payload != NULL ? &ev : NULL,
                                payload != NULL ? 1 : 0);
     if (rc == ONCE_OK)
-        once__notify(e, next->principal, next->task_id);
+        once__notify(e, next);
     return once__store_rc(e, rc);
 }
 
-void once__notify(once_engine *e, const char *principal, const char *task_id)
+void once__notify(once_engine *e, const once_record *r)
 {
     pthread_mutex_lock(&e->mu);
+    once__await_notify(e, r);
     for (once__waiter *w = e->waiters; w != NULL; w = w->next) {
-        if (strcmp(w->task_id, task_id) == 0 && strcmp(w->principal, principal) == 0) {
+        if (strcmp(w->task_id, r->task_id) == 0 && strcmp(w->principal, r->principal) == 0) {
             w->fired = 1;
             pthread_cond_signal(&w->cv);
         }

@@ -213,6 +213,38 @@ static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, con
     return v ? once_strdup(v) : NULL;
 }
 
+/* The worker's last step: hand r back to the MHD thread. */
+static void hand_back(req_ctx *r, int rc)
+{
+    if (rc != ONCE_OK) {
+        once_a2a_response_clear(&r->resp);
+        once_a2a_error_response(500, ONCE_RPC_INTERNAL, "INTERNAL",
+                                "Internal error (out of memory)", &r->resp);
+    }
+    struct MHD_Connection *conn = r->conn;
+    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+    MHD_resume_connection(conn); /* r belongs to the MHD thread from here */
+}
+
+/* A deferred answer's second half, on a worker: one store read. */
+static void finish_job(void *arg)
+{
+    req_ctx *r = arg;
+    once_a2a_deferred *d = r->resp.deferred;
+    r->resp.deferred = NULL;
+    hand_back(r, once_a2a_deferred_finish(d, &r->resp));
+}
+
+/* The engine's await thread says a deferred answer can be built: queue it
+ * (the thread must not block). With the queue full or closing, build it
+ * here: rare, and the answer must not be lost. */
+static void on_ready(void *arg)
+{
+    req_ctx *r = arg;
+    if (once__http_pool_submit(r->h->pool, finish_job, r) != ONCE_OK)
+        finish_job(r);
+}
+
 static void run_job(void *arg)
 {
     req_ctx *r = arg;
@@ -222,15 +254,20 @@ static void run_job(void *arg)
                           .body = r->body.data,
                           .len = r->body.len,
                           .last_event_id = r->last_event_id,
-                          .slots = once__sse_slots(r->h->sse)};
-    if (once_a2a_handle(r->h->cfg.codec, &q, &r->resp) != ONCE_OK) {
-        once_a2a_response_clear(&r->resp);
-        once_a2a_error_response(500, ONCE_RPC_INTERNAL, "INTERNAL",
-                                "Internal error (out of memory)", &r->resp);
+                          .slots = once__sse_slots(r->h->sse),
+                          .defer = 1};
+    int rc = once_a2a_handle(r->h->cfg.codec, &q, &r->resp);
+    if (rc == ONCE_OK && r->resp.deferred != NULL) {
+        /* A blocking send waits for its task without this thread; the
+         * body is done with. Past the wait limits (or while stopping) the
+         * answer is the task as it stands, built now. */
+        once__body_free(r->conn, &r->body);
+        if (once_a2a_deferred_arm(r->resp.deferred, on_ready, r) == ONCE_OK)
+            return; /* r belongs to the await thread, then to finish_job */
+        finish_job(r);
+        return;
     }
-    struct MHD_Connection *conn = r->conn;
-    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
-    MHD_resume_connection(conn); /* r belongs to the MHD thread from here */
+    hand_back(r, rc);
 }
 
 static int is_rpc_path(const once_http *h, const char *url)
@@ -508,6 +545,9 @@ void once_http_stop(once_http *h)
         if (lfd != MHD_INVALID_SOCKET)
             shutdown(lfd, SHUT_RDWR);
     }
+    /* Blocking sends that wait for their tasks answer now, with the task
+     * as it stands (their jobs go on the pool), and no new one waits. */
+    once_a2a_release_waits(h->cfg.codec);
     /* Every accepted call runs to its end and resumes its connection. */
     once__http_pool_free(h->pool);
     h->pool = NULL;

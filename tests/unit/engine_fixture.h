@@ -269,6 +269,20 @@ static FX_UNUSED void fx_env_close(fx_env *env)
     fx_destroy(&env->fx);
 }
 
+/* A second engine on env's store (another replica), not started: it runs
+ * no turn and no sweep, it only reads and waits. once_engine_free it. */
+static FX_UNUSED once_engine *fx_engine_beside(fx_env *env, const char *replica_id)
+{
+    once_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.store = env->store;
+    c.executor = &env->fx.ex;
+    c.replica_id = replica_id;
+    once_engine *b = NULL;
+    assert_int_equal(once_engine_new(&c, &b, NULL, 0), ONCE_OK);
+    return b;
+}
+
 /* One send; returns the engine's rc. */
 static FX_UNUSED int fx_send(once_engine *e, const char *principal, json_t *msg, int extension,
                              int immediate, once_send_res *res)

@@ -160,13 +160,7 @@ static void test_wait_other_replica(void **state)
     (void)state;
     fx_env env;
     fx_env_open(&env, NULL, 0);
-    once_engine_config c;
-    memset(&c, 0, sizeof c);
-    c.store = env.store;
-    c.executor = &env.fx.ex;
-    c.replica_id = "replica-b";
-    once_engine *b = NULL;
-    assert_int_equal(once_engine_new(&c, &b, NULL, 0), ONCE_OK);   /* not started: runs nothing */
+    once_engine *b = fx_engine_beside(&env, "replica-b");
 
     char id[ONCE_ID_MAX + 1];
     start(env.e, "m-1", "sleep:200", id, sizeof id);

@@ -1,0 +1,273 @@
+/*
+ * await.c -- deferred waits: a blocking SendMessage that waits for its task
+ * to settle without holding a thread.
+ *
+ * A blocking send used to park its HTTP worker in once__wait until the
+ * task settled (up to max_wait_ms): seventy slow tasks held every worker,
+ * and a GetTask queued behind them for as long. Now the send answers the
+ * engine at once with `pending`, the caller registers a wait here, and one
+ * thread of the engine watches every registered wait:
+ *
+ *   - a write by this process (once__notify) hands the written record to
+ *     the waits on its key: a settled record marks them ready at once, no
+ *     store read; any other record moves their generation on;
+ *   - writes by other replicas are found by polling: every WAIT_POLL_MS per
+ *     wait, a one-event probe after the wait's generation (an index lookup),
+ *     and only when it finds one, a load of the record to see its state;
+ *   - the deadline, a poll the store cannot answer, and release (the
+ *     server stops) make a wait ready too.
+ *
+ * A ready wait is unlinked and its callback runs on the await thread, once;
+ * the callback only hands the work on (it queues a job that builds the
+ * answer), so one slow answer never delays another wait.
+ *
+ * Fairness: a principal holds at most cfg.max_waits_per_principal waits
+ * and the engine at most cfg.max_waits; past either, once_engine_await
+ * answers ONCE_EBUSY and the caller answers with the task as it stands
+ * (a true answer: the client polls or subscribes from there).
+ *
+ * Ownership: nodes are allocated by once_engine_await and freed only by
+ * the await thread, after their callback; every field that another thread
+ * changes (gen, ready) is read and written under e->mu. The thread reads
+ * a node's key without the lock while polling: the key never changes and
+ * only this thread frees the node.
+ */
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+#define WAIT_POLL_MS 50
+#define POLL_BATCH 64          /* probes between two looks at ready waits */
+
+struct once__await {
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+    int64_t gen;               /* the last generation seen (under e->mu) */
+    int64_t until;             /* monotonic ms */
+    int64_t next_poll;         /* monotonic ms; the await thread's own */
+    int ready;                 /* under e->mu: settled, deadline, or release */
+    once_engine_ready_fn fn;
+    void *arg;
+    struct once__await *next;
+};
+
+int once__record_settled(const once_record *r)
+{
+    return r->kind == ONCE_KIND_MESSAGE || once_state_terminal(r->state) ||
+           once_state_interrupted(r->state);
+}
+
+/* Under e->mu: a local write of r reached the waits on its key. */
+void once__await_notify(once_engine *e, const once_record *r)
+{
+    int wake = 0;
+    for (once__await *a = e->awaits; a != NULL; a = a->next) {
+        if (strcmp(a->task_id, r->task_id) != 0 || strcmp(a->principal, r->principal) != 0)
+            continue;
+        if (once__record_settled(r)) {
+            a->ready = 1;
+            wake = 1;
+        } else if (r->generation > a->gen) {
+            a->gen = r->generation;
+        }
+    }
+    if (wake)
+        pthread_cond_signal(&e->await_cv);
+}
+
+/* Outside e->mu: has a's task settled in the store? 1 yes, 0 no (a->gen
+ * moved on if it moved), negative: the store failed. */
+static int poll_one(once_engine *e, once__await *a)
+{
+    pthread_mutex_lock(&e->mu);
+    int64_t gen = a->gen;
+    pthread_mutex_unlock(&e->mu);
+
+    once_event_list l;
+    int rc = once__store_rc(e, once_store_events(e->store, a->principal, a->task_id, gen, 1, &l));
+    int moved = rc == ONCE_OK && l.n > 0;
+    once_event_list_clear(&l);
+    if (!moved)
+        return rc == ONCE_OK ? 0 : rc;
+
+    once_record rec;
+    rc = once__store_rc(e, once_store_load(e->store, a->principal, a->task_id, &rec, NULL));
+    if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
+        return 1;              /* gone: the answer says so */
+    if (rc != ONCE_OK)
+        return rc;
+    int settled = once__record_settled(&rec);
+    pthread_mutex_lock(&e->mu);
+    if (rec.generation > a->gen)
+        a->gen = rec.generation;
+    pthread_mutex_unlock(&e->mu);
+    once_record_clear(&rec);
+    return settled;
+}
+
+/* Under e->mu: unlink every ready wait (and every one past its deadline,
+ * or all of them once released) onto *fire. Returns the earliest moment
+ * something is due among those left (deadline or poll). */
+static int64_t take_ready(once_engine *e, int64_t now, once__await **fire)
+{
+    int64_t due = now + WAIT_POLL_MS;
+    for (once__await **pp = &e->awaits; *pp != NULL;) {
+        once__await *a = *pp;
+        if (a->ready || a->until <= now || e->awaits_closed) {
+            *pp = a->next;
+            a->next = *fire;
+            *fire = a;
+            e->nawaits--;
+            __atomic_store_n(&e->stats.waiting, (uint64_t)e->nawaits, __ATOMIC_RELAXED);
+            continue;
+        }
+        if (a->until < due)
+            due = a->until;
+        if (a->next_poll < due)
+            due = a->next_poll;
+        pp = &a->next;
+    }
+    return due;
+}
+
+static void run_ready(once__await *fire)
+{
+    while (fire != NULL) {
+        once__await *a = fire;
+        fire = a->next;
+        a->fn(a->arg);
+        once_free(a);
+    }
+}
+
+/* Poll the waits whose turn has come, at most POLL_BATCH of them. Returns
+ * 1 if it stopped early (more are due). */
+static int poll_due(once_engine *e, int64_t now)
+{
+    once__await *due[POLL_BATCH];
+    size_t n = 0;
+    int more = 0;
+    pthread_mutex_lock(&e->mu);
+    for (once__await *a = e->awaits; a != NULL; a = a->next) {
+        if (a->ready || a->next_poll > now)
+            continue;
+        if (n == POLL_BATCH) {
+            more = 1;
+            break;
+        }
+        due[n++] = a;
+    }
+    pthread_mutex_unlock(&e->mu);
+
+    for (size_t i = 0; i < n; i++) {
+        int settled = poll_one(e, due[i]);
+        /* Poll again a whole interval after this one ended: a slow store
+         * stretches the rounds instead of stacking them up. */
+        due[i]->next_poll = once_monotonic_ms() + WAIT_POLL_MS;
+        /* A store that cannot be read ends the wait too: the answer then
+         * says so (retryable), as a blocking wait always has, rather than
+         * hold the client through an outage until the deadline. */
+        if (settled != 0) {
+            pthread_mutex_lock(&e->mu);
+            due[i]->ready = 1;
+            pthread_mutex_unlock(&e->mu);
+        }
+    }
+    return more;
+}
+
+static void *await_main(void *arg)
+{
+    once_engine *e = arg;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        once__await *fire = NULL;
+        int64_t now = once_monotonic_ms();
+        int64_t due = take_ready(e, now, &fire);
+        int quit = e->await_quit && e->awaits == NULL;
+        pthread_mutex_unlock(&e->mu);
+
+        if (fire != NULL)
+            run_ready(fire);
+        if (quit)
+            return NULL;
+        int more = fire == NULL && poll_due(e, now);
+
+        pthread_mutex_lock(&e->mu);
+        if (fire == NULL && !more) {
+            int64_t left = due - once_monotonic_ms();
+            if (left > 0 && !e->awaits_closed && !e->await_quit)
+                once__cond_wait_ms(&e->await_cv, &e->mu, left);
+        }
+    }
+}
+
+int once_engine_await(once_engine *e, const char *principal, const char *task_id, int64_t gen,
+                      int64_t until, once_engine_ready_fn fn, void *arg)
+{
+    if (e == NULL || principal == NULL || task_id == NULL || fn == NULL ||
+        strlen(principal) > ONCE_PRINCIPAL_MAX || strlen(task_id) > ONCE_ID_MAX)
+        return ONCE_EINVAL;
+    once__await *a = once_calloc(1, sizeof *a);
+    if (a == NULL)
+        return ONCE_ENOMEM;
+    snprintf(a->principal, sizeof a->principal, "%s", principal);
+    snprintf(a->task_id, sizeof a->task_id, "%s", task_id);
+    a->gen = gen;
+    a->until = until;
+    a->next_poll = 0;          /* the first probe closes the gap before this call */
+    a->fn = fn;
+    a->arg = arg;
+
+    int rc = ONCE_OK;
+    pthread_mutex_lock(&e->mu);
+    if (e->awaits_closed || e->stopping) {
+        rc = ONCE_ECLOSED;
+    } else if (e->nawaits >= e->cfg.max_waits) {
+        rc = ONCE_EBUSY;
+    } else {
+        int mine = 0;
+        for (once__await *o = e->awaits; o != NULL; o = o->next)
+            mine += strcmp(o->principal, principal) == 0;
+        if (mine >= e->cfg.max_waits_per_principal)
+            rc = ONCE_EBUSY;
+    }
+    if (rc == ONCE_OK && !e->await_started) {
+        if (pthread_create(&e->await_thread, NULL, await_main, e) != 0)
+            rc = ONCE_ENOMEM;
+        else
+            e->await_started = 1;
+    }
+    if (rc == ONCE_OK) {
+        a->next = e->awaits;
+        e->awaits = a;
+        e->nawaits++;
+        __atomic_store_n(&e->stats.waiting, (uint64_t)e->nawaits, __ATOMIC_RELAXED);
+        pthread_cond_signal(&e->await_cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (rc != ONCE_OK) {
+        once_free(a);
+        if (rc == ONCE_EBUSY)
+            ONCE__STAT(e, waits_shed);
+    }
+    return rc;
+}
+
+void once_engine_await_release(once_engine *e)
+{
+    if (e == NULL)
+        return;
+    /* The thread fires every wait left (closed makes them all ready), then
+     * sees quit with an empty list and ends: once joined, every callback
+     * has returned, so the caller may free what they use. */
+    pthread_mutex_lock(&e->mu);
+    e->awaits_closed = 1;
+    e->await_quit = 1;
+    pthread_cond_broadcast(&e->await_cv);
+    int started = e->await_started;
+    e->await_started = 0;
+    pthread_mutex_unlock(&e->mu);
+    if (started)
+        pthread_join(e->await_thread, NULL);
+}
