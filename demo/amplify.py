@@ -43,6 +43,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
+import reaper  # noqa: E402
 DEPTH = 3                   # delegation levels: 1 -> 2 -> 4 -> 8 leaves
 LEAVES = 2 ** DEPTH
 AGENTS_PER_ROOT = 2 ** (DEPTH + 1) - 1
@@ -237,8 +239,16 @@ def run_one(args, mode, p, pidx, tmp):
             return r.returncode == 0
 
         t0 = time.time()
-        with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(args.concurrency)
+        try:
             ok = sum(pool.map(root, range(args.roots)))
+        except BaseException:
+            # Interrupted: end every process of the run now, the root clients
+            # the pool's threads wait on among them, so nothing waits for them.
+            reaper.reap(args.reap_var)
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         progress.end()
         # Every send waits for its subtree, so the tree is done; still, wait
         # until nothing moves for a second before counting.
@@ -332,6 +342,9 @@ def main():
     if any(m not in ("naive", "once") for m in modes) or args.roots < 1 or args.concurrency < 1:
         ap.error("modes are naive and once; --roots and --concurrency must be >= 1")
 
+    # Whatever ends this run (Ctrl-C, SIGTERM, a timeout, SIGKILL), the onced
+    # processes, their agents, the proxies and the counter end with it.
+    args.reap_var = reaper.guard()
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     top = tempfile.mkdtemp(prefix="once-amplify-", dir=base)
     rows, started = [], time.time()
@@ -359,6 +372,13 @@ def main():
     except (RuntimeError, OSError, subprocess.CalledProcessError) as ex:
         log("amplify: setup failed: %s (logs in %s)" % (ex, top))
         return 2
+    except (KeyboardInterrupt, SystemExit) as ex:
+        log("\namplify: interrupted after %d of %d rows; its processes are stopped" % (
+            len(rows), nrows))
+        reaper.reap(args.reap_var)
+        if not args.keep:
+            shutil.rmtree(top, ignore_errors=True)
+        return 130 if isinstance(ex, KeyboardInterrupt) else ex.code
 
     out = table(rows)
     print(out)

@@ -773,6 +773,15 @@ def main():
         print(paint("31", "\nthe story broke off: %r" % ex))
         import traceback
         traceback.print_exc()
+    except (KeyboardInterrupt, SystemExit) as ex:
+        # Ctrl-C or SIGTERM (the harness turns it into SystemExit): stop
+        # every process (also those a turn started), then the scratch folder.
+        print("\nthe story was interrupted; stopping its processes", file=sys.stderr)
+        h.reaper.reap(h.REAP_VAR)
+        story.stop_all()
+        if not args.keep:
+            shutil.rmtree(story.tmp, ignore_errors=True)
+        return 130 if isinstance(ex, KeyboardInterrupt) else ex.code
     finally:
         story.stop_all()
     ok = story.verdict()
