@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""amplify.py -- the amplification experiment (docs/design.md, "The problem"
-and "The client").
+"""amplify.py -- the amplification experiment (docs/design.md
+sections 1 and 8).
 
 A delegation tree with fan-out 2 over three delegation levels: a root agent
 delegates to 2 agents, each to 2 more, each of those to 2 leaf agents, and

@@ -1,4 +1,4 @@
-"""The contract-review story (docs/design.md, "The demo"), end to end, with real
+"""The contract-review story (docs/design.md section 9), end to end, with real
 processes on the embedded SQLite store. Every line of the timeline is
 checked against what the processes really did; the run ends with a verdict
 table, one row per claim, and exits 0 only if every claim held.

@@ -345,7 +345,7 @@ typedef struct once_store_methods {
     /* Store-wide named value, created once: if name is absent, insert
      * init_value (insert-if-absent); either way *out receives the stored value
      * (once_malloc'd). Used for the secret behind derived task IDs, which
-     * must be the same on every replica (DESIGN.md section 13). */
+     * must be the same on every replica (docs/design.md section 13). */
     int (*meta)(once_store *s, const char *name, const char *init_value, char **out);
 
     /* Integrity check over everything stored (tests, chaos, fault sweeps). */
