@@ -16,6 +16,8 @@ One CASE per ctest (tests/harness/tests.cmake), each in its quick mode:
                   agent held at a gate), SIGKILL once the agent runs
   bench-run-kill  bench/run.sh, SIGKILL once wrk is loading a server
   bench-backends-term  bench/backends.sh (memory row), SIGTERM once wrk runs
+  interop-kill    tests/interop/client_vs_onced.mjs (node), SIGKILL once its
+                  onced serves
   soak-term       tests/soak/soak.py on SHARED_STORE_URL, SIGTERM once its
                   three replicas serve
 
@@ -190,6 +192,15 @@ def test_helpers_kill():
     r.check_clean(before)
 
 
+def test_interop_kill():
+    r = Harness([os.environ.get("NODE", "node"),
+                 os.path.join(ROOT, "tests", "interop", "client_vs_onced.mjs")],
+                env={"ONCED": os.path.join(BUILD, "onced")})
+    before = r.mid_run("", ["onced"])
+    r.interrupt("kill")
+    r.check_clean(before)
+
+
 def bench_build():
     """A build folder for the bench scripts: this build's onced, and room
     for what they write."""
@@ -233,6 +244,7 @@ def test_soak_term():
 
 CASES = {"demo-int": test_demo_int, "demo-kill": test_demo_kill,
          "amplify-term": test_amplify_term, "helpers-kill": test_helpers_kill,
+         "interop-kill": test_interop_kill,
          "bench-run-kill": test_bench_run_kill, "bench-backends-term": test_bench_backends_term,
          "soak-term": test_soak_term}
 

@@ -14,6 +14,15 @@ foreach(case demo-int demo-kill amplify-term helpers-kill bench-run-kill bench-b
   set_tests_properties(harness/cleanup/${case} PROPERTIES TIMEOUT 300 LABELS harness
                        ENVIRONMENT "${_once_cleanup_env}")
 endforeach()
+# The interop script is node's (tests/interop/tests.cmake: a missing node is
+# a failure there).
+find_program(NODE_EXECUTABLE NAMES node nodejs)
+if(NODE_EXECUTABLE)
+  add_test(NAME harness/cleanup/interop-kill
+           COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_cleanup.py interop-kill)
+  set_tests_properties(harness/cleanup/interop-kill PROPERTIES TIMEOUT 300 LABELS harness
+                       ENVIRONMENT "${_once_cleanup_env};NODE=${NODE_EXECUTABLE}")
+endif()
 # The soak runs on the shared test PostgreSQL (fixture "once_services").
 if(_once_pg_built)
   add_test(NAME harness/cleanup/soak-term
