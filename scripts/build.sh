@@ -18,6 +18,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   shift
 done
 [ $# -gt 0 ] && shift
+root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 start=$(date +%s)
 mkdir -p "$build"
@@ -31,7 +32,7 @@ progress() {
   [ $tty = 1 ] && printf '\r\033[Kbuild: %s' "$1"
 }
 
-if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$log" 2>&1; then
+if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$log" 2>&1; then
   cat "$log" >&2
   echo "build: configuring $build failed (log: $log)" >&2
   exit 1
@@ -58,7 +59,9 @@ filter() {
   done
 }
 
-MAKEFLAGS= cmake --build "$build" -j "$jobs" "${targets[@]}" 2>&1 | filter
+# An outer make's flags (its jobserver, -w) do not reach the build tool:
+# -j here decides the parallelism.
+MAKEFLAGS='' cmake --build "$build" -j "$jobs" "${targets[@]}" 2>&1 | filter
 rc=${PIPESTATUS[0]}
 [ $tty = 1 ] && printf '\r\033[K'
 if [ "$rc" -ne 0 ]; then
