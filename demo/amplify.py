@@ -347,6 +347,8 @@ def main():
     args.reap_var = reaper.guard()
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     top = tempfile.mkdtemp(prefix="once-amplify-", dir=base)
+    if not args.keep:
+        reaper.remove_after(top)
     rows, started = [], time.time()
     nrows = len(ps) * len(modes)
     log("amplification experiment: %d rows of %d root tasks, 1 -> 2 -> 4 -> %d leaves, "
@@ -371,6 +373,7 @@ def main():
                         "%.0f s more" % (len(rows), nrows, spent, left, spent / len(rows) * left))
     except (RuntimeError, OSError, subprocess.CalledProcessError) as ex:
         log("amplify: setup failed: %s (logs in %s)" % (ex, top))
+        reaper.keep(top)
         return 2
     except (KeyboardInterrupt, SystemExit) as ex:
         log("\namplify: interrupted after %d of %d rows; its processes are stopped" % (
@@ -401,6 +404,7 @@ def main():
     for r in bad:
         log("amplify: unexpected row: %s" % json.dumps(r))
     if bad or args.keep:
+        reaper.keep(top)
         log("amplify: logs kept in %s" % top)
     else:
         shutil.rmtree(top, ignore_errors=True)

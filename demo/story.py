@@ -766,6 +766,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = ap.parse_args()
     story = Story(args.build, args.quick, args.keep)
+    if not args.keep:
+        h.reaper.remove_after(story.tmp)
     ok = False
     try:
         story.run()
@@ -787,6 +789,7 @@ def main():
     ok = story.verdict()
     print("%.1f s" % (time.monotonic() - story.t0))
     if args.keep or not ok:
+        h.reaper.keep(story.tmp)
         print("logs, registry, outbox and journal: %s" % story.tmp)
     else:
         shutil.rmtree(story.tmp, ignore_errors=True)

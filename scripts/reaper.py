@@ -25,7 +25,10 @@ forked meanwhile is found by the next scan). After a clean end the harness
 has stopped its processes itself and the scan finds nothing.
 
 A Python harness that has no SIGTERM handler of its own gets one that raises
-SystemExit, so its finally: blocks stop its processes gently first.
+SystemExit, so its finally: blocks stop its processes gently first. It may
+also name scratch folders with remove_after(): the watcher removes them
+after the sweep, so a SIGKILL leaves no folder behind either (amplify keeps
+its stores in /dev/shm, memory).
 
 Processes that rewrite their environment block (PostgreSQL and Redis
 servers retitle themselves over it) may hide the marker; the harnesses that
@@ -35,8 +38,10 @@ only; Linux (pidfd_open, /proc).
 """
 import os
 import select
+import shutil
 import signal
 import sys
+import tempfile
 
 PREFIX = "ONCE_REAP_"
 _guarded = None   # this process's token, once guard() ran
@@ -86,6 +91,41 @@ def reap(var, rounds=200):
             os.close(fd)
 
 
+def _folders(token):
+    """The file listing the folders to remove after the sweep."""
+    return os.path.join(tempfile.gettempdir(), "once-reap-%s.folders" % token)
+
+
+def _note(what, path):
+    with open(_folders(_guarded[1]), "a") as f:
+        f.write("%s %s\n" % (what, os.path.abspath(path)))
+
+
+def remove_after(path):
+    """Have the watcher of this process (guard() first) remove path, a
+    folder, once the process has exited and its processes are ended. The
+    harness may remove it itself before; that is fine."""
+    _note("rm", path)
+
+
+def keep(path):
+    """Undo remove_after(path): the harness keeps it (logs of a failed run)."""
+    _note("keep", path)
+
+
+def _remove_folders(token):
+    try:
+        with open(_folders(token)) as f:
+            lines = [ln.split(" ", 1) for ln in f.read().splitlines() if " " in ln]
+    except OSError:
+        return
+    kept = {path for what, path in lines if what == "keep"}
+    for what, path in lines:
+        if what == "rm" and path not in kept:
+            shutil.rmtree(path, ignore_errors=True)
+    os.unlink(_folders(token))
+
+
 def watch(pid, token):
     """Detach, wait for pid to exit, reap its marker. Returns in the caller
     (the detached part never returns)."""
@@ -119,6 +159,7 @@ def watch(pid, token):
     if pidfd is not None:
         select.select([pidfd], [], [])
     reap(PREFIX + token)
+    _remove_folders(token)
     os._exit(0)
 
 

@@ -26,10 +26,12 @@ ONCE_LEAKCHECK_<random>=1, that every process it starts inherits (onced
 hands it to its agents, they to theirs). Before the interruption the test
 waits for a positive sign that the run is mid-way (a line of output and the
 processes it names, found by the marker); after it, that the harness exited
-and then that no process with the marker is left. Nothing waits for a
+and then that no process with the marker is left (and, for the demo and
+amplify, that their scratch folders are gone). Nothing waits for a
 duration: every wait is for a condition, bounded by scaled().
 """
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -142,12 +144,27 @@ class Harness:
             len(before), ", ".join(sorted(set(before.values())))))
 
 
+def scratch_of(r, pattern):
+    """The scratch folder the harness's output names (pattern: a regex
+    with one group)."""
+    m = re.search(pattern, r.output())
+    check(m is not None, "the output names the scratch folder (%s)" % pattern)
+    return m.group(1)
+
+
+def folder_gone(path):
+    wait_until(lambda: not os.path.exists(path), timeout=30,
+               what="the scratch folder %s to be removed" % path)
+
+
 def story(how):
     r = Harness(["bash", os.path.join(ROOT, "demo", "run.sh"), BUILD, "--quick"])
     before = r.mid_run("stop-the-world pause freezes", ["onced", "onced", "proxy", "python3"])
     check(any("analysis.py" in cmdline(p) for p in before), "the frozen analysis is running")
+    scratch = os.path.dirname(scratch_of(r, r"registry (/\S+/registry\.db)"))
     r.interrupt(how)
     r.check_clean(before)
+    folder_gone(scratch)
 
 
 def test_demo_int():
@@ -161,8 +178,10 @@ def test_demo_kill():
 def test_amplify_term():
     r = Harness(["bash", os.path.join(ROOT, "demo", "amplify.sh"), BUILD, "--quick"])
     before = r.mid_run("root tasks done", ["onced"] * 4 + ["proxy"] * 5)
+    scratch = scratch_of(r, r"logs in (/\S+)")
     r.interrupt("term")
     r.check_clean(before)
+    folder_gone(scratch)
     check("interrupted" in r.output(), "amplify says it was interrupted")
 
 
