@@ -401,7 +401,7 @@ struct once_store {
     char errmsg[256];
 };
 
-/* Open by URL: "memory:", "sqlite:PATH" (later "postgres://", "redis://").
+/* Open by URL: "memory:", "sqlite:PATH", "postgres://...", "redis://...".
  * errbuf may be NULL. */
 int once_store_open(const char *url, const once_store_options *opt, once_store **out,
                     char *errbuf, size_t errlen);
