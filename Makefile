@@ -1,16 +1,25 @@
 # The two README commands: `make demo` and `make test`. Each installs what it
-# needs (scripts/deps.sh), configures, builds and runs.
+# needs (scripts/deps.sh: `demo` the packages to build and run the demo, the
+# full set for the tests), configures, builds and runs.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 
-.PHONY: all deps build build-asan build-tsan test test-fast test-asan test-tsan test-stress demo amplify soak bench clean
+.PHONY: all deps deps-demo build build-demo build-asan build-tsan test test-fast test-asan test-tsan test-stress demo amplify soak bench clean
 
 all: build
 
 deps:
 	@bash scripts/deps.sh
+
+deps-demo:
+	@bash scripts/deps.sh demo
+
+# What the demo and the amplification experiment run (onced, once and three
+# helpers; no test program), with one progress line (scripts/build.sh).
+build-demo: deps-demo
+	@JOBS=$(JOBS) bash scripts/build.sh $(BUILD) demo
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -47,13 +56,14 @@ test-stress: build build-asan build-tsan
 test-fast: build
 	@bash scripts/run-tests.sh $(BUILD)
 
-demo: build
+demo: build-demo
 	@bash demo/run.sh $(BUILD)
 
 # naive vs once on a 1 -> 2 -> 4 -> 8 delegation tree over lossy links;
-# prints the table and writes demo/amplify-results.md.
-amplify: build
-	@bash demo/amplify.sh $(BUILD)
+# prints the table and writes demo/amplify-results.md. QUICK=1: one row per
+# mode at p = 0.3 with 10 root tasks, table on stdout only.
+amplify: build-demo
+	@bash demo/amplify.sh $(BUILD) $(if $(QUICK),--quick)
 
 # The chaos soak (tests/soak/README.md): three replicas on PostgreSQL, then
 # on Redis, killed and restarted under lossy links and killed clients, for

@@ -8,7 +8,7 @@
  *   mhd_hello PORT THREADS WORKERS
  *
  * WORKERS = 0: "inline" -- the MHD thread answers as soon as the body is in
- * (the plain libmicrohttpd hello-world, DESIGN.md section 12's anchor).
+ * (the plain libmicrohttpd hello-world, docs/design.md section 12's anchor).
  * WORKERS > 0: "handoff" -- like onced, the last body callback suspends the
  * connection and queues the request on a pool of WORKERS threads (one mutex +
  * condition variable ring); the worker marks it done and resumes the

@@ -41,6 +41,10 @@
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# Whatever ends this script (Ctrl-C, SIGTERM, SIGKILL), every process it
+# started ends with it (scripts/reaper.py); the EXIT trap below stops them
+# gently first when it gets the chance.
+eval "$(python3 "$root/scripts/reaper.py" guard $$)"
 B="${BENCH_BUILD:-$root/build-bench}"
 DUR="${BENCH_DURATION:-10}"
 WARM="${BENCH_WARMUP:-2}"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""amplify.py -- the amplification experiment (DESIGN.md sections 1 and 8).
+"""amplify.py -- the amplification experiment (docs/design.md
+sections 1 and 8).
 
 A delegation tree with fan-out 2 over three delegation levels: a root agent
 delegates to 2 agents, each to 2 more, each of those to 2 leaf agents, and
@@ -38,9 +39,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
+import reaper  # noqa: E402
 DEPTH = 3                   # delegation levels: 1 -> 2 -> 4 -> 8 leaves
 LEAVES = 2 ** DEPTH
 AGENTS_PER_ROOT = 2 ** (DEPTH + 1) - 1
@@ -54,6 +58,33 @@ POLICY = {"AMP_ATTEMPTS": "10", "AMP_TIMEOUT_S": "60", "AMP_BACKOFF_BASE_MS": "5
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
+
+
+class Progress:
+    """One row's progress: a line rewritten in place on a terminal, else a
+    line at every tenth of the root tasks."""
+
+    def __init__(self, label, total):
+        self.label, self.total, self.done = label, total, 0
+        self.t0 = time.time()
+        self.lock = threading.Lock()
+        self.tty = sys.stderr.isatty()
+
+    def tick(self):
+        with self.lock:
+            self.done += 1
+            line = "  %s: %d/%d root tasks done, %.0f s" % (self.label, self.done, self.total,
+                                                          time.time() - self.t0)
+            if self.tty:
+                sys.stderr.write("\r\033[K" + line)
+                sys.stderr.flush()
+            elif self.done * 10 // self.total != (self.done - 1) * 10 // self.total:
+                log(line)
+
+    def end(self):
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def free_port():
@@ -155,6 +186,7 @@ class Stack:
 def run_one(args, mode, p, pidx, tmp):
     """One (mode, p) run; returns its row (a dict)."""
     st = Stack(tmp)
+    progress = Progress("%s p=%g" % (mode, p), args.roots)
     try:
         counter_port = st.spawn("counter", [sys.executable, os.path.join(HERE, "amplify_counter.py")],
                                 port_line=True)[1]
@@ -203,11 +235,21 @@ def run_one(args, mode, p, pidx, tmp):
             if r.returncode != 0:
                 with open(os.path.join(tmp, "roots-failed.log"), "ab") as f:
                     f.write(b"%s exit %d\n%s%s\n" % (text.encode(), r.returncode, r.stdout, r.stderr))
+            progress.tick()
             return r.returncode == 0
 
         t0 = time.time()
-        with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(args.concurrency)
+        try:
             ok = sum(pool.map(root, range(args.roots)))
+        except BaseException:
+            # Interrupted: end every process of the run now, the root clients
+            # the pool's threads wait on among them, so nothing waits for them.
+            reaper.reap(args.reap_var)
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        progress.end()
         # Every send waits for its subtree, so the tree is done; still, wait
         # until nothing moves for a second before counting.
         last, stable_since, end = None, time.time(), time.time() + 60
@@ -300,11 +342,19 @@ def main():
     if any(m not in ("naive", "once") for m in modes) or args.roots < 1 or args.concurrency < 1:
         ap.error("modes are naive and once; --roots and --concurrency must be >= 1")
 
+    # Whatever ends this run (Ctrl-C, SIGTERM, a timeout, SIGKILL), the onced
+    # processes, their agents, the proxies and the counter end with it.
+    args.reap_var = reaper.guard()
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     top = tempfile.mkdtemp(prefix="once-amplify-", dir=base)
+    if not args.keep:
+        reaper.remove_after(top)
     rows, started = [], time.time()
-    log("amplification experiment: %d root tasks per row, 1 -> 2 -> 4 -> %d leaves, "
-        "logs in %s" % (args.roots, LEAVES, top))
+    nrows = len(ps) * len(modes)
+    log("amplification experiment: %d rows of %d root tasks, 1 -> 2 -> 4 -> %d leaves, "
+        "logs in %s" % (nrows, args.roots, LEAVES, top))
+    log("a row's time grows with p and the machine's load (naive rows redo whole subtrees); "
+        "after each row an estimate of the rest follows")
     try:
         for pidx, p in enumerate(ps):
             for mode in modes:
@@ -316,9 +366,22 @@ def main():
                     "duplicates %d, lost %d, agent tasks %d, %.1fs" % (
                         mode, p, r["rootsCompleted"], r["roots"], r["observed"], r["expected"],
                         r["duplicates"], r["lost"], r["agentTasks"], r["seconds"]))
+                left = nrows - len(rows)
+                if left:
+                    spent = time.time() - started
+                    log("  row %d of %d done after %.0f s; at this pace the other %d take about "
+                        "%.0f s more" % (len(rows), nrows, spent, left, spent / len(rows) * left))
     except (RuntimeError, OSError, subprocess.CalledProcessError) as ex:
         log("amplify: setup failed: %s (logs in %s)" % (ex, top))
+        reaper.keep(top)
         return 2
+    except (KeyboardInterrupt, SystemExit) as ex:
+        log("\namplify: interrupted after %d of %d rows; its processes are stopped" % (
+            len(rows), nrows))
+        reaper.reap(args.reap_var)
+        if not args.keep:
+            shutil.rmtree(top, ignore_errors=True)
+        return 130 if isinstance(ex, KeyboardInterrupt) else ex.code
 
     out = table(rows)
     print(out)
@@ -341,6 +404,7 @@ def main():
     for r in bad:
         log("amplify: unexpected row: %s" % json.dumps(r))
     if bad or args.keep:
+        reaper.keep(top)
         log("amplify: logs kept in %s" % top)
     else:
         shutil.rmtree(top, ignore_errors=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: the contract-review story (DESIGN.md section 9) with real
+# make demo: the contract-review story (docs/design.md section 9) with real
 # processes on the embedded SQLite store. Every claim is checked; the exit
 # status is 0 only if all held. Usage: demo/run.sh [BUILD_DIR] [--quick] [--keep]
 set -euo pipefail

@@ -1,4 +1,4 @@
-"""The contract-review story (DESIGN.md section 9), end to end, with real
+"""The contract-review story (docs/design.md section 9), end to end, with real
 processes on the embedded SQLite store. Every line of the timeline is
 checked against what the processes really did; the run ends with a verdict
 table, one row per claim, and exits 0 only if every claim held.
@@ -37,6 +37,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import re
 import tempfile
 import time
 
@@ -67,6 +68,19 @@ CLAIMS = [
     ("signed", "the signing call (Idempotency-Key t-...:step-4) was retried; signed once"),
     ("completed", "the task completed; the signed-contract artifact is stored under t-..."),
     ("expired", "past retention the replayed outbox record got TASK_EXPIRED; nothing re-ran"),
+]
+
+# The terms a newcomer meets in the timeline, each explained once, under the
+# line where it first appears (docs/design.md has the whole picture).
+GLOSSARY = [
+    (r"\bfence\b", "fence: a counter the registry moves whenever who may write to the task changes "
+     "(registration, continuation, cancel, takeover); a write carrying an older fence is refused"),
+    (r"\bgen(eration)?\b", "gen (generation): the task's event counter, moved by every change that "
+     "emits an event; SSE ids and webhook ids carry it, so a reader resumes with no gap and no copy"),
+    (r"\blease\b", "lease: one replica's right to run the task's turn until a deadline, renewed while "
+     "the turn runs; once it lapses another replica takes the task over with fence + 1"),
+    (r"\btombstone\b", "tombstone: what is left of a finished task after the retention window (its "
+     "key and first digest): the ID answers TASK_EXPIRED and never runs again"),
 ]
 
 
@@ -119,6 +133,7 @@ class Story:
         self.tid = None
         self.gen_n = "N"
         self.checks = {k: [] for k, _ in CLAIMS}
+        self.unexplained = list(GLOSSARY)
 
     # --- output ----------------------------------------------------------
 
@@ -137,12 +152,21 @@ class Story:
             where = "%s fence %s gen %s" % (self.tid, "-" if fence is None else fence,
                                             "-" if gen is None else gen)
         print("  %s  %s %s  %s" % (paint("2", when), paint("36", "%-15s" % who), where, what))
+        self.explain(where + " " + what)
         sys.stdout.flush()
+
+    def explain(self, text):
+        """Under a line, one line for each glossary term it is the first to use."""
+        for entry in list(self.unexplained):
+            if re.search(entry[0], text):
+                print("            %s %s" % (paint("2", "·"), paint("2", entry[1])))
+                self.unexplained.remove(entry)
 
     def check(self, claim, ok, text):
         self.checks[claim].append((bool(ok), text))
         mark = paint("32", "ok  ") if ok else paint("31", "FAIL")
         print("            %s %s" % (mark, text))
+        self.explain(text)
         sys.stdout.flush()
         return bool(ok)
 
@@ -742,6 +766,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = ap.parse_args()
     story = Story(args.build, args.quick, args.keep)
+    if not args.keep:
+        h.reaper.remove_after(story.tmp)
     ok = False
     try:
         story.run()
@@ -749,11 +775,21 @@ def main():
         print(paint("31", "\nthe story broke off: %r" % ex))
         import traceback
         traceback.print_exc()
+    except (KeyboardInterrupt, SystemExit) as ex:
+        # Ctrl-C or SIGTERM (the harness turns it into SystemExit): stop
+        # every process (also those a turn started), then the scratch folder.
+        print("\nthe story was interrupted; stopping its processes", file=sys.stderr)
+        h.reaper.reap(h.REAP_VAR)
+        story.stop_all()
+        if not args.keep:
+            shutil.rmtree(story.tmp, ignore_errors=True)
+        return 130 if isinstance(ex, KeyboardInterrupt) else ex.code
     finally:
         story.stop_all()
     ok = story.verdict()
     print("%.1f s" % (time.monotonic() - story.t0))
     if args.keep or not ok:
+        h.reaper.keep(story.tmp)
         print("logs, registry, outbox and journal: %s" % story.tmp)
     else:
         shutil.rmtree(story.tmp, ignore_errors=True)

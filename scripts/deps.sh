@@ -1,15 +1,39 @@
 #!/usr/bin/env bash
-# Install every Debian package once needs to build, test and benchmark.
+# Install the Debian (and npm) packages once needs, by profile:
+#
+#   scripts/deps.sh demo    build onced, once and the demo's helpers; run
+#                           `make demo` and `make amplify`
+#   scripts/deps.sh [all]   everything: the demo's set plus what the test
+#                           suite and the benchmarks start or use (PostgreSQL,
+#                           Redis, valgrind, clang, spin, wrk, strace, node
+#                           and the @a2a-js/sdk peer)
+#
 # Idempotent and quiet when everything is present. Run as root (or with sudo).
 set -euo pipefail
 
-PKGS=(
-  build-essential cmake pkg-config git ca-certificates curl
-  libmicrohttpd-dev libjansson-dev libsqlite3-dev sqlite3 libpq-dev libhiredis-dev
+profile=${1:-all}
+
+# Building libonce needs every library it links (the PostgreSQL and Redis
+# backends are compiled in by default), and CMake's configure step checks
+# for cmocka; running the demo needs python3 and curl (demo/amplify_agent.sh).
+DEMO_PKGS=(
+  build-essential cmake pkg-config ca-certificates curl python3
+  libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libhiredis-dev
   libcurl4-openssl-dev libssl-dev libcmocka-dev
-  postgresql postgresql-contrib redis-server
-  valgrind clang libclang-rt-dev spin wrk strace python3 nodejs npm
 )
+TEST_PKGS=(
+  git sqlite3 postgresql postgresql-contrib redis-server
+  valgrind clang libclang-rt-dev spin wrk strace nodejs npm
+)
+
+case "$profile" in
+demo) PKGS=("${DEMO_PKGS[@]}") ;;
+all) PKGS=("${DEMO_PKGS[@]}" "${TEST_PKGS[@]}") ;;
+*)
+  echo "usage: $0 [demo|all]" >&2
+  exit 2
+  ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -31,6 +55,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q >/dev/null
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+[ "$profile" = all ] || exit 0
 
 # The real A2A peer for interop tests and benchmarks (@a2a-js/sdk 1.3.0).
 root="$(cd "$(dirname "$0")/.." && pwd)"

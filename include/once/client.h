@@ -1,6 +1,6 @@
 /*
  * client.h -- the once client: sends A2A 1.0 messages so that a send retried
- * after any failure makes exactly one task (DESIGN.md section 8).
+ * after any failure makes exactly one task (docs/design.md section 8).
  *
  * The order of a send is the whole point:
  *   1. mint the task ID (ULID, or UUIDv4) -- before any network activity;

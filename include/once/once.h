@@ -135,7 +135,7 @@ void once_seeded_rng_init(once_seeded_rng *r, uint64_t seed);
 int once_rng_uniform(const once_rng *r, uint64_t bound, uint64_t *out);
 
 /* ---------------------------------------------------------------------------
- * Task IDs (DESIGN.md section 3).
+ * Task IDs (docs/design.md section 3).
  *
  * Accepted: 1..128 chars of [A-Za-z0-9._:-], first char alphanumeric.
  */

@@ -345,7 +345,7 @@ typedef struct once_store_methods {
     /* Store-wide named value, created once: if name is absent, insert
      * init_value (insert-if-absent); either way *out receives the stored value
      * (once_malloc'd). Used for the secret behind derived task IDs, which
-     * must be the same on every replica (DESIGN.md section 13). */
+     * must be the same on every replica (docs/design.md section 13). */
     int (*meta)(once_store *s, const char *name, const char *init_value, char **out);
 
     /* Integrity check over everything stored (tests, chaos, fault sweeps). */
@@ -401,7 +401,7 @@ struct once_store {
     char errmsg[256];
 };
 
-/* Open by URL: "memory:", "sqlite:PATH" (later "postgres://", "redis://").
+/* Open by URL: "memory:", "sqlite:PATH", "postgres://...", "redis://...".
  * errbuf may be NULL. */
 int once_store_open(const char *url, const once_store_options *opt, once_store **out,
                     char *errbuf, size_t errlen);

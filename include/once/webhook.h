@@ -1,6 +1,6 @@
 /*
  * webhook.h -- signed webhooks (Standard Webhooks) and the receiving end of
- * once push notifications (DESIGN.md section 6; docs/protocol.md, "Push
+ * once push notifications (docs/design.md section 6; docs/protocol.md, "Push
  * notifications").
  *
  * What onced sends for every event of a task with a push config:

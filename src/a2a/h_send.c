@@ -1,7 +1,7 @@
 /*
  * h_send.c -- SendMessage (A2A 1.0) and tasks/send (A2A 0.1): validate the
  * params, hand one once_send_req to the engine, map its verdict to the wire
- * (DESIGN.md section 10):
+ * (docs/design.md section 10):
  *
  *   REGISTER / CONTINUE / REPLAY  result {"task":..} or {"message":..};
  *                                 REPLAY sets Idempotent-Replayed: true

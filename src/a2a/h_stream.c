@@ -2,7 +2,7 @@
  * h_stream.c -- SendStreamingMessage and SubscribeToTask (A2A 1.0 over SSE),
  * and the event cursor (once_a2a_stream) the HTTP layer drives.
  *
- * What a stream carries (DESIGN.md section 6; docs/wire.md "Streaming"):
+ * What a stream carries (docs/design.md section 6; docs/wire.md "Streaming"):
  *   - every frame is "id: <generation>" plus one data line holding a whole
  *     JSON-RPC response whose result is a StreamResponse; the generation is
  *     the task's, so ids are consecutive and Last-Event-ID resumes exactly

@@ -6,7 +6,7 @@
  * file:{name, mimeType, bytes|uri}}, {type:"data", data}], metadata}) becomes
  * the 1.0 Message the engine stores. The conversion is a pure function of the
  * input, so a retried 0.1 send produces the same 1.0 message and the same
- * digest (0.1 identity is the digest: DESIGN.md section 4).
+ * digest (0.1 identity is the digest: docs/design.md section 4).
  *
  * Out: a 1.0 Task becomes a 0.1 Task: contextId -> sessionId, TASK_STATE_X ->
  * lowercase "x" with dashes, ROLE_* -> "user"/"agent", parts typed again.

@@ -1,11 +1,11 @@
 /*
- * decide.c -- the dedup verdict (DESIGN.md section 4) and the digest lines
+ * decide.c -- the dedup verdict (docs/design.md section 4) and the digest lines
  * it reads.
  *
  * once_decide() first reduces its input to three facts (what is stored, how
  * the incoming message matches the accepted ones, which class the stored
  * state is in) and then takes the first row of one constant table that fits.
- * The table is DESIGN.md's table, row for row, so a reviewer compares the two
+ * The table is docs/design.md's table, row for row, so a reviewer compares the two
  * side by side; its last row is a catch-all, so the function is total.
  *
  * Digest lines record every accepted message: "<64 lowercase hex> <messageId>\n"
@@ -201,7 +201,7 @@ typedef struct rule {
     once_verdict verdict;
 } rule;
 
-/* DESIGN.md section 4, top to bottom; the first row that fits wins. */
+/* docs/design.md section 4, top to bottom; the first row that fits wins. */
 static const rule rules[] = {
     /* stored                incoming  state          may_reg  verdict */
     {ONCE_STORED_NONE,      M_NA,     C_ANY,         R_YES,   ONCE_V_REGISTER},
@@ -212,8 +212,9 @@ static const rule rules[] = {
     {ONCE_STORED_RECORD,    M_NEW,    C_INTERRUPTED, R_ANY,   ONCE_V_CONTINUE},
     {ONCE_STORED_RECORD,    M_NEW,    C_BUSY,        R_ANY,   ONCE_V_REJECT_BUSY},
     {ONCE_STORED_RECORD,    M_NEW,    C_TERMINAL,    R_ANY,   ONCE_V_REJECT_TERMINAL},
-    /* Not in DESIGN.md: a record in no known state, or a corrupt "stored".
-     * Refuse without running anything; never register over unknown data. */
+    /* The last row of docs/design.md's table: a record in no known state, or
+     * a corrupt "stored". Refuse without running anything; never register
+     * over unknown data. */
     {S_ANY,                 M_NA,     C_ANY,         R_ANY,   ONCE_V_REJECT_BUSY},
 };
 

@@ -1,5 +1,5 @@
 /*
- * decide.h -- the dedup verdict (DESIGN.md section 4) and the task state
+ * decide.h -- the dedup verdict (docs/design.md section 4) and the task state
  * machine. Pure functions: no I/O, no allocation.
  */
 #ifndef ONCE_CORE_DECIDE_H

@@ -1,7 +1,7 @@
 /*
  * ids.c -- task IDs: validation, ULID and UUIDv4 minting, derived IDs for
  * plain A2A clients, child IDs for delegation and side-effect keys
- * (DESIGN.md sections 3 and 8).
+ * (docs/design.md sections 3 and 8).
  *
  * Invariants: every ID this file produces passes once_id_valid(); derived,
  * child and effect IDs are pure functions of their inputs, so a step re-run

@@ -449,7 +449,7 @@ int once_jcs(const char *in, size_t n, char **out, size_t *outlen)
 }
 
 /* ---------------------------------------------------------------------------
- * Request digest (DESIGN.md section 3): what the client sent, not what the
+ * Request digest (docs/design.md section 3): what the client sent, not what the
  * server may add (taskId, contextId).
  */
 

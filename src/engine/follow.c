@@ -5,7 +5,7 @@
  *
  * The wait is woken at once by writes of this process (the waiter list that
  * blocking sends use, signalled by once__notify) and sees other replicas'
- * writes by polling the store every FOLLOW_POLL_MS (DESIGN.md section 13).
+ * writes by polling the store every FOLLOW_POLL_MS (docs/design.md section 13).
  * A poll asks for at most one event after the generation: an index probe
  * when nothing moved, never a load of the record, whose task JSON may be
  * large and which a stream does not need (its reads are event reads).

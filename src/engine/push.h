@@ -1,7 +1,7 @@
 /*
  * push.h -- push notifications in the engine (internal API used by src/a2a
  * and apps/onced): the four A2A 1.0 config methods and the delivery
- * settings. DESIGN.md section 6; the wire contract is docs/protocol.md,
+ * settings. docs/design.md section 6; the wire contract is docs/protocol.md,
  * "Push notifications", and include/once/webhook.h.
  *
  * Configs live in the task record (once_record.push_json), so a config

@@ -1,5 +1,5 @@
 /*
- * push_deliver.c -- the delivery threads every replica runs (DESIGN.md
+ * push_deliver.c -- the delivery threads every replica runs (docs/design.md
  * section 6): claim a due delivery row with a lease, POST its events from
  * the outbox in generation order, report each outcome to the store.
  *

@@ -1,5 +1,5 @@
 /*
- * push_http.c -- one webhook POST with libcurl (DESIGN.md section 6): the
+ * push_http.c -- one webhook POST with libcurl (docs/design.md section 6): the
  * Standard Webhooks headers and signatures, the A2A token and
  * Authorization, the timeout, Retry-After, and the SSRF guard on the
  * address actually connected to.

@@ -1,6 +1,6 @@
 /*
  * push_net.c -- the SSRF guard of push delivery (A2A 1.0 section 13.2,
- * DESIGN.md section 6): which addresses a webhook may reach, the
+ * docs/design.md section 6): which addresses a webhook may reach, the
  * --push-allow CIDR list that exempts some, and the URL check run when a
  * config is created.
  *

@@ -162,7 +162,7 @@ int once__wait(once_engine *e, const char *principal, const char *task_id, int64
         if (once__record_settled(rec) || left <= 0 || once__stopping(e))
             break;
         /* Local writes signal us at once; other replicas' writes are seen
-         * by polling the store (DESIGN.md section 13). */
+         * by polling the store (docs/design.md section 13). */
         pthread_mutex_lock(&e->mu);
         if (!w.fired && !e->stopping)
             once__cond_wait_ms(&w.cv, &e->mu, left < WAIT_POLL_MS ? left : WAIT_POLL_MS);

@@ -1,6 +1,6 @@
 /*
  * sweep.c -- the background pass every replica runs: takeover of expired
- * leases (DESIGN.md section 5) and retention (section 7).
+ * leases (docs/design.md section 5) and retention (section 7).
  *
  * Takeover: for each non-terminal record whose lease expired, CAS it with
  * fence + 1 and this replica as lease owner, then run a turn with resumed=1

@@ -1,6 +1,6 @@
 /*
  * taskjson.c -- the A2A 1.0 Task object as the engine stores it, and the
- * StreamResponse payloads its mutations emit (DESIGN.md section 6).
+ * StreamResponse payloads its mutations emit (docs/design.md section 6).
  *
  * Stored shape: {id, contextId, status{state, timestamp[, message]},
  * [artifacts], history, [metadata]}. "generation" is not stored inside the

@@ -1,7 +1,7 @@
 /*
  * write.c -- the one way the engine changes a stored record: a CAS against
  * the version it read, carrying at most one event (the transactional outbox,
- * DESIGN.md section 6), followed by a wake-up of local waiters.
+ * docs/design.md section 6), followed by a wake-up of local waiters.
  *
  * Invariants: version goes up by exactly one per write; generation goes up
  * by one exactly when an event is appended; finished_at is set exactly while

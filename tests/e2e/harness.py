@@ -19,6 +19,13 @@ import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ONCED = os.environ.get("ONCED", os.path.join(ROOT, "build", "onced"))
+
+# Whatever ends a program that uses this harness (a test, the demo, the
+# soak), every process it started ends with it (scripts/reaper.py): the
+# onced processes, their agents, agents' own children.
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import reaper  # noqa: E402
+REAP_VAR = reaper.guard()
 EXT = "urn:once:a2a:idempotency:v1"
 
 # The one factor every timeout of the suite is multiplied by. A timeout is

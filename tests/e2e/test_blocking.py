@@ -2,7 +2,7 @@
 returnImmediately the call waits until the task is terminal or interrupted
 (bounded by --max-wait); with it, the call returns at once; and a blocking
 send on replica B for a task that replica A executes returns when A finishes
-it -- B watches the shared store, not an in-process signal (DESIGN.md 13).
+it -- B watches the shared store, not an in-process signal (docs/design.md section 13).
 """
 import os
 import sys

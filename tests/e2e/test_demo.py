@@ -1,5 +1,5 @@
 """The demo's story (demo/story.py, what `make demo` runs) in its quick mode:
-the contract-review story of DESIGN.md section 9 with real processes (two
+the contract-review story of docs/design.md section 9 with real processes (two
 onced replicas on one SQLite registry, the once CLI, proxies that lose
 answers, a webhook receiver, a signing service). Every claim of the story
 must hold, the verdict table must say so line by line, and the run must stay

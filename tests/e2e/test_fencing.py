@@ -1,4 +1,4 @@
-"""Fencing and takeover with real processes (DESIGN.md section 5): two onced
+"""Fencing and takeover with real processes (docs/design.md section 5): two onced
 replicas share one SQLite file with a short --lease. A task registered on
 replica A runs an --exec turn that checkpoints (step 3) and then blocks; A is
 frozen with SIGSTOP, its lease expires, and replica B takes the task over with

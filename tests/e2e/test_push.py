@@ -1,4 +1,4 @@
-"""Push notifications with real processes (DESIGN.md section 6, issue 5):
+"""Push notifications with real processes (docs/design.md section 6, issue 5):
 onced replicas deliver signed webhooks to build/tools/webhook_sink, a
 receiver built on the once receiver library (verify, durable processed-set,
 hand each event to the application once and in order). The sink's log is

@@ -1,4 +1,4 @@
-"""Retention with a jumped clock (DESIGN.md section 7), with real onced
+"""Retention with a jumped clock (docs/design.md section 7), with real onced
 processes: a finished task is kept in full for --retention, then becomes a
 tombstone that answers TASK_EXPIRED (-32001, metadata.expiredAt) on every
 method -- GetTask, CancelTask, SendMessage as a retry of the original message

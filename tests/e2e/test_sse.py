@@ -1,4 +1,4 @@
-"""SSE streaming with real onced processes (DESIGN.md section 6, docs/wire.md
+"""SSE streaming with real onced processes (docs/design.md section 6, docs/wire.md
 "Streaming"): SendStreamingMessage and SubscribeToTask answer text/event-stream
 whose frames carry `id: <generation>` and one JSON-RPC response per data line;
 a stream cut mid-task and resumed with Last-Event-ID loses nothing and repeats

@@ -8,10 +8,11 @@
 // globalThis.fetch, so the test can also assert what the SDK put on the wire
 // (A2A-Version) and what onced answered in HTTP headers (Idempotent-Replayed).
 //
-// Invariants: onced is always killed on exit; a missing SDK, node_modules or
+// Invariants: onced is always killed on exit, also when this script is
+// killed (scripts/reaper.py marks its environment); a missing SDK, node_modules or
 // onced binary is a FAILURE (never a skip); output ends with
 // "N passed, N failed" and the exit status is non-zero on any failure.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -184,7 +185,19 @@ function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Whatever ends this script (a failure, a ctest timeout, SIGKILL), the onced
+// it starts ends with it: scripts/reaper.py watches this process and ends
+// every process whose environment carries the marker it hands out.
+function guard() {
+  const line = execFileSync('python3', [path.join(ROOT, 'scripts', 'reaper.py'), 'guard',
+                                        String(process.pid)]).toString().trim();
+  const m = /^export (ONCE_REAP_\w+)=1$/.exec(line);
+  if (!m) fatal(`scripts/reaper.py guard answered ${JSON.stringify(line)}`);
+  process.env[m[1]] = '1';
+}
+
 async function startOnced() {
+  guard();
   tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), 'once-interop-'));
   const port = await freePort();
   const log = fs.openSync(path.join(tmpdir, 'onced.log'), 'a');

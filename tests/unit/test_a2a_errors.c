@@ -1,5 +1,5 @@
 /*
- * test_a2a_errors.c -- how every engine outcome reaches the wire (DESIGN.md
+ * test_a2a_errors.c -- how every engine outcome reaches the wire (docs/design.md
  * section 10): the exact code, ErrorInfo reason and metadata per verdict;
  * store failures as retryable 503s and never as verdicts; REPLAY flagged
  * for the Idempotent-Replayed header; the fixed "not supported" answers;

@@ -1,5 +1,5 @@
 /*
- * test_decide.c -- the dedup verdict, DESIGN.md section 4.
+ * test_decide.c -- the dedup verdict, docs/design.md section 4.
  *
  * One test per row of the design table (named after the row), the 0.1
  * tasks/send digest-identity rule, conflict vs replay among several accepted
@@ -279,7 +279,7 @@ static const scenario scenarios[] = {
     {"garbage\n" HA " m1", "m1", HA, MATCH_SAME},
 };
 
-/* DESIGN.md section 4 as plain code, from the text rather than the table in
+/* docs/design.md section 4 as plain code, from the text rather than the table in
  * decide.c. Inputs outside the design (corrupt stored kind, record in no
  * known state) must be refused without running anything: REJECT_BUSY. */
 static once_verdict oracle(int stored, int st, int reg, int match)

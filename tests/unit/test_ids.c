@@ -1,6 +1,6 @@
 /*
  * test_ids.c -- task ID validation, ULID and UUIDv4 minting, derived IDs,
- * child IDs and side-effect keys (DESIGN.md sections 3 and 8).
+ * child IDs and side-effect keys (docs/design.md sections 3 and 8).
  */
 #include <setjmp.h>
 #include <stdarg.h>
