@@ -9,7 +9,9 @@
  * backend has the push config slots (a store with ONCE_STORE_PUSH), the
  * idempotency extension with its
  * retention windows as params, and a bearer security scheme when
- * --auth-tokens is configured.
+ * --auth-tokens is configured. What --card describes (card_file.c) then
+ * replaces the descriptive members: name, description, provider, version,
+ * documentationUrl, iconUrl, skills, default modes; never the members above.
  */
 #include "a2a/a2a_int.h"
 
@@ -49,6 +51,11 @@ int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len)
         "description", skill_desc, "tags", "once", "idempotent");
     if (card == NULL)
         return ONCE_ENOMEM;
+    /* Checked by once_a2a_card_parse: only descriptive members. */
+    if (cfg->card != NULL && json_object_update(card, (json_t *)cfg->card) != 0) {
+        json_decref(card);
+        return ONCE_ENOMEM;
+    }
     if (cfg->auth) {
         json_t *schemes = json_pack("{s:{s:{s:s, s:s}}}", "bearer", "httpAuthSecurityScheme",
                                     "scheme", "Bearer", "description",
