@@ -62,7 +62,7 @@ static const char usage[] =
     "                              amplification experiment measures once against\n"
     "HTTP:\n"
     "  --threads N                 HTTP (epoll) threads (2)\n"
-    "  --workers N                 threads running JSON-RPC calls; a blocking\n"
+    "  --workers N                 threads running A2A calls (both bindings); a blocking\n"
     "                              SendMessage holds one while it waits (64)\n"
     "  --max-body BYTES            largest request body, e.g. 1MiB, 512k (1MiB);\n"
     "                              larger bodies get HTTP 413\n"

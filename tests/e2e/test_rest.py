@@ -13,8 +13,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EXT, GatedAgent, Onced, call, check, eq, http_request, new_id, run,
-                     scratch_dir, user_message)
+from harness import (EXT, GatedAgent, Onced, call, check, eq, free_port, http_request, new_id,
+                     run, scratch_dir, user_message)
 from test_sse import Stream
 
 TMP = scratch_dir("once-rest-")
@@ -70,13 +70,13 @@ def state_of(ev):
     return (body.get("status") or {}).get("state")
 
 
-def send(port, text, task_id=None, ext=False, immediate=False, tenant="", **kw):
+def send(port, text, task_id=None, ext=False, immediate=False, prefix="", **kw):
     """POST /message:send with one text message; the task id is client-minted
     (with the extension) when given."""
     body = {"message": user_message(text, task_id=task_id)}
     if immediate:
         body["configuration"] = {"returnImmediately": True}
-    return rest(port, "POST", tenant + "/message:send", body, ext=ext, **kw)
+    return rest(port, "POST", prefix + "/message:send", body, ext=ext, **kw)
 
 
 def finished(port, text="hi", **kw):
@@ -128,12 +128,27 @@ def test_send_get_list():
 
 
 def test_tenant_routes():
-    task = finished(srv.port, tenant="/acme")
+    task = finished(srv.port, prefix="/acme")
     st, _, doc = rest(srv.port, "GET", "/acme/tasks/" + task["id"])
     eq((st, doc.get("id")), (200, task["id"]), "GET /{tenant}/tasks/{id}")
     # a client joining a base URL ending in "/" with "/tasks/..." sends "//tasks/..."
     st, _, doc = rest(srv.port, "GET", "//tasks/" + task["id"])
     eq((st, doc.get("id")), (200, task["id"]), "GET //tasks/{id}")
+
+
+def test_below_the_public_url():
+    port = free_port()
+    # two segments: no route takes them as a tenant
+    base = "http://127.0.0.1:%d/v1/a2a/" % port
+    with Onced(GATED.args + ["--public-url", base], port=port) as s:
+        st, _, data = http_request(port, "GET", "/.well-known/agent-card.json")
+        eq(sorted(i["url"] for i in json.loads(data)["supportedInterfaces"]), [base, base],
+           "both interfaces at --public-url")
+        task = finished(port, prefix="/v1/a2a")
+        st, _, doc = rest(port, "GET", "/v1/a2a/tasks/" + task["id"])
+        eq((st, doc.get("id")), (200, task["id"]), "GET <path of --public-url>/tasks/{id}")
+        eq(s.rpc("GetTask", {"id": task["id"]})[2]["result"]["id"], task["id"],
+           "JSON-RPC on the same task")
 
 
 def test_cancel_and_not_cancelable():
@@ -290,6 +305,6 @@ if __name__ == "__main__":
             Onced(GATED.args + ["--auth-tokens", TOKENS, "--max-body", "1KiB",
                                 "--max-streams", "1"]) as guarded:
         run([test_card_declares_both_bindings, test_send_get_list, test_tenant_routes,
-             test_cancel_and_not_cancelable, test_push_config_crud, test_extended_card,
+             test_below_the_public_url, test_cancel_and_not_cancelable, test_push_config_crud, test_extended_card,
              test_errors, test_streaming_and_resume, test_extension_dedup,
              test_auth_and_limits])
