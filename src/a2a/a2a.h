@@ -212,6 +212,7 @@ int once_a2a_extension_active(const char *header);
  * hands the HTTP layer a once_a2a_stream: a cursor over the task's stored
  * events that formats whole SSE frames,
  *     id: <generation>\ndata: {"jsonrpc":"2.0","id":<rpc id>,"result":<StreamResponse>}\n\n
+ * (HTTP+JSON: "data: <StreamResponse>").
  * The cursor holds no events in memory: every read goes to the store after
  * the last generation it produced, so the HTTP layer decides how much it
  * buffers. It ends after the first terminal or interrupted status (or a

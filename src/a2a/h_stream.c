@@ -17,8 +17,8 @@
  *     direct Message) whose generation is at least the one the task had
  *     when the stream opened: earlier turns' input-required events replayed
  *     from the start do not end it.
- * Errors found before the stream opens are ordinary JSON-RPC error
- * responses. SendStreamingMessage validates and decides exactly like
+ * Errors found before the stream opens are ordinary error responses of the
+ * call's binding (JSON-RPC, or AIP-193 for HTTP+JSON). SendStreamingMessage validates and decides exactly like
  * SendMessage (it runs that handler with returnImmediately forced on).
  *
  * Invariants: a cursor keeps no events, only the last generation it
