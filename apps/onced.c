@@ -23,7 +23,7 @@
 static const char usage[] =
     "usage: onced --listen HOST:PORT --store URL [options]\n"
     "\n"
-    "The once A2A 1.0 server: idempotent task sends over JSON-RPC.\n"
+    "The once A2A 1.0 server: idempotent task sends over JSON-RPC and HTTP+JSON.\n"
     "\n"
     "required:\n"
     "  --listen HOST:PORT          address to serve on ([v6addr]:PORT for IPv6)\n"
@@ -62,7 +62,7 @@ static const char usage[] =
     "                              amplification experiment measures once against\n"
     "HTTP:\n"
     "  --threads N                 HTTP (epoll) threads (2)\n"
-    "  --workers N                 threads running JSON-RPC calls; a blocking\n"
+    "  --workers N                 threads running A2A calls (both bindings); a blocking\n"
     "                              SendMessage holds one while it waits (64)\n"
     "  --max-body BYTES            largest request body, e.g. 1MiB, 512k (1MiB);\n"
     "                              larger bodies get HTTP 413\n"
@@ -85,8 +85,19 @@ static const char usage[] =
     "                              incomplete upload is closed, or the request gets\n"
     "                              HTTP 503 + Retry-After (64MiB)\n"
     "  --sse-ping DUR              keep-alive comment on an idle stream (15s)\n"
-    "  --public-url URL            the URL the agent card advertises\n"
+    "  --public-url URL            the URL the agent card advertises for both bindings\n"
     "                              (http://HOST:PORT/); its path also serves JSON-RPC\n"
+    "                              (POST to it) and the HTTP+JSON routes below it\n"
+    "                              (/message:send, /tasks/ID, ...: docs/wire.md)\n"
+    "  --card FILE                 a JSON object describing the agent in the card:\n"
+    "                              name, description, provider {organization, url},\n"
+    "                              version, documentationUrl, iconUrl, skills [{id,\n"
+    "                              name, description, tags, examples?, inputModes?,\n"
+    "                              outputModes?}], defaultInputModes,\n"
+    "                              defaultOutputModes. Interfaces, capabilities,\n"
+    "                              extensions and security are onced's: a file that\n"
+    "                              sets them, or any bad member, stops onced with a\n"
+    "                              message naming it. Default: the echo / --exec card\n"
     "push notifications (docs/protocol.md, \"Push notifications\"):\n"
     "  --push-secret S             sign webhooks with S (Standard Webhooks; whsec_<base64>\n"
     "                              or 16+ bytes); repeat to rotate, newest first: every\n"
@@ -104,7 +115,8 @@ static const char usage[] =
     "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d (or combined: 1h30m).\n";
 
 typedef struct opts {
-    const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url;
+    const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url,
+        *card;
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body, max_task_size;
@@ -170,6 +182,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--auth-tokens", F_STR, &o->auth_tokens},
         {"--replica-id", F_STR, &o->replica_id},
         {"--public-url", F_STR, &o->public_url},
+        {"--card", F_STR, &o->card},
         {"--retention", F_DUR, &o->retention_ms},
         {"--tombstone-retention", F_DUR, &o->tombstone_ms},
         {"--lease", F_DUR, &o->lease_ms},
@@ -286,6 +299,25 @@ static void redact_url(const char *url, char *out, size_t outlen)
     snprintf(out, outlen, "%.*s:***%s", (int)(colon - url), url, at);
 }
 
+/* The --card file, checked (once_a2a_card_parse): a message naming the
+ * file and the field when it is refused. */
+static int load_card(const char *path, json_t **out)
+{
+    char err[512] = "", *text = NULL;
+    size_t len = 0;
+    int rc = once_read_file(path, (size_t)1 << 20, &text, &len, err, sizeof err);
+    if (rc == ONCE_OK) {
+        char why[400] = "";
+        rc = once_a2a_card_parse(text, len, out, why, sizeof why);
+        if (rc != ONCE_OK)
+            snprintf(err, sizeof err, "%s: %s", path, why[0] ? why : once_strerror(rc));
+        once_free(text);
+    }
+    if (rc != ONCE_OK)
+        fprintf(stderr, "onced: --card %s\n", err[0] ? err : once_strerror(rc));
+    return rc;
+}
+
 /* Signals: the handler only writes to a pipe the main thread reads, so any
  * thread may take the signal. Handlers (unlike SIG_IGN or a blocked mask)
  * are reset in exec'd children, so executor subprocesses start clean. */
@@ -373,6 +405,7 @@ int main(int argc, char **argv)
     once_store *store = NULL;
     once_executor *sub = NULL;
     once_server *server = NULL;
+    json_t *card = NULL;
     static once_offset_clock clock;
     once_offset_clock_init(&clock, o.clock_offset_ms);
 
@@ -381,6 +414,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "onced: --auth-tokens %s\n", err);
         goto out;
     }
+    if (o.card != NULL && load_card(o.card, &card) != ONCE_OK)
+        goto out;
     /* Durability and lock waits come from the store URL (defaults: FULL,
      * 5 s); only the clock is onced's to give. */
     once_store_options so;
@@ -421,6 +456,7 @@ int main(int argc, char **argv)
     sc.a2a.skill_description = o.exec_cmd ? "Runs the configured command for each turn of a task."
                                           : "Echoes text; ask:Q asks Q, sleep:N works N seconds, "
                                             "fail fails.";
+    sc.a2a.card = card;
     sc.a2a.test_admin = o.test_admin;
     sc.a2a.clock = &clock;
     sc.http.host = host;
@@ -469,5 +505,6 @@ out:
     once_executor_free(sub);
     once_store_close(store);
     once_tokens_free(tokens);
+    json_decref(card);
     return status;
 }

@@ -75,6 +75,7 @@ int once_a2a_new(const once_a2a_config *cfg, once_a2a **out)
     }
     if (rc == ONCE_OK)
         rc = once__a2a_card_build(&a->cfg, &a->card, &a->card_len);
+    a->cfg.card = NULL; /* borrowed only until here */
     if (rc != ONCE_OK) {
         once_a2a_free(a);
         return rc;
@@ -206,9 +207,17 @@ int once_a2a_version_ok(const char *v)
 
 /* --- envelope ------------------------------------------------------------- */
 
-/* Write {"jsonrpc":"2.0","id":id,<member>:value} into resp (steals value). */
-static int respond(once_a2a_response *resp, json_t *id, const char *member, json_t *value)
+/* Write {"jsonrpc":"2.0","id":id,<member>:value} into resp (steals value);
+ * HTTP+JSON has no envelope: the value is the body. */
+static int respond(once_a2a_response *resp, once_a2a_binding b, json_t *id, const char *member,
+                   json_t *value)
 {
+    if (b == ONCE_A2A_HTTP_JSON) {
+        int rc = value != NULL ? once__a2a_json_dump(value, &resp->body, &resp->len)
+                               : ONCE_ENOMEM;
+        json_decref(value);
+        return rc;
+    }
     json_t *doc = json_object();
     if (doc == NULL || value == NULL) {
         json_decref(doc);
@@ -225,9 +234,17 @@ static int respond(once_a2a_response *resp, json_t *id, const char *member, json
     return rc;
 }
 
-static int respond_error(once_a2a_response *resp, json_t *id, int code, const char *reason,
-                         const char *message, json_t *meta)
+static int respond_error(once_a2a_response *resp, once_a2a_binding b, json_t *id, int code,
+                         const char *reason, const char *message, json_t *meta)
 {
+    /* Text JSON cannot carry (a cut multi-byte sequence) is cleaned first. */
+    char clean[sizeof((a2a_call *)0)->message];
+    once__a2a_utf8_clean(message, clean, sizeof clean);
+    if (b == ONCE_A2A_HTTP_JSON) {
+        resp->http_status = once__a2a_rest_status(code, resp->http_status);
+        return respond(resp, b, NULL, NULL,
+                       once__a2a_rest_error(resp->http_status, code, reason, clean, meta));
+    }
     json_t *err = json_object();
     json_t *data = once__a2a_error_info(reason, meta);
     if (err == NULL || data == NULL) {
@@ -235,14 +252,7 @@ static int respond_error(once_a2a_response *resp, json_t *id, int code, const ch
         json_decref(data);
         return ONCE_ENOMEM;
     }
-    json_t *ms = json_string(message);
-    if (ms == NULL) {
-        /* Text JSON cannot carry (a cut multi-byte sequence): clean it. A
-         * second failure is memory, and fails the whole answer below. */
-        char clean[sizeof((a2a_call *)0)->message];
-        once__a2a_utf8_clean(message, clean, sizeof clean);
-        ms = json_string(clean);
-    }
+    json_t *ms = json_string(clean);
     int bad = json_object_set_new(err, "code", json_integer(code));
     bad |= json_object_set_new(err, "message", ms);
     bad |= json_object_set_new(err, "data", data);
@@ -252,7 +262,7 @@ static int respond_error(once_a2a_response *resp, json_t *id, int code, const ch
     }
     if (resp->http_status == 0)
         resp->http_status = 200;
-    return respond(resp, id, "error", err);
+    return respond(resp, b, id, "error", err);
 }
 
 /* Cut a possibly truncated multi-byte sequence off the end of s (snprintf
@@ -276,7 +286,7 @@ static int id_ok(const json_t *id)
     return json_is_string(id) || json_is_number(id) || json_is_null(id);
 }
 
-static const a2a_method *lookup(const once_a2a *a, const char *name, size_t *idx)
+const a2a_method *once__a2a_lookup(const once_a2a *a, const char *name, size_t *idx)
 {
     for (size_t i = 0; i < once__a2a_nmethods; i++) {
         const a2a_method *m = &once__a2a_methods[i];
@@ -292,11 +302,13 @@ static const a2a_method *lookup(const once_a2a *a, const char *name, size_t *idx
 
 static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *c, size_t idx, int rc);
 
-static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp,
-                    const a2a_method *m, size_t idx, json_t *id, json_t *params)
+int once__a2a_run(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp,
+                  const a2a_method *m, size_t idx, json_t *id, json_t *params,
+                  once_a2a_binding b)
 {
     a2a_call c;
     memset(&c, 0, sizeof c);
+    c.binding = b;
     c.a = a;
     c.req = req;
     c.m = m;
@@ -347,6 +359,7 @@ static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *cp, size_t i
 {
     a2a_call c = *cp;
     json_t *id = c.id;
+    once_a2a_binding b = c.binding;
     int out;
     if (rc == ONCE_OK && c.deferred != NULL) {
         resp->http_status = 200;
@@ -367,7 +380,7 @@ static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *cp, size_t i
     } else if (rc == ONCE_OK && c.result != NULL) {
         resp->http_status = 200;
         resp->replayed = c.replayed;
-        out = respond(resp, id, "result", c.result);
+        out = respond(resp, b, id, "result", c.result);
         c.result = NULL;
         if (out != ONCE_OK && out != ONCE_ENOMEM) {
             /* The writer refused the answer (nested past ONCE_JSON_MAX_DEPTH;
@@ -384,7 +397,8 @@ static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *cp, size_t i
                      "Internal error: the answer could not be written as JSON (%s%s)",
                      once_errname(out),
                      out == ONCE_ERANGE ? ": nested too deep" : "");
-            out = respond_error(resp, id, ONCE_RPC_INTERNAL, "RESPONSE_NOT_WRITABLE", why, NULL);
+            out = respond_error(resp, b, id, ONCE_RPC_INTERNAL, "RESPONSE_NOT_WRITABLE", why,
+                                NULL);
         }
     } else {
         if (c.code == 0) /* a handler bug: failed without saying why */
@@ -403,7 +417,7 @@ static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *cp, size_t i
         json_decref(c.result);
         once_a2a_stream_free(c.stream);
         once_a2a_deferred_free(c.deferred);
-        out = respond_error(resp, id, c.code, c.reason, c.message, c.meta);
+        out = respond_error(resp, b, id, c.code, c.reason, c.message, c.meta);
     }
     json_decref(c.meta);
     return out;
@@ -423,6 +437,7 @@ int once_a2a_deferred_finish(once_a2a_deferred *d, once_a2a_response *resp)
     c.a = d->a;
     c.m = &once__a2a_methods[d->idx];
     c.id = d->id;
+    c.binding = d->binding;
     c.extension = d->extension;
     resp->extension = c.extension;
     int rc = once__a2a_h_send_answer(&c, d);
@@ -458,19 +473,22 @@ int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response 
         return rc;
     if (rc != ONCE_OK) {
         snprintf(msg, sizeof msg, "Parse error: %s", why);
-        return respond_error(resp, NULL, ONCE_RPC_PARSE_ERROR, "PARSE_ERROR", msg, NULL);
+        return respond_error(resp, ONCE_A2A_JSONRPC, NULL, ONCE_RPC_PARSE_ERROR, "PARSE_ERROR",
+                             msg, NULL);
     }
     if (json_is_array(doc)) {
         json_decref(doc);
-        return respond_error(resp, NULL, ONCE_RPC_INVALID_REQUEST, "BATCH_NOT_SUPPORTED",
+        return respond_error(resp, ONCE_A2A_JSONRPC, NULL, ONCE_RPC_INVALID_REQUEST,
+                             "BATCH_NOT_SUPPORTED",
                              "Invalid request: batch requests are not supported; send one "
                              "JSON-RPC request per HTTP request",
                              NULL);
     }
     if (!json_is_object(doc)) {
         json_decref(doc);
-        return respond_error(resp, NULL, ONCE_RPC_INVALID_REQUEST, "INVALID_REQUEST",
-                             "Invalid request: the request must be a JSON object", NULL);
+        return respond_error(resp, ONCE_A2A_JSONRPC, NULL, ONCE_RPC_INVALID_REQUEST,
+                             "INVALID_REQUEST", "Invalid request: the request must be a JSON object",
+                             NULL);
     }
     json_t *id = json_object_get(doc, "id");
     const char *bad = NULL;
@@ -490,24 +508,26 @@ int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response 
     if (bad == NULL && params != NULL && !json_is_object(params) && !json_is_array(params))
         bad = "Invalid request: params must be an object";
     if (bad != NULL) {
-        rc = respond_error(resp, id, ONCE_RPC_INVALID_REQUEST, "INVALID_REQUEST", bad, NULL);
+        rc = respond_error(resp, ONCE_A2A_JSONRPC, id, ONCE_RPC_INVALID_REQUEST,
+                           "INVALID_REQUEST", bad, NULL);
         json_decref(doc);
         return rc;
     }
     size_t idx = 0;
-    const a2a_method *m = lookup(a, json_string_value(method), &idx);
+    const a2a_method *m = once__a2a_lookup(a, json_string_value(method), &idx);
     if (m == NULL) {
         char name[201];
         snprintf(name, sizeof name, "%s", json_string_value(method));
         utf8_trim(name);
         json_t *meta = json_pack("{s:s}", "method", name);
         snprintf(msg, sizeof msg, "Method not found: %s", name);
-        rc = respond_error(resp, id, ONCE_RPC_METHOD_NOT_FOUND, "METHOD_NOT_FOUND", msg, meta);
+        rc = respond_error(resp, ONCE_A2A_JSONRPC, id, ONCE_RPC_METHOD_NOT_FOUND,
+                           "METHOD_NOT_FOUND", msg, meta);
         json_decref(meta);
         json_decref(doc);
         return rc;
     }
-    rc = run_call(a, req, resp, m, idx, id, params);
+    rc = once__a2a_run(a, req, resp, m, idx, id, params, ONCE_A2A_JSONRPC);
     json_decref(doc);
     return rc;
 }

@@ -1,7 +1,10 @@
 /*
- * a2a.h -- the A2A 1.0 JSON-RPC codec (internal API used by src/http and
- * apps/onced). One HTTP request body in, one HTTP response out; the codec
- * never touches the network or the store.
+ * a2a.h -- the A2A 1.0 codec (internal API used by src/http and apps/onced)
+ * for both bindings onced serves: JSON-RPC (POST of one request object) and
+ * HTTP+JSON (a route per method, rest.c). One HTTP request in, one HTTP
+ * response out; the codec never touches the network or the store. Both
+ * bindings run the same method table and handlers; only the envelope
+ * differs.
  *
  * Data flows http -> a2a -> backend (the engine). The backend is a small
  * table of function pointers so the codec can be unit-tested with a fake
@@ -106,6 +109,9 @@ typedef struct once_a2a_config {
     once_offset_clock *clock;    /* what once/admin/setClockOffset moves; may be NULL */
     size_t max_parts;            /* 0 = ONCE_A2A_MAX_PARTS */
     int64_t wait_ms;             /* blocking SendMessage bound; 0 = engine default */
+    /* What --card describes (once_a2a_card_parse), laid over the defaults
+     * above; borrowed until once_a2a_new returns. NULL = the defaults. */
+    const json_t *card;
 } once_a2a_config;
 
 typedef struct once_a2a once_a2a;
@@ -135,6 +141,7 @@ typedef struct once_a2a_response {
     int replayed;                /* send "Idempotent-Replayed: true" */
     int retry_after;             /* seconds; 0 = no Retry-After header */
     int extension;               /* echo "A2A-Extensions: <our URI>" */
+    const char *allow;           /* 405: the Allow header (static); NULL = "POST" */
     /* Non-NULL: answer with an SSE stream (text/event-stream); body is then
      * NULL. The HTTP layer takes it (sets it NULL) and drives it. */
     struct once_a2a_stream *stream;
@@ -150,11 +157,54 @@ void once_a2a_response_clear(once_a2a_response *r);   /* NULL ok */
  * ONCE_ENOMEM when not even an error body could be built. */
 int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp);
 
+/* The two bindings (A2A 1.0 sections 9 and 11). */
+typedef enum once_a2a_binding {
+    ONCE_A2A_JSONRPC = 0,
+    ONCE_A2A_HTTP_JSON = 1
+} once_a2a_binding;
+
 /* An error response the HTTP layer raises itself (body too large,
  * unauthenticated, bad content type): {"jsonrpc":"2.0","id":null,"error":...}
  * with an ErrorInfo carrying reason. */
 int once_a2a_error_response(int http_status, int code, const char *reason, const char *message,
                             once_a2a_response *resp);
+/* The same in the shape of binding b: for HTTP+JSON the AIP-193 body
+ * {"error": {"code": http_status, "status", "message", "details": [ErrorInfo]}}
+ * (code is then unused). */
+int once_a2a_error_response_as(once_a2a_binding b, int http_status, int code, const char *reason,
+                               const char *message, once_a2a_response *resp);
+
+/* ---------------------------------------------------------------------------
+ * HTTP+JSON (rest.c): a route table maps (HTTP method, path) onto the rows
+ * of the JSON-RPC method table; path parameters, query parameters and the
+ * body become the same params object a JSON-RPC call carries, and the
+ * result (or error) is written without the JSON-RPC envelope.
+ */
+typedef struct once_a2a_rest_request {
+    once_a2a_request base;       /* body: empty for GET and DELETE */
+    const char *method;          /* "GET", "POST", "DELETE", ... */
+    const char *path;            /* below the interface's base path: "/tasks/t-1" */
+    const char *const *query;    /* decoded name, value, name, value, ..., NULL; NULL = none */
+} once_a2a_rest_request;
+
+/* 1 if some route has this path (whatever the method): the HTTP layer
+ * sends such requests to once_a2a_rest_handle. */
+int once_a2a_rest_known(const char *path);
+
+/* Handle one HTTP+JSON request. Same contract as once_a2a_handle; an
+ * unknown path is a 404, a known path with another method a 405 (with
+ * resp->allow), both in the AIP-193 shape. */
+int once_a2a_rest_handle(once_a2a *a, const once_a2a_rest_request *req, once_a2a_response *resp);
+
+/* Check the text of a --card file: a JSON object with only the members an
+ * operator describes (name, description, provider, version,
+ * documentationUrl, iconUrl, skills, defaultInputModes,
+ * defaultOutputModes), each of the AgentCard's type. The members onced
+ * owns (supportedInterfaces, capabilities, securitySchemes, ...) and
+ * unknown ones are refused. *out: a new reference for
+ * once_a2a_config.card. ONCE_EINVAL (or ONCE_EPARSE) with err naming the
+ * field ("skills[1].id"), ONCE_ENOMEM. */
+int once_a2a_card_parse(const char *text, size_t len, json_t **out, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------
  * Deferred answers: a blocking SendMessage whose task has not settled waits
@@ -199,6 +249,7 @@ int once_a2a_extension_active(const char *header);
  * hands the HTTP layer a once_a2a_stream: a cursor over the task's stored
  * events that formats whole SSE frames,
  *     id: <generation>\ndata: {"jsonrpc":"2.0","id":<rpc id>,"result":<StreamResponse>}\n\n
+ * (HTTP+JSON: "data: <StreamResponse>").
  * The cursor holds no events in memory: every read goes to the store after
  * the last generation it produced, so the HTTP layer decides how much it
  * buffers. It ends after the first terminal or interrupted status (or a

@@ -28,6 +28,8 @@ int once__a2a_json_parse(const char *buf, size_t n, json_t **out, char *why, siz
 /* in as valid UTF-8 into out (cap bytes, NUL included): each byte that
  * starts no valid sequence becomes '?'; cut at a whole sequence. */
 void once__a2a_utf8_clean(const char *in, char *out, size_t cap);
+/* 1 if s[0..n) is valid UTF-8 without NUL bytes (text a JSON string may hold). */
+int once__a2a_utf8_valid(const char *s, size_t n);
 
 /* Serialise v compactly into a fresh once_malloc'd NUL-terminated buffer. */
 int once__a2a_json_dump(const json_t *v, char **out, size_t *len);
@@ -83,6 +85,7 @@ typedef struct a2a_call {
     const once_a2a_request *req;
     const struct a2a_method *m;
     json_t *params;          /* borrowed; an object (empty when absent) */
+    once_a2a_binding binding; /* the envelope of the answer (and of stream frames) */
     int extension;           /* idempotency extension active */
     /* success */
     json_t *result;          /* new reference */
@@ -107,6 +110,7 @@ struct once_a2a_deferred {
     once_a2a *a;
     size_t idx;              /* the method's table row (counters) */
     json_t *id;              /* own reference to the request's JSON-RPC id */
+    once_a2a_binding binding;
     int extension;
     int legacy;              /* 0.1 tasks/send: answered in 0.1 shape */
     int history;
@@ -140,6 +144,21 @@ int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at)
  * "once", "metadata"}]. meta is borrowed (NULL = {}). New reference. */
 json_t *once__a2a_error_info(const char *reason, json_t *meta);
 
+/* HTTP+JSON errors (A2A 1.0 sections 5.4 and 11.6). The HTTP status of a
+ * JSON-RPC / A2A error code; http_status, when not 0 or 200, is one a
+ * handler or the HTTP layer chose itself (503, 413, ...) and wins. */
+int once__a2a_rest_status(int code, int http_status);
+/* The AIP-193 body {"error": {"code": http_status, "status": <google.rpc.Code
+ * name>, "message", "details": [ErrorInfo]}} for an error with JSON-RPC code
+ * `code` (0 = none: the status name follows http_status alone). meta is
+ * borrowed. New reference; NULL on ENOMEM. */
+json_t *once__a2a_rest_error(int http_status, int code, const char *reason, const char *message,
+                             json_t *meta);
+/* A whole error answer with no call behind it (once_a2a_error_response_as
+ * with ErrorInfo metadata; meta borrowed, NULL = {}). */
+int once__a2a_error_answer(once_a2a_binding b, int http_status, int code, const char *reason,
+                           const char *message, json_t *meta, once_a2a_response *resp);
+
 /* ---------------------------------------------------------------------------
  * The method table (Redis' command table, as data).
  */
@@ -160,6 +179,16 @@ typedef struct a2a_method {
 
 extern const a2a_method once__a2a_methods[];
 extern const size_t once__a2a_nmethods;
+
+/* The row named name (admin rows only with --test-admin); NULL = none. */
+const a2a_method *once__a2a_lookup(const once_a2a *a, const char *name, size_t *idx);
+/* Run row m (index idx) with params (borrowed; NULL = {}) and write the
+ * answer in the envelope of binding b; id is the JSON-RPC id (NULL for
+ * HTTP+JSON). The version check, counters and error mapping are the
+ * same for both bindings. */
+int once__a2a_run(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp,
+                  const a2a_method *m, size_t idx, json_t *id, json_t *params,
+                  once_a2a_binding b);
 
 /* Handlers (h_*.c). */
 int once__a2a_h_send(a2a_call *c);

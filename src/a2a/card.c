@@ -2,12 +2,16 @@
  * card.c -- the A2A 1.0 agent card served at /.well-known/agent-card.json.
  *
  * Built once at startup from the configuration; it says only what the
- * server does: one JSONRPC interface at protocol version 1.0, streaming on
+ * server does: two interfaces at protocol version 1.0, JSONRPC and
+ * HTTP+JSON, on the same URL (the routes of rest.c hang below it, the
+ * JSON-RPC endpoint is the URL itself), streaming on
  * when the backend can follow events (SSE), push notifications on when the
  * backend has the push config slots (a store with ONCE_STORE_PUSH), the
  * idempotency extension with its
  * retention windows as params, and a bearer security scheme when
- * --auth-tokens is configured.
+ * --auth-tokens is configured. What --card describes (card_file.c) then
+ * replaces the descriptive members: name, description, provider, version,
+ * documentationUrl, iconUrl, skills, default modes; never the members above.
  */
 #include "a2a/a2a_int.h"
 
@@ -35,16 +39,23 @@ int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len)
         "required", 0, "params", "retentionSeconds", (json_int_t)(cfg->retention_ms / 1000),
         "tombstoneSeconds", (json_int_t)(cfg->tombstone_ms / 1000));
     json_t *card = json_pack(
-        "{s:s, s:s, s:s, s:[{s:s, s:s, s:s}], s:{s:b, s:b, s:b, s:o}, s:[s], s:[s],"
-        " s:[{s:s, s:s, s:s, s:[s, s]}]}",
+        "{s:s, s:s, s:s, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}], s:{s:b, s:b, s:b, s:o},"
+        " s:[s], s:[s], s:[{s:s, s:s, s:s, s:[s, s]}]}",
         "name", name, "description", desc, "version", ONCE_VERSION_STRING,
         "supportedInterfaces", "url", cfg->url, "protocolBinding", "JSONRPC", "protocolVersion",
-        ONCE_A2A_PROTOCOL_VERSION, "capabilities", "streaming", streaming, "pushNotifications", push,
+        ONCE_A2A_PROTOCOL_VERSION, "url", cfg->url, "protocolBinding", "HTTP+JSON",
+        "protocolVersion", ONCE_A2A_PROTOCOL_VERSION, "capabilities", "streaming", streaming,
+        "pushNotifications", push,
         "extendedAgentCard", 0, "extensions", ext, "defaultInputModes", "text/plain",
         "defaultOutputModes", "text/plain", "skills", "id", skill, "name", skill,
         "description", skill_desc, "tags", "once", "idempotent");
     if (card == NULL)
         return ONCE_ENOMEM;
+    /* Checked by once_a2a_card_parse: only descriptive members. */
+    if (cfg->card != NULL && json_object_update(card, (json_t *)cfg->card) != 0) {
+        json_decref(card);
+        return ONCE_ENOMEM;
+    }
     if (cfg->auth) {
         json_t *schemes = json_pack("{s:{s:{s:s, s:s}}}", "bearer", "httpAuthSecurityScheme",
                                     "scheme", "Bearer", "description",

@@ -112,13 +112,103 @@ int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at)
     return ONCE_EINVAL;
 }
 
+/* The HTTP status and google.rpc.Code name of each error code: A2A 1.0
+ * section 5.4 for the A2A errors (the gRPC column gives the name), the
+ * JSON-RPC ones as the A2A TCK maps them. */
+static const struct rest_map {
+    int code;
+    int http;
+    const char *status;
+} rest_map[] = {
+    {ONCE_RPC_PARSE_ERROR, 400, "INVALID_ARGUMENT"},
+    {ONCE_RPC_INVALID_REQUEST, 400, "INVALID_ARGUMENT"},
+    {ONCE_RPC_METHOD_NOT_FOUND, 404, "NOT_FOUND"},
+    {ONCE_RPC_INVALID_PARAMS, 400, "INVALID_ARGUMENT"},
+    {ONCE_RPC_INTERNAL, 500, "INTERNAL"},
+    {ONCE_RPC_TASK_NOT_FOUND, 404, "NOT_FOUND"},
+    {ONCE_RPC_TASK_NOT_CANCELABLE, 409, "FAILED_PRECONDITION"},
+    {ONCE_RPC_PUSH_NOT_SUPPORTED, 400, "UNIMPLEMENTED"},
+    {ONCE_RPC_UNSUPPORTED_OPERATION, 400, "UNIMPLEMENTED"},
+    {ONCE_RPC_CONTENT_TYPE_NOT_SUPPORTED, 415, "INVALID_ARGUMENT"},
+    {-32006, 502, "INTERNAL"}, /* InvalidAgentResponseError */
+    {ONCE_RPC_EXTENDED_CARD_NOT_CONFIGURED, 400, "FAILED_PRECONDITION"},
+    {-32008, 400, "FAILED_PRECONDITION"}, /* ExtensionSupportRequiredError */
+    {ONCE_RPC_VERSION_NOT_SUPPORTED, 400, "UNIMPLEMENTED"},
+};
+
+/* The google.rpc.Code name AIP-193 pairs with an HTTP status the server
+ * chose itself. */
+static const char *status_name(int http)
+{
+    switch (http) {
+    case 400:
+    case 413:
+    case 415:
+        return "INVALID_ARGUMENT";
+    case 401:
+        return "UNAUTHENTICATED";
+    case 403:
+        return "PERMISSION_DENIED";
+    case 404:
+        return "NOT_FOUND";
+    case 405:
+        return "UNIMPLEMENTED";
+    case 409:
+        return "ABORTED";
+    case 503:
+        return "UNAVAILABLE";
+    default:
+        return http < 500 ? "FAILED_PRECONDITION" : "INTERNAL";
+    }
+}
+
+static const struct rest_map *rest_row(int code)
+{
+    for (size_t i = 0; i < sizeof rest_map / sizeof rest_map[0]; i++) {
+        if (rest_map[i].code == code)
+            return &rest_map[i];
+    }
+    return NULL;
+}
+
+int once__a2a_rest_status(int code, int http_status)
+{
+    if (http_status != 0 && http_status != 200)
+        return http_status;
+    const struct rest_map *r = rest_row(code);
+    return r != NULL ? r->http : 500;
+}
+
+json_t *once__a2a_rest_error(int http_status, int code, const char *reason, const char *message,
+                             json_t *meta)
+{
+    const struct rest_map *r = rest_row(code);
+    const char *status = r != NULL && r->http == http_status ? r->status : status_name(http_status);
+    return json_pack("{s:{s:i, s:s, s:s, s:o}}", "error", "code", http_status, "status", status,
+                     "message", message, "details", once__a2a_error_info(reason, meta));
+}
+
 int once_a2a_error_response(int http_status, int code, const char *reason, const char *message,
                             once_a2a_response *resp)
 {
+    return once_a2a_error_response_as(ONCE_A2A_JSONRPC, http_status, code, reason, message, resp);
+}
+
+int once_a2a_error_response_as(once_a2a_binding b, int http_status, int code, const char *reason,
+                               const char *message, once_a2a_response *resp)
+{
+    return once__a2a_error_answer(b, http_status, code, reason, message, NULL, resp);
+}
+
+int once__a2a_error_answer(once_a2a_binding b, int http_status, int code, const char *reason,
+                           const char *message, json_t *meta, once_a2a_response *resp)
+{
     memset(resp, 0, sizeof *resp);
-    json_t *doc = json_pack("{s:s, s:n, s:{s:i, s:s, s:o}}", "jsonrpc", "2.0", "id", "error",
-                            "code", code, "message", message, "data",
-                            once__a2a_error_info(reason, NULL));
+    json_t *doc = b == ONCE_A2A_HTTP_JSON
+                      ? once__a2a_rest_error(http_status, code, reason, message, meta)
+                      : json_pack("{s:s, s:n, s:{s:i, s:s, s:o}}", "jsonrpc", "2.0", "id",
+                                  "error", "code", code, "message", message, "data",
+                                  once__a2a_error_info(reason, meta));
     if (doc == NULL)
         return ONCE_ENOMEM;
     int rc = once__a2a_json_dump(doc, &resp->body, &resp->len);

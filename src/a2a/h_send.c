@@ -109,6 +109,7 @@ static int defer(a2a_call *c, const once_send_res *res, int history, int legacy)
     d->a = c->a;
     d->idx = (size_t)(c->m - once__a2a_methods);
     d->id = json_incref(c->id);
+    d->binding = c->binding;
     d->extension = c->extension;
     d->legacy = legacy;
     d->history = history;

@@ -4,7 +4,8 @@
  *
  * What a stream carries (docs/design.md section 6; docs/wire.md "Streaming"):
  *   - every frame is "id: <generation>" plus one data line holding a whole
- *     JSON-RPC response whose result is a StreamResponse; the generation is
+ *     JSON-RPC response whose result is a StreamResponse (HTTP+JSON: the
+ *     StreamResponse itself); the generation is
  *     the task's, so ids are consecutive and Last-Event-ID resumes exactly
  *     after the last frame the client saw: no gap, no duplicate;
  *   - a fresh stream starts with a Task snapshot at the task's current
@@ -16,8 +17,8 @@
  *     direct Message) whose generation is at least the one the task had
  *     when the stream opened: earlier turns' input-required events replayed
  *     from the start do not end it.
- * Errors found before the stream opens are ordinary JSON-RPC error
- * responses. SendStreamingMessage validates and decides exactly like
+ * Errors found before the stream opens are ordinary error responses of the
+ * call's binding (JSON-RPC, or AIP-193 for HTTP+JSON). SendStreamingMessage validates and decides exactly like
  * SendMessage (it runs that handler with returnImmediately forced on).
  *
  * Invariants: a cursor keeps no events, only the last generation it
@@ -43,8 +44,9 @@ struct once_a2a_stream {
     char principal[ONCE_PRINCIPAL_MAX + 1];
     char task_id[ONCE_ID_MAX + 1];
     char *idtext;                   /* the JSON-RPC id as JSON text */
-    char *prefix;                   /* {"jsonrpc":"2.0","id":<id>,"result": */
+    char *prefix;                   /* {"jsonrpc":"2.0","id":<id>,"result": ("" for HTTP+JSON) */
     size_t prefix_len;
+    once_a2a_binding binding;       /* JSON-RPC wraps each payload, HTTP+JSON does not */
     char *first;                    /* payload produced before any stored event */
     int64_t first_gen;              /* its generation; < 0: a frame without id */
     int64_t after;                  /* last generation produced */
@@ -139,7 +141,7 @@ static void frame(text *t, const once_a2a_stream *s, int64_t gen, const char *pa
     puts_(t, "data: ");
     put(t, s->prefix, s->prefix_len);
     puts_(t, payload);
-    puts_(t, "}\n\n");
+    puts_(t, s->binding == ONCE_A2A_HTTP_JSON ? "\n\n" : "}\n\n");
 }
 
 /* 1 if the StreamResponse ends a stream: a Message, or a Task / status
@@ -251,10 +253,12 @@ int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len)
              "The stream ended early (%s); resume with Last-Event-ID or read the task with "
              "GetTask",
              once_strerror(rc));
-    json_t *err = json_pack("{s:i, s:s, s:o}", "code", ONCE_RPC_INTERNAL, "message", msg,
-                            "data",
-                            once__a2a_error_info(retryable ? "STORE_UNAVAILABLE" : "INTERNAL",
-                                                 NULL));
+    const char *reason = retryable ? "STORE_UNAVAILABLE" : "INTERNAL";
+    json_t *err = s->binding == ONCE_A2A_HTTP_JSON
+                      ? once__a2a_rest_error(retryable ? 503 : 500, ONCE_RPC_INTERNAL, reason,
+                                             msg, NULL)
+                      : json_pack("{s:i, s:s, s:o}", "code", ONCE_RPC_INTERNAL, "message", msg,
+                                  "data", once__a2a_error_info(reason, NULL));
     char *body = NULL;
     size_t blen = 0;
     int wrc = err != NULL ? once__a2a_json_dump(err, &body, &blen) : ONCE_ENOMEM;
@@ -264,11 +268,17 @@ int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len)
     if (wrc != ONCE_OK)
         return wrc;
     text t = {0};
-    puts_(&t, "data: {\"jsonrpc\":\"2.0\",\"id\":");
-    puts_(&t, s->idtext);
-    puts_(&t, ",\"error\":");
-    put(&t, body, blen);
-    puts_(&t, "}\n\n");
+    if (s->binding == ONCE_A2A_HTTP_JSON) {
+        puts_(&t, "data: ");
+        put(&t, body, blen);
+        puts_(&t, "\n\n");
+    } else {
+        puts_(&t, "data: {\"jsonrpc\":\"2.0\",\"id\":");
+        puts_(&t, s->idtext);
+        puts_(&t, ",\"error\":");
+        put(&t, body, blen);
+        puts_(&t, "}\n\n");
+    }
     once_free(body);
     if (t.fail) {
         once_free(t.p);
@@ -317,13 +327,18 @@ static once_a2a_stream *stream_new(a2a_call *c, const char *task_id)
     snprintf(s->principal, sizeof s->principal, "%s", c->req->principal);
     snprintf(s->task_id, sizeof s->task_id, "%s", task_id ? task_id : "");
     s->first_gen = -1;
+    s->binding = c->binding;
     s->idtext = dump(c->id ? c->id : json_null());
     text t = {0};
     if (s->idtext == NULL)
         t.fail = 1;
-    puts_(&t, "{\"jsonrpc\":\"2.0\",\"id\":");
-    puts_(&t, s->idtext ? s->idtext : "");
-    puts_(&t, ",\"result\":");
+    if (s->binding == ONCE_A2A_HTTP_JSON) {
+        put(&t, "", 0);   /* the payload is the whole data line */
+    } else {
+        puts_(&t, "{\"jsonrpc\":\"2.0\",\"id\":");
+        puts_(&t, s->idtext ? s->idtext : "");
+        puts_(&t, ",\"result\":");
+    }
     if (t.fail) {
         once_free(t.p);
         once_a2a_stream_free(s);

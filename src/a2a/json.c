@@ -114,6 +114,17 @@ void once__a2a_utf8_clean(const char *in, char *out, size_t cap)
     out[o] = '\0';
 }
 
+int once__a2a_utf8_valid(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t len = s[i] != '\0' ? utf8_seq((const unsigned char *)s + i, n - i) : 0;
+        if (len == 0)
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
 int once__a2a_json_parse(const char *buf, size_t n, json_t **out, char *why, size_t whylen)
 {
     char scratch[8];

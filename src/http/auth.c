@@ -7,7 +7,6 @@
  * of the table gives a token away. The table is immutable after parsing:
  * any number of threads may look up at once.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -128,48 +127,16 @@ int once_tokens_parse(const char *text, size_t n, once_tokens **out, char *err, 
 int once_tokens_load(const char *path, once_tokens **out, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return ONCE_EIO;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int rc = ONCE_OK;
-    for (;;) {
-        if (len + 4096 > cap) {
-            if (cap >= ((size_t)16 << 20)) {
-                snprintf(err, errlen, "%s: larger than 16 MiB", path);
-                rc = ONCE_ERANGE;
-                break;
-            }
-            cap = cap ? cap * 2 : 8192;
-            char *nb = once_realloc(buf, cap);
-            if (nb == NULL) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                snprintf(err, errlen, "%s: read error", path);
-                rc = ONCE_EIO;
-            }
-            break;
-        }
-    }
-    fclose(f);
-    if (rc == ONCE_OK) {
-        char inner[200];
-        rc = once_tokens_parse(buf, len, out, inner, sizeof inner);
-        if (rc != ONCE_OK)
-            snprintf(err, errlen, "%s: %s", path, inner);
-    }
-    if (buf != NULL)
-        memset(buf, 0, len); /* tokens do not linger on the heap */
+    char *buf;
+    size_t len;
+    int rc = once_read_file(path, (size_t)16 << 20, &buf, &len, err, errlen);
+    if (rc != ONCE_OK)
+        return rc;
+    char inner[200];
+    rc = once_tokens_parse(buf, len, out, inner, sizeof inner);
+    if (rc != ONCE_OK)
+        snprintf(err, errlen, "%s: %s", path, inner);
+    memset(buf, 0, len); /* tokens do not linger on the heap */
     once_free(buf);
     return rc;
 }

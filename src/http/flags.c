@@ -1,10 +1,12 @@
 /*
  * flags.c -- parsers for command-line values: durations ("72h"), byte sizes
- * ("1MiB") and listen addresses ("127.0.0.1:8080").
+ * ("1MiB") and listen addresses ("127.0.0.1:8080"); and the reading of a
+ * file a flag names (--auth-tokens, --card).
  *
  * Invariant: every parser either fills its output or returns an error with
  * the output untouched; overflow is an error (ONCE_ERANGE), never a wrap.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -144,5 +146,55 @@ int once_parse_listen(const char *s, char *host, size_t hostlen, int *port)
     memcpy(host, h, hlen);
     host[hlen] = '\0';
     *port = (int)v;
+    return ONCE_OK;
+}
+
+int once_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
+                   size_t errlen)
+{
+    *out = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return ONCE_EIO;
+    }
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    int rc = ONCE_OK;
+    for (;;) {
+        if (n + 4096 > cap) {
+            if (cap >= max) {
+                snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
+                rc = ONCE_ERANGE;
+                break;
+            }
+            cap = cap ? cap * 2 : 8192;
+            char *nb = once_realloc(buf, cap);
+            if (nb == NULL) {
+                rc = ONCE_ENOMEM;
+                break;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                snprintf(err, errlen, "%s: read error", path);
+                rc = ONCE_EIO;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (rc != ONCE_OK) {
+        if (buf != NULL)
+            memset(buf, 0, n); /* a secret read in part does not linger either */
+        once_free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = n;
     return ONCE_OK;
 }

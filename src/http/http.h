@@ -35,6 +35,13 @@ int once_parse_size(const char *s, uint64_t *bytes);
 /* "HOST:PORT", "[v6]:PORT" -> host (without brackets) and port 0..65535. */
 int once_parse_listen(const char *s, char *host, size_t hostlen, int *port);
 
+/* The whole file at path (a flag's file: --auth-tokens, --card), at most
+ * about max bytes, into a fresh once_malloc'd *out of *len bytes (not
+ * NUL-terminated). ONCE_OK; ONCE_EIO or ONCE_ERANGE with err naming the
+ * path and the problem; ONCE_ENOMEM. */
+int once_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
+                   size_t errlen);
+
 /* ---------------------------------------------------------------------------
  * Bearer tokens (auth.c). File format: one "TOKEN PRINCIPAL" per line,
  * separated by spaces or tabs; blank lines and lines starting with '#'

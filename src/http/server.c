@@ -1,7 +1,9 @@
 /*
  * server.c -- onced's HTTP front: libmicrohttpd with a pool of epoll
- * threads and keep-alive, the agent card, the JSON-RPC endpoint, limits and
- * bearer authentication. The codec (src/a2a) produces every JSON body.
+ * threads and keep-alive, the agent card, the JSON-RPC endpoint, the
+ * HTTP+JSON routes (rest_route.c says which paths; they take the same way
+ * through this file, answered in their binding's shape), limits and bearer
+ * authentication. The codec (src/a2a) produces every JSON body.
  *
  * Life of a JSON-RPC request (one req_ctx per request):
  *   1. first callback: route; unknown paths and the card are answered at
@@ -36,6 +38,7 @@
 #include "http/guard.h"
 #include "http/http.h"
 #include "http/pool.h"
+#include "http/rest_route.h"
 #include "http/sse.h"
 #include "once/store.h"
 
@@ -75,6 +78,8 @@ typedef struct req_ctx {
     char *version;             /* A2A-Version (header or query), NULL = absent */
     char *extensions;          /* A2A-Extensions, NULL = absent */
     char *last_event_id;       /* Last-Event-ID (SSE resume), NULL = absent */
+    once_a2a_binding binding;  /* JSON-RPC, or HTTP+JSON with `rest` filled */
+    once__rest rest;
     once_a2a_response resp;    /* written by the worker */
 } req_ctx;
 
@@ -87,6 +92,7 @@ static void ctx_free(req_ctx *r)
     once_free(r->version);
     once_free(r->extensions);
     once_free(r->last_event_id);
+    once__rest_clear(&r->rest);
     once_a2a_response_clear(&r->resp);
     once_free(r);
 }
@@ -140,7 +146,8 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char 
     if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(res, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"once\"");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(res, MHD_HTTP_HEADER_ALLOW, "POST");
+        MHD_add_response_header(res, MHD_HTTP_HEADER_ALLOW,
+                                meta != NULL && meta->allow != NULL ? meta->allow : "POST");
     if (closing)
         MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, res);
@@ -148,14 +155,14 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char 
     return ret;
 }
 
-/* A JSON-RPC error the HTTP layer raises itself; retry_after > 0 adds a
- * Retry-After header. */
-static enum MHD_Result queue_refusal(struct MHD_Connection *conn, int status, int code,
-                                     const char *reason, const char *message, int retry_after,
-                                     int closing)
+/* An error the HTTP layer raises itself, in binding b's shape; retry_after
+ * > 0 adds a Retry-After header. */
+static enum MHD_Result queue_refusal(struct MHD_Connection *conn, once_a2a_binding b, int status,
+                                     int code, const char *reason, const char *message,
+                                     int retry_after, int closing)
 {
     once_a2a_response r;
-    if (once_a2a_error_response(status, code, reason, message, &r) != ONCE_OK)
+    if (once_a2a_error_response_as(b, status, code, reason, message, &r) != ONCE_OK)
         return queue_json(conn, 500, NULL, 0, NULL, 1);
     char *body = r.body;
     r.body = NULL;
@@ -163,10 +170,10 @@ static enum MHD_Result queue_refusal(struct MHD_Connection *conn, int status, in
     return queue_json(conn, status, body, r.len, &r, closing);
 }
 
-static enum MHD_Result queue_error(struct MHD_Connection *conn, int status, int code,
-                                   const char *reason, const char *message, int closing)
+static enum MHD_Result queue_error(struct MHD_Connection *conn, once_a2a_binding b, int status,
+                                   int code, const char *reason, const char *message, int closing)
 {
-    return queue_refusal(conn, status, code, reason, message, 0, closing);
+    return queue_refusal(conn, b, status, code, reason, message, 0, closing);
 }
 
 static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
@@ -218,8 +225,8 @@ static void hand_back(req_ctx *r, int rc)
 {
     if (rc != ONCE_OK) {
         once_a2a_response_clear(&r->resp);
-        once_a2a_error_response(500, ONCE_RPC_INTERNAL, "INTERNAL",
-                                "Internal error (out of memory)", &r->resp);
+        once_a2a_error_response_as(r->binding, 500, ONCE_RPC_INTERNAL, "INTERNAL",
+                                   "Internal error (out of memory)", &r->resp);
     }
     struct MHD_Connection *conn = r->conn;
     __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
@@ -256,7 +263,14 @@ static void run_job(void *arg)
                           .last_event_id = r->last_event_id,
                           .slots = once__sse_slots(r->h->sse),
                           .defer = 1};
-    int rc = once_a2a_handle(r->h->cfg.codec, &q, &r->resp);
+    int rc;
+    if (r->binding == ONCE_A2A_HTTP_JSON) {
+        once_a2a_rest_request rq;
+        once__rest_request(&r->rest, &q, &rq);
+        rc = once_a2a_rest_handle(r->h->cfg.codec, &rq, &r->resp);
+    } else {
+        rc = once_a2a_handle(r->h->cfg.codec, &q, &r->resp);
+    }
     if (rc == ONCE_OK && r->resp.deferred != NULL) {
         /* A blocking send waits for its task without this thread; the
          * body is done with. Past the wait limits (or while stopping) the
@@ -278,39 +292,52 @@ static int is_rpc_path(const once_http *h, const char *url)
 static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, const char *url,
                                   const char *method, void **con_cls)
 {
+    /* The one routing hook: the JSON-RPC endpoint, else an HTTP+JSON route. */
+    const char *rest = is_rpc_path(h, url) ? NULL : once__rest_path(h->rpc_path, url);
+    once_a2a_binding b = rest != NULL ? ONCE_A2A_HTTP_JSON : ONCE_A2A_JSONRPC;
     const char *bad = once__guard_framing(conn, method);
     if (bad != NULL) {
         char msg[128];
         snprintf(msg, sizeof msg, "Bad request framing: %s", bad);
-        return queue_error(conn, MHD_HTTP_BAD_REQUEST, ONCE_RPC_INVALID_REQUEST, "BAD_FRAMING",
-                           msg, 1);
+        return queue_error(conn, b, MHD_HTTP_BAD_REQUEST, ONCE_RPC_INVALID_REQUEST,
+                           "BAD_FRAMING", msg, 1);
     }
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
               strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (strcmp(url, CARD_PATH) == 0 && get)
         return queue_card(h, conn);
-    if (!is_rpc_path(h, url))
-        return queue_error(conn, MHD_HTTP_NOT_FOUND, ONCE_RPC_INVALID_REQUEST, "NOT_FOUND",
-                           "No such path: JSON-RPC is served by POST / and the agent card at "
+    if (rest == NULL && !is_rpc_path(h, url))
+        return queue_error(conn, b, MHD_HTTP_NOT_FOUND, ONCE_RPC_INVALID_REQUEST, "NOT_FOUND",
+                           "No such path: JSON-RPC is served by POST /, the HTTP+JSON binding "
+                           "by its routes (/message:send, /tasks, ...) and the agent card at "
                            CARD_PATH,
                            0);
-    if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
-        return queue_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, ONCE_RPC_INVALID_REQUEST,
+    if (rest == NULL && strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+        return queue_error(conn, b, MHD_HTTP_METHOD_NOT_ALLOWED, ONCE_RPC_INVALID_REQUEST,
                            "METHOD_NOT_ALLOWED", "JSON-RPC requests are sent with POST", 0);
     if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE))
-        return queue_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
+        return queue_error(conn, b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
                            "SHUTTING_DOWN", "The server is shutting down; retry elsewhere", 1);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl != NULL) {
         uint64_t n;
         if (once_parse_size(cl, &n) == ONCE_OK && n > (uint64_t)h->cfg.max_body * DRAIN_FACTOR)
-            return queue_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
+            return queue_error(conn, b, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
                                "PAYLOAD_TOO_LARGE", "Request body too large", 1);
     }
     req_ctx *r = once_calloc(1, sizeof *r);
     if (r == NULL)
         return MHD_NO;
+    r->binding = b;
+    int rc = rest != NULL ? once__rest_capture(conn, method, rest, &r->rest) : ONCE_OK;
+    if (rc != ONCE_OK) {
+        once_free(r);
+        if (rc == ONCE_ENOMEM)
+            return MHD_NO;
+        return queue_error(conn, b, MHD_HTTP_BAD_REQUEST, ONCE_RPC_INVALID_PARAMS,
+                           "INVALID_PARAMS", "Invalid parameters: too many query parameters", 1);
+    }
     r->h = h;
     r->conn = conn;
     __atomic_add_fetch(&h->inflight, 1, __ATOMIC_ACQ_REL);
@@ -322,20 +349,22 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
 {
     struct MHD_Connection *conn = r->conn;
     once__guard_busy(conn);
+    once_a2a_binding b = r->binding;
     if (r->body.no_memory)
-        return queue_refusal(conn, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL, "OVERLOADED",
+        return queue_refusal(conn, b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
+                             "OVERLOADED",
                              "The server holds too many request bodies; retry the same request",
                              1, 0);
     if (r->body.too_large) {
         char msg[128];
         snprintf(msg, sizeof msg, "Invalid request: body larger than %zu bytes",
                  h->cfg.max_body);
-        return queue_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
+        return queue_error(conn, b, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
                            "PAYLOAD_TOO_LARGE", msg, 0);
     }
     if (!content_type_ok(
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
-        return queue_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, ONCE_RPC_INVALID_REQUEST,
+        return queue_error(conn, b, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, ONCE_RPC_INVALID_REQUEST,
                            "UNSUPPORTED_MEDIA_TYPE",
                            "Invalid request: Content-Type must be application/json (UTF-8)", 0);
     if (h->cfg.tokens != NULL) {
@@ -343,7 +372,7 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
             h->cfg.tokens,
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
         if (p == NULL)
-            return queue_error(conn, MHD_HTTP_UNAUTHORIZED, ONCE_RPC_INVALID_REQUEST,
+            return queue_error(conn, b, MHD_HTTP_UNAUTHORIZED, ONCE_RPC_INVALID_REQUEST,
                                "UNAUTHENTICATED",
                                "Unauthenticated: send Authorization: Bearer <token>", 0);
         snprintf(r->principal, sizeof r->principal, "%s", p);
@@ -359,9 +388,9 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     MHD_suspend_connection(conn);
     int rc = once__http_pool_submit(h->pool, run_job, r);
     if (rc != ONCE_OK) {
-        once_a2a_error_response(MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
-                                rc == ONCE_EBUSY ? "OVERLOADED" : "SHUTTING_DOWN",
-                                "The server is busy; retry the same request", &r->resp);
+        once_a2a_error_response_as(b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
+                                   rc == ONCE_EBUSY ? "OVERLOADED" : "SHUTTING_DOWN",
+                                   "The server is busy; retry the same request", &r->resp);
         r->resp.retry_after = 1;
         __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
         MHD_resume_connection(conn);
@@ -398,8 +427,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return ret;
             /* The call behind the stream is applied; a retry replays it. */
             once_a2a_response_clear(&r->resp);
-            once_a2a_error_response(MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
-                                    rc == ONCE_ECLOSED ? "SHUTTING_DOWN" : "OVERLOADED",
+            once_a2a_error_response_as(r->binding, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                       ONCE_RPC_INTERNAL,
+                                       rc == ONCE_ECLOSED ? "SHUTTING_DOWN" : "OVERLOADED",
                                     "The server cannot open a stream now; retry the same "
                                     "request",
                                     &r->resp);

@@ -159,10 +159,15 @@ def http_get(port, path, timeout=30):
     return http_request(port, "GET", path, timeout=timeout)
 
 
-def rpc(port, method, params, headers=None, ext=False, version="1.0", rid=1, token=None, timeout=30,
-        raw=None):
-    """POST one JSON-RPC request. Returns (http_status, headers, parsed body)."""
-    h = {"Content-Type": "application/json"}
+def call(port, verb, path, body=None, headers=None, ext=False, version="1.0", token=None,
+         timeout=30, ctype="application/json"):
+    """One A2A request (either binding): the A2A-Version, A2A-Extensions,
+    Authorization and, with a body, Content-Type headers; a body that is not
+    bytes or text is sent as JSON. Returns (http_status, headers, parsed body
+    or None)."""
+    h = {}
+    if body is not None and ctype:
+        h["Content-Type"] = ctype
     if version is not None:
         h["A2A-Version"] = version
     if ext:
@@ -170,16 +175,25 @@ def rpc(port, method, params, headers=None, ext=False, version="1.0", rid=1, tok
     if token:
         h["Authorization"] = "Bearer " + token
     h.update(headers or {})
-    body = raw if raw is not None else json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
-                                                    "params": params})
+    if body is not None and not isinstance(body, (bytes, str)):
+        body = json.dumps(body)
     if isinstance(body, str):
         body = body.encode()
-    st, hd, data = http_request(port, "POST", "/", body=body, headers=h, timeout=timeout)
+    st, hd, data = http_request(port, verb, path, body=body, headers=h, timeout=timeout)
     try:
         doc = json.loads(data) if data else None
     except ValueError:
         doc = {"_unparsed": data.decode(errors="replace")}
     return st, hd, doc
+
+
+def rpc(port, method, params, headers=None, ext=False, version="1.0", rid=1, token=None, timeout=30,
+        raw=None):
+    """POST one JSON-RPC request. Returns (http_status, headers, parsed body)."""
+    body = raw if raw is not None else {"jsonrpc": "2.0", "id": rid, "method": method,
+                                        "params": params}
+    return call(port, "POST", "/", body, headers=headers, ext=ext, version=version, token=token,
+                timeout=timeout)
 
 
 def new_id():

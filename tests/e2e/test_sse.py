@@ -43,13 +43,19 @@ class Stream:
 
     def __init__(self, port, method, params, headers=None, rid=1, timeout=30):
         self.rid = rid
+        body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        self.open(port, "POST", "/", body, headers, timeout)
+
+    def open(self, port, verb, path, body, headers, timeout):
+        """Send the request (body: JSON, or None) and read the answer's head."""
         self.comments = []
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(timeout))
-        h = {"Content-Type": "application/json", "A2A-Version": "1.0",
-             "Accept": "text/event-stream"}
+        h = {"A2A-Version": "1.0", "Accept": "text/event-stream"}
+        if body is not None:
+            h["Content-Type"] = "application/json"
+            body = json.dumps(body).encode()
         h.update(headers or {})
-        body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        self.conn.request("POST", "/", body=body.encode(), headers=h)
+        self.conn.request(verb, path, body=body, headers=h)
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
         self.headers = dict((k.lower(), v) for k, v in self.resp.getheaders())

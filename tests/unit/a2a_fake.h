@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/alloc_int.h"
 
 #define FAKE_UNUSED __attribute__((unused))
 
@@ -163,6 +164,68 @@ FAKE_UNUSED static const char *err_meta(const json_t *doc, const char *key)
     const json_t *d = json_array_get(json_object_get(json_object_get(doc, "error"), "data"), 0);
     const char *v = json_string_value(json_object_get(json_object_get(d, "metadata"), key));
     return v ? v : "";
+}
+
+/* One answer of the codec, kept for comparison. */
+typedef struct fake_answer {
+    int rc;
+    int http_status;
+    char *body;               /* malloc'd; NULL when rc != ONCE_OK */
+} fake_answer;
+
+/* Keep the answer rc / r (then cleared) for comparison. */
+FAKE_UNUSED static fake_answer fake_keep(int rc, once_a2a_response *r)
+{
+    fake_answer out = {0};
+    out.rc = rc;
+    if (rc == ONCE_OK) {
+        out.http_status = r->http_status;
+        out.body = r->body != NULL ? strndup(r->body, r->len) : strdup("(stream)");
+    }
+    once_a2a_response_clear(r);
+    return out;
+}
+
+/* A codec over f (reset first) scripted for a sweep: every call answers rc,
+ * a send registers a completed task, and result_json (may be NULL) is the
+ * result. */
+FAKE_UNUSED static once_a2a *fake_scripted(fake *f, int rc, const char *result_json)
+{
+    memset(f, 0, sizeof *f);
+    once_a2a *a = fake_codec(f, 0, NULL);
+    f->rc = rc;
+    f->verdict = ONCE_V_REGISTER;
+    f->state = ONCE_STATE_COMPLETED;
+    f->result = result_json != NULL ? json_loads(result_json, 0, NULL) : NULL;
+    return a;
+}
+
+/* The allocation fault sweep (SQLite's test_malloc habit): run call with
+ * allocation i failing, for i = 0, 1, ... until a run hits no fault. Every
+ * answer must be want itself, ONCE_ENOMEM, or one ok_fault accepts (a
+ * whole internal error). Fails the test otherwise. Needs cmocka. */
+FAKE_UNUSED static void fake_fault_sweep(const char *what, fake_answer (*call)(void *), void *arg,
+                                         const fake_answer *want,
+                                         int (*ok_fault)(const fake_answer *got,
+                                                         const fake_answer *want))
+{
+    long i;
+    for (i = 0; i < 5000; i++) {
+        once__alloc_fail_after(i);
+        fake_answer got = call(arg);
+        long used = once__alloc_count();
+        once__alloc_fail_after(-1);
+        int same = got.rc == want->rc && got.http_status == want->http_status &&
+                   got.body != NULL && want->body != NULL && strcmp(got.body, want->body) == 0;
+        if (got.rc != ONCE_ENOMEM && !same && !ok_fault(&got, want))
+            fail_msg("%s, allocation %ld failed: rc %s, HTTP %d, %s\nwant HTTP %d %s", what, i,
+                     once_errname(got.rc), got.http_status, got.body ? got.body : "(none)",
+                     want->http_status, want->body);
+        free(got.body);
+        if (used <= i)
+            break; /* this run hit no fault: the sweep is complete */
+    }
+    assert_true(i > 3 && i < 5000);
 }
 
 #endif

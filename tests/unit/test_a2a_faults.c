@@ -21,33 +21,27 @@
 #include <cmocka.h>
 
 #include "a2a_fake.h"
-#include "core/alloc_int.h"
 
-typedef struct answer {
-    int rc;
-    int http_status;
-    char *body;
-} answer;
+typedef fake_answer answer;
 
 static answer handle(once_a2a *a, const char *version, const char *body)
 {
     once_a2a_request req = {
         .principal = "alice", .version = version, .body = body, .len = strlen(body)};
     once_a2a_response r;
-    answer out = {0};
-    out.rc = once_a2a_handle(a, &req, &r);
-    if (out.rc == ONCE_OK) {
-        out.http_status = r.http_status;
-        out.body = r.body != NULL ? strndup(r.body, r.len) : strdup("(stream)");
-    }
-    once_a2a_response_clear(&r);
-    return out;
+    int rc = once_a2a_handle(a, &req, &r);
+    return fake_keep(rc, &r);
 }
 
-static int same(const answer *x, const answer *y)
+typedef struct jsonrpc_call {
+    once_a2a *a;
+    const char *version, *body;
+} jsonrpc_call;
+
+static answer run_call(void *arg)
 {
-    return x->rc == y->rc && x->http_status == y->http_status && x->body != NULL &&
-           y->body != NULL && strcmp(x->body, y->body) == 0;
+    jsonrpc_call *c = arg;
+    return handle(c->a, c->version, c->body);
 }
 
 /* A whole JSON-RPC error -32603 INTERNAL for the request's id. */
@@ -73,31 +67,12 @@ static void sweep(const char *what, const char *version, const char *body, int r
                   const char *result_json)
 {
     fake f;
-    memset(&f, 0, sizeof f);
-    once_a2a *a = fake_codec(&f, 0, NULL);
+    once_a2a *a = fake_scripted(&f, rc, result_json);
     assert_non_null(a);
-    f.rc = rc;
-    f.verdict = ONCE_V_REGISTER;
-    f.state = ONCE_STATE_COMPLETED;
-    f.result = result_json != NULL ? json_loads(result_json, 0, NULL) : NULL;
     answer want = handle(a, version, body);
     assert_int_equal(want.rc, ONCE_OK);
-
-    long i;
-    for (i = 0; i < 5000; i++) {
-        once__alloc_fail_after(i);
-        answer got = handle(a, version, body);
-        long used = once__alloc_count();
-        once__alloc_fail_after(-1);
-        if (got.rc != ONCE_ENOMEM && !same(&got, &want) && !internal_error(&got, &want))
-            fail_msg("%s, allocation %ld failed: rc %s, HTTP %d, %s\nwant HTTP %d %s", what, i,
-                     once_errname(got.rc), got.http_status, got.body ? got.body : "(none)",
-                     want.http_status, want.body);
-        free(got.body);
-        if (used <= i)
-            break; /* this run hit no fault: the sweep is complete */
-    }
-    assert_true(i > 3 && i < 5000);
+    jsonrpc_call c = {a, version, body};
+    fake_fault_sweep(what, run_call, &c, &want, internal_error);
     free(want.body);
     once_a2a_free(a);
     fake_reset(&f);
