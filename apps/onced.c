@@ -94,6 +94,7 @@ static const char usage[] =
     "  --push-timeout DUR          one webhook POST (10s)\n"
     "  --push-backoff DUR          first retry delay bound; doubles per attempt up to\n"
     "                              5m, full jitter; Retry-After wins when longer (1s)\n"
+    "  --version                   print the version and exit\n"
     "  --help                      this text\n"
     "\n"
     "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d (or combined: 1h30m).\n";
@@ -196,6 +197,10 @@ static int parse_args(int argc, char **argv, opts *o)
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             fputs(usage, stdout);
+            exit(0);
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("onced %s\n", once_version());
             exit(0);
         }
         const char *eq = strchr(arg, '=');
