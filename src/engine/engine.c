@@ -247,11 +247,13 @@ int once_engine_start(once_engine *e)
     return rc;
 }
 
-void once_engine_free(once_engine *e)
+void once_engine_stop(once_engine *e)
 {
     if (e == NULL)
         return;
     pthread_mutex_lock(&e->mu);
+    int already = e->stopped;
+    e->stopped = 1;
     __atomic_store_n(&e->stopping, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&e->work_cv);
     pthread_cond_broadcast(&e->cancel_cv);
@@ -262,11 +264,19 @@ void once_engine_free(once_engine *e)
         once__cond_wait_ms(&e->cancel_cv, &e->mu, 5);
     pthread_mutex_unlock(&e->mu);
 
+    if (already)
+        return;
     if (e->sweeper_started)
         pthread_join(e->sweeper, NULL);
     once__dispatch_stop(e);
     once__push_stop(e);   /* after the workers: their writes still kick it */
+}
 
+void once_engine_free(once_engine *e)
+{
+    if (e == NULL)
+        return;
+    once_engine_stop(e);
     pthread_cond_destroy(&e->cancel_cv);
     pthread_cond_destroy(&e->work_cv);
     pthread_mutex_destroy(&e->mu);

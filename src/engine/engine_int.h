@@ -84,6 +84,7 @@ struct once_engine {
     once__waiter *waiters;
     uint64_t next_turn_id;
     int stopping;               /* also read with __atomic outside the lock */
+    int stopped;                /* once_engine_stop ran (it runs once) */
     int started;
     int inflight;
 

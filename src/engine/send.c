@@ -351,6 +351,30 @@ static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur
 
 static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res);
 
+/* A refusal, counted in `refused` and under its reason (/metrics shows the
+ * reason as a label; once/admin/stats the total). */
+static void count_refusal(once_engine *e, once_verdict v)
+{
+    ONCE__STAT(e, refused);
+    switch (v) {
+    case ONCE_V_TASK_NOT_FOUND:
+        ONCE__STAT(e, refused_not_found);
+        break;
+    case ONCE_V_TASK_EXPIRED:
+        ONCE__STAT(e, refused_expired);
+        break;
+    case ONCE_V_IDEMPOTENCY_CONFLICT:
+        ONCE__STAT(e, refused_conflict);
+        break;
+    case ONCE_V_REJECT_BUSY:
+        ONCE__STAT(e, refused_busy);
+        break;
+    default:
+        ONCE__STAT(e, refused_terminal);
+        break;
+    }
+}
+
 /* The send proper; the caller counts it in e->inflight. */
 static int send_counted(once_engine *e, const once_send_req *req, once_send_res *res)
 {
@@ -420,11 +444,11 @@ static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once
             break;
         case ONCE_V_TASK_EXPIRED:
             res->expired_at = tomb.expired_at;
-            ONCE__STAT(e, refused);
+            count_refusal(e, v);
             rc = ONCE_OK;
             break;
         default:   /* TASK_NOT_FOUND, IDEMPOTENCY_CONFLICT, REJECT_* */
-            ONCE__STAT(e, refused);
+            count_refusal(e, v);
             rc = ONCE_OK;
             break;
         }
