@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "http/http.h"
 #include "http/serve.h"
 #include "once/executor.h"
@@ -108,6 +109,13 @@ static const char usage[] =
     "                              released for another replica, blocked sends answer\n"
     "                              with the task as it stands, streams end; exit 0. A\n"
     "                              second signal exits at once (status 128 + signal)\n"
+    "  --log-format text|json      structured log lines on stderr: one per JSON-RPC call\n"
+    "                              (method, principal, task, outcome, status,\n"
+    "                              duration_ms), takeover, fence rejection, store error\n"
+    "                              and webhook failure, each naming its task and the\n"
+    "                              request's W3C traceparent; text on a terminal, json\n"
+    "                              otherwise (journald, files, collectors)\n"
+    "  --log-level LEVEL           error, warn, info (default; every request) or debug\n"
     "  --version                   print the version and exit\n"
     "  --help                      this text\n"
     "\n"
@@ -130,6 +138,7 @@ typedef struct opts {
     int64_t push_timeout_ms, push_backoff_ms;
     const char *metrics;
     int64_t drain_ms;
+    const char *log_format, *log_level;
 } opts;
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -210,6 +219,8 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--push-backoff", F_DUR, &o->push_backoff_ms},
         {"--metrics", F_STR, &o->metrics},
         {"--drain", F_DUR, &o->drain_ms},
+        {"--log-format", F_STR, &o->log_format},
+        {"--log-level", F_STR, &o->log_level},
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -354,6 +365,19 @@ static int wait_for_signal(void)
     }
 }
 
+/* A shutdown step as a log line (a second signal exits at once). */
+static void log_shutdown(const char *event, const char *signal_name, int64_t drain_ms)
+{
+    if (!once_log_enabled(ONCE_LOG_INFO))
+        return;
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_INFO, event);
+    once__log_str(&l, "signal", signal_name);
+    if (drain_ms >= 0)
+        once__log_int(&l, "drain_ms", drain_ms);
+    once__log_end(&l);
+}
+
 /* The first signal's grace period: refuse new calls (readyz 503) and wait
  * until the calls in progress are answered or grace_ms passed, whichever
  * comes first; once_server_stop does the rest. (A second signal ends the
@@ -402,6 +426,13 @@ int main(int argc, char **argv)
     int port = 0;
     if (once_parse_listen(o.listen, host, sizeof host, &port) != ONCE_OK || port == 0)
         return bad("--listen: expected HOST:PORT with a port from 1 to 65535, got %s", o.listen);
+    int log_format = isatty(2) ? ONCE_LOG_TEXT : ONCE_LOG_JSON;
+    int log_level = ONCE_LOG_INFO;
+    if (o.log_format != NULL && (log_format = once_log_format_parse(o.log_format)) < 0)
+        return bad("--log-format: expected text or json, got %s", o.log_format);
+    if (o.log_level != NULL && (log_level = once_log_level_parse(o.log_level)) < 0)
+        return bad("--log-level: expected error, warn, info or debug, got %s", o.log_level);
+    once_log_setup(log_level, log_format, 2);
     char mhost[256];
     int mport = 0, mmode = ONCE_HTTP_METRICS_HERE;
     if (o.metrics != NULL && strcmp(o.metrics, "off") == 0) {
@@ -513,10 +544,9 @@ int main(int argc, char **argv)
                         "webhook-signature\n");
 
     int sig = wait_for_signal();
-    fprintf(stderr, "onced: %s, draining (up to %lld ms; a second signal exits at once)\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)o.drain_ms);
+    log_shutdown("draining", sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_ms);
     drain(server, o.drain_ms);
-    fprintf(stderr, "onced: shutting down\n");
+    log_shutdown("stopping", NULL, -1);
     status = 0;
 out:
     once_server_stop(server); /* HTTP first, then the engine's workers */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/log.h"
 
 /* Written once by once_a2a_new and read-only afterwards, except the counter
  * arrays: any thread bumps calls[i]/errors[i] with __atomic adds (no lock). */
@@ -333,6 +334,11 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
         if (rc == ONCE_ENOMEM && c.code == 0)
             once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
     }
+    /* For the request's log line (core/log.h); the engine may have set a
+     * more precise outcome already, which is kept. */
+    once__log_ctx_method(m->name);
+    if (c.reason != NULL)
+        once__log_ctx_outcome(c.reason);
 
     int out;
     if (rc == ONCE_OK && c.stream != NULL) {

@@ -77,6 +77,9 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
     snprintf(t->task_id, sizeof t->task_id, "%s", task_id);
     t->fence = fence;
     t->resumed = resumed;
+    /* The request being served on this thread started the turn (a
+     * takeover's sweeper thread has no trace context: ""). */
+    memcpy(t->traceparent, once__log_ctx()->traceparent, sizeof t->traceparent);
 
     pthread_mutex_lock(&e->mu);
     if (e->stopping) {
@@ -93,6 +96,7 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
          * The entry keeps its id: e->active stays ordered by id. */
         old->fence = t->fence;
         old->resumed = t->resumed;
+        memcpy(old->traceparent, t->traceparent, sizeof old->traceparent);
         __atomic_store_n(&old->canceled, 0, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&e->mu);
         once_free(t);
@@ -170,9 +174,14 @@ static void *worker_main(void *arg)
         __atomic_store_n(&e->stats.queued, (uint64_t)e->nqueued, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&e->mu);
 
+        /* Log lines of the turn name its task and carry its trace. */
+        once__log_ctx_clear();
+        once__log_ctx_task(t->task_id);
+        once__log_ctx_traceparent(t->traceparent);
         once__run_turn(e, t);
         if (once__stopping(e) && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))
             release_lease(e, t);
+        once__log_ctx_clear();
 
         pthread_mutex_lock(&e->mu);
         unlink_active(e, t);

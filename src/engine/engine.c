@@ -81,6 +81,7 @@ int once__store_rc(once_engine *e, int rc)
 {
     if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
         ONCE__STAT(e, store_errors);
+        once__log_store_error(rc);
         once__hold_takeovers(e);
     }
     return rc;

@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 
+#include "core/log.h"
 #include "engine/engine.h"
 
 /*
@@ -36,6 +37,8 @@ typedef struct once__turn {
     char task_id[ONCE_ID_MAX + 1];
     int64_t fence;
     int resumed;
+    char traceparent[ONCE_TRACEPARENT_LEN + 1]; /* the W3C trace context of the request that
+                                 * started the turn ("" for a takeover) */
     int canceled;               /* __atomic */
     int running;                /* popped by a worker (the heartbeat renews only these) */
     struct once__turn *qnext;   /* FIFO of turns waiting for a worker */
@@ -227,6 +230,18 @@ int once__push_start(once_engine *e);
 void once__push_stop(once_engine *e);
 /* A task of this replica changed: wake idle delivery threads. */
 void once__push_kick(once_engine *e);
+
+/* --- logs.c ---------------------------------------------------------------- */
+
+/* One log line each (core/log.h), naming the task. resumed_here: the
+ * takeover dispatched a turn here (else the task waits for input). */
+void once__log_takeover(const once_engine *e, const char *principal, const char *task_id,
+                        int64_t fence, int resumed_here);
+/* A write under fence `held` refused; stored: the fence found (0: unknown). */
+void once__log_fenced(const char *task_id, int64_t held, int64_t stored);
+void once__log_store_error(int rc);
+void once__log_push_failure(const char *task_id, const char *config_id, int64_t generation,
+                            long status, int64_t attempt, const char *error);
 
 /* --- sweep.c --------------------------------------------------------------- */
 

@@ -351,6 +351,29 @@ static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur
 
 static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res);
 
+/* What the request's log line reports (core/log.h): the task and the
+ * verdict, or why there was none. */
+static void log_outcome(const once_send_req *req, const once_send_res *res, int rc)
+{
+    once__log_ctx_task(res->task_id[0] != '\0' ? res->task_id : req->task_id);
+    static const char *const verdicts[] = {
+        [ONCE_V_REGISTER] = "registered",
+        [ONCE_V_TASK_NOT_FOUND] = "refused:task_not_found",
+        [ONCE_V_TASK_EXPIRED] = "refused:task_expired",
+        [ONCE_V_REPLAY] = "replayed",
+        [ONCE_V_IDEMPOTENCY_CONFLICT] = "refused:idempotency_conflict",
+        [ONCE_V_CONTINUE] = "continued",
+        [ONCE_V_REJECT_BUSY] = "refused:task_busy",
+        [ONCE_V_REJECT_TERMINAL] = "refused:task_terminal",
+    };
+    if (rc == ONCE_EOVERLOAD)
+        once__log_ctx_outcome("refused:overloaded");
+    else if (rc != ONCE_OK)
+        once__log_ctx_outcome(once_errname(rc));
+    else if ((size_t)res->verdict < sizeof verdicts / sizeof verdicts[0] && verdicts[res->verdict])
+        once__log_ctx_outcome(verdicts[res->verdict]);
+}
+
 /* A refusal, counted in `refused` and under its reason (/metrics shows the
  * reason as a label; once/admin/stats the total). */
 static void count_refusal(once_engine *e, once_verdict v)
@@ -492,5 +515,6 @@ int once_engine_send(once_engine *e, const once_send_req *req, once_send_res *re
     pthread_mutex_lock(&e->mu);
     e->inflight--;
     pthread_mutex_unlock(&e->mu);
+    log_outcome(req, res, rc);
     return rc;
 }

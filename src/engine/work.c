@@ -84,6 +84,7 @@ static int fenced(once_work *w)
 {
     __atomic_store_n(&w->t->canceled, 1, __ATOMIC_RELEASE);
     ONCE__STAT(w->e, fenced_writes);
+    once__log_fenced(w->t->task_id, w->t->fence, 0);
     return ONCE_EFENCED;
 }
 
@@ -360,6 +361,10 @@ int64_t once_work_fence(const once_work *w) { return w->t->fence; }
 int64_t once_work_step(const once_work *w) { return w->rec.step; }
 const char *once_work_message(const once_work *w) { return w->message; }
 int once_work_resumed(const once_work *w) { return w->t->resumed; }
+const char *once_work_traceparent(const once_work *w)
+{
+    return w->t->traceparent[0] != '\0' ? w->t->traceparent : NULL;
+}
 
 const char *once_work_task(const once_work *w)
 {

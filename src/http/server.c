@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/metrics.h"
 #include "http/guard.h"
 #include "http/http.h"
@@ -86,6 +87,8 @@ typedef struct req_ctx {
     char *version;             /* A2A-Version (header or query), NULL = absent */
     char *extensions;          /* A2A-Extensions, NULL = absent */
     char *last_event_id;       /* Last-Event-ID (SSE resume), NULL = absent */
+    char traceparent[ONCE_TRACEPARENT_LEN + 1]; /* a valid W3C traceparent, or "" */
+    int64_t t0;                /* monotonic ms when the request was complete */
     once_a2a_response resp;    /* written by the worker */
 } req_ctx;
 
@@ -168,6 +171,14 @@ static enum MHD_Result queue_refusal(struct MHD_Connection *conn, int status, in
                                      const char *reason, const char *message, int retry_after,
                                      int closing)
 {
+    if (once_log_enabled(ONCE_LOG_INFO)) {
+        once__logline l;
+        once__log_begin(&l, ONCE_LOG_INFO, "request");
+        once__log_str(&l, "method", tl_method);
+        once__log_str(&l, "outcome", reason);
+        once__log_int(&l, "status", status);
+        once__log_end(&l);
+    }
     once_a2a_response r;
     if (once_a2a_error_response(status, code, reason, message, &r) != ONCE_OK)
         return queue_json(conn, 500, NULL, 0, NULL, 1);
@@ -228,9 +239,34 @@ static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, con
     return v ? once_strdup(v) : NULL;
 }
 
+/* The request's log line: what the codec and the engine noted in this
+ * thread's log context while they served it. */
+static void log_request(const req_ctx *r)
+{
+    if (!once_log_enabled(ONCE_LOG_INFO))
+        return;
+    const once__logctx *c = once__log_ctx();
+    int status = r->resp.http_status ? r->resp.http_status : 500;
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_INFO, "request");
+    once__log_str(&l, "method", c->method[0] ? c->method : "-");
+    once__log_str(&l, "principal", r->principal);
+    if (c->task_id[0] != '\0')
+        once__log_str(&l, "task", c->task_id);
+    once__log_str(&l, "outcome", c->outcome[0] ? c->outcome
+                                 : r->resp.stream != NULL ? "stream"
+                                 : status == 200        ? "ok"
+                                                         : "error");
+    once__log_int(&l, "status", status);
+    once__log_int(&l, "duration_ms", once_monotonic_ms() - r->t0);
+    once__log_end(&l);
+}
+
 static void run_job(void *arg)
 {
     req_ctx *r = arg;
+    once__log_ctx_clear();
+    once__log_ctx_traceparent(r->traceparent);
     once_a2a_request q = {.principal = r->principal,
                           .version = r->version,
                           .extensions = r->extensions,
@@ -243,6 +279,8 @@ static void run_job(void *arg)
         once_a2a_error_response(500, ONCE_RPC_INTERNAL, "INTERNAL",
                                 "Internal error (out of memory)", &r->resp);
     }
+    log_request(r);
+    once__log_ctx_clear();
     struct MHD_Connection *conn = r->conn;
     __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
     MHD_resume_connection(conn); /* r belongs to the MHD thread from here */
@@ -336,6 +374,10 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
         r->version = dup_value(conn, MHD_GET_ARGUMENT_KIND, "A2A-Version");
     r->extensions = dup_value(conn, MHD_HEADER_KIND, "A2A-Extensions");
     r->last_event_id = dup_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
+    const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
+    if (once_traceparent_valid(tp))
+        snprintf(r->traceparent, sizeof r->traceparent, "%.*s", ONCE_TRACEPARENT_LEN, tp);
+    r->t0 = once_monotonic_ms();
     r->dispatched = 1;
     r->counted = 1;
     __atomic_add_fetch(&h->calls, 1, __ATOMIC_ACQ_REL);

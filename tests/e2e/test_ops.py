@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness import (ONCED, ROOT, GatedAgent, Onced, admin_stats, check, eq, free_port,
                      http_get, http_request, new_id, result_task, run, scaled, scratch_dir,
@@ -360,13 +361,127 @@ def test_sigterm_drains_and_hands_over():
         s.join(scaled(60))
         check(stream.get("text", "").endswith("event: shutdown\nretry: 1000\n\n"),
               "the stream ends with the shutdown event: %r" % stream.get("text", "")[-200:])
-        log = a.logtext_all()
-        check("draining" in log, "a logged its drain: %s" % log[-2000:])
+        events = [l["event"] for l in log_lines(a)]
+        check("draining" in events and "stopping" in events, "a logged its drain: %r" % events)
+        took = [l for l in log_lines(b) if l["event"] == "takeover"]
+        check(any(l["task"] == long_id and l["fence"] == 2 for l in took),
+              "b logged the takeover, naming the task: %r" % took)
     finally:
         a.stop()
         b.stop()
 
 
+
+# --- structured logs and trace context -------------------------------------------
+
+TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+class Receiver:
+    """A webhook receiver on loopback: answers 500 to the first delivery and
+    204 to the rest, and keeps every request's headers."""
+
+    def __init__(self):
+        self.headers = []
+        rx = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                rx.headers.append(dict((k.lower(), v) for k, v in self.headers.items()))
+                self.send_response(500 if len(rx.headers) == 1 else 204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d/hook" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def log_lines(srv):
+    """The JSON log lines of srv (other output, e.g. the agent's, skipped)."""
+    out = []
+    for line in srv.logtext_all().splitlines():
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def test_logs_carry_the_trace():
+    """JSON log lines: one per request with method, principal, task, outcome,
+    status and duration; the request's traceparent reaches the log line, the
+    --exec agent's environment (TRACEPARENT) and the webhook (a header);
+    a failed webhook POST is a line naming the task."""
+    tmp = scratch_dir()
+    seen = os.path.join(tmp, "agent-trace")
+    agent = ["--exec", "printf '%%s' \"$TRACEPARENT\" > %s; "
+             "echo '{\"status\":\"completed\",\"text\":\"ok\"}'" % seen]
+    rx = Receiver()
+    srv = Onced(agent + ["--log-format", "json", "--push-allow", "127.0.0.1/32",
+                         "--push-backoff", "100ms"], tmpdir=tmp)
+    try:
+        tid = new_id()
+        params = {"message": user_message("hi", task_id=tid),
+                  "configuration": {"taskPushNotificationConfig": {"url": rx.url, "token": "t"}}}
+        for _ in range(2):
+            st, _, doc = srv.rpc("SendMessage", params, ext=True, headers={"traceparent": TRACE})
+            eq(task_state(doc), "TASK_STATE_COMPLETED", "the task completes")
+        reqs = [l for l in log_lines(srv) if l["event"] == "request"]
+        eq([(l["method"], l["principal"], l["task"], l["outcome"], l["status"], l["traceparent"])
+            for l in reqs],
+           [("SendMessage", "anonymous", tid, "registered", 200, TRACE),
+            ("SendMessage", "anonymous", tid, "replayed", 200, TRACE)],
+           "one line per request")
+        check(all(isinstance(l["duration_ms"], int) and l["duration_ms"] >= 0 for l in reqs),
+              "each line has the duration")
+        with open(seen) as f:
+            eq(f.read(), TRACE, "the agent's TRACEPARENT")
+        wait_until(lambda: len(rx.headers) >= 2, timeout=30, what="the webhook's retry")
+        eq([h.get("traceparent") for h in rx.headers[:2]], [TRACE, TRACE],
+           "every delivery carries the traceparent")
+        fails = [l for l in log_lines(srv) if l["event"] == "push_failed"]
+        check(fails and fails[0]["task"] == tid and fails[0]["status"] == 500,
+              "the failed POST is logged with its task: %r" % fails)
+        # A malformed traceparent is not carried anywhere.
+        st, _, doc = srv.rpc("GetTask", {"id": tid}, headers={"traceparent": "00-zz-bad"})
+        last = [l for l in log_lines(srv) if l["event"] == "request"][-1]
+        eq((last["method"], last["task"], "traceparent" in last), ("GetTask", tid, False),
+           "GetTask's line names the task and drops a bad traceparent")
+    finally:
+        srv.stop()
+        rx.close()
+
+
+def test_log_format_and_level():
+    with Onced(["--log-format", "text"]) as srv:
+        tid = new_id()
+        srv.rpc("SendMessage", {"message": user_message("hi", task_id=tid)}, ext=True)
+        lines = [l for l in srv.logtext_all().splitlines() if " request " in l]
+        eq(len(lines), 1, "one text line for the request: %r" % lines)
+        check(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info request "
+                       r"method=SendMessage principal=anonymous task=%s outcome=registered "
+                       r"status=200 duration_ms=\d+$" % re.escape(tid), lines[0]) is not None,
+              "the text line: %r" % lines[0])
+    with Onced(["--log-format", "json", "--log-level", "warn"]) as srv:
+        # The request line is written before the answer leaves, so once the
+        # answer is here a line at info would be in the log already.
+        st, _, _ = srv.rpc("SendMessage", {"message": user_message("hi")})
+        eq(st, 200, "answered")
+        eq([l for l in log_lines(srv) if l["event"] == "request"], [],
+           "--log-level warn leaves out request lines")
+    out = subprocess.run([ONCED, "--listen", "127.0.0.1:1", "--store", "memory:",
+                          "--log-format", "xml"], capture_output=True, text=True,
+                         timeout=scaled(10))
+    eq(out.returncode, 2, "an unknown --log-format is a usage error")
+
+
 if __name__ == "__main__":
     run([test_version, test_health_outside_auth, test_metrics_counts, test_metrics_off_and_apart,
-         test_sigterm_drains_and_hands_over])
+         test_sigterm_drains_and_hands_over, test_logs_carry_the_trace, test_log_format_and_level])
