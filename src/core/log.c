@@ -15,7 +15,9 @@
 
 #include "core/log.h"
 
-static int log_level = ONCE_LOG_INFO;
+/* Off until a program asks for lines (onced does at start): a library
+ * writes nothing to a descriptor it was not given. */
+static int log_level = -1;
 static int log_format = ONCE_LOG_TEXT;
 static int log_fd = 2;
 

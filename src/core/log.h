@@ -30,7 +30,7 @@ int once_log_level_parse(const char *s);
 int once_log_format_parse(const char *s);
 
 /* Set before any thread logs (onced's main): lines at or below level, in
- * this format, to fd. The default: info, text, fd 2. */
+ * this format, to fd. Until it is called nothing is logged. */
 void once_log_setup(int level, int format, int fd);
 int once_log_enabled(int level);
 
