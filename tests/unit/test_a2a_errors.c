@@ -169,6 +169,16 @@ static void test_store_errors_are_retryable(void **state)
         json_decref(doc);
         once_a2a_response_clear(&r);
     }
+    /* a stopped engine (onced shutting down) applied nothing: retry elsewhere */
+    F.rc = ONCE_ECLOSED;
+    once_a2a_response rc;
+    json_t *closed = send(NULL, &rc);
+    assert_string_equal(err_reason(closed), "SHUTTING_DOWN");
+    assert_string_equal(err_meta(closed, "retryable"), "true");
+    assert_int_equal(rc.http_status, 503);
+    assert_int_equal(rc.retry_after, 1);
+    json_decref(closed);
+    once_a2a_response_clear(&rc);
     /* an engine EINVAL names its field */
     F.rc = ONCE_EINVAL;
     F.field = "message.contextId";
