@@ -372,6 +372,28 @@ def test_sigterm_drains_and_hands_over():
 
 
 
+def test_second_signal_exits_at_once():
+    """While a drain waits for a blocked call, a second SIGTERM ends onced
+    at once with status 128 + SIGTERM."""
+    agent = GatedAgent("gate finish")
+    srv = Onced(agent.args + ["--drain", "1h"])
+    try:
+        tid, blocked = new_id(), {}
+        t = _call_in_background(srv.port, "SendMessage",
+                                {"message": user_message("wait", task_id=tid)}, blocked)
+        wait_until(lambda: task_state(srv.rpc("GetTask", {"id": tid}, ext=True)[2])
+                   == "TASK_STATE_WORKING", timeout=30, what="the task working")
+        srv.signal(signal.SIGTERM)
+        wait_until(lambda: http_get(srv.port, "/readyz")[0] == 503, timeout=30,
+                   what="the drain begun")
+        check(t.is_alive(), "the drain waits for the blocked call")
+        srv.signal(signal.SIGTERM)
+        eq(srv.proc.wait(scaled(30)), 128 + signal.SIGTERM, "the second signal's exit status")
+        t.join(scaled(30))
+    finally:
+        srv.stop()
+
+
 # --- structured logs and trace context -------------------------------------------
 
 TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -484,4 +506,5 @@ def test_log_format_and_level():
 
 if __name__ == "__main__":
     run([test_version, test_health_outside_auth, test_metrics_counts, test_metrics_off_and_apart,
-         test_sigterm_drains_and_hands_over, test_logs_carry_the_trace, test_log_format_and_level])
+         test_sigterm_drains_and_hands_over, test_second_signal_exits_at_once,
+         test_logs_carry_the_trace, test_log_format_and_level])
