@@ -278,6 +278,7 @@ void once_engine_free(once_engine *e)
     if (e == NULL)
         return;
     once_engine_stop(e);
+    once__push_free_state(e);
     pthread_cond_destroy(&e->cancel_cv);
     pthread_cond_destroy(&e->work_cv);
     pthread_mutex_destroy(&e->mu);

@@ -228,6 +228,9 @@ void once__run_turn(once_engine *e, once__turn *t);
 /* Start / stop the delivery threads (no-op without ONCE_STORE_PUSH). */
 int once__push_start(once_engine *e);
 void once__push_stop(once_engine *e);
+/* Free the push state (push.c; once_engine_free: after once__push_stop
+ * joined the threads and nothing can read the counters any more). */
+void once__push_free_state(once_engine *e);
 /* A task of this replica changed: wake idle delivery threads. */
 void once__push_kick(once_engine *e);
 

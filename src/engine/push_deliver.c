@@ -287,5 +287,6 @@ void once__push_stop(once_engine *e)
             pthread_join(p->threads[i], NULL);
         p->nthreads = 0;
     }
-    once__push_free_state(e);
+    /* The state (and its counters) stays until once_engine_free: a
+     * stopped engine's counters are still read by /metrics. */
 }

@@ -83,8 +83,6 @@ int once__push_url_check(const char *url, const once__cidr *allow, size_t nallow
 
 /* The push state, created with defaults on first use. NULL on ENOMEM. */
 struct once__push *once__push_get(once_engine *e);
-/* Free it (once__push_stop, after the threads are joined). */
-void once__push_free_state(once_engine *e);
 /* Check a shape-checked config and build its stored element with `since`.
  * ONCE_EINVAL: res->field (relative: "url", "authentication.scheme") and
  * res->detail say why. */
