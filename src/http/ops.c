@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/log.h"
 #include "core/metrics.h"
 #include "http/ops.h"
 
@@ -126,6 +127,31 @@ int once__ops_route(once__ops *o, struct MHD_Connection *conn, const char *url,
     else
         return 0;
     return 1;
+}
+
+void once__ops_log_request(const char *method, const char *principal, const char *outcome,
+                           int status, int64_t t0)
+{
+    if (!once_log_enabled(ONCE_LOG_INFO))
+        return;
+    const once__logctx *c = once__log_ctx();
+    if (method == NULL)
+        method = c->method[0] ? c->method : "-";
+    if (c->outcome[0] != '\0')
+        outcome = c->outcome;
+    else if (outcome == NULL)
+        outcome = status == 200 ? "ok" : "error";
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_INFO, "request");
+    once__log_str(&l, "method", method);
+    once__log_str(&l, "principal", principal);
+    if (c->task_id[0] != '\0')
+        once__log_str(&l, "task", c->task_id);
+    once__log_str(&l, "outcome", outcome);
+    once__log_int(&l, "status", status);
+    if (t0 >= 0)
+        once__log_int(&l, "duration_ms", once_monotonic_ms() - t0);
+    once__log_end(&l);
 }
 
 /* --- the separate /metrics listener ---------------------------------------- */

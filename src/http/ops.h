@@ -32,6 +32,13 @@ void once__ops_free(once__ops *o);
 void once__ops_drain(once__ops *o);
 int once__ops_draining(const once__ops *o);
 
+/* One "request" log line (core/log.h) for an answered call. NULL method or
+ * outcome: what the codec and the engine noted in this thread's log
+ * context (outcome: else "ok" for 200, "error" otherwise); principal NULL:
+ * not known (a refusal before authentication); t0 < 0: no duration. */
+void once__ops_log_request(const char *method, const char *principal, const char *outcome,
+                           int status, int64_t t0);
+
 /* If url is an operations endpoint on the main listener, answer it and
  * return 1 with MHD's answer in *ret; else 0 (route elsewhere). */
 int once__ops_route(once__ops *o, struct MHD_Connection *conn, const char *url,

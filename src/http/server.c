@@ -171,14 +171,7 @@ static enum MHD_Result queue_refusal(struct MHD_Connection *conn, int status, in
                                      const char *reason, const char *message, int retry_after,
                                      int closing)
 {
-    if (once_log_enabled(ONCE_LOG_INFO)) {
-        once__logline l;
-        once__log_begin(&l, ONCE_LOG_INFO, "request");
-        once__log_str(&l, "method", tl_method);
-        once__log_str(&l, "outcome", reason);
-        once__log_int(&l, "status", status);
-        once__log_end(&l);
-    }
+    once__ops_log_request(tl_method, NULL, reason, status, -1);
     once_a2a_response r;
     if (once_a2a_error_response(status, code, reason, message, &r) != ONCE_OK)
         return queue_json(conn, 500, NULL, 0, NULL, 1);
@@ -239,29 +232,6 @@ static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, con
     return v ? once_strdup(v) : NULL;
 }
 
-/* The request's log line: what the codec and the engine noted in this
- * thread's log context while they served it. */
-static void log_request(const req_ctx *r)
-{
-    if (!once_log_enabled(ONCE_LOG_INFO))
-        return;
-    const once__logctx *c = once__log_ctx();
-    int status = r->resp.http_status ? r->resp.http_status : 500;
-    once__logline l;
-    once__log_begin(&l, ONCE_LOG_INFO, "request");
-    once__log_str(&l, "method", c->method[0] ? c->method : "-");
-    once__log_str(&l, "principal", r->principal);
-    if (c->task_id[0] != '\0')
-        once__log_str(&l, "task", c->task_id);
-    once__log_str(&l, "outcome", c->outcome[0] ? c->outcome
-                                 : r->resp.stream != NULL ? "stream"
-                                 : status == 200        ? "ok"
-                                                         : "error");
-    once__log_int(&l, "status", status);
-    once__log_int(&l, "duration_ms", once_monotonic_ms() - r->t0);
-    once__log_end(&l);
-}
-
 static void run_job(void *arg)
 {
     req_ctx *r = arg;
@@ -279,7 +249,8 @@ static void run_job(void *arg)
         once_a2a_error_response(500, ONCE_RPC_INTERNAL, "INTERNAL",
                                 "Internal error (out of memory)", &r->resp);
     }
-    log_request(r);
+    once__ops_log_request(NULL, r->principal, r->resp.stream != NULL ? "stream" : NULL,
+                          r->resp.http_status ? r->resp.http_status : 500, r->t0);
     once__log_ctx_clear();
     struct MHD_Connection *conn = r->conn;
     __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
