@@ -92,6 +92,7 @@ static const char usage[] =
     "                         a wait, \"generations\" lists the task generations seen)\n"
     "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
     "  --poll                 wait by polling GetTask even if the agent streams\n"
+    "  --version              print the version and exit\n"
     "retry policy (per call):\n"
     "  --attempts N           attempts, the first included (5)\n"
     "  --timeout DUR          one attempt (10s)\n"
@@ -236,6 +237,10 @@ static int parse_args(int argc, char **argv, cli *o)
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             fputs(usage, stdout);
+            exit(EXIT_OK);
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("once %s\n", once_version());
             exit(EXIT_OK);
         }
         if (strncmp(arg, "--", 2) != 0) {

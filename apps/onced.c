@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "http/http.h"
 #include "http/serve.h"
 #include "once/executor.h"
@@ -110,6 +112,27 @@ static const char usage[] =
     "  --push-timeout DUR          one webhook POST (10s)\n"
     "  --push-backoff DUR          first retry delay bound; doubles per attempt up to\n"
     "                              5m, full jitter; Retry-After wins when longer (1s)\n"
+    "operations (docs/architecture.md, \"Observability\"; never behind --auth-tokens):\n"
+    "  GET /healthz                200 while the process serves\n"
+    "  GET /readyz                 200 when the store answers and onced is not draining,\n"
+    "                              else 503\n"
+    "  --metrics off|ADDR:PORT     GET /metrics (Prometheus text format) is served on\n"
+    "                              --listen by default; off, or on this numeric address\n"
+    "                              alone\n"
+    "  --drain DUR                 on SIGTERM/SIGINT: /readyz turns 503 and new calls get\n"
+    "                              503 at once; calls in progress get up to DUR to finish\n"
+    "                              (10s); then running turns stop and their leases are\n"
+    "                              released for another replica, blocked sends answer\n"
+    "                              with the task as it stands, streams end; exit 0. A\n"
+    "                              second signal exits at once (status 128 + signal)\n"
+    "  --log-format text|json      structured log lines on stderr: one per JSON-RPC call\n"
+    "                              (method, principal, task, outcome, status,\n"
+    "                              duration_ms), takeover, fence rejection, store error\n"
+    "                              and webhook failure, each naming its task and the\n"
+    "                              request's W3C traceparent; text on a terminal, json\n"
+    "                              otherwise (journald, files, collectors)\n"
+    "  --log-level LEVEL           error, warn, info (default; every request) or debug\n"
+    "  --version                   print the version and exit\n"
     "  --help                      this text\n"
     "\n"
     "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d (or combined: 1h30m).\n";
@@ -130,6 +153,9 @@ typedef struct opts {
     size_t npush_secrets, npush_allow;
     unsigned push_attempts;
     int64_t push_timeout_ms, push_backoff_ms;
+    const char *metrics;
+    int64_t drain_ms;
+    const char *log_format, *log_level;
 } opts;
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -211,11 +237,19 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--push-attempts", F_COUNT, &o->push_attempts},
         {"--push-timeout", F_DUR, &o->push_timeout_ms},
         {"--push-backoff", F_DUR, &o->push_backoff_ms},
+        {"--metrics", F_STR, &o->metrics},
+        {"--drain", F_DUR, &o->drain_ms},
+        {"--log-format", F_STR, &o->log_format},
+        {"--log-level", F_STR, &o->log_level},
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             fputs(usage, stdout);
+            exit(0);
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("onced %s\n", once_version());
             exit(0);
         }
         const char *eq = strchr(arg, '=');
@@ -322,9 +356,14 @@ static int load_card(const char *path, json_t **out)
  * thread may take the signal. Handlers (unlike SIG_IGN or a blocked mask)
  * are reset in exec'd children, so executor subprocesses start clean. */
 static int sig_pipe[2] = {-1, -1};
+static volatile sig_atomic_t signals_seen;
 
+/* The second SIGTERM/SIGINT ends the process where it stands, whatever the
+ * shutdown is waiting for (_exit is async-signal-safe). */
 static void on_signal(int sig)
 {
+    if (++signals_seen >= 2)
+        _exit(128 + sig);
     int saved = errno;
     unsigned char b = (unsigned char)sig;
     if (write(sig_pipe[1], &b, 1) < 0) {
@@ -365,6 +404,38 @@ static int wait_for_signal(void)
     }
 }
 
+/* A shutdown step as a log line (a second signal exits at once). */
+static void log_shutdown(const char *event, const char *signal_name, int64_t drain_ms)
+{
+    if (!once_log_enabled(ONCE_LOG_INFO))
+        return;
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_INFO, event);
+    once__log_str(&l, "signal", signal_name);
+    if (drain_ms >= 0)
+        once__log_int(&l, "drain_ms", drain_ms);
+    once__log_end(&l);
+}
+
+/* The first signal's grace period: refuse new calls (readyz 503) and wait
+ * until the calls in progress are answered or grace_ms passed, whichever
+ * comes first; once_server_stop does the rest. (A second signal ends the
+ * process in on_signal.) */
+static void drain(once_server *server, int64_t grace_ms)
+{
+    once_server_drain(server);
+    int64_t until = once_monotonic_ms() + grace_ms;
+    for (;;) {
+        int64_t left = until - once_monotonic_ms();
+        if (once_server_calls(server) == 0 || left <= 0)
+            return;
+        /* The calls counter has no wake-up of its own: look again every
+         * 20 ms. */
+        struct timespec ts = {0, (left < 20 ? left : 20) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* The connection limits (--max-connections and the store, stream, push and
  * agent descriptors on top) need more descriptors than the usual soft limit
  * of 1024: raise it to the hard limit. Failing to is not fatal; the limits
@@ -386,6 +457,7 @@ int main(int argc, char **argv)
     o.grace_ms = 5000;
     o.retention_ms = -1;
     o.tombstone_ms = -1;
+    o.drain_ms = 10000;
     int rc = parse_args(argc, argv, &o);
     if (rc != 0)
         return rc;
@@ -393,6 +465,22 @@ int main(int argc, char **argv)
     int port = 0;
     if (once_parse_listen(o.listen, host, sizeof host, &port) != ONCE_OK || port == 0)
         return bad("--listen: expected HOST:PORT with a port from 1 to 65535, got %s", o.listen);
+    int log_format = isatty(2) ? ONCE_LOG_TEXT : ONCE_LOG_JSON;
+    int log_level = ONCE_LOG_INFO;
+    if (o.log_format != NULL && (log_format = once_log_format_parse(o.log_format)) < 0)
+        return bad("--log-format: expected text or json, got %s", o.log_format);
+    if (o.log_level != NULL && (log_level = once_log_level_parse(o.log_level)) < 0)
+        return bad("--log-level: expected error, warn, info or debug, got %s", o.log_level);
+    once_log_setup(log_level, log_format, 2);
+    char mhost[256];
+    int mport = 0, mmode = ONCE_HTTP_METRICS_HERE;
+    if (o.metrics != NULL && strcmp(o.metrics, "off") == 0) {
+        mmode = ONCE_HTTP_METRICS_OFF;
+    } else if (o.metrics != NULL) {
+        if (once_parse_listen(o.metrics, mhost, sizeof mhost, &mport) != ONCE_OK || mport == 0)
+            return bad("--metrics: expected off or ADDR:PORT, got %s", o.metrics);
+        mmode = ONCE_HTTP_METRICS_APART;
+    }
     if (install_signals() != 0) {
         perror("onced: signals");
         return 1;
@@ -471,6 +559,9 @@ int main(int argc, char **argv)
     sc.http.limits.max_connections = o.max_connections;
     sc.http.limits.max_per_ip = o.max_per_ip;
     sc.http.limits.max_body_memory = (size_t)o.max_body_memory;
+    sc.http.ops.metrics_mode = mmode;
+    sc.http.ops.metrics_host = mhost;
+    sc.http.ops.metrics_port = mport;
     sc.push.secrets = o.push_secrets;
     sc.push.nsecrets = o.npush_secrets;
     sc.push.allow = o.push_allow;
@@ -498,7 +589,9 @@ int main(int argc, char **argv)
                         "webhook-signature\n");
 
     int sig = wait_for_signal();
-    fprintf(stderr, "onced: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    log_shutdown("draining", sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_ms);
+    drain(server, o.drain_ms);
+    log_shutdown("stopping", NULL, -1);
     status = 0;
 out:
     once_server_stop(server); /* HTTP first, then the engine's workers */

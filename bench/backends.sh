@@ -156,7 +156,8 @@ H=(-H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -H 'A2A-Extensions:
 row() {
   local name=$1 store=$2 mode=$3 wait=ri port pid pfx
   port=$(free_port)
-  "$ONCED" --listen "127.0.0.1:$port" --store "$store" >"$OUT/$name.log" 2>&1 &
+  # --log-level warn: no request log (as when the rows were measured)
+  "$ONCED" --listen "127.0.0.1:$port" --store "$store" --log-level warn >"$OUT/$name.log" 2>&1 &
   pid=$!; PIDS+=("$pid")
   wait_http "$port" "$pid" || { tail "$OUT/$name.log" >&2; die "onced ($store) did not start"; }
   pfx="b$(date +%s%N | tail -c 10)$RANDOM"

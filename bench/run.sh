@@ -292,7 +292,10 @@ done
 onced_row() {
   local name=$1 store=$2 mode=$3 wait=$4 prefill=${5:-0} port pid
   port=$(free_port)
-  "$ONCED" --listen "127.0.0.1:$port" --store "$store" --test-admin >"$OUT/$name.log" 2>&1 &
+  # --log-level warn: the rows measure serving, as they did before onced
+  # had a request log (one line per call at the default level, info).
+  "$ONCED" --listen "127.0.0.1:$port" --store "$store" --test-admin --log-level warn \
+    >"$OUT/$name.log" 2>&1 &
   pid=$!; PIDS+=("$pid")
   wait_http "$port" "$pid" || { tail "$OUT/$name.log" >&2; die "onced ($store) did not start"; }
   if [ "$prefill" -gt 0 ]; then
@@ -378,7 +381,7 @@ stop "$pid" peer-dedup
 
 # The same check against onced (plain A2A 1.0: no taskId, no extension).
 port=$(free_port)
-"$ONCED" --listen "127.0.0.1:$port" --store memory: >"$OUT/onced-dedup.log" 2>&1 &
+"$ONCED" --listen "127.0.0.1:$port" --store memory: --log-level warn >"$OUT/onced-dedup.log" 2>&1 &
 pid=$!; PIDS+=("$pid")
 wait_http "$port" "$pid" || die "onced did not start"
 oa=$(rpc "$port" "$dup_body" | task_id)

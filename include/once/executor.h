@@ -54,6 +54,9 @@ const char *once_work_task(const once_work *w);
 const char *once_work_checkpoint(const once_work *w);
 /* 1 when this turn resumes after a takeover (an earlier worker died). */
 int once_work_resumed(const once_work *w);
+/* The W3C traceparent of the request that started this turn, or NULL (a
+ * takeover, or a request without one). Valid while the turn runs. */
+const char *once_work_traceparent(const once_work *w);
 /* "<task_id>:step-<n>" for the current step; valid until the next write. */
 const char *once_work_effect_key(once_work *w);
 

@@ -18,7 +18,10 @@
 extern "C" {
 #endif
 
-#define ONCE_VERSION_STRING "0.1.0"
+/* The library's version ("0.1.0"), a static string. It is the project()
+ * version of CMakeLists.txt, the one place it is defined (libonce is built
+ * with it as ONCE_VERSION_STRING; onced and once print it for --version). */
+const char *once_version(void);
 
 /* ---------------------------------------------------------------------------
  * Errors. One closed enum: ONCE_OK is 0, failures are negative, numbers are

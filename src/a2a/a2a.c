@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/log.h"
 
 /* Written once by once_a2a_new and read-only afterwards, except the counter
  * arrays: any thread bumps calls[i]/errors[i] with __atomic adds (no lock). */
@@ -347,6 +348,11 @@ int once__a2a_run(once_a2a *a, const once_a2a_request *req, once_a2a_response *r
         if (rc == ONCE_ENOMEM && c.code == 0)
             once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
     }
+    /* For the request's log line (core/log.h); the engine may have set a
+     * more precise outcome already, which is kept. */
+    once__log_ctx_method(m->name);
+    if (c.reason != NULL)
+        once__log_ctx_outcome(c.reason);
 
     rc = conclude(a, resp, &c, idx, rc);
     json_decref(empty);
@@ -440,6 +446,7 @@ int once_a2a_deferred_finish(once_a2a_deferred *d, once_a2a_response *resp)
     c.binding = d->binding;
     c.extension = d->extension;
     resp->extension = c.extension;
+    once__log_ctx_method(c.m->name);
     int rc = once__a2a_h_send_answer(&c, d);
     if (rc == ONCE_ENOMEM && c.code == 0)
         once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");

@@ -68,15 +68,21 @@ int once__a2a_fail_params(a2a_call *c, const a2a_verr *e)
     return ONCE_EINVAL;
 }
 
+/* The failure just set may be retried as it is: 503 + Retry-After: 1. */
+static int retry_later(a2a_call *c)
+{
+    once__a2a_meta(c, "retryable", "true");
+    c->http_status = 503;
+    c->retry_after = 1;
+    return ONCE_EINVAL;
+}
+
 int once__a2a_fail_engine(a2a_call *c, int rc)
 {
     if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
         once__a2a_fail(c, ONCE_RPC_INTERNAL, "STORE_UNAVAILABLE",
                    "The task store is unavailable (%s); retry the same request", once_errname(rc));
-        once__a2a_meta(c, "retryable", "true");
-        c->http_status = 503;
-        c->retry_after = 1;
-        return ONCE_EINVAL;
+        return retry_later(c);
     }
     if (rc == ONCE_EOVERLOAD) {
         /* Nothing was registered: the same request may go to any replica,
@@ -84,10 +90,14 @@ int once__a2a_fail_engine(a2a_call *c, int rc)
         once__a2a_fail(c, ONCE_RPC_INTERNAL, "OVERLOADED",
                        "Too many tasks are waiting for a worker on this replica; retry the same "
                        "request");
-        once__a2a_meta(c, "retryable", "true");
-        c->http_status = 503;
-        c->retry_after = 1;
-        return ONCE_EINVAL;
+        return retry_later(c);
+    }
+    if (rc == ONCE_ECLOSED) {
+        /* The engine stopped (onced is shutting down) before the call
+         * reached it: nothing was applied; another replica can take it. */
+        once__a2a_fail(c, ONCE_RPC_INTERNAL, "SHUTTING_DOWN",
+                       "The server is shutting down; retry the same request elsewhere");
+        return retry_later(c);
     }
     once__a2a_fail(c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (%s)", once_errname(rc));
     return ONCE_EINVAL;

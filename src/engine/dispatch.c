@@ -77,6 +77,9 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
     snprintf(t->task_id, sizeof t->task_id, "%s", task_id);
     t->fence = fence;
     t->resumed = resumed;
+    /* The request being served on this thread started the turn (a
+     * takeover's sweeper thread has no trace context: ""). */
+    memcpy(t->traceparent, once__log_ctx()->traceparent, sizeof t->traceparent);
 
     pthread_mutex_lock(&e->mu);
     if (e->stopping) {
@@ -93,6 +96,7 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
          * The entry keeps its id: e->active stays ordered by id. */
         old->fence = t->fence;
         old->resumed = t->resumed;
+        memcpy(old->traceparent, t->traceparent, sizeof old->traceparent);
         __atomic_store_n(&old->canceled, 0, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&e->mu);
         once_free(t);
@@ -139,6 +143,18 @@ static void unlink_active(once_engine *e, once__turn *t)
     }
 }
 
+/* The engine is stopping and t's task is left as it stands: set its lease
+ * to have run out (the store's renew slot sets, it does not extend), so
+ * the first sweep of any replica takes the task over instead of waiting
+ * out the lease. The store checks fence and owner: if the task moved on
+ * meanwhile (finished, taken over) nothing is written. */
+static void release_lease(once_engine *e, const once__turn *t)
+{
+    int rc = once_store_renew(e->store, t->principal, t->task_id, e->replica_id, t->fence, 1);
+    if (rc == ONCE_OK)
+        ONCE__STAT(e, leases_released);
+}
+
 static void *worker_main(void *arg)
 {
     once_engine *e = arg;
@@ -158,7 +174,14 @@ static void *worker_main(void *arg)
         __atomic_store_n(&e->stats.queued, (uint64_t)e->nqueued, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&e->mu);
 
+        /* Log lines of the turn name its task and carry its trace. */
+        once__log_ctx_clear();
+        once__log_ctx_task(t->task_id);
+        once__log_ctx_traceparent(t->traceparent);
         once__run_turn(e, t);
+        if (once__stopping(e) && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))
+            release_lease(e, t);
+        once__log_ctx_clear();
 
         pthread_mutex_lock(&e->mu);
         unlink_active(e, t);
@@ -267,17 +290,20 @@ int once__dispatch_start(once_engine *e)
 
 void once__dispatch_stop(once_engine *e)
 {
-    /* The caller set `stopping` and woke everyone; executors see
-     * once_work_canceled() turn true and return. */
+    /* The caller set `stopping` and woke everyone. The heartbeat goes
+     * first: a renewal still in flight after a release would extend the
+     * lease again. Executors see once_work_canceled() turn true and
+     * return; each worker then releases its turn's lease. */
+    if (e->heartbeat_started)
+        pthread_join(e->heartbeat, NULL);
+    e->heartbeat_started = 0;
     for (int i = 0; i < e->nworkers; i++)
         pthread_join(e->workers[i], NULL);
     once_free(e->workers);
     e->workers = NULL;
     e->nworkers = 0;
-    if (e->heartbeat_started)
-        pthread_join(e->heartbeat, NULL);
-    e->heartbeat_started = 0;
-    /* Turns that never ran: drop them; their leases expire. */
+    /* Turns that never ran: their registering write gave this replica the
+     * lease; give it back. */
     pthread_mutex_lock(&e->mu);
     once__turn *t = e->active;
     e->active = NULL;
@@ -286,6 +312,8 @@ void once__dispatch_stop(once_engine *e)
     pthread_mutex_unlock(&e->mu);
     while (t != NULL) {
         once__turn *next = t->anext;
+        if (!__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))
+            release_lease(e, t);
         once_free(t);
         t = next;
     }

@@ -83,6 +83,7 @@ int once__store_rc(once_engine *e, int rc)
 {
     if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
         ONCE__STAT(e, store_errors);
+        once__log_store_error(rc);
         once__hold_takeovers(e);
     }
     return rc;
@@ -261,12 +262,14 @@ int once_engine_start(once_engine *e)
     return rc;
 }
 
-void once_engine_free(once_engine *e)
+void once_engine_stop(once_engine *e)
 {
     if (e == NULL)
         return;
     once_engine_await_release(e);   /* deferred sends answer now, as they stand */
     pthread_mutex_lock(&e->mu);
+    int already = e->stopped;
+    e->stopped = 1;
     __atomic_store_n(&e->stopping, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&e->work_cv);
     pthread_cond_broadcast(&e->cancel_cv);
@@ -277,11 +280,20 @@ void once_engine_free(once_engine *e)
         once__cond_wait_ms(&e->cancel_cv, &e->mu, 5);
     pthread_mutex_unlock(&e->mu);
 
+    if (already)
+        return;
     if (e->sweeper_started)
         pthread_join(e->sweeper, NULL);
     once__dispatch_stop(e);
     once__push_stop(e);   /* after the workers: their writes still kick it */
+}
 
+void once_engine_free(once_engine *e)
+{
+    if (e == NULL)
+        return;
+    once_engine_stop(e);
+    once__push_free_state(e);
     pthread_cond_destroy(&e->await_cv);
     pthread_cond_destroy(&e->cancel_cv);
     pthread_cond_destroy(&e->work_cv);

@@ -65,8 +65,14 @@ typedef struct once_engine_config {
 int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err, size_t errlen);
 /* Start the worker pool and the sweeper thread. */
 int once_engine_start(once_engine *e);
-/* Stop background threads; running turns are asked to stop (their leases
- * expire and another replica takes over). Then free. NULL ok. */
+/* Stop: blocked sends and follows return at once (a send answers with the
+ * task as it stands), background threads end, running turns are asked to
+ * stop, and the lease of every turn this replica held, running or queued,
+ * is released (set to have run out) so that another replica takes the task
+ * over at its next sweep instead of a lease later. Later calls get
+ * ONCE_ECLOSED where they would start work. Idempotent; NULL ok. */
+void once_engine_stop(once_engine *e);
+/* Stop (if not yet), then free. NULL ok. */
 void once_engine_free(once_engine *e);
 
 const char *once_engine_replica_id(const once_engine *e);
@@ -194,8 +200,28 @@ typedef struct once_engine_stats {
         waits_shed;     /* blocking sends answered at once: wait limits reached */
     uint64_t queued;    /* turns waiting for a worker now (a gauge) */
     uint64_t waiting;   /* deferred blocking sends waiting now (a gauge) */
+    /* `refused` by reason; they sum to it (overloaded is apart) */
+    uint64_t refused_not_found, refused_expired, refused_conflict, refused_busy,
+        refused_terminal;
+    /* Turns that ended, by the state they left the task in; `stopped`: the
+     * engine was stopping, `lost`: the lease went elsewhere or the turn
+     * ended with the task still running. Of executed_turns (started). */
+    uint64_t turns_completed, turns_failed, turns_canceled, turns_rejected,
+        turns_input_required, turns_auth_required, turns_stopped, turns_lost;
+    uint64_t leases_released; /* given back when the engine stopped */
 } once_engine_stats;
 void once_engine_get_stats(once_engine *e, once_engine_stats *out);
+
+/* The engine's counters (the same ones once_engine_get_stats and
+ * once/admin/stats read) and push delivery counters as Prometheus text
+ * (core/metrics.h), appended to t. */
+struct once__mtext;
+void once_engine_metrics(once_engine *e, struct once__mtext *t);
+
+/* Whether the store answers now: one read of a key no task can have.
+ * ONCE_OK, or the store's error (ONCE_ESTORE, ONCE_EBUSY, ...). For
+ * readiness probes; not counted as a store failure of the engine's. */
+int once_engine_ping(once_engine *e);
 
 /* Run one takeover + retention pass now (tests; the sweeper calls it). */
 int once_engine_sweep_once(once_engine *e);

@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 
+#include "core/log.h"
 #include "engine/engine.h"
 
 /*
@@ -36,6 +37,8 @@ typedef struct once__turn {
     char task_id[ONCE_ID_MAX + 1];
     int64_t fence;
     int resumed;
+    char traceparent[ONCE_TRACEPARENT_LEN + 1]; /* the W3C trace context of the request that
+                                 * started the turn ("" for a takeover) */
     int canceled;               /* __atomic */
     int running;                /* popped by a worker (the heartbeat renews only these) */
     struct once__turn *qnext;   /* FIFO of turns waiting for a worker */
@@ -94,6 +97,7 @@ struct once_engine {
     pthread_cond_t await_cv;    /* a deferred wait became ready, or was added */
     uint64_t next_turn_id;
     int stopping;               /* also read with __atomic outside the lock */
+    int stopped;                /* once_engine_stop ran (it runs once) */
     int started;
     int inflight;
 
@@ -242,8 +246,23 @@ void once__run_turn(once_engine *e, once__turn *t);
 /* Start / stop the delivery threads (no-op without ONCE_STORE_PUSH). */
 int once__push_start(once_engine *e);
 void once__push_stop(once_engine *e);
+/* Free the push state (push.c; once_engine_free: after once__push_stop
+ * joined the threads and nothing can read the counters any more). */
+void once__push_free_state(once_engine *e);
 /* A task of this replica changed: wake idle delivery threads. */
 void once__push_kick(once_engine *e);
+
+/* --- logs.c ---------------------------------------------------------------- */
+
+/* One log line each (core/log.h), naming the task. resumed_here: the
+ * takeover dispatched a turn here (else the task waits for input). */
+void once__log_takeover(const once_engine *e, const char *principal, const char *task_id,
+                        int64_t fence, int resumed_here);
+/* A write under fence `held` refused; stored: the fence found (0: unknown). */
+void once__log_fenced(const char *task_id, int64_t held, int64_t stored);
+void once__log_store_error(int rc);
+void once__log_push_failure(const char *task_id, const char *config_id, int64_t generation,
+                            long status, int64_t attempt, const char *error);
 
 /* --- sweep.c --------------------------------------------------------------- */
 

@@ -99,6 +99,7 @@ int once_engine_external_artifact(once_engine *e, const once_external_write *w,
         }
         if (cur.fence != w->fence) {
             ONCE__STAT(e, fenced_writes);
+            once__log_fenced(w->task_id, w->fence, cur.fence);
             once_record_clear(&cur);
             rc = ONCE_EFENCED;
             break;

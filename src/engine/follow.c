@@ -74,6 +74,7 @@ int once_engine_task_head(once_engine *e, const char *principal, const char *tas
         return ONCE_EINVAL;
     if (!once_id_valid(task_id))
         return ONCE_ENOTFOUND;
+    once__log_ctx_task(task_id);   /* SubscribeToTask's log line */
     int rc = enter(e);
     if (rc != ONCE_OK)
         return rc;

@@ -320,6 +320,12 @@ int once__push_elem_make(once_engine *e, const json_t *cfg, int64_t since, json_
                 rc = ONCE_ENOMEM;
         }
     }
+    /* The trace context of the request that subscribed travels with every
+     * delivery (a traceparent header), whichever replica makes it. */
+    const char *tp = once__log_ctx()->traceparent;
+    if (rc == ONCE_OK && tp[0] != '\0' &&
+        json_object_set_new(out, "traceparent", json_string(tp)) != 0)
+        rc = ONCE_ENOMEM;
     if (rc != ONCE_OK) {
         json_decref(out);
         return rc;

@@ -149,6 +149,7 @@ static int attempt(once_engine *e, void *http, const once_push_claim *c, const j
         .token = json_string_value(json_object_get(cfg, "token")),
         .auth_scheme = json_string_value(json_object_get(auth, "scheme")),
         .auth_credentials = json_string_value(json_object_get(auth, "credentials")),
+        .traceparent = json_string_value(json_object_get(cfg, "traceparent")),
     };
     once__push_result r;
     ONCE__PUSH_STAT(p, attempts);
@@ -168,6 +169,8 @@ static int attempt(once_engine *e, void *http, const once_push_claim *c, const j
         return 0;
     }
     ONCE__PUSH_STAT(p, retried);
+    once__log_push_failure(c->task_id, c->config_id, ev->generation, r.status, attempts + 1,
+                           r.error);
     int64_t now = once__now(e), wait = backoff(e, p, attempts, r.retry_after_ms);
     const char *error = r.error;
     char why[sizeof r.error + 96];
@@ -284,5 +287,6 @@ void once__push_stop(once_engine *e)
             pthread_join(p->threads[i], NULL);
         p->nthreads = 0;
     }
-    once__push_free_state(e);
+    /* The state (and its counters) stays until once_engine_free: a
+     * stopped engine's counters are still read by /metrics. */
 }

@@ -7,9 +7,11 @@
  *
  * A stored config element (one entry of once_record.push_json) is
  *   {"id", "since", "url", "token"?, "authentication"?: {"scheme",
- *    "credentials"?}}
- * "id" and "since" are the store's (store.h); the rest is what the client
- * gave, minus "taskId" (the record's key) and "tenant".
+ *    "credentials"?}, "traceparent"?}
+ * "id" and "since" are the store's (store.h); "traceparent" is the W3C
+ * trace context of the request that set the config (sent with every
+ * delivery, never shown to clients); the rest is what the client gave,
+ * minus "taskId" (the record's key) and "tenant".
  */
 #ifndef ONCE_ENGINE_PUSH_INT_H
 #define ONCE_ENGINE_PUSH_INT_H
@@ -81,8 +83,6 @@ int once__push_url_check(const char *url, const once__cidr *allow, size_t nallow
 
 /* The push state, created with defaults on first use. NULL on ENOMEM. */
 struct once__push *once__push_get(once_engine *e);
-/* Free it (once__push_stop, after the threads are joined). */
-void once__push_free_state(once_engine *e);
 /* Check a shape-checked config and build its stored element with `since`.
  * ONCE_EINVAL: res->field (relative: "url", "authentication.scheme") and
  * res->detail say why. */
@@ -109,6 +109,7 @@ typedef struct once__push_post {
     const char *token;       /* NULL = no X-A2A-Notification-Token */
     const char *auth_scheme; /* NULL = no Authorization */
     const char *auth_credentials;
+    const char *traceparent; /* NULL = no traceparent header */
 } once__push_post;
 
 /* One attempt: what came back. */

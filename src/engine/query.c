@@ -46,6 +46,7 @@ int once_engine_get(once_engine *e, const char *principal, const char *task_id,
         return ONCE_EINVAL;
     if (!once_id_valid(task_id))
         return ONCE_ENOTFOUND;   /* no stored task can carry that ID */
+    once__log_ctx_task(task_id);
     once_record rec;
     once_tombstone tomb;
     int rc = once_store_load(e->store, principal, task_id, &rec, &tomb);
@@ -108,6 +109,7 @@ int once_engine_cancel(once_engine *e, const char *principal, const char *task_i
         return ONCE_EINVAL;
     if (!once_id_valid(task_id))
         return ONCE_ENOTFOUND;
+    once__log_ctx_task(task_id);
     for (int i = 0; i < CANCEL_TRIES; i++) {
         once_record rec;
         once_tombstone tomb;

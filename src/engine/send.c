@@ -209,6 +209,8 @@ static int respond(once_engine *e, const send_ctx *c, const once_record *rec,
     return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
+static void log_outcome(const char *task_id, const once_send_res *res, int rc);
+
 int once_engine_send_answer(once_engine *e, const char *principal, const char *task_id,
                             int history_length, once_send_res *res)
 {
@@ -216,12 +218,16 @@ int once_engine_send_answer(once_engine *e, const char *principal, const char *t
         return ONCE_EINVAL;
     once_record rec;
     int rc = once__store_rc(e, once_store_load(e->store, principal, task_id, &rec, NULL));
-    if (rc != ONCE_OK)
+    if (rc != ONCE_OK) {
+        log_outcome(task_id, res, rc);
         return rc;
+    }
     res->state = rec.state;
     res->result = once__send_result(&rec, history_length);
     once_record_clear(&rec);
-    return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+    rc = res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+    log_outcome(task_id, res, rc);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------
@@ -369,6 +375,53 @@ static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur
 
 static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res);
 
+/* What the request's log line reports (core/log.h): the task and the
+ * verdict, or why there was none. */
+static void log_outcome(const char *task_id, const once_send_res *res, int rc)
+{
+    once__log_ctx_task(res->task_id[0] != '\0' ? res->task_id : task_id);
+    static const char *const verdicts[] = {
+        [ONCE_V_REGISTER] = "registered",
+        [ONCE_V_TASK_NOT_FOUND] = "refused:task_not_found",
+        [ONCE_V_TASK_EXPIRED] = "refused:task_expired",
+        [ONCE_V_REPLAY] = "replayed",
+        [ONCE_V_IDEMPOTENCY_CONFLICT] = "refused:idempotency_conflict",
+        [ONCE_V_CONTINUE] = "continued",
+        [ONCE_V_REJECT_BUSY] = "refused:task_busy",
+        [ONCE_V_REJECT_TERMINAL] = "refused:task_terminal",
+    };
+    if (rc == ONCE_EOVERLOAD)
+        once__log_ctx_outcome("refused:overloaded");
+    else if (rc != ONCE_OK)
+        once__log_ctx_outcome(once_errname(rc));
+    else if ((size_t)res->verdict < sizeof verdicts / sizeof verdicts[0] && verdicts[res->verdict])
+        once__log_ctx_outcome(verdicts[res->verdict]);
+}
+
+/* A refusal, counted in `refused` and under its reason (/metrics shows the
+ * reason as a label; once/admin/stats the total). */
+static void count_refusal(once_engine *e, once_verdict v)
+{
+    ONCE__STAT(e, refused);
+    switch (v) {
+    case ONCE_V_TASK_NOT_FOUND:
+        ONCE__STAT(e, refused_not_found);
+        break;
+    case ONCE_V_TASK_EXPIRED:
+        ONCE__STAT(e, refused_expired);
+        break;
+    case ONCE_V_IDEMPOTENCY_CONFLICT:
+        ONCE__STAT(e, refused_conflict);
+        break;
+    case ONCE_V_REJECT_BUSY:
+        ONCE__STAT(e, refused_busy);
+        break;
+    default:
+        ONCE__STAT(e, refused_terminal);
+        break;
+    }
+}
+
 /* The send proper; the caller counts it in e->inflight. */
 static int send_counted(once_engine *e, const once_send_req *req, once_send_res *res)
 {
@@ -438,11 +491,11 @@ static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once
             break;
         case ONCE_V_TASK_EXPIRED:
             res->expired_at = tomb.expired_at;
-            ONCE__STAT(e, refused);
+            count_refusal(e, v);
             rc = ONCE_OK;
             break;
         default:   /* TASK_NOT_FOUND, IDEMPOTENCY_CONFLICT, REJECT_* */
-            ONCE__STAT(e, refused);
+            count_refusal(e, v);
             rc = ONCE_OK;
             break;
         }
@@ -486,5 +539,6 @@ int once_engine_send(once_engine *e, const once_send_req *req, once_send_res *re
     pthread_mutex_lock(&e->mu);
     e->inflight--;
     pthread_mutex_unlock(&e->mu);
+    log_outcome(req->task_id, res, rc);
     return rc;
 }

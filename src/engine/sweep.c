@@ -57,6 +57,8 @@ static int take_over(once_engine *e, const once_key *k, int64_t now)
         next.lease_until = 0;
     }
     rc = once__write(e, &cur, &next, NULL);
+    if (rc == ONCE_OK)
+        once__log_takeover(e, next.principal, next.task_id, next.fence, run);
     if (rc == ONCE_OK && run) {
         ONCE__STAT(e, takeovers);
         (void)once__dispatch(e, next.principal, next.task_id, next.fence, 1);

@@ -84,6 +84,7 @@ static int fenced(once_work *w)
 {
     __atomic_store_n(&w->t->canceled, 1, __ATOMIC_RELEASE);
     ONCE__STAT(w->e, fenced_writes);
+    once__log_fenced(w->t->task_id, w->t->fence, 0);
     return ONCE_EFENCED;
 }
 
@@ -360,6 +361,10 @@ int64_t once_work_fence(const once_work *w) { return w->t->fence; }
 int64_t once_work_step(const once_work *w) { return w->rec.step; }
 const char *once_work_message(const once_work *w) { return w->message; }
 int once_work_resumed(const once_work *w) { return w->t->resumed; }
+const char *once_work_traceparent(const once_work *w)
+{
+    return w->t->traceparent[0] != '\0' ? w->t->traceparent : NULL;
+}
 
 const char *once_work_task(const once_work *w)
 {
@@ -549,6 +554,43 @@ static char *latest_user_message(const once_record *rec)
     return text != NULL ? text : once_strdup("{}");
 }
 
+/* Count how a started turn ended, from the record as it last wrote or
+ * read it. */
+static void count_turn_end(once_work *w)
+{
+    once_engine *e = w->e;
+    if (once_work_canceled(w) && !once_state_terminal(w->rec.state)) {
+        if (once__stopping(e))
+            ONCE__STAT(e, turns_stopped);
+        else
+            ONCE__STAT(e, turns_lost);
+        return;
+    }
+    switch (w->rec.kind == ONCE_KIND_TASK ? w->rec.state : ONCE_STATE_COMPLETED) {
+    case ONCE_STATE_COMPLETED:
+        ONCE__STAT(e, turns_completed);
+        break;
+    case ONCE_STATE_FAILED:
+        ONCE__STAT(e, turns_failed);
+        break;
+    case ONCE_STATE_CANCELED:
+        ONCE__STAT(e, turns_canceled);
+        break;
+    case ONCE_STATE_REJECTED:
+        ONCE__STAT(e, turns_rejected);
+        break;
+    case ONCE_STATE_INPUT_REQUIRED:
+        ONCE__STAT(e, turns_input_required);
+        break;
+    case ONCE_STATE_AUTH_REQUIRED:
+        ONCE__STAT(e, turns_auth_required);
+        break;
+    default:
+        ONCE__STAT(e, turns_lost);
+        break;
+    }
+}
+
 static void work_free(once_work *w)
 {
     once_record_clear(&w->rec);
@@ -615,5 +657,6 @@ void once__run_turn(once_engine *e, once__turn *t)
             once_work_fail(w, reason);
         }
     }
+    count_turn_end(w);
     work_free(w);
 }

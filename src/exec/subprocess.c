@@ -624,7 +624,9 @@ static void judge_exit(turn *t)
         fail(t, "exec: the command ended with wait status %d", st);
 }
 
-static int build_env(once_work *w, char vars[6][ONCE_ID_MAX + 64], char *env[7])
+/* The agent's environment: the turn's identity, and TRACEPARENT when the
+ * request that started the turn carried a W3C trace context. */
+static int build_env(once_work *w, char vars[7][ONCE_ID_MAX + 64], char *env[8])
 {
     const char *tid = once_work_task_id(w), *cid = once_work_context_id(w);
 
@@ -634,17 +636,21 @@ static int build_env(once_work *w, char vars[6][ONCE_ID_MAX + 64], char *env[7])
     snprintf(vars[3], sizeof vars[3], "ONCE_STEP=%" PRId64, once_work_step(w));
     snprintf(vars[4], sizeof vars[4], "ONCE_EFFECT_KEY_PREFIX=%s:step-", tid ? tid : "");
     snprintf(vars[5], sizeof vars[5], "ONCE_RESUMED=%d", once_work_resumed(w) ? 1 : 0);
-    for (int i = 0; i < 6; i++)
+    int n = 6;
+    const char *tp = once_work_traceparent(w);
+    if (tp != NULL)
+        snprintf(vars[n++], sizeof vars[0], "TRACEPARENT=%s", tp);
+    for (int i = 0; i < n; i++)
         env[i] = vars[i];
-    env[6] = NULL;
+    env[n] = NULL;
     return ONCE_OK;
 }
 
 static int sub_run(const once_executor *ex, once_work *w)
 {
     const sub_cfg *cfg = ex->ctx;
-    char vars[6][ONCE_ID_MAX + 64];
-    char *env[7];
+    char vars[7][ONCE_ID_MAX + 64];
+    char *env[8];
     char err[256];
     once__exec_turn in;
     turn t;

@@ -90,6 +90,30 @@ int once_http_limits_resolve(once_http_limits *l, const once_http_limits *defaul
                              size_t max_body, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------
+ * The operations endpoints (ops.c): /healthz, /readyz, /metrics. The HTTP
+ * layer knows nothing of what is behind them: the backend answers through
+ * these callbacks (serve.c wires the engine in).
+ */
+struct once__mtext;
+
+enum {
+    ONCE_HTTP_METRICS_HERE = 0,  /* GET /metrics on the main listener */
+    ONCE_HTTP_METRICS_OFF = 1,   /* no /metrics anywhere */
+    ONCE_HTTP_METRICS_APART = 2  /* GET /metrics on metrics_host:metrics_port only */
+};
+
+typedef struct once_http_ops {
+    void *ctx;
+    /* ONCE_OK when the backend can serve (its store answers); NULL = always */
+    int (*ready)(void *ctx);
+    /* Append the backend's metric families; NULL = none */
+    void (*metrics)(void *ctx, struct once__mtext *t);
+    int metrics_mode;            /* ONCE_HTTP_METRICS_* */
+    const char *metrics_host;    /* ONCE_HTTP_METRICS_APART: where */
+    int metrics_port;
+} once_http_ops;
+
+/* ---------------------------------------------------------------------------
  * The server (server.c).
  */
 typedef struct once_http_config {
@@ -108,6 +132,8 @@ typedef struct once_http_config {
     unsigned max_streams;        /* 0 = 256 */
     int64_t sse_ping_ms;         /* 0 = 15000 */
     size_t sse_buffer;           /* 0 = 64 KiB */
+    once_http_ops ops;           /* zeroed: always ready, /metrics with the
+                                    process-wide families only */
 } once_http_config;
 
 typedef struct once_http once_http;
@@ -115,6 +141,13 @@ typedef struct once_http once_http;
 int once_http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 int once_http_port(const once_http *h);
+/* Begin a graceful stop: /readyz answers 503 from now on and new JSON-RPC
+ * calls get 503 SHUTTING_DOWN (Connection: close); calls in progress, open
+ * streams and the operations endpoints go on. */
+void once_http_drain(once_http *h);
+/* JSON-RPC calls accepted and not yet answered (streams once open are not
+ * counted). */
+long once_http_calls(const once_http *h);
 /* Stop accepting, finish the calls in progress, close. NULL ok. */
 void once_http_stop(once_http *h);
 

@@ -2,10 +2,12 @@
  * serve.c -- once_serve_start / once_server_stop (serve.h): wire store ->
  * engine -> codec -> HTTP, and take them down in the reverse order.
  *
- * Invariants: the HTTP server is started last and stopped first, so no call
- * reaches a codec or an engine that is not (or no longer) there; the engine
- * is freed before the codec because a running turn never calls the codec,
- * but a blocked SendMessage in the codec does call the engine.
+ * Invariants: the HTTP server is started last and stopped before anything
+ * is freed, so no call reaches a codec or an engine that is not (or no
+ * longer) there; the engine is stopped (not freed) before HTTP so blocked
+ * calls end at once, and freed before the codec because a running turn
+ * never calls the codec, but a blocked SendMessage in the codec does call
+ * the engine.
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +26,8 @@ struct once_server {
 };
 
 once_engine *once_server_engine(const once_server *s) { return s->engine; }
+void once_server_drain(once_server *s) { once_http_drain(s->http); }
+long once_server_calls(const once_server *s) { return once_http_calls(s->http); }
 const char *once_server_url(const once_server *s) { return s->url; }
 int once_server_port(const once_server *s) { return once_http_port(s->http); }
 
@@ -31,10 +35,26 @@ void once_server_stop(once_server *s)
 {
     if (s == NULL)
         return;
+    /* Refuse new calls, then stop the engine first: blocked sends answer
+     * with the task as it stands and streams see it close, so the HTTP
+     * stop below waits for nothing that could take long. Calls that still
+     * reach the stopped engine get ONCE_ECLOSED (503 SHUTTING_DOWN). */
+    once_http_drain(s->http);
+    once_engine_stop(s->engine);   /* turns stopped, leases released */
     once_http_stop(s->http);       /* no call runs after this */
-    once_engine_free(s->engine);   /* stops workers and the sweeper */
+    once_engine_free(s->engine);
     once_a2a_free(s->codec);
     once_free(s);
+}
+
+static int ops_ready(void *ctx)
+{
+    return once_engine_ping(ctx);
+}
+
+static void ops_metrics(void *ctx, struct once__mtext *t)
+{
+    once_engine_metrics(ctx, t);
 }
 
 /* The card URL, and the path of it that serves JSON-RPC besides "/". */
@@ -106,6 +126,9 @@ int once_serve_start(const once_serve_config *cfg, once_server **out, char *err,
 
     once_http_config hc = cfg->http;
     hc.codec = s->codec;
+    hc.ops.ctx = s->engine;
+    hc.ops.ready = ops_ready;
+    hc.ops.metrics = ops_metrics;
     if (hc.rpc_path == NULL)
         hc.rpc_path = rpc_path;
     if ((rc = once_http_start(&hc, &s->http, err, errlen)) != ONCE_OK)

@@ -40,14 +40,22 @@ int once_serve_start(const once_serve_config *cfg, once_server **out, char *err,
 /* The running engine (replica id, counters); valid until once_server_stop. */
 once_engine *once_server_engine(const once_server *s);
 
+/* Begin a graceful stop (once_http_drain): /readyz says 503, new calls are
+ * refused with 503 SHUTTING_DOWN, calls in progress and turns go on. */
+void once_server_drain(once_server *s);
+/* JSON-RPC calls accepted and not yet answered (once_http_calls). */
+long once_server_calls(const once_server *s);
+
 /* The URL the agent card advertises; valid until once_server_stop. */
 const char *once_server_url(const once_server *s);
 
 /* The bound port. */
 int once_server_port(const once_server *s);
 
-/* Stop accepting, finish the calls in progress, stop the engine (running
- * turns are asked to stop), free. NULL ok. */
+/* Stop accepting, stop the engine (running turns are asked to stop and
+ * their leases released, so another replica takes them over at once;
+ * blocked sends answer with the task as it stands), finish the calls in
+ * progress, end the streams, free. NULL ok. */
 void once_server_stop(once_server *s);
 
 #endif /* ONCE_HTTP_SERVE_H */

@@ -35,8 +35,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/log.h"
+#include "core/metrics.h"
 #include "http/guard.h"
 #include "http/http.h"
+#include "http/ops.h"
 #include "http/pool.h"
 #include "http/rest_route.h"
 #include "http/sse.h"
@@ -52,7 +55,8 @@
 #define DEFAULT_SSE_BUFFER ((size_t)64 * 1024)
 
 /* Set up by once_http_start; afterwards only `stopping` (set once by
- * once_http_stop) and `inflight` (every request's ctx) change, both atomic. */
+ * once_http_stop), `inflight` (every request's ctx) and `calls` (JSON-RPC
+ * calls not yet answered) change, all atomic. */
 struct once_http {
     once_http_config cfg;
     char *rpc_path;
@@ -60,10 +64,17 @@ struct once_http {
     once_pool *pool;
     once__sse *sse;
     once__guard *guard;
+    once__ops *ops;            /* /healthz, /readyz, /metrics; draining */
     int port;
     int stopping;              /* atomic: set by once_http_stop */
     long inflight;             /* atomic: live req_ctx count */
+    long calls;                /* atomic: dispatched calls not yet answered */
 };
+
+/* The method of the request the MHD thread is answering, for the HTTP
+ * request counter (queue_json and queue_card run only inside the access
+ * handler, on that thread). */
+static __thread const char *tl_method;
 
 /* One JSON-RPC request. The MHD thread serving the connection owns it,
  * except between suspend and resume when the worker owns it (see the file
@@ -73,6 +84,7 @@ typedef struct req_ctx {
     struct MHD_Connection *conn;
     once__body body;
     int dispatched;
+    int counted;               /* in h->calls until answered or freed */
     int done;                  /* atomic: the worker finished (hand-over) */
     char principal[ONCE_PRINCIPAL_MAX + 1];
     char *version;             /* A2A-Version (header or query), NULL = absent */
@@ -80,6 +92,8 @@ typedef struct req_ctx {
     char *last_event_id;       /* Last-Event-ID (SSE resume), NULL = absent */
     once_a2a_binding binding;  /* JSON-RPC, or HTTP+JSON with `rest` filled */
     once__rest rest;
+    char traceparent[ONCE_TRACEPARENT_LEN + 1]; /* a valid W3C traceparent, or "" */
+    int64_t t0;                /* monotonic ms when the request was complete */
     once_a2a_response resp;    /* written by the worker */
 } req_ctx;
 
@@ -88,6 +102,8 @@ static void ctx_free(req_ctx *r)
     if (r == NULL)
         return;
     __atomic_sub_fetch(&r->h->inflight, 1, __ATOMIC_ACQ_REL);
+    if (r->counted)
+        __atomic_sub_fetch(&r->h->calls, 1, __ATOMIC_ACQ_REL);
     once__body_free(r->conn, &r->body);
     once_free(r->version);
     once_free(r->extensions);
@@ -150,6 +166,7 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char 
                                 meta != NULL && meta->allow != NULL ? meta->allow : "POST");
     if (closing)
         MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close");
+    once__metrics_http(tl_method, status);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, res);
     MHD_destroy_response(res);
     return ret;
@@ -161,6 +178,7 @@ static enum MHD_Result queue_refusal(struct MHD_Connection *conn, once_a2a_bindi
                                      int code, const char *reason, const char *message,
                                      int retry_after, int closing)
 {
+    once__ops_log_request(tl_method, NULL, reason, status, -1);
     once_a2a_response r;
     if (once_a2a_error_response_as(b, status, code, reason, message, &r) != ONCE_OK)
         return queue_json(conn, 500, NULL, 0, NULL, 1);
@@ -186,6 +204,7 @@ static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
         return MHD_NO;
     MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "max-age=60");
+    once__metrics_http(tl_method, MHD_HTTP_OK);
     enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ret;
@@ -220,7 +239,8 @@ static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, con
     return v ? once_strdup(v) : NULL;
 }
 
-/* The worker's last step: hand r back to the MHD thread. */
+/* The worker's last step: log the request's line and hand r back to the
+ * MHD thread. */
 static void hand_back(req_ctx *r, int rc)
 {
     if (rc != ONCE_OK) {
@@ -228,6 +248,9 @@ static void hand_back(req_ctx *r, int rc)
         once_a2a_error_response_as(r->binding, 500, ONCE_RPC_INTERNAL, "INTERNAL",
                                    "Internal error (out of memory)", &r->resp);
     }
+    once__ops_log_request(NULL, r->principal, r->resp.stream != NULL ? "stream" : NULL,
+                          r->resp.http_status ? r->resp.http_status : 500, r->t0);
+    once__log_ctx_clear();
     struct MHD_Connection *conn = r->conn;
     __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
     MHD_resume_connection(conn); /* r belongs to the MHD thread from here */
@@ -239,6 +262,8 @@ static void finish_job(void *arg)
     req_ctx *r = arg;
     once_a2a_deferred *d = r->resp.deferred;
     r->resp.deferred = NULL;
+    once__log_ctx_clear();
+    once__log_ctx_traceparent(r->traceparent);
     hand_back(r, once_a2a_deferred_finish(d, &r->resp));
 }
 
@@ -255,6 +280,8 @@ static void on_ready(void *arg)
 static void run_job(void *arg)
 {
     req_ctx *r = arg;
+    once__log_ctx_clear();
+    once__log_ctx_traceparent(r->traceparent);
     once_a2a_request q = {.principal = r->principal,
                           .version = r->version,
                           .extensions = r->extensions,
@@ -302,6 +329,9 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
         return queue_error(conn, b, MHD_HTTP_BAD_REQUEST, ONCE_RPC_INVALID_REQUEST,
                            "BAD_FRAMING", msg, 1);
     }
+    enum MHD_Result ops_ret;
+    if (once__ops_route(h->ops, conn, url, method, &ops_ret))
+        return ops_ret;
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
               strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (strcmp(url, CARD_PATH) == 0 && get)
@@ -315,7 +345,7 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
     if (rest == NULL && strcmp(method, MHD_HTTP_METHOD_POST) != 0)
         return queue_error(conn, b, MHD_HTTP_METHOD_NOT_ALLOWED, ONCE_RPC_INVALID_REQUEST,
                            "METHOD_NOT_ALLOWED", "JSON-RPC requests are sent with POST", 0);
-    if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE) || once__ops_draining(h->ops))
         return queue_error(conn, b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
                            "SHUTTING_DOWN", "The server is shutting down; retry elsewhere", 1);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -384,7 +414,13 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
         r->version = dup_value(conn, MHD_GET_ARGUMENT_KIND, "A2A-Version");
     r->extensions = dup_value(conn, MHD_HEADER_KIND, "A2A-Extensions");
     r->last_event_id = dup_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
+    const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
+    if (once_traceparent_valid(tp))
+        snprintf(r->traceparent, sizeof r->traceparent, "%.*s", ONCE_TRACEPARENT_LEN, tp);
+    r->t0 = once_monotonic_ms();
     r->dispatched = 1;
+    r->counted = 1;
+    __atomic_add_fetch(&h->calls, 1, __ATOMIC_ACQ_REL);
     MHD_suspend_connection(conn);
     int rc = once__http_pool_submit(h->pool, run_job, r);
     if (rc != ONCE_OK) {
@@ -406,6 +442,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     once_http *h = cls;
     req_ctx *r = *con_cls;
+    tl_method = method;
     if (r == NULL) {
         enum MHD_Result ret = first_call(h, conn, url, method, con_cls);
         if (*con_cls == NULL) /* answered at once: the request is in */
@@ -420,11 +457,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+        if (r->counted) {
+            r->counted = 0;
+            __atomic_sub_fetch(&h->calls, 1, __ATOMIC_ACQ_REL);
+        }
         if (r->resp.stream != NULL) {
             enum MHD_Result ret;
             int rc = once__sse_start(h->sse, conn, &r->resp, &ret);
-            if (rc == ONCE_OK)
+            if (rc == ONCE_OK) {
+                once__metrics_http(method, MHD_HTTP_OK);
                 return ret;
+            }
             /* The call behind the stream is applied; a retry replays it. */
             once_a2a_response_clear(&r->resp);
             once_a2a_error_response_as(r->binding, MHD_HTTP_SERVICE_UNAVAILABLE,
@@ -437,7 +480,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         char *body = r->resp.body;
         r->resp.body = NULL;
-        int closing = __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE);
+        int closing = __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE) || once__ops_draining(h->ops);
         return queue_json(conn, r->resp.http_status ? r->resp.http_status : 500, body,
                           r->resp.len, &r->resp, closing);
     }
@@ -528,6 +571,8 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         if (rc != ONCE_OK)
             snprintf(err, errlen, "cannot start the connection guard: %s", once_strerror(rc));
     }
+    if (rc == ONCE_OK && (rc = once__ops_new(&cfg->ops, h->sse, &h->ops)) == ONCE_OK)
+        rc = once__ops_start(h->ops, err, errlen);
     if (rc != ONCE_OK) {
         once_http_stop(h);
         return rc;
@@ -559,6 +604,17 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
 int once_http_port(const once_http *h)
 {
     return h->port;
+}
+
+void once_http_drain(once_http *h)
+{
+    if (h != NULL)
+        once__ops_drain(h->ops);
+}
+
+long once_http_calls(const once_http *h)
+{
+    return h != NULL ? __atomic_load_n(&h->calls, __ATOMIC_ACQUIRE) : 0;
 }
 
 void once_http_stop(once_http *h)
@@ -596,6 +652,7 @@ void once_http_stop(once_http *h)
     }
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
+    once__ops_free(h->ops);
     once__guard_free(h->guard);
     once__sse_free(h->sse);
     once_free(h->rpc_path);

@@ -58,6 +58,12 @@
 #define MAX_BATCH 64             /* events per store read */
 #define PRODUCER_STACK (512 * 1024)
 #define PING_FRAME ": ping\n\n"
+/* The last frame of a stream that ends because onced stops: a named event
+ * without data (SSE clients dispatch no event without data, so a client
+ * that knows nothing of it just sees the stream end) and a retry delay:
+ * reconnect, with Last-Event-ID, to another replica. */
+#define SHUTDOWN_FRAME ": onced is shutting down; resume with Last-Event-ID\n" \
+                       "event: shutdown\nretry: 1000\n\n"
 #define RETRY_FOR_MS 5000        /* a store failing this long ends the stream */
 #define RETRY_PAUSE_MS 100
 
@@ -291,6 +297,19 @@ static int keep_trying(sse_conn *s, int rc, int64_t *since)
     return 1;
 }
 
+/* End the stream: EOF after what is queued, and the shutdown frame first
+ * when onced is stopping (not when the client went away). */
+static void end_stream(sse_conn *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int closed = s->closed;
+    pthread_mutex_unlock(&s->mu);
+    if (!closed)
+        push(s, SHUTDOWN_FRAME, sizeof SHUTDOWN_FRAME - 1, 1);
+    else
+        push(s, NULL, 0, 1);
+}
+
 /* One stream's life; returns when it ended. */
 static void produce(sse_conn *s)
 {
@@ -301,7 +320,7 @@ static void produce(sse_conn *s)
     for (;;) {
         size_t fill = wait_room(s);
         if (fill == (size_t)-1) {
-            push(s, NULL, 0, 1);
+            end_stream(s);
             return;
         }
         size_t max = (h->cap - fill) / avg;
@@ -343,7 +362,7 @@ static void produce(sse_conn *s)
         int64_t slice = last + h->ping_ms - now;
         rc = once_a2a_stream_wait(s->src, slice < SLICE_MS ? slice : SLICE_MS);
         if (rc == ONCE_ECLOSED) {
-            push(s, NULL, 0, 1);   /* the engine is going away */
+            end_stream(s);   /* the engine is going away */
             return;
         }
         if (rc != ONCE_OK && rc != ONCE_ETIMEDOUT) {
@@ -505,6 +524,14 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once_a2a_response
     *ret = MHD_queue_response(conn, MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ONCE_OK;
+}
+
+unsigned once__sse_open(once__sse *h)
+{
+    pthread_mutex_lock(&h->mu);
+    int n = h->live;
+    pthread_mutex_unlock(&h->mu);
+    return n > 0 ? (unsigned)n : 0;
 }
 
 void once__sse_stop(once__sse *h)

@@ -27,6 +27,9 @@ once_a2a_stream_slots *once__sse_slots(once__sse *h);
 int once__sse_start(once__sse *h, struct MHD_Connection *conn, once_a2a_response *resp,
                     enum MHD_Result *ret);
 
+/* Streams open now (a gauge for /metrics). */
+unsigned once__sse_open(once__sse *h);
+
 /* End every stream (each gets EOF after what it already queued) and wait
  * until their producers have resumed their connections and exited. After
  * this, once__sse_start refuses. Call before MHD_stop_daemon. */

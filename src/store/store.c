@@ -12,7 +12,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/metrics.h"
 #include "store/store_int.h"
+
+/* Return a slot's answer, its time recorded in the store latency
+ * histogram (core/metrics.h): two clock reads and two atomic adds. */
+#define TIMED(s, op, call)                                                                 \
+    do {                                                                                   \
+        int64_t t0_ = once__metrics_start();                                               \
+        int rc_ = (call);                                                                  \
+        once__metrics_store((s)->m->scheme, (op), t0_);                                    \
+        return rc_;                                                                        \
+    } while (0)
 
 typedef struct backend {
     const char *scheme;
@@ -143,7 +154,7 @@ int once_store_create(once_store *s, const once_record *rec, const once_event *e
         memset(tomb, 0, sizeof *tomb);
     if (!s || !rec)
         return ONCE_EINVAL;
-    return s->m->create(s, rec, ev, nev, winner, tomb);
+    TIMED(s, ONCE__SOP_CREATE, s->m->create(s, rec, ev, nev, winner, tomb));
 }
 
 int once_store_load(once_store *s, const char *principal, const char *task_id, once_record *out,
@@ -155,7 +166,7 @@ int once_store_load(once_store *s, const char *principal, const char *task_id, o
         memset(tomb, 0, sizeof *tomb);
     if (!s || !out)
         return ONCE_EINVAL;
-    return s->m->load(s, principal, task_id, out, tomb);
+    TIMED(s, ONCE__SOP_LOAD, s->m->load(s, principal, task_id, out, tomb));
 }
 
 int once_store_update(once_store *s, const once_record *rec, int64_t expect_version,
@@ -163,7 +174,7 @@ int once_store_update(once_store *s, const once_record *rec, int64_t expect_vers
 {
     if (!s || !rec)
         return ONCE_EINVAL;
-    return s->m->update(s, rec, expect_version, ev, nev);
+    TIMED(s, ONCE__SOP_UPDATE, s->m->update(s, rec, expect_version, ev, nev));
 }
 
 int once_store_events(once_store *s, const char *principal, const char *task_id, int64_t after,
@@ -173,7 +184,7 @@ int once_store_events(once_store *s, const char *principal, const char *task_id,
         memset(out, 0, sizeof *out);
     if (!s || !out)
         return ONCE_EINVAL;
-    return s->m->events(s, principal, task_id, after, max, out);
+    TIMED(s, ONCE__SOP_EVENTS, s->m->events(s, principal, task_id, after, max, out));
 }
 
 int once_store_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out)
@@ -182,7 +193,7 @@ int once_store_expired_leases(once_store *s, int64_t now, size_t max, once_key_l
         memset(out, 0, sizeof *out);
     if (!s || !out)
         return ONCE_EINVAL;
-    return s->m->expired_leases(s, now, max, out);
+    TIMED(s, ONCE__SOP_EXPIRED_LEASES, s->m->expired_leases(s, now, max, out));
 }
 
 int once_store_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
@@ -191,7 +202,7 @@ int once_store_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
         *n = 0;
     if (!s || !n)
         return ONCE_EINVAL;
-    return s->m->sweep(s, finished_before, now, max, n);
+    TIMED(s, ONCE__SOP_SWEEP, s->m->sweep(s, finished_before, now, max, n));
 }
 
 int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
@@ -200,7 +211,7 @@ int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *
         *n = 0;
     if (!s || !n)
         return ONCE_EINVAL;
-    return s->m->purge(s, expired_before, max, n);
+    TIMED(s, ONCE__SOP_PURGE, s->m->purge(s, expired_before, max, n));
 }
 
 int once_store_list(once_store *s, const once_list_query *q, once_record_list *out)
@@ -209,7 +220,7 @@ int once_store_list(once_store *s, const once_list_query *q, once_record_list *o
         memset(out, 0, sizeof *out);
     if (!s || !q || !out)
         return ONCE_EINVAL;
-    return s->m->list(s, q, out);
+    TIMED(s, ONCE__SOP_LIST, s->m->list(s, q, out));
 }
 
 int once_store_meta(once_store *s, const char *name, const char *init_value, char **out)
@@ -218,7 +229,7 @@ int once_store_meta(once_store *s, const char *name, const char *init_value, cha
         *out = NULL;
     if (!s || !name || !out)
         return ONCE_EINVAL;
-    return s->m->meta(s, name, init_value, out);
+    TIMED(s, ONCE__SOP_META, s->m->meta(s, name, init_value, out));
 }
 
 int once_store_check(once_store *s, once_check_report *rep)
@@ -241,7 +252,7 @@ int once_store_renew(once_store *s, const char *principal, const char *task_id,
     rc = once__store_valid_renew(s, principal, task_id, owner, fence, until);
     if (rc != ONCE_OK)
         return rc;
-    return s->m->renew(s, principal, task_id, owner, fence, until);
+    TIMED(s, ONCE__SOP_RENEW, s->m->renew(s, principal, task_id, owner, fence, until));
 }
 
 int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
@@ -253,7 +264,7 @@ int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t
         return ONCE_EINVAL;
     if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_claim)
         return ONCE_EUNSUPPORTED;
-    return s->m->push_claim(s, owner, now, lease_ms, max, out);
+    TIMED(s, ONCE__SOP_PUSH_CLAIM, s->m->push_claim(s, owner, now, lease_ms, max, out));
 }
 
 int once_store_push_ack(once_store *s, const once_push_ack *ack)
@@ -262,7 +273,7 @@ int once_store_push_ack(once_store *s, const once_push_ack *ack)
         return ONCE_EINVAL;
     if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_ack)
         return ONCE_EUNSUPPORTED;
-    return s->m->push_ack(s, ack);
+    TIMED(s, ONCE__SOP_PUSH_ACK, s->m->push_ack(s, ack));
 }
 
 int once_store_push_rows(once_store *s, const char *principal, const char *task_id,
@@ -274,5 +285,5 @@ int once_store_push_rows(once_store *s, const char *principal, const char *task_
         return ONCE_EINVAL;
     if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_rows)
         return ONCE_EUNSUPPORTED;
-    return s->m->push_rows(s, principal, task_id, out);
+    TIMED(s, ONCE__SOP_PUSH_ROWS, s->m->push_rows(s, principal, task_id, out));
 }

@@ -147,13 +147,19 @@ static void test_results_and_replay(void **state)
 static void test_store_errors_are_retryable(void **state)
 {
     (void)state;
-    int rcs[] = {ONCE_ESTORE, ONCE_EBUSY};
-    for (size_t i = 0; i < 2; i++) {
-        F.rc = rcs[i];
+    /* ECLOSED: a stopped engine (onced shutting down) applied nothing */
+    const struct {
+        int rc;
+        const char *reason;
+    } rows[] = {{ONCE_ESTORE, "STORE_UNAVAILABLE"},
+                {ONCE_EBUSY, "STORE_UNAVAILABLE"},
+                {ONCE_ECLOSED, "SHUTTING_DOWN"}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        F.rc = rows[i].rc;
         once_a2a_response r;
         json_t *doc = send(NULL, &r);
         assert_int_equal(err_code(doc), -32603);
-        assert_string_equal(err_reason(doc), "STORE_UNAVAILABLE");
+        assert_string_equal(err_reason(doc), rows[i].reason);
         assert_string_equal(err_meta(doc, "retryable"), "true");
         assert_int_equal(r.http_status, 503);
         assert_int_equal(r.retry_after, 1);
@@ -164,7 +170,7 @@ static void test_store_errors_are_retryable(void **state)
                         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":"
                         "{\"id\":\"t\"}}",
                         &r);
-        assert_string_equal(err_reason(doc), "STORE_UNAVAILABLE");
+        assert_string_equal(err_reason(doc), rows[i].reason);
         assert_int_equal(r.http_status, 503);
         json_decref(doc);
         once_a2a_response_clear(&r);

@@ -13,10 +13,18 @@
  *   - the queue is bounded: past it a send is refused with ONCE_EOVERLOAD
  *     and nothing is written; a replica does not take over a task whose
  *     turn waits on its own queue, and a queued turn whose lease went
- *     elsewhere never runs here.
+ *     elsewhere never runs here;
+ *   - onced's /readyz answers 503 while the store cannot answer, 200 when
+ *     it is back (/healthz stays 200).
  * The store behind the engine is a memory store behind a forwarding vtable
  * that fails every call while `down` is set.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "http/serve.h"
 #include "unit/engine_fixture.h"
 
 static const char *P = "alice";
@@ -399,6 +407,65 @@ static void test_queued_lease_goes_elsewhere(void **state)
     once_store_close(shared);
 }
 
+/* GET path from the server on 127.0.0.1:port; the HTTP status code. */
+static int http_status(int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct timeval tv = {tt_ms(10000) / 1000, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+                     path);
+    assert_int_equal(write(fd, req, (size_t)n), n);
+    char resp[64] = "";
+    ssize_t got = read(fd, resp, sizeof resp - 1);
+    close(fd);
+    assert_true(got > 12);
+    resp[got] = '\0';
+    int status = 0;
+    assert_int_equal(sscanf(resp, "HTTP/1.1 %d", &status), 1);
+    return status;
+}
+
+/* /readyz asks the store each time: 503 while it cannot answer, 200 again
+ * when it is back; /healthz stays 200 throughout (the process is alive). */
+static void test_readyz_follows_the_store(void **state)
+{
+    (void)state;
+    once_manual_clock clock;
+    once_store *shared = shared_open(&clock);
+    gated_store gate;
+    memset(&gate, 0, sizeof gate);
+    gate.base.m = &gated_methods;
+    gate.inner = shared;
+    once_serve_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.engine.store = &gate.base;
+    sc.engine.executor = once_executor_echo();
+    sc.engine.clock = &clock.base;
+    sc.a2a.url = "http://127.0.0.1/";
+    sc.http.host = "127.0.0.1";
+    once_server *srv = NULL;
+    char err[256];
+    assert_int_equal(once_serve_start(&sc, &srv, err, sizeof err), ONCE_OK);
+    int port = once_server_port(srv);
+    assert_int_equal(http_status(port, "/readyz"), 200);
+    __atomic_store_n(&gate.down, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(http_status(port, "/readyz"), 503);
+    assert_int_equal(http_status(port, "/healthz"), 200);
+    __atomic_store_n(&gate.down, 0, __ATOMIC_SEQ_CST);
+    assert_int_equal(http_status(port, "/readyz"), 200);
+    once_server_stop(srv);
+    once_store_close(shared);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -406,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_partition_takeover),
         cmocka_unit_test(test_queue_bound_and_renewal),
         cmocka_unit_test(test_queued_lease_goes_elsewhere),
+        cmocka_unit_test(test_readyz_follows_the_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

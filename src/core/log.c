@@ -1,0 +1,269 @@
+/*
+ * log.c -- the structured log (log.h): settings, the per-thread context,
+ * the line builder and its one write(2).
+ *
+ * Settings are plain globals written once by once_log_setup before other
+ * threads exist, then only read. The context is thread-local, so reading
+ * and changing it needs no lock either.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+/* Off until a program asks for lines (onced does at start): a library
+ * writes nothing to a descriptor it was not given. */
+static int log_level = -1;
+static int log_format = ONCE_LOG_TEXT;
+static int log_fd = 2;
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+int once_log_level_parse(const char *s)
+{
+    for (int i = 0; s != NULL && i < 4; i++)
+        if (strcmp(s, level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int once_log_format_parse(const char *s)
+{
+    if (s != NULL && strcmp(s, "text") == 0)
+        return ONCE_LOG_TEXT;
+    if (s != NULL && strcmp(s, "json") == 0)
+        return ONCE_LOG_JSON;
+    return -1;
+}
+
+void once_log_setup(int level, int format, int fd)
+{
+    log_level = level;
+    log_format = format;
+    log_fd = fd;
+}
+
+int once_log_enabled(int level)
+{
+    return level <= log_level;
+}
+
+/* --- trace context ------------------------------------------------------------ */
+
+static int hex_run(const char *s, size_t n, int *nonzero)
+{
+    *nonzero = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return 0;
+        *nonzero |= c != '0';
+    }
+    return 1;
+}
+
+int once_traceparent_valid(const char *s)
+{
+    int nz;
+    if (s == NULL || strlen(s) < ONCE_TRACEPARENT_LEN)
+        return 0;
+    if (!hex_run(s, 2, &nz) || strncmp(s, "ff", 2) == 0 || s[2] != '-' || s[35] != '-' ||
+        s[52] != '-')
+        return 0;
+    if (!hex_run(s + 3, 32, &nz) || !nz || !hex_run(s + 36, 16, &nz) || !nz ||
+        !hex_run(s + 53, 2, &nz))
+        return 0;
+    /* Version 00 is exactly 55 characters; a later version may append
+     * fields after a '-' (W3C Trace Context, "versioning"). */
+    if (strncmp(s, "00", 2) == 0)
+        return s[ONCE_TRACEPARENT_LEN] == '\0';
+    return s[ONCE_TRACEPARENT_LEN] == '\0' || s[ONCE_TRACEPARENT_LEN] == '-';
+}
+
+static __thread once__logctx tl_ctx;
+
+once__logctx *once__log_ctx(void)
+{
+    return &tl_ctx;
+}
+
+void once__log_ctx_clear(void)
+{
+    memset(&tl_ctx, 0, sizeof tl_ctx);
+}
+
+void once__log_ctx_task(const char *task_id)
+{
+    if (task_id != NULL)
+        snprintf(tl_ctx.task_id, sizeof tl_ctx.task_id, "%s", task_id);
+}
+
+void once__log_ctx_method(const char *method)
+{
+    if (method != NULL)
+        snprintf(tl_ctx.method, sizeof tl_ctx.method, "%s", method);
+}
+
+void once__log_ctx_outcome(const char *outcome)
+{
+    if (outcome != NULL && tl_ctx.outcome[0] == '\0')
+        snprintf(tl_ctx.outcome, sizeof tl_ctx.outcome, "%s", outcome);
+}
+
+void once__log_ctx_traceparent(const char *traceparent)
+{
+    if (once_traceparent_valid(traceparent))
+        snprintf(tl_ctx.traceparent, sizeof tl_ctx.traceparent, "%.*s", ONCE_TRACEPARENT_LEN,
+                 traceparent);
+    else
+        tl_ctx.traceparent[0] = '\0';
+}
+
+/* --- the line ---------------------------------------------------------------------- */
+
+/* Room always kept for the cut marker and the line's end: a field that
+ * does not fit is left out whole (the line says cut), so a line is always
+ * well formed. */
+#define TAIL 16
+
+static void put(once__logline *l, const char *s, size_t n)
+{
+    if (l->cut || l->len + n > sizeof l->buf - TAIL) {
+        l->cut = 1;
+        return;
+    }
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
+}
+
+static void puts_(once__logline *l, const char *s)
+{
+    put(l, s, strlen(s));
+}
+
+/* A value as JSON string contents, or as text: bare when it is a plain
+ * token, else in double quotes with \ and " escaped. Control characters
+ * become \uXXXX in both, so a value can never break the line. */
+static void put_value(once__logline *l, const char *v)
+{
+    int quote = l->format == ONCE_LOG_JSON || v[0] == '\0' || strpbrk(v, " \"=\\") != NULL;
+    for (const unsigned char *p = (const unsigned char *)v; !quote && *p; p++)
+        quote = *p < 0x20 || *p == 0x7f;
+    if (quote)
+        put(l, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            put(l, esc, 2);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            snprintf(esc, sizeof esc, "\\u%04x", *p);
+            put(l, esc, 6);
+        } else {
+            put(l, (const char *)p, 1);
+        }
+    }
+    if (quote)
+        put(l, "\"", 1);
+}
+
+static void put_key(once__logline *l, const char *key)
+{
+    if (l->format == ONCE_LOG_JSON) {
+        put(l, ",\"", 2);
+        puts_(l, key);
+        put(l, "\":", 2);
+    } else {
+        put(l, " ", 1);
+        puts_(l, key);
+        put(l, "=", 1);
+    }
+}
+
+void once__log_begin(once__logline *l, int level, const char *event)
+{
+    l->len = 0;
+    l->cut = 0;
+    l->has_task = 0;
+    l->format = log_format;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    time_t secs = tv.tv_sec;
+    gmtime_r(&secs, &tm);
+    char ts[96];
+    snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (int)(tv.tv_usec / 1000));
+    const char *lv = level >= 0 && level < 4 ? level_names[level] : "info";
+    if (l->format == ONCE_LOG_JSON) {
+        puts_(l, "{\"ts\":\"");
+        puts_(l, ts);
+        puts_(l, "\",\"level\":\"");
+        puts_(l, lv);
+        puts_(l, "\",\"event\":");
+        put_value(l, event);
+    } else {
+        puts_(l, ts);
+        put(l, " ", 1);
+        puts_(l, lv);
+        put(l, " ", 1);
+        puts_(l, event);
+    }
+}
+
+/* Undo a field that did not fit whole. */
+static void field_done(once__logline *l, size_t start)
+{
+    if (l->cut)
+        l->len = start;
+}
+
+void once__log_str(once__logline *l, const char *key, const char *value)
+{
+    if (value == NULL || l->cut)
+        return;
+    size_t start = l->len;
+    if (strcmp(key, "task") == 0)
+        l->has_task = 1;
+    put_key(l, key);
+    put_value(l, value);
+    field_done(l, start);
+}
+
+void once__log_int(once__logline *l, const char *key, int64_t value)
+{
+    if (l->cut)
+        return;
+    size_t start = l->len;
+    char v[24];
+    snprintf(v, sizeof v, "%lld", (long long)value);
+    put_key(l, key);
+    puts_(l, v);
+    field_done(l, start);
+}
+
+void once__log_end(once__logline *l)
+{
+    if (!l->has_task && tl_ctx.task_id[0] != '\0')
+        once__log_str(l, "task", tl_ctx.task_id);
+    if (tl_ctx.traceparent[0] != '\0')
+        once__log_str(l, "traceparent", tl_ctx.traceparent);
+    if (l->cut) {
+        const char *mark = l->format == ONCE_LOG_JSON ? ",\"cut\":true" : " cut=true";
+        memcpy(l->buf + l->len, mark, strlen(mark));   /* TAIL kept room for it */
+        l->len += strlen(mark);
+    }
+    if (l->format == ONCE_LOG_JSON)
+        l->buf[l->len++] = '}';
+    l->buf[l->len++] = '\n';
+    /* One write: a short write or EINTR is not retried, so two threads'
+     * lines can never interleave (a lost log line is the lesser harm). */
+    ssize_t n = write(log_fd, l->buf, l->len);
+    (void)n;
+}

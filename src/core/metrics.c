@@ -1,0 +1,218 @@
+/*
+ * metrics.c -- histograms, the exposition text builder and the process-wide
+ * metric tables (metrics.h).
+ *
+ * The tables are fixed arrays indexed by small enums, so recording never
+ * allocates, hashes or locks; the label strings exist only on the scrape
+ * side. A value outside a table's range (an unknown method, a status
+ * outside 100..599) is counted in its "other" row.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/metrics.h"
+#include "once/once.h"
+
+/* Seconds: 100 µs (a memory store's call) to 10 s (a store that hangs). */
+const double once__hist_bounds[ONCE__HIST_N] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
+                                                1,      2.5,     5,      10};
+
+void once__hist_observe(once__hist *h, int64_t ns)
+{
+    if (ns < 0)
+        ns = 0;
+    double s = (double)ns / 1e9;
+    size_t i = 0;
+    while (i < ONCE__HIST_N && s > once__hist_bounds[i])
+        i++;
+    __atomic_fetch_add(&h->bucket[i], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&h->sum_ns, (uint64_t)ns, __ATOMIC_RELAXED);
+}
+
+/* --- the text builder ------------------------------------------------------ */
+
+static int reserve(once__mtext *t, size_t more)
+{
+    if (t->oom)
+        return 0;
+    if (t->len + more + 1 <= t->cap)
+        return 1;
+    size_t cap = t->cap ? t->cap : 4096;
+    while (cap < t->len + more + 1)
+        cap *= 2;
+    char *b = once_realloc(t->buf, cap);
+    if (b == NULL) {
+        t->oom = 1;
+        return 0;
+    }
+    t->buf = b;
+    t->cap = cap;
+    return 1;
+}
+
+void once__mtext_printf(once__mtext *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !reserve(t, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+void once__mtext_family(once__mtext *t, const char *name, const char *type, const char *help)
+{
+    once__mtext_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void once__mtext_sample(once__mtext *t, const char *name, const char *labels, uint64_t value)
+{
+    if (labels != NULL && labels[0] != '\0')
+        once__mtext_printf(t, "%s{%s} %llu\n", name, labels, (unsigned long long)value);
+    else
+        once__mtext_printf(t, "%s %llu\n", name, (unsigned long long)value);
+}
+
+void once__mtext_hist(once__mtext *t, const char *name, const char *labels, const once__hist *h)
+{
+    const char *sep = labels != NULL && labels[0] != '\0' ? "," : "";
+    const char *l = labels != NULL ? labels : "";
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= ONCE__HIST_N; i++) {
+        cum += __atomic_load_n(&h->bucket[i], __ATOMIC_RELAXED);
+        if (i < ONCE__HIST_N)
+            once__mtext_printf(t, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, l, sep,
+                               once__hist_bounds[i], (unsigned long long)cum);
+        else
+            once__mtext_printf(t, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, l, sep,
+                               (unsigned long long)cum);
+    }
+    double sum = (double)__atomic_load_n(&h->sum_ns, __ATOMIC_RELAXED) / 1e9;
+    if (l[0] != '\0') {
+        once__mtext_printf(t, "%s_sum{%s} %.9f\n", name, l, sum);
+        once__mtext_printf(t, "%s_count{%s} %llu\n", name, l, (unsigned long long)cum);
+    } else {
+        once__mtext_printf(t, "%s_sum %.9f\n%s_count %llu\n", name, sum, name,
+                           (unsigned long long)cum);
+    }
+}
+
+void once__mtext_free(once__mtext *t)
+{
+    once_free(t->buf);
+    memset(t, 0, sizeof *t);
+}
+
+/* --- the store table ----------------------------------------------------------- */
+
+static const char *const backend_names[] = {"memory", "sqlite", "postgres", "redis", "other"};
+#define NBACKENDS (sizeof backend_names / sizeof backend_names[0])
+
+static const char *const store_op_names[ONCE__SOP_N] = {
+    "create", "load",   "update", "events", "expired_leases", "sweep",    "purge",
+    "list",   "meta",   "renew",  "push_claim", "push_ack",   "push_rows"};
+
+static once__hist store_hist[NBACKENDS][ONCE__SOP_N];
+
+/* The scheme's row; "postgresql" shares "postgres". Compares the first
+ * letter only where it decides: this runs on every store call. */
+static size_t backend_index(const char *scheme)
+{
+    switch (scheme != NULL ? scheme[0] : '\0') {
+    case 'm':
+        return 0;
+    case 's':
+        return 1;
+    case 'p':
+        return 2;
+    case 'r':
+        return 3;
+    default:
+        return NBACKENDS - 1;
+    }
+}
+
+int64_t once__metrics_start(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void once__metrics_store(const char *scheme, once__store_op op, int64_t t0)
+{
+    if ((unsigned)op >= ONCE__SOP_N)
+        return;
+    once__hist_observe(&store_hist[backend_index(scheme)][op], once__metrics_start() - t0);
+}
+
+/* --- the HTTP table -------------------------------------------------------------- */
+
+static const char *const method_names[] = {"GET", "HEAD", "POST", "other"};
+#define NMETHODS (sizeof method_names / sizeof method_names[0])
+#define STATUS_MIN 100
+#define STATUS_N 500 /* 100..599 */
+
+static uint64_t http_count[NMETHODS][STATUS_N];
+
+void once__metrics_http(const char *method, int status)
+{
+    size_t m = NMETHODS - 1;
+    for (size_t i = 0; method != NULL && i + 1 < NMETHODS; i++)
+        if (strcmp(method, method_names[i]) == 0)
+            m = i;
+    if (status < STATUS_MIN || status >= STATUS_MIN + STATUS_N)
+        status = 500; /* cannot happen with libmicrohttpd's codes */
+    __atomic_fetch_add(&http_count[m][status - STATUS_MIN], 1, __ATOMIC_RELAXED);
+}
+
+/* --- exposition ----------------------------------------------------------------------- */
+
+void once__metrics_write_process(once__mtext *t)
+{
+    once__mtext_family(t, "once_build_info", "gauge",
+                       "Always 1; the version label is this onced's version.");
+    char l[64];
+    snprintf(l, sizeof l, "version=\"%s\"", once_version());
+    once__mtext_sample(t, "once_build_info", l, 1);
+
+    once__mtext_family(t, "once_http_requests_total", "counter",
+                       "HTTP responses by request method and status code (health, metrics "
+                       "and the agent card included). Process-local: starts at 0 when the "
+                       "process starts.");
+    for (size_t m = 0; m < NMETHODS; m++) {
+        for (int s = 0; s < STATUS_N; s++) {
+            uint64_t v = __atomic_load_n(&http_count[m][s], __ATOMIC_RELAXED);
+            if (v == 0)
+                continue;
+            snprintf(l, sizeof l, "method=\"%s\",status=\"%d\"", method_names[m], s + STATUS_MIN);
+            once__mtext_sample(t, "once_http_requests_total", l, v);
+        }
+    }
+
+    once__mtext_family(t, "once_store_operation_duration_seconds", "histogram",
+                       "Time of one store call, by backend and operation (retries inside "
+                       "the backend included). Process-local: starts empty when the process "
+                       "starts.");
+    for (size_t b = 0; b < NBACKENDS; b++) {
+        for (size_t op = 0; op < ONCE__SOP_N; op++) {
+            const once__hist *h = &store_hist[b][op];
+            uint64_t any = 0;
+            for (size_t i = 0; i <= ONCE__HIST_N; i++)
+                any |= __atomic_load_n(&h->bucket[i], __ATOMIC_RELAXED);
+            if (any == 0)
+                continue;
+            char hl[96];
+            snprintf(hl, sizeof hl, "backend=\"%s\",operation=\"%s\"", backend_names[b],
+                     store_op_names[op]);
+            once__mtext_hist(t, "once_store_operation_duration_seconds", hl, h);
+        }
+    }
+}

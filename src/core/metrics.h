@@ -1,0 +1,77 @@
+/*
+ * metrics.h -- process-wide counters and histograms, and the Prometheus text
+ * exposition format (version 0.0.4) they are read out in (internal to
+ * libonce; onced serves it at GET /metrics, src/http/ops.c).
+ *
+ * Every counter is a uint64_t changed only with __atomic builtins, relaxed:
+ * recording a value is one or two atomic adds, never a lock, so the request
+ * and store paths never wait for each other or for a scrape. A scrape reads
+ * each value on its own, so values of one scrape may be a few increments
+ * apart; each one is monotonic.
+ *
+ * Counters are process-local: they start at zero when the process starts
+ * and survive nothing. The HELP text of every family says so.
+ */
+#ifndef ONCE_CORE_METRICS_H
+#define ONCE_CORE_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Latency histogram: bucket[i] counts observations <= once__hist_bounds[i]
+ * seconds and > the bound before it; bucket[ONCE__HIST_N] the rest (+Inf).
+ * sum_ns is the total in nanoseconds. Zero-initialised = empty. */
+#define ONCE__HIST_N 16
+extern const double once__hist_bounds[ONCE__HIST_N];
+
+typedef struct once__hist {
+    uint64_t bucket[ONCE__HIST_N + 1];
+    uint64_t sum_ns;
+} once__hist;
+
+void once__hist_observe(once__hist *h, int64_t ns);
+
+/* A growing exposition text. Once an allocation fails, `oom` is set and
+ * every later append is dropped; the caller checks it once at the end. */
+typedef struct once__mtext {
+    char *buf;       /* once_malloc'd, NUL-terminated when len > 0 */
+    size_t len, cap;
+    int oom;
+} once__mtext;
+
+void once__mtext_printf(once__mtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "# HELP name help\n# TYPE name type\n". */
+void once__mtext_family(once__mtext *t, const char *name, const char *type, const char *help);
+/* One sample: name{labels} value (labels: the text between the braces,
+ * already escaped, or NULL / "" for none). */
+void once__mtext_sample(once__mtext *t, const char *name, const char *labels, uint64_t value);
+/* A histogram's _bucket (cumulative, le in seconds), _sum and _count lines
+ * for one label set. */
+void once__mtext_hist(once__mtext *t, const char *name, const char *labels, const once__hist *h);
+void once__mtext_free(once__mtext *t);
+
+/* ---------------------------------------------------------------------------
+ * Process-wide tables.
+ */
+
+/* Store operations, by backend (the URL scheme of the store) and slot. */
+typedef enum once__store_op {
+    ONCE__SOP_CREATE, ONCE__SOP_LOAD, ONCE__SOP_UPDATE, ONCE__SOP_EVENTS,
+    ONCE__SOP_EXPIRED_LEASES, ONCE__SOP_SWEEP, ONCE__SOP_PURGE, ONCE__SOP_LIST,
+    ONCE__SOP_META, ONCE__SOP_RENEW, ONCE__SOP_PUSH_CLAIM, ONCE__SOP_PUSH_ACK,
+    ONCE__SOP_PUSH_ROWS, ONCE__SOP_N
+} once__store_op;
+
+/* A monotonic timestamp in nanoseconds, to pass back to once__metrics_store. */
+int64_t once__metrics_start(void);
+/* One store call of `op` on the backend with this scheme that began at t0. */
+void once__metrics_store(const char *scheme, once__store_op op, int64_t t0);
+
+/* One HTTP response with this status to a request with this method. */
+void once__metrics_http(const char *method, int status);
+
+/* The process-wide families: the store histogram, the HTTP counter, the
+ * build info. */
+void once__metrics_write_process(once__mtext *t);
+
+#endif /* ONCE_CORE_METRICS_H */

@@ -1,0 +1,65 @@
+/*
+ * logs.c -- the engine's log lines (core/log.h): a takeover, a write refused
+ * for a stale fence, a store failure, a failed webhook POST. Each names its
+ * task; the thread's trace context (the request's or the turn's) is added
+ * by once__log_end.
+ *
+ * Callers are on the engine's hot paths only when something went wrong,
+ * except takeovers, which are rare by design.
+ */
+#include "core/log.h"
+#include "engine/engine_int.h"
+
+void once__log_takeover(const once_engine *e, const char *principal, const char *task_id,
+                        int64_t fence, int resumed_here)
+{
+    if (!once_log_enabled(ONCE_LOG_INFO))
+        return;
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_INFO, "takeover");
+    once__log_str(&l, "task", task_id);
+    once__log_str(&l, "principal", principal);
+    once__log_int(&l, "fence", fence);
+    once__log_str(&l, "replica", e->replica_id);
+    once__log_str(&l, "runs", resumed_here ? "here" : "nowhere (waits for input)");
+    once__log_end(&l);
+}
+
+void once__log_fenced(const char *task_id, int64_t held, int64_t stored)
+{
+    if (!once_log_enabled(ONCE_LOG_WARN))
+        return;
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_WARN, "fence_rejected");
+    once__log_str(&l, "task", task_id);
+    once__log_int(&l, "fence", held);
+    if (stored > 0)
+        once__log_int(&l, "stored_fence", stored);
+    once__log_end(&l);
+}
+
+void once__log_store_error(int rc)
+{
+    if (!once_log_enabled(ONCE_LOG_WARN))
+        return;
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_WARN, "store_error");
+    once__log_str(&l, "error", once_errname(rc));
+    once__log_end(&l);
+}
+
+void once__log_push_failure(const char *task_id, const char *config_id, int64_t generation,
+                            long status, int64_t attempt, const char *error)
+{
+    if (!once_log_enabled(ONCE_LOG_WARN))
+        return;
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_WARN, "push_failed");
+    once__log_str(&l, "task", task_id);
+    once__log_str(&l, "config", config_id);
+    once__log_int(&l, "generation", generation);
+    once__log_int(&l, "status", status);
+    once__log_int(&l, "attempt", attempt);
+    once__log_str(&l, "error", error);
+    once__log_end(&l);
+}

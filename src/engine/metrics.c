@@ -1,0 +1,143 @@
+/*
+ * metrics.c -- the engine's counters in the Prometheus text format, and the
+ * store probe behind onced's readiness check.
+ *
+ * One source of truth: every value here is read from once_engine_stats and
+ * once_push_stats, the counters once/admin/stats reports; this file only
+ * names them. Reading them takes no lock (once_engine_get_stats loads each
+ * with an atomic load).
+ */
+#include <stdio.h>
+
+#include "core/metrics.h"
+#include "engine/engine_int.h"
+#include "engine/push.h"
+
+#define PROCESS_LOCAL " Process-local: starts at 0 when the process starts."
+
+/* One family with one sample and no labels. */
+static void single(once__mtext *t, const char *name, const char *type, const char *help,
+                   uint64_t v)
+{
+    once__mtext_family(t, name, type, help);
+    once__mtext_sample(t, name, NULL, v);
+}
+
+typedef struct labelled {
+    const char *labels;
+    uint64_t v;
+} labelled;
+
+static void family(once__mtext *t, const char *name, const char *help, const labelled *rows,
+                   size_t n)
+{
+    once__mtext_family(t, name, "counter", help);
+    for (size_t i = 0; i < n; i++)
+        once__mtext_sample(t, name, rows[i].labels, rows[i].v);
+}
+
+#define NROWS(a) (sizeof(a) / sizeof((a)[0]))
+
+void once_engine_metrics(once_engine *e, once__mtext *t)
+{
+    once_engine_stats s;
+    once_engine_get_stats(e, &s);
+
+    const labelled sends[] = {
+        {"outcome=\"registered\"", s.registered},
+        {"outcome=\"replayed\"", s.replayed},
+        {"outcome=\"continued\"", s.continued},
+        {"outcome=\"refused\",reason=\"task_not_found\"", s.refused_not_found},
+        {"outcome=\"refused\",reason=\"task_expired\"", s.refused_expired},
+        {"outcome=\"refused\",reason=\"idempotency_conflict\"", s.refused_conflict},
+        {"outcome=\"refused\",reason=\"task_busy\"", s.refused_busy},
+        {"outcome=\"refused\",reason=\"task_terminal\"", s.refused_terminal},
+        {"outcome=\"refused\",reason=\"overloaded\"", s.overloaded},
+    };
+    family(t, "once_sends_total",
+           "SendMessage calls by outcome; a refusal names its reason (overloaded: the turn "
+           "queue was full, nothing stored)." PROCESS_LOCAL,
+           sends, NROWS(sends));
+
+    single(t, "once_turns_started_total", "counter",
+           "Agent turns started on this replica (takeovers included)." PROCESS_LOCAL,
+           s.executed_turns);
+    const labelled turns[] = {
+        {"result=\"completed\"", s.turns_completed},
+        {"result=\"failed\"", s.turns_failed},
+        {"result=\"canceled\"", s.turns_canceled},
+        {"result=\"rejected\"", s.turns_rejected},
+        {"result=\"input_required\"", s.turns_input_required},
+        {"result=\"auth_required\"", s.turns_auth_required},
+        {"result=\"stopped\"", s.turns_stopped},
+        {"result=\"lost\"", s.turns_lost},
+    };
+    family(t, "once_turns_finished_total",
+           "Agent turns that ended, by the state they left the task in; stopped: onced was "
+           "shutting down (the lease is released for a takeover); lost: canceled or the lease "
+           "went to another replica." PROCESS_LOCAL,
+           turns, NROWS(turns));
+    single(t, "once_turns_queued", "gauge", "Turns waiting for a turn worker now.", s.queued);
+    single(t, "once_sends_waiting", "gauge",
+           "Blocking sends waiting for their task to settle now (they hold no thread).",
+           s.waiting);
+    single(t, "once_sends_wait_shed_total", "counter",
+           "Blocking sends answered at once with the task as it stands because --max-waits "
+           "or --max-waits-per-principal was reached." PROCESS_LOCAL,
+           s.waits_shed);
+
+    single(t, "once_takeovers_total", "counter",
+           "Expired leases this replica took over (the task resumes here with fence + 1)."
+           PROCESS_LOCAL,
+           s.takeovers);
+    single(t, "once_fence_rejections_total", "counter",
+           "Writes refused because the writer's fence was stale (a turn that lost its task)."
+           PROCESS_LOCAL,
+           s.fenced_writes);
+    single(t, "once_leases_lost_total", "counter",
+           "Running turns stopped because their lease went to another replica." PROCESS_LOCAL,
+           s.lease_lost);
+    single(t, "once_leases_released_total", "counter",
+           "Leases given back when onced stopped, so another replica took the task over at "
+           "once." PROCESS_LOCAL,
+           s.leases_released);
+    single(t, "once_retention_expiries_total", "counter",
+           "Finished tasks past --retention turned into tombstones by this replica."
+           PROCESS_LOCAL,
+           s.swept);
+    single(t, "once_tombstones_purged_total", "counter",
+           "Tombstones past --tombstone-retention deleted by this replica." PROCESS_LOCAL,
+           s.purged);
+    single(t, "once_store_errors_total", "counter",
+           "Store calls of the engine that failed because the store could not answer."
+           PROCESS_LOCAL,
+           s.store_errors);
+
+    once_push_stats p;
+    once_engine_push_stats(e, &p);
+    const labelled push[] = {
+        {"result=\"delivered\"", p.delivered},
+        {"result=\"failed\"", p.retried},
+        {"result=\"gone\"", p.disabled},
+    };
+    family(t, "once_push_deliveries_total",
+           "Webhook POSTs by result: delivered (2xx), failed (retried later), gone (410: the "
+           "config is disabled)." PROCESS_LOCAL,
+           push, NROWS(push));
+    single(t, "once_push_retries_total", "counter",
+           "Webhook deliveries scheduled again after a failed POST." PROCESS_LOCAL, p.retried);
+    single(t, "once_push_refused_total", "counter",
+           "Webhook connections refused by the SSRF guard (--push-allow)." PROCESS_LOCAL,
+           p.refused);
+}
+
+int once_engine_ping(once_engine *e)
+{
+    once_record rec;
+    /* A principal with a space: no bearer token maps to one (auth.c), so
+     * no tenant's task can be this key. */
+    int rc = once_store_load(e->store, "once probe", "readyz", &rec, NULL);
+    if (rc == ONCE_OK)
+        once_record_clear(&rec);
+    return rc == ONCE_OK || rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE ? ONCE_OK : rc;
+}
