@@ -25,7 +25,7 @@
 #include "engine/push.h"
 #include "once/once.h"
 
-#define ONCE_A2A_EXTENSION_URI "urn:once:a2a:idempotency:v1"
+#define ONCE_A2A_EXTENSION_URI ONCE_IDEMPOTENCY_EXTENSION
 #define ONCE_A2A_MAX_PARTS 64
 #define ONCE_A2A_PROTOCOL_VERSION "1.0"
 

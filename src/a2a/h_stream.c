@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/generation.h"
 #include "core/jcs.h"
 
 /* Owned by the HTTP layer's producer once the call returns; used by one
@@ -399,8 +400,7 @@ static int can_stream(const once_a2a_backend *b)
 /* The Task's generation and state. */
 static void task_head(const json_t *task, int64_t *gen, once_state *state)
 {
-    json_t *g = json_object_get(task, "generation");
-    *gen = json_is_integer(g) ? (int64_t)json_integer_value(g) : 0;
+    *gen = once__generation_of(task);
     const char *st =
         json_string_value(json_object_get(json_object_get(task, "status"), "state"));
     *state = st ? once_state_parse(st) : ONCE_STATE_UNKNOWN;

@@ -20,7 +20,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (GatedAgent, Onced, check, eq, error_info, new_id, result_task, run, scaled,
+from harness import (generation, GatedAgent, Onced, check, eq, error_info, new_id, result_task, run, scaled,
                      scratch_dir, task_state, user_message, wait_until)
 
 TMP = scratch_dir("once-sse-")
@@ -123,7 +123,7 @@ def state_of(result):
 def body_generation(result):
     for k in ("task", "statusUpdate", "artifactUpdate"):
         if k in result:
-            return result[k].get("generation")
+            return generation(result[k])
     return None
 
 
@@ -252,7 +252,7 @@ def test_subscribe_live_task():
         sub.close()
         snap = result_of(evs[0], "sub-1")
         check("task" in snap, "the first event is the Task as it is now: %r" % snap)
-        eq(evs[0]["id"], snap["task"]["generation"], "its id is the Task's generation")
+        eq(evs[0]["id"], generation(snap["task"]), "its id is the Task's generation")
         check_consecutive(evs, "subscription")
         eq(state_of(result_of(evs[-1], "sub-1")), "TASK_STATE_COMPLETED", "to the terminal status")
         stored = dict(stored_events(path, tid))
@@ -277,7 +277,7 @@ def test_subscribe_interrupted_and_continue():
         st.close()
         check(st.sse and len(evs) >= 2, "the continuation streams: %r" % (st.doc,))
         check("task" in result_of(evs[0], 4), "beginning with the Task")
-        eq(evs[0]["id"], task["generation"] + 1, "at the continuation's generation")
+        eq(evs[0]["id"], generation(task) + 1, "at the continuation's generation")
         check_consecutive(evs, "continuation")
         eq(state_of(result_of(evs[-1], 4)), "TASK_STATE_COMPLETED", "to completion")
 
@@ -305,7 +305,7 @@ def test_errors_before_the_stream():
                          headers={"Last-Event-ID": bad})
             eq(error_info(sub.doc)[2].get("field"), "Last-Event-ID", "malformed Last-Event-ID " + bad)
         sub = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
-                     headers={"Last-Event-ID": str(task["generation"] + 5)})
+                     headers={"Last-Event-ID": str(generation(task) + 5)})
         eq(error_info(sub.doc)[:2], (-32602, "INVALID_PARAMS"), "a Last-Event-ID past the task")
         st = Stream(s.port, "SendStreamingMessage", {"message": {"role": "ROLE_USER",
                                                                  "parts": [{"text": "x"}]}})
@@ -432,7 +432,7 @@ def test_slow_subscribers_bounded():
         # Warm up: one full replay read to the end (allocator, store caches).
         warm = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
                       headers={"Last-Event-ID": "0"})
-        eq(len(warm.rest()), task["generation"], "a reading client gets every event")
+        eq(len(warm.rest()), generation(task), "a reading client gets every event")
         warm.close()
         before = rss_settled(s.proc.pid, "the server's memory to settle after the warm-up")
         # One after the other: what is measured is what open streams hold,
@@ -463,7 +463,7 @@ def test_slow_subscribers_bounded():
         # Their slots come back: streams still open after the cut.
         def fresh_stream_works():
             st = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
-                        headers={"Last-Event-ID": str(task["generation"] - 1)})
+                        headers={"Last-Event-ID": str(generation(task) - 1)})
             ok = st.sse and len(st.rest()) == 1
             st.close()
             return ok

@@ -74,29 +74,33 @@ static int s_wait(void *ctx, const char *principal, const char *task_id, int64_t
     return s->gen > gen ? ONCE_OK : ONCE_ETIMEDOUT;
 }
 
+/* A served object's generation (core/generation.h). */
+#define GEN(n) "\"metadata\":{\"urn:once:a2a:idempotency:v1\":{\"generation\":" #n "}}"
+
 static const char *EV_TASK = "{\"task\":{\"id\":\"t-1\",\"contextId\":\"c-1\",\"status\":{"
-                             "\"state\":\"TASK_STATE_SUBMITTED\"},\"generation\":1}}";
+                             "\"state\":\"TASK_STATE_SUBMITTED\"}," GEN(1) "}}";
 static const char *EV_WORKING = "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
-                                "\"status\":{\"state\":\"TASK_STATE_WORKING\"},\"generation\":2}}";
+                                "\"status\":{\"state\":\"TASK_STATE_WORKING\"}," GEN(2) "}}";
 static const char *EV_ASK = "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                             "\"status\":{\"state\":\"TASK_STATE_INPUT_REQUIRED\"},"
-                            "\"generation\":3}}";
+                            GEN(3) "}}";
 static const char *EV_WORKING2 = "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                                  "\"status\":{\"state\":\"TASK_STATE_WORKING\"},"
-                                 "\"generation\":4}}";
+                                 GEN(4) "}}";
 static const char *EV_ART = "{\"artifactUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                             "\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"text\":"
                             "\"TASK_STATE_COMPLETED\"}]},\"append\":false,\"lastChunk\":true,"
-                            "\"generation\":5}}";
+                            GEN(5) "}}";
 static const char *EV_DONE = "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                              "\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},"
-                             "\"generation\":6}}";
+                             GEN(6) "}}";
 
 /* The task t-1 as GetTask returns it, at generation gen in state st. */
 static json_t *task_at(int64_t gen, const char *st)
 {
-    return json_pack("{s:s, s:s, s:{s:s}, s:I}", "id", "t-1", "contextId", "c-1", "status",
-                     "state", st, "generation", (json_int_t)gen);
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:I}}}", "id", "t-1", "contextId", "c-1",
+                     "status", "state", st, "metadata", ONCE_IDEMPOTENCY_EXTENSION, "generation",
+                     (json_int_t)gen);
 }
 
 /* The script: a task that asked (3), was continued (4), and completed (6). */
@@ -213,7 +217,7 @@ static void test_subscribe_snapshot_then_events(void **state)
     /* The snapshot first, at the task's generation, then what comes after. */
     const char *want_first =
         "id: 4\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"task\":{\"id\":\"t-1\","
-        "\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"},\"generation\":4}}}"
+        "\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}," GEN(4) "}}}"
         "\n\n";
     assert_memory_equal(text, want_first, strlen(want_first));
     char ids[64];
@@ -232,7 +236,7 @@ static void test_subscribe_snapshot_then_events(void **state)
     assert_string_equal(last, "id: 6\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":"
                               "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                               "\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},"
-                              "\"generation\":6}}}\n\n");
+                              GEN(6) "}}}\n\n");
     free(text);
     assert_int_equal(once_a2a_stream_position(r.stream), 6);
     once_a2a_response_clear(&r);
