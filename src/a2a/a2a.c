@@ -229,7 +229,7 @@ static int respond_error(once_a2a_response *resp, json_t *id, int code, const ch
                          const char *message, json_t *meta)
 {
     json_t *err = json_object();
-    json_t *data = once__a2a_error_info(reason, meta);
+    json_t *data = once__a2a_error_info(code, reason, meta);
     if (err == NULL || data == NULL) {
         json_decref(err);
         json_decref(data);

@@ -115,9 +115,10 @@ int once__a2a_fail_engine(a2a_call *c, int rc);
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id);
 int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at);
 
-/* The ErrorInfo array for error.data: [{"@type":..., "reason", "domain":
- * "once", "metadata"}]. meta is borrowed (NULL = {}). New reference. */
-json_t *once__a2a_error_info(const char *reason, json_t *meta);
+/* The ErrorInfo array for error.data of an error with this code and once's
+ * reason (errors.c says which entries, in which domains). meta is borrowed
+ * (NULL = {}); reason NULL = the A2A type. New reference. */
+json_t *once__a2a_error_info(int code, const char *reason, json_t *meta);
 
 /* ---------------------------------------------------------------------------
  * The method table (Redis' command table, as data).

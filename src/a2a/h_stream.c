@@ -254,7 +254,8 @@ int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len)
              once_strerror(rc));
     json_t *err = json_pack("{s:i, s:s, s:o}", "code", ONCE_RPC_INTERNAL, "message", msg,
                             "data",
-                            once__a2a_error_info(retryable ? "STORE_UNAVAILABLE" : "INTERNAL",
+                            once__a2a_error_info(ONCE_RPC_INTERNAL,
+                                                 retryable ? "STORE_UNAVAILABLE" : "INTERNAL",
                                                  NULL));
     char *body = NULL;
     size_t blen = 0;

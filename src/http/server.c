@@ -298,9 +298,9 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     }
     if (!content_type_ok(
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
-        return queue_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, ONCE_RPC_INVALID_REQUEST,
-                           "UNSUPPORTED_MEDIA_TYPE",
-                           "Invalid request: Content-Type must be application/json (UTF-8)", 0);
+        return queue_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                           ONCE_RPC_CONTENT_TYPE_NOT_SUPPORTED, "CONTENT_TYPE_NOT_SUPPORTED",
+                           "Content type not supported: send application/json (UTF-8)", 0);
     if (h->cfg.tokens != NULL) {
         const char *p = once_tokens_principal(
             h->cfg.tokens,

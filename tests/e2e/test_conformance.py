@@ -49,5 +49,33 @@ def test_generation_only_in_metadata():
             eq(generation(body), ev["id"], "the event's metadata generation is its id: line")
 
 
+def infos(doc):
+    """(reason, domain) of every ErrorInfo of an error response, in order."""
+    return [(d.get("reason"), d.get("domain")) for d in doc["error"].get("data") or []
+            if d.get("@type") == "type.googleapis.com/google.rpc.ErrorInfo"]
+
+
+def test_error_info_domains():
+    """A2A 1.0 section 9.5: an A2A error carries an ErrorInfo whose reason is
+    the A2A error type and whose domain is a2a-protocol.org; once's finer
+    reason follows it (domain once); errors outside A2A's list carry once's."""
+    with Onced(tmpdir=TMP, store="memory:") as s:
+        _, _, doc = s.rpc("GetTask", {"id": "t-nope"})
+        eq(infos(doc), [("TASK_NOT_FOUND", "a2a-protocol.org")], "an unknown task")
+        eq(doc["error"]["data"][0]["metadata"], {"taskId": "t-nope"}, "with its metadata")
+        msg = user_message("hello")
+        _, _, done = s.rpc("SendMessage", {"message": msg})
+        tid = result_task(done)["id"]
+        _, _, doc = s.rpc("SendMessage", {"message": user_message("more", task_id=tid)})
+        eq(infos(doc), [("UNSUPPORTED_OPERATION", "a2a-protocol.org"), ("TASK_TERMINAL", "once")],
+           "a message for a finished task: A2A's type, then once's reason")
+        eq(doc["error"]["code"], -32004, "UnsupportedOperationError")
+        msg["parts"] = [{"text": "other content"}]
+        _, _, doc = s.rpc("SendMessage", {"message": msg})
+        eq(infos(doc), [("MESSAGE_ID_REUSED", "once")], "a reused messageId (-32602)")
+        _, _, doc = s.rpc("GetTask", {"id": tid}, version="0.3")
+        eq(infos(doc), [("VERSION_NOT_SUPPORTED", "a2a-protocol.org")], "an unsupported version")
+
+
 if __name__ == "__main__":
-    run([test_generation_only_in_metadata])
+    run([test_generation_only_in_metadata, test_error_info_domains])
