@@ -329,7 +329,12 @@ static int run_call(once_a2a *a, const once_a2a_request *req, once_a2a_response 
         if (params == NULL)
             params = empty = json_object();
         c.params = params;
-        rc = params ? m->handler(&c) : ONCE_ENOMEM;
+        a2a_verr e;
+        rc = params ? once__a2a_json_names(params, &e) : ONCE_ENOMEM;
+        if (rc == ONCE_EINVAL)
+            once__a2a_fail_params(&c, &e);
+        else if (rc == ONCE_OK)
+            rc = m->handler(&c);
         if (rc == ONCE_ENOMEM && c.code == 0)
             once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
     }

@@ -44,6 +44,13 @@ typedef struct a2a_verr {
 int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Rename every member of params (in place, nested objects too, free-form
+ * metadata and data excepted) from its proto name (task_id) to its ProtoJSON
+ * name (taskId), as ProtoJSON readers accept both (names.c). ONCE_EINVAL
+ * with e naming the field when an object holds both spellings of one field;
+ * ONCE_ENOMEM. */
+int once__a2a_json_names(json_t *params, a2a_verr *e);
+
 /* A client-supplied value (data, metadata) nests at most ONCE_VALUE_MAX_DEPTH
  * deep (core/json_depth.h says why). */
 int once__a2a_check_depth(const json_t *v, const char *field, a2a_verr *e);

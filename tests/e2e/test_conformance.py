@@ -6,8 +6,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EXT, Onced, check, eq, generation, result_task, run, scratch_dir,
-                     user_message)
+from harness import (EXT, Onced, check, eq, error_info, generation, new_id, result_task, run,
+                     scratch_dir, user_message)
 from test_sse import Stream
 
 TMP = scratch_dir("once-conformance-")
@@ -77,5 +77,57 @@ def test_error_info_domains():
         eq(infos(doc), [("VERSION_NOT_SUPPORTED", "a2a-protocol.org")], "an unsupported version")
 
 
+def test_proto_field_names():
+    """ProtoJSON readers accept every field under its proto name too
+    (task_id beside taskId), in every params object, nested ones included;
+    free-form values (metadata, data) stay as sent; one field under both
+    names is -32602."""
+    with Onced(["--push-allow", "127.0.0.0/8"], tmpdir=TMP, store="memory:") as s:
+        ask = {"message_id": "m-" + new_id(), "role": "ROLE_USER",
+               "parts": [{"text": "ask:which court?", "media_type": "text/plain",
+                          "metadata": {"keep_me": 1}}],
+               "metadata": {"snake_key": {"inner_key": True}}}
+        _, _, doc = s.rpc("SendMessage", {"message": ask,
+                                          "configuration": {"return_immediately": False,
+                                                            "history_length": 1}})
+        task = result_task(doc, "SendMessage with proto names")
+        eq(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "it ran")
+        eq(len(task["history"]), 1, "configuration.history_length applies")
+        _, _, doc = s.rpc("GetTask", {"id": task["id"], "history_length": 2})
+        got = result_task(doc, "GetTask")
+        eq(len(got["history"]), 2, "GetTask history_length applies")
+        mine = got["history"][0]
+        eq((mine["messageId"], mine["parts"][0]["mediaType"]), (ask["message_id"], "text/plain"),
+           "stored under the JSON names")
+        eq((mine["metadata"], mine["parts"][0]["metadata"]),
+           ({"snake_key": {"inner_key": True}}, {"keep_me": 1}), "metadata kept as sent")
+        # A continuation naming its task and context by proto names, then the
+        # same message again: one digest whatever the spelling, so a replay.
+        more = {"message_id": "m-" + new_id(), "task_id": task["id"],
+                "context_id": task["contextId"], "role": "ROLE_USER", "parts": [{"text": "Zurich"}]}
+        _, _, doc = s.rpc("SendMessage", {"message": more})
+        eq(result_task(doc)["status"]["state"], "TASK_STATE_COMPLETED", "continued by task_id")
+        camel = {"messageId": more["message_id"], "taskId": task["id"],
+                 "contextId": task["contextId"], "role": "ROLE_USER", "parts": [{"text": "Zurich"}]}
+        st, hd, doc = s.rpc("SendMessage", {"message": camel})
+        eq(hd.get("Idempotent-Replayed") or hd.get("idempotent-replayed"), "true",
+           "the lowerCamel spelling of the same message replays it")
+        _, _, doc = s.rpc("ListTasks", {"context_id": task["contextId"], "page_size": 1,
+                                        "include_artifacts": True})
+        eq([t["id"] for t in doc["result"]["tasks"]], [task["id"]], "ListTasks context_id")
+        eq(doc["result"]["pageSize"], 1, "ListTasks page_size")
+        _, _, doc = s.rpc("CreateTaskPushNotificationConfig",
+                          {"task_id": task["id"], "id": "cfg-1",
+                           "url": "http://127.0.0.1:9/hook", "authentication": {"scheme": "Bearer"}})
+        eq(doc["result"]["taskId"], task["id"], "CreateTaskPushNotificationConfig task_id")
+        _, _, doc = s.rpc("GetTaskPushNotificationConfig", {"task_id": task["id"], "id": "cfg-1"})
+        eq(doc["result"]["id"], "cfg-1", "GetTaskPushNotificationConfig task_id")
+        _, _, doc = s.rpc("GetTask", {"id": task["id"], "historyLength": 1, "history_length": 2})
+        eq(error_info(doc)[0], -32602, "both spellings of one field")
+        eq(error_info(doc)[2].get("field"), "historyLength", "naming it")
+        _, _, doc = s.rpc("SendMessage", {"message": dict(camel, message_id="m-x")})
+        eq(error_info(doc)[2].get("field"), "message.messageId", "nested too")
+
+
 if __name__ == "__main__":
-    run([test_generation_only_in_metadata, test_error_info_domains])
+    run([test_generation_only_in_metadata, test_error_info_domains, test_proto_field_names])
