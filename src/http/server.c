@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http/card_cache.h"
 #include "http/guard.h"
 #include "http/http.h"
 #include "http/pool.h"
@@ -57,6 +58,7 @@ struct once_http {
     once_pool *pool;
     once__sse *sse;
     once__guard *guard;
+    once__card_cache card;
     int port;
     int stopping;              /* atomic: set by once_http_stop */
     long inflight;             /* atomic: live req_ctx count */
@@ -169,17 +171,25 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, int status, int 
     return queue_refusal(conn, status, code, reason, message, 0, closing);
 }
 
+/* The card, or 304 when the client's copy is current (card_cache.h). */
 static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
 {
     size_t len;
     const char *card = once_a2a_card(h->cfg.codec, &len);
+    int fresh = once__card_not_modified(
+        &h->card, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH),
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MODIFIED_SINCE));
     struct MHD_Response *res =
-        MHD_create_response_from_buffer(len, (void *)card, MHD_RESPMEM_PERSISTENT);
+        MHD_create_response_from_buffer(fresh ? 0 : len, (void *)card, MHD_RESPMEM_PERSISTENT);
     if (res == NULL)
         return MHD_NO;
-    MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (!fresh)
+        MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "max-age=60");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, res);
+    MHD_add_response_header(res, MHD_HTTP_HEADER_ETAG, h->card.etag);
+    MHD_add_response_header(res, MHD_HTTP_HEADER_LAST_MODIFIED, h->card.last_modified);
+    enum MHD_Result ret =
+        MHD_queue_response(conn, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ret;
 }
@@ -425,6 +435,9 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         h->cfg.sse_ping_ms = DEFAULT_SSE_PING_MS;
     if (h->cfg.sse_buffer == 0)
         h->cfg.sse_buffer = DEFAULT_SSE_BUFFER;
+    size_t card_len;
+    const char *card = once_a2a_card(h->cfg.codec, &card_len);
+    once__card_cache_init(&h->card, card, card_len, time(NULL));
     static const once_http_limits defaults = {ONCE_HTTP_REQUEST_TIMEOUT_MS,
                                               ONCE_HTTP_MAX_CONNECTIONS, ONCE_HTTP_MAX_PER_IP,
                                               ONCE_HTTP_MAX_BODY_MEMORY};

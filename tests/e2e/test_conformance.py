@@ -6,8 +6,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EXT, Onced, check, eq, error_info, generation, new_id, result_task, run,
-                     scratch_dir, user_message)
+from harness import (EXT, Onced, check, eq, error_info, generation, http_request, new_id,
+                     result_task, run, scratch_dir, user_message)
 from test_sse import Stream
 
 TMP = scratch_dir("once-conformance-")
@@ -129,5 +129,35 @@ def test_proto_field_names():
         eq(error_info(doc)[2].get("field"), "message.messageId", "nested too")
 
 
+def test_card_validators():
+    """The agent card comes with an ETag and a Last-Modified, and a
+    conditional GET whose copy is current gets 304 without a body."""
+    card = "/.well-known/agent-card.json"
+    with Onced(tmpdir=TMP, store="memory:") as s:
+        st, hd, body = http_request(s.port, "GET", card)
+        eq(st, 200, "the card")
+        etag, modified = hd.get("etag"), hd.get("last-modified")
+        check(etag and etag.startswith('"') and etag.endswith('"'), "a strong ETag: %r" % etag)
+        check(modified and modified.endswith(" GMT"), "a Last-Modified: %r" % modified)
+        for what, h in (("If-None-Match", {"If-None-Match": etag}),
+                        ("a weak If-None-Match in a list", {"If-None-Match": '"x", W/' + etag}),
+                        ("If-None-Match: *", {"If-None-Match": "*"}),
+                        ("If-Modified-Since", {"If-Modified-Since": modified}),
+                        ("a later If-Modified-Since", {"If-Modified-Since":
+                                                       "Fri, 01 Jan 2100 00:00:00 GMT"})):
+            st, hd304, body304 = http_request(s.port, "GET", card, headers=h)
+            eq((st, body304), (304, b""), what + ": 304, no body")
+            eq((hd304.get("etag"), hd304.get("last-modified")), (etag, modified),
+               what + ": the same validators")
+        for what, h in (("another ETag", {"If-None-Match": '"other"'}),
+                        ("another ETag, beside a current date",
+                         {"If-None-Match": '"other"', "If-Modified-Since": modified}),
+                        ("an earlier date", {"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}),
+                        ("a date that is not one", {"If-Modified-Since": "yesterday"})):
+            st, _, again = http_request(s.port, "GET", card, headers=h)
+            eq((st, again), (200, body), what + ": the whole card")
+
+
 if __name__ == "__main__":
-    run([test_generation_only_in_metadata, test_error_info_domains, test_proto_field_names])
+    run([test_generation_only_in_metadata, test_error_info_domains, test_proto_field_names,
+         test_card_validators])
