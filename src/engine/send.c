@@ -122,9 +122,11 @@ static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_s
             return invalid(res, "message.taskId", "taskId must be 1..128 of [A-Za-z0-9._:-]");
         c->may_register = req->extension != 0 && !e->cfg.experiment_naive;
         snprintf(c->task_id, sizeof c->task_id, "%s", req->task_id);
-    } else if (e->cfg.experiment_naive) {
-        /* The amplification experiment's baseline: every first message is
-         * a new task, whatever its messageId (engine.h). */
+    } else if (e->cfg.experiment_naive ||
+               (e->cfg.plain_ids == ONCE_PLAIN_IDS_SERVER && !req->extension)) {
+        /* A new task, whatever its messageId: a plain first message under
+         * --plain-ids server, and every first message in the amplification
+         * experiment's baseline (engine.h). */
         rc = once_uuid4(e->rng, c->task_id);
         if (rc != ONCE_OK)
             return rc;

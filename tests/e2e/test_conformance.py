@@ -158,6 +158,40 @@ def test_card_validators():
             eq((st, again), (200, body), what + ": the whole card")
 
 
+def test_plain_ids():
+    """--plain-ids server: a plain first message (no extension, no taskId)
+    gets a fresh server-minted task, so a reused messageId is a new task;
+    with the extension, sends dedup in both modes. The default derives the
+    ID from the messageId: the same plain message replays."""
+    for mode in ("server", "derived"):
+        with Onced(["--plain-ids", mode], tmpdir=TMP, store="memory:") as s:
+            msg = user_message("hello")
+            ids = []
+            for _ in range(2):
+                st, hd, doc = s.rpc("SendMessage", {"message": msg})
+                ids.append(result_task(doc, mode)["id"])
+            eq(ids[0] == ids[1], mode == "derived",
+               "--plain-ids %s: the same plain message twice is %s task" %
+               (mode, "one" if mode == "derived" else "a new"))
+            msg["parts"] = [{"text": "other content"}]
+            _, _, doc = s.rpc("SendMessage", {"message": msg})
+            if mode == "server":
+                check(result_task(doc)["id"] not in ids, "other content: another new task")
+            else:
+                eq(error_info(doc)[1], "MESSAGE_ID_REUSED", "other content: refused")
+            ext = user_message("hello")
+            _, _, first = s.rpc("SendMessage", {"message": ext}, ext=True)
+            st, hd, again = s.rpc("SendMessage", {"message": ext}, ext=True)
+            eq(result_task(again)["id"], result_task(first)["id"],
+               mode + ": with the extension the same message is one task")
+            eq(hd.get("idempotent-replayed") or hd.get("Idempotent-Replayed"), "true",
+               mode + ": and its retry replays")
+            tid = "t-" + new_id()
+            _, _, doc = s.rpc("SendMessage", {"message": user_message("hi", task_id=tid)},
+                              ext=True)
+            eq(result_task(doc)["id"], tid, mode + ": a client-minted ID registers")
+
+
 if __name__ == "__main__":
     run([test_generation_only_in_metadata, test_error_info_domains, test_proto_field_names,
-         test_card_validators])
+         test_card_validators, test_plain_ids])
