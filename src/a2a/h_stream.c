@@ -12,10 +12,17 @@
  *     found it), then the stored events G+1, G+2, ...;
  *   - a replayed send (same messageId and content) replays the stored events
  *     from generation 1, or after Last-Event-ID; nothing is re-executed;
- *   - the stream ends after the first terminal or interrupted status (or a
- *     direct Message) whose generation is at least the one the task had
- *     when the stream opened: earlier turns' input-required events replayed
- *     from the start do not end it.
+ *   - a SendStreamingMessage stream ends after the first terminal or
+ *     interrupted status (or a direct Message) whose generation is at least
+ *     the one the task had when the stream opened: earlier turns'
+ *     input-required events replayed from the start do not end it. The
+ *     turn the send started is over there (A2A 1.0 section 11: "until the
+ *     task reaches a terminal or interrupted state");
+ *   - a SubscribeToTask stream ends only at a terminal status: a
+ *     subscription works on any non-terminal task (section 3.1.6), so one
+ *     to an input-required task stays open, with pings, through the
+ *     continuation that another call sends, until the task ends or the
+ *     client leaves.
  * Errors found before the stream opens are ordinary JSON-RPC error
  * responses. SendStreamingMessage validates and decides exactly like
  * SendMessage (it runs that handler with returnImmediately forced on).
@@ -50,6 +57,7 @@ struct once_a2a_stream {
     int64_t first_gen;              /* its generation; < 0: a frame without id */
     int64_t after;                  /* last generation produced */
     int64_t floor;                  /* ends at a settled event >= this */
+    int past_interrupts;            /* SubscribeToTask: only a terminal state settles */
     int done;
 };
 
@@ -144,11 +152,12 @@ static void frame(text *t, const once_a2a_stream *s, int64_t gen, const char *pa
 }
 
 /* 1 if the StreamResponse ends a stream: a Message, or a Task / status
- * update whose state is terminal or interrupted; -1 when memory ran out
- * (not knowing, the stream must not guess that it goes on). A payload is
- * one object with one member, so its kind is its first key: artifact
- * updates (the large ones) and Messages are told apart without parsing. */
-static int settles(const char *payload)
+ * update whose state is terminal or (unless past_interrupts) interrupted;
+ * -1 when memory ran out (not knowing, the stream must not guess that it
+ * goes on). A payload is one object with one member, so its kind is its
+ * first key: artifact updates (the large ones) and Messages are told apart
+ * without parsing. */
+static int settles(const char *payload, int past_interrupts)
 {
     if (strncmp(payload, "{\"artifactUpdate\":", 18) == 0)
         return 0;
@@ -168,7 +177,8 @@ static int settles(const char *payload)
         const char *st =
             json_string_value(json_object_get(json_object_get(body, "status"), "state"));
         once_state state = st ? once_state_parse(st) : ONCE_STATE_UNKNOWN;
-        end = once_state_terminal(state) || once_state_interrupted(state);
+        end = once_state_terminal(state) ||
+              (!past_interrupts && once_state_interrupted(state));
     }
     json_decref(ev);
     return end;
@@ -180,7 +190,7 @@ static void emit(text *t, once_a2a_stream *s, int64_t gen, const char *payload)
     frame(t, s, gen, payload);
     if (gen >= 0)
         s->after = gen;
-    int end = gen < 0 ? 1 : gen >= s->floor ? settles(payload) : 0;
+    int end = gen < 0 ? 1 : gen >= s->floor ? settles(payload, s->past_interrupts) : 0;
     if (end < 0)
         t->fail = 1; /* the read fails: the client resumes by Last-Event-ID */
     else if (end)
@@ -577,6 +587,7 @@ int once__a2a_h_subscribe(a2a_call *c)
         rc = ONCE_ENOMEM;
     if (rc == ONCE_OK) {
         s->floor = gen;
+        s->past_interrupts = 1;
         if (!has_resume) {
             json_t *ev = json_pack("{s:O}", "task", task);
             s->first = ev != NULL ? dump(ev) : NULL;
@@ -586,8 +597,7 @@ int once__a2a_h_subscribe(a2a_call *c)
             if (s->first == NULL)
                 rc = ONCE_ENOMEM;
         } else {
-            s->after = resume;
-            s->done = resume >= gen && once_state_interrupted(state);
+            s->after = resume;   /* open: the task is not terminal past resume */
         }
     }
     json_decref(task);

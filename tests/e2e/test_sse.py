@@ -266,12 +266,15 @@ def test_subscribe_interrupted_and_continue():
         st_, _, doc = s.rpc("SendMessage", {"message": user_message("ask:which contract?")})
         task = result_task(doc)
         eq(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "the task asks")
+        # A2A 1.0 section 3.1.6: a subscription works on any non-terminal
+        # task and ends at a terminal state, so it stays open past the
+        # snapshot of an input-required task.
         sub = Stream(s.port, "SubscribeToTask", {"id": task["id"]}, rid=3)
-        evs = sub.rest()
-        sub.close()
-        eq(len(evs), 1, "an input-required task: the snapshot, then the stream closes")
-        eq(state_of(result_of(evs[0], 3)), "TASK_STATE_INPUT_REQUIRED", "snapshot state")
-        # A streaming continuation starts with the Task at its new generation.
+        snap = sub.next()
+        eq(state_of(result_of(snap, 3)), "TASK_STATE_INPUT_REQUIRED", "snapshot state")
+        eq(snap["id"], generation(task), "at the task's generation")
+        # A streaming continuation (another call) starts with the Task at its
+        # new generation and ends at the completion.
         _, st = streaming_send(s.port, "ACME", rid=4, task_id=task["id"])
         evs = st.rest()
         st.close()
@@ -280,6 +283,12 @@ def test_subscribe_interrupted_and_continue():
         eq(evs[0]["id"], generation(task) + 1, "at the continuation's generation")
         check_consecutive(evs, "continuation")
         eq(state_of(result_of(evs[-1], 4)), "TASK_STATE_COMPLETED", "to completion")
+        # The subscription saw every event of the continuation, then closed.
+        more = sub.rest()
+        sub.close()
+        check_consecutive([snap] + more, "the subscription", first=generation(task))
+        eq(more[-1]["id"], evs[-1]["id"], "up to the completion")
+        eq(state_of(result_of(more[-1], 3)), "TASK_STATE_COMPLETED", "which ends it")
 
 
 def test_errors_before_the_stream():

@@ -300,22 +300,40 @@ static void test_subscribe_interrupted(void **state)
     script(3, ONCE_STATE_INPUT_REQUIRED);
     S.f.result = task_at(3, "TASK_STATE_INPUT_REQUIRED");
     once_a2a_response r;
+    /* A2A 1.0 section 3.1.6: a subscription works on any non-terminal task
+     * and ends at a terminal state, so the snapshot of an input-required
+     * task does not end it: it stays open (the HTTP layer pings) for the
+     * continuation someone sends, and ends with the task. */
     assert_null(call(SUB, NULL, &r));
+    once_a2a_response rr;
+    assert_null(call(SUB, "3", &rr));   /* a resume at its end: open too */
     char *text = drain(r.stream, 8);
     char ids[64];
     ids_of(text, ids, sizeof ids);
-    assert_string_equal(ids, "3");   /* the snapshot alone: it is interrupted */
+    assert_string_equal(ids, "3");
     free(text);
-    once_a2a_response_clear(&r);
-    /* A resume at its end has nothing to send: done at once. */
-    assert_null(call(SUB, "3", &r));
     char *t = NULL;
     size_t n = 0;
-    int done = 0;
+    int done = 1;
     assert_int_equal(once_a2a_stream_read(r.stream, 4, &t, &n, &done), ONCE_OK);
     assert_int_equal(n, 0);
-    assert_true(done);
+    assert_false(done);
+    assert_int_equal(once_a2a_stream_read(rr.stream, 4, &t, &n, &done), ONCE_OK);
+    assert_int_equal(n, 0);
+    assert_false(done);
+    S.gen = 6;   /* continued: working (4), the artifact (5), completed (6) */
+    for (int i = 0; i < 2; i++) {
+        once_a2a_stream *st = i == 0 ? r.stream : rr.stream;
+        assert_int_equal(once_a2a_stream_wait(st, 10), ONCE_OK);
+        text = drain(st, 8);
+        ids_of(text, ids, sizeof ids);
+        assert_string_equal(ids, "4,5,6");
+        free(text);
+        assert_int_equal(once_a2a_stream_read(st, 4, &t, &n, &done), ONCE_OK);
+        assert_true(done);
+    }
     once_a2a_response_clear(&r);
+    once_a2a_response_clear(&rr);
 }
 
 static void test_slots(void **state)
