@@ -94,9 +94,12 @@ typedef struct once_send_req {
     int history_length;     /* -1 = all */
     json_t *metadata;       /* borrowed request metadata or NULL */
     /* configuration.taskPushNotificationConfig (shape-checked; push.h) or
-     * NULL: stored in the same create / CAS as a REGISTER or CONTINUE (a
-     * REPLAY stays read-only and ignores it). ONCE_EUNSUPPORTED without a
-     * push-capable store; a bad url is ONCE_EINVAL with field
+     * NULL: stored in the same create / CAS as a REGISTER or CONTINUE. It is
+     * part of the request's digest, so a REPLAY carries the same config
+     * (and stays read-only) and another config, or none, under the same
+     * messageId is IDEMPOTENCY_CONFLICT like other content.
+     * ONCE_EUNSUPPORTED without a push-capable store; a bad url is
+     * ONCE_EINVAL with field
      * "configuration.taskPushNotificationConfig.url". */
     const json_t *push_config;
 } once_send_req;

@@ -105,7 +105,10 @@ static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_s
     c->context_id = json_string_value(ctx);
 
     uint8_t raw[ONCE_SHA256_LEN];
-    int rc = once__message_digest_json(req->message, raw);
+    /* A push config is part of the request: a replay carries the same one
+     * (and changes nothing), another one is another request for the same
+     * messageId, refused like other content (docs/wire.md). */
+    int rc = once__request_digest_json(req->message, req->push_config, raw);
     if (rc == ONCE_ENOMEM)
         return rc;
     if (rc != ONCE_OK)

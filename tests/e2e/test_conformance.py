@@ -192,6 +192,46 @@ def test_plain_ids():
             eq(result_task(doc)["id"], tid, mode + ": a client-minted ID registers")
 
 
+def test_push_config_is_part_of_the_request():
+    """configuration.taskPushNotificationConfig belongs to the request's
+    digest: a retry with the same config replays and registers nothing new;
+    another config (or none) under the same messageId is MESSAGE_ID_REUSED,
+    for a new task and for a continuation alike, and nothing is stored."""
+    def cfg(n):
+        return {"id": "cfg-%d" % n, "url": "http://127.0.0.1:9/hook-%d" % n, "token": "tok"}
+
+    def configs(tid):
+        _, _, doc = s.rpc("ListTaskPushNotificationConfigs", {"taskId": tid})
+        return sorted(c["url"] for c in doc["result"]["configs"])
+
+    def send(msg, config, what):
+        params = {"message": msg}
+        if config is not None:
+            params["configuration"] = {"taskPushNotificationConfig": config}
+        st, hd, doc = s.rpc("SendMessage", params)
+        return hd.get("idempotent-replayed") or hd.get("Idempotent-Replayed"), doc
+
+    with Onced(["--push-allow", "127.0.0.0/8"], tmpdir=TMP, store="memory:") as s:
+        first = user_message("ask:which court?")
+        _, doc = send(first, cfg(1), "new task")
+        tid = result_task(doc)["id"]
+        eq(configs(tid), [cfg(1)["url"]], "the new task has its config")
+        replayed, doc = send(first, cfg(1), "retry")
+        eq((replayed, result_task(doc)["id"]), ("true", tid), "the same config: a replay")
+        for what, other in (("another config", cfg(2)), ("no config", None)):
+            replayed, doc = send(first, other, what)
+            eq(error_info(doc)[:2], (-32602, "MESSAGE_ID_REUSED"), "new task, %s: refused" % what)
+        eq(configs(tid), [cfg(1)["url"]], "nothing registered by the refused retries")
+        more = user_message("Zurich", task_id=tid)
+        _, doc = send(more, cfg(3), "continuation")
+        eq(result_task(doc)["status"]["state"], "TASK_STATE_COMPLETED", "continued")
+        replayed, doc = send(more, cfg(3), "retried continuation")
+        eq(replayed, "true", "the same continuation with the same config: a replay")
+        _, doc = send(more, cfg(4), "continuation, another config")
+        eq(error_info(doc)[:2], (-32602, "MESSAGE_ID_REUSED"), "continuation, another config")
+        eq(configs(tid), [cfg(1)["url"], cfg(3)["url"]], "one config per accepted send")
+
+
 if __name__ == "__main__":
     run([test_generation_only_in_metadata, test_error_info_domains, test_proto_field_names,
-         test_card_validators, test_plain_ids])
+         test_card_validators, test_plain_ids, test_push_config_is_part_of_the_request])
