@@ -35,8 +35,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness
-from harness import (generation_metadata, ROOT, Onced, check, eq, new_id, result_task, run, scaled, scratch_dir,
-                     user_message, wait_until)
+from harness import (ROOT, Onced, check, eq, generation_metadata, new_id, result_task, run, scaled,
+                     scratch_dir, user_message, wait_until)
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 ONCE = os.path.join(BUILD, "once")

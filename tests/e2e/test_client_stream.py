@@ -29,8 +29,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (generation, ROOT, GatedAgent, Onced, check, eq, free_port, rpc, run, scaled, scratch_dir,
-                     wait_until)
+from harness import (ROOT, GatedAgent, Onced, check, eq, free_port, generation, rpc, run, scaled,
+                     scratch_dir, wait_until)
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 ONCE = os.path.join(BUILD, "once")

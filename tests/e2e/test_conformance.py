@@ -118,7 +118,8 @@ def test_proto_field_names():
         eq(doc["result"]["pageSize"], 1, "ListTasks page_size")
         _, _, doc = s.rpc("CreateTaskPushNotificationConfig",
                           {"task_id": task["id"], "id": "cfg-1",
-                           "url": "http://127.0.0.1:9/hook", "authentication": {"scheme": "Bearer"}})
+                           "url": "http://127.0.0.1:9/hook",
+                           "authentication": {"scheme": "Bearer"}})
         eq(doc["result"]["taskId"], task["id"], "CreateTaskPushNotificationConfig task_id")
         _, _, doc = s.rpc("GetTaskPushNotificationConfig", {"task_id": task["id"], "id": "cfg-1"})
         eq(doc["result"]["id"], "cfg-1", "GetTaskPushNotificationConfig task_id")

@@ -35,8 +35,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (generation_metadata, EXT, ROOT, Onced, check, eq, error_info, free_port, http_request,
-                     live_descendants, new_id, run, scaled, scratch_dir, user_message, wait_until)
+from harness import (EXT, ROOT, Onced, check, eq, error_info, free_port, generation_metadata,
+                     http_request, live_descendants, new_id, run, scaled, scratch_dir, user_message,
+                     wait_until)
 
 TMP = scratch_dir("once-executors-")
 TOOLS = os.environ.get("ONCE_TOOLS", os.path.join(ROOT, "build", "tools"))

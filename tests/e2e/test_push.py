@@ -34,8 +34,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness
-from harness import (generation_metadata, ROOT, Onced, admin_stats, check, eq, error_info, free_port, http_get,
-                     new_id, result_task, run, scaled, scratch_dir, user_message, wait_until)
+from harness import (ROOT, Onced, admin_stats, check, eq, error_info, free_port,
+                     generation_metadata, http_get, new_id, result_task, run, scaled, scratch_dir,
+                     user_message, wait_until)
 
 TOOLS = os.environ.get("ONCE_TOOLS", os.path.join(ROOT, "build", "tools"))
 SINK = os.path.join(TOOLS, "webhook_sink")

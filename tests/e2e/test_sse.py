@@ -20,8 +20,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (generation, GatedAgent, Onced, check, eq, error_info, new_id, result_task, run, scaled,
-                     scratch_dir, task_state, user_message, wait_until)
+from harness import (GatedAgent, Onced, check, eq, error_info, generation, new_id, result_task, run,
+                     scaled, scratch_dir, task_state, user_message, wait_until)
 
 TMP = scratch_dir("once-sse-")
 # A task that stays live until the test lets it finish: a subscription to it
