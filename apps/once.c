@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "client/webhook_listen.h"
+#include "core/generation.h"
 #include "http/http.h"
 #include "once/client.h"
 #include "once/webhook.h"
@@ -499,7 +500,7 @@ static int64_t generation_of(const char *task_json)
 {
     json_error_t je;
     json_t *t = task_json ? json_loads(task_json, 0, &je) : NULL;
-    int64_t g = json_integer_value(json_object_get(t, "generation"));
+    int64_t g = once__generation_of(t);
     json_decref(t);
     return g;
 }

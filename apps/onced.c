@@ -48,6 +48,12 @@ static const char usage[] =
     "identity and time:\n"
     "  --auth-tokens FILE          bearer tokens, one \"TOKEN PRINCIPAL\" per line ('#'\n"
     "                              comments); without it every caller is \"anonymous\"\n"
+    "  --plain-ids derived|server  the task ID of a plain first message (no extension,\n"
+    "                              no taskId): derived from (principal, messageId), so\n"
+    "                              its retry replays (derived, the default); or a fresh\n"
+    "                              server-minted one per message, as other A2A servers\n"
+    "                              do (server). With the extension sends dedup in both\n"
+    "                              modes\n"
     "  --retention DUR             keep finished tasks in full this long (72h)\n"
     "  --tombstone-retention DUR   then remember their IDs as TASK_EXPIRED this long (30d)\n"
     "  --lease DUR                 execution lease; a replica that stops heartbeating\n"
@@ -139,7 +145,8 @@ static const char usage[] =
 
 typedef struct opts {
     const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url,
-        *card;
+        *card,
+        *plain_ids;
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body, max_task_size;
@@ -209,6 +216,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--replica-id", F_STR, &o->replica_id},
         {"--public-url", F_STR, &o->public_url},
         {"--card", F_STR, &o->card},
+        {"--plain-ids", F_STR, &o->plain_ids},
         {"--retention", F_DUR, &o->retention_ms},
         {"--tombstone-retention", F_DUR, &o->tombstone_ms},
         {"--lease", F_DUR, &o->lease_ms},
@@ -312,6 +320,9 @@ static int parse_args(int argc, char **argv, opts *o)
         return bad("--store URL is required");
     if (o->executor != NULL && o->exec_cmd != NULL)
         return bad("--executor and --exec are exclusive");
+    if (o->plain_ids != NULL && strcmp(o->plain_ids, "derived") != 0 &&
+        strcmp(o->plain_ids, "server") != 0)
+        return bad("--plain-ids: expected derived or server, got %s", o->plain_ids);
     if (o->executor != NULL && strcmp(o->executor, "echo") != 0)
         return bad("--executor: unknown executor %s (built in: echo)", o->executor);
     if (o->exec_cmd != NULL && o->exec_cmd[0] == '\0')
@@ -534,6 +545,9 @@ int main(int argc, char **argv)
     sc.engine.tombstone_ms = o.tombstone_ms >= 0 ? o.tombstone_ms : 0;
     sc.engine.max_wait_ms = o.max_wait_ms;
     sc.engine.experiment_naive = o.experiment_naive;
+    sc.engine.plain_ids = o.plain_ids != NULL && strcmp(o.plain_ids, "server") == 0
+                              ? ONCE_PLAIN_IDS_SERVER
+                              : ONCE_PLAIN_IDS_DERIVED;
     sc.engine.workers = (int)o.turn_workers; /* 0 = the engine's default */
     sc.engine.max_queue = (int)o.max_queue;  /* 0 = the engine's default */
     sc.engine.max_waits = (int)o.max_waits;

@@ -474,7 +474,7 @@ class Story:
         self.event("link", "conn 3 %s -> %s" % (c3.get("mode"), self.replica_name(c3.get("to"))),
                    wall=t_ack)
         self.event("reviewer-b", "replayed the stored task: %s, Idempotent-Replayed: true (no new "
-                   "task, no new turn)" % res.get("state"), 1, (res.get("task") or {}).get("generation"),
+                   "task, no new turn)" % res.get("state"), 1, h.generation(res.get("task")),
                    wall=t_ack)
         self.check("replayed", res.get("attempts") == 2 and res.get("replayed") is True and
                    res.get("state") == "TASK_STATE_WORKING",
@@ -506,7 +506,7 @@ class Story:
                    "CreateTaskPushNotificationConfig: %s" % ("ok" if sub else doc))
         self.cue("ask")
         task = wait_for(lambda: _state_is(self.get_task(self.a), "TASK_STATE_INPUT_REQUIRED"), 20)
-        gen_n = self.gen_n = (task or {}).get("generation")
+        gen_n = self.gen_n = h.generation(task)
         row = self.row() or {}
         asked = (self.journal("reviewer", "asked") or [{}])[0]
         self.event(asked.get("replica", "reviewer"), "step 3: asked \"%s\" -> input-required"

@@ -36,8 +36,6 @@
 extern "C" {
 #endif
 
-#define ONCE_IDEMPOTENCY_EXTENSION "urn:once:a2a:idempotency:v1"
-
 /* ---------------------------------------------------------------------------
  * Retry policy. Every field has a default (once_retry_policy_default); the
  * README lists them.

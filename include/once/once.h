@@ -23,6 +23,11 @@ extern "C" {
  * with it as ONCE_VERSION_STRING; onced and once print it for --version). */
 const char *once_version(void);
 
+/* The A2A extension once implements: client-minted task IDs and idempotent
+ * sends. Objects onced serves carry their generation under this key of their
+ * `metadata` ({"generation": N}), since A2A 1.0 objects have no member for it. */
+#define ONCE_IDEMPOTENCY_EXTENSION "urn:once:a2a:idempotency:v1"
+
 /* ---------------------------------------------------------------------------
  * Errors. One closed enum: ONCE_OK is 0, failures are negative, numbers are
  * never reused. once_strerror() never returns NULL.

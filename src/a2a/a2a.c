@@ -247,7 +247,7 @@ static int respond_error(once_a2a_response *resp, once_a2a_binding b, json_t *id
                        once__a2a_rest_error(resp->http_status, code, reason, clean, meta));
     }
     json_t *err = json_object();
-    json_t *data = once__a2a_error_info(reason, meta);
+    json_t *data = once__a2a_error_info(code, reason, meta);
     if (err == NULL || data == NULL) {
         json_decref(err);
         json_decref(data);
@@ -344,7 +344,12 @@ int once__a2a_run(once_a2a *a, const once_a2a_request *req, once_a2a_response *r
         if (params == NULL)
             params = empty = json_object();
         c.params = params;
-        rc = params ? m->handler(&c) : ONCE_ENOMEM;
+        a2a_verr e;
+        rc = params ? once__a2a_json_names(params, &e) : ONCE_ENOMEM;
+        if (rc == ONCE_EINVAL)
+            once__a2a_fail_params(&c, &e);
+        else if (rc == ONCE_OK)
+            rc = m->handler(&c);
         if (rc == ONCE_ENOMEM && c.code == 0)
             once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
     }

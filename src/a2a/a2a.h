@@ -28,8 +28,12 @@
 #include "engine/push.h"
 #include "once/once.h"
 
-#define ONCE_A2A_EXTENSION_URI "urn:once:a2a:idempotency:v1"
+#define ONCE_A2A_EXTENSION_URI ONCE_IDEMPOTENCY_EXTENSION
 #define ONCE_A2A_MAX_PARTS 64
+/* ErrorInfo domains: A2A's own error types (A2A 1.0 section 9.5), and once's
+ * reasons (docs/wire.md, "Errors"). */
+#define ONCE_A2A_ERROR_DOMAIN "a2a-protocol.org"
+#define ONCE_ERROR_DOMAIN "once"
 #define ONCE_A2A_PROTOCOL_VERSION "1.0"
 
 /* JSON-RPC and A2A 1.0 error codes. */

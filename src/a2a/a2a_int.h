@@ -46,6 +46,13 @@ typedef struct a2a_verr {
 int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Rename every member of params (in place, nested objects too, free-form
+ * metadata and data excepted) from its proto name (task_id) to its ProtoJSON
+ * name (taskId), as ProtoJSON readers accept both (names.c). ONCE_EINVAL
+ * with e naming the field when an object holds both spellings of one field;
+ * ONCE_ENOMEM. */
+int once__a2a_json_names(json_t *params, a2a_verr *e);
+
 /* A client-supplied value (data, metadata) nests at most ONCE_VALUE_MAX_DEPTH
  * deep (core/json_depth.h says why). */
 int once__a2a_check_depth(const json_t *v, const char *field, a2a_verr *e);
@@ -140,9 +147,10 @@ int once__a2a_fail_engine(a2a_call *c, int rc);
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id);
 int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at);
 
-/* The ErrorInfo array for error.data: [{"@type":..., "reason", "domain":
- * "once", "metadata"}]. meta is borrowed (NULL = {}). New reference. */
-json_t *once__a2a_error_info(const char *reason, json_t *meta);
+/* The ErrorInfo array for error.data of an error with this code and once's
+ * reason (errors.c says which entries, in which domains). meta is borrowed
+ * (NULL = {}); reason NULL = the A2A type. New reference. */
+json_t *once__a2a_error_info(int code, const char *reason, json_t *meta);
 
 /* HTTP+JSON errors (A2A 1.0 sections 5.4 and 11.6). The HTTP status of a
  * JSON-RPC / A2A error code; http_status, when not 0 or 200, is one a

@@ -1,12 +1,17 @@
 /*
  * errors.c -- JSON-RPC error objects in the A2A 1.0 shape:
  *   {"code": C, "message": M, "data": [{"@type":
- *    "type.googleapis.com/google.rpc.ErrorInfo", "reason": R, "domain":
- *    "once", "metadata": {...}}]}
+ *    "type.googleapis.com/google.rpc.ErrorInfo", "reason": R, "domain": D,
+ *    "metadata": {...}}, ...]}
  *
- * Invariants: every error the server sends carries exactly one ErrorInfo;
- * metadata values are strings (google.rpc.ErrorInfo.metadata is
- * map<string, string>); a store failure is never reported as a verdict: it
+ * Invariants: an A2A error (codes -32001..-32009) carries first the
+ * ErrorInfo A2A 1.0 section 9.5 requires (reason: the A2A error type,
+ * domain "a2a-protocol.org"); once's own reason, where it says more than
+ * the A2A type (TASK_EXPIRED is a TASK_NOT_FOUND), follows in a second
+ * ErrorInfo of domain "once", so the last ErrorInfo is always the most
+ * precise one. Errors outside A2A's list (JSON-RPC codes) carry one ErrorInfo
+ * of domain "once". Metadata values are strings (google.rpc.ErrorInfo.metadata
+ * is map<string, string>); a store failure is never reported as a verdict: it
  * is -32603 STORE_UNAVAILABLE with retryable "true", HTTP 503 and
  * Retry-After, so clients and proxies retry it.
  */
@@ -15,25 +20,54 @@
 
 #include "a2a/a2a_int.h"
 
-json_t *once__a2a_error_info(const char *reason, json_t *meta)
+/* The A2A 1.0 error type of an A2A error code (section 5.4), in the
+ * UPPER_SNAKE_CASE of its ErrorInfo reason; NULL for a JSON-RPC code. */
+static const char *a2a_type(int code)
 {
-    json_t *info = json_object();
+    static const char *const types[] = {
+        NULL,
+        "TASK_NOT_FOUND",                     /* -32001 */
+        "TASK_NOT_CANCELABLE",                /* -32002 */
+        "PUSH_NOTIFICATION_NOT_SUPPORTED",    /* -32003 */
+        "UNSUPPORTED_OPERATION",              /* -32004 */
+        "CONTENT_TYPE_NOT_SUPPORTED",         /* -32005 */
+        "INVALID_AGENT_RESPONSE",             /* -32006 */
+        "EXTENDED_AGENT_CARD_NOT_CONFIGURED", /* -32007 */
+        "EXTENSION_SUPPORT_REQUIRED",         /* -32008 */
+        "VERSION_NOT_SUPPORTED",              /* -32009 */
+    };
+    int i = -32000 - code;
+    return i >= 1 && i < (int)(sizeof types / sizeof types[0]) ? types[i] : NULL;
+}
+
+/* Append one ErrorInfo {reason, domain, metadata} to arr. */
+static int add_info(json_t *arr, const char *reason, const char *domain, json_t *meta)
+{
+    json_t *info = json_pack("{s:s, s:s, s:s, s:o}", "@type",
+                             "type.googleapis.com/google.rpc.ErrorInfo", "reason", reason,
+                             "domain", domain, "metadata",
+                             meta ? json_incref(meta) : json_object());
+    return info != NULL && json_array_append_new(arr, info) == 0 ? ONCE_OK : ONCE_ENOMEM;
+}
+
+json_t *once__a2a_error_info(int code, const char *reason, json_t *meta)
+{
     json_t *arr = json_array();
-    if (info == NULL || arr == NULL)
-        goto fail;
-    if (json_object_set_new(info, "@type",
-                            json_string("type.googleapis.com/google.rpc.ErrorInfo")) != 0 ||
-        json_object_set_new(info, "reason", json_string(reason ? reason : "UNKNOWN")) != 0 ||
-        json_object_set_new(info, "domain", json_string("once")) != 0 ||
-        json_object_set_new(info, "metadata", meta ? json_incref(meta) : json_object()) != 0 ||
-        json_array_append(arr, info) != 0)
-        goto fail;
-    json_decref(info);
+    if (arr == NULL)
+        return NULL;
+    const char *type = a2a_type(code);
+    if (reason == NULL)
+        reason = type != NULL ? type : "UNKNOWN";
+    int rc = ONCE_OK;
+    if (type != NULL)
+        rc = add_info(arr, type, ONCE_A2A_ERROR_DOMAIN, meta);
+    if (rc == ONCE_OK && (type == NULL || strcmp(type, reason) != 0))
+        rc = add_info(arr, reason, ONCE_ERROR_DOMAIN, meta);
+    if (rc != ONCE_OK) {
+        json_decref(arr);
+        return NULL;
+    }
     return arr;
-fail:
-    json_decref(info);
-    json_decref(arr);
-    return NULL;
 }
 
 int once__a2a_fail(a2a_call *c, int code, const char *reason, const char *fmt, ...)
@@ -195,7 +229,7 @@ json_t *once__a2a_rest_error(int http_status, int code, const char *reason, cons
     const struct rest_map *r = rest_row(code);
     const char *status = r != NULL && r->http == http_status ? r->status : status_name(http_status);
     return json_pack("{s:{s:i, s:s, s:s, s:o}}", "error", "code", http_status, "status", status,
-                     "message", message, "details", once__a2a_error_info(reason, meta));
+                     "message", message, "details", once__a2a_error_info(code, reason, meta));
 }
 
 int once_a2a_error_response(int http_status, int code, const char *reason, const char *message,
@@ -218,7 +252,7 @@ int once__a2a_error_answer(once_a2a_binding b, int http_status, int code, const 
                       ? once__a2a_rest_error(http_status, code, reason, message, meta)
                       : json_pack("{s:s, s:n, s:{s:i, s:s, s:o}}", "jsonrpc", "2.0", "id",
                                   "error", "code", code, "message", message, "data",
-                                  once__a2a_error_info(reason, meta));
+                                  once__a2a_error_info(code, reason, meta));
     if (doc == NULL)
         return ONCE_ENOMEM;
     int rc = once__a2a_json_dump(doc, &resp->body, &resp->len);

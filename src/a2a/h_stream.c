@@ -13,12 +13,20 @@
  *     found it), then the stored events G+1, G+2, ...;
  *   - a replayed send (same messageId and content) replays the stored events
  *     from generation 1, or after Last-Event-ID; nothing is re-executed;
- *   - the stream ends after the first terminal or interrupted status (or a
- *     direct Message) whose generation is at least the one the task had
- *     when the stream opened: earlier turns' input-required events replayed
- *     from the start do not end it.
+ *   - a SendStreamingMessage stream ends after the first terminal or
+ *     interrupted status (or a direct Message) whose generation is at least
+ *     the one the task had when the stream opened: earlier turns'
+ *     input-required events replayed from the start do not end it. The
+ *     turn the send started is over there (A2A 1.0 section 11: "until the
+ *     task reaches a terminal or interrupted state");
+ *   - a SubscribeToTask stream ends only at a terminal status: a
+ *     subscription works on any non-terminal task (section 3.1.6), so one
+ *     to an input-required task stays open, with pings, through the
+ *     continuation that another call sends, until the task ends or the
+ *     client leaves.
  * Errors found before the stream opens are ordinary error responses of the
- * call's binding (JSON-RPC, or AIP-193 for HTTP+JSON). SendStreamingMessage validates and decides exactly like
+ * call's binding (JSON-RPC, or AIP-193 for HTTP+JSON). SendStreamingMessage
+ * validates and decides exactly like
  * SendMessage (it runs that handler with returnImmediately forced on).
  *
  * Invariants: a cursor keeps no events, only the last generation it
@@ -33,6 +41,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/generation.h"
 #include "core/jcs.h"
 
 /* Owned by the HTTP layer's producer once the call returns; used by one
@@ -51,6 +60,7 @@ struct once_a2a_stream {
     int64_t first_gen;              /* its generation; < 0: a frame without id */
     int64_t after;                  /* last generation produced */
     int64_t floor;                  /* ends at a settled event >= this */
+    int past_interrupts;            /* SubscribeToTask: only a terminal state settles */
     int done;
 };
 
@@ -145,11 +155,12 @@ static void frame(text *t, const once_a2a_stream *s, int64_t gen, const char *pa
 }
 
 /* 1 if the StreamResponse ends a stream: a Message, or a Task / status
- * update whose state is terminal or interrupted; -1 when memory ran out
- * (not knowing, the stream must not guess that it goes on). A payload is
- * one object with one member, so its kind is its first key: artifact
- * updates (the large ones) and Messages are told apart without parsing. */
-static int settles(const char *payload)
+ * update whose state is terminal or (unless past_interrupts) interrupted;
+ * -1 when memory ran out (not knowing, the stream must not guess that it
+ * goes on). A payload is one object with one member, so its kind is its
+ * first key: artifact updates (the large ones) and Messages are told apart
+ * without parsing. */
+static int settles(const char *payload, int past_interrupts)
 {
     if (strncmp(payload, "{\"artifactUpdate\":", 18) == 0)
         return 0;
@@ -169,7 +180,8 @@ static int settles(const char *payload)
         const char *st =
             json_string_value(json_object_get(json_object_get(body, "status"), "state"));
         once_state state = st ? once_state_parse(st) : ONCE_STATE_UNKNOWN;
-        end = once_state_terminal(state) || once_state_interrupted(state);
+        end = once_state_terminal(state) ||
+              (!past_interrupts && once_state_interrupted(state));
     }
     json_decref(ev);
     return end;
@@ -181,7 +193,7 @@ static void emit(text *t, once_a2a_stream *s, int64_t gen, const char *payload)
     frame(t, s, gen, payload);
     if (gen >= 0)
         s->after = gen;
-    int end = gen < 0 ? 1 : gen >= s->floor ? settles(payload) : 0;
+    int end = gen < 0 ? 1 : gen >= s->floor ? settles(payload, s->past_interrupts) : 0;
     if (end < 0)
         t->fail = 1; /* the read fails: the client resumes by Last-Event-ID */
     else if (end)
@@ -258,7 +270,7 @@ int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len)
                       ? once__a2a_rest_error(retryable ? 503 : 500, ONCE_RPC_INTERNAL, reason,
                                              msg, NULL)
                       : json_pack("{s:i, s:s, s:o}", "code", ONCE_RPC_INTERNAL, "message", msg,
-                                  "data", once__a2a_error_info(reason, NULL));
+                                  "data", once__a2a_error_info(ONCE_RPC_INTERNAL, reason, NULL));
     char *body = NULL;
     size_t blen = 0;
     int wrc = err != NULL ? once__a2a_json_dump(err, &body, &blen) : ONCE_ENOMEM;
@@ -414,8 +426,7 @@ static int can_stream(const once_a2a_backend *b)
 /* The Task's generation and state. */
 static void task_head(const json_t *task, int64_t *gen, once_state *state)
 {
-    json_t *g = json_object_get(task, "generation");
-    *gen = json_is_integer(g) ? (int64_t)json_integer_value(g) : 0;
+    *gen = once__generation_of(task);
     const char *st =
         json_string_value(json_object_get(json_object_get(task, "status"), "state"));
     *state = st ? once_state_parse(st) : ONCE_STATE_UNKNOWN;
@@ -591,6 +602,7 @@ int once__a2a_h_subscribe(a2a_call *c)
         rc = ONCE_ENOMEM;
     if (rc == ONCE_OK) {
         s->floor = gen;
+        s->past_interrupts = 1;
         if (!has_resume) {
             json_t *ev = json_pack("{s:O}", "task", task);
             s->first = ev != NULL ? dump(ev) : NULL;
@@ -600,8 +612,7 @@ int once__a2a_h_subscribe(a2a_call *c)
             if (s->first == NULL)
                 rc = ONCE_ENOMEM;
         } else {
-            s->after = resume;
-            s->done = resume >= gen && once_state_interrupted(state);
+            s->after = resume;   /* open: the task is not terminal past resume */
         }
     }
     json_decref(task);

@@ -88,7 +88,9 @@ void once__result_from_error(once_call_result *r, const json_t *error)
     json_array_foreach(data, i, d)
     {
         const char *t = json_string_value(json_object_get(d, "@type"));
-        if (info == NULL && t != NULL && strstr(t, "google.rpc.ErrorInfo") != NULL)
+        /* The last one is the most precise: a server may send A2A's type
+         * first and its own finer reason after it (onced does). */
+        if (t != NULL && strstr(t, "google.rpc.ErrorInfo") != NULL)
             info = d;
     }
     const char *reason = json_string_value(json_object_get(info, "reason"));

@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "client/client_int.h"
+#include "core/generation.h"
 #include "core/jcs.h"
 
 #define STREAM_MAX_ERROR (1u << 20)
@@ -75,7 +76,7 @@ static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t 
         json_decref(doc);
         return 1;
     }
-    int64_t gen = has_id ? id : json_integer_value(json_object_get(stream_body(res), "generation"));
+    int64_t gen = has_id ? id : once__generation_of(stream_body(res));
     once__end end = ONCE__END_OPEN;
     int rc = k->fn(k->ctx, gen, res, &end);
     json_decref(doc);

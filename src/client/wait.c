@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "core/generation.h"
 #include "core/jcs.h"
 
 #define POLL_MIN_MS 100
@@ -56,7 +57,7 @@ static int64_t task_generation(const char *json)
 {
     json_t *t = NULL;
     (void)once__json_loads(json, 0, &t, NULL); /* 0 when it cannot be read */
-    int64_t g = json_integer_value(json_object_get(t, "generation"));
+    int64_t g = once__generation_of(t);
     json_decref(t);
     return g;
 }

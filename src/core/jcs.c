@@ -459,13 +459,23 @@ static const char *const digest_members[] = {
 
 int once__message_digest_json(const json_t *msg, uint8_t out[ONCE_SHA256_LEN])
 {
+    return once__request_digest_json(msg, NULL, out);
+}
+
+int once__request_digest_json(const json_t *msg, const json_t *push,
+                              uint8_t out[ONCE_SHA256_LEN])
+{
     if (!json_is_object(msg) || out == NULL)
         return ONCE_EINVAL;
     json_t *sub = json_object();
     if (sub == NULL)
         return ONCE_ENOMEM;
     int rc = ONCE_OK;
-    for (size_t i = 0; i < sizeof digest_members / sizeof digest_members[0]; i++) {
+    if (push != NULL &&
+        json_object_set(sub, "taskPushNotificationConfig", (json_t *)push) != 0)
+        rc = ONCE_ENOMEM;
+    for (size_t i = 0; rc == ONCE_OK && i < sizeof digest_members / sizeof digest_members[0];
+         i++) {
         json_t *m = json_object_get(msg, digest_members[i]);
         if (m != NULL && json_object_set(sub, digest_members[i], m) != 0) {
             rc = ONCE_ENOMEM;

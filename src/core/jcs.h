@@ -67,6 +67,14 @@ int once__json_object(const char *text, json_t **out);
  * not an object. */
 int once__message_digest_json(const json_t *msg, uint8_t out[ONCE_SHA256_LEN]);
 
+/* The digest of a send that also carries a push config (its
+ * configuration.taskPushNotificationConfig, as sent): the message's digest
+ * members plus the config under "taskPushNotificationConfig" (no message
+ * member has that name, so no message alone digests the same). push NULL:
+ * exactly once__message_digest_json(). */
+int once__request_digest_json(const json_t *msg, const json_t *push,
+                              uint8_t out[ONCE_SHA256_LEN]);
+
 /* ECMAScript Number::toString(d) (ES2015+ 7.1.12.1, shortest round-trip
  * digits, closest on ties of length) as JCS serialises numbers; -0 gives
  * "0". Writes a NUL-terminated string into buf and returns its length, or

@@ -52,6 +52,14 @@ typedef struct once_engine_config {
      * the write that ends the task, which may use 64 KiB more so a task can
      * always end. Bounds the memory and time of every read of the task. */
     int64_t max_task_bytes;
+    /* Who names the task of a plain first message (no idempotency extension
+     * active, no taskId). ONCE_PLAIN_IDS_DERIVED (0, the default): derived
+     * from (principal, messageId), so a plain client's retry lands on the
+     * same task, and a messageId reused with other content is refused.
+     * ONCE_PLAIN_IDS_SERVER: a fresh server-minted ID for every such
+     * message, as other A2A 1.0 servers do (a plain retry makes a second
+     * task). Messages sent with the extension active dedup in both modes. */
+    int plain_ids;
     /* EXPERIMENT ONLY (demo/amplify.sh, onced --experiment-naive): switch
      * the idempotency layer off to measure what it prevents. A first
      * message without a taskId registers a fresh task under a random
@@ -61,6 +69,8 @@ typedef struct once_engine_config {
      * in production. */
     int experiment_naive;
 } once_engine_config;
+
+enum { ONCE_PLAIN_IDS_DERIVED = 0, ONCE_PLAIN_IDS_SERVER = 1 };
 
 int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err, size_t errlen);
 /* Start the worker pool and the sweeper thread. */
@@ -100,9 +110,12 @@ typedef struct once_send_req {
     int history_length;     /* -1 = all */
     json_t *metadata;       /* borrowed request metadata or NULL */
     /* configuration.taskPushNotificationConfig (shape-checked; push.h) or
-     * NULL: stored in the same create / CAS as a REGISTER or CONTINUE (a
-     * REPLAY stays read-only and ignores it). ONCE_EUNSUPPORTED without a
-     * push-capable store; a bad url is ONCE_EINVAL with field
+     * NULL: stored in the same create / CAS as a REGISTER or CONTINUE. It is
+     * part of the request's digest, so a REPLAY carries the same config
+     * (and stays read-only) and another config, or none, under the same
+     * messageId is IDEMPOTENCY_CONFLICT like other content.
+     * ONCE_EUNSUPPORTED without a push-capable store; a bad url is
+     * ONCE_EINVAL with field
      * "configuration.taskPushNotificationConfig.url". */
     const json_t *push_config;
 } once_send_req;

@@ -200,7 +200,7 @@ json_t *once__message_fill(const json_t *msg, const char *task_id, const char *c
 json_t *once__agent_text(const char *text, const char *task_id, const char *context_id,
                          const once_rng *rng);
 
-/* The stored outcome as the client sees it: a Task with "generation" and
+/* The stored outcome as the client sees it: a Task with its generation and
  * history trimmed to history_length (-1 = all, 0 = none); for a Message
  * record the Message. NULL if the stored text is not an object. */
 json_t *once__task_out(const once_record *rec, int history_length);

@@ -105,7 +105,10 @@ static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_s
     c->context_id = json_string_value(ctx);
 
     uint8_t raw[ONCE_SHA256_LEN];
-    int rc = once__message_digest_json(req->message, raw);
+    /* A push config is part of the request: a replay carries the same one
+     * (and changes nothing), another one is another request for the same
+     * messageId, refused like other content (docs/wire.md). */
+    int rc = once__request_digest_json(req->message, req->push_config, raw);
     if (rc == ONCE_ENOMEM)
         return rc;
     if (rc != ONCE_OK)
@@ -122,9 +125,11 @@ static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_s
             return invalid(res, "message.taskId", "taskId must be 1..128 of [A-Za-z0-9._:-]");
         c->may_register = req->extension != 0 && !e->cfg.experiment_naive;
         snprintf(c->task_id, sizeof c->task_id, "%s", req->task_id);
-    } else if (e->cfg.experiment_naive) {
-        /* The amplification experiment's baseline: every first message is
-         * a new task, whatever its messageId (engine.h). */
+    } else if (e->cfg.experiment_naive ||
+               (e->cfg.plain_ids == ONCE_PLAIN_IDS_SERVER && !req->extension)) {
+        /* A new task, whatever its messageId: a plain first message under
+         * --plain-ids server, and every first message in the amplification
+         * experiment's baseline (engine.h). */
         rc = once_uuid4(e->rng, c->task_id);
         if (rc != ONCE_OK)
             return rc;

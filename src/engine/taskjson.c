@@ -3,16 +3,17 @@
  * StreamResponse payloads its mutations emit (docs/design.md section 6).
  *
  * Stored shape: {id, contextId, status{state, timestamp[, message]},
- * [artifacts], history, [metadata]}. "generation" is not stored inside the
+ * [artifacts], history, [metadata]}. The generation is not stored inside the
  * JSON (the record holds it); it is added when a Task is read out and put in
  * every event payload, so a reader always sees the number of the mutation
- * that produced what it reads (A2A dev-1.1 draft).
+ * that produced what it reads, in metadata (core/generation.h).
  *
  * Nothing here touches the store; every function builds or edits jansson
  * values and reports ONCE_ENOMEM / ONCE_EINVAL.
  */
 #include <string.h>
 
+#include "core/generation.h"
 #include "core/jcs.h"
 #include "engine/engine_int.h"
 
@@ -220,7 +221,7 @@ json_t *once__task_out(const once_record *rec, int history_length)
     json_t *j = once__json_parse(rec->task_json);
     if (j == NULL || rec->kind == ONCE_KIND_MESSAGE)
         return j;
-    if (json_object_set_new(j, "generation", json_integer(rec->generation)) != 0 ||
+    if (once__generation_stamp(j, rec->generation) != ONCE_OK ||
         trim_history(j, history_length) != ONCE_OK) {
         json_decref(j);
         return NULL;
@@ -236,11 +237,16 @@ json_t *once__send_result(const once_record *rec, int history_length)
     return json_pack("{s:o}", rec->kind == ONCE_KIND_MESSAGE ? "message" : "task", inner);
 }
 
-/* Wrap body (reference stolen) as {"<kind>": body} and dump it. */
-static char *event_text(const char *kind, json_t *body)
+/* Stamp body (reference stolen) with generation (unless it is 0), wrap it
+ * as {"<kind>": body} and dump it. */
+static char *event_text(const char *kind, json_t *body, int64_t generation)
 {
     if (body == NULL)
         return NULL;
+    if (generation != 0 && once__generation_stamp(body, generation) != ONCE_OK) {
+        json_decref(body);
+        return NULL;
+    }
     json_t *ev = json_pack("{s:o}", kind, body);
     if (ev == NULL)
         return NULL;
@@ -251,20 +257,15 @@ static char *event_text(const char *kind, json_t *body)
 
 char *once__ev_task(const json_t *task, int64_t generation)
 {
-    json_t *t = json_deep_copy(task);
-    if (t == NULL)
-        return NULL;
-    if (json_object_set_new(t, "generation", json_integer(generation)) != 0) {
-        json_decref(t);
-        return NULL;
-    }
-    return event_text("task", t);
+    return event_text("task", json_deep_copy(task), generation);
 }
 
 char *once__ev_message(const json_t *msg, int64_t generation)
 {
-    (void)generation;   /* a Message has no generation member */
-    return event_text("message", json_deep_copy(msg));
+    /* A direct Message answer is served exactly as the agent's reply was
+     * stored (a replay gives the same bytes), so it is not stamped. */
+    (void)generation;
+    return event_text("message", json_deep_copy(msg), 0);
 }
 
 char *once__ev_status(const json_t *task, int64_t generation)
@@ -273,9 +274,10 @@ char *once__ev_status(const json_t *task, int64_t generation)
     if (status == NULL)
         return NULL;
     return event_text("statusUpdate",
-                      json_pack("{s:O, s:O, s:o, s:I}", "taskId", json_object_get(task, "id"),
+                      json_pack("{s:O, s:O, s:o}", "taskId", json_object_get(task, "id"),
                                 "contextId", json_object_get(task, "contextId"), "status",
-                                status, "generation", (json_int_t)generation));
+                                status),
+                      generation);
 }
 
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
@@ -285,9 +287,9 @@ char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, 
     if (art == NULL)
         return NULL;
     return event_text("artifactUpdate",
-                      json_pack("{s:O, s:O, s:o, s:b, s:b, s:I}", "taskId",
+                      json_pack("{s:O, s:O, s:o, s:b, s:b}", "taskId",
                                 json_object_get(task, "id"), "contextId",
                                 json_object_get(task, "contextId"), "artifact", art, "append",
-                                append, "lastChunk", last_chunk, "generation",
-                                (json_int_t)generation));
+                                append, "lastChunk", last_chunk),
+                      generation);
 }

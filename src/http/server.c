@@ -37,6 +37,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "http/card_cache.h"
 #include "http/guard.h"
 #include "http/http.h"
 #include "http/ops.h"
@@ -65,6 +66,7 @@ struct once_http {
     once__sse *sse;
     once__guard *guard;
     once__ops *ops;            /* /healthz, /readyz, /metrics; draining */
+    once__card_cache card;
     int port;
     int stopping;              /* atomic: set by once_http_stop */
     long inflight;             /* atomic: live req_ctx count */
@@ -194,18 +196,26 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, once_a2a_binding
     return queue_refusal(conn, b, status, code, reason, message, 0, closing);
 }
 
+/* The card, or 304 when the client's copy is current (card_cache.h). */
 static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
 {
     size_t len;
     const char *card = once_a2a_card(h->cfg.codec, &len);
+    int fresh = once__card_not_modified(
+        &h->card, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH),
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MODIFIED_SINCE));
     struct MHD_Response *res =
-        MHD_create_response_from_buffer(len, (void *)card, MHD_RESPMEM_PERSISTENT);
+        MHD_create_response_from_buffer(fresh ? 0 : len, (void *)card, MHD_RESPMEM_PERSISTENT);
     if (res == NULL)
         return MHD_NO;
-    MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (!fresh)
+        MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "max-age=60");
-    once__metrics_http(tl_method, MHD_HTTP_OK);
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, res);
+    MHD_add_response_header(res, MHD_HTTP_HEADER_ETAG, h->card.etag);
+    MHD_add_response_header(res, MHD_HTTP_HEADER_LAST_MODIFIED, h->card.last_modified);
+    once__metrics_http(tl_method, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK);
+    enum MHD_Result ret =
+        MHD_queue_response(conn, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ret;
 }
@@ -394,9 +404,9 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     }
     if (!content_type_ok(
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
-        return queue_error(conn, b, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, ONCE_RPC_INVALID_REQUEST,
-                           "UNSUPPORTED_MEDIA_TYPE",
-                           "Invalid request: Content-Type must be application/json (UTF-8)", 0);
+        return queue_error(conn, b, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                           ONCE_RPC_CONTENT_TYPE_NOT_SUPPORTED, "CONTENT_TYPE_NOT_SUPPORTED",
+                           "Content type not supported: send application/json (UTF-8)", 0);
     if (h->cfg.tokens != NULL) {
         const char *p = once_tokens_principal(
             h->cfg.tokens,
@@ -535,6 +545,9 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         h->cfg.sse_ping_ms = DEFAULT_SSE_PING_MS;
     if (h->cfg.sse_buffer == 0)
         h->cfg.sse_buffer = DEFAULT_SSE_BUFFER;
+    size_t card_len;
+    const char *card = once_a2a_card(h->cfg.codec, &card_len);
+    once__card_cache_init(&h->card, card, card_len, time(NULL));
     static const once_http_limits defaults = {ONCE_HTTP_REQUEST_TIMEOUT_MS,
                                               ONCE_HTTP_MAX_CONNECTIONS, ONCE_HTTP_MAX_PER_IP,
                                               ONCE_HTTP_MAX_BODY_MEMORY};

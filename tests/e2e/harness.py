@@ -337,6 +337,17 @@ def result_task(doc, what="response"):
     return r["task"] if isinstance(r, dict) and "task" in r else r
 
 
+def generation(obj):
+    """The generation a served Task or event body carries: A2A 1.0 objects have
+    no member for it, so onced puts it in metadata under the extension's URI."""
+    return (((obj or {}).get("metadata") or {}).get(EXT) or {}).get("generation")
+
+
+def generation_metadata(n):
+    """The metadata member that carries generation n (see generation())."""
+    return {EXT: {"generation": n}}
+
+
 def task_state(doc):
     """status.state of a result, or None for an error response."""
     if not isinstance(doc, dict) or "result" not in doc:

@@ -197,10 +197,12 @@ def test_param_errors():
 
 def test_http_errors():
     body = envelope("GetTask", {"id": BASE_ID}).encode()
+    # A2A 1.0 section 5.4 pairs HTTP 415 with ContentTypeNotSupportedError.
     st, hd, doc = post_raw(body, headers={"Content-Type": "text/plain"})
-    expect(st, doc, 415, -32600, "Content-Type text/plain")
+    expect(st, doc, 415, -32005, "Content-Type text/plain")
+    eq(error_info(doc)[1], "CONTENT_TYPE_NOT_SUPPORTED", "Content-Type text/plain: reason")
     st, hd, doc = post_raw(body, headers={"Content-Type": "application/json; charset=latin1"})
-    expect(st, doc, 415, -32600, "a non-UTF-8 charset")
+    expect(st, doc, 415, -32005, "a non-UTF-8 charset")
     st, hd, doc = post_raw(body, headers={"Content-Type": "application/a2a+json; charset=utf-8"})
     eq(doc["result"]["id"], BASE_ID, "application/a2a+json is accepted")
     st, hd, data = http_request(srv.port, "GET", "/")

@@ -34,8 +34,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (ROOT, Onced, check, eq, new_id, result_task, run, scaled, scratch_dir,
-                     user_message, wait_until)
+import harness
+from harness import (ROOT, Onced, check, eq, generation_metadata, new_id, result_task, run, scaled,
+                     scratch_dir, user_message, wait_until)
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 ONCE = os.path.join(BUILD, "once")
@@ -172,7 +173,7 @@ def send_pushed(srv, text, tid, url):
 
 def generation(srv, tid):
     st, _, doc = srv.rpc("GetTask", {"id": tid})
-    return result_task(doc, "GetTask")["generation"]
+    return harness.generation(result_task(doc, "GetTask"))
 
 
 def of_task(rows, tid):
@@ -195,7 +196,7 @@ def sentinel(port, seen, what):
     after which "nothing more was handed over" can be asserted."""
     tid = "t-sentinel-" + new_id()
     wid, ts = SUB + tid + ".1", str(int(time.time()))
-    body = json.dumps({"task": {"id": tid, "contextId": "c", "generation": 1,
+    body = json.dumps({"task": {"id": tid, "contextId": "c", "metadata": generation_metadata(1),
                                 "status": {"state": "TASK_STATE_SUBMITTED"}}}).encode()
     h = {"Content-Type": "application/a2a+json", "webhook-id": wid, "webhook-timestamp": ts,
          "X-A2A-Notification-Token": TOKEN, "webhook-signature": sign(wid, ts, body)}
@@ -260,7 +261,7 @@ def test_listen_exec_once_in_order():
         # the genuine one under the same webhook-id is then handed over.
         other = "t-" + new_id()
         wid, ts = SUB + other + ".1", str(int(time.time()))
-        genuine = json.dumps({"task": {"id": other, "contextId": "c", "generation": 1,
+        genuine = json.dumps({"task": {"id": other, "contextId": "c", "metadata": generation_metadata(1),
                                        "status": {"state": "TASK_STATE_SUBMITTED"}}}).encode()
         forged = genuine.replace(b"SUBMITTED", b"COMPLETED")
         h = {"Content-Type": "application/a2a+json", "webhook-id": wid, "webhook-timestamp": ts,

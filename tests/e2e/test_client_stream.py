@@ -29,8 +29,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (ROOT, GatedAgent, Onced, check, eq, free_port, rpc, run, scaled, scratch_dir,
-                     wait_until)
+from harness import (ROOT, GatedAgent, Onced, check, eq, free_port, generation, rpc, run, scaled,
+                     scratch_dir, wait_until)
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 ONCE = os.path.join(BUILD, "once")
@@ -148,7 +148,7 @@ def test_cut_mid_task_resumes():
             a.kill()   # every connection through it is cut mid-stream
             check(before["status"]["state"] not in TERMINAL,
                   "the cut lands mid-task (%s)" % before["status"]["state"])
-            check(before["generation"] >= 3, "after some events (%d)" % before["generation"])
+            check(generation(before) >= 3, "after some events (%d)" % generation(before))
             # Events happen while the link is down (a reconnection without
             # Last-Event-ID would show a gap), then it comes back flaky: the
             # first reconnection is reset before onced sees it, the second
@@ -180,10 +180,10 @@ def test_cut_mid_task_resumes():
         check(len(modes) >= 3 and modes[2] == "forward", "then went through: %r" % modes)
         gens = doc["generations"]
         stored = [g for g, _ in stored_events(db, tid)]
-        eq(stored, list(range(1, final["generation"] + 1)), "the store holds every event")
+        eq(stored, list(range(1, generation(final) + 1)), "the store holds every event")
         eq(gens, stored[stored.index(gens[0]):],
            "every generation from the send's on: no gap, no duplicate, across the cut")
-        eq(gens[-1], final["generation"], "up to the terminal one")
+        eq(gens[-1], generation(final), "up to the terminal one")
         check(doc["attempts"] >= 4, "reconnections counted: %d" % doc["attempts"])
         check(any(t["text"] == "done" for t in doc["task"]["status"]["message"]["parts"]),
               "the result is the final Task: %r" % doc["task"]["status"])
@@ -334,7 +334,7 @@ def test_polls_when_streaming_is_unavailable():
                what + ": streaming tried only when the card offers it (busy: --attempts times)")
             gens = doc["generations"]
             eq(gens, sorted(set(gens)), what + ": generations increase")
-            eq(gens[-1], doc["task"]["generation"], what + ": up to the last")
+            eq(gens[-1], generation(doc["task"]), what + ": up to the last")
 
 
 def test_link_down_gives_up_by_the_policy():
@@ -383,7 +383,7 @@ def test_continue_wait_follows_the_new_turn():
         rc, doc = once_json(outbox, "send", "--agent", url, "--text", "ask:Which court?", "--wait")
         eq((rc, doc["state"]), (0, "TASK_STATE_INPUT_REQUIRED"), "send --wait stops at input-required")
         tid = doc["taskId"]
-        asked = doc["task"]["generation"]
+        asked = generation(doc["task"])
         rc, doc = once_json(outbox, "wait", tid)
         eq((rc, doc["state"], doc["generations"]), (0, "TASK_STATE_INPUT_REQUIRED", [asked]),
            "wait on an interrupted task returns at once")

@@ -35,8 +35,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EXT, ROOT, Onced, check, eq, error_info, free_port, http_request,
-                     live_descendants, new_id, run, scaled, scratch_dir, user_message, wait_until)
+from harness import (EXT, ROOT, Onced, check, eq, error_info, free_port, generation_metadata,
+                     http_request, live_descendants, new_id, run, scaled, scratch_dir, user_message,
+                     wait_until)
 
 TMP = scratch_dir("once-executors-")
 TOOLS = os.environ.get("ONCE_TOOLS", os.path.join(ROOT, "build", "tools"))
@@ -160,7 +161,7 @@ def task_json(t, state, history, generation, status_message=None, artifacts=None
     if status_message is not None:
         status["message"] = status_message
     task = {"id": t["id"], "contextId": t["contextId"], "status": status, "history": history,
-            "generation": generation}
+            "metadata": generation_metadata(generation)}
     if artifacts is not None:
         task["artifacts"] = artifacts
     return task
@@ -270,14 +271,14 @@ def test_chunks_on_the_stream(name, srv):
     chunks = [e for e in events if "artifactUpdate" in e]
     same(chunks, [
         {"artifactUpdate": {"taskId": tid, "contextId": cid, "append": False, "lastChunk": False,
-                            "generation": 7,
+                            "metadata": generation_metadata(7),
                             "artifact": {"artifactId": "review", "name": "review.md",
                                          "description": "contract review",
                                          "parts": [{"text": "# Review\n\nContract: Stream "
                                                             "contract\n",
                                                     "mediaType": "text/markdown"}]}}},
         {"artifactUpdate": {"taskId": tid, "contextId": cid, "append": True, "lastChunk": True,
-                            "generation": 8,
+                            "metadata": generation_metadata(8),
                             "artifact": {"artifactId": "review",
                                          "parts": [{"text": "Governing law: Dutch. No blocking "
                                                             "issues.\n",

@@ -19,7 +19,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Onced, check, eq, error_info, new_id, run, scaled, scratch_dir,
+from harness import (Onced, check, eq, error_info, generation, new_id, run, scaled, scratch_dir,
                      user_message, wait_until)
 from test_sse import Stream
 
@@ -128,6 +128,7 @@ def test_at_the_limit_every_path():
         st, _, doc = srv.rpc("GetTask", {"id": tid})
         eq(st, 200, "GetTask: HTTP status")
         check_task(doc["result"], "GetTask")
+        asked = generation(doc["result"])
 
         st, _, doc = srv.rpc("ListTasks", {"pageSize": 100, "includeArtifacts": True})
         eq(st, 200, "ListTasks: HTTP status")
@@ -135,9 +136,16 @@ def test_at_the_limit_every_path():
         eq(len(mine), 1, "ListTasks lists the task")
         check_task(mine[0], "ListTasks")
 
+        # The task asks, so the subscription stays open past its events
+        # (docs/wire.md, "Streaming"): read up to the task's generation.
         s = Stream(srv.port, "SubscribeToTask", {"id": tid}, headers={"Last-Event-ID": "0"})
         check(s.sse, "SubscribeToTask replays as a stream: %r" % (s.doc,))
-        evs = [e["data"]["result"] for e in s.rest()]
+        evs = []
+        while not evs or evs[-1]["id"] < asked:
+            ev = s.next()
+            check(ev is not None, "the replay reaches generation %d" % asked)
+            evs.append(ev)
+        evs = [e["data"]["result"] for e in evs]
         s.close()
         arts = [e["artifactUpdate"] for e in evs if "artifactUpdate" in e]
         ups = [e["statusUpdate"] for e in evs if "statusUpdate" in e]

@@ -33,8 +33,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (ROOT, Onced, admin_stats, check, eq, error_info, free_port, http_get,
-                     new_id, result_task, run, scaled, scratch_dir, user_message, wait_until)
+import harness
+from harness import (ROOT, Onced, admin_stats, check, eq, error_info, free_port,
+                     generation_metadata, http_get, new_id, result_task, run, scaled, scratch_dir,
+                     user_message, wait_until)
 
 TOOLS = os.environ.get("ONCE_TOOLS", os.path.join(ROOT, "build", "tools"))
 SINK = os.path.join(TOOLS, "webhook_sink")
@@ -103,7 +105,7 @@ def send(srv, text, task_id, push_url, token=TOKEN, **cfg):
 
 def generation(srv, task_id):
     st, _, doc = srv.rpc("GetTask", {"id": task_id})
-    return result_task(doc, "GetTask")["generation"]
+    return harness.generation(result_task(doc, "GetTask"))
 
 
 def configs(srv, task_id):
@@ -152,6 +154,10 @@ def test_receiver_fails_then_recovers():
         bodies = [b for t, g, b in sink.handled()]
         check("task" in bodies[0], "event 1 is the Task (a StreamResponse): %r" % (bodies[0],))
         eq(bodies[0]["task"]["id"], tid, "the payload names the task")
+        for _, g, b in sink.handled():
+            inner = next(iter(b.values()))   # A2A 1.0 objects have no generation member
+            check("generation" not in inner and harness.generation(inner) == g,
+                  "body of event %d: its generation in metadata only: %r" % (g, inner))
         cfg = recorded(srv, tid, gen)
         eq(len(cfg), 1, "one config")
         d = cfg[0]["delivery"]
@@ -268,7 +274,7 @@ def test_tampered_and_stale_rejected():
         now = str(int(time.time()))
         body = json.dumps({"statusUpdate": {"taskId": "t-x", "contextId": "c",
                                             "status": {"state": "TASK_STATE_WORKING"},
-                                            "generation": 1}}).encode()
+                                            "metadata": generation_metadata(1)}}).encode()
         good = sign(SUB + "t-x.1", now, body)
         eq(post(sink.port, SUB + "t-x.1", now, body.replace(b"WORKING", b"FAILED"), good), 401,
            "tampered body")

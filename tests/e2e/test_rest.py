@@ -43,10 +43,14 @@ def aip193(answer, status, grpc, reason, what, **meta):
     check(isinstance(err.get("message"), str) and err["message"], what + ": error.message")
     infos = [d for d in err.get("details") or []
              if d.get("@type") == "type.googleapis.com/google.rpc.ErrorInfo"]
-    eq(len(infos), 1, what + ": one ErrorInfo in details")
-    eq(infos[0].get("reason"), reason, what + ": ErrorInfo.reason")
+    # As on JSON-RPC: an A2A error carries A2A's ErrorInfo (domain
+    # a2a-protocol.org) first and once's finer reason last; others one.
+    check(len(infos) in (1, 2), what + ": one or two ErrorInfo entries in details")
+    if len(infos) == 2:
+        eq(infos[0].get("domain"), "a2a-protocol.org", what + ": the first ErrorInfo is A2A's")
+    eq(infos[-1].get("reason"), reason, what + ": ErrorInfo.reason")
     for k, v in meta.items():
-        eq(infos[0].get("metadata", {}).get(k), v, what + ": metadata." + k)
+        eq(infos[-1].get("metadata", {}).get(k), v, what + ": metadata." + k)
 
 
 class RestStream(Stream):
@@ -204,7 +208,7 @@ def test_errors():
     aip193(rest(p, "POST", "/message:send", {"message": {"role": "ROLE_USER"}}), 400,
            "INVALID_ARGUMENT", "INVALID_PARAMS", "a message without parts")
     aip193(rest(p, "POST", "/message:send", {"message": user_message("x")}, ctype="text/plain"),
-           415, "INVALID_ARGUMENT", "UNSUPPORTED_MEDIA_TYPE", "Content-Type text/plain")
+           415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED", "Content-Type text/plain")
     ans = rest(p, "DELETE", "/tasks")
     aip193(ans, 405, "UNIMPLEMENTED", "METHOD_NOT_ALLOWED", "DELETE /tasks")
     eq(ans[1].get("allow"), "GET", "405 names the methods the path takes")

@@ -20,8 +20,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (GatedAgent, Onced, check, eq, error_info, new_id, result_task, run, scaled,
-                     scratch_dir, task_state, user_message, wait_until)
+from harness import (GatedAgent, Onced, check, eq, error_info, generation, new_id, result_task, run,
+                     scaled, scratch_dir, task_state, user_message, wait_until)
 
 TMP = scratch_dir("once-sse-")
 # A task that stays live until the test lets it finish: a subscription to it
@@ -129,7 +129,7 @@ def state_of(result):
 def body_generation(result):
     for k in ("task", "statusUpdate", "artifactUpdate"):
         if k in result:
-            return result[k].get("generation")
+            return generation(result[k])
     return None
 
 
@@ -258,7 +258,7 @@ def test_subscribe_live_task():
         sub.close()
         snap = result_of(evs[0], "sub-1")
         check("task" in snap, "the first event is the Task as it is now: %r" % snap)
-        eq(evs[0]["id"], snap["task"]["generation"], "its id is the Task's generation")
+        eq(evs[0]["id"], generation(snap["task"]), "its id is the Task's generation")
         check_consecutive(evs, "subscription")
         eq(state_of(result_of(evs[-1], "sub-1")), "TASK_STATE_COMPLETED", "to the terminal status")
         stored = dict(stored_events(path, tid))
@@ -272,20 +272,29 @@ def test_subscribe_interrupted_and_continue():
         st_, _, doc = s.rpc("SendMessage", {"message": user_message("ask:which contract?")})
         task = result_task(doc)
         eq(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "the task asks")
+        # A2A 1.0 section 3.1.6: a subscription works on any non-terminal
+        # task and ends at a terminal state, so it stays open past the
+        # snapshot of an input-required task.
         sub = Stream(s.port, "SubscribeToTask", {"id": task["id"]}, rid=3)
-        evs = sub.rest()
-        sub.close()
-        eq(len(evs), 1, "an input-required task: the snapshot, then the stream closes")
-        eq(state_of(result_of(evs[0], 3)), "TASK_STATE_INPUT_REQUIRED", "snapshot state")
-        # A streaming continuation starts with the Task at its new generation.
+        snap = sub.next()
+        eq(state_of(result_of(snap, 3)), "TASK_STATE_INPUT_REQUIRED", "snapshot state")
+        eq(snap["id"], generation(task), "at the task's generation")
+        # A streaming continuation (another call) starts with the Task at its
+        # new generation and ends at the completion.
         _, st = streaming_send(s.port, "ACME", rid=4, task_id=task["id"])
         evs = st.rest()
         st.close()
         check(st.sse and len(evs) >= 2, "the continuation streams: %r" % (st.doc,))
         check("task" in result_of(evs[0], 4), "beginning with the Task")
-        eq(evs[0]["id"], task["generation"] + 1, "at the continuation's generation")
+        eq(evs[0]["id"], generation(task) + 1, "at the continuation's generation")
         check_consecutive(evs, "continuation")
         eq(state_of(result_of(evs[-1], 4)), "TASK_STATE_COMPLETED", "to completion")
+        # The subscription saw every event of the continuation, then closed.
+        more = sub.rest()
+        sub.close()
+        check_consecutive([snap] + more, "the subscription", first=generation(task))
+        eq(more[-1]["id"], evs[-1]["id"], "up to the completion")
+        eq(state_of(result_of(more[-1], 3)), "TASK_STATE_COMPLETED", "which ends it")
 
 
 def test_errors_before_the_stream():
@@ -311,7 +320,7 @@ def test_errors_before_the_stream():
                          headers={"Last-Event-ID": bad})
             eq(error_info(sub.doc)[2].get("field"), "Last-Event-ID", "malformed Last-Event-ID " + bad)
         sub = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
-                     headers={"Last-Event-ID": str(task["generation"] + 5)})
+                     headers={"Last-Event-ID": str(generation(task) + 5)})
         eq(error_info(sub.doc)[:2], (-32602, "INVALID_PARAMS"), "a Last-Event-ID past the task")
         st = Stream(s.port, "SendStreamingMessage", {"message": {"role": "ROLE_USER",
                                                                  "parts": [{"text": "x"}]}})
@@ -438,7 +447,7 @@ def test_slow_subscribers_bounded():
         # Warm up: one full replay read to the end (allocator, store caches).
         warm = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
                       headers={"Last-Event-ID": "0"})
-        eq(len(warm.rest()), task["generation"], "a reading client gets every event")
+        eq(len(warm.rest()), generation(task), "a reading client gets every event")
         warm.close()
         before = rss_settled(s.proc.pid, "the server's memory to settle after the warm-up")
         # One after the other: what is measured is what open streams hold,
@@ -469,7 +478,7 @@ def test_slow_subscribers_bounded():
         # Their slots come back: streams still open after the cut.
         def fresh_stream_works():
             st = Stream(s.port, "SubscribeToTask", {"id": task["id"]},
-                        headers={"Last-Event-ID": str(task["generation"] - 1)})
+                        headers={"Last-Event-ID": str(generation(task) - 1)})
             ok = st.sse and len(st.rest()) == 1
             st.close()
             return ok

@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness
 from harness import (ROOT, Onced, check, eq, result_task, run, scaled, scratch_dir, user_message,
                      wait_until)
 
@@ -75,7 +76,7 @@ def test_tenants_apart():
 
     def generation(who):
         st, _, doc = srv.rpc("GetTask", {"id": "job-1"}, token=BEARER[who])
-        return result_task(doc, "GetTask")["generation"]
+        return harness.generation(result_task(doc, "GetTask"))
 
     try:
         send("carol", ALICE_TOKEN)

@@ -23,6 +23,8 @@ import { fileURLToPath } from 'node:url';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
+// onced --plain-ids (docs/wire.md, "Identity"): derived (the default) or server.
+const PLAIN_IDS = process.env.ONCE_PLAIN_IDS || 'derived';
 const SDK_DIR = path.join(HERE, 'node_modules', '@a2a-js', 'sdk');
 const SDK_VERSION = '1.3.0';
 const EXT = 'urn:once:a2a:idempotency:v1';
@@ -202,7 +204,7 @@ async function startOnced() {
   const port = await freePort();
   const log = fs.openSync(path.join(tmpdir, 'onced.log'), 'a');
   const args = ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${path.join(tmpdir, 'registry.db')}`,
-                '--executor', 'echo',
+                '--executor', 'echo', '--plain-ids', PLAIN_IDS,
                 // one turn at a time: a task sent after another's turn runs
                 // only once that turn is over (scenario 6)
                 '--turn-workers', '1'];
@@ -266,9 +268,9 @@ function expectState(task, want, what) {
 }
 
 // The A2A ErrorInfo inside a JSON-RPC error.data, as onced sends it.
-function errorInfo(err) {
+function errorInfos(err) {
   const data = Array.isArray(err && err.data) ? err.data : [];
-  return data.find((d) => d && typeof d === 'object' && String(d['@type'] || '').endsWith('google.rpc.ErrorInfo'));
+  return data.filter((d) => d && typeof d === 'object' && String(d['@type'] || '').endsWith('google.rpc.ErrorInfo'));
 }
 
 async function expectRpcError(promise, code, reason, meta, what) {
@@ -283,8 +285,12 @@ async function expectRpcError(promise, code, reason, meta, what) {
   check(err instanceof sdk.errors.A2AError, `${what}: error is an SDK A2AError (got ${err && err.name}: ${err && err.message})`);
   eq(err.transport, 'jsonrpc', `${what}: error transport`);
   eq(err.envelopeCode, code, `${what}: JSON-RPC error code`);
-  const info = errorInfo(err);
-  check(info !== undefined, `${what}: error.data carries a google.rpc.ErrorInfo (data: ${JSON.stringify(err.data)})`);
+  // A2A's own ErrorInfo first (A2A 1.0 section 9.5), once's finer reason, if
+  // any, last (docs/wire.md, "Errors").
+  const infos = errorInfos(err);
+  check(infos.length > 0, `${what}: error.data carries a google.rpc.ErrorInfo (data: ${JSON.stringify(err.data)})`);
+  eq(infos[0].domain, 'a2a-protocol.org', `${what}: the first ErrorInfo is A2A's`);
+  const info = infos[infos.length - 1];
   eq(info.reason, reason, `${what}: ErrorInfo.reason`);
   for (const [k, v] of Object.entries(meta)) {
     eq(info.metadata && info.metadata[k], v, `${what}: ErrorInfo.metadata.${k}`);
@@ -412,7 +418,9 @@ async function s6_cancel() {
                        { taskId: st.hello.task.id, state: 'TASK_STATE_COMPLETED' }, 'CancelTask of a completed task');
 }
 
-async function s7_same_message_twice_dedups() {
+// With --plain-ids derived a plain client's resend lands on the same task;
+// with server it is a new task, as on any other A2A server.
+async function s7_same_message_twice() {
   const id = randomUUID();
   const a = await client.sendMessage({ message: userMessage('hello twice', { messageId: id }) }, opts());
   const aHdr = lastRpc('SendMessage').resHeaders.get('idempotent-replayed');
@@ -420,10 +428,15 @@ async function s7_same_message_twice_dedups() {
   const bHdr = lastRpc('SendMessage').resHeaders.get('idempotent-replayed');
   expectState(a, TaskState.TASK_STATE_COMPLETED, 'first send');
   expectState(b, TaskState.TASK_STATE_COMPLETED, 'resend with the same messageId');
-  eq(b.id, a.id, 'both answers carry the same (derived) task id');
-  eq(b.contextId, a.contextId, 'both answers carry the same contextId');
   check(aHdr === null || aHdr === 'false', `first answer is not marked replayed (Idempotent-Replayed: ${aHdr})`);
-  eq(bHdr, 'true', 'second answer carries Idempotent-Replayed: true');
+  if (PLAIN_IDS === 'server') {
+    check(b.id !== a.id, '--plain-ids server: the resend is a new task');
+    check(bHdr === null || bHdr === 'false', `and no replay (Idempotent-Replayed: ${bHdr})`);
+  } else {
+    eq(b.id, a.id, 'both answers carry the same (derived) task id');
+    eq(b.contextId, a.contextId, 'both answers carry the same contextId');
+    eq(bHdr, 'true', 'second answer carries Idempotent-Replayed: true');
+  }
 
   const c = await client.sendMessage({ message: userMessage('hello twice') }, opts());
   expectState(c, TaskState.TASK_STATE_COMPLETED, 'same text, new messageId');
@@ -437,11 +450,11 @@ const scenarios = [
   s4_new_message_to_completed_task,
   s5_get_task_with_history,
   s6_cancel,
-  s7_same_message_twice_dedups,
+  s7_same_message_twice,
 ];
 
 base = await startOnced();
-console.log(`info: @a2a-js/sdk ${sdkVersion}, node ${process.version}, onced ${ONCED} at ${base}`);
+console.log(`info: @a2a-js/sdk ${sdkVersion}, node ${process.version}, onced ${ONCED} --plain-ids ${PLAIN_IDS} at ${base}`);
 for (const s of scenarios) {
   if (!client && s !== s1_client_from_agent_card) {
     failed++;

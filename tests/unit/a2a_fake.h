@@ -151,17 +151,25 @@ FAKE_UNUSED static int err_code(const json_t *doc)
     return (int)json_integer_value(json_object_get(json_object_get(doc, "error"), "code"));
 }
 
-/* error.data[0].reason / .metadata[key] of doc, "" if absent. */
+/* The last ErrorInfo of doc's error.data: once's own reason, which follows
+ * A2A's error type where it says more (errors.c). */
+FAKE_UNUSED static const json_t *err_info_last(const json_t *doc)
+{
+    const json_t *data = json_object_get(json_object_get(doc, "error"), "data");
+    return json_array_get(data, json_array_size(data) - 1);
+}
+
+/* The last ErrorInfo's reason / metadata[key] of doc, "" if absent. */
 FAKE_UNUSED static const char *err_reason(const json_t *doc)
 {
-    const json_t *d = json_array_get(json_object_get(json_object_get(doc, "error"), "data"), 0);
+    const json_t *d = err_info_last(doc);
     const char *r = json_string_value(json_object_get(d, "reason"));
     return r ? r : "";
 }
 
 FAKE_UNUSED static const char *err_meta(const json_t *doc, const char *key)
 {
-    const json_t *d = json_array_get(json_object_get(json_object_get(doc, "error"), "data"), 0);
+    const json_t *d = err_info_last(doc);
     const char *v = json_string_value(json_object_get(json_object_get(d, "metadata"), key));
     return v ? v : "";
 }

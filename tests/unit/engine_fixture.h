@@ -37,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/generation.h"
 #include "core/jcs.h"
 #include "engine/engine.h"
 #include "timeout.h"
@@ -374,8 +375,7 @@ static FX_UNUSED void fx_check_events(once_store *s, const char *principal, cons
         assert_int_equal(json_object_size(p), 1);   /* exactly one StreamResponse member */
         json_t *inner = json_object_iter_value(json_object_iter(p));
         if (json_object_get(p, "message") == NULL)
-            assert_int_equal(json_integer_value(json_object_get(inner, "generation")),
-                             l.v[i].generation);
+            assert_int_equal(once__generation_of(inner), l.v[i].generation);
         json_decref(p);
     }
     once_event_list_clear(&l);

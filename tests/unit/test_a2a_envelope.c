@@ -60,7 +60,8 @@ static void expect_error(const char *body, int code, const char *reason, int id_
     const json_t *d = json_array_get(json_object_get(json_object_get(doc, "error"), "data"), 0);
     assert_string_equal(json_string_value(json_object_get(d, "@type")),
                         "type.googleapis.com/google.rpc.ErrorInfo");
-    assert_string_equal(json_string_value(json_object_get(d, "domain")), "once");
+    assert_string_equal(json_string_value(json_object_get(d, "domain")),
+                        code <= -32001 && code >= -32009 ? "a2a-protocol.org" : "once");
     assert_true(json_is_string(json_object_get(json_object_get(doc, "error"), "message")));
     json_decref(doc);
     once_a2a_response_clear(&r);

@@ -48,6 +48,31 @@ static json_t *send(const char *ext, once_a2a_response *r)
     return doc;
 }
 
+/* error.data of doc: A2A's error type first (domain a2a-protocol.org,
+ * A2A 1.0 section 9.5) for an A2A code, then once's reason (domain once)
+ * unless it is that type; a JSON-RPC code has once's reason alone. */
+static void expect_error_infos(const json_t *doc, const char *a2a_type, const char *reason)
+{
+    const json_t *data = json_object_get(json_object_get(doc, "error"), "data");
+    size_t want = a2a_type == NULL || strcmp(a2a_type, reason) != 0 ? 1 : 0;
+    want += a2a_type != NULL;
+    assert_int_equal(json_array_size(data), want);
+    size_t i = 0;
+    if (a2a_type != NULL) {
+        const json_t *d = json_array_get(data, i++);
+        assert_string_equal(json_string_value(json_object_get(d, "reason")), a2a_type);
+        assert_string_equal(json_string_value(json_object_get(d, "domain")), "a2a-protocol.org");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(d, "metadata"),
+                                                              "taskId")),
+                            "t-1");
+    }
+    if (i < want) {
+        const json_t *d = json_array_get(data, i);
+        assert_string_equal(json_string_value(json_object_get(d, "reason")), reason);
+        assert_string_equal(json_string_value(json_object_get(d, "domain")), "once");
+    }
+}
+
 static void expect_send_error(once_verdict v, once_state st, int code, const char *reason)
 {
     F.rc = ONCE_OK;
@@ -59,6 +84,11 @@ static void expect_send_error(once_verdict v, once_state st, int code, const cha
     assert_int_equal(err_code(doc), code);
     assert_string_equal(err_reason(doc), reason);
     assert_string_equal(err_meta(doc, "taskId"), "t-1");
+    expect_error_infos(doc,
+                       code == -32001   ? "TASK_NOT_FOUND"
+                       : code == -32004 ? "UNSUPPORTED_OPERATION"
+                                        : NULL,
+                       reason);
     assert_int_equal(r.http_status, 200);
     assert_false(r.replayed);
     if (v == ONCE_V_REJECT_BUSY || v == ONCE_V_REJECT_TERMINAL) {

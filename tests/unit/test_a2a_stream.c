@@ -74,29 +74,33 @@ static int s_wait(void *ctx, const char *principal, const char *task_id, int64_t
     return s->gen > gen ? ONCE_OK : ONCE_ETIMEDOUT;
 }
 
+/* A served object's generation (core/generation.h). */
+#define GEN(n) "\"metadata\":{\"urn:once:a2a:idempotency:v1\":{\"generation\":" #n "}}"
+
 static const char *EV_TASK = "{\"task\":{\"id\":\"t-1\",\"contextId\":\"c-1\",\"status\":{"
-                             "\"state\":\"TASK_STATE_SUBMITTED\"},\"generation\":1}}";
+                             "\"state\":\"TASK_STATE_SUBMITTED\"}," GEN(1) "}}";
 static const char *EV_WORKING = "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
-                                "\"status\":{\"state\":\"TASK_STATE_WORKING\"},\"generation\":2}}";
+                                "\"status\":{\"state\":\"TASK_STATE_WORKING\"}," GEN(2) "}}";
 static const char *EV_ASK = "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                             "\"status\":{\"state\":\"TASK_STATE_INPUT_REQUIRED\"},"
-                            "\"generation\":3}}";
+                            GEN(3) "}}";
 static const char *EV_WORKING2 = "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                                  "\"status\":{\"state\":\"TASK_STATE_WORKING\"},"
-                                 "\"generation\":4}}";
+                                 GEN(4) "}}";
 static const char *EV_ART = "{\"artifactUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                             "\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"text\":"
                             "\"TASK_STATE_COMPLETED\"}]},\"append\":false,\"lastChunk\":true,"
-                            "\"generation\":5}}";
+                            GEN(5) "}}";
 static const char *EV_DONE = "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                              "\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},"
-                             "\"generation\":6}}";
+                             GEN(6) "}}";
 
 /* The task t-1 as GetTask returns it, at generation gen in state st. */
 static json_t *task_at(int64_t gen, const char *st)
 {
-    return json_pack("{s:s, s:s, s:{s:s}, s:I}", "id", "t-1", "contextId", "c-1", "status",
-                     "state", st, "generation", (json_int_t)gen);
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:I}}}", "id", "t-1", "contextId", "c-1",
+                     "status", "state", st, "metadata", ONCE_IDEMPOTENCY_EXTENSION, "generation",
+                     (json_int_t)gen);
 }
 
 /* The script: a task that asked (3), was continued (4), and completed (6). */
@@ -213,7 +217,7 @@ static void test_subscribe_snapshot_then_events(void **state)
     /* The snapshot first, at the task's generation, then what comes after. */
     const char *want_first =
         "id: 4\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"task\":{\"id\":\"t-1\","
-        "\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"},\"generation\":4}}}"
+        "\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}," GEN(4) "}}}"
         "\n\n";
     assert_memory_equal(text, want_first, strlen(want_first));
     char ids[64];
@@ -232,7 +236,7 @@ static void test_subscribe_snapshot_then_events(void **state)
     assert_string_equal(last, "id: 6\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":"
                               "{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\","
                               "\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},"
-                              "\"generation\":6}}}\n\n");
+                              GEN(6) "}}}\n\n");
     free(text);
     assert_int_equal(once_a2a_stream_position(r.stream), 6);
     once_a2a_response_clear(&r);
@@ -296,22 +300,40 @@ static void test_subscribe_interrupted(void **state)
     script(3, ONCE_STATE_INPUT_REQUIRED);
     S.f.result = task_at(3, "TASK_STATE_INPUT_REQUIRED");
     once_a2a_response r;
+    /* A2A 1.0 section 3.1.6: a subscription works on any non-terminal task
+     * and ends at a terminal state, so the snapshot of an input-required
+     * task does not end it: it stays open (the HTTP layer pings) for the
+     * continuation someone sends, and ends with the task. */
     assert_null(call(SUB, NULL, &r));
+    once_a2a_response rr;
+    assert_null(call(SUB, "3", &rr));   /* a resume at its end: open too */
     char *text = drain(r.stream, 8);
     char ids[64];
     ids_of(text, ids, sizeof ids);
-    assert_string_equal(ids, "3");   /* the snapshot alone: it is interrupted */
+    assert_string_equal(ids, "3");
     free(text);
-    once_a2a_response_clear(&r);
-    /* A resume at its end has nothing to send: done at once. */
-    assert_null(call(SUB, "3", &r));
     char *t = NULL;
     size_t n = 0;
-    int done = 0;
+    int done = 1;
     assert_int_equal(once_a2a_stream_read(r.stream, 4, &t, &n, &done), ONCE_OK);
     assert_int_equal(n, 0);
-    assert_true(done);
+    assert_false(done);
+    assert_int_equal(once_a2a_stream_read(rr.stream, 4, &t, &n, &done), ONCE_OK);
+    assert_int_equal(n, 0);
+    assert_false(done);
+    S.gen = 6;   /* continued: working (4), the artifact (5), completed (6) */
+    for (int i = 0; i < 2; i++) {
+        once_a2a_stream *st = i == 0 ? r.stream : rr.stream;
+        assert_int_equal(once_a2a_stream_wait(st, 10), ONCE_OK);
+        text = drain(st, 8);
+        ids_of(text, ids, sizeof ids);
+        assert_string_equal(ids, "4,5,6");
+        free(text);
+        assert_int_equal(once_a2a_stream_read(st, 4, &t, &n, &done), ONCE_OK);
+        assert_true(done);
+    }
     once_a2a_response_clear(&r);
+    once_a2a_response_clear(&rr);
 }
 
 static void test_slots(void **state)

@@ -3,6 +3,7 @@
  * builds (history, status, generation, events), get, and the rule that a
  * store failure is never turned into a verdict.
  */
+#include "core/generation.h"
 #include "unit/engine_fixture.h"
 
 static const char *P = "alice";
@@ -36,7 +37,7 @@ static void test_register_then_replay(void **state)
         "hello");
     once_record before;
     fx_load(env.store, P, tid, &before);
-    assert_int_equal(json_integer_value(json_object_get(task, "generation")), before.generation);
+    assert_int_equal(once__generation_of(task), before.generation);
     fx_res_clear(&res);
 
     assert_int_equal(fx_send(env.e, P, m, 0, 0, &res), ONCE_OK);
@@ -424,7 +425,7 @@ static void test_get(void **state)
     fx_load(env.store, P, tid, &r);
     json_t *task = NULL;
     assert_int_equal(once_engine_get(env.e, P, tid, -1, &task, NULL), ONCE_OK);
-    assert_int_equal(json_integer_value(json_object_get(task, "generation")), r.generation);
+    assert_int_equal(once__generation_of(task), r.generation);
     assert_int_equal(json_array_size(json_object_get(task, "history")), 3);
     json_decref(task);
     assert_int_equal(once_engine_get(env.e, P, tid, 1, &task, NULL), ONCE_OK);

@@ -4,6 +4,7 @@
  * replica sharing a store; blocking vs returnImmediately; a blocking send
  * on one replica sees a task another replica runs.
  */
+#include "core/generation.h"
 #include "unit/engine_fixture.h"
 
 #define NTHREADS 64
@@ -160,8 +161,7 @@ static void test_blocking_vs_immediate(void **state)
     assert_int_equal(fx_send(env.e, P, m1, 0, 1, &res), ONCE_OK);
     assert_int_equal(res.verdict, ONCE_V_REGISTER);
     assert_string_equal(fx_state(&res), "TASK_STATE_SUBMITTED");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(res.result, "task"),
-                                                        "generation")),
+    assert_int_equal(once__generation_of(json_object_get(res.result, "task")),
                      1);
     char tid[ONCE_ID_MAX + 1];
     snprintf(tid, sizeof tid, "%s", res.task_id);

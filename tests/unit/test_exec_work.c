@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "core/generation.h"
 #include "engine/engine.h"
 #include "once/executor.h"
 #include "once/store.h"
@@ -127,7 +128,7 @@ static void refused_writes_leave_no_trace(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(task, "status"),
                                                           "state")),
                         "TASK_STATE_COMPLETED");
-    assert_int_equal(json_integer_value(json_object_get(task, "generation")), 5);
+    assert_int_equal(once__generation_of(task), 5);
     json_t *hist = json_object_get(task, "history");
     assert_int_equal(json_array_size(hist), 2);
     json_t *parts = json_object_get(json_array_get(hist, 1), "parts");
