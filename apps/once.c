@@ -472,6 +472,10 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
     default:
         break;
     }
+    /* Refused before anything was written (a bad agent URL, a bad ID):
+     * the command line is at fault, and nothing is left to recover. */
+    if (rc == ONCE_EINVAL && r->intent == 0 && r->error != NULL)
+        return bad("%s", r->error);
     fprintf(stderr, "once: %s: %s\n", id,
             r->error ? r->error : once_client_errmsg(o->c)[0] ? once_client_errmsg(o->c)
                                                                : once_strerror(rc));

@@ -183,6 +183,10 @@ typedef struct once__http_resp {
  * timeout, interrupt: see the flags), ONCE_ENOMEM. */
 int once__http_do(const once__http_req *q, once__http_resp *r);
 void once__http_resp_clear(once__http_resp *r);
+/* ONCE_OK when url is an http(s) URL with a host and, if any, a port in
+ * 1..65535; else ONCE_EINVAL and why says what is wrong and what a valid
+ * one looks like. Checked before anything is written to the outbox. */
+int once__agent_url_check(const char *url, char *why, size_t whylen);
 /* "http://h:p/path" -> "http://h:p/.well-known/agent-card.json". */
 int once__card_url(const char *agent, char *out, size_t outlen);
 

@@ -285,15 +285,25 @@ static int build_message(const char *message_id, const char *task_id, const char
     return ONCE_OK;
 }
 
+/* An agent URL that can never be reached is refused before the outbox
+ * holds an intent for it: such an intent could only stay pending. */
+static int bad_url(const char *url, once_call_result *r)
+{
+    char why[600];
+    if (once__agent_url_check(url, why, sizeof why) == ONCE_OK)
+        return 0;
+    r->outcome = ONCE_OUTCOME_ERROR;
+    snprintf(r->reason, sizeof r->reason, "INVALID_AGENT_URL");
+    once__result_set_error(r, "%s", why);
+    return 1;
+}
+
 int once_client_send(once_client *c, const once_send_spec *s, once_call_result *r)
 {
     memset(r, 0, sizeof *r);
     char id[ONCE_ID_MAX + 1];
-    if (s->agent == NULL || strstr(s->agent, "://") == NULL) {
-        r->outcome = ONCE_OUTCOME_ERROR;
-        once__result_set_error(r, "the agent must be an http(s) URL");
+    if (bad_url(s->agent, r))
         return ONCE_EINVAL;
-    }
     if (s->task_id != NULL) {
         if (!once_id_valid(s->task_id)) {
             r->outcome = ONCE_OUTCOME_ERROR;
@@ -322,9 +332,11 @@ int once_client_continue(once_client *c, const char *agent, const char *task_id,
                          const char *parts_json, once_call_result *r)
 {
     memset(r, 0, sizeof *r);
-    if (agent == NULL || task_id == NULL || !once_id_valid(task_id)) {
+    if (bad_url(agent, r))
+        return ONCE_EINVAL;
+    if (task_id == NULL || !once_id_valid(task_id)) {
         r->outcome = ONCE_OUTCOME_ERROR;
-        once__result_set_error(r, "invalid agent or task ID");
+        once__result_set_error(r, "invalid task ID");
         return ONCE_EINVAL;
     }
     snprintf(r->task_id, sizeof r->task_id, "%s", task_id);
