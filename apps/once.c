@@ -24,7 +24,7 @@
 #include "once/webhook.h"
 
 enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3, EXIT_EXHAUSTED = 4,
-       EXIT_TASK_FAILED = 5, EXIT_INTERRUPTED = 130 };
+       EXIT_TASK_FAILED = 5, EXIT_FINISHED = 6, EXIT_INTERRUPTED = 130 };
 
 static const char usage[] =
     "usage: once [options] COMMAND [arguments]\n"
@@ -47,10 +47,16 @@ static const char usage[] =
     "                         dropped stream resumes where it broke, by\n"
     "                         Last-Event-ID), else by polling (--poll: always poll)\n"
     "  recover                re-send every pending intent (same ID, same body) and\n"
-    "                         poll every acknowledged one\n"
+    "                         poll every acknowledged one (abandoned ones: never)\n"
+    "  abandon ID             give up on the pending or acknowledged intents of ID\n"
+    "                         (a task ID, or the message ID `once outbox` shows):\n"
+    "                         they become abandoned, stay listed, and are never\n"
+    "                         sent, polled or recovered again. The agent is not\n"
+    "                         told (`once cancel ID` does that)\n"
     "  outbox [--state S] [--prune AGE]\n"
     "                         list intents (S: pending, acknowledged, final,\n"
-    "                         refused); --prune removes finished ones older than AGE\n"
+    "                         refused, abandoned); --prune removes finished ones\n"
+    "                         (final, refused, abandoned) older than AGE\n"
     "  listen --port P --secret S [--secret S2 ...] --token T [--exec CMD]\n"
     "         [--state PATH] [--host H] [--tolerance SECS] [--request-timeout DUR]\n"
     "         [--max-connections N] [--max-connections-per-ip N]\n"
@@ -114,13 +120,16 @@ static const char usage[] =
     "exit status:\n"
     "  0    success (with --wait / wait: the task completed or asks for input;\n"
     "       listen: stopped by SIGINT/SIGTERM)\n"
-    "  1    any other failure (bad answer, authentication, outbox; listen: the\n"
-    "       processed-set or the port cannot be opened)\n"
+    "  1    any other failure (bad answer, authentication, outbox; abandon: the\n"
+    "       outbox has no intent for ID; listen: the processed-set or the port\n"
+    "       cannot be opened)\n"
     "  2    usage error\n"
     "  3    the agent refused (the error's reason and the task's state are printed)\n"
     "  4    retries exhausted: attempts, deadline, retry budget or --wait-timeout\n"
     "       (a send stays pending in the outbox: `once recover` finishes it)\n"
     "  5    with --wait / wait: the task ended failed, canceled or rejected\n"
+    "  6    abandon: every intent of ID is already final, refused or abandoned\n"
+    "       (nothing changed; the message names its state)\n"
     "  130  interrupted (SIGINT/SIGTERM)\n";
 
 #define MAX_SECRETS 8
@@ -729,11 +738,11 @@ static int cmd_outbox(cli *o)
     }
     once_intent_state st = 0;
     if (o->state != NULL) {
-        for (int s = ONCE_INTENT_PENDING; s <= ONCE_INTENT_REFUSED; s++)
+        for (int s = ONCE_INTENT_PENDING; s <= ONCE_INTENT_LAST; s++)
             if (strcmp(o->state, once_intent_state_name((once_intent_state)s)) == 0)
                 st = (once_intent_state)s;
         if (st == 0)
-            return bad("--state: one of pending, acknowledged, final, refused");
+            return bad("--state: one of pending, acknowledged, final, refused, abandoned");
     }
     json_t *arr = o->json ? json_array() : NULL;
     if (!o->json)
@@ -747,6 +756,41 @@ static int cmd_outbox(cli *o)
         return EXIT_OTHER;
     }
     return EXIT_OK;
+}
+
+/* Each intent of the ID, as it was: the open ones are the ones abandoned. */
+static int abandoning(void *ctx, const once_intent *it)
+{
+    json_t *arr = ctx;
+    if (it->state != ONCE_INTENT_PENDING && it->state != ONCE_INTENT_ACKNOWLEDGED)
+        return 0;
+    if (arr != NULL) {
+        json_t *j = intent_json(it);
+        json_object_set_new(j, "was", json_string(once_intent_state_name(it->state)));
+        json_object_set_new(j, "state", json_string(once_intent_state_name(ONCE_INTENT_ABANDONED)));
+        json_array_append_new(arr, j);
+    } else {
+        printf("%lld\t%s\t%s -> abandoned\n", (long long)it->seq,
+               it->task_id ? it->task_id : it->message_id, once_intent_state_name(it->state));
+    }
+    return 0;
+}
+
+static int cmd_abandon(cli *o)
+{
+    if (o->id == NULL)
+        return bad("abandon needs an ID (the task or message ID `once outbox` shows)");
+    json_t *arr = o->json ? json_array() : NULL;
+    unsigned n = 0;
+    int rc = once_client_abandon(o->c, o->id, abandoning, arr, &n);
+    if (o->json && rc == ONCE_OK)
+        print_json(json_pack("{s:i,s:o}", "abandoned", (int)n, "intents", arr));
+    else
+        json_decref(arr);
+    if (rc == ONCE_OK)
+        return EXIT_OK;
+    fprintf(stderr, "once: cannot abandon %s: %s\n", o->id, once_client_errmsg(o->c));
+    return rc == ONCE_EILLEGAL ? EXIT_FINISHED : EXIT_OTHER;
 }
 
 /* What `once recover` prints, gathered by its per-intent callback. */
@@ -965,6 +1009,7 @@ static const command commands[] = {
     {"wait", cmd_task, NEEDS_CLIENT | TAKES_ID},
     {"recover", cmd_recover, NEEDS_CLIENT},
     {"outbox", cmd_outbox, NEEDS_CLIENT},
+    {"abandon", cmd_abandon, NEEDS_CLIENT | TAKES_ID},
     {"listen", cmd_listen, 0},
 };
 

@@ -19,7 +19,8 @@
  * still converges, and the task ID is learned from the answer.
  *
  * Outbox states: pending -> acknowledged -> final (terminal task seen), or
- * pending|acknowledged -> refused. Nothing is deleted except by
+ * pending|acknowledged -> refused, or pending|acknowledged -> abandoned (the
+ * user gave up on it: once_client_abandon). Nothing is deleted except by
  * once_client_prune(), which removes finished intents older than an age.
  *
  * A once_client is used by one thread at a time. Several processes may share
@@ -220,8 +221,10 @@ typedef enum once_intent_state {
     ONCE_INTENT_PENDING = 1,      /* written; no answer from the agent yet */
     ONCE_INTENT_ACKNOWLEDGED = 2, /* the agent holds the task; not finished */
     ONCE_INTENT_FINAL = 3,        /* the task is terminal (or answered with a Message) */
-    ONCE_INTENT_REFUSED = 4       /* the agent refused; never re-sent */
+    ONCE_INTENT_REFUSED = 4,      /* the agent refused; never re-sent */
+    ONCE_INTENT_ABANDONED = 5     /* given up by the user; never sent or polled again */
 } once_intent_state;
+#define ONCE_INTENT_LAST ONCE_INTENT_ABANDONED
 
 const char *once_intent_state_name(once_intent_state s);   /* "pending", ... */
 
@@ -249,8 +252,21 @@ int once_client_outbox(once_client *c, once_intent_state state, once_intent_fn f
  * the outbox does not know the task. */
 int once_client_agent_of(once_client *c, const char *task_id, char *out, size_t outlen);
 
-/* Remove final and refused intents that finished more than age_ms ago. */
+/* Remove final, refused and abandoned intents that finished more than
+ * age_ms ago. */
 int once_client_prune(once_client *c, int64_t age_ms, unsigned *removed);
+
+/* Give up on the open intents of id (a task ID, or the message ID of a send
+ * whose task the agent has not named yet): every pending or acknowledged
+ * one becomes abandoned, kept for the record and never sent, polled or
+ * recovered again. The agent is not told (once_client_cancel does that). A
+ * send still retrying it in another process stops at its next attempt.
+ * fn, if not NULL, sees each intent as it was before. ONCE_OK with
+ * *abandoned >= 1; ONCE_ENOTFOUND when no intent has that ID;
+ * ONCE_EILLEGAL when every intent of it is already final, refused or
+ * abandoned (errmsg names the state; nothing changed). */
+int once_client_abandon(once_client *c, const char *id, once_intent_fn fn, void *ctx,
+                        unsigned *abandoned);
 
 /* Recovery: every pending intent is sent again with its ID and body;
  * every acknowledged one is polled once (GetTask) and becomes final when its

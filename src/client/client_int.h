@@ -115,6 +115,9 @@ int once__outbox_refuse(once__outbox *o, int64_t seq, const char *reason, once_s
  * intent of (agent, task_id) records it and becomes final if terminal. */
 int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id, once_state st,
                          int64_t now);
+/* once_client_abandon, in one IMMEDIATE transaction. */
+int once__outbox_abandon(once__outbox *o, const char *id, int64_t now, once_intent_fn fn,
+                         void *ctx, unsigned *abandoned);
 /* seqs of intents in a state, oldest first. *seqs once_malloc'd. */
 int once__outbox_seqs(once__outbox *o, once_intent_state st, int64_t **seqs, size_t *n);
 

@@ -7,8 +7,10 @@
  *     it, then send); ONCE_OK from any write here means it survived a crash;
  *   - every state change is a read-check-write in one IMMEDIATE transaction,
  *     checked by once__intent_transition_ok: pending -> acknowledged ->
- *     final, pending|acknowledged -> refused, and nothing leaves final or
- *     refused (only prune removes them);
+ *     final, pending|acknowledged -> refused|abandoned, and nothing leaves
+ *     final, refused or abandoned (only prune removes them);
+ *   - the schema's version is PRAGMA user_version; an older file is brought
+ *     up to date in one transaction when it is opened.
  *   - the message of an intent is written once and never changed, so every
  *     resend carries the same body; the mode (ext/plain) is set once.
  * Several processes may share the file: SQLite's locks serialise them and a
@@ -22,31 +24,56 @@
 #include "client/client_int.h"
 #include "client/outbox_int.h"
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS intents("
-    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " kind TEXT NOT NULL CHECK(kind IN ('send','continue')),"
-    " agent TEXT NOT NULL,"
-    " task_id TEXT,"
-    " message_id TEXT NOT NULL,"
-    " message TEXT NOT NULL,"
-    " mode TEXT CHECK(mode IS NULL OR mode IN ('ext','plain')),"
-    " state TEXT NOT NULL CHECK(state IN ('pending','acknowledged','final','refused')),"
-    " task_state TEXT,"
-    " attempts INTEGER NOT NULL DEFAULT 0,"
-    " last_error TEXT,"
-    " refusal TEXT,"
-    " created_ms INTEGER NOT NULL,"
-    " updated_ms INTEGER NOT NULL,"
-    " acked_ms INTEGER,"
+#define SCHEMA_VERSION 2
+#define ONCE__XSTR(x) #x
+#define ONCE__STR(x) ONCE__XSTR(x)
+
+/* The intents table as this version writes it; schema_v1 upgrades a
+ * version 1 file (no 'abandoned' in the state check) by copying its rows. */
+#define INTENTS_TABLE(name)                                                                       \
+    "CREATE TABLE " name "("                                                                      \
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"                                                     \
+    " kind TEXT NOT NULL CHECK(kind IN ('send','continue')),"                                     \
+    " agent TEXT NOT NULL,"                                                                       \
+    " task_id TEXT,"                                                                              \
+    " message_id TEXT NOT NULL,"                                                                  \
+    " message TEXT NOT NULL,"                                                                     \
+    " mode TEXT CHECK(mode IS NULL OR mode IN ('ext','plain')),"                                  \
+    " state TEXT NOT NULL CHECK(state IN ('pending','acknowledged','final','refused',"            \
+    "'abandoned')),"                                                                              \
+    " task_state TEXT,"                                                                           \
+    " attempts INTEGER NOT NULL DEFAULT 0,"                                                       \
+    " last_error TEXT,"                                                                           \
+    " refusal TEXT,"                                                                              \
+    " created_ms INTEGER NOT NULL,"                                                               \
+    " updated_ms INTEGER NOT NULL,"                                                               \
+    " acked_ms INTEGER,"                                                                          \
     " finished_ms INTEGER);"
-    "CREATE INDEX IF NOT EXISTS intents_state ON intents(state, seq);"
+
+#define INTENTS_INDEXES                                                                           \
+    "CREATE INDEX IF NOT EXISTS intents_state ON intents(state, seq);"                            \
     "CREATE INDEX IF NOT EXISTS intents_task ON intents(task_id);"
-    "CREATE TABLE IF NOT EXISTS agents("
+
+/* A new file. */
+static const char schema_new[] =
+    INTENTS_TABLE("intents") INTENTS_INDEXES
+    "CREATE TABLE agents("
     " agent TEXT PRIMARY KEY, ext INTEGER NOT NULL, checked_ms INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS budget("
-    " agent TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL);"
-    "PRAGMA user_version=1;";
+    "CREATE TABLE budget("
+    " agent TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL);";
+
+/* Version 1 -> 2 (SQLite cannot change a CHECK in place): a new table, the
+ * rows copied, the sequence kept so that no seq is handed out twice. */
+static const char schema_v1[] =
+    INTENTS_TABLE("intents_v2")
+    "INSERT INTO intents_v2 SELECT seq,kind,agent,task_id,message_id,message,mode,state,"
+    "task_state,attempts,last_error,refusal,created_ms,updated_ms,acked_ms,finished_ms"
+    " FROM intents;"
+    "DELETE FROM sqlite_sequence WHERE name='intents_v2';"
+    "INSERT INTO sqlite_sequence(name,seq) SELECT 'intents_v2',seq FROM sqlite_sequence"
+    " WHERE name='intents';"
+    "DROP TABLE intents;"
+    "ALTER TABLE intents_v2 RENAME TO intents;" INTENTS_INDEXES;
 
 int once__ob_fail(once__outbox *o, int src, const char *what)
 {
@@ -154,6 +181,47 @@ static int wal_mode(once__outbox *o)
     }
 }
 
+static int schema_version(once__outbox *o, int *v)
+{
+    sqlite3_stmt *q;
+    int rc = once__ob_prepare(o, &q, "PRAGMA user_version", "");
+    if (rc != ONCE_OK)
+        return rc;
+    int src = sqlite3_step(q);
+    if (src == SQLITE_ROW)
+        *v = sqlite3_column_int(q, 0);
+    else
+        rc = once__ob_fail(o, src, "PRAGMA user_version");
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Create the schema, or bring an older file up to date, in one IMMEDIATE
+ * transaction: of several processes opening one file, one does the work
+ * and the others find it done. */
+static int schema(once__outbox *o)
+{
+    int v = 0;
+    int rc = schema_version(o, &v);
+    if (rc != ONCE_OK || v == SCHEMA_VERSION)
+        return rc;
+    if ((rc = once__ob_begin(o)) != ONCE_OK)
+        return rc;
+    rc = schema_version(o, &v);
+    if (rc == ONCE_OK && v > SCHEMA_VERSION) {
+        snprintf(o->err, sizeof o->err, "outbox schema %d is newer than this once knows (%d)", v,
+                 SCHEMA_VERSION);
+        rc = ONCE_ESTORE;
+    }
+    if (rc == ONCE_OK && v == 0)
+        rc = once__ob_exec(o, schema_new);
+    if (rc == ONCE_OK && v == 1)
+        rc = once__ob_exec(o, schema_v1);
+    if (rc == ONCE_OK && v != SCHEMA_VERSION)
+        rc = once__ob_exec(o, "PRAGMA user_version=" ONCE__STR(SCHEMA_VERSION));
+    return once__ob_end(o, rc);
+}
+
 int once__outbox_open(const char *path, once__outbox **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -173,7 +241,7 @@ int once__outbox_open(const char *path, once__outbox **out, char *err, size_t er
         if (rc == ONCE_OK)
             rc = once__ob_exec(o, "PRAGMA synchronous=FULL");
         if (rc == ONCE_OK)
-            rc = once__ob_exec(o, schema);
+            rc = schema(o);
     }
     if (rc != ONCE_OK) {
         if (err != NULL && errlen > 0)
@@ -330,6 +398,58 @@ int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id
                         " WHERE agent=? AND task_id=? AND state='acknowledged'",
                         "siiiiss", once_state_name(st), now, (int64_t)final, (int64_t)final, now,
                         agent, task_id);
+}
+
+int once__outbox_abandon(once__outbox *o, const char *id, int64_t now, once_intent_fn fn,
+                         void *ctx, unsigned *abandoned)
+{
+    *abandoned = 0;
+    int rc = once__ob_begin(o);
+    if (rc != ONCE_OK)
+        return rc;
+    char sql[320];
+    snprintf(sql, sizeof sql, "SELECT %s FROM intents WHERE task_id=?1 OR message_id=?1 ORDER BY seq",
+             once__ob_columns);
+    sqlite3_stmt *q;
+    rc = once__ob_prepare(o, &q, sql, "s", id);
+    unsigned total = 0, open = 0;
+    int src = SQLITE_DONE;
+    while (rc == ONCE_OK && (src = sqlite3_step(q)) == SQLITE_ROW) {
+        once_intent it;
+        once__ob_row_view(q, &it);
+        total++;
+        if (once__intent_transition_ok(it.state, ONCE_INTENT_ABANDONED)) {
+            open++;
+        } else {
+            /* The newest finished one names the state in the message. */
+            snprintf(o->err, sizeof o->err,
+                     "intent %lld of %s is %s%s%s: only a pending or acknowledged intent can be "
+                     "abandoned",
+                     (long long)it.seq, id, once_intent_state_name(it.state),
+                     it.task_state != ONCE_STATE_UNKNOWN ? ", its task " : "",
+                     it.task_state != ONCE_STATE_UNKNOWN ? once_state_name(it.task_state) : "");
+        }
+        if (fn != NULL)
+            fn(ctx, &it);
+    }
+    if (rc == ONCE_OK && src != SQLITE_DONE)
+        rc = once__ob_fail(o, src, "read");
+    sqlite3_finalize(q);
+    if (rc == ONCE_OK && total == 0) {
+        snprintf(o->err, sizeof o->err, "the outbox has no intent for %s", id);
+        rc = ONCE_ENOTFOUND;
+    } else if (rc == ONCE_OK && open == 0) {
+        rc = ONCE_EILLEGAL;
+    }
+    if (rc == ONCE_OK)
+        rc = once__ob_run(o,
+                          "UPDATE intents SET state='abandoned', updated_ms=?1, finished_ms=?1"
+                          " WHERE (task_id=?2 OR message_id=?2)"
+                          " AND state IN ('pending','acknowledged')",
+                          "is", now, id);
+    if (rc == ONCE_OK)
+        *abandoned = (unsigned)sqlite3_changes(o->db);
+    return once__ob_end(o, rc);
 }
 
 static char *col_dup(sqlite3_stmt *q, int i)

@@ -3,15 +3,20 @@
 - an agent URL the client cannot use (no scheme, a port past 65535, no
   host, another scheme) is refused as a usage error that says what a valid
   one looks like, and nothing is written to the outbox;
+- `once abandon ID`: a pending intent that can never succeed (its agent is
+  not there) and an acknowledged one become abandoned, stay listed, and
+  `once recover` neither re-sends nor polls them and exits 0; abandoning a
+  final or an abandoned intent exits 6 naming its state; an unknown ID
+  exits 1;
 """
 import os
 import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import check, eq, run  # noqa: E402
+from harness import Onced, check, eq, run  # noqa: E402
 import test_client  # noqa: E402
-from test_client import ONCE, TMP, once, outbox_intents  # noqa: E402
+from test_client import FAST, ONCE, TMP, dead_port, once, once_json, outbox_intents  # noqa: E402
 
 
 def test_bad_agent_url_writes_nothing():
@@ -29,11 +34,65 @@ def test_bad_agent_url_writes_nothing():
     eq(outbox_intents(outbox), [], "nothing was written to the outbox")
 
 
+def test_abandon():
+    outbox = os.path.join(TMP, "abandon.db")
+    gone = "http://127.0.0.1:%d/" % dead_port()
+    rc, doc = once_json(outbox, "send", "--agent", gone, "--text", "hi", "--attempts", "2", *FAST)
+    eq(rc, 4, "a send to an agent that is not there is exhausted")
+    lost = doc["taskId"]
+    rc, doc = once_json(outbox, "recover", "--attempts", "1", *FAST)
+    eq((rc, doc["resent"]), (4, 1), "recover tries it again, and fails")
+    with Onced() as srv:
+        url = "http://127.0.0.1:%d/" % srv.port
+        rc, doc = once_json(outbox, "send", "--agent", url, "--text", "sleep:60")
+        check(rc == 0 and doc["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"),
+              "a long task is acknowledged: %r" % doc)
+        acked = doc["taskId"]
+        rc, out, err = once(outbox, "send", "--agent", url, "--text", "hello", "--wait")
+        eq(rc, 0, "a task that completes")
+        done = out.split("\t")[0]
+
+        rc, out, err = once(outbox, "abandon", lost)
+        eq(rc, 0, "a pending intent is abandoned (%s)" % err)
+        check(lost in out and "pending -> abandoned" in out, "abandon says what it did: %r" % out)
+        rc, doc = once_json(outbox, "abandon", acked)
+        eq((rc, doc["abandoned"], doc["intents"][0]["was"]), (0, 1, "acknowledged"),
+           "an acknowledged intent is abandoned")
+
+        rc, doc = once_json(outbox, "recover", *FAST)
+        eq((rc, doc["resent"], doc["polled"]), (0, 0, 0), "recover skips abandoned intents")
+        states = {i["taskId"] or i["messageId"]: i["state"] for i in outbox_intents(outbox)}
+        eq(states, {lost: "abandoned", acked: "abandoned", done: "final"},
+           "abandoned intents stay listed")
+        rc, doc = once_json(outbox, "outbox", "--state", "abandoned")
+        eq(sorted(i["taskId"] or i["messageId"] for i in doc["intents"]), sorted([lost, acked]),
+           "--state abandoned")
+
+        rc, out, err = once(outbox, "abandon", done)
+        eq(rc, 6, "a final intent is not abandoned (%s)" % err)
+        check("is final" in err and "TASK_STATE_COMPLETED" in err, "the message names the state: %r" % err)
+        rc, out, err = once(outbox, "abandon", lost)
+        eq(rc, 6, "abandoning twice (%s)" % err)
+        check("is abandoned" in err, "the message names the state: %r" % err)
+        rc, out, err = once(outbox, "abandon", "no-such-id")
+        eq(rc, 1, "an unknown ID (%s)" % err)
+        check("no intent for no-such-id" in err, "the message says so: %r" % err)
+        rc, out, err = once(outbox, "abandon")
+        eq(rc, 2, "abandon without an ID is a usage error")
+        rc, out, err = once(outbox, "--help")
+        check("\n  6 " in out and "abandon ID" in out, "--help documents abandon and exit 6")
+        # The agent was not told: the task still runs there.
+        st, _, d = srv.rpc("GetTask", {"id": acked})
+        check(d["result"]["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"),
+              "abandon is local: %r" % d)
+        once(outbox, "cancel", acked, "--agent", url)
+
+
 if __name__ == "__main__":
     if not os.path.exists(ONCE):
         print("FAIL: %s is missing (build first)" % ONCE, file=sys.stderr)
         sys.exit(1)
     try:
-        run([test_bad_agent_url_writes_nothing])
+        run([test_bad_agent_url_writes_nothing, test_abandon])
     finally:
         shutil.rmtree(test_client.TMP, ignore_errors=True)
