@@ -125,8 +125,10 @@ static const char usage[] =
     "       cannot be opened)\n"
     "  2    usage error\n"
     "  3    the agent refused (the error's reason and the task's state are printed)\n"
-    "  4    retries exhausted: attempts, deadline, retry budget or --wait-timeout\n"
-    "       (a send stays pending in the outbox: `once recover` finishes it)\n"
+    "  4    retries exhausted: attempts, deadline or retry budget (a send stays\n"
+    "       pending in the outbox: `once recover` finishes it, `once abandon ID`\n"
+    "       gives up on it); or --wait-timeout passed (the agent has the task and\n"
+    "       the intent is acknowledged: `once wait ID` waits again)\n"
     "  5    with --wait / wait: the task ended failed, canceled or rejected\n"
     "  6    abandon: every intent of ID is already final, refused or abandoned\n"
     "       (nothing changed; the message names its state)\n"
@@ -467,10 +469,19 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
                 r->rpc_code, r->reason[0] ? ", " : "", r->reason);
         return EXIT_REFUSED;
     case ONCE_OUTCOME_EXHAUSTED:
+        if (strcmp(r->reason, "WAIT_TIMEOUT") == 0) {
+            /* The agent holds the task: only the waiting stopped. */
+            fprintf(stderr, "once: %s: gave up waiting after --wait-timeout; the task is still %s\n",
+                    id, once_state_name(r->state));
+            fprintf(stderr, "once: the agent has it%s: `once wait %s` waits again\n",
+                    r->intent > 0 ? " (the intent is acknowledged)" : "", id);
+            return EXIT_EXHAUSTED;
+        }
         fprintf(stderr, "once: %s: %s\n", id, r->error ? r->error : r->reason);
         if (r->intent > 0)
-            fprintf(stderr, "once: intent %lld stays pending in the outbox; "
-                            "`once recover` sends it again\n", (long long)r->intent);
+            fprintf(stderr, "once: intent %lld stays pending in the outbox; `once recover` "
+                            "sends it again, `once abandon %s` gives up on it\n",
+                    (long long)r->intent, id);
         return EXIT_EXHAUSTED;
     case ONCE_OUTCOME_INTERRUPTED:
         fprintf(stderr, "once: interrupted\n");
@@ -485,6 +496,14 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
      * the command line is at fault, and nothing is left to recover. */
     if (rc == ONCE_EINVAL && r->intent == 0 && r->error != NULL)
         return bad("%s", r->error);
+    if (r->http_status == 401) {
+        fprintf(stderr, "once: %s: the agent %s (HTTP 401): pass --token or set ONCE_TOKEN\n", id,
+                o->token != NULL ? "does not accept this token" : "wants a token");
+        return EXIT_OTHER;
+    }
+    if (r->rpc_code == -32601)
+        fprintf(stderr, "once: %s: the agent does not know this A2A 1.0 method; once speaks A2A "
+                        "1.0 (an A2A 0.3 agent cannot answer it)\n", id);
     fprintf(stderr, "once: %s: %s\n", id,
             r->error ? r->error : once_client_errmsg(o->c)[0] ? once_client_errmsg(o->c)
                                                                : once_strerror(rc));

@@ -8,10 +8,19 @@
   `once recover` neither re-sends nor polls them and exits 0; abandoning a
   final or an abandoned intent exits 6 naming its state; an unknown ID
   exits 1;
+- messages speak the CLI's language: a 401 says "pass --token or set
+  ONCE_TOKEN", with or without a (wrong) token; a wait
+  that times out says the intent is acknowledged and `once wait ID` resumes
+  (the outbox agrees: acknowledged, not pending); onced answers an A2A 0.3
+  method name (message/send) saying it speaks A2A 1.0 and which method to
+  use; an agent that does not know SendMessage is named as not speaking 1.0;
 """
+import http.server
+import json
 import os
 import shutil
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Onced, check, eq, run  # noqa: E402
@@ -88,11 +97,86 @@ def test_abandon():
         once(outbox, "cancel", acked, "--agent", url)
 
 
+def test_messages():
+    outbox = os.path.join(TMP, "messages.db")
+    tokens = os.path.join(TMP, "tokens")
+    with open(tokens, "w") as f:
+        f.write("tok-alice alice\n")
+    with Onced(["--auth-tokens", tokens]) as srv:
+        url = "http://127.0.0.1:%d/" % srv.port
+        rc, out, err = once(outbox, "send", "--agent", url, "--text", "hi", *FAST)
+        eq(rc, 1, "no token: an error (%s)" % err)
+        check("pass --token or set ONCE_TOKEN" in err, "401 speaks the CLI's language: %r" % err)
+        check("wants a token" in err, "without a token: %r" % err)
+        rc, out, err = once(outbox, "send", "--agent", url, "--text", "hi", *FAST,
+                            env={"ONCE_TOKEN": "tok-wrong"})
+        eq(rc, 1, "a wrong token: an error (%s)" % err)
+        check("does not accept this token" in err and "ONCE_TOKEN" in err, "wrong token: %r" % err)
+        eq([i["state"] for i in outbox_intents(outbox)], ["refused", "refused"],
+           "nothing the agent refused is left pending")
+        rc, out, err = once(outbox, "send", "--agent", url, "--text", "hi", "--token", "tok-alice")
+        eq(rc, 0, "with --token the send goes through (%s)" % err)
+
+        rc, out, err = once(outbox, "send", "--agent", url, "--text", "sleep:60", "--wait",
+                            "--wait-timeout", "300ms", "--token", "tok-alice")
+        eq(rc, 4, "the wait gives up (%s)" % err)
+        tid = [i for i in outbox_intents(outbox) if i["kind"] == "send"][-1]["taskId"]
+        check("stays pending" not in err, "a timed-out wait is not called pending: %r" % err)
+        check("acknowledged" in err and "once wait %s" % tid in err,
+              "it says the intent is acknowledged and how to resume: %r" % err)
+        eq(outbox_intents(outbox)[-1]["state"], "acknowledged", "the outbox agrees")
+        once(outbox, "cancel", tid, "--token", "tok-alice")
+
+        st, _, doc = srv.rpc("message/send", {"message": {"messageId": "m", "role": "user",
+                                                          "parts": [{"kind": "text", "text": "x"}]}},
+                             token="tok-alice")
+        eq(doc["error"]["code"], -32601, "a 0.3 method name is not served")
+        msg = doc["error"]["message"]
+        check("this agent speaks A2A 1.0" in msg and "use SendMessage" in msg,
+              "the error says which A2A it speaks and what to call: %r" % msg)
+        st, _, doc = srv.rpc("tasks/pushNotificationConfig/set", {}, token="tok-alice")
+        check("use CreateTaskPushNotificationConfig" in doc["error"]["message"], "%r" % doc)
+        st, _, doc = srv.rpc("NoSuchMethod", {}, token="tok-alice")
+        eq(doc["error"]["message"], "Method not found: NoSuchMethod", "other names: as before")
+
+    class OldAgent(http.server.BaseHTTPRequestHandler):
+        """An A2A 0.3 agent: no SendMessage."""
+        def log_message(self, *a):
+            pass
+
+        def reply(self, doc):
+            body = json.dumps(doc).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            self.reply({"name": "old", "protocolVersion": "0.3.0", "capabilities": {}})
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.reply({"jsonrpc": "2.0", "id": 1,
+                        "error": {"code": -32601, "message": "Method not found"}})
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OldAgent)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = "http://127.0.0.1:%d/" % httpd.server_address[1]
+        rc, out, err = once(outbox, "send", "--agent", url, "--text", "hi", *FAST)
+        eq(rc, 1, "an agent without SendMessage: an error (%s)" % err)
+        check("once speaks A2A 1.0" in err, "the message says the agent is not A2A 1.0: %r" % err)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 if __name__ == "__main__":
     if not os.path.exists(ONCE):
         print("FAIL: %s is missing (build first)" % ONCE, file=sys.stderr)
         sys.exit(1)
     try:
-        run([test_bad_agent_url_writes_nothing, test_abandon])
+        run([test_bad_agent_url_writes_nothing, test_abandon, test_messages])
     finally:
         shutil.rmtree(test_client.TMP, ignore_errors=True)
