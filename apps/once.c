@@ -98,6 +98,14 @@ static const char usage[] =
     "                         a wait, \"generations\" lists the task generations seen)\n"
     "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
     "  --poll                 wait by polling GetTask even if the agent streams\n"
+    "  --out DIR              save the answer's file parts (raw: decoded; url: the\n"
+    "                         URL itself, NAME.url, nothing is fetched) and data\n"
+    "                         parts (NAME.json) in DIR (created if missing). NAME\n"
+    "                         is the part's filename, else the artifact's name,\n"
+    "                         made safe (only [A-Za-z0-9._-], no leading dot: never\n"
+    "                         a path from the agent); an existing file is never\n"
+    "                         overwritten (exit 1). Every artifact part is listed\n"
+    "                         by name, kind (text, file, data) and size\n"
     "  --version              print the version and exit\n"
     "retry policy (per call):\n"
     "  --attempts N           attempts, the first included (5)\n"
@@ -141,7 +149,7 @@ static const char usage[] =
  * streamed; during listen the receiver's drain thread (one drain at a time)
  * only reads it. */
 typedef struct cli {
-    const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune;
+    const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune, *out;
     char agent_buf[2048];   /* the outbox's agent URL for a task command */
     const char *exec, *host, *secrets[MAX_SECRETS];
     size_t nsecrets;
@@ -218,6 +226,7 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--token", STR, &o->token},
         {"--state", STR, &o->state},
         {"--prune", STR, &o->prune},
+        {"--out", STR, &o->out},
         {"--json", FLAG, &o->json},
         {"--wait", FLAG, &o->wait},
         {"--uuid", FLAG, &o->uuid},
@@ -385,39 +394,90 @@ static json_t *result_json(const once_call_result *r)
     return o;
 }
 
-/* The text parts of a Task's status message and artifacts, or a Message's. */
-static void print_texts(const char *json)
+/* The status message's text parts of a Task (what the agent says). */
+static void print_status_texts(const char *json)
 {
     json_error_t je;
     json_t *v = json ? json_loads(json, 0, &je) : NULL;
-    if (v == NULL)
-        return;
-    const json_t *groups[2] = {json_object_get(v, "parts"),
-                               json_object_get(json_object_get(json_object_get(v, "status"), "message"),
-                                               "parts")};
-    for (int g = 0; g < 2; g++) {
-        size_t i;
-        const json_t *p;
-        json_array_foreach(groups[g], i, p)
-        {
-            const char *t = json_string_value(json_object_get(p, "text"));
-            if (t != NULL)
-                printf("  %s: %s\n", g == 0 ? "message" : "agent", t);
-        }
-    }
-    size_t i, j;
-    const json_t *a, *p;
-    json_array_foreach(json_object_get(v, "artifacts"), i, a)
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(json_object_get(json_object_get(v, "status"), "message"),
+                                       "parts"),
+                       i, p)
     {
-        const char *name = json_string_value(json_object_get(a, "name"));
-        json_array_foreach(json_object_get(a, "parts"), j, p)
-        {
-            const char *t = json_string_value(json_object_get(p, "text"));
-            if (t != NULL)
-                printf("  artifact %s: %s\n", name ? name : "", t);
-        }
+        const char *t = json_string_value(json_object_get(p, "text"));
+        if (t != NULL)
+            printf("  agent: %s\n", t);
     }
     json_decref(v);
+}
+
+/* Showing (and with --out, saving) every part of an answer. */
+typedef struct parts_ctx {
+    cli *o;
+    json_t *saved;               /* --json: what was saved */
+    int failed;                  /* a part could not be saved */
+} parts_ctx;
+
+static int show_part(void *ctx, const once_part *p)
+{
+    parts_ctx *x = ctx;
+    static const char *const kinds[] = {"", "text", "file", "data"};
+    char name[128] = "", err[512] = "";
+    int src = x->o->out ? once_part_save(x->o->out, p, name, sizeof name, err, sizeof err)
+                        : ONCE_ENOTFOUND;
+    if (src != ONCE_OK && src != ONCE_ENOTFOUND) {
+        fprintf(stderr, "once: --out: %s\n", err);
+        x->failed = 1;
+    }
+    if (x->saved != NULL) {
+        if (src == ONCE_OK)
+            json_array_append_new(x->saved, json_pack("{s:s?,s:I,s:s,s:s}", "artifact", p->artifact,
+                                                      "part", (json_int_t)p->index, "kind",
+                                                      kinds[p->kind], "file", name));
+        return 0;
+    }
+    if (p->artifact == NULL && p->kind == ONCE_PART_TEXT) {
+        printf("  message: %.*s\n", (int)p->size, (const char *)p->bytes);
+        return 0;
+    }
+    if (p->artifact != NULL)
+        printf("  artifact %s: %s", p->artifact, kinds[p->kind]);
+    else
+        printf("  message: %s", kinds[p->kind]);
+    if (p->filename != NULL)
+        printf(" %s", p->filename);
+    printf(" (");
+    if (p->media_type != NULL)
+        printf("%s, ", p->media_type);
+    if (p->url != NULL)
+        printf("url %s)", p->url);
+    else
+        printf("%zu bytes)", p->size);
+    if (p->kind == ONCE_PART_TEXT)
+        printf(": %.*s", (int)p->size, (const char *)p->bytes);
+    if (src == ONCE_OK)
+        printf(" -> %s/%s", x->o->out, name);
+    putchar('\n');
+    return 0;
+}
+
+/* Show every part of the answer (text mode), save them under --out; into
+ * doc's "saved" with --json. 1 if a part could not be read or saved. */
+static int show_parts(cli *o, const char *json, json_t *doc)
+{
+    parts_ctx x = {.o = o, .saved = doc ? json_array() : NULL};
+    if (doc == NULL)
+        print_status_texts(json);
+    if (json != NULL && once_parts_each(json, show_part, &x) != ONCE_OK) {
+        fprintf(stderr, "once: the answer has a part this client cannot read\n");
+        x.failed = 1;
+    }
+    if (doc != NULL && o->out != NULL)
+        json_object_set_new(doc, "saved", x.saved);
+    else
+        json_decref(x.saved);
+    return x.failed;
 }
 
 static int exit_for(int rc, const once_call_result *r, int waited)
@@ -450,8 +510,10 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
             json_object_set(doc, "generations", o->gens);
             json_object_set_new(doc, "streamed", json_boolean(o->streamed));
         }
+        int failed = r->outcome == ONCE_OUTCOME_OK && show_parts(o, r->json, doc);
         print_json(doc);
-        return exit_for(rc, r, waited);
+        int ex = exit_for(rc, r, waited);
+        return failed && ex == EXIT_OK ? EXIT_OTHER : ex;
     }
     const char *id = r->task_id[0] ? r->task_id : "-";
     switch (r->outcome) {
@@ -460,7 +522,8 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
             break;
         printf("%s\t%s%s\n", id, r->is_message ? "MESSAGE" : once_state_name(r->state),
                r->replayed ? "\treplayed" : "");
-        print_texts(r->json);
+        if (show_parts(o, r->json, NULL) && exit_for(rc, r, waited) == EXIT_OK)
+            return EXIT_OTHER;
         return exit_for(rc, r, waited);
     case ONCE_OUTCOME_REFUSED:
         printf("%s\t%s\trefused\n", id,

@@ -215,6 +215,46 @@ typedef struct once_wait_spec {
 int once_client_follow(once_client *c, const once_wait_spec *w, once_call_result *r);
 
 /* ---------------------------------------------------------------------------
+ * What an agent produced: the parts of a result's Task artifacts or of its
+ * direct Message (once_call_result.json), for showing and saving.
+ */
+typedef enum once_part_kind {
+    ONCE_PART_TEXT = 1,
+    ONCE_PART_FILE = 2,          /* raw bytes, or a url */
+    ONCE_PART_DATA = 3           /* any JSON value */
+} once_part_kind;
+
+/* One part. Pointers are valid during the callback only. */
+typedef struct once_part {
+    const char *artifact;        /* the artifact's name, else its artifactId; NULL: a Message's */
+    size_t index;                /* its position among the artifact's (or message's) parts */
+    once_part_kind kind;
+    const char *filename;        /* NULL if none */
+    const char *media_type;      /* NULL if none */
+    const char *url;             /* a file by reference; NULL otherwise */
+    const unsigned char *bytes;  /* the text, the decoded raw bytes, or the data as compact
+                                    JSON; NULL for a url */
+    size_t size;                 /* bytes of the above; 0 for a url */
+} once_part;
+
+/* fn sees every part, in order; it returns 0 to go on. ONCE_EPARSE when
+ * json is not a Task or Message object or a part is malformed (a raw part
+ * that is not base64, a part of no known kind); ONCE_ENOMEM. */
+typedef int (*once_part_fn)(void *ctx, const once_part *p);
+int once_parts_each(const char *json, once_part_fn fn, void *ctx);
+
+/* Save part p as a file in dir (created, 0700, when missing); its name
+ * goes to name (namelen >= 108). The name is the part's filename, else the
+ * artifact's name, reduced to [A-Za-z0-9._-] without leading dots: never a
+ * path the agent chose. Data parts are saved as JSON (name ends in .json),
+ * url parts as the URL (.url: nothing is fetched), raw parts decoded, text
+ * parts only when they carry a filename (else ONCE_ENOTFOUND: nothing
+ * written). An existing name is never overwritten: ONCE_EEXISTS. Other
+ * failures: ONCE_EIO with the reason in err. */
+int once_part_save(const char *dir, const once_part *p, char *name, size_t namelen, char *err,
+                   size_t errlen);
+
+/* ---------------------------------------------------------------------------
  * The outbox.
  */
 typedef enum once_intent_state {

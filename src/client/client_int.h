@@ -16,6 +16,7 @@
  *   wait.c      following a task: the stream, resumed by Last-Event-ID, or
  *               GetTask polled with backoff
  *   recover.c   recovery of the outbox after a crash
+ *   parts.c     the parts of an answer: listing, and saving files safely
  */
 #ifndef ONCE_CLIENT_CLIENT_INT_H
 #define ONCE_CLIENT_CLIENT_INT_H

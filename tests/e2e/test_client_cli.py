@@ -14,6 +14,11 @@
   (the outbox agrees: acknowledged, not pending); onced answers an A2A 0.3
   method name (message/send) saying it speaks A2A 1.0 and which method to
   use; an agent that does not know SendMessage is named as not speaking 1.0;
+- every artifact part is listed by name, kind (text, file, data) and size;
+  `--out DIR` saves raw parts decoded, url parts as the URL, data parts as
+  JSON, under names the agent cannot turn into a path (`../x`, `/etc/x`,
+  `..`, a dot file all land inside DIR, visible); a second save refuses to
+  overwrite (exit 1) and leaves the files as they were;
 """
 import http.server
 import json
@@ -172,11 +177,74 @@ def test_messages():
         httpd.server_close()
 
 
+HOSTILE_AGENT = r"""
+import base64, json, sys
+sys.stdin.readline()
+parts = [{"text": "plain words"},
+         {"raw": base64.b64encode(bytes(range(256))).decode(), "filename": "../escape.bin",
+          "mediaType": "application/octet-stream"},
+         {"url": "https://example.com/c.pdf", "filename": "/etc/passwd"},
+         {"data": {"score": 1, "flags": ["ok"]}},
+         {"text": "set -x", "filename": ".bashrc"}]
+print(json.dumps({"artifact": {"artifactId": "a1", "name": "..", "parts": parts}, "lastChunk": True}))
+print(json.dumps({"artifact": {"artifactId": "a2", "name": "sub/report",
+                               "parts": [{"data": [1, 2, 3]}]}, "lastChunk": True}))
+print(json.dumps({"status": "completed"}))
+"""
+
+
+def test_artifacts_shown_and_saved():
+    outbox = os.path.join(TMP, "parts.db")
+    agent = os.path.join(TMP, "hostile_agent.py")
+    with open(agent, "w") as f:
+        f.write(HOSTILE_AGENT)
+    base = os.path.join(TMP, "saved")
+    os.mkdir(base)
+    out_dir = os.path.join(base, "out")
+    with Onced(["--exec", "python3 " + agent]) as srv:
+        url = "http://127.0.0.1:%d/" % srv.port
+        rc, out, err = once(outbox, "send", "--agent", url, "--text", "go", "--wait", "--out", out_dir)
+        eq(rc, 0, "send --wait --out (%s)" % err)
+        tid = out.split("\t")[0]
+        lines = out.splitlines()
+        for want in ("artifact ..: text (11 bytes): plain words",
+                     "artifact ..: file ../escape.bin (application/octet-stream, 256 bytes)",
+                     "artifact ..: file /etc/passwd (url https://example.com/c.pdf)",
+                     "artifact ..: data (26 bytes)",
+                     "artifact sub/report: data (7 bytes)"):
+            check(any(ln.strip().startswith(want) for ln in lines),
+                  "listed by name, kind and size: %r in %r" % (want, out))
+        eq(os.listdir(base), ["out"], "nothing was written beside --out")
+        names = sorted(os.listdir(out_dir))
+        eq(names, sorted(["_escape.bin", "_etc_passwd.url", "part.json", "bashrc", "sub_report.json"]),
+           "safe names, all inside --out")
+        with open(os.path.join(out_dir, "_escape.bin"), "rb") as f:
+            eq(f.read(), bytes(range(256)), "a raw part is saved decoded")
+        with open(os.path.join(out_dir, "_etc_passwd.url")) as f:
+            eq(f.read(), "https://example.com/c.pdf\n", "a url part is saved as the URL")
+        with open(os.path.join(out_dir, "part.json")) as f:
+            eq(json.load(f), {"score": 1, "flags": ["ok"]}, "a data part is saved as JSON")
+        with open(os.path.join(out_dir, "bashrc")) as f:
+            eq(f.read(), "set -x", "a text part with a filename is a file")
+
+        with open(os.path.join(out_dir, "part.json"), "w") as f:
+            f.write("mine")
+        rc, out, err = once(outbox, "get", tid, "--out", out_dir)
+        eq(rc, 1, "saving again refuses to overwrite (%s)" % err)
+        check("not overwritten" in err, "it says so: %r" % err)
+        with open(os.path.join(out_dir, "part.json")) as f:
+            eq(f.read(), "mine", "the existing file is untouched")
+        rc, doc = once_json(outbox, "get", tid, "--out", os.path.join(base, "again"))
+        eq(rc, 0, "get --json --out")
+        eq(sorted(s["file"] for s in doc["saved"]), names, "--json lists what was saved")
+
+
 if __name__ == "__main__":
     if not os.path.exists(ONCE):
         print("FAIL: %s is missing (build first)" % ONCE, file=sys.stderr)
         sys.exit(1)
     try:
-        run([test_bad_agent_url_writes_nothing, test_abandon, test_messages])
+        run([test_bad_agent_url_writes_nothing, test_abandon, test_messages,
+             test_artifacts_shown_and_saved])
     finally:
         shutil.rmtree(test_client.TMP, ignore_errors=True)
