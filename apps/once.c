@@ -35,9 +35,13 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  send --agent URL (--text T | --file F) [--id ID] [--uuid] [--wait]\n"
+    "       [--push-url URL [--push-token T]]\n"
     "                         start a task; prints its ID and state. The ID is\n"
     "                         minted (ULID; --uuid: UUIDv4) before anything is sent;\n"
-    "                         --id picks it (agents with the idempotency extension)\n"
+    "                         --id picks it (agents with the idempotency extension);\n"
+    "                         --push-url subscribes URL to the task's webhooks in\n"
+    "                         the same send (every event from the first, carrying\n"
+    "                         token T: `once listen --token T` receives them)\n"
     "  get ID                 the task's current state\n"
     "  cancel ID              cancel the task\n"
     "  continue ID (--text T | --file F) [--wait]\n"
@@ -150,6 +154,7 @@ static const char usage[] =
  * only reads it. */
 typedef struct cli {
     const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune, *out;
+    const char *push_url, *push_token;
     char agent_buf[2048];   /* the outbox's agent URL for a task command */
     const char *exec, *host, *secrets[MAX_SECRETS];
     size_t nsecrets;
@@ -227,6 +232,8 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--state", STR, &o->state},
         {"--prune", STR, &o->prune},
         {"--out", STR, &o->out},
+        {"--push-url", STR, &o->push_url},
+        {"--push-token", STR, &o->push_token},
         {"--json", FLAG, &o->json},
         {"--wait", FLAG, &o->wait},
         {"--uuid", FLAG, &o->uuid},
@@ -734,7 +741,11 @@ static int cmd_send(cli *o, int cont)
     if (cont) {
         rc = once_client_continue(o->c, o->agent, o->id, parts, &r);
     } else {
-        once_send_spec s = {.agent = o->agent, .parts_json = parts, .task_id = o->id};
+        once_send_spec s = {.agent = o->agent,
+                            .parts_json = parts,
+                            .task_id = o->id,
+                            .push_url = o->push_url,
+                            .push_token = o->push_token};
         rc = once_client_send(o->c, &s, &r);
     }
     free(parts);
@@ -1115,6 +1126,10 @@ int main(int argc, char **argv)
         return bad("send takes no argument (use --id ID to choose the task ID)");
     if (!is_send && o.id != NULL)
         return bad("--id is for send; give the task ID as the argument");
+    if (!is_send && (o.push_url != NULL || o.push_token != NULL))
+        return bad("--push-url and --push-token are for send");
+    if (o.push_token != NULL && o.push_url == NULL)
+        return bad("--push-token needs --push-url (the receiver the token is for)");
     if (!(cmd->flags & TAKES_ID) && o.arg != NULL)
         return bad("%s takes no argument", o.cmd);
     if (cmd->flags & TAKES_ID)

@@ -150,6 +150,13 @@ typedef struct once_send_spec {
     const char *parts_json;      /* JSON array of A2A Parts, e.g. [{"text":"hi"}] */
     const char *task_id;         /* NULL = mint one; else use it (needs the extension) */
     const char *metadata_json;   /* optional message metadata object; NULL = none */
+    /* Push notifications (webhooks) for the task, subscribed in the same
+     * SendMessage (configuration.taskPushNotificationConfig): every event
+     * from the first is POSTed to push_url, carrying push_token (NULL =
+     * none; `once listen --token` requires it). Kept with the intent, so
+     * recovery subscribes too. NULL = no subscription. */
+    const char *push_url;
+    const char *push_token;
 } once_send_spec;
 
 /* A first message: a new task. r->task_id is the ID (minted before any

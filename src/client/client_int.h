@@ -87,15 +87,17 @@ void once__outbox_close(once__outbox *o);
 const char *once__outbox_errmsg(const once__outbox *o);
 
 /* A new pending intent. message is the A2A Message JSON as it will be sent
- * (taskId absent for first messages: the mode decides). */
+ * (taskId absent for first messages: the mode decides); push, if not NULL,
+ * the TaskPushNotificationConfig JSON sent with it in every attempt. */
 int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const char *task_id,
-                     const char *message_id, const char *message, int64_t now, int64_t *seq);
+                     const char *message_id, const char *message, const char *push, int64_t now,
+                     int64_t *seq);
 
 /* One intent with copies of its strings (once__intent_row_clear frees);
  * a snapshot, owned by whoever loaded it and never updated in place. */
 typedef struct once__intent_row {
     once_intent it;   /* pointers into the owned copies below */
-    char *kind, *agent, *task_id, *message_id, *mode, *last_error, *refusal, *message;
+    char *kind, *agent, *task_id, *message_id, *mode, *last_error, *refusal, *message, *push;
 } once__intent_row;
 void once__intent_row_clear(once__intent_row *r);
 int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row);

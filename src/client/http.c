@@ -171,7 +171,7 @@ int once__agent_url_check(const char *url, char *why, size_t whylen)
     size_t slen = (size_t)(p - url);
     if (!(slen == 4 && strncasecmp(url, "http", 4) == 0) &&
         !(slen == 5 && strncasecmp(url, "https", 5) == 0)) {
-        snprintf(why, whylen, "%.200s: an agent URL is http:// or https://, not %.*s://", url,
+        snprintf(why, whylen, "%.200s: a URL here is http:// or https://, not %.*s://", url,
                  (int)(slen < 20 ? slen : 20), url);
         return ONCE_EINVAL;
     }

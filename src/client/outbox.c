@@ -24,12 +24,13 @@
 #include "client/client_int.h"
 #include "client/outbox_int.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define ONCE__XSTR(x) #x
 #define ONCE__STR(x) ONCE__XSTR(x)
 
-/* The intents table as this version writes it; schema_v1 upgrades a
- * version 1 file (no 'abandoned' in the state check) by copying its rows. */
+/* The intents table as this version writes it. Version 2 added
+ * 'abandoned' to the state check, version 3 the push column (the
+ * configuration.taskPushNotificationConfig sent with the message, JSON). */
 #define INTENTS_TABLE(name)                                                                       \
     "CREATE TABLE " name "("                                                                      \
     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"                                                     \
@@ -48,7 +49,8 @@
     " created_ms INTEGER NOT NULL,"                                                               \
     " updated_ms INTEGER NOT NULL,"                                                               \
     " acked_ms INTEGER,"                                                                          \
-    " finished_ms INTEGER);"
+    " finished_ms INTEGER,"                                                                       \
+    " push TEXT);"
 
 #define INTENTS_INDEXES                                                                           \
     "CREATE INDEX IF NOT EXISTS intents_state ON intents(state, seq);"                            \
@@ -62,18 +64,22 @@ static const char schema_new[] =
     "CREATE TABLE budget("
     " agent TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL);";
 
-/* Version 1 -> 2 (SQLite cannot change a CHECK in place): a new table, the
+/* Version 1 -> 3 (SQLite cannot change a CHECK in place): a new table, the
  * rows copied, the sequence kept so that no seq is handed out twice. */
+#define V1_COLUMNS                                                                                \
+    "seq,kind,agent,task_id,message_id,message,mode,state,task_state,attempts,last_error,"        \
+    "refusal,created_ms,updated_ms,acked_ms,finished_ms"
 static const char schema_v1[] =
     INTENTS_TABLE("intents_v2")
-    "INSERT INTO intents_v2 SELECT seq,kind,agent,task_id,message_id,message,mode,state,"
-    "task_state,attempts,last_error,refusal,created_ms,updated_ms,acked_ms,finished_ms"
-    " FROM intents;"
+    "INSERT INTO intents_v2(" V1_COLUMNS ") SELECT " V1_COLUMNS " FROM intents;"
     "DELETE FROM sqlite_sequence WHERE name='intents_v2';"
     "INSERT INTO sqlite_sequence(name,seq) SELECT 'intents_v2',seq FROM sqlite_sequence"
     " WHERE name='intents';"
     "DROP TABLE intents;"
     "ALTER TABLE intents_v2 RENAME TO intents;" INTENTS_INDEXES;
+
+/* Version 2 -> 3. */
+static const char schema_v2[] = "ALTER TABLE intents ADD COLUMN push TEXT;";
 
 int once__ob_fail(once__outbox *o, int src, const char *what)
 {
@@ -217,6 +223,8 @@ static int schema(once__outbox *o)
         rc = once__ob_exec(o, schema_new);
     if (rc == ONCE_OK && v == 1)
         rc = once__ob_exec(o, schema_v1);
+    if (rc == ONCE_OK && v == 2)
+        rc = once__ob_exec(o, schema_v2);
     if (rc == ONCE_OK && v != SCHEMA_VERSION)
         rc = once__ob_exec(o, "PRAGMA user_version=" ONCE__STR(SCHEMA_VERSION));
     return once__ob_end(o, rc);
@@ -262,12 +270,13 @@ void once__outbox_close(once__outbox *o)
 }
 
 int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const char *task_id,
-                     const char *message_id, const char *message, int64_t now, int64_t *seq)
+                     const char *message_id, const char *message, const char *push, int64_t now,
+                     int64_t *seq)
 {
     int rc = once__ob_run(o,
-                          "INSERT INTO intents(kind,agent,task_id,message_id,message,state,"
-                          "created_ms,updated_ms) VALUES(?,?,?,?,?,'pending',?,?)",
-                          "sssssii", kind, agent, task_id, message_id, message, now, now);
+                          "INSERT INTO intents(kind,agent,task_id,message_id,message,push,state,"
+                          "created_ms,updated_ms) VALUES(?,?,?,?,?,?,'pending',?,?)",
+                          "ssssssii", kind, agent, task_id, message_id, message, push, now, now);
     *seq = rc == ONCE_OK ? sqlite3_last_insert_rowid(o->db) : 0;
     return rc;
 }
@@ -470,12 +479,13 @@ void once__intent_row_clear(once__intent_row *r)
     once_free(r->last_error);
     once_free(r->refusal);
     once_free(r->message);
+    once_free(r->push);
     memset(r, 0, sizeof *r);
 }
 
 const char once__ob_columns[] =
     "seq,kind,agent,task_id,message_id,mode,state,task_state,attempts,last_error,refusal,"
-    "created_ms,updated_ms,acked_ms,finished_ms,message";
+    "created_ms,updated_ms,acked_ms,finished_ms,message,push";
 
 void once__ob_row_view(sqlite3_stmt *q, once_intent *it)
 {
@@ -518,8 +528,9 @@ int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)
         row->last_error = col_dup(q, 9);
         row->refusal = col_dup(q, 10);
         row->message = col_dup(q, 15);
+        row->push = col_dup(q, 16);
         if (row->kind == NULL || row->agent == NULL || row->message_id == NULL ||
-            row->message == NULL) {
+            row->message == NULL || (row->push == NULL && sqlite3_column_type(q, 16) != SQLITE_NULL)) {
             rc = ONCE_ENOMEM;
         }
         row->it.kind = row->kind;

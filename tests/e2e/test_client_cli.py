@@ -19,6 +19,11 @@
   JSON, under names the agent cannot turn into a path (`../x`, `/etc/x`,
   `..`, a dot file all land inside DIR, visible); a second save refuses to
   overwrite (exit 1) and leaves the files as they were;
+- `once send --push-url URL --push-token T` subscribes `once listen --token T`
+  in the same send: the receiver gets every generation of the task, in
+  order, up to completed; a send killed after its outbox write subscribes
+  when `once recover` sends it; a bad push URL or a token without a URL is
+  a usage error and leaves nothing in the outbox;
 """
 import http.server
 import json
@@ -28,8 +33,10 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Onced, check, eq, run  # noqa: E402
+from harness import Onced, check, eq, run, wait_until  # noqa: E402
 import test_client  # noqa: E402
+import test_client_listen  # noqa: E402
+from test_client_listen import Listener  # noqa: E402
 from test_client import FAST, ONCE, TMP, dead_port, once, once_json, outbox_intents  # noqa: E402
 
 
@@ -239,12 +246,56 @@ def test_artifacts_shown_and_saved():
         eq(sorted(s["file"] for s in doc["saved"]), names, "--json lists what was saved")
 
 
+def test_push_url_subscribes():
+    outbox = os.path.join(TMP, "push.db")
+    lst = Listener("push", os.path.join(TMP, "webhooks.db"))
+    try:
+        with Onced(test_client_listen.ONCED_FLAGS) as srv:
+            url = "http://127.0.0.1:%d/" % srv.port
+            push = ["--push-url", lst.url, "--push-token", test_client_listen.TOKEN]
+
+            def events(tid):
+                """(generation, state) of every event of tid the receiver printed."""
+                rows = [ln.split("\t") for ln in lst.printed().splitlines()]
+                return [(int(r[1]), r[3]) for r in rows if len(r) == 4 and r[0] == tid]
+
+            def wait_completed(tid, what):
+                wait_until(lambda: ("TASK_STATE_COMPLETED" in [e[1] for e in events(tid)]),
+                           timeout=20, what=what)
+                gens = [g for g, _ in events(tid)]
+                eq(gens, list(range(1, len(gens) + 1)), "every generation once, in order")
+
+            rc, doc = once_json(outbox, "send", "--agent", url, "--text", "hello", *push)
+            eq(rc, 0, "send --push-url")
+            wait_completed(doc["taskId"], "the receiver to see the task complete")
+
+            rc, out, err = once(outbox, "send", "--agent", url, "--text", "crash", *push,
+                                env={"ONCE_TEST_CRASH": "after-outbox"})
+            check(rc < 0, "killed after the outbox write (%d)" % rc)
+            crashed = [i for i in outbox_intents(outbox) if i["state"] == "pending"]
+            eq(len(crashed), 1, "one pending intent")
+            rc, doc = once_json(outbox, "recover")
+            eq((rc, doc["resent"]), (0, 1), "recover sends it")
+            wait_completed(crashed[0]["taskId"], "the recovered send's events")
+
+            before = len(outbox_intents(outbox))
+            rc, out, err = once(outbox, "send", "--agent", url, "--text", "x", "--push-url",
+                                "127.0.0.1:9/")
+            eq(rc, 2, "a bad push URL is a usage error (%s)" % err)
+            check("push URL" in err and "http://127.0.0.1:9/" in err, "it says what is wrong: %r" % err)
+            rc, out, err = once(outbox, "send", "--agent", url, "--text", "x", "--push-token", "t")
+            eq(rc, 2, "--push-token without --push-url (%s)" % err)
+            eq(len(outbox_intents(outbox)), before, "nothing was written")
+    finally:
+        lst.stop()
+
+
 if __name__ == "__main__":
     if not os.path.exists(ONCE):
         print("FAIL: %s is missing (build first)" % ONCE, file=sys.stderr)
         sys.exit(1)
     try:
         run([test_bad_agent_url_writes_nothing, test_abandon, test_messages,
-             test_artifacts_shown_and_saved])
+             test_artifacts_shown_and_saved, test_push_url_subscribes])
     finally:
         shutil.rmtree(test_client.TMP, ignore_errors=True)
