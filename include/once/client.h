@@ -244,9 +244,10 @@ typedef struct once_part {
     size_t size;                 /* bytes of the above; 0 for a url */
 } once_part;
 
-/* fn sees every part, in order; it returns 0 to go on. ONCE_EPARSE when
- * json is not a Task or Message object or a part is malformed (a raw part
- * that is not base64, a part of no known kind); ONCE_ENOMEM. */
+/* fn sees every part, in order; it returns 0 to go on. A malformed part (a
+ * raw part that is not base64, a part of no known kind) is skipped and the
+ * call ends in ONCE_EPARSE after the others were seen; ONCE_EPARSE also
+ * when json is not an object; ONCE_ENOMEM. */
 typedef int (*once_part_fn)(void *ctx, const once_part *p);
 int once_parts_each(const char *json, once_part_fn fn, void *ctx);
 

@@ -68,7 +68,10 @@ static int describe(const json_t *part, const char *artifact, size_t index, once
     return ONCE_OK;
 }
 
-static int each_part(const json_t *parts, const char *artifact, once_part_fn fn, void *ctx)
+/* A part that cannot be read is skipped, so the others are still seen;
+ * the walk then ends in ONCE_EPARSE. */
+static int each_part(const json_t *parts, const char *artifact, once_part_fn fn, void *ctx,
+                     int *unreadable)
 {
     size_t i;
     const json_t *part;
@@ -77,8 +80,12 @@ static int each_part(const json_t *parts, const char *artifact, once_part_fn fn,
         once_part p;
         char *buf;
         int rc = describe(part, artifact, i, &p, &buf);
-        if (rc == ONCE_OK && fn(ctx, &p) != 0)
+        if (rc == ONCE_EPARSE) {
+            *unreadable = 1;
+            rc = ONCE_OK;
+        } else if (rc == ONCE_OK && fn(ctx, &p) != 0) {
             rc = ONCE_ECANCELED;
+        }
         once_free(buf);
         if (rc != ONCE_OK)
             return rc;
@@ -92,10 +99,11 @@ int once_parts_each(const char *json, once_part_fn fn, void *ctx)
     int rc = once__json_object(json ? json : "", &doc);
     if (rc != ONCE_OK)
         return rc;
+    int unreadable = 0;
     const json_t *arts = json_object_get(doc, "artifacts");
     const json_t *parts = json_object_get(doc, "parts");
     if (json_is_array(parts) && json_object_get(doc, "messageId") != NULL) {
-        rc = each_part(parts, NULL, fn, ctx);   /* a Message */
+        rc = each_part(parts, NULL, fn, ctx, &unreadable);   /* a Message */
     } else {
         size_t i;
         const json_t *a;
@@ -104,12 +112,14 @@ int once_parts_each(const char *json, once_part_fn fn, void *ctx)
             const char *name = json_string_value(json_object_get(a, "name"));
             if (name == NULL || name[0] == '\0')
                 name = json_string_value(json_object_get(a, "artifactId"));
-            rc = each_part(json_object_get(a, "parts"), name ? name : "", fn, ctx);
+            rc = each_part(json_object_get(a, "parts"), name ? name : "", fn, ctx, &unreadable);
             if (rc != ONCE_OK)
                 break;
         }
     }
     json_decref(doc);
+    if (rc == ONCE_OK && unreadable)
+        return ONCE_EPARSE;
     return rc == ONCE_ECANCELED ? ONCE_OK : rc;
 }
 
