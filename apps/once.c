@@ -25,7 +25,7 @@
 #include "once/webhook.h"
 
 enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3, EXIT_EXHAUSTED = 4,
-       EXIT_TASK_FAILED = 5, EXIT_INTERRUPTED = 130 };
+       EXIT_TASK_FAILED = 5, EXIT_FINISHED = 6, EXIT_INTERRUPTED = 130 };
 
 static const char usage[] =
     "usage: once [options] COMMAND [arguments]\n"
@@ -36,9 +36,13 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  send --agent URL (--text T | --file F) [--id ID] [--uuid] [--wait]\n"
+    "       [--push-url URL [--push-token T]]\n"
     "                         start a task; prints its ID and state. The ID is\n"
     "                         minted (ULID; --uuid: UUIDv4) before anything is sent;\n"
-    "                         --id picks it (agents with the idempotency extension)\n"
+    "                         --id picks it (agents with the idempotency extension);\n"
+    "                         --push-url subscribes URL to the task's webhooks in\n"
+    "                         the same send (every event from the first, carrying\n"
+    "                         token T: `once listen --token T` receives them)\n"
     "  get ID                 the task's current state\n"
     "  cancel ID              cancel the task\n"
     "  continue ID (--text T | --file F) [--wait]\n"
@@ -48,10 +52,16 @@ static const char usage[] =
     "                         dropped stream resumes where it broke, by\n"
     "                         Last-Event-ID), else by polling (--poll: always poll)\n"
     "  recover                re-send every pending intent (same ID, same body) and\n"
-    "                         poll every acknowledged one\n"
+    "                         poll every acknowledged one (abandoned ones: never)\n"
+    "  abandon ID             give up on the pending or acknowledged intents of ID\n"
+    "                         (a task ID, or the message ID `once outbox` shows):\n"
+    "                         they become abandoned, stay listed, and are never\n"
+    "                         sent, polled or recovered again. The agent is not\n"
+    "                         told (`once cancel ID` does that)\n"
     "  outbox [--state S] [--prune AGE]\n"
     "                         list intents (S: pending, acknowledged, final,\n"
-    "                         refused); --prune removes finished ones older than AGE\n"
+    "                         refused, abandoned); --prune removes finished ones\n"
+    "                         (final, refused, abandoned) older than AGE\n"
     "  listen --port P --secret S [--secret S2 ...] --token T [--exec CMD]\n"
     "         [--state PATH] [--host H] [--tolerance SECS] [--request-timeout DUR]\n"
     "         [--max-connections N] [--max-connections-per-ip N]\n"
@@ -93,6 +103,14 @@ static const char usage[] =
     "                         a wait, \"generations\" lists the task generations seen)\n"
     "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
     "  --poll                 wait by polling GetTask even if the agent streams\n"
+    "  --out DIR              save the answer's file parts (raw: decoded; url: the\n"
+    "                         URL itself, NAME.url, nothing is fetched) and data\n"
+    "                         parts (NAME.json) in DIR (created if missing). NAME\n"
+    "                         is the part's filename, else the artifact's name,\n"
+    "                         made safe (only [A-Za-z0-9._-], no leading dot: never\n"
+    "                         a path from the agent); an existing file is never\n"
+    "                         overwritten (exit 1). Every artifact part is listed\n"
+    "                         by name, kind (text, file, data) and size\n"
     "  --version              print the version and exit\n"
     "retry policy (per call):\n"
     "  --attempts N           attempts, the first included (5)\n"
@@ -115,13 +133,19 @@ static const char usage[] =
     "exit status:\n"
     "  0    success (with --wait / wait: the task completed or asks for input;\n"
     "       listen: stopped by SIGINT/SIGTERM)\n"
-    "  1    any other failure (bad answer, authentication, outbox; listen: the\n"
-    "       processed-set or the port cannot be opened)\n"
-    "  2    usage error\n"
+    "  1    any other failure (bad answer, authentication, outbox; abandon: the\n"
+    "       outbox has no intent for ID; listen: the processed-set or the port\n"
+    "       cannot be opened)\n"
+    "  2    usage error (also an agent or push URL the client cannot use: it is\n"
+    "       refused before anything is written to the outbox)\n"
     "  3    the agent refused (the error's reason and the task's state are printed)\n"
-    "  4    retries exhausted: attempts, deadline, retry budget or --wait-timeout\n"
-    "       (a send stays pending in the outbox: `once recover` finishes it)\n"
+    "  4    retries exhausted: attempts, deadline or retry budget (a send stays\n"
+    "       pending in the outbox: `once recover` finishes it, `once abandon ID`\n"
+    "       gives up on it); or --wait-timeout passed (the agent has the task and\n"
+    "       the intent is acknowledged: `once wait ID` waits again)\n"
     "  5    with --wait / wait: the task ended failed, canceled or rejected\n"
+    "  6    abandon: every intent of ID is already final, refused or abandoned\n"
+    "       (nothing changed; the message names its state)\n"
     "  130  interrupted (SIGINT/SIGTERM)\n";
 
 #define MAX_SECRETS 8
@@ -131,7 +155,8 @@ static const char usage[] =
  * streamed; during listen the receiver's drain thread (one drain at a time)
  * only reads it. */
 typedef struct cli {
-    const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune;
+    const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune, *out;
+    const char *push_url, *push_token;
     char agent_buf[2048];   /* the outbox's agent URL for a task command */
     const char *exec, *host, *secrets[MAX_SECRETS];
     size_t nsecrets;
@@ -208,6 +233,9 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--token", STR, &o->token},
         {"--state", STR, &o->state},
         {"--prune", STR, &o->prune},
+        {"--out", STR, &o->out},
+        {"--push-url", STR, &o->push_url},
+        {"--push-token", STR, &o->push_token},
         {"--json", FLAG, &o->json},
         {"--wait", FLAG, &o->wait},
         {"--uuid", FLAG, &o->uuid},
@@ -375,39 +403,92 @@ static json_t *result_json(const once_call_result *r)
     return o;
 }
 
-/* The text parts of a Task's status message and artifacts, or a Message's. */
-static void print_texts(const char *json)
+/* The status message's text parts of a Task (what the agent says). */
+static void print_status_texts(const char *json)
 {
     json_error_t je;
     json_t *v = json ? json_loads(json, 0, &je) : NULL;
-    if (v == NULL)
-        return;
-    const json_t *groups[2] = {json_object_get(v, "parts"),
-                               json_object_get(json_object_get(json_object_get(v, "status"), "message"),
-                                               "parts")};
-    for (int g = 0; g < 2; g++) {
-        size_t i;
-        const json_t *p;
-        json_array_foreach(groups[g], i, p)
-        {
-            const char *t = json_string_value(json_object_get(p, "text"));
-            if (t != NULL)
-                printf("  %s: %s\n", g == 0 ? "message" : "agent", t);
-        }
-    }
-    size_t i, j;
-    const json_t *a, *p;
-    json_array_foreach(json_object_get(v, "artifacts"), i, a)
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(json_object_get(json_object_get(v, "status"), "message"),
+                                       "parts"),
+                       i, p)
     {
-        const char *name = json_string_value(json_object_get(a, "name"));
-        json_array_foreach(json_object_get(a, "parts"), j, p)
-        {
-            const char *t = json_string_value(json_object_get(p, "text"));
-            if (t != NULL)
-                printf("  artifact %s: %s\n", name ? name : "", t);
-        }
+        const char *t = json_string_value(json_object_get(p, "text"));
+        if (t != NULL)
+            printf("  agent: %s\n", t);
     }
     json_decref(v);
+}
+
+/* Showing (and with --out, saving) every part of an answer. */
+typedef struct parts_ctx {
+    cli *o;
+    json_t *saved;               /* --json: what was saved */
+    int failed;                  /* a part could not be saved */
+} parts_ctx;
+
+static int show_part(void *ctx, const once_part *p)
+{
+    parts_ctx *x = ctx;
+    static const char *const kinds[] = {"", "text", "file", "data"};
+    char name[128] = "", err[512] = "";
+    int src = x->o->out ? once_part_save(x->o->out, p, name, sizeof name, err, sizeof err)
+                        : ONCE_ENOTFOUND;
+    if (src != ONCE_OK && src != ONCE_ENOTFOUND) {
+        fprintf(stderr, "once: --out: %s\n", err);
+        x->failed = 1;
+    }
+    if (x->saved != NULL) {
+        if (src == ONCE_OK)
+            json_array_append_new(x->saved, json_pack("{s:s?,s:I,s:s,s:s}", "artifact", p->artifact,
+                                                      "part", (json_int_t)p->index, "kind",
+                                                      kinds[p->kind], "file", name));
+        return 0;
+    }
+    if (p->artifact == NULL && p->kind == ONCE_PART_TEXT) {
+        printf("  message: %.*s\n", (int)p->size, (const char *)p->bytes);
+        return 0;
+    }
+    if (p->artifact != NULL)
+        printf("  artifact %s: %s", p->artifact, kinds[p->kind]);
+    else
+        printf("  message: %s", kinds[p->kind]);
+    if (p->filename != NULL)
+        printf(" %s", p->filename);
+    printf(" (");
+    if (p->media_type != NULL)
+        printf("%s, ", p->media_type);
+    if (p->url != NULL)
+        printf("url %s)", p->url);
+    else
+        printf("%zu bytes)", p->size);
+    if (p->kind == ONCE_PART_TEXT)
+        printf(": %.*s", (int)p->size, (const char *)p->bytes);
+    if (src == ONCE_OK)
+        printf(" -> %s/%s", x->o->out, name);
+    putchar('\n');
+    return 0;
+}
+
+/* Show every part of the answer (text mode), save them under --out; into
+ * doc's "saved" with --json. 1 if a part could not be read or saved. */
+static int show_parts(cli *o, const char *json, json_t *doc)
+{
+    parts_ctx x = {.o = o, .saved = doc ? json_array() : NULL};
+    if (doc == NULL)
+        print_status_texts(json);
+    if (json != NULL && once_parts_each(json, show_part, &x) != ONCE_OK) {
+        /* Not this command's failure unless it was asked to save them. */
+        fprintf(stderr, "once: the answer has a part this client cannot read%s\n",
+                o->out ? ": not saved" : "");
+        x.failed |= o->out != NULL;
+    }
+    if (doc != NULL && o->out != NULL)
+        json_object_set_new(doc, "saved", x.saved);
+    else
+        json_decref(x.saved);
+    return x.failed;
 }
 
 static int exit_for(int rc, const once_call_result *r, int waited)
@@ -440,8 +521,10 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
             json_object_set(doc, "generations", o->gens);
             json_object_set_new(doc, "streamed", json_boolean(o->streamed));
         }
+        int failed = r->outcome == ONCE_OUTCOME_OK && show_parts(o, r->json, doc);
         print_json(doc);
-        return exit_for(rc, r, waited);
+        int ex = exit_for(rc, r, waited);
+        return failed && ex == EXIT_OK ? EXIT_OTHER : ex;
     }
     const char *id = r->task_id[0] ? r->task_id : "-";
     switch (r->outcome) {
@@ -450,7 +533,8 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
             break;
         printf("%s\t%s%s\n", id, r->is_message ? "MESSAGE" : once_state_name(r->state),
                r->replayed ? "\treplayed" : "");
-        print_texts(r->json);
+        if (show_parts(o, r->json, NULL) && exit_for(rc, r, waited) == EXIT_OK)
+            return EXIT_OTHER;
         return exit_for(rc, r, waited);
     case ONCE_OUTCOME_REFUSED:
         printf("%s\t%s\trefused\n", id,
@@ -459,10 +543,19 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
                 r->rpc_code, r->reason[0] ? ", " : "", r->reason);
         return EXIT_REFUSED;
     case ONCE_OUTCOME_EXHAUSTED:
+        if (strcmp(r->reason, "WAIT_TIMEOUT") == 0) {
+            /* The agent holds the task: only the waiting stopped. */
+            fprintf(stderr, "once: %s: gave up waiting after --wait-timeout; the task is still %s\n",
+                    id, once_state_name(r->state));
+            fprintf(stderr, "once: the agent has it%s: `once wait %s` waits again\n",
+                    r->intent > 0 ? " (the intent is acknowledged)" : "", id);
+            return EXIT_EXHAUSTED;
+        }
         fprintf(stderr, "once: %s: %s\n", id, r->error ? r->error : r->reason);
         if (r->intent > 0)
-            fprintf(stderr, "once: intent %lld stays pending in the outbox; "
-                            "`once recover` sends it again\n", (long long)r->intent);
+            fprintf(stderr, "once: intent %lld stays pending in the outbox; `once recover` "
+                            "sends it again, `once abandon %s` gives up on it\n",
+                    (long long)r->intent, id);
         return EXIT_EXHAUSTED;
     case ONCE_OUTCOME_INTERRUPTED:
         fprintf(stderr, "once: interrupted\n");
@@ -473,6 +566,18 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
     default:
         break;
     }
+    /* Refused before anything was written (a bad agent URL, a bad ID):
+     * the command line is at fault, and nothing is left to recover. */
+    if (rc == ONCE_EINVAL && r->intent == 0 && r->error != NULL)
+        return bad("%s", r->error);
+    if (r->http_status == 401) {
+        fprintf(stderr, "once: %s: the agent %s (HTTP 401): pass --token or set ONCE_TOKEN\n", id,
+                o->token != NULL ? "does not accept this token" : "wants a token");
+        return EXIT_OTHER;
+    }
+    if (r->rpc_code == -32601)
+        fprintf(stderr, "once: %s: the agent does not know this A2A 1.0 method; once speaks A2A "
+                        "1.0 (an A2A 0.3 agent cannot answer it)\n", id);
     fprintf(stderr, "once: %s: %s\n", id,
             r->error ? r->error : once_client_errmsg(o->c)[0] ? once_client_errmsg(o->c)
                                                                : once_strerror(rc));
@@ -640,7 +745,11 @@ static int cmd_send(cli *o, int cont)
     if (cont) {
         rc = once_client_continue(o->c, o->agent, o->id, parts, &r);
     } else {
-        once_send_spec s = {.agent = o->agent, .parts_json = parts, .task_id = o->id};
+        once_send_spec s = {.agent = o->agent,
+                            .parts_json = parts,
+                            .task_id = o->id,
+                            .push_url = o->push_url,
+                            .push_token = o->push_token};
         rc = once_client_send(o->c, &s, &r);
     }
     free(parts);
@@ -726,11 +835,11 @@ static int cmd_outbox(cli *o)
     }
     once_intent_state st = 0;
     if (o->state != NULL) {
-        for (int s = ONCE_INTENT_PENDING; s <= ONCE_INTENT_REFUSED; s++)
+        for (int s = ONCE_INTENT_PENDING; s <= ONCE_INTENT_LAST; s++)
             if (strcmp(o->state, once_intent_state_name((once_intent_state)s)) == 0)
                 st = (once_intent_state)s;
         if (st == 0)
-            return bad("--state: one of pending, acknowledged, final, refused");
+            return bad("--state: one of pending, acknowledged, final, refused, abandoned");
     }
     json_t *arr = o->json ? json_array() : NULL;
     if (!o->json)
@@ -744,6 +853,41 @@ static int cmd_outbox(cli *o)
         return EXIT_OTHER;
     }
     return EXIT_OK;
+}
+
+/* Each intent of the ID, as it was: the open ones are the ones abandoned. */
+static int abandoning(void *ctx, const once_intent *it)
+{
+    json_t *arr = ctx;
+    if (it->state != ONCE_INTENT_PENDING && it->state != ONCE_INTENT_ACKNOWLEDGED)
+        return 0;
+    if (arr != NULL) {
+        json_t *j = intent_json(it);
+        json_object_set_new(j, "was", json_string(once_intent_state_name(it->state)));
+        json_object_set_new(j, "state", json_string(once_intent_state_name(ONCE_INTENT_ABANDONED)));
+        json_array_append_new(arr, j);
+    } else {
+        printf("%lld\t%s\t%s -> abandoned\n", (long long)it->seq,
+               it->task_id ? it->task_id : it->message_id, once_intent_state_name(it->state));
+    }
+    return 0;
+}
+
+static int cmd_abandon(cli *o)
+{
+    if (o->id == NULL)
+        return bad("abandon needs an ID (the task or message ID `once outbox` shows)");
+    json_t *arr = o->json ? json_array() : NULL;
+    unsigned n = 0;
+    int rc = once_client_abandon(o->c, o->id, abandoning, arr, &n);
+    if (o->json && rc == ONCE_OK)
+        print_json(json_pack("{s:i,s:o}", "abandoned", (int)n, "intents", arr));
+    else
+        json_decref(arr);
+    if (rc == ONCE_OK)
+        return EXIT_OK;
+    fprintf(stderr, "once: cannot abandon %s: %s\n", o->id, once_client_errmsg(o->c));
+    return rc == ONCE_EILLEGAL ? EXIT_FINISHED : EXIT_OTHER;
 }
 
 /* What `once recover` prints, gathered by its per-intent callback. */
@@ -962,6 +1106,7 @@ static const command commands[] = {
     {"wait", cmd_task, NEEDS_CLIENT | TAKES_ID},
     {"recover", cmd_recover, NEEDS_CLIENT},
     {"outbox", cmd_outbox, NEEDS_CLIENT},
+    {"abandon", cmd_abandon, NEEDS_CLIENT | TAKES_ID},
     {"listen", cmd_listen, 0},
 };
 
@@ -985,6 +1130,10 @@ int main(int argc, char **argv)
         return bad("send takes no argument (use --id ID to choose the task ID)");
     if (!is_send && o.id != NULL)
         return bad("--id is for send; give the task ID as the argument");
+    if (!is_send && (o.push_url != NULL || o.push_token != NULL))
+        return bad("--push-url and --push-token are for send");
+    if (o.push_token != NULL && o.push_url == NULL)
+        return bad("--push-token needs --push-url (the receiver the token is for)");
     if (!(cmd->flags & TAKES_ID) && o.arg != NULL)
         return bad("%s takes no argument", o.cmd);
     if (cmd->flags & TAKES_ID)

@@ -19,7 +19,8 @@
  * still converges, and the task ID is learned from the answer.
  *
  * Outbox states: pending -> acknowledged -> final (terminal task seen), or
- * pending|acknowledged -> refused. Nothing is deleted except by
+ * pending|acknowledged -> refused, or pending|acknowledged -> abandoned (the
+ * user gave up on it: once_client_abandon). Nothing is deleted except by
  * once_client_prune(), which removes finished intents older than an age.
  *
  * A once_client is used by one thread at a time. Several processes may share
@@ -147,6 +148,13 @@ typedef struct once_send_spec {
     const char *parts_json;      /* JSON array of A2A Parts, e.g. [{"text":"hi"}] */
     const char *task_id;         /* NULL = mint one; else use it (needs the extension) */
     const char *metadata_json;   /* optional message metadata object; NULL = none */
+    /* Push notifications (webhooks) for the task, subscribed in the same
+     * SendMessage (configuration.taskPushNotificationConfig): every event
+     * from the first is POSTed to push_url, carrying push_token (NULL =
+     * none; `once listen --token` requires it). Kept with the intent, so
+     * recovery subscribes too. NULL = no subscription. */
+    const char *push_url;
+    const char *push_token;
 } once_send_spec;
 
 /* A first message: a new task. r->task_id is the ID (minted before any
@@ -212,14 +220,57 @@ typedef struct once_wait_spec {
 int once_client_follow(once_client *c, const once_wait_spec *w, once_call_result *r);
 
 /* ---------------------------------------------------------------------------
+ * What an agent produced: the parts of a result's Task artifacts or of its
+ * direct Message (once_call_result.json), for showing and saving.
+ */
+typedef enum once_part_kind {
+    ONCE_PART_TEXT = 1,
+    ONCE_PART_FILE = 2,          /* raw bytes, or a url */
+    ONCE_PART_DATA = 3           /* any JSON value */
+} once_part_kind;
+
+/* One part. Pointers are valid during the callback only. */
+typedef struct once_part {
+    const char *artifact;        /* the artifact's name, else its artifactId; NULL: a Message's */
+    size_t index;                /* its position among the artifact's (or message's) parts */
+    once_part_kind kind;
+    const char *filename;        /* NULL if none */
+    const char *media_type;      /* NULL if none */
+    const char *url;             /* a file by reference; NULL otherwise */
+    const unsigned char *bytes;  /* the text, the decoded raw bytes, or the data as compact
+                                    JSON; NULL for a url */
+    size_t size;                 /* bytes of the above; 0 for a url */
+} once_part;
+
+/* fn sees every part, in order; it returns 0 to go on. A malformed part (a
+ * raw part that is not base64, a part of no known kind) is skipped and the
+ * call ends in ONCE_EPARSE after the others were seen; ONCE_EPARSE also
+ * when json is not an object; ONCE_ENOMEM. */
+typedef int (*once_part_fn)(void *ctx, const once_part *p);
+int once_parts_each(const char *json, once_part_fn fn, void *ctx);
+
+/* Save part p as a file in dir (created, 0700, when missing); its name
+ * goes to name (namelen >= 108). The name is the part's filename, else the
+ * artifact's name, reduced to [A-Za-z0-9._-] without leading dots: never a
+ * path the agent chose. Data parts are saved as JSON (name ends in .json),
+ * url parts as the URL (.url: nothing is fetched), raw parts decoded, text
+ * parts only when they carry a filename (else ONCE_ENOTFOUND: nothing
+ * written). An existing name is never overwritten: ONCE_EEXISTS. Other
+ * failures: ONCE_EIO with the reason in err. */
+int once_part_save(const char *dir, const once_part *p, char *name, size_t namelen, char *err,
+                   size_t errlen);
+
+/* ---------------------------------------------------------------------------
  * The outbox.
  */
 typedef enum once_intent_state {
     ONCE_INTENT_PENDING = 1,      /* written; no answer from the agent yet */
     ONCE_INTENT_ACKNOWLEDGED = 2, /* the agent holds the task; not finished */
     ONCE_INTENT_FINAL = 3,        /* the task is terminal (or answered with a Message) */
-    ONCE_INTENT_REFUSED = 4       /* the agent refused; never re-sent */
+    ONCE_INTENT_REFUSED = 4,      /* the agent refused; never re-sent */
+    ONCE_INTENT_ABANDONED = 5     /* given up by the user; never sent or polled again */
 } once_intent_state;
+#define ONCE_INTENT_LAST ONCE_INTENT_ABANDONED
 
 const char *once_intent_state_name(once_intent_state s);   /* "pending", ... */
 
@@ -247,8 +298,21 @@ int once_client_outbox(once_client *c, once_intent_state state, once_intent_fn f
  * the outbox does not know the task. */
 int once_client_agent_of(once_client *c, const char *task_id, char *out, size_t outlen);
 
-/* Remove final and refused intents that finished more than age_ms ago. */
+/* Remove final, refused and abandoned intents that finished more than
+ * age_ms ago. */
 int once_client_prune(once_client *c, int64_t age_ms, unsigned *removed);
+
+/* Give up on the open intents of id (a task ID, or the message ID of a send
+ * whose task the agent has not named yet): every pending or acknowledged
+ * one becomes abandoned, kept for the record and never sent, polled or
+ * recovered again. The agent is not told (once_client_cancel does that). A
+ * send still retrying it in another process stops at its next attempt.
+ * fn, if not NULL, sees each intent as it was before. ONCE_OK with
+ * *abandoned >= 1; ONCE_ENOTFOUND when no intent has that ID;
+ * ONCE_EILLEGAL when every intent of it is already final, refused or
+ * abandoned (errmsg names the state; nothing changed). */
+int once_client_abandon(once_client *c, const char *id, once_intent_fn fn, void *ctx,
+                        unsigned *abandoned);
 
 /* Recovery: every pending intent is sent again with its ID and body;
  * every acknowledged one is polled once (GetTask) and becomes final when its

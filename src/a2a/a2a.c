@@ -282,6 +282,27 @@ static void utf8_trim(char *s)
 }
 
 /* A valid JSON-RPC id: string, number or null. */
+/* A2A 0.3 method names (not served: 0.3 and 1.0 differ in shapes, not only
+ * names) and what a 1.0 client calls instead, so that a 0.3 client learns
+ * why it is refused. tasks/get, tasks/cancel: served as A2A 0.1. */
+static const char *a2a03_successor(const char *name)
+{
+    static const char *const names[][2] = {
+        {"message/send", "SendMessage"},
+        {"message/stream", "SendStreamingMessage"},
+        {"tasks/resubscribe", "SubscribeToTask"},
+        {"tasks/pushNotificationConfig/set", "CreateTaskPushNotificationConfig"},
+        {"tasks/pushNotificationConfig/get", "GetTaskPushNotificationConfig"},
+        {"tasks/pushNotificationConfig/list", "ListTaskPushNotificationConfigs"},
+        {"tasks/pushNotificationConfig/delete", "DeleteTaskPushNotificationConfig"},
+        {"agent/getAuthenticatedExtendedCard", "GetExtendedAgentCard"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i][0]) == 0)
+            return names[i][1];
+    return NULL;
+}
+
 static int id_ok(const json_t *id)
 {
     return json_is_string(id) || json_is_number(id) || json_is_null(id);
@@ -532,7 +553,12 @@ int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response 
         snprintf(name, sizeof name, "%s", json_string_value(method));
         utf8_trim(name);
         json_t *meta = json_pack("{s:s}", "method", name);
-        snprintf(msg, sizeof msg, "Method not found: %s", name);
+        const char *now = a2a03_successor(name);
+        if (now != NULL)
+            snprintf(msg, sizeof msg, "Method not found: %s is A2A 0.3; this agent speaks A2A 1.0 "
+                     "(and 0.1): use %s", name, now);
+        else
+            snprintf(msg, sizeof msg, "Method not found: %s", name);
         rc = respond_error(resp, ONCE_A2A_JSONRPC, id, ONCE_RPC_METHOD_NOT_FOUND,
                            "METHOD_NOT_FOUND", msg, meta);
         json_decref(meta);

@@ -181,3 +181,19 @@ int once_client_prune(once_client *c, int64_t age_ms, unsigned *removed)
         once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
     return rc;
 }
+
+int once_client_abandon(once_client *c, const char *id, once_intent_fn fn, void *ctx,
+                        unsigned *abandoned)
+{
+    unsigned n = 0;
+    int rc = id != NULL && id[0] != '\0'
+                 ? once__outbox_abandon(c->outbox, id, once__client_now(c), fn, ctx, &n)
+                 : ONCE_EINVAL;
+    if (abandoned != NULL)
+        *abandoned = n;
+    if (rc == ONCE_EINVAL)
+        once__client_seterr(c, "abandon needs an ID");
+    else if (rc != ONCE_OK)
+        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+    return rc;
+}

@@ -16,6 +16,7 @@
  *   wait.c      following a task: the stream, resumed by Last-Event-ID, or
  *               GetTask polled with backoff
  *   recover.c   recovery of the outbox after a crash
+ *   parts.c     the parts of an answer: listing, and saving files safely
  */
 #ifndef ONCE_CLIENT_CLIENT_INT_H
 #define ONCE_CLIENT_CLIENT_INT_H
@@ -86,15 +87,17 @@ void once__outbox_close(once__outbox *o);
 const char *once__outbox_errmsg(const once__outbox *o);
 
 /* A new pending intent. message is the A2A Message JSON as it will be sent
- * (taskId absent for first messages: the mode decides). */
+ * (taskId absent for first messages: the mode decides); push, if not NULL,
+ * the TaskPushNotificationConfig JSON sent with it in every attempt. */
 int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const char *task_id,
-                     const char *message_id, const char *message, int64_t now, int64_t *seq);
+                     const char *message_id, const char *message, const char *push, int64_t now,
+                     int64_t *seq);
 
 /* One intent with copies of its strings (once__intent_row_clear frees);
  * a snapshot, owned by whoever loaded it and never updated in place. */
 typedef struct once__intent_row {
     once_intent it;   /* pointers into the owned copies below */
-    char *kind, *agent, *task_id, *message_id, *mode, *last_error, *refusal, *message;
+    char *kind, *agent, *task_id, *message_id, *mode, *last_error, *refusal, *message, *push;
 } once__intent_row;
 void once__intent_row_clear(once__intent_row *r);
 int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row);
@@ -115,6 +118,9 @@ int once__outbox_refuse(once__outbox *o, int64_t seq, const char *reason, once_s
  * intent of (agent, task_id) records it and becomes final if terminal. */
 int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id, once_state st,
                          int64_t now);
+/* once_client_abandon, in one IMMEDIATE transaction. */
+int once__outbox_abandon(once__outbox *o, const char *id, int64_t now, once_intent_fn fn,
+                         void *ctx, unsigned *abandoned);
 /* seqs of intents in a state, oldest first. *seqs once_malloc'd. */
 int once__outbox_seqs(once__outbox *o, once_intent_state st, int64_t **seqs, size_t *n);
 
@@ -183,6 +189,10 @@ typedef struct once__http_resp {
  * timeout, interrupt: see the flags), ONCE_ENOMEM. */
 int once__http_do(const once__http_req *q, once__http_resp *r);
 void once__http_resp_clear(once__http_resp *r);
+/* ONCE_OK when url is an http(s) URL with a host and, if any, a port in
+ * 1..65535; else ONCE_EINVAL and why says what is wrong and what a valid
+ * one looks like. Checked before anything is written to the outbox. */
+int once__agent_url_check(const char *url, char *why, size_t whylen);
 /* "http://h:p/path" -> "http://h:p/.well-known/agent-card.json". */
 int once__card_url(const char *agent, char *out, size_t outlen);
 

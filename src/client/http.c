@@ -136,6 +136,75 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return 0;
 }
 
+/* 1 to 5 digits, 1..65535. */
+static int port_ok(const char *p, size_t n)
+{
+    long v = 0;
+    if (n == 0 || n > 5)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v >= 1 && v <= 65535;
+}
+
+int once__agent_url_check(const char *url, char *why, size_t whylen)
+{
+    const char *p = url ? strstr(url, "://") : NULL;
+    if (url == NULL || url[0] == '\0') {
+        snprintf(why, whylen, "the agent URL is empty; it looks like http://127.0.0.1:8080/");
+        return ONCE_EINVAL;
+    }
+    for (const char *q = url; *q; q++) {
+        if ((unsigned char)*q <= ' ' || *q == 0x7f) {
+            snprintf(why, whylen, "%.200s: a URL has no spaces or control characters", url);
+            return ONCE_EINVAL;
+        }
+    }
+    if (p == NULL) {
+        snprintf(why, whylen, "%.200s is not a URL: it needs http:// or https:// in front "
+                              "(e.g. http://%.200s%s)", url, url, strchr(url, '/') ? "" : "/");
+        return ONCE_EINVAL;
+    }
+    size_t slen = (size_t)(p - url);
+    if (!(slen == 4 && strncasecmp(url, "http", 4) == 0) &&
+        !(slen == 5 && strncasecmp(url, "https", 5) == 0)) {
+        snprintf(why, whylen, "%.200s: a URL here is http:// or https://, not %.*s://", url,
+                 (int)(slen < 20 ? slen : 20), url);
+        return ONCE_EINVAL;
+    }
+    const char *host = p + 3;
+    size_t alen = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', alen);
+    if (at != NULL) {
+        alen -= (size_t)(at + 1 - host);
+        host = at + 1;
+    }
+    const char *end = host + alen, *colon = NULL;
+    if (alen > 0 && host[0] == '[') {
+        const char *rb = memchr(host, ']', alen);
+        if (rb == NULL || rb == host + 1 || (rb + 1 != end && rb[1] != ':')) {
+            snprintf(why, whylen, "%.200s: a bracketed IPv6 host looks like http://[::1]:8080/", url);
+            return ONCE_EINVAL;
+        }
+        colon = rb + 1 != end ? rb + 1 : NULL;
+    } else {
+        colon = memchr(host, ':', alen);
+        if (colon == host || alen == 0) {
+            snprintf(why, whylen, "%.200s has no host; it looks like %.*s127.0.0.1:8080/", url,
+                     (int)(slen + 3), url);
+            return ONCE_EINVAL;
+        }
+    }
+    if (colon != NULL && !port_ok(colon + 1, (size_t)(end - colon - 1))) {
+        snprintf(why, whylen, "%.200s: the port must be a number from 1 to 65535", url);
+        return ONCE_EINVAL;
+    }
+    return ONCE_OK;
+}
+
 int once__card_url(const char *agent, char *out, size_t outlen)
 {
     const char *p = strstr(agent, "://");

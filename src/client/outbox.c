@@ -7,8 +7,10 @@
  *     it, then send); ONCE_OK from any write here means it survived a crash;
  *   - every state change is a read-check-write in one IMMEDIATE transaction,
  *     checked by once__intent_transition_ok: pending -> acknowledged ->
- *     final, pending|acknowledged -> refused, and nothing leaves final or
- *     refused (only prune removes them);
+ *     final, pending|acknowledged -> refused|abandoned, and nothing leaves
+ *     final, refused or abandoned (only prune removes them);
+ *   - the schema's version is PRAGMA user_version; an older file is brought
+ *     up to date in one transaction when it is opened.
  *   - the message of an intent is written once and never changed, so every
  *     resend carries the same body; the mode (ext/plain) is set once.
  * Several processes may share the file: SQLite's locks serialise them and a
@@ -22,31 +24,62 @@
 #include "client/client_int.h"
 #include "client/outbox_int.h"
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS intents("
-    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " kind TEXT NOT NULL CHECK(kind IN ('send','continue')),"
-    " agent TEXT NOT NULL,"
-    " task_id TEXT,"
-    " message_id TEXT NOT NULL,"
-    " message TEXT NOT NULL,"
-    " mode TEXT CHECK(mode IS NULL OR mode IN ('ext','plain')),"
-    " state TEXT NOT NULL CHECK(state IN ('pending','acknowledged','final','refused')),"
-    " task_state TEXT,"
-    " attempts INTEGER NOT NULL DEFAULT 0,"
-    " last_error TEXT,"
-    " refusal TEXT,"
-    " created_ms INTEGER NOT NULL,"
-    " updated_ms INTEGER NOT NULL,"
-    " acked_ms INTEGER,"
-    " finished_ms INTEGER);"
-    "CREATE INDEX IF NOT EXISTS intents_state ON intents(state, seq);"
+#define SCHEMA_VERSION 3
+#define ONCE__XSTR(x) #x
+#define ONCE__STR(x) ONCE__XSTR(x)
+
+/* The intents table as this version writes it. Version 2 added
+ * 'abandoned' to the state check, version 3 the push column (the
+ * configuration.taskPushNotificationConfig sent with the message, JSON). */
+#define INTENTS_TABLE(name)                                                                       \
+    "CREATE TABLE " name "("                                                                      \
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"                                                     \
+    " kind TEXT NOT NULL CHECK(kind IN ('send','continue')),"                                     \
+    " agent TEXT NOT NULL,"                                                                       \
+    " task_id TEXT,"                                                                              \
+    " message_id TEXT NOT NULL,"                                                                  \
+    " message TEXT NOT NULL,"                                                                     \
+    " mode TEXT CHECK(mode IS NULL OR mode IN ('ext','plain')),"                                  \
+    " state TEXT NOT NULL CHECK(state IN ('pending','acknowledged','final','refused',"            \
+    "'abandoned')),"                                                                              \
+    " task_state TEXT,"                                                                           \
+    " attempts INTEGER NOT NULL DEFAULT 0,"                                                       \
+    " last_error TEXT,"                                                                           \
+    " refusal TEXT,"                                                                              \
+    " created_ms INTEGER NOT NULL,"                                                               \
+    " updated_ms INTEGER NOT NULL,"                                                               \
+    " acked_ms INTEGER,"                                                                          \
+    " finished_ms INTEGER,"                                                                       \
+    " push TEXT);"
+
+#define INTENTS_INDEXES                                                                           \
+    "CREATE INDEX IF NOT EXISTS intents_state ON intents(state, seq);"                            \
     "CREATE INDEX IF NOT EXISTS intents_task ON intents(task_id);"
-    "CREATE TABLE IF NOT EXISTS agents("
+
+/* A new file. */
+static const char schema_new[] =
+    INTENTS_TABLE("intents") INTENTS_INDEXES
+    "CREATE TABLE agents("
     " agent TEXT PRIMARY KEY, ext INTEGER NOT NULL, checked_ms INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS budget("
-    " agent TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL);"
-    "PRAGMA user_version=1;";
+    "CREATE TABLE budget("
+    " agent TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL);";
+
+/* Version 1 -> 3 (SQLite cannot change a CHECK in place): a new table, the
+ * rows copied, the sequence kept so that no seq is handed out twice. */
+#define V1_COLUMNS                                                                                \
+    "seq,kind,agent,task_id,message_id,message,mode,state,task_state,attempts,last_error,"        \
+    "refusal,created_ms,updated_ms,acked_ms,finished_ms"
+static const char schema_v1[] =
+    INTENTS_TABLE("intents_v2")
+    "INSERT INTO intents_v2(" V1_COLUMNS ") SELECT " V1_COLUMNS " FROM intents;"
+    "DELETE FROM sqlite_sequence WHERE name='intents_v2';"
+    "INSERT INTO sqlite_sequence(name,seq) SELECT 'intents_v2',seq FROM sqlite_sequence"
+    " WHERE name='intents';"
+    "DROP TABLE intents;"
+    "ALTER TABLE intents_v2 RENAME TO intents;" INTENTS_INDEXES;
+
+/* Version 2 -> 3. */
+static const char schema_v2[] = "ALTER TABLE intents ADD COLUMN push TEXT;";
 
 int once__ob_fail(once__outbox *o, int src, const char *what)
 {
@@ -154,6 +187,49 @@ static int wal_mode(once__outbox *o)
     }
 }
 
+static int schema_version(once__outbox *o, int *v)
+{
+    sqlite3_stmt *q;
+    int rc = once__ob_prepare(o, &q, "PRAGMA user_version", "");
+    if (rc != ONCE_OK)
+        return rc;
+    int src = sqlite3_step(q);
+    if (src == SQLITE_ROW)
+        *v = sqlite3_column_int(q, 0);
+    else
+        rc = once__ob_fail(o, src, "PRAGMA user_version");
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Create the schema, or bring an older file up to date, in one IMMEDIATE
+ * transaction: of several processes opening one file, one does the work
+ * and the others find it done. */
+static int schema(once__outbox *o)
+{
+    int v = 0;
+    int rc = schema_version(o, &v);
+    if (rc != ONCE_OK || v == SCHEMA_VERSION)
+        return rc;
+    if ((rc = once__ob_begin(o)) != ONCE_OK)
+        return rc;
+    rc = schema_version(o, &v);
+    if (rc == ONCE_OK && v > SCHEMA_VERSION) {
+        snprintf(o->err, sizeof o->err, "outbox schema %d is newer than this once knows (%d)", v,
+                 SCHEMA_VERSION);
+        rc = ONCE_ESTORE;
+    }
+    if (rc == ONCE_OK && v == 0)
+        rc = once__ob_exec(o, schema_new);
+    if (rc == ONCE_OK && v == 1)
+        rc = once__ob_exec(o, schema_v1);
+    if (rc == ONCE_OK && v == 2)
+        rc = once__ob_exec(o, schema_v2);
+    if (rc == ONCE_OK && v != SCHEMA_VERSION)
+        rc = once__ob_exec(o, "PRAGMA user_version=" ONCE__STR(SCHEMA_VERSION));
+    return once__ob_end(o, rc);
+}
+
 int once__outbox_open(const char *path, once__outbox **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -173,7 +249,7 @@ int once__outbox_open(const char *path, once__outbox **out, char *err, size_t er
         if (rc == ONCE_OK)
             rc = once__ob_exec(o, "PRAGMA synchronous=FULL");
         if (rc == ONCE_OK)
-            rc = once__ob_exec(o, schema);
+            rc = schema(o);
     }
     if (rc != ONCE_OK) {
         if (err != NULL && errlen > 0)
@@ -194,12 +270,13 @@ void once__outbox_close(once__outbox *o)
 }
 
 int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const char *task_id,
-                     const char *message_id, const char *message, int64_t now, int64_t *seq)
+                     const char *message_id, const char *message, const char *push, int64_t now,
+                     int64_t *seq)
 {
     int rc = once__ob_run(o,
-                          "INSERT INTO intents(kind,agent,task_id,message_id,message,state,"
-                          "created_ms,updated_ms) VALUES(?,?,?,?,?,'pending',?,?)",
-                          "sssssii", kind, agent, task_id, message_id, message, now, now);
+                          "INSERT INTO intents(kind,agent,task_id,message_id,message,push,state,"
+                          "created_ms,updated_ms) VALUES(?,?,?,?,?,?,'pending',?,?)",
+                          "ssssssii", kind, agent, task_id, message_id, message, push, now, now);
     *seq = rc == ONCE_OK ? sqlite3_last_insert_rowid(o->db) : 0;
     return rc;
 }
@@ -332,6 +409,58 @@ int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id
                         agent, task_id);
 }
 
+int once__outbox_abandon(once__outbox *o, const char *id, int64_t now, once_intent_fn fn,
+                         void *ctx, unsigned *abandoned)
+{
+    *abandoned = 0;
+    int rc = once__ob_begin(o);
+    if (rc != ONCE_OK)
+        return rc;
+    char sql[320];
+    snprintf(sql, sizeof sql, "SELECT %s FROM intents WHERE task_id=?1 OR message_id=?1 ORDER BY seq",
+             once__ob_columns);
+    sqlite3_stmt *q;
+    rc = once__ob_prepare(o, &q, sql, "s", id);
+    unsigned total = 0, open = 0;
+    int src = SQLITE_DONE;
+    while (rc == ONCE_OK && (src = sqlite3_step(q)) == SQLITE_ROW) {
+        once_intent it;
+        once__ob_row_view(q, &it);
+        total++;
+        if (once__intent_transition_ok(it.state, ONCE_INTENT_ABANDONED)) {
+            open++;
+        } else {
+            /* The newest finished one names the state in the message. */
+            snprintf(o->err, sizeof o->err,
+                     "intent %lld of %s is %s%s%s: only a pending or acknowledged intent can be "
+                     "abandoned",
+                     (long long)it.seq, id, once_intent_state_name(it.state),
+                     it.task_state != ONCE_STATE_UNKNOWN ? ", its task " : "",
+                     it.task_state != ONCE_STATE_UNKNOWN ? once_state_name(it.task_state) : "");
+        }
+        if (fn != NULL)
+            fn(ctx, &it);
+    }
+    if (rc == ONCE_OK && src != SQLITE_DONE)
+        rc = once__ob_fail(o, src, "read");
+    sqlite3_finalize(q);
+    if (rc == ONCE_OK && total == 0) {
+        snprintf(o->err, sizeof o->err, "the outbox has no intent for %s", id);
+        rc = ONCE_ENOTFOUND;
+    } else if (rc == ONCE_OK && open == 0) {
+        rc = ONCE_EILLEGAL;
+    }
+    if (rc == ONCE_OK)
+        rc = once__ob_run(o,
+                          "UPDATE intents SET state='abandoned', updated_ms=?1, finished_ms=?1"
+                          " WHERE (task_id=?2 OR message_id=?2)"
+                          " AND state IN ('pending','acknowledged')",
+                          "is", now, id);
+    if (rc == ONCE_OK)
+        *abandoned = (unsigned)sqlite3_changes(o->db);
+    return once__ob_end(o, rc);
+}
+
 static char *col_dup(sqlite3_stmt *q, int i)
 {
     const unsigned char *t = sqlite3_column_text(q, i);
@@ -350,12 +479,13 @@ void once__intent_row_clear(once__intent_row *r)
     once_free(r->last_error);
     once_free(r->refusal);
     once_free(r->message);
+    once_free(r->push);
     memset(r, 0, sizeof *r);
 }
 
 const char once__ob_columns[] =
     "seq,kind,agent,task_id,message_id,mode,state,task_state,attempts,last_error,refusal,"
-    "created_ms,updated_ms,acked_ms,finished_ms,message";
+    "created_ms,updated_ms,acked_ms,finished_ms,message,push";
 
 void once__ob_row_view(sqlite3_stmt *q, once_intent *it)
 {
@@ -398,8 +528,9 @@ int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)
         row->last_error = col_dup(q, 9);
         row->refusal = col_dup(q, 10);
         row->message = col_dup(q, 15);
+        row->push = col_dup(q, 16);
         if (row->kind == NULL || row->agent == NULL || row->message_id == NULL ||
-            row->message == NULL) {
+            row->message == NULL || (row->push == NULL && sqlite3_column_type(q, 16) != SQLITE_NULL)) {
             rc = ONCE_ENOMEM;
         }
         row->it.kind = row->kind;

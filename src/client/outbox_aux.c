@@ -75,7 +75,7 @@ int once__outbox_prune(once__outbox *o, int64_t cutoff_ms, unsigned *removed)
 {
     *removed = 0;
     int rc = once__ob_run(o,
-                          "DELETE FROM intents WHERE state IN ('final','refused')"
+                          "DELETE FROM intents WHERE state IN ('final','refused','abandoned')"
                           " AND finished_ms IS NOT NULL AND finished_ms < ?",
                           "i", cutoff_ms);
     if (rc == ONCE_OK)

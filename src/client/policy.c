@@ -147,27 +147,28 @@ int once__intent_transition_ok(once_intent_state from, once_intent_state to)
     switch (from) {
     case ONCE_INTENT_PENDING:
         return to == ONCE_INTENT_PENDING || to == ONCE_INTENT_ACKNOWLEDGED ||
-               to == ONCE_INTENT_FINAL || to == ONCE_INTENT_REFUSED;
+               to == ONCE_INTENT_FINAL || to == ONCE_INTENT_REFUSED || to == ONCE_INTENT_ABANDONED;
     case ONCE_INTENT_ACKNOWLEDGED:
         return to == ONCE_INTENT_ACKNOWLEDGED || to == ONCE_INTENT_FINAL ||
-               to == ONCE_INTENT_REFUSED;
+               to == ONCE_INTENT_REFUSED || to == ONCE_INTENT_ABANDONED;
     default:
-        return 0;   /* final and refused are where an intent ends */
+        return 0;   /* final, refused and abandoned are where an intent ends */
     }
 }
 
-static const char *const intent_names[] = {NULL, "pending", "acknowledged", "final", "refused"};
+static const char *const intent_names[] = {NULL,      "pending", "acknowledged", "final",
+                                           "refused", "abandoned"};
 
 const char *once_intent_state_name(once_intent_state s)
 {
-    if (s >= ONCE_INTENT_PENDING && s <= ONCE_INTENT_REFUSED)
+    if (s >= ONCE_INTENT_PENDING && s <= ONCE_INTENT_LAST)
         return intent_names[s];
     return "unknown";
 }
 
 once_intent_state once__intent_state_parse(const char *s)
 {
-    for (int i = ONCE_INTENT_PENDING; i <= ONCE_INTENT_REFUSED; i++)
+    for (int i = ONCE_INTENT_PENDING; i <= ONCE_INTENT_LAST; i++)
         if (s != NULL && strcmp(s, intent_names[i]) == 0)
             return (once_intent_state)i;
     return (once_intent_state)0;

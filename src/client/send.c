@@ -133,8 +133,15 @@ static int prepare(once_client *c, send_call *s, once__attempt *a, once_call_res
         json_decref(msg);
         return ONCE_ENOMEM;
     }
-    json_t *params = json_pack("{s:o,s:{s:b}}", "message", msg, "configuration",
-                               "returnImmediately", 1);
+    json_t *push = NULL;
+    if (row->push != NULL && (rc = once__json_object(row->push, &push)) != ONCE_OK) {
+        json_decref(msg);
+        return rc == ONCE_EPARSE ? ONCE_ECORRUPT : rc;
+    }
+    /* The config rides with the message that registers the task (or the
+     * continuation it accepts), so it sees every event from then on. */
+    json_t *params = json_pack("{s:o,s:{s:b,s:o*}}", "message", msg, "configuration",
+                               "returnImmediately", 1, "taskPushNotificationConfig", push);
     s->params = params ? json_dumps(params, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(params);
     return s->params ? ONCE_OK : ONCE_ENOMEM;
@@ -213,13 +220,14 @@ int once__client_deliver(once_client *c, const once__intent_row *row, once_call_
 
 /* Write an intent and deliver it. */
 static int add_and_deliver(once_client *c, const char *kind, const char *agent, const char *task_id,
-                           const char *message_id, json_t *msg, int user_id, once_call_result *r)
+                           const char *message_id, json_t *msg, const char *push, int user_id,
+                           once_call_result *r)
 {
     char *text = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (text == NULL)
         return ONCE_ENOMEM;
     int64_t seq = 0;
-    int rc = once__outbox_add(c->outbox, kind, agent, task_id, message_id, text,
+    int rc = once__outbox_add(c->outbox, kind, agent, task_id, message_id, text, push,
                               once__client_now(c), &seq);
     once_free(text); /* json_dumps allocates through once_malloc */
     if (rc != ONCE_OK) {
@@ -285,15 +293,41 @@ static int build_message(const char *message_id, const char *task_id, const char
     return ONCE_OK;
 }
 
+/* An agent URL that can never be reached is refused before the outbox
+ * holds an intent for it: such an intent could only stay pending. what
+ * names the URL in the message ("" for the agent's). */
+static int bad_url(const char *url, const char *what, once_call_result *r)
+{
+    char why[600];
+    if (once__agent_url_check(url, why, sizeof why) == ONCE_OK)
+        return 0;
+    r->outcome = ONCE_OUTCOME_ERROR;
+    snprintf(r->reason, sizeof r->reason, "INVALID_URL");
+    once__result_set_error(r, "%s%s", what, why);
+    return 1;
+}
+
+/* The TaskPushNotificationConfig of a send, as JSON text (once_free), or
+ * NULL in *out when the spec asks for none. */
+static int push_config(const once_send_spec *s, once_call_result *r, char **out)
+{
+    *out = NULL;
+    if (s->push_url == NULL)
+        return ONCE_OK;
+    if (bad_url(s->push_url, "push URL: ", r))
+        return ONCE_EINVAL;
+    json_t *cfg = json_pack("{s:s,s:s*}", "url", s->push_url, "token", s->push_token);
+    *out = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(cfg);
+    return *out ? ONCE_OK : ONCE_ENOMEM;
+}
+
 int once_client_send(once_client *c, const once_send_spec *s, once_call_result *r)
 {
     memset(r, 0, sizeof *r);
     char id[ONCE_ID_MAX + 1];
-    if (s->agent == NULL || strstr(s->agent, "://") == NULL) {
-        r->outcome = ONCE_OUTCOME_ERROR;
-        once__result_set_error(r, "the agent must be an http(s) URL");
+    if (bad_url(s->agent, "", r))
         return ONCE_EINVAL;
-    }
     if (s->task_id != NULL) {
         if (!once_id_valid(s->task_id)) {
             r->outcome = ONCE_OUTCOME_ERROR;
@@ -309,12 +343,17 @@ int once_client_send(once_client *c, const once_send_spec *s, once_call_result *
             return rc;
     }
     snprintf(r->task_id, sizeof r->task_id, "%s", id);
-    json_t *msg;
-    int rc = build_message(id, NULL, s->parts_json, s->metadata_json, r, &msg);
+    char *push;
+    int rc = push_config(s, r, &push);
     if (rc != ONCE_OK)
         return rc;
-    rc = add_and_deliver(c, "send", s->agent, id, id, msg, s->task_id != NULL, r);
-    json_decref(msg);
+    json_t *msg;
+    rc = build_message(id, NULL, s->parts_json, s->metadata_json, r, &msg);
+    if (rc == ONCE_OK) {
+        rc = add_and_deliver(c, "send", s->agent, id, id, msg, push, s->task_id != NULL, r);
+        json_decref(msg);
+    }
+    once_free(push);
     return rc;
 }
 
@@ -322,9 +361,11 @@ int once_client_continue(once_client *c, const char *agent, const char *task_id,
                          const char *parts_json, once_call_result *r)
 {
     memset(r, 0, sizeof *r);
-    if (agent == NULL || task_id == NULL || !once_id_valid(task_id)) {
+    if (bad_url(agent, "", r))
+        return ONCE_EINVAL;
+    if (task_id == NULL || !once_id_valid(task_id)) {
         r->outcome = ONCE_OUTCOME_ERROR;
-        once__result_set_error(r, "invalid agent or task ID");
+        once__result_set_error(r, "invalid task ID");
         return ONCE_EINVAL;
     }
     snprintf(r->task_id, sizeof r->task_id, "%s", task_id);
@@ -336,7 +377,7 @@ int once_client_continue(once_client *c, const char *agent, const char *task_id,
     rc = build_message(mid, task_id, parts_json, NULL, r, &msg);
     if (rc != ONCE_OK)
         return rc;
-    rc = add_and_deliver(c, "continue", agent, task_id, mid, msg, 0, r);
+    rc = add_and_deliver(c, "continue", agent, task_id, mid, msg, NULL, 0, r);
     json_decref(msg);
     return rc;
 }

@@ -5,7 +5,10 @@
  * refused; attempts and errors are counted; a plain-mode intent learns its
  * task ID from the answer; observing a terminal task finishes every
  * acknowledged intent of it; prune removes only finished intents older than
- * the age.
+ * the age; abandon ends pending and acknowledged intents (by task or
+ * message ID), refuses finished ones and unknown IDs, and a sender can no
+ * longer attempt an abandoned intent; version 1 and 2 files are upgraded in
+ * place, their intents and sequence kept; an intent keeps its push config.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,7 +71,8 @@ static once_intent_state state_of(once__outbox *o, int64_t seq)
 static void test_transition_table(void **state)
 {
     const once_intent_state P = ONCE_INTENT_PENDING, A = ONCE_INTENT_ACKNOWLEDGED,
-                            F = ONCE_INTENT_FINAL, R = ONCE_INTENT_REFUSED;
+                            F = ONCE_INTENT_FINAL, R = ONCE_INTENT_REFUSED,
+                            X = ONCE_INTENT_ABANDONED;
     assert_true(once__intent_transition_ok(P, P));
     assert_true(once__intent_transition_ok(P, A));
     assert_true(once__intent_transition_ok(P, F));
@@ -77,10 +81,15 @@ static void test_transition_table(void **state)
     assert_true(once__intent_transition_ok(A, F));
     assert_true(once__intent_transition_ok(A, R));
     assert_false(once__intent_transition_ok(A, P));
-    for (int to = (int)P; to <= (int)R; to++) {
+    assert_true(once__intent_transition_ok(P, X));
+    assert_true(once__intent_transition_ok(A, X));
+    for (int to = (int)P; to <= (int)X; to++) {
         assert_false(once__intent_transition_ok(F, (once_intent_state)to));
         assert_false(once__intent_transition_ok(R, (once_intent_state)to));
+        assert_false(once__intent_transition_ok(X, (once_intent_state)to));
     }
+    assert_string_equal(once_intent_state_name(X), "abandoned");
+    assert_int_equal(once__intent_state_parse("abandoned"), X);
     assert_string_equal(once_intent_state_name(A), "acknowledged");
     assert_int_equal(once__intent_state_parse("refused"), R);
     assert_int_equal(once__intent_state_parse("bogus"), 0);
@@ -90,7 +99,7 @@ static void test_lifecycle_survives_reopen(void **state)
 {
     fx *f = *state;
     int64_t seq;
-    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T1", "T1", MSG, 1000, &seq), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T1", "T1", MSG, NULL, 1000, &seq), ONCE_OK);
     assert_true(seq > 0);
     assert_int_equal(once__outbox_attempt(f->o, seq, 1001), ONCE_OK);
     assert_int_equal(once__outbox_error(f->o, seq, "connection refused", 1002), ONCE_OK);
@@ -149,7 +158,7 @@ static void test_refused_is_final(void **state)
 {
     fx *f = *state;
     int64_t seq;
-    assert_int_equal(once__outbox_add(f->o, "continue", "http://a/", "T2", "M2", MSG, 1, &seq), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "continue", "http://a/", "T2", "M2", MSG, NULL, 1, &seq), ONCE_OK);
     assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, 2), ONCE_OK);
     once__intent_row r;
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
@@ -169,11 +178,11 @@ static void test_terminal_answer_goes_straight_to_final(void **state)
 {
     fx *f = *state;
     int64_t s1, s2;
-    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T3", "T3", MSG, 1, &s1), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T3", "T3", MSG, NULL, 1, &s1), ONCE_OK);
     assert_int_equal(once__outbox_ack(f->o, s1, "T3", ONCE_STATE_COMPLETED, 0, 2), ONCE_OK);
     assert_int_equal(state_of(f->o, s1), ONCE_INTENT_FINAL);
     /* A direct Message answer is final too, whatever the state. */
-    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T4", "T4", MSG, 1, &s2), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T4", "T4", MSG, NULL, 1, &s2), ONCE_OK);
     assert_int_equal(once__outbox_ack(f->o, s2, NULL, ONCE_STATE_UNKNOWN, 1, 2), ONCE_OK);
     assert_int_equal(state_of(f->o, s2), ONCE_INTENT_FINAL);
 }
@@ -182,7 +191,7 @@ static void test_plain_mode_learns_the_task_id(void **state)
 {
     fx *f = *state;
     int64_t seq;
-    assert_int_equal(once__outbox_add(f->o, "send", "http://p/", "01MINTED", "01MINTED", MSG, 1, &seq),
+    assert_int_equal(once__outbox_add(f->o, "send", "http://p/", "01MINTED", "01MINTED", MSG, NULL, 1, &seq),
                      ONCE_OK);
     int ext = -1;
     assert_int_equal(once__outbox_set_mode(f->o, seq, 0, 2, &ext), ONCE_OK);
@@ -219,11 +228,11 @@ static void test_prune_and_list(void **state)
 {
     fx *f = *state;
     int64_t pend, ack, fin_old, fin_new, ref_old;
-    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "P", "P", MSG, 10, &pend), ONCE_OK);
-    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "A", "A", MSG, 10, &ack), ONCE_OK);
-    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F1", "F1", MSG, 10, &fin_old), ONCE_OK);
-    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F2", "F2", MSG, 10, &fin_new), ONCE_OK);
-    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "R", "R", MSG, 10, &ref_old), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "P", "P", MSG, NULL, 10, &pend), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "A", "A", MSG, NULL, 10, &ack), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F1", "F1", MSG, NULL, 10, &fin_old), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F2", "F2", MSG, NULL, 10, &fin_new), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "R", "R", MSG, NULL, 10, &ref_old), ONCE_OK);
     assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, 20), ONCE_OK);
     assert_int_equal(once__outbox_ack(f->o, fin_old, "F1", ONCE_STATE_FAILED, 0, 100), ONCE_OK);
     assert_int_equal(once__outbox_ack(f->o, fin_new, "F2", ONCE_STATE_COMPLETED, 0, 5000), ONCE_OK);
@@ -265,6 +274,134 @@ static void test_mode_cache(void **state)
     assert_int_equal(once__outbox_mode_get(f->o, "http://a/", 1001, &ext), ONCE_ENOTFOUND);
 }
 
+static void test_abandon(void **state)
+{
+    fx *f = *state;
+    int64_t pend, plain, ack, fin;
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "P", "P", MSG, NULL, 10, &pend), ONCE_OK);
+    /* A plain-mode send before the answer: no task ID, only its messageId. */
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "M", "M", MSG, NULL, 10, &plain), ONCE_OK);
+    int ext = 1;
+    assert_int_equal(once__outbox_set_mode(f->o, plain, 0, 11, &ext), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "A", "A", MSG, NULL, 10, &ack), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, 20), ONCE_OK);
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F", "F", MSG, NULL, 10, &fin), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin, "F", ONCE_STATE_COMPLETED, 0, 20), ONCE_OK);
+
+    unsigned n = 99;
+    seen s = {0};
+    assert_int_equal(once__outbox_abandon(f->o, "P", 30, collect, &s, &n), ONCE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(state_of(f->o, pend), ONCE_INTENT_ABANDONED);
+    assert_int_equal(once__outbox_abandon(f->o, "M", 30, NULL, NULL, &n), ONCE_OK);
+    assert_int_equal(state_of(f->o, plain), ONCE_INTENT_ABANDONED);
+    assert_int_equal(once__outbox_abandon(f->o, "A", 30, NULL, NULL, &n), ONCE_OK);
+    assert_int_equal(state_of(f->o, ack), ONCE_INTENT_ABANDONED);
+
+    /* Finished: refused, nothing changed, the message names the state. */
+    assert_int_equal(once__outbox_abandon(f->o, "F", 30, NULL, NULL, &n), ONCE_EILLEGAL);
+    assert_int_equal(n, 0);
+    assert_non_null(strstr(once__outbox_errmsg(f->o), "final"));
+    assert_int_equal(state_of(f->o, fin), ONCE_INTENT_FINAL);
+    assert_int_equal(once__outbox_abandon(f->o, "P", 31, NULL, NULL, &n), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_abandon(f->o, "nope", 31, NULL, NULL, &n), ONCE_ENOTFOUND);
+
+    /* A sender that still holds the intent can neither send nor record it. */
+    assert_int_equal(once__outbox_attempt(f->o, pend, 40), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_ack(f->o, pend, "P", ONCE_STATE_WORKING, 0, 40), ONCE_EILLEGAL);
+    int64_t *seqs;
+    size_t k;
+    assert_int_equal(once__outbox_seqs(f->o, ONCE_INTENT_PENDING, &seqs, &k), ONCE_OK);
+    assert_int_equal(k, 0);   /* recovery finds nothing to send */
+    once_free(seqs);
+
+    /* Abandoned intents are finished: prune takes them by age. */
+    unsigned removed = 0;
+    assert_int_equal(once__outbox_prune(f->o, 1000, &removed), ONCE_OK);
+    assert_int_equal(removed, 4);
+}
+
+/* An outbox as an older schema wrote it (version 1: no 'abandoned'; 2: no
+ * push column), holding intent 7 (pending, 3 attempts) and a sequence that
+ * already handed out 9. */
+static void old_file(fx *f, int version)
+{
+    once__outbox_close(f->o);
+    f->o = NULL;
+    unlink(f->path);
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE intents(seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+             " kind TEXT NOT NULL CHECK(kind IN ('send','continue')), agent TEXT NOT NULL,"
+             " task_id TEXT, message_id TEXT NOT NULL, message TEXT NOT NULL,"
+             " mode TEXT CHECK(mode IS NULL OR mode IN ('ext','plain')),"
+             " state TEXT NOT NULL CHECK(state IN ('pending','acknowledged','final','refused'%s)),"
+             " task_state TEXT, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,"
+             " refusal TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,"
+             " acked_ms INTEGER, finished_ms INTEGER);"
+             "CREATE INDEX intents_state ON intents(state, seq);"
+             "CREATE INDEX intents_task ON intents(task_id);"
+             "CREATE TABLE agents(agent TEXT PRIMARY KEY, ext INTEGER NOT NULL,"
+             " checked_ms INTEGER NOT NULL);"
+             "CREATE TABLE budget(agent TEXT PRIMARY KEY, tokens REAL NOT NULL,"
+             " updated_ms INTEGER NOT NULL);"
+             "INSERT INTO intents(seq,kind,agent,task_id,message_id,message,state,attempts,"
+             " created_ms,updated_ms) VALUES(7,'send','http://a/','T7','T7','{}','pending',3,1,2);"
+             "INSERT INTO intents(seq,kind,agent,task_id,message_id,message,state,"
+             " created_ms,updated_ms) VALUES(9,'send','http://a/','T9','T9','{}','pending',1,2);"
+             "DELETE FROM intents WHERE seq=9;"
+             "PRAGMA user_version=%d;",
+             version >= 2 ? ",'abandoned'" : "", version);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* Opened by this version: the intent survives, it can be abandoned, a new
+ * intent carries a push config, and no seq is handed out twice. */
+static void check_upgraded(fx *f)
+{
+    char err[256];
+    assert_int_equal(once__outbox_open(f->path, &f->o, err, sizeof err), ONCE_OK);
+    once__intent_row r;
+    assert_int_equal(once__outbox_load(f->o, 7, &r), ONCE_OK);
+    assert_string_equal(r.task_id, "T7");
+    assert_int_equal(r.it.attempts, 3);
+    assert_int_equal(r.it.state, ONCE_INTENT_PENDING);
+    assert_null(r.push);
+    once__intent_row_clear(&r);
+    unsigned n = 0;
+    assert_int_equal(once__outbox_abandon(f->o, "T7", 5, NULL, NULL, &n), ONCE_OK);
+    assert_int_equal(state_of(f->o, 7), ONCE_INTENT_ABANDONED);
+    int64_t seq = 0;
+    assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T", "T", MSG,
+                                      "{\"url\":\"http://h/\"}", 6, &seq),
+                     ONCE_OK);
+    assert_int_equal(seq, 10);   /* 9 was handed out before (then pruned) */
+    assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
+    assert_string_equal(r.push, "{\"url\":\"http://h/\"}");
+    once__intent_row_clear(&r);
+
+    /* Opening it again finds it up to date and changes nothing. */
+    once__outbox_close(f->o);
+    assert_int_equal(once__outbox_open(f->path, &f->o, err, sizeof err), ONCE_OK);
+    assert_int_equal(state_of(f->o, 7), ONCE_INTENT_ABANDONED);
+}
+
+static void test_upgrade_from_v1(void **state)
+{
+    old_file(*state, 1);
+    check_upgraded(*state);
+}
+
+static void test_upgrade_from_v2(void **state)
+{
+    old_file(*state, 2);
+    check_upgraded(*state);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +412,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plain_mode_learns_the_task_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mode_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_from_v2, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
