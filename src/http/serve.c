@@ -62,6 +62,7 @@ static int card_url(const once_serve_config *cfg, char *url, char *path, char *e
                     size_t errlen)
 {
     const char *host = cfg->http.host;
+    const char *scheme = cfg->http.tls_cert_file != NULL ? "https" : "http";
     if (cfg->a2a.url != NULL) {
         if (strlen(cfg->a2a.url) >= URL_MAX) {
             snprintf(err, errlen, "the public URL is longer than %d bytes", URL_MAX - 1);
@@ -72,9 +73,9 @@ static int card_url(const once_serve_config *cfg, char *url, char *path, char *e
         snprintf(err, errlen, "port 0 needs an explicit card URL (a2a.url)");
         return ONCE_EINVAL;
     } else if (strchr(host, ':') != NULL) {
-        snprintf(url, URL_MAX, "http://[%s]:%d/", host, cfg->http.port);
+        snprintf(url, URL_MAX, "%s://[%s]:%d/", scheme, host, cfg->http.port);
     } else {
-        snprintf(url, URL_MAX, "http://%s:%d/", host, cfg->http.port);
+        snprintf(url, URL_MAX, "%s://%s:%d/", scheme, host, cfg->http.port);
     }
     const char *p = strstr(url, "://");
     p = p ? strchr(p + 3, '/') : NULL;
