@@ -88,6 +88,10 @@ static const char usage[] =
     "  --outbox PATH          the outbox (default $XDG_STATE_HOME/once/outbox.db,\n"
     "                         else ~/.local/state/once/outbox.db)\n"
     "  --token TOKEN          bearer token (default $ONCE_TOKEN)\n"
+    "  --cacert FILE          trust the CAs in this PEM file for https agents\n"
+    "                         (default: the system's); a certificate that fails\n"
+    "                         verification stops the call at once, nothing sent\n"
+    "  --insecure             do not verify the agent's TLS certificate (tests)\n"
     "  --json                 machine-readable output only (one JSON document; after\n"
     "                         a wait, \"generations\" lists the task generations seen)\n"
     "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
@@ -134,7 +138,8 @@ typedef struct cli {
     char agent_buf[2048];   /* the outbox's agent URL for a task command */
     const char *exec, *host, *secrets[MAX_SECRETS];
     size_t nsecrets;
-    int json, wait, uuid, poll;
+    int json, wait, uuid, poll, insecure;
+    const char *cacert;
     long port;                   /* -1: not given */
     int64_t wait_timeout_ms, tolerance_ms;
     once_http_limits listen_limits; /* listen; 0 = the receiver's defaults */
@@ -205,6 +210,8 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--id", STR, &o->id},
         {"--outbox", STR, &o->outbox},
         {"--token", STR, &o->token},
+        {"--cacert", STR, &o->cacert},
+        {"--insecure", FLAG, &o->insecure},
         {"--state", STR, &o->state},
         {"--prune", STR, &o->prune},
         {"--json", FLAG, &o->json},
@@ -1018,6 +1025,8 @@ int main(int argc, char **argv)
     const char *crash = getenv("ONCE_TEST_CRASH");
     once_client_config cfg = {.outbox_path = o.outbox,
                               .token = o.token,
+                              .cacert = o.cacert,
+                              .insecure = o.insecure,
                               .retry = o.retry,
                               .id_kind = o.uuid ? ONCE_ID_UUID4 : ONCE_ID_ULID,
                               .interrupted = &interrupted,

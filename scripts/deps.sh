@@ -5,7 +5,7 @@
 #                           `make demo` and `make amplify`
 #   scripts/deps.sh [all]   everything: the demo's set plus what the test
 #                           suite and the benchmarks start or use (PostgreSQL,
-#                           Redis, valgrind, clang, spin, wrk, strace, node
+#                           Redis, valgrind, clang, spin, wrk, strace, openssl, node
 #                           and the @a2a-js/sdk peer)
 #
 # Idempotent and quiet when everything is present. Run as root (or with sudo).
@@ -23,7 +23,7 @@ DEMO_PKGS=(
 )
 TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server
-  valgrind clang libclang-rt-dev spin wrk strace nodejs npm
+  valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm
 )
 
 case "$profile" in
