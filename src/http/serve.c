@@ -140,3 +140,36 @@ fail:
     once_server_stop(s);
     return rc;
 }
+
+/* server.h: the embedder's options laid over the same configuration onced
+ * builds from its flags; everything not named there keeps its default. */
+int once_server_start(const once_server_options *o, once_server **out, char *err, size_t errlen)
+{
+    char host[256];
+    int port = 0;
+    *out = NULL;
+    if (o == NULL || o->listen == NULL ||
+        once_parse_listen(o->listen, host, sizeof host, &port) != ONCE_OK || port == 0) {
+        snprintf(err, errlen, "listen: expected HOST:PORT with a port from 1 to 65535, got %s",
+                 o && o->listen ? o->listen : "nothing");
+        return ONCE_EINVAL;
+    }
+    once_serve_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.engine.store = o->store;
+    sc.engine.executor = o->executor;
+    sc.engine.lease_ms = o->lease_ms;
+    sc.engine.retention_ms = o->retention_ms;
+    sc.engine.tombstone_ms = o->tombstone_ms;
+    sc.engine.workers = (int)o->turn_workers;
+    sc.a2a.url = o->public_url;
+    sc.a2a.name = o->name;
+    sc.a2a.description = o->description;
+    sc.a2a.skill_id = o->skill_id;
+    sc.a2a.skill_description = o->skill_description;
+    sc.http.host = host;
+    sc.http.port = port;
+    sc.http.tls_cert_file = o->tls_cert_file;
+    sc.http.tls_key_file = o->tls_key_file;
+    return once_serve_start(&sc, out, err, errlen);
+}
