@@ -40,3 +40,6 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/onceConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/onceConfig.cmake ${CMAKE_BINARY_DIR}/onceConfigVersion.cmake
         DESTINATION ${ONCE_CMAKE_DIR})
+
+install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})

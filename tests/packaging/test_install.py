@@ -3,7 +3,9 @@
 Checked:
   - the prefix holds onced, once, libonce.a and libonce.so, the public
     headers (server.h among them), once.pc, onceConfig.cmake and
-    onceConfigVersion.cmake; the installed binaries run (--version);
+    onceConfigVersion.cmake, LICENSE and CHANGELOG.md; the installed
+    binaries run (--version), and the newest CHANGELOG entry names the
+    version they print;
   - examples/c_agent.c and tests/packaging/tiny_client.c, copied out of the
     source tree, build with `pkg-config --cflags --libs once` (the agent
     adds jansson, its own choice) and link the installed libonce.so;
@@ -78,13 +80,17 @@ def test_install_tree():
                 "include/once/once.h", "include/once/server.h", "include/once/executor.h",
                 "include/once/store.h", "include/once/client.h", "include/once/webhook.h",
                 "lib/pkgconfig/once.pc", "lib/cmake/once/onceConfig.cmake",
-                "lib/cmake/once/onceConfigVersion.cmake"):
+                "lib/cmake/once/onceConfigVersion.cmake", "share/doc/once/LICENSE",
+                "share/doc/once/CHANGELOG.md"):
         check(os.path.exists(os.path.join(PREFIX, rel)), "installed: " + rel)
     version = sh([os.path.join(BUILD, "onced"), "--version"]).strip()
     eq(sh([os.path.join(PREFIX, "sbin/onced"), "--version"]).strip(), version, "onced runs")
     eq(sh([os.path.join(PREFIX, "bin/once"), "--version"]).split()[1], version.split()[1],
        "once runs")
     eq(pkg_config("--modversion", "once"), [version.split()[1]], "once.pc's version")
+    with open(os.path.join(PREFIX, "share/doc/once/CHANGELOG.md")) as f:
+        newest = next(line for line in f if line.startswith("## ["))
+    eq(newest.split("]")[0][4:], version.split()[1], "the newest CHANGELOG entry")
 
 
 def copy_sources():
