@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "core/log.h"
 #include "http/http.h"
 #include "http/serve.h"
@@ -601,7 +603,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "onced: no --push-secret: webhooks are sent without "
                         "webhook-signature\n");
 
+    /* Under systemd (Type=notify) the unit is started only now, when the
+     * port serves; elsewhere NOTIFY_SOCKET is unset and this does nothing. */
+    sd_notifyf(0, "READY=1\nSTATUS=serving on %s", once_server_url(server));
+
     int sig = wait_for_signal();
+    sd_notify(0, "STOPPING=1\nSTATUS=draining");
     log_shutdown("draining", sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_ms);
     drain(server, o.drain_ms);
     log_shutdown("stopping", NULL, -1);

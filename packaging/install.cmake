@@ -43,3 +43,22 @@ install(FILES ${CMAKE_BINARY_DIR}/onceConfig.cmake ${CMAKE_BINARY_DIR}/onceConfi
 
 install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# The systemd unit, with ExecStart naming the onced installed above: the
+# prefix is known only when `cmake --install --prefix` runs, so the file is
+# written then. The sample settings go with the documentation.
+set(_once_unit_src ${CMAKE_SOURCE_DIR}/packaging/onced.service)
+install(CODE "
+  set(_dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\")
+  file(READ \"${_once_unit_src}\" _unit)
+  string(REPLACE \"ExecStart=/usr/local/sbin/onced\"
+         \"ExecStart=\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}/onced\"
+         _unit \"\${_unit}\")
+  message(STATUS \"Installing: \${_dir}/onced.service\")
+  file(MAKE_DIRECTORY \"\${_dir}\")
+  file(WRITE \"\${_dir}/onced.service\" \"\${_unit}\")
+")
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/onced.env DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+install(FILES ${CMAKE_SOURCE_DIR}/man/once.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_SOURCE_DIR}/man/onced.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)

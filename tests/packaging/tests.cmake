@@ -12,3 +12,12 @@ endif()
 add_test(NAME packaging/install COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_install.py)
 set_tests_properties(packaging/install PROPERTIES TIMEOUT 300 LABELS packaging
                      ENVIRONMENT "${_once_pkg_env}")
+add_test(NAME packaging/notify COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_notify.py)
+set_tests_properties(packaging/notify PROPERTIES TIMEOUT 120 LABELS packaging
+                     ENVIRONMENT "ONCED=${CMAKE_BINARY_DIR}/onced")
+add_test(NAME packaging/man COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_man.py)
+set_tests_properties(packaging/man PROPERTIES TIMEOUT 60 LABELS packaging
+                     ENVIRONMENT "${_once_pkg_env}")
+add_test(NAME packaging/unit COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_unit.py)
+set_tests_properties(packaging/unit PROPERTIES TIMEOUT 120 LABELS packaging SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${_once_pkg_env}")
