@@ -583,13 +583,10 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         return rc;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0) | (tls ? MHD_USE_TLS : 0);
-    struct MHD_OptionItem guarded[4];
+                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    struct MHD_OptionItem guarded[4], https[3];
     once__guard_mhd_options(h->guard, guarded);
-    struct MHD_OptionItem https[] = {
-        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->tls.cert},
-        {MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls.key},
-        {MHD_OPTION_END, 0, NULL}};
+    flags |= once__tls_mhd(&h->tls, https);
     h->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
         on_log, h, MHD_OPTION_SOCK_ADDR,

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <microhttpd.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -26,6 +25,15 @@
 int once__tls_supported(void)
 {
     return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+}
+
+unsigned once__tls_mhd(const once__tls *t, struct MHD_OptionItem opts[3])
+{
+    int on = t->cert != NULL;
+    opts[0] = (struct MHD_OptionItem){on ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, t->cert};
+    opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, t->key};
+    opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    return on ? MHD_USE_TLS : 0;
 }
 
 void once__tls_clear(once__tls *t)

@@ -1,6 +1,7 @@
 /*
  * tls.h -- the certificate and key of an HTTPS listener (internal to
- * src/http): read from their files and checked before libmicrohttpd sees
+ * src/http and src/client: onced's server and the webhook receiver of
+ * `once listen`): read from their files and checked before libmicrohttpd sees
  * them, so a bad file stops the server with a message that names the file
  * and the problem instead of a bare "cannot listen".
  *
@@ -11,6 +12,8 @@
 #define ONCE_HTTP_TLS_H
 
 #include <stddef.h>
+
+#include <microhttpd.h>
 
 /* The PEM text MHD_OPTION_HTTPS_MEM_CERT / _KEY take, NUL-terminated and
  * once_malloc'd; once__tls_clear wipes the key before freeing it. */
@@ -26,6 +29,11 @@ typedef struct once__tls {
 int once__tls_load(const char *cert_file, const char *key_file, once__tls *t, char *err,
                    size_t errlen);
 void once__tls_clear(once__tls *t);   /* NULL fields ok */
+
+/* What MHD_start_daemon needs to serve t: the flag to OR in (0 without a
+ * certificate) and, for MHD_OPTION_ARRAY, opts filled with the certificate
+ * and key options (or only MHD_OPTION_END). t must outlive the daemon. */
+unsigned once__tls_mhd(const once__tls *t, struct MHD_OptionItem opts[3]);
 
 /* 1 when this libmicrohttpd can serve HTTPS (built with GnuTLS). */
 int once__tls_supported(void);

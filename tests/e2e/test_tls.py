@@ -13,14 +13,22 @@ openssl command (scripts/deps.sh installs it). Checked:
   - plain HTTP to the TLS port gets no HTTP answer and onced keeps serving;
   - a missing file, a file that is not PEM, an encrypted key, a key of
     another certificate, and one flag without the other stop onced before
-    it serves, with a message naming the file.
+    it serves, with a message naming the file;
+  - `once listen --tls-cert --tls-key` takes a signed webhook over https
+    (and prints it), gives plain HTTP no HTTP answer, and refuses a key of
+    another certificate at start.
 
 Python 3 standard library and the openssl command.
 """
+import base64
+import hashlib
+import hmac
 import http.client
 import json
 import os
+import select
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -230,6 +238,55 @@ def test_plain_http_to_tls_port():
         check(srv.proc.poll() is None, "onced is still running")
 
 
+SECRET = "whsec_" + base64.b64encode(b"tls-e2e-webhook-secret-0123456").decode()
+
+
+def listen(cert, key):
+    """`once listen` over TLS; (process, port) once it printed its URL."""
+    p = subprocess.Popen([ONCE, "listen", "--port", "0", "--secret", SECRET, "--token", "tok",
+                          "--json", "--state", path("listen-%s.db" % cert), "--tls-cert",
+                          path(cert + ".pem"), "--tls-key", path(key + ".key")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stderr.readline()
+    if "listening on https://127.0.0.1:" not in line:
+        p.wait(scaled(10))
+        return p, line + p.stderr.read()
+    return p, int(line.split("https://127.0.0.1:")[1].split("/")[0])
+
+
+def test_listen_over_https():
+    p, port = listen("srv", "srv")
+    check(isinstance(port, int), "once listen serves https: %r" % (port,))
+    try:
+        tid, wid, ts = "t-tls-hook", "0123456789abcdef/cfg/0/t-tls-hook.1", str(int(time.time()))
+        body = json.dumps({"task": {"id": tid, "contextId": "c", "generation": 1,
+                                    "status": {"state": "TASK_STATE_SUBMITTED"}}})
+        mac = hmac.new(base64.b64decode(SECRET[6:]), ("%s.%s." % (wid, ts)).encode() +
+                       body.encode(), hashlib.sha256).digest()
+        st, _ = https(port, "POST", "/hook", json.loads(body),
+                      {"Content-Type": "application/a2a+json", "webhook-id": wid,
+                       "webhook-timestamp": ts, "X-A2A-Notification-Token": "tok",
+                       "webhook-signature": "v1," + base64.b64encode(mac).decode()})
+        eq(st, 204, "a signed delivery over https is accepted")
+        check(select.select([p.stdout], [], [], scaled(10))[0], "the delivery is printed")
+        line = p.stdout.readline()
+        eq(json.loads(line)["taskId"], tid, "and handed over (printed)")
+        s = socket.create_connection(("127.0.0.1", port), timeout=scaled(10))
+        s.sendall(b"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        try:
+            got = s.recv(4096)
+        except ConnectionResetError:
+            got = b""
+        s.close()
+        check(not got.startswith(b"HTTP/"), "plain HTTP gets no HTTP answer: %r" % got[:80])
+    finally:
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(scaled(10)), 0, "once listen exits 0")
+    p, said = listen("srv", "rogue")
+    eq(p.returncode, 1, "once listen with a key of another certificate exits 1")
+    check("does not belong to the certificate" in said, "naming the problem: %r" % said)
+
+
 def test_bad_files_stop_onced():
     cases = [
         (["--tls-cert", path("missing.pem"), "--tls-key", path("srv.key")], 1, "missing.pem"),
@@ -256,4 +313,4 @@ if __name__ == "__main__":
     make_pki()
     run([test_card_and_bindings_over_https, test_send_with_cacert,
          test_untrusted_certificate_refused, test_wrong_host_name_refused, test_insecure,
-         test_plain_http_to_tls_port, test_bad_files_stop_onced])
+         test_plain_http_to_tls_port, test_bad_files_stop_onced, test_listen_over_https])
