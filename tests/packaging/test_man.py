@@ -3,6 +3,7 @@ exactly the options `once --help` names, and the same for man/onced.8 and
 `onced --help`, in both directions. An option counts as named wherever it
 appears (an entry, a synopsis, a description), so a flag added to the
 program and not to its page, or left on the page after it went, fails.
+Each page's title line (.TH) names the version the program prints.
 
 Python 3 standard library only.
 """
@@ -34,7 +35,17 @@ def page_options(page):
     return set(OPTION.findall(text))
 
 
+def page_version(page):
+    with open(os.path.join(SOURCE, "man", page)) as f:
+        th = next(l for l in f if l.startswith(".TH "))
+    return re.search(r'"once ([^"]+)"', th).group(1)
+
+
 def same(prog, page):
+    p = subprocess.run([os.path.join(BUILD, prog), "--version"], capture_output=True, text=True,
+                       timeout=scaled(30))
+    check(p.stdout.split() == [prog, page_version(page)],
+          "%s's title names the version %s prints: %r" % (page, prog, p.stdout))
     want, got = help_options(prog), page_options(page)
     check(len(want) > 10, "%s --help names its options (%d)" % (prog, len(want)))
     check(not want - got, "%s: in --help but not on the page: %s" % (page, sorted(want - got)))
