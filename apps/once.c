@@ -65,7 +65,7 @@ static const char usage[] =
     "  listen --port P --secret S [--secret S2 ...] --token T [--exec CMD]\n"
     "         [--state PATH] [--host H] [--tolerance SECS] [--request-timeout DUR]\n"
     "         [--max-connections N] [--max-connections-per-ip N]\n"
-    "         [--max-body-memory BYTES]\n"
+    "         [--max-body-memory BYTES] [--tls-cert FILE --tls-key FILE]\n"
     "                         receive push notifications (onced --push-secret S):\n"
     "                         verify each webhook's signature and timestamp, record\n"
     "                         it in a durable processed-set (--state, default\n"
@@ -90,7 +90,9 @@ static const char usage[] =
     "                         one still waiting for its request is closed (256, at\n"
     "                         most 1000); --max-connections-per-ip from one address\n"
     "                         (64); --max-body-memory of bodies held at once, past\n"
-    "                         it 503 + Retry-After (32MiB). Runs until\n"
+    "                         it 503 + Retry-After (32MiB). --tls-cert and\n"
+    "                         --tls-key: serve HTTPS with this PEM certificate\n"
+    "                         chain and its unencrypted key. Runs until\n"
     "                         SIGINT/SIGTERM, then exits 0.\n"
     "\n"
     "options:\n"
@@ -99,6 +101,10 @@ static const char usage[] =
     "  --outbox PATH          the outbox (default $XDG_STATE_HOME/once/outbox.db,\n"
     "                         else ~/.local/state/once/outbox.db)\n"
     "  --token TOKEN          bearer token (default $ONCE_TOKEN)\n"
+    "  --cacert FILE          trust the CAs in this PEM file for https agents\n"
+    "                         (default: the system's); a certificate that fails\n"
+    "                         verification stops the call at once, nothing sent\n"
+    "  --insecure             do not verify the agent's TLS certificate (tests)\n"
     "  --json                 machine-readable output only (one JSON document; after\n"
     "                         a wait, \"generations\" lists the task generations seen)\n"
     "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
@@ -160,7 +166,8 @@ typedef struct cli {
     char agent_buf[2048];   /* the outbox's agent URL for a task command */
     const char *exec, *host, *secrets[MAX_SECRETS];
     size_t nsecrets;
-    int json, wait, uuid, poll;
+    int json, wait, uuid, poll, insecure;
+    const char *cacert, *tls_cert, *tls_key;
     long port;                   /* -1: not given */
     int64_t wait_timeout_ms, tolerance_ms;
     once_http_limits listen_limits; /* listen; 0 = the receiver's defaults */
@@ -231,6 +238,8 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--id", STR, &o->id},
         {"--outbox", STR, &o->outbox},
         {"--token", STR, &o->token},
+        {"--cacert", STR, &o->cacert},
+        {"--insecure", FLAG, &o->insecure},
         {"--state", STR, &o->state},
         {"--prune", STR, &o->prune},
         {"--out", STR, &o->out},
@@ -259,6 +268,8 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--max-connections", COUNT, &o->listen_limits.max_connections},
         {"--max-connections-per-ip", COUNT, &o->listen_limits.max_per_ip},
         {"--max-body-memory", SIZE, &body_memory},
+        {"--tls-cert", STR, &o->tls_cert},
+        {"--tls-key", STR, &o->tls_key},
     };
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
@@ -1024,7 +1035,10 @@ static int cmd_listen(cli *o)
                 err[0] ? err : "out of memory");
         return EXIT_OTHER;
     }
-    once_webhook_listen_options lo = {.host = o->host, .port = (int)o->port};
+    once_webhook_listen_options lo = {.host = o->host,
+                                      .port = (int)o->port,
+                                      .tls_cert_file = o->tls_cert,
+                                      .tls_key_file = o->tls_key};
     once_webhook_server *srv;
     if (once__webhook_listen_limited(w, &lo, &o->listen_limits, &srv, err, sizeof err) !=
         ONCE_OK) {
@@ -1032,8 +1046,9 @@ static int cmd_listen(cli *o)
         once_webhook_close(w);
         return EXIT_OTHER;
     }
-    fprintf(stderr, "once: listening on http://%s:%d/ (processed-set %s)\n",
-            o->host ? o->host : "127.0.0.1", once_webhook_server_port(srv), path);
+    fprintf(stderr, "once: listening on %s://%s:%d/ (processed-set %s)\n",
+            o->tls_cert ? "https" : "http", o->host ? o->host : "127.0.0.1",
+            once_webhook_server_port(srv), path);
     fflush(stderr);
     int sig = 0;
     sigwait(&set, &sig);
@@ -1168,6 +1183,8 @@ int main(int argc, char **argv)
     const char *crash = getenv("ONCE_TEST_CRASH");
     once_client_config cfg = {.outbox_path = o.outbox,
                               .token = o.token,
+                              .cacert = o.cacert,
+                              .insecure = o.insecure,
                               .retry = o.retry,
                               .id_kind = o.uuid ? ONCE_ID_UUID4 : ONCE_ID_ULID,
                               .interrupted = &interrupted,

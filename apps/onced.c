@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "core/log.h"
 #include "http/http.h"
 #include "http/serve.h"
@@ -93,6 +95,12 @@ static const char usage[] =
     "                              incomplete upload is closed, or the request gets\n"
     "                              HTTP 503 + Retry-After (64MiB)\n"
     "  --sse-ping DUR              keep-alive comment on an idle stream (15s)\n"
+    "  --tls-cert FILE             serve HTTPS with this PEM certificate (then any\n"
+    "                              intermediates); needs --tls-key. The card's URLs\n"
+    "                              say https. A missing or unreadable file, one that\n"
+    "                              is not PEM, or a key of another certificate stops\n"
+    "                              onced naming it. --metrics ADDR:PORT stays HTTP\n"
+    "  --tls-key FILE              the certificate's PEM private key (unencrypted)\n"
     "  --public-url URL            the URL the agent card advertises for both bindings\n"
     "                              (http://HOST:PORT/); its path also serves JSON-RPC\n"
     "                              (POST to it) and the HTTP+JSON routes below it\n"
@@ -163,6 +171,7 @@ typedef struct opts {
     const char *metrics;
     int64_t drain_ms;
     const char *log_format, *log_level;
+    const char *tls_cert, *tls_key;
 } opts;
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -249,6 +258,8 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--drain", F_DUR, &o->drain_ms},
         {"--log-format", F_STR, &o->log_format},
         {"--log-level", F_STR, &o->log_level},
+        {"--tls-cert", F_STR, &o->tls_cert},
+        {"--tls-key", F_STR, &o->tls_key},
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -327,6 +338,8 @@ static int parse_args(int argc, char **argv, opts *o)
         return bad("--executor: unknown executor %s (built in: echo)", o->executor);
     if (o->exec_cmd != NULL && o->exec_cmd[0] == '\0')
         return bad("--exec: empty command");
+    if ((o->tls_cert == NULL) != (o->tls_key == NULL))
+        return bad("--tls-cert and --tls-key go together: give both or neither");
     return 0;
 }
 
@@ -576,6 +589,8 @@ int main(int argc, char **argv)
     sc.http.ops.metrics_mode = mmode;
     sc.http.ops.metrics_host = mhost;
     sc.http.ops.metrics_port = mport;
+    sc.http.tls_cert_file = o.tls_cert;
+    sc.http.tls_key_file = o.tls_key;
     sc.push.secrets = o.push_secrets;
     sc.push.nsecrets = o.npush_secrets;
     sc.push.allow = o.push_allow;
@@ -602,7 +617,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "onced: no --push-secret: webhooks are sent without "
                         "webhook-signature\n");
 
+    /* Under systemd (Type=notify) the unit is started only now, when the
+     * port serves; elsewhere NOTIFY_SOCKET is unset and this does nothing. */
+    sd_notifyf(0, "READY=1\nSTATUS=serving on %s", once_server_url(server));
+
     int sig = wait_for_signal();
+    sd_notify(0, "STOPPING=1\nSTATUS=draining");
     log_shutdown("draining", sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_ms);
     drain(server, o.drain_ms);
     log_shutdown("stopping", NULL, -1);

@@ -1,9 +1,14 @@
 /*
  * c_agent.c -- an agent written in C against include/once/executor.h, served
  * as an A2A 1.0 server with everything onced does (dedup, fencing, leases,
- * retention) by once_serve_start (src/http/serve.h).
+ * retention) by once_server_start (include/once/server.h). It uses the
+ * public headers alone, so it builds against an installed libonce:
  *
+ *   cc -o c_agent c_agent.c $(pkg-config --cflags --libs once jansson)
  *   c_agent --listen 127.0.0.1:8080 --store sqlite:once.db
+ *
+ * (jansson is this example's own choice for building JSON; libonce's
+ * allocator hook routes its allocations, hence the once_free below.)
  *
  * It is examples/review_agent.py in C: the same contract review and the same
  * other answers, chosen the same way, so one test (tests/e2e/
@@ -37,8 +42,11 @@
  * the checkpoint, which every later turn (and any replica that takes the task
  * over) reads back.
  */
+#define _POSIX_C_SOURCE 200809L   /* sigwait, pthread_sigmask, nanosleep */
+
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,9 +56,8 @@
 
 #include <jansson.h>
 
-#include "http/http.h"
-#include "http/serve.h"
 #include "once/executor.h"
+#include "once/server.h"
 #include "once/store.h"
 
 #define AGENT "c_agent"
@@ -438,7 +445,7 @@ static int agent_run(const once_executor *ex, once_work *w)
 static const once_executor agent = {.name = AGENT, .run = agent_run};
 
 /* ------------------------------------------------------------------------
- * The server: a store, then once_serve_start with our executor.
+ * The server: a store, then once_server_start with our executor.
  */
 
 static int usage(FILE *f, int status)
@@ -461,10 +468,7 @@ int main(int argc, char **argv)
         else
             return usage(stderr, 2);
     }
-    char host[256];
-    int port = 0;
-    if (listen_at == NULL || store_url == NULL ||
-        once_parse_listen(listen_at, host, sizeof host, &port) != ONCE_OK || port == 0)
+    if (listen_at == NULL || store_url == NULL)
         return usage(stderr, 2);
 
     /* SIGINT/SIGTERM are blocked in every thread (they inherit the mask)
@@ -484,18 +488,17 @@ int main(int argc, char **argv)
         fprintf(stderr, AGENT ": --store: %s (%s)\n", err, once_strerror(rc));
         return 1;
     }
-    once_serve_config sc;
-    memset(&sc, 0, sizeof sc);
-    sc.engine.store = store;
-    sc.engine.executor = &agent;
-    sc.a2a.name = AGENT;
-    sc.a2a.description = "A contract-review agent written in C (examples/c_agent.c).";
-    sc.a2a.skill_id = "review";
-    sc.a2a.skill_description = "Reviews a contract; asks which jurisdiction governs it.";
-    sc.http.host = host;
-    sc.http.port = port;
+    once_server_options o = {
+        .store = store,
+        .executor = &agent,
+        .listen = listen_at,
+        .name = AGENT,
+        .description = "A contract-review agent written in C (examples/c_agent.c).",
+        .skill_id = "review",
+        .skill_description = "Reviews a contract; asks which jurisdiction governs it.",
+    };
     once_server *srv = NULL;
-    if ((rc = once_serve_start(&sc, &srv, err, sizeof err)) != ONCE_OK) {
+    if ((rc = once_server_start(&o, &srv, err, sizeof err)) != ONCE_OK) {
         fprintf(stderr, AGENT ": %s\n", err[0] ? err : once_strerror(rc));
         once_store_close(store);
         return 1;

@@ -5,7 +5,7 @@
 #                           `make demo` and `make amplify`
 #   scripts/deps.sh [all]   everything: the demo's set plus what the test
 #                           suite and the benchmarks start or use (PostgreSQL,
-#                           Redis, valgrind, clang, spin, wrk, strace, node
+#                           Redis, valgrind, clang, spin, wrk, strace, openssl, node
 #                           and the @a2a-js/sdk peer)
 #
 # Idempotent and quiet when everything is present. Run as root (or with sudo).
@@ -14,16 +14,16 @@ set -euo pipefail
 profile=${1:-all}
 
 # Building libonce needs every library it links (the PostgreSQL and Redis
-# backends are compiled in by default), and CMake's configure step checks
-# for cmocka; running the demo needs python3 and curl (demo/amplify_agent.sh).
+# backends are compiled in by default), onced links libsystemd (sd_notify),
+# and CMake's configure step checks for cmocka; running the demo needs python3 and curl (demo/amplify_agent.sh).
 DEMO_PKGS=(
   build-essential cmake pkg-config ca-certificates curl python3
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libhiredis-dev
-  libcurl4-openssl-dev libssl-dev libcmocka-dev
+  libcurl4-openssl-dev libssl-dev libcmocka-dev libsystemd-dev
 )
 TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server
-  valgrind clang libclang-rt-dev spin wrk strace nodejs npm
+  valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm
 )
 
 case "$profile" in

@@ -93,6 +93,12 @@ typedef struct once_client_config {
     void *sleep_ctx;
     void (*hook)(void *ctx, once_client_point p);   /* NULL = none */
     void *hook_ctx;
+    /* HTTPS, as curl does it: the agent's certificate is verified against
+     * the system's CAs (or cacert's) and must name the URL's host. A
+     * certificate that fails verification ends the call at once with
+     * ONCE_OUTCOME_ERROR, never retried: nothing was sent. */
+    const char *cacert;          /* PEM file of CAs to trust; NULL = system */
+    int insecure;                /* nonzero: verify nothing (tests only) */
 } once_client_config;
 
 typedef struct once_client once_client;

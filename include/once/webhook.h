@@ -203,6 +203,11 @@ typedef struct once_webhook_listen_options {
     size_t max_body;        /* 0 = 1 MiB; larger bodies get 413 */
     once_webhook_gate gate; /* NULL = none */
     void *gate_arg;
+    /* HTTPS: both PEM files (a certificate chain, an unencrypted key) or
+     * neither. A missing, unreadable or mismatched file fails
+     * once_webhook_listen with err naming it. */
+    const char *tls_cert_file;
+    const char *tls_key_file;
 } once_webhook_listen_options;
 
 int once_webhook_listen(once_webhook *w, const once_webhook_listen_options *o,

@@ -36,7 +36,9 @@ int once_client_new(const once_client_config *cfg, once_client **out, char *errb
     c->sleep_ctx = cfg->sleep_ctx;
     c->hook = cfg->hook;
     c->hook_ctx = cfg->hook_ctx;
-    if (cfg->token != NULL && (c->token = once_strdup(cfg->token)) == NULL) {
+    c->tls.insecure = cfg->insecure;
+    if ((cfg->token != NULL && (c->token = once_strdup(cfg->token)) == NULL) ||
+        (cfg->cacert != NULL && (c->tls.cacert = once_strdup(cfg->cacert)) == NULL)) {
         once_client_free(c);
         return ONCE_ENOMEM;
     }
@@ -55,6 +57,7 @@ void once_client_free(once_client *c)
         return;
     once__outbox_close(c->outbox);
     once_free(c->token);
+    once_free(c->tls.cacert);
     once_free(c);
 }
 

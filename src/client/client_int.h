@@ -146,6 +146,12 @@ int once__outbox_budget(once__outbox *o, const char *agent, int op, const once_r
 
 struct once__http_resp;
 
+/* How HTTPS peers are verified (once_client_config.cacert, .insecure). */
+typedef struct once__tls_client {
+    char *cacert;                /* NULL = the system's CAs */
+    int insecure;
+} once__tls_client;
+
 /* One request, built on the caller's stack; strings are borrowed. */
 typedef struct once__http_req {
     const char *method;          /* "GET" or "POST" */
@@ -153,6 +159,7 @@ typedef struct once__http_req {
     const char *body;            /* POST body, or NULL */
     size_t len;
     const char *token;           /* bearer, or NULL */
+    const once__tls_client *tls; /* NULL = verify against the system's CAs */
     int extension;               /* send A2A-Extensions: our URI */
     int64_t timeout_ms, connect_timeout_ms;
     volatile sig_atomic_t *interrupted;
@@ -182,12 +189,17 @@ typedef struct once__http_resp {
     int replayed;                /* Idempotent-Replayed: true */
     int timed_out;
     int interrupted;
+    int untrusted;               /* the peer's certificate failed verification:
+                                    a retry cannot fix it (not retried) */
     char error[256];             /* transport failure text */
 } once__http_resp;
 
 /* ONCE_OK when an HTTP answer (any status) arrived, ONCE_EIO (transport,
  * timeout, interrupt: see the flags), ONCE_ENOMEM. */
 int once__http_do(const once__http_req *q, once__http_resp *r);
+/* The verdict on a request that got no HTTP answer: interrupted, a final
+ * error for an untrusted certificate, else a retry. */
+once__verdict once__http_failure_verdict(const once__http_resp *r);
 void once__http_resp_clear(once__http_resp *r);
 /* ONCE_OK when url is an http(s) URL with a host and, if any, a port in
  * 1..65535; else ONCE_EINVAL and why says what is wrong and what a valid
@@ -280,6 +292,7 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
 struct once_client {
     once__outbox *outbox;
     char *token;
+    once__tls_client tls;
     once_retry_policy retry;
     once_id_kind id_kind;
     const once_clock *clock;

@@ -8,6 +8,10 @@
  * Invariant: r->status is nonzero only when a complete HTTP answer arrived
  * (or a stream the caller stopped on purpose).
  *
+ * HTTPS is verified as curl verifies it (the peer's chain against the
+ * system's CAs or q->tls->cacert, and its name against the URL's host);
+ * a certificate that fails is flagged `untrusted`, which no retry fixes.
+ *
  * Streams (SSE) use the same path with an on_data callback: bytes are
  * handed over as they arrive, nothing is accumulated here, and an idle
  * timer (checked from the progress callback) replaces the overall timeout.
@@ -205,6 +209,41 @@ int once__agent_url_check(const char *url, char *why, size_t whylen)
     return ONCE_OK;
 }
 
+once__verdict once__http_failure_verdict(const once__http_resp *r)
+{
+    return r->interrupted ? ONCE__INTERRUPTED : r->untrusted ? ONCE__ERROR : ONCE__RETRY;
+}
+
+/* The certificate settings of one transfer. */
+static void set_tls(CURL *h, const once__tls_client *tls)
+{
+    if (tls == NULL)
+        return;
+    if (tls->cacert != NULL)
+        curl_easy_setopt(h, CURLOPT_CAINFO, tls->cacert);
+    if (tls->insecure) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+}
+
+/* The error text of a failed transfer; a certificate failure says what to
+ * do about it, in the CLI's flags (the library's fields carry their names). */
+static void failure_text(once__http_resp *r, CURLcode cc, const char *errbuf)
+{
+    const char *what = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+    r->untrusted = cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE;
+    if (cc == CURLE_PEER_FAILED_VERIFICATION)
+        snprintf(r->error, sizeof r->error,
+                 "the agent's TLS certificate is not trusted: %s (pass --cacert FILE with the "
+                 "CA that signed it, or --insecure to skip the check)",
+                 what);
+    else if (cc == CURLE_SSL_CACERT_BADFILE)
+        snprintf(r->error, sizeof r->error, "cannot use the --cacert file: %s", what);
+    else
+        snprintf(r->error, sizeof r->error, "%s", what);
+}
+
 int once__card_url(const char *agent, char *out, size_t outlen)
 {
     const char *p = strstr(agent, "://");
@@ -288,6 +327,7 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    set_tls(h, q->tls);
     if (strcmp(q->method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body ? q->body : "");
@@ -311,7 +351,7 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
             snprintf(r->error, sizeof r->error, "stream idle: no byte for %lld ms",
                      (long long)q->idle_ms);
         else
-            snprintf(r->error, sizeof r->error, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+            failure_text(r, cc, errbuf);
         /* A body cut short is no answer: keep nothing of it. */
         once_free(r->body);
         r->body = NULL;

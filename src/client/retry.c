@@ -153,6 +153,7 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
                          .body = body,
                          .len = (size_t)blen,
                          .token = c->token,
+                         .tls = &c->tls,
                          .extension = q->extension,
                          .timeout_ms = a->timeout_ms,
                          .connect_timeout_ms = c->retry.connect_timeout_ms,
@@ -169,7 +170,7 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
         return rc;
     }
     if (rc != ONCE_OK) {
-        a->verdict = hr.interrupted ? ONCE__INTERRUPTED : ONCE__RETRY;
+        a->verdict = once__http_failure_verdict(&hr);
         once__result_set_error(r, "%s%s", hr.timed_out ? "timeout: " : "", hr.error);
         once__http_resp_clear(&hr);
         return ONCE_OK;

@@ -51,6 +51,7 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
     once__http_req q = {.method = "GET",
                         .url = url,
                         .token = c->token,
+                        .tls = &c->tls,
                         .timeout_ms = a->timeout_ms,
                         .connect_timeout_ms = c->retry.connect_timeout_ms,
                         .interrupted = c->interrupted};
@@ -60,7 +61,7 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
         return rc;
     r->http_status = (int)h.status;
     if (rc != ONCE_OK || h.status == 429 || h.status >= 500) {
-        a->verdict = h.interrupted ? ONCE__INTERRUPTED : ONCE__RETRY;
+        a->verdict = rc != ONCE_OK ? once__http_failure_verdict(&h) : ONCE__RETRY;
         once__result_set_error(r, "agent card: %s%s", h.timed_out ? "timeout: " : "",
                                rc != ONCE_OK ? h.error : "server error");
         if (h.retry_after[0] != '\0') {

@@ -180,6 +180,7 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
                         .body = body,
                         .len = strlen(body),
                         .token = c->token,
+                        .tls = &c->tls,
                         .timeout_ms = timeout_ms,
                         .connect_timeout_ms = c->retry.connect_timeout_ms,
                         .interrupted = c->interrupted,

@@ -190,6 +190,7 @@ static int agent_streams(once_client *c, const char *agent)
     once__http_req q = {.method = "GET",
                         .url = url,
                         .token = c->token,
+                        .tls = &c->tls,
                         .timeout_ms = c->retry.attempt_timeout_ms,
                         .connect_timeout_ms = c->retry.connect_timeout_ms,
                         .interrupted = c->interrupted};

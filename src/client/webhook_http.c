@@ -27,6 +27,7 @@
 
 #include "client/webhook_listen.h"
 #include "http/guard.h"
+#include "http/tls.h"
 #include "once/webhook.h"
 
 #define DEFAULT_MAX_BODY ((size_t)1 << 20)
@@ -38,6 +39,7 @@ struct once_webhook_server {
     once_webhook_listen_options opt;
     struct MHD_Daemon *d;
     once__guard *guard;
+    once__tls tls;             /* HTTPS: the PEM text MHD serves with */
     int port;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -195,6 +197,7 @@ void once_webhook_server_stop(once_webhook_server *s)
     if (s->drainer_started)
         pthread_join(s->drainer, NULL);
     once__guard_free(s->guard);
+    once__tls_clear(&s->tls);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     once_free(s);
@@ -275,12 +278,20 @@ int once__webhook_listen_limited(once_webhook *w, const once_webhook_listen_opti
         once_webhook_server_stop(s);
         return rc;
     }
-    struct MHD_OptionItem guarded[4];
+    if ((o->tls_cert_file != NULL || o->tls_key_file != NULL) &&
+        (rc = once__tls_load(o->tls_cert_file, o->tls_key_file, &s->tls, err, errlen)) !=
+            ONCE_OK) {
+        once_webhook_server_stop(s);
+        return rc;
+    }
+    struct MHD_OptionItem guarded[4], https[3];
     once__guard_mhd_options(s->guard, guarded);
+    flags |= once__tls_mhd(&s->tls, https);
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY,
-                            guarded, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+                            guarded, MHD_OPTION_ARRAY, https, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)60, MHD_OPTION_END);
     if (s->d == NULL) {
         snprintf(err, errlen, "cannot listen on %s:%d (address in use or not available)", host,
                  o->port);

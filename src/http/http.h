@@ -134,6 +134,11 @@ typedef struct once_http_config {
     size_t sse_buffer;           /* 0 = 64 KiB */
     once_http_ops ops;           /* zeroed: always ready, /metrics with the
                                     process-wide families only */
+    /* HTTPS (tls.c): both PEM files, or neither for plain HTTP. A missing,
+     * unreadable or mismatched file fails once_http_start naming it. The
+     * operations listener of ONCE_HTTP_METRICS_APART stays plain HTTP. */
+    const char *tls_cert_file;   /* certificate, then intermediates */
+    const char *tls_key_file;    /* its private key, unencrypted */
 } once_http_config;
 
 typedef struct once_http once_http;

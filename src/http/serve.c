@@ -62,6 +62,7 @@ static int card_url(const once_serve_config *cfg, char *url, char *path, char *e
                     size_t errlen)
 {
     const char *host = cfg->http.host;
+    const char *scheme = cfg->http.tls_cert_file != NULL ? "https" : "http";
     if (cfg->a2a.url != NULL) {
         if (strlen(cfg->a2a.url) >= URL_MAX) {
             snprintf(err, errlen, "the public URL is longer than %d bytes", URL_MAX - 1);
@@ -72,9 +73,9 @@ static int card_url(const once_serve_config *cfg, char *url, char *path, char *e
         snprintf(err, errlen, "port 0 needs an explicit card URL (a2a.url)");
         return ONCE_EINVAL;
     } else if (strchr(host, ':') != NULL) {
-        snprintf(url, URL_MAX, "http://[%s]:%d/", host, cfg->http.port);
+        snprintf(url, URL_MAX, "%s://[%s]:%d/", scheme, host, cfg->http.port);
     } else {
-        snprintf(url, URL_MAX, "http://%s:%d/", host, cfg->http.port);
+        snprintf(url, URL_MAX, "%s://%s:%d/", scheme, host, cfg->http.port);
     }
     const char *p = strstr(url, "://");
     p = p ? strchr(p + 3, '/') : NULL;
@@ -138,4 +139,37 @@ int once_serve_start(const once_serve_config *cfg, once_server **out, char *err,
 fail:
     once_server_stop(s);
     return rc;
+}
+
+/* server.h: the embedder's options laid over the same configuration onced
+ * builds from its flags; everything not named there keeps its default. */
+int once_server_start(const once_server_options *o, once_server **out, char *err, size_t errlen)
+{
+    char host[256];
+    int port = 0;
+    *out = NULL;
+    if (o == NULL || o->listen == NULL ||
+        once_parse_listen(o->listen, host, sizeof host, &port) != ONCE_OK || port == 0) {
+        snprintf(err, errlen, "listen: expected HOST:PORT with a port from 1 to 65535, got %s",
+                 o && o->listen ? o->listen : "nothing");
+        return ONCE_EINVAL;
+    }
+    once_serve_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.engine.store = o->store;
+    sc.engine.executor = o->executor;
+    sc.engine.lease_ms = o->lease_ms;
+    sc.engine.retention_ms = o->retention_ms;
+    sc.engine.tombstone_ms = o->tombstone_ms;
+    sc.engine.workers = (int)o->turn_workers;
+    sc.a2a.url = o->public_url;
+    sc.a2a.name = o->name;
+    sc.a2a.description = o->description;
+    sc.a2a.skill_id = o->skill_id;
+    sc.a2a.skill_description = o->skill_description;
+    sc.http.host = host;
+    sc.http.port = port;
+    sc.http.tls_cert_file = o->tls_cert_file;
+    sc.http.tls_key_file = o->tls_key_file;
+    return once_serve_start(&sc, out, err, errlen);
 }

@@ -44,6 +44,7 @@
 #include "http/pool.h"
 #include "http/rest_route.h"
 #include "http/sse.h"
+#include "http/tls.h"
 #include "once/store.h"
 
 #define CARD_PATH "/.well-known/agent-card.json"
@@ -67,6 +68,7 @@ struct once_http {
     once__guard *guard;
     once__ops *ops;            /* /healthz, /readyz, /metrics; draining */
     once__card_cache card;
+    once__tls tls;             /* HTTPS: the PEM text MHD serves with */
     int port;
     int stopping;              /* atomic: set by once_http_stop */
     long inflight;             /* atomic: live req_ctx count */
@@ -565,8 +567,11 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
     }
     h->cfg.rpc_path = h->rpc_path;
     struct sockaddr_storage ss;
-    int v6 = 0;
-    rc = resolve(cfg->host, cfg->port, &ss, &v6, err, errlen);
+    int v6 = 0, tls = cfg->tls_cert_file != NULL || cfg->tls_key_file != NULL;
+    rc = tls ? once__tls_load(cfg->tls_cert_file, cfg->tls_key_file, &h->tls, err, errlen)
+             : ONCE_OK;
+    if (rc == ONCE_OK)
+        rc = resolve(cfg->host, cfg->port, &ss, &v6, err, errlen);
     if (rc == ONCE_OK) {
         /* Calls queue behind busy workers up to this depth, then get 503. */
         rc = once__http_pool_new(h->cfg.workers, (size_t)h->cfg.limits.max_connections,
@@ -592,13 +597,14 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
-    struct MHD_OptionItem guarded[4];
+    struct MHD_OptionItem guarded[4], https[3];
     once__guard_mhd_options(h->guard, guarded);
+    flags |= once__tls_mhd(&h->tls, https);
     h->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
         on_log, h, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->cfg.threads,
-        MHD_OPTION_ARRAY, guarded, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
+        MHD_OPTION_ARRAY, guarded, MHD_OPTION_ARRAY, https, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
         /* request line + headers must fit here: larger ones get 431 */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
@@ -668,6 +674,7 @@ void once_http_stop(once_http *h)
     once__ops_free(h->ops);
     once__guard_free(h->guard);
     once__sse_free(h->sse);
+    once__tls_clear(&h->tls);
     once_free(h->rpc_path);
     once_free(h);
 }

@@ -1,0 +1,41 @@
+/*
+ * tls.h -- the certificate and key of an HTTPS listener (internal to
+ * src/http and src/client: onced's server and the webhook receiver of
+ * `once listen`): read from their files and checked before libmicrohttpd sees
+ * them, so a bad file stops the server with a message that names the file
+ * and the problem instead of a bare "cannot listen".
+ *
+ * libmicrohttpd does the TLS itself (GnuTLS); this file only loads PEM text
+ * and checks it with libcrypto, which libonce links already.
+ */
+#ifndef ONCE_HTTP_TLS_H
+#define ONCE_HTTP_TLS_H
+
+#include <stddef.h>
+
+#include <microhttpd.h>
+
+/* The PEM text MHD_OPTION_HTTPS_MEM_CERT / _KEY take, NUL-terminated and
+ * once_malloc'd; once__tls_clear wipes the key before freeing it. */
+typedef struct once__tls {
+    char *cert;   /* the certificate, then any intermediates */
+    char *key;    /* the private key, unencrypted */
+} once__tls;
+
+/* Read cert_file and key_file and check that the first holds a PEM
+ * certificate, the second a PEM private key, and that the key belongs to the
+ * certificate. ONCE_OK; ONCE_EIO, ONCE_ERANGE or ONCE_EINVAL with err naming
+ * the flag's file and what is wrong; ONCE_ENOMEM. On failure t is cleared. */
+int once__tls_load(const char *cert_file, const char *key_file, once__tls *t, char *err,
+                   size_t errlen);
+void once__tls_clear(once__tls *t);   /* NULL fields ok */
+
+/* What MHD_start_daemon needs to serve t: the flag to OR in (0 without a
+ * certificate) and, for MHD_OPTION_ARRAY, opts filled with the certificate
+ * and key options (or only MHD_OPTION_END). t must outlive the daemon. */
+unsigned once__tls_mhd(const once__tls *t, struct MHD_OptionItem opts[3]);
+
+/* 1 when this libmicrohttpd can serve HTTPS (built with GnuTLS). */
+int once__tls_supported(void);
+
+#endif /* ONCE_HTTP_TLS_H */

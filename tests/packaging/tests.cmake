@@ -1,0 +1,23 @@
+# Packaging: what `cmake --install` puts in a prefix is enough to build and
+# run an in-process agent and a client (pkg-config and find_package), and
+# the systemd unit passes systemd-analyze verify.
+find_program(PYTHON3 python3 REQUIRED)
+set(_once_pkg_env "ONCE_BUILD=${CMAKE_BINARY_DIR};ONCE_SOURCE=${CMAKE_SOURCE_DIR}")
+if(ONCE_ASAN)
+  # libonce.so carries the sanitizers: what links it must too.
+  list(APPEND _once_pkg_env "ONCE_CONSUMER_CFLAGS=-fsanitize=address,undefined")
+elseif(ONCE_TSAN)
+  list(APPEND _once_pkg_env "ONCE_CONSUMER_CFLAGS=-fsanitize=thread")
+endif()
+add_test(NAME packaging/install COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_install.py)
+set_tests_properties(packaging/install PROPERTIES TIMEOUT 300 LABELS packaging
+                     ENVIRONMENT "${_once_pkg_env}")
+add_test(NAME packaging/notify COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_notify.py)
+set_tests_properties(packaging/notify PROPERTIES TIMEOUT 120 LABELS packaging
+                     ENVIRONMENT "ONCED=${CMAKE_BINARY_DIR}/onced")
+add_test(NAME packaging/man COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_man.py)
+set_tests_properties(packaging/man PROPERTIES TIMEOUT 60 LABELS packaging
+                     ENVIRONMENT "${_once_pkg_env}")
+add_test(NAME packaging/unit COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_unit.py)
+set_tests_properties(packaging/unit PROPERTIES TIMEOUT 120 LABELS packaging SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${_once_pkg_env}")
