@@ -148,6 +148,8 @@ int once_rng_uniform(const once_rng *r, uint64_t bound, uint64_t *out);
  * Accepted: 1..128 chars of [A-Za-z0-9._:-], first char alphanumeric.
  */
 #define ONCE_ID_MAX 128
+/* Longest principal (the authenticated caller a task belongs to). */
+#define ONCE_PRINCIPAL_MAX 128
 #define ONCE_ULID_LEN 26
 #define ONCE_UUID_LEN 36
 

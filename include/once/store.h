@@ -25,7 +25,6 @@
 extern "C" {
 #endif
 
-#define ONCE_PRINCIPAL_MAX 128
 #define ONCE_OWNER_MAX 64
 
 /*

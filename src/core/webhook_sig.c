@@ -1,5 +1,5 @@
 /*
- * webhook_sig.c -- Standard Webhooks signatures (include/once/webhook.h):
+ * webhook_sig.c -- Standard Webhooks signatures (include/once/webhook_sig.h):
  * the "v1,<base64>" HMAC-SHA256 entry over id.timestamp.body, the
  * "whsec_" secret encoding, the constant-time verification a receiver
  * runs, with its timestamp tolerance, and the webhook-id that names a
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/base64.h"
-#include "once/webhook.h"
+#include "once/webhook_sig.h"
 
 int once_webhook_key(const char *secret, uint8_t key[ONCE_WEBHOOK_KEY_MAX], size_t *len)
 {

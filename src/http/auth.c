@@ -12,7 +12,6 @@
 #include <strings.h>
 
 #include "http/http.h"
-#include "once/store.h"
 
 /* Filled by once_tokens_parse, immutable afterwards: lookups take no lock. */
 typedef struct token_entry {

@@ -45,7 +45,6 @@
 #include "http/rest_route.h"
 #include "http/sse.h"
 #include "http/tls.h"
-#include "once/store.h"
 
 #define CARD_PATH "/.well-known/agent-card.json"
 #define DEFAULT_MAX_BODY ((size_t)1 << 20)

@@ -79,6 +79,7 @@ def test_install_tree():
     for rel in ("bin/once", "sbin/onced", "lib/libonce.a", "lib/libonce.so",
                 "include/once/once.h", "include/once/server.h", "include/once/executor.h",
                 "include/once/store.h", "include/once/client.h", "include/once/webhook.h",
+                "include/once/webhook_sig.h",
                 "lib/pkgconfig/once.pc", "lib/cmake/once/onceConfig.cmake",
                 "lib/cmake/once/onceConfigVersion.cmake", "share/doc/once/LICENSE",
                 "share/doc/once/CHANGELOG.md"):
