@@ -263,32 +263,23 @@ class PgServer:
         shutil.rmtree(self.dir, True)
 
 
-class RedisServer:
-    """A Redis of our own: append-only file, fsync before every reply."""
+class _KillableServer:
+    """A server process of our own with its data in self.dir: start() runs
+    cmd() and waits until answers() (or it exits); crash() is SIGKILL."""
 
-    def __init__(self):
-        self.dir = _scratch("once-redis-")
-        self.port = free_port()
-        self.url = "redis://127.0.0.1:%d/0" % self.port
-        self.proc = None
-        self.start()
+    name = "server"
 
     def start(self):
         self.log = open(os.path.join(self.dir, "server.log"), "ab")
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir],
-            stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(self.cmd(), stdout=self.log, stderr=self.log)
         end = time.time() + scaled(30)
         while time.time() < end:
-            r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.port), "ping"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            if r.stdout.strip() == b"PONG":   # not LOADING: the AOF is read
+            if self.answers():
                 return
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        raise RuntimeError("redis-server did not start on port %d" % self.port)
+        raise RuntimeError("%s did not start on port %d" % (self.name, self.port))
 
     def crash(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -301,11 +292,35 @@ class RedisServer:
         shutil.rmtree(self.dir, True)
 
 
-class DynaliteServer:
+class RedisServer(_KillableServer):
+    """A Redis of our own: append-only file, fsync before every reply."""
+
+    name = "redis-server"
+
+    def __init__(self):
+        self.dir = _scratch("once-redis-")
+        self.port = free_port()
+        self.url = "redis://127.0.0.1:%d/0" % self.port
+        self.proc = None
+        self.start()
+
+    def cmd(self):
+        return ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir]
+
+    def answers(self):
+        r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.port), "ping"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return r.stdout.strip() == b"PONG"   # not LOADING: the AOF is read
+
+
+class DynaliteServer(_KillableServer):
     """A dynalite of our own (DynamoDB's API; ONCE_DYNALITE names its
     cli.js) on LevelDB files: a killed dynalite keeps what it acknowledged,
     as DynamoDB does. onced signs with whatever AWS_ACCESS_KEY_ID the
     environment has; dynalite checks no signature."""
+
+    name = "dynalite"
 
     def __init__(self):
         self.cli = os.environ["ONCE_DYNALITE"]
@@ -316,35 +331,15 @@ class DynaliteServer:
         self.proc = None
         self.start()
 
-    def _answers(self):
+    def cmd(self):
+        return ["node", self.cli, "--host", "127.0.0.1", "--port", str(self.port), "--path",
+                os.path.join(self.dir, "data"), "--createTableMs", "0", "--deleteTableMs", "0",
+                "--updateTableMs", "0"]
+
+    def answers(self):
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1) as c:
                 c.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
                 return c.recv(12).startswith(b"HTTP/1.1")
         except OSError:
             return False
-
-    def start(self):
-        self.log = open(os.path.join(self.dir, "server.log"), "ab")
-        self.proc = subprocess.Popen(
-            ["node", self.cli, "--host", "127.0.0.1", "--port", str(self.port), "--path",
-             os.path.join(self.dir, "data"), "--createTableMs", "0", "--deleteTableMs", "0",
-             "--updateTableMs", "0"], stdout=self.log, stderr=self.log)
-        end = time.time() + scaled(30)
-        while time.time() < end:
-            if self._answers():
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError("dynalite did not start on port %d" % self.port)
-
-    def crash(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.log.close()
-
-    def close(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.crash()
-        shutil.rmtree(self.dir, True)
