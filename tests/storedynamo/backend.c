@@ -24,6 +24,8 @@
  *                           profile is named
  *   unreachable_endpoint    open against a port nobody listens on fails
  *                           with ONCE_ESTORE and says so
+ *   metrics_row             its calls are timed under backend="dynamodb" in
+ *                           the store histogram, not "other"
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +39,7 @@
 
 #include <cmocka.h>
 
+#include "core/metrics.h"
 #include "store/dynamo/dy_int.h"
 #include "store/util.h"
 
@@ -95,12 +98,11 @@ static json_t *raw_get(once_store *s, const char *principal, const char *task_id
     json_t *req, *reply = NULL, *item;
 
     assert_int_equal(once__dy_key(&key, principal, task_id, sk), ONCE_OK);
-    req = json_pack("{s:s, s:O, s:b}", "TableName", dys(s)->table, "Key", key.o,
-                    "ConsistentRead", 1);
+    req =
+        json_pack("{s:s, s:O, s:b}", "TableName", dys(s)->table, "Key", key.o, "ConsistentRead", 1);
     once__dy_item_free(&key);
     assert_non_null(req);
-    assert_int_equal(once__dy_call(dys(s), "GetItem", req, DY_IDEMPOTENT, &reply, NULL),
-                     ONCE_OK);
+    assert_int_equal(once__dy_call(dys(s), "GetItem", req, DY_IDEMPOTENT, &reply, NULL), ONCE_OK);
     json_decref(req);
     item = json_incref(json_object_get(reply, "Item"));
     json_decref(reply);
@@ -154,8 +156,9 @@ static void missing_index_named(void **state)
     url_nocreate(url, sizeof url, table);
     assert_int_equal(once_store_open(url, NULL, &bare, err, sizeof err), ONCE_EINVAL);
     assert_null(bare);
-    if (!strstr(err, table) || !strstr(err, "missing global secondary index \"due\" on dk (S, "
-                                            "HASH) + dt (N, RANGE)") ||
+    if (!strstr(err, table) ||
+        !strstr(err, "missing global secondary index \"due\" on dk (S, "
+                     "HASH) + dt (N, RANGE)") ||
         !strstr(err, "missing global secondary index \"by_principal\" on lp (S, HASH) + lc (S, "
                      "RANGE)"))
         fail_msg("the message names both missing indexes and their keys: %s", err);
@@ -298,9 +301,9 @@ static void commit_rule(void **state)
     assert_int_equal(once_store_create(s, &r, e.ev, 3, NULL, NULL), ONCE_OK);
     once__dy_event_sk(sk, 1);
     item = raw_get(s, "p", "t", sk);
-    assert_null(item);   /* still inside the record item */
+    assert_null(item); /* still inside the record item */
 
-    update_one(s, &r, "u");   /* generation 4: copies 1..3 out */
+    update_one(s, &r, "u"); /* generation 4: copies 1..3 out */
     for (g = 1; g <= 3; g++) {
         once__dy_event_sk(sk, g);
         item = raw_get(s, "p", "t", sk);
@@ -314,13 +317,13 @@ static void commit_rule(void **state)
     /* A writer that lost its CAS may leave a copy above the committed
      * generation: it must never be read. */
     raw_put_event(s, "t", 5, "{\"stale\":true}");
-    update_one(s, &r, "v");   /* generation 5 commits in the record item */
+    update_one(s, &r, "v"); /* generation 5 commits in the record item */
     assert_int_equal(once_store_events(s, "p", "t", 4, 0, &l), ONCE_OK);
     assert_int_equal(l.n, 1);
     assert_int_equal(l.v[0].generation, 5);
     assert_string_equal(l.v[0].payload, "{\"g\":5,\"tag\":\"v\"}");
     once_event_list_clear(&l);
-    update_one(s, &r, "w");   /* copies 5 out, over the stale item */
+    update_one(s, &r, "w"); /* copies 5 out, over the stale item */
     once__dy_event_sk(sk, 5);
     item = raw_get(s, "p", "t", sk);
     assert_non_null(item);
@@ -406,6 +409,30 @@ static void unreachable_endpoint(void **state)
         fail_msg("the message names the table and endpoint: %s", err);
 }
 
+static void metrics_row(void **state)
+{
+    char url[768];
+    once_store *s;
+    once_record r, got;
+    once__mtext m = {0};
+
+    (void)state;
+    url_for(url, sizeof url, "metrics", NULL);
+    s = open_ok(url);
+    assert_int_equal(st_rec(&r, "p", "m", ONCE_STATE_WORKING, T0, "{}"), 0);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    assert_int_equal(once_store_load(s, "p", "m", &got, NULL), ONCE_OK);
+    once__metrics_write_process(&m);
+    assert_non_null(m.buf);
+    if (!strstr(m.buf, "backend=\"dynamodb\",operation=\"create\"") ||
+        strstr(m.buf, "backend=\"other\""))
+        fail_msg("the store histogram has a dynamodb row and no other: %s", m.buf);
+    once__mtext_free(&m);
+    once_record_clear(&got);
+    once_record_clear(&r);
+    once_store_close(s);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +443,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(commit_rule, setup),
         cmocka_unit_test_setup(credentials_order, setup),
         cmocka_unit_test_setup(unreachable_endpoint, setup),
+        cmocka_unit_test_setup(metrics_row, setup),
     };
 
     if (argc < 2 || strncmp(argv[1], "dynamodb://", 11) != 0) {

@@ -117,12 +117,11 @@ int once__dy_cred_load(dy_cred *c, char *errbuf, size_t errlen)
     found = read_profile(f, profile, fid, fsecret, ftoken, sizeof fid);
     fclose(f);
     if (!found || !fid[0] || !fsecret[0]) {
-        once__store_errbuf(errbuf, errlen,
-                           "dynamodb: no credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
-                           "are not set and %s has %s [%s]",
-                           path, found ? "no aws_access_key_id/aws_secret_access_key in"
-                                       : "no profile",
-                           profile);
+        once__store_errbuf(
+            errbuf, errlen,
+            "dynamodb: no credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
+            "are not set and %s has %s [%s]",
+            path, found ? "no aws_access_key_id/aws_secret_access_key in" : "no profile", profile);
         return ONCE_EINVAL;
     }
     snprintf(c->source, sizeof c->source, "%.80s [%.40s]", path, profile);

@@ -55,7 +55,7 @@ static int conn_open(void *owner, once__pool_item **out)
 static int conn_stale(once__pool_item *it)
 {
     (void)it;
-    return 0;   /* curl reconnects by itself when a kept connection died */
+    return 0; /* curl reconnects by itself when a kept connection died */
 }
 
 static void conn_close(once__pool_item *it)
@@ -159,8 +159,7 @@ static int classify(const attempt *a, int writes, json_t **reply, dy_fail *f, in
         snprintf(f->type, sizeof f->type, "curl");
         snprintf(f->msg, sizeof f->msg, "%s", curl_easy_strerror(a->cc));
         /* Nothing was sent when the connection was refused. */
-        *retry = a->cc == CURLE_COULDNT_CONNECT || a->cc == CURLE_COULDNT_RESOLVE_HOST ||
-                 !writes;
+        *retry = a->cc == CURLE_COULDNT_CONNECT || a->cc == CURLE_COULDNT_RESOLVE_HOST || !writes;
         return ONCE_ESTORE;
     }
     j = a->body.p ? json_loads(a->body.p, 0, NULL) : NULL;
@@ -174,9 +173,11 @@ static int classify(const attempt *a, int writes, json_t **reply, dy_fail *f, in
         msg = json_string_value(json_object_get(j, "Message"));
     hash = type ? strrchr(type, '#') : NULL;
     snprintf(f->type, sizeof f->type, "%s",
-             hash ? hash + 1 : type ? type : a->status == 200 ? "bad reply" : "HTTP error");
-    snprintf(f->msg, sizeof f->msg, "HTTP %ld%s%.180s", a->status, msg ? ": " : "",
-             msg ? msg : "");
+             hash               ? hash + 1
+             : type             ? type
+             : a->status == 200 ? "bad reply"
+                                : "HTTP error");
+    snprintf(f->msg, sizeof f->msg, "HTTP %ld%s%.180s", a->status, msg ? ": " : "", msg ? msg : "");
     json_decref(j);
     if (ends_with(f->type, "ConditionalCheckFailedException"))
         return ONCE_ECONFLICT;
@@ -243,12 +244,10 @@ static int add_names(json_t *req)
         json_decref(names);
         return ONCE_OK;
     }
-    return json_object_set_new(req, "ExpressionAttributeNames", names) == 0 ? ONCE_OK
-                                                                           : ONCE_ENOMEM;
+    return json_object_set_new(req, "ExpressionAttributeNames", names) == 0 ? ONCE_OK : ONCE_ENOMEM;
 }
 
-int once__dy_call(dy_store *s, const char *op, json_t *req, int mode, json_t **out,
-                  dy_fail *fail)
+int once__dy_call(dy_store *s, const char *op, json_t *req, int mode, json_t **out, dy_fail *fail)
 {
     once__pool_item *it;
     dy_fail local;
@@ -279,7 +278,8 @@ int once__dy_call(dy_store *s, const char *op, json_t *req, int mode, json_t **o
         rc = send_once(s, (dy_conn *)it, op, text, &a);
         once__pool_release(&s->pool, it, rc == ONCE_OK && a.cc != CURLE_OK);
         if (rc == ONCE_OK)
-            rc = a.body.over ? ONCE_ESTORE : classify(&a, mode == DY_CONDITIONAL, &reply, fail, &retry);
+            rc = a.body.over ? ONCE_ESTORE
+                             : classify(&a, mode == DY_CONDITIONAL, &reply, fail, &retry);
         once_free(a.body.p);
         if (rc == ONCE_OK) {
             if (out)

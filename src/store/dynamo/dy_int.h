@@ -27,11 +27,11 @@
 #define DY_POOL_WAIT_MS 30000
 #define DY_TIMEOUT_DEFAULT_MS 5000
 #define DY_CONNECT_TIMEOUT_MS 3000
-#define DY_ATTEMPTS 6          /* tries of one call when it is throttled */
+#define DY_ATTEMPTS 6 /* tries of one call when it is throttled */
 #define DY_BACKOFF_BASE_MS 25
 #define DY_BACKOFF_CAP_MS 1000
 #define DY_REPLY_MAX (32u << 20) /* bytes of one reply kept (a page is <= 1 MB) */
-#define DY_ITEM_MAX 409600     /* DynamoDB's item size limit, 400 KB */
+#define DY_ITEM_MAX 409600       /* DynamoDB's item size limit, 400 KB */
 #define DY_CREATE_WAIT_MS 60000
 
 /* The two global secondary indexes (dynamo.c explains them). */
@@ -40,8 +40,8 @@
 
 /* Credentials: set once by open, read-only afterwards. */
 typedef struct dy_cred {
-    char *userpwd;  /* "<access key id>:<secret>", for CURLOPT_USERPWD */
-    char *token;    /* "X-Amz-Security-Token: ..." header, or NULL */
+    char *userpwd;    /* "<access key id>:<secret>", for CURLOPT_USERPWD */
+    char *token;      /* "X-Amz-Security-Token: ..." header, or NULL */
     char source[128]; /* where they came from, for messages */
 } dy_cred;
 
@@ -53,16 +53,16 @@ typedef struct dy_store {
     once_store base;
     char table[DY_TABLE_MAX + 1];
     char region[DY_REGION_MAX + 1];
-    char *endpoint;        /* "https://dynamodb.<region>.amazonaws.com/" or the URL's */
-    char *sigv4;           /* "aws:amz:<region>:dynamodb" */
+    char *endpoint; /* "https://dynamodb.<region>.amazonaws.com/" or the URL's */
+    char *sigv4;    /* "aws:amz:<region>:dynamodb" */
     dy_cred cred;
     size_t pool_max;
-    int timeout_ms;        /* per HTTP request */
-    int64_t tomb_ttl_ms;   /* 0: no TTL attribute on tombstones */
-    int create;            /* ?create=1 */
-    int reset;             /* ?reset=1 (tests) */
+    int timeout_ms;      /* per HTTP request */
+    int64_t tomb_ttl_ms; /* 0: no TTL attribute on tombstones */
+    int create;          /* ?create=1 */
+    int reset;           /* ?reset=1 (tests) */
 
-    once__pool pool;       /* curl easy handles */
+    once__pool pool; /* curl easy handles */
 } dy_store;
 
 /* ---- dy_cred.c ---- */
@@ -87,8 +87,8 @@ typedef struct dy_fail {
  * is not sent again (had it applied, the second try would answer
  * "condition failed": a false verdict); throttling and refused connections
  * are retried whatever the call (the request was not applied). */
-#define DY_IDEMPOTENT 0   /* reads, and writes that may apply twice */
-#define DY_CONDITIONAL 1  /* conditional writes */
+#define DY_IDEMPOTENT 0  /* reads, and writes that may apply twice */
+#define DY_CONDITIONAL 1 /* conditional writes */
 
 /* Call DynamoDB_20120810.<op> with body req (not consumed). On ONCE_OK,
  * *out (if non-NULL) is the parsed reply (json_decref it). Errors:
@@ -99,8 +99,7 @@ typedef struct dy_fail {
  *   ONCE_ESTORE      unreachable, 5xx, or any other refusal
  * fail (if non-NULL) says what the service answered; s->errmsg is set on
  * every error but ONCE_ECONFLICT (an expected outcome). */
-int once__dy_call(dy_store *s, const char *op, json_t *req, int mode, json_t **out,
-                  dy_fail *fail);
+int once__dy_call(dy_store *s, const char *op, json_t *req, int mode, json_t **out, dy_fail *fail);
 extern const once__pool_ops once__dy_pool_ops;
 
 /* ---- dy_item.c ---- */
@@ -122,9 +121,9 @@ typedef struct dy_item {
     int oom;
 } dy_item;
 
-int once__dy_item_init(dy_item *it);   /* ONCE_OK or ONCE_ENOMEM */
+int once__dy_item_init(dy_item *it); /* ONCE_OK or ONCE_ENOMEM */
 void once__dy_item_free(dy_item *it);
-void once__dy_put_s(dy_item *it, const char *name, const char *v);   /* v NULL: skipped */
+void once__dy_put_s(dy_item *it, const char *name, const char *v); /* v NULL: skipped */
 void once__dy_put_n(dy_item *it, const char *name, int64_t v);
 /* A list of strings v[0..n) ("L" of "S"). */
 void once__dy_put_ls(dy_item *it, const char *name, const once_event *v, size_t n);
@@ -141,16 +140,16 @@ int once__dy_record_item(dy_store *s, const once_record *rec, const once_event *
 int once__dy_tomb_item(dy_store *s, const once_record *r, int64_t now, dy_item *it);
 
 /* Read attributes of an item ({"name": {"S": ...}}). */
-const char *once__dy_get_s(json_t *item, const char *name);   /* NULL if absent */
-int64_t once__dy_get_n(json_t *item, const char *name);       /* 0 if absent */
+const char *once__dy_get_s(json_t *item, const char *name); /* NULL if absent */
+int64_t once__dy_get_n(json_t *item, const char *name);     /* 0 if absent */
 
 /* An item read back: a record (with its pending events), or a tombstone. */
 typedef struct dy_stored {
     int is_tomb;
-    once_record rec;        /* !is_tomb */
-    once_tombstone tomb;    /* is_tomb */
-    int64_t pend_base;      /* generations pend_base+1 .. rec.generation are in pend */
-    json_t *pend;           /* borrowed from the item: a list of {"S": payload} */
+    once_record rec;     /* !is_tomb */
+    once_tombstone tomb; /* is_tomb */
+    int64_t pend_base;   /* generations pend_base+1 .. rec.generation are in pend */
+    json_t *pend;        /* borrowed from the item: a list of {"S": payload} */
 } dy_stored;
 
 /* Decode a record/tombstone item. ONCE_OK, ONCE_ENOMEM, ONCE_ECORRUPT.
@@ -158,8 +157,8 @@ typedef struct dy_stored {
 int once__dy_decode(json_t *item, dy_stored *st);
 
 /* JSON helpers for request bodies; NULL on OOM (callers check once). */
-json_t *once__dy_s(const char *v);          /* {"S": v} */
-json_t *once__dy_n(int64_t v);              /* {"N": "v"} */
+json_t *once__dy_s(const char *v); /* {"S": v} */
+json_t *once__dy_n(int64_t v);     /* {"N": "v"} */
 
 /* ---- dy_table.c ---- */
 

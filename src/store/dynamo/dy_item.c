@@ -116,8 +116,8 @@ static int finish(dy_store *s, dy_item *it, const char *what, const char *task_i
     if (it->oom) {
         once__dy_item_free(it);
         /* jansson refuses a string that is not UTF-8, as DynamoDB would. */
-        once__store_seterr(&s->base, "dynamodb: %s of %s: out of memory or not UTF-8 text",
-                           what, task_id);
+        once__store_seterr(&s->base, "dynamodb: %s of %s: out of memory or not UTF-8 text", what,
+                           task_id);
         return ONCE_EINVAL;
     }
     if (it->bytes > DY_ITEM_MAX) {
@@ -182,8 +182,7 @@ static void first_digest(const char *digests, char out[ONCE_DIGEST_HEX + 1])
 {
     size_t n = 0;
 
-    while (digests && n < ONCE_DIGEST_HEX && digests[n] && digests[n] != ' ' &&
-           digests[n] != '\n')
+    while (digests && n < ONCE_DIGEST_HEX && digests[n] && digests[n] != ' ' && digests[n] != '\n')
         n++;
     memcpy(out, digests ? digests : "", n);
     out[n] = '\0';

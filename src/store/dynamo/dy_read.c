@@ -45,13 +45,13 @@ int once__dy_get_task(dy_store *s, const char *principal, const char *task_id, j
 json_t *once__dy_query_req(dy_store *s, const char *index, const char *cond, const char *filter,
                            json_t *vals, size_t limit, int consistent)
 {
-    json_t *req = json_pack("{s:s, s:s, s:o, s:b}", "TableName", s->table,
-                            "KeyConditionExpression", cond, "ExpressionAttributeValues", vals,
-                            "ConsistentRead", consistent);
+    json_t *req = json_pack("{s:s, s:s, s:o, s:b}", "TableName", s->table, "KeyConditionExpression",
+                            cond, "ExpressionAttributeValues", vals, "ConsistentRead", consistent);
 
-    if (req && ((index && json_object_set_new(req, "IndexName", json_string(index)) != 0) ||
-                (filter && json_object_set_new(req, "FilterExpression", json_string(filter)) != 0) ||
-                (limit && json_object_set_new(req, "Limit", json_integer((json_int_t)limit)) != 0))) {
+    if (req &&
+        ((index && json_object_set_new(req, "IndexName", json_string(index)) != 0) ||
+         (filter && json_object_set_new(req, "FilterExpression", json_string(filter)) != 0) ||
+         (limit && json_object_set_new(req, "Limit", json_integer((json_int_t)limit)) != 0))) {
         json_decref(req);
         req = NULL;
     }
@@ -75,7 +75,8 @@ int once__dy_each(dy_store *s, const char *op, json_t *req, int first_page_only,
         rc = once__dy_call(s, op, req, DY_IDEMPOTENT, &page, NULL);
         if (rc != ONCE_OK)
             break;
-        json_array_foreach(json_object_get(page, "Items"), i, it) {
+        json_array_foreach(json_object_get(page, "Items"), i, it)
+        {
             rc = fn(s, it, arg);
             if (rc != ONCE_OK)
                 break;
@@ -90,8 +91,8 @@ int once__dy_each(dy_store *s, const char *op, json_t *req, int first_page_only,
     return rc == DY_STOP ? ONCE_OK : rc;
 }
 
-int once__dy_load(once_store *base, const char *principal, const char *task_id,
-                  once_record *out, once_tombstone *tomb)
+int once__dy_load(once_store *base, const char *principal, const char *task_id, once_record *out,
+                  once_tombstone *tomb)
 {
     dy_store *s = dys(base);
     json_t *item;
@@ -156,8 +157,8 @@ static int take_event(dy_store *s, json_t *item, void *arg)
     int rc;
 
     if (g != k->next) {
-        once__store_seterr(&s->base, "dynamodb: event %lld of %s is missing",
-                           (long long)k->next, k->pk);
+        once__store_seterr(&s->base, "dynamodb: event %lld of %s is missing", (long long)k->next,
+                           k->pk);
         return ONCE_ECORRUPT;
     }
     rc = add_event(k->out, g, once__dy_get_s(item, "pl"));
@@ -177,9 +178,8 @@ static int read_event_items(dy_store *s, const char *pk, int64_t after, int64_t 
     once__dy_event_sk(hi, last);
     rc = once__dy_each(s, "Query",
                        once__dy_query_req(s, NULL, "#pk = :pk AND #sk BETWEEN :lo AND :hi", NULL,
-                                          json_pack("{s:o, s:o, s:o}", ":pk", once__dy_s(pk),
-                                                    ":lo", once__dy_s(lo), ":hi",
-                                                    once__dy_s(hi)),
+                                          json_pack("{s:o, s:o, s:o}", ":pk", once__dy_s(pk), ":lo",
+                                                    once__dy_s(lo), ":hi", once__dy_s(hi)),
                                           (size_t)(last - after), 1),
                        0, take_event, &k);
     if (rc == ONCE_OK && k.next <= last) {
@@ -190,8 +190,8 @@ static int read_event_items(dy_store *s, const char *pk, int64_t after, int64_t 
     return rc;
 }
 
-int once__dy_events(once_store *base, const char *principal, const char *task_id,
-                    int64_t after, size_t max, once_event_list *out)
+int once__dy_events(once_store *base, const char *principal, const char *task_id, int64_t after,
+                    size_t max, once_event_list *out)
 {
     dy_store *s = dys(base);
     json_t *item;
@@ -341,8 +341,7 @@ int once__dy_list(once_store *base, const once_list_query *q, once_record_list *
      * page, until the page is full or the index has nothing more. */
     return once__dy_each(s, "Query",
                          once__dy_query_req(s, DY_IDX_LIST,
-                                            q->after_task_id ? "#lp = :p AND #lc > :a"
-                                                             : "#lp = :p",
+                                            q->after_task_id ? "#lp = :p AND #lc > :a" : "#lp = :p",
                                             filter, vals, q->limit, 0),
                          0, take_record, &k);
 }
@@ -479,10 +478,10 @@ int once__dy_delete_events(dy_store *s, const char *pk)
 {
     if (!pk)
         return ONCE_ECORRUPT;
-    return once__dy_each(s, "Query",
-                         once__dy_query_req(s, NULL, "#pk = :pk AND begins_with(#sk, :e)", NULL,
-                                            json_pack("{s:o, s:o}", ":pk", once__dy_s(pk), ":e",
-                                                      once__dy_s("e")),
-                                            0, 1),
-                         0, delete_item, NULL);
+    return once__dy_each(
+        s, "Query",
+        once__dy_query_req(s, NULL, "#pk = :pk AND begins_with(#sk, :e)", NULL,
+                           json_pack("{s:o, s:o}", ":pk", once__dy_s(pk), ":e", once__dy_s("e")), 0,
+                           1),
+        0, delete_item, NULL);
 }

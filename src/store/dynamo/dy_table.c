@@ -21,7 +21,7 @@
 
 typedef struct want_index {
     const char *name, *hash, *hash_type, *range, *range_type;
-    int need_all;   /* list reads whole records from it */
+    int need_all; /* list reads whole records from it */
 } want_index;
 
 static const want_index indexes[] = {
@@ -82,8 +82,8 @@ static int create_table(dy_store *s)
 
 static void enable_ttl(dy_store *s)
 {
-    json_t *req = json_pack("{s:s, s:{s:b, s:s}}", "TableName", s->table,
-                            "TimeToLiveSpecification", "Enabled", 1, "AttributeName", "ttl");
+    json_t *req = json_pack("{s:s, s:{s:b, s:s}}", "TableName", s->table, "TimeToLiveSpecification",
+                            "Enabled", 1, "AttributeName", "ttl");
     dy_fail f;
 
     /* Best effort: an endpoint without TTL (dynalite) or a table that has it
@@ -101,7 +101,8 @@ static int is_active(json_t *t)
 
     if (strcmp(json_string_value(json_object_get(t, "TableStatus")) ?: "", "ACTIVE") != 0)
         return 0;
-    json_array_foreach(json_object_get(t, "GlobalSecondaryIndexes"), i, g) {
+    json_array_foreach(json_object_get(t, "GlobalSecondaryIndexes"), i, g)
+    {
         if (strcmp(json_string_value(json_object_get(g, "IndexStatus")) ?: "", "ACTIVE") != 0)
             return 0;
     }
@@ -143,7 +144,8 @@ static const char *attr_type(json_t *t, const char *name)
     json_t *a;
     size_t i;
 
-    json_array_foreach(json_object_get(t, "AttributeDefinitions"), i, a) {
+    json_array_foreach(json_object_get(t, "AttributeDefinitions"), i, a)
+    {
         if (strcmp(json_string_value(json_object_get(a, "AttributeName")) ?: "", name) == 0)
             return json_string_value(json_object_get(a, "AttributeType")) ?: "";
     }
@@ -155,7 +157,8 @@ static json_t *find_index(json_t *t, const char *name)
     json_t *g;
     size_t i;
 
-    json_array_foreach(json_object_get(t, "GlobalSecondaryIndexes"), i, g) {
+    json_array_foreach(json_object_get(t, "GlobalSecondaryIndexes"), i, g)
+    {
         if (strcmp(json_string_value(json_object_get(g, "IndexName")) ?: "", name) == 0)
             return g;
     }
@@ -175,7 +178,8 @@ static int projects_keys(json_t *g, int need_all)
         return 1;
     if (need_all || strcmp(type, "INCLUDE") != 0)
         return 0;
-    json_array_foreach(na, i, a) {
+    json_array_foreach(na, i, a)
+    {
         pr |= strcmp(json_string_value(a) ?: "", "pr") == 0;
         id |= strcmp(json_string_value(a) ?: "", "id") == 0;
     }
@@ -248,9 +252,8 @@ int once__dy_table_ready(dy_store *s, char *errbuf, size_t errlen)
         return ONCE_EINVAL;
     }
     if (rc != ONCE_OK) {
-        once__store_errbuf(errbuf, errlen, "dynamodb: cannot read table \"%s\" at %s: %s",
-                           s->table, s->endpoint,
-                           s->base.errmsg[0] ? s->base.errmsg : once_strerror(rc));
+        once__store_errbuf(errbuf, errlen, "dynamodb: cannot read table \"%s\" at %s: %s", s->table,
+                           s->endpoint, s->base.errmsg[0] ? s->base.errmsg : once_strerror(rc));
         return rc;
     }
     rc = check_schema(s, t, errbuf, errlen);

@@ -125,7 +125,7 @@ int once__dy_create(once_store *base, const once_record *rec, const once_event *
     }
     once__dy_item_free(&it);
     if (rc == ONCE_ENOTFOUND)
-        rc = ONCE_EBUSY;   /* created and purged under us three times */
+        rc = ONCE_EBUSY; /* created and purged under us three times */
     return rc;
 }
 
@@ -142,7 +142,8 @@ int once__dy_update(once_store *base, const once_record *rec, int64_t expect_ver
     if (rc != ONCE_OK)
         return rc;
     rc = get_stored(s, rec->principal, rec->task_id, &st);
-    if (rc == ONCE_ENOTFOUND || (rc == ONCE_OK && (st.is_tomb || st.rec.version != expect_version))) {
+    if (rc == ONCE_ENOTFOUND ||
+        (rc == ONCE_OK && (st.is_tomb || st.rec.version != expect_version))) {
         once__store_seterr(base, "update %s: %s", rec->task_id,
                            rc == ONCE_OK && !st.is_tomb ? "stored version differs" : "no record");
         stored_clear(&st);
@@ -169,8 +170,8 @@ int once__dy_update(once_store *base, const once_record *rec, int64_t expect_ver
     return rc;
 }
 
-int once__dy_renew(once_store *base, const char *principal, const char *task_id,
-                   const char *owner, int64_t fence, int64_t until)
+int once__dy_renew(once_store *base, const char *principal, const char *task_id, const char *owner,
+                   int64_t fence, int64_t until)
 {
     dy_store *s = dys(base);
     dy_stored st;
@@ -183,9 +184,9 @@ int once__dy_renew(once_store *base, const char *principal, const char *task_id,
         return rc;
     /* The lease moves in the "due" index too: dk is "L" for a live,
      * unfinished record with a lease, which the condition requires. */
-    req = json_pack("{s:s, s:O, s:s, s:s, s:{s:o, s:o, s:o, s:o, s:o, s:o}}", "TableName",
-                    s->table, "Key", key.o, "UpdateExpression",
-                    "SET #lu = :u, #dt = :u, #dk = :l", "ConditionExpression",
+    req = json_pack("{s:s, s:O, s:s, s:s, s:{s:o, s:o, s:o, s:o, s:o, s:o}}", "TableName", s->table,
+                    "Key", key.o, "UpdateExpression", "SET #lu = :u, #dt = :u, #dk = :l",
+                    "ConditionExpression",
                     "attribute_exists(#pk) AND attribute_not_exists(#tb) AND #f = :f AND "
                     "#lo = :o AND (#st = :s1 OR #st = :s2)",
                     "ExpressionAttributeValues", ":u", once__dy_n(until), ":l", once__dy_s("L"),
@@ -235,7 +236,7 @@ static int entomb(dy_store *s, json_t *cand, void *arg)
         return rc;
     if (st.is_tomb || !once_state_terminal(st.rec.state) || st.rec.finished_at >= c->before) {
         stored_clear(&st);
-        return ONCE_OK;   /* the index lagged behind the item */
+        return ONCE_OK; /* the index lagged behind the item */
     }
     rc = once__dy_tomb_item(s, &st.rec, c->now, &it);
     if (rc == ONCE_OK) {
@@ -306,7 +307,7 @@ int once__dy_meta(once_store *base, const char *name, const char *init_value, ch
     pk = once_malloc(n);
     if (!pk)
         return ONCE_ENOMEM;
-    snprintf(pk, n, "m:%s", name);   /* a task's pk starts with a digit */
+    snprintf(pk, n, "m:%s", name); /* a task's pk starts with a digit */
     rc = once__dy_item_init(&it);
     if (rc != ONCE_OK) {
         once_free(pk);
@@ -323,7 +324,7 @@ int once__dy_meta(once_store *base, const char *name, const char *init_value, ch
         rc = full.oom ? ONCE_ENOMEM : put_if(s, &full, "attribute_not_exists(#pk)", NULL);
         once__dy_item_free(&full);
         if (rc == ONCE_ECONFLICT)
-            rc = ONCE_OK;   /* someone else's value stays: read it below */
+            rc = ONCE_OK; /* someone else's value stays: read it below */
     }
     if (rc == ONCE_OK && !it.oom) {
         req = json_pack("{s:s, s:O, s:b}", "TableName", s->table, "Key", it.o, "ConsistentRead", 1);

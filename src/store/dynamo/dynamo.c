@@ -197,13 +197,13 @@ static int parse_url(dy_store *s, const char *url, char *errbuf, size_t errlen)
     return ONCE_OK;
 }
 
-static int dy_open(const char *url, const once_store_options *opt, once_store **out,
-                   char *errbuf, size_t errlen)
+static int dy_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
+                   size_t errlen)
 {
     dy_store *s;
     int rc;
 
-    (void)opt;   /* the engine's clock reaches the slots as arguments */
+    (void)opt; /* the engine's clock reaches the slots as arguments */
     *out = NULL;
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK) {
@@ -222,8 +222,7 @@ static int dy_open(const char *url, const once_store_options *opt, once_store **
         dy_free(s);
         return rc;
     }
-    once__pool_init(&s->pool, &once__dy_pool_ops, s, &s->base, s->pool_max, DY_POOL_WAIT_MS, 0,
-                    0);
+    once__pool_init(&s->pool, &once__dy_pool_ops, s, &s->base, s->pool_max, DY_POOL_WAIT_MS, 0, 0);
     rc = once__dy_table_ready(s, errbuf, errlen);
     if (rc == ONCE_OK && s->reset)
         rc = once__dy_reset(s);
