@@ -125,7 +125,8 @@ int once_store_open(const char *url, const once_store_options *opt, once_store *
         return ONCE_OK;
     }
     once__store_errbuf(errbuf, errlen,
-                       "unknown store scheme '%.*s' (known: memory, sqlite, postgres, redis, dynamodb)",
+                       "unknown store scheme '%.*s' "
+                       "(known: memory, sqlite, postgres, redis, dynamodb)",
                        (int)(slen > 32 ? 32 : slen), url);
     return ONCE_EINVAL;
 }
