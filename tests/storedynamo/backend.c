@@ -26,7 +26,15 @@
  *                           with ONCE_ESTORE and says so
  *   metrics_row             its calls are timed under backend="dynamodb" in
  *                           the store histogram, not "other"
+ *   throttling_retried      (dynalite never throttles: a fake endpoint of
+ *                           the test's own answers instead) a throttled call
+ *                           is retried, reads and conditional writes alike;
+ *                           throttling that persists is ONCE_EBUSY after
+ *                           DY_ATTEMPTS tries; a conditional write answered
+ *                           500 is not sent again (it may have applied)
  */
+#include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -433,6 +442,131 @@ static void metrics_row(void **state)
     once_store_close(s);
 }
 
+/* A fake DynamoDB endpoint: answers the first `bad` requests with status
+ * bad_status (400: a ThrottlingException body) and the rest with 200 "{}",
+ * one request per connection. Counters are read by the test thread. */
+typedef struct fake {
+    int fd, port;
+    int bad, bad_status;
+    int seen;
+    pthread_t th;
+} fake;
+
+static void *fake_main(void *arg)
+{
+    fake *f = arg;
+    int c;
+
+    while ((c = accept(f->fd, NULL, NULL)) >= 0) {
+        char req[8192], resp[512];
+        size_t n = 0;
+        long clen = -1;
+        char *end = NULL;
+        ssize_t r;
+
+        /* The head, then Content-Length bytes of body. */
+        while (n < sizeof req - 1 && (r = read(c, req + n, sizeof req - 1 - n)) > 0) {
+            n += (size_t)r;
+            req[n] = '\0';
+            if (!end && (end = strstr(req, "\r\n\r\n")) != NULL) {
+                char *cl = strcasestr(req, "content-length:");
+                clen = cl ? strtol(cl + 15, NULL, 10) : 0;
+            }
+            if (end && (size_t)(end + 4 - req) + (size_t)clen <= n)
+                break;
+        }
+        int k = __atomic_add_fetch(&f->seen, 1, __ATOMIC_SEQ_CST);
+        int bad = k <= __atomic_load_n(&f->bad, __ATOMIC_SEQ_CST);
+        const char *body = bad && f->bad_status == 400
+                               ? "{\"__type\":\"com.amazonaws.dynamodb.v20120810#"
+                                 "ThrottlingException\",\"message\":\"Rate exceeded\"}"
+                           : bad ? "{\"__type\":\"InternalServerError\"}"
+                                 : "{}";
+        int len = snprintf(resp, sizeof resp,
+                           "HTTP/1.1 %d X\r\nContent-Type: application/x-amz-json-1.0\r\n"
+                           "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                           bad ? f->bad_status : 200, strlen(body), body);
+        if (write(c, resp, (size_t)len) != len)
+            fprintf(stderr, "fake: short write\n");
+        close(c);
+    }
+    return NULL;
+}
+
+static void fake_start(fake *f)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    f->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(f->fd >= 0);
+    assert_int_equal(bind(f->fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(f->fd, 16), 0);
+    assert_int_equal(getsockname(f->fd, (struct sockaddr *)&a, &al), 0);
+    f->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+static void fake_arm(fake *f, int bad, int status)
+{
+    __atomic_store_n(&f->seen, 0, __ATOMIC_SEQ_CST);
+    f->bad_status = status;
+    __atomic_store_n(&f->bad, bad, __ATOMIC_SEQ_CST);
+}
+
+static void throttling_retried(void **state)
+{
+    char url[768];
+    once_store *s;
+    once_record r, got;
+    fake f;
+
+    (void)state;
+    memset(&f, 0, sizeof f);
+    url_for(url, sizeof url, "throttle", NULL);
+    s = open_ok(url);
+    fake_start(&f);
+    fake_arm(&f, 0, 400);
+    /* The handle now talks to the fake (the test's one use of internals
+     * beyond reading items). */
+    once_free(dys(s)->endpoint);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", f.port);
+    dys(s)->endpoint = once_strdup(url);
+    assert_int_equal(st_rec(&r, "p", "x", ONCE_STATE_WORKING, T0, "{}"), 0);
+
+    /* Throttled twice, then answered: the read succeeds on the third try. */
+    fake_arm(&f, 2, 400);
+    assert_int_equal(once_store_load(s, "p", "x", &got, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), 3);
+    /* A conditional write too: a throttled request was not applied. */
+    fake_arm(&f, 1, 400);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), 2);
+    /* Throttling that persists: EBUSY (503 STORE_UNAVAILABLE), no verdict. */
+    fake_arm(&f, 1000, 400);
+    assert_int_equal(once_store_load(s, "p", "x", &got, NULL), ONCE_EBUSY);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), DY_ATTEMPTS);
+    if (!strstr(once_store_errmsg(s), "throttled"))
+        fail_msg("the message says throttled: %s", once_store_errmsg(s));
+    /* A 500 to a conditional write: it may have applied, so it is not sent
+     * again; a read is. */
+    fake_arm(&f, 1, 500);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_ESTORE);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), 1);
+    fake_arm(&f, 1, 500);
+    assert_int_equal(once_store_load(s, "p", "x", &got, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), 2);
+
+    once_record_clear(&r);
+    once_store_close(s);
+    shutdown(f.fd, SHUT_RDWR);
+    close(f.fd);
+    pthread_join(f.th, NULL);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +578,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(credentials_order, setup),
         cmocka_unit_test_setup(unreachable_endpoint, setup),
         cmocka_unit_test_setup(metrics_row, setup),
+        cmocka_unit_test_setup(throttling_retried, setup),
     };
 
     if (argc < 2 || strncmp(argv[1], "dynamodb://", 11) != 0) {

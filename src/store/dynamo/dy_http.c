@@ -101,27 +101,35 @@ typedef struct attempt {
     dy_buf body;
 } attempt;
 
+/* l with header h appended; after a failed append *oom is set and later
+ * appends do nothing (the caller frees the list). */
+static struct curl_slist *add_header(struct curl_slist *l, int *oom, const char *h)
+{
+    struct curl_slist *n = *oom ? NULL : curl_slist_append(l, h);
+
+    if (!n)
+        *oom = 1;
+    return n ? n : l;
+}
+
 static int send_once(dy_store *s, dy_conn *c, const char *op, const char *text, attempt *a)
 {
     char target[80];
-    struct curl_slist *hdrs = NULL, *h2;
+    struct curl_slist *hdrs;
     CURL *h = c->h;
+    int oom = 0;
 
     snprintf(target, sizeof target, "X-Amz-Target: DynamoDB_20120810.%s", op);
-    hdrs = curl_slist_append(NULL, "Content-Type: application/x-amz-json-1.0");
-    if (hdrs && (h2 = curl_slist_append(hdrs, target)))
-        hdrs = h2;
-    else
-        hdrs = NULL;
-    if (hdrs && s->cred.token) {
-        h2 = curl_slist_append(hdrs, s->cred.token);
-        if (!h2) {
-            curl_slist_free_all(hdrs);
-            hdrs = NULL;
-        }
-    }
-    if (!hdrs)
+    hdrs = add_header(NULL, &oom, "Content-Type: application/x-amz-json-1.0");
+    /* Every header given here is signed (curl's SigV4 signs them all), so
+     * none may be one curl drops from the request, such as "Expect:". */
+    hdrs = add_header(hdrs, &oom, target);
+    if (s->cred.token)
+        hdrs = add_header(hdrs, &oom, s->cred.token);
+    if (oom) {
+        curl_slist_free_all(hdrs);
         return ONCE_ENOMEM;
+    }
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, s->endpoint);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
