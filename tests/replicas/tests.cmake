@@ -1,12 +1,11 @@
 # Several onced processes on one shared store (issue 6), each program run
-# once per backend (DynamoDB on dynalite: replicas and outage; it keeps no
-# push delivery rows, so replicas/push does not apply):
+# once per backend (DynamoDB on dynalite, tests/storedynamo):
 #   replicas/replicas/{postgres,redis,dynamodb}  tests/replicas/test_replicas.py
 #       3 replicas on the shared test servers (fixture "once_services",
 #       tests/storepg), a fresh schema / key prefix per run: duplicate retries
 #       spread over the replicas make one task each; kill -9 of a replica
 #       under load: its leased tasks are taken over and complete once
-#   replicas/push/{postgres,redis}      tests/replicas/test_push_replicas.py
+#   replicas/push/{postgres,redis,dynamodb}      tests/replicas/test_push_replicas.py
 #       2 replicas delivering webhooks into tests/tools/webhook_sink: kill -9
 #       of the delivering replica mid-delivery, the other one completes it
 #       after the lease; many tasks on both replicas: every event handled
@@ -44,13 +43,11 @@ foreach(entry ${_once_replica_backends})
   set_tests_properties(replicas/replicas/${backend} PROPERTIES
                        FIXTURES_REQUIRED once_services TIMEOUT 120
                        LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
-  if(NOT backend STREQUAL "dynamodb")
-    add_test(NAME replicas/push/${backend}
-             COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_push_replicas.py "${shared_url}")
-    set_tests_properties(replicas/push/${backend} PROPERTIES
-                         FIXTURES_REQUIRED once_services TIMEOUT 60
-                         LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
-  endif()
+  add_test(NAME replicas/push/${backend}
+           COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_push_replicas.py "${shared_url}")
+  set_tests_properties(replicas/push/${backend} PROPERTIES
+                       FIXTURES_REQUIRED once_services TIMEOUT 60
+                       LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
   # The outage test starts (and restarts) its own server: argv[1] only names
   # the backend.
   add_test(NAME replicas/outage/${backend}

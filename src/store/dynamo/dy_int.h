@@ -9,6 +9,8 @@
  *   dy_table.c  table and index creation, and the check that they exist
  *   dy_write.c  create, update, renew, sweep, purge, meta
  *   dy_read.c   load, events, expired_leases, list, check, reset
+ *   dy_push.c   push delivery rows: their place in the record item, the
+ *               push index, claim, ack, rows
  */
 #ifndef ONCE_STORE_DY_INT_H
 #define ONCE_STORE_DY_INT_H
@@ -33,10 +35,12 @@
 #define DY_REPLY_MAX (32u << 20) /* bytes of one reply kept (a page is <= 1 MB) */
 #define DY_ITEM_MAX 409600       /* DynamoDB's item size limit, 400 KB */
 #define DY_CREATE_WAIT_MS 60000
+#define DY_ROUNDS 16 /* tries of a write whose item keeps moving under it */
 
 /* The two global secondary indexes (dynamo.c explains them). */
 #define DY_IDX_DUE "due"
 #define DY_IDX_LIST "by_principal"
+#define DY_IDX_PUSH "push"
 
 /* Credentials: set once by open, read-only afterwards. */
 typedef struct dy_cred {
@@ -132,10 +136,11 @@ void once__dy_put_ls(dy_item *it, const char *name, const once_event *v, size_t 
 int once__dy_key(dy_item *it, const char *principal, const char *task_id, const char *sk);
 
 /* The record item of rec, carrying pending events ev[0..nev) (generations
- * rec->generation - nev + 1 .. rec->generation) and the index attributes.
+ * rec->generation - nev + 1 .. rec->generation), its delivery rows
+ * rows[0..nrows) under push version pv, and the index attributes.
  * ONCE_ERANGE (errmsg set) when it exceeds DY_ITEM_MAX. */
 int once__dy_record_item(dy_store *s, const once_record *rec, const once_event *ev, size_t nev,
-                         dy_item *it);
+                         const once_push_row *rows, size_t nrows, int64_t pv, dy_item *it);
 /* The tombstone item that replaces r. */
 int once__dy_tomb_item(dy_store *s, const once_record *r, int64_t now, dy_item *it);
 
@@ -145,6 +150,7 @@ int64_t once__dy_get_n(json_t *item, const char *name);     /* 0 if absent */
 
 /* An item read back: a record (with its pending events), or a tombstone. */
 typedef struct dy_stored {
+    json_t *item; /* set by the caller that keeps the item (dy_write.c) */
     int is_tomb;
     once_record rec;     /* !is_tomb */
     once_tombstone tomb; /* is_tomb */
@@ -159,6 +165,19 @@ int once__dy_decode(json_t *item, dy_stored *st);
 /* JSON helpers for request bodies; NULL on OOM (callers check once). */
 json_t *once__dy_s(const char *v); /* {"S": v} */
 json_t *once__dy_n(int64_t v);     /* {"N": "v"} */
+
+/* ---- dy_push.c ---- */
+
+/* The delivery rows stored in a record item ("pw"): rows[0..*n). */
+int once__dy_rows_decode(json_t *item, once_push_row *rows, size_t *n);
+/* Add rows, the push version and the push index attributes to a record
+ * item whose partition key is pk. */
+void once__dy_put_rows(dy_item *it, const char *pk, const once_push_row *rows, size_t n,
+                       int64_t pv);
+/* The rows a record write leaves: rec's push_json synced with old[0..nold)
+ * (NULL at create), aimed at rec->generation. */
+int once__dy_sync_rows(const once_record *rec, const once_push_row *old, size_t nold,
+                       once_push_row *out, size_t *n);
 
 /* ---- dy_table.c ---- */
 
@@ -185,6 +204,11 @@ int once__dy_events(once_store *s, const char *principal, const char *task_id, i
 int once__dy_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
 int once__dy_list(once_store *s, const once_list_query *q, once_record_list *out);
 int once__dy_check(once_store *s, once_check_report *rep);
+int once__dy_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms, size_t max,
+                        once_push_claim_list *out);
+int once__dy_push_ack(once_store *s, const once_push_ack *ack);
+int once__dy_push_rows(once_store *s, const char *principal, const char *task_id,
+                       once_push_row_list *out);
 
 /* Shared by the files above. */
 

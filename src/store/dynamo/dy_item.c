@@ -132,13 +132,18 @@ static int finish(dy_store *s, dy_item *it, const char *what, const char *task_i
 }
 
 int once__dy_record_item(dy_store *s, const once_record *r, const once_event *ev, size_t nev,
-                         dy_item *it)
+                         const once_push_row *rows, size_t nrows, int64_t pv, dy_item *it)
 {
     char lc[ONCE_ID_MAX + 24];
-    int rc = once__dy_key(it, r->principal, r->task_id, NULL);
+    char *pk = once__dy_task_pk(r->principal, r->task_id);
+    int rc = pk ? once__dy_key(it, r->principal, r->task_id, NULL) : ONCE_ENOMEM;
 
-    if (rc != ONCE_OK)
+    if (rc != ONCE_OK) {
+        once_free(pk);
         return rc;
+    }
+    once__dy_put_rows(it, pk, rows, nrows, pv);
+    once_free(pk);
     once__dy_put_s(it, "pr", r->principal);
     once__dy_put_s(it, "id", r->task_id);
     once__dy_put_s(it, "ctx", r->context_id);

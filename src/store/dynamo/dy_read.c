@@ -378,6 +378,21 @@ static int cmp_items(const void *a, const void *b)
                       once__dy_get_s(y, "sk") ? once__dy_get_s(y, "sk") : "");
 }
 
+/* The record's delivery rows against its push_json (bad_push). */
+static void check_rows(once_check_report *rep, json_t *item, const once_record *r)
+{
+    once_push_row rows[ONCE_PUSH_CONFIGS_MAX];
+    size_t n = 0;
+    const char *why = once__dy_rows_decode(item, rows, &n) != ONCE_OK
+                          ? "delivery rows do not parse"
+                          : once__push_rows_flaw(r->push_json, r->generation, rows, n);
+
+    if (why) {
+        rep->bad_push++;
+        once__check_problem(rep, "%s/%s: %s", r->principal, r->task_id, why);
+    }
+}
+
 /* One task's items v[0..n): events ("e...") sort before the record ("r"). */
 static int check_task(once_check_report *rep, json_t **v, size_t n)
 {
@@ -420,6 +435,7 @@ static int check_task(once_check_report *rep, json_t **v, size_t n)
         max_gen = st.rec.generation;
     once__check_record(rep, &st.rec, upto + json_array_size(st.pend), max_gen,
                        upto == (size_t)st.pend_base);
+    check_rows(rep, last, &st.rec);
     once_record_clear(&st.rec);
     return ONCE_OK;
 }

@@ -7,6 +7,7 @@
  *   table          pk (S, HASH), sk (S, RANGE)
  *   index due      dk (S, HASH), dt (N, RANGE), projecting pr and id
  *   index by_principal  lp (S, HASH), lc (S, RANGE), projecting ALL
+ *   index push     pq (S, HASH), pt (S, RANGE), projecting pr and id
  *   TTL            on attribute "ttl" (tombstones; enabled by ?create=1
  *                  when tomb_ttl_ms is set, where the endpoint offers it)
  */
@@ -27,6 +28,7 @@ typedef struct want_index {
 static const want_index indexes[] = {
     {DY_IDX_DUE, "dk", "S", "dt", "N", 0},
     {DY_IDX_LIST, "lp", "S", "lc", "S", 1},
+    {DY_IDX_PUSH, "pq", "S", "pt", "S", 0},
 };
 
 static int describe(dy_store *s, json_t **table)
@@ -57,16 +59,20 @@ static json_t *key_schema(const char *hash, const char *range)
 static int create_table(dy_store *s)
 {
     json_t *req = json_pack(
-        "{s:s, s:s, s:[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}], s:o,"
-        " s:[{s:s, s:o, s:{s:s, s:[s,s]}}, {s:s, s:o, s:{s:s}}]}",
+        "{s:s, s:s, s:[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},"
+        "{s:s,s:s}], s:o, s:[{s:s, s:o, s:{s:s, s:[s,s]}}, {s:s, s:o, s:{s:s}},"
+        " {s:s, s:o, s:{s:s, s:[s,s]}}]}",
         "TableName", s->table, "BillingMode", "PAY_PER_REQUEST", "AttributeDefinitions",
         "AttributeName", "pk", "AttributeType", "S", "AttributeName", "sk", "AttributeType", "S",
         "AttributeName", "dk", "AttributeType", "S", "AttributeName", "dt", "AttributeType", "N",
         "AttributeName", "lp", "AttributeType", "S", "AttributeName", "lc", "AttributeType", "S",
+        "AttributeName", "pq", "AttributeType", "S", "AttributeName", "pt", "AttributeType", "S",
         "KeySchema", key_schema("pk", "sk"), "GlobalSecondaryIndexes", "IndexName", DY_IDX_DUE,
         "KeySchema", key_schema("dk", "dt"), "Projection", "ProjectionType", "INCLUDE",
         "NonKeyAttributes", "pr", "id", "IndexName", DY_IDX_LIST, "KeySchema",
-        key_schema("lp", "lc"), "Projection", "ProjectionType", "ALL");
+        key_schema("lp", "lc"), "Projection", "ProjectionType", "ALL", "IndexName", DY_IDX_PUSH,
+        "KeySchema", key_schema("pq", "pt"), "Projection", "ProjectionType", "INCLUDE",
+        "NonKeyAttributes", "pr", "id");
     dy_fail f;
     int rc;
 
@@ -247,8 +253,8 @@ int once__dy_table_ready(dy_store *s, char *errbuf, size_t errlen)
     if (rc == ONCE_ENOTFOUND) {
         once__store_errbuf(errbuf, errlen,
                            "dynamodb: table \"%s\" does not exist in %s at %s (add ?create=1 to "
-                           "create it with its indexes \"%s\" and \"%s\")",
-                           s->table, s->region, s->endpoint, DY_IDX_DUE, DY_IDX_LIST);
+                           "create it with its indexes \"%s\", \"%s\" and \"%s\")",
+                           s->table, s->region, s->endpoint, DY_IDX_DUE, DY_IDX_LIST, DY_IDX_PUSH);
         return ONCE_EINVAL;
     }
     if (rc != ONCE_OK) {

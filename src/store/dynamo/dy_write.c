@@ -71,18 +71,20 @@ static int get_stored(dy_store *s, const char *principal, const char *task_id, d
     if (!item)
         return ONCE_ENOTFOUND;
     rc = once__dy_decode(item, st);
-    /* pend points into item: keep item alive through st->pend's owner. */
-    if (rc == ONCE_OK && st->pend)
-        json_incref(st->pend);
-    json_decref(item);
-    return rc;
+    if (rc != ONCE_OK) {
+        json_decref(item);
+        return rc;
+    }
+    st->item = item; /* pend and the rows point into it */
+    return ONCE_OK;
 }
 
 static void stored_clear(dy_stored *st)
 {
     if (!st->is_tomb)
         once_record_clear(&st->rec);
-    json_decref(st->pend);
+    json_decref(st->item);
+    st->item = NULL;
     st->pend = NULL;
 }
 
@@ -97,10 +99,14 @@ int once__dy_create(once_store *base, const once_record *rec, const once_event *
     dy_item it;
     int rc, round;
 
+    once_push_row rows[ONCE_PUSH_CONFIGS_MAX];
+    size_t nrows = 0;
+
     rc = once__store_valid_create(base, rec, ev, nev);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__dy_record_item(s, rec, ev, nev, &it);
+    if (rc == ONCE_OK)
+        rc = once__dy_sync_rows(rec, NULL, 0, rows, &nrows);
+    if (rc == ONCE_OK)
+        rc = once__dy_record_item(s, rec, ev, nev, rows, nrows, 0, &it);
     if (rc != ONCE_OK)
         return rc;
     for (round = 0; round < CREATE_ROUNDS; round++) {
@@ -129,44 +135,70 @@ int once__dy_create(once_store *base, const once_record *rec, const once_event *
     return rc;
 }
 
-int once__dy_update(once_store *base, const once_record *rec, int64_t expect_version,
-                    const once_event *ev, size_t nev)
+/* One try of update: ONCE_OK, ONCE_ECONFLICT (the version differs),
+ * ROWS_MOVED (a claim or ack changed the delivery rows since the read:
+ * try again), or an error. */
+#define ROWS_MOVED 2
+
+static int update_once(dy_store *s, const once_record *rec, int64_t expect_version,
+                       const once_event *ev, size_t nev)
 {
-    dy_store *s = dys(base);
+    once_push_row old[ONCE_PUSH_CONFIGS_MAX], rows[ONCE_PUSH_CONFIGS_MAX];
+    size_t nold = 0, nrows = 0;
+    int64_t pv;
     dy_stored st;
     dy_item it;
     json_t *vals;
     int rc;
 
-    rc = once__store_valid_update(base, rec, expect_version, ev, nev);
-    if (rc != ONCE_OK)
-        return rc;
     rc = get_stored(s, rec->principal, rec->task_id, &st);
     if (rc == ONCE_ENOTFOUND ||
         (rc == ONCE_OK && (st.is_tomb || st.rec.version != expect_version))) {
-        once__store_seterr(base, "update %s: %s", rec->task_id,
+        once__store_seterr(&s->base, "update %s: %s", rec->task_id,
                            rc == ONCE_OK && !st.is_tomb ? "stored version differs" : "no record");
         stored_clear(&st);
         return ONCE_ECONFLICT;
     }
     if (rc != ONCE_OK)
         return rc;
-    rc = once__store_valid_events(base, st.rec.generation, rec, ev, nev);
+    pv = once__dy_get_n(st.item, "pv");
+    rc = once__store_valid_events(&s->base, st.rec.generation, rec, ev, nev);
     /* The stored version's events become items before the write that drops
      * them from the record item. */
     if (rc == ONCE_OK)
         rc = copy_out(s, &st);
+    if (rc == ONCE_OK)
+        rc = once__dy_rows_decode(st.item, old, &nold);
     stored_clear(&st);
+    if (rc == ONCE_OK)
+        rc = once__dy_sync_rows(rec, old, nold, rows, &nrows);
+    if (rc == ONCE_OK)
+        rc = once__dy_record_item(s, rec, ev, nev, rows, nrows, pv + 1, &it);
     if (rc != ONCE_OK)
         return rc;
-    rc = once__dy_record_item(s, rec, ev, nev, &it);
-    if (rc != ONCE_OK)
-        return rc;
-    vals = json_pack("{s:o}", ":v", once__dy_n(expect_version));
-    rc = vals ? put_if(s, &it, "#v = :v AND attribute_not_exists(#tb)", vals) : ONCE_ENOMEM;
+    vals = json_pack("{s:o, s:o}", ":v", once__dy_n(expect_version), ":pv", once__dy_n(pv));
+    rc = vals ? put_if(s, &it, "#v = :v AND #pv = :pv AND attribute_not_exists(#tb)", vals)
+              : ONCE_ENOMEM;
     once__dy_item_free(&it);
-    if (rc == ONCE_ECONFLICT)
-        once__store_seterr(base, "update %s: stored version differs", rec->task_id);
+    return rc == ONCE_ECONFLICT ? ROWS_MOVED : rc; /* the next read tells which */
+}
+
+int once__dy_update(once_store *base, const once_record *rec, int64_t expect_version,
+                    const once_event *ev, size_t nev)
+{
+    int rc, round;
+
+    rc = once__store_valid_update(base, rec, expect_version, ev, nev);
+    for (round = 0; rc == ONCE_OK && round < DY_ROUNDS; round++) {
+        rc = update_once(dys(base), rec, expect_version, ev, nev);
+        if (rc != ROWS_MOVED)
+            return rc;
+        rc = ONCE_OK;
+    }
+    if (rc == ONCE_OK) {
+        once__store_seterr(base, "update %s: the delivery rows kept moving", rec->task_id);
+        rc = ONCE_EBUSY;
+    }
     return rc;
 }
 

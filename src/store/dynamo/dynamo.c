@@ -246,9 +246,9 @@ const once_store_methods once__store_dynamo = {
     .version = ONCE_STORE_METHODS_VERSION,
     .scheme = "dynamodb",
     /* DURABLE: DynamoDB acknowledges a write once it is stored in several
-     * availability zones. No PUSH: delivery rows are not kept here yet, so
-     * the engine refuses push configs on this backend. */
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE,
+     * availability zones. PUSH: delivery rows live in the record item
+     * (dy_push.c). */
+    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
     .open = dy_open,
     .close = dy_close,
     .create = once__dy_create,
@@ -262,4 +262,7 @@ const once_store_methods once__store_dynamo = {
     .meta = once__dy_meta,
     .check = once__dy_check,
     .renew = once__dy_renew,
+    .push_claim = once__dy_push_claim,
+    .push_ack = once__dy_push_ack,
+    .push_rows = once__dy_push_rows,
 };
