@@ -26,6 +26,10 @@
  *                           with ONCE_ESTORE and says so
  *   metrics_row             its calls are timed under backend="dynamodb" in
  *                           the store histogram, not "other"
+ *   push_writes_race_acks   record updates racing two deliverers' claims and
+ *                           acks on the task's row (tests/store/push_race.h):
+ *                           a record write that finds the rows moved writes
+ *                           again, so no ack is lost or refused
  *   throttling_retried      (dynalite never throttles: a fake endpoint of
  *                           the test's own answers instead) a throttled call
  *                           is retried, reads and conditional writes alike;
@@ -51,8 +55,11 @@
 #include "core/metrics.h"
 #include "store/dynamo/dy_int.h"
 #include "store/util.h"
+#include "timeout.h"
 
 #define T0 INT64_C(1700000000000)
+
+#include "store/push_race.h"
 
 static const char *g_base;
 static int g_case;
@@ -518,6 +525,18 @@ static void fake_arm(fake *f, int bad, int status)
     __atomic_store_n(&f->bad, bad, __ATOMIC_SEQ_CST);
 }
 
+static void push_writes_race_acks(void **state)
+{
+    char url[768];
+    once_store *s;
+
+    (void)state;
+    url_for(url, sizeof url, "pushrace", NULL);
+    s = open_ok(url);
+    st_push_race(s);
+    once_store_close(s);
+}
+
 static void throttling_retried(void **state)
 {
     char url[768];
@@ -579,6 +598,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(credentials_order, setup),
         cmocka_unit_test_setup(unreachable_endpoint, setup),
         cmocka_unit_test_setup(metrics_row, setup),
+        cmocka_unit_test_setup(push_writes_race_acks, setup),
         cmocka_unit_test_setup(throttling_retried, setup),
     };
 
