@@ -24,20 +24,23 @@
  *                 "a key holds at most one of them" is structural
  *   sk "e<gen>"   one event (20-digit generation, so they sort)
  *   pk "m:<name>", sk "m"   a meta value
- * Two sparse global secondary indexes replace scans:
+ * Three sparse global secondary indexes replace scans:
  *   due           dk/dt: "L"/lease_until on an unfinished record with a
  *                 lease (expired_leases), "F"/finished_at on a finished
  *                 record (sweep), "T"/expired_at on a tombstone (purge);
  *                 absent otherwise
  *   by_principal  lp/lc: principal / created_at (20 digits) + task_id on a
  *                 record (ListTasks order); absent on a tombstone
- * Both keep all their entries under a few partition key values, so on
+ *   push          pq/pt: when the record's first push delivery row can be
+ *                 due, + the task key (push_claim; dy_push.c)
+ * Each keeps all its entries under a few partition key values, so on
  * DynamoDB each is bounded by one index partition's write rate
  * (docs/production.md).
  *
  * The commit rule. A write is ONE conditional PutItem of the record item
- * (create: attribute_not_exists(pk); update: v = expected version and not
- * a tombstone), and the events it appends travel inside that item
+ * (create: attribute_not_exists(pk); update: v = expected version, the
+ * delivery rows' version pv unchanged, not a tombstone), and the events it
+ * appends, and the delivery rows it implies, travel inside that item
  * ("pe", generations pb+1 .. g). The next update first copies those
  * pending events into their own items (unconditional puts of committed
  * text, so copying twice is harmless) and only then replaces the record
