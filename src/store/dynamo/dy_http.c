@@ -202,7 +202,7 @@ static int classify(const attempt *a, int writes, json_t **reply, dy_fail *f, in
     return ONCE_ESTORE;
 }
 
-static void pause_ms(int64_t ms)
+void once__dy_pause_ms(int64_t ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0)
@@ -278,7 +278,7 @@ int once__dy_call(dy_store *s, const char *op, json_t *req, int mode, json_t **o
 
         if (i > 0 && once__backoff_jitter_ms(DY_BACKOFF_BASE_MS, i, DY_BACKOFF_CAP_MS,
                                              once_rng_system(), &wait) == ONCE_OK)
-            pause_ms(wait);
+            once__dy_pause_ms(wait);
         rc = once__pool_acquire(&s->pool, &it);
         if (rc != ONCE_OK)
             break;

@@ -35,7 +35,7 @@
 #define DY_REPLY_MAX (32u << 20) /* bytes of one reply kept (a page is <= 1 MB) */
 #define DY_ITEM_MAX 409600       /* DynamoDB's item size limit, 400 KB */
 #define DY_CREATE_WAIT_MS 60000
-#define DY_ROUNDS 16 /* tries of a write whose item keeps moving under it */
+#define DY_ROUNDS 32 /* tries of a write whose item keeps moving under it */
 
 /* The two global secondary indexes (dynamo.c explains them). */
 #define DY_IDX_DUE "due"
@@ -105,6 +105,8 @@ typedef struct dy_fail {
  * every error but ONCE_ECONFLICT (an expected outcome). */
 int once__dy_call(dy_store *s, const char *op, json_t *req, int mode, json_t **out, dy_fail *fail);
 extern const once__pool_ops once__dy_pool_ops;
+/* Sleep ms milliseconds (the backoff between tries of a call or a write). */
+void once__dy_pause_ms(int64_t ms);
 
 /* ---- dy_item.c ---- */
 
@@ -237,6 +239,19 @@ int once__dy_due(dy_store *s, const char *kind, int64_t before, size_t max, dy_e
 int once__dy_delete_events(dy_store *s, const char *pk);
 /* Delete every item of the table (reset=1). */
 int once__dy_reset(dy_store *s);
+
+/* Return rc from a slot that fills the list l: callers that got nothing
+ * may reuse the struct without clearing it, so an empty list keeps no
+ * allocation. */
+#define DY_RETURN_LIST(l, rc)                                                                      \
+    do {                                                                                           \
+        int rc_ = (rc);                                                                            \
+        if ((l)->n == 0) {                                                                         \
+            once_free((l)->v);                                                                     \
+            (l)->v = NULL;                                                                         \
+        }                                                                                          \
+        return rc_;                                                                                \
+    } while (0)
 
 static inline dy_store *dys(once_store *s)
 {

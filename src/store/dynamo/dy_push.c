@@ -324,12 +324,13 @@ int once__dy_push_claim(once_store *base, const char *owner, int64_t now, int64_
     /* Every key due at now sorts below the next millisecond's digits. */
     snprintf(bound, sizeof bound, "%020lld", (long long)(now + 1));
     want = max > CLAIM_CANDIDATES_MAX / CLAIM_SPREAD ? CLAIM_CANDIDATES_MAX : max * CLAIM_SPREAD;
-    return once__dy_each(
-        s, "Query",
-        once__dy_query_req(s, DY_IDX_PUSH, "#pq = :q AND #pt < :b", NULL,
-                           json_pack("{s:o, s:o}", ":q", once__dy_s("P"), ":b", once__dy_s(bound)),
-                           want, 0),
-        1, claim_task, &c);
+    DY_RETURN_LIST(out,
+                   once__dy_each(s, "Query",
+                                 once__dy_query_req(s, DY_IDX_PUSH, "#pq = :q AND #pt < :b", NULL,
+                                                    json_pack("{s:o, s:o}", ":q", once__dy_s("P"),
+                                                              ":b", once__dy_s(bound)),
+                                                    want, 0),
+                                 1, claim_task, &c));
 }
 
 int once__dy_push_ack(once_store *base, const once_push_ack *ack)

@@ -241,7 +241,7 @@ done:
     once_free(pk);
     once_record_clear(&st.rec);
     json_decref(item);
-    return rc;
+    DY_RETURN_LIST(out, rc);
 }
 
 int once__dy_due(dy_store *s, const char *kind, int64_t before, size_t max, dy_each_fn fn,
@@ -278,7 +278,7 @@ int once__dy_expired_leases(once_store *base, int64_t now, size_t max, once_key_
     out->v = once_calloc(max, sizeof *out->v);
     if (!out->v)
         return ONCE_ENOMEM;
-    return once__dy_due(dys(base), "L", now, max, take_key, out);
+    DY_RETURN_LIST(out, once__dy_due(dys(base), "L", now, max, take_key, out));
 }
 
 /* The list query's filter expression and values for q. */
@@ -339,11 +339,12 @@ int once__dy_list(once_store *base, const once_list_query *q, once_record_list *
     filter = list_filter(q, vals);
     /* Limit counts the items read before the filter: read on, page after
      * page, until the page is full or the index has nothing more. */
-    return once__dy_each(s, "Query",
-                         once__dy_query_req(s, DY_IDX_LIST,
-                                            q->after_task_id ? "#lp = :p AND #lc > :a" : "#lp = :p",
-                                            filter, vals, q->limit, 0),
-                         0, take_record, &k);
+    rc = once__dy_each(s, "Query",
+                       once__dy_query_req(s, DY_IDX_LIST,
+                                          q->after_task_id ? "#lp = :p AND #lc > :a" : "#lp = :p",
+                                          filter, vals, q->limit, 0),
+                       0, take_record, &k);
+    DY_RETURN_LIST(out, rc);
 }
 
 /* ---------------------------------------------------------------------------

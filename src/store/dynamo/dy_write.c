@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/backoff.h"
 #include "store/dynamo/dy_int.h"
 #include "store/store_int.h"
 
@@ -141,7 +142,7 @@ int once__dy_create(once_store *base, const once_record *rec, const once_event *
 #define ROWS_MOVED 2
 
 static int update_once(dy_store *s, const once_record *rec, int64_t expect_version,
-                       const once_event *ev, size_t nev)
+                       const once_event *ev, size_t nev, int copied)
 {
     once_push_row old[ONCE_PUSH_CONFIGS_MAX], rows[ONCE_PUSH_CONFIGS_MAX];
     size_t nold = 0, nrows = 0;
@@ -164,8 +165,9 @@ static int update_once(dy_store *s, const once_record *rec, int64_t expect_versi
     pv = once__dy_get_n(st.item, "pv");
     rc = once__store_valid_events(&s->base, st.rec.generation, rec, ev, nev);
     /* The stored version's events become items before the write that drops
-     * them from the record item. */
-    if (rc == ONCE_OK)
+     * them from the record item (once: they are the same while the version
+     * is, and a retry should keep its read-to-write window short). */
+    if (rc == ONCE_OK && !copied)
         rc = copy_out(s, &st);
     if (rc == ONCE_OK)
         rc = once__dy_rows_decode(st.item, old, &nold);
@@ -190,10 +192,15 @@ int once__dy_update(once_store *base, const once_record *rec, int64_t expect_ver
 
     rc = once__store_valid_update(base, rec, expect_version, ev, nev);
     for (round = 0; rc == ONCE_OK && round < DY_ROUNDS; round++) {
-        rc = update_once(dys(base), rec, expect_version, ev, nev);
+        int64_t wait;
+        rc = update_once(dys(base), rec, expect_version, ev, nev, round > 0);
         if (rc != ROWS_MOVED)
             return rc;
-        rc = ONCE_OK;
+        /* Deliverers are changing the rows: let a claim or ack pass. */
+        rc = once__backoff_jitter_ms(DY_BACKOFF_BASE_MS / 5, (uint64_t)round, DY_BACKOFF_CAP_MS / 5,
+                                     once_rng_system(), &wait);
+        if (rc == ONCE_OK)
+            once__dy_pause_ms(wait);
     }
     if (rc == ONCE_OK) {
         once__store_seterr(base, "update %s: the delivery rows kept moving", rec->task_id);
