@@ -9,9 +9,13 @@
 #                                table / index messages, the 400 KB item
 #                                limit, a tombstone past its TTL still
 #                                present, the commit rule, the credentials
-#                                order (tests/storedynamo/backend.c)
-# The restart of dynalite under load and two replicas on one table are in
-# tests/replicas. Not registered without node (services.cmake says so).
+#                                order, the metrics row, record writes racing
+#                                push claims and acks, throttling (against a
+#                                fake endpoint: dynalite never throttles)
+#                                (tests/storedynamo/backend.c)
+# The restart of dynalite under load, two and three replicas on one table
+# and push delivery across replicas are in tests/replicas. Not registered
+# without node (services.cmake says so).
 include(${CMAKE_SOURCE_DIR}/tests/storepg/services.cmake)
 if(NOT _once_dynamo_built)
   return()

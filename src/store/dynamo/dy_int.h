@@ -37,7 +37,7 @@
 #define DY_CREATE_WAIT_MS 60000
 #define DY_ROUNDS 32 /* tries of a write whose item keeps moving under it */
 
-/* The two global secondary indexes (dynamo.c explains them). */
+/* The three global secondary indexes (dynamo.c explains them). */
 #define DY_IDX_DUE "due"
 #define DY_IDX_LIST "by_principal"
 #define DY_IDX_PUSH "push"
