@@ -97,11 +97,10 @@ int once__dy_create(once_store *base, const once_record *rec, const once_event *
                     once_record *winner, once_tombstone *tomb)
 {
     dy_store *s = dys(base);
-    dy_item it;
-    int rc, round;
-
     once_push_row rows[ONCE_PUSH_CONFIGS_MAX];
     size_t nrows = 0;
+    dy_item it;
+    int rc, round;
 
     rc = once__store_valid_create(base, rec, ev, nev);
     if (rc == ONCE_OK)
