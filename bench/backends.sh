@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/backends.sh -- onced throughput per store backend (memory, SQLite,
-# PostgreSQL, Redis) with one load generator, each as a ratio to the raw
-# store's own ceiling measured in the same run (issue 6, "Benchmark").
+# PostgreSQL, Redis, DynamoDB on dynalite) with one load generator, each as a
+# ratio to the raw store's own ceiling measured in the same run (issue 6,
+# "Benchmark"; issue 19 for DynamoDB).
 #
 #   bash bench/backends.sh            (about 3-4 minutes; prints a markdown table)
 #
@@ -16,6 +17,11 @@
 #   postgres  pgbench -c8 -j2 -T DURATION: INSERT of a random text key and a
 #             400-byte payload ... ON CONFLICT DO NOTHING, autocommit
 #   redis     redis-benchmark -n 200000 -c 64 -r 1e9: SET key:<rand> <400 B> NX
+#   dynamodb  wrk -t2 -c64 -d DURATION + bench/send.lua "putitem": PutItem of a
+#             new key with 400 B and attribute_not_exists, on the same dynalite.
+#             An EMULATOR figure (dynalite: Node.js on LevelDB, in memory
+#             here): it says what onced's DynamoDB path costs over raw calls,
+#             nothing about DynamoDB's own latency or capacity
 #   memory    none (nothing to persist): "-"
 # The ceilings are write ceilings: for "new" (one durable insert per task)
 # the ratio is the share of the raw store's insert rate onced delivers; a
@@ -38,7 +44,8 @@
 #   BENCH_WARMUP      discarded seconds per row  (2)
 #   ONCE_PG_PORT      PostgreSQL port            (25900)
 #   ONCE_REDIS_PORT   Redis port                 (26900)
-#   BENCH_BACKENDS    which rows                 ("memory sqlite postgres redis")
+#   ONCE_DYNAMO_PORT  dynalite port              (27900)
+#   BENCH_BACKENDS    which rows                 ("memory sqlite postgres redis dynamodb")
 #   BENCH_SOURCE      the code measured, for the title (default: the commit)
 set -uo pipefail
 
@@ -50,9 +57,13 @@ eval "$(python3 "$root/scripts/reaper.py" guard $$)"
 B="${BENCH_BUILD:-$root/build-bench2}"
 DUR="${BENCH_DURATION:-10}"
 WARM="${BENCH_WARMUP:-2}"
-BACKENDS="${BENCH_BACKENDS:-memory sqlite postgres redis}"
+ALL_BACKENDS="memory sqlite postgres redis dynamodb"
+BACKENDS="${BENCH_BACKENDS:-$ALL_BACKENDS}"
 export ONCE_PG_PORT="${ONCE_PG_PORT:-25900}"
 export ONCE_REDIS_PORT="${ONCE_REDIS_PORT:-26900}"
+export ONCE_DYNAMO_PORT="${ONCE_DYNAMO_PORT:-27900}"
+# dynalite checks no signature; onced signs with these.
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-bench}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-bench}"
 export ONCE_SVC_DIR="/tmp/once-bench-backends-$ONCE_PG_PORT-$ONCE_REDIS_PORT"
 OUT="$B/bench-backends/$(date +%Y%m%d-%H%M%S)"
 LUA="$root/bench/send.lua"
@@ -114,14 +125,15 @@ DATA="$OUT/data"   # SQLite files: on the build dir's disk (not tmpfs)
 mkdir -p "$DATA"
 
 # ---------------------------------------------------------------- services
-PG_URL="" REDIS_URL=""
-case " $BACKENDS " in *" postgres "* | *" redis "*)
+PG_URL="" REDIS_URL="" DYNAMO_URL=""
+case " $BACKENDS " in *" postgres "* | *" redis "* | *" dynamodb "*)
   log "services: scripts/test-services.sh start (pg $ONCE_PG_PORT, redis $ONCE_REDIS_PORT)"
   SVC_STARTED=1
   env_out=$("$SVC" start) || die "test-services.sh start failed"
   eval "$env_out"
   PG_URL=$ONCE_TEST_PG_URL
   REDIS_URL=$ONCE_TEST_REDIS_URL
+  DYNAMO_URL=$ONCE_TEST_DYNAMO_URL
   # Durable PostgreSQL: the same server, restarted with fsync on.
   as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null || die "pg stop failed"
   as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$ONCE_SVC_DIR/pg/server.log" -w -t 60 start \
@@ -196,6 +208,7 @@ for be in $BACKENDS; do
     sqlite) store="sqlite:$DATA/$tag.db" ;;
     postgres) store="$PG_URL?schema=$tag" ;;
     redis) store="$REDIS_URL?prefix=$tag" ;;
+    dynamodb) store="dynamodb://$tag?${DYNAMO_URL#*\?}" ;;
     *) die "unknown backend $be" ;;
   esac
   # SQLite: each mode its own fresh file
@@ -229,6 +242,23 @@ EOF
         SET "bench:key:__rand_int__" "$val" NX >"$OUT/redis-benchmark.txt" 2>&1
       CEIL_NAME[$be]="redis-benchmark -c64 SET NX (AOF everysec)"
       CEIL[$be]=$(awk -F'"' 'NR == 2 {print $4}' "$OUT/redis-benchmark.txt" | cut -d. -f1) ;;
+    dynamodb)
+      log "dynamodb ceiling: wrk -c64 PutItem attribute_not_exists on the same dynalite (emulator)"
+      dyn="http://127.0.0.1:$ONCE_DYNAMO_PORT/"
+      curl -s --max-time 30 "$dyn" -H 'Content-Type: application/x-amz-json-1.0' \
+        -H 'X-Amz-Target: DynamoDB_20120810.CreateTable' --aws-sigv4 aws:amz:us-east-1:dynamodb \
+        --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -d "{\"TableName\":\"c$tag\",
+          \"BillingMode\":\"PAY_PER_REQUEST\",\"KeySchema\":[{\"AttributeName\":\"pk\",
+          \"KeyType\":\"HASH\"},{\"AttributeName\":\"sk\",\"KeyType\":\"RANGE\"}],
+          \"AttributeDefinitions\":[{\"AttributeName\":\"pk\",\"AttributeType\":\"S\"},
+          {\"AttributeName\":\"sk\",\"AttributeType\":\"S\"}]}" >"$OUT/dynamo-create.json"
+      grep -q TableDescription "$OUT/dynamo-create.json" || die "dynalite CreateTable failed"
+      wrk -t2 -c64 -d"${DUR}s" --latency -s "$LUA" "$dyn" -- putitem - "c$tag" \
+        >"$OUT/dynamo-ceiling.wrk" 2>&1
+      grep -q '^RESULT.* non2xx=0 .* rpc_err=0 ' "$OUT/dynamo-ceiling.wrk" ||
+        echo "backends.sh: dynamodb ceiling had errors: $(grep '^RESULT' "$OUT/dynamo-ceiling.wrk")" >&2
+      CEIL_NAME[$be]="wrk -c64 PutItem attribute_not_exists (dynalite, an emulator)"
+      CEIL[$be]=$(sed -n 's/^RESULT.* rps=\([0-9]*\).*/\1/p' "$OUT/dynamo-ceiling.wrk") ;;
   esac
 done
 
@@ -249,12 +279,15 @@ errs() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a/b}'; }
 
 echo
-echo "## bench/backends.sh$([ "$BACKENDS" != "memory sqlite postgres redis" ] && echo " (BENCH_BACKENDS=\"$BACKENDS\")") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}"
+echo "## bench/backends.sh$([ "$BACKENDS" != "$ALL_BACKENDS" ] && echo " (BENCH_BACKENDS=\"$BACKENDS\")") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}"
 echo
 echo "Machine: $(nproc) CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr); shared."
 echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s."
 echo "wrk -t2 -c64, ${WARM}s warm-up discarded, ${DUR}s measured, --latency, bench/send.lua; loopback; wrk, onced and the store share the CPUs."
 [ -n "${PG_SETTINGS:-}" ] && echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}'): $PG_SETTINGS. Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'): $REDIS_SETTINGS."
+case " $BACKENDS " in *" dynamodb "*)
+  echo "DynamoDB rows: dynalite $(sed -n 's/.*"version": "\([^"]*\)".*/\1/p' "$root/tests/dynamo/node_modules/dynalite/package.json") (Node.js $(node --version), in memory): an emulator, so the ratio is onced's cost over raw PutItem calls to it, not a DynamoDB figure." ;;
+esac
 echo
 echo "| backend | mode | req/s | p50 ms | p99 ms | errors | ceiling | ceiling ops/s | onced / ceiling | onced / memory same mode |"
 echo "|---|---|---:|---:|---:|---|---|---:|---:|---:|"

@@ -12,6 +12,12 @@
 --        replay  the same message every time: taskId/messageId "<PREFIX>";
 --                run.sh sends it once before, so every request is a replay
 --        hello   the "new" body to a server that ignores it (the ceiling)
+--        putitem not A2A: DynamoDB PutItem calls to dynalite, each a new key
+--                with a 400-byte payload and attribute_not_exists
+--                (registration's own write), into table PREFIX: the
+--                DynamoDB row's ceiling in bench/backends.sh. dynalite wants
+--                an Authorization header of SigV4's shape but checks no
+--                signature, so a fixed one does
 -- WAIT   ri      configuration.returnImmediately = true
 --        block   no configuration: SendMessage blocks until the task is done
 --
@@ -44,6 +50,15 @@ function init(args)
    if mode == "new" or mode == "replay" then
       wrk.headers["A2A-Extensions"] = "urn:once:a2a:idempotency:v1"
    end
+   if mode == "putitem" then
+      wrk.headers["Content-Type"] = "application/x-amz-json-1.0"
+      wrk.headers["A2A-Version"] = nil
+      wrk.headers["X-Amz-Target"] = "DynamoDB_20120810.PutItem"
+      wrk.headers["X-Amz-Date"] = "20260101T000000Z"
+      wrk.headers["Authorization"] = "AWS4-HMAC-SHA256 Credential=bench/20260101/us-east-1/" ..
+         "dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=0"
+      pad = string.rep("x", 400)
+   end
    conf = ""
    if wait == "ri" then
       conf = ',"configuration":{"returnImmediately":true}'
@@ -51,6 +66,11 @@ function init(args)
 end
 
 local function body_for(n)
+   if mode == "putitem" then
+      return '{"TableName":"' .. prefix .. '","Item":{"pk":{"S":"' .. tag .. "-" .. n ..
+         '"},"sk":{"S":"r"},"tj":{"S":"' .. pad .. '"}},' ..
+         '"ConditionExpression":"attribute_not_exists(pk)"}'
+   end
    if mode == "replay" then
       return '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{' ..
          '"messageId":"' .. prefix .. '","taskId":"' .. prefix .. '",' ..

@@ -5,8 +5,8 @@
 #                           `make demo` and `make amplify`
 #   scripts/deps.sh [all]   everything: the demo's set plus what the test
 #                           suite and the benchmarks start or use (PostgreSQL,
-#                           Redis, valgrind, clang, spin, wrk, strace, openssl, node
-#                           and the @a2a-js/sdk peer)
+#                           Redis, valgrind, clang, spin, wrk, strace, openssl, node,
+#                           the @a2a-js/sdk peer and dynalite)
 #
 # Idempotent and quiet when everything is present. Run as root (or with sudo).
 set -euo pipefail
@@ -58,11 +58,18 @@ fi
 
 [ "$profile" = all ] || exit 0
 
-# The real A2A peer for interop tests and benchmarks (@a2a-js/sdk 1.3.0).
 root="$(cd "$(dirname "$0")/.." && pwd)"
-if [ -f "$root/tests/interop/package.json" ] && [ ! -d "$root/tests/interop/node_modules/@a2a-js/sdk" ]; then
-  echo "deps.sh: installing npm packages for tests/interop"
-  (cd "$root/tests/interop" && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1 \
+
+# The npm packages of one test folder ($1), unless $2 is installed there.
+npm_dir() {
+  [ -f "$root/$1/package.json" ] && [ ! -d "$root/$1/node_modules/$2" ] || return 0
+  echo "deps.sh: installing npm packages for $1"
+  (cd "$root/$1" && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1 \
      || npm install --no-audit --no-fund --loglevel=error >/dev/null)
-fi
+}
+
+# The real A2A peer for interop tests and benchmarks (@a2a-js/sdk 1.3.0).
+npm_dir tests/interop @a2a-js/sdk
+# dynalite, DynamoDB's API on LevelDB, for the DynamoDB store tests (4.0.0).
+npm_dir tests/dynamo dynalite
 exit 0

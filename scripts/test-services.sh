@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# test-services.sh -- throwaway PostgreSQL 15 and Redis 7 servers on loopback
-# for the store tests (ctest fixtures in tests/storepg/tests.cmake) and for
-# trying the shared backends by hand.
+# test-services.sh -- throwaway PostgreSQL 15 and Redis 7 servers and a
+# dynalite (DynamoDB's API on LevelDB, npm, tests/dynamo) on loopback for the
+# store tests (ctest fixtures in tests/storepg/tests.cmake) and for trying
+# the shared backends by hand.
 #
-#   scripts/test-services.sh start    start both (no-op for one already running)
-#   scripts/test-services.sh stop     stop both and remove their data
+#   scripts/test-services.sh start    start all three (no-op for one already running)
+#   scripts/test-services.sh stop     stop them and remove their data
 #   scripts/test-services.sh env      print the URLs (does not start anything)
-#   scripts/test-services.sh status   exit 0 if both answer
+#   scripts/test-services.sh status   exit 0 if all answer
 #
 # start and env print shell assignments, e.g. `eval "$(scripts/test-services.sh start)"`:
 #   ONCE_TEST_PG_URL=postgres://postgres@127.0.0.1:25432/once
 #   ONCE_TEST_REDIS_URL=redis://127.0.0.1:26379/0
+#   ONCE_TEST_DYNAMO_URL=dynamodb://once?region=us-east-1&endpoint=http://127.0.0.1:27432&create=1
+# (dynalite checks no signature: any AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY do.)
+# Without node on PATH dynalite is not started (a note on stderr says so) and
+# the DynamoDB tests are not registered (tests/storepg/services.cmake).
 #
 # Settings (environment):
 #   ONCE_PG_PORT      PostgreSQL TCP port (default 25432)
 #   ONCE_REDIS_PORT   Redis TCP port (default 26379)
+#   ONCE_DYNAMO_PORT  dynalite TCP port (default 27432)
 #   ONCE_SVC_DIR      state directory (default /tmp/once-svc-<pg port>-<redis port>);
 #                     PostgreSQL data, its unix socket, Redis' dir and both logs live here
 #   ONCE_PG_BIN       PostgreSQL binaries (default /usr/lib/postgresql/15/bin, else the
@@ -31,6 +37,9 @@ set -euo pipefail
 
 PG_PORT=${ONCE_PG_PORT:-25432}
 REDIS_PORT=${ONCE_REDIS_PORT:-26379}
+DYNAMO_PORT=${ONCE_DYNAMO_PORT:-27432}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DYNALITE=$ROOT/tests/dynamo/node_modules/dynalite/cli.js
 DIR=${ONCE_SVC_DIR:-/tmp/once-svc-$PG_PORT-$REDIS_PORT}
 PG_BIN=${ONCE_PG_BIN:-/usr/lib/postgresql/15/bin}
 if [ -z "${ONCE_PG_BIN:-}" ] && [ ! -x "$PG_BIN/pg_ctl" ]; then
@@ -41,12 +50,14 @@ fi
 PG_DB=once
 PGDATA=$DIR/pg/data
 REDIS_DIR=$DIR/redis
+DYNAMO_DIR=$DIR/dynamo
 
 die() { echo "test-services: $*" >&2; exit 1; }
 
 urls() {
   echo "ONCE_TEST_PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB"
   echo "ONCE_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0"
+  echo "ONCE_TEST_DYNAMO_URL='dynamodb://once?region=us-east-1&endpoint=http://127.0.0.1:$DYNAMO_PORT&create=1'"
 }
 
 # Run a PostgreSQL binary as the user that owns the cluster.
@@ -100,11 +111,42 @@ pg_stop() {
   fi
 }
 
-redis_pid() {
+# The live process whose pid file is $1 (prints its pid), else fail.
+live_pid() {
   local pid
-  [ -f "$REDIS_DIR/redis.pid" ] || return 1
-  pid=$(cat "$REDIS_DIR/redis.pid")
+  [ -f "$1" ] || return 1
+  pid=$(cat "$1")
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+# Wait until the check $1 passes (10 s at most); else show the log $2 and die
+# with $3.
+await() {
+  local i
+  for i in $(seq 1 100); do
+    if "$1"; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  tail -20 "$2" >&2 || true
+  die "$3"
+}
+
+# SIGTERM the process whose pid file is $1; SIGKILL it after 5 s.
+stop_pid() {
+  local pid i
+  pid=$(live_pid "$1") || return 0
+  kill "$pid" 2>/dev/null || true
+  for i in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+redis_pid() {
+  live_pid "$REDIS_DIR/redis.pid"
 }
 
 redis_running() {
@@ -120,26 +162,43 @@ redis_start() {
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$REDIS_DIR" --daemonize yes --pidfile "$REDIS_DIR/redis.pid" \
     --logfile "$REDIS_DIR/server.log" >/dev/null || die "redis-server failed to start"
-  local i
-  for i in $(seq 1 100); do
-    if redis_running; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  tail -20 "$REDIS_DIR/server.log" >&2 || true
-  die "Redis did not answer on port $REDIS_PORT"
+  await redis_running "$REDIS_DIR/server.log" "Redis did not answer on port $REDIS_PORT"
 }
 
 redis_stop() {
-  local pid i
-  pid=$(redis_pid) || return 0
-  kill "$pid" 2>/dev/null || true
-  for i in $(seq 1 50); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || true
+  stop_pid "$REDIS_DIR/redis.pid"
+}
+
+dynamo_pid() {
+  live_pid "$DYNAMO_DIR/dynalite.pid"
+}
+
+# Any answer from the port is dynalite's (an unsigned request gets a 400).
+dynamo_running() {
+  dynamo_pid >/dev/null &&
+    curl -s -o /dev/null -m 2 -X POST "http://127.0.0.1:$DYNAMO_PORT/" 2>/dev/null
+}
+
+dynamo_start() {
+  if ! command -v node >/dev/null 2>&1; then
+    echo "test-services: node is not installed: dynalite not started (DynamoDB tests skip)" >&2
+    return 0
+  fi
+  [ -f "$DYNALITE" ] || die "no dynalite in tests/dynamo (run scripts/deps.sh)"
+  if dynamo_running; then
+    return 0
+  fi
+  mkdir -p "$DYNAMO_DIR"
+  # In memory (no --path): the tests need no restart of this one. Tables are
+  # ACTIVE at once instead of after dynalite's default 500 ms.
+  nohup node "$DYNALITE" --host 127.0.0.1 --port "$DYNAMO_PORT" --createTableMs 0 \
+    --deleteTableMs 0 --updateTableMs 0 >"$DYNAMO_DIR/server.log" 2>&1 &
+  echo $! >"$DYNAMO_DIR/dynalite.pid"
+  await dynamo_running "$DYNAMO_DIR/server.log" "dynalite did not answer on port $DYNAMO_PORT"
+}
+
+dynamo_stop() {
+  stop_pid "$DYNAMO_DIR/dynalite.pid"
 }
 
 case "${1:-}" in
@@ -147,11 +206,13 @@ case "${1:-}" in
     mkdir -p "$DIR"
     pg_start
     redis_start
+    dynamo_start
     urls
     ;;
   stop)
     pg_stop
     redis_stop
+    dynamo_stop
     case "$DIR" in
       /tmp/*) rm -rf "$DIR" ;;
       *) ;;   # a directory the user chose: leave it
@@ -161,7 +222,7 @@ case "${1:-}" in
     urls
     ;;
   status)
-    pg_running && redis_running
+    pg_running && redis_running && { ! command -v node >/dev/null 2>&1 || dynamo_running; }
     ;;
   *)
     echo "usage: $0 start|stop|env|status" >&2

@@ -1,6 +1,7 @@
 /*
  * store.h -- the task registry contract. One vtable (once_store_methods), one
- * base struct (once_store), four backends: memory, sqlite, postgres, redis.
+ * base struct (once_store), five backends: memory, sqlite, postgres, redis,
+ * dynamodb.
  *
  * The store keeps three kinds of rows, keyed by (principal, task_id):
  *   - the task record (once_record): A2A task JSON plus the fields the
@@ -400,7 +401,8 @@ struct once_store {
     char errmsg[256];
 };
 
-/* Open by URL: "memory:", "sqlite:PATH", "postgres://...", "redis://...".
+/* Open by URL: "memory:", "sqlite:PATH", "postgres://...", "redis://...",
+ * "dynamodb://TABLE?region=R...".
  * errbuf may be NULL. */
 int once_store_open(const char *url, const once_store_options *opt, once_store **out,
                     char *errbuf, size_t errlen);

@@ -112,7 +112,8 @@ void once__mtext_free(once__mtext *t)
 
 /* --- the store table ----------------------------------------------------------- */
 
-static const char *const backend_names[] = {"memory", "sqlite", "postgres", "redis", "other"};
+static const char *const backend_names[] = {"memory", "sqlite",   "postgres",
+                                            "redis",  "dynamodb", "other"};
 #define NBACKENDS (sizeof backend_names / sizeof backend_names[0])
 
 static const char *const store_op_names[ONCE__SOP_N] = {
@@ -134,6 +135,8 @@ static size_t backend_index(const char *scheme)
         return 2;
     case 'r':
         return 3;
+    case 'd':
+        return 4;
     default:
         return NBACKENDS - 1;
     }

@@ -33,6 +33,7 @@ typedef struct backend {
 static const backend backends[] = {
     {"memory", &once__store_memory},
     {"sqlite", &once__store_sqlite},
+    {"dynamodb", &once__store_dynamo},
 #ifdef ONCE_HAVE_PG
     {"postgres", &once__store_pg},
     {"postgresql", &once__store_pg},
@@ -124,7 +125,8 @@ int once_store_open(const char *url, const once_store_options *opt, once_store *
         return ONCE_OK;
     }
     once__store_errbuf(errbuf, errlen,
-                       "unknown store scheme '%.*s' (known: memory, sqlite, postgres, redis)",
+                       "unknown store scheme '%.*s' "
+                       "(known: memory, sqlite, postgres, redis, dynamodb)",
                        (int)(slen > 32 ? 32 : slen), url);
     return ONCE_EINVAL;
 }

@@ -20,6 +20,7 @@
 
 extern const once_store_methods once__store_memory;
 extern const once_store_methods once__store_sqlite;
+extern const once_store_methods once__store_dynamo;
 #ifdef ONCE_HAVE_PG
 extern const once_store_methods once__store_pg;
 #endif

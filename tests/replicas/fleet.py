@@ -1,9 +1,11 @@
 """Shared pieces of the replica tests (tests/replicas): several onced
-processes on one PostgreSQL or Redis store, an --exec agent that logs what
-really ran, and throwaway PostgreSQL / Redis servers a test may restart.
+processes on one PostgreSQL, Redis or DynamoDB (dynalite) store, an --exec
+agent that logs what really ran, and throwaway PostgreSQL / Redis / dynalite
+servers a test may restart.
 
-- namespaced(url): the store URL with a fresh schema (PostgreSQL) or key
-  prefix (Redis), so a run never sees another run's tasks;
+- namespaced(url): the store URL with a fresh schema (PostgreSQL), key
+  prefix (Redis) or table (DynamoDB), so a run never sees another run's
+  tasks;
 - Agent: writes the --exec command; every turn appends
       start <task> <fence> <replica> <resumed 0|1> <unix time> <effect key>
   before its work and
@@ -13,15 +15,17 @@ really ran, and throwaway PostgreSQL / Redis servers a test may restart.
   completed execution. Message text "work:S" makes the turn work S seconds,
   "gate:NAME" makes it wait until the test calls Agent.release(NAME);
 - list_all(): every task through ListTasks paging;
-- PgServer / RedisServer: a server of our own on a free loopback port with
-  its data in a temporary folder, started the way scripts/test-services.sh
-  does (PostgreSQL as the `postgres` user when we are root), that
+- PgServer / RedisServer / DynaliteServer: a server of our own on a free
+  loopback port with its data in a temporary folder, started the way
+  scripts/test-services.sh does (PostgreSQL as the `postgres` user when we
+  are root; dynalite on LevelDB files, so its data outlives a kill), that
   crash() and start() can take away and bring back.
 Python 3 standard library only.
 """
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -39,19 +43,24 @@ def backend_of(url):
         return "postgres"
     if url.startswith("redis://"):
         return "redis"
+    if url.startswith("dynamodb://"):
+        return "dynamodb"
     raise ValueError("not a shared store URL: " + url)
 
 
 def namespaced(url, tag):
-    """url with a fresh schema / prefix named after tag."""
+    """url with a fresh schema / prefix / table named after tag."""
     name = "%s_%s" % (tag, uuid.uuid4().hex[:10])
+    if backend_of(url) == "dynamodb":   # dynamodb://TABLE?...: a new table
+        return "dynamodb://" + name + url[url.index("?"):]
     key = "schema" if backend_of(url) == "postgres" else "prefix"
     return "%s%s%s=%s" % (url, "&" if "?" in url else "?", key, name)
 
 
 def store_url_from_argv():
     if len(sys.argv) < 2:
-        sys.exit("usage: %s STORE_URL   (postgres://... or redis://...)" % sys.argv[0])
+        sys.exit("usage: %s STORE_URL   (postgres://..., redis://... or dynamodb://...)" %
+                 sys.argv[0])
     return sys.argv[1]
 
 
@@ -254,32 +263,23 @@ class PgServer:
         shutil.rmtree(self.dir, True)
 
 
-class RedisServer:
-    """A Redis of our own: append-only file, fsync before every reply."""
+class _KillableServer:
+    """A server process of our own with its data in self.dir: start() runs
+    cmd() and waits until answers() (or it exits); crash() is SIGKILL."""
 
-    def __init__(self):
-        self.dir = _scratch("once-redis-")
-        self.port = free_port()
-        self.url = "redis://127.0.0.1:%d/0" % self.port
-        self.proc = None
-        self.start()
+    name = "server"
 
     def start(self):
         self.log = open(os.path.join(self.dir, "server.log"), "ab")
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir],
-            stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(self.cmd(), stdout=self.log, stderr=self.log)
         end = time.time() + scaled(30)
         while time.time() < end:
-            r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.port), "ping"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            if r.stdout.strip() == b"PONG":   # not LOADING: the AOF is read
+            if self.answers():
                 return
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        raise RuntimeError("redis-server did not start on port %d" % self.port)
+        raise RuntimeError("%s did not start on port %d" % (self.name, self.port))
 
     def crash(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -290,3 +290,56 @@ class RedisServer:
         if self.proc is not None and self.proc.poll() is None:
             self.crash()
         shutil.rmtree(self.dir, True)
+
+
+class RedisServer(_KillableServer):
+    """A Redis of our own: append-only file, fsync before every reply."""
+
+    name = "redis-server"
+
+    def __init__(self):
+        self.dir = _scratch("once-redis-")
+        self.port = free_port()
+        self.url = "redis://127.0.0.1:%d/0" % self.port
+        self.proc = None
+        self.start()
+
+    def cmd(self):
+        return ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir]
+
+    def answers(self):
+        r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.port), "ping"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return r.stdout.strip() == b"PONG"   # not LOADING: the AOF is read
+
+
+class DynaliteServer(_KillableServer):
+    """A dynalite of our own (DynamoDB's API; ONCE_DYNALITE names its
+    cli.js) on LevelDB files: a killed dynalite keeps what it acknowledged,
+    as DynamoDB does. onced signs with whatever AWS_ACCESS_KEY_ID the
+    environment has; dynalite checks no signature."""
+
+    name = "dynalite"
+
+    def __init__(self):
+        self.cli = os.environ["ONCE_DYNALITE"]
+        self.dir = _scratch("once-dynalite-")
+        self.port = free_port()
+        self.url = ("dynamodb://once?region=us-east-1&endpoint=http://127.0.0.1:%d&create=1" %
+                    self.port)
+        self.proc = None
+        self.start()
+
+    def cmd(self):
+        return ["node", self.cli, "--host", "127.0.0.1", "--port", str(self.port), "--path",
+                os.path.join(self.dir, "data"), "--createTableMs", "0", "--deleteTableMs", "0",
+                "--updateTableMs", "0"]
+
+    def answers(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as c:
+                c.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+                return c.recv(12).startswith(b"HTTP/1.1")
+        except OSError:
+            return False

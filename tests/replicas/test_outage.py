@@ -1,11 +1,12 @@
-"""Restart the store under load (argv[1]: postgres or redis). The test runs a
-server of its own on a free loopback port -- PostgreSQL with fsync on,
-Redis with appendonly yes + appendfsync always -- because restarting the
-shared test server would break the tests using it. Two onced replicas share
-it; six clients keep sending new tasks (client-minted IDs, blocking and
-returnImmediately sends, alternating replicas, 0.3 s turns) while the server
-is killed (PostgreSQL: immediate shutdown, WAL recovery at start; Redis:
-SIGKILL, AOF reload), kept down for 2 s and started again. Four 1 s turns
+"""Restart the store under load (argv[1]: postgres, redis or dynamodb). The
+test runs a server of its own on a free loopback port -- PostgreSQL with
+fsync on, Redis with appendonly yes + appendfsync always, dynalite on
+LevelDB files -- because restarting the shared test server would break the
+tests using it. Two onced replicas share it; six clients keep sending new
+tasks (client-minted IDs, blocking and returnImmediately sends, alternating
+replicas, 0.3 s turns) while the server is killed (PostgreSQL: immediate
+shutdown, WAL recovery at start; Redis: SIGKILL, AOF reload; dynalite:
+SIGKILL, LevelDB reopened), kept down for 2 s and started again. Four 1 s turns
 started just before the kill finish while the store is away. The lease
 (10 s) outlasts the outage.
 
@@ -38,12 +39,14 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fleet import Agent, PgServer, RedisServer, list_all, namespaced, start_fleet  # noqa
+from fleet import (Agent, DynaliteServer, PgServer, RedisServer, list_all, namespaced,  # noqa
+                   start_fleet)
 from harness import (check, eq, error_info, new_id, rpc, run, scaled, scratch_dir,  # noqa
                      status_text, task_state, user_message)
 
-if len(sys.argv) < 2 or sys.argv[1] not in ("postgres", "redis"):
-    sys.exit("usage: %s postgres|redis" % sys.argv[0])
+SERVERS = {"postgres": PgServer, "redis": RedisServer, "dynamodb": DynaliteServer}
+if len(sys.argv) < 2 or sys.argv[1] not in SERVERS:
+    sys.exit("usage: %s postgres|redis|dynamodb" % sys.argv[0])
 BACKEND = sys.argv[1]
 TMP = scratch_dir("once-outage-%s-" % BACKEND)
 CLIENTS = 6
@@ -138,7 +141,7 @@ def client(k, reps, stop, out):
 
 
 def test_store_restart_under_load():
-    server = PgServer() if BACKEND == "postgres" else RedisServer()
+    server = SERVERS[BACKEND]()
     reps = []
     stop = threading.Event()
     try:

@@ -1,16 +1,16 @@
 # Several onced processes on one shared store (issue 6), each program run
-# once per backend:
-#   replicas/replicas/{postgres,redis}  tests/replicas/test_replicas.py
+# once per backend (DynamoDB on dynalite, tests/storedynamo):
+#   replicas/replicas/{postgres,redis,dynamodb}  tests/replicas/test_replicas.py
 #       3 replicas on the shared test servers (fixture "once_services",
 #       tests/storepg), a fresh schema / key prefix per run: duplicate retries
 #       spread over the replicas make one task each; kill -9 of a replica
 #       under load: its leased tasks are taken over and complete once
-#   replicas/push/{postgres,redis}      tests/replicas/test_push_replicas.py
+#   replicas/push/{postgres,redis,dynamodb}      tests/replicas/test_push_replicas.py
 #       2 replicas delivering webhooks into tests/tools/webhook_sink: kill -9
 #       of the delivering replica mid-delivery, the other one completes it
 #       after the lease; many tasks on both replicas: every event handled
 #       once, in order
-#   replicas/outage/{postgres,redis}    tests/replicas/test_outage.py
+#   replicas/outage/{postgres,redis,dynamodb}    tests/replicas/test_outage.py
 #       restart of the store under load, on a server of the test's own
 #       (restarting the shared one would break the tests using it): no
 #       acknowledged task lost, none executed twice, 503 + Retry-After
@@ -27,6 +27,11 @@ if(_once_pg_built)
 endif()
 if(_once_redis_built)
   list(APPEND _once_replica_backends "redis|${_once_redis_url}")
+endif()
+if(_once_dynamo_built)
+  list(APPEND _once_replica_backends "dynamodb|${_once_dynamo_url}")
+  list(APPEND _once_replica_env ${_once_dynamo_env}
+       "ONCE_DYNALITE=${CMAKE_SOURCE_DIR}/tests/dynamo/node_modules/dynalite/cli.js")
 endif()
 
 foreach(entry ${_once_replica_backends})

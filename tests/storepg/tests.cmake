@@ -1,6 +1,7 @@
 # The shared-server store backends (PostgreSQL, Redis) against real servers
 # on loopback: scripts/test-services.sh starts a throwaway PostgreSQL 15 and
-# Redis 7 for this build directory (ctest fixture "once_services"), then
+# Redis 7 (and the dynalite of tests/storedynamo) for this build directory
+# (ctest fixture "once_services"), then
 #   store/conformance/postgres, store/conformance/redis
 #       the store conformance suite (tests/store/conformance.c, unchanged);
 #       reset=1 makes every case start from an empty schema / key prefix
@@ -12,7 +13,7 @@
 # build and build-asan, or several developers' trees) can test at once
 # (services.cmake, shared with tests/replicas which requires the fixture too).
 include(${CMAKE_CURRENT_LIST_DIR}/services.cmake)
-if(NOT _once_pg_built AND NOT _once_redis_built)
+if(NOT _once_pg_built AND NOT _once_redis_built AND NOT _once_dynamo_built)
   return()
 endif()
 

@@ -1,0 +1,504 @@
+/*
+ * dy_read.c -- the DynamoDB backend's reads: load, events, expired_leases,
+ * list, and the integrity check (plus reset, its test-only companion).
+ *
+ * load and events read the record item with ConsistentRead: the engine
+ * decides on what they return, so they must see every acknowledged write.
+ * expired_leases and list read global secondary indexes, which DynamoDB
+ * only offers eventually consistent: a candidate lease is re-checked by the
+ * engine's CAS, and a ListTasks page may lag a write by a moment
+ * (docs/production.md). check is the one Scan: it reads everything by
+ * design, and runs in tests and by hand, never on the request path.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/dynamo/dy_int.h"
+#include "store/store_int.h"
+
+int once__dy_get_task(dy_store *s, const char *principal, const char *task_id, json_t **item)
+{
+    dy_item key;
+    json_t *req, *reply = NULL;
+    int rc;
+
+    *item = NULL;
+    rc = once__dy_key(&key, principal, task_id, NULL);
+    if (rc != ONCE_OK)
+        return rc;
+    req = json_pack("{s:s, s:O, s:b}", "TableName", s->table, "Key", key.o, "ConsistentRead", 1);
+    once__dy_item_free(&key);
+    if (!req)
+        return ONCE_ENOMEM;
+    rc = once__dy_call(s, "GetItem", req, DY_IDEMPOTENT, &reply, NULL);
+    json_decref(req);
+    if (rc == ONCE_OK) {
+        json_t *it = json_object_get(reply, "Item");
+        if (json_is_object(it))
+            *item = json_incref(it);
+        json_decref(reply);
+    }
+    return rc;
+}
+
+json_t *once__dy_query_req(dy_store *s, const char *index, const char *cond, const char *filter,
+                           json_t *vals, size_t limit, int consistent)
+{
+    json_t *req = json_pack("{s:s, s:s, s:o, s:b}", "TableName", s->table, "KeyConditionExpression",
+                            cond, "ExpressionAttributeValues", vals, "ConsistentRead", consistent);
+
+    if (req &&
+        ((index && json_object_set_new(req, "IndexName", json_string(index)) != 0) ||
+         (filter && json_object_set_new(req, "FilterExpression", json_string(filter)) != 0) ||
+         (limit && json_object_set_new(req, "Limit", json_integer((json_int_t)limit)) != 0))) {
+        json_decref(req);
+        req = NULL;
+    }
+    return req;
+}
+
+int once__dy_each(dy_store *s, const char *op, json_t *req, int first_page_only, dy_each_fn fn,
+                  void *arg)
+{
+    json_t *start = NULL;
+    int rc = req ? ONCE_OK : ONCE_ENOMEM;
+
+    while (rc == ONCE_OK) {
+        json_t *page, *it;
+        size_t i;
+
+        if (start && json_object_set_new(req, "ExclusiveStartKey", start) != 0) {
+            rc = ONCE_ENOMEM;
+            break;
+        }
+        rc = once__dy_call(s, op, req, DY_IDEMPOTENT, &page, NULL);
+        if (rc != ONCE_OK)
+            break;
+        json_array_foreach(json_object_get(page, "Items"), i, it)
+        {
+            rc = fn(s, it, arg);
+            if (rc != ONCE_OK)
+                break;
+        }
+        start = json_incref(json_object_get(page, "LastEvaluatedKey"));
+        json_decref(page);
+        if (!start || first_page_only)
+            break;
+    }
+    json_decref(start);
+    json_decref(req);
+    return rc == DY_STOP ? ONCE_OK : rc;
+}
+
+int once__dy_load(once_store *base, const char *principal, const char *task_id, once_record *out,
+                  once_tombstone *tomb)
+{
+    dy_store *s = dys(base);
+    json_t *item;
+    dy_stored st;
+    int rc;
+
+    rc = once__store_valid_key(base, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__dy_get_task(s, principal, task_id, &item);
+    if (rc != ONCE_OK)
+        return rc;
+    if (!item)
+        return ONCE_ENOTFOUND;
+    rc = once__dy_decode(item, &st);
+    json_decref(item);
+    if (rc != ONCE_OK)
+        return rc;
+    if (st.is_tomb) {
+        /* Also when its TTL has passed and DynamoDB has not deleted it yet
+         * (that can take days): the key is still known as expired. */
+        if (tomb)
+            *tomb = st.tomb;
+        return ONCE_ETOMBSTONE;
+    }
+    *out = st.rec;
+    return ONCE_OK;
+}
+
+/* Generation of an event item from its sort key; -1 if not an event. */
+static int64_t event_gen(json_t *item)
+{
+    const char *sk = once__dy_get_s(item, "sk");
+    return sk && sk[0] == 'e' ? strtoll(sk + 1, NULL, 10) : -1;
+}
+
+/* Append event g with payload p to out (room was reserved). */
+static int add_event(once_event_list *out, int64_t g, const char *p)
+{
+    char *copy = once_strdup(p ? p : "");
+
+    if (!copy)
+        return ONCE_ENOMEM;
+    out->v[out->n].generation = g;
+    out->v[out->n].payload = copy;
+    out->n++;
+    return ONCE_OK;
+}
+
+/* Collecting events: out gets generations next, next+1, ... up to want. */
+typedef struct ev_sink {
+    once_event_list *out;
+    size_t want;
+    int64_t next;
+    const char *pk;
+} ev_sink;
+
+static int take_event(dy_store *s, json_t *item, void *arg)
+{
+    ev_sink *k = arg;
+    int64_t g = event_gen(item);
+    int rc;
+
+    if (g != k->next) {
+        once__store_seterr(&s->base, "dynamodb: event %lld of %s is missing", (long long)k->next,
+                           k->pk);
+        return ONCE_ECORRUPT;
+    }
+    rc = add_event(k->out, g, once__dy_get_s(item, "pl"));
+    k->next++;
+    return rc == ONCE_OK && k->out->n >= k->want ? DY_STOP : rc;
+}
+
+/* Event items after+1 .. last into out (which has room for them). */
+static int read_event_items(dy_store *s, const char *pk, int64_t after, int64_t last,
+                            once_event_list *out)
+{
+    char lo[24], hi[24];
+    ev_sink k = {out, out->n + (size_t)(last - after), after + 1, pk};
+    int rc;
+
+    once__dy_event_sk(lo, after + 1);
+    once__dy_event_sk(hi, last);
+    rc = once__dy_each(s, "Query",
+                       once__dy_query_req(s, NULL, "#pk = :pk AND #sk BETWEEN :lo AND :hi", NULL,
+                                          json_pack("{s:o, s:o, s:o}", ":pk", once__dy_s(pk), ":lo",
+                                                    once__dy_s(lo), ":hi", once__dy_s(hi)),
+                                          (size_t)(last - after), 1),
+                       0, take_event, &k);
+    if (rc == ONCE_OK && k.next <= last) {
+        once__store_seterr(&s->base, "dynamodb: events of %s end at %lld, want %lld", pk,
+                           (long long)(k.next - 1), (long long)last);
+        rc = ONCE_ECORRUPT;
+    }
+    return rc;
+}
+
+int once__dy_events(once_store *base, const char *principal, const char *task_id, int64_t after,
+                    size_t max, once_event_list *out)
+{
+    dy_store *s = dys(base);
+    json_t *item;
+    dy_stored st;
+    size_t want, from_items = 0, i;
+    char *pk = NULL;
+    int rc;
+
+    rc = once__store_valid_key(base, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__dy_get_task(s, principal, task_id, &item);
+    if (rc != ONCE_OK || !item)
+        return rc;
+    rc = once__dy_decode(item, &st);
+    if (rc != ONCE_OK || st.is_tomb || st.rec.generation <= after) {
+        json_decref(item);
+        if (rc == ONCE_OK && !st.is_tomb)
+            once_record_clear(&st.rec);
+        return rc;
+    }
+    if (after < 0)
+        after = 0;
+    want = (size_t)(st.rec.generation - after);
+    if (max && want > max)
+        want = max;
+    out->v = once_calloc(want, sizeof *out->v);
+    pk = once__dy_task_pk(principal, task_id);
+    if (!out->v || !pk) {
+        rc = ONCE_ENOMEM;
+        goto done;
+    }
+    /* Committed events up to pend_base are items; the rest ride in the
+     * record item until the next write copies them out (dynamo.c). */
+    if (after < st.pend_base) {
+        from_items = (size_t)(st.pend_base - after);
+        if (from_items > want)
+            from_items = want;
+        rc = read_event_items(s, pk, after, after + (int64_t)from_items, out);
+    }
+    for (i = 0; rc == ONCE_OK && out->n < want; i++) {
+        int64_t g = after + 1 + (int64_t)out->n;
+        json_t *p = json_array_get(st.pend, (size_t)(g - st.pend_base - 1));
+        rc = add_event(out, g, json_string_value(json_object_get(p, "S")));
+    }
+done:
+    once_free(pk);
+    once_record_clear(&st.rec);
+    json_decref(item);
+    DY_RETURN_LIST(out, rc);
+}
+
+int once__dy_due(dy_store *s, const char *kind, int64_t before, size_t max, dy_each_fn fn,
+                 void *arg)
+{
+    /* One page of at most max entries: the slots take bounded batches. */
+    return once__dy_each(s, "Query",
+                         once__dy_query_req(s, DY_IDX_DUE, "#dk = :k AND #dt < :b", NULL,
+                                            json_pack("{s:o, s:o}", ":k", once__dy_s(kind), ":b",
+                                                      once__dy_n(before)),
+                                            max, 0),
+                         1, fn, arg);
+}
+
+static int take_key(dy_store *s, json_t *item, void *arg)
+{
+    once_key_list *out = arg;
+    once_key *k = &out->v[out->n];
+    const char *pr = once__dy_get_s(item, "pr"), *id = once__dy_get_s(item, "id");
+
+    (void)s;
+    if (!pr || !id || strlen(pr) > ONCE_PRINCIPAL_MAX || strlen(id) > ONCE_ID_MAX)
+        return ONCE_OK;
+    snprintf(k->principal, sizeof k->principal, "%s", pr);
+    snprintf(k->task_id, sizeof k->task_id, "%s", id);
+    out->n++;
+    return ONCE_OK;
+}
+
+int once__dy_expired_leases(once_store *base, int64_t now, size_t max, once_key_list *out)
+{
+    if (max == 0)
+        return ONCE_OK;
+    out->v = once_calloc(max, sizeof *out->v);
+    if (!out->v)
+        return ONCE_ENOMEM;
+    DY_RETURN_LIST(out, once__dy_due(dys(base), "L", now, max, take_key, out));
+}
+
+/* The list query's filter expression and values for q. */
+static const char *list_filter(const once_list_query *q, json_t *vals)
+{
+    if (q->context_id)
+        json_object_set_new(vals, ":c", once__dy_s(q->context_id));
+    if (q->state != ONCE_STATE_UNKNOWN)
+        json_object_set_new(vals, ":s", once__dy_n(q->state));
+    if (q->context_id && q->state != ONCE_STATE_UNKNOWN)
+        return "#ctx = :c AND #st = :s";
+    if (q->context_id)
+        return "#ctx = :c";
+    return q->state != ONCE_STATE_UNKNOWN ? "#st = :s" : NULL;
+}
+
+typedef struct list_sink {
+    once_record_list *out;
+    size_t limit;
+} list_sink;
+
+static int take_record(dy_store *s, json_t *item, void *arg)
+{
+    list_sink *k = arg;
+    dy_stored st;
+    int rc = once__dy_decode(item, &st);
+
+    (void)s;
+    if (rc != ONCE_OK || st.is_tomb)
+        return rc;
+    k->out->v[k->out->n++] = st.rec;
+    return k->out->n >= k->limit ? DY_STOP : ONCE_OK;
+}
+
+int once__dy_list(once_store *base, const once_list_query *q, once_record_list *out)
+{
+    dy_store *s = dys(base);
+    char after[ONCE_ID_MAX + 24];
+    list_sink k = {out, q->limit};
+    const char *filter;
+    json_t *vals;
+    int rc;
+
+    rc = once__store_valid_query(base, q);
+    if (rc != ONCE_OK)
+        return rc;
+    out->v = once_calloc(q->limit, sizeof *out->v);
+    vals = json_pack("{s:o}", ":p", once__dy_s(q->principal));
+    if (!out->v || !vals) {
+        json_decref(vals);
+        return ONCE_ENOMEM;
+    }
+    if (q->after_task_id) {
+        snprintf(after, sizeof after, "%020lld%s", (long long)q->after_created_at,
+                 q->after_task_id);
+        json_object_set_new(vals, ":a", once__dy_s(after));
+    }
+    filter = list_filter(q, vals);
+    /* Limit counts the items read before the filter: read on, page after
+     * page, until the page is full or the index has nothing more. */
+    rc = once__dy_each(s, "Query",
+                       once__dy_query_req(s, DY_IDX_LIST,
+                                          q->after_task_id ? "#lp = :p AND #lc > :a" : "#lp = :p",
+                                          filter, vals, q->limit, 0),
+                       0, take_record, &k);
+    DY_RETURN_LIST(out, rc);
+}
+
+/* ---------------------------------------------------------------------------
+ * check and reset: the whole table, page by page.
+ */
+
+static int scan_all(dy_store *s, const char *projection, dy_each_fn fn, void *arg)
+{
+    json_t *req = json_pack("{s:s, s:b}", "TableName", s->table, "ConsistentRead", 1);
+
+    if (req && projection &&
+        json_object_set_new(req, "ProjectionExpression", json_string(projection)) != 0) {
+        json_decref(req);
+        req = NULL;
+    }
+    return once__dy_each(s, "Scan", req, 0, fn, arg);
+}
+
+static int collect(dy_store *s, json_t *item, void *arg)
+{
+    (void)s;
+    return json_array_append(arg, item) == 0 ? ONCE_OK : ONCE_ENOMEM;
+}
+
+static int cmp_items(const void *a, const void *b)
+{
+    json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    int c = strcmp(once__dy_get_s(x, "pk") ? once__dy_get_s(x, "pk") : "",
+                   once__dy_get_s(y, "pk") ? once__dy_get_s(y, "pk") : "");
+    return c ? c
+             : strcmp(once__dy_get_s(x, "sk") ? once__dy_get_s(x, "sk") : "",
+                      once__dy_get_s(y, "sk") ? once__dy_get_s(y, "sk") : "");
+}
+
+/* The record's delivery rows against its push_json (bad_push). */
+static void check_rows(once_check_report *rep, json_t *item, const once_record *r)
+{
+    once_push_row rows[ONCE_PUSH_CONFIGS_MAX];
+    size_t n = 0;
+    const char *why = once__dy_rows_decode(item, rows, &n) != ONCE_OK
+                          ? "delivery rows do not parse"
+                          : once__push_rows_flaw(r->push_json, r->generation, rows, n);
+
+    if (why) {
+        rep->bad_push++;
+        once__check_problem(rep, "%s/%s: %s", r->principal, r->task_id, why);
+    }
+}
+
+/* One task's items v[0..n): events ("e...") sort before the record ("r"). */
+static int check_task(once_check_report *rep, json_t **v, size_t n)
+{
+    size_t nev = n, i, upto = 0;
+    json_t *last = v[n - 1];
+    const char *sk = once__dy_get_s(last, "sk");
+    dy_stored st;
+    int64_t max_gen = 0;
+    int rc;
+
+    if (!sk || strcmp(sk, DY_SK_RECORD) != 0) {
+        const char *pr = once__dy_get_s(last, "pr"), *id = once__dy_get_s(last, "id");
+        once__check_orphans(rep, pr ? pr : "?", id ? id : "?", n);
+        return ONCE_OK;
+    }
+    nev = n - 1;
+    rc = once__dy_decode(last, &st);
+    if (rc == ONCE_ECORRUPT) {
+        rep->bad_state++;
+        once__check_problem(rep, "undecodable item %s", once__dy_get_s(last, "pk"));
+        return ONCE_OK;
+    }
+    if (rc != ONCE_OK)
+        return rc;
+    if (st.is_tomb) {
+        once__check_tombstone(rep, &st.tomb, nev);
+        return ONCE_OK;
+    }
+    /* Items past pend_base are copies of a write that lost its CAS or of a
+     * former life of the key: never read, overwritten before use. */
+    for (i = 0; i < nev; i++) {
+        int64_t g = event_gen(v[i]);
+        if (g >= 1 && g <= st.pend_base) {
+            upto++;
+            if (g > max_gen)
+                max_gen = g;
+        }
+    }
+    if (st.rec.generation > st.pend_base)
+        max_gen = st.rec.generation;
+    once__check_record(rep, &st.rec, upto + json_array_size(st.pend), max_gen,
+                       upto == (size_t)st.pend_base);
+    check_rows(rep, last, &st.rec);
+    once_record_clear(&st.rec);
+    return ONCE_OK;
+}
+
+int once__dy_check(once_store *base, once_check_report *rep)
+{
+    dy_store *s = dys(base);
+    json_t *all = json_array();
+    json_t **v = NULL;
+    size_t n, i, j;
+    int rc;
+
+    if (!all)
+        return ONCE_ENOMEM;
+    rc = scan_all(s, NULL, collect, all);
+    n = json_array_size(all);
+    if (rc == ONCE_OK && n > 0 && !(v = once_calloc(n, sizeof *v)))
+        rc = ONCE_ENOMEM;
+    for (i = 0; rc == ONCE_OK && i < n; i++)
+        v[i] = json_array_get(all, i);
+    if (rc == ONCE_OK && n > 0)
+        qsort(v, n, sizeof *v, cmp_items);
+    for (i = 0; rc == ONCE_OK && i < n; i = j) {
+        const char *pk = once__dy_get_s(v[i], "pk");
+        for (j = i + 1; j < n && strcmp(once__dy_get_s(v[j], "pk"), pk) == 0; j++)
+            ;
+        if (strcmp(once__dy_get_s(v[i], "sk"), DY_SK_META) == 0)
+            continue;
+        rc = check_task(rep, v + i, j - i);
+    }
+    once_free(v);
+    json_decref(all);
+    return rc;
+}
+
+static int delete_item(dy_store *s, json_t *item, void *arg)
+{
+    json_t *req = json_pack("{s:s, s:{s:O, s:O}}", "TableName", s->table, "Key", "pk",
+                            json_object_get(item, "pk"), "sk", json_object_get(item, "sk"));
+    int rc;
+
+    (void)arg;
+    if (!req)
+        return ONCE_ENOMEM;
+    rc = once__dy_call(s, "DeleteItem", req, DY_IDEMPOTENT, NULL, NULL);
+    json_decref(req);
+    return rc;
+}
+
+int once__dy_reset(dy_store *s)
+{
+    return scan_all(s, "#pk, #sk", delete_item, NULL);
+}
+
+int once__dy_delete_events(dy_store *s, const char *pk)
+{
+    if (!pk)
+        return ONCE_ECORRUPT;
+    return once__dy_each(
+        s, "Query",
+        once__dy_query_req(s, NULL, "#pk = :pk AND begins_with(#sk, :e)", NULL,
+                           json_pack("{s:o, s:o}", ":pk", once__dy_s(pk), ":e", once__dy_s("e")), 0,
+                           1),
+        0, delete_item, NULL);
+}

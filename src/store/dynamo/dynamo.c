@@ -1,0 +1,271 @@
+/*
+ * dynamo.c -- the "dynamodb://" store backend: the task registry in one
+ * Amazon DynamoDB table, shared by any number of replicas of onced
+ * (ONCE_STORE_SHARED), over DynamoDB's HTTP JSON API with libcurl (which
+ * signs with SigV4 itself) and jansson. No AWS SDK.
+ *
+ * URL: dynamodb://TABLE[?param=value&...]
+ *     region=R         AWS region (else AWS_REGION, else AWS_DEFAULT_REGION)
+ *     endpoint=URL     e.g. http://127.0.0.1:8000 for a local emulator
+ *                      (default https://dynamodb.<region>.amazonaws.com/)
+ *     create=1         create the table and its indexes if absent (and
+ *                      enable TTL when tomb_ttl_ms is set); otherwise open
+ *                      checks they exist and says what is missing
+ *     pool=N           HTTP handles per store handle, 1..256 (default 16)
+ *     timeout_ms=N     per request (default 5000)
+ *     tomb_ttl_ms=N    tombstones carry a TTL attribute N ms after they
+ *                      were made, for DynamoDB to delete them (default 0)
+ *     reset=1          TESTS ONLY: delete every item at open
+ * Credentials: dy_cred.c (environment, then ~/.aws/credentials).
+ *
+ * Item layout (one table; dy_item.c has the encodings). A task's items
+ * share the partition key pk = "<len(principal)>:<principal><task_id>":
+ *   sk "r"        the record, or the tombstone it became (attribute tb):
+ *                 "a key holds at most one of them" is structural
+ *   sk "e<gen>"   one event (20-digit generation, so they sort)
+ *   pk "m:<name>", sk "m"   a meta value
+ * Three sparse global secondary indexes replace scans:
+ *   due           dk/dt: "L"/lease_until on an unfinished record with a
+ *                 lease (expired_leases), "F"/finished_at on a finished
+ *                 record (sweep), "T"/expired_at on a tombstone (purge);
+ *                 absent otherwise
+ *   by_principal  lp/lc: principal / created_at (20 digits) + task_id on a
+ *                 record (ListTasks order); absent on a tombstone
+ *   push          pq/pt: when the record's first push delivery row can be
+ *                 due, + the task key (push_claim; dy_push.c)
+ * Each keeps all its entries under a few partition key values, so on
+ * DynamoDB each is bounded by one index partition's write rate
+ * (docs/production.md).
+ *
+ * The commit rule. A write is ONE conditional PutItem of the record item
+ * (create: attribute_not_exists(pk); update: v = expected version, the
+ * delivery rows' version pv unchanged, not a tombstone), and the events it
+ * appends, and the delivery rows it implies, travel inside that item
+ * ("pe", generations pb+1 .. g). The next update first copies those
+ * pending events into their own items (unconditional puts of committed
+ * text, so copying twice is harmless) and only then replaces the record
+ * item, whose new pb is the old g. So an event item at or below pb is
+ * always committed text, and a reader takes events 1..pb from items and
+ * the rest from the record item. Event items above pb (a writer that lost
+ * its CAS after copying, a key swept and created again) are never read
+ * and are overwritten before pb reaches them. DynamoDB's
+ * TransactWriteItems could write the record and separate event items in
+ * one step, but it costs two write units per item and dynalite, the
+ * emulator the tests run on, does not implement it; the single-item commit
+ * is atomic on both. The record item holds the task plus its last write's
+ * events, and both must fit DynamoDB's 400 KB item limit: a larger item is
+ * refused with ONCE_ERANGE before it is sent.
+ *
+ * Retention. sweep finds finished records through the index, replaces each
+ * by a tombstone (conditional on its version) and deletes its events;
+ * purge deletes tombstones the same way. With tomb_ttl_ms a tombstone also
+ * carries "ttl" so that DynamoDB deletes it without a purge; TTL deletion
+ * is lazy (up to days), and a tombstone whose TTL has passed but which is
+ * still present answers ETOMBSTONE (TASK_EXPIRED) like any other: the key
+ * stays known until the item is really gone.
+ *
+ * Reads that decide (load, events, the CAS's own read) are consistent;
+ * index reads are eventually consistent on DynamoDB (dy_read.c).
+ * Throttling is retried with backoff, then ONCE_EBUSY (dy_http.c).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/dynamo/dy_int.h"
+#include "store/store_int.h"
+#include "store/url_param.h"
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void dy_free(dy_store *s)
+{
+    if (!s)
+        return;
+    if (s->pool.ops)
+        once__pool_destroy(&s->pool);
+    once__dy_cred_free(&s->cred);
+    once_free(s->endpoint);
+    once_free(s->sigv4);
+    once_free(s);
+}
+
+static int bad(char *errbuf, size_t errlen, const char *what)
+{
+    once__store_errbuf(errbuf, errlen, "dynamodb URL: %s", what);
+    return ONCE_EINVAL;
+}
+
+static int table_ok(const char *t, size_t n)
+{
+    size_t i;
+
+    if (n < 3 || n > DY_TABLE_MAX)
+        return 0;
+    for (i = 0; i < n; i++) {
+        char ch = t[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-' || ch == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+static int parse_params(dy_store *s, const char *q, char *endpoint, size_t eplen, char *errbuf,
+                        size_t errlen)
+{
+    once__url_param p;
+    long long x;
+
+    while (once__url_param_next(&q, &p)) {
+        if (once__url_param_is(&p, "region")) {
+            if (once__url_param_copy(&p, s->region, sizeof s->region))
+                return bad(errbuf, errlen, "region must be 1..32 characters");
+        } else if (once__url_param_is(&p, "endpoint")) {
+            if (once__url_param_copy(&p, endpoint, eplen) ||
+                (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0))
+                return bad(errbuf, errlen, "endpoint must be an http:// or https:// URL");
+        } else if (once__url_param_is(&p, "create")) {
+            if (once__url_param_num(&p, 0, 1, &x))
+                return bad(errbuf, errlen, "create must be 0 or 1");
+            s->create = (int)x;
+        } else if (once__url_param_is(&p, "pool")) {
+            if (once__url_param_num(&p, 1, 256, &x))
+                return bad(errbuf, errlen, "pool must be 1..256");
+            s->pool_max = (size_t)x;
+        } else if (once__url_param_is(&p, "timeout_ms")) {
+            if (once__url_param_num(&p, 1, 3600000, &x))
+                return bad(errbuf, errlen, "timeout_ms must be 1..3600000");
+            s->timeout_ms = (int)x;
+        } else if (once__url_param_is(&p, "tomb_ttl_ms")) {
+            if (once__url_param_num(&p, 0, INT64_MAX / 2, &x))
+                return bad(errbuf, errlen, "tomb_ttl_ms must be >= 0");
+            s->tomb_ttl_ms = x;
+        } else if (once__url_param_is(&p, "reset")) {
+            if (once__url_param_num(&p, 0, 1, &x))
+                return bad(errbuf, errlen, "reset must be 0 or 1");
+            s->reset = (int)x;
+        } else {
+            once__store_errbuf(errbuf, errlen, "dynamodb URL: unknown parameter '%.*s'",
+                               (int)(p.klen > 32 ? 32 : p.klen), p.key);
+            return ONCE_EINVAL;
+        }
+    }
+    return ONCE_OK;
+}
+
+static int parse_url(dy_store *s, const char *url, char *errbuf, size_t errlen)
+{
+    static const char scheme[] = "dynamodb://";
+    char endpoint[512] = "";
+    const char *t, *q;
+    size_t n;
+    int rc;
+
+    if (strncmp(url, scheme, sizeof scheme - 1) != 0)
+        return bad(errbuf, errlen, "must start with dynamodb://");
+    t = url + sizeof scheme - 1;
+    q = strchr(t, '?');
+    n = q ? (size_t)(q - t) : strlen(t);
+    if (!table_ok(t, n))
+        return bad(errbuf, errlen, "the table name must be 3..255 of [A-Za-z0-9_.-]");
+    memcpy(s->table, t, n);
+    s->table[n] = '\0';
+    rc = parse_params(s, q ? q + 1 : NULL, endpoint, sizeof endpoint, errbuf, errlen);
+    if (rc != ONCE_OK)
+        return rc;
+    if (!s->region[0]) {
+        const char *r = getenv("AWS_REGION");
+        if (!r || !r[0])
+            r = getenv("AWS_DEFAULT_REGION");
+        if (!r || !r[0] || strlen(r) >= sizeof s->region)
+            return bad(errbuf, errlen, "no region (?region=, AWS_REGION or AWS_DEFAULT_REGION)");
+        snprintf(s->region, sizeof s->region, "%s", r);
+    }
+    if (!endpoint[0])
+        snprintf(endpoint, sizeof endpoint, "https://dynamodb.%s.amazonaws.com/", s->region);
+    n = strlen(s->region) + 24;
+    s->endpoint = once_strdup(endpoint);
+    s->sigv4 = once_malloc(n);
+    if (!s->endpoint || !s->sigv4)
+        return ONCE_ENOMEM;
+    snprintf(s->sigv4, n, "aws:amz:%s:dynamodb", s->region);
+    return ONCE_OK;
+}
+
+static int dy_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
+                   size_t errlen)
+{
+    dy_store *s;
+    int rc;
+
+    (void)opt; /* the engine's clock reaches the slots as arguments */
+    *out = NULL;
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK) {
+        once__store_errbuf(errbuf, errlen, "dynamodb: curl_global_init failed");
+        return ONCE_ESTORE;
+    }
+    s = once_calloc(1, sizeof *s);
+    if (!s)
+        return ONCE_ENOMEM;
+    s->pool_max = DY_POOL_DEFAULT;
+    s->timeout_ms = DY_TIMEOUT_DEFAULT_MS;
+    rc = parse_url(s, url, errbuf, errlen);
+    if (rc == ONCE_OK)
+        rc = once__dy_cred_load(&s->cred, errbuf, errlen);
+    if (rc != ONCE_OK) {
+        dy_free(s);
+        return rc;
+    }
+    once__pool_init(&s->pool, &once__dy_pool_ops, s, &s->base, s->pool_max, DY_POOL_WAIT_MS, 0, 0);
+    rc = once__dy_table_ready(s, errbuf, errlen);
+    if (rc == ONCE_OK && s->reset)
+        rc = once__dy_reset(s);
+    if (rc != ONCE_OK) {
+        if (errbuf && errlen && !errbuf[0])
+            once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
+        dy_free(s);
+        return rc;
+    }
+    s->base.errmsg[0] = '\0';
+    *out = &s->base;
+    return ONCE_OK;
+}
+
+static void dy_close(once_store *base)
+{
+    dy_free(dys(base));
+}
+
+const once_store_methods once__store_dynamo = {
+    .version = ONCE_STORE_METHODS_VERSION,
+    .scheme = "dynamodb",
+    /* DURABLE: DynamoDB acknowledges a write once it is stored in several
+     * availability zones. PUSH: delivery rows live in the record item
+     * (dy_push.c). */
+    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
+    .open = dy_open,
+    .close = dy_close,
+    .create = once__dy_create,
+    .load = once__dy_load,
+    .update = once__dy_update,
+    .events = once__dy_events,
+    .expired_leases = once__dy_expired_leases,
+    .sweep = once__dy_sweep,
+    .purge = once__dy_purge,
+    .list = once__dy_list,
+    .meta = once__dy_meta,
+    .check = once__dy_check,
+    .renew = once__dy_renew,
+    .push_claim = once__dy_push_claim,
+    .push_ack = once__dy_push_ack,
+    .push_rows = once__dy_push_rows,
+};

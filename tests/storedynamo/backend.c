@@ -1,0 +1,611 @@
+/*
+ * backend.c -- what only the DynamoDB backend has to get right, beyond the
+ * store conformance suite, against dynalite. argv[1] is a dynamodb:// URL
+ * with region and endpoint; each case works in its own table (the URL's
+ * table name is replaced) and reads the items themselves where the
+ * contract alone cannot show what is stored.
+ *
+ *   missing_table_named     open without ?create=1 on an absent table says
+ *                           which table, where, and how to create it
+ *   missing_index_named     a table with the right keys but no indexes is
+ *                           refused, naming the three indexes and their keys
+ *   item_limit              a record over DynamoDB's 400 KB item limit is
+ *                           ONCE_ERANGE (create and update) with nothing
+ *                           written; just under it, the text comes back whole
+ *   expired_ttl_still_known a tombstone whose TTL has passed but which is
+ *                           still present (TTL deletes lazily) answers
+ *                           ETOMBSTONE to load and create, never ENOTFOUND
+ *   commit_rule             events ride in the record item until the next
+ *                           write copies them out; an event item above the
+ *                           committed generation (a losing writer's copy) is
+ *                           never read and is overwritten before use
+ *   credentials_order       the environment first, then the shared
+ *                           credentials file's AWS_PROFILE section; a missing
+ *                           profile is named
+ *   unreachable_endpoint    open against a port nobody listens on fails
+ *                           with ONCE_ESTORE and says so
+ *   metrics_row             its calls are timed under backend="dynamodb" in
+ *                           the store histogram, not "other"
+ *   push_writes_race_acks   record updates racing two deliverers' claims and
+ *                           acks on the task's row (tests/store/push_race.h):
+ *                           a record write that finds the rows moved writes
+ *                           again, so no ack is lost or refused
+ *   throttling_retried      (dynalite never throttles: a fake endpoint of
+ *                           the test's own answers instead) a throttled call
+ *                           is retried, reads and conditional writes alike;
+ *                           throttling that persists is ONCE_EBUSY after
+ *                           DY_ATTEMPTS tries; a conditional write answered
+ *                           500 is not sent again (it may have applied)
+ */
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/metrics.h"
+#include "store/dynamo/dy_int.h"
+#include "store/util.h"
+#include "timeout.h"
+
+#define T0 INT64_C(1700000000000)
+
+#include "store/push_race.h"
+
+static const char *g_base;
+static int g_case;
+
+/* g_base with the table renamed to <tag>_<pid>_<case> and extra params
+ * appended (each starting with '&'). */
+static void url_for(char *out, size_t n, const char *tag, const char *extra)
+{
+    const char *q = strchr(g_base, '?');
+
+    snprintf(out, n, "dynamodb://%s_%d_%d%s%s", tag, (int)getpid(), g_case, q ? q : "?",
+             extra ? extra : "");
+}
+
+/* g_base's query without create=1. */
+static void url_nocreate(char *out, size_t n, const char *table)
+{
+    const char *q = strchr(g_base, '?');
+    char tail[512];
+    char *c;
+
+    snprintf(tail, sizeof tail, "%s", q ? q : "?");
+    while ((c = strstr(tail, "&create=1")) != NULL)
+        memmove(c, c + 9, strlen(c + 9) + 1);
+    snprintf(out, n, "dynamodb://%s%s", table, tail);
+}
+
+static once_store *open_ok(const char *url)
+{
+    once_store *s = NULL;
+    char err[512];
+    int rc = once_store_open(url, NULL, &s, err, sizeof err);
+
+    if (rc != ONCE_OK)
+        fail_msg("open %s: %s: %s", url, once_errname(rc), err);
+    return s;
+}
+
+static void check_clean(once_store *s)
+{
+    once_check_report rep;
+    int rc = once_store_check(s, &rep);
+
+    if (rc != ONCE_OK || !st_clean(&rep))
+        fail_msg("check: %s: %s", once_errname(rc), rep.first_problem);
+}
+
+/* The raw item under (principal, task_id, sk), or NULL. */
+static json_t *raw_get(once_store *s, const char *principal, const char *task_id, const char *sk)
+{
+    dy_item key;
+    json_t *req, *reply = NULL, *item;
+
+    assert_int_equal(once__dy_key(&key, principal, task_id, sk), ONCE_OK);
+    req =
+        json_pack("{s:s, s:O, s:b}", "TableName", dys(s)->table, "Key", key.o, "ConsistentRead", 1);
+    once__dy_item_free(&key);
+    assert_non_null(req);
+    assert_int_equal(once__dy_call(dys(s), "GetItem", req, DY_IDEMPOTENT, &reply, NULL), ONCE_OK);
+    json_decref(req);
+    item = json_incref(json_object_get(reply, "Item"));
+    json_decref(reply);
+    return item;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    g_case++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void missing_table_named(void **state)
+{
+    char url[768], table[64], err[512];
+    once_store *s = (once_store *)1;
+
+    (void)state;
+    snprintf(table, sizeof table, "absent_%d", (int)getpid());
+    url_nocreate(url, sizeof url, table);
+    assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+    assert_null(s);
+    if (!strstr(err, table) || !strstr(err, "does not exist") || !strstr(err, "create=1") ||
+        !strstr(err, "127.0.0.1"))
+        fail_msg("the message names the table, the endpoint and ?create=1: %s", err);
+}
+
+static void missing_index_named(void **state)
+{
+    char url[768], table[64], err[512];
+    once_store *s, *bare = (once_store *)1;
+    json_t *req;
+
+    (void)state;
+    url_for(url, sizeof url, "helper", NULL);
+    s = open_ok(url);
+    snprintf(table, sizeof table, "bare_%d_%d", (int)getpid(), g_case);
+    req = json_pack("{s:s, s:s, s:[{s:s,s:s},{s:s,s:s}], s:[{s:s,s:s},{s:s,s:s}]}", "TableName",
+                    table, "BillingMode", "PAY_PER_REQUEST", "AttributeDefinitions",
+                    "AttributeName", "pk", "AttributeType", "S", "AttributeName", "sk",
+                    "AttributeType", "S", "KeySchema", "AttributeName", "pk", "KeyType", "HASH",
+                    "AttributeName", "sk", "KeyType", "RANGE");
+    assert_int_equal(once__dy_call(dys(s), "CreateTable", req, DY_CONDITIONAL, NULL, NULL),
+                     ONCE_OK);
+    json_decref(req);
+    once_store_close(s);
+
+    url_nocreate(url, sizeof url, table);
+    assert_int_equal(once_store_open(url, NULL, &bare, err, sizeof err), ONCE_EINVAL);
+    assert_null(bare);
+    if (!strstr(err, table) ||
+        !strstr(err, "missing global secondary index \"due\" on dk (S, "
+                     "HASH) + dt (N, RANGE)") ||
+        !strstr(err, "missing global secondary index \"by_principal\" on lp (S, HASH) + lc (S, "
+                     "RANGE)") ||
+        !strstr(err, "missing global secondary index \"push\" on pq (S, HASH) + pt (S, RANGE)"))
+        fail_msg("the message names the three missing indexes and their keys: %s", err);
+}
+
+/* A record whose task_json is n bytes of JSON. */
+static void big_rec(once_record *r, const char *id, size_t n)
+{
+    char *json = once_malloc(n + 1);
+    size_t i;
+
+    assert_non_null(json);
+    memcpy(json, "{\"p\":\"", 6);
+    for (i = 6; i < n - 2; i++)
+        json[i] = (char)('a' + i % 26);
+    memcpy(json + n - 2, "\"}", 3);
+    assert_int_equal(st_rec(r, "big", id, ONCE_STATE_WORKING, T0, "{}"), 0);
+    once_free(r->task_json);
+    r->task_json = json;
+}
+
+static void item_limit(void **state)
+{
+    char url[768];
+    once_store *s;
+    once_record r, got;
+    size_t under = DY_ITEM_MAX - 2048;
+
+    (void)state;
+    url_for(url, sizeof url, "limit", NULL);
+    s = open_ok(url);
+
+    big_rec(&r, "over", DY_ITEM_MAX + 1);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_ERANGE);
+    if (!strstr(once_store_errmsg(s), "400 KB"))
+        fail_msg("the message names the limit: %s", once_store_errmsg(s));
+    assert_int_equal(once_store_load(s, "big", "over", &got, NULL), ONCE_ENOTFOUND);
+    once_record_clear(&r);
+
+    /* Just under the limit: stored and read back byte for byte. */
+    big_rec(&r, "under", under);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    assert_int_equal(once_store_load(s, "big", "under", &got, NULL), ONCE_OK);
+    assert_int_equal(strlen(got.task_json), under - 0);
+    assert_string_equal(got.task_json, r.task_json);
+    once_record_clear(&got);
+
+    /* Growing it past the limit: refused, the stored version unchanged. */
+    once_record_clear(&r);
+    big_rec(&r, "under", DY_ITEM_MAX + 4096);
+    r.version = 2;
+    assert_int_equal(once_store_update(s, &r, 1, NULL, 0), ONCE_ERANGE);
+    assert_int_equal(once_store_load(s, "big", "under", &got, NULL), ONCE_OK);
+    assert_int_equal(got.version, 1);
+    assert_int_equal(strlen(got.task_json), under);
+    once_record_clear(&got);
+    once_record_clear(&r);
+    check_clean(s);
+    once_store_close(s);
+}
+
+static void expired_ttl_still_known(void **state)
+{
+    char url[768];
+    once_store *s;
+    once_record r, got;
+    once_tombstone t;
+    json_t *item;
+    size_t n = 0;
+
+    (void)state;
+    url_for(url, sizeof url, "ttl", "&tomb_ttl_ms=1000");
+    s = open_ok(url);
+    assert_int_equal(st_rec(&r, "p", "done", ONCE_STATE_COMPLETED, T0, "{}"), 0);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    assert_int_equal(once_store_sweep(s, T0 + 100, T0 + 200, 10, &n), ONCE_OK);
+    assert_int_equal(n, 1);
+
+    /* The item is still there, its TTL long past (T0 is in 2023). */
+    item = raw_get(s, "p", "done", NULL);
+    assert_non_null(item);
+    assert_int_equal(once__dy_get_n(item, "ttl"), (T0 + 200 + 1000) / 1000);
+    assert_true(once__dy_get_n(item, "ttl") < (int64_t)time(NULL));
+    json_decref(item);
+
+    assert_int_equal(once_store_load(s, "p", "done", &got, &t), ONCE_ETOMBSTONE);
+    assert_int_equal(t.finished_at, r.finished_at);
+    assert_int_equal(t.expired_at, T0 + 200);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, &t), ONCE_ETOMBSTONE);
+    assert_int_equal(t.expired_at, T0 + 200);
+    once_record_clear(&r);
+    check_clean(s);
+    once_store_close(s);
+}
+
+/* An event item written behind the store's back. */
+static void raw_put_event(once_store *s, const char *id, int64_t g, const char *payload)
+{
+    char sk[24];
+    dy_item it;
+    json_t *req;
+
+    once__dy_event_sk(sk, g);
+    assert_int_equal(once__dy_key(&it, "p", id, sk), ONCE_OK);
+    once__dy_put_s(&it, "pr", "p");
+    once__dy_put_s(&it, "id", id);
+    once__dy_put_s(&it, "pl", payload);
+    req = json_pack("{s:s, s:O}", "TableName", dys(s)->table, "Item", it.o);
+    once__dy_item_free(&it);
+    assert_int_equal(once__dy_call(dys(s), "PutItem", req, DY_IDEMPOTENT, NULL, NULL), ONCE_OK);
+    json_decref(req);
+}
+
+static void update_one(once_store *s, once_record *r, const char *tag)
+{
+    st_events e;
+
+    st_mkev(&e, r->generation + 1, 1, tag);
+    r->version++;
+    r->generation++;
+    assert_int_equal(once_store_update(s, r, r->version - 1, e.ev, 1), ONCE_OK);
+}
+
+static void commit_rule(void **state)
+{
+    char url[768], sk[24];
+    once_store *s;
+    once_record r;
+    once_event_list l;
+    st_events e;
+    json_t *item;
+    int64_t g;
+
+    (void)state;
+    url_for(url, sizeof url, "commit", NULL);
+    s = open_ok(url);
+    assert_int_equal(st_rec(&r, "p", "t", ONCE_STATE_WORKING, T0, "{}"), 0);
+    r.generation = 3;
+    st_mkev(&e, 1, 3, "c");
+    assert_int_equal(once_store_create(s, &r, e.ev, 3, NULL, NULL), ONCE_OK);
+    once__dy_event_sk(sk, 1);
+    item = raw_get(s, "p", "t", sk);
+    assert_null(item); /* still inside the record item */
+
+    update_one(s, &r, "u"); /* generation 4: copies 1..3 out */
+    for (g = 1; g <= 3; g++) {
+        once__dy_event_sk(sk, g);
+        item = raw_get(s, "p", "t", sk);
+        assert_non_null(item);
+        assert_string_equal(once__dy_get_s(item, "pl"), e.text[g - 1]);
+        json_decref(item);
+    }
+    once__dy_event_sk(sk, 4);
+    assert_null(raw_get(s, "p", "t", sk));
+
+    /* A writer that lost its CAS may leave a copy above the committed
+     * generation: it must never be read. */
+    raw_put_event(s, "t", 5, "{\"stale\":true}");
+    update_one(s, &r, "v"); /* generation 5 commits in the record item */
+    assert_int_equal(once_store_events(s, "p", "t", 4, 0, &l), ONCE_OK);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.v[0].generation, 5);
+    assert_string_equal(l.v[0].payload, "{\"g\":5,\"tag\":\"v\"}");
+    once_event_list_clear(&l);
+    update_one(s, &r, "w"); /* copies 5 out, over the stale item */
+    once__dy_event_sk(sk, 5);
+    item = raw_get(s, "p", "t", sk);
+    assert_non_null(item);
+    assert_string_equal(once__dy_get_s(item, "pl"), "{\"g\":5,\"tag\":\"v\"}");
+    json_decref(item);
+    assert_int_equal(once_store_events(s, "p", "t", 0, 0, &l), ONCE_OK);
+    assert_int_equal(l.n, 6);
+    for (g = 1; g <= 6; g++)
+        assert_int_equal(l.v[g - 1].generation, g);
+    assert_string_equal(l.v[5].payload, "{\"g\":6,\"tag\":\"w\"}");
+    once_event_list_clear(&l);
+    once_record_clear(&r);
+    check_clean(s);
+    once_store_close(s);
+}
+
+static void credentials_order(void **state)
+{
+    char url[768], path[256], err[512], *id = NULL, *secret = NULL;
+    const char *eid = getenv("AWS_ACCESS_KEY_ID"), *esec = getenv("AWS_SECRET_ACCESS_KEY");
+    once_store *s = NULL;
+    FILE *f;
+
+    (void)state;
+    assert_non_null(eid);
+    assert_non_null(esec);
+    id = once_strdup(eid);
+    secret = once_strdup(esec);
+    url_for(url, sizeof url, "cred", NULL);
+    assert_int_equal(st_tmp_path(path, sizeof path, "awscred"), 0);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "[default]\nregion = x\n\n[ci]\naws_access_key_id = AKIDCI\n"
+               "aws_secret_access_key = secret-ci\n");
+    fclose(f);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+
+    /* [default] has no keys: refused, naming the file and the profile. */
+    unsetenv("AWS_PROFILE");
+    assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+    if (!strstr(err, path) || !strstr(err, "[default]"))
+        fail_msg("the message names the file and profile: %s", err);
+    setenv("AWS_PROFILE", "nosuch", 1);
+    assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+    assert_non_null(strstr(err, "no profile [nosuch]"));
+    /* The profile's keys sign. */
+    setenv("AWS_PROFILE", "ci", 1);
+    s = open_ok(url);
+    assert_non_null(strstr(dys(s)->cred.source, "[ci]"));
+    assert_string_equal(dys(s)->cred.userpwd, "AKIDCI:secret-ci");
+    once_store_close(s);
+    /* The environment wins over the file, even over a missing one. */
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+    setenv("AWS_ACCESS_KEY_ID", id, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+    s = open_ok(url);
+    assert_non_null(strstr(dys(s)->cred.source, "environment"));
+    snprintf(err, sizeof err, "%s:%s", id, secret);
+    assert_string_equal(dys(s)->cred.userpwd, err);
+    once_store_close(s);
+    unsetenv("AWS_PROFILE");
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    unlink(path);
+    once_free(id);
+    once_free(secret);
+}
+
+static void unreachable_endpoint(void **state)
+{
+    once_store *s = (once_store *)1;
+    char err[512];
+
+    (void)state;
+    /* Port 1 on loopback: nobody listens (tcpmux is never run in tests). */
+    assert_int_equal(once_store_open("dynamodb://nowhere?region=us-east-1&endpoint=http://"
+                                     "127.0.0.1:1",
+                                     NULL, &s, err, sizeof err),
+                     ONCE_ESTORE);
+    assert_null(s);
+    if (!strstr(err, "nowhere") || !strstr(err, "127.0.0.1:1"))
+        fail_msg("the message names the table and endpoint: %s", err);
+}
+
+static void metrics_row(void **state)
+{
+    char url[768];
+    once_store *s;
+    once_record r, got;
+    once__mtext m = {0};
+
+    (void)state;
+    url_for(url, sizeof url, "metrics", NULL);
+    s = open_ok(url);
+    assert_int_equal(st_rec(&r, "p", "m", ONCE_STATE_WORKING, T0, "{}"), 0);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    assert_int_equal(once_store_load(s, "p", "m", &got, NULL), ONCE_OK);
+    once__metrics_write_process(&m);
+    assert_non_null(m.buf);
+    if (!strstr(m.buf, "backend=\"dynamodb\",operation=\"create\"") ||
+        strstr(m.buf, "backend=\"other\""))
+        fail_msg("the store histogram has a dynamodb row and no other: %s", m.buf);
+    once__mtext_free(&m);
+    once_record_clear(&got);
+    once_record_clear(&r);
+    once_store_close(s);
+}
+
+/* A fake DynamoDB endpoint: answers the first `bad` requests with status
+ * bad_status (400: a ThrottlingException body) and the rest with 200 "{}",
+ * one request per connection. Counters are read by the test thread. */
+typedef struct fake {
+    int fd, port;
+    int bad, bad_status;
+    int seen;
+    pthread_t th;
+} fake;
+
+static void *fake_main(void *arg)
+{
+    fake *f = arg;
+    int c;
+
+    while ((c = accept(f->fd, NULL, NULL)) >= 0) {
+        char req[8192], resp[512];
+        size_t n = 0;
+        long clen = -1;
+        char *end = NULL;
+        ssize_t r;
+
+        /* The head, then Content-Length bytes of body. */
+        while (n < sizeof req - 1 && (r = read(c, req + n, sizeof req - 1 - n)) > 0) {
+            n += (size_t)r;
+            req[n] = '\0';
+            if (!end && (end = strstr(req, "\r\n\r\n")) != NULL) {
+                char *cl = strcasestr(req, "content-length:");
+                clen = cl ? strtol(cl + 15, NULL, 10) : 0;
+            }
+            if (end && (size_t)(end + 4 - req) + (size_t)clen <= n)
+                break;
+        }
+        int k = __atomic_add_fetch(&f->seen, 1, __ATOMIC_SEQ_CST);
+        int bad = k <= __atomic_load_n(&f->bad, __ATOMIC_SEQ_CST);
+        const char *body = bad && f->bad_status == 400
+                               ? "{\"__type\":\"com.amazonaws.dynamodb.v20120810#"
+                                 "ThrottlingException\",\"message\":\"Rate exceeded\"}"
+                           : bad ? "{\"__type\":\"InternalServerError\"}"
+                                 : "{}";
+        int len = snprintf(resp, sizeof resp,
+                           "HTTP/1.1 %d X\r\nContent-Type: application/x-amz-json-1.0\r\n"
+                           "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                           bad ? f->bad_status : 200, strlen(body), body);
+        if (write(c, resp, (size_t)len) != len)
+            fprintf(stderr, "fake: short write\n");
+        close(c);
+    }
+    return NULL;
+}
+
+static void fake_start(fake *f)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    f->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(f->fd >= 0);
+    assert_int_equal(bind(f->fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(f->fd, 16), 0);
+    assert_int_equal(getsockname(f->fd, (struct sockaddr *)&a, &al), 0);
+    f->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+static void fake_arm(fake *f, int bad, int status)
+{
+    __atomic_store_n(&f->seen, 0, __ATOMIC_SEQ_CST);
+    f->bad_status = status;
+    __atomic_store_n(&f->bad, bad, __ATOMIC_SEQ_CST);
+}
+
+static void push_writes_race_acks(void **state)
+{
+    char url[768];
+    once_store *s;
+
+    (void)state;
+    url_for(url, sizeof url, "pushrace", NULL);
+    s = open_ok(url);
+    st_push_race(s);
+    once_store_close(s);
+}
+
+static void throttling_retried(void **state)
+{
+    char url[768];
+    once_store *s;
+    once_record r, got;
+    fake f;
+
+    (void)state;
+    memset(&f, 0, sizeof f);
+    url_for(url, sizeof url, "throttle", NULL);
+    s = open_ok(url);
+    fake_start(&f);
+    fake_arm(&f, 0, 400);
+    /* The handle now talks to the fake (the test's one use of internals
+     * beyond reading items). */
+    once_free(dys(s)->endpoint);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", f.port);
+    dys(s)->endpoint = once_strdup(url);
+    assert_int_equal(st_rec(&r, "p", "x", ONCE_STATE_WORKING, T0, "{}"), 0);
+
+    /* Throttled twice, then answered: the read succeeds on the third try. */
+    fake_arm(&f, 2, 400);
+    assert_int_equal(once_store_load(s, "p", "x", &got, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), 3);
+    /* A conditional write too: a throttled request was not applied. */
+    fake_arm(&f, 1, 400);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), 2);
+    /* Throttling that persists: EBUSY (503 STORE_UNAVAILABLE), no verdict. */
+    fake_arm(&f, 1000, 400);
+    assert_int_equal(once_store_load(s, "p", "x", &got, NULL), ONCE_EBUSY);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), DY_ATTEMPTS);
+    if (!strstr(once_store_errmsg(s), "throttled"))
+        fail_msg("the message says throttled: %s", once_store_errmsg(s));
+    /* A 500 to a conditional write: it may have applied, so it is not sent
+     * again; a read is. */
+    fake_arm(&f, 1, 500);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_ESTORE);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), 1);
+    fake_arm(&f, 1, 500);
+    assert_int_equal(once_store_load(s, "p", "x", &got, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(__atomic_load_n(&f.seen, __ATOMIC_SEQ_CST), 2);
+
+    once_record_clear(&r);
+    once_store_close(s);
+    shutdown(f.fd, SHUT_RDWR);
+    close(f.fd);
+    pthread_join(f.th, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(missing_table_named, setup),
+        cmocka_unit_test_setup(missing_index_named, setup),
+        cmocka_unit_test_setup(item_limit, setup),
+        cmocka_unit_test_setup(expired_ttl_still_known, setup),
+        cmocka_unit_test_setup(commit_rule, setup),
+        cmocka_unit_test_setup(credentials_order, setup),
+        cmocka_unit_test_setup(unreachable_endpoint, setup),
+        cmocka_unit_test_setup(metrics_row, setup),
+        cmocka_unit_test_setup(push_writes_race_acks, setup),
+        cmocka_unit_test_setup(throttling_retried, setup),
+    };
+
+    if (argc < 2 || strncmp(argv[1], "dynamodb://", 11) != 0) {
+        fprintf(stderr, "usage: %s dynamodb://TABLE?region=R&endpoint=URL&create=1\n", argv[0]);
+        return 2;
+    }
+    g_base = argv[1];
+    return cmocka_run_group_tests_name("storedynamo", tests, NULL, NULL);
+}
