@@ -206,11 +206,16 @@ static int write_string(struct jbuf *b, const char *s, size_t n)
 
 static int write_value(struct jbuf *b, const json_t *v, int depth);
 
+/* Members an object may have before write_object takes its list from the
+ * heap: most objects of a task are small, and output is written often. */
+#define MEMBERS_ON_STACK 16
+
 static int write_object(struct jbuf *b, const json_t *obj, int depth)
 {
     size_t count = json_object_size(obj);
-    struct member *m = NULL;
-    if (count > 0) {
+    struct member stack_m[MEMBERS_ON_STACK];
+    struct member *m = stack_m;
+    if (count > MEMBERS_ON_STACK) {
         m = once_calloc(count, sizeof *m);
         if (m == NULL)
             return ONCE_ENOMEM;
@@ -244,7 +249,8 @@ static int write_object(struct jbuf *b, const json_t *obj, int depth)
     }
     if (rc == ONCE_OK)
         rc = jbuf_putc(b, '}');
-    once_free(m);
+    if (m != stack_m)
+        once_free(m);
     return rc;
 }
 
