@@ -662,6 +662,11 @@ void once__run_turn(once_engine *e, once__turn *t)
         work_free(w);
         return;
     }
+    /* The tree the dispatching write stored, if that is still the record. */
+    if (t->task != NULL && t->task_version == w->rec.version) {
+        w->task = t->task;
+        t->task = NULL;
+    }
     if (w->rec.fence != t->fence || w->rec.kind != ONCE_KIND_TASK ||
         once_state_terminal(w->rec.state) || once_state_interrupted(w->rec.state)) {
         work_free(w);

@@ -704,6 +704,15 @@ static void backoff_doubling_saturates(void **state)
     raw_stop(&s);
 }
 
+/* Until s got n requests (one per event), then exactly n. */
+static void wait_requests(raw_srv *s, int64_t n)
+{
+    int64_t until = once_monotonic_ms() + tt_ms(3000);
+    while (raw_requests(s) < n && once_monotonic_ms() < until)
+        usleep(10000);
+    assert_int_equal(raw_requests(s), n);
+}
+
 /* The wake-ups of the delivery threads so far. */
 static uint64_t kicks_of(fx *f)
 {
@@ -738,11 +747,7 @@ static void kicks_only_for_tasks_with_configs(void **state)
     url_of(url, sizeof url, s.port);
     assert_int_equal(send_with_push(&f, "t-hook", "hello", url, NULL, &res), ONCE_OK);
     assert_true(kicks_of(&f) > 0);
-    int64_t g = generation_of(&f, "t-hook");
-    int64_t until = once_monotonic_ms() + tt_ms(3000);
-    while (raw_requests(&s) < g && once_monotonic_ms() < until)
-        usleep(10000);
-    assert_int_equal(raw_requests(&s), g);
+    wait_requests(&s, generation_of(&f, "t-hook"));
     fx_stop(&f);
     raw_stop(&s);
 }
@@ -769,10 +774,7 @@ static void request_headers(void **state)
                                     &res),
                      ONCE_OK);
     int64_t g = generation_of(&f, "t-hdr");
-    int64_t until = once_monotonic_ms() + tt_ms(3000);
-    while (raw_requests(&s) < g && once_monotonic_ms() < until)
-        usleep(10000);
-    assert_int_equal(raw_requests(&s), g);
+    wait_requests(&s, g);
     pthread_mutex_lock(&s.mu);
     char req[8192];
     memcpy(req, s.last, sizeof req);
