@@ -221,7 +221,7 @@ int main(int argc, char **argv)
         (struct sockaddr *)&sin, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)(64 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        (size_t)(16 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
     if (d == NULL) {
         fprintf(stderr, "mhd_hello: cannot listen on 127.0.0.1:%ld\n", port);

@@ -56,19 +56,29 @@ static int jbuf_reserve(struct jbuf *b, size_t extra)
     return ONCE_OK;
 }
 
-static int jbuf_put(struct jbuf *b, const char *s, size_t n)
+/* inline: the writer calls these for every token, and the room is nearly
+ * always there already. */
+static inline int jbuf_put(struct jbuf *b, const char *s, size_t n)
 {
-    int rc = jbuf_reserve(b, n);
-    if (rc != ONCE_OK)
-        return rc;
+    if (n > b->cap - b->len) {
+        int rc = jbuf_reserve(b, n);
+        if (rc != ONCE_OK)
+            return rc;
+    }
     memcpy(b->p + b->len, s, n);
     b->len += n;
     return ONCE_OK;
 }
 
-static int jbuf_putc(struct jbuf *b, char c)
+static inline int jbuf_putc(struct jbuf *b, char c)
 {
-    return jbuf_put(b, &c, 1);
+    if (b->len == b->cap) {
+        int rc = jbuf_reserve(b, 1);
+        if (rc != ONCE_OK)
+            return rc;
+    }
+    b->p[b->len++] = c;
+    return ONCE_OK;
 }
 
 /* ---------------------------------------------------------------------------
@@ -77,38 +87,41 @@ static int jbuf_putc(struct jbuf *b, char c)
  * checked here before the sort below relies on them being well formed.
  */
 
-/* 1 if s[0..n) is well-formed UTF-8 (no overlongs, surrogates or code points
- * past U+10FFFF). */
+/* The length of the well-formed UTF-8 sequence (no overlong, surrogate or
+ * code point past U+10FFFF) at s[0..n), n > 0, or 0 if there is none. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp, min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0)
+        len = 2, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0)
+        len = 3, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0)
+        len = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (size_t j = 1; j < len; j++) {
+        if ((s[j] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[j] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* 1 if s[0..n) is well-formed UTF-8. */
 static int utf8_valid(const unsigned char *s, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        } else {
+    for (size_t i = 0, len; i < n; i += len)
+        if ((len = utf8_seq(s + i, n - i)) == 0)
             return 0;
-        }
-        if (n - i < len)
-            return 0;
-        for (size_t j = 1; j < len; j++) {
-            if ((s[i + j] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + j] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += len;
-    }
     return 1;
 }
 
@@ -177,12 +190,20 @@ static int write_string(struct jbuf *b, const char *s, size_t n)
     static const char short_from[] = "\"\\\b\f\n\r\t";
     static const char short_to[] = "\"\\bfnrt";
     static const char hex[] = "0123456789abcdef";
-    if (!utf8_valid((const unsigned char *)s, n))
-        return ONCE_EINVAL;
+    const unsigned char *u = (const unsigned char *)s;
     int rc = jbuf_putc(b, '"');
     size_t run = 0; /* start of the pending run of bytes copied as they are */
+    /* One pass: ASCII is copied as it is, a multi-byte character is checked
+     * where it stands (a string that is not UTF-8 fails the whole write). */
     for (size_t i = 0; i < n && rc == ONCE_OK; i++) {
-        unsigned char c = (unsigned char)s[i];
+        unsigned char c = u[i];
+        if (c >= 0x80) {
+            size_t len = utf8_seq(u + i, n - i);
+            if (len == 0)
+                return ONCE_EINVAL;
+            i += len - 1;
+            continue;
+        }
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
         char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
@@ -206,11 +227,16 @@ static int write_string(struct jbuf *b, const char *s, size_t n)
 
 static int write_value(struct jbuf *b, const json_t *v, int depth);
 
+/* Members an object may have before write_object takes its list from the
+ * heap: most objects of a task are small, and output is written often. */
+#define MEMBERS_ON_STACK 16
+
 static int write_object(struct jbuf *b, const json_t *obj, int depth)
 {
     size_t count = json_object_size(obj);
-    struct member *m = NULL;
-    if (count > 0) {
+    struct member stack_m[MEMBERS_ON_STACK];
+    struct member *m = stack_m;
+    if (count > MEMBERS_ON_STACK) {
         m = once_calloc(count, sizeof *m);
         if (m == NULL)
             return ONCE_ENOMEM;
@@ -225,7 +251,9 @@ static int write_object(struct jbuf *b, const json_t *obj, int depth)
         i++;
     }
     int rc = ONCE_OK;
-    for (size_t k = 0; k < i && rc == ONCE_OK; k++)
+    /* The sort reads names as UTF-8: check them first (unsorted, each name
+     * is checked as it is written). */
+    for (size_t k = 0; k < i && rc == ONCE_OK && b->canonical; k++)
         if (!utf8_valid((const unsigned char *)m[k].key, m[k].keylen))
             rc = ONCE_EINVAL;
     if (rc == ONCE_OK && i > 1 && b->canonical)
@@ -244,7 +272,8 @@ static int write_object(struct jbuf *b, const json_t *obj, int depth)
     }
     if (rc == ONCE_OK)
         rc = jbuf_putc(b, '}');
-    once_free(m);
+    if (m != stack_m)
+        once_free(m);
     return rc;
 }
 

@@ -67,12 +67,37 @@ static once__turn *queued_locked(once_engine *e, const char *principal, const ch
     return NULL;
 }
 
+static int dispatch_turn(once_engine *e, const char *principal, const char *task_id,
+                         int64_t fence, int resumed, json_t *task, int64_t version);
+
+static void turn_free(once__turn *t)
+{
+    json_decref(t->task);
+    once_free(t);
+}
+
 int once__dispatch(once_engine *e, const char *principal, const char *task_id, int64_t fence,
                    int resumed)
 {
+    return dispatch_turn(e, principal, task_id, fence, resumed, NULL, 0);
+}
+
+int once__dispatch_task(once_engine *e, const char *principal, const char *task_id,
+                        int64_t fence, json_t *task, int64_t version)
+{
+    return dispatch_turn(e, principal, task_id, fence, 0, task, version);
+}
+
+static int dispatch_turn(once_engine *e, const char *principal, const char *task_id,
+                         int64_t fence, int resumed, json_t *task, int64_t version)
+{
     once__turn *t = once_calloc(1, sizeof *t);
-    if (t == NULL)
+    if (t == NULL) {
+        json_decref(task);
         return ONCE_ENOMEM;
+    }
+    t->task = task;
+    t->task_version = version;
     snprintf(t->principal, sizeof t->principal, "%s", principal);
     snprintf(t->task_id, sizeof t->task_id, "%s", task_id);
     t->fence = fence;
@@ -84,7 +109,7 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
     pthread_mutex_lock(&e->mu);
     if (e->stopping) {
         pthread_mutex_unlock(&e->mu);
-        once_free(t);
+        turn_free(t);
         return ONCE_ECLOSED;
     }
     t->id = ++e->next_turn_id;
@@ -97,9 +122,13 @@ int once__dispatch(once_engine *e, const char *principal, const char *task_id, i
         old->fence = t->fence;
         old->resumed = t->resumed;
         memcpy(old->traceparent, t->traceparent, sizeof old->traceparent);
+        json_t *stale = old->task;
+        old->task = t->task;
+        old->task_version = t->task_version;
+        t->task = stale;
         __atomic_store_n(&old->canceled, 0, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&e->mu);
-        once_free(t);
+        turn_free(t);
         return ONCE_OK;
     }
     t->anext = e->active;
@@ -182,6 +211,8 @@ static void *worker_main(void *arg)
         if (once__stopping(e) && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))
             release_lease(e, t);
         once__log_ctx_clear();
+        json_decref(t->task);   /* a tree the turn did not take */
+        t->task = NULL;
 
         pthread_mutex_lock(&e->mu);
         unlink_active(e, t);
@@ -314,7 +345,7 @@ void once__dispatch_stop(once_engine *e)
         once__turn *next = t->anext;
         if (!__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))
             release_lease(e, t);
-        once_free(t);
+        turn_free(t);
         t = next;
     }
 }

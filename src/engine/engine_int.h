@@ -41,6 +41,11 @@ typedef struct once__turn {
                                  * started the turn ("" for a takeover) */
     int canceled;               /* __atomic */
     int running;                /* popped by a worker (the heartbeat renews only these) */
+    json_t *task;               /* the task tree the dispatching write stored as version
+                                 * task_version (NULL: none), so the turn need not parse
+                                 * it again; owned by the turn, changed under e->mu while
+                                 * queued, the worker's alone once popped */
+    int64_t task_version;
     struct once__turn *qnext;   /* FIFO of turns waiting for a worker */
     struct once__turn *anext;   /* every turn this engine holds (queued or running) */
 } once__turn;
@@ -220,6 +225,10 @@ char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, 
  * engine holds for the same key is canceled (its fence is stale now). */
 int once__dispatch(once_engine *e, const char *principal, const char *task_id, int64_t fence,
                    int resumed);
+/* once__dispatch of a turn that starts from the task tree `task` (stolen,
+ * whatever the outcome) that the dispatching write stored as `version`. */
+int once__dispatch_task(once_engine *e, const char *principal, const char *task_id,
+                        int64_t fence, json_t *task, int64_t version);
 /* Flag every local turn of the key as canceled and wake its sleeps. */
 void once__cancel_local(once_engine *e, const char *principal, const char *task_id);
 /* 1 if the queue holds cfg.max_queue turns or more: sends that would start

@@ -290,7 +290,6 @@ static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
         rc = ONCE_ENOMEM;
     if (rc == ONCE_OK && (payload = once__ev_task(task, 1)) == NULL)
         rc = ONCE_ENOMEM;
-    json_decref(task);
     if (rc == ONCE_OK)
         rc = once__size_check(e, NULL, &rec);
     if (rc == ONCE_OK) {
@@ -301,10 +300,13 @@ static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
     if (rc == ONCE_OK) {
         ONCE__STAT(e, registered);
         once__notify(e, &rec);
-        (void)once__dispatch(e, rec.principal, rec.task_id, rec.fence, 0);
+        /* The turn starts from the tree just stored (it takes it over). */
+        (void)once__dispatch_task(e, rec.principal, rec.task_id, rec.fence, task, rec.version);
+        task = NULL;
         res->verdict = ONCE_V_REGISTER;
         rc = respond(e, c, &rec, res);
     }
+    json_decref(task);
     once_record_clear(&rec);
     return rc;
 }
@@ -359,16 +361,19 @@ static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur
     }
     if (rc == ONCE_OK && (payload = once__ev_status(task, cur->generation + 1)) == NULL)
         rc = ONCE_ENOMEM;
-    json_decref(task);
     if (rc == ONCE_OK)
         rc = once__write(e, cur, &next, payload);
     once_free(payload);
     if (rc == ONCE_OK) {
         ONCE__STAT(e, continued);
-        (void)once__dispatch(e, next.principal, next.task_id, next.fence, 0);
+        /* The turn starts from the tree just stored (it takes it over). */
+        (void)once__dispatch_task(e, next.principal, next.task_id, next.fence, task,
+                                  next.version);
+        task = NULL;
         res->verdict = ONCE_V_CONTINUE;
         rc = respond(e, c, &next, res);
     }
+    json_decref(task);
     if (have_next)
         once_record_clear(&next);
     return rc;

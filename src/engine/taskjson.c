@@ -255,9 +255,30 @@ static char *event_text(const char *kind, json_t *body, int64_t generation)
     return text;
 }
 
+/*
+ * The payloads below are written out at once and freed, so they share the
+ * task's values (references) instead of copying them: only the objects the
+ * generation stamp adds to are new. (The task and artifact are the
+ * caller's and only read here; jansson's API takes them non-const.)
+ */
+
+/* A shallow copy of obj with a copy of its metadata object, if any, so
+ * that stamping it leaves obj as it was. A new reference, or NULL. */
+static json_t *stamp_view(const json_t *obj)
+{
+    json_t *view = json_copy((json_t *)obj);
+    json_t *meta = json_object_get(view, "metadata");
+    if (view != NULL && json_is_object(meta) &&
+        json_object_set_new(view, "metadata", json_copy(meta)) != 0) {
+        json_decref(view);
+        return NULL;
+    }
+    return view;
+}
+
 char *once__ev_task(const json_t *task, int64_t generation)
 {
-    return event_text("task", json_deep_copy(task), generation);
+    return event_text("task", stamp_view(task), generation);
 }
 
 char *once__ev_message(const json_t *msg, int64_t generation)
@@ -265,31 +286,25 @@ char *once__ev_message(const json_t *msg, int64_t generation)
     /* A direct Message answer is served exactly as the agent's reply was
      * stored (a replay gives the same bytes), so it is not stamped. */
     (void)generation;
-    return event_text("message", json_deep_copy(msg), 0);
+    return event_text("message", json_incref((json_t *)msg), 0);
 }
 
 char *once__ev_status(const json_t *task, int64_t generation)
 {
-    json_t *status = json_deep_copy(json_object_get(task, "status"));
-    if (status == NULL)
-        return NULL;
     return event_text("statusUpdate",
-                      json_pack("{s:O, s:O, s:o}", "taskId", json_object_get(task, "id"),
+                      json_pack("{s:O, s:O, s:O}", "taskId", json_object_get(task, "id"),
                                 "contextId", json_object_get(task, "contextId"), "status",
-                                status),
+                                json_object_get(task, "status")),
                       generation);
 }
 
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
                         int64_t generation)
 {
-    json_t *art = json_deep_copy(artifact);
-    if (art == NULL)
-        return NULL;
     return event_text("artifactUpdate",
-                      json_pack("{s:O, s:O, s:o, s:b, s:b}", "taskId",
+                      json_pack("{s:O, s:O, s:O, s:b, s:b}", "taskId",
                                 json_object_get(task, "id"), "contextId",
-                                json_object_get(task, "contextId"), "artifact", art, "append",
-                                append, "lastChunk", last_chunk),
+                                json_object_get(task, "contextId"), "artifact",
+                                (json_t *)artifact, "append", append, "lastChunk", last_chunk),
                       generation);
 }

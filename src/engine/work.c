@@ -13,6 +13,13 @@
  * that would be an illegal transition returns ONCE_EILLEGAL: never a
  * silent write.
  *
+ * The task is parsed once per turn, not once per write: the work context
+ * keeps the parsed form of its snapshot's task JSON (w->task), and a
+ * mutation of the snapshot it holds edits that tree instead of parsing the
+ * stored text again. Only a write that lands makes the edited tree the new
+ * parsed snapshot; a write that does not land drops it, and the next try
+ * parses the record it re-loaded.
+ *
  * Ownership: the work context owns its snapshot. Strings handed out by
  * once_work_task() / once_work_checkpoint() stay valid until run() returns
  * (older snapshots are retired, not freed, once lent); the effect key is
@@ -34,6 +41,8 @@ struct once_work {
     once_engine *e;
     once__turn *t;
     once_record rec;            /* last record read or written by this turn */
+    json_t *task;               /* rec.task_json parsed, or NULL (not parsed yet) */
+    json_t *staged;             /* the task tree the current mutation wrote */
     char *message;              /* the user message that started the turn */
     char effect_key[ONCE_EFFECT_KEY_MAX + 1];
     int task_lent, cp_lent;     /* rec.task_json / rec.checkpoint handed out */
@@ -42,7 +51,9 @@ struct once_work {
 };
 
 /* A mutation: edit next (a copy of cur) and set *payload (the event text,
- * numbered cur->generation + 1) or leave it NULL. */
+ * numbered cur->generation + 1) or leave it NULL. A mutation that edits the
+ * task tree takes it with take_task(), which also stages it: the tree is
+ * the snapshot's if the write lands, and freed if it does not. */
 typedef int (*mutate_fn)(once_work *w, const once_record *cur, once_record *next,
                          char **payload, void *arg);
 
@@ -62,10 +73,13 @@ static int retire(once_work *w, char *s)
     return ONCE_OK;
 }
 
-/* Make next the snapshot. A lent string must outlive the old snapshot: it is
- * retired (or, out of memory, leaked rather than left dangling). */
-static void adopt(once_work *w, once_record *next)
+/* Make next the snapshot, and task (owned; NULL: not parsed) its parsed
+ * task. A lent string must outlive the old snapshot: it is retired (or, out
+ * of memory, leaked rather than left dangling). */
+static void adopt(once_work *w, once_record *next, json_t *task)
 {
+    json_decref(w->task);
+    w->task = task;
     if (w->task_lent) {
         (void)retire(w, w->rec.task_json);
         w->rec.task_json = NULL;
@@ -169,7 +183,7 @@ static int fenced_write(once_work *w, mutate_fn fn, void *arg)
             break;
         }
         if (have_lost && write_landed(&cur, &lost)) {
-            adopt(w, &cur);
+            adopt(w, &cur, NULL);
             rc = ONCE_OK;
             break;
         }
@@ -185,10 +199,13 @@ static int fenced_write(once_work *w, mutate_fn fn, void *arg)
         if (rc == ONCE_OK)
             rc = once__write(e, &cur, &next, payload);
         once_free(payload);
+        json_t *staged = w->staged;
+        w->staged = NULL;
         if (rc == ONCE_OK) {
-            adopt(w, &next);
+            adopt(w, &next, staged);
             break;
         }
+        json_decref(staged);
         if (store_down(rc)) {
             lost = next;   /* what we tried to write: it may have landed */
             have_lost = 1;
@@ -219,6 +236,23 @@ static void touch_lease(once_work *w, once_record *next, int64_t now)
     if (!once_state_terminal(next->state) && !once_state_interrupted(next->state) &&
         strcmp(next->lease_owner, w->e->replica_id) == 0)
         next->lease_until = now + w->e->cfg.lease_ms;
+}
+
+/* The task tree of cur for a mutation to edit, staged (see mutate_fn);
+ * NULL if it cannot be parsed. The snapshot's own tree when cur is the
+ * snapshot (the same version of the same record holds the same text), else
+ * a parse of cur's text. */
+static json_t *take_task(once_work *w, const once_record *cur)
+{
+    json_t *task = NULL;
+    if (w->task != NULL && cur->version == w->rec.version) {
+        task = w->task;
+        w->task = NULL;
+    } else {
+        task = once__json_parse(cur->task_json);
+    }
+    w->staged = task;
+    return task;
 }
 
 /* Replace next->task_json with the text of task. */
@@ -252,7 +286,7 @@ static int mut_status(once_work *w, const once_record *cur, once_record *next, c
     int rc = once_transition(cur->state, a->state);
     if (rc != ONCE_OK)
         return rc;
-    json_t *task = once__json_parse(cur->task_json);
+    json_t *task = take_task(w, cur);
     if (task == NULL)
         return ONCE_ECORRUPT;
     int64_t now = once__now(w->e);
@@ -266,7 +300,6 @@ static int mut_status(once_work *w, const once_record *cur, once_record *next, c
         if (*payload == NULL)
             rc = ONCE_ENOMEM;
     }
-    json_decref(task);
     return rc;
 }
 
@@ -282,7 +315,7 @@ static int mut_artifact(once_work *w, const once_record *cur, once_record *next,
     if (cur->kind != ONCE_KIND_TASK ||
         (cur->state != ONCE_STATE_SUBMITTED && cur->state != ONCE_STATE_WORKING))
         return ONCE_EILLEGAL;
-    json_t *task = once__json_parse(cur->task_json);
+    json_t *task = take_task(w, cur);
     if (task == NULL)
         return ONCE_ECORRUPT;
     int rc = once__task_artifact(task, a->art, a->append);
@@ -294,7 +327,6 @@ static int mut_artifact(once_work *w, const once_record *cur, once_record *next,
         if (*payload == NULL)
             rc = ONCE_ENOMEM;
     }
-    json_decref(task);
     return rc;
 }
 
@@ -347,6 +379,9 @@ static int mut_checkpoint(once_work *w, const once_record *cur, once_record *nex
     next->checkpoint = cp;
     next->step = a->step;
     touch_lease(w, next, once__now(w->e));
+    /* The task text does not change: a parsed tree stays the snapshot's. */
+    if (w->task != NULL && cur->version == w->rec.version)
+        (void)take_task(w, cur);
     return ONCE_OK;
 }
 
@@ -537,11 +572,13 @@ static int is_user(const json_t *m)
     return role != NULL && (strcmp(role, "ROLE_USER") == 0 || strcmp(role, "user") == 0);
 }
 
-/* The latest user message in the stored history, as text. */
-static char *latest_user_message(const once_record *rec)
+/* The latest user message in the snapshot's history, as text (parsing the
+ * task into w->task if no write did yet). */
+static char *latest_user_message(once_work *w)
 {
-    json_t *task = once__json_parse(rec->task_json);
-    json_t *hist = json_object_get(task, "history");
+    if (w->task == NULL)
+        w->task = once__json_parse(w->rec.task_json);
+    json_t *hist = json_object_get(w->task, "history");
     char *text = NULL;
     for (size_t i = json_array_size(hist); i > 0; i--) {
         json_t *m = json_array_get(hist, i - 1);
@@ -550,7 +587,6 @@ static char *latest_user_message(const once_record *rec)
             break;
         }
     }
-    json_decref(task);
     return text != NULL ? text : once_strdup("{}");
 }
 
@@ -593,6 +629,7 @@ static void count_turn_end(once_work *w)
 
 static void work_free(once_work *w)
 {
+    json_decref(w->task);
     once_record_clear(&w->rec);
     once_free(w->message);
     for (size_t i = 0; i < w->nretired; i++)
@@ -625,6 +662,11 @@ void once__run_turn(once_engine *e, once__turn *t)
         work_free(w);
         return;
     }
+    /* The tree the dispatching write stored, if that is still the record. */
+    if (t->task != NULL && t->task_version == w->rec.version) {
+        w->task = t->task;
+        t->task = NULL;
+    }
     if (w->rec.fence != t->fence || w->rec.kind != ONCE_KIND_TASK ||
         once_state_terminal(w->rec.state) || once_state_interrupted(w->rec.state)) {
         work_free(w);
@@ -635,7 +677,7 @@ void once__run_turn(once_engine *e, once__turn *t)
         work_free(w);
         return;
     }
-    w->message = latest_user_message(&w->rec);
+    w->message = latest_user_message(w);
     if (w->message == NULL) {
         work_free(w);
         return;

@@ -77,7 +77,11 @@ void once__notify(once_engine *e, const once_record *r)
         }
     }
     pthread_mutex_unlock(&e->mu);
-    once__push_kick(e);
+    /* Only a record with push configs has deliveries a write can make due;
+     * waking the delivery threads for any other (most tasks: no webhooks)
+     * costs each of them a store scan that finds nothing. */
+    if (r->push_json != NULL)
+        once__push_kick(e);
 }
 
 int once__waiter_add(once_engine *e, once__waiter *w, const char *principal, const char *task_id)

@@ -54,6 +54,12 @@
 #define DEFAULT_MAX_STREAMS 256
 #define DEFAULT_SSE_PING_MS 15000
 #define DEFAULT_SSE_BUFFER ((size_t)64 * 1024)
+/* Each connection's libmicrohttpd memory pool: the request line, headers
+ * and the reply's headers (bodies are kept outside it, in our own buffers).
+ * libmicrohttpd clears the whole pool after every request, so its size is a
+ * cost per request, not only per connection: 16 KiB holds what A2A clients
+ * send (the header limit of Node's HTTP server, too); larger heads get 431. */
+#define CONN_MEMORY ((size_t)16 * 1024)
 
 /* Set up by once_http_start; afterwards only `stopping` (set once by
  * once_http_stop), `inflight` (every request's ctx) and `calls` (JSON-RPC
@@ -604,8 +610,7 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
         on_log, h, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->cfg.threads,
         MHD_OPTION_ARRAY, guarded, MHD_OPTION_ARRAY, https, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
-        /* request line + headers must fit here: larger ones get 431 */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
     if (h->d == NULL) {
         snprintf(err, errlen, "cannot listen on %s:%d (address in use or not available)",

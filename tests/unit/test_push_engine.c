@@ -36,7 +36,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "engine/push.h"
+#include "engine/push_int.h"
 #include "once/webhook.h"
 #include "timeout.h"
 
@@ -704,6 +704,54 @@ static void backoff_doubling_saturates(void **state)
     raw_stop(&s);
 }
 
+/* Until s got n requests (one per event), then exactly n. */
+static void wait_requests(raw_srv *s, int64_t n)
+{
+    int64_t until = once_monotonic_ms() + tt_ms(3000);
+    while (raw_requests(s) < n && once_monotonic_ms() < until)
+        usleep(10000);
+    assert_int_equal(raw_requests(s), n);
+}
+
+/* The wake-ups of the delivery threads so far. */
+static uint64_t kicks_of(fx *f)
+{
+    struct once__push *p = f->e->push;
+    pthread_mutex_lock(&p->mu);
+    uint64_t k = p->kicks;
+    pthread_mutex_unlock(&p->mu);
+    return k;
+}
+
+/* A write wakes the delivery threads only when its task has push configs:
+ * a task without webhooks (most of them) costs the threads no store scan
+ * per write. The first task's send returns once it completed, so each of
+ * its writes was made (and the registering one kicked, before the send
+ * returned, in the code that kicked on every write); the second task's
+ * send shows the count moves, and its events still all arrive. */
+static void kicks_only_for_tasks_with_configs(void **state)
+{
+    (void)state;
+    raw_srv s;
+    raw_start(&s, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+    fx f;
+    once_push_options o = fast_opts();
+    fx_start(&f, &o);
+    once_send_res res;
+    assert_int_equal(send_with_push(&f, "t-plain", "hello", NULL, NULL, &res), ONCE_OK);
+    assert_int_equal(res.state, ONCE_STATE_COMPLETED);
+    assert_true(generation_of(&f, "t-plain") >= 3);
+    assert_int_equal(kicks_of(&f), 0);
+
+    char url[64];
+    url_of(url, sizeof url, s.port);
+    assert_int_equal(send_with_push(&f, "t-hook", "hello", url, NULL, &res), ONCE_OK);
+    assert_true(kicks_of(&f) > 0);
+    wait_requests(&s, generation_of(&f, "t-hook"));
+    fx_stop(&f);
+    raw_stop(&s);
+}
+
 /* The request as sent: A2A 1.0 (content type, token, Authorization) and
  * Standard Webhooks (id, timestamp, one signature per secret). */
 static void request_headers(void **state)
@@ -726,10 +774,7 @@ static void request_headers(void **state)
                                     &res),
                      ONCE_OK);
     int64_t g = generation_of(&f, "t-hdr");
-    int64_t until = once_monotonic_ms() + tt_ms(3000);
-    while (raw_requests(&s) < g && once_monotonic_ms() < until)
-        usleep(10000);
-    assert_int_equal(raw_requests(&s), g);
+    wait_requests(&s, g);
     pthread_mutex_lock(&s.mu);
     char req[8192];
     memcpy(req, s.last, sizeof req);
@@ -968,6 +1013,7 @@ int main(void)
         cmocka_unit_test(retry_after_capped),
         cmocka_unit_test(backoff_doubling_saturates),
         cmocka_unit_test(request_headers),
+        cmocka_unit_test(kicks_only_for_tasks_with_configs),
         cmocka_unit_test(ssrf_refused_at_connect),
         cmocka_unit_test(config_methods),
         cmocka_unit_test(continuation_adds_config),
