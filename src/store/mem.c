@@ -301,15 +301,12 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
 {
     mem_store *ms = (mem_store *)s;
     mem_entry *e, **slot;
-    int rc;
+    int rc = ONCE_OK;
 
     if (winner)
         memset(winner, 0, sizeof *winner);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    rc = once__store_valid_create(s, rec, ev, nev);
-    if (rc != ONCE_OK)
-        return rc;
     e = once_calloc(1, sizeof *e);
     if (!e)
         return ONCE_ENOMEM;
@@ -357,14 +354,11 @@ static int mem_load(once_store *s, const char *principal, const char *task_id, o
 {
     mem_store *ms = (mem_store *)s;
     mem_entry *e;
-    int rc;
+    int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     pthread_mutex_lock(&ms->lock);
     e = find(ms, principal, task_id);
     if (!e) {
@@ -388,11 +382,8 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
     once_event *nv = NULL;
     int moved = 0;
     mem_entry *e;
-    int rc;
+    int rc = ONCE_OK;
 
-    rc = once__store_valid_update(s, rec, expect_version, ev, nev);
-    if (rc != ONCE_OK)
-        return rc;
     rc = once_record_copy(&nr, rec);
     if (rc != ONCE_OK)
         return rc;
@@ -461,12 +452,9 @@ static int mem_events(once_store *s, const char *principal, const char *task_id,
     mem_store *ms = (mem_store *)s;
     size_t lo, hi, n, i;
     mem_entry *e;
-    int rc;
+    int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     pthread_mutex_lock(&ms->lock);
     e = find(ms, principal, task_id);
     if (!e || e->is_tomb || e->nev == 0)
@@ -710,12 +698,9 @@ static int mem_list(once_store *s, const once_list_query *q, once_record_list *o
     mem_store *ms = (mem_store *)s;
     mem_entry **v;
     size_t nv, i;
-    int rc;
+    int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_query(s, q);
-    if (rc != ONCE_OK)
-        return rc;
     pthread_mutex_lock(&ms->lock);
     rc = collect(ms, listed, q, &v, &nv);
     if (rc == ONCE_OK && nv) {
@@ -916,10 +901,7 @@ static int mem_push_ack(once_store *s, const once_push_ack *ack)
 {
     mem_store *ms = (mem_store *)s;
     once_push_row *r;
-    int rc = once__store_valid_ack(s, ack);
-
-    if (rc != ONCE_OK)
-        return rc;
+    int rc = ONCE_OK;
     pthread_mutex_lock(&ms->lock);
     r = find_row(find(ms, ack->principal, ack->task_id), ack->config_id);
     rc = r ? once__push_apply_ack(r, ack) : ONCE_ENOTFOUND;
@@ -937,12 +919,9 @@ static int mem_push_rows(once_store *s, const char *principal, const char *task_
 {
     mem_store *ms = (mem_store *)s;
     mem_entry *e;
-    int rc;
+    int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     pthread_mutex_lock(&ms->lock);
     e = find(ms, principal, task_id);
     if (e && !e->is_tomb && e->npush) {

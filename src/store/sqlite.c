@@ -315,9 +315,6 @@ static int sq_create(once_store *s, const once_record *rec, const once_event *ev
         memset(winner, 0, sizeof *winner);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    int rc = once__store_valid_create(s, rec, ev, nev);
-    if (rc != ONCE_OK)
-        return rc;
     sq_op op = {.kind = SQ_OP_CREATE, .rec = rec, .ev = ev, .nev = nev, .winner = winner,
                 .tomb = tomb};
     return once__sq_submit(sq(s), &op);
@@ -332,9 +329,6 @@ static int sq_load(once_store *s, const char *principal, const char *task_id, on
 static int sq_update(once_store *s, const once_record *rec, int64_t expect_version,
                      const once_event *ev, size_t nev)
 {
-    int rc = once__store_valid_update(s, rec, expect_version, ev, nev);
-    if (rc != ONCE_OK)
-        return rc;
     sq_op op = {.kind = SQ_OP_UPDATE, .rec = rec, .ev = ev, .nev = nev,
                 .expect_version = expect_version};
     return once__sq_submit(sq(s), &op);

@@ -329,9 +329,6 @@ int once__sq_op_push_ack(sq_conn *w, sq_op *op)
 
 int once__sq_push_ack(sq_store *s, const once_push_ack *ack)
 {
-    int rc = once__store_valid_ack(&s->base, ack);
-    if (rc != ONCE_OK)
-        return rc;
     sq_op op = {.kind = SQ_OP_PUSH_ACK, .ack = ack};
     return once__sq_submit(s, &op);
 }
@@ -361,9 +358,6 @@ int once__sq_push_rows(sq_store *s, const char *principal, const char *task_id,
                        once_push_row_list *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = once__store_valid_key(&s->base, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     rows_arg a = {principal, task_id, out};
     return on_reader(s, "push_rows", rows_fn, &a);
 }

@@ -196,9 +196,6 @@ int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_
     memset(out, 0, sizeof *out);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    int rc = once__store_valid_key(&s->base, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     load_arg a = {principal, task_id, out, tomb};
     return with_reader(s, "load", load_fn, &a);
 }
@@ -258,9 +255,6 @@ int once__sq_events(sq_store *s, const char *principal, const char *task_id, int
                     size_t max, once_event_list *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = once__store_valid_key(&s->base, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     events_arg a = {principal, task_id, after, max, out};
     return with_reader(s, "events", events_fn, &a);
 }
@@ -368,9 +362,6 @@ static int list_fn(sq_conn *c, void *p)
 int once__sq_list(sq_store *s, const once_list_query *q, once_record_list *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = once__store_valid_query(&s->base, q);
-    if (rc != ONCE_OK)
-        return rc;
     list_arg a = {q, out};
     return with_reader(s, "list", list_fn, &a);
 }

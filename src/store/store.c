@@ -156,6 +156,9 @@ int once_store_create(once_store *s, const once_record *rec, const once_event *e
         memset(tomb, 0, sizeof *tomb);
     if (!s || !rec)
         return ONCE_EINVAL;
+    int rc = once__store_valid_create(s, rec, ev, nev);
+    if (rc != ONCE_OK)
+        return rc;
     TIMED(s, ONCE__SOP_CREATE, s->m->create(s, rec, ev, nev, winner, tomb));
 }
 
@@ -168,6 +171,9 @@ int once_store_load(once_store *s, const char *principal, const char *task_id, o
         memset(tomb, 0, sizeof *tomb);
     if (!s || !out)
         return ONCE_EINVAL;
+    int rc = once__store_valid_key(s, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
     TIMED(s, ONCE__SOP_LOAD, s->m->load(s, principal, task_id, out, tomb));
 }
 
@@ -176,6 +182,9 @@ int once_store_update(once_store *s, const once_record *rec, int64_t expect_vers
 {
     if (!s || !rec)
         return ONCE_EINVAL;
+    int rc = once__store_valid_update(s, rec, expect_version, ev, nev);
+    if (rc != ONCE_OK)
+        return rc;
     TIMED(s, ONCE__SOP_UPDATE, s->m->update(s, rec, expect_version, ev, nev));
 }
 
@@ -186,6 +195,9 @@ int once_store_events(once_store *s, const char *principal, const char *task_id,
         memset(out, 0, sizeof *out);
     if (!s || !out)
         return ONCE_EINVAL;
+    int rc = once__store_valid_key(s, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
     TIMED(s, ONCE__SOP_EVENTS, s->m->events(s, principal, task_id, after, max, out));
 }
 
@@ -222,6 +234,9 @@ int once_store_list(once_store *s, const once_list_query *q, once_record_list *o
         memset(out, 0, sizeof *out);
     if (!s || !q || !out)
         return ONCE_EINVAL;
+    int rc = once__store_valid_query(s, q);
+    if (rc != ONCE_OK)
+        return rc;
     TIMED(s, ONCE__SOP_LIST, s->m->list(s, q, out));
 }
 
@@ -275,6 +290,9 @@ int once_store_push_ack(once_store *s, const once_push_ack *ack)
         return ONCE_EINVAL;
     if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_ack)
         return ONCE_EUNSUPPORTED;
+    int rc = once__store_valid_ack(s, ack);
+    if (rc != ONCE_OK)
+        return rc;
     TIMED(s, ONCE__SOP_PUSH_ACK, s->m->push_ack(s, ack));
 }
 
@@ -287,5 +305,8 @@ int once_store_push_rows(once_store *s, const char *principal, const char *task_
         return ONCE_EINVAL;
     if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_rows)
         return ONCE_EUNSUPPORTED;
+    int rc = once__store_valid_key(s, principal, task_id);
+    if (rc != ONCE_OK)
+        return rc;
     TIMED(s, ONCE__SOP_PUSH_ROWS, s->m->push_rows(s, principal, task_id, out));
 }

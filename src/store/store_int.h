@@ -1,12 +1,14 @@
 /*
  * store_int.h -- what the store backends share and nothing else sees: the
- * backend tables once_store_open dispatches over, and the argument checks
- * every backend runs, written once so that "what is a legal create/update"
- * has one answer whatever the backend.
+ * backend tables once_store_open dispatches over, and the argument checks,
+ * written once so that "what is a legal create/update" has one answer
+ * whatever the backend. store.c runs the static checks (key, create,
+ * update, query, renew, ack) once, before it dispatches: a backend's slots
+ * are only ever called with arguments that passed them.
  *
- * Validation order a backend follows in update (so every backend reports the
- * same error for the same call):
- *   1. once__store_valid_update()  static checks          -> ONCE_EINVAL
+ * Validation order of an update (so every backend reports the same error
+ * for the same call):
+ *   1. once__store_valid_update()  static checks (store.c) -> ONCE_EINVAL
  *   2. key absent / tombstoned / stored version differs   -> ONCE_ECONFLICT
  *   3. once__store_valid_events()  numbering vs the stored generation
  *                                                          -> ONCE_EINVAL
@@ -70,7 +72,7 @@ int once__store_valid_update(once_store *s, const once_record *rec, int64_t expe
 
 /* renew's arguments (store.h): a legal key, owner 1..ONCE_OWNER_MAX bytes,
  * fence >= 0, until > 0 (0 means "no lease", which a renewal cannot
- * grant). once_store_renew runs it, so the backends' renew slots do not. */
+ * grant). */
 int once__store_valid_renew(once_store *s, const char *principal, const char *task_id,
                             const char *owner, int64_t fence, int64_t until);
 

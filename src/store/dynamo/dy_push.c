@@ -336,11 +336,7 @@ int once__dy_push_claim(once_store *base, const char *owner, int64_t now, int64_
 int once__dy_push_ack(once_store *base, const once_push_ack *ack)
 {
     dy_store *s = dys(base);
-    int rc, round;
-
-    rc = once__store_valid_ack(base, ack);
-    if (rc != ONCE_OK)
-        return rc;
+    int rc = ONCE_OK, round;
     for (round = 0; round < DY_ROUNDS; round++) {
         task_rows t;
         size_t i;
@@ -373,11 +369,7 @@ int once__dy_push_rows(once_store *base, const char *principal, const char *task
                        once_push_row_list *out)
 {
     task_rows t;
-    int rc;
-
-    rc = once__store_valid_key(base, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
+    int rc = ONCE_OK;
     rc = read_rows(dys(base), principal, task_id, &t);
     if (rc == ONCE_ENOTFOUND || (rc == ONCE_OK && t.n == 0))
         return ONCE_OK;

@@ -97,11 +97,7 @@ int once__dy_load(once_store *base, const char *principal, const char *task_id, 
     dy_store *s = dys(base);
     json_t *item;
     dy_stored st;
-    int rc;
-
-    rc = once__store_valid_key(base, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
+    int rc = ONCE_OK;
     rc = once__dy_get_task(s, principal, task_id, &item);
     if (rc != ONCE_OK)
         return rc;
@@ -198,11 +194,7 @@ int once__dy_events(once_store *base, const char *principal, const char *task_id
     dy_stored st;
     size_t want, from_items = 0, i;
     char *pk = NULL;
-    int rc;
-
-    rc = once__store_valid_key(base, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
+    int rc = ONCE_OK;
     rc = once__dy_get_task(s, principal, task_id, &item);
     if (rc != ONCE_OK || !item)
         return rc;
@@ -320,11 +312,7 @@ int once__dy_list(once_store *base, const once_list_query *q, once_record_list *
     list_sink k = {out, q->limit};
     const char *filter;
     json_t *vals;
-    int rc;
-
-    rc = once__store_valid_query(base, q);
-    if (rc != ONCE_OK)
-        return rc;
+    int rc = ONCE_OK;
     out->v = once_calloc(q->limit, sizeof *out->v);
     vals = json_pack("{s:o}", ":p", once__dy_s(q->principal));
     if (!out->v || !vals) {

@@ -100,11 +100,9 @@ int once__dy_create(once_store *base, const once_record *rec, const once_event *
     once_push_row rows[ONCE_PUSH_CONFIGS_MAX];
     size_t nrows = 0;
     dy_item it;
-    int rc, round;
+    int rc = ONCE_OK, round;
 
-    rc = once__store_valid_create(base, rec, ev, nev);
-    if (rc == ONCE_OK)
-        rc = once__dy_sync_rows(rec, NULL, 0, rows, &nrows);
+    rc = once__dy_sync_rows(rec, NULL, 0, rows, &nrows);
     if (rc == ONCE_OK)
         rc = once__dy_record_item(s, rec, ev, nev, rows, nrows, 0, &it);
     if (rc != ONCE_OK)
@@ -187,9 +185,8 @@ static int update_once(dy_store *s, const once_record *rec, int64_t expect_versi
 int once__dy_update(once_store *base, const once_record *rec, int64_t expect_version,
                     const once_event *ev, size_t nev)
 {
-    int rc, round;
+    int rc = ONCE_OK, round;
 
-    rc = once__store_valid_update(base, rec, expect_version, ev, nev);
     for (round = 0; rc == ONCE_OK && round < DY_ROUNDS; round++) {
         int64_t wait;
         rc = update_once(dys(base), rec, expect_version, ev, nev, round > 0);

@@ -272,10 +272,6 @@ static int ack_fn(pg_store *s, pg_conn *c, void *arg)
 
 int once__pg_push_ack(once_store *s, const once_push_ack *ack)
 {
-    int rc = once__store_valid_ack(s, ack);
-
-    if (rc != ONCE_OK)
-        return rc;
     return once__pg_run(pgs(s), ack_fn, (void *)ack);
 }
 
@@ -309,12 +305,8 @@ int once__pg_push_rows(once_store *s, const char *principal, const char *task_id
                        once_push_row_list *out)
 {
     rows_arg a = {principal, task_id, out};
-    int rc;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     return once__pg_run(pgs(s), rows_fn, &a);
 }
 

@@ -82,14 +82,10 @@ int once__pg_load(once_store *s, const char *principal, const char *task_id, onc
                   once_tombstone *tomb)
 {
     load_arg a = {principal, task_id, out, tomb};
-    int rc;
 
     memset(out, 0, sizeof *out);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     return once__pg_run(pgs(s), load_fn, &a);
 }
 
@@ -132,12 +128,8 @@ int once__pg_events(once_store *s, const char *principal, const char *task_id, i
 {
     events_arg a;
     pg_params p;
-    int rc;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     once__pg_p_init(&p);
     once__pg_p_str(&p, principal);
     once__pg_p_str(&p, task_id);
@@ -238,12 +230,8 @@ int once__pg_list(once_store *s, const once_list_query *q, once_record_list *out
 {
     list_arg a;
     pg_params p;
-    int rc;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_query(s, q);
-    if (rc != ONCE_OK)
-        return rc;
     once__pg_p_init(&p);
     once__pg_p_str(&p, q->principal);
     once__pg_p_str(&p, q->context_id);

@@ -110,15 +110,12 @@ int once__pg_create(once_store *s, const once_record *rec, const once_event *ev,
     char fd[ONCE_DIGEST_HEX + 1];
     create_arg a;
     pg_params p;
-    int rc;
+    int rc = ONCE_OK;
 
     if (winner)
         memset(winner, 0, sizeof *winner);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    rc = once__store_valid_create(s, rec, ev, nev);
-    if (rc != ONCE_OK)
-        return rc;
     once_digests_first(rec->digests, fd);
     once__pg_p_init(&p);
     bind_record(&p, rec, fd);
@@ -212,11 +209,8 @@ int once__pg_update(once_store *s, const once_record *rec, int64_t expect_versio
     update_arg a;
     pg_params p;
     int64_t base;
-    int rc;
+    int rc = ONCE_OK;
 
-    rc = once__store_valid_update(s, rec, expect_version, ev, nev);
-    if (rc != ONCE_OK)
-        return rc;
     /* The only stored generation these events can continue. If they cannot
      * continue any, the statement is skipped and diagnose() still reports
      * ECONFLICT first when the version moved (store_int.h's order). */

@@ -287,10 +287,6 @@ static int ack_fn(rd_store *s, rd_conn *c, void *arg)
 
 int once__rd_push_ack(once_store *s, const once_push_ack *ack)
 {
-    int rc = once__store_valid_ack(s, ack);
-
-    if (rc != ONCE_OK)
-        return rc;
     return once__rd_run(rds(s), ack_fn, (void *)ack);
 }
 
@@ -322,11 +318,7 @@ int once__rd_push_rows(once_store *s, const char *principal, const char *task_id
                        once_push_row_list *out)
 {
     rows_arg a = {principal, task_id, out};
-    int rc;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     return once__rd_run(rds(s), rows_fn, &a);
 }

@@ -57,14 +57,11 @@ int once__rd_load(once_store *s, const char *principal, const char *task_id, onc
                   once_tombstone *tomb)
 {
     load_arg a;
-    int rc;
+    int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     a.key = once__rd_key_task(rds(s), principal, task_id);
     if (!a.key)
         return ONCE_ENOMEM;
@@ -132,12 +129,9 @@ int once__rd_events(once_store *s, const char *principal, const char *task_id, i
                     size_t max, once_event_list *out)
 {
     events_arg a;
-    int rc;
+    int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_key(s, principal, task_id);
-    if (rc != ONCE_OK)
-        return rc;
     a.start = after < 0 ? 0 : after;
     if (max == 0 || max > (size_t)(INT64_MAX - a.start))
         a.stop = -1;
@@ -363,12 +357,9 @@ static int list_fn(rd_store *s, rd_conn *c, void *arg)
 int once__rd_list(once_store *s, const once_list_query *q, once_record_list *out)
 {
     list_arg a;
-    int rc;
+    int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
-    rc = once__store_valid_query(s, q);
-    if (rc != ONCE_OK)
-        return rc;
     a.q = q;
     a.out = out;
     a.index = once__rd_key_list(rds(s), q->principal);
