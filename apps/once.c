@@ -334,16 +334,16 @@ static int parse_args(int argc, char **argv, cli *o)
                 *(int64_t *)flags[k].dst = (int64_t)n * 1000;
                 break;
             }
-            if (once_parse_duration(v, 0, flags[k].dst) != ONCE_OK ||
+            if (once__parse_duration(v, 0, flags[k].dst) != ONCE_OK ||
                 *(int64_t *)flags[k].dst < 1000)
                 return bad("%s: expected seconds (1 or more), got %s", flags[k].name, v);
             break;
         case DUR:
-            if (once_parse_duration(v, 0, flags[k].dst) != ONCE_OK)
+            if (once__parse_duration(v, 0, flags[k].dst) != ONCE_OK)
                 return bad("%s: not a duration: %s (use e.g. 500ms, 30s, 5m)", flags[k].name, v);
             break;
         case SIZE:
-            if (once_parse_size(v, flags[k].dst) != ONCE_OK || *(uint64_t *)flags[k].dst < 1024 ||
+            if (once__parse_size(v, flags[k].dst) != ONCE_OK || *(uint64_t *)flags[k].dst < 1024 ||
                 *(uint64_t *)flags[k].dst > ((uint64_t)1 << 30))
                 return bad("%s: expected a size from 1KiB to 1GiB, got %s", flags[k].name, v);
             break;
@@ -831,7 +831,7 @@ static int cmd_outbox(cli *o)
 {
     if (o->prune != NULL) {
         int64_t age;
-        if (once_parse_duration(o->prune, 0, &age) != ONCE_OK)
+        if (once__parse_duration(o->prune, 0, &age) != ONCE_OK)
             return bad("--prune: not a duration: %s", o->prune);
         unsigned n = 0;
         if (once_client_prune(o->c, age, &n) != ONCE_OK) {

@@ -190,7 +190,7 @@ static int bad(const char *fmt, ...)
 
 static int parse_dur(const char *flag, const char *v, int neg, int64_t *out)
 {
-    int rc = once_parse_duration(v, neg, out);
+    int rc = once__parse_duration(v, neg, out);
     if (rc == ONCE_ERANGE)
         return bad("%s: duration too large: %s", flag, v);
     if (rc != ONCE_OK)
@@ -306,7 +306,7 @@ static int parse_args(int argc, char **argv, opts *o)
             rc = parse_count(f->name, v, 4096, f->dst);
             break;
         case F_SIZE:
-            if (once_parse_size(v, &sz) != ONCE_OK || sz < 1024 || sz > ((uint64_t)1 << 30))
+            if (once__parse_size(v, &sz) != ONCE_OK || sz < 1024 || sz > ((uint64_t)1 << 30))
                 return bad("%s: expected a size from 1KiB to 1GiB, got %s", f->name, v);
             *(uint64_t *)f->dst = sz;
             break;
@@ -358,16 +358,16 @@ static void redact_url(const char *url, char *out, size_t outlen)
     snprintf(out, outlen, "%.*s:***%s", (int)(colon - url), url, at);
 }
 
-/* The --card file, checked (once_a2a_card_parse): a message naming the
+/* The --card file, checked (once__a2a_card_parse): a message naming the
  * file and the field when it is refused. */
 static int load_card(const char *path, json_t **out)
 {
     char err[512] = "", *text = NULL;
     size_t len = 0;
-    int rc = once_read_file(path, (size_t)1 << 20, &text, &len, err, sizeof err);
+    int rc = once__read_file(path, (size_t)1 << 20, &text, &len, err, sizeof err);
     if (rc == ONCE_OK) {
         char why[400] = "";
-        rc = once_a2a_card_parse(text, len, out, why, sizeof why);
+        rc = once__a2a_card_parse(text, len, out, why, sizeof why);
         if (rc != ONCE_OK)
             snprintf(err, sizeof err, "%s: %s", path, why[0] ? why : once_strerror(rc));
         once_free(text);
@@ -432,7 +432,7 @@ static int wait_for_signal(void)
 /* A shutdown step as a log line (a second signal exits at once). */
 static void log_shutdown(const char *event, const char *signal_name, int64_t drain_ms)
 {
-    if (!once_log_enabled(ONCE_LOG_INFO))
+    if (!once__log_enabled(ONCE_LOG_INFO))
         return;
     once__logline l;
     once__log_begin(&l, ONCE_LOG_INFO, event);
@@ -452,7 +452,7 @@ static void drain(once_server *server, int64_t grace_ms)
     int64_t until = once_monotonic_ms() + grace_ms;
     for (;;) {
         int64_t left = until - once_monotonic_ms();
-        if (once_server_calls(server) == 0 || left <= 0)
+        if (once__server_calls(server) == 0 || left <= 0)
             return;
         /* The calls counter has no wake-up of its own: look again every
          * 20 ms. */
@@ -488,21 +488,21 @@ int main(int argc, char **argv)
         return rc;
     char host[256];
     int port = 0;
-    if (once_parse_listen(o.listen, host, sizeof host, &port) != ONCE_OK || port == 0)
+    if (once__parse_listen(o.listen, host, sizeof host, &port) != ONCE_OK || port == 0)
         return bad("--listen: expected HOST:PORT with a port from 1 to 65535, got %s", o.listen);
     int log_format = isatty(2) ? ONCE_LOG_TEXT : ONCE_LOG_JSON;
     int log_level = ONCE_LOG_INFO;
-    if (o.log_format != NULL && (log_format = once_log_format_parse(o.log_format)) < 0)
+    if (o.log_format != NULL && (log_format = once__log_format_parse(o.log_format)) < 0)
         return bad("--log-format: expected text or json, got %s", o.log_format);
-    if (o.log_level != NULL && (log_level = once_log_level_parse(o.log_level)) < 0)
+    if (o.log_level != NULL && (log_level = once__log_level_parse(o.log_level)) < 0)
         return bad("--log-level: expected error, warn, info or debug, got %s", o.log_level);
-    once_log_setup(log_level, log_format, 2);
+    once__log_setup(log_level, log_format, 2);
     char mhost[256];
     int mport = 0, mmode = ONCE_HTTP_METRICS_HERE;
     if (o.metrics != NULL && strcmp(o.metrics, "off") == 0) {
         mmode = ONCE_HTTP_METRICS_OFF;
     } else if (o.metrics != NULL) {
-        if (once_parse_listen(o.metrics, mhost, sizeof mhost, &mport) != ONCE_OK || mport == 0)
+        if (once__parse_listen(o.metrics, mhost, sizeof mhost, &mport) != ONCE_OK || mport == 0)
             return bad("--metrics: expected off or ADDR:PORT, got %s", o.metrics);
         mmode = ONCE_HTTP_METRICS_APART;
     }
@@ -523,7 +523,7 @@ int main(int argc, char **argv)
     once_offset_clock_init(&clock, o.clock_offset_ms);
 
     if (o.auth_tokens != NULL &&
-        once_tokens_load(o.auth_tokens, &tokens, err, sizeof err) != ONCE_OK) {
+        once__tokens_load(o.auth_tokens, &tokens, err, sizeof err) != ONCE_OK) {
         fprintf(stderr, "onced: --auth-tokens %s\n", err);
         goto out;
     }
@@ -599,19 +599,19 @@ int main(int argc, char **argv)
     sc.push.max_attempts = (int)o.push_attempts;
     sc.push.timeout_ms = o.push_timeout_ms;
     sc.push.backoff_ms = o.push_backoff_ms;
-    if ((rc = once_serve_start(&sc, &server, err, sizeof err)) != ONCE_OK) {
+    if ((rc = once__serve_start(&sc, &server, err, sizeof err)) != ONCE_OK) {
         fprintf(stderr, "onced: %s\n", err[0] ? err : once_strerror(rc));
         goto out;
     }
     char shown[512];
     redact_url(o.store, shown, sizeof shown);
     printf("onced listening on %s replica=%s store=%s\n", once_server_url(server),
-           once_engine_replica_id(once_server_engine(server)), shown);
+           once__engine_replica_id(once__server_engine(server)), shown);
     fflush(stdout);
     if (o.experiment_naive)
         fprintf(stderr, "onced: --experiment-naive: the idempotency layer is OFF (every send "
                         "makes a new task); for the amplification experiment only\n");
-    if (!once_engine_push_supported(once_server_engine(server)))
+    if (!once__engine_push_supported(once__server_engine(server)))
         fprintf(stderr, "onced: this store keeps no push delivery state: push notifications "
                         "are off\n");
     else if (o.npush_secrets == 0)
@@ -632,7 +632,7 @@ out:
     once_server_stop(server); /* HTTP first, then the engine's workers */
     once_executor_free(sub);
     once_store_close(store);
-    once_tokens_free(tokens);
+    once__tokens_free(tokens);
     json_decref(card);
     return status;
 }

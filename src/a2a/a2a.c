@@ -12,7 +12,7 @@
  *   -32602 params given by position
  *   then the handler's own validation and verdicts.
  *
- * The handle is immutable after once_a2a_new apart from the per-method
+ * The handle is immutable after once__a2a_new apart from the per-method
  * counters, which are only touched with __atomic builtins: any number of
  * HTTP threads share one handle.
  */
@@ -22,10 +22,10 @@
 #include "a2a/a2a_int.h"
 #include "core/log.h"
 
-/* Written once by once_a2a_new and read-only afterwards, except the counter
+/* Written once by once__a2a_new and read-only afterwards, except the counter
  * arrays: any thread bumps calls[i]/errors[i] with __atomic adds (no lock). */
-struct once_a2a {
-    once_a2a_config cfg;     /* strings below are owned copies */
+struct once__a2a {
+    once__a2a_config cfg;     /* strings below are owned copies */
     char *url, *name, *description, *skill_id, *skill_description;
     char *card;
     size_t card_len;
@@ -42,13 +42,13 @@ static int dup_opt(const char *s, char **out)
     return *out ? ONCE_OK : ONCE_ENOMEM;
 }
 
-int once_a2a_new(const once_a2a_config *cfg, once_a2a **out)
+int once__a2a_new(const once__a2a_config *cfg, once__a2a **out)
 {
     *out = NULL;
     if (cfg == NULL || cfg->backend.send == NULL || cfg->backend.get == NULL ||
         cfg->backend.cancel == NULL || cfg->backend.list == NULL || cfg->url == NULL)
         return ONCE_EINVAL;
-    once_a2a *a = once_calloc(1, sizeof *a);
+    once__a2a *a = once_calloc(1, sizeof *a);
     if (a == NULL)
         return ONCE_ENOMEM;
     a->cfg = *cfg;
@@ -78,14 +78,14 @@ int once_a2a_new(const once_a2a_config *cfg, once_a2a **out)
         rc = once__a2a_card_build(&a->cfg, &a->card, &a->card_len);
     a->cfg.card = NULL; /* borrowed only until here */
     if (rc != ONCE_OK) {
-        once_a2a_free(a);
+        once__a2a_free(a);
         return rc;
     }
     *out = a;
     return ONCE_OK;
 }
 
-void once_a2a_free(once_a2a *a)
+void once__a2a_free(once__a2a *a)
 {
     if (a == NULL)
         return;
@@ -100,34 +100,34 @@ void once_a2a_free(once_a2a *a)
     once_free(a);
 }
 
-const char *once_a2a_card(const once_a2a *a, size_t *len)
+const char *once__a2a_card(const once__a2a *a, size_t *len)
 {
     if (len)
         *len = a->card_len;
     return a->card;
 }
 
-const once_a2a_backend *once__a2a_backend(const once_a2a *a)
+const once__a2a_backend *once__a2a_backend_of(const once__a2a *a)
 {
     return &a->cfg.backend;
 }
 
-size_t once__a2a_max_parts(const once_a2a *a)
+size_t once__a2a_max_parts(const once__a2a *a)
 {
     return a->cfg.max_parts;
 }
 
-int64_t once__a2a_wait_ms(const once_a2a *a)
+int64_t once__a2a_wait_ms(const once__a2a *a)
 {
     return a->cfg.wait_ms;
 }
 
-once_offset_clock *once__a2a_clock(const once_a2a *a)
+once_offset_clock *once__a2a_clock(const once__a2a *a)
 {
     return a->cfg.clock;
 }
 
-int once_a2a_method_stats(const once_a2a *a, size_t i, const char **name, uint64_t *calls,
+int once__a2a_method_stats(const once__a2a *a, size_t i, const char **name, uint64_t *calls,
                           uint64_t *errors)
 {
     if (i >= once__a2a_nmethods)
@@ -141,7 +141,7 @@ int once_a2a_method_stats(const once_a2a *a, size_t i, const char **name, uint64
     return ONCE_OK;
 }
 
-void once__a2a_add_stats(const once_a2a *a, json_t *obj)
+void once__a2a_add_stats(const once__a2a *a, json_t *obj)
 {
     json_t *m = json_object();
     if (m == NULL)
@@ -149,7 +149,7 @@ void once__a2a_add_stats(const once_a2a *a, json_t *obj)
     for (size_t i = 0; i < once__a2a_nmethods; i++) {
         const char *name;
         uint64_t calls, errors;
-        once_a2a_method_stats(a, i, &name, &calls, &errors);
+        once__a2a_method_stats(a, i, &name, &calls, &errors);
         json_object_set_new(m, name, json_pack("{s:I, s:I}", "calls", (json_int_t)calls,
                                                "errors", (json_int_t)errors));
     }
@@ -163,7 +163,7 @@ static int is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-int once_a2a_extension_active(const char *h)
+int once__a2a_extension_active(const char *h)
 {
     static const char uri[] = ONCE_A2A_EXTENSION_URI;
     const size_t ulen = sizeof uri - 1;
@@ -185,7 +185,7 @@ int once_a2a_extension_active(const char *h)
     return 0;
 }
 
-int once_a2a_version_ok(const char *v)
+int once__a2a_version_ok(const char *v)
 {
     if (v == NULL)
         return 0;
@@ -210,7 +210,7 @@ int once_a2a_version_ok(const char *v)
 
 /* Write {"jsonrpc":"2.0","id":id,<member>:value} into resp (steals value);
  * HTTP+JSON has no envelope: the value is the body. */
-static int respond(once_a2a_response *resp, once_a2a_binding b, json_t *id, const char *member,
+static int respond(once__a2a_response *resp, once__a2a_binding b, json_t *id, const char *member,
                    json_t *value)
 {
     if (b == ONCE_A2A_HTTP_JSON) {
@@ -235,7 +235,7 @@ static int respond(once_a2a_response *resp, once_a2a_binding b, json_t *id, cons
     return rc;
 }
 
-static int respond_error(once_a2a_response *resp, once_a2a_binding b, json_t *id, int code,
+static int respond_error(once__a2a_response *resp, once__a2a_binding b, json_t *id, int code,
                          const char *reason, const char *message, json_t *meta)
 {
     /* Text JSON cannot carry (a cut multi-byte sequence) is cleaned first. */
@@ -308,7 +308,7 @@ static int id_ok(const json_t *id)
     return json_is_string(id) || json_is_number(id) || json_is_null(id);
 }
 
-const a2a_method *once__a2a_lookup(const once_a2a *a, const char *name, size_t *idx)
+const a2a_method *once__a2a_lookup(const once__a2a *a, const char *name, size_t *idx)
 {
     for (size_t i = 0; i < once__a2a_nmethods; i++) {
         const a2a_method *m = &once__a2a_methods[i];
@@ -322,11 +322,11 @@ const a2a_method *once__a2a_lookup(const once_a2a *a, const char *name, size_t *
     return NULL;
 }
 
-static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *c, size_t idx, int rc);
+static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *c, size_t idx, int rc);
 
-int once__a2a_run(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp,
+int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response *resp,
                   const a2a_method *m, size_t idx, json_t *id, json_t *params,
-                  once_a2a_binding b)
+                  once__a2a_binding b)
 {
     a2a_call c;
     memset(&c, 0, sizeof c);
@@ -335,13 +335,13 @@ int once__a2a_run(once_a2a *a, const once_a2a_request *req, once_a2a_response *r
     c.req = req;
     c.m = m;
     c.id = id;
-    c.extension = once_a2a_extension_active(req->extensions);
+    c.extension = once__a2a_extension_active(req->extensions);
     resp->extension = c.extension;
     __atomic_add_fetch(&a->calls[idx], 1, __ATOMIC_RELAXED);
 
     json_t *empty = NULL;
     int rc;
-    if (!(m->flags & (A2A_M_LEGACY | A2A_M_NOVERSION)) && !once_a2a_version_ok(req->version)) {
+    if (!(m->flags & (A2A_M_LEGACY | A2A_M_NOVERSION)) && !once__a2a_version_ok(req->version)) {
         /* Echo what the client sent, as printable ASCII (it is a header). */
         char v[33] = "0.3";
         if (req->version != NULL && req->version[0] != '\0') {
@@ -387,11 +387,11 @@ int once__a2a_run(once_a2a *a, const once_a2a_request *req, once_a2a_response *r
 
 /* Turn a finished call into the response: the result, a stream, a
  * deferred answer, or the error the handler recorded. */
-static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *cp, size_t idx, int rc)
+static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t idx, int rc)
 {
     a2a_call c = *cp;
     json_t *id = c.id;
-    once_a2a_binding b = c.binding;
+    once__a2a_binding b = c.binding;
     int out;
     if (rc == ONCE_OK && c.deferred != NULL) {
         resp->http_status = 200;
@@ -447,21 +447,21 @@ static int conclude(once_a2a *a, once_a2a_response *resp, a2a_call *cp, size_t i
         resp->http_status = c.http_status ? c.http_status : 200;
         resp->retry_after = c.retry_after;
         json_decref(c.result);
-        once_a2a_stream_free(c.stream);
-        once_a2a_deferred_free(c.deferred);
+        once__a2a_stream_free(c.stream);
+        once__a2a_deferred_free(c.deferred);
         out = respond_error(resp, b, id, c.code, c.reason, c.message, c.meta);
     }
     json_decref(c.meta);
     return out;
 }
 
-int once_a2a_deferred_arm(once_a2a_deferred *d, void (*ready)(void *arg), void *arg)
+int once__a2a_deferred_arm(once__a2a_deferred *d, void (*ready)(void *arg), void *arg)
 {
-    const once_a2a_backend *b = &d->a->cfg.backend;
+    const once__a2a_backend *b = &d->a->cfg.backend;
     return b->await(b->ctx, d->principal, d->task_id, d->gen, d->until, ready, arg);
 }
 
-int once_a2a_deferred_finish(once_a2a_deferred *d, once_a2a_response *resp)
+int once__a2a_deferred_finish(once__a2a_deferred *d, once__a2a_response *resp)
 {
     memset(resp, 0, sizeof *resp);
     a2a_call c;
@@ -477,11 +477,11 @@ int once_a2a_deferred_finish(once_a2a_deferred *d, once_a2a_response *resp)
     if (rc == ONCE_ENOMEM && c.code == 0)
         once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
     rc = conclude(d->a, resp, &c, d->idx, rc);
-    once_a2a_deferred_free(d);
+    once__a2a_deferred_free(d);
     return rc;
 }
 
-void once_a2a_deferred_free(once_a2a_deferred *d)
+void once__a2a_deferred_free(once__a2a_deferred *d)
 {
     if (d == NULL)
         return;
@@ -489,14 +489,14 @@ void once_a2a_deferred_free(once_a2a_deferred *d)
     once_free(d);
 }
 
-void once_a2a_release_waits(once_a2a *a)
+void once__a2a_release_waits(once__a2a *a)
 {
-    const once_a2a_backend *b = &a->cfg.backend;
+    const once__a2a_backend *b = &a->cfg.backend;
     if (b->await_release != NULL)
         b->await_release(b->ctx);
 }
 
-int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp)
+int once__a2a_handle(once__a2a *a, const once__a2a_request *req, once__a2a_response *resp)
 {
     memset(resp, 0, sizeof *resp);
     char why[200], msg[300];

@@ -8,7 +8,7 @@
  *
  * Data flows http -> a2a -> backend (the engine). The backend is a small
  * table of function pointers so the codec can be unit-tested with a fake
- * engine; a2a_engine.c binds it to a real once_engine.
+ * engine; a2a_engine.c binds it to a real once__engine.
  *
  * Wire decisions (documented in docs/protocol.md):
  *   - batch requests (a JSON array) are refused with -32600;
@@ -17,7 +17,7 @@
  *   - JSON nested deeper than ONCE_JSON_MAX_DEPTH (64), invalid UTF-8 and
  *     duplicate object keys are -32700: the parser refuses the document;
  *   - by-position params (an array) are -32602.
- * Thread-safe: once_a2a_handle may run on many threads at once.
+ * Thread-safe: once__a2a_handle may run on many threads at once.
  */
 #ifndef ONCE_A2A_A2A_H
 #define ONCE_A2A_A2A_H
@@ -52,10 +52,10 @@ enum {
     ONCE_RPC_VERSION_NOT_SUPPORTED = -32009
 };
 
-/* What the codec needs from the engine. Same contracts as the once_engine_*
+/* What the codec needs from the engine. Same contracts as the once__engine_*
  * functions in engine/engine.h (ctx is the first argument). stats and
  * set_clock_offset are optional (NULL). */
-typedef struct once_a2a_backend {
+typedef struct once__a2a_backend {
     void *ctx;
     int (*send)(void *ctx, const once_send_req *req, once_send_res *res);
     int (*get)(void *ctx, const char *principal, const char *task_id, int history_length,
@@ -65,8 +65,8 @@ typedef struct once_a2a_backend {
     int (*list)(void *ctx, const once_list_req *req, json_t **tasks, char next_token[256]);
     /* Add engine counters to obj (admin stats). */
     void (*stats)(void *ctx, json_t *obj);
-    /* Following a task's events (once_engine_events_after,
-     * once_engine_task_head, once_engine_wait_generation). Optional:
+    /* Following a task's events (once__engine_events_after,
+     * once__engine_task_head, once__engine_wait_generation). Optional:
      * without all three, streaming methods answer -32004 and the card says
      * streaming: false. */
     int (*events)(void *ctx, const char *principal, const char *task_id, int64_t after,
@@ -75,8 +75,8 @@ typedef struct once_a2a_backend {
                 once_state *state);
     int (*wait)(void *ctx, const char *principal, const char *task_id, int64_t gen,
                 int64_t timeout_ms);
-    /* Deferred blocking sends (once_engine_await, once_engine_await_release,
-     * once_engine_send_answer). Optional: without all three a blocking
+    /* Deferred blocking sends (once__engine_await, once__engine_await_release,
+     * once__engine_send_answer). Optional: without all three a blocking
      * SendMessage waits in `send` on the calling thread. */
     int (*await)(void *ctx, const char *principal, const char *task_id, int64_t gen,
                  int64_t until, void (*ready)(void *arg), void *arg);
@@ -94,13 +94,13 @@ typedef struct once_a2a_backend {
                      json_t **out, once_push_res *res);
     int (*push_delete)(void *ctx, const char *principal, const char *task_id, const char *id,
                        once_push_res *res);
-} once_a2a_backend;
+} once__a2a_backend;
 
 /* Bind a backend to a running engine (a2a_engine.c). */
-void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out);
+void once__a2a_backend_engine(once__engine *e, once__a2a_backend *out);
 
-typedef struct once_a2a_config {
-    once_a2a_backend backend;
+typedef struct once__a2a_config {
+    once__a2a_backend backend;
     const char *url;             /* the card's interface URL, "http://host:port/" */
     const char *name;            /* card name; NULL = "once" */
     const char *description;     /* NULL = a default */
@@ -113,32 +113,32 @@ typedef struct once_a2a_config {
     once_offset_clock *clock;    /* what once/admin/setClockOffset moves; may be NULL */
     size_t max_parts;            /* 0 = ONCE_A2A_MAX_PARTS */
     int64_t wait_ms;             /* blocking SendMessage bound; 0 = engine default */
-    /* What --card describes (once_a2a_card_parse), laid over the defaults
-     * above; borrowed until once_a2a_new returns. NULL = the defaults. */
+    /* What --card describes (once__a2a_card_parse), laid over the defaults
+     * above; borrowed until once__a2a_new returns. NULL = the defaults. */
     const json_t *card;
-} once_a2a_config;
+} once__a2a_config;
 
-typedef struct once_a2a once_a2a;
+typedef struct once__a2a once__a2a;
 
 /* cfg strings are copied. */
-int once_a2a_new(const once_a2a_config *cfg, once_a2a **out);
-void once_a2a_free(once_a2a *a);   /* NULL ok */
+int once__a2a_new(const once__a2a_config *cfg, once__a2a **out);
+void once__a2a_free(once__a2a *a);   /* NULL ok */
 
 /* One HTTP request as the HTTP layer saw it. Strings are borrowed for the
- * duration of once_a2a_handle. */
-typedef struct once_a2a_request {
+ * duration of once__a2a_handle. */
+typedef struct once__a2a_request {
     const char *principal;       /* authenticated principal, never NULL */
     const char *version;         /* A2A-Version header or query parameter; NULL = absent */
     const char *extensions;      /* A2A-Extensions header; NULL = absent */
     const char *body;
     size_t len;
     const char *last_event_id;   /* Last-Event-ID header (SSE resume); NULL = absent */
-    struct once_a2a_stream_slots *slots; /* the server's stream budget; NULL = no limit */
+    struct once__a2a_stream_slots *slots; /* the server's stream budget; NULL = no limit */
     int defer;                   /* the caller can take a deferred answer (below) */
-} once_a2a_request;
+} once__a2a_request;
 
-/* The answer. body is once_malloc'd JSON (free with once_a2a_response_clear). */
-typedef struct once_a2a_response {
+/* The answer. body is once_malloc'd JSON (free with once__a2a_response_clear). */
+typedef struct once__a2a_response {
     int http_status;             /* 200, or 503 for retryable store errors, ... */
     char *body;
     size_t len;
@@ -148,35 +148,35 @@ typedef struct once_a2a_response {
     const char *allow;           /* 405: the Allow header (static); NULL = "POST" */
     /* Non-NULL: answer with an SSE stream (text/event-stream); body is then
      * NULL. The HTTP layer takes it (sets it NULL) and drives it. */
-    struct once_a2a_stream *stream;
+    struct once__a2a_stream *stream;
     /* Non-NULL (only when the request set `defer`): a blocking send waits
      * for its task; body is NULL. The HTTP layer takes it (sets it NULL),
      * arms it and finishes it (below). */
-    struct once_a2a_deferred *deferred;
-} once_a2a_response;
+    struct once__a2a_deferred *deferred;
+} once__a2a_response;
 
-void once_a2a_response_clear(once_a2a_response *r);   /* NULL ok */
+void once__a2a_response_clear(once__a2a_response *r);   /* NULL ok */
 
 /* Handle one request body. Always produces a response (ONCE_OK), except
  * ONCE_ENOMEM when not even an error body could be built. */
-int once_a2a_handle(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp);
+int once__a2a_handle(once__a2a *a, const once__a2a_request *req, once__a2a_response *resp);
 
 /* The two bindings (A2A 1.0 sections 9 and 11). */
-typedef enum once_a2a_binding {
+typedef enum once__a2a_binding {
     ONCE_A2A_JSONRPC = 0,
     ONCE_A2A_HTTP_JSON = 1
-} once_a2a_binding;
+} once__a2a_binding;
 
 /* An error response the HTTP layer raises itself (body too large,
  * unauthenticated, bad content type): {"jsonrpc":"2.0","id":null,"error":...}
  * with an ErrorInfo carrying reason. */
-int once_a2a_error_response(int http_status, int code, const char *reason, const char *message,
-                            once_a2a_response *resp);
+int once__a2a_error_response(int http_status, int code, const char *reason, const char *message,
+                            once__a2a_response *resp);
 /* The same in the shape of binding b: for HTTP+JSON the AIP-193 body
  * {"error": {"code": http_status, "status", "message", "details": [ErrorInfo]}}
  * (code is then unused). */
-int once_a2a_error_response_as(once_a2a_binding b, int http_status, int code, const char *reason,
-                               const char *message, once_a2a_response *resp);
+int once__a2a_error_response_as(once__a2a_binding b, int http_status, int code, const char *reason,
+                               const char *message, once__a2a_response *resp);
 
 /* ---------------------------------------------------------------------------
  * HTTP+JSON (rest.c): a route table maps (HTTP method, path) onto the rows
@@ -184,21 +184,21 @@ int once_a2a_error_response_as(once_a2a_binding b, int http_status, int code, co
  * body become the same params object a JSON-RPC call carries, and the
  * result (or error) is written without the JSON-RPC envelope.
  */
-typedef struct once_a2a_rest_request {
-    once_a2a_request base;       /* body: empty for GET and DELETE */
+typedef struct once__a2a_rest_request {
+    once__a2a_request base;       /* body: empty for GET and DELETE */
     const char *method;          /* "GET", "POST", "DELETE", ... */
     const char *path;            /* below the interface's base path: "/tasks/t-1" */
     const char *const *query;    /* decoded name, value, name, value, ..., NULL; NULL = none */
-} once_a2a_rest_request;
+} once__a2a_rest_request;
 
 /* 1 if some route has this path (whatever the method): the HTTP layer
- * sends such requests to once_a2a_rest_handle. */
-int once_a2a_rest_known(const char *path);
+ * sends such requests to once__a2a_rest_handle. */
+int once__a2a_rest_known(const char *path);
 
-/* Handle one HTTP+JSON request. Same contract as once_a2a_handle; an
+/* Handle one HTTP+JSON request. Same contract as once__a2a_handle; an
  * unknown path is a 404, a known path with another method a 405 (with
  * resp->allow), both in the AIP-193 shape. */
-int once_a2a_rest_handle(once_a2a *a, const once_a2a_rest_request *req, once_a2a_response *resp);
+int once__a2a_rest_handle(once__a2a *a, const once__a2a_rest_request *req, once__a2a_response *resp);
 
 /* Check the text of a --card file: a JSON object with only the members an
  * operator describes (name, description, provider, version,
@@ -206,51 +206,51 @@ int once_a2a_rest_handle(once_a2a *a, const once_a2a_rest_request *req, once_a2a
  * defaultOutputModes), each of the AgentCard's type. The members onced
  * owns (supportedInterfaces, capabilities, securitySchemes, ...) and
  * unknown ones are refused. *out: a new reference for
- * once_a2a_config.card. ONCE_EINVAL (or ONCE_EPARSE) with err naming the
+ * once__a2a_config.card. ONCE_EINVAL (or ONCE_EPARSE) with err naming the
  * field ("skills[1].id"), ONCE_ENOMEM. */
-int once_a2a_card_parse(const char *text, size_t len, json_t **out, char *err, size_t errlen);
+int once__a2a_card_parse(const char *text, size_t len, json_t **out, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------
  * Deferred answers: a blocking SendMessage whose task has not settled waits
  * without holding a thread. The codec applies the send and returns a
- * once_a2a_deferred; the caller arms it and, once ready, finishes it on a
+ * once__a2a_deferred; the caller arms it and, once ready, finishes it on a
  * thread that may block (one store read), which fills the response the
  * call would have had.
  */
-typedef struct once_a2a_deferred once_a2a_deferred;
+typedef struct once__a2a_deferred once__a2a_deferred;
 
 /* ready(arg) is called once, from the engine's thread (it must not block),
  * when the task settled, the wait's bound passed, or waits are released.
  * ONCE_OK; otherwise ready is never called and the caller finishes at once
  * (the answer is then the task as it stands: wait limits reached, or the
  * server stops). */
-int once_a2a_deferred_arm(once_a2a_deferred *d, void (*ready)(void *arg), void *arg);
-/* Build the answer into resp (as once_a2a_handle would) and free d. Same
- * return as once_a2a_handle. */
-int once_a2a_deferred_finish(once_a2a_deferred *d, once_a2a_response *resp);
+int once__a2a_deferred_arm(once__a2a_deferred *d, void (*ready)(void *arg), void *arg);
+/* Build the answer into resp (as once__a2a_handle would) and free d. Same
+ * return as once__a2a_handle. */
+int once__a2a_deferred_finish(once__a2a_deferred *d, once__a2a_response *resp);
 /* Free without answering. NULL ok. */
-void once_a2a_deferred_free(once_a2a_deferred *d);
+void once__a2a_deferred_free(once__a2a_deferred *d);
 /* Fire every armed wait now and refuse new ones (a server that stops):
  * on return every ready callback has returned. */
-void once_a2a_release_waits(once_a2a *a);
+void once__a2a_release_waits(once__a2a *a);
 
-/* The agent card JSON (built once at once_a2a_new; valid for a's lifetime). */
-const char *once_a2a_card(const once_a2a *a, size_t *len);
+/* The agent card JSON (built once at once__a2a_new; valid for a's lifetime). */
+const char *once__a2a_card(const once__a2a *a, size_t *len);
 
 /* Per-method counters: the i-th table row's name, calls and error answers.
  * ONCE_ERANGE past the end. */
-int once_a2a_method_stats(const once_a2a *a, size_t i, const char **name, uint64_t *calls,
+int once__a2a_method_stats(const once__a2a *a, size_t i, const char **name, uint64_t *calls,
                           uint64_t *errors);
 
 /* 1 if the A2A-Extensions header value (comma-separated URIs) names
  * ONCE_A2A_EXTENSION_URI. NULL -> 0. */
-int once_a2a_extension_active(const char *header);
+int once__a2a_extension_active(const char *header);
 
 /* ---------------------------------------------------------------------------
  * Streaming (h_stream.c): SendStreamingMessage and SubscribeToTask.
  *
  * The codec validates the call, applies the send (or checks the task) and
- * hands the HTTP layer a once_a2a_stream: a cursor over the task's stored
+ * hands the HTTP layer a once__a2a_stream: a cursor over the task's stored
  * events that formats whole SSE frames,
  *     id: <generation>\ndata: {"jsonrpc":"2.0","id":<rpc id>,"result":<StreamResponse>}\n\n
  * (HTTP+JSON: "data: <StreamResponse>").
@@ -260,40 +260,40 @@ int once_a2a_extension_active(const char *header);
  * direct Message) at or past the task's generation when the stream opened.
  * A cursor is used by one thread at a time.
  */
-typedef struct once_a2a_stream once_a2a_stream;
+typedef struct once__a2a_stream once__a2a_stream;
 
 /* How many streams one server runs at once. `used` is changed only with
  * __atomic builtins (a stream holds one unit from the call that opens it
- * until once_a2a_stream_free); `max` is fixed. */
-typedef struct once_a2a_stream_slots {
+ * until once__a2a_stream_free); `max` is fixed. */
+typedef struct once__a2a_stream_slots {
     long used;
     long max;                    /* <= 0: no limit */
-} once_a2a_stream_slots;
+} once__a2a_stream_slots;
 
 /* Append the frames of at most max events (max >= 1) to a fresh
  * once_malloc'd text (*out; NULL and *len 0 when there is nothing new).
  * *done = 1 once the frame that ends the stream has been produced; nothing
  * follows it. ONCE_OK, ONCE_ENOMEM, or a store error (retryable: end the
- * stream with once_a2a_stream_error; the client resumes by Last-Event-ID). */
-int once_a2a_stream_read(once_a2a_stream *s, size_t max, char **out, size_t *len, int *done);
+ * stream with once__a2a_stream_error; the client resumes by Last-Event-ID). */
+int once__a2a_stream_read(once__a2a_stream *s, size_t max, char **out, size_t *len, int *done);
 
 /* Block up to timeout_ms until a read may find something new. ONCE_OK,
  * ONCE_ETIMEDOUT, ONCE_ECLOSED (the engine stops), or a store error. */
-int once_a2a_stream_wait(once_a2a_stream *s, int64_t timeout_ms);
+int once__a2a_stream_wait(once__a2a_stream *s, int64_t timeout_ms);
 
 /* A last frame for a stream that must end early: a JSON-RPC error response
  * (no "id:" line, so Last-Event-ID still names the last event sent).
  * *out is once_malloc'd; NULL on ENOMEM. */
-int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len);
+int once__a2a_stream_error(once__a2a_stream *s, int rc, char **out, size_t *len);
 
 /* The cursor's last generation produced (tests, logs). */
-int64_t once_a2a_stream_position(const once_a2a_stream *s);
+int64_t once__a2a_stream_position(const once__a2a_stream *s);
 
 /* Free the cursor and give its slot back. NULL ok. */
-void once_a2a_stream_free(once_a2a_stream *s);
+void once__a2a_stream_free(once__a2a_stream *s);
 
 /* 1 if the A2A-Version value asks for 1.0 ("1.0", or "1.0.x": patch
  * numbers do not count). NULL or empty -> 0 (means 0.3). */
-int once_a2a_version_ok(const char *v);
+int once__a2a_version_ok(const char *v);
 
 #endif /* ONCE_A2A_A2A_H */

@@ -1,5 +1,5 @@
 /*
- * a2a_engine.c -- binds the codec's backend table to a running once_engine.
+ * a2a_engine.c -- binds the codec's backend table to a running once__engine.
  *
  * Kept apart from the codec so that the codec (and its unit tests, which
  * use a fake backend) links without the engine.
@@ -8,30 +8,30 @@
 
 static int b_send(void *ctx, const once_send_req *req, once_send_res *res)
 {
-    return once_engine_send(ctx, req, res);
+    return once__engine_send(ctx, req, res);
 }
 
 static int b_get(void *ctx, const char *principal, const char *task_id, int history_length,
                  json_t **task, int64_t *expired_at)
 {
-    return once_engine_get(ctx, principal, task_id, history_length, task, expired_at);
+    return once__engine_get(ctx, principal, task_id, history_length, task, expired_at);
 }
 
 static int b_cancel(void *ctx, const char *principal, const char *task_id, json_t **task,
                     once_state *state, int64_t *expired_at)
 {
-    return once_engine_cancel(ctx, principal, task_id, task, state, expired_at);
+    return once__engine_cancel(ctx, principal, task_id, task, state, expired_at);
 }
 
 static int b_list(void *ctx, const once_list_req *req, json_t **tasks, char next_token[256])
 {
-    return once_engine_list(ctx, req, tasks, next_token);
+    return once__engine_list(ctx, req, tasks, next_token);
 }
 
 static void b_stats(void *ctx, json_t *obj)
 {
-    once_engine_stats s;
-    once_engine_get_stats(ctx, &s);
+    once__engine_stats s;
+    once__engine_get_stats(ctx, &s);
     const struct {
         const char *name;
         uint64_t v;
@@ -47,9 +47,9 @@ static void b_stats(void *ctx, json_t *obj)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         json_object_set_new(obj, rows[i].name, json_integer((json_int_t)rows[i].v));
-    json_object_set_new(obj, "replicaId", json_string(once_engine_replica_id(ctx)));
+    json_object_set_new(obj, "replicaId", json_string(once__engine_replica_id(ctx)));
     once_push_stats p;
-    once_engine_push_stats(ctx, &p);
+    once__engine_push_stats(ctx, &p);
     const struct {
         const char *name;
         uint64_t v;
@@ -62,70 +62,70 @@ static void b_stats(void *ctx, json_t *obj)
     /* What the store really commits at (absent for stores without the
      * choice), so a test can hold onced to its documented default. */
     int level;
-    if (once_engine_store_synchronous(ctx, &level) == ONCE_OK)
+    if (once__engine_store_synchronous(ctx, &level) == ONCE_OK)
         json_object_set_new(obj, "storeSynchronous", json_string(once_sync_name(level)));
 }
 
 static int b_push_create(void *ctx, const char *principal, const json_t *config, int status,
                          json_t **out, once_push_res *res)
 {
-    return once_engine_push_create(ctx, principal, config, status, out, res);
+    return once__engine_push_create(ctx, principal, config, status, out, res);
 }
 
 static int b_push_get(void *ctx, const char *principal, const char *task_id, const char *id,
                       int status, json_t **out, once_push_res *res)
 {
-    return once_engine_push_get(ctx, principal, task_id, id, status, out, res);
+    return once__engine_push_get(ctx, principal, task_id, id, status, out, res);
 }
 
 static int b_push_list(void *ctx, const char *principal, const char *task_id, int status,
                        json_t **out, once_push_res *res)
 {
-    return once_engine_push_list(ctx, principal, task_id, status, out, res);
+    return once__engine_push_list(ctx, principal, task_id, status, out, res);
 }
 
 static int b_push_delete(void *ctx, const char *principal, const char *task_id, const char *id,
                          once_push_res *res)
 {
-    return once_engine_push_delete(ctx, principal, task_id, id, res);
+    return once__engine_push_delete(ctx, principal, task_id, id, res);
 }
 
 static int b_events(void *ctx, const char *principal, const char *task_id, int64_t after,
                     size_t max, once_event_list *out)
 {
-    return once_engine_events_after(ctx, principal, task_id, after, max, out);
+    return once__engine_events_after(ctx, principal, task_id, after, max, out);
 }
 
 static int b_head(void *ctx, const char *principal, const char *task_id, int64_t *generation,
                   once_state *state)
 {
-    return once_engine_task_head(ctx, principal, task_id, generation, state);
+    return once__engine_task_head(ctx, principal, task_id, generation, state);
 }
 
 static int b_wait(void *ctx, const char *principal, const char *task_id, int64_t gen,
                   int64_t timeout_ms)
 {
-    return once_engine_wait_generation(ctx, principal, task_id, gen, timeout_ms);
+    return once__engine_wait_generation(ctx, principal, task_id, gen, timeout_ms);
 }
 
 static int b_await(void *ctx, const char *principal, const char *task_id, int64_t gen,
                    int64_t until, void (*ready)(void *arg), void *arg)
 {
-    return once_engine_await(ctx, principal, task_id, gen, until, ready, arg);
+    return once__engine_await(ctx, principal, task_id, gen, until, ready, arg);
 }
 
 static void b_await_release(void *ctx)
 {
-    once_engine_await_release(ctx);
+    once__engine_await_release(ctx);
 }
 
 static int b_send_answer(void *ctx, const char *principal, const char *task_id,
                          int history_length, once_send_res *res)
 {
-    return once_engine_send_answer(ctx, principal, task_id, history_length, res);
+    return once__engine_send_answer(ctx, principal, task_id, history_length, res);
 }
 
-void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out)
+void once__a2a_backend_engine(once__engine *e, once__a2a_backend *out)
 {
     out->ctx = e;
     out->send = b_send;
@@ -140,7 +140,7 @@ void once_a2a_backend_engine(once_engine *e, once_a2a_backend *out)
     out->await_release = b_await_release;
     out->send_answer = b_send_answer;
     /* Push only where the store keeps delivery rows; the card follows. */
-    if (once_engine_push_supported(e)) {
+    if (once__engine_push_supported(e)) {
         out->push_create = b_push_create;
         out->push_get = b_push_get;
         out->push_list = b_push_list;

@@ -88,11 +88,11 @@ int once__a2a_parse_time(const char *s, int64_t *ms);
 struct a2a_method;
 
 typedef struct a2a_call {
-    once_a2a *a;
-    const once_a2a_request *req;
+    once__a2a *a;
+    const once__a2a_request *req;
     const struct a2a_method *m;
     json_t *params;          /* borrowed; an object (empty when absent) */
-    once_a2a_binding binding; /* the envelope of the answer (and of stream frames) */
+    once__a2a_binding binding; /* the envelope of the answer (and of stream frames) */
     int extension;           /* idempotency extension active */
     /* success */
     json_t *result;          /* new reference */
@@ -107,17 +107,17 @@ typedef struct a2a_call {
     int retry_after;
     /* streaming (h_stream.c) */
     json_t *id;              /* borrowed: the request's JSON-RPC id */
-    once_a2a_stream *stream; /* set by a streaming handler on success */
-    once_a2a_deferred *deferred; /* set by a blocking send left to wait */
+    once__a2a_stream *stream; /* set by a streaming handler on success */
+    once__a2a_deferred *deferred; /* set by a blocking send left to wait */
 } a2a_call;
 
 /* A blocking send waiting for its task (a2a.h, "Deferred answers"): what
  * the answer needs once the task settled. */
-struct once_a2a_deferred {
-    once_a2a *a;
+struct once__a2a_deferred {
+    once__a2a *a;
     size_t idx;              /* the method's table row (counters) */
     json_t *id;              /* own reference to the request's JSON-RPC id */
-    once_a2a_binding binding;
+    once__a2a_binding binding;
     int extension;
     int legacy;              /* 0.1 tasks/send: answered in 0.1 shape */
     int history;
@@ -130,7 +130,7 @@ struct once_a2a_deferred {
 };
 
 /* Map the stored task onto d's call once it settled (h_send.c). */
-int once__a2a_h_send_answer(a2a_call *c, const once_a2a_deferred *d);
+int once__a2a_h_send_answer(a2a_call *c, const once__a2a_deferred *d);
 
 /* Record an error on c and return ONCE_EINVAL (for `return once__a2a_fail(...)`).
  * reason is a static string; metadata is added with once__a2a_meta. */
@@ -162,10 +162,10 @@ int once__a2a_rest_status(int code, int http_status);
  * borrowed. New reference; NULL on ENOMEM. */
 json_t *once__a2a_rest_error(int http_status, int code, const char *reason, const char *message,
                              json_t *meta);
-/* A whole error answer with no call behind it (once_a2a_error_response_as
+/* A whole error answer with no call behind it (once__a2a_error_response_as
  * with ErrorInfo metadata; meta borrowed, NULL = {}). */
-int once__a2a_error_answer(once_a2a_binding b, int http_status, int code, const char *reason,
-                           const char *message, json_t *meta, once_a2a_response *resp);
+int once__a2a_error_answer(once__a2a_binding b, int http_status, int code, const char *reason,
+                           const char *message, json_t *meta, once__a2a_response *resp);
 
 /* ---------------------------------------------------------------------------
  * The method table (Redis' command table, as data).
@@ -189,14 +189,14 @@ extern const a2a_method once__a2a_methods[];
 extern const size_t once__a2a_nmethods;
 
 /* The row named name (admin rows only with --test-admin); NULL = none. */
-const a2a_method *once__a2a_lookup(const once_a2a *a, const char *name, size_t *idx);
+const a2a_method *once__a2a_lookup(const once__a2a *a, const char *name, size_t *idx);
 /* Run row m (index idx) with params (borrowed; NULL = {}) and write the
  * answer in the envelope of binding b; id is the JSON-RPC id (NULL for
  * HTTP+JSON). The version check, counters and error mapping are the
  * same for both bindings. */
-int once__a2a_run(once_a2a *a, const once_a2a_request *req, once_a2a_response *resp,
+int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response *resp,
                   const a2a_method *m, size_t idx, json_t *id, json_t *params,
-                  once_a2a_binding b);
+                  once__a2a_binding b);
 
 /* Handlers (h_*.c). */
 int once__a2a_h_send(a2a_call *c);
@@ -224,15 +224,15 @@ int once__a2a_h_admin_clock(a2a_call *c);
 int once__a2a_h_admin_stats(a2a_call *c);
 
 /* Accessors the handlers need from the handle (a2a.c). */
-const once_a2a_backend *once__a2a_backend(const once_a2a *a);
-size_t once__a2a_max_parts(const once_a2a *a);
-int64_t once__a2a_wait_ms(const once_a2a *a);
-once_offset_clock *once__a2a_clock(const once_a2a *a);
+const once__a2a_backend *once__a2a_backend_of(const once__a2a *a);
+size_t once__a2a_max_parts(const once__a2a *a);
+int64_t once__a2a_wait_ms(const once__a2a *a);
+once_offset_clock *once__a2a_clock(const once__a2a *a);
 /* Adds {"methods": {name: {"calls", "errors"}}} to obj. */
-void once__a2a_add_stats(const once_a2a *a, json_t *obj);
+void once__a2a_add_stats(const once__a2a *a, json_t *obj);
 
 /* The agent card JSON for cfg (card.c). */
-int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len);
+int once__a2a_card_build(const once__a2a_config *cfg, char **out, size_t *len);
 
 /* Trim history to the last n messages (n == 0: remove the member; n < 0:
  * leave it). task is a Task object; anything else is left alone. */

@@ -15,7 +15,7 @@
  */
 #include "a2a/a2a_int.h"
 
-int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len)
+int once__a2a_card_build(const once__a2a_config *cfg, char **out, size_t *len)
 {
     const char *name = cfg->name ? cfg->name : "once";
     const char *desc = cfg->description
@@ -51,7 +51,7 @@ int once__a2a_card_build(const once_a2a_config *cfg, char **out, size_t *len)
         "description", skill_desc, "tags", "once", "idempotent");
     if (card == NULL)
         return ONCE_ENOMEM;
-    /* Checked by once_a2a_card_parse: only descriptive members. */
+    /* Checked by once__a2a_card_parse: only descriptive members. */
     if (cfg->card != NULL && json_object_update(card, (json_t *)cfg->card) != 0) {
         json_decref(card);
         return ONCE_ENOMEM;

@@ -210,7 +210,7 @@ static int check_card(const json_t *card, char *err, size_t errlen)
     return ONCE_OK;
 }
 
-int once_a2a_card_parse(const char *text, size_t len, json_t **out, char *err, size_t errlen)
+int once__a2a_card_parse(const char *text, size_t len, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     char why[200];

@@ -232,20 +232,20 @@ json_t *once__a2a_rest_error(int http_status, int code, const char *reason, cons
                      "message", message, "details", once__a2a_error_info(code, reason, meta));
 }
 
-int once_a2a_error_response(int http_status, int code, const char *reason, const char *message,
-                            once_a2a_response *resp)
+int once__a2a_error_response(int http_status, int code, const char *reason, const char *message,
+                            once__a2a_response *resp)
 {
-    return once_a2a_error_response_as(ONCE_A2A_JSONRPC, http_status, code, reason, message, resp);
+    return once__a2a_error_response_as(ONCE_A2A_JSONRPC, http_status, code, reason, message, resp);
 }
 
-int once_a2a_error_response_as(once_a2a_binding b, int http_status, int code, const char *reason,
-                               const char *message, once_a2a_response *resp)
+int once__a2a_error_response_as(once__a2a_binding b, int http_status, int code, const char *reason,
+                               const char *message, once__a2a_response *resp)
 {
     return once__a2a_error_answer(b, http_status, code, reason, message, NULL, resp);
 }
 
-int once__a2a_error_answer(once_a2a_binding b, int http_status, int code, const char *reason,
-                           const char *message, json_t *meta, once_a2a_response *resp)
+int once__a2a_error_answer(once__a2a_binding b, int http_status, int code, const char *reason,
+                           const char *message, json_t *meta, once__a2a_response *resp)
 {
     memset(resp, 0, sizeof *resp);
     json_t *doc = b == ONCE_A2A_HTTP_JSON
@@ -263,12 +263,12 @@ int once__a2a_error_answer(once_a2a_binding b, int http_status, int code, const 
     return ONCE_OK;
 }
 
-void once_a2a_response_clear(once_a2a_response *r)
+void once__a2a_response_clear(once__a2a_response *r)
 {
     if (r == NULL)
         return;
     once_free(r->body);
-    once_a2a_stream_free(r->stream);
-    once_a2a_deferred_free(r->deferred);
+    once__a2a_stream_free(r->stream);
+    once__a2a_deferred_free(r->deferred);
     memset(r, 0, sizeof *r);
 }

@@ -60,7 +60,7 @@ int once__a2a_h_admin_stats(a2a_call *c)
     if (r == NULL)
         return ONCE_ENOMEM;
     once__a2a_add_stats(c->a, r);
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     if (b->stats != NULL) {
         json_t *eng = json_object();
         if (eng != NULL) {

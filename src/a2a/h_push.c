@@ -139,9 +139,9 @@ static int fail_push(a2a_call *c, int rc, const once_push_res *res, const char *
 }
 
 /* The backend's push slots, or a -32003 answer. */
-static const once_a2a_backend *push_backend(a2a_call *c)
+static const once__a2a_backend *push_backend(a2a_call *c)
 {
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     if (b->push_create != NULL && b->push_get != NULL && b->push_list != NULL &&
         b->push_delete != NULL)
         return b;
@@ -178,7 +178,7 @@ static int key_params(a2a_call *c, int want_id, const char **task_id, const char
 
 int once__a2a_h_push_create(a2a_call *c)
 {
-    const once_a2a_backend *b = push_backend(c);
+    const once__a2a_backend *b = push_backend(c);
     if (b == NULL)
         return ONCE_EINVAL;
     a2a_verr e;
@@ -198,7 +198,7 @@ int once__a2a_h_push_create(a2a_call *c)
 
 int once__a2a_h_push_get(a2a_call *c)
 {
-    const once_a2a_backend *b = push_backend(c);
+    const once__a2a_backend *b = push_backend(c);
     const char *task_id, *id;
     if (b == NULL || key_params(c, 1, &task_id, &id) != ONCE_OK)
         return ONCE_EINVAL;
@@ -215,7 +215,7 @@ int once__a2a_h_push_get(a2a_call *c)
 
 int once__a2a_h_push_list(a2a_call *c)
 {
-    const once_a2a_backend *b = push_backend(c);
+    const once__a2a_backend *b = push_backend(c);
     const char *task_id = NULL;
     if (b == NULL || key_params(c, 0, &task_id, NULL) != ONCE_OK)
         return ONCE_EINVAL;
@@ -246,7 +246,7 @@ int once__a2a_h_push_list(a2a_call *c)
 
 int once__a2a_h_push_delete(a2a_call *c)
 {
-    const once_a2a_backend *b = push_backend(c);
+    const once__a2a_backend *b = push_backend(c);
     const char *task_id, *id;
     if (b == NULL || key_params(c, 1, &task_id, &id) != ONCE_OK)
         return ONCE_EINVAL;

@@ -72,7 +72,7 @@ static int check_configuration(a2a_call *c, const json_t *cfg, int *history, int
     const json_t *push = json_object_get(cfg, "taskPushNotificationConfig");
     if (push == NULL || json_is_null(push))
         return ONCE_OK;
-    if (once__a2a_backend(c->a)->push_create == NULL)
+    if (once__a2a_backend_of(c->a)->push_create == NULL)
         return push_not_supported(c, "configuration.taskPushNotificationConfig",
                                   "by this agent (capabilities.pushNotifications is false)");
     if (once__a2a_check_push_config(push, "configuration.taskPushNotificationConfig", 0, &e) !=
@@ -103,7 +103,7 @@ static const char *str_or(const json_t *v, const char *dflt)
  * the task as it stands when it settled (a2a.h, "Deferred answers"). */
 static int defer(a2a_call *c, const once_send_res *res, int history, int legacy)
 {
-    once_a2a_deferred *d = once_calloc(1, sizeof *d);
+    once__a2a_deferred *d = once_calloc(1, sizeof *d);
     if (d == NULL)
         return ONCE_ENOMEM;
     d->a = c->a;
@@ -205,13 +205,13 @@ static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req
  * can wait without a thread and the backend can. */
 static int send_to_engine(a2a_call *c, once_send_req *req, once_send_res *res)
 {
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     req->defer = c->req->defer && b->await != NULL && b->await_release != NULL &&
                  b->send_answer != NULL;
     return b->send(b->ctx, req, res);
 }
 
-int once__a2a_h_send_answer(a2a_call *c, const once_a2a_deferred *d)
+int once__a2a_h_send_answer(a2a_call *c, const once__a2a_deferred *d)
 {
     once_send_res res;
     memset(&res, 0, sizeof res);
@@ -221,7 +221,7 @@ int once__a2a_h_send_answer(a2a_call *c, const once_a2a_deferred *d)
     once_send_req req;   /* only map_send's refusals read it: none here */
     memset(&req, 0, sizeof req);
     req.task_id = d->task_id;
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     int rc = b->send_answer(b->ctx, d->principal, d->task_id, d->history, &res);
     return map_send(c, rc, &res, &req, d->history, d->legacy);
 }

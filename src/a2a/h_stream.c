@@ -1,6 +1,6 @@
 /*
  * h_stream.c -- SendStreamingMessage and SubscribeToTask (A2A 1.0 over SSE),
- * and the event cursor (once_a2a_stream) the HTTP layer drives.
+ * and the event cursor (once__a2a_stream) the HTTP layer drives.
  *
  * What a stream carries (docs/design.md section 6; docs/wire.md "Streaming"):
  *   - every frame is "id: <generation>" plus one data line holding a whole
@@ -47,15 +47,15 @@
 /* Owned by the HTTP layer's producer once the call returns; used by one
  * thread at a time, so no lock. `b` and `slots` are borrowed (the codec and
  * the server outlive their streams). */
-struct once_a2a_stream {
-    const once_a2a_backend *b;
-    once_a2a_stream_slots *slots;   /* the unit taken; NULL = none */
+struct once__a2a_stream {
+    const once__a2a_backend *b;
+    once__a2a_stream_slots *slots;   /* the unit taken; NULL = none */
     char principal[ONCE_PRINCIPAL_MAX + 1];
     char task_id[ONCE_ID_MAX + 1];
     char *idtext;                   /* the JSON-RPC id as JSON text */
     char *prefix;                   /* {"jsonrpc":"2.0","id":<id>,"result": ("" for HTTP+JSON) */
     size_t prefix_len;
-    once_a2a_binding binding;       /* JSON-RPC wraps each payload, HTTP+JSON does not */
+    once__a2a_binding binding;       /* JSON-RPC wraps each payload, HTTP+JSON does not */
     char *first;                    /* payload produced before any stored event */
     int64_t first_gen;              /* its generation; < 0: a frame without id */
     int64_t after;                  /* last generation produced */
@@ -66,7 +66,7 @@ struct once_a2a_stream {
 
 /* --- slots ------------------------------------------------------------------ */
 
-static int slot_take(once_a2a_stream_slots *s)
+static int slot_take(once__a2a_stream_slots *s)
 {
     if (s == NULL)
         return 1;
@@ -77,7 +77,7 @@ static int slot_take(once_a2a_stream_slots *s)
     return 0;
 }
 
-static void slot_give(once_a2a_stream_slots *s)
+static void slot_give(once__a2a_stream_slots *s)
 {
     if (s != NULL)
         __atomic_sub_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
@@ -129,7 +129,7 @@ static void reserve(text *t, size_t n)
 }
 
 /* The size of one frame around a payload of n bytes (see frame()). */
-static size_t frame_size(const once_a2a_stream *s, size_t n)
+static size_t frame_size(const once__a2a_stream *s, size_t n)
 {
     return 32 + 6 + s->prefix_len + n + 3;   /* "id: <int64>\n" "data: " ... "}\n\n" */
 }
@@ -141,7 +141,7 @@ static void puts_(text *t, const char *s)
 
 /* One SSE frame; gen < 0 omits the id line. A stored payload is compact
  * JSON (no raw line breaks), so it fits one data line as it is. */
-static void frame(text *t, const once_a2a_stream *s, int64_t gen, const char *payload)
+static void frame(text *t, const once__a2a_stream *s, int64_t gen, const char *payload)
 {
     char id[40];
     if (gen >= 0) {
@@ -188,7 +188,7 @@ static int settles(const char *payload, int past_interrupts)
 }
 
 /* Produce one event; marks the stream done when it ends it. */
-static void emit(text *t, once_a2a_stream *s, int64_t gen, const char *payload)
+static void emit(text *t, once__a2a_stream *s, int64_t gen, const char *payload)
 {
     frame(t, s, gen, payload);
     if (gen >= 0)
@@ -200,7 +200,7 @@ static void emit(text *t, once_a2a_stream *s, int64_t gen, const char *payload)
         s->done = 1;
 }
 
-int once_a2a_stream_read(once_a2a_stream *s, size_t max, char **out, size_t *len, int *done)
+int once__a2a_stream_read(once__a2a_stream *s, size_t max, char **out, size_t *len, int *done)
 {
     *out = NULL;
     *len = 0;
@@ -250,14 +250,14 @@ int once_a2a_stream_read(once_a2a_stream *s, size_t max, char **out, size_t *len
     return t.len > 0 ? ONCE_OK : rc;
 }
 
-int once_a2a_stream_wait(once_a2a_stream *s, int64_t timeout_ms)
+int once__a2a_stream_wait(once__a2a_stream *s, int64_t timeout_ms)
 {
     if (s->done || s->first != NULL)
         return ONCE_OK;
     return s->b->wait(s->b->ctx, s->principal, s->task_id, s->after, timeout_ms);
 }
 
-int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len)
+int once__a2a_stream_error(once__a2a_stream *s, int rc, char **out, size_t *len)
 {
     int retryable = rc == ONCE_ESTORE || rc == ONCE_EBUSY;
     char msg[200];
@@ -302,12 +302,12 @@ int once_a2a_stream_error(once_a2a_stream *s, int rc, char **out, size_t *len)
     return ONCE_OK;
 }
 
-int64_t once_a2a_stream_position(const once_a2a_stream *s)
+int64_t once__a2a_stream_position(const once__a2a_stream *s)
 {
     return s->after;
 }
 
-void once_a2a_stream_free(once_a2a_stream *s)
+void once__a2a_stream_free(once__a2a_stream *s)
 {
     if (s == NULL)
         return;
@@ -330,12 +330,12 @@ static char *dump(const json_t *v)
 
 /* A cursor for the call. It takes no slot: the handler hands the one it
  * holds over (s->slots) only when the stream really opens. */
-static once_a2a_stream *stream_new(a2a_call *c, const char *task_id)
+static once__a2a_stream *stream_new(a2a_call *c, const char *task_id)
 {
-    once_a2a_stream *s = once_calloc(1, sizeof *s);
+    once__a2a_stream *s = once_calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
-    s->b = once__a2a_backend(c->a);
+    s->b = once__a2a_backend_of(c->a);
     snprintf(s->principal, sizeof s->principal, "%s", c->req->principal);
     snprintf(s->task_id, sizeof s->task_id, "%s", task_id ? task_id : "");
     s->first_gen = -1;
@@ -353,7 +353,7 @@ static once_a2a_stream *stream_new(a2a_call *c, const char *task_id)
     }
     if (t.fail) {
         once_free(t.p);
-        once_a2a_stream_free(s);
+        once__a2a_stream_free(s);
         return NULL;
     }
     s->prefix = t.p;
@@ -388,7 +388,7 @@ static int last_event_id(a2a_call *c, int *has, int64_t *gen)
 
 static int too_many(a2a_call *c)
 {
-    once_a2a_stream_slots *s = c->req->slots;
+    once__a2a_stream_slots *s = c->req->slots;
     once__a2a_fail(c, ONCE_RPC_INTERNAL, "TOO_MANY_STREAMS",
                "The server already serves its maximum of %ld streams; retry later or poll "
                "with GetTask",
@@ -418,7 +418,7 @@ static int terminal(a2a_call *c, const char *task_id, const char *state)
     return ONCE_EINVAL;
 }
 
-static int can_stream(const once_a2a_backend *b)
+static int can_stream(const once__a2a_backend *b)
 {
     return b->events != NULL && b->head != NULL && b->wait != NULL;
 }
@@ -459,7 +459,7 @@ static json_t *immediate_params(const json_t *params)
 }
 
 /* Fill the cursor for a send's result (c->result, already validated). */
-static int open_send(a2a_call *c, once_a2a_stream **out, int has_resume, int64_t resume)
+static int open_send(a2a_call *c, once__a2a_stream **out, int has_resume, int64_t resume)
 {
     json_t *task = json_object_get(c->result, "task");
     json_t *msg = json_object_get(c->result, "message");
@@ -468,7 +468,7 @@ static int open_send(a2a_call *c, once_a2a_stream **out, int has_resume, int64_t
     if (task == NULL && msg == NULL)
         return once__a2a_fail(c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (no result)");
 
-    once_a2a_stream *s = stream_new(c, task_id);
+    once__a2a_stream *s = stream_new(c, task_id);
     if (s == NULL)
         return ONCE_ENOMEM;
     int rc = ONCE_OK;
@@ -489,7 +489,7 @@ static int open_send(a2a_call *c, once_a2a_stream **out, int has_resume, int64_t
             s->after = gen;
             rc = s->first ? ONCE_OK : ONCE_ENOMEM;
         } else if (has_resume && resume > gen) {
-            once_a2a_stream_free(s);
+            once__a2a_stream_free(s);
             return ahead(c, task_id, gen);
         } else {
             /* A replay: the stored events, from the start or the resume point. */
@@ -499,7 +499,7 @@ static int open_send(a2a_call *c, once_a2a_stream **out, int has_resume, int64_t
         }
     }
     if (rc != ONCE_OK) {
-        once_a2a_stream_free(s);
+        once__a2a_stream_free(s);
         return rc;
     }
     *out = s;
@@ -508,7 +508,7 @@ static int open_send(a2a_call *c, once_a2a_stream **out, int has_resume, int64_t
 
 int once__a2a_h_send_streaming(a2a_call *c)
 {
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     if (!can_stream(b))
         return once__a2a_h_streaming(c);
     int has_resume;
@@ -540,7 +540,7 @@ int once__a2a_h_send_streaming(a2a_call *c)
 
 int once__a2a_h_subscribe(a2a_call *c)
 {
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     if (!can_stream(b))
         return once__a2a_h_streaming(c);
     a2a_verr e;
@@ -593,7 +593,7 @@ int once__a2a_h_subscribe(a2a_call *c)
             return once__a2a_fail_expired(c, id, expired_at);
         return once__a2a_fail_engine(c, rc);
     }
-    once_a2a_stream *s = NULL;
+    once__a2a_stream *s = NULL;
     if (has_resume && resume > gen)
         rc = ahead(c, id, gen);
     else if (once_state_terminal(state) && (!has_resume || resume >= gen))
@@ -617,7 +617,7 @@ int once__a2a_h_subscribe(a2a_call *c)
     }
     json_decref(task);
     if (rc != ONCE_OK) {
-        once_a2a_stream_free(s);
+        once__a2a_stream_free(s);
         slot_give(c->req->slots);
         return rc;
     }

@@ -51,7 +51,7 @@ static int get_common(a2a_call *c, int legacy)
     if (once__a2a_check_history(json_object_get(c->params, "historyLength"), "historyLength",
                             &history, &e) != ONCE_OK)
         return once__a2a_fail_params(c, &e);
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     json_t *task = NULL;
     int64_t expired_at = 0;
     int rc = b->get(b->ctx, c->req->principal, id, history, &task, &expired_at);
@@ -96,7 +96,7 @@ static int cancel_common(a2a_call *c, int legacy)
         once__a2a_verr(&e, "metadata", "metadata must be an object");
         return once__a2a_fail_params(c, &e);
     }
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     json_t *task = NULL;
     once_state state = ONCE_STATE_UNKNOWN;
     int64_t expired_at = 0;
@@ -233,7 +233,7 @@ int once__a2a_h_list(a2a_call *c)
     }
     int artifacts = json_is_true(ia);
 
-    const once_a2a_backend *b = once__a2a_backend(c->a);
+    const once__a2a_backend *b = once__a2a_backend_of(c->a);
     json_t *tasks = NULL;
     char next[256] = "";
     int rc = b->list(b->ctx, &lr, &tasks, next);

@@ -8,7 +8,7 @@
  * (otherwise they answer -32601 like any unknown name); NOVERSION rows are
  * our own namespace and skip the version check.
  *
- * Per-method counters live in the once_a2a handle, indexed by row, so the
+ * Per-method counters live in the once__a2a handle, indexed by row, so the
  * table itself stays const.
  */
 #include "a2a/a2a_int.h"

@@ -166,7 +166,7 @@ static const rest_route *route_find(const char *verb, const char *path, capture 
     return NULL;
 }
 
-int once_a2a_rest_known(const char *path)
+int once__a2a_rest_known(const char *path)
 {
     capture cap;
     int known;
@@ -191,17 +191,17 @@ static const char *allowed(const char *path)
 /* --- params ------------------------------------------------------------------ */
 
 /* A failed request before any handler ran: the same answer shape. */
-static int refuse(once_a2a_response *resp, int http, int code, const char *reason,
+static int refuse(once__a2a_response *resp, int http, int code, const char *reason,
                   const char *message, json_t *meta)
 {
     return once__a2a_error_answer(ONCE_A2A_HTTP_JSON, http, code, reason, message, meta, resp);
 }
 
-static int refuse_param(once_a2a_response *resp, const char *field, const char *fmt, ...)
+static int refuse_param(once__a2a_response *resp, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* -32602 INVALID_PARAMS (HTTP 400) naming field. */
-static int refuse_param(once_a2a_response *resp, const char *field, const char *fmt, ...)
+static int refuse_param(once__a2a_response *resp, const char *field, const char *fmt, ...)
 {
     char msg[300];
     va_list ap;
@@ -241,7 +241,7 @@ static json_t *query_value(const char *text, size_t n, int type)
  * of that name must hold the same value. ONCE_OK, ONCE_ENOMEM, or
  * ONCE_EINVAL with the answer written to resp. */
 static int put_param(json_t *params, const char *name, const char *text, size_t n, int type,
-                     once_a2a_response *resp)
+                     once__a2a_response *resp)
 {
     char field[64];
     once__a2a_utf8_clean(name, field, sizeof field);
@@ -267,8 +267,8 @@ static int put_param(json_t *params, const char *name, const char *text, size_t 
 }
 
 /* The request's params: body (POST), path parameters, tenant, query. */
-static int build_params(const rest_route *r, const capture *cap, const once_a2a_rest_request *req,
-                        once_a2a_response *resp, json_t **out)
+static int build_params(const rest_route *r, const capture *cap, const once__a2a_rest_request *req,
+                        once__a2a_response *resp, json_t **out)
 {
     *out = NULL;
     json_t *params = NULL;
@@ -324,7 +324,7 @@ static int build_params(const rest_route *r, const capture *cap, const once_a2a_
     return ONCE_OK;
 }
 
-int once_a2a_rest_handle(once_a2a *a, const once_a2a_rest_request *req, once_a2a_response *resp)
+int once__a2a_rest_handle(once__a2a *a, const once__a2a_rest_request *req, once__a2a_response *resp)
 {
     memset(resp, 0, sizeof *resp);
     capture cap;

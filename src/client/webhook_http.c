@@ -256,7 +256,7 @@ int once__webhook_listen_limited(once_webhook *w, const once_webhook_listen_opti
                                               ONCE_LISTEN_MAX_CONNECTIONS, ONCE_LISTEN_MAX_PER_IP,
                                               ONCE_LISTEN_MAX_BODY_MEMORY};
     once_http_limits lim = limits != NULL ? *limits : (once_http_limits){0};
-    int rc = once_http_limits_resolve(&lim, &defaults, o->max_body ? o->max_body : DEFAULT_MAX_BODY,
+    int rc = once__http_limits_resolve(&lim, &defaults, o->max_body ? o->max_body : DEFAULT_MAX_BODY,
                                       err, errlen);
     if (rc != ONCE_OK)
         return rc;

@@ -2,7 +2,7 @@
  * decide.c -- the dedup verdict (docs/design.md section 4) and the digest lines
  * it reads.
  *
- * once_decide() first reduces its input to three facts (what is stored, how
+ * once__decide() first reduces its input to three facts (what is stored, how
  * the incoming message matches the accepted ones, which class the stored
  * state is in) and then takes the first row of one constant table that fits.
  * The table is docs/design.md's table, row for row, so a reviewer compares the two
@@ -73,7 +73,7 @@ static int next_line(const char **cursor, digest_line *out)
     return 0;
 }
 
-int once_digests_find_id(const char *lines, const char *message_id, const char **digest_hex)
+int once__digests_find_id(const char *lines, const char *message_id, const char **digest_hex)
 {
     if (message_id == NULL)
         return 0;
@@ -90,7 +90,7 @@ int once_digests_find_id(const char *lines, const char *message_id, const char *
     return 0;
 }
 
-int once_digests_has(const char *lines, const char *digest_hex)
+int once__digests_has(const char *lines, const char *digest_hex)
 {
     if (!digest_arg_ok(digest_hex))
         return 0;
@@ -103,7 +103,7 @@ int once_digests_has(const char *lines, const char *digest_hex)
     return 0;
 }
 
-int once_digests_append(char **lines, const char *digest_hex, const char *message_id)
+int once__digests_append(char **lines, const char *digest_hex, const char *message_id)
 {
     if (lines == NULL || !digest_arg_ok(digest_hex))
         return ONCE_EINVAL;
@@ -138,7 +138,7 @@ int once_digests_append(char **lines, const char *digest_hex, const char *messag
     return ONCE_OK;
 }
 
-void once_digests_first(const char *lines, char out[ONCE_DIGEST_HEX + 1])
+void once__digests_first(const char *lines, char out[ONCE_DIGEST_HEX + 1])
 {
     const char *cur = lines;
     digest_line l;
@@ -165,7 +165,7 @@ static const char *const verdict_names[] = {
     [ONCE_V_REJECT_TERMINAL] = "REJECT_TERMINAL",
 };
 
-const char *once_verdict_name(once_verdict v)
+const char *once__verdict_name(once_verdict v)
 {
     if ((int)v < ONCE_V_REGISTER || (int)v > ONCE_V_REJECT_TERMINAL)
         return "UNKNOWN";
@@ -232,22 +232,22 @@ static sclass classify(once_state s)
 /* Only meaningful for a record. A 1.0 message is identified by its
  * messageId; a 0.1 tasks/send has none, so its digest is its identity and a
  * different digest is simply a new message. */
-static match match_of(const once_decide_in *in)
+static match match_of(const once__decide_in *in)
 {
     const char *lines = in->digests != NULL ? in->digests : "";
     if (in->message_id != NULL) {
         const char *stored_hex = NULL;
-        if (!once_digests_find_id(lines, in->message_id, &stored_hex))
+        if (!once__digests_find_id(lines, in->message_id, &stored_hex))
             return M_NEW;
         return digest_arg_ok(in->digest_hex) &&
                        memcmp(stored_hex, in->digest_hex, ONCE_DIGEST_HEX) == 0
                    ? M_SAME
                    : M_DIFF;
     }
-    return once_digests_has(lines, in->digest_hex) ? M_SAME : M_NEW;
+    return once__digests_has(lines, in->digest_hex) ? M_SAME : M_NEW;
 }
 
-once_verdict once_decide(const once_decide_in *in)
+once_verdict once__decide(const once__decide_in *in)
 {
     if (in == NULL)
         return ONCE_V_REJECT_BUSY;   /* same refusal as the catch-all row */

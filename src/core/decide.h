@@ -18,7 +18,7 @@ typedef enum once_verdict {
     ONCE_V_REJECT_TERMINAL         /* -32004 TASK_TERMINAL */
 } once_verdict;
 
-const char *once_verdict_name(once_verdict v);  /* "REGISTER", ... */
+const char *once__verdict_name(once_verdict v);  /* "REGISTER", ... */
 
 typedef enum once_stored {
     ONCE_STORED_NONE = 0,       /* no record, no tombstone */
@@ -26,7 +26,7 @@ typedef enum once_stored {
     ONCE_STORED_RECORD = 2
 } once_stored;
 
-typedef struct once_decide_in {
+typedef struct once__decide_in {
     once_stored stored;
     once_state state;            /* stored record's state (RECORD only) */
     const char *digests;         /* stored record's digest lines (RECORD only) */
@@ -34,28 +34,28 @@ typedef struct once_decide_in {
                                     active, or 0.1 tasks/send */
     const char *message_id;      /* incoming messageId; NULL for 0.1 tasks/send */
     const char *digest_hex;      /* incoming message digest, 64 lowercase hex */
-} once_decide_in;
+} once__decide_in;
 
 /* The verdict for one incoming message. Table-driven, total: every input
  * maps to exactly one verdict. */
-once_verdict once_decide(const once_decide_in *in);
+once_verdict once__decide(const once__decide_in *in);
 
 /* Digest lines ("<64 hex> <messageId>\n" each; see once_record.digests). */
 
 /* Find the line whose messageId equals message_id: 1 and *digest_hex (points
  * into lines, 64 chars, not NUL-terminated) if found, else 0. */
-int once_digests_find_id(const char *lines, const char *message_id, const char **digest_hex);
+int once__digests_find_id(const char *lines, const char *message_id, const char **digest_hex);
 /* 1 if any line carries digest_hex. */
-int once_digests_has(const char *lines, const char *digest_hex);
+int once__digests_has(const char *lines, const char *digest_hex);
 /* Append a line to a once_malloc'd string (*lines may be NULL). */
-int once_digests_append(char **lines, const char *digest_hex, const char *message_id);
+int once__digests_append(char **lines, const char *digest_hex, const char *message_id);
 /* Copy the first line's digest into out (65 bytes); "" if none. */
-void once_digests_first(const char *lines, char out[ONCE_DIGEST_HEX + 1]);
+void once__digests_first(const char *lines, char out[ONCE_DIGEST_HEX + 1]);
 
 /* State machine: 1 if from -> to is a legal transition. A state may "move"
  * to itself only where that is a progress update (working -> working). */
-int once_transition_ok(once_state from, once_state to);
+int once__transition_ok(once_state from, once_state to);
 /* ONCE_OK, or ONCE_EILLEGAL (never a silent write). */
-int once_transition(once_state from, once_state to);
+int once__transition(once_state from, once_state to);
 
 #endif

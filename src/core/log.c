@@ -2,7 +2,7 @@
  * log.c -- the structured log (log.h): settings, the per-thread context,
  * the line builder and its one write(2).
  *
- * Settings are plain globals written once by once_log_setup before other
+ * Settings are plain globals written once by once__log_setup before other
  * threads exist, then only read. The context is thread-local, so reading
  * and changing it needs no lock either.
  */
@@ -23,7 +23,7 @@ static int log_fd = 2;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
-int once_log_level_parse(const char *s)
+int once__log_level_parse(const char *s)
 {
     for (int i = 0; s != NULL && i < 4; i++)
         if (strcmp(s, level_names[i]) == 0)
@@ -31,7 +31,7 @@ int once_log_level_parse(const char *s)
     return -1;
 }
 
-int once_log_format_parse(const char *s)
+int once__log_format_parse(const char *s)
 {
     if (s != NULL && strcmp(s, "text") == 0)
         return ONCE_LOG_TEXT;
@@ -40,14 +40,14 @@ int once_log_format_parse(const char *s)
     return -1;
 }
 
-void once_log_setup(int level, int format, int fd)
+void once__log_setup(int level, int format, int fd)
 {
     log_level = level;
     log_format = format;
     log_fd = fd;
 }
 
-int once_log_enabled(int level)
+int once__log_enabled(int level)
 {
     return level <= log_level;
 }
@@ -66,7 +66,7 @@ static int hex_run(const char *s, size_t n, int *nonzero)
     return 1;
 }
 
-int once_traceparent_valid(const char *s)
+int once__traceparent_valid(const char *s)
 {
     int nz;
     if (s == NULL || strlen(s) < ONCE_TRACEPARENT_LEN)
@@ -116,7 +116,7 @@ void once__log_ctx_outcome(const char *outcome)
 
 void once__log_ctx_traceparent(const char *traceparent)
 {
-    if (once_traceparent_valid(traceparent))
+    if (once__traceparent_valid(traceparent))
         snprintf(tl_ctx.traceparent, sizeof tl_ctx.traceparent, "%.*s", ONCE_TRACEPARENT_LEN,
                  traceparent);
     else

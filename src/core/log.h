@@ -26,20 +26,20 @@ enum { ONCE_LOG_ERROR = 0, ONCE_LOG_WARN = 1, ONCE_LOG_INFO = 2, ONCE_LOG_DEBUG 
 enum { ONCE_LOG_TEXT = 0, ONCE_LOG_JSON = 1 };
 
 /* "error".."debug" / "text", "json" -> the enum, or -1. */
-int once_log_level_parse(const char *s);
-int once_log_format_parse(const char *s);
+int once__log_level_parse(const char *s);
+int once__log_format_parse(const char *s);
 
 /* Set before any thread logs (onced's main): lines at or below level, in
  * this format, to fd. Until it is called nothing is logged. */
-void once_log_setup(int level, int format, int fd);
-int once_log_enabled(int level);
+void once__log_setup(int level, int format, int fd);
+int once__log_enabled(int level);
 
 /* A version-00 traceparent is exactly this long: 00-<32>-<16>-<2>. */
 #define ONCE_TRACEPARENT_LEN 55
 
 /* 1 if s is a valid W3C traceparent (version 00, or a later version's
  * first 55 characters followed by '-'); ids not all zero, lowercase hex. */
-int once_traceparent_valid(const char *s);
+int once__traceparent_valid(const char *s);
 
 /* This thread's context. Fields are empty strings when unknown. */
 typedef struct once__logctx {
@@ -70,7 +70,7 @@ typedef struct once__logline {
 } once__logline;
 
 /* Begin a line: time, level, event ("request", "takeover", ...). The
- * caller checks once_log_enabled first. */
+ * caller checks once__log_enabled first. */
 void once__log_begin(once__logline *l, int level, const char *event);
 void once__log_str(once__logline *l, const char *key, const char *value);  /* NULL: skipped */
 void once__log_int(once__logline *l, const char *key, int64_t value);

@@ -84,14 +84,14 @@ static const unsigned char legal[NSTATES][NSTATES] = {
 };
 #undef X
 
-int once_transition_ok(once_state from, once_state to)
+int once__transition_ok(once_state from, once_state to)
 {
     if (!in_range(from) || !in_range(to))
         return 0;
     return legal[from][to];
 }
 
-int once_transition(once_state from, once_state to)
+int once__transition(once_state from, once_state to)
 {
-    return once_transition_ok(from, to) ? ONCE_OK : ONCE_EILLEGAL;
+    return once__transition_ok(from, to) ? ONCE_OK : ONCE_EILLEGAL;
 }

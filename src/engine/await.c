@@ -22,11 +22,11 @@
  * answer), so one slow answer never delays another wait.
  *
  * Fairness: a principal holds at most cfg.max_waits_per_principal waits
- * and the engine at most cfg.max_waits; past either, once_engine_await
+ * and the engine at most cfg.max_waits; past either, once__engine_await
  * answers ONCE_EBUSY and the caller answers with the task as it stands
  * (a true answer: the client polls or subscribes from there).
  *
- * Ownership: nodes are allocated by once_engine_await and freed only by
+ * Ownership: nodes are allocated by once__engine_await and freed only by
  * the await thread, after their callback; every field that another thread
  * changes (gen, ready) is read and written under e->mu. The thread reads
  * a node's key without the lock while polling: the key never changes and
@@ -46,7 +46,7 @@ struct once__await {
     int64_t until;             /* monotonic ms */
     int64_t next_poll;         /* monotonic ms; the await thread's own */
     int ready;                 /* under e->mu: settled, deadline, or release */
-    once_engine_ready_fn fn;
+    once__engine_ready_fn fn;
     void *arg;
     struct once__await *next;
 };
@@ -58,7 +58,7 @@ int once__record_settled(const once_record *r)
 }
 
 /* Under e->mu: a local write of r reached the waits on its key. */
-void once__await_notify(once_engine *e, const once_record *r)
+void once__await_notify(once__engine *e, const once_record *r)
 {
     int wake = 0;
     for (once__await *a = e->awaits; a != NULL; a = a->next) {
@@ -77,7 +77,7 @@ void once__await_notify(once_engine *e, const once_record *r)
 
 /* Outside e->mu: has a's task settled in the store? 1 yes, 0 no (a->gen
  * moved on if it moved), negative: the store failed. */
-static int poll_one(once_engine *e, once__await *a)
+static int poll_one(once__engine *e, once__await *a)
 {
     pthread_mutex_lock(&e->mu);
     int64_t gen = a->gen;
@@ -108,7 +108,7 @@ static int poll_one(once_engine *e, once__await *a)
 /* Under e->mu: unlink every ready wait (and every one past its deadline,
  * or all of them once released) onto *fire. Returns the earliest moment
  * something is due among those left (deadline or poll). */
-static int64_t take_ready(once_engine *e, int64_t now, once__await **fire)
+static int64_t take_ready(once__engine *e, int64_t now, once__await **fire)
 {
     int64_t due = now + WAIT_POLL_MS;
     for (once__await **pp = &e->awaits; *pp != NULL;) {
@@ -142,7 +142,7 @@ static void run_ready(once__await *fire)
 
 /* Poll the waits whose turn has come, at most POLL_BATCH of them. Returns
  * 1 if it stopped early (more are due). */
-static int poll_due(once_engine *e, int64_t now)
+static int poll_due(once__engine *e, int64_t now)
 {
     once__await *due[POLL_BATCH];
     size_t n = 0;
@@ -178,7 +178,7 @@ static int poll_due(once_engine *e, int64_t now)
 
 static void *await_main(void *arg)
 {
-    once_engine *e = arg;
+    once__engine *e = arg;
     pthread_mutex_lock(&e->mu);
     for (;;) {
         once__await *fire = NULL;
@@ -202,8 +202,8 @@ static void *await_main(void *arg)
     }
 }
 
-int once_engine_await(once_engine *e, const char *principal, const char *task_id, int64_t gen,
-                      int64_t until, once_engine_ready_fn fn, void *arg)
+int once__engine_await(once__engine *e, const char *principal, const char *task_id, int64_t gen,
+                      int64_t until, once__engine_ready_fn fn, void *arg)
 {
     if (e == NULL || principal == NULL || task_id == NULL || fn == NULL ||
         strlen(principal) > ONCE_PRINCIPAL_MAX || strlen(task_id) > ONCE_ID_MAX)
@@ -254,7 +254,7 @@ int once_engine_await(once_engine *e, const char *principal, const char *task_id
     return rc;
 }
 
-void once_engine_await_release(once_engine *e)
+void once__engine_await_release(once__engine *e)
 {
     if (e == NULL)
         return;

@@ -37,7 +37,7 @@ static int same_key(const once__turn *t, const char *principal, const char *task
 }
 
 /* Caller holds e->mu. */
-static void cancel_locked(once_engine *e, const char *principal, const char *task_id,
+static void cancel_locked(once__engine *e, const char *principal, const char *task_id,
                           uint64_t except_id)
 {
     int any = 0;
@@ -51,7 +51,7 @@ static void cancel_locked(once_engine *e, const char *principal, const char *tas
         pthread_cond_broadcast(&e->cancel_cv);
 }
 
-void once__cancel_local(once_engine *e, const char *principal, const char *task_id)
+void once__cancel_local(once__engine *e, const char *principal, const char *task_id)
 {
     pthread_mutex_lock(&e->mu);
     cancel_locked(e, principal, task_id, 0);
@@ -59,7 +59,7 @@ void once__cancel_local(once_engine *e, const char *principal, const char *task_
 }
 
 /* Caller holds e->mu. The queued turn of the key, or NULL. */
-static once__turn *queued_locked(once_engine *e, const char *principal, const char *task_id)
+static once__turn *queued_locked(once__engine *e, const char *principal, const char *task_id)
 {
     for (once__turn *t = e->qhead; t != NULL; t = t->qnext)
         if (same_key(t, principal, task_id))
@@ -67,7 +67,7 @@ static once__turn *queued_locked(once_engine *e, const char *principal, const ch
     return NULL;
 }
 
-static int dispatch_turn(once_engine *e, const char *principal, const char *task_id,
+static int dispatch_turn(once__engine *e, const char *principal, const char *task_id,
                          int64_t fence, int resumed, json_t *task, int64_t version);
 
 static void turn_free(once__turn *t)
@@ -76,19 +76,19 @@ static void turn_free(once__turn *t)
     once_free(t);
 }
 
-int once__dispatch(once_engine *e, const char *principal, const char *task_id, int64_t fence,
+int once__dispatch(once__engine *e, const char *principal, const char *task_id, int64_t fence,
                    int resumed)
 {
     return dispatch_turn(e, principal, task_id, fence, resumed, NULL, 0);
 }
 
-int once__dispatch_task(once_engine *e, const char *principal, const char *task_id,
+int once__dispatch_task(once__engine *e, const char *principal, const char *task_id,
                         int64_t fence, json_t *task, int64_t version)
 {
     return dispatch_turn(e, principal, task_id, fence, 0, task, version);
 }
 
-static int dispatch_turn(once_engine *e, const char *principal, const char *task_id,
+static int dispatch_turn(once__engine *e, const char *principal, const char *task_id,
                          int64_t fence, int resumed, json_t *task, int64_t version)
 {
     once__turn *t = once_calloc(1, sizeof *t);
@@ -145,7 +145,7 @@ static int dispatch_turn(once_engine *e, const char *principal, const char *task
     return ONCE_OK;
 }
 
-int once__queue_full(once_engine *e)
+int once__queue_full(once__engine *e)
 {
     pthread_mutex_lock(&e->mu);
     int full = e->nqueued >= e->cfg.max_queue;
@@ -153,7 +153,7 @@ int once__queue_full(once_engine *e)
     return full;
 }
 
-int once__queue_holds(once_engine *e, const char *principal, const char *task_id)
+int once__queue_holds(once__engine *e, const char *principal, const char *task_id)
 {
     pthread_mutex_lock(&e->mu);
     int held = queued_locked(e, principal, task_id) != NULL;
@@ -162,7 +162,7 @@ int once__queue_holds(once_engine *e, const char *principal, const char *task_id
 }
 
 /* Caller holds e->mu. */
-static void unlink_active(once_engine *e, once__turn *t)
+static void unlink_active(once__engine *e, once__turn *t)
 {
     for (once__turn **pp = &e->active; *pp != NULL; pp = &(*pp)->anext) {
         if (*pp == t) {
@@ -177,7 +177,7 @@ static void unlink_active(once_engine *e, once__turn *t)
  * the first sweep of any replica takes the task over instead of waiting
  * out the lease. The store checks fence and owner: if the task moved on
  * meanwhile (finished, taken over) nothing is written. */
-static void release_lease(once_engine *e, const once__turn *t)
+static void release_lease(once__engine *e, const once__turn *t)
 {
     int rc = once_store_renew(e->store, t->principal, t->task_id, e->replica_id, t->fence, 1);
     if (rc == ONCE_OK)
@@ -186,7 +186,7 @@ static void release_lease(once_engine *e, const once__turn *t)
 
 static void *worker_main(void *arg)
 {
-    once_engine *e = arg;
+    once__engine *e = arg;
     pthread_mutex_lock(&e->mu);
     for (;;) {
         while (!e->stopping && e->qhead == NULL)
@@ -232,7 +232,7 @@ typedef struct beat_item {
 } beat_item;
 
 /* Flag the turn with this id canceled (it lost its lease). */
-static void lose_turn(once_engine *e, uint64_t id)
+static void lose_turn(once__engine *e, uint64_t id)
 {
     pthread_mutex_lock(&e->mu);
     for (once__turn *t = e->active; t != NULL; t = t->anext) {
@@ -245,7 +245,7 @@ static void lose_turn(once_engine *e, uint64_t id)
     pthread_mutex_unlock(&e->mu);
 }
 
-int once__renew_lease(once_engine *e, const char *principal, const char *task_id,
+int once__renew_lease(once__engine *e, const char *principal, const char *task_id,
                       int64_t fence)
 {
     int rc = once_store_renew(e->store, principal, task_id, e->replica_id, fence,
@@ -259,7 +259,7 @@ int once__renew_lease(once_engine *e, const char *principal, const char *task_id
  * even when turns come and go between batches. A store that cannot answer
  * leaves the lease as it is: the next beat tries again, and a turn whose
  * lease lapsed meanwhile learns it from the fence on its next write. */
-static int heartbeat_pass(once_engine *e)
+static int heartbeat_pass(once__engine *e)
 {
     int failed = 0;
     beat_item items[BEAT_BATCH];
@@ -291,7 +291,7 @@ static int heartbeat_pass(once_engine *e)
 
 static void *heartbeat_main(void *arg)
 {
-    once_engine *e = arg;
+    once__engine *e = arg;
     int64_t pause = e->cfg.heartbeat_ms;
     while (!once__engine_pause(e, pause)) {
         /* After a beat the store could not answer, beat again soon: the
@@ -303,7 +303,7 @@ static void *heartbeat_main(void *arg)
     return NULL;
 }
 
-int once__dispatch_start(once_engine *e)
+int once__dispatch_start(once__engine *e)
 {
     e->workers = once_calloc((size_t)e->cfg.workers, sizeof *e->workers);
     if (e->workers == NULL)
@@ -319,7 +319,7 @@ int once__dispatch_start(once_engine *e)
     return ONCE_OK;
 }
 
-void once__dispatch_stop(once_engine *e)
+void once__dispatch_stop(once__engine *e)
 {
     /* The caller set `stopping` and woke everyone. The heartbeat goes
      * first: a renewal still in flight after a release would extend the

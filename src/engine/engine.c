@@ -2,8 +2,8 @@
  * engine.c -- engine lifecycle: configuration defaults, the derived-ID
  * secret, start / stop of the background threads, accessors and stats.
  *
- * Invariants: once_engine_new leaves an engine that can serve send / get /
- * cancel / list synchronously (turns queue until once_engine_start); the
+ * Invariants: once__engine_new leaves an engine that can serve send / get /
+ * cancel / list synchronously (turns queue until once__engine_start); the
  * secret is read from the store itself (insert-if-absent), so every replica
  * sharing a store derives the same task ID for the same first message.
  */
@@ -28,12 +28,12 @@
 #define DEFAULT_MAX_TASK_BYTES ((int64_t)4 << 20)
 #define SECRET_BYTES 32
 
-int64_t once__now(const once_engine *e)
+int64_t once__now(const once__engine *e)
 {
     return once_now(e->clock);
 }
 
-int once__stopping(const once_engine *e)
+int once__stopping(const once__engine *e)
 {
     return __atomic_load_n(&e->stopping, __ATOMIC_ACQUIRE);
 }
@@ -64,7 +64,7 @@ void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
     pthread_cond_timedwait(cv, mu, &ts);
 }
 
-int once__engine_pause(once_engine *e, int64_t ms)
+int once__engine_pause(once__engine *e, int64_t ms)
 {
     int64_t until = once_monotonic_ms() + ms;
     pthread_mutex_lock(&e->mu);
@@ -79,7 +79,7 @@ int once__engine_pause(once_engine *e, int64_t ms)
     return stop;
 }
 
-int once__store_rc(once_engine *e, int rc)
+int once__store_rc(once__engine *e, int rc)
 {
     if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
         ONCE__STAT(e, store_errors);
@@ -89,12 +89,12 @@ int once__store_rc(once_engine *e, int rc)
     return rc;
 }
 
-void once__hold_takeovers(once_engine *e)
+void once__hold_takeovers(once__engine *e)
 {
     __atomic_store_n(&e->takeover_after, once__now(e) + e->cfg.lease_ms, __ATOMIC_RELEASE);
 }
 
-int once__takeovers_held(const once_engine *e)
+int once__takeovers_held(const once__engine *e)
 {
     return once__now(e) < __atomic_load_n(&e->takeover_after, __ATOMIC_ACQUIRE);
 }
@@ -113,7 +113,7 @@ static void default_replica_id(char out[ONCE_OWNER_MAX + 1])
 }
 
 /* Read (or create, on the first replica) the secret behind derived IDs. */
-static int load_secret(once_engine *e, char *err, size_t errlen)
+static int load_secret(once__engine *e, char *err, size_t errlen)
 {
     uint8_t raw[SECRET_BYTES];
     int rc = e->rng->fill(e->rng, raw, sizeof raw);
@@ -136,7 +136,7 @@ static int load_secret(once_engine *e, char *err, size_t errlen)
     return ONCE_OK;
 }
 
-int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err, size_t errlen)
+int once__engine_new(const once__engine_config *cfg, once__engine **out, char *err, size_t errlen)
 {
     char dummy[1];
     if (err == NULL) {
@@ -169,7 +169,7 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
         return ONCE_EINVAL;
     }
 
-    once_engine *e = once_calloc(1, sizeof *e);
+    once__engine *e = once_calloc(1, sizeof *e);
     if (e == NULL) {
         snprintf(err, errlen, "out of memory");
         return ONCE_ENOMEM;
@@ -184,7 +184,7 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
     else
         default_replica_id(e->replica_id);
 
-    once_engine_config *c = &e->cfg;
+    once__engine_config *c = &e->cfg;
     if (c->lease_ms == 0)
         c->lease_ms = DEFAULT_LEASE_MS;
     if (c->heartbeat_ms == 0)
@@ -236,14 +236,14 @@ int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err,
     }
     int rc = load_secret(e, err, errlen);
     if (rc != ONCE_OK) {
-        once_engine_free(e);
+        once__engine_free(e);
         return rc;
     }
     *out = e;
     return ONCE_OK;
 }
 
-int once_engine_start(once_engine *e)
+int once__engine_start(once__engine *e)
 {
     if (e == NULL)
         return ONCE_EINVAL;
@@ -262,11 +262,11 @@ int once_engine_start(once_engine *e)
     return rc;
 }
 
-void once_engine_stop(once_engine *e)
+void once__engine_stop(once__engine *e)
 {
     if (e == NULL)
         return;
-    once_engine_await_release(e);   /* deferred sends answer now, as they stand */
+    once__engine_await_release(e);   /* deferred sends answer now, as they stand */
     pthread_mutex_lock(&e->mu);
     int already = e->stopped;
     e->stopped = 1;
@@ -288,11 +288,11 @@ void once_engine_stop(once_engine *e)
     once__push_stop(e);   /* after the workers: their writes still kick it */
 }
 
-void once_engine_free(once_engine *e)
+void once__engine_free(once__engine *e)
 {
     if (e == NULL)
         return;
-    once_engine_stop(e);
+    once__engine_stop(e);
     once__push_free_state(e);
     pthread_cond_destroy(&e->await_cv);
     pthread_cond_destroy(&e->cancel_cv);
@@ -302,27 +302,27 @@ void once_engine_free(once_engine *e)
     once_free(e);
 }
 
-const char *once_engine_replica_id(const once_engine *e)
+const char *once__engine_replica_id(const once__engine *e)
 {
     return e->replica_id;
 }
 
-int once_engine_store_synchronous(once_engine *e, int *level)
+int once__engine_store_synchronous(once__engine *e, int *level)
 {
     return once_store_synchronous(e->store, level);
 }
 
-int64_t once_engine_retention_ms(const once_engine *e)
+int64_t once__engine_retention_ms(const once__engine *e)
 {
     return e->cfg.retention_ms;
 }
 
-int64_t once_engine_tombstone_ms(const once_engine *e)
+int64_t once__engine_tombstone_ms(const once__engine *e)
 {
     return e->cfg.tombstone_ms;
 }
 
-void once_engine_get_stats(once_engine *e, once_engine_stats *out)
+void once__engine_get_stats(once__engine *e, once__engine_stats *out)
 {
     const uint64_t *src = (const uint64_t *)&e->stats;
     uint64_t *dst = (uint64_t *)out;

@@ -6,7 +6,7 @@
  *
  * It never parses JSON-RPC: the codec (src/a2a) hands it already-validated
  * A2A objects (jansson values) and maps its results to wire responses.
- * Thread-safe: every once_engine_* call may run on any HTTP thread.
+ * Thread-safe: every once__engine_* call may run on any HTTP thread.
  */
 #ifndef ONCE_ENGINE_ENGINE_H
 #define ONCE_ENGINE_ENGINE_H
@@ -17,9 +17,9 @@
 #include "once/executor.h"
 #include "once/store.h"
 
-typedef struct once_engine once_engine;
+typedef struct once__engine once__engine;
 
-typedef struct once_engine_config {
+typedef struct once__engine_config {
     once_store *store;              /* borrowed; outlives the engine */
     const once_clock *clock;        /* NULL = system */
     const once_rng *rng;            /* NULL = system */
@@ -32,7 +32,7 @@ typedef struct once_engine_config {
     int64_t tombstone_ms;           /* default 30d */
     int64_t sweep_interval_ms;      /* takeover + retention sweep period; default 1000 */
     int64_t max_wait_ms;            /* cap on a blocking SendMessage; default 60000 */
-    /* Deferred waits (once_engine_await) at once, in all and per principal;
+    /* Deferred waits (once__engine_await) at once, in all and per principal;
      * defaults 4096 and 256. Past either a blocking send is answered with
      * the task as it stands instead of waiting (counted in waits_shed). */
     int max_waits;
@@ -68,30 +68,30 @@ typedef struct once_engine_config {
      * ignored, so a client-minted taskId is TASK_NOT_FOUND. Never set it
      * in production. */
     int experiment_naive;
-} once_engine_config;
+} once__engine_config;
 
 enum { ONCE_PLAIN_IDS_DERIVED = 0, ONCE_PLAIN_IDS_SERVER = 1 };
 
-int once_engine_new(const once_engine_config *cfg, once_engine **out, char *err, size_t errlen);
+int once__engine_new(const once__engine_config *cfg, once__engine **out, char *err, size_t errlen);
 /* Start the worker pool and the sweeper thread. */
-int once_engine_start(once_engine *e);
+int once__engine_start(once__engine *e);
 /* Stop: blocked sends and follows return at once (a send answers with the
  * task as it stands), background threads end, running turns are asked to
  * stop, and the lease of every turn this replica held, running or queued,
  * is released (set to have run out) so that another replica takes the task
  * over at its next sweep instead of a lease later. Later calls get
  * ONCE_ECLOSED where they would start work. Idempotent; NULL ok. */
-void once_engine_stop(once_engine *e);
+void once__engine_stop(once__engine *e);
 /* Stop (if not yet), then free. NULL ok. */
-void once_engine_free(once_engine *e);
+void once__engine_free(once__engine *e);
 
-const char *once_engine_replica_id(const once_engine *e);
+const char *once__engine_replica_id(const once__engine *e);
 /* The commit durability the engine's store reports, read back from it
  * (once_store_synchronous): ONCE_SYNC_* in *level, or ONCE_EUNSUPPORTED
  * for a store without the choice. */
-int once_engine_store_synchronous(once_engine *e, int *level);
-int64_t once_engine_retention_ms(const once_engine *e);
-int64_t once_engine_tombstone_ms(const once_engine *e);
+int once__engine_store_synchronous(once__engine *e, int *level);
+int64_t once__engine_retention_ms(const once__engine *e);
+int64_t once__engine_tombstone_ms(const once__engine *e);
 
 /* A SendMessage (or 0.1 tasks/send) as the codec validated it. */
 typedef struct once_send_req {
@@ -101,10 +101,10 @@ typedef struct once_send_req {
     int extension;          /* urn:once:a2a:idempotency:v1 active for this request */
     int legacy;             /* 0.1 tasks/send: identity by digest, client id */
     int return_immediately; /* else block until terminal/interrupted (bounded) */
-    /* The caller waits itself (once_engine_await) instead of blocking in
-     * once_engine_send: where a blocking send would wait, the send returns
+    /* The caller waits itself (once__engine_await) instead of blocking in
+     * once__engine_send: where a blocking send would wait, the send returns
      * at once with pending = 1, generation and wait_until set, and no
-     * result; the caller builds the answer with once_engine_send_answer. */
+     * result; the caller builds the answer with once__engine_send_answer. */
     int defer;
     int64_t wait_ms;        /* blocking bound; 0 = engine default */
     int history_length;     /* -1 = all */
@@ -147,14 +147,14 @@ typedef struct once_send_res {
     int64_t wait_until;
 } once_send_res;
 
-int once_engine_send(once_engine *e, const once_send_req *req, once_send_res *res);
+int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *res);
 
 /* The answer to a deferred blocking send (res->pending): the task as it
  * stands now, read from the store: res->result ({"task":..} or
  * {"message":..}, history trimmed to history_length) and res->state; the
  * verdict and other fields are left as they are. ONCE_ENOTFOUND,
  * ONCE_ETOMBSTONE, or a store error. */
-int once_engine_send_answer(once_engine *e, const char *principal, const char *task_id,
+int once__engine_send_answer(once__engine *e, const char *principal, const char *task_id,
                             int history_length, once_send_res *res);
 
 /* --- deferred waits (await.c) ----------------------------------------------
@@ -168,25 +168,25 @@ int once_engine_send_answer(once_engine *e, const char *principal, const char *t
  * ONCE_OK; otherwise fn is never called: ONCE_EBUSY (max_waits, or
  * max_waits_per_principal for this principal, reached), ONCE_ECLOSED
  * (released or stopping), ONCE_ENOMEM, ONCE_EINVAL. */
-typedef void (*once_engine_ready_fn)(void *arg);
-int once_engine_await(once_engine *e, const char *principal, const char *task_id, int64_t gen,
-                      int64_t until, once_engine_ready_fn fn, void *arg);
+typedef void (*once__engine_ready_fn)(void *arg);
+int once__engine_await(once__engine *e, const char *principal, const char *task_id, int64_t gen,
+                      int64_t until, once__engine_ready_fn fn, void *arg);
 /* Fire every registered wait now and refuse new ones (ONCE_ECLOSED); on
  * return every callback has returned. For a server that stops: call it
- * before freeing what the callbacks use. once_engine_free calls it. */
-void once_engine_await_release(once_engine *e);
+ * before freeing what the callbacks use. once__engine_free calls it. */
+void once__engine_await_release(once__engine *e);
 
 /* GetTask: *task = Task JSON (new reference), history trimmed to
  * history_length (-1 = all). ONCE_ENOTFOUND (also for another principal's
  * task and for direct-Message records), ONCE_ETOMBSTONE (*expired_at set),
  * or a store error. */
-int once_engine_get(once_engine *e, const char *principal, const char *task_id,
+int once__engine_get(once__engine *e, const char *principal, const char *task_id,
                     int history_length, json_t **task, int64_t *expired_at);
 
 /* CancelTask: moves the task to CANCELED with fence + 1 and stops its
  * worker. Idempotent on a canceled task. ONCE_EILLEGAL with *state for
  * other terminal states (-32002), ONCE_ENOTFOUND, ONCE_ETOMBSTONE. */
-int once_engine_cancel(once_engine *e, const char *principal, const char *task_id,
+int once__engine_cancel(once__engine *e, const char *principal, const char *task_id,
                        json_t **task, once_state *state, int64_t *expired_at);
 
 /* ListTasks over the caller's own tasks. page_token: NULL or a token from a
@@ -200,11 +200,11 @@ typedef struct once_list_req {
     const char *page_token;
     int history_length;
 } once_list_req;
-int once_engine_list(once_engine *e, const once_list_req *req, json_t **tasks,
+int once__engine_list(once__engine *e, const once_list_req *req, json_t **tasks,
                      char next_token[256]);
 
 /* Counters for /metrics-style introspection and tests. */
-typedef struct once_engine_stats {
+typedef struct once__engine_stats {
     uint64_t registered, continued, replayed, refused, executed_turns, takeovers,
         fenced_writes, swept, purged, store_errors,
         overloaded,     /* sends answered ONCE_EOVERLOAD (queue full) */
@@ -222,22 +222,22 @@ typedef struct once_engine_stats {
     uint64_t turns_completed, turns_failed, turns_canceled, turns_rejected,
         turns_input_required, turns_auth_required, turns_stopped, turns_lost;
     uint64_t leases_released; /* given back when the engine stopped */
-} once_engine_stats;
-void once_engine_get_stats(once_engine *e, once_engine_stats *out);
+} once__engine_stats;
+void once__engine_get_stats(once__engine *e, once__engine_stats *out);
 
-/* The engine's counters (the same ones once_engine_get_stats and
+/* The engine's counters (the same ones once__engine_get_stats and
  * once/admin/stats read) and push delivery counters as Prometheus text
  * (core/metrics.h), appended to t. */
 struct once__mtext;
-void once_engine_metrics(once_engine *e, struct once__mtext *t);
+void once__engine_metrics(once__engine *e, struct once__mtext *t);
 
 /* Whether the store answers now: one read of a key no task can have.
  * ONCE_OK, or the store's error (ONCE_ESTORE, ONCE_EBUSY, ...). For
  * readiness probes; not counted as a store failure of the engine's. */
-int once_engine_ping(once_engine *e);
+int once__engine_ping(once__engine *e);
 
 /* Run one takeover + retention pass now (tests; the sweeper calls it). */
-int once_engine_sweep_once(once_engine *e);
+int once__engine_sweep_once(once__engine *e);
 
 /* --- following a task's events (follow.c; SSE streaming) ------------------
  *
@@ -246,13 +246,13 @@ int once_engine_sweep_once(once_engine *e);
  * the same atomic write as its state change. A missing key (or another
  * principal's task) yields an empty list. *out is the caller's
  * (once_event_list_clear). ONCE_ECLOSED once the engine stops. */
-int once_engine_events_after(once_engine *e, const char *principal, const char *task_id,
+int once__engine_events_after(once__engine *e, const char *principal, const char *task_id,
                              int64_t after, size_t max, once_event_list *out);
 
 /* The task's current generation and state: one record read (what GetTask
  * costs). ONCE_ENOTFOUND (also for another principal's task and for a
  * direct-Message record, as GetTask), ONCE_ETOMBSTONE, or a store error. */
-int once_engine_task_head(once_engine *e, const char *principal, const char *task_id,
+int once__engine_task_head(once__engine *e, const char *principal, const char *task_id,
                           int64_t *generation, once_state *state);
 
 /* Block until the task has an event after generation gen, timeout_ms
@@ -261,7 +261,7 @@ int once_engine_task_head(once_engine *e, const char *principal, const char *tas
  * one-event probe (an index lookup: the record is never loaded). A task
  * that does not exist simply never moves. Returns ONCE_OK, ONCE_ETIMEDOUT,
  * ONCE_ECLOSED (engine stopping) or a store error (retryable). */
-int once_engine_wait_generation(once_engine *e, const char *principal, const char *task_id,
+int once__engine_wait_generation(once__engine *e, const char *principal, const char *task_id,
                                 int64_t gen, int64_t timeout_ms);
 
 /* --- writes by a worker outside this engine's turns (external.c) ---------
@@ -295,7 +295,7 @@ typedef struct once_external_result {
  * is not working, or is a direct Message), ONCE_EINVAL (bad arguments or a
  * malformed artifact), ONCE_ENOTFOUND / ONCE_ETOMBSTONE, or a store error.
  * res may be NULL. */
-int once_engine_external_artifact(once_engine *e, const once_external_write *w,
+int once__engine_external_artifact(once__engine *e, const once_external_write *w,
                                   once_external_result *res);
 
 #endif

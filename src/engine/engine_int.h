@@ -68,7 +68,7 @@ typedef struct once__await once__await;
 
 /*
  * The engine. Everything in `cfg` (defaults filled in), clock, rng, ex,
- * replica_id and secret is set by once_engine_new and read-only afterwards.
+ * replica_id and secret is set by once__engine_new and read-only afterwards.
  * e->mu guards the queue, the active list, the waiter list, `stopping`,
  * `started`, `inflight` (sends and follow calls in progress, so free can
  * wait for blocked ones to leave) and `next_turn_id`. Condition variables (CLOCK_MONOTONIC):
@@ -77,8 +77,8 @@ typedef struct once__await once__await;
  *              background threads wait on it).
  * `stats` fields are only touched with __atomic builtins.
  */
-struct once_engine {
-    once_engine_config cfg;
+struct once__engine {
+    once__engine_config cfg;
     once_store *store;
     const once_clock *clock;
     const once_rng *rng;
@@ -95,14 +95,14 @@ struct once_engine {
     once__waiter *waiters;
     once__await *awaits;        /* deferred waits (await.c) */
     int nawaits;
-    int awaits_closed;          /* once_engine_await_release ran: refuse new ones */
+    int awaits_closed;          /* once__engine_await_release ran: refuse new ones */
     int await_quit;
     int await_started;
     pthread_t await_thread;
     pthread_cond_t await_cv;    /* a deferred wait became ready, or was added */
     uint64_t next_turn_id;
     int stopping;               /* also read with __atomic outside the lock */
-    int stopped;                /* once_engine_stop ran (it runs once) */
+    int stopped;                /* once__engine_stop ran (it runs once) */
     int started;
     int inflight;
 
@@ -113,7 +113,7 @@ struct once_engine {
     pthread_t sweeper;
     int sweeper_started;
 
-    once_engine_stats stats;
+    once__engine_stats stats;
     int64_t takeover_after;     /* __atomic: engine-clock ms before which the sweeper takes nothing over */
     struct once__push *push;    /* push delivery (push_int.h); NULL until setup/start */
 };
@@ -122,25 +122,25 @@ struct once_engine {
 
 /* --- engine.c -------------------------------------------------------------- */
 
-int64_t once__now(const once_engine *e);
-int once__stopping(const once_engine *e);
+int64_t once__now(const once__engine *e);
+int once__stopping(const once__engine *e);
 /* Wait on cv (bound to e->mu, which the caller holds) for at most ms. */
 void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms);
 /* For the engine's periodic threads (heartbeat, sweeper): sleep ms, waking
  * early when the engine stops. Returns 1 if the engine is stopping. */
-int once__engine_pause(once_engine *e, int64_t ms);
+int once__engine_pause(once__engine *e, int64_t ms);
 int once__cond_init(pthread_cond_t *cv);
 /* Count store failures in the stats (and note when the last one was seen);
  * returns rc. */
-int once__store_rc(once_engine *e, int rc);
+int once__store_rc(once__engine *e, int rc);
 /* Takeovers wait one lease period after this replica started and after it
  * last saw the store fail. No lease can be renewed while the store is away
  * (and a replica that just started cannot know whether it was), so a lease
  * that ran out then says nothing about its owner: a whole lease period
  * gives every live owner's heartbeat time to renew. hold starts the
  * period (engine clock); held says whether it still runs. */
-void once__hold_takeovers(once_engine *e);
-int once__takeovers_held(const once_engine *e);
+void once__hold_takeovers(once__engine *e);
+int once__takeovers_held(const once__engine *e);
 
 /* --- await.c -------------------------------------------------------------- */
 
@@ -148,7 +148,7 @@ int once__takeovers_held(const once_engine *e);
  * direct Message. */
 int once__record_settled(const once_record *r);
 /* Under e->mu: r was just written by this process. */
-void once__await_notify(once_engine *e, const once_record *r);
+void once__await_notify(once__engine *e, const once_record *r);
 
 /* --- write.c --------------------------------------------------------------- */
 
@@ -160,7 +160,7 @@ void once__set_state(once_record *next, once_state state, int64_t now);
 int64_t once__record_bytes(const once_record *r);
 /* ONCE_ERANGE if writing next (over cur; NULL for a create) would grow the
  * record past cfg.max_task_bytes (a final write has a small reserve). */
-int once__size_check(const once_engine *e, const once_record *cur, const once_record *next);
+int once__size_check(const once__engine *e, const once_record *cur, const once_record *next);
 
 /* Commit next (a modified copy of cur) as a CAS against cur->version, with
  * one event `payload` (may be NULL: no event, generation unchanged). Sets
@@ -168,16 +168,16 @@ int once__size_check(const once_engine *e, const once_record *cur, const once_re
  * generation cur->generation + 1. Wakes local waiters on success. Returns
  * ONCE_ERANGE (nothing written) past max_task_bytes, else the store's
  * answer (ONCE_ECONFLICT: re-load and retry). */
-int once__write(once_engine *e, const once_record *cur, once_record *next, const char *payload);
+int once__write(once__engine *e, const once_record *cur, once_record *next, const char *payload);
 
 /* Wake this process's waiters on r's key (r as just written). */
-void once__notify(once_engine *e, const once_record *r);
+void once__notify(once__engine *e, const once_record *r);
 /* Link w (the caller's, on its stack) into e->waiters for the key, so that
  * a local write to it signals w->cv; register before looking at the store,
  * or a write in between is only seen at the next poll. Unlink with
  * once__waiter_remove. */
-int once__waiter_add(once_engine *e, once__waiter *w, const char *principal, const char *task_id);
-void once__waiter_remove(once_engine *e, once__waiter *w);
+int once__waiter_add(once__engine *e, once__waiter *w, const char *principal, const char *task_id);
+void once__waiter_remove(once__engine *e, once__waiter *w);
 
 /* --- taskjson.c ------------------------------------------------------------ */
 
@@ -223,49 +223,49 @@ char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, 
 
 /* Queue a turn for (principal, task_id) under fence. Any older turn this
  * engine holds for the same key is canceled (its fence is stale now). */
-int once__dispatch(once_engine *e, const char *principal, const char *task_id, int64_t fence,
+int once__dispatch(once__engine *e, const char *principal, const char *task_id, int64_t fence,
                    int resumed);
 /* once__dispatch of a turn that starts from the task tree `task` (stolen,
  * whatever the outcome) that the dispatching write stored as `version`. */
-int once__dispatch_task(once_engine *e, const char *principal, const char *task_id,
+int once__dispatch_task(once__engine *e, const char *principal, const char *task_id,
                         int64_t fence, json_t *task, int64_t version);
 /* Flag every local turn of the key as canceled and wake its sleeps. */
-void once__cancel_local(once_engine *e, const char *principal, const char *task_id);
+void once__cancel_local(once__engine *e, const char *principal, const char *task_id);
 /* 1 if the queue holds cfg.max_queue turns or more: sends that would start
  * a turn answer ONCE_EOVERLOAD, the sweeper takes nothing over. */
-int once__queue_full(once_engine *e);
+int once__queue_full(once__engine *e);
 /* 1 if a turn of the key waits on this replica's queue. */
-int once__queue_holds(once_engine *e, const char *principal, const char *task_id);
+int once__queue_holds(once__engine *e, const char *principal, const char *task_id);
 /* Renew this replica's lease on the key under fence (the store's renew
  * slot): ONCE_OK, ONCE_EFENCED / ONCE_ENOTFOUND (the lease went elsewhere
  * or the task ended), or a store error. */
-int once__renew_lease(once_engine *e, const char *principal, const char *task_id,
+int once__renew_lease(once__engine *e, const char *principal, const char *task_id,
                       int64_t fence);
-int once__dispatch_start(once_engine *e);
-void once__dispatch_stop(once_engine *e);
+int once__dispatch_start(once__engine *e);
+void once__dispatch_stop(once__engine *e);
 
 /* --- work.c ---------------------------------------------------------------- */
 
 /* Run one turn: start it (SUBMITTED -> WORKING), call the executor, then
  * finish it (complete / fail) if run() left it running. */
-void once__run_turn(once_engine *e, once__turn *t);
+void once__run_turn(once__engine *e, once__turn *t);
 
 /* --- push_deliver.c -------------------------------------------------------- */
 
 /* Start / stop the delivery threads (no-op without ONCE_STORE_PUSH). */
-int once__push_start(once_engine *e);
-void once__push_stop(once_engine *e);
-/* Free the push state (push.c; once_engine_free: after once__push_stop
+int once__push_start(once__engine *e);
+void once__push_stop(once__engine *e);
+/* Free the push state (push.c; once__engine_free: after once__push_stop
  * joined the threads and nothing can read the counters any more). */
-void once__push_free_state(once_engine *e);
+void once__push_free_state(once__engine *e);
 /* A task of this replica changed: wake idle delivery threads. */
-void once__push_kick(once_engine *e);
+void once__push_kick(once__engine *e);
 
 /* --- logs.c ---------------------------------------------------------------- */
 
 /* One log line each (core/log.h), naming the task. resumed_here: the
  * takeover dispatched a turn here (else the task waits for input). */
-void once__log_takeover(const once_engine *e, const char *principal, const char *task_id,
+void once__log_takeover(const once__engine *e, const char *principal, const char *task_id,
                         int64_t fence, int resumed_here);
 /* A write under fence `held` refused; stored: the fence found (0: unknown). */
 void once__log_fenced(const char *task_id, int64_t held, int64_t stored);
@@ -275,14 +275,14 @@ void once__log_push_failure(const char *task_id, const char *config_id, int64_t 
 
 /* --- sweep.c --------------------------------------------------------------- */
 
-int once__sweeper_start(once_engine *e);
+int once__sweeper_start(once__engine *e);
 
 /* --- send.c ---------------------------------------------------------------- */
 
 /* Block until the task is terminal or interrupted (or a Message), the
  * deadline (monotonic ms) passes, or the engine stops. *rec receives the
  * last record read (caller clears it). Returns ONCE_OK or the load error. */
-int once__wait(once_engine *e, const char *principal, const char *task_id, int64_t deadline,
+int once__wait(once__engine *e, const char *principal, const char *task_id, int64_t deadline,
                once_record *rec, once_tombstone *tomb);
 
 #endif /* ONCE_ENGINE_INT_H */

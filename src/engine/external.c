@@ -46,7 +46,7 @@ static int apply_artifact(const once_record *cur, once_record *next, const json_
 }
 
 /* The artifact as the work context would accept it, with an artifactId. */
-static int parse_artifact(once_engine *e, const char *artifact_json, int append, json_t **out)
+static int parse_artifact(once__engine *e, const char *artifact_json, int append, json_t **out)
 {
     json_t *art;
     int prc = once__json_object(artifact_json, &art);
@@ -71,7 +71,7 @@ static int parse_artifact(once_engine *e, const char *artifact_json, int append,
     return ONCE_OK;
 }
 
-int once_engine_external_artifact(once_engine *e, const once_external_write *w,
+int once__engine_external_artifact(once__engine *e, const once_external_write *w,
                                   once_external_result *res)
 {
     if (res != NULL)

@@ -12,7 +12,7 @@
  *
  * Invariants: both calls are read-only and scoped by the key (principal,
  * task_id), so another principal's task looks like a missing one; they
- * count in e->inflight, so once_engine_free waits for a blocked follower to
+ * count in e->inflight, so once__engine_free waits for a blocked follower to
  * leave before it tears the engine down.
  */
 #include <string.h>
@@ -22,7 +22,7 @@
 #define FOLLOW_POLL_MS 50
 
 /* Count a follow call in e->inflight; ONCE_ECLOSED once the engine stops. */
-static int enter(once_engine *e)
+static int enter(once__engine *e)
 {
     pthread_mutex_lock(&e->mu);
     int stopping = e->stopping;
@@ -32,7 +32,7 @@ static int enter(once_engine *e)
     return stopping ? ONCE_ECLOSED : ONCE_OK;
 }
 
-static void leave(once_engine *e)
+static void leave(once__engine *e)
 {
     pthread_mutex_lock(&e->mu);
     e->inflight--;
@@ -45,7 +45,7 @@ static int key_ok(const char *principal, const char *task_id)
            strlen(principal) <= ONCE_PRINCIPAL_MAX && task_id != NULL;
 }
 
-int once_engine_events_after(once_engine *e, const char *principal, const char *task_id,
+int once__engine_events_after(once__engine *e, const char *principal, const char *task_id,
                              int64_t after, size_t max, once_event_list *out)
 {
     if (out == NULL)
@@ -63,7 +63,7 @@ int once_engine_events_after(once_engine *e, const char *principal, const char *
     return rc;
 }
 
-int once_engine_task_head(once_engine *e, const char *principal, const char *task_id,
+int once__engine_task_head(once__engine *e, const char *principal, const char *task_id,
                           int64_t *generation, once_state *state)
 {
     if (generation == NULL || state == NULL)
@@ -94,7 +94,7 @@ int once_engine_task_head(once_engine *e, const char *principal, const char *tas
 }
 
 /* 1 if an event after gen exists (one index probe), 0 if not, or an error. */
-static int moved(once_engine *e, const char *principal, const char *task_id, int64_t gen)
+static int moved(once__engine *e, const char *principal, const char *task_id, int64_t gen)
 {
     once_event_list l;
     int rc = once__store_rc(e, once_store_events(e->store, principal, task_id, gen, 1, &l));
@@ -105,7 +105,7 @@ static int moved(once_engine *e, const char *principal, const char *task_id, int
 
 /* The wait proper, with w registered: a local write from here on sets
  * w->fired, so the first probe below cannot miss one. */
-static int wait_registered(once_engine *e, once__waiter *w, int64_t gen, int64_t timeout_ms)
+static int wait_registered(once__engine *e, once__waiter *w, int64_t gen, int64_t timeout_ms)
 {
     const char *principal = w->principal, *task_id = w->task_id;
     int m = moved(e, principal, task_id, gen);
@@ -147,7 +147,7 @@ static int wait_registered(once_engine *e, once__waiter *w, int64_t gen, int64_t
 /* Register the waiter first, then look: checking first would leave a gap in
  * which a local write's notification finds no waiter, and the wait would
  * only see that write at the next poll. */
-static int wait_counted(once_engine *e, const char *principal, const char *task_id, int64_t gen,
+static int wait_counted(once__engine *e, const char *principal, const char *task_id, int64_t gen,
                         int64_t timeout_ms)
 {
     once__waiter w;
@@ -161,7 +161,7 @@ static int wait_counted(once_engine *e, const char *principal, const char *task_
     return rc;
 }
 
-int once_engine_wait_generation(once_engine *e, const char *principal, const char *task_id,
+int once__engine_wait_generation(once__engine *e, const char *principal, const char *task_id,
                                 int64_t gen, int64_t timeout_ms)
 {
     if (e == NULL || !key_ok(principal, task_id))

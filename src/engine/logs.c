@@ -10,10 +10,10 @@
 #include "core/log.h"
 #include "engine/engine_int.h"
 
-void once__log_takeover(const once_engine *e, const char *principal, const char *task_id,
+void once__log_takeover(const once__engine *e, const char *principal, const char *task_id,
                         int64_t fence, int resumed_here)
 {
-    if (!once_log_enabled(ONCE_LOG_INFO))
+    if (!once__log_enabled(ONCE_LOG_INFO))
         return;
     once__logline l;
     once__log_begin(&l, ONCE_LOG_INFO, "takeover");
@@ -27,7 +27,7 @@ void once__log_takeover(const once_engine *e, const char *principal, const char 
 
 void once__log_fenced(const char *task_id, int64_t held, int64_t stored)
 {
-    if (!once_log_enabled(ONCE_LOG_WARN))
+    if (!once__log_enabled(ONCE_LOG_WARN))
         return;
     once__logline l;
     once__log_begin(&l, ONCE_LOG_WARN, "fence_rejected");
@@ -40,7 +40,7 @@ void once__log_fenced(const char *task_id, int64_t held, int64_t stored)
 
 void once__log_store_error(int rc)
 {
-    if (!once_log_enabled(ONCE_LOG_WARN))
+    if (!once__log_enabled(ONCE_LOG_WARN))
         return;
     once__logline l;
     once__log_begin(&l, ONCE_LOG_WARN, "store_error");
@@ -51,7 +51,7 @@ void once__log_store_error(int rc)
 void once__log_push_failure(const char *task_id, const char *config_id, int64_t generation,
                             long status, int64_t attempt, const char *error)
 {
-    if (!once_log_enabled(ONCE_LOG_WARN))
+    if (!once__log_enabled(ONCE_LOG_WARN))
         return;
     once__logline l;
     once__log_begin(&l, ONCE_LOG_WARN, "push_failed");

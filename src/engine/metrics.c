@@ -2,9 +2,9 @@
  * metrics.c -- the engine's counters in the Prometheus text format, and the
  * store probe behind onced's readiness check.
  *
- * One source of truth: every value here is read from once_engine_stats and
+ * One source of truth: every value here is read from once__engine_stats and
  * once_push_stats, the counters once/admin/stats reports; this file only
- * names them. Reading them takes no lock (once_engine_get_stats loads each
+ * names them. Reading them takes no lock (once__engine_get_stats loads each
  * with an atomic load).
  */
 #include <stdio.h>
@@ -38,10 +38,10 @@ static void family(once__mtext *t, const char *name, const char *help, const lab
 
 #define NROWS(a) (sizeof(a) / sizeof((a)[0]))
 
-void once_engine_metrics(once_engine *e, once__mtext *t)
+void once__engine_metrics(once__engine *e, once__mtext *t)
 {
-    once_engine_stats s;
-    once_engine_get_stats(e, &s);
+    once__engine_stats s;
+    once__engine_get_stats(e, &s);
 
     const labelled sends[] = {
         {"outcome=\"registered\"", s.registered},
@@ -114,7 +114,7 @@ void once_engine_metrics(once_engine *e, once__mtext *t)
            s.store_errors);
 
     once_push_stats p;
-    once_engine_push_stats(e, &p);
+    once__engine_push_stats(e, &p);
     const labelled push[] = {
         {"result=\"delivered\"", p.delivered},
         {"result=\"failed\"", p.retried},
@@ -131,7 +131,7 @@ void once_engine_metrics(once_engine *e, once__mtext *t)
            p.refused);
 }
 
-int once_engine_ping(once_engine *e)
+int once__engine_ping(once__engine *e)
 {
     once_record rec;
     /* A principal with a space: no bearer token maps to one (auth.c), so

@@ -150,12 +150,12 @@ static int push_new(const once_push_options *o, struct once__push **out, char *e
     return ONCE_OK;
 }
 
-int once_engine_push_supported(const once_engine *e)
+int once__engine_push_supported(const once__engine *e)
 {
     return e != NULL && (once_store_caps(e->store) & ONCE_STORE_PUSH) != 0;
 }
 
-int once_engine_push_setup(once_engine *e, const once_push_options *o, char *err, size_t errlen)
+int once__engine_push_setup(once__engine *e, const once_push_options *o, char *err, size_t errlen)
 {
     char dummy[1];
     if (err == NULL) {
@@ -184,7 +184,7 @@ int once_engine_push_setup(once_engine *e, const once_push_options *o, char *err
     return ONCE_OK;
 }
 
-struct once__push *once__push_get(once_engine *e)
+struct once__push *once__push_get(once__engine *e)
 {
     pthread_mutex_lock(&e->mu);
     if (e->push == NULL) {
@@ -198,13 +198,13 @@ struct once__push *once__push_get(once_engine *e)
     return p;
 }
 
-void once__push_free_state(once_engine *e)
+void once__push_free_state(once__engine *e)
 {
     struct once__push *p = __atomic_exchange_n(&e->push, NULL, __ATOMIC_ACQ_REL);
     push_free(p);
 }
 
-void once_engine_push_stats(once_engine *e, once_push_stats *out)
+void once__engine_push_stats(once__engine *e, once_push_stats *out)
 {
     memset(out, 0, sizeof *out);
     struct once__push *p = e != NULL ? __atomic_load_n(&e->push, __ATOMIC_ACQUIRE) : NULL;
@@ -250,7 +250,7 @@ static int token_chars(const char *s)
     return 1;
 }
 
-int once__push_elem_make(once_engine *e, const json_t *cfg, int64_t since, json_t **elem,
+int once__push_elem_make(once__engine *e, const json_t *cfg, int64_t since, json_t **elem,
                          once_push_res *res)
 {
     struct once__push *p = once__push_get(e);
@@ -363,7 +363,7 @@ static size_t find_elem(const json_t *a, const char *id)
 }
 
 /* Is the delivery row of config id disabled? (0 when unknown.) */
-static int row_disabled(once_engine *e, const once_record *cur, const char *id)
+static int row_disabled(once__engine *e, const once_record *cur, const char *id)
 {
     once_push_row_list rows;
     int disabled = 0;
@@ -376,7 +376,7 @@ static int row_disabled(once_engine *e, const once_record *cur, const char *id)
     return disabled;
 }
 
-int once__push_json_put(once_engine *e, const once_record *cur, json_t *elem, char **out,
+int once__push_json_put(once__engine *e, const once_record *cur, json_t *elem, char **out,
                         once_push_res *res)
 {
     *out = NULL;
@@ -414,7 +414,7 @@ int once__push_json_put(once_engine *e, const once_record *cur, json_t *elem, ch
  * The wire shape.
  */
 
-static json_t *delivery_status(once_engine *e, const once_push_row *r)
+static json_t *delivery_status(once__engine *e, const once_push_row *r)
 {
     json_t *d = json_pack("{s:I, s:I, s:b, s:I, s:I, s:I}", "deliveredGeneration",
                           (json_int_t)r->delivered, "attempts", (json_int_t)r->attempts, "disabled",
@@ -440,7 +440,7 @@ static json_t *delivery_status(once_engine *e, const once_push_row *r)
 }
 
 /* TaskPushNotificationConfig for a stored element (+ "delivery"). */
-static json_t *config_out(once_engine *e, const once_record *r, const json_t *el,
+static json_t *config_out(once__engine *e, const once_record *r, const json_t *el,
                           const once_push_row_list *rows)
 {
     json_t *c = json_pack("{s:O, s:s, s:O}", "id", json_object_get(el, "id"), "taskId", r->task_id,
@@ -472,11 +472,11 @@ static json_t *config_out(once_engine *e, const once_record *r, const json_t *el
  */
 
 /* Load the task a config method names. */
-static int load_task(once_engine *e, const char *principal, const char *task_id, once_record *cur,
+static int load_task(once__engine *e, const char *principal, const char *task_id, once_record *cur,
                      once_push_res *res)
 {
     once_tombstone tomb;
-    if (!once_engine_push_supported(e))
+    if (!once__engine_push_supported(e))
         return ONCE_EUNSUPPORTED;
     if (principal == NULL || task_id == NULL || !once_id_valid(task_id)) {
         res->field = "taskId";
@@ -495,7 +495,7 @@ static int load_task(once_engine *e, const char *principal, const char *task_id,
     return once__store_rc(e, rc);
 }
 
-static int rows_for(once_engine *e, const once_record *r, int status, once_push_row_list *rows)
+static int rows_for(once__engine *e, const once_record *r, int status, once_push_row_list *rows)
 {
     memset(rows, 0, sizeof *rows);
     if (!status)
@@ -508,7 +508,7 @@ static void res_reset(once_push_res *res)
     memset(res, 0, sizeof *res);
 }
 
-int once_engine_push_create(once_engine *e, const char *principal, const json_t *config, int status,
+int once__engine_push_create(once__engine *e, const char *principal, const json_t *config, int status,
                             json_t **out, once_push_res *res)
 {
     *out = NULL;
@@ -549,10 +549,10 @@ int once_engine_push_create(once_engine *e, const char *principal, const json_t 
     }
     if (rc != ONCE_OK)
         return rc;
-    return once_engine_push_get(e, principal, task_id, id, status, out, res);
+    return once__engine_push_get(e, principal, task_id, id, status, out, res);
 }
 
-int once_engine_push_get(once_engine *e, const char *principal, const char *task_id,
+int once__engine_push_get(once__engine *e, const char *principal, const char *task_id,
                          const char *config_id, int status, json_t **out, once_push_res *res)
 {
     once_record cur;
@@ -583,7 +583,7 @@ int once_engine_push_get(once_engine *e, const char *principal, const char *task
     return rc;
 }
 
-int once_engine_push_list(once_engine *e, const char *principal, const char *task_id, int status,
+int once__engine_push_list(once__engine *e, const char *principal, const char *task_id, int status,
                           json_t **out, once_push_res *res)
 {
     once_record cur;
@@ -621,7 +621,7 @@ int once_engine_push_list(once_engine *e, const char *principal, const char *tas
     return ONCE_OK;
 }
 
-int once_engine_push_delete(once_engine *e, const char *principal, const char *task_id,
+int once__engine_push_delete(once__engine *e, const char *principal, const char *task_id,
                             const char *config_id, once_push_res *res)
 {
     res_reset(res);

@@ -39,12 +39,12 @@ typedef struct once_push_options {
     size_t nresolve;            /* (tests: a name that resolves to a blocked address) */
 } once_push_options;
 
-/* Keep o for the delivery threads; before once_engine_start. ONCE_EINVAL
+/* Keep o for the delivery threads; before once__engine_start. ONCE_EINVAL
  * (err says which setting) for a malformed CIDR, secret or number. */
-int once_engine_push_setup(once_engine *e, const once_push_options *o, char *err, size_t errlen);
+int once__engine_push_setup(once__engine *e, const once_push_options *o, char *err, size_t errlen);
 
 /* 1 if this engine's store keeps push delivery rows. */
-int once_engine_push_supported(const once_engine *e);
+int once__engine_push_supported(const once__engine *e);
 
 /* Why a call failed, for the wire. */
 typedef struct once_push_res {
@@ -66,17 +66,17 @@ typedef struct once_push_res {
  * events after the current generation are sent to a new config.
  * Errors: ONCE_EINVAL (bad url: SSRF guard, scheme; too many configs),
  * ONCE_ENOTFOUND (task), ONCE_ETOMBSTONE, store errors. */
-int once_engine_push_create(once_engine *e, const char *principal, const json_t *config, int status,
+int once__engine_push_create(once__engine *e, const char *principal, const json_t *config, int status,
                             json_t **out, once_push_res *res);
 /* ONCE_ENOTFOUND: the task (field "taskId") or the config (field "id"). */
-int once_engine_push_get(once_engine *e, const char *principal, const char *task_id,
+int once__engine_push_get(once__engine *e, const char *principal, const char *task_id,
                          const char *config_id, int status, json_t **out, once_push_res *res);
 /* *out = JSON array of configs (maybe empty). */
-int once_engine_push_list(once_engine *e, const char *principal, const char *task_id, int status,
+int once__engine_push_list(once__engine *e, const char *principal, const char *task_id, int status,
                           json_t **out, once_push_res *res);
 /* Idempotent: deleting a config that does not exist is ONCE_OK (the task
  * must exist: ONCE_ENOTFOUND / ONCE_ETOMBSTONE otherwise). */
-int once_engine_push_delete(once_engine *e, const char *principal, const char *task_id,
+int once__engine_push_delete(once__engine *e, const char *principal, const char *task_id,
                             const char *config_id, once_push_res *res);
 
 /* This replica's delivery counters (the store's rows hold the per-config,
@@ -89,6 +89,6 @@ typedef struct once_push_stats {
     uint64_t refused;   /* connections refused by the SSRF guard */
     uint64_t fenced;    /* outcomes refused because the lease had moved on */
 } once_push_stats;
-void once_engine_push_stats(once_engine *e, once_push_stats *out);
+void once__engine_push_stats(once__engine *e, once_push_stats *out);
 
 #endif /* ONCE_ENGINE_PUSH_H */

@@ -48,7 +48,7 @@
 
 #define EVENTS_BATCH 16
 
-void once__push_kick(once_engine *e)
+void once__push_kick(once__engine *e)
 {
     struct once__push *p = __atomic_load_n(&e->push, __ATOMIC_ACQUIRE);
     if (p == NULL || !__atomic_load_n(&p->running, __ATOMIC_ACQUIRE))
@@ -60,7 +60,7 @@ void once__push_kick(once_engine *e)
 }
 
 /* Sleep up to ms or until kicked since `seen`; returns the kick count. */
-static uint64_t idle(struct once__push *p, once_engine *e, uint64_t seen, int64_t ms)
+static uint64_t idle(struct once__push *p, once__engine *e, uint64_t seen, int64_t ms)
 {
     pthread_mutex_lock(&p->mu);
     if (p->kicks == seen && !once__stopping(e))
@@ -74,7 +74,7 @@ static uint64_t idle(struct once__push *p, once_engine *e, uint64_t seen, int64_
  * which saturates at the cap however many attempts); Retry-After, already
  * capped at the same cap when parsed, is a floor. So no delay exceeds
  * backoff_cap_ms. */
-static int64_t backoff(once_engine *e, struct once__push *p, int64_t attempts,
+static int64_t backoff(once__engine *e, struct once__push *p, int64_t attempts,
                        int64_t retry_after_ms)
 {
     uint64_t k = attempts > 0 ? (uint64_t)attempts : 0;
@@ -84,7 +84,7 @@ static int64_t backoff(once_engine *e, struct once__push *p, int64_t attempts,
     return retry_after_ms > d ? retry_after_ms : d;
 }
 
-static int ack(once_engine *e, const once_push_claim *c, once_push_outcome o, int64_t gen,
+static int ack(once__engine *e, const once_push_claim *c, once_push_outcome o, int64_t gen,
                int64_t lease_ms, int64_t next_at, const char *error)
 {
     struct once__push *p = e->push;
@@ -128,7 +128,7 @@ static json_t *find_config(const once_record *r, const char *id)
 
 /* One POST of event ev; the outcome reported. Returns 1 to go on with the
  * next generation, 0 to stop working on this row. */
-static int attempt(once_engine *e, void *http, const once_push_claim *c, const json_t *cfg,
+static int attempt(once__engine *e, void *http, const once_push_claim *c, const json_t *cfg,
                    const once_event *ev, int64_t since, int64_t attempts)
 {
     struct once__push *p = e->push;
@@ -188,7 +188,7 @@ static int attempt(once_engine *e, void *http, const once_push_claim *c, const j
 
 /* Work one claimed row: send from c->generation on while 2xx keeps coming
  * and the lease holds. */
-static void work_row(once_engine *e, void *http, const once_push_claim *c)
+static void work_row(once__engine *e, void *http, const once_push_claim *c)
 {
     once_record rec;
     if (once_store_load(e->store, c->principal, c->task_id, &rec, NULL) != ONCE_OK)
@@ -230,7 +230,7 @@ static void work_row(once_engine *e, void *http, const once_push_claim *c)
 
 static void *deliver_main(void *arg)
 {
-    once_engine *e = arg;
+    once__engine *e = arg;
     struct once__push *p = e->push;
     void *http = once__push_http_new();
     uint64_t seen = 0;
@@ -254,9 +254,9 @@ static void *deliver_main(void *arg)
     return NULL;
 }
 
-int once__push_start(once_engine *e)
+int once__push_start(once__engine *e)
 {
-    if (!once_engine_push_supported(e))
+    if (!once__engine_push_supported(e))
         return ONCE_OK;
     struct once__push *p = once__push_get(e);
     if (p == NULL)
@@ -276,7 +276,7 @@ int once__push_start(once_engine *e)
     return ONCE_OK;
 }
 
-void once__push_stop(once_engine *e)
+void once__push_stop(once__engine *e)
 {
     struct once__push *p = e->push;
     if (p != NULL) {
@@ -287,6 +287,6 @@ void once__push_stop(once_engine *e)
             pthread_join(p->threads[i], NULL);
         p->nthreads = 0;
     }
-    /* The state (and its counters) stays until once_engine_free: a
+    /* The state (and its counters) stays until once__engine_free: a
      * stopped engine's counters are still read by /metrics. */
 }

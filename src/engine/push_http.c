@@ -155,7 +155,7 @@ static struct curl_slist *build_headers(struct once__push *p, const once__push_p
     }
     if (h != NULL && q->token != NULL)
         h = add_header(h, "X-A2A-Notification-Token", q->token);
-    if (h != NULL && q->traceparent != NULL && once_traceparent_valid(q->traceparent))
+    if (h != NULL && q->traceparent != NULL && once__traceparent_valid(q->traceparent))
         h = add_header(h, "traceparent", q->traceparent);
     if (h != NULL)
         h = add_header(h, "Expect", ""); /* no 100-continue round trip */

@@ -36,7 +36,7 @@ typedef struct once__cidr {
 /*
  * The engine's push state. Everything but the counters, `kicks`, `running`
  * and the thread list is set before the delivery threads start and
- * read-only after; once_engine.push itself is published with __atomic
+ * read-only after; once__engine.push itself is published with __atomic
  * stores (setup, first use) and freed only after every thread that could
  * kick it stopped. mu guards kicks (bumped by once__push_kick, waited for on
  * cv); stats and `running` change only with __atomic builtins.
@@ -82,18 +82,18 @@ int once__push_url_check(const char *url, const once__cidr *allow, size_t nallow
 /* --- push.c -------------------------------------------------------------- */
 
 /* The push state, created with defaults on first use. NULL on ENOMEM. */
-struct once__push *once__push_get(once_engine *e);
+struct once__push *once__push_get(once__engine *e);
 /* Check a shape-checked config and build its stored element with `since`.
  * ONCE_EINVAL: res->field (relative: "url", "authentication.scheme") and
  * res->detail say why. */
-int once__push_elem_make(once_engine *e, const json_t *cfg, int64_t since, json_t **elem,
+int once__push_elem_make(once__engine *e, const json_t *cfg, int64_t since, json_t **elem,
                          once_push_res *res);
 /* The record's push_json with elem put in (a new reference is kept): an
  * existing element of the same id is replaced keeping its since (or taking
  * cur->generation when its delivery row is disabled), a new one takes
  * elem's since. ONCE_EINVAL when ONCE_PUSH_CONFIGS_MAX is reached. *out is
  * once_malloc'd text. */
-int once__push_json_put(once_engine *e, const once_record *cur, json_t *elem, char **out,
+int once__push_json_put(once__engine *e, const once_record *cur, json_t *elem, char **out,
                         once_push_res *res);
 
 /* --- push_http.c --------------------------------------------------------- */

@@ -35,7 +35,7 @@ static int task_out(const once_record *rec, int history_length, json_t **out)
     return rc == ONCE_EPARSE ? ONCE_ECORRUPT : ONCE_ENOMEM;
 }
 
-int once_engine_get(once_engine *e, const char *principal, const char *task_id,
+int once__engine_get(once__engine *e, const char *principal, const char *task_id,
                     int history_length, json_t **task, int64_t *expired_at)
 {
     if (task == NULL)
@@ -63,7 +63,7 @@ int once_engine_get(once_engine *e, const char *principal, const char *task_id,
 }
 
 /* One cancel attempt on cur. ONCE_ECONFLICT: re-load and retry. */
-static int cancel_once(once_engine *e, const once_record *cur, json_t **task)
+static int cancel_once(once__engine *e, const once_record *cur, json_t **task)
 {
     json_t *t;
     int rc = once__json_object(cur->task_json, &t);
@@ -99,7 +99,7 @@ static int cancel_once(once_engine *e, const once_record *cur, json_t **task)
     return rc;
 }
 
-int once_engine_cancel(once_engine *e, const char *principal, const char *task_id,
+int once__engine_cancel(once__engine *e, const char *principal, const char *task_id,
                        json_t **task, once_state *state, int64_t *expired_at)
 {
     if (task != NULL)
@@ -125,7 +125,7 @@ int once_engine_cancel(once_engine *e, const char *principal, const char *task_i
         } else if (rec.state == ONCE_STATE_CANCELED) {
             if (task != NULL)
                 rc = task_out(&rec, -1, task);
-        } else if (once_transition(rec.state, ONCE_STATE_CANCELED) != ONCE_OK) {
+        } else if (once__transition(rec.state, ONCE_STATE_CANCELED) != ONCE_OK) {
             rc = ONCE_EILLEGAL;
         } else {
             rc = cancel_once(e, &rec, task);
@@ -193,7 +193,7 @@ static int token_decode(const char *token, int64_t *created_at, char task_id[ONC
     return ONCE_OK;
 }
 
-int once_engine_list(once_engine *e, const once_list_req *req, json_t **tasks,
+int once__engine_list(once__engine *e, const once_list_req *req, json_t **tasks,
                      char next_token[256])
 {
     if (tasks == NULL || next_token == NULL)

@@ -46,7 +46,7 @@ static int invalid(once_send_res *res, const char *field, const char *why)
 /* configuration.taskPushNotificationConfig, checked before anything is
  * written: a refused url refuses the whole send. since is set when the
  * verdict is known (0 for a new task, the generation for a continuation). */
-static int prepare_push(once_engine *e, const once_send_req *req, send_ctx *c,
+static int prepare_push(once__engine *e, const once_send_req *req, send_ctx *c,
                         once_send_res *res)
 {
 #define PUSH_FIELD "configuration.taskPushNotificationConfig"
@@ -62,7 +62,7 @@ static int prepare_push(once_engine *e, const once_send_req *req, send_ctx *c,
     };
     if (req->push_config == NULL)
         return ONCE_OK;
-    if (!once_engine_push_supported(e))
+    if (!once__engine_push_supported(e))
         return ONCE_EUNSUPPORTED;
     once_push_res pr;
     memset(&pr, 0, sizeof pr);
@@ -77,7 +77,7 @@ static int prepare_push(once_engine *e, const once_send_req *req, send_ctx *c,
     return ONCE_EINVAL;
 }
 
-static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
+static int prepare(once__engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
 {
     c->req = req;
     if (req->principal == NULL || req->principal[0] == '\0' ||
@@ -149,7 +149,7 @@ static int prepare(once_engine *e, const once_send_req *req, send_ctx *c, once_s
  * Waiting for a task to settle.
  */
 
-int once__wait(once_engine *e, const char *principal, const char *task_id, int64_t deadline,
+int once__wait(once__engine *e, const char *principal, const char *task_id, int64_t deadline,
                once_record *rec, once_tombstone *tomb)
 {
     once__waiter w;
@@ -182,7 +182,7 @@ int once__wait(once_engine *e, const char *principal, const char *task_id, int64
 
 /* Fill res with the outcome; `rec` is the record as this call last wrote or
  * read it. Blocking sends wait for the task to settle first. */
-static int respond(once_engine *e, const send_ctx *c, const once_record *rec,
+static int respond(once__engine *e, const send_ctx *c, const once_record *rec,
                    once_send_res *res)
 {
     const once_send_req *req = c->req;
@@ -216,7 +216,7 @@ static int respond(once_engine *e, const send_ctx *c, const once_record *rec,
 
 static void log_outcome(const char *task_id, const once_send_res *res, int rc);
 
-int once_engine_send_answer(once_engine *e, const char *principal, const char *task_id,
+int once__engine_send_answer(once__engine *e, const char *principal, const char *task_id,
                             int history_length, once_send_res *res)
 {
     if (e == NULL || res == NULL || principal == NULL || !once_id_valid(task_id))
@@ -240,12 +240,12 @@ int once_engine_send_answer(once_engine *e, const char *principal, const char *t
  */
 
 /* The user message as history stores it. */
-static json_t *history_message(once_engine *e, const send_ctx *c, const char *context_id)
+static json_t *history_message(once__engine *e, const send_ctx *c, const char *context_id)
 {
     return once__message_fill(c->req->message, c->task_id, context_id, NULL, e->rng);
 }
 
-static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
+static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
 {
     char minted[ONCE_UUID_LEN + 1];
     const char *ctx = c->context_id;
@@ -278,7 +278,7 @@ static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
     char *payload = NULL;
     int rc = task != NULL ? ONCE_OK : ONCE_ENOMEM;
     if (rc == ONCE_OK)
-        rc = once_digests_append(&rec.digests, c->digest, c->message_id);
+        rc = once__digests_append(&rec.digests, c->digest, c->message_id);
     if (rc == ONCE_OK && c->push != NULL) {
         /* Stored with the task: the new config sees every event from 1. */
         json_t *one = json_pack("[O]", c->push);
@@ -311,10 +311,10 @@ static int do_register(once_engine *e, const send_ctx *c, once_send_res *res)
     return rc;
 }
 
-static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur,
+static int do_continue(once__engine *e, const send_ctx *c, const once_record *cur,
                        once_send_res *res)
 {
-    int rc = once_transition(cur->state, ONCE_STATE_WORKING);
+    int rc = once__transition(cur->state, ONCE_STATE_WORKING);
     if (rc != ONCE_OK)
         return rc;
     json_t *task = once__json_parse(cur->task_json);
@@ -337,7 +337,7 @@ static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur
         next.fence = cur->fence + 1;
         snprintf(next.lease_owner, sizeof next.lease_owner, "%s", e->replica_id);
         next.lease_until = now + e->cfg.lease_ms;
-        rc = once_digests_append(&next.digests, c->digest, c->message_id);
+        rc = once__digests_append(&next.digests, c->digest, c->message_id);
     }
     if (rc == ONCE_OK) {
         once_free(next.task_json);
@@ -383,7 +383,7 @@ static int do_continue(once_engine *e, const send_ctx *c, const once_record *cur
  * The send loop.
  */
 
-static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res);
+static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, once_send_res *res);
 
 /* What the request's log line reports (core/log.h): the task and the
  * verdict, or why there was none. */
@@ -410,7 +410,7 @@ static void log_outcome(const char *task_id, const once_send_res *res, int rc)
 
 /* A refusal, counted in `refused` and under its reason (/metrics shows the
  * reason as a label; once/admin/stats the total). */
-static void count_refusal(once_engine *e, once_verdict v)
+static void count_refusal(once__engine *e, once_verdict v)
 {
     ONCE__STAT(e, refused);
     switch (v) {
@@ -433,7 +433,7 @@ static void count_refusal(once_engine *e, once_verdict v)
 }
 
 /* The send proper; the caller counts it in e->inflight. */
-static int send_counted(once_engine *e, const once_send_req *req, once_send_res *res)
+static int send_counted(once__engine *e, const once_send_req *req, once_send_res *res)
 {
     send_ctx c;
     memset(&c, 0, sizeof c);
@@ -445,14 +445,14 @@ static int send_counted(once_engine *e, const once_send_req *req, once_send_res 
 }
 
 /* Load, decide, apply; again after a lost race. */
-static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
+static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
 {
     int rc;
     for (int attempt = 0; attempt < SEND_TRIES; attempt++) {
         once_record rec;
         once_tombstone tomb;
         rc = once_store_load(e->store, req->principal, c->task_id, &rec, &tomb);
-        once_decide_in in = {.may_register = c->may_register,
+        once__decide_in in = {.may_register = c->may_register,
                              .message_id = c->message_id,
                              .digest_hex = c->digest};
         if (rc == ONCE_OK) {
@@ -466,7 +466,7 @@ static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once
         } else {
             return once__store_rc(e, rc);
         }
-        once_verdict v = once_decide(&in);
+        once_verdict v = once__decide(&in);
         res->verdict = v;
         res->state = in.stored == ONCE_STORED_RECORD ? rec.state : ONCE_STATE_UNKNOWN;
 
@@ -531,7 +531,7 @@ static int send_loop(once_engine *e, const once_send_req *req, send_ctx *c, once
     return ONCE_EBUSY;
 }
 
-int once_engine_send(once_engine *e, const once_send_req *req, once_send_res *res)
+int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *res)
 {
     if (res == NULL)
         return ONCE_EINVAL;

@@ -29,7 +29,7 @@
 #define RETENTION_ROUNDS 16
 
 /* Take one expired key. ONCE_OK also when someone else was faster. */
-static int take_over(once_engine *e, const once_key *k, int64_t now)
+static int take_over(once__engine *e, const once_key *k, int64_t now)
 {
     once_record cur, next;
     int rc = once_store_load(e->store, k->principal, k->task_id, &cur, NULL);
@@ -68,7 +68,7 @@ static int take_over(once_engine *e, const once_key *k, int64_t now)
     return rc == ONCE_ECONFLICT ? ONCE_OK : rc;
 }
 
-static int takeover_pass(once_engine *e)
+static int takeover_pass(once__engine *e)
 {
     if (once__takeovers_held(e))
         return ONCE_OK;
@@ -91,7 +91,7 @@ static int takeover_pass(once_engine *e)
     return first_err;
 }
 
-static int retention_pass(once_engine *e)
+static int retention_pass(once__engine *e)
 {
     int64_t now = once__now(e);
     for (int i = 0; i < RETENTION_ROUNDS; i++) {
@@ -115,7 +115,7 @@ static int retention_pass(once_engine *e)
     return ONCE_OK;
 }
 
-int once_engine_sweep_once(once_engine *e)
+int once__engine_sweep_once(once__engine *e)
 {
     if (e == NULL)
         return ONCE_EINVAL;
@@ -127,13 +127,13 @@ int once_engine_sweep_once(once_engine *e)
 
 static void *sweeper_main(void *arg)
 {
-    once_engine *e = arg;
+    once__engine *e = arg;
     while (!once__engine_pause(e, e->cfg.sweep_interval_ms))
-        (void)once_engine_sweep_once(e);
+        (void)once__engine_sweep_once(e);
     return NULL;
 }
 
-int once__sweeper_start(once_engine *e)
+int once__sweeper_start(once__engine *e)
 {
     if (pthread_create(&e->sweeper, NULL, sweeper_main, e) != 0)
         return ONCE_ENOMEM;

@@ -38,7 +38,7 @@
 
 /* Only the thread running the turn touches a work context. */
 struct once_work {
-    once_engine *e;
+    once__engine *e;
     once__turn *t;
     once_record rec;            /* last record read or written by this turn */
     json_t *task;               /* rec.task_json parsed, or NULL (not parsed yet) */
@@ -139,7 +139,7 @@ static int store_down(int rc)
  *                   stopping. */
 static int reload(once_work *w, once_record *cur)
 {
-    once_engine *e = w->e;
+    once__engine *e = w->e;
     int64_t pause = 20;
     for (;;) {
         once_record fresh;
@@ -170,7 +170,7 @@ static int reload(once_work *w, once_record *cur)
  */
 static int fenced_write(once_work *w, mutate_fn fn, void *arg)
 {
-    once_engine *e = w->e;
+    once__engine *e = w->e;
     once_record cur, lost;
     memset(&lost, 0, sizeof lost);
     int have_lost = 0;
@@ -283,7 +283,7 @@ static int mut_status(once_work *w, const once_record *cur, once_record *next, c
      * turn, a new fence) may resume the task. */
     if (cur->kind != ONCE_KIND_TASK || once_state_interrupted(cur->state))
         return ONCE_EILLEGAL;
-    int rc = once_transition(cur->state, a->state);
+    int rc = once__transition(cur->state, a->state);
     if (rc != ONCE_OK)
         return rc;
     json_t *task = take_task(w, cur);
@@ -346,7 +346,7 @@ static int mut_reply(once_work *w, const once_record *cur, once_record *next, ch
      * was accepted the client already holds a Task it must be able to read. */
     if (cur->kind != ONCE_KIND_TASK || count_lines(cur->digests) > 1)
         return ONCE_EILLEGAL;
-    int rc = once_transition(cur->state, ONCE_STATE_COMPLETED);
+    int rc = once__transition(cur->state, ONCE_STATE_COMPLETED);
     if (rc != ONCE_OK)
         return rc;
     rc = store_task(next, msg);
@@ -427,7 +427,7 @@ int once_work_canceled(const once_work *w)
 
 int once_work_sleep(once_work *w, int64_t ms)
 {
-    once_engine *e = w->e;
+    once__engine *e = w->e;
     int64_t until = once_monotonic_ms() + ms;
     pthread_mutex_lock(&e->mu);
     while (!once_work_canceled(w)) {
@@ -594,7 +594,7 @@ static char *latest_user_message(once_work *w)
  * read it. */
 static void count_turn_end(once_work *w)
 {
-    once_engine *e = w->e;
+    once__engine *e = w->e;
     if (once_work_canceled(w) && !once_state_terminal(w->rec.state)) {
         if (once__stopping(e))
             ONCE__STAT(e, turns_stopped);
@@ -638,7 +638,7 @@ static void work_free(once_work *w)
     once_free(w);
 }
 
-void once__run_turn(once_engine *e, once__turn *t)
+void once__run_turn(once__engine *e, once__turn *t)
 {
     if (__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE) || once__stopping(e))
         return;

@@ -40,7 +40,7 @@ int64_t once__record_bytes(const once_record *r)
     return slen(r->task_json) + slen(r->checkpoint) + slen(r->digests) + slen(r->push_json);
 }
 
-int once__size_check(const once_engine *e, const once_record *cur, const once_record *next)
+int once__size_check(const once__engine *e, const once_record *cur, const once_record *next)
 {
     int64_t n = once__record_bytes(next), max = e->cfg.max_task_bytes;
     if (n <= max || (cur != NULL && n <= once__record_bytes(cur)))
@@ -50,7 +50,7 @@ int once__size_check(const once_engine *e, const once_record *cur, const once_re
     return ONCE_ERANGE;
 }
 
-int once__write(once_engine *e, const once_record *cur, once_record *next, const char *payload)
+int once__write(once__engine *e, const once_record *cur, once_record *next, const char *payload)
 {
     int rc = once__size_check(e, cur, next);
     if (rc != ONCE_OK)
@@ -66,7 +66,7 @@ int once__write(once_engine *e, const once_record *cur, once_record *next, const
     return once__store_rc(e, rc);
 }
 
-void once__notify(once_engine *e, const once_record *r)
+void once__notify(once__engine *e, const once_record *r)
 {
     pthread_mutex_lock(&e->mu);
     once__await_notify(e, r);
@@ -84,7 +84,7 @@ void once__notify(once_engine *e, const once_record *r)
         once__push_kick(e);
 }
 
-int once__waiter_add(once_engine *e, once__waiter *w, const char *principal, const char *task_id)
+int once__waiter_add(once__engine *e, once__waiter *w, const char *principal, const char *task_id)
 {
     memset(w, 0, sizeof *w);
     w->principal = principal;
@@ -99,7 +99,7 @@ int once__waiter_add(once_engine *e, once__waiter *w, const char *principal, con
     return ONCE_OK;
 }
 
-void once__waiter_remove(once_engine *e, once__waiter *w)
+void once__waiter_remove(once__engine *e, once__waiter *w)
 {
     pthread_mutex_lock(&e->mu);
     for (once__waiter **pp = &e->waiters; *pp != NULL; pp = &(*pp)->next) {

@@ -13,7 +13,7 @@
 
 #include "http/http.h"
 
-/* Filled by once_tokens_parse, immutable afterwards: lookups take no lock. */
+/* Filled by once__tokens_parse, immutable afterwards: lookups take no lock. */
 typedef struct token_entry {
     uint8_t digest[ONCE_SHA256_LEN];
     char principal[ONCE_PRINCIPAL_MAX + 1];
@@ -52,7 +52,7 @@ static int add_entry(once_tokens *t, const char *tok, size_t toklen, const char 
     return ONCE_OK;
 }
 
-int once_tokens_parse(const char *text, size_t n, once_tokens **out, char *err, size_t errlen)
+int once__tokens_parse(const char *text, size_t n, once_tokens **out, char *err, size_t errlen)
 {
     *out = NULL;
     once_tokens *t = once_calloc(1, sizeof *t);
@@ -116,23 +116,23 @@ int once_tokens_parse(const char *text, size_t n, once_tokens **out, char *err, 
         rc = ONCE_EINVAL;
     }
     if (rc != ONCE_OK) {
-        once_tokens_free(t);
+        once__tokens_free(t);
         return rc;
     }
     *out = t;
     return ONCE_OK;
 }
 
-int once_tokens_load(const char *path, once_tokens **out, char *err, size_t errlen)
+int once__tokens_load(const char *path, once_tokens **out, char *err, size_t errlen)
 {
     *out = NULL;
     char *buf;
     size_t len;
-    int rc = once_read_file(path, (size_t)16 << 20, &buf, &len, err, errlen);
+    int rc = once__read_file(path, (size_t)16 << 20, &buf, &len, err, errlen);
     if (rc != ONCE_OK)
         return rc;
     char inner[200];
-    rc = once_tokens_parse(buf, len, out, inner, sizeof inner);
+    rc = once__tokens_parse(buf, len, out, inner, sizeof inner);
     if (rc != ONCE_OK)
         snprintf(err, errlen, "%s: %s", path, inner);
     memset(buf, 0, len); /* tokens do not linger on the heap */
@@ -140,7 +140,7 @@ int once_tokens_load(const char *path, once_tokens **out, char *err, size_t errl
     return rc;
 }
 
-void once_tokens_free(once_tokens *t)
+void once__tokens_free(once_tokens *t)
 {
     if (t == NULL)
         return;
@@ -148,12 +148,12 @@ void once_tokens_free(once_tokens *t)
     once_free(t);
 }
 
-size_t once_tokens_count(const once_tokens *t)
+size_t once__tokens_count(const once_tokens *t)
 {
     return t ? t->n : 0;
 }
 
-const char *once_tokens_principal(const once_tokens *t, const char *authorization)
+const char *once__tokens_principal(const once_tokens *t, const char *authorization)
 {
     if (t == NULL || authorization == NULL)
         return NULL;

@@ -26,7 +26,7 @@ static int is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-int once_parse_duration(const char *s, int allow_negative, int64_t *ms)
+int once__parse_duration(const char *s, int allow_negative, int64_t *ms)
 {
     if (s == NULL || *s == '\0')
         return ONCE_EINVAL;
@@ -73,7 +73,7 @@ int once_parse_duration(const char *s, int allow_negative, int64_t *ms)
     return ONCE_OK;
 }
 
-int once_parse_size(const char *s, uint64_t *bytes)
+int once__parse_size(const char *s, uint64_t *bytes)
 {
     if (s == NULL || !is_digit(*s))
         return ONCE_EINVAL;
@@ -108,7 +108,7 @@ int once_parse_size(const char *s, uint64_t *bytes)
     return ONCE_OK;
 }
 
-int once_parse_listen(const char *s, char *host, size_t hostlen, int *port)
+int once__parse_listen(const char *s, char *host, size_t hostlen, int *port)
 {
     if (s == NULL || hostlen == 0)
         return ONCE_EINVAL;
@@ -149,7 +149,7 @@ int once_parse_listen(const char *s, char *host, size_t hostlen, int *port)
     return ONCE_OK;
 }
 
-int once_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
+int once__read_file(const char *path, size_t max, char **out, size_t *len, char *err,
                    size_t errlen)
 {
     *out = NULL;

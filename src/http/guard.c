@@ -346,7 +346,7 @@ void once__guard_mhd_options(once__guard *g, struct MHD_OptionItem *opts)
     opts[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 }
 
-int once_http_limits_resolve(once_http_limits *l, const once_http_limits *defaults,
+int once__http_limits_resolve(once_http_limits *l, const once_http_limits *defaults,
                              size_t max_body, char *err, size_t errlen)
 {
     if (l->request_timeout_ms == 0)

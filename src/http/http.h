@@ -26,20 +26,20 @@
  * ("500ms", "30s", "5m", "72h", "30d", "1h30m"), or "0". allow_negative
  * accepts a leading '-' (clock offsets). ONCE_OK, ONCE_EINVAL (malformed:
  * no unit, unknown unit, empty) or ONCE_ERANGE (overflows int64 ms). */
-int once_parse_duration(const char *s, int allow_negative, int64_t *ms);
+int once__parse_duration(const char *s, int allow_negative, int64_t *ms);
 
 /* A byte count: digits with an optional suffix k/K/KiB (x1024), m/M/MiB
  * (x1024^2), g/G/GiB (x1024^3). ONCE_OK, ONCE_EINVAL or ONCE_ERANGE. */
-int once_parse_size(const char *s, uint64_t *bytes);
+int once__parse_size(const char *s, uint64_t *bytes);
 
 /* "HOST:PORT", "[v6]:PORT" -> host (without brackets) and port 0..65535. */
-int once_parse_listen(const char *s, char *host, size_t hostlen, int *port);
+int once__parse_listen(const char *s, char *host, size_t hostlen, int *port);
 
 /* The whole file at path (a flag's file: --auth-tokens, --card), at most
  * about max bytes, into a fresh once_malloc'd *out of *len bytes (not
  * NUL-terminated). ONCE_OK; ONCE_EIO or ONCE_ERANGE with err naming the
  * path and the problem; ONCE_ENOMEM. */
-int once_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
+int once__read_file(const char *path, size_t max, char **out, size_t *len, char *err,
                    size_t errlen);
 
 /* ---------------------------------------------------------------------------
@@ -52,16 +52,16 @@ int once_read_file(const char *path, size_t max, char **out, size_t *len, char *
 typedef struct once_tokens once_tokens;
 
 /* Parse text[0..n). On ONCE_EINVAL, err names the line and the problem. */
-int once_tokens_parse(const char *text, size_t n, once_tokens **out, char *err, size_t errlen);
-int once_tokens_load(const char *path, once_tokens **out, char *err, size_t errlen);
-void once_tokens_free(once_tokens *t);   /* NULL ok */
-size_t once_tokens_count(const once_tokens *t);
+int once__tokens_parse(const char *text, size_t n, once_tokens **out, char *err, size_t errlen);
+int once__tokens_load(const char *path, once_tokens **out, char *err, size_t errlen);
+void once__tokens_free(once_tokens *t);   /* NULL ok */
+size_t once__tokens_count(const once_tokens *t);
 
 /* The principal for an Authorization header value ("Bearer TOKEN", scheme
  * case-insensitive), or NULL when the header is absent, malformed or the
  * token unknown. Compares in constant time per entry. The string lives as
  * long as t. */
-const char *once_tokens_principal(const once_tokens *t, const char *authorization);
+const char *once__tokens_principal(const once_tokens *t, const char *authorization);
 
 /* ---------------------------------------------------------------------------
  * Limits against hostile clients (guard.c), shared by onced's server and
@@ -86,7 +86,7 @@ typedef struct once_http_limits {
 /* Fill the zero fields of l with the given defaults and check the result
  * (max_body: the largest body one request may hold). ONCE_OK, or
  * ONCE_EINVAL with err saying which limit is wrong. */
-int once_http_limits_resolve(once_http_limits *l, const once_http_limits *defaults,
+int once__http_limits_resolve(once_http_limits *l, const once_http_limits *defaults,
                              size_t max_body, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------
@@ -118,8 +118,8 @@ typedef struct once_http_ops {
  */
 typedef struct once_http_config {
     const char *host;            /* listen address (numeric or name) */
-    int port;                    /* 0 = any free port (see once_http_port) */
-    once_a2a *codec;             /* borrowed; outlives the server */
+    int port;                    /* 0 = any free port (see once__http_port) */
+    once__a2a *codec;             /* borrowed; outlives the server */
     const once_tokens *tokens;   /* borrowed; NULL = no auth ("anonymous") */
     const char *rpc_path;        /* JSON-RPC endpoint besides "/"; NULL = "/" only */
     unsigned threads;            /* libmicrohttpd threads; 0 = 2 */
@@ -135,7 +135,7 @@ typedef struct once_http_config {
     once_http_ops ops;           /* zeroed: always ready, /metrics with the
                                     process-wide families only */
     /* HTTPS (tls.c): both PEM files, or neither for plain HTTP. A missing,
-     * unreadable or mismatched file fails once_http_start naming it. The
+     * unreadable or mismatched file fails once__http_start naming it. The
      * operations listener of ONCE_HTTP_METRICS_APART stays plain HTTP. */
     const char *tls_cert_file;   /* certificate, then intermediates */
     const char *tls_key_file;    /* its private key, unencrypted */
@@ -143,17 +143,17 @@ typedef struct once_http_config {
 
 typedef struct once_http once_http;
 
-int once_http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen);
+int once__http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen);
 /* The bound port (useful with port 0). */
-int once_http_port(const once_http *h);
+int once__http_port(const once_http *h);
 /* Begin a graceful stop: /readyz answers 503 from now on and new JSON-RPC
  * calls get 503 SHUTTING_DOWN (Connection: close); calls in progress, open
  * streams and the operations endpoints go on. */
-void once_http_drain(once_http *h);
+void once__http_drain(once_http *h);
 /* JSON-RPC calls accepted and not yet answered (streams once open are not
  * counted). */
-long once_http_calls(const once_http *h);
+long once__http_calls(const once_http *h);
 /* Stop accepting, finish the calls in progress, close. NULL ok. */
-void once_http_stop(once_http *h);
+void once__http_stop(once_http *h);
 
 #endif /* ONCE_HTTP_HTTP_H */

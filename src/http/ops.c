@@ -132,7 +132,7 @@ int once__ops_route(once__ops *o, struct MHD_Connection *conn, const char *url,
 void once__ops_log_request(const char *method, const char *principal, const char *outcome,
                            int status, int64_t t0)
 {
-    if (!once_log_enabled(ONCE_LOG_INFO))
+    if (!once__log_enabled(ONCE_LOG_INFO))
         return;
     const once__logctx *c = once__log_ctx();
     if (method == NULL)

@@ -21,10 +21,10 @@ const char *once__rest_path(const char *rpc_path, const char *url)
         while (n > 0 && rpc_path[n - 1] == '/')
             n--;
         if (n > 0 && strncmp(url, rpc_path, n) == 0 && url[n] == '/' &&
-            once_a2a_rest_known(url + n))
+            once__a2a_rest_known(url + n))
             return url + n;
     }
-    return once_a2a_rest_known(url) ? url : NULL;
+    return once__a2a_rest_known(url) ? url : NULL;
 }
 
 typedef struct collect {
@@ -72,8 +72,8 @@ int once__rest_capture(struct MHD_Connection *conn, const char *method, const ch
     return c.rc;
 }
 
-void once__rest_request(const once__rest *r, const once_a2a_request *base,
-                        once_a2a_rest_request *out)
+void once__rest_request(const once__rest *r, const once__a2a_request *base,
+                        once__a2a_rest_request *out)
 {
     memset(out, 0, sizeof *out);
     out->base = *base;

@@ -1,6 +1,6 @@
 /*
  * rest_route.h -- the HTTP side of the HTTP+JSON binding (internal to
- * src/http): which requests server.c hands to once_a2a_rest_handle, and the
+ * src/http): which requests server.c hands to once__a2a_rest_handle, and the
  * parts of them the codec reads, copied while the connection's thread owns
  * them (a worker runs the call after the connection is suspended).
  */
@@ -30,8 +30,8 @@ int once__rest_capture(struct MHD_Connection *conn, const char *method, const ch
                        once__rest *out);
 
 /* The request for the codec; borrows r's strings. */
-void once__rest_request(const once__rest *r, const once_a2a_request *base,
-                        once_a2a_rest_request *out);
+void once__rest_request(const once__rest *r, const once__a2a_request *base,
+                        once__a2a_rest_request *out);
 
 void once__rest_clear(once__rest *r); /* NULL ok */
 

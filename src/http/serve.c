@@ -1,5 +1,5 @@
 /*
- * serve.c -- once_serve_start / once_server_stop (serve.h): wire store ->
+ * serve.c -- once__serve_start / once_server_stop (serve.h): wire store ->
  * engine -> codec -> HTTP, and take them down in the reverse order.
  *
  * Invariants: the HTTP server is started last and stopped before anything
@@ -16,20 +16,20 @@
 
 #define URL_MAX 600
 
-/* Written by once_serve_start, read-only afterwards, freed by
+/* Written by once__serve_start, read-only afterwards, freed by
  * once_server_stop; no locking. */
 struct once_server {
-    once_engine *engine;
-    once_a2a *codec;
+    once__engine *engine;
+    once__a2a *codec;
     once_http *http;
     char url[URL_MAX];
 };
 
-once_engine *once_server_engine(const once_server *s) { return s->engine; }
-void once_server_drain(once_server *s) { once_http_drain(s->http); }
-long once_server_calls(const once_server *s) { return once_http_calls(s->http); }
+once__engine *once__server_engine(const once_server *s) { return s->engine; }
+void once_server_drain(once_server *s) { once__http_drain(s->http); }
+long once__server_calls(const once_server *s) { return once__http_calls(s->http); }
 const char *once_server_url(const once_server *s) { return s->url; }
-int once_server_port(const once_server *s) { return once_http_port(s->http); }
+int once_server_port(const once_server *s) { return once__http_port(s->http); }
 
 void once_server_stop(once_server *s)
 {
@@ -39,22 +39,22 @@ void once_server_stop(once_server *s)
      * with the task as it stands and streams see it close, so the HTTP
      * stop below waits for nothing that could take long. Calls that still
      * reach the stopped engine get ONCE_ECLOSED (503 SHUTTING_DOWN). */
-    once_http_drain(s->http);
-    once_engine_stop(s->engine);   /* turns stopped, leases released */
-    once_http_stop(s->http);       /* no call runs after this */
-    once_engine_free(s->engine);
-    once_a2a_free(s->codec);
+    once__http_drain(s->http);
+    once__engine_stop(s->engine);   /* turns stopped, leases released */
+    once__http_stop(s->http);       /* no call runs after this */
+    once__engine_free(s->engine);
+    once__a2a_free(s->codec);
     once_free(s);
 }
 
 static int ops_ready(void *ctx)
 {
-    return once_engine_ping(ctx);
+    return once__engine_ping(ctx);
 }
 
 static void ops_metrics(void *ctx, struct once__mtext *t)
 {
-    once_engine_metrics(ctx, t);
+    once__engine_metrics(ctx, t);
 }
 
 /* The card URL, and the path of it that serves JSON-RPC besides "/". */
@@ -84,7 +84,7 @@ static int card_url(const once_serve_config *cfg, char *url, char *path, char *e
     return ONCE_OK;
 }
 
-int once_serve_start(const once_serve_config *cfg, once_server **out, char *err, size_t errlen)
+int once__serve_start(const once_serve_config *cfg, once_server **out, char *err, size_t errlen)
 {
     char rpc_path[URL_MAX];
     int rc;
@@ -102,11 +102,11 @@ int once_serve_start(const once_serve_config *cfg, once_server **out, char *err,
     if ((rc = card_url(cfg, s->url, rpc_path, err, errlen)) != ONCE_OK)
         goto fail;
 
-    rc = once_engine_new(&cfg->engine, &s->engine, err, errlen);
+    rc = once__engine_new(&cfg->engine, &s->engine, err, errlen);
     if (rc == ONCE_OK)
-        rc = once_engine_push_setup(s->engine, &cfg->push, err, errlen);
+        rc = once__engine_push_setup(s->engine, &cfg->push, err, errlen);
     if (rc == ONCE_OK)
-        rc = once_engine_start(s->engine);
+        rc = once__engine_start(s->engine);
     if (rc != ONCE_OK) {
         char why[256];
         snprintf(why, sizeof why, "%s", errlen > 0 && err[0] ? err : "cannot start");
@@ -114,13 +114,13 @@ int once_serve_start(const once_serve_config *cfg, once_server **out, char *err,
         goto fail;
     }
 
-    once_a2a_config ac = cfg->a2a;
-    once_a2a_backend_engine(s->engine, &ac.backend);
+    once__a2a_config ac = cfg->a2a;
+    once__a2a_backend_engine(s->engine, &ac.backend);
     ac.url = s->url;
-    ac.retention_ms = once_engine_retention_ms(s->engine);
-    ac.tombstone_ms = once_engine_tombstone_ms(s->engine);
+    ac.retention_ms = once__engine_retention_ms(s->engine);
+    ac.tombstone_ms = once__engine_tombstone_ms(s->engine);
     ac.auth = cfg->http.tokens != NULL;
-    if ((rc = once_a2a_new(&ac, &s->codec)) != ONCE_OK) {
+    if ((rc = once__a2a_new(&ac, &s->codec)) != ONCE_OK) {
         snprintf(err, errlen, "codec: %s", once_strerror(rc));
         goto fail;
     }
@@ -132,7 +132,7 @@ int once_serve_start(const once_serve_config *cfg, once_server **out, char *err,
     hc.ops.metrics = ops_metrics;
     if (hc.rpc_path == NULL)
         hc.rpc_path = rpc_path;
-    if ((rc = once_http_start(&hc, &s->http, err, errlen)) != ONCE_OK)
+    if ((rc = once__http_start(&hc, &s->http, err, errlen)) != ONCE_OK)
         goto fail;
     *out = s;
     return ONCE_OK;
@@ -149,7 +149,7 @@ int once_server_start(const once_server_options *o, once_server **out, char *err
     int port = 0;
     *out = NULL;
     if (o == NULL || o->listen == NULL ||
-        once_parse_listen(o->listen, host, sizeof host, &port) != ONCE_OK || port == 0) {
+        once__parse_listen(o->listen, host, sizeof host, &port) != ONCE_OK || port == 0) {
         snprintf(err, errlen, "listen: expected HOST:PORT with a port from 1 to 65535, got %s",
                  o && o->listen ? o->listen : "nothing");
         return ONCE_EINVAL;
@@ -171,5 +171,5 @@ int once_server_start(const once_server_options *o, once_server **out, char *err
     sc.http.port = port;
     sc.http.tls_cert_file = o->tls_cert_file;
     sc.http.tls_key_file = o->tls_key_file;
-    return once_serve_start(&sc, out, err, errlen);
+    return once__serve_start(&sc, out, err, errlen);
 }

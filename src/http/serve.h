@@ -5,7 +5,7 @@
  *
  * The public face of the same server is include/once/server.h: its
  * once_server_start fills a once_serve_config from once_server_options and
- * calls once_serve_start, so onced and every embedder (examples/c_agent.c)
+ * calls once__serve_start, so onced and every embedder (examples/c_agent.c)
  * share one wiring, and a piece added to the server reaches all of them.
  */
 #ifndef ONCE_HTTP_SERVE_H
@@ -20,12 +20,12 @@
 #include "once/server.h"
 
 /* Three configurations, each with the defaults of its own layer. Filled in
- * by once_serve_start, whatever the caller put there: a2a.backend (the
+ * by once__serve_start, whatever the caller put there: a2a.backend (the
  * engine), a2a.retention_ms / a2a.tombstone_ms (what the engine uses),
  * a2a.auth (http.tokens != NULL) and http.codec. */
 typedef struct once_serve_config {
-    once_engine_config engine;  /* store required; executor NULL = echo */
-    once_a2a_config a2a;        /* url NULL = "http(s)://HOST:PORT/" from http */
+    once__engine_config engine;  /* store required; executor NULL = echo */
+    once__a2a_config a2a;        /* url NULL = "http(s)://HOST:PORT/" from http */
     once_http_config http;      /* host and port required (port 0 only with
                                    a2a.url); rpc_path NULL = the path of the
                                    card URL */
@@ -36,12 +36,12 @@ typedef struct once_serve_config {
  * again and err says which layer failed. The store, the executor and the
  * tokens stay the caller's; they must outlive the server. Stopped with
  * once_server_stop (server.h). */
-int once_serve_start(const once_serve_config *cfg, once_server **out, char *err, size_t errlen);
+int once__serve_start(const once_serve_config *cfg, once_server **out, char *err, size_t errlen);
 
 /* The running engine (replica id, counters); valid until once_server_stop. */
-once_engine *once_server_engine(const once_server *s);
+once__engine *once__server_engine(const once_server *s);
 
-/* JSON-RPC calls accepted and not yet answered (once_http_calls). */
-long once_server_calls(const once_server *s);
+/* JSON-RPC calls accepted and not yet answered (once__http_calls). */
+long once__server_calls(const once_server *s);
 
 #endif /* ONCE_HTTP_SERVE_H */

@@ -14,7 +14,7 @@
  *      413 / 503) but store nothing more;
  *   3. last callback: refuse (413 / 503 / 415 / 401) or suspend the
  *      connection and queue the call on the worker pool;
- *   4. the worker runs once_a2a_handle, marks the ctx done and resumes the
+ *   4. the worker runs once__a2a_handle, marks the ctx done and resumes the
  *      connection; it never touches the ctx after resuming it;
  *   5. libmicrohttpd calls back again: queue the response (an SSE stream
  *      for a streaming call: sse.c takes over); the completion callback
@@ -61,8 +61,8 @@
  * send (the header limit of Node's HTTP server, too); larger heads get 431. */
 #define CONN_MEMORY ((size_t)16 * 1024)
 
-/* Set up by once_http_start; afterwards only `stopping` (set once by
- * once_http_stop), `inflight` (every request's ctx) and `calls` (JSON-RPC
+/* Set up by once__http_start; afterwards only `stopping` (set once by
+ * once__http_stop), `inflight` (every request's ctx) and `calls` (JSON-RPC
  * calls not yet answered) change, all atomic. */
 struct once_http {
     once_http_config cfg;
@@ -75,7 +75,7 @@ struct once_http {
     once__card_cache card;
     once__tls tls;             /* HTTPS: the PEM text MHD serves with */
     int port;
-    int stopping;              /* atomic: set by once_http_stop */
+    int stopping;              /* atomic: set by once__http_stop */
     long inflight;             /* atomic: live req_ctx count */
     long calls;                /* atomic: dispatched calls not yet answered */
 };
@@ -99,11 +99,11 @@ typedef struct req_ctx {
     char *version;             /* A2A-Version (header or query), NULL = absent */
     char *extensions;          /* A2A-Extensions, NULL = absent */
     char *last_event_id;       /* Last-Event-ID (SSE resume), NULL = absent */
-    once_a2a_binding binding;  /* JSON-RPC, or HTTP+JSON with `rest` filled */
+    once__a2a_binding binding;  /* JSON-RPC, or HTTP+JSON with `rest` filled */
     once__rest rest;
     char traceparent[ONCE_TRACEPARENT_LEN + 1]; /* a valid W3C traceparent, or "" */
     int64_t t0;                /* monotonic ms when the request was complete */
-    once_a2a_response resp;    /* written by the worker */
+    once__a2a_response resp;    /* written by the worker */
 } req_ctx;
 
 static void ctx_free(req_ctx *r)
@@ -118,7 +118,7 @@ static void ctx_free(req_ctx *r)
     once_free(r->extensions);
     once_free(r->last_event_id);
     once__rest_clear(&r->rest);
-    once_a2a_response_clear(&r->resp);
+    once__a2a_response_clear(&r->resp);
     once_free(r);
 }
 
@@ -145,7 +145,7 @@ static void on_log(void *cls, const char *fmt, va_list ap)
 
 /* Queue body (ownership taken; once_malloc'd) with our standard headers. */
 static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char *body,
-                                  size_t len, const once_a2a_response *meta, int closing)
+                                  size_t len, const once__a2a_response *meta, int closing)
 {
     struct MHD_Response *res;
     if (body != NULL)
@@ -183,13 +183,13 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char 
 
 /* An error the HTTP layer raises itself, in binding b's shape; retry_after
  * > 0 adds a Retry-After header. */
-static enum MHD_Result queue_refusal(struct MHD_Connection *conn, once_a2a_binding b, int status,
+static enum MHD_Result queue_refusal(struct MHD_Connection *conn, once__a2a_binding b, int status,
                                      int code, const char *reason, const char *message,
                                      int retry_after, int closing)
 {
     once__ops_log_request(tl_method, NULL, reason, status, -1);
-    once_a2a_response r;
-    if (once_a2a_error_response_as(b, status, code, reason, message, &r) != ONCE_OK)
+    once__a2a_response r;
+    if (once__a2a_error_response_as(b, status, code, reason, message, &r) != ONCE_OK)
         return queue_json(conn, 500, NULL, 0, NULL, 1);
     char *body = r.body;
     r.body = NULL;
@@ -197,7 +197,7 @@ static enum MHD_Result queue_refusal(struct MHD_Connection *conn, once_a2a_bindi
     return queue_json(conn, status, body, r.len, &r, closing);
 }
 
-static enum MHD_Result queue_error(struct MHD_Connection *conn, once_a2a_binding b, int status,
+static enum MHD_Result queue_error(struct MHD_Connection *conn, once__a2a_binding b, int status,
                                    int code, const char *reason, const char *message, int closing)
 {
     return queue_refusal(conn, b, status, code, reason, message, 0, closing);
@@ -207,7 +207,7 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, once_a2a_binding
 static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
 {
     size_t len;
-    const char *card = once_a2a_card(h->cfg.codec, &len);
+    const char *card = once__a2a_card(h->cfg.codec, &len);
     int fresh = once__card_not_modified(
         &h->card, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH),
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MODIFIED_SINCE));
@@ -261,8 +261,8 @@ static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, con
 static void hand_back(req_ctx *r, int rc)
 {
     if (rc != ONCE_OK) {
-        once_a2a_response_clear(&r->resp);
-        once_a2a_error_response_as(r->binding, 500, ONCE_RPC_INTERNAL, "INTERNAL",
+        once__a2a_response_clear(&r->resp);
+        once__a2a_error_response_as(r->binding, 500, ONCE_RPC_INTERNAL, "INTERNAL",
                                    "Internal error (out of memory)", &r->resp);
     }
     once__ops_log_request(NULL, r->principal, r->resp.stream != NULL ? "stream" : NULL,
@@ -277,11 +277,11 @@ static void hand_back(req_ctx *r, int rc)
 static void finish_job(void *arg)
 {
     req_ctx *r = arg;
-    once_a2a_deferred *d = r->resp.deferred;
+    once__a2a_deferred *d = r->resp.deferred;
     r->resp.deferred = NULL;
     once__log_ctx_clear();
     once__log_ctx_traceparent(r->traceparent);
-    hand_back(r, once_a2a_deferred_finish(d, &r->resp));
+    hand_back(r, once__a2a_deferred_finish(d, &r->resp));
 }
 
 /* The engine's await thread says a deferred answer can be built: queue it
@@ -299,7 +299,7 @@ static void run_job(void *arg)
     req_ctx *r = arg;
     once__log_ctx_clear();
     once__log_ctx_traceparent(r->traceparent);
-    once_a2a_request q = {.principal = r->principal,
+    once__a2a_request q = {.principal = r->principal,
                           .version = r->version,
                           .extensions = r->extensions,
                           .body = r->body.data,
@@ -309,18 +309,18 @@ static void run_job(void *arg)
                           .defer = 1};
     int rc;
     if (r->binding == ONCE_A2A_HTTP_JSON) {
-        once_a2a_rest_request rq;
+        once__a2a_rest_request rq;
         once__rest_request(&r->rest, &q, &rq);
-        rc = once_a2a_rest_handle(r->h->cfg.codec, &rq, &r->resp);
+        rc = once__a2a_rest_handle(r->h->cfg.codec, &rq, &r->resp);
     } else {
-        rc = once_a2a_handle(r->h->cfg.codec, &q, &r->resp);
+        rc = once__a2a_handle(r->h->cfg.codec, &q, &r->resp);
     }
     if (rc == ONCE_OK && r->resp.deferred != NULL) {
         /* A blocking send waits for its task without this thread; the
          * body is done with. Past the wait limits (or while stopping) the
          * answer is the task as it stands, built now. */
         once__body_free(r->conn, &r->body);
-        if (once_a2a_deferred_arm(r->resp.deferred, on_ready, r) == ONCE_OK)
+        if (once__a2a_deferred_arm(r->resp.deferred, on_ready, r) == ONCE_OK)
             return; /* r belongs to the await thread, then to finish_job */
         finish_job(r);
         return;
@@ -338,7 +338,7 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
 {
     /* The one routing hook: the JSON-RPC endpoint, else an HTTP+JSON route. */
     const char *rest = is_rpc_path(h, url) ? NULL : once__rest_path(h->rpc_path, url);
-    once_a2a_binding b = rest != NULL ? ONCE_A2A_HTTP_JSON : ONCE_A2A_JSONRPC;
+    once__a2a_binding b = rest != NULL ? ONCE_A2A_HTTP_JSON : ONCE_A2A_JSONRPC;
     const char *bad = once__guard_framing(conn, method);
     if (bad != NULL) {
         char msg[128];
@@ -369,7 +369,7 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl != NULL) {
         uint64_t n;
-        if (once_parse_size(cl, &n) == ONCE_OK && n > (uint64_t)h->cfg.max_body * DRAIN_FACTOR)
+        if (once__parse_size(cl, &n) == ONCE_OK && n > (uint64_t)h->cfg.max_body * DRAIN_FACTOR)
             return queue_error(conn, b, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
                                "PAYLOAD_TOO_LARGE", "Request body too large", 1);
     }
@@ -396,7 +396,7 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
 {
     struct MHD_Connection *conn = r->conn;
     once__guard_busy(conn);
-    once_a2a_binding b = r->binding;
+    once__a2a_binding b = r->binding;
     if (r->body.no_memory)
         return queue_refusal(conn, b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
                              "OVERLOADED",
@@ -415,7 +415,7 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
                            ONCE_RPC_CONTENT_TYPE_NOT_SUPPORTED, "CONTENT_TYPE_NOT_SUPPORTED",
                            "Content type not supported: send application/json (UTF-8)", 0);
     if (h->cfg.tokens != NULL) {
-        const char *p = once_tokens_principal(
+        const char *p = once__tokens_principal(
             h->cfg.tokens,
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
         if (p == NULL)
@@ -432,7 +432,7 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     r->extensions = dup_value(conn, MHD_HEADER_KIND, "A2A-Extensions");
     r->last_event_id = dup_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
     const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
-    if (once_traceparent_valid(tp))
+    if (once__traceparent_valid(tp))
         snprintf(r->traceparent, sizeof r->traceparent, "%.*s", ONCE_TRACEPARENT_LEN, tp);
     r->t0 = once_monotonic_ms();
     r->dispatched = 1;
@@ -441,7 +441,7 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     MHD_suspend_connection(conn);
     int rc = once__http_pool_submit(h->pool, run_job, r);
     if (rc != ONCE_OK) {
-        once_a2a_error_response_as(b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
+        once__a2a_error_response_as(b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
                                    rc == ONCE_EBUSY ? "OVERLOADED" : "SHUTTING_DOWN",
                                    "The server is busy; retry the same request", &r->resp);
         r->resp.retry_after = 1;
@@ -486,8 +486,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return ret;
             }
             /* The call behind the stream is applied; a retry replays it. */
-            once_a2a_response_clear(&r->resp);
-            once_a2a_error_response_as(r->binding, MHD_HTTP_SERVICE_UNAVAILABLE,
+            once__a2a_response_clear(&r->resp);
+            once__a2a_error_response_as(r->binding, MHD_HTTP_SERVICE_UNAVAILABLE,
                                        ONCE_RPC_INTERNAL,
                                        rc == ONCE_ECLOSED ? "SHUTTING_DOWN" : "OVERLOADED",
                                     "The server cannot open a stream now; retry the same "
@@ -527,7 +527,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *ss, int 
     return ONCE_OK;
 }
 
-int once_http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen)
+int once__http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (cfg == NULL || cfg->codec == NULL || cfg->host == NULL) {
@@ -553,12 +553,12 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
     if (h->cfg.sse_buffer == 0)
         h->cfg.sse_buffer = DEFAULT_SSE_BUFFER;
     size_t card_len;
-    const char *card = once_a2a_card(h->cfg.codec, &card_len);
+    const char *card = once__a2a_card(h->cfg.codec, &card_len);
     once__card_cache_init(&h->card, card, card_len, time(NULL));
     static const once_http_limits defaults = {ONCE_HTTP_REQUEST_TIMEOUT_MS,
                                               ONCE_HTTP_MAX_CONNECTIONS, ONCE_HTTP_MAX_PER_IP,
                                               ONCE_HTTP_MAX_BODY_MEMORY};
-    int rc = once_http_limits_resolve(&h->cfg.limits, &defaults, h->cfg.max_body, err, errlen);
+    int rc = once__http_limits_resolve(&h->cfg.limits, &defaults, h->cfg.max_body, err, errlen);
     if (rc != ONCE_OK) {
         once_free(h);
         return rc;
@@ -597,7 +597,7 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
     if (rc == ONCE_OK && (rc = once__ops_new(&cfg->ops, h->sse, &h->ops)) == ONCE_OK)
         rc = once__ops_start(h->ops, err, errlen);
     if (rc != ONCE_OK) {
-        once_http_stop(h);
+        once__http_stop(h);
         return rc;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
@@ -615,7 +615,7 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
     if (h->d == NULL) {
         snprintf(err, errlen, "cannot listen on %s:%d (address in use or not available)",
                  cfg->host, cfg->port);
-        once_http_stop(h);
+        once__http_stop(h);
         return ONCE_EIO;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -624,23 +624,23 @@ int once_http_start(const once_http_config *cfg, once_http **out, char *err, siz
     return ONCE_OK;
 }
 
-int once_http_port(const once_http *h)
+int once__http_port(const once_http *h)
 {
     return h->port;
 }
 
-void once_http_drain(once_http *h)
+void once__http_drain(once_http *h)
 {
     if (h != NULL)
         once__ops_drain(h->ops);
 }
 
-long once_http_calls(const once_http *h)
+long once__http_calls(const once_http *h)
 {
     return h != NULL ? __atomic_load_n(&h->calls, __ATOMIC_ACQUIRE) : 0;
 }
 
-void once_http_stop(once_http *h)
+void once__http_stop(once_http *h)
 {
     if (h == NULL)
         return;
@@ -656,7 +656,7 @@ void once_http_stop(once_http *h)
     }
     /* Blocking sends that wait for their tasks answer now, with the task
      * as it stands (their jobs go on the pool), and no new one waits. */
-    once_a2a_release_waits(h->cfg.codec);
+    once__a2a_release_waits(h->cfg.codec);
     /* Every accepted call runs to its end and resumes its connection. */
     once__http_pool_free(h->pool);
     h->pool = NULL;

@@ -8,9 +8,9 @@
  * a callback that blocks stalls every connection of its thread. So each
  * stream is two halves around one capped byte buffer:
  *   - the producer, a detached thread per stream, reads the task's events
- *     through the codec cursor (once_a2a_stream: store reads after the last
+ *     through the codec cursor (once__a2a_stream: store reads after the last
  *     generation it produced), appends whole SSE frames to the buffer, waits
- *     for the task to move (once_engine_wait_generation: local writes wake
+ *     for the task to move (once__engine_wait_generation: local writes wake
  *     it, other replicas' writes are polled), and adds a ": ping" comment
  *     after ping_ms without bytes;
  *   - the reader, MHD's callback on its own thread, copies bytes out of the
@@ -75,7 +75,7 @@ struct once__sse {
     pthread_cond_t idle;          /* signalled when a producer exits */
     int live;                     /* producer threads running */
     int stopping;
-    once_a2a_stream_slots slots;
+    once__a2a_stream_slots slots;
     size_t cap;
     int64_t ping_ms;
 };
@@ -92,7 +92,7 @@ struct once__sse {
 typedef struct sse_conn {
     once__sse *hub;
     struct MHD_Connection *conn;
-    once_a2a_stream *src;
+    once__a2a_stream *src;
     pthread_mutex_t mu;
     pthread_cond_t room;
     char *buf;
@@ -241,7 +241,7 @@ static void push_error(sse_conn *s, int rc)
 {
     char *t = NULL;
     size_t n = 0;
-    (void)once_a2a_stream_error(s->src, rc, &t, &n);
+    (void)once__a2a_stream_error(s->src, rc, &t, &n);
     push(s, t, n, 1);
     once_free(t);
 }
@@ -328,7 +328,7 @@ static void produce(sse_conn *s)
         char *t = NULL;
         size_t n = 0;
         int done = 0;
-        int rc = once_a2a_stream_read(s->src, max, &t, &n, &done);
+        int rc = once__a2a_stream_read(s->src, max, &t, &n, &done);
         if (n > 0) {
             push(s, t, n, done);
             avg = (avg + n / frames(t, n) + 1) / 2;
@@ -360,7 +360,7 @@ static void produce(sse_conn *s)
             continue;
         }
         int64_t slice = last + h->ping_ms - now;
-        rc = once_a2a_stream_wait(s->src, slice < SLICE_MS ? slice : SLICE_MS);
+        rc = once__a2a_stream_wait(s->src, slice < SLICE_MS ? slice : SLICE_MS);
         if (rc == ONCE_ECLOSED) {
             end_stream(s);   /* the engine is going away */
             return;
@@ -384,7 +384,7 @@ static void *producer_main(void *arg)
     sse_conn *s = arg;
     once__sse *h = s->hub;
     produce(s);
-    once_a2a_stream_free(s->src);   /* gives the stream slot back */
+    once__a2a_stream_free(s->src);   /* gives the stream slot back */
     s->src = NULL;
     release(s);
     pthread_mutex_lock(&h->mu);
@@ -420,7 +420,7 @@ int once__sse_new(unsigned max_streams, size_t buffer_cap, int64_t ping_ms, once
     return ONCE_OK;
 }
 
-once_a2a_stream_slots *once__sse_slots(once__sse *h)
+once__a2a_stream_slots *once__sse_slots(once__sse *h)
 {
     return &h->slots;
 }
@@ -452,7 +452,7 @@ static int spawn(sse_conn *s)
     return rc == 0 ? ONCE_OK : ONCE_EBUSY;
 }
 
-static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once_a2a_stream *src)
+static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once__a2a_stream *src)
 {
     sse_conn *s = once_calloc(1, sizeof *s);
     if (s == NULL)
@@ -473,10 +473,10 @@ static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once_a2a_st
     return s;
 }
 
-int once__sse_start(once__sse *h, struct MHD_Connection *conn, once_a2a_response *resp,
+int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_response *resp,
                     enum MHD_Result *ret)
 {
-    once_a2a_stream *src = resp->stream;
+    once__a2a_stream *src = resp->stream;
     resp->stream = NULL;
     *ret = MHD_NO;
     pthread_mutex_lock(&h->mu);
@@ -485,7 +485,7 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once_a2a_response
         h->live++;
     pthread_mutex_unlock(&h->mu);
     if (closing) {
-        once_a2a_stream_free(src);
+        once__a2a_stream_free(src);
         return ONCE_ECLOSED;
     }
 
@@ -498,7 +498,7 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once_a2a_response
     if (res != NULL)
         rc = spawn(s);
     if (rc != ONCE_OK) {
-        once_a2a_stream_free(src);        /* the stream never opened: slot back */
+        once__a2a_stream_free(src);        /* the stream never opened: slot back */
         if (res != NULL)
             MHD_destroy_response(res);    /* on_free: the response's reference */
         else if (s != NULL)

@@ -15,8 +15,8 @@ typedef struct once__sse once__sse;
 int once__sse_new(unsigned max_streams, size_t buffer_cap, int64_t ping_ms, once__sse **out);
 
 /* The stream budget the codec takes a unit of for every stream it opens
- * (once_a2a_request.slots). Lives as long as the hub. */
-once_a2a_stream_slots *once__sse_slots(once__sse *h);
+ * (once__a2a_request.slots). Lives as long as the hub. */
+once__a2a_stream_slots *once__sse_slots(once__sse *h);
 
 /* Answer resp (a successful streaming call: resp->stream set) on conn, from
  * the MHD access handler: queue a text/event-stream response and start its
@@ -24,7 +24,7 @@ once_a2a_stream_slots *once__sse_slots(once__sse *h);
  * *ret = MHD's answer; ONCE_ECLOSED (stopping), ONCE_EBUSY (no thread) or
  * ONCE_ENOMEM: nothing was queued and the caller answers with an error (the
  * send behind the stream is already applied; the client's retry replays). */
-int once__sse_start(once__sse *h, struct MHD_Connection *conn, once_a2a_response *resp,
+int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_response *resp,
                     enum MHD_Result *ret);
 
 /* Streams open now (a gauge for /metrics). */

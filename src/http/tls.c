@@ -51,7 +51,7 @@ static int read_text(const char *flag, const char *path, char **out, char *err, 
 {
     char why[400] = "", *raw = NULL;
     size_t len = 0;
-    int rc = once_read_file(path, TLS_FILE_MAX, &raw, &len, why, sizeof why);
+    int rc = once__read_file(path, TLS_FILE_MAX, &raw, &len, why, sizeof why);
     if (rc == ONCE_OK) {
         *out = once_strndup(raw, len);
         OPENSSL_cleanse(raw, len);   /* it may be the key */

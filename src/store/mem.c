@@ -582,7 +582,7 @@ static void entomb(mem_entry *e, int64_t now)
     memset(t, 0, sizeof *t);
     memcpy(t->principal, e->rec.principal, sizeof t->principal);
     memcpy(t->task_id, e->rec.task_id, sizeof t->task_id);
-    once_digests_first(e->rec.digests, t->first_digest);
+    once__digests_first(e->rec.digests, t->first_digest);
     t->finished_at = e->rec.finished_at;
     t->expired_at = now;
 

@@ -236,7 +236,7 @@ static int sweep_pick(sq_conn *w, sq_op *op, sweep_key **keys, size_t *nkeys)
             if (!d)
                 rc = ONCE_ESTORE;
             else
-                once_digests_first((const char *)d, k->first_digest);
+                once__digests_first((const char *)d, k->first_digest);
         }
         k->finished_at = sqlite3_column_int64(st, 3);
         if (rc == ONCE_OK)

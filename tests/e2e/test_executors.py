@@ -1,5 +1,5 @@
 """The example agents over the wire (issue 8): examples/c_agent.c (an executor
-written in C, served by once_serve_start) and examples/review_agent.py (the
+written in C, served by once__serve_start) and examples/review_agent.py (the
 same agent behind `onced --exec "python3 examples/review_agent.py"`). Both
 get the same messages and must answer with the same A2A 1.0 JSON, which is
 compared whole, member by member (only minted IDs and timestamps are

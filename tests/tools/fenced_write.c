@@ -2,7 +2,7 @@
  * fenced_write.c -- a worker's fenced write from outside onced
  * (build/tools/fenced_write): publish one artifact on a task, holding the
  * fence the worker was handed (ONCE_FENCE), through the engine's fenced
- * write (once_engine_external_artifact, src/engine/external.c) on the shared
+ * write (once__engine_external_artifact, src/engine/external.c) on the shared
  * store. The demo's background analysis uses it to write its half-result.
  *
  *   fenced_write --store URL --task ID --fence N --artifact JSON
@@ -82,19 +82,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "fenced_write: cannot open %s: %s\n", store_url, err);
         return 1;
     }
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.store = s;
     cfg.executor = once_executor_echo();
     cfg.replica_id = "fenced-write";
-    once_engine *e = NULL;
-    if (once_engine_new(&cfg, &e, err, sizeof err) != ONCE_OK) {
+    once__engine *e = NULL;
+    if (once__engine_new(&cfg, &e, err, sizeof err) != ONCE_OK) {
         fprintf(stderr, "fenced_write: %s\n", err);
         once_store_close(s);
         return 1;
     }
     once_external_result r;
-    int rc = once_engine_external_artifact(e, &w, &r);
+    int rc = once__engine_external_artifact(e, &w, &r);
     if (rc == ONCE_OK) {
         printf("{\"result\":\"written\",\"generation\":%lld,\"fence\":%lld}\n",
                (long long)r.generation, fence);
@@ -106,7 +106,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "fenced_write: %s: %s\n", w.task_id, once_strerror(rc));
     }
     fflush(stdout);
-    once_engine_free(e);
+    once__engine_free(e);
     once_store_close(s);
     return rc == ONCE_OK ? 0 : rc == ONCE_EFENCED ? 3 : 1;
 }

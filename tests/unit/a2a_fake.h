@@ -113,9 +113,9 @@ static int fake_list(void *ctx, const once_list_req *req, json_t **tasks, char n
 }
 
 /* A codec over f. */
-static once_a2a *fake_codec(fake *f, int test_admin, once_offset_clock *clock)
+static once__a2a *fake_codec(fake *f, int test_admin, once_offset_clock *clock)
 {
-    once_a2a_config cfg;
+    once__a2a_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.backend.ctx = f;
     cfg.backend.send = fake_send;
@@ -127,20 +127,20 @@ static once_a2a *fake_codec(fake *f, int test_admin, once_offset_clock *clock)
     cfg.tombstone_ms = 30LL * 86400 * 1000;
     cfg.test_admin = test_admin;
     cfg.clock = clock;
-    once_a2a *a = NULL;
-    if (once_a2a_new(&cfg, &a) != ONCE_OK)
+    once__a2a *a = NULL;
+    if (once__a2a_new(&cfg, &a) != ONCE_OK)
         return NULL;
     return a;
 }
 
 /* POST body with the given headers; returns the parsed response document
  * (caller decrefs) and fills *resp (caller clears). */
-FAKE_UNUSED static json_t *fake_call(once_a2a *a, const char *version, const char *extensions,
-                         const char *body, once_a2a_response *resp)
+FAKE_UNUSED static json_t *fake_call(once__a2a *a, const char *version, const char *extensions,
+                         const char *body, once__a2a_response *resp)
 {
-    once_a2a_request req = {.principal = "alice", .version = version, .extensions = extensions,
+    once__a2a_request req = {.principal = "alice", .version = version, .extensions = extensions,
                             .body = body, .len = strlen(body)};
-    if (once_a2a_handle(a, &req, resp) != ONCE_OK)
+    if (once__a2a_handle(a, &req, resp) != ONCE_OK)
         return NULL;
     return json_loadb(resp->body, resp->len, 0, NULL);
 }
@@ -182,7 +182,7 @@ typedef struct fake_answer {
 } fake_answer;
 
 /* Keep the answer rc / r (then cleared) for comparison. */
-FAKE_UNUSED static fake_answer fake_keep(int rc, once_a2a_response *r)
+FAKE_UNUSED static fake_answer fake_keep(int rc, once__a2a_response *r)
 {
     fake_answer out = {0};
     out.rc = rc;
@@ -190,17 +190,17 @@ FAKE_UNUSED static fake_answer fake_keep(int rc, once_a2a_response *r)
         out.http_status = r->http_status;
         out.body = r->body != NULL ? strndup(r->body, r->len) : strdup("(stream)");
     }
-    once_a2a_response_clear(r);
+    once__a2a_response_clear(r);
     return out;
 }
 
 /* A codec over f (reset first) scripted for a sweep: every call answers rc,
  * a send registers a completed task, and result_json (may be NULL) is the
  * result. */
-FAKE_UNUSED static once_a2a *fake_scripted(fake *f, int rc, const char *result_json)
+FAKE_UNUSED static once__a2a *fake_scripted(fake *f, int rc, const char *result_json)
 {
     memset(f, 0, sizeof *f);
-    once_a2a *a = fake_codec(f, 0, NULL);
+    once__a2a *a = fake_codec(f, 0, NULL);
     f->rc = rc;
     f->verdict = ONCE_V_REGISTER;
     f->state = ONCE_STATE_COMPLETED;

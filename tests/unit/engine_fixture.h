@@ -213,7 +213,7 @@ static FX_UNUSED json_t *fx_msg(const char *message_id, const char *text, const 
 
 typedef struct fx_env {
     once_store *store;
-    once_engine *e;
+    once__engine *e;
     fx_exec fx;
     once_manual_clock clock;
 } fx_env;
@@ -223,15 +223,15 @@ typedef struct fx_env {
 /* Like fx_env_open, with wrap(store) called before the engine starts (and
  * so before any engine thread reads the store's method table): a test may
  * swap in a table of its own there, never later. */
-static FX_UNUSED void fx_env_open_with(fx_env *env, once_engine_config *cfg, int manual_clock,
+static FX_UNUSED void fx_env_open_with(fx_env *env, once__engine_config *cfg, int manual_clock,
                                        void (*wrap)(once_store *));
 
-static FX_UNUSED void fx_env_open(fx_env *env, once_engine_config *cfg, int manual_clock)
+static FX_UNUSED void fx_env_open(fx_env *env, once__engine_config *cfg, int manual_clock)
 {
     fx_env_open_with(env, cfg, manual_clock, NULL);
 }
 
-static FX_UNUSED void fx_env_open_with(fx_env *env, once_engine_config *cfg, int manual_clock,
+static FX_UNUSED void fx_env_open_with(fx_env *env, once__engine_config *cfg, int manual_clock,
                                        void (*wrap)(once_store *))
 {
     memset(env, 0, sizeof *env);
@@ -245,7 +245,7 @@ static FX_UNUSED void fx_env_open_with(fx_env *env, once_engine_config *cfg, int
     assert_int_equal(once_store_open("memory:", &opt, &env->store, NULL, 0), ONCE_OK);
     if (wrap != NULL)
         wrap(env->store);
-    once_engine_config c;
+    once__engine_config c;
     if (cfg != NULL)
         c = *cfg;
     else
@@ -259,33 +259,33 @@ static FX_UNUSED void fx_env_open_with(fx_env *env, once_engine_config *cfg, int
     if (c.workers == 0)
         c.workers = 4;
     char err[256];
-    assert_int_equal(once_engine_new(&c, &env->e, err, sizeof err), ONCE_OK);
-    assert_int_equal(once_engine_start(env->e), ONCE_OK);
+    assert_int_equal(once__engine_new(&c, &env->e, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__engine_start(env->e), ONCE_OK);
 }
 
 static FX_UNUSED void fx_env_close(fx_env *env)
 {
-    once_engine_free(env->e);
+    once__engine_free(env->e);
     once_store_close(env->store);
     fx_destroy(&env->fx);
 }
 
 /* A second engine on env's store (another replica), not started: it runs
- * no turn and no sweep, it only reads and waits. once_engine_free it. */
-static FX_UNUSED once_engine *fx_engine_beside(fx_env *env, const char *replica_id)
+ * no turn and no sweep, it only reads and waits. once__engine_free it. */
+static FX_UNUSED once__engine *fx_engine_beside(fx_env *env, const char *replica_id)
 {
-    once_engine_config c;
+    once__engine_config c;
     memset(&c, 0, sizeof c);
     c.store = env->store;
     c.executor = &env->fx.ex;
     c.replica_id = replica_id;
-    once_engine *b = NULL;
-    assert_int_equal(once_engine_new(&c, &b, NULL, 0), ONCE_OK);
+    once__engine *b = NULL;
+    assert_int_equal(once__engine_new(&c, &b, NULL, 0), ONCE_OK);
     return b;
 }
 
 /* One send; returns the engine's rc. */
-static FX_UNUSED int fx_send(once_engine *e, const char *principal, json_t *msg, int extension,
+static FX_UNUSED int fx_send(once__engine *e, const char *principal, json_t *msg, int extension,
                              int immediate, once_send_res *res)
 {
     once_send_req req;
@@ -296,7 +296,7 @@ static FX_UNUSED int fx_send(once_engine *e, const char *principal, json_t *msg,
     req.extension = extension;
     req.return_immediately = immediate;
     req.history_length = -1;
-    return once_engine_send(e, &req, res);
+    return once__engine_send(e, &req, res);
 }
 
 /* The result's task state name, or "" */
@@ -318,7 +318,7 @@ static FX_UNUSED void fx_res_clear(once_send_res *res)
  * it, including what the engine does after the executor returned. The
  * positive signal before asserting that an earlier turn wrote nothing more.
  * Defined after fx_wait_state, below. */
-static FX_UNUSED void fx_settle(once_engine *e, once_store *s, const char *principal);
+static FX_UNUSED void fx_settle(once__engine *e, once_store *s, const char *principal);
 
 static FX_UNUSED void fx_load(once_store *s, const char *principal, const char *task_id,
                               once_record *rec)
@@ -346,7 +346,7 @@ static FX_UNUSED void fx_wait_state(once_store *s, const char *principal, const 
              once_state_name(state));
 }
 
-static FX_UNUSED void fx_settle(once_engine *e, once_store *s, const char *principal)
+static FX_UNUSED void fx_settle(once__engine *e, once_store *s, const char *principal)
 {
     static int n;
     char mid[32];

@@ -18,7 +18,7 @@
 #include "a2a_fake.h"
 
 static fake F;
-static once_a2a *A;
+static once__a2a *A;
 
 static int setup(void **state)
 {
@@ -31,13 +31,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    once_a2a_free(A);
+    once__a2a_free(A);
     fake_reset(&F);
     return 0;
 }
 
 /* Send body with A2A-Version 1.0; return the response document. */
-static json_t *call(const char *body, once_a2a_response *r)
+static json_t *call(const char *body, once__a2a_response *r)
 {
     json_t *doc = fake_call(A, "1.0", NULL, body, r);
     assert_non_null(doc);
@@ -47,7 +47,7 @@ static json_t *call(const char *body, once_a2a_response *r)
 
 static void expect_error(const char *body, int code, const char *reason, int id_null)
 {
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = call(body, &r);
     assert_int_equal(err_code(doc), code);
     assert_string_equal(err_reason(doc), reason);
@@ -64,7 +64,7 @@ static void expect_error(const char *body, int code, const char *reason, int id_
                         code <= -32001 && code >= -32009 ? "a2a-protocol.org" : "once");
     assert_true(json_is_string(json_object_get(json_object_get(doc, "error"), "message")));
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_parse_errors(void **state)
@@ -185,20 +185,20 @@ static void test_invalid_requests(void **state)
 static void test_id_echo(void **state)
 {
     (void)state;
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = call("{\"jsonrpc\":\"2.0\",\"id\":\"abc-1\",\"method\":\"Nope\"}", &r);
     assert_string_equal(json_string_value(json_object_get(doc, "id")), "abc-1");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     doc = call("{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"Nope\"}", &r);
     assert_int_equal(json_integer_value(json_object_get(doc, "id")), 42);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     doc = call("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"Nope\"}", &r);
     assert_true(json_is_null(json_object_get(doc, "id")));
     assert_int_equal(err_code(doc), ONCE_RPC_METHOD_NOT_FOUND);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_unknown_and_admin_methods(void **state)
@@ -218,9 +218,9 @@ static void test_unknown_and_admin_methods(void **state)
     once_offset_clock_init(&clk, 0);
     fake f2;
     memset(&f2, 0, sizeof f2);
-    once_a2a *adm = fake_codec(&f2, 1, &clk);
+    once__a2a *adm = fake_codec(&f2, 1, &clk);
     assert_non_null(adm);
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = fake_call(adm, NULL, NULL,
                             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
                             "\"once/admin/setClockOffset\",\"params\":{\"offsetMs\":259200000}}",
@@ -231,7 +231,7 @@ static void test_unknown_and_admin_methods(void **state)
                      259200000);
     assert_int_equal(once_offset_clock_get(&clk), 259200000);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     doc = fake_call(adm, NULL, NULL,
                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"once/admin/setClockOffset\","
                     "\"params\":{\"offsetMs\":\"1h\"}}",
@@ -239,7 +239,7 @@ static void test_unknown_and_admin_methods(void **state)
     assert_int_equal(err_code(doc), ONCE_RPC_INVALID_PARAMS);
     assert_string_equal(err_meta(doc, "field"), "offsetMs");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     /* stats count calls and errors per method */
     doc = fake_call(adm, NULL, NULL,
                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"once/admin/stats\"}", &r);
@@ -248,8 +248,8 @@ static void test_unknown_and_admin_methods(void **state)
     assert_int_equal(json_integer_value(json_object_get(m, "calls")), 2);
     assert_int_equal(json_integer_value(json_object_get(m, "errors")), 1);
     json_decref(doc);
-    once_a2a_response_clear(&r);
-    once_a2a_free(adm);
+    once__a2a_response_clear(&r);
+    once__a2a_free(adm);
     fake_reset(&f2);
 }
 
@@ -262,7 +262,7 @@ static void test_version(void **state)
     F.rc = ONCE_ENOTFOUND;
     const char *refused[] = {NULL, "", "0.3", "0.2", "2.0", "1", "1.0x", "1.1"};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        once_a2a_response r;
+        once__a2a_response r;
         json_t *doc = fake_call(A, refused[i], NULL, get_body, &r);
         assert_int_equal(err_code(doc), ONCE_RPC_VERSION_NOT_SUPPORTED);
         assert_string_equal(err_reason(doc), "VERSION_NOT_SUPPORTED");
@@ -270,67 +270,67 @@ static void test_version(void **state)
                             refused[i] && refused[i][0] ? refused[i] : "0.3");
         assert_int_equal(json_integer_value(json_object_get(doc, "id")), 7);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     assert_int_equal(F.calls, 0);
     const char *accepted[] = {"1.0", " 1.0 ", "1.0.1"};
     for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
-        once_a2a_response r;
+        once__a2a_response r;
         json_t *doc = fake_call(A, accepted[i], NULL, get_body, &r);
         assert_int_equal(err_code(doc), ONCE_RPC_TASK_NOT_FOUND);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     /* 0.1 names predate the header */
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = fake_call(
         A, NULL, NULL,
         "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tasks/get\",\"params\":{\"id\":\"t-1\"}}", &r);
     assert_int_equal(err_code(doc), ONCE_RPC_TASK_NOT_FOUND);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_params_by_position(void **state)
 {
     (void)state;
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = call("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":[\"t\"]}",
                        &r);
     assert_int_equal(err_code(doc), ONCE_RPC_INVALID_PARAMS);
     assert_string_equal(err_meta(doc, "field"), "params");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     /* absent params = {}: GetTask then misses its id */
     doc = call("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\"}", &r);
     assert_int_equal(err_code(doc), ONCE_RPC_INVALID_PARAMS);
     assert_string_equal(err_meta(doc, "field"), "id");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     assert_int_equal(F.calls, 0);
 }
 
 static void test_header_parsers(void **state)
 {
     (void)state;
-    assert_true(once_a2a_extension_active("urn:once:a2a:idempotency:v1"));
-    assert_true(once_a2a_extension_active(" https://x/y , urn:once:a2a:idempotency:v1 "));
-    assert_true(once_a2a_extension_active("urn:once:a2a:idempotency:v1,https://x"));
-    assert_false(once_a2a_extension_active(NULL));
-    assert_false(once_a2a_extension_active(""));
-    assert_false(once_a2a_extension_active("urn:once:a2a:idempotency:v11"));
-    assert_false(once_a2a_extension_active("urn:once:a2a:idempotency"));
-    assert_false(once_a2a_extension_active("xurn:once:a2a:idempotency:v1"));
-    assert_true(once_a2a_version_ok("1.0"));
-    assert_false(once_a2a_version_ok("1.0."));
-    assert_false(once_a2a_version_ok("10.0"));
+    assert_true(once__a2a_extension_active("urn:once:a2a:idempotency:v1"));
+    assert_true(once__a2a_extension_active(" https://x/y , urn:once:a2a:idempotency:v1 "));
+    assert_true(once__a2a_extension_active("urn:once:a2a:idempotency:v1,https://x"));
+    assert_false(once__a2a_extension_active(NULL));
+    assert_false(once__a2a_extension_active(""));
+    assert_false(once__a2a_extension_active("urn:once:a2a:idempotency:v11"));
+    assert_false(once__a2a_extension_active("urn:once:a2a:idempotency"));
+    assert_false(once__a2a_extension_active("xurn:once:a2a:idempotency:v1"));
+    assert_true(once__a2a_version_ok("1.0"));
+    assert_false(once__a2a_version_ok("1.0."));
+    assert_false(once__a2a_version_ok("10.0"));
 }
 
 static void test_card(void **state)
 {
     (void)state;
     size_t len;
-    const char *text = once_a2a_card(A, &len);
+    const char *text = once__a2a_card(A, &len);
     json_t *card = json_loadb(text, len, 0, NULL);
     assert_non_null(card);
     json_t *itf = json_array_get(json_object_get(card, "supportedInterfaces"), 0);

@@ -18,7 +18,7 @@
 #include "a2a_fake.h"
 
 static fake F;
-static once_a2a *A;
+static once__a2a *A;
 
 static int setup(void **state)
 {
@@ -31,7 +31,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    once_a2a_free(A);
+    once__a2a_free(A);
     fake_reset(&F);
     return 0;
 }
@@ -41,7 +41,7 @@ static const char send_body[] =
     "{\"messageId\":\"m-1\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"hi\"}],"
     "\"taskId\":\"t-1\"}}}";
 
-static json_t *send(const char *ext, once_a2a_response *r)
+static json_t *send(const char *ext, once__a2a_response *r)
 {
     json_t *doc = fake_call(A, "1.0", ext, send_body, r);
     assert_non_null(doc);
@@ -79,7 +79,7 @@ static void expect_send_error(once_verdict v, once_state st, int code, const cha
     F.verdict = v;
     F.state = st;
     F.expired_at = 1764676800000LL; /* 2025-12-02T12:00:00.000Z */
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = send(NULL, &r);
     assert_int_equal(err_code(doc), code);
     assert_string_equal(err_reason(doc), reason);
@@ -103,7 +103,7 @@ static void expect_send_error(once_verdict v, once_state st, int code, const cha
     if (v == ONCE_V_IDEMPOTENCY_CONFLICT)
         assert_string_equal(err_meta(doc, "messageId"), "m-1");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_verdict_errors(void **state)
@@ -131,7 +131,7 @@ static void test_results_and_replay(void **state)
     once_verdict vs[] = {ONCE_V_REGISTER, ONCE_V_CONTINUE, ONCE_V_REPLAY};
     for (size_t i = 0; i < 3; i++) {
         F.verdict = vs[i];
-        once_a2a_response r;
+        once__a2a_response r;
         json_t *doc = send(ONCE_A2A_EXTENSION_URI, &r);
         assert_null(json_object_get(doc, "error"));
         json_t *task = json_object_get(json_object_get(doc, "result"), "task");
@@ -140,10 +140,10 @@ static void test_results_and_replay(void **state)
         assert_int_equal(r.extension, 1);
         assert_int_equal(F.sent_extension, 1);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     /* without the header the engine is told the extension is off */
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = send("https://other/ext", &r);
     assert_int_equal(F.sent_extension, 0);
     assert_int_equal(r.extension, 0);
@@ -153,7 +153,7 @@ static void test_results_and_replay(void **state)
     assert_int_equal(F.sent_immediately, 0);
     assert_int_equal(F.sent_history, -1);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     /* configuration: historyLength trims, returnImmediately passes through */
     doc = fake_call(A, "1.0", NULL,
@@ -171,7 +171,7 @@ static void test_results_and_replay(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(hist, 0), "messageId")),
                         "b");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_store_errors_are_retryable(void **state)
@@ -186,7 +186,7 @@ static void test_store_errors_are_retryable(void **state)
                 {ONCE_ECLOSED, "SHUTTING_DOWN"}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         F.rc = rows[i].rc;
-        once_a2a_response r;
+        once__a2a_response r;
         json_t *doc = send(NULL, &r);
         assert_int_equal(err_code(doc), -32603);
         assert_string_equal(err_reason(doc), rows[i].reason);
@@ -194,7 +194,7 @@ static void test_store_errors_are_retryable(void **state)
         assert_int_equal(r.http_status, 503);
         assert_int_equal(r.retry_after, 1);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
 
         doc = fake_call(A, "1.0", NULL,
                         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":"
@@ -203,21 +203,21 @@ static void test_store_errors_are_retryable(void **state)
         assert_string_equal(err_reason(doc), rows[i].reason);
         assert_int_equal(r.http_status, 503);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     /* an engine EINVAL names its field */
     F.rc = ONCE_EINVAL;
     F.field = "message.contextId";
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = send(NULL, &r);
     assert_int_equal(err_code(doc), -32602);
     assert_string_equal(err_reason(doc), "INVALID_PARAMS");
     assert_string_equal(err_meta(doc, "field"), "message.contextId");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
-static json_t *rpc(const char *method, const char *params, once_a2a_response *r)
+static json_t *rpc(const char *method, const char *params, once__a2a_response *r)
 {
     char body[1024];
     snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"%s\",\"params\":%s}",
@@ -233,7 +233,7 @@ static json_t *rpc(const char *method, const char *params, once_a2a_response *r)
 static void test_unwritable_answer(void **state)
 {
     (void)state;
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *deep = json_string("leaf");
     for (int i = 0; i < ONCE_JSON_MAX_DEPTH; i++) {
         json_t *o = json_object();
@@ -252,20 +252,20 @@ static void test_unwritable_answer(void **state)
     assert_non_null(msg);
     assert_null(strstr(msg, "out of memory"));
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_get_cancel(void **state)
 {
     (void)state;
-    once_a2a_response r;
+    once__a2a_response r;
     F.rc = ONCE_ENOTFOUND;
     json_t *doc = rpc("GetTask", "{\"id\":\"t-9\"}", &r);
     assert_int_equal(err_code(doc), -32001);
     assert_string_equal(err_reason(doc), "TASK_NOT_FOUND");
     assert_string_equal(err_meta(doc, "taskId"), "t-9");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     F.rc = ONCE_ETOMBSTONE;
     F.expired_at = 0;
@@ -273,7 +273,7 @@ static void test_get_cancel(void **state)
     assert_string_equal(err_reason(doc), "TASK_EXPIRED");
     assert_string_equal(err_meta(doc, "expiredAt"), "1970-01-01T00:00:00.000Z");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     F.rc = ONCE_EILLEGAL;
     F.state = ONCE_STATE_COMPLETED;
@@ -282,7 +282,7 @@ static void test_get_cancel(void **state)
     assert_string_equal(err_reason(doc), "TASK_NOT_CANCELABLE");
     assert_string_equal(err_meta(doc, "state"), "TASK_STATE_COMPLETED");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     F.rc = ONCE_OK;
     F.result = json_loads("{\"id\":\"t-9\",\"status\":{\"state\":\"TASK_STATE_WORKING\"},"
@@ -294,7 +294,7 @@ static void test_get_cancel(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "result"), "id")),
                         "t-9");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     /* bad params never reach the engine */
     int before = F.calls;
@@ -312,7 +312,7 @@ static void test_get_cancel(void **state)
         assert_string_equal(err_reason(doc), "INVALID_PARAMS");
         assert_string_equal(err_meta(doc, "field"), fields[i]);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     assert_int_equal(F.calls, before);
 }
@@ -320,7 +320,7 @@ static void test_get_cancel(void **state)
 static void test_list(void **state)
 {
     (void)state;
-    once_a2a_response r;
+    once__a2a_response r;
     F.result = json_loads(
         "[{\"id\":\"a\",\"status\":{\"state\":\"TASK_STATE_WORKING\",\"timestamp\":"
         "\"2026-01-01T00:00:00Z\"},\"artifacts\":[],\"history\":[{},{}]},{\"id\":\"b\","
@@ -342,7 +342,7 @@ static void test_list(void **state)
     assert_int_equal((int)F.sent_list.page_size, 2);
     assert_int_equal(F.sent_list.state, ONCE_STATE_WORKING);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     doc = rpc("ListTasks",
               "{\"includeArtifacts\":true,\"statusTimestampAfter\":\"2026-03-01T00:00:00Z\","
@@ -356,7 +356,7 @@ static void test_list(void **state)
     assert_int_equal(F.sent_list.state, ONCE_STATE_WORKING); /* proto enum 2 */
     assert_int_equal((int)F.sent_list.page_size, 50);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     const char *bad[][2] = {{"{\"pageSize\":0}", "pageSize"},
                             {"{\"pageSize\":101}", "pageSize"},
@@ -371,14 +371,14 @@ static void test_list(void **state)
         assert_int_equal(err_code(doc), -32602);
         assert_string_equal(err_meta(doc, "field"), bad[i][1]);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     F.rc = ONCE_EINVAL; /* the engine did not recognise the token */
     doc = rpc("ListTasks", "{\"pageToken\":\"forged\"}", &r);
     assert_int_equal(err_code(doc), -32602);
     assert_string_equal(err_meta(doc, "field"), "pageToken");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_not_supported(void **state)
@@ -398,15 +398,15 @@ static void test_not_supported(void **state)
         {"GetExtendedAgentCard", -32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        once_a2a_response r;
+        once__a2a_response r;
         json_t *doc = rpc(rows[i].method, "{}", &r);
         assert_int_equal(err_code(doc), rows[i].code);
         assert_string_equal(err_reason(doc), rows[i].reason);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     /* a push config inside SendMessage is refused the same way */
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = rpc("SendMessage",
                       "{\"message\":{\"messageId\":\"m\",\"role\":\"ROLE_USER\",\"parts\":[{"
                       "\"text\":\"x\"}]},\"configuration\":{\"taskPushNotificationConfig\":{"
@@ -414,7 +414,7 @@ static void test_not_supported(void **state)
                       &r);
     assert_int_equal(err_code(doc), -32003);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     assert_int_equal(F.calls, 0);
 }
 
@@ -425,7 +425,7 @@ static void test_legacy_send(void **state)
     F.result = json_loads("{\"task\":{\"id\":\"t-01\",\"contextId\":\"s-1\",\"status\":{"
                           "\"state\":\"TASK_STATE_COMPLETED\"}}}",
                           0, NULL);
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = fake_call(
         A, NULL, NULL,
         "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"tasks/send\",\"params\":{\"id\":\"t-01\","
@@ -448,7 +448,7 @@ static void test_legacy_send(void **state)
     assert_true(json_equal(F.sent_message, want));
     json_decref(want);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     const char *bad[][2] = {
         {"{\"message\":{\"role\":\"user\",\"parts\":[{\"text\":\"x\"}]}}", "id"},
@@ -475,7 +475,7 @@ static void test_legacy_send(void **state)
         if (strcmp(err_meta(doc, "field"), bad[i][1]) != 0)
             fail_msg("case %zu: field %s, want %s", i, err_meta(doc, "field"), bad[i][1]);
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     assert_int_equal(F.calls, before);
 }
@@ -483,8 +483,8 @@ static void test_legacy_send(void **state)
 static void test_http_layer_errors(void **state)
 {
     (void)state;
-    once_a2a_response r;
-    assert_int_equal(once_a2a_error_response(413, -32600, "PAYLOAD_TOO_LARGE", "too big", &r),
+    once__a2a_response r;
+    assert_int_equal(once__a2a_error_response(413, -32600, "PAYLOAD_TOO_LARGE", "too big", &r),
                      ONCE_OK);
     assert_int_equal(r.http_status, 413);
     json_t *doc = json_loadb(r.body, r.len, 0, NULL);
@@ -492,8 +492,8 @@ static void test_http_layer_errors(void **state)
     assert_int_equal(err_code(doc), -32600);
     assert_string_equal(err_reason(doc), "PAYLOAD_TOO_LARGE");
     json_decref(doc);
-    once_a2a_response_clear(&r);
-    once_a2a_response_clear(NULL);
+    once__a2a_response_clear(&r);
+    once__a2a_response_clear(NULL);
 }
 
 int main(void)

@@ -6,7 +6,7 @@
  * answers and errors too. What a client relies on, at every i:
  *   - the answer is exactly the one given without the fault (same status,
  *     same bytes), or a whole -32603 INTERNAL error for the request's id, or
- *     once_a2a_handle says ONCE_ENOMEM (the HTTP layer then answers 500):
+ *     once__a2a_handle says ONCE_ENOMEM (the HTTP layer then answers 500):
  *     never a response with a member silently missing, never a parse error
  *     or invalid-params verdict for a well-formed request;
  *   - nothing leaks (ASan).
@@ -24,17 +24,17 @@
 
 typedef fake_answer answer;
 
-static answer handle(once_a2a *a, const char *version, const char *body)
+static answer handle(once__a2a *a, const char *version, const char *body)
 {
-    once_a2a_request req = {
+    once__a2a_request req = {
         .principal = "alice", .version = version, .body = body, .len = strlen(body)};
-    once_a2a_response r;
-    int rc = once_a2a_handle(a, &req, &r);
+    once__a2a_response r;
+    int rc = once__a2a_handle(a, &req, &r);
     return fake_keep(rc, &r);
 }
 
 typedef struct jsonrpc_call {
-    once_a2a *a;
+    once__a2a *a;
     const char *version, *body;
 } jsonrpc_call;
 
@@ -67,14 +67,14 @@ static void sweep(const char *what, const char *version, const char *body, int r
                   const char *result_json)
 {
     fake f;
-    once_a2a *a = fake_scripted(&f, rc, result_json);
+    once__a2a *a = fake_scripted(&f, rc, result_json);
     assert_non_null(a);
     answer want = handle(a, version, body);
     assert_int_equal(want.rc, ONCE_OK);
     jsonrpc_call c = {a, version, body};
     fake_fault_sweep(what, run_call, &c, &want, internal_error);
     free(want.body);
-    once_a2a_free(a);
+    once__a2a_free(a);
     fake_reset(&f);
 }
 

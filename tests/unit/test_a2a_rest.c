@@ -20,18 +20,18 @@
 
 typedef fake_answer answer;
 
-static answer rest(once_a2a *a, const char *method, const char *path, const char *const *query,
+static answer rest(once__a2a *a, const char *method, const char *path, const char *const *query,
                    const char *body)
 {
-    once_a2a_rest_request req = {.base = {.principal = "alice",
+    once__a2a_rest_request req = {.base = {.principal = "alice",
                                           .version = "1.0",
                                           .body = body ? body : "",
                                           .len = body ? strlen(body) : 0},
                                  .method = method,
                                  .path = path,
                                  .query = query};
-    once_a2a_response r;
-    int rc = once_a2a_rest_handle(a, &req, &r);
+    once__a2a_response r;
+    int rc = once__a2a_rest_handle(a, &req, &r);
     return fake_keep(rc, &r);
 }
 
@@ -58,7 +58,7 @@ static void routes_reach_their_methods(void **state)
     (void)state;
     fake f;
     memset(&f, 0, sizeof f);
-    once_a2a *a = fake_codec(&f, 0, NULL);
+    once__a2a *a = fake_codec(&f, 0, NULL);
     f.result = json_loads(task_json, 0, NULL);
 
     const char *q1[] = {"historyLength", "3", NULL};
@@ -102,7 +102,7 @@ static void routes_reach_their_methods(void **state)
     assert_int_equal(f.sent_immediately, 1);
     free(got.body);
 
-    once_a2a_free(a);
+    once__a2a_free(a);
     fake_reset(&f);
 }
 
@@ -111,7 +111,7 @@ static void refusals(void **state)
     (void)state;
     fake f;
     memset(&f, 0, sizeof f);
-    once_a2a *a = fake_codec(&f, 0, NULL);
+    once__a2a *a = fake_codec(&f, 0, NULL);
     answer got;
 
     f.rc = ONCE_ENOTFOUND;
@@ -150,11 +150,11 @@ static void refusals(void **state)
     free(got.body);
     assert_int_equal(f.calls, 2); /* only the two GetTask calls reached the backend */
 
-    assert_true(once_a2a_rest_known("/tasks/t-1/pushNotificationConfigs/c-1"));
-    assert_true(once_a2a_rest_known("/acme/message:stream"));
-    assert_false(once_a2a_rest_known("/"));
-    assert_false(once_a2a_rest_known("/tasks/t-1/elsewhere"));
-    once_a2a_free(a);
+    assert_true(once__a2a_rest_known("/tasks/t-1/pushNotificationConfigs/c-1"));
+    assert_true(once__a2a_rest_known("/acme/message:stream"));
+    assert_false(once__a2a_rest_known("/"));
+    assert_false(once__a2a_rest_known("/tasks/t-1/elsewhere"));
+    once__a2a_free(a);
     fake_reset(&f);
 }
 
@@ -175,7 +175,7 @@ static int internal_error(const answer *got, const answer *want)
 }
 
 typedef struct rest_call {
-    once_a2a *a;
+    once__a2a *a;
     const char *method, *path, *body;
     const char *const *query;
 } rest_call;
@@ -190,14 +190,14 @@ static void sweep(const char *what, const char *method, const char *path,
                   const char *const *query, const char *body, int rc, const char *result_json)
 {
     fake f;
-    once_a2a *a = fake_scripted(&f, rc, result_json);
+    once__a2a *a = fake_scripted(&f, rc, result_json);
     assert_non_null(a);
     answer want = rest(a, method, path, query, body);
     assert_int_equal(want.rc, ONCE_OK);
     rest_call c = {a, method, path, body, query};
     fake_fault_sweep(what, run_rest, &c, &want, internal_error);
     free(want.body);
-    once_a2a_free(a);
+    once__a2a_free(a);
     fake_reset(&f);
 }
 

@@ -29,8 +29,8 @@ typedef struct sfake {
 } sfake;
 
 static sfake S;
-static once_a2a *A;
-static once_a2a_stream_slots SLOTS;
+static once__a2a *A;
+static once__a2a_stream_slots SLOTS;
 
 static int s_events(void *ctx, const char *principal, const char *task_id, int64_t after,
                     size_t max, once_event_list *out)
@@ -121,7 +121,7 @@ static int setup(void **state)
     (void)state;
     fake_reset(&S.f);
     memset(&S, 0, sizeof S);
-    once_a2a_config cfg;
+    once__a2a_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.backend.ctx = &S;
     cfg.backend.send = fake_send;
@@ -134,28 +134,28 @@ static int setup(void **state)
     cfg.url = "http://127.0.0.1:1/";
     SLOTS.used = 0;
     SLOTS.max = 2;
-    return once_a2a_new(&cfg, &A) == ONCE_OK ? 0 : -1;
+    return once__a2a_new(&cfg, &A) == ONCE_OK ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    once_a2a_free(A);
+    once__a2a_free(A);
     fake_reset(&S.f);
     return 0;
 }
 
 /* One call; *resp is the caller's. Returns the parsed JSON body (NULL for a
  * stream, which has none). */
-static json_t *call(const char *body, const char *last_event_id, once_a2a_response *resp)
+static json_t *call(const char *body, const char *last_event_id, once__a2a_response *resp)
 {
-    once_a2a_request req = {.principal = "alice",
+    once__a2a_request req = {.principal = "alice",
                             .version = "1.0",
                             .body = body,
                             .len = strlen(body),
                             .last_event_id = last_event_id,
                             .slots = &SLOTS};
-    assert_int_equal(once_a2a_handle(A, &req, resp), ONCE_OK);
+    assert_int_equal(once__a2a_handle(A, &req, resp), ONCE_OK);
     if (resp->stream != NULL) {
         assert_null(resp->body);
         return NULL;
@@ -164,7 +164,7 @@ static json_t *call(const char *body, const char *last_event_id, once_a2a_respon
 }
 
 /* Everything the stream produces, read to its end (bounded). */
-static char *drain(once_a2a_stream *s, size_t max)
+static char *drain(once__a2a_stream *s, size_t max)
 {
     size_t cap = 1, len = 0;
     char *all = calloc(1, 1);
@@ -172,7 +172,7 @@ static char *drain(once_a2a_stream *s, size_t max)
         char *t = NULL;
         size_t n = 0;
         int done = 0;
-        assert_int_equal(once_a2a_stream_read(s, max, &t, &n, &done), ONCE_OK);
+        assert_int_equal(once__a2a_stream_read(s, max, &t, &n, &done), ONCE_OK);
         if (n > 0) {
             all = realloc(all, cap + n);
             memcpy(all + len, t, n);
@@ -209,7 +209,7 @@ static void test_subscribe_snapshot_then_events(void **state)
     (void)state;
     script(4, ONCE_STATE_WORKING);
     S.f.result = task_at(4, "TASK_STATE_WORKING");
-    once_a2a_response r;
+    once__a2a_response r;
     assert_null(call(SUB, NULL, &r));
     assert_non_null(r.stream);
     assert_int_equal(SLOTS.used, 1);
@@ -227,7 +227,7 @@ static void test_subscribe_snapshot_then_events(void **state)
     /* The task moves: the stream picks up 5 and 6 and ends at the terminal one
      * (an artifact naming a state does not end it). */
     S.gen = 6;
-    assert_int_equal(once_a2a_stream_wait(r.stream, 10), ONCE_OK);
+    assert_int_equal(once__a2a_stream_wait(r.stream, 10), ONCE_OK);
     text = drain(r.stream, 8);
     ids_of(text, ids, sizeof ids);
     assert_string_equal(ids, "5,6");
@@ -238,8 +238,8 @@ static void test_subscribe_snapshot_then_events(void **state)
                               "\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},"
                               GEN(6) "}}}\n\n");
     free(text);
-    assert_int_equal(once_a2a_stream_position(r.stream), 6);
-    once_a2a_response_clear(&r);
+    assert_int_equal(once__a2a_stream_position(r.stream), 6);
+    once__a2a_response_clear(&r);
     assert_int_equal(SLOTS.used, 0);   /* freeing the stream gave the slot back */
 }
 
@@ -248,19 +248,19 @@ static void test_subscribe_resume_and_refusals(void **state)
     (void)state;
     script(6, ONCE_STATE_COMPLETED);
     S.f.result = task_at(6, "TASK_STATE_COMPLETED");
-    once_a2a_response r;
+    once__a2a_response r;
     /* Terminal: A2A 1.0 says -32004, as a plain JSON-RPC answer. */
     json_t *doc = call(SUB, NULL, &r);
     assert_int_equal(err_code(doc), -32004);
     assert_string_equal(err_reason(doc), "TASK_TERMINAL");
     assert_string_equal(err_meta(doc, "state"), "TASK_STATE_COMPLETED");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     /* ... also when the client already has everything. */
     doc = call(SUB, "6", &r);
     assert_int_equal(err_code(doc), -32004);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     /* Resuming below the end streams what was missed, through the end; the
      * input-required of an earlier turn (3) does not end it. */
     assert_null(call(SUB, "2", &r));
@@ -270,7 +270,7 @@ static void test_subscribe_resume_and_refusals(void **state)
     assert_string_equal(ids, "3,4,5,6");
     assert_null(strstr(text, "\"task\":"));   /* no snapshot on a resume */
     free(text);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     /* Last-Event-ID past the task, or not a generation: -32602 on the header. */
     const char *bad[] = {"7", "x", "-1", "1.5", "", "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -278,7 +278,7 @@ static void test_subscribe_resume_and_refusals(void **state)
         assert_int_equal(err_code(doc), -32602);
         assert_string_equal(err_meta(doc, "field"), "Last-Event-ID");
         json_decref(doc);
-        once_a2a_response_clear(&r);
+        once__a2a_response_clear(&r);
     }
     /* Unknown task. */
     S.f.rc = ONCE_ENOTFOUND;
@@ -286,11 +286,11 @@ static void test_subscribe_resume_and_refusals(void **state)
     doc = call(SUB, NULL, &r);
     assert_int_equal(err_code(doc), -32001);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     doc = call(SUB, "1", &r);
     assert_int_equal(err_code(doc), -32001);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     assert_int_equal(SLOTS.used, 0);   /* refusals hold no slot */
 }
 
@@ -299,13 +299,13 @@ static void test_subscribe_interrupted(void **state)
     (void)state;
     script(3, ONCE_STATE_INPUT_REQUIRED);
     S.f.result = task_at(3, "TASK_STATE_INPUT_REQUIRED");
-    once_a2a_response r;
+    once__a2a_response r;
     /* A2A 1.0 section 3.1.6: a subscription works on any non-terminal task
      * and ends at a terminal state, so the snapshot of an input-required
      * task does not end it: it stays open (the HTTP layer pings) for the
      * continuation someone sends, and ends with the task. */
     assert_null(call(SUB, NULL, &r));
-    once_a2a_response rr;
+    once__a2a_response rr;
     assert_null(call(SUB, "3", &rr));   /* a resume at its end: open too */
     char *text = drain(r.stream, 8);
     char ids[64];
@@ -315,25 +315,25 @@ static void test_subscribe_interrupted(void **state)
     char *t = NULL;
     size_t n = 0;
     int done = 1;
-    assert_int_equal(once_a2a_stream_read(r.stream, 4, &t, &n, &done), ONCE_OK);
+    assert_int_equal(once__a2a_stream_read(r.stream, 4, &t, &n, &done), ONCE_OK);
     assert_int_equal(n, 0);
     assert_false(done);
-    assert_int_equal(once_a2a_stream_read(rr.stream, 4, &t, &n, &done), ONCE_OK);
+    assert_int_equal(once__a2a_stream_read(rr.stream, 4, &t, &n, &done), ONCE_OK);
     assert_int_equal(n, 0);
     assert_false(done);
     S.gen = 6;   /* continued: working (4), the artifact (5), completed (6) */
     for (int i = 0; i < 2; i++) {
-        once_a2a_stream *st = i == 0 ? r.stream : rr.stream;
-        assert_int_equal(once_a2a_stream_wait(st, 10), ONCE_OK);
+        once__a2a_stream *st = i == 0 ? r.stream : rr.stream;
+        assert_int_equal(once__a2a_stream_wait(st, 10), ONCE_OK);
         text = drain(st, 8);
         ids_of(text, ids, sizeof ids);
         assert_string_equal(ids, "4,5,6");
         free(text);
-        assert_int_equal(once_a2a_stream_read(st, 4, &t, &n, &done), ONCE_OK);
+        assert_int_equal(once__a2a_stream_read(st, 4, &t, &n, &done), ONCE_OK);
         assert_true(done);
     }
-    once_a2a_response_clear(&r);
-    once_a2a_response_clear(&rr);
+    once__a2a_response_clear(&r);
+    once__a2a_response_clear(&rr);
 }
 
 static void test_slots(void **state)
@@ -341,7 +341,7 @@ static void test_slots(void **state)
     (void)state;
     script(4, ONCE_STATE_WORKING);
     S.f.result = task_at(4, "TASK_STATE_WORKING");
-    once_a2a_response r1, r2, r3;
+    once__a2a_response r1, r2, r3;
     assert_null(call(SUB, NULL, &r1));
     assert_null(call(SUB, NULL, &r2));
     json_t *doc = call(SUB, NULL, &r3);
@@ -350,12 +350,12 @@ static void test_slots(void **state)
     assert_int_equal(r3.http_status, 503);
     assert_int_equal(r3.retry_after, 1);
     json_decref(doc);
-    once_a2a_response_clear(&r3);
+    once__a2a_response_clear(&r3);
     assert_int_equal(SLOTS.used, 2);
-    once_a2a_response_clear(&r1);
+    once__a2a_response_clear(&r1);
     assert_null(call(SUB, NULL, &r3));   /* the freed slot is usable again */
-    once_a2a_response_clear(&r2);
-    once_a2a_response_clear(&r3);
+    once__a2a_response_clear(&r2);
+    once__a2a_response_clear(&r3);
     assert_int_equal(SLOTS.used, 0);
 }
 
@@ -373,7 +373,7 @@ static void test_send_streaming(void **state)
     S.f.verdict = ONCE_V_REGISTER;
     S.f.state = ONCE_STATE_SUBMITTED;
     S.f.result = json_pack("{s:o}", "task", task_at(1, "TASK_STATE_SUBMITTED"));
-    once_a2a_response r;
+    once__a2a_response r;
     assert_null(call(SEND, NULL, &r));
     assert_int_equal(S.f.sent_immediately, 1);
     assert_false(r.replayed);
@@ -385,7 +385,7 @@ static void test_send_streaming(void **state)
     assert_string_equal(ids, "1,2,3");
     assert_non_null(strstr(text, "\"id\":\"s\",\"result\":{\"task\""));
     free(text);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     /* A replay streams the stored events from 1 and ends at the end of the
      * task as it is now (6), not at the earlier input-required. */
@@ -400,23 +400,23 @@ static void test_send_streaming(void **state)
     ids_of(text, ids, sizeof ids);
     assert_string_equal(ids, "1,2,3,4,5,6");
     free(text);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     /* ... or after Last-Event-ID; at the end there is nothing left. */
     assert_null(call(SEND, "4", &r));
     text = drain(r.stream, 8);
     ids_of(text, ids, sizeof ids);
     assert_string_equal(ids, "5,6");
     free(text);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     assert_null(call(SEND, "6", &r));
     text = drain(r.stream, 8);
     assert_string_equal(text, "");
     free(text);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     json_t *doc = call(SEND, "7", &r);
     assert_int_equal(err_code(doc), -32602);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 
     /* Refusals are JSON-RPC errors, not streams, and hold no slot. */
     S.f.verdict = ONCE_V_REJECT_TERMINAL;
@@ -426,7 +426,7 @@ static void test_send_streaming(void **state)
     assert_int_equal(err_code(doc), -32004);
     assert_null(r.stream);
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     assert_int_equal(SLOTS.used, 0);
 }
 
@@ -437,7 +437,7 @@ static void test_direct_message(void **state)
     S.f.replayed = 1;
     S.f.result = json_pack("{s:{s:s, s:s, s:[{s:s}]}}", "message", "messageId", "a-1", "role",
                            "ROLE_AGENT", "parts", "text", "42");
-    once_a2a_response r;
+    once__a2a_response r;
     assert_null(call(SEND, NULL, &r));
     char *text = drain(r.stream, 8);
     /* Exactly one Message, without an id, then the end. */
@@ -445,7 +445,7 @@ static void test_direct_message(void **state)
                               "{\"messageId\":\"a-1\",\"role\":\"ROLE_AGENT\",\"parts\":"
                               "[{\"text\":\"42\"}]}}}\n\n");
     free(text);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_gap_and_error_frame(void **state)
@@ -453,32 +453,32 @@ static void test_gap_and_error_frame(void **state)
     (void)state;
     script(6, ONCE_STATE_COMPLETED);
     S.skip = 4;   /* a hole in the event list must not be papered over */
-    once_a2a_response r;
+    once__a2a_response r;
     assert_null(call(SUB, "2", &r));
     char *t = NULL;
     size_t n = 0;
     int done = 0;
-    assert_int_equal(once_a2a_stream_read(r.stream, 8, &t, &n, &done), ONCE_OK);
+    assert_int_equal(once__a2a_stream_read(r.stream, 8, &t, &n, &done), ONCE_OK);
     once_free(t);   /* 3 came out */
-    assert_int_equal(once_a2a_stream_read(r.stream, 8, &t, &n, &done), ONCE_ECORRUPT);
+    assert_int_equal(once__a2a_stream_read(r.stream, 8, &t, &n, &done), ONCE_ECORRUPT);
     assert_int_equal(n, 0);
-    assert_int_equal(once_a2a_stream_error(r.stream, ONCE_ESTORE, &t, &n), ONCE_OK);
+    assert_int_equal(once__a2a_stream_error(r.stream, ONCE_ESTORE, &t, &n), ONCE_OK);
     const char *head = "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32603,";
     assert_memory_equal(t, head, strlen(head));
     assert_non_null(strstr(t, "\"reason\":\"STORE_UNAVAILABLE\""));
     assert_null(strstr(t, "id: "));
     assert_string_equal(t + n - 2, "\n\n");
     once_free(t);
-    assert_int_equal(once_a2a_stream_read(r.stream, 8, &t, &n, &done), ONCE_OK);
+    assert_int_equal(once__a2a_stream_read(r.stream, 8, &t, &n, &done), ONCE_OK);
     assert_true(done);   /* nothing follows the error frame */
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     /* A store failure on the first read is reported, nothing is produced. */
     S.skip = 0;
     S.events_rc = ONCE_ESTORE;
     assert_null(call(SUB, "2", &r));
-    assert_int_equal(once_a2a_stream_read(r.stream, 8, &t, &n, &done), ONCE_ESTORE);
+    assert_int_equal(once__a2a_stream_read(r.stream, 8, &t, &n, &done), ONCE_ESTORE);
     assert_null(t);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
 }
 
 static void test_without_a_following_backend(void **state)
@@ -487,24 +487,24 @@ static void test_without_a_following_backend(void **state)
     /* The codec over a backend that cannot follow events keeps refusing. */
     fake f;
     memset(&f, 0, sizeof f);
-    once_a2a *a = fake_codec(&f, 0, NULL);
+    once__a2a *a = fake_codec(&f, 0, NULL);
     assert_non_null(a);
-    once_a2a_response r;
+    once__a2a_response r;
     json_t *doc = fake_call(a, "1.0", NULL, SUB, &r);
     assert_int_equal(err_code(doc), -32004);
     assert_string_equal(err_reason(doc), "UNSUPPORTED_OPERATION");
     json_decref(doc);
-    once_a2a_response_clear(&r);
+    once__a2a_response_clear(&r);
     size_t len;
-    const char *text = once_a2a_card(a, &len);
+    const char *text = once__a2a_card(a, &len);
     json_t *card = json_loadb(text, len, 0, NULL);
     assert_true(json_is_false(json_object_get(json_object_get(card, "capabilities"), "streaming")));
     json_decref(card);
-    text = once_a2a_card(A, &len);
+    text = once__a2a_card(A, &len);
     card = json_loadb(text, len, 0, NULL);
     assert_true(json_is_true(json_object_get(json_object_get(card, "capabilities"), "streaming")));
     json_decref(card);
-    once_a2a_free(a);
+    once__a2a_free(a);
     fake_reset(&f);
 }
 

@@ -20,7 +20,7 @@ static once_tokens *parse(const char *text, int expect_rc, const char *expect_er
 {
     once_tokens *t = NULL;
     char err[200] = "";
-    int rc = once_tokens_parse(text, strlen(text), &t, err, sizeof err);
+    int rc = once__tokens_parse(text, strlen(text), &t, err, sizeof err);
     assert_int_equal(rc, expect_rc);
     if (expect_err != NULL && strstr(err, expect_err) == NULL)
         fail_msg("error \"%s\" does not mention \"%s\"", err, expect_err);
@@ -39,21 +39,21 @@ static void test_file_format(void **state)
                            "  # indented comment\n"
                            "tok-alice-2 alice",
                            ONCE_OK, NULL);
-    assert_int_equal(once_tokens_count(t), 3);
-    assert_string_equal(once_tokens_principal(t, "Bearer tok-alice"), "alice");
-    assert_string_equal(once_tokens_principal(t, "bearer tok-bob"), "bob");
-    assert_string_equal(once_tokens_principal(t, "BEARER   tok-alice-2  "), "alice");
-    assert_null(once_tokens_principal(t, "Bearer tok-alic"));
-    assert_null(once_tokens_principal(t, "Bearer tok-alice "  "x"));
-    assert_null(once_tokens_principal(t, "Bearer "));
-    assert_null(once_tokens_principal(t, "Bearer"));
-    assert_null(once_tokens_principal(t, "Basic dG9rLWFsaWNlOg=="));
-    assert_null(once_tokens_principal(t, "tok-alice"));
-    assert_null(once_tokens_principal(t, "Bearertok-alice"));
-    assert_null(once_tokens_principal(t, NULL));
-    assert_null(once_tokens_principal(NULL, "Bearer tok-alice"));
-    once_tokens_free(t);
-    once_tokens_free(NULL);
+    assert_int_equal(once__tokens_count(t), 3);
+    assert_string_equal(once__tokens_principal(t, "Bearer tok-alice"), "alice");
+    assert_string_equal(once__tokens_principal(t, "bearer tok-bob"), "bob");
+    assert_string_equal(once__tokens_principal(t, "BEARER   tok-alice-2  "), "alice");
+    assert_null(once__tokens_principal(t, "Bearer tok-alic"));
+    assert_null(once__tokens_principal(t, "Bearer tok-alice "  "x"));
+    assert_null(once__tokens_principal(t, "Bearer "));
+    assert_null(once__tokens_principal(t, "Bearer"));
+    assert_null(once__tokens_principal(t, "Basic dG9rLWFsaWNlOg=="));
+    assert_null(once__tokens_principal(t, "tok-alice"));
+    assert_null(once__tokens_principal(t, "Bearertok-alice"));
+    assert_null(once__tokens_principal(t, NULL));
+    assert_null(once__tokens_principal(NULL, "Bearer tok-alice"));
+    once__tokens_free(t);
+    once__tokens_free(NULL);
 }
 
 static void test_file_errors(void **state)
@@ -84,11 +84,11 @@ static void test_load(void **state)
     close(fd);
     once_tokens *t = NULL;
     char err[256];
-    assert_int_equal(once_tokens_load(path, &t, err, sizeof err), ONCE_OK);
-    assert_string_equal(once_tokens_principal(t, "Bearer secret-2"), "tenant-b");
-    once_tokens_free(t);
+    assert_int_equal(once__tokens_load(path, &t, err, sizeof err), ONCE_OK);
+    assert_string_equal(once__tokens_principal(t, "Bearer secret-2"), "tenant-b");
+    once__tokens_free(t);
     unlink(path);
-    assert_int_equal(once_tokens_load(path, &t, err, sizeof err), ONCE_EIO);
+    assert_int_equal(once__tokens_load(path, &t, err, sizeof err), ONCE_EIO);
     assert_non_null(strstr(err, path));
     assert_null(t);
 }

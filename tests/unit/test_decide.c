@@ -3,7 +3,7 @@
  *
  * One test per row of the design table (named after the row), the 0.1
  * tasks/send digest-identity rule, conflict vs replay among several accepted
- * messages, and an exhaustive sweep that compares once_decide() with an
+ * messages, and an exhaustive sweep that compares once__decide() with an
  * oracle written here as plain if/else from the design text.
  */
 #include <setjmp.h>
@@ -36,15 +36,15 @@ static const once_state all_states[] = {
 
 static once_verdict record(once_state s, const char *digests, const char *mid, const char *hex)
 {
-    once_decide_in in = {.stored = ONCE_STORED_RECORD, .state = s, .digests = digests,
+    once__decide_in in = {.stored = ONCE_STORED_RECORD, .state = s, .digests = digests,
                          .may_register = 1, .message_id = mid, .digest_hex = hex};
-    return once_decide(&in);
+    return once__decide(&in);
 }
 
 static void expect(once_verdict got, once_verdict want)
 {
     if (got != want)
-        fail_msg("verdict %s, want %s", once_verdict_name(got), once_verdict_name(want));
+        fail_msg("verdict %s, want %s", once__verdict_name(got), once__verdict_name(want));
 }
 
 /* ------------------------------------------------------------------------
@@ -56,11 +56,11 @@ static void expect(once_verdict got, once_verdict want)
 static void row_none_first_message_registers(void **state)
 {
     (void)state;
-    once_decide_in in = {.stored = ONCE_STORED_NONE, .may_register = 1,
+    once__decide_in in = {.stored = ONCE_STORED_NONE, .may_register = 1,
                          .message_id = "m1", .digest_hex = HA};
-    expect(once_decide(&in), ONCE_V_REGISTER);
+    expect(once__decide(&in), ONCE_V_REGISTER);
     in.message_id = NULL;   /* 0.1 tasks/send */
-    expect(once_decide(&in), ONCE_V_REGISTER);
+    expect(once__decide(&in), ONCE_V_REGISTER);
 }
 
 /* none, no tombstone | taskId for an unknown task, extension not active |
@@ -68,9 +68,9 @@ static void row_none_first_message_registers(void **state)
 static void row_none_unknown_task_id_not_found(void **state)
 {
     (void)state;
-    once_decide_in in = {.stored = ONCE_STORED_NONE, .may_register = 0,
+    once__decide_in in = {.stored = ONCE_STORED_NONE, .may_register = 0,
                          .message_id = "m1", .digest_hex = HA};
-    expect(once_decide(&in), ONCE_V_TASK_NOT_FOUND);
+    expect(once__decide(&in), ONCE_V_TASK_NOT_FOUND);
 }
 
 /* tombstone | anything | TASK_EXPIRED */
@@ -80,12 +80,12 @@ static void row_tombstone_anything_expired(void **state)
     const char *mids[] = {"m1", NULL};
     for (int reg = 0; reg <= 1; reg++) {
         for (int i = 0; i < 2; i++) {
-            once_decide_in in = {.stored = ONCE_STORED_TOMBSTONE, .may_register = reg,
+            once__decide_in in = {.stored = ONCE_STORED_TOMBSTONE, .may_register = reg,
                                  .message_id = mids[i], .digest_hex = HA,
                                  /* a tombstone carries no record fields; stale
                                   * ones must not be looked at */
                                  .state = ONCE_STATE_INPUT_REQUIRED, .digests = THREE};
-            expect(once_decide(&in), ONCE_V_TASK_EXPIRED);
+            expect(once__decide(&in), ONCE_V_TASK_EXPIRED);
         }
     }
 }
@@ -239,12 +239,12 @@ static void may_register_ignored_once_stored(void **state)
 {
     (void)state;
     for (int reg = 0; reg <= 1; reg++) {
-        once_decide_in in = {.stored = ONCE_STORED_RECORD, .state = ONCE_STATE_WORKING,
+        once__decide_in in = {.stored = ONCE_STORED_RECORD, .state = ONCE_STATE_WORKING,
                              .digests = THREE, .may_register = reg,
                              .message_id = "m1", .digest_hex = HA};
-        expect(once_decide(&in), ONCE_V_REPLAY);
+        expect(once__decide(&in), ONCE_V_REPLAY);
         in.message_id = "m9";
-        expect(once_decide(&in), ONCE_V_REJECT_BUSY);
+        expect(once__decide(&in), ONCE_V_REJECT_BUSY);
     }
 }
 
@@ -317,17 +317,17 @@ static void decide_is_total_and_matches_oracle(void **state)
             for (size_t r = 0; r < sizeof regs / sizeof regs[0]; r++) {
                 for (size_t k = 0; k < sizeof scenarios / sizeof scenarios[0]; k++) {
                     const scenario *sc = &scenarios[k];
-                    once_decide_in in = {.stored = (once_stored)stored, .state = (once_state)st,
+                    once__decide_in in = {.stored = (once_stored)stored, .state = (once_state)st,
                                          .digests = sc->digests, .may_register = regs[r],
                                          .message_id = sc->message_id,
                                          .digest_hex = sc->digest_hex};
-                    once_verdict got = once_decide(&in);
+                    once_verdict got = once__decide(&in);
                     once_verdict want = oracle(stored, st, regs[r] != 0, sc->match);
                     if (got != want)
                         fail_msg("stored=%d state=%d reg=%d scenario=%zu: %s, want %s", stored,
-                                 st, regs[r], k, once_verdict_name(got), once_verdict_name(want));
+                                 st, regs[r], k, once__verdict_name(got), once__verdict_name(want));
                     /* Pure: same input, same answer. */
-                    assert_int_equal(once_decide(&in), got);
+                    assert_int_equal(once__decide(&in), got);
                     seen[got]++;
                     cases++;
                 }
@@ -337,9 +337,9 @@ static void decide_is_total_and_matches_oracle(void **state)
     assert_true(cases > 2000);
     for (int v = ONCE_V_REGISTER; v <= ONCE_V_REJECT_TERMINAL; v++) {
         if (seen[v] == 0)
-            fail_msg("verdict %s never produced", once_verdict_name((once_verdict)v));
+            fail_msg("verdict %s never produced", once__verdict_name((once_verdict)v));
     }
-    expect(once_decide(NULL), ONCE_V_REJECT_BUSY);
+    expect(once__decide(NULL), ONCE_V_REJECT_BUSY);
 }
 
 static void verdict_names(void **state)
@@ -350,10 +350,10 @@ static void verdict_names(void **state)
         "CONTINUE", "REJECT_BUSY", "REJECT_TERMINAL",
     };
     for (int v = ONCE_V_REGISTER; v <= ONCE_V_REJECT_TERMINAL; v++)
-        assert_string_equal(once_verdict_name((once_verdict)v), want[v]);
-    assert_string_equal(once_verdict_name((once_verdict)0), "UNKNOWN");
-    assert_string_equal(once_verdict_name((once_verdict)99), "UNKNOWN");
-    assert_string_equal(once_verdict_name((once_verdict)-1), "UNKNOWN");
+        assert_string_equal(once__verdict_name((once_verdict)v), want[v]);
+    assert_string_equal(once__verdict_name((once_verdict)0), "UNKNOWN");
+    assert_string_equal(once__verdict_name((once_verdict)99), "UNKNOWN");
+    assert_string_equal(once__verdict_name((once_verdict)-1), "UNKNOWN");
 }
 
 int main(void)

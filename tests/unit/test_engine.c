@@ -1,5 +1,5 @@
 /*
- * test_engine.c -- once_engine_send through every decide() row, the task it
+ * test_engine.c -- once__engine_send through every decide() row, the task it
  * builds (history, status, generation, events), get, and the rule that a
  * store failure is never turned into a verdict.
  */
@@ -53,8 +53,8 @@ static void test_register_then_replay(void **state)
     assert_int_equal(fx_runs(&env.fx), 1);
     fx_check_events(env.store, P, tid);
 
-    once_engine_stats st;
-    once_engine_get_stats(env.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(env.e, &st);
     assert_int_equal(st.registered, 1);
     assert_int_equal(st.replayed, 1);
     assert_int_equal(st.executed_turns, 1);
@@ -185,7 +185,7 @@ static void test_reject_busy(void **state)
     assert_int_equal(res.state, ONCE_STATE_WORKING);
     assert_null(res.result);
 
-    assert_int_equal(once_engine_cancel(env.e, P, tid, NULL, NULL, NULL), ONCE_OK);
+    assert_int_equal(once__engine_cancel(env.e, P, tid, NULL, NULL, NULL), ONCE_OK);
     json_decref(m1);
     json_decref(m2);
     fx_env_close(&env);
@@ -273,7 +273,7 @@ static void test_context_id(void **state)
     fx_env_close(&env);
 }
 
-static int legacy_send(once_engine *e, const char *id, const char *text, once_send_res *res)
+static int legacy_send(once__engine *e, const char *id, const char *text, once_send_res *res)
 {
     json_t *m = json_pack("{s:s, s:[{s:s}]}", "role", "user", "parts", "text", text);
     once_send_req req;
@@ -283,7 +283,7 @@ static int legacy_send(once_engine *e, const char *id, const char *text, once_se
     req.task_id = id;
     req.legacy = 1;
     req.history_length = -1;
-    int rc = once_engine_send(e, &req, res);
+    int rc = once__engine_send(e, &req, res);
     json_decref(m);
     return rc;
 }
@@ -367,7 +367,7 @@ static void test_executor_outcomes(void **state)
     assert_non_null(json_object_get(res.result, "message"));
     fx_res_clear(&res);
     json_t *task = NULL;
-    assert_int_equal(once_engine_get(env.e, P, tid, -1, &task, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_get(env.e, P, tid, -1, &task, NULL), ONCE_ENOTFOUND);
     assert_null(task);
     json_decref(m);
     assert_int_equal(fx_runs(&env.fx), 4);
@@ -424,23 +424,23 @@ static void test_get(void **state)
     once_record r;
     fx_load(env.store, P, tid, &r);
     json_t *task = NULL;
-    assert_int_equal(once_engine_get(env.e, P, tid, -1, &task, NULL), ONCE_OK);
+    assert_int_equal(once__engine_get(env.e, P, tid, -1, &task, NULL), ONCE_OK);
     assert_int_equal(once__generation_of(task), r.generation);
     assert_int_equal(json_array_size(json_object_get(task, "history")), 3);
     json_decref(task);
-    assert_int_equal(once_engine_get(env.e, P, tid, 1, &task, NULL), ONCE_OK);
+    assert_int_equal(once__engine_get(env.e, P, tid, 1, &task, NULL), ONCE_OK);
     json_t *hist = json_object_get(task, "history");
     assert_int_equal(json_array_size(hist), 1);
     assert_string_equal(json_string_value(json_object_get(json_array_get(hist, 0), "messageId")),
                         "m-2");
     json_decref(task);
-    assert_int_equal(once_engine_get(env.e, P, tid, 0, &task, NULL), ONCE_OK);
+    assert_int_equal(once__engine_get(env.e, P, tid, 0, &task, NULL), ONCE_OK);
     assert_null(json_object_get(task, "history"));
     json_decref(task);
     task = NULL;
-    assert_int_equal(once_engine_get(env.e, "mallory", tid, -1, &task, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_get(env.e, "mallory", tid, -1, &task, NULL), ONCE_ENOTFOUND);
     assert_null(task);
-    assert_int_equal(once_engine_get(env.e, P, "nope", -1, &task, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_get(env.e, P, "nope", -1, &task, NULL), ONCE_ENOTFOUND);
     once_record_clear(&r);
     json_decref(m1);
     json_decref(m2);
@@ -575,14 +575,14 @@ static void test_store_errors(void **state)
     assert_int_equal(once_store_open("memory:", NULL, &fs.inner, NULL, 0), ONCE_OK);
     fx_exec fx;
     fx_init(&fx);
-    once_engine_config c;
+    once__engine_config c;
     memset(&c, 0, sizeof c);
     c.store = &fs.base;
     c.executor = &fx.ex;
     c.workers = 2;
-    once_engine *e;
-    assert_int_equal(once_engine_new(&c, &e, NULL, 0), ONCE_OK);
-    assert_int_equal(once_engine_start(e), ONCE_OK);
+    once__engine *e;
+    assert_int_equal(once__engine_new(&c, &e, NULL, 0), ONCE_OK);
+    assert_int_equal(once__engine_start(e), ONCE_OK);
 
     once_send_res res;
     json_t *m = fx_msg("m-1", "hello", NULL, NULL);
@@ -600,8 +600,8 @@ static void test_store_errors(void **state)
     __atomic_store_n(&fs.fail_create, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&fs.fail_load, ONCE_ESTORE, __ATOMIC_SEQ_CST);
     json_t *task = NULL;
-    assert_int_equal(once_engine_get(e, P, "t-1", -1, &task, NULL), ONCE_ESTORE);
-    assert_int_equal(once_engine_cancel(e, P, "t-1", &task, NULL, NULL), ONCE_ESTORE);
+    assert_int_equal(once__engine_get(e, P, "t-1", -1, &task, NULL), ONCE_ESTORE);
+    assert_int_equal(once__engine_cancel(e, P, "t-1", &task, NULL, NULL), ONCE_ESTORE);
     __atomic_store_n(&fs.fail_load, 0, __ATOMIC_SEQ_CST);
 
     assert_int_equal(fx_send(e, P, m, 0, 0, &res), ONCE_OK);
@@ -609,12 +609,12 @@ static void test_store_errors(void **state)
     assert_string_equal(fx_state(&res), "TASK_STATE_COMPLETED");
     fx_res_clear(&res);
     assert_int_equal(fx_runs(&fx), 1);
-    once_engine_stats st;
-    once_engine_get_stats(e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(e, &st);
     assert_true(st.store_errors >= 5);
 
     json_decref(m);
-    once_engine_free(e);
+    once__engine_free(e);
     once_store_close(fs.inner);
     fx_destroy(&fx);
 }

@@ -36,7 +36,7 @@ static int fired_n(const fired *f)
 }
 
 /* A deferred blocking send of text as alice (extension off). */
-static void send_deferred(once_engine *e, const char *mid, const char *text, once_send_res *res)
+static void send_deferred(once__engine *e, const char *mid, const char *text, once_send_res *res)
 {
     json_t *m = fx_msg(mid, text, NULL, NULL);
     once_send_req req;
@@ -46,15 +46,15 @@ static void send_deferred(once_engine *e, const char *mid, const char *text, onc
     req.history_length = -1;
     req.defer = 1;
     memset(res, 0, sizeof *res);
-    assert_int_equal(once_engine_send(e, &req, res), ONCE_OK);
+    assert_int_equal(once__engine_send(e, &req, res), ONCE_OK);
     json_decref(m);
 }
 
-static const char *answer_state(once_engine *e, const char *id)
+static const char *answer_state(once__engine *e, const char *id)
 {
     once_send_res res;
     memset(&res, 0, sizeof res);
-    assert_int_equal(once_engine_send_answer(e, "alice", id, -1, &res), ONCE_OK);
+    assert_int_equal(once__engine_send_answer(e, "alice", id, -1, &res), ONCE_OK);
     static char state[64];
     snprintf(state, sizeof state, "%s", fx_state(&res));
     fx_res_clear(&res);
@@ -76,22 +76,22 @@ static void test_local_settle(void **state)
     snprintf(id, sizeof id, "%s", res.task_id);
 
     fired f = {0};
-    assert_int_equal(once_engine_await(env.e, "alice", id, res.generation,
+    assert_int_equal(once__engine_await(env.e, "alice", id, res.generation,
                                        once_monotonic_ms() + tt_ms(60000), on_ready, &f),
                      ONCE_OK);
     /* The turn runs (and wrote its checkpoint): the task moved, but has
      * not settled, so the wait has not fired. */
     fx_wait_blocked(&env.fx, 1);
     assert_string_equal(answer_state(env.e, id), "TASK_STATE_WORKING");
-    once_engine_stats st;
-    once_engine_get_stats(env.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(env.e, &st);
     assert_int_equal(st.waiting, 1);
     assert_int_equal(fired_n(&f), 0);
 
     fx_open_gate(&env.fx);
     assert_true(tt_wait_until(fired_once, &f, 10000));
     assert_string_equal(answer_state(env.e, id), "TASK_STATE_COMPLETED");
-    once_engine_get_stats(env.e, &st);
+    once__engine_get_stats(env.e, &st);
     assert_int_equal(st.waiting, 0);
     assert_int_equal(fired_n(&f), 1);
     fx_env_close(&env);
@@ -107,7 +107,7 @@ static void test_deadline(void **state)
     assert_true(res.pending);
     fx_wait_blocked(&env.fx, 1);
     fired f = {0};
-    assert_int_equal(once_engine_await(env.e, "alice", res.task_id, res.generation,
+    assert_int_equal(once__engine_await(env.e, "alice", res.task_id, res.generation,
                                        once_monotonic_ms() + 50, on_ready, &f),
                      ONCE_OK);
     assert_true(tt_wait_until(fired_once, &f, 10000));
@@ -117,7 +117,7 @@ static void test_deadline(void **state)
 }
 
 typedef struct probe {
-    once_engine *e;
+    once__engine *e;
     const char *id;
 } probe;
 
@@ -125,7 +125,7 @@ static int completed(void *arg)
 {
     probe *p = arg;
     json_t *task = NULL;
-    if (once_engine_get(p->e, "alice", p->id, -1, &task, NULL) != ONCE_OK)
+    if (once__engine_get(p->e, "alice", p->id, -1, &task, NULL) != ONCE_OK)
         return 0;
     const char *s =
         json_string_value(json_object_get(json_object_get(task, "status"), "state"));
@@ -147,7 +147,7 @@ static void test_settled_before_registration(void **state)
     assert_true(tt_wait_until(completed, &p, 10000));
     /* The completing write found no wait: the first probe must see it. */
     fired f = {0};
-    assert_int_equal(once_engine_await(env.e, "alice", res.task_id, res.generation,
+    assert_int_equal(once__engine_await(env.e, "alice", res.task_id, res.generation,
                                        once_monotonic_ms() + tt_ms(60000), on_ready, &f),
                      ONCE_OK);
     assert_true(tt_wait_until(fired_once, &f, 10000));
@@ -161,13 +161,13 @@ static void test_other_replica(void **state)
     (void)state;
     fx_env env;
     fx_env_open(&env, NULL, 0);
-    once_engine *b = fx_engine_beside(&env, "replica-b");
+    once__engine *b = fx_engine_beside(&env, "replica-b");
 
     once_send_res res;
     send_deferred(env.e, "m-1", "block", &res);
     assert_true(res.pending);
     fired f = {0};
-    assert_int_equal(once_engine_await(b, "alice", res.task_id, res.generation,
+    assert_int_equal(once__engine_await(b, "alice", res.task_id, res.generation,
                                        once_monotonic_ms() + tt_ms(60000), on_ready, &f),
                      ONCE_OK);
     fx_wait_blocked(&env.fx, 1);
@@ -175,14 +175,14 @@ static void test_other_replica(void **state)
     fx_open_gate(&env.fx);
     assert_true(tt_wait_until(fired_once, &f, 10000));
     assert_string_equal(answer_state(b, res.task_id), "TASK_STATE_COMPLETED");
-    once_engine_free(b);
+    once__engine_free(b);
     fx_env_close(&env);
 }
 
 static void test_limits(void **state)
 {
     (void)state;
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.max_waits_per_principal = 2;
     cfg.max_waits = 3;
@@ -192,22 +192,22 @@ static void test_limits(void **state)
     fired f[5] = {{0}};
     /* Waits on tasks that do not exist: they never settle (the probe finds
      * no event), so they stay until release. */
-    assert_int_equal(once_engine_await(env.e, "alice", "t-1", 0, until, on_ready, &f[0]), ONCE_OK);
-    assert_int_equal(once_engine_await(env.e, "alice", "t-2", 0, until, on_ready, &f[1]), ONCE_OK);
-    assert_int_equal(once_engine_await(env.e, "alice", "t-3", 0, until, on_ready, &f[2]),
+    assert_int_equal(once__engine_await(env.e, "alice", "t-1", 0, until, on_ready, &f[0]), ONCE_OK);
+    assert_int_equal(once__engine_await(env.e, "alice", "t-2", 0, until, on_ready, &f[1]), ONCE_OK);
+    assert_int_equal(once__engine_await(env.e, "alice", "t-3", 0, until, on_ready, &f[2]),
                      ONCE_EBUSY);
-    assert_int_equal(once_engine_await(env.e, "bob", "t-4", 0, until, on_ready, &f[3]), ONCE_OK);
-    assert_int_equal(once_engine_await(env.e, "carol", "t-5", 0, until, on_ready, &f[4]),
+    assert_int_equal(once__engine_await(env.e, "bob", "t-4", 0, until, on_ready, &f[3]), ONCE_OK);
+    assert_int_equal(once__engine_await(env.e, "carol", "t-5", 0, until, on_ready, &f[4]),
                      ONCE_EBUSY);   /* the engine's total */
-    once_engine_stats st;
-    once_engine_get_stats(env.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(env.e, &st);
     assert_int_equal(st.waits_shed, 2);
     assert_int_equal(st.waiting, 3);
 
-    once_engine_await_release(env.e);
+    once__engine_await_release(env.e);
     assert_int_equal(fired_n(&f[0]) + fired_n(&f[1]) + fired_n(&f[3]), 3);
     assert_int_equal(fired_n(&f[2]) + fired_n(&f[4]), 0);
-    assert_int_equal(once_engine_await(env.e, "bob", "t-6", 0, until, on_ready, &f[4]),
+    assert_int_equal(once__engine_await(env.e, "bob", "t-6", 0, until, on_ready, &f[4]),
                      ONCE_ECLOSED);
     fx_env_close(&env);
 }
@@ -218,7 +218,7 @@ static void test_free_releases(void **state)
     fx_env env;
     fx_env_open(&env, NULL, 0);
     fired f = {0};
-    assert_int_equal(once_engine_await(env.e, "alice", "t-x", 0,
+    assert_int_equal(once__engine_await(env.e, "alice", "t-x", 0,
                                        once_monotonic_ms() + tt_ms(60000), on_ready, &f),
                      ONCE_OK);
     fx_env_close(&env);

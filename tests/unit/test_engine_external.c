@@ -1,5 +1,5 @@
 /*
- * test_engine_external.c -- once_engine_external_artifact: a worker outside
+ * test_engine_external.c -- once__engine_external_artifact: a worker outside
  * the engine's turns that holds the current fence publishes its artifact
  * (record and event, generation + 1); one whose fence moved is refused with
  * ONCE_EFENCED and nothing of it is anywhere (record, events, version); a
@@ -59,7 +59,7 @@ static void test_stale_fence_leaves_no_trace(void **state)
                                  "{\"artifactId\":\"half\",\"parts\":[{\"text\":\"HALF-RESULT\"}]}",
                              .last_chunk = 1};
     once_external_result r;
-    assert_int_equal(once_engine_external_artifact(env.e, &w, &r), ONCE_EFENCED);
+    assert_int_equal(once__engine_external_artifact(env.e, &w, &r), ONCE_EFENCED);
     assert_int_equal(r.stored_fence, 2);
     assert_int_equal(r.state, ONCE_STATE_WORKING);
     assert_int_equal(r.generation, 0);
@@ -71,8 +71,8 @@ static void test_stale_fence_leaves_no_trace(void **state)
     assert_null(strstr(after.task_json, "HALF-RESULT"));
     assert_int_equal(count_events(env.store, "t-ext-1", NULL), nev);
     assert_int_equal(count_events(env.store, "t-ext-1", "HALF-RESULT"), 0);
-    once_engine_stats st;
-    once_engine_get_stats(env.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(env.e, &st);
     assert_true(st.fenced_writes >= 1);
     once_record_clear(&before);
     once_record_clear(&after);
@@ -80,7 +80,7 @@ static void test_stale_fence_leaves_no_trace(void **state)
     /* The holder of the current fence writes through the same path. */
     w.fence = 2;
     w.artifact_json = "{\"artifactId\":\"full\",\"parts\":[{\"text\":\"FULL-RESULT\"}]}";
-    assert_int_equal(once_engine_external_artifact(env.e, &w, &r), ONCE_OK);
+    assert_int_equal(once__engine_external_artifact(env.e, &w, &r), ONCE_OK);
     fx_load(env.store, P, "t-ext-1", &after);
     assert_int_equal(r.generation, after.generation);
     assert_int_equal(after.fence, 2);
@@ -113,22 +113,22 @@ static void test_refusals_write_nothing(void **state)
     once_external_write w = {
         .principal = P, .task_id = "t-ext-2", .fence = before.fence, .artifact_json = art};
     /* Parked in input-required: only a continuation may resume it. */
-    assert_int_equal(once_engine_external_artifact(env.e, &w, NULL), ONCE_EILLEGAL);
+    assert_int_equal(once__engine_external_artifact(env.e, &w, NULL), ONCE_EILLEGAL);
     w.artifact_json = "{\"parts\":[]}";
-    assert_int_equal(once_engine_external_artifact(env.e, &w, NULL), ONCE_EINVAL);
+    assert_int_equal(once__engine_external_artifact(env.e, &w, NULL), ONCE_EINVAL);
     w.artifact_json = "{\"parts\":[{\"text\":\"x\"}]}";
     w.append = 1; /* appending needs an artifactId */
-    assert_int_equal(once_engine_external_artifact(env.e, &w, NULL), ONCE_EINVAL);
+    assert_int_equal(once__engine_external_artifact(env.e, &w, NULL), ONCE_EINVAL);
     w.append = 0;
     w.fence = 0;
-    assert_int_equal(once_engine_external_artifact(env.e, &w, NULL), ONCE_EINVAL);
+    assert_int_equal(once__engine_external_artifact(env.e, &w, NULL), ONCE_EINVAL);
     w.fence = before.fence;
     w.artifact_json = art;
     w.task_id = "t-nobody";
-    assert_int_equal(once_engine_external_artifact(env.e, &w, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_external_artifact(env.e, &w, NULL), ONCE_ENOTFOUND);
     w.task_id = "t-ext-2";
     w.principal = "mallory"; /* another tenant's key is another task */
-    assert_int_equal(once_engine_external_artifact(env.e, &w, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_external_artifact(env.e, &w, NULL), ONCE_ENOTFOUND);
 
     once_record after;
     fx_load(env.store, P, "t-ext-2", &after);

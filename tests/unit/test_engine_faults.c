@@ -33,7 +33,7 @@ static void check_store(once_store *s)
 static int run_once(long i, const char *text, int cancel)
 {
     fx_env env;
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.workers = 1;
     fx_env_open(&env, &cfg, 0);
@@ -53,7 +53,7 @@ static int run_once(long i, const char *text, int cancel)
            __atomic_load_n(&env.fx.done, __ATOMIC_SEQ_CST) == 0 && once_monotonic_ms() < until)
         usleep(1000);
     if (cancel && rc == ONCE_OK) {
-        int crc = once_engine_cancel(env.e, P, "t-fault", NULL, NULL, NULL);
+        int crc = once__engine_cancel(env.e, P, "t-fault", NULL, NULL, NULL);
         if (crc != ONCE_OK && crc != ONCE_ENOMEM && crc != ONCE_EILLEGAL)
             fail_msg("alloc %ld: cancel gave %s", i, once_errname(crc));
     }
@@ -61,7 +61,7 @@ static int run_once(long i, const char *text, int cancel)
     once__alloc_fail_after(-1);
     fx_res_clear(&res);
     json_decref(m);
-    once_engine_free(env.e);
+    once__engine_free(env.e);
     env.e = NULL;
     check_store(env.store);
     fx_env_close(&env);

@@ -35,7 +35,7 @@ static void bump_fence(once_store *s, const char *task_id)
 static void test_stale_fence_refused(void **state)
 {
     (void)state;
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.workers = 1;   /* fx_settle */
     fx_env env;
@@ -66,8 +66,8 @@ static void test_stale_fence_refused(void **state)
     assert_int_equal(after.generation, before.generation);
     assert_int_equal(after.state, ONCE_STATE_WORKING);
     assert_false(has_artifact(env.store, tid, "stale"));
-    once_engine_stats st;
-    once_engine_get_stats(env.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(env.e, &st);
     assert_true(st.fenced_writes >= 1);
     fx_check_events(env.store, P, tid);
     once_record_clear(&before);
@@ -82,7 +82,7 @@ static void test_stale_fence_refused(void **state)
 static void test_takeover(void **state)
 {
     (void)state;
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.lease_ms = 1000;
     cfg.heartbeat_ms = 3600 * 1000;     /* A never heartbeats: it is "stopped" */
@@ -94,15 +94,15 @@ static void test_takeover(void **state)
     fx_exec fxb;
     fx_init(&fxb);
     fxb.no_block = 1;
-    once_engine_config cb = cfg;
+    once__engine_config cb = cfg;
     cb.store = env.store;
     cb.clock = &env.clock.base;
     cb.executor = &fxb.ex;
     cb.replica_id = "replica-b";
     cb.workers = 2;
-    once_engine *b;
-    assert_int_equal(once_engine_new(&cb, &b, NULL, 0), ONCE_OK);
-    assert_int_equal(once_engine_start(b), ONCE_OK);
+    once__engine *b;
+    assert_int_equal(once__engine_new(&cb, &b, NULL, 0), ONCE_OK);
+    assert_int_equal(once__engine_start(b), ONCE_OK);
 
     once_send_res res;
     json_t *m = fx_msg("m-1", "block", NULL, NULL);
@@ -113,14 +113,14 @@ static void test_takeover(void **state)
     fx_wait_blocked(&env.fx, 1);
 
     /* Lease still valid: B takes nothing. */
-    assert_int_equal(once_engine_sweep_once(b), ONCE_OK);
-    once_engine_stats st;
-    once_engine_get_stats(b, &st);
+    assert_int_equal(once__engine_sweep_once(b), ONCE_OK);
+    once__engine_stats st;
+    once__engine_get_stats(b, &st);
     assert_int_equal(st.takeovers, 0);
 
     once_manual_clock_advance(&env.clock, 1500);
-    assert_int_equal(once_engine_sweep_once(b), ONCE_OK);
-    once_engine_get_stats(b, &st);
+    assert_int_equal(once__engine_sweep_once(b), ONCE_OK);
+    once__engine_get_stats(b, &st);
     assert_int_equal(st.takeovers, 1);
     fx_wait_state(env.store, P, tid, ONCE_STATE_COMPLETED);
 
@@ -160,12 +160,12 @@ static void test_takeover(void **state)
 
     /* A later sweep finds nothing more to take. */
     once_manual_clock_advance(&env.clock, 5000);
-    assert_int_equal(once_engine_sweep_once(b), ONCE_OK);
-    once_engine_get_stats(b, &st);
+    assert_int_equal(once__engine_sweep_once(b), ONCE_OK);
+    once__engine_get_stats(b, &st);
     assert_int_equal(st.takeovers, 1);
 
     json_decref(m);
-    once_engine_free(b);
+    once__engine_free(b);
     fx_destroy(&fxb);
     fx_env_close(&env);
 }
@@ -175,7 +175,7 @@ static void test_takeover(void **state)
 static void test_heartbeat_keeps_lease(void **state)
 {
     (void)state;
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.lease_ms = tt_ms(500);
     cfg.heartbeat_ms = cfg.lease_ms / 10;
@@ -184,13 +184,13 @@ static void test_heartbeat_keeps_lease(void **state)
     fx_env_open(&env, &cfg, 0);
     fx_exec fxb;
     fx_init(&fxb);
-    once_engine_config cb = cfg;
+    once__engine_config cb = cfg;
     cb.store = env.store;
     cb.executor = &fxb.ex;
     cb.replica_id = "replica-b";
     cb.workers = 1;
-    once_engine *b;
-    assert_int_equal(once_engine_new(&cb, &b, NULL, 0), ONCE_OK);
+    once__engine *b;
+    assert_int_equal(once__engine_new(&cb, &b, NULL, 0), ONCE_OK);
 
     once_send_res res;
     json_t *m = fx_msg("m-1", "block", NULL, NULL);
@@ -204,10 +204,10 @@ static void test_heartbeat_keeps_lease(void **state)
     int64_t t0 = once_monotonic_ms();
     do {
         usleep(150 * 1000);
-        assert_int_equal(once_engine_sweep_once(b), ONCE_OK);
+        assert_int_equal(once__engine_sweep_once(b), ONCE_OK);
     } while (once_monotonic_ms() - t0 < 2 * cfg.lease_ms);
-    once_engine_stats st;
-    once_engine_get_stats(b, &st);
+    once__engine_stats st;
+    once__engine_get_stats(b, &st);
     assert_int_equal(st.takeovers, 0);
     once_record r;
     fx_load(env.store, P, tid, &r);
@@ -222,7 +222,7 @@ static void test_heartbeat_keeps_lease(void **state)
     once_record_clear(&r);
     fx_check_events(env.store, P, tid);
     json_decref(m);
-    once_engine_free(b);
+    once__engine_free(b);
     fx_destroy(&fxb);
     fx_env_close(&env);
 }
@@ -243,11 +243,11 @@ static void test_cancel(void **state)
     /* Another principal cannot see it, let alone cancel it. */
     once_state st = ONCE_STATE_UNKNOWN;
     json_t *task = NULL;
-    assert_int_equal(once_engine_cancel(env.e, "mallory", tid, &task, &st, NULL), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_cancel(env.e, "mallory", tid, &task, &st, NULL), ONCE_ENOTFOUND);
     assert_null(task);
 
     int64_t t0 = once_monotonic_ms();
-    assert_int_equal(once_engine_cancel(env.e, P, tid, &task, &st, NULL), ONCE_OK);
+    assert_int_equal(once__engine_cancel(env.e, P, tid, &task, &st, NULL), ONCE_OK);
     assert_int_equal(st, ONCE_STATE_CANCELED);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(task, "status"), "state")),
@@ -274,7 +274,7 @@ static void test_cancel(void **state)
     once_record_clear(&r);
 
     /* Idempotent: canceling again changes nothing. */
-    assert_int_equal(once_engine_cancel(env.e, P, tid, &task, &st, NULL), ONCE_OK);
+    assert_int_equal(once__engine_cancel(env.e, P, tid, &task, &st, NULL), ONCE_OK);
     assert_int_equal(st, ONCE_STATE_CANCELED);
     json_decref(task);
     fx_load(env.store, P, tid, &r);
@@ -294,7 +294,7 @@ static void test_cancel(void **state)
     snprintf(done, sizeof done, "%s", res.task_id);
     fx_res_clear(&res);
     task = NULL;
-    assert_int_equal(once_engine_cancel(env.e, P, done, &task, &st, NULL), ONCE_EILLEGAL);
+    assert_int_equal(once__engine_cancel(env.e, P, done, &task, &st, NULL), ONCE_EILLEGAL);
     assert_int_equal(st, ONCE_STATE_COMPLETED);
     assert_null(task);
 
@@ -304,9 +304,9 @@ static void test_cancel(void **state)
     char asked[ONCE_ID_MAX + 1];
     snprintf(asked, sizeof asked, "%s", res.task_id);
     fx_res_clear(&res);
-    assert_int_equal(once_engine_cancel(env.e, P, asked, NULL, &st, NULL), ONCE_OK);
+    assert_int_equal(once__engine_cancel(env.e, P, asked, NULL, &st, NULL), ONCE_OK);
     assert_int_equal(st, ONCE_STATE_CANCELED);
-    assert_int_equal(once_engine_cancel(env.e, P, "unknown-task", NULL, &st, NULL),
+    assert_int_equal(once__engine_cancel(env.e, P, "unknown-task", NULL, &st, NULL),
                      ONCE_ENOTFOUND);
 
     fx_check_events(env.store, P, tid);
@@ -333,7 +333,7 @@ static void test_shutdown_leaves_task(void **state)
     fx_res_clear(&res);
     fx_wait_state(env.store, P, tid, ONCE_STATE_WORKING);
     int64_t t0 = once_monotonic_ms();
-    once_engine_free(env.e);
+    once__engine_free(env.e);
     env.e = NULL;
     assert_true(once_monotonic_ms() - t0 < tt_ms(2000));   /* not the turn's 10 s */
     once_record r;

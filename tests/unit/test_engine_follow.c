@@ -14,7 +14,7 @@ static int64_t elapsed_since(int64_t t0)
 }
 
 /* 1 if a follower waits on (alice, task_id) in e now. */
-static int has_waiter(once_engine *e, const char *task_id)
+static int has_waiter(once__engine *e, const char *task_id)
 {
     int found = 0;
     pthread_mutex_lock(&e->mu);
@@ -47,7 +47,7 @@ static void *opener(void *p)
 }
 
 /* Register a task with text and return its id (res cleared). */
-static void start(once_engine *e, const char *mid, const char *text, char *id, size_t idlen)
+static void start(once__engine *e, const char *mid, const char *text, char *id, size_t idlen)
 {
     once_send_res res;
     json_t *m = fx_msg(mid, text, NULL, NULL);
@@ -68,43 +68,43 @@ static void test_events_and_head(void **state)
 
     int64_t gen = 0;
     once_state st = ONCE_STATE_UNKNOWN;
-    assert_int_equal(once_engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
+    assert_int_equal(once__engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
     assert_int_equal(st, ONCE_STATE_COMPLETED);
     assert_true(gen >= 3);
 
     once_event_list l;
-    assert_int_equal(once_engine_events_after(env.e, "alice", id, 0, 0, &l), ONCE_OK);
+    assert_int_equal(once__engine_events_after(env.e, "alice", id, 0, 0, &l), ONCE_OK);
     assert_int_equal((int64_t)l.n, gen);
     for (size_t i = 0; i < l.n; i++)
         assert_int_equal(l.v[i].generation, (int64_t)i + 1);
     assert_non_null(strstr(l.v[0].payload, "{\"task\":"));
     once_event_list_clear(&l);
     /* After a generation, at most max. */
-    assert_int_equal(once_engine_events_after(env.e, "alice", id, 1, 1, &l), ONCE_OK);
+    assert_int_equal(once__engine_events_after(env.e, "alice", id, 1, 1, &l), ONCE_OK);
     assert_int_equal(l.n, 1);
     assert_int_equal(l.v[0].generation, 2);
     once_event_list_clear(&l);
-    assert_int_equal(once_engine_events_after(env.e, "alice", id, gen, 0, &l), ONCE_OK);
+    assert_int_equal(once__engine_events_after(env.e, "alice", id, gen, 0, &l), ONCE_OK);
     assert_int_equal(l.n, 0);
     once_event_list_clear(&l);
 
     /* Another principal sees nothing; unknown and malformed IDs neither. */
-    assert_int_equal(once_engine_events_after(env.e, "bob", id, 0, 0, &l), ONCE_OK);
+    assert_int_equal(once__engine_events_after(env.e, "bob", id, 0, 0, &l), ONCE_OK);
     assert_int_equal(l.n, 0);
     once_event_list_clear(&l);
-    assert_int_equal(once_engine_task_head(env.e, "bob", id, &gen, &st), ONCE_ENOTFOUND);
-    assert_int_equal(once_engine_task_head(env.e, "alice", "no such/id", &gen, &st),
+    assert_int_equal(once__engine_task_head(env.e, "bob", id, &gen, &st), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_task_head(env.e, "alice", "no such/id", &gen, &st),
                      ONCE_ENOTFOUND);
-    assert_int_equal(once_engine_events_after(env.e, "alice", "no such/id", 0, 0, &l), ONCE_OK);
+    assert_int_equal(once__engine_events_after(env.e, "alice", "no such/id", 0, 0, &l), ONCE_OK);
     assert_int_equal(l.n, 0);
     once_event_list_clear(&l);
-    assert_int_equal(once_engine_events_after(env.e, NULL, id, 0, 0, &l), ONCE_EINVAL);
+    assert_int_equal(once__engine_events_after(env.e, NULL, id, 0, 0, &l), ONCE_EINVAL);
 
     /* A direct Message is not a task, for the head as for GetTask. */
     char mid[ONCE_ID_MAX + 1];
     start(env.e, "m-2", "reply", mid, sizeof mid);
     fx_wait_state(env.store, "alice", mid, ONCE_STATE_COMPLETED);
-    assert_int_equal(once_engine_task_head(env.e, "alice", mid, &gen, &st), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_task_head(env.e, "alice", mid, &gen, &st), ONCE_ENOTFOUND);
     fx_env_close(&env);
 }
 
@@ -118,37 +118,37 @@ static void test_wait_local_write(void **state)
     fx_wait_blocked(&env.fx, 1);
     int64_t gen;
     once_state st;
-    assert_int_equal(once_engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
+    assert_int_equal(once__engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
 
     /* Already past: at once, even with no time to wait. */
-    assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen - 1, 0), ONCE_OK);
+    assert_int_equal(once__engine_wait_generation(env.e, "alice", id, gen - 1, 0), ONCE_OK);
     /* Nothing new and no time: a timeout, at once. */
-    assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen, 0), ONCE_ETIMEDOUT);
+    assert_int_equal(once__engine_wait_generation(env.e, "alice", id, gen, 0), ONCE_ETIMEDOUT);
     /* The turn's next write (a local one), made once the follower waits,
      * ends the wait: at once, not at its timeout. */
     opener_arg oa = {&env, id, 0};
     pthread_t ot;
     assert_int_equal(pthread_create(&ot, NULL, opener, &oa), 0);
     int64_t t0 = once_monotonic_ms();
-    int wrc = once_engine_wait_generation(env.e, "alice", id, gen, tt_ms(5000));
+    int wrc = once__engine_wait_generation(env.e, "alice", id, gen, tt_ms(5000));
     int64_t waited = elapsed_since(t0);
     pthread_join(ot, NULL);
     assert_true(oa.waited);
     assert_int_equal(wrc, ONCE_OK);
     assert_true(waited < tt_ms(2000));
     once_event_list l;
-    assert_int_equal(once_engine_events_after(env.e, "alice", id, gen, 0, &l), ONCE_OK);
+    assert_int_equal(once__engine_events_after(env.e, "alice", id, gen, 0, &l), ONCE_OK);
     assert_true(l.n >= 1);
     once_event_list_clear(&l);
 
     /* A task that does not move: the wait lasts its timeout. */
     fx_wait_state(env.store, "alice", id, ONCE_STATE_COMPLETED);
-    assert_int_equal(once_engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
+    assert_int_equal(once__engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
     t0 = once_monotonic_ms();
-    assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen, 150), ONCE_ETIMEDOUT);
+    assert_int_equal(once__engine_wait_generation(env.e, "alice", id, gen, 150), ONCE_ETIMEDOUT);
     int64_t took = elapsed_since(t0);
     assert_true(took >= 140 && took < tt_ms(2000));
-    assert_int_equal(once_engine_wait_generation(env.e, "alice", "t-missing", 0, 60),
+    assert_int_equal(once__engine_wait_generation(env.e, "alice", "t-missing", 0, 60),
                      ONCE_ETIMEDOUT);
     fx_env_close(&env);
 }
@@ -160,24 +160,24 @@ static void test_wait_other_replica(void **state)
     (void)state;
     fx_env env;
     fx_env_open(&env, NULL, 0);
-    once_engine *b = fx_engine_beside(&env, "replica-b");
+    once__engine *b = fx_engine_beside(&env, "replica-b");
 
     char id[ONCE_ID_MAX + 1];
     start(env.e, "m-1", "sleep:200", id, sizeof id);
     int64_t gen = 0;
     once_state st;
-    assert_int_equal(once_engine_task_head(b, "alice", id, &gen, &st), ONCE_OK);
+    assert_int_equal(once__engine_task_head(b, "alice", id, &gen, &st), ONCE_OK);
     int64_t seen = gen;
     int64_t t0 = once_monotonic_ms();
     while (st != ONCE_STATE_COMPLETED && elapsed_since(t0) < tt_ms(5000)) {
-        int rc = once_engine_wait_generation(b, "alice", id, seen, tt_ms(5000));
+        int rc = once__engine_wait_generation(b, "alice", id, seen, tt_ms(5000));
         assert_int_equal(rc, ONCE_OK);
-        assert_int_equal(once_engine_task_head(b, "alice", id, &gen, &st), ONCE_OK);
+        assert_int_equal(once__engine_task_head(b, "alice", id, &gen, &st), ONCE_OK);
         assert_true(gen > seen);
         seen = gen;
     }
     assert_int_equal(st, ONCE_STATE_COMPLETED);
-    once_engine_free(b);
+    once__engine_free(b);
     fx_env_close(&env);
 }
 
@@ -193,7 +193,7 @@ static void test_wait_other_replica(void **state)
 static struct gap_hook {
     const once_store_methods *inner;
     once_store_methods m;
-    once_engine *e;
+    once__engine *e;
     const char *task_id;
     int armed;
     int probed; /* the probe ran and found nothing new */
@@ -210,7 +210,7 @@ static int gap_events(once_store *s, const char *principal, const char *task_id,
         strcmp(task_id, gap.task_id) == 0 && __atomic_exchange_n(&gap.armed, 0, __ATOMIC_SEQ_CST)) {
         gap.probed = 1;
         gap.waiting = has_waiter(gap.e, task_id);
-        gap.write_rc = once_engine_cancel(gap.e, principal, task_id, NULL, NULL, NULL);
+        gap.write_rc = once__engine_cancel(gap.e, principal, task_id, NULL, NULL, NULL);
     }
     return rc;
 }
@@ -236,26 +236,26 @@ static void test_write_between_look_and_wait(void **state)
     fx_wait_state(env.store, "alice", id, ONCE_STATE_INPUT_REQUIRED);
     int64_t gen;
     once_state st;
-    assert_int_equal(once_engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
+    assert_int_equal(once__engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
 
     gap.e = env.e;
     gap.task_id = id;
     __atomic_store_n(&gap.armed, 1, __ATOMIC_SEQ_CST);
 
-    assert_int_equal(once_engine_wait_generation(env.e, "alice", id, gen, tt_ms(10000)),
+    assert_int_equal(once__engine_wait_generation(env.e, "alice", id, gen, tt_ms(10000)),
                      ONCE_OK);
     assert_true(gap.probed);
     assert_int_equal(gap.write_rc, ONCE_OK);
     /* The point: the write in the gap woke the follower, not a later poll. */
     if (!gap.waiting)
         fail_msg("the write after the follower's look found no waiter to wake");
-    assert_int_equal(once_engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
+    assert_int_equal(once__engine_task_head(env.e, "alice", id, &gen, &st), ONCE_OK);
     assert_int_equal(st, ONCE_STATE_CANCELED);
     fx_env_close(&env);
 }
 
 typedef struct waiter_arg {
-    once_engine *e;
+    once__engine *e;
     const char *id;
     int rc;
     int64_t took;
@@ -265,7 +265,7 @@ static void *waiter(void *p)
 {
     waiter_arg *a = p;
     int64_t t0 = once_monotonic_ms();
-    a->rc = once_engine_wait_generation(a->e, "alice", a->id, 1000, 20000);
+    a->rc = once__engine_wait_generation(a->e, "alice", a->id, 1000, 20000);
     a->took = elapsed_since(t0);
     return NULL;
 }
@@ -286,7 +286,7 @@ static void test_wait_ends_at_shutdown(void **state)
     assert_true(tt_wait_until(opener_ready, &w, 10000));   /* the follower waits */
     /* Free waits for the follower to leave, which it does promptly (not
      * after its 20 s). */
-    once_engine_free(env.e);
+    once__engine_free(env.e);
     pthread_join(t, NULL);
     assert_int_equal(a.rc, ONCE_ECLOSED);
     assert_true(a.took < tt_ms(5000));

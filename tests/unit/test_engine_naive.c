@@ -1,6 +1,6 @@
 /*
  * test_engine_naive.c -- the experiment-only switch behind onced
- * --experiment-naive (once_engine_config.experiment_naive): the baseline of
+ * --experiment-naive (once__engine_config.experiment_naive): the baseline of
  * the amplification experiment (demo/amplify.sh) must really be a server
  * without idempotency, or the experiment measures nothing; and the default
  * engine must keep deduplicating (the switch is off unless set).
@@ -11,7 +11,7 @@ static const char *P = "alice";
 
 static void open_naive(fx_env *env, int naive)
 {
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.experiment_naive = naive;
     fx_env_open(env, &cfg, 0);
@@ -45,8 +45,8 @@ static void test_naive_retry_makes_a_second_task(void **state)
     fx_check_events(env.store, P, a.task_id);
     fx_check_events(env.store, P, b.task_id);
 
-    once_engine_stats st;
-    once_engine_get_stats(env.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(env.e, &st);
     assert_int_equal(st.registered, 2);
     assert_int_equal(st.replayed, 0);
     fx_res_clear(&a);

@@ -122,7 +122,7 @@ static const once_store_methods gated_methods = {
 /* One replica: an engine on its own gate in front of the shared store. */
 typedef struct replica {
     gated_store gate;
-    once_engine *e;
+    once__engine *e;
     fx_exec fx;
 } replica;
 
@@ -133,7 +133,7 @@ static void replica_open(replica *r, once_store *shared, once_manual_clock *cloc
     fx_init(&r->fx);
     r->gate.base.m = &gated_methods;
     r->gate.inner = shared;
-    once_engine_config c;
+    once__engine_config c;
     memset(&c, 0, sizeof c);
     c.store = &r->gate.base;
     c.executor = &r->fx.ex;
@@ -143,18 +143,18 @@ static void replica_open(replica *r, once_store *shared, once_manual_clock *cloc
     c.max_queue = max_queue;
     c.lease_ms = LEASE_MS;
     c.heartbeat_ms = heartbeat_ms;
-    /* Sweeps run only when a test asks for one (once_engine_sweep_once). */
+    /* Sweeps run only when a test asks for one (once__engine_sweep_once). */
     c.sweep_interval_ms = 3600 * 1000;
     char err[256];
-    assert_int_equal(once_engine_new(&c, &r->e, err, sizeof err), ONCE_OK);
-    assert_int_equal(once_engine_start(r->e), ONCE_OK);
+    assert_int_equal(once__engine_new(&c, &r->e, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__engine_start(r->e), ONCE_OK);
 }
 
 static void replica_close(replica *r)
 {
     fx_open_gate(&r->fx);   /* let blocked executors leave */
     __atomic_store_n(&r->gate.down, 0, __ATOMIC_SEQ_CST);
-    once_engine_free(r->e);
+    once__engine_free(r->e);
     fx_destroy(&r->fx);
 }
 
@@ -260,7 +260,7 @@ static void test_partition_takeover(void **state)
     wait_atomic_ge(&a.gate.failed, failed_before + 1, "A's write meeting the outage");
 
     once_manual_clock_advance(&clock, 2 * LEASE_MS);
-    assert_int_equal(once_engine_sweep_once(b.e), ONCE_OK);
+    assert_int_equal(once__engine_sweep_once(b.e), ONCE_OK);
     fx_wait_state(shared, P, "t-part-1", ONCE_STATE_COMPLETED);
     fx_wait_done(&b.fx, 1);
     assert_int_equal(fx_runs(&b.fx), 1);
@@ -276,8 +276,8 @@ static void test_partition_takeover(void **state)
     assert_int_equal(r.state, ONCE_STATE_COMPLETED);
     assert_int_equal(count_in(r.task_json, "\"artifactId\":\"stale\""), 0);   /* A's output: fenced off */
     once_record_clear(&r);
-    once_engine_stats st;
-    once_engine_get_stats(b.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(b.e, &st);
     assert_int_equal(st.takeovers, 1);
     fx_check_events(shared, P, "t-part-1");
     replica_close(&a);
@@ -307,8 +307,8 @@ static void test_queue_bound_and_renewal(void **state)
     assert_null(res.result);
     once_record r;
     assert_int_equal(once_store_load(shared, P, "t-q-4", &r, NULL), ONCE_ENOTFOUND);
-    once_engine_stats st;
-    once_engine_get_stats(a.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(a.e, &st);
     assert_int_equal(st.overloaded, 1);
     assert_int_equal(st.queued, 2);
 
@@ -366,16 +366,16 @@ static void test_queued_lease_goes_elsewhere(void **state)
     send_immediate(&a, "t-w-2", "hello");
     once_manual_clock_advance(&clock, 2 * LEASE_MS);
 
-    assert_int_equal(once_engine_sweep_once(a.e), ONCE_OK);
-    once_engine_stats st;
-    once_engine_get_stats(a.e, &st);
+    assert_int_equal(once__engine_sweep_once(a.e), ONCE_OK);
+    once__engine_stats st;
+    once__engine_get_stats(a.e, &st);
     assert_int_equal(st.takeovers, 1);   /* t-w-1 (running, no heartbeat), not t-w-2 */
     once_record r;
     fx_load(shared, P, "t-w-2", &r);
     assert_int_equal(r.fence, 1);
     once_record_clear(&r);
 
-    assert_int_equal(once_engine_sweep_once(b.e), ONCE_OK);
+    assert_int_equal(once__engine_sweep_once(b.e), ONCE_OK);
     fx_wait_state(shared, P, "t-w-2", ONCE_STATE_COMPLETED);
     fx_load(shared, P, "t-w-2", &r);
     assert_int_equal(r.fence, 2);
@@ -389,11 +389,11 @@ static void test_queued_lease_goes_elsewhere(void **state)
      * that meets fence 2 is the positive sign it decided about it. */
     fx_wait_state(shared, P, "t-w-1", ONCE_STATE_COMPLETED);
     wait_atomic_ge(&a.gate.renews, renews_before + 2, "A's worker starting its queued turns");
-    once_engine_get_stats(a.e, &st);
+    once__engine_get_stats(a.e, &st);
     int64_t until = once_monotonic_ms() + tt_ms(10000);
     while (st.queued != 0 && once_monotonic_ms() < until) {
         usleep(1000);
-        once_engine_get_stats(a.e, &st);
+        once__engine_get_stats(a.e, &st);
     }
     assert_int_equal(st.queued, 0);
     fx_wait_done(&b.fx, 1);
@@ -454,7 +454,7 @@ static void test_readyz_follows_the_store(void **state)
     sc.http.host = "127.0.0.1";
     once_server *srv = NULL;
     char err[256];
-    assert_int_equal(once_serve_start(&sc, &srv, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__serve_start(&sc, &srv, err, sizeof err), ONCE_OK);
     int port = once_server_port(srv);
     assert_int_equal(http_status(port, "/readyz"), 200);
     __atomic_store_n(&gate.down, 1, __ATOMIC_SEQ_CST);

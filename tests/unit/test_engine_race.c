@@ -1,5 +1,5 @@
 /*
- * test_engine_race.c -- concurrency of once_engine_send: 64 identical first
+ * test_engine_race.c -- concurrency of once__engine_send: 64 identical first
  * sends make one task and one execution; derived IDs are the same on every
  * replica sharing a store; blocking vs returnImmediately; a blocking send
  * on one replica sees a task another replica runs.
@@ -12,7 +12,7 @@
 static const char *P = "alice";
 
 typedef struct racer {
-    once_engine *e;
+    once__engine *e;
     json_t *msg;    /* owned: each request its own JSON, as on the wire */
     int extension;
     pthread_barrier_t *start;
@@ -33,7 +33,7 @@ static void *race_main(void *arg)
 static void race(json_t *msg, int extension)
 {
     fx_env env;
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.workers = 4;
     fx_env_open(&env, &cfg, 0);
@@ -104,15 +104,15 @@ static void test_derived_ids_shared(void **state)
     fx_env_open(&env, NULL, 0);
     fx_exec fxb;
     fx_init(&fxb);
-    once_engine_config c;
+    once__engine_config c;
     memset(&c, 0, sizeof c);
     c.store = env.store;
     c.executor = &fxb.ex;
     c.replica_id = "replica-b";
     c.workers = 2;
-    once_engine *b;
-    assert_int_equal(once_engine_new(&c, &b, NULL, 0), ONCE_OK);
-    assert_int_equal(once_engine_start(b), ONCE_OK);
+    once__engine *b;
+    assert_int_equal(once__engine_new(&c, &b, NULL, 0), ONCE_OK);
+    assert_int_equal(once__engine_start(b), ONCE_OK);
 
     json_t *m = fx_msg("m-shared", "hello", NULL, NULL);
     once_send_res ra, rb, rc;
@@ -128,9 +128,9 @@ static void test_derived_ids_shared(void **state)
     assert_int_equal(fx_runs(&env.fx) + fx_runs(&fxb), 2);
 
     /* A fresh engine on the same store (a restart) derives the same ID. */
-    once_engine *c2;
+    once__engine *c2;
     c.replica_id = "replica-c";
-    assert_int_equal(once_engine_new(&c, &c2, NULL, 0), ONCE_OK);
+    assert_int_equal(once__engine_new(&c, &c2, NULL, 0), ONCE_OK);
     once_send_res rd;
     assert_int_equal(fx_send(c2, P, m, 0, 1, &rd), ONCE_OK);
     assert_int_equal(rd.verdict, ONCE_V_REPLAY);
@@ -141,8 +141,8 @@ static void test_derived_ids_shared(void **state)
     fx_res_clear(&rc);
     fx_res_clear(&rd);
     json_decref(m);
-    once_engine_free(c2);
-    once_engine_free(b);
+    once__engine_free(c2);
+    once__engine_free(b);
     fx_destroy(&fxb);
     fx_env_close(&env);
 }
@@ -188,14 +188,14 @@ static void test_blocking_vs_immediate(void **state)
     req.wait_ms = 150;
     req.history_length = -1;
     t0 = once_monotonic_ms();
-    assert_int_equal(once_engine_send(env.e, &req, &res), ONCE_OK);
+    assert_int_equal(once__engine_send(env.e, &req, &res), ONCE_OK);
     took = once_monotonic_ms() - t0;
     assert_true(took >= 140 && took < tt_ms(1500));
     /* Still in progress (its turn may not have started yet on a busy machine). */
     assert_true(strcmp(fx_state(&res), "TASK_STATE_WORKING") == 0 ||
                 strcmp(fx_state(&res), "TASK_STATE_SUBMITTED") == 0);
     fx_wait_blocked(&env.fx, 1);
-    assert_int_equal(once_engine_cancel(env.e, P, res.task_id, NULL, NULL, NULL), ONCE_OK);
+    assert_int_equal(once__engine_cancel(env.e, P, res.task_id, NULL, NULL, NULL), ONCE_OK);
     fx_open_gate(&env.fx);
     fx_res_clear(&res);
     assert_int_equal(fx_runs(&env.fx), 3);
@@ -215,14 +215,14 @@ static void test_wait_across_replicas(void **state)
     fx_env_open(&env, NULL, 0);
     fx_exec fxb;
     fx_init(&fxb);
-    once_engine_config c;
+    once__engine_config c;
     memset(&c, 0, sizeof c);
     c.store = env.store;
     c.executor = &fxb.ex;
     c.replica_id = "replica-b";
-    once_engine *b;
-    assert_int_equal(once_engine_new(&c, &b, NULL, 0), ONCE_OK);
-    assert_int_equal(once_engine_start(b), ONCE_OK);
+    once__engine *b;
+    assert_int_equal(once__engine_new(&c, &b, NULL, 0), ONCE_OK);
+    assert_int_equal(once__engine_start(b), ONCE_OK);
 
     json_t *m = fx_msg("m-1", "sleep:300", NULL, NULL);
     once_send_res ra, rb;
@@ -237,7 +237,7 @@ static void test_wait_across_replicas(void **state)
     fx_res_clear(&ra);
     fx_res_clear(&rb);
     json_decref(m);
-    once_engine_free(b);
+    once__engine_free(b);
     fx_destroy(&fxb);
     fx_env_close(&env);
 }
@@ -258,20 +258,20 @@ static void test_race_sqlite_two_replicas(void **state)
     fx_exec fa, fb;
     fx_init(&fa);
     fx_init(&fb);
-    once_engine_config c;
+    once__engine_config c;
     memset(&c, 0, sizeof c);
     c.workers = 2;
     c.store = sa;
     c.executor = &fa.ex;
     c.replica_id = "replica-a";
-    once_engine *ea, *eb;
-    assert_int_equal(once_engine_new(&c, &ea, NULL, 0), ONCE_OK);
+    once__engine *ea, *eb;
+    assert_int_equal(once__engine_new(&c, &ea, NULL, 0), ONCE_OK);
     c.store = sb;
     c.executor = &fb.ex;
     c.replica_id = "replica-b";
-    assert_int_equal(once_engine_new(&c, &eb, NULL, 0), ONCE_OK);
-    assert_int_equal(once_engine_start(ea), ONCE_OK);
-    assert_int_equal(once_engine_start(eb), ONCE_OK);
+    assert_int_equal(once__engine_new(&c, &eb, NULL, 0), ONCE_OK);
+    assert_int_equal(once__engine_start(ea), ONCE_OK);
+    assert_int_equal(once__engine_start(eb), ONCE_OK);
 
     enum { N = 16 };
     json_t *m = fx_msg("m-sqlite", "sleep:100", NULL, NULL);
@@ -311,8 +311,8 @@ static void test_race_sqlite_two_replicas(void **state)
     }
     pthread_barrier_destroy(&start);
     json_decref(m);
-    once_engine_free(ea);
-    once_engine_free(eb);
+    once__engine_free(ea);
+    once__engine_free(eb);
     once_check_report rep;
     assert_int_equal(once_store_check(sa, &rep), ONCE_OK);
     assert_int_equal(rep.records, 1);

@@ -14,15 +14,15 @@ static const char *P = "alice";
 static void test_retention(void **state)
 {
     (void)state;
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.retention_ms = 72 * HOUR;
     cfg.tombstone_ms = 30 * 24 * HOUR;
     cfg.sweep_interval_ms = 3600 * 1000;
     fx_env env;
     fx_env_open(&env, &cfg, 1);
-    assert_int_equal(once_engine_retention_ms(env.e), 72 * HOUR);
-    assert_int_equal(once_engine_tombstone_ms(env.e), 30 * 24 * HOUR);
+    assert_int_equal(once__engine_retention_ms(env.e), 72 * HOUR);
+    assert_int_equal(once__engine_tombstone_ms(env.e), 30 * 24 * HOUR);
 
     once_send_res res;
     json_t *done = fx_msg("m-1", "hello", NULL, NULL);
@@ -39,17 +39,17 @@ static void test_retention(void **state)
 
     /* Just inside the window: still there. */
     once_manual_clock_advance(&env.clock, 72 * HOUR - 1000);
-    assert_int_equal(once_engine_sweep_once(env.e), ONCE_OK);
+    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
     json_t *task = NULL;
-    assert_int_equal(once_engine_get(env.e, P, tid, -1, &task, NULL), ONCE_OK);
+    assert_int_equal(once__engine_get(env.e, P, tid, -1, &task, NULL), ONCE_OK);
     json_decref(task);
 
     once_manual_clock_advance(&env.clock, 2000);
     int64_t swept_at = once_now(&env.clock.base);
-    assert_int_equal(once_engine_sweep_once(env.e), ONCE_OK);
+    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
     int64_t expired_at = 0;
     task = NULL;
-    assert_int_equal(once_engine_get(env.e, P, tid, -1, &task, &expired_at), ONCE_ETOMBSTONE);
+    assert_int_equal(once__engine_get(env.e, P, tid, -1, &task, &expired_at), ONCE_ETOMBSTONE);
     assert_null(task);
     assert_int_equal(expired_at, swept_at);
     /* A replayed send is TASK_EXPIRED, never a re-execution. */
@@ -61,24 +61,24 @@ static void test_retention(void **state)
     assert_int_equal(fx_send(env.e, P, other, 1, 0, &res), ONCE_OK);
     assert_int_equal(res.verdict, ONCE_V_TASK_EXPIRED);
     expired_at = 0;
-    assert_int_equal(once_engine_cancel(env.e, P, tid, NULL, NULL, &expired_at), ONCE_ETOMBSTONE);
+    assert_int_equal(once__engine_cancel(env.e, P, tid, NULL, NULL, &expired_at), ONCE_ETOMBSTONE);
     assert_int_equal(expired_at, swept_at);
     assert_int_equal(fx_runs(&env.fx), 2);
     /* The interrupted task is not finished: kept in full. */
-    assert_int_equal(once_engine_get(env.e, P, wid, -1, &task, NULL), ONCE_OK);
+    assert_int_equal(once__engine_get(env.e, P, wid, -1, &task, NULL), ONCE_OK);
     json_decref(task);
 
-    once_engine_stats st;
-    once_engine_get_stats(env.e, &st);
+    once__engine_stats st;
+    once__engine_get_stats(env.e, &st);
     assert_int_equal(st.swept, 1);
     assert_int_equal(st.purged, 0);
 
     once_manual_clock_advance(&env.clock, 30 * 24 * HOUR + 1000);
-    assert_int_equal(once_engine_sweep_once(env.e), ONCE_OK);
-    assert_int_equal(once_engine_get(env.e, P, tid, -1, &task, NULL), ONCE_ENOTFOUND);
-    once_engine_get_stats(env.e, &st);
+    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
+    assert_int_equal(once__engine_get(env.e, P, tid, -1, &task, NULL), ONCE_ENOTFOUND);
+    once__engine_get_stats(env.e, &st);
     assert_int_equal(st.purged, 1);
-    assert_int_equal(once_engine_get(env.e, P, wid, -1, &task, NULL), ONCE_OK);
+    assert_int_equal(once__engine_get(env.e, P, wid, -1, &task, NULL), ONCE_OK);
     json_decref(task);
 
     json_decref(done);
@@ -88,7 +88,7 @@ static void test_retention(void **state)
 }
 
 /* Collect every page; returns the number of tasks seen. */
-static size_t list_all(once_engine *e, const char *principal, size_t page_size,
+static size_t list_all(once__engine *e, const char *principal, size_t page_size,
                        const char *context_id, once_state state, char ids[][ONCE_ID_MAX + 1],
                        size_t max)
 {
@@ -106,7 +106,7 @@ static size_t list_all(once_engine *e, const char *principal, size_t page_size,
         req.history_length = 0;
         json_t *tasks = NULL;
         char next[256];
-        assert_int_equal(once_engine_list(e, &req, &tasks, next), ONCE_OK);
+        assert_int_equal(once__engine_list(e, &req, &tasks, next), ONCE_OK);
         assert_true(json_array_size(tasks) <= (page_size ? page_size : 50));
         size_t i;
         json_t *t;
@@ -176,7 +176,7 @@ static void test_list(void **state)
         req.page_token = bad[i];
         json_t *tasks = NULL;
         char next[256];
-        int rc = once_engine_list(env.e, &req, &tasks, next);
+        int rc = once__engine_list(env.e, &req, &tasks, next);
         if (rc != ONCE_EINVAL)
             fail_msg("token %s: %s", bad[i], once_errname(rc));
         assert_null(tasks);
@@ -187,7 +187,7 @@ static void test_list(void **state)
     req.page_size = 101;
     json_t *tasks = NULL;
     char next[256];
-    assert_int_equal(once_engine_list(env.e, &req, &tasks, next), ONCE_EINVAL);
+    assert_int_equal(once__engine_list(env.e, &req, &tasks, next), ONCE_EINVAL);
     fx_env_close(&env);
 }
 

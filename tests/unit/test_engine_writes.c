@@ -76,7 +76,7 @@ static void write_cost_does_not_grow_with_the_task(void **state)
     (void)state;
     once_set_allocator(&counting_allocator);
     fx_env env;
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.workers = 1;
     fx_env_open(&env, &cfg, 0);

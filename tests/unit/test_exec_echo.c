@@ -22,14 +22,14 @@
 
 typedef struct fx {
     once_store *store;
-    once_engine *engine;
+    once__engine *engine;
     int msgno;
 } fx;
 
 static int setup(void **state)
 {
     static fx f;
-    once_engine_config cfg;
+    once__engine_config cfg;
     char err[256];
 
     memset(&f, 0, sizeof f);
@@ -40,8 +40,8 @@ static int setup(void **state)
     cfg.replica_id = "test";
     cfg.workers = 2;
     cfg.max_wait_ms = 10000;
-    assert_int_equal(once_engine_new(&cfg, &f.engine, err, sizeof err), ONCE_OK);
-    assert_int_equal(once_engine_start(f.engine), ONCE_OK);
+    assert_int_equal(once__engine_new(&cfg, &f.engine, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__engine_start(f.engine), ONCE_OK);
     *state = &f;
     return 0;
 }
@@ -49,7 +49,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    once_engine_free(f->engine);
+    once__engine_free(f->engine);
     once_store_close(f->store);
     return 0;
 }
@@ -75,7 +75,7 @@ static json_t *send_text(fx *f, const char *task_id, const char *text, int immed
     req.return_immediately = immediately;
     req.history_length = -1;
     memset(&res, 0, sizeof res);
-    assert_int_equal(once_engine_send(f->engine, &req, &res), ONCE_OK);
+    assert_int_equal(once__engine_send(f->engine, &req, &res), ONCE_OK);
     json_decref(m);
     if (out_id)
         snprintf(out_id, ONCE_ID_MAX + 1, "%s", res.task_id);
@@ -156,7 +156,7 @@ static void test_sleep_is_cancelable(void **state)
 {
     fx *shared = *state, f = *shared;
     char id[ONCE_ID_MAX + 1], err[256];
-    once_engine_config cfg;
+    once__engine_config cfg;
     once_state st = ONCE_STATE_UNKNOWN;
     int64_t exp, until;
     json_t *task, *got = NULL;
@@ -169,8 +169,8 @@ static void test_sleep_is_cancelable(void **state)
     cfg.replica_id = "test-one-worker";
     cfg.workers = 1;
     cfg.max_wait_ms = 10000;
-    assert_int_equal(once_engine_new(&cfg, &f.engine, err, sizeof err), ONCE_OK);
-    assert_int_equal(once_engine_start(f.engine), ONCE_OK);
+    assert_int_equal(once__engine_new(&cfg, &f.engine, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__engine_start(f.engine), ONCE_OK);
     f.msgno = shared->msgno + 1000;   /* message IDs of its own */
 
     task = send_text(&f, NULL, "sleep:30", 1, id);
@@ -178,14 +178,14 @@ static void test_sleep_is_cancelable(void **state)
     /* let it start sleeping */
     until = once_monotonic_ms() + tt_ms(2000);
     do {
-        assert_int_equal(once_engine_get(f.engine, "bob", id, -1, &got, &exp), ONCE_OK);
+        assert_int_equal(once__engine_get(f.engine, "bob", id, -1, &got, &exp), ONCE_OK);
         st = state_of(got);
         json_decref(got);
         if (st != ONCE_STATE_WORKING)
             tt_nap_ms(10);
     } while (st != ONCE_STATE_WORKING && once_monotonic_ms() < until);
     assert_int_equal(st, ONCE_STATE_WORKING);
-    assert_int_equal(once_engine_cancel(f.engine, "bob", id, &got, &st, &exp), ONCE_OK);
+    assert_int_equal(once__engine_cancel(f.engine, "bob", id, &got, &st, &exp), ONCE_OK);
     json_decref(got);
     /* nothing of the sleeper lands: once the next task through the one
      * worker completed, the sleeper's turn is over, and the task stayed
@@ -193,11 +193,11 @@ static void test_sleep_is_cancelable(void **state)
     task = send_text(&f, NULL, "after the sleeper", 0, NULL);
     assert_int_equal(state_of(task), ONCE_STATE_COMPLETED);
     json_decref(task);
-    assert_int_equal(once_engine_get(f.engine, "bob", id, -1, &got, &exp), ONCE_OK);
+    assert_int_equal(once__engine_get(f.engine, "bob", id, -1, &got, &exp), ONCE_OK);
     assert_int_equal(state_of(got), ONCE_STATE_CANCELED);
     assert_null(json_object_get(got, "artifacts"));
     json_decref(got);
-    once_engine_free(f.engine);
+    once__engine_free(f.engine);
     shared->msgno = f.msgno;
 }
 
@@ -221,20 +221,20 @@ static void test_no_executor_is_refused(void **state)
     (void)state;
     once_store *s = NULL;
     assert_int_equal(once_store_open("memory:", NULL, &s, NULL, 0), ONCE_OK);
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.store = s;
     char err[256] = "";
-    once_engine *e = (once_engine *)&cfg; /* must come back NULL */
-    assert_int_equal(once_engine_new(&cfg, &e, err, sizeof err), ONCE_EINVAL);
+    once__engine *e = (once__engine *)&cfg; /* must come back NULL */
+    assert_int_equal(once__engine_new(&cfg, &e, err, sizeof err), ONCE_EINVAL);
     assert_null(e);
     assert_non_null(strstr(err, "executor"));
     const once_executor no_run = {.name = "no-run"};
     cfg.executor = &no_run;
-    assert_int_equal(once_engine_new(&cfg, &e, err, sizeof err), ONCE_EINVAL);
+    assert_int_equal(once__engine_new(&cfg, &e, err, sizeof err), ONCE_EINVAL);
     cfg.executor = once_executor_echo();
-    assert_int_equal(once_engine_new(&cfg, &e, err, sizeof err), ONCE_OK);
-    once_engine_free(e);
+    assert_int_equal(once__engine_new(&cfg, &e, err, sizeof err), ONCE_OK);
+    once__engine_free(e);
     once_store_close(s);
 }
 

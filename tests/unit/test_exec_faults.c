@@ -69,15 +69,15 @@ static int run_once(long i)
 {
     once_store *s = NULL;
     assert_int_equal(once_store_open("memory:", NULL, &s, NULL, 0), ONCE_OK);
-    once_engine_config cfg;
+    once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.store = s;
     cfg.executor = once_executor_echo();
     cfg.replica_id = "faults";
     cfg.workers = 1;
-    once_engine *e = NULL;
-    assert_int_equal(once_engine_new(&cfg, &e, NULL, 0), ONCE_OK);
-    assert_int_equal(once_engine_start(e), ONCE_OK);
+    once__engine *e = NULL;
+    assert_int_equal(once__engine_new(&cfg, &e, NULL, 0), ONCE_OK);
+    assert_int_equal(once__engine_start(e), ONCE_OK);
     json_t *m = json_pack("{s:s, s:s, s:s, s:[{s:s}]}", "messageId", "m-1", "role", "ROLE_USER",
                           "taskId", "t-echo", "parts", "text", TEXT);
     assert_non_null(m);
@@ -91,7 +91,7 @@ static int run_once(long i)
     memset(&res, 0, sizeof res);
 
     once__alloc_fail_after(i);
-    int rc = once_engine_send(e, &req, &res);
+    int rc = once__engine_send(e, &req, &res);
     run r = {s, "t-echo"};
     if (rc == ONCE_OK)
         (void)tt_wait_until(settled, &r, 200); /* unsettled: nothing to check */
@@ -102,7 +102,7 @@ static int run_once(long i)
         fail_msg("allocation %ld failed: send gave %s", i, once_errname(rc));
     json_decref(res.result);
     json_decref(m);
-    once_engine_free(e);
+    once__engine_free(e);
 
     once_state st;
     char got[2048], task[2048];

@@ -37,7 +37,7 @@
 
 typedef struct fx {
     once_store *store;
-    once_engine *engine;
+    once__engine *engine;
     once_executor *ex;
     char dir[64];
     int msgno;
@@ -138,7 +138,7 @@ static void fx_make_dir(fx *f)
 static void fx_start_in(fx *f, const char *cmd, int64_t grace_ms, int64_t deadline_ms)
 {
     char full[4096], err[256];
-    once_engine_config cfg;
+    once__engine_config cfg;
 
     expand(cmd, f->dir, full, sizeof full);
     assert_int_equal(once_store_open("memory:", NULL, &f->store, err, sizeof err), ONCE_OK);
@@ -150,8 +150,8 @@ static void fx_start_in(fx *f, const char *cmd, int64_t grace_ms, int64_t deadli
     cfg.workers = 4;
     cfg.lease_ms = 10000;
     cfg.max_wait_ms = WAIT_MS;
-    assert_int_equal(once_engine_new(&cfg, &f->engine, err, sizeof err), ONCE_OK);
-    assert_int_equal(once_engine_start(f->engine), ONCE_OK);
+    assert_int_equal(once__engine_new(&cfg, &f->engine, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__engine_start(f->engine), ONCE_OK);
 }
 
 static void fx_start(fx *f, const char *cmd, int64_t grace_ms, int64_t deadline_ms)
@@ -162,7 +162,7 @@ static void fx_start(fx *f, const char *cmd, int64_t grace_ms, int64_t deadline_
 
 static void fx_stop(fx *f)
 {
-    once_engine_free(f->engine);
+    once__engine_free(f->engine);
     once_executor_free(f->ex);
     once_store_close(f->store);
     rm_rf(f->dir);
@@ -197,7 +197,7 @@ static json_t *send_msg(fx *f, const char *task_id, const char *msgid, const cha
     req.wait_ms = WAIT_MS;
     req.history_length = -1;
     memset(res, 0, sizeof *res);
-    assert_int_equal(once_engine_send(f->engine, &req, res), ONCE_OK);
+    assert_int_equal(once__engine_send(f->engine, &req, res), ONCE_OK);
     json_decref(m);
     out = res->result;
     assert_non_null(out);
@@ -208,7 +208,7 @@ static json_t *get_task(fx *f, const char *task_id)
 {
     json_t *task = NULL;
     int64_t exp = 0;
-    assert_int_equal(once_engine_get(f->engine, "alice", task_id, -1, &task, &exp), ONCE_OK);
+    assert_int_equal(once__engine_get(f->engine, "alice", task_id, -1, &task, &exp), ONCE_OK);
     return task;
 }
 
@@ -569,7 +569,7 @@ static void test_cancel_sends_sigterm(void **state)
     r = send_msg(&f, NULL, NULL, "go", 1, &res);
     json_decref(r);
     pid = read_pid(f.dir);
-    assert_int_equal(once_engine_cancel(f.engine, "alice", res.task_id, &task, &st, &exp),
+    assert_int_equal(once__engine_cancel(f.engine, "alice", res.task_id, &task, &st, &exp),
                      ONCE_OK);
     assert_int_equal(state_of(task), ONCE_STATE_CANCELED);
     json_decref(task);
@@ -731,7 +731,7 @@ static void test_direct_reply_replays(void **state)
     free(d1);
     free(d2);
     /* a Message is no Task: GetTask does not find it */
-    assert_int_equal(once_engine_get(f.engine, "alice", res.task_id, -1, &task, &exp),
+    assert_int_equal(once__engine_get(f.engine, "alice", res.task_id, -1, &task, &exp),
                      ONCE_ENOTFOUND);
     json_decref(r1);
     json_decref(r2);

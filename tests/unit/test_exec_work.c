@@ -88,8 +88,8 @@ static void refused_writes_leave_no_trace(void **state)
     (void)state;
     static const once_executor ex = {.name = "shapes", .run = shapes_run};
     once_store *store;
-    once_engine *e;
-    once_engine_config cfg;
+    once__engine *e;
+    once__engine_config cfg;
     char err[256];
 
     assert_int_equal(once_store_open("memory:", NULL, &store, err, sizeof err), ONCE_OK);
@@ -99,8 +99,8 @@ static void refused_writes_leave_no_trace(void **state)
     cfg.replica_id = "test";
     cfg.workers = 1;
     cfg.max_wait_ms = 10000;
-    assert_int_equal(once_engine_new(&cfg, &e, err, sizeof err), ONCE_OK);
-    assert_int_equal(once_engine_start(e), ONCE_OK);
+    assert_int_equal(once__engine_new(&cfg, &e, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__engine_start(e), ONCE_OK);
 
     json_t *m = json_pack("{s:s, s:s, s:[{s:s}]}", "messageId", "m-1", "role", "ROLE_USER",
                           "parts", "text", "go");
@@ -111,7 +111,7 @@ static void refused_writes_leave_no_trace(void **state)
     req.principal = "bob";
     req.message = m;
     req.history_length = -1;
-    assert_int_equal(once_engine_send(e, &req, &res), ONCE_OK);
+    assert_int_equal(once__engine_send(e, &req, &res), ONCE_OK);
 
     for (size_t i = 0; i < NBAD; i++) {
         if (bad_rc[i] != ONCE_EINVAL)
@@ -145,7 +145,7 @@ static void refused_writes_leave_no_trace(void **state)
     json_decref(want_art);
     json_decref(res.result);
     json_decref(m);
-    once_engine_free(e);
+    once__engine_free(e);
     once_store_close(store);
 }
 

@@ -34,7 +34,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    once_log_setup(-1, ONCE_LOG_TEXT, 2);
+    once__log_setup(-1, ONCE_LOG_TEXT, 2);
     close(pipe_fds[0]);
     close(pipe_fds[1]);
     return 0;
@@ -52,7 +52,7 @@ static size_t drain(char *buf, size_t cap)
 static void test_json_line_survives_hostile_values(void **state)
 {
     (void)state;
-    once_log_setup(ONCE_LOG_INFO, ONCE_LOG_JSON, pipe_fds[1]);
+    once__log_setup(ONCE_LOG_INFO, ONCE_LOG_JSON, pipe_fds[1]);
     once__log_ctx_task("t-1");
     once__log_ctx_traceparent(TP);
     once__logline l;
@@ -80,7 +80,7 @@ static void test_json_line_survives_hostile_values(void **state)
 static void test_text_line_quotes_what_needs_it(void **state)
 {
     (void)state;
-    once_log_setup(ONCE_LOG_INFO, ONCE_LOG_TEXT, pipe_fds[1]);
+    once__log_setup(ONCE_LOG_INFO, ONCE_LOG_TEXT, pipe_fds[1]);
     once__logline l;
     once__log_begin(&l, ONCE_LOG_WARN, "push_failed");
     once__log_str(&l, "task", "t-2");
@@ -98,7 +98,7 @@ static void test_text_line_quotes_what_needs_it(void **state)
 static void test_long_value_cut_whole(void **state)
 {
     (void)state;
-    once_log_setup(ONCE_LOG_INFO, ONCE_LOG_JSON, pipe_fds[1]);
+    once__log_setup(ONCE_LOG_INFO, ONCE_LOG_JSON, pipe_fds[1]);
     char big[3000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
@@ -123,24 +123,24 @@ static void test_long_value_cut_whole(void **state)
 static void test_level_and_setup(void **state)
 {
     (void)state;
-    once_log_setup(-1, ONCE_LOG_TEXT, pipe_fds[1]);
-    assert_false(once_log_enabled(ONCE_LOG_ERROR));   /* off until set up */
-    once_log_setup(ONCE_LOG_WARN, ONCE_LOG_TEXT, pipe_fds[1]);
-    assert_true(once_log_enabled(ONCE_LOG_ERROR));
-    assert_true(once_log_enabled(ONCE_LOG_WARN));
-    assert_false(once_log_enabled(ONCE_LOG_INFO));
-    assert_int_equal(once_log_level_parse("debug"), ONCE_LOG_DEBUG);
-    assert_int_equal(once_log_level_parse("verbose"), -1);
-    assert_int_equal(once_log_format_parse("json"), ONCE_LOG_JSON);
-    assert_int_equal(once_log_format_parse("xml"), -1);
+    once__log_setup(-1, ONCE_LOG_TEXT, pipe_fds[1]);
+    assert_false(once__log_enabled(ONCE_LOG_ERROR));   /* off until set up */
+    once__log_setup(ONCE_LOG_WARN, ONCE_LOG_TEXT, pipe_fds[1]);
+    assert_true(once__log_enabled(ONCE_LOG_ERROR));
+    assert_true(once__log_enabled(ONCE_LOG_WARN));
+    assert_false(once__log_enabled(ONCE_LOG_INFO));
+    assert_int_equal(once__log_level_parse("debug"), ONCE_LOG_DEBUG);
+    assert_int_equal(once__log_level_parse("verbose"), -1);
+    assert_int_equal(once__log_format_parse("json"), ONCE_LOG_JSON);
+    assert_int_equal(once__log_format_parse("xml"), -1);
 }
 
 static void test_traceparent_validation(void **state)
 {
     (void)state;
-    assert_true(once_traceparent_valid(TP));
+    assert_true(once__traceparent_valid(TP));
     /* a later version may append fields */
-    assert_true(once_traceparent_valid(
+    assert_true(once__traceparent_valid(
         "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"));
     const char *bad[] = {
         NULL,
@@ -154,7 +154,7 @@ static void test_traceparent_validation(void **state)
         "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_false(once_traceparent_valid(bad[i]));
+        assert_false(once__traceparent_valid(bad[i]));
     once__log_ctx_traceparent(TP);
     assert_string_equal(once__log_ctx()->traceparent, TP);
     once__log_ctx_traceparent("00-zz");

@@ -225,7 +225,7 @@ static void rx_stop(rx *r)
  */
 typedef struct fx {
     once_store *store;
-    once_engine *e;
+    once__engine *e;
 } fx;
 
 /* clock and rng: NULL for the system's. */
@@ -233,17 +233,17 @@ static void fx_start_on(fx *f, const once_push_options *po, const once_clock *cl
                         const once_rng *rng)
 {
     assert_int_equal(once_store_open("memory:", NULL, &f->store, NULL, 0), ONCE_OK);
-    once_engine_config ec = {.store = f->store,
+    once__engine_config ec = {.store = f->store,
                              .clock = clock,
                              .rng = rng,
                              .executor = once_executor_echo(),
                              .replica_id = "r-test",
                              .workers = 2};
     char err[256];
-    assert_int_equal(once_engine_new(&ec, &f->e, err, sizeof err), ONCE_OK);
-    if (once_engine_push_setup(f->e, po, err, sizeof err) != ONCE_OK)
+    assert_int_equal(once__engine_new(&ec, &f->e, err, sizeof err), ONCE_OK);
+    if (once__engine_push_setup(f->e, po, err, sizeof err) != ONCE_OK)
         fail_msg("push setup: %s", err);
-    assert_int_equal(once_engine_start(f->e), ONCE_OK);
+    assert_int_equal(once__engine_start(f->e), ONCE_OK);
 }
 
 static void fx_start(fx *f, const once_push_options *po)
@@ -253,7 +253,7 @@ static void fx_start(fx *f, const once_push_options *po)
 
 static void fx_stop(fx *f)
 {
-    once_engine_free(f->e);
+    once__engine_free(f->e);
     once_store_close(f->store);
 }
 
@@ -296,7 +296,7 @@ static int send_with_push(fx *f, const char *task_id, const char *text, const ch
                          .history_length = -1,
                          .push_config = url ? c : NULL};
     memset(res, 0, sizeof *res);
-    int rc = once_engine_send(f->e, &req, res);
+    int rc = once__engine_send(f->e, &req, res);
     json_decref(res->result);
     res->result = NULL;
     json_decref(m);
@@ -431,7 +431,7 @@ static void delivers_every_event_once_in_order(void **state)
     assert_int_equal(row.deliveries, g);
     assert_int_equal(row.failures, 0);
     once_push_stats st;
-    once_engine_push_stats(f.e, &st);
+    once__engine_push_stats(f.e, &st);
     assert_int_equal(st.delivered, (uint64_t)g);
     fx_stop(&f);
     rx_stop(&r);
@@ -474,7 +474,7 @@ static void retries_until_the_receiver_recovers(void **state)
     assert_int_equal(row.failures, row.retries);
     assert_int_equal(row.disabled, 0);
     once_push_stats st;
-    once_engine_push_stats(f.e, &st);
+    once__engine_push_stats(f.e, &st);
     assert_int_equal(st.retried, (uint64_t)row.retries);
     once_webhook_stats ws;
     assert_int_equal(once_webhook_get_stats(r.w, &ws), ONCE_OK);
@@ -504,25 +504,25 @@ static void gone_disables_and_is_visible(void **state)
 
     json_t *list = NULL;
     once_push_res pr;
-    assert_int_equal(once_engine_push_list(f.e, "alice", "t-gone", 1, &list, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_list(f.e, "alice", "t-gone", 1, &list, &pr), ONCE_OK);
     json_t *d = json_object_get(json_array_get(list, 0), "delivery");
     assert_true(json_is_true(json_object_get(d, "disabled")));
     assert_non_null(strstr(json_string_value(json_object_get(d, "lastError")), "410"));
     assert_int_equal(json_integer_value(json_object_get(d, "failures")), 1);
     json_decref(list);
     /* Without status the standard shape only. */
-    assert_int_equal(once_engine_push_list(f.e, "alice", "t-gone", 0, &list, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_list(f.e, "alice", "t-gone", 0, &list, &pr), ONCE_OK);
     assert_null(json_object_get(json_array_get(list, 0), "delivery"));
     assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "url")), url);
     json_decref(list);
 
     /* Re-creating the config re-enables it from the task's current point. */
     const char *id = NULL;
-    assert_int_equal(once_engine_push_list(f.e, "alice", "t-gone", 0, &list, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_list(f.e, "alice", "t-gone", 0, &list, &pr), ONCE_OK);
     id = json_string_value(json_object_get(json_array_get(list, 0), "id"));
     json_t *cfg = json_pack("{s:s, s:s, s:s}", "taskId", "t-gone", "id", id, "url", url);
     json_t *out = NULL;
-    assert_int_equal(once_engine_push_create(f.e, "alice", cfg, 1, &out, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_create(f.e, "alice", cfg, 1, &out, &pr), ONCE_OK);
     json_decref(cfg);
     json_decref(list);
     once_push_row again = row_of(&f, "t-gone");
@@ -856,7 +856,7 @@ static void ssrf_refused_at_connect(void **state)
     assert_non_null(strstr(row.last_error, "127.0.0.1"));
     assert_non_null(strstr(row.last_error, "SSRF"));
     once_push_stats st;
-    once_engine_push_stats(f.e, &st);
+    once__engine_push_stats(f.e, &st);
     assert_true(st.refused >= 3);
     fx_stop(&f);
     raw_stop(&s);
@@ -888,25 +888,25 @@ static void config_methods(void **state)
                          "http://localhost:1/"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cfg = json_pack("{s:s, s:s}", "taskId", "t-cfg", "url", bad[i]);
-        assert_int_equal(once_engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_EINVAL);
+        assert_int_equal(once__engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_EINVAL);
         assert_string_equal(pr.field, "url");
         json_decref(cfg);
     }
     cfg = json_pack("{s:s, s:s, s:{s:s}}", "taskId", "t-cfg", "url", "https://example.com/x",
                     "authentication", "scheme", "Bad Scheme");
-    assert_int_equal(once_engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_EINVAL);
+    assert_int_equal(once__engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_EINVAL);
     assert_string_equal(pr.field, "authentication.scheme");
     json_decref(cfg);
     cfg = json_pack("{s:s, s:s, s:s}", "taskId", "t-cfg", "url", "https://example.com/x", "token",
                     "line\r\nInjected: yes");
-    assert_int_equal(once_engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_EINVAL);
+    assert_int_equal(once__engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_EINVAL);
     assert_string_equal(pr.field, "token");
     json_decref(cfg);
 
     /* create with a minted id; it starts at the current generation */
     cfg = json_pack("{s:s, s:s, s:s}", "taskId", "t-cfg", "url", "https://example.com/a", "token",
                     "t1");
-    assert_int_equal(once_engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_OK);
     json_decref(cfg);
     const char *id = json_string_value(json_object_get(out, "id"));
     assert_non_null(id);
@@ -922,36 +922,36 @@ static void config_methods(void **state)
     /* replace: same id, new url; get, list */
     cfg = json_pack("{s:s, s:s, s:s}", "taskId", "t-cfg", "id", idcopy, "url",
                     "https://example.com/b");
-    assert_int_equal(once_engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_OK);
     json_decref(cfg);
     json_decref(out);
-    assert_int_equal(once_engine_push_get(f.e, "alice", "t-cfg", idcopy, 0, &out, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_get(f.e, "alice", "t-cfg", idcopy, 0, &out, &pr), ONCE_OK);
     assert_string_equal(json_string_value(json_object_get(out, "url")), "https://example.com/b");
     assert_null(json_object_get(out, "token"));
     json_decref(out);
     cfg = json_pack("{s:s, s:s, s:s}", "taskId", "t-cfg", "id", "second", "url",
                     "https://example.com/c");
-    assert_int_equal(once_engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_create(f.e, "alice", cfg, 0, &out, &pr), ONCE_OK);
     json_decref(cfg);
     json_decref(out);
-    assert_int_equal(once_engine_push_list(f.e, "alice", "t-cfg", 0, &out, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_list(f.e, "alice", "t-cfg", 0, &out, &pr), ONCE_OK);
     assert_int_equal(json_array_size(out), 2);
     json_decref(out);
 
     /* unknown task, unknown config, another principal */
-    assert_int_equal(once_engine_push_get(f.e, "alice", "t-cfg", "nope", 0, &out, &pr),
+    assert_int_equal(once__engine_push_get(f.e, "alice", "t-cfg", "nope", 0, &out, &pr),
                      ONCE_ENOTFOUND);
     assert_string_equal(pr.field, "id");
-    assert_int_equal(once_engine_push_get(f.e, "alice", "t-none", idcopy, 0, &out, &pr),
+    assert_int_equal(once__engine_push_get(f.e, "alice", "t-none", idcopy, 0, &out, &pr),
                      ONCE_ENOTFOUND);
     assert_string_equal(pr.field, "taskId");
-    assert_int_equal(once_engine_push_list(f.e, "bob", "t-cfg", 0, &out, &pr), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_push_list(f.e, "bob", "t-cfg", 0, &out, &pr), ONCE_ENOTFOUND);
 
     /* delete is idempotent; the row goes with the config */
-    assert_int_equal(once_engine_push_delete(f.e, "alice", "t-cfg", idcopy, &pr), ONCE_OK);
-    assert_int_equal(once_engine_push_delete(f.e, "alice", "t-cfg", idcopy, &pr), ONCE_OK);
-    assert_int_equal(once_engine_push_delete(f.e, "alice", "t-none", idcopy, &pr), ONCE_ENOTFOUND);
-    assert_int_equal(once_engine_push_list(f.e, "alice", "t-cfg", 0, &out, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_delete(f.e, "alice", "t-cfg", idcopy, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_delete(f.e, "alice", "t-cfg", idcopy, &pr), ONCE_OK);
+    assert_int_equal(once__engine_push_delete(f.e, "alice", "t-none", idcopy, &pr), ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_push_list(f.e, "alice", "t-cfg", 0, &out, &pr), ONCE_OK);
     assert_int_equal(json_array_size(out), 1);
     json_decref(out);
 
@@ -962,7 +962,7 @@ static void config_methods(void **state)
         snprintf(cid, sizeof cid, "c%d", i);
         cfg = json_pack("{s:s, s:s, s:s}", "taskId", "t-cfg", "id", cid, "url",
                         "https://example.com/m");
-        int rc = once_engine_push_create(f.e, "alice", cfg, 0, &out, &pr);
+        int rc = once__engine_push_create(f.e, "alice", cfg, 0, &out, &pr);
         json_decref(cfg);
         if (rc == ONCE_OK)
             json_decref(out);

@@ -60,10 +60,10 @@ static void transition_matrix_matches_expected_list(void **state)
     for (int from = -1; from <= 10; from++) {
         for (int to = -1; to <= 10; to++) {
             int want = listed(from, to);
-            int got = once_transition_ok((once_state)from, (once_state)to);
+            int got = once__transition_ok((once_state)from, (once_state)to);
             if (got != want)
                 fail_msg("transition %d -> %d: got %d, want %d", from, to, got, want);
-            assert_int_equal(once_transition((once_state)from, (once_state)to),
+            assert_int_equal(once__transition((once_state)from, (once_state)to),
                              want ? ONCE_OK : ONCE_EILLEGAL);
             legal_seen += got;
         }
@@ -78,7 +78,7 @@ static void terminal_states_have_no_exit(void **state)
         if (!once_state_terminal((once_state)from))
             continue;
         for (int to = 0; to <= 8; to++)
-            assert_int_equal(once_transition((once_state)from, (once_state)to), ONCE_EILLEGAL);
+            assert_int_equal(once__transition((once_state)from, (once_state)to), ONCE_EILLEGAL);
     }
 }
 
@@ -86,7 +86,7 @@ static void nothing_moves_back_to_unknown(void **state)
 {
     (void)state;
     for (int from = 0; from <= 8; from++)
-        assert_false(once_transition_ok((once_state)from, S_UNK));
+        assert_false(once__transition_ok((once_state)from, S_UNK));
 }
 
 static void state_names_are_the_a2a_1_0_names(void **state)
@@ -169,9 +169,9 @@ static void append_builds_exact_lines(void **state)
     hex64('b', b);
     hex64('0', c);
     char *lines = NULL;
-    assert_int_equal(once_digests_append(&lines, a, "m1"), ONCE_OK);
-    assert_int_equal(once_digests_append(&lines, b, "with space\tand\rcr"), ONCE_OK);
-    assert_int_equal(once_digests_append(&lines, c, NULL), ONCE_OK);   /* 0.1: no messageId */
+    assert_int_equal(once__digests_append(&lines, a, "m1"), ONCE_OK);
+    assert_int_equal(once__digests_append(&lines, b, "with space\tand\rcr"), ONCE_OK);
+    assert_int_equal(once__digests_append(&lines, c, NULL), ONCE_OK);   /* 0.1: no messageId */
     snprintf(want, sizeof want, "%s m1\n%s with space\tand\rcr\n%s \n", a, b, c);
     assert_string_equal(lines, want);
     once_free(lines);
@@ -184,18 +184,18 @@ static void append_rejects_bad_input_and_keeps_lines(void **state)
     hex64('a', a);
     hex64('A', up);
     char *lines = NULL;
-    assert_int_equal(once_digests_append(&lines, a, "m1"), ONCE_OK);
+    assert_int_equal(once__digests_append(&lines, a, "m1"), ONCE_OK);
     snprintf(want, sizeof want, "%s m1\n", a);
 
     char longer[66];
     memset(longer, 'a', 65);
     longer[65] = '\0';
-    assert_int_equal(once_digests_append(&lines, up, "m2"), ONCE_EINVAL);
-    assert_int_equal(once_digests_append(&lines, "abc", "m2"), ONCE_EINVAL);
-    assert_int_equal(once_digests_append(&lines, longer, "m2"), ONCE_EINVAL);
-    assert_int_equal(once_digests_append(&lines, NULL, "m2"), ONCE_EINVAL);
-    assert_int_equal(once_digests_append(&lines, a, "two\nlines"), ONCE_EINVAL);
-    assert_int_equal(once_digests_append(NULL, a, "m2"), ONCE_EINVAL);
+    assert_int_equal(once__digests_append(&lines, up, "m2"), ONCE_EINVAL);
+    assert_int_equal(once__digests_append(&lines, "abc", "m2"), ONCE_EINVAL);
+    assert_int_equal(once__digests_append(&lines, longer, "m2"), ONCE_EINVAL);
+    assert_int_equal(once__digests_append(&lines, NULL, "m2"), ONCE_EINVAL);
+    assert_int_equal(once__digests_append(&lines, a, "two\nlines"), ONCE_EINVAL);
+    assert_int_equal(once__digests_append(NULL, a, "m2"), ONCE_EINVAL);
     assert_string_equal(lines, want);
     once_free(lines);
 }
@@ -207,10 +207,10 @@ static void append_out_of_memory_keeps_lines(void **state)
     hex64('a', a);
     hex64('b', b);
     char *lines = NULL;
-    assert_int_equal(once_digests_append(&lines, a, "m1"), ONCE_OK);
+    assert_int_equal(once__digests_append(&lines, a, "m1"), ONCE_OK);
     char *before = lines;
     once__alloc_fail_after(0);
-    int rc = once_digests_append(&lines, b, "m2");
+    int rc = once__digests_append(&lines, b, "m2");
     once__alloc_fail_after(-1);
     assert_int_equal(rc, ONCE_ENOMEM);
     assert_ptr_equal(lines, before);
@@ -227,13 +227,13 @@ static void append_after_truncated_line_starts_a_new_line(void **state)
     hex64('b', b);
     char *lines = once_strdup("");
     assert_non_null(lines);
-    assert_int_equal(once_digests_append(&lines, a, "m1"), ONCE_OK);
+    assert_int_equal(once__digests_append(&lines, a, "m1"), ONCE_OK);
     lines[strlen(lines) - 1] = '\0';   /* lose the trailing newline */
-    assert_int_equal(once_digests_append(&lines, b, "m2"), ONCE_OK);
+    assert_int_equal(once__digests_append(&lines, b, "m2"), ONCE_OK);
     snprintf(want, sizeof want, "%s m1\n%s m2\n", a, b);
     assert_string_equal(lines, want);
     const char *d = NULL;
-    assert_true(once_digests_find_id(lines, "m1", &d));
+    assert_true(once__digests_find_id(lines, "m1", &d));
     assert_memory_equal(d, a, 64);
     once_free(lines);
 }
@@ -247,23 +247,23 @@ static void find_id_matches_whole_message_ids_only(void **state)
     hex64('c', c);
     snprintf(lines, sizeof lines, "%s m\n%s m 1\n%s \n", a, b, c);
     const char *d = NULL;
-    assert_true(once_digests_find_id(lines, "m", &d));
+    assert_true(once__digests_find_id(lines, "m", &d));
     assert_memory_equal(d, a, 64);
     assert_ptr_equal(d, lines);                 /* points into lines */
-    assert_true(once_digests_find_id(lines, "m 1", &d));
+    assert_true(once__digests_find_id(lines, "m 1", &d));
     assert_memory_equal(d, b, 64);
-    assert_true(once_digests_find_id(lines, "", &d));   /* the 0.1 line */
+    assert_true(once__digests_find_id(lines, "", &d));   /* the 0.1 line */
     assert_memory_equal(d, c, 64);
     d = NULL;
-    assert_false(once_digests_find_id(lines, "m ", &d));
-    assert_false(once_digests_find_id(lines, "m 1 ", &d));
-    assert_false(once_digests_find_id(lines, "M", &d));
-    assert_false(once_digests_find_id(lines, "m1", &d));
+    assert_false(once__digests_find_id(lines, "m ", &d));
+    assert_false(once__digests_find_id(lines, "m 1 ", &d));
+    assert_false(once__digests_find_id(lines, "M", &d));
+    assert_false(once__digests_find_id(lines, "m1", &d));
     assert_null(d);                              /* untouched when not found */
-    assert_false(once_digests_find_id(lines, NULL, &d));
-    assert_false(once_digests_find_id(NULL, "m", &d));
-    assert_false(once_digests_find_id("", "m", &d));
-    assert_true(once_digests_find_id(lines, "m", NULL));   /* out pointer optional */
+    assert_false(once__digests_find_id(lines, NULL, &d));
+    assert_false(once__digests_find_id(NULL, "m", &d));
+    assert_false(once__digests_find_id("", "m", &d));
+    assert_true(once__digests_find_id(lines, "m", NULL));   /* out pointer optional */
 }
 
 static void has_and_first(void **state)
@@ -274,21 +274,21 @@ static void has_and_first(void **state)
     hex64('b', b);
     hex64('9', z);
     snprintf(lines, sizeof lines, "%s m1\n%s m2\n", a, b);
-    assert_true(once_digests_has(lines, a));
-    assert_true(once_digests_has(lines, b));
-    assert_false(once_digests_has(lines, z));
-    assert_false(once_digests_has(NULL, a));
-    assert_false(once_digests_has("", a));
-    assert_false(once_digests_has(lines, NULL));
+    assert_true(once__digests_has(lines, a));
+    assert_true(once__digests_has(lines, b));
+    assert_false(once__digests_has(lines, z));
+    assert_false(once__digests_has(NULL, a));
+    assert_false(once__digests_has("", a));
+    assert_false(once__digests_has(lines, NULL));
     /* A prefix of a stored digest is not that digest. */
-    assert_false(once_digests_has(lines, "aaaa"));
-    once_digests_first(lines, out);
+    assert_false(once__digests_has(lines, "aaaa"));
+    once__digests_first(lines, out);
     assert_string_equal(out, a);
     memset(out, 'x', sizeof out);
-    once_digests_first("", out);
+    once__digests_first("", out);
     assert_string_equal(out, "");
     memset(out, 'x', sizeof out);
-    once_digests_first(NULL, out);
+    once__digests_first(NULL, out);
     assert_string_equal(out, "");
 }
 
@@ -313,26 +313,26 @@ static void malformed_lines_are_skipped(void **state)
              "%s ok\n"
              "%s last",
              up, other, good, other, other, good, other);
-    assert_false(once_digests_find_id(lines, "m0", NULL));
-    assert_false(once_digests_find_id(lines, "up", NULL));
-    assert_false(once_digests_find_id(lines, "nosep", NULL));
-    assert_false(once_digests_find_id(lines, "xnosep", NULL));
-    assert_false(once_digests_find_id(lines, "bad", NULL));
-    assert_false(once_digests_find_id(lines, "tab", NULL));
+    assert_false(once__digests_find_id(lines, "m0", NULL));
+    assert_false(once__digests_find_id(lines, "up", NULL));
+    assert_false(once__digests_find_id(lines, "nosep", NULL));
+    assert_false(once__digests_find_id(lines, "xnosep", NULL));
+    assert_false(once__digests_find_id(lines, "bad", NULL));
+    assert_false(once__digests_find_id(lines, "tab", NULL));
     const char *d = NULL;
-    assert_true(once_digests_find_id(lines, "ok", &d));
+    assert_true(once__digests_find_id(lines, "ok", &d));
     assert_memory_equal(d, good, 64);
-    assert_true(once_digests_find_id(lines, "last", &d));
+    assert_true(once__digests_find_id(lines, "last", &d));
     assert_memory_equal(d, other, 64);
-    once_digests_first(lines, out);
+    once__digests_first(lines, out);
     assert_string_equal(out, good);   /* the first well-formed line */
 
     /* Nothing but garbage, including a line that is exactly 64 hex chars. */
     snprintf(lines, sizeof lines, "%s\n\n\nxyz\n%.40s", other, other);
-    once_digests_first(lines, out);
+    once__digests_first(lines, out);
     assert_string_equal(out, "");
-    assert_false(once_digests_has(lines, other));
-    assert_false(once_digests_find_id(lines, "", NULL));
+    assert_false(once__digests_has(lines, other));
+    assert_false(once__digests_find_id(lines, "", NULL));
 }
 
 int main(void)

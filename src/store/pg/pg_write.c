@@ -116,7 +116,7 @@ int once__pg_create(once_store *s, const once_record *rec, const once_event *ev,
         memset(winner, 0, sizeof *winner);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    once_digests_first(rec->digests, fd);
+    once__digests_first(rec->digests, fd);
     once__pg_p_init(&p);
     bind_record(&p, rec, fd);
     rc = once__pg_p_payloads(&p, ev, nev);
@@ -221,7 +221,7 @@ int once__pg_update(once_store *s, const once_record *rec, int64_t expect_versio
     a.ev = ev;
     a.nev = nev;
     a.numbered = base >= 0 && once__store_valid_events(s, base, rec, ev, nev) == ONCE_OK;
-    once_digests_first(rec->digests, fd);
+    once__digests_first(rec->digests, fd);
     once__pg_p_init(&p);
     bind_record(&p, rec, fd);
     if (a.numbered)

@@ -162,7 +162,7 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
     }
     mlen = once__rd_member(member, rec->principal, rec->task_id);
     lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
-    once_digests_first(rec->digests, fd);
+    once__digests_first(rec->digests, fd);
 
     once__rd_cmd_init(&cmd);
     once__rd_cmd_evalsha(&cmd, rds(s), RD_CREATE, 7);
@@ -297,7 +297,7 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
     u.k = &k;
     u.mlen = once__rd_member(member, rec->principal, rec->task_id);
     u.lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
-    once_digests_first(rec->digests, fd);
+    once__digests_first(rec->digests, fd);
     u.member = member;
     u.lmember = lmember;
     u.fd = fd;
