@@ -165,6 +165,13 @@ static int set_text(json_t *j, const char *key, const json_t *parts)
     return json_object_set_new(j, key, json_string(text));
 }
 
+/* Copy member key of from into to, when from has it; nonzero on failure. */
+static int copy(json_t *to, const json_t *from, const char *key)
+{
+    json_t *v = json_object_get(from, key);
+    return v != NULL && json_object_set(to, key, v) != 0;
+}
+
 /* The entry of one event. *at: in, the time of the event before; out, this
  * event's time (its status timestamp, else the same). */
 static json_t *event_entry(const once_event *ev, int64_t *at)
@@ -188,14 +195,13 @@ static json_t *event_entry(const once_event *ev, int64_t *at)
     if (timed)
         *at = t;
     if (!bad && status != NULL)
-        bad = json_object_set(j, "state", json_object_get(status, "state")) != 0 ||
+        bad = copy(j, status, "state") ||
               set_text(j, "text", json_object_get(json_object_get(status, "message"), "parts"));
     if (!bad && art != NULL) {
         const json_t *name = json_object_get(art, "name");
         bad = (json_is_string(name) && json_object_set(j, "artifact", (json_t *)name) != 0) ||
-              set_text(j, "text", json_object_get(art, "parts")) ||
-              json_object_set(j, "append", json_object_get(body, "append")) != 0 ||
-              json_object_set(j, "lastChunk", json_object_get(body, "lastChunk")) != 0;
+              set_text(j, "text", json_object_get(art, "parts")) || copy(j, body, "append") ||
+              copy(j, body, "lastChunk");
     }
     if (!bad && type != NULL && strcmp(type, "message") == 0)
         bad = set_text(j, "text", json_object_get(body, "parts"));
@@ -214,11 +220,13 @@ static json_t *event_entry(const once_event *ev, int64_t *at)
     return j;
 }
 
-/* Every event after generation `after`, as entries. */
+/* Every event after generation `after`, as entries. The event `after`
+ * itself is read too, only for its time (the next event may have none). */
 static int add_events(once__engine *e, const once_record *rec, int64_t after, timeline *t)
 {
     once_event_list l;
-    int rc = once_store_events(e->store, rec->principal, rec->task_id, after, 0, &l);
+    int rc = once_store_events(e->store, rec->principal, rec->task_id, after > 0 ? after - 1 : 0,
+                               0, &l);
     if (rc != ONCE_OK) {
         once_event_list_clear(&l);
         return once__store_rc(e, rc);
@@ -226,7 +234,12 @@ static int add_events(once__engine *e, const once_record *rec, int64_t after, ti
     int64_t at = rec->created_at;
     for (size_t i = 0; i < l.n; i++) {
         json_t *j = event_entry(&l.v[i], &at);
-        add(t, at, j);
+        if (l.v[i].generation > after)
+            add(t, at, j);
+        else if (j == NULL)
+            t->oom = 1;
+        else
+            json_decref(j);
     }
     once_event_list_clear(&l);
     return ONCE_OK;
