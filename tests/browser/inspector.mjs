@@ -60,9 +60,28 @@ function eq(got, want, what) {
   check(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 }
 
+// Stop onced with SIGTERM (so a sanitizer build reports leaks) and fail on
+// any sanitizer report in its log.
+async function stopOnced() {
+  if (!onced || onced.exitCode !== null) return;
+  const exited = new Promise((r) => onced.once('exit', r));
+  onced.kill('SIGTERM');
+  const timer = setTimeout(() => onced.kill('SIGKILL'), scaled(10000));
+  await exited;
+  clearTimeout(timer);
+  const log = fs.readFileSync(path.join(tmpdir, 'onced.log'), 'utf8');
+  const report = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|\.c:\d+:\d+: runtime error:/.exec(log);
+  if (report) {
+    failed++;
+    console.error('FAIL: onced reported:', log.slice(Math.max(0, report.index - 200), report.index + 3000));
+  } else {
+    passed++;
+  }
+}
+
 async function finish() {
   if (browser) await browser.close().catch(() => {});
-  if (onced && onced.exitCode === null) onced.kill('SIGKILL');
+  await stopOnced().catch((e) => { failed++; console.error('FAIL: stopping onced:', e); });
   if (failed === 0 && tmpdir) fs.rmSync(tmpdir, { recursive: true, force: true });
   else if (tmpdir) console.error(`onced log kept in ${tmpdir}`);
   console.log(`${passed} passed, ${failed} failed`);
