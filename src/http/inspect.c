@@ -256,8 +256,13 @@ static enum MHD_Result list(once__inspect *in, struct MHD_Connection *conn, cons
         return note(conn, method, MHD_HTTP_INTERNAL_SERVER_ERROR, "Tasks", "Out of memory.");
     }
     const json_t *result = json_object_get(doc, "result");
-    const char *error = json_string_value(
-        json_object_get(json_object_get(doc, "error"), "message"));
+    const json_t *err = json_object_get(doc, "error");
+    const char *error = json_string_value(json_object_get(err, "message"));
+    /* A JSON-RPC error travels in a 200; the page says what it means. */
+    if (result == NULL && json_integer_value(json_object_get(err, "code")) == ONCE_RPC_INVALID_PARAMS)
+        status = MHD_HTTP_BAD_REQUEST;
+    else if (result == NULL && status == MHD_HTTP_OK)
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
     once__mtext t = {0};
     once__inspect_list_page(&t, &f, result,
                             result != NULL ? NULL : error != NULL ? error : "ListTasks failed",

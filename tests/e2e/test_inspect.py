@@ -135,6 +135,36 @@ def test_escaping_and_csp():
               page.decode(), "the task's text is shown, escaped")
 
 
+def test_list_filters_and_pages():
+    with Onced(["--inspect"], tmpdir=scratch_dir()) as srv:
+        ctx = "ctx-" + new_id()
+        ids = []
+        for i in range(52):
+            params = {"message": user_message("task %d" % i, task_id="list-%02d-%s" % (i, new_id()),
+                                              context_id=ctx if i < 2 else None)}
+            st, _, doc = srv.rpc("SendMessage", params, ext=True)
+            check(st == 200 and "result" in doc, "send %d: %r" % (i, doc))
+            ids.append(doc["result"]["task"]["id"])
+        asking = send(srv, "ask:which one?")["id"]
+        _, _, page = get(srv, "/inspect/")
+        first = page.decode()
+        check(ids[0] in first and ids[49] in first and ids[50] not in first, "page 1: tasks 1..50")
+        nxt = first.split('id="next" href="')[1].split('"')[0].replace("&amp;", "&")
+        _, _, page = get(srv, nxt)
+        check(ids[50] in page.decode() and asking in page.decode() and ids[0] not in page.decode(),
+              "page 2: the rest, through ListTasks' page token")
+        _, _, page = get(srv, "/inspect/?state=TASK_STATE_INPUT_REQUIRED")
+        check(asking in page.decode() and ids[0] not in page.decode(), "the state filter")
+        _, _, page = get(srv, "/inspect/?context=" + ctx)
+        rows = page.decode().count('<a href="/inspect/task/')
+        eq(rows, 2, "the context filter")
+        st, _, page = get(srv, "/inspect/?after=yesterday")
+        eq(st, 400, "a bad time filter: ListTasks' own refusal")
+        check("statusTimestampAfter" in page.decode(), "the page says what was wrong")
+        _, _, page = get(srv, "/inspect/?after=2999-01-01T00:00:00Z")
+        check('<a href="/inspect/task/' not in page.decode(), "nothing updated after 2999")
+
+
 def test_timeline_json_and_cli():
     script = ("printf '{\"status\":\"working\",\"text\":\"step one\"}\\n'; "
               "printf '{\"checkpoint\":\"c\",\"step\":2}\\n'; "
@@ -207,4 +237,4 @@ def test_timeline_json_and_cli():
 
 if __name__ == "__main__":
     run([test_off_by_default, test_auth_and_tenants, test_escaping_and_csp,
-         test_timeline_json_and_cli])
+         test_list_filters_and_pages, test_timeline_json_and_cli])
