@@ -66,7 +66,7 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *method, i
 {
     const char *h[2 * (EXTRA_MAX + 4) + 1] = {
         "Content-Security-Policy", CSP_HEADER, "X-Content-Type-Options", "nosniff",
-        "Referrer-Policy", "no-referrer"};
+        "Referrer-Policy", "same-origin"};
     size_t n = 6;
     if (status == MHD_HTTP_UNAUTHORIZED) {
         h[n++] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
@@ -346,11 +346,27 @@ static int form_token(const char *body, size_t len, char *out, size_t outlen)
     return 0;
 }
 
+/* A browser names the page a form was sent from (Origin); one of another
+ * site may not sign anyone in (login CSRF). No Origin: not a browser's form,
+ * or an old one; the token is checked all the same. */
+static int same_origin(struct MHD_Connection *conn)
+{
+    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (origin == NULL)
+        return 1;
+    const char *p = strstr(origin, "://");
+    return p != NULL && host != NULL && strcasecmp(p + 3, host) == 0;
+}
+
 enum MHD_Result once__inspect_login(once__inspect *in, struct MHD_Connection *conn,
                                     const char *body, size_t len)
 {
     const char *method = MHD_HTTP_METHOD_POST;
     char token[TOKEN_MAX];
+    if (!same_origin(conn))
+        return note(conn, method, MHD_HTTP_FORBIDDEN, "Not signed in",
+                    "The form was sent from another site.");
     if (in->tokens == NULL)
         return plain(conn, method, MHD_HTTP_SEE_OTHER, PREFIX "/\n", to_list);
     if (body == NULL || !form_token(body, len, token, sizeof token) ||

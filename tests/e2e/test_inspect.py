@@ -112,6 +112,15 @@ def test_auth_and_tenants():
         st, _, _ = http_request(srv.port, "POST", "/inspect/login", body=b"token=nope",
                                 headers={"Content-Type": "application/x-www-form-urlencoded"})
         eq(st, 401, "login with an unknown token")
+        st, hd, _ = http_request(srv.port, "POST", "/inspect/login", body=b"token=" + BOB.encode(),
+                                 headers={"Content-Type": "application/x-www-form-urlencoded",
+                                          "Origin": "https://evil.example"})
+        eq(st, 403, "login from another site's form")
+        check("set-cookie" not in hd, "no cookie for it")
+        st, hd, _ = http_request(srv.port, "POST", "/inspect/login", body=b"token=" + BOB.encode(),
+                                 headers={"Content-Type": "application/x-www-form-urlencoded",
+                                          "Origin": "http://127.0.0.1:%d" % srv.port})
+        eq(st, 303, "login from the inspector's own form")
         eq(get(srv, "/inspect/", cookie="once_token=nope")[0], 401, "an unknown cookie")
 
 
