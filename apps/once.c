@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "client/inspect.h"
 #include "client/webhook_listen.h"
 #include "core/generation.h"
 #include "http/http.h"
@@ -51,6 +52,10 @@ static const char usage[] =
     "                         over SSE when the agent's card says it streams (a\n"
     "                         dropped stream resumes where it broke, by\n"
     "                         Last-Event-ID), else by polling (--poll: always poll)\n"
+    "  inspect ID             the task's timeline from the agent's inspector (onced\n"
+    "                         --inspect): state, fence, step, lease, every event by\n"
+    "                         generation, side-effect keys, push deliveries and the\n"
+    "                         retention deadlines; --json prints the JSON as served\n"
     "  recover                re-send every pending intent (same ID, same body) and\n"
     "                         poll every acknowledged one (abandoned ones: never)\n"
     "  abandon ID             give up on the pending or acknowledged intents of ID\n"
@@ -789,6 +794,25 @@ static int cmd_task(cli *o)
     return ex;
 }
 
+static int cmd_inspect(cli *o)
+{
+    int ex = agent_for(o);
+    if (ex >= 0)
+        return ex;
+    char *text = NULL;
+    int rc = once__client_inspect(o->c, o->agent, o->id, &text);
+    if (rc == ONCE_OK && o->json)
+        printf("%s\n", text);
+    else if (rc == ONCE_OK)
+        rc = once__inspect_print(stdout, text);
+    once_free(text);
+    if (rc == ONCE_OK)
+        return EXIT_OK;
+    fprintf(stderr, "once: %s\n",
+            rc == ONCE_EPARSE ? "the inspector's answer is not a timeline" : once_client_errmsg(o->c));
+    return rc == ONCE_ENOTFOUND ? EXIT_REFUSED : EXIT_OTHER;
+}
+
 static json_t *intent_json(const once_intent *it)
 {
     json_t *j = json_pack("{s:I,s:s,s:s,s:s,s:s,s:i}", "seq", (json_int_t)it->seq, "kind", it->kind,
@@ -1119,6 +1143,7 @@ static const command commands[] = {
     {"get", cmd_task, NEEDS_CLIENT | TAKES_ID},
     {"cancel", cmd_task, NEEDS_CLIENT | TAKES_ID},
     {"wait", cmd_task, NEEDS_CLIENT | TAKES_ID},
+    {"inspect", cmd_inspect, NEEDS_CLIENT | TAKES_ID},
     {"recover", cmd_recover, NEEDS_CLIENT},
     {"outbox", cmd_outbox, NEEDS_CLIENT},
     {"abandon", cmd_abandon, NEEDS_CLIENT | TAKES_ID},

@@ -96,6 +96,10 @@ static const char usage[] =
     "                              incomplete upload is closed, or the request gets\n"
     "                              HTTP 503 + Retry-After (64MiB)\n"
     "  --sse-ping DUR              keep-alive comment on an idle stream (15s)\n"
+    "  --inspect                   serve the task inspector at /inspect/: the caller's\n"
+    "                              tasks and each one's timeline (HTML; JSON at\n"
+    "                              /inspect/api/task/ID), behind --auth-tokens like\n"
+    "                              every call (off)\n"
     "  --tls-cert FILE             serve HTTPS with this PEM certificate (then any\n"
     "                              intermediates); needs --tls-key. The card's URLs\n"
     "                              say https. A missing or unreadable file, one that\n"
@@ -164,7 +168,7 @@ typedef struct opts {
     int64_t request_timeout_ms;
     unsigned max_connections, max_per_ip;
     uint64_t max_body_memory;
-    int test_admin, experiment_naive;
+    int test_admin, experiment_naive, inspect;
     const char *push_secrets[8], *push_allow[32];
     size_t npush_secrets, npush_allow;
     unsigned push_attempts;
@@ -249,6 +253,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--max-connections-per-ip", F_COUNT, &o->max_per_ip},
         {"--max-body-memory", F_SIZE, &o->max_body_memory},
         {"--test-admin", F_NONE, &o->test_admin},
+        {"--inspect", F_NONE, &o->inspect},
         {"--experiment-naive", F_NONE, &o->experiment_naive},
         {"--push-secret", F_SECRET, o->push_secrets},
         {"--push-allow", F_ALLOW, o->push_allow},
@@ -578,6 +583,7 @@ int main(int argc, char **argv)
     sc.http.host = host;
     sc.http.port = port;
     sc.http.tokens = tokens;
+    sc.http.inspect.on = o.inspect;
     sc.http.threads = o.threads;
     sc.http.workers = o.workers;
     sc.http.max_body = (size_t)o.max_body;

@@ -6,7 +6,8 @@
 #   scripts/deps.sh [all]   everything: the demo's set plus what the test
 #                           suite and the benchmarks start or use (PostgreSQL,
 #                           Redis, valgrind, clang, spin, wrk, strace, openssl, node,
-#                           the @a2a-js/sdk peer and dynalite)
+#                           the @a2a-js/sdk peer, dynalite, and Chromium with
+#                           puppeteer-core for the inspector's browser test)
 #
 # Idempotent and quiet when everything is present. Run as root (or with sudo).
 set -euo pipefail
@@ -23,7 +24,7 @@ DEMO_PKGS=(
 )
 TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server
-  valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm
+  valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm chromium
 )
 
 case "$profile" in
@@ -72,4 +73,6 @@ npm_dir() {
 npm_dir tests/interop @a2a-js/sdk
 # dynalite, DynamoDB's API on LevelDB, for the DynamoDB store tests (4.0.0).
 npm_dir tests/dynamo dynalite
+# puppeteer-core drives Debian's chromium in the inspector's browser test.
+npm_dir tests/browser puppeteer-core
 exit 0

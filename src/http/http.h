@@ -114,6 +114,17 @@ typedef struct once_http_ops {
 } once_http_ops;
 
 /* ---------------------------------------------------------------------------
+ * The task inspector (inspect.h), off unless `on` (--inspect). The backend
+ * answers a task's timeline through `timeline` (serve.c wires the engine's
+ * in): ONCE_OK with *out a new reference, ONCE_ENOTFOUND, or a store error.
+ */
+typedef struct once_http_inspect {
+    int on;
+    void *ctx;
+    int (*timeline)(void *ctx, const char *principal, const char *task_id, json_t **out);
+} once_http_inspect;
+
+/* ---------------------------------------------------------------------------
  * The server (server.c).
  */
 typedef struct once_http_config {
@@ -139,6 +150,7 @@ typedef struct once_http_config {
      * operations listener of ONCE_HTTP_METRICS_APART stays plain HTTP. */
     const char *tls_cert_file;   /* certificate, then intermediates */
     const char *tls_key_file;    /* its private key, unencrypted */
+    once_http_inspect inspect;   /* zeroed: no /inspect/ */
 } once_http_config;
 
 typedef struct once_http once_http;

@@ -53,9 +53,9 @@ int once__ops_draining(const once__ops *o)
     return __atomic_load_n(&o->draining, __ATOMIC_ACQUIRE);
 }
 
-/* Queue text (copied) with a status and a content type; counted. */
-static enum MHD_Result answer(struct MHD_Connection *conn, const char *method, int status,
-                              const char *type, const char *text, size_t len)
+enum MHD_Result once__ops_answer(struct MHD_Connection *conn, const char *method, int status,
+                                 const char *type, const char *text, size_t len,
+                                 const char *const *extra)
 {
     struct MHD_Response *res =
         MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
@@ -63,10 +63,18 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *method, i
         return MHD_NO;
     MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    for (size_t i = 0; extra != NULL && extra[i] != NULL; i += 2)
+        MHD_add_response_header(res, extra[i], extra[i + 1]);
     once__metrics_http(method, status);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, res);
     MHD_destroy_response(res);
     return ret;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *conn, const char *method, int status,
+                              const char *type, const char *text, size_t len)
+{
+    return once__ops_answer(conn, method, status, type, text, len, NULL);
 }
 
 static enum MHD_Result answer_str(struct MHD_Connection *conn, const char *method, int status,

@@ -39,6 +39,13 @@ int once__ops_draining(const once__ops *o);
 void once__ops_log_request(const char *method, const char *principal, const char *outcome,
                            int status, int64_t t0);
 
+/* Queue text (copied) with a status, a content type, Cache-Control:
+ * no-store and the name/value pairs of extra (NULL-terminated; NULL =
+ * none); counted in the HTTP request metrics. MHD's result. */
+enum MHD_Result once__ops_answer(struct MHD_Connection *conn, const char *method, int status,
+                                 const char *type, const char *text, size_t len,
+                                 const char *const *extra);
+
 /* If url is an operations endpoint on the main listener, answer it and
  * return 1 with MHD's answer in *ret; else 0 (route elsewhere). */
 int once__ops_route(once__ops *o, struct MHD_Connection *conn, const char *url,

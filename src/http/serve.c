@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/inspect.h"
 #include "http/serve.h"
 
 #define URL_MAX 600
@@ -55,6 +56,11 @@ static int ops_ready(void *ctx)
 static void ops_metrics(void *ctx, struct once__mtext *t)
 {
     once__engine_metrics(ctx, t);
+}
+
+static int inspect_timeline(void *ctx, const char *principal, const char *task_id, json_t **out)
+{
+    return once__engine_inspect(ctx, principal, task_id, out);
 }
 
 /* The card URL, and the path of it that serves JSON-RPC besides "/". */
@@ -130,6 +136,8 @@ int once__serve_start(const once_serve_config *cfg, once_server **out, char *err
     hc.ops.ctx = s->engine;
     hc.ops.ready = ops_ready;
     hc.ops.metrics = ops_metrics;
+    hc.inspect.ctx = s->engine;
+    hc.inspect.timeline = inspect_timeline;
     if (hc.rpc_path == NULL)
         hc.rpc_path = rpc_path;
     if ((rc = once__http_start(&hc, &s->http, err, errlen)) != ONCE_OK)

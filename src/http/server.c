@@ -40,6 +40,7 @@
 #include "http/card_cache.h"
 #include "http/guard.h"
 #include "http/http.h"
+#include "http/inspect.h"
 #include "http/ops.h"
 #include "http/pool.h"
 #include "http/rest_route.h"
@@ -72,6 +73,7 @@ struct once_http {
     once__sse *sse;
     once__guard *guard;
     once__ops *ops;            /* /healthz, /readyz, /metrics; draining */
+    once__inspect *inspect;    /* /inspect/ (--inspect), or NULL */
     once__card_cache card;
     once__tls tls;             /* HTTPS: the PEM text MHD serves with */
     int port;
@@ -93,6 +95,7 @@ typedef struct req_ctx {
     struct MHD_Connection *conn;
     once__body body;
     int dispatched;
+    int inspect_login;         /* POST /inspect/login: the body is a form */
     int counted;               /* in h->calls until answered or freed */
     int done;                  /* atomic: the worker finished (hand-over) */
     char principal[ONCE_PRINCIPAL_MAX + 1];
@@ -349,11 +352,14 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
     enum MHD_Result ops_ret;
     if (once__ops_route(h->ops, conn, url, method, &ops_ret))
         return ops_ret;
+    int login = once__inspect_route(h->inspect, conn, url, method, &ops_ret);
+    if (login == ONCE__INSPECT_ANSWERED)
+        return ops_ret;
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
               strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (strcmp(url, CARD_PATH) == 0 && get)
         return queue_card(h, conn);
-    if (rest == NULL && !is_rpc_path(h, url))
+    if (rest == NULL && !is_rpc_path(h, url) && !login)
         return queue_error(conn, b, MHD_HTTP_NOT_FOUND, ONCE_RPC_INVALID_REQUEST, "NOT_FOUND",
                            "No such path: JSON-RPC is served by POST /, the HTTP+JSON binding "
                            "by its routes (/message:send, /tasks, ...) and the agent card at "
@@ -377,6 +383,7 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
     if (r == NULL)
         return MHD_NO;
     r->binding = b;
+    r->inspect_login = login;
     int rc = rest != NULL ? once__rest_capture(conn, method, rest, &r->rest) : ONCE_OK;
     if (rc != ONCE_OK) {
         once_free(r);
@@ -409,6 +416,8 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
         return queue_error(conn, b, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
                            "PAYLOAD_TOO_LARGE", msg, 0);
     }
+    if (r->inspect_login)
+        return once__inspect_login(h->inspect, conn, r->body.data, r->body.len);
     if (!content_type_ok(
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
         return queue_error(conn, b, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
@@ -594,6 +603,8 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
         if (rc != ONCE_OK)
             snprintf(err, errlen, "cannot start the connection guard: %s", once_strerror(rc));
     }
+    if (rc == ONCE_OK)
+        rc = once__inspect_new(&cfg->inspect, cfg->tokens, cfg->codec, &h->inspect);
     if (rc == ONCE_OK && (rc = once__ops_new(&cfg->ops, h->sse, &h->ops)) == ONCE_OK)
         rc = once__ops_start(h->ops, err, errlen);
     if (rc != ONCE_OK) {
@@ -676,6 +687,7 @@ void once__http_stop(once_http *h)
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
     once__ops_free(h->ops);
+    once__inspect_free(h->inspect);
     once__guard_free(h->guard);
     once__sse_free(h->sse);
     once__tls_clear(&h->tls);

@@ -1,0 +1,458 @@
+/*
+ * inspect.c -- one task's timeline for the inspector (inspect.h), built
+ * from store reads alone: the record (or the tombstone), its events, its
+ * push delivery rows. Nothing is taken from this replica's memory, so any
+ * replica on any backend shows the same timeline.
+ *
+ * Invariants: the JSON has the version ONCE_INSPECT_VERSION and the shape
+ * docs/wire.md gives; `entries` is sorted by time (ties keep the order they
+ * were added in: generation order for events); every entry has "kind",
+ * "at" (ms since epoch, engine clock) and "time" (RFC 3339). An event whose
+ * payload carries no timestamp (artifact updates) takes the time of the
+ * event before it, and says so ("timed": false). Sizes are bounded: at most
+ * ONCE_INSPECT_MAX_EVENTS events and ONCE_INSPECT_MAX_KEYS keys, texts cut
+ * at ONCE_INSPECT_TEXT_MAX bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/civil.h"
+#include "core/jcs.h"
+#include "engine/engine_int.h"
+#include "engine/inspect.h"
+
+/* An entry with its insertion number, for a stable sort by time. */
+typedef struct entry {
+    int64_t at;
+    size_t seq;
+    json_t *j;
+} entry;
+
+/* The entries being collected; `oom` once anything failed to allocate
+ * (later adds are dropped, the caller reports ONCE_ENOMEM). */
+typedef struct timeline {
+    entry *v;
+    size_t n, cap;
+    int oom;
+} timeline;
+
+/* Add j (reference stolen) at time `at`, stamping "at" and "time". */
+static void add(timeline *t, int64_t at, json_t *j)
+{
+    char ts[25];
+    once_format_time(at, ts);
+    if (j == NULL || json_object_set_new(j, "at", json_integer(at)) != 0 ||
+        json_object_set_new(j, "time", json_string(ts)) != 0) {
+        json_decref(j);
+        t->oom = 1;
+        return;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 32;
+        entry *nv = once_realloc(t->v, cap * sizeof *nv);
+        if (nv == NULL) {
+            json_decref(j);
+            t->oom = 1;
+            return;
+        }
+        t->v = nv;
+        t->cap = cap;
+    }
+    t->v[t->n] = (entry){at, t->n, j};
+    t->n++;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sort the entries and move them into a JSON array (t is emptied). */
+static json_t *entries_out(timeline *t)
+{
+    qsort(t->v, t->n, sizeof *t->v, by_time);
+    json_t *arr = t->oom ? NULL : json_array();
+    for (size_t i = 0; i < t->n; i++) {
+        if (arr != NULL && json_array_append_new(arr, t->v[i].j) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        } else if (arr == NULL) {
+            json_decref(t->v[i].j);
+        }
+    }
+    once_free(t->v);
+    memset(t, 0, sizeof *t);
+    return arr;
+}
+
+/* The RFC 3339 stamps onced writes ("2026-12-03T11:00:48.999Z", or
+ * without the milliseconds) as ms since epoch; 0 for anything else. */
+static int parse_stamp(const char *s, int64_t *ms)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    int y, mo, d, h, mi, se, frac = 0;
+    if ((n != 20 && n != 24) || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+        s[16] != ':' || s[n - 1] != 'Z')
+        return 0;
+    if (!once__fixed_digits(s, 4, &y) || !once__fixed_digits(s + 5, 2, &mo) ||
+        !once__fixed_digits(s + 8, 2, &d) || !once__fixed_digits(s + 11, 2, &h) ||
+        !once__fixed_digits(s + 14, 2, &mi) || !once__fixed_digits(s + 17, 2, &se))
+        return 0;
+    if (n == 24 && (s[19] != '.' || !once__fixed_digits(s + 20, 3, &frac)))
+        return 0;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+        return 0;
+    *ms = ((once__days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + (int64_t)se * 1000 +
+          frac;
+    return 1;
+}
+
+/* Append s to buf (cap bytes, NUL included) and report whether it all fit;
+ * a cut falls on a UTF-8 character boundary. */
+static int append_text(char *buf, size_t cap, const char *s)
+{
+    size_t have = strlen(buf), room = cap - 1 - have, n = strlen(s);
+    if (n <= room) {
+        memcpy(buf + have, s, n + 1);
+        return 1;
+    }
+    while (room > 0 && ((unsigned char)s[room] & 0xC0) == 0x80)
+        room--;
+    memcpy(buf + have, s, room);
+    buf[have + room] = '\0';
+    return 0;
+}
+
+/* The text of a parts array, one space between parts; a file or data part
+ * shows as [file NAME] / [data]; "..." marks a cut. */
+static void parts_text(const json_t *parts, char out[ONCE_INSPECT_TEXT_MAX + 1])
+{
+    char buf[ONCE_INSPECT_TEXT_MAX - 2];
+    buf[0] = '\0';
+    size_t i;
+    const json_t *p;
+    int fit = 1;
+    json_array_foreach (parts, i, p) {
+        const char *s = json_string_value(json_object_get(p, "text"));
+        const json_t *file = json_object_get(p, "file");
+        if (fit && i > 0)
+            fit = append_text(buf, sizeof buf, " ");
+        if (fit && s != NULL) {
+            fit = append_text(buf, sizeof buf, s);
+        } else if (fit && file != NULL) {
+            const char *name = json_string_value(json_object_get(file, "name"));
+            fit = append_text(buf, sizeof buf, "[file ") &&
+                  append_text(buf, sizeof buf, name != NULL ? name : "") &&
+                  append_text(buf, sizeof buf, "]");
+        } else if (fit) {
+            fit = append_text(buf, sizeof buf, "[data]");
+        }
+    }
+    size_t n = strlen(buf);
+    memcpy(out, buf, n);
+    memcpy(out + n, fit ? "" : "...", fit ? 1 : 4);
+}
+
+static int set_text(json_t *j, const char *key, const json_t *parts)
+{
+    char text[ONCE_INSPECT_TEXT_MAX + 1];
+    if (!json_is_array(parts) || json_array_size(parts) == 0)
+        return 0;
+    parts_text(parts, text);
+    return json_object_set_new(j, key, json_string(text));
+}
+
+/* Copy member key of from into to, when from has it; nonzero on failure. */
+static int copy(json_t *to, const json_t *from, const char *key)
+{
+    json_t *v = json_object_get(from, key);
+    return v != NULL && json_object_set(to, key, v) != 0;
+}
+
+/* The entry of one event. *at: in, the time of the event before; out, this
+ * event's time (its status timestamp, else the same). */
+static json_t *event_entry(const once_event *ev, int64_t *at)
+{
+    json_t *j = json_pack("{s:s, s:I}", "kind", "event", "generation",
+                          (json_int_t)ev->generation);
+    json_t *p = once__json_parse(ev->payload);
+    const char *type = NULL;
+    json_t *body = NULL;
+    if (p != NULL) {
+        void *it = json_object_iter(p);
+        type = it != NULL ? json_object_iter_key(it) : NULL;
+        body = it != NULL ? json_object_iter_value(it) : NULL;
+    }
+    int bad = j == NULL ||
+              json_object_set_new(j, "event", json_string(type != NULL ? type : "unreadable"));
+    const json_t *status = json_object_get(body, "status");
+    const json_t *art = json_object_get(body, "artifact");
+    int64_t t;
+    int timed = parse_stamp(json_string_value(json_object_get(status, "timestamp")), &t);
+    if (timed)
+        *at = t;
+    if (!bad && status != NULL)
+        bad = copy(j, status, "state") ||
+              set_text(j, "text", json_object_get(json_object_get(status, "message"), "parts"));
+    if (!bad && art != NULL) {
+        const json_t *name = json_object_get(art, "name");
+        bad = (json_is_string(name) && json_object_set(j, "artifact", (json_t *)name) != 0) ||
+              set_text(j, "text", json_object_get(art, "parts")) || copy(j, body, "append") ||
+              copy(j, body, "lastChunk");
+    }
+    if (!bad && type != NULL && strcmp(type, "message") == 0)
+        bad = set_text(j, "text", json_object_get(body, "parts"));
+    /* A whole Task (the registration's event): the message that made it. */
+    const json_t *hist = json_object_get(body, "history");
+    if (!bad && json_object_get(j, "text") == NULL && json_array_size(hist) > 0)
+        bad = set_text(j, "text",
+                       json_object_get(json_array_get(hist, json_array_size(hist) - 1), "parts"));
+    if (!bad)
+        bad = json_object_set_new(j, "timed", json_boolean(timed)) != 0;
+    json_decref(p);
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Every event after generation `after`, as entries. The event `after`
+ * itself is read too, only for its time (the next event may have none). */
+static int add_events(once__engine *e, const once_record *rec, int64_t after, timeline *t)
+{
+    once_event_list l;
+    int rc = once_store_events(e->store, rec->principal, rec->task_id, after > 0 ? after - 1 : 0,
+                               0, &l);
+    if (rc != ONCE_OK) {
+        once_event_list_clear(&l);
+        return once__store_rc(e, rc);
+    }
+    int64_t at = rec->created_at;
+    for (size_t i = 0; i < l.n; i++) {
+        json_t *j = event_entry(&l.v[i], &at);
+        if (l.v[i].generation > after)
+            add(t, at, j);
+        else if (j == NULL)
+            t->oom = 1;
+        else
+            json_decref(j);
+    }
+    once_event_list_clear(&l);
+    return ONCE_OK;
+}
+
+/* A time that may be absent (0): the integer, or null. */
+static json_t *opt_time(int64_t ms)
+{
+    return ms > 0 ? json_integer(ms) : json_null();
+}
+
+static json_t *record_json(const once_record *rec, int64_t now)
+{
+    json_t *lease = json_null();
+    if (rec->lease_until > 0)
+        lease = json_pack("{s:s, s:I, s:b}", "owner", rec->lease_owner, "until",
+                          (json_int_t)rec->lease_until, "expired", rec->lease_until <= now);
+    return json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:o}", "id",
+                     rec->task_id, "contextId", rec->context_id, "kind",
+                     rec->kind == ONCE_KIND_MESSAGE ? "message" : "task", "state",
+                     once_state_name(rec->state), "terminal", once_state_terminal(rec->state),
+                     "version", (json_int_t)rec->version, "generation",
+                     (json_int_t)rec->generation, "fence", (json_int_t)rec->fence, "step",
+                     (json_int_t)rec->step, "lease", lease, "createdAt",
+                     (json_int_t)rec->created_at, "updatedAt", (json_int_t)rec->updated_at,
+                     "finishedAt", opt_time(rec->finished_at));
+}
+
+/* The side-effect keys <task>:step-<n> for n = 0..step: the ones before
+ * `step` belong to steps a turn checkpointed past; `step` itself is the
+ * key the task's current step uses. The newest ONCE_INSPECT_MAX_KEYS. */
+static int effect_keys(const once_record *rec, json_t *out)
+{
+    int64_t first = rec->step >= ONCE_INSPECT_MAX_KEYS ? rec->step - ONCE_INSPECT_MAX_KEYS + 1 : 0;
+    json_t *keys = json_array();
+    int bad = keys == NULL || json_object_set_new(out, "effectKeys", keys) != 0 ||
+              json_object_set_new(out, "keysOmitted", json_integer(first)) != 0;
+    for (int64_t n = first; n <= rec->step && !bad; n++) {
+        char key[ONCE_EFFECT_KEY_MAX + 1];
+        bad = once_effect_key(rec->task_id, (uint64_t)n, key) != ONCE_OK ||
+              json_array_append_new(keys, json_pack("{s:I, s:s, s:b}", "step", (json_int_t)n,
+                                                    "key", key, "current", n == rec->step)) != 0;
+    }
+    return bad ? ONCE_ENOMEM : ONCE_OK;
+}
+
+/* The delivery row of config `id` in l, or NULL. */
+static const once_push_row *row_of(const once_push_row_list *l, const char *id)
+{
+    for (size_t i = 0; id != NULL && i < l->n; i++)
+        if (strcmp(l->v[i].config_id, id) == 0)
+            return &l->v[i];
+    return NULL;
+}
+
+static json_t *delivery_json(const once_push_row *r)
+{
+    return json_pack("{s:I, s:I, s:I, s:o, s:s, s:o, s:b, s:s, s:I, s:I, s:I}", "delivered",
+                     (json_int_t)r->delivered, "target", (json_int_t)r->target, "attempts",
+                     (json_int_t)r->attempts, "nextAttemptAt", opt_time(r->next_attempt_at),
+                     "leaseOwner", r->lease_owner, "leaseUntil", opt_time(r->lease_until),
+                     "disabled", r->disabled, "lastError", r->last_error, "deliveries",
+                     (json_int_t)r->deliveries, "retries", (json_int_t)r->retries, "failures",
+                     (json_int_t)r->failures);
+}
+
+/* The push configs (id, url, since: never the token) with their delivery
+ * rows when the store keeps them, and an entry for each retry that is
+ * scheduled. */
+static int push_json(once__engine *e, const once_record *rec, json_t *out, timeline *t)
+{
+    json_t *arr = json_array();
+    if (arr == NULL || json_object_set_new(out, "push", arr) != 0)
+        return ONCE_ENOMEM;
+    json_t *cfgs = NULL;
+    int rc = rec->push_json != NULL ? once__json_loads(rec->push_json, 0, &cfgs, NULL) : ONCE_OK;
+    if (rc == ONCE_ENOMEM)
+        return rc;
+    if (!json_is_array(cfgs)) {
+        json_decref(cfgs);
+        return ONCE_OK;   /* none, or not readable: the timeline shows none */
+    }
+    once_push_row_list rows;
+    memset(&rows, 0, sizeof rows);
+    if (once_store_caps(e->store) & ONCE_STORE_PUSH) {
+        rc = once_store_push_rows(e->store, rec->principal, rec->task_id, &rows);
+        if (rc != ONCE_OK)
+            rc = once__store_rc(e, rc);
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach (cfgs, i, c) {
+        if (rc != ONCE_OK)
+            break;
+        const char *id = json_string_value(json_object_get(c, "id"));
+        const once_push_row *r = row_of(&rows, id);
+        json_t *j = json_pack("{s:O?, s:O?, s:O?, s:o}", "id", json_object_get(c, "id"), "url",
+                              json_object_get(c, "url"), "since", json_object_get(c, "since"),
+                              "delivery", r != NULL ? delivery_json(r) : json_null());
+        if (j == NULL || json_array_append_new(arr, j) != 0)
+            rc = ONCE_ENOMEM;
+        if (rc == ONCE_OK && r != NULL && !r->disabled && r->attempts > 0 &&
+            r->delivered < r->target && r->next_attempt_at > 0)
+            add(t, r->next_attempt_at,
+                json_pack("{s:s, s:s, s:I, s:I, s:s}", "kind", "pushRetry", "config", id,
+                          "generation", (json_int_t)(r->delivered + 1), "attempts",
+                          (json_int_t)r->attempts, "lastError", r->last_error));
+    }
+    once_push_row_list_clear(&rows);
+    json_decref(cfgs);
+    return rc;
+}
+
+/* When a finished task becomes a tombstone and when its ID is forgotten
+ * (the sweep acts at its next pass after each). */
+static int retention(once__engine *e, int64_t finished_at, int64_t expired_at, json_t *out,
+                     timeline *t)
+{
+    int64_t now = once__now(e), tomb_at = 0, forget_at = 0;
+    if (expired_at > 0) {
+        forget_at = expired_at + e->cfg.tombstone_ms;
+    } else if (finished_at > 0) {
+        tomb_at = finished_at + e->cfg.retention_ms;
+        forget_at = tomb_at + e->cfg.tombstone_ms;
+        add(t, tomb_at, json_pack("{s:s, s:s, s:b}", "kind", "deadline", "what", "tombstone",
+                                  "passed", tomb_at <= now));
+    }
+    if (forget_at > 0)
+        add(t, forget_at, json_pack("{s:s, s:s, s:b}", "kind", "deadline", "what", "forget",
+                                    "passed", forget_at <= now));
+    json_t *r = json_pack("{s:I, s:I, s:o, s:o}", "retentionMs", (json_int_t)e->cfg.retention_ms,
+                          "tombstoneRetentionMs", (json_int_t)e->cfg.tombstone_ms,
+                          "tombstoneAt", expired_at > 0 ? json_integer(expired_at)
+                                                        : opt_time(tomb_at),
+                          "forgetAt", opt_time(forget_at));
+    return r != NULL && json_object_set_new(out, "retention", r) == 0 ? ONCE_OK : ONCE_ENOMEM;
+}
+
+static int live(once__engine *e, const once_record *rec, json_t *out, timeline *t)
+{
+    int64_t now = once__now(e);
+    int64_t after = rec->generation > ONCE_INSPECT_MAX_EVENTS
+                        ? rec->generation - ONCE_INSPECT_MAX_EVENTS
+                        : 0;
+    if (json_object_set_new(out, "task", record_json(rec, now)) != 0 ||
+        json_object_set_new(out, "expired", json_null()) != 0 ||
+        json_object_set_new(out, "eventsOmitted", json_integer(after)) != 0)
+        return ONCE_ENOMEM;
+    int rc = effect_keys(rec, out);
+    if (rc == ONCE_OK)
+        rc = push_json(e, rec, out, t);
+    if (rc == ONCE_OK)
+        rc = retention(e, rec->finished_at, 0, out, t);
+    if (rc == ONCE_OK)
+        rc = add_events(e, rec, after, t);
+    return rc;
+}
+
+static int expired(once__engine *e, const once_tombstone *tb, json_t *out, timeline *t)
+{
+    json_t *x = json_pack("{s:I, s:I, s:s}", "finishedAt", (json_int_t)tb->finished_at,
+                          "expiredAt", (json_int_t)tb->expired_at, "firstDigest",
+                          tb->first_digest);
+    if (x == NULL || json_object_set_new(out, "expired", x) != 0 ||
+        json_object_set_new(out, "task", json_null()) != 0 ||
+        json_object_set_new(out, "eventsOmitted", json_integer(0)) != 0 ||
+        json_object_set_new(out, "effectKeys", json_array()) != 0 ||
+        json_object_set_new(out, "keysOmitted", json_integer(0)) != 0 ||
+        json_object_set_new(out, "push", json_array()) != 0)
+        return ONCE_ENOMEM;
+    add(t, tb->finished_at, json_pack("{s:s}", "kind", "finished"));
+    add(t, tb->expired_at, json_pack("{s:s}", "kind", "expired"));
+    return retention(e, tb->finished_at, tb->expired_at, out, t);
+}
+
+int once__engine_inspect(once__engine *e, const char *principal, const char *task_id,
+                         json_t **out)
+{
+    if (out == NULL)
+        return ONCE_EINVAL;
+    *out = NULL;
+    if (e == NULL || principal == NULL || principal[0] == '\0' ||
+        strlen(principal) > ONCE_PRINCIPAL_MAX)
+        return ONCE_EINVAL;
+    if (task_id == NULL || !once_id_valid(task_id))
+        return ONCE_ENOTFOUND;
+    once_record rec;
+    once_tombstone tomb;
+    int rc = once_store_load(e->store, principal, task_id, &rec, &tomb);
+    if (rc != ONCE_OK && rc != ONCE_ETOMBSTONE)
+        return rc == ONCE_ENOTFOUND ? rc : once__store_rc(e, rc);
+    timeline t;
+    memset(&t, 0, sizeof t);
+    json_t *j = json_pack("{s:i, s:s, s:s, s:I, s:s}", "inspect", ONCE_INSPECT_VERSION,
+                          "principal", principal, "taskId", task_id, "now",
+                          (json_int_t)once__now(e), "replica", e->replica_id);
+    if (j == NULL)
+        rc = ONCE_ENOMEM;
+    else if (rc == ONCE_OK)
+        rc = live(e, &rec, j, &t);
+    else
+        rc = expired(e, &tomb, j, &t);
+    once_record_clear(&rec);
+    json_t *entries = entries_out(&t);
+    if (rc == ONCE_OK && (entries == NULL || json_object_set_new(j, "entries", entries) != 0)) {
+        entries = NULL;
+        rc = ONCE_ENOMEM;
+    }
+    if (rc != ONCE_OK) {
+        json_decref(entries);
+        json_decref(j);
+        return rc;
+    }
+    *out = j;
+    return ONCE_OK;
+}

@@ -1,0 +1,396 @@
+/*
+ * inspect.c -- the routes of the task inspector (inspect.h): who is
+ * asking, which page, the answer's headers; the pages themselves are drawn
+ * by inspect_html.c.
+ *
+ * Invariants: every answer carries CSP_HEADER and Cache-Control: no-store;
+ * the principal comes from the Authorization header or the login cookie,
+ * checked against the same token table as JSON-RPC, never from the URL;
+ * the list goes through the codec's ListTasks (the same validation, page
+ * tokens and principal scoping as any client's), the timeline through the
+ * backend's callback. The struct is immutable after once__inspect_new.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/jcs.h"
+#include "core/metrics.h"
+#include "http/inspect.h"
+#include "http/ops.h"
+
+#define PREFIX "/inspect"
+#define COOKIE "once_token"
+#define HTML "text/html; charset=utf-8"
+#define JSON "application/json"
+/* Nothing but this origin, no inline script or style, no framing. */
+#define CSP_HEADER                                                                              \
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "               \
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+#define PAGE_SIZE 50
+#define TOKEN_MAX 512
+
+struct once__inspect {
+    once_http_inspect cfg;
+    const once_tokens *tokens;
+    once__a2a *codec;
+};
+
+int once__inspect_new(const once_http_inspect *cfg, const once_tokens *tokens, once__a2a *codec,
+                      once__inspect **out)
+{
+    *out = NULL;
+    if (cfg == NULL || !cfg->on)
+        return ONCE_OK;
+    once__inspect *in = once_calloc(1, sizeof *in);
+    if (in == NULL)
+        return ONCE_ENOMEM;
+    in->cfg = *cfg;
+    in->tokens = tokens;
+    in->codec = codec;
+    *out = in;
+    return ONCE_OK;
+}
+
+void once__inspect_free(once__inspect *in)
+{
+    once_free(in);
+}
+
+/* Queue text (copied) with our headers, plus the name/value pairs of
+ * extra (NULL-terminated, at most EXTRA_MAX of them; NULL = none). */
+#define EXTRA_MAX 4
+static enum MHD_Result answer(struct MHD_Connection *conn, const char *method, int status,
+                              const char *type, const char *text, size_t len,
+                              const char *const *extra)
+{
+    const char *h[2 * (EXTRA_MAX + 4) + 1] = {
+        "Content-Security-Policy", CSP_HEADER, "X-Content-Type-Options", "nosniff",
+        "Referrer-Policy", "same-origin"};
+    size_t n = 6;
+    if (status == MHD_HTTP_UNAUTHORIZED) {
+        h[n++] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+        h[n++] = "Bearer realm=\"once\"";
+    }
+    for (size_t i = 0; extra != NULL && extra[i] != NULL && i < 2 * EXTRA_MAX; i++)
+        h[n++] = extra[i];
+    h[n] = NULL;
+    return once__ops_answer(conn, method, status, type, text, len, h);
+}
+
+static enum MHD_Result plain(struct MHD_Connection *conn, const char *method, int status,
+                             const char *text, const char *const *extra)
+{
+    return answer(conn, method, status, "text/plain; charset=utf-8", text, strlen(text), extra);
+}
+
+/* Answer a built page (or 500 when building it ran out of memory). */
+static enum MHD_Result answer_text(struct MHD_Connection *conn, const char *method, int status,
+                                   const char *type, once__mtext *t)
+{
+    enum MHD_Result ret;
+    if (t->oom)
+        ret = plain(conn, method, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
+    else
+        ret = answer(conn, method, status, type, t->buf != NULL ? t->buf : "", t->len, NULL);
+    once__mtext_free(t);
+    return ret;
+}
+
+/* A note page; a 401, and the login page, carry the login form. */
+static enum MHD_Result note(struct MHD_Connection *conn, const char *method, int status,
+                            const char *title, const char *text)
+{
+    once__mtext t = {0};
+    once__inspect_note_page(&t, title, text,
+                            status == MHD_HTTP_UNAUTHORIZED || strcmp(title, "Sign in") == 0);
+    return answer_text(conn, method, status, HTML, &t);
+}
+
+static enum MHD_Result json_error(struct MHD_Connection *conn, const char *method, int status,
+                                  const char *reason)
+{
+    char body[160];
+    int n = snprintf(body, sizeof body, "{\"error\":{\"code\":%d,\"status\":\"%s\"}}", status,
+                     reason);
+    return answer(conn, method, status, JSON, body, (size_t)n, NULL);
+}
+
+static int hex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Percent-decode src[0..n) ('+' is a space, as forms send it) into out;
+ * 0 when it does not fit, an escape is broken or it decodes to a NUL. */
+static int url_decode(const char *src, size_t n, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)src[i];
+        if (c == '%') {
+            if (i + 2 >= n || hex(src[i + 1]) < 0 || hex(src[i + 2]) < 0)
+                return 0;
+            c = hex(src[i + 1]) * 16 + hex(src[i + 2]);
+            i += 2;
+        } else if (c == '+') {
+            c = ' ';
+        }
+        if (o + 1 >= outlen || c == 0)
+            return 0;
+        out[o++] = (char)c;
+    }
+    out[o] = '\0';
+    return 1;
+}
+
+/* The principal behind token (a bearer token's text), or NULL. */
+static const char *principal_of_token(const once__inspect *in, const char *token)
+{
+    char auth[TOKEN_MAX + 8];
+    if ((size_t)snprintf(auth, sizeof auth, "Bearer %s", token) >= sizeof auth)
+        return NULL;
+    return once__tokens_principal(in->tokens, auth);
+}
+
+/* Who asks: "anonymous" without --auth-tokens, else the principal of the
+ * Authorization header or of the login cookie; NULL = nobody known. */
+static const char *principal_of(const once__inspect *in, struct MHD_Connection *conn)
+{
+    if (in->tokens == NULL)
+        return "anonymous";
+    const char *p = once__tokens_principal(
+        in->tokens, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_AUTHORIZATION));
+    const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, COOKIE);
+    char token[TOKEN_MAX];
+    if (p == NULL && cookie != NULL && url_decode(cookie, strlen(cookie), token, sizeof token))
+        p = principal_of_token(in, token);
+    return p;
+}
+
+/* GET /inspect/api/task/ID and /inspect/task/ID. */
+static enum MHD_Result task(once__inspect *in, struct MHD_Connection *conn, const char *method,
+                            const char *principal, const char *id, int as_json)
+{
+    json_t *tl = NULL;
+    int rc = in->cfg.timeline != NULL ? in->cfg.timeline(in->cfg.ctx, principal, id, &tl)
+                                      : ONCE_ENOTFOUND;
+    if (rc != ONCE_OK) {
+        int st = rc == ONCE_ENOTFOUND ? MHD_HTTP_NOT_FOUND
+                 : rc == ONCE_ENOMEM  ? MHD_HTTP_INTERNAL_SERVER_ERROR
+                                      : MHD_HTTP_SERVICE_UNAVAILABLE;
+        const char *why = rc == ONCE_ENOTFOUND ? "TASK_NOT_FOUND"
+                          : rc == ONCE_ENOMEM  ? "INTERNAL"
+                                               : "STORE_UNAVAILABLE";
+        if (as_json)
+            return json_error(conn, method, st, why);
+        return note(conn, method, st, rc == ONCE_ENOTFOUND ? "No such task" : "Not available",
+                    rc == ONCE_ENOTFOUND ? "You have no task with this ID."
+                                         : "The store did not answer; reload to try again.");
+    }
+    once__mtext t = {0};
+    if (as_json) {
+        char *text = NULL;
+        size_t len = 0;
+        if (once__json_write(tl, &text, &len) != ONCE_OK)
+            t.oom = 1;
+        else
+            once__mtext_printf(&t, "%.*s", (int)len, text);
+        once_free(text);
+    } else {
+        once__inspect_task_page(&t, tl);
+    }
+    json_decref(tl);
+    return answer_text(conn, method, MHD_HTTP_OK, as_json ? JSON : HTML, &t);
+}
+
+/* Set a member of the ListTasks params from a query argument. */
+static int set_arg(json_t *params, const char *member, const char *value)
+{
+    if (value == NULL || value[0] == '\0')
+        return 0;
+    return json_object_set_new(params, member, json_string(value));
+}
+
+/* GET /inspect/: one page of ListTasks, through the codec. */
+static enum MHD_Result list(once__inspect *in, struct MHD_Connection *conn, const char *method,
+                            const char *principal)
+{
+    once__inspect_filter f = {
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "state"),
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "context"),
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "after"),
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "page")};
+    json_t *params = json_pack("{s:i, s:i}", "pageSize", PAGE_SIZE, "historyLength", 0);
+    json_t *req = NULL;
+    char *body = NULL;
+    size_t len = 0;
+    int rc = ONCE_ENOMEM;
+    if (params != NULL && set_arg(params, "status", f.state) == 0 &&
+        set_arg(params, "contextId", f.context) == 0 &&
+        set_arg(params, "statusTimestampAfter", f.after) == 0 &&
+        set_arg(params, "pageToken", f.page) == 0 &&
+        (req = json_pack("{s:s, s:i, s:s, s:O}", "jsonrpc", "2.0", "id", 1, "method", "ListTasks",
+                         "params", params)) != NULL)
+        rc = once__json_write(req, &body, &len);
+    json_decref(req);
+    json_decref(params);
+    once__a2a_response resp;
+    memset(&resp, 0, sizeof resp);
+    if (rc == ONCE_OK) {
+        once__a2a_request q = {.principal = principal, .version = "1.0", .body = body, .len = len};
+        rc = once__a2a_handle(in->codec, &q, &resp);
+    }
+    once_free(body);
+    json_t *doc = NULL;
+    if (rc == ONCE_OK)
+        rc = once__json_loads(resp.body != NULL ? resp.body : "", 0, &doc, NULL);
+    int status = resp.http_status != 0 ? resp.http_status : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    once__a2a_response_clear(&resp);
+    if (rc != ONCE_OK) {
+        json_decref(doc);
+        return note(conn, method, MHD_HTTP_INTERNAL_SERVER_ERROR, "Tasks", "Out of memory.");
+    }
+    const json_t *result = json_object_get(doc, "result");
+    const json_t *err = json_object_get(doc, "error");
+    const char *error = json_string_value(json_object_get(err, "message"));
+    /* A JSON-RPC error travels in a 200; the page says what it means. */
+    if (result == NULL && json_integer_value(json_object_get(err, "code")) == ONCE_RPC_INVALID_PARAMS)
+        status = MHD_HTTP_BAD_REQUEST;
+    else if (result == NULL && status == MHD_HTTP_OK)
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+    once__mtext t = {0};
+    once__inspect_list_page(&t, &f, result,
+                            result != NULL ? NULL : error != NULL ? error : "ListTasks failed",
+                            principal);
+    json_decref(doc);
+    return answer_text(conn, method, result != NULL ? MHD_HTTP_OK : status, HTML, &t);
+}
+
+static const char *const to_list[] = {MHD_HTTP_HEADER_LOCATION, PREFIX "/", NULL};
+
+static int is_get(const char *method)
+{
+    return strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+}
+
+/* The routes that need a principal. */
+static enum MHD_Result authed(once__inspect *in, struct MHD_Connection *conn, const char *url,
+                              const char *method)
+{
+    const char *path = url + strlen(PREFIX);
+    int api = strncmp(path, "/api/", 5) == 0;
+    const char *principal = principal_of(in, conn);
+    if (principal == NULL) {
+        if (api)
+            return json_error(conn, method, MHD_HTTP_UNAUTHORIZED, "UNAUTHENTICATED");
+        return note(conn, method, MHD_HTTP_UNAUTHORIZED, "Sign in",
+                    "Send Authorization: Bearer TOKEN, or give your token here.");
+    }
+    if (strcmp(path, "/") == 0)
+        return list(in, conn, method, principal);
+    if (strncmp(path, "/task/", 6) == 0 && path[6] != '\0')
+        return task(in, conn, method, principal, path + 6, 0);
+    if (strncmp(path, "/api/task/", 10) == 0 && path[10] != '\0')
+        return task(in, conn, method, principal, path + 10, 1);
+    if (api)
+        return json_error(conn, method, MHD_HTTP_NOT_FOUND, "NOT_FOUND");
+    return note(conn, method, MHD_HTTP_NOT_FOUND, "Not found", "No such page of the inspector.");
+}
+
+int once__inspect_route(once__inspect *in, struct MHD_Connection *conn, const char *url,
+                        const char *method, enum MHD_Result *ret)
+{
+    if (in == NULL || strncmp(url, PREFIX, strlen(PREFIX)) != 0 ||
+        (url[strlen(PREFIX)] != '\0' && url[strlen(PREFIX)] != '/'))
+        return ONCE__INSPECT_NOT_MINE;
+    const char *path = url + strlen(PREFIX);
+    if (strcmp(path, "/login") == 0 && strcmp(method, MHD_HTTP_METHOD_POST) == 0)
+        return ONCE__INSPECT_LOGIN;
+    static const char *const allow[] = {MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL};
+    if (!is_get(method))
+        *ret = plain(conn, method, MHD_HTTP_METHOD_NOT_ALLOWED, "GET\n", allow);
+    else if (path[0] == '\0')
+        *ret = plain(conn, method, MHD_HTTP_PERMANENT_REDIRECT, PREFIX "/\n", to_list);
+    else if (strcmp(path, "/inspect.js") == 0)
+        *ret = answer(conn, method, MHD_HTTP_OK, "text/javascript; charset=utf-8",
+                      once__inspect_js, strlen(once__inspect_js), NULL);
+    else if (strcmp(path, "/inspect.css") == 0)
+        *ret = answer(conn, method, MHD_HTTP_OK, "text/css; charset=utf-8", once__inspect_css,
+                      strlen(once__inspect_css), NULL);
+    else if (strcmp(path, "/login") == 0)
+        *ret = note(conn, method, MHD_HTTP_OK, "Sign in",
+                    in->tokens != NULL ? "Give your bearer token (the one your client sends)."
+                                       : "This onced runs without --auth-tokens: no token "
+                                         "is needed.");
+    else
+        *ret = authed(in, conn, url, method);
+    return ONCE__INSPECT_ANSWERED;
+}
+
+/* The token of a form body "token=...&...", decoded into out. */
+static int form_token(const char *body, size_t len, char *out, size_t outlen)
+{
+    const char *p = body, *end = body + len;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *stop = amp != NULL ? amp : end;
+        if ((size_t)(stop - p) > 6 && memcmp(p, "token=", 6) == 0)
+            return url_decode(p + 6, (size_t)(stop - p - 6), out, outlen);
+        p = stop + 1;
+    }
+    return 0;
+}
+
+/* A browser names the page a form was sent from (Origin); one of another
+ * site may not sign anyone in (login CSRF). No Origin: not a browser's form,
+ * or an old one; the token is checked all the same. */
+static int same_origin(struct MHD_Connection *conn)
+{
+    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (origin == NULL)
+        return 1;
+    const char *p = strstr(origin, "://");
+    return p != NULL && host != NULL && strcasecmp(p + 3, host) == 0;
+}
+
+enum MHD_Result once__inspect_login(once__inspect *in, struct MHD_Connection *conn,
+                                    const char *body, size_t len)
+{
+    const char *method = MHD_HTTP_METHOD_POST;
+    char token[TOKEN_MAX];
+    if (!same_origin(conn))
+        return note(conn, method, MHD_HTTP_FORBIDDEN, "Not signed in",
+                    "The form was sent from another site.");
+    if (in->tokens == NULL)
+        return plain(conn, method, MHD_HTTP_SEE_OTHER, PREFIX "/\n", to_list);
+    if (body == NULL || !form_token(body, len, token, sizeof token) ||
+        principal_of_token(in, token) == NULL)
+        return note(conn, method, MHD_HTTP_UNAUTHORIZED, "Sign in",
+                    "That token is not known here. Give your bearer token.");
+    /* The cookie holds the token percent-encoded (a cookie value cannot
+     * hold every character a token may); Path=/inspect keeps it off the
+     * A2A endpoints, SameSite=Strict off other sites' requests. The
+     * task page's script reads it to open the task's stream. */
+    once__mtext c = {0};
+    once__mtext_printf(&c, COOKIE "=");
+    once__url_text(&c, token);
+    once__mtext_printf(&c, "; Path=" PREFIX "; SameSite=Strict");
+    memset(token, 0, sizeof token);
+    enum MHD_Result ret;
+    if (c.oom) {
+        ret = note(conn, method, MHD_HTTP_INTERNAL_SERVER_ERROR, "Sign in", "Out of memory.");
+    } else {
+        const char *const extra[] = {MHD_HTTP_HEADER_LOCATION, PREFIX "/",
+                                     MHD_HTTP_HEADER_SET_COOKIE, c.buf, NULL};
+        ret = plain(conn, method, MHD_HTTP_SEE_OTHER, PREFIX "/\n", extra);
+        memset(c.buf, 0, c.len);
+    }
+    once__mtext_free(&c);
+    return ret;
+}

@@ -1,0 +1,249 @@
+"""The task inspector (onced --inspect, docs/wire.md "The task inspector") on
+a real onced: off unless asked for (404); the same bearer auth as JSON-RPC,
+or the login form's cookie, and another principal's task is a 404 like
+GetTask; everything taken from a task is HTML-escaped and every page carries
+the CSP; the timeline JSON (version 1) holds the record, every event by
+generation, the side-effect keys, the push delivery rows and the retention
+deadlines, then the tombstone after the clock jump; `once inspect` prints
+it for a terminal and, with --json, as served.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (Onced, ROOT, check, eq, free_port, http_request, new_id, run,  # noqa: E402
+                     scaled, scratch_dir, user_message, wait_until)
+
+ONCE = os.path.join(os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build")), "once")
+ALICE, BOB = "tok-alice-" + new_id(), "tok-bob-" + new_id()
+HOUR = 3600 * 1000
+EVIL = "<script>alert('x')</script> & \"quoted\""
+TMP = scratch_dir("once-inspect-")
+
+
+def tokens_file():
+    path = os.path.join(TMP, "tokens")
+    with open(path, "w") as f:
+        f.write("%s alice\n%s bob\n" % (ALICE, BOB))
+    return path
+
+
+def get(srv, path, token=None, cookie=None):
+    h = {}
+    if token:
+        h["Authorization"] = "Bearer " + token
+    if cookie:
+        h["Cookie"] = cookie
+    return http_request(srv.port, "GET", path, headers=h)
+
+
+def timeline(srv, tid, token=None):
+    st, hd, body = get(srv, "/inspect/api/task/" + tid, token=token)
+    eq(st, 200, "timeline of %s: HTTP status" % tid)
+    return json.loads(body)
+
+
+def send(srv, text, tid=None, token=None, **cfg):
+    params = {"message": user_message(text, task_id=tid or new_id())}
+    if cfg:
+        params["configuration"] = cfg
+    st, _, doc = srv.rpc("SendMessage", params, ext=True, token=token)
+    eq(st, 200, "SendMessage HTTP status")
+    check("result" in doc, "SendMessage answered: %r" % (doc,))
+    return doc["result"]["task"]
+
+
+def once_cli(srv, *args, token=None):
+    cmd = [ONCE, "--outbox", os.path.join(TMP, "outbox.db")] + (["--token", token] if token else [])
+    cmd += list(args) + ["--agent", "http://127.0.0.1:%d/" % srv.port]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=scaled(60))
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_off_by_default():
+    with Onced(tmpdir=scratch_dir()) as srv:
+        task = send(srv, "hello")
+        for path in ("/inspect/", "/inspect/task/" + task["id"], "/inspect/api/task/" + task["id"],
+                     "/inspect/inspect.js"):
+            eq(get(srv, path)[0], 404, "without --inspect, GET %s" % path)
+        rc, out, err = once_cli(srv, "inspect", task["id"])
+        eq(rc, 1, "once inspect against onced without --inspect: exit status")
+        check("--inspect" in err, "the error names --inspect: %r" % err)
+
+
+def test_auth_and_tenants():
+    with Onced(["--inspect", "--auth-tokens", tokens_file()], tmpdir=scratch_dir()) as srv:
+        mine = send(srv, "alice's task", token=ALICE)["id"]
+        for path in ("/inspect/", "/inspect/task/" + mine, "/inspect/api/task/" + mine):
+            for tok in (None, "wrong-" + new_id()):
+                st, hd, _ = get(srv, path, token=tok)
+                eq(st, 401, "%s with %s" % (path, "no token" if tok is None else "a wrong token"))
+                check(hd.get("www-authenticate", "").startswith("Bearer"), path + ": challenge")
+        # the script and style sheet hold no data: served to anyone
+        eq(get(srv, "/inspect/inspect.js")[0], 200, "the script without a token")
+        # Bob sees Alice's task exactly as a task that does not exist
+        for path in ("/inspect/task/", "/inspect/api/task/"):
+            st_b, _, body_b = get(srv, path + mine, token=BOB)
+            st_n, _, body_n = get(srv, path + "no-such-" + new_id(), token=BOB)
+            eq((st_b, st_n), (404, 404), path + ": another principal's task and a missing one")
+            if "api" in path:
+                eq(body_b, body_n, "the same 404 body")
+        st, _, doc = srv.rpc("GetTask", {"id": mine}, token=BOB)
+        eq(st, 200, "GetTask by Bob answers")
+        check("error" in doc, "and refuses like the inspector: %r" % (doc,))
+        eq(timeline(srv, mine, token=ALICE)["taskId"], mine, "Alice reads her own timeline")
+        # the list holds only the caller's tasks
+        bobs = send(srv, "bob's task", token=BOB)["id"]
+        _, _, page = get(srv, "/inspect/", token=BOB)
+        check(bobs in page.decode() and mine not in page.decode(), "Bob's list: his task only")
+        # the login form: a known token becomes a cookie; the cookie authenticates
+        st, hd, _ = http_request(srv.port, "POST", "/inspect/login", body=b"token=" + BOB.encode(),
+                                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+        eq(st, 303, "login: See Other")
+        eq(hd.get("location"), "/inspect/", "login: back to the list")
+        cookie = hd.get("set-cookie", "")
+        check(cookie.startswith("once_token=") and "SameSite=Strict" in cookie and
+              "Path=/inspect" in cookie, "login sets the cookie: %r" % cookie)
+        st, _, page = get(srv, "/inspect/", cookie=cookie.split(";")[0])
+        eq(st, 200, "the list with the cookie")
+        check(bobs in page.decode(), "the cookie is Bob's")
+        st, _, _ = http_request(srv.port, "POST", "/inspect/login", body=b"token=nope",
+                                headers={"Content-Type": "application/x-www-form-urlencoded"})
+        eq(st, 401, "login with an unknown token")
+        st, hd, _ = http_request(srv.port, "POST", "/inspect/login", body=b"token=" + BOB.encode(),
+                                 headers={"Content-Type": "application/x-www-form-urlencoded",
+                                          "Origin": "https://evil.example"})
+        eq(st, 403, "login from another site's form")
+        check("set-cookie" not in hd, "no cookie for it")
+        st, hd, _ = http_request(srv.port, "POST", "/inspect/login", body=b"token=" + BOB.encode(),
+                                 headers={"Content-Type": "application/x-www-form-urlencoded",
+                                          "Origin": "http://127.0.0.1:%d" % srv.port})
+        eq(st, 303, "login from the inspector's own form")
+        eq(get(srv, "/inspect/", cookie="once_token=nope")[0], 401, "an unknown cookie")
+
+
+def test_escaping_and_csp():
+    with Onced(["--inspect"], tmpdir=scratch_dir()) as srv:
+        tid = send(srv, EVIL)["id"]
+        for path in ("/inspect/", "/inspect/task/" + tid, "/inspect/?context=%22%3E%3Cscript%3E",
+                     "/inspect/login", "/inspect/task/missing-" + new_id()):
+            st, hd, body = get(srv, path)
+            csp = hd.get("content-security-policy", "")
+            check("default-src 'self'" in csp and "script-src 'self'" in csp and
+                  "unsafe-inline" not in csp, "%s: CSP %r" % (path, csp))
+            text = body.decode()
+            check("<script>alert" not in text and '"><script>' not in text,
+                  "%s: no markup from a task or a query" % path)
+            scripts = text.count("<script")
+            check(scripts == text.count('<script src="/inspect/inspect.js"></script>'),
+                  "%s: the only script is ours" % path)
+        _, _, page = get(srv, "/inspect/task/" + tid)
+        check("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;quoted&quot;" in
+              page.decode(), "the task's text is shown, escaped")
+
+
+def test_list_filters_and_pages():
+    with Onced(["--inspect"], tmpdir=scratch_dir()) as srv:
+        ctx = "ctx-" + new_id()
+        ids = []
+        for i in range(52):
+            params = {"message": user_message("task %d" % i, task_id="list-%02d-%s" % (i, new_id()),
+                                              context_id=ctx if i < 2 else None)}
+            st, _, doc = srv.rpc("SendMessage", params, ext=True)
+            check(st == 200 and "result" in doc, "send %d: %r" % (i, doc))
+            ids.append(doc["result"]["task"]["id"])
+        asking = send(srv, "ask:which one?")["id"]
+        _, _, page = get(srv, "/inspect/")
+        first = page.decode()
+        check(ids[0] in first and ids[49] in first and ids[50] not in first, "page 1: tasks 1..50")
+        nxt = first.split('id="next" href="')[1].split('"')[0].replace("&amp;", "&")
+        _, _, page = get(srv, nxt)
+        check(ids[50] in page.decode() and asking in page.decode() and ids[0] not in page.decode(),
+              "page 2: the rest, through ListTasks' page token")
+        _, _, page = get(srv, "/inspect/?state=TASK_STATE_INPUT_REQUIRED")
+        check(asking in page.decode() and ids[0] not in page.decode(), "the state filter")
+        _, _, page = get(srv, "/inspect/?context=" + ctx)
+        rows = page.decode().count('<a href="/inspect/task/')
+        eq(rows, 2, "the context filter")
+        st, _, page = get(srv, "/inspect/?after=yesterday")
+        eq(st, 400, "a bad time filter: ListTasks' own refusal")
+        check("statusTimestampAfter" in page.decode(), "the page says what was wrong")
+        _, _, page = get(srv, "/inspect/?after=2999-01-01T00:00:00Z")
+        check('<a href="/inspect/task/' not in page.decode(), "nothing updated after 2999")
+
+
+def test_timeline_json_and_cli():
+    script = ("printf '{\"status\":\"working\",\"text\":\"step one\"}\\n'; "
+              "printf '{\"checkpoint\":\"c\",\"step\":2}\\n'; "
+              "printf '{\"status\":\"completed\",\"text\":\"done\"}\\n'")
+    dead = "http://127.0.0.1:%d/hook" % free_port()   # nothing listens: every delivery fails
+    args = ["--inspect", "--test-admin", "--retention", "1h", "--tombstone-retention", "2h",
+            "--exec", script, "--push-allow", "127.0.0.1/32", "--push-backoff", "100ms",
+            "--push-timeout", "1s"]
+    with Onced(args, tmpdir=scratch_dir()) as srv:
+        tid = "insp-" + new_id()
+        send(srv, "go", tid=tid,
+             taskPushNotificationConfig={"id": "cfg-1", "url": dead, "token": "T"})
+        tl = wait_until(lambda: (lambda t: t if t["task"]["terminal"] and
+                                 (t["push"][0]["delivery"] or {}).get("failures", 0) >= 1
+                                 else None)(timeline(srv, tid)),
+                        timeout=30, what="the task finished and a delivery failed")
+        eq(tl["inspect"], 1, "version")
+        eq(tl["taskId"], tid, "taskId")
+        task = tl["task"]
+        eq(task["state"], "TASK_STATE_COMPLETED", "state")
+        eq((task["fence"], task["step"]), (1, 2), "fence and step")
+        gens = [e["generation"] for e in tl["entries"] if e["kind"] == "event"]
+        eq(gens, list(range(1, task["generation"] + 1)), "every event by generation, in order")
+        ats = [e["at"] for e in tl["entries"]]
+        eq(ats, sorted(ats), "entries sorted by time")
+        check(all(isinstance(e.get("time"), str) for e in tl["entries"]), "every entry has a time")
+        texts = [e.get("text") for e in tl["entries"]]
+        check("go" in texts and "step one" in texts and "done" in texts, "event texts: %r" % texts)
+        eq([k["key"] for k in tl["effectKeys"]], ["%s:step-%d" % (tid, n) for n in range(3)],
+           "side-effect keys, steps 0..2")
+        eq([k["current"] for k in tl["effectKeys"]], [False, False, True], "step 2 is current")
+        r = tl["retention"]
+        eq(r["tombstoneAt"], task["finishedAt"] + HOUR, "tombstone at finished + --retention")
+        eq(r["forgetAt"], task["finishedAt"] + 3 * HOUR, "forgotten --tombstone-retention later")
+        dl = [(e["what"], e["at"]) for e in tl["entries"] if e["kind"] == "deadline"]
+        eq(dl, [("tombstone", r["tombstoneAt"]), ("forget", r["forgetAt"])], "deadline entries")
+        push = tl["push"][0]
+        eq((push["id"], push["url"]), ("cfg-1", dead), "the push config (no token)")
+        check("token" not in push, "the push token is not shown")
+        d = push["delivery"]
+        check(d["delivered"] < d["target"] and d["lastError"], "a failing delivery: %r" % d)
+
+        rc, out, err = once_cli(srv, "inspect", tid)
+        eq(rc, 0, "once inspect: exit status (%s)" % err)
+        for want in ("TASK_STATE_COMPLETED", "fence 1  step 2", "%s:step-2  (current step)" % tid,
+                     "becomes a tombstone", '"step one"', "cfg-1"):
+            check(want in out, "once inspect prints %r:\n%s" % (want, out))
+        rc, out, _ = once_cli(srv, "--json", "inspect", tid)
+        eq(rc, 0, "once --json inspect: exit status")
+        eq(json.loads(out)["task"]["generation"], task["generation"], "--json: the timeline")
+        rc, _, err = once_cli(srv, "inspect", "missing-" + new_id())
+        eq(rc, 3, "once inspect of a missing task: refused")
+
+        # the clock jump: past --retention the ID becomes a tombstone
+        st, _, doc = srv.rpc("once/admin/setClockOffset", {"offsetMs": 2 * HOUR})
+        check(st == 200 and "result" in doc, "setClockOffset: %r" % (doc,))
+        tl = wait_until(lambda: (lambda t: t if t["expired"] else None)(timeline(srv, tid)),
+                        timeout=30, what="the timeline to show the tombstone")
+        eq(tl["task"], None, "no record any more")
+        eq(tl["expired"]["finishedAt"], task["finishedAt"], "the tombstone keeps finishedAt")
+        kinds = [e["kind"] for e in tl["entries"]]
+        eq(kinds, ["finished", "expired", "deadline"], "a tombstone's entries")
+        eq(tl["retention"]["forgetAt"], tl["expired"]["expiredAt"] + 2 * HOUR, "forgotten at")
+        _, _, page = get(srv, "/inspect/task/" + tid)
+        check('id="expired"' in page.decode() and "TASK_EXPIRED" in page.decode(),
+              "the page shows the expired state")
+        rc, out, _ = once_cli(srv, "inspect", tid)
+        check(rc == 0 and "EXPIRED" in out, "once inspect shows the tombstone:\n%s" % out)
+
+
+if __name__ == "__main__":
+    run([test_off_by_default, test_auth_and_tenants, test_escaping_and_csp,
+         test_list_filters_and_pages, test_timeline_json_and_cli])
