@@ -33,7 +33,8 @@ extern "C" {
  * executor are borrowed and must outlive the server. */
 typedef struct once_server_options {
     once_store *store;                /* required */
-    const once_executor *executor;    /* NULL = the built-in echo agent */
+    const once_executor *executor;    /* required: the agent; once_executor_echo()
+                                         is the built-in one */
     const char *listen;               /* required: "HOST:PORT" or "[v6]:PORT",
                                          port 1..65535 */
     const char *public_url;           /* the card's URL; NULL = http(s)://HOST:PORT/ */
