@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+#include "db/db.h"
 #include "once/store.h"
 
 #define SQ_SCHEMA_VERSION 2   /* 1 -> 2: tasks.push_json, push_deliveries */
@@ -186,9 +187,6 @@ int once__sq_step(sqlite3_stmt *st);
 int once__sq_reset(sqlite3_stmt *st);
 void once__sq_count_commit(size_t ops);
 /* SQLITE_BUSY/LOCKED -> ONCE_EBUSY, NOMEM -> ONCE_ENOMEM, else ONCE_ESTORE. */
-int once__sq_err(int sqlite_rc);
-int once__sq_is_busy(int sqlite_rc);
-void once__sq_sleep_ms(int ms);
 
 /* ---- sqlite_conn.c ---- */
 /* Open a connection to s->open_name with the handle's busy timeout; the

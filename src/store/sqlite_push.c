@@ -73,8 +73,8 @@ static int finish(sqlite3_stmt *st, int src)
         src = once__sq_step(st);
     int rrc = once__sq_reset(st);
     if (src != SQLITE_DONE)
-        return once__sq_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
-    return rrc == SQLITE_OK ? ONCE_OK : once__sq_err(rrc);
+        return once__db_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
+    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
 }
 
 static int put_row(sq_conn *w, const char *principal, const char *task_id, const once_push_row *r)
@@ -116,7 +116,7 @@ static int read_rows(sq_conn *c, const char *principal, const char *task_id, onc
         if (step == SQLITE_DONE)
             break;
         if (step != SQLITE_ROW) {
-            rc = once__sq_err(step);
+            rc = once__db_err(step);
             break;
         }
         if (*n == cap) {
@@ -128,9 +128,9 @@ static int read_rows(sq_conn *c, const char *principal, const char *task_id, onc
             (*n)++;
     }
     if (src != SQLITE_OK && rc == ONCE_OK)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     int rrc = once__sq_reset(st);
-    return rc == ONCE_OK && rrc != SQLITE_OK ? once__sq_err(rrc) : rc;
+    return rc == ONCE_OK && rrc != SQLITE_OK ? once__db_err(rrc) : rc;
 }
 
 int once__sq_push_drop(sq_conn *w, const char *principal, const char *task_id)
@@ -181,7 +181,7 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
         if (step == SQLITE_DONE)
             break;
         if (step != SQLITE_ROW) {
-            rc = once__sq_err(step);
+            rc = once__db_err(step);
             break;
         }
         if (!out) {
@@ -216,9 +216,9 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
         *found = out->n;
     }
     if (src != SQLITE_OK && rc == ONCE_OK)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     int rrc = once__sq_reset(st);
-    return rc == ONCE_OK && rrc != SQLITE_OK ? once__sq_err(rrc) : rc;
+    return rc == ONCE_OK && rrc != SQLITE_OK ? once__db_err(rrc) : rc;
 }
 
 int once__sq_op_push_claim(sq_conn *w, sq_op *op)
@@ -250,7 +250,7 @@ static int on_reader(sq_store *s, const char *what, reader_fn fn, void *arg)
     int rc = ONCE_EBUSY;
     for (int i = 0; rc == ONCE_EBUSY && i <= SQ_BUSY_RETRIES; i++) {
         if (i)
-            once__sq_sleep_ms(1 << i);
+            once__db_sleep_ms(1 << i);
         sq_conn *c;
         rc = once__sq_reader(s, &c);
         if (rc != ONCE_OK)
@@ -316,10 +316,10 @@ int once__sq_op_push_ack(sq_conn *w, sq_op *op)
     if (src == SQLITE_ROW)
         rc = row_decode(st, 0, &r);
     else
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__sq_err(src);
+        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__db_err(src);
     int rrc = once__sq_reset(st);
     if (rc == ONCE_OK && rrc != SQLITE_OK)
-        rc = once__sq_err(rrc);
+        rc = once__db_err(rrc);
     if (rc == ONCE_OK)
         rc = once__push_apply_ack(&r, a);
     if (rc == ONCE_OK)
@@ -430,7 +430,7 @@ int once__sq_check_push(sq_conn *c, once_check_report *rep)
             if (step == SQLITE_DONE)
                 break;
             if (step != SQLITE_ROW) {
-                rc = once__sq_err(step);
+                rc = once__db_err(step);
                 break;
             }
             if (q == 0) {
@@ -443,7 +443,7 @@ int once__sq_check_push(sq_conn *c, once_check_report *rep)
             }
         }
         if (src != SQLITE_OK && rc == ONCE_OK)
-            rc = once__sq_err(src);
+            rc = once__db_err(src);
         sqlite3_finalize(st);
     }
     return rc;

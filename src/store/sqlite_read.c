@@ -109,7 +109,7 @@ static int with_reader(sq_store *s, const char *what, read_fn fn, void *arg)
     int rc = ONCE_EBUSY;
     for (int i = 0; rc == ONCE_EBUSY && i <= SQ_BUSY_RETRIES; i++) {
         if (i)
-            once__sq_sleep_ms(1 << i);
+            once__db_sleep_ms(1 << i);
         sq_conn *c;
         rc = once__sq_reader(s, &c);
         if (rc != ONCE_OK)
@@ -137,7 +137,7 @@ static int keyed_row(sq_conn *c, sq_stmt_id id, const char *principal, const cha
         src = once__sq_step(*out);
     if (src == SQLITE_ROW)
         return ONCE_OK;
-    return src == SQLITE_DONE ? ONCE_ENOTFOUND : once__sq_err(src);
+    return src == SQLITE_DONE ? ONCE_ENOTFOUND : once__db_err(src);
 }
 
 /* Reset st; a failed reset turns a result into an error (the row may not
@@ -149,7 +149,7 @@ static int end_stmt(sqlite3_stmt *st, int rc)
     int rrc = once__sq_reset(st);
     return rrc == SQLITE_OK || (rc != ONCE_OK && rc != ONCE_ENOTFOUND && rc != ONCE_ETOMBSTONE)
                ? rc
-               : once__sq_err(rrc);
+               : once__db_err(rrc);
 }
 
 /* Arguments and outputs of one read op, on the caller's stack (the op runs
@@ -244,7 +244,7 @@ static int events_fn(sq_conn *c, void *p)
         a->out->n++;
     }
     if (rc == ONCE_OK && src != SQLITE_DONE)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     rc = end_stmt(st, rc);
     if (rc != ONCE_OK)
         once_event_list_clear(a->out);
@@ -299,7 +299,7 @@ static int leases_fn(sq_conn *c, void *p)
         a->out->n++;
     }
     if (rc == ONCE_OK && src != SQLITE_DONE)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     rc = end_stmt(st, rc);
     if (rc != ONCE_OK)
         once_key_list_clear(a->out);
@@ -352,7 +352,7 @@ static int list_fn(sq_conn *c, void *p)
             a->out->n++;
     }
     if (rc == ONCE_OK && src != SQLITE_DONE && src != SQLITE_ROW)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     rc = end_stmt(st, rc);
     if (rc != ONCE_OK || a->out->n == 0)
         once_record_list_clear(a->out);
@@ -384,7 +384,7 @@ static int meta_fn(sq_conn *c, void *p)
     if (src == SQLITE_ROW)
         rc = dup_text(a->out, st, 0, 0);
     else
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__sq_err(src);
+        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__db_err(src);
     rc = end_stmt(st, rc);
     if (rc != ONCE_OK) {
         once_free(*a->out);
