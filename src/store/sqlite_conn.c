@@ -15,14 +15,15 @@
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
-void once__sq_conn_close(sq_conn *c)
+int once__sq_conn_close(sq_conn *c)
 {
     if (!c)
-        return;
+        return ONCE_OK;
     for (int i = 0; i < SQ_NSTMT; i++)
         sqlite3_finalize(c->st[i]);
-    sqlite3_close_v2(c->db);
+    int src = sqlite3_close_v2(c->db);
     once_free(c);
+    return src == SQLITE_OK ? ONCE_OK : once__db_err(src);
 }
 
 int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out)

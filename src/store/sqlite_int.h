@@ -193,7 +193,9 @@ void once__sq_count_commit(size_t ops);
  * writer also gets PRAGMA synchronous=<s->sync>, a reader query_only.
  * create: may create the file (the schema connection only). */
 int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out);
-void once__sq_conn_close(sq_conn *c);   /* NULL is a no-op */
+/* Finalize and close: ONCE_OK, or the close's error (the connection is
+ * gone either way). NULL is a no-op. */
+int once__sq_conn_close(sq_conn *c);
 /* The cached statement id, prepared on first use. */
 int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out);
 /* Step a statement that returns no rows, then reset it. */
