@@ -83,9 +83,9 @@ typedef struct once_record {
 } once_record;
 
 /* Free the owned strings and zero the record. NULL is a no-op. */
-void once_record_clear(once_record *r);
+ONCE_API void once_record_clear(once_record *r);
 /* Deep copy src into dst (dst is overwritten, not cleared first). */
-int once_record_copy(once_record *dst, const once_record *src);
+ONCE_API int once_record_copy(once_record *dst, const once_record *src);
 
 /* What remains of a record after retention: enough to answer TASK_EXPIRED. */
 typedef struct once_tombstone {
@@ -106,7 +106,7 @@ typedef struct once_event_list {
     once_event *v;
     size_t n;
 } once_event_list;
-void once_event_list_clear(once_event_list *l);
+ONCE_API void once_event_list_clear(once_event_list *l);
 
 typedef struct once_key {
     char principal[ONCE_PRINCIPAL_MAX + 1];
@@ -117,13 +117,13 @@ typedef struct once_key_list {
     once_key *v;
     size_t n;
 } once_key_list;
-void once_key_list_clear(once_key_list *l);
+ONCE_API void once_key_list_clear(once_key_list *l);
 
 typedef struct once_record_list {
     once_record *v;
     size_t n;
 } once_record_list;
-void once_record_list_clear(once_record_list *l);
+ONCE_API void once_record_list_clear(once_record_list *l);
 
 /* ListTasks filter and cursor. Records are ordered by (created_at, task_id)
  * ascending; the page starts strictly after (after_created_at, after_task_id)
@@ -185,12 +185,12 @@ typedef struct once_store_options {
 struct once_store;
 
 /* "off", "normal", "full" for ONCE_SYNC_OFF..FULL; NULL otherwise. */
-const char *once_sync_name(int level);
+ONCE_API const char *once_sync_name(int level);
 /* The level an open store commits at, read back from the store itself
  * (SQLite: its writer connection's PRAGMA synchronous): ONCE_SYNC_OFF,
  * NORMAL or FULL in *level. ONCE_EUNSUPPORTED for backends without the
  * choice; ONCE_ESTORE if it cannot be read. */
-int once_store_synchronous(struct once_store *s, int *level);
+ONCE_API int once_store_synchronous(struct once_store *s, int *level);
 
 /*
  * Push delivery (ONCE_STORE_PUSH). A delivery row exists for every element of
@@ -226,7 +226,7 @@ typedef struct once_push_claim_list {
     once_push_claim *v;
     size_t n;
 } once_push_claim_list;
-void once_push_claim_list_clear(once_push_claim_list *l);
+ONCE_API void once_push_claim_list_clear(once_push_claim_list *l);
 
 /* A delivery row as stored (push_rows; status and counters for humans). */
 typedef struct once_push_row {
@@ -249,7 +249,7 @@ typedef struct once_push_row_list {
     once_push_row *v;
     size_t n;
 } once_push_row_list;
-void once_push_row_list_clear(once_push_row_list *l);
+ONCE_API void once_push_row_list_clear(once_push_row_list *l);
 
 typedef enum once_push_outcome {
     ONCE_PUSH_DELIVERED = 1,   /* delivered = generation, attempts 0, deliveries + 1 */
@@ -464,43 +464,44 @@ struct once_store {
 /* Open by URL: "memory:", "sqlite:PATH", "postgres://...", "redis://...",
  * "dynamodb://TABLE?region=R...".
  * errbuf may be NULL. */
-int once_store_open(const char *url, const once_store_options *opt, once_store **out,
+ONCE_API int once_store_open(const char *url, const once_store_options *opt, once_store **out,
                     char *errbuf, size_t errlen);
 /* Open a backend built outside libonce through its own methods table, under
  * the same contract as the built-in ones (m->open gets url). Before the open
  * slot runs: ONCE_EUNSUPPORTED when m->version is not
  * ONCE_STORE_METHODS_VERSION, ONCE_EINVAL when a slot the caps call for is
  * NULL. m must outlive the handle. */
-int once_store_open_methods(const once_store_methods *m, const char *url,
+ONCE_API int once_store_open_methods(const once_store_methods *m, const char *url,
                             const once_store_options *opt, once_store **out, char *errbuf,
                             size_t errlen);
 /* The close slot's answer (see close above); NULL is a no-op (ONCE_OK). */
-int once_store_close(once_store *s);
-const char *once_store_errmsg(const once_store *s);
-unsigned once_store_caps(const once_store *s);
+ONCE_API int once_store_close(once_store *s);
+ONCE_API const char *once_store_errmsg(const once_store *s);
+ONCE_API unsigned once_store_caps(const once_store *s);
 
 /* Dispatch helpers: s->m->slot(s, ...). */
-int once_store_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
-                      once_record *winner, once_tombstone *tomb);
-int once_store_load(once_store *s, const char *principal, const char *task_id, once_record *out,
-                    once_tombstone *tomb);
-int once_store_update(once_store *s, const once_record *rec, int64_t expect_version,
+ONCE_API int once_store_create(once_store *s, const once_record *rec, const once_event *ev,
+                               size_t nev, once_record *winner, once_tombstone *tomb);
+ONCE_API int once_store_load(once_store *s, const char *principal, const char *task_id,
+                             once_record *out, once_tombstone *tomb);
+ONCE_API int once_store_update(once_store *s, const once_record *rec, int64_t expect_version,
                       const once_event *ev, size_t nev);
-int once_store_events(once_store *s, const char *principal, const char *task_id, int64_t after,
-                      size_t max, once_event_list *out);
-int once_store_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
-int once_store_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
-int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
-int once_store_list(once_store *s, const once_list_query *q, once_record_list *out);
-int once_store_meta(once_store *s, const char *name, const char *init_value, char **out);
-int once_store_check(once_store *s, once_check_report *rep);
-int once_store_renew(once_store *s, const char *principal, const char *task_id,
+ONCE_API int once_store_events(once_store *s, const char *principal, const char *task_id,
+                               int64_t after, size_t max, once_event_list *out);
+ONCE_API int once_store_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
+ONCE_API int once_store_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max,
+                              size_t *n);
+ONCE_API int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
+ONCE_API int once_store_list(once_store *s, const once_list_query *q, once_record_list *out);
+ONCE_API int once_store_meta(once_store *s, const char *name, const char *init_value, char **out);
+ONCE_API int once_store_check(once_store *s, once_check_report *rep);
+ONCE_API int once_store_renew(once_store *s, const char *principal, const char *task_id,
                      const char *owner, int64_t fence, int64_t until);
 /* Push slots; ONCE_EUNSUPPORTED when the backend lacks ONCE_STORE_PUSH. */
-int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+ONCE_API int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
                           size_t max, once_push_claim_list *out);
-int once_store_push_ack(once_store *s, const once_push_ack *ack);
-int once_store_push_rows(once_store *s, const char *principal, const char *task_id,
+ONCE_API int once_store_push_ack(once_store *s, const once_push_ack *ack);
+ONCE_API int once_store_push_rows(once_store *s, const char *principal, const char *task_id,
                          once_push_row_list *out);
 
 #ifdef __cplusplus
