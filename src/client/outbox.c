@@ -111,6 +111,20 @@ int once__ob_prepare(once__outbox *o, sqlite3_stmt **st, const char *sql, const 
     return src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, "prepare");
 }
 
+int once__ob_one(once__outbox *o, sqlite3_stmt **st, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int src = once__db_vprepare(o->db, st, sql, types, ap);
+    va_end(ap);
+    if (src == SQLITE_OK && (src = sqlite3_step(*st)) == SQLITE_ROW)
+        return ONCE_OK;
+    int rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
+    sqlite3_finalize(*st);
+    *st = NULL;
+    return rc;
+}
+
 int once__ob_run(once__outbox *o, const char *sql, const char *types, ...)
 {
     va_list ap;
@@ -244,14 +258,9 @@ int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const
 static int state_of(once__outbox *o, int64_t seq, once_intent_state *st)
 {
     sqlite3_stmt *q;
-    int rc = once__ob_prepare(o, &q, "SELECT state FROM intents WHERE seq=?", "i", seq);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = sqlite3_step(q);
-    if (src == SQLITE_ROW)
+    int rc = once__ob_one(o, &q, "SELECT state FROM intents WHERE seq=?", "i", seq);
+    if (rc == ONCE_OK)
         *st = once__intent_state_parse((const char *)sqlite3_column_text(q, 0));
-    else
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
     sqlite3_finalize(q);
     return rc;
 }
@@ -308,14 +317,9 @@ int once__outbox_set_mode(once__outbox *o, int64_t seq, int ext, int64_t now, in
                       "sii", ext ? "ext" : "plain", now, seq);
     sqlite3_stmt *q = NULL;
     if (rc == ONCE_OK)
-        rc = once__ob_prepare(o, &q, "SELECT mode FROM intents WHERE seq=?", "i", seq);
-    if (rc == ONCE_OK) {
-        int src = sqlite3_step(q);
-        if (src == SQLITE_ROW)
-            *ext_out = strcmp((const char *)sqlite3_column_text(q, 0), "ext") == 0;
-        else
-            rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
-    }
+        rc = once__ob_one(o, &q, "SELECT mode FROM intents WHERE seq=?", "i", seq);
+    if (rc == ONCE_OK)
+        *ext_out = strcmp((const char *)sqlite3_column_text(q, 0), "ext") == 0;
     sqlite3_finalize(q);
     return once__ob_end(o, rc);
 }
@@ -473,11 +477,8 @@ int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT %s FROM intents WHERE seq=?", once__ob_columns);
     sqlite3_stmt *q;
-    int rc = once__ob_prepare(o, &q, sql, "i", seq);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = sqlite3_step(q);
-    if (src == SQLITE_ROW) {
+    int rc = once__ob_one(o, &q, sql, "i", seq);
+    if (rc == ONCE_OK) {
         once__ob_row_view(q, &row->it);
         row->kind = col_dup(q, 1);
         row->agent = col_dup(q, 2);
@@ -499,8 +500,6 @@ int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)
         row->it.mode = row->mode;
         row->it.last_error = row->last_error;
         row->it.refusal = row->refusal;
-    } else {
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
     }
     sqlite3_finalize(q);
     if (rc != ONCE_OK)

@@ -38,32 +38,6 @@ int once__stopping(const once__engine *e)
     return __atomic_load_n(&e->stopping, __ATOMIC_ACQUIRE);
 }
 
-int once__cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    if (pthread_condattr_init(&a) != 0)
-        return ONCE_ENOMEM;
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-    return rc == 0 ? ONCE_OK : ONCE_ENOMEM;
-}
-
-void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
-{
-    if (ms <= 0)
-        return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec += 1;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
 int once__engine_pause(once__engine *e, int64_t ms)
 {
     int64_t until = once_monotonic_ms() + ms;

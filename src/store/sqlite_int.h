@@ -207,6 +207,11 @@ int once__sq_abort(sq_conn *c);
  * inside a transaction or the pool is full. */
 int once__sq_reader(sq_store *s, sq_conn **out);
 void once__sq_release(sq_store *s, sq_conn *c);
+/* A read op on one reader connection, retried with backoff while the file
+ * is busy; fn cleans its outputs on failure, and a failure's detail goes to
+ * the handle's errmsg under what. */
+typedef int (*sq_read_fn)(sq_conn *c, void *arg);
+int once__sq_with_reader(sq_store *s, const char *what, sq_read_fn fn, void *arg);
 /* base.errmsg: what failed, rc's text and db's last message (db may be
  * NULL; only the thread owning db may pass it). */
 void once__sq_seterr(sq_store *s, sqlite3 *db, const char *what, int rc);

@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
@@ -188,16 +189,8 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
             *found = 1;
             break;
         }
-        if (out->n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            once_push_claim *g = once_realloc(out->v, nc * sizeof *g);
-            if (!g) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            out->v = g;
-            cap = nc;
-        }
+        if (out->n == cap && (rc = once__grow(&out->v, &cap, sizeof *out->v, 8)) != ONCE_OK)
+            break;
         once_push_claim *k = &out->v[out->n];
         once_push_row r;
         memset(k, 0, sizeof *k);
@@ -242,27 +235,6 @@ int once__sq_op_push_claim(sq_conn *w, sq_op *op)
     return rc;
 }
 
-/* Reader-side retry loop for the read-only parts (busy -> retry). */
-typedef int (*reader_fn)(sq_conn *c, void *arg);
-
-static int on_reader(sq_store *s, const char *what, reader_fn fn, void *arg)
-{
-    int rc = ONCE_EBUSY;
-    for (int i = 0; rc == ONCE_EBUSY && i <= SQ_BUSY_RETRIES; i++) {
-        if (i)
-            once__db_sleep_ms(1 << i);
-        sq_conn *c;
-        rc = once__sq_reader(s, &c);
-        if (rc != ONCE_OK)
-            continue;
-        rc = fn(c, arg);
-        if (rc == ONCE_ESTORE || rc == ONCE_EBUSY || rc == ONCE_ENOMEM || rc == ONCE_ECORRUPT)
-            once__sq_seterr(s, c->db, what, rc);
-        once__sq_release(s, c);
-    }
-    return rc;
-}
-
 typedef struct any_due_arg {
     int64_t now;
     size_t found;
@@ -286,7 +258,7 @@ int once__sq_push_claim(sq_store *s, const char *owner, int64_t now, int64_t lea
     if (max == 0)
         return ONCE_OK;
     any_due_arg a = {now, 0};
-    int rc = on_reader(s, "push_claim", any_due_fn, &a);
+    int rc = once__sq_with_reader(s, "push_claim", any_due_fn, &a);
     if (rc != ONCE_OK || !a.found)
         return rc;
     sq_op op = {.kind = SQ_OP_PUSH_CLAIM,
@@ -359,7 +331,7 @@ int once__sq_push_rows(sq_store *s, const char *principal, const char *task_id,
 {
     memset(out, 0, sizeof *out);
     rows_arg a = {principal, task_id, out};
-    return on_reader(s, "push_rows", rows_fn, &a);
+    return once__sq_with_reader(s, "push_rows", rows_fn, &a);
 }
 
 /* ------------------------------------------------------------------------

@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
@@ -101,10 +102,7 @@ int once__sq_row_tomb(sqlite3_stmt *st, int c, once_tombstone *t)
     return ONCE_OK;
 }
 
-/* A read op: runs on one reader connection; cleans its outputs on failure. */
-typedef int (*read_fn)(sq_conn *c, void *arg);
-
-static int with_reader(sq_store *s, const char *what, read_fn fn, void *arg)
+int once__sq_with_reader(sq_store *s, const char *what, sq_read_fn fn, void *arg)
 {
     int rc = ONCE_EBUSY;
     for (int i = 0; rc == ONCE_EBUSY && i <= SQ_BUSY_RETRIES; i++) {
@@ -197,7 +195,7 @@ int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
     load_arg a = {principal, task_id, out, tomb};
-    return with_reader(s, "load", load_fn, &a);
+    return once__sq_with_reader(s, "load", load_fn, &a);
 }
 
 typedef struct events_arg {
@@ -226,16 +224,9 @@ static int events_fn(sq_conn *c, void *p)
     while (src == SQLITE_OK || src == SQLITE_ROW) {
         if ((src = once__sq_step(st)) != SQLITE_ROW)
             break;
-        if (a->out->n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            once_event *g = once_realloc(a->out->v, nc * sizeof *g);
-            if (!g) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            a->out->v = g;
-            cap = nc;
-        }
+        if (a->out->n == cap &&
+            (rc = once__grow(&a->out->v, &cap, sizeof *a->out->v, 8)) != ONCE_OK)
+            break;
         once_event *e = &a->out->v[a->out->n];
         e->generation = sqlite3_column_int64(st, 0);
         rc = dup_text(&e->payload, st, 1, 0);
@@ -256,7 +247,7 @@ int once__sq_events(sq_store *s, const char *principal, const char *task_id, int
 {
     memset(out, 0, sizeof *out);
     events_arg a = {principal, task_id, after, max, out};
-    return with_reader(s, "events", events_fn, &a);
+    return once__sq_with_reader(s, "events", events_fn, &a);
 }
 
 typedef struct leases_arg {
@@ -279,16 +270,9 @@ static int leases_fn(sq_conn *c, void *p)
     while (src == SQLITE_OK || src == SQLITE_ROW) {
         if ((src = once__sq_step(st)) != SQLITE_ROW)
             break;
-        if (a->out->n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            once_key *g = once_realloc(a->out->v, nc * sizeof *g);
-            if (!g) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            a->out->v = g;
-            cap = nc;
-        }
+        if (a->out->n == cap &&
+            (rc = once__grow(&a->out->v, &cap, sizeof *a->out->v, 16)) != ONCE_OK)
+            break;
         once_key *k = &a->out->v[a->out->n];
         memset(k, 0, sizeof *k);
         rc = copy_text(k->principal, sizeof k->principal, st, 0);
@@ -312,7 +296,7 @@ int once__sq_expired_leases(sq_store *s, int64_t now, size_t max, once_key_list 
     if (max == 0)
         return ONCE_OK;
     leases_arg a = {now, max, out};
-    return with_reader(s, "expired_leases", leases_fn, &a);
+    return once__sq_with_reader(s, "expired_leases", leases_fn, &a);
 }
 
 typedef struct list_arg {
@@ -363,7 +347,7 @@ int once__sq_list(sq_store *s, const once_list_query *q, once_record_list *out)
 {
     memset(out, 0, sizeof *out);
     list_arg a = {q, out};
-    return with_reader(s, "list", list_fn, &a);
+    return once__sq_with_reader(s, "list", list_fn, &a);
 }
 
 typedef struct meta_arg {
@@ -397,5 +381,5 @@ int once__sq_meta_get(sq_store *s, const char *name, char **out)
 {
     *out = NULL;
     meta_arg a = {name, out};
-    return with_reader(s, "meta", meta_fn, &a);
+    return once__sq_with_reader(s, "meta", meta_fn, &a);
 }

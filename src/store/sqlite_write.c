@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "core/decide.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
@@ -217,16 +218,8 @@ static int sweep_pick(sq_conn *w, sq_op *op, sweep_key **keys, size_t *nkeys)
     while (rc == ONCE_OK && (src == SQLITE_OK || src == SQLITE_ROW)) {
         if ((src = once__sq_step(st)) != SQLITE_ROW)
             break;
-        if (*nkeys == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            sweep_key *g = once_realloc(*keys, nc * sizeof *g);
-            if (!g) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            *keys = g;
-            cap = nc;
-        }
+        if (*nkeys == cap && (rc = once__grow(keys, &cap, sizeof **keys, 16)) != ONCE_OK)
+            break;
         sweep_key *k = &(*keys)[*nkeys];
         rc = copy_col(k->principal, sizeof k->principal, st, 0);
         if (rc == ONCE_OK)
