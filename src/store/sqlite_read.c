@@ -198,6 +198,33 @@ int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_
     return once__sq_with_reader(s, "load", load_fn, &a);
 }
 
+/* Step st (its arguments bound, src the binding's result) to its end,
+ * appending one element of size bytes per row to the array at pv (T **,
+ * *n in use) through decode, which fills a zeroed element. Ends the
+ * statement; on failure the caller clears its list. */
+typedef int (*row_fn)(sqlite3_stmt *st, void *elem);
+
+static int collect(sqlite3_stmt *st, int src, void *pv, size_t *n, size_t size, row_fn decode)
+{
+    size_t cap = 0;
+    int rc = ONCE_OK;
+    while (src == SQLITE_OK || src == SQLITE_ROW) {
+        if ((src = once__sq_step(st)) != SQLITE_ROW)
+            break;
+        if (*n == cap && (rc = once__grow(pv, &cap, size, 16)) != ONCE_OK)
+            break;
+        char *v;
+        memcpy(&v, pv, sizeof v);
+        memset(v + *n * size, 0, size);
+        if ((rc = decode(st, v + *n * size)) != ONCE_OK)
+            break;
+        (*n)++;
+    }
+    if (rc == ONCE_OK && src != SQLITE_DONE)
+        rc = once__db_err(src);
+    return end_stmt(st, rc);
+}
+
 typedef struct events_arg {
     const char *principal, *task_id;
     int64_t after;
@@ -205,11 +232,17 @@ typedef struct events_arg {
     once_event_list *out;
 } events_arg;
 
+static int event_row(sqlite3_stmt *st, void *elem)
+{
+    once_event *e = elem;
+    e->generation = sqlite3_column_int64(st, 0);
+    return dup_text(&e->payload, st, 1, 0);
+}
+
 static int events_fn(sq_conn *c, void *p)
 {
     events_arg *a = p;
     sqlite3_stmt *st;
-    size_t cap = 0;
     int rc = once__sq_stmt(c, SQ_EVENTS_GET, &st);
     if (rc != ONCE_OK)
         return rc;
@@ -221,22 +254,7 @@ static int events_fn(sq_conn *c, void *p)
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 4,
                                   a->max == 0 || a->max > INT64_MAX ? -1 : (int64_t)a->max);
-    while (src == SQLITE_OK || src == SQLITE_ROW) {
-        if ((src = once__sq_step(st)) != SQLITE_ROW)
-            break;
-        if (a->out->n == cap &&
-            (rc = once__grow(&a->out->v, &cap, sizeof *a->out->v, 8)) != ONCE_OK)
-            break;
-        once_event *e = &a->out->v[a->out->n];
-        e->generation = sqlite3_column_int64(st, 0);
-        rc = dup_text(&e->payload, st, 1, 0);
-        if (rc != ONCE_OK)
-            break;
-        a->out->n++;
-    }
-    if (rc == ONCE_OK && src != SQLITE_DONE)
-        rc = once__db_err(src);
-    rc = end_stmt(st, rc);
+    rc = collect(st, src, &a->out->v, &a->out->n, sizeof *a->out->v, event_row);
     if (rc != ONCE_OK)
         once_event_list_clear(a->out);
     return rc;
@@ -256,35 +274,24 @@ typedef struct leases_arg {
     once_key_list *out;
 } leases_arg;
 
+static int key_row(sqlite3_stmt *st, void *elem)
+{
+    once_key *k = elem;
+    int rc = copy_text(k->principal, sizeof k->principal, st, 0);
+    return rc == ONCE_OK ? copy_text(k->task_id, sizeof k->task_id, st, 1) : rc;
+}
+
 static int leases_fn(sq_conn *c, void *p)
 {
     leases_arg *a = p;
     sqlite3_stmt *st;
-    size_t cap = 0;
     int rc = once__sq_stmt(c, SQ_LEASES, &st);
     if (rc != ONCE_OK)
         return rc;
     int src = once__sq_bind_int64(st, 1, a->now);
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 2, a->max > INT64_MAX ? -1 : (int64_t)a->max);
-    while (src == SQLITE_OK || src == SQLITE_ROW) {
-        if ((src = once__sq_step(st)) != SQLITE_ROW)
-            break;
-        if (a->out->n == cap &&
-            (rc = once__grow(&a->out->v, &cap, sizeof *a->out->v, 16)) != ONCE_OK)
-            break;
-        once_key *k = &a->out->v[a->out->n];
-        memset(k, 0, sizeof *k);
-        rc = copy_text(k->principal, sizeof k->principal, st, 0);
-        if (rc == ONCE_OK)
-            rc = copy_text(k->task_id, sizeof k->task_id, st, 1);
-        if (rc != ONCE_OK)
-            break;
-        a->out->n++;
-    }
-    if (rc == ONCE_OK && src != SQLITE_DONE)
-        rc = once__db_err(src);
-    rc = end_stmt(st, rc);
+    rc = collect(st, src, &a->out->v, &a->out->n, sizeof *a->out->v, key_row);
     if (rc != ONCE_OK)
         once_key_list_clear(a->out);
     return rc;
