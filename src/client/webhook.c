@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/errbuf.h"
 #include "core/jcs.h"
 #include "db/db.h"
 #include "once/webhook.h"
@@ -88,13 +89,7 @@ void once_webhook_close(once_webhook *w)
 
 int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *err, size_t errlen)
 {
-    char dummy[1];
-    if (err == NULL) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    if (errlen)
-        err[0] = '\0';
+    err = once__errbuf(err, &errlen);
     if (out == NULL || o == NULL || o->state_path == NULL || o->state_path[0] == '\0') {
         snprintf(err, errlen, "a state file (the processed-set) is required");
         return ONCE_EINVAL;

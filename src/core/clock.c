@@ -187,3 +187,14 @@ int once__cond_init(pthread_cond_t *cv)
     pthread_condattr_destroy(&a);
     return rc == 0 ? ONCE_OK : ONCE_ENOMEM;
 }
+
+int once__lock_init(pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+    if (pthread_mutex_init(mu, NULL) != 0)
+        return ONCE_ENOMEM;
+    if (once__cond_init(cv) != ONCE_OK) {
+        pthread_mutex_destroy(mu);
+        return ONCE_ENOMEM;
+    }
+    return ONCE_OK;
+}

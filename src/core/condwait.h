@@ -12,6 +12,10 @@
  * ONCE_ENOMEM. */
 int once__cond_init(pthread_cond_t *cv);
 
+/* A mutex and its monotonic condition variable together: ONCE_OK, or
+ * ONCE_ENOMEM with neither initialised. */
+int once__lock_init(pthread_mutex_t *mu, pthread_cond_t *cv);
+
 /* Wait on cv (bound to mu, which the caller holds) for at most ms; ms <= 0
  * returns at once. The caller re-checks its condition: a wake-up may be
  * early or spurious. Needs cv created with CLOCK_MONOTONIC

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/errbuf.h"
 #include "engine/engine_int.h"
 
 #define DEFAULT_LEASE_MS 15000
@@ -112,13 +113,7 @@ static int load_secret(once__engine *e, char *err, size_t errlen)
 
 int once__engine_new(const once__engine_config *cfg, once__engine **out, char *err, size_t errlen)
 {
-    char dummy[1];
-    if (err == NULL) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    if (errlen > 0)
-        err[0] = '\0';
+    err = once__errbuf(err, &errlen);
     if (out == NULL || cfg == NULL || cfg->store == NULL) {
         snprintf(err, errlen, "a store is required");
         return ONCE_EINVAL;

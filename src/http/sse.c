@@ -382,12 +382,7 @@ int once__sse_new(unsigned max_streams, size_t buffer_cap, int64_t ping_ms, once
     once__sse *h = once_calloc(1, sizeof *h);
     if (h == NULL)
         return ONCE_ENOMEM;
-    if (pthread_mutex_init(&h->mu, NULL) != 0) {
-        once_free(h);
-        return ONCE_ENOMEM;
-    }
-    if (once__cond_init(&h->idle) != ONCE_OK) {
-        pthread_mutex_destroy(&h->mu);
+    if (once__lock_init(&h->mu, &h->idle) != ONCE_OK) {
         once_free(h);
         return ONCE_ENOMEM;
     }
@@ -435,12 +430,7 @@ static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once__a2a_s
     sse_conn *s = once_calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
-    if (pthread_mutex_init(&s->mu, NULL) != 0) {
-        once_free(s);
-        return NULL;
-    }
-    if (once__cond_init(&s->room) != ONCE_OK) {
-        pthread_mutex_destroy(&s->mu);
+    if (once__lock_init(&s->mu, &s->room) != ONCE_OK) {
         once_free(s);
         return NULL;
     }
