@@ -5,9 +5,9 @@
   include/once/ headers (never a private one from src/);
 - the examples (an in-process agent, a server built on libonce) include
   only include/once/ headers;
-- libonce.so exports exactly the functions include/once/ declares with
-  ONCE_API: none more (a private symbol leaked), none fewer (a declared
-  function hidden or missing).
+- every function include/once/ declares carries ONCE_API, and libonce.so
+  exports exactly those: none more (a private symbol leaked), none fewer
+  (a declared function hidden or missing).
 
 usage: public.py INCLUDE_DIR EXAMPLES_DIR LIBONCE_SO
 """
@@ -21,6 +21,27 @@ import sys
 def strip_comments(text):
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     return re.sub(r"//[^\n]*", " ", text)
+
+
+def top_level_statements(text):
+    """The statements outside any braces (extern "C" blocks do not count),
+    white space folded."""
+    text = re.sub(r'extern\s+"C"\s*\{', " ", text)
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+            cur = [] if depth == 0 else cur
+            continue
+        if depth == 0:
+            if ch == ";":
+                out.append(" ".join("".join(cur).split()))
+                cur = []
+            else:
+                cur.append(ch)
+    return out
 
 
 def main():
@@ -38,7 +59,13 @@ def main():
                 problems.append("%s includes \"%s\", which is not in include/once/"
                                 % (os.path.relpath(h), m.group(1)))
         decls = re.sub(r"^\s*#[^\n]*", " ", text, flags=re.M)
-        for m in re.finditer(r"\bONCE_API\b[^;{]*?\b(\w+)\s*\(", decls):
+        for stmt in top_level_statements(decls):
+            m = re.match(r"^(?!typedef\b)[\w\s\*]*?\b(\w+)\s*\((.|\n)*\)$", stmt)
+            if m is None:
+                continue
+            if not re.match(r"^ONCE_API\b", stmt):
+                problems.append("%s declares %s without ONCE_API: libonce.so hides it"
+                                % (os.path.relpath(h), m.group(1)))
             declared.add(m.group(1))
     for c in sorted(glob.glob(os.path.join(examples, "*.c"))):
         text = strip_comments(open(c, encoding="utf-8").read())
