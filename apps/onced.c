@@ -637,7 +637,11 @@ int main(int argc, char **argv)
 out:
     once_server_stop(server); /* HTTP first, then the engine's workers */
     once_executor_free(sub);
-    once_store_close(store);
+    int crc = once_store_close(store);
+    if (crc != ONCE_OK) {
+        fprintf(stderr, "onced: closing the store: %s\n", once_strerror(crc));
+        status = 1;
+    }
     once__tokens_free(tokens);
     json_decref(card);
     return status;

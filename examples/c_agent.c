@@ -482,8 +482,8 @@ int main(int argc, char **argv)
 
     char err[512] = "";
     once_store *store = NULL;
-    once_store_options so = {.busy_timeout_ms = 5000};   /* durability: the URL (FULL by default) */
-    int rc = once_store_open(store_url, &so, &store, err, sizeof err);
+    /* Durability and lock waits are the URL's (FULL and 5 s by default). */
+    int rc = once_store_open(store_url, NULL, &store, err, sizeof err);
     if (rc != ONCE_OK) {
         fprintf(stderr, AGENT ": --store: %s (%s)\n", err, once_strerror(rc));
         return 1;

@@ -58,7 +58,7 @@ typedef struct once_retry_policy {
     double budget_refill_per_s;  /* (0.1) */
 } once_retry_policy;
 
-void once_retry_policy_default(once_retry_policy *p);
+ONCE_API void once_retry_policy_default(once_retry_policy *p);
 
 /* ---------------------------------------------------------------------------
  * The client.
@@ -105,10 +105,11 @@ typedef struct once_client once_client;
 
 /* cfg strings are copied. ONCE_ESTORE when the outbox cannot be opened
  * (errmsg is then in *errbuf when errbuf != NULL). */
-int once_client_new(const once_client_config *cfg, once_client **out, char *errbuf, size_t errlen);
-void once_client_free(once_client *c);   /* NULL ok */
+ONCE_API int once_client_new(const once_client_config *cfg, once_client **out, char *errbuf,
+                             size_t errlen);
+ONCE_API void once_client_free(once_client *c);   /* NULL ok */
 /* The last failure's detail, for a human; never NULL; valid until the next call. */
-const char *once_client_errmsg(const once_client *c);
+ONCE_API const char *once_client_errmsg(const once_client *c);
 
 /* ---------------------------------------------------------------------------
  * Results.
@@ -140,8 +141,8 @@ typedef struct once_call_result {
     int64_t intent;              /* outbox row of the intent, 0 if none */
 } once_call_result;
 
-void once_call_result_clear(once_call_result *r);   /* NULL ok; zeroes */
-const char *once_outcome_name(once_outcome o);      /* "ok", "refused", ... */
+ONCE_API void once_call_result_clear(once_call_result *r);   /* NULL ok; zeroes */
+ONCE_API const char *once_outcome_name(once_outcome o);      /* "ok", "refused", ... */
 
 /* Every call below returns ONCE_OK when r holds an answer: the agent's
  * result (outcome OK) or its refusal (outcome REFUSED). Otherwise a negative
@@ -165,15 +166,16 @@ typedef struct once_send_spec {
 
 /* A first message: a new task. r->task_id is the ID (minted before any
  * network activity; plain mode: the server's, once known). */
-int once_client_send(once_client *c, const once_send_spec *s, once_call_result *r);
+ONCE_API int once_client_send(once_client *c, const once_send_spec *s, once_call_result *r);
 
 /* A continuation of task_id (input-required / auth-required), also through
  * the outbox: retries replay, they never make a second turn. */
-int once_client_continue(once_client *c, const char *agent, const char *task_id,
+ONCE_API int once_client_continue(once_client *c, const char *agent, const char *task_id,
                          const char *parts_json, once_call_result *r);
 
-int once_client_get(once_client *c, const char *agent, const char *task_id, once_call_result *r);
-int once_client_cancel(once_client *c, const char *agent, const char *task_id,
+ONCE_API int once_client_get(once_client *c, const char *agent, const char *task_id,
+                             once_call_result *r);
+ONCE_API int once_client_cancel(once_client *c, const char *agent, const char *task_id,
                        once_call_result *r);
 
 /* Wait until the task is terminal or interrupted (input-required,
@@ -184,8 +186,9 @@ int once_client_cancel(once_client *c, const char *agent, const char *task_id,
  * poll) or the StreamResponse (a stream event) that showed it. r holds the
  * task as GetTask answers it at the end. */
 typedef void (*once_state_fn)(void *ctx, const char *task_id, once_state s, const char *task_json);
-int once_client_wait(once_client *c, const char *agent, const char *task_id, int64_t timeout_ms,
-                     once_state_fn on_state, void *ctx, once_call_result *r);
+ONCE_API int once_client_wait(once_client *c, const char *agent, const char *task_id,
+                              int64_t timeout_ms, once_state_fn on_state, void *ctx,
+                              once_call_result *r);
 
 /* What a wait observed: one stream event, or one polled Task that moved. */
 typedef struct once_wait_event {
@@ -223,7 +226,7 @@ typedef struct once_wait_spec {
  * backoff: the interval doubles from 100 ms to 2 s while nothing changes,
  * jittered, each poll retried by the policy. Results and errors as
  * once_client_wait. */
-int once_client_follow(once_client *c, const once_wait_spec *w, once_call_result *r);
+ONCE_API int once_client_follow(once_client *c, const once_wait_spec *w, once_call_result *r);
 
 /* ---------------------------------------------------------------------------
  * What an agent produced: the parts of a result's Task artifacts or of its
@@ -253,7 +256,7 @@ typedef struct once_part {
  * call ends in ONCE_EPARSE after the others were seen; ONCE_EPARSE also
  * when json is not an object; ONCE_ENOMEM. */
 typedef int (*once_part_fn)(void *ctx, const once_part *p);
-int once_parts_each(const char *json, once_part_fn fn, void *ctx);
+ONCE_API int once_parts_each(const char *json, once_part_fn fn, void *ctx);
 
 /* Save part p as a file in dir (created, 0700, when missing); its name
  * goes to name (namelen >= 108). The name is the part's filename, else the
@@ -263,8 +266,8 @@ int once_parts_each(const char *json, once_part_fn fn, void *ctx);
  * parts only when they carry a filename (else ONCE_ENOTFOUND: nothing
  * written). An existing name is never overwritten: ONCE_EEXISTS. Other
  * failures: ONCE_EIO with the reason in err. */
-int once_part_save(const char *dir, const once_part *p, char *name, size_t namelen, char *err,
-                   size_t errlen);
+ONCE_API int once_part_save(const char *dir, const once_part *p, char *name, size_t namelen,
+                            char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------
  * The outbox.
@@ -278,7 +281,7 @@ typedef enum once_intent_state {
 } once_intent_state;
 #define ONCE_INTENT_LAST ONCE_INTENT_ABANDONED
 
-const char *once_intent_state_name(once_intent_state s);   /* "pending", ... */
+ONCE_API const char *once_intent_state_name(once_intent_state s);   /* "pending", ... */
 
 /* A row of the outbox. Strings are valid during the callback only. */
 typedef struct once_intent {
@@ -298,15 +301,16 @@ typedef struct once_intent {
 
 /* Intents in seq order; state 0 = all. The callback returns 0 to go on. */
 typedef int (*once_intent_fn)(void *ctx, const once_intent *it);
-int once_client_outbox(once_client *c, once_intent_state state, once_intent_fn fn, void *ctx);
+ONCE_API int once_client_outbox(once_client *c, once_intent_state state, once_intent_fn fn,
+                                void *ctx);
 
 /* The agent of the newest intent for task_id, into out. ONCE_ENOTFOUND if
  * the outbox does not know the task. */
-int once_client_agent_of(once_client *c, const char *task_id, char *out, size_t outlen);
+ONCE_API int once_client_agent_of(once_client *c, const char *task_id, char *out, size_t outlen);
 
 /* Remove final, refused and abandoned intents that finished more than
  * age_ms ago. */
-int once_client_prune(once_client *c, int64_t age_ms, unsigned *removed);
+ONCE_API int once_client_prune(once_client *c, int64_t age_ms, unsigned *removed);
 
 /* Give up on the open intents of id (a task ID, or the message ID of a send
  * whose task the agent has not named yet): every pending or acknowledged
@@ -317,7 +321,7 @@ int once_client_prune(once_client *c, int64_t age_ms, unsigned *removed);
  * *abandoned >= 1; ONCE_ENOTFOUND when no intent has that ID;
  * ONCE_EILLEGAL when every intent of it is already final, refused or
  * abandoned (errmsg names the state; nothing changed). */
-int once_client_abandon(once_client *c, const char *id, once_intent_fn fn, void *ctx,
+ONCE_API int once_client_abandon(once_client *c, const char *id, once_intent_fn fn, void *ctx,
                         unsigned *abandoned);
 
 /* Recovery: every pending intent is sent again with its ID and body;
@@ -328,7 +332,8 @@ typedef struct once_recover_stats {
     unsigned resent, polled, acknowledged, final, refused, exhausted, errors;
 } once_recover_stats;
 typedef void (*once_recover_fn)(void *ctx, const once_intent *it, int rc, const once_call_result *r);
-int once_client_recover(once_client *c, once_recover_fn fn, void *ctx, once_recover_stats *st);
+ONCE_API int once_client_recover(once_client *c, once_recover_fn fn, void *ctx,
+                                 once_recover_stats *st);
 
 #ifdef __cplusplus
 }

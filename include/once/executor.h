@@ -40,31 +40,31 @@ typedef struct once_executor {
 
 /* --- reading the task (snapshot taken when the turn started, refreshed by
  * every successful write) --- */
-const char *once_work_task_id(const once_work *w);
-const char *once_work_context_id(const once_work *w);
-const char *once_work_principal(const once_work *w);
-int64_t once_work_fence(const once_work *w);
+ONCE_API const char *once_work_task_id(const once_work *w);
+ONCE_API const char *once_work_context_id(const once_work *w);
+ONCE_API const char *once_work_principal(const once_work *w);
+ONCE_API int64_t once_work_fence(const once_work *w);
 /* Next side-effect step index (persisted; the same after a takeover). */
-int64_t once_work_step(const once_work *w);
+ONCE_API int64_t once_work_step(const once_work *w);
 /* The message that started this turn (the latest user message), JSON text. */
-const char *once_work_message(const once_work *w);
+ONCE_API const char *once_work_message(const once_work *w);
 /* The whole Task (status, history, artifacts, metadata), JSON text. */
-const char *once_work_task(const once_work *w);
+ONCE_API const char *once_work_task(const once_work *w);
 /* The checkpoint written by an earlier turn or worker, or NULL. */
-const char *once_work_checkpoint(const once_work *w);
+ONCE_API const char *once_work_checkpoint(const once_work *w);
 /* 1 when this turn resumes after a takeover (an earlier worker died). */
-int once_work_resumed(const once_work *w);
+ONCE_API int once_work_resumed(const once_work *w);
 /* The W3C traceparent of the request that started this turn, or NULL (a
  * takeover, or a request without one). Valid while the turn runs. */
-const char *once_work_traceparent(const once_work *w);
+ONCE_API const char *once_work_traceparent(const once_work *w);
 /* "<task_id>:step-<n>" for the current step; valid until the next write. */
-const char *once_work_effect_key(once_work *w);
+ONCE_API const char *once_work_effect_key(once_work *w);
 
 /* --- cancellation --- */
 /* 1 once the task was canceled or the fence moved: stop, write nothing more. */
-int once_work_canceled(const once_work *w);
+ONCE_API int once_work_canceled(const once_work *w);
 /* Sleep up to ms, waking early on cancellation; returns once_work_canceled(). */
-int once_work_sleep(once_work *w, int64_t ms);
+ONCE_API int once_work_sleep(once_work *w, int64_t ms);
 
 /* --- fenced writes; each returns ONCE_OK, ONCE_EFENCED, ONCE_EILLEGAL (an
  * illegal state transition), ONCE_EINVAL (malformed JSON, or not the A2A 1.0
@@ -75,35 +75,36 @@ int once_work_sleep(once_work *w, int64_t ms);
  * FAILED, REJECTED) with an optional agent message (Message JSON; parts
  * required, messageId/role filled in if absent). Interrupted and terminal
  * states end the turn: run() should return after them. */
-int once_work_status(once_work *w, once_state state, const char *message_json);
+ONCE_API int once_work_status(once_work *w, once_state state, const char *message_json);
 /* Shorthands: complete; fail with a reason text; ask (input-required). */
-int once_work_complete(once_work *w);
-int once_work_fail(once_work *w, const char *reason);
-int once_work_ask(once_work *w, const char *question);
+ONCE_API int once_work_complete(once_work *w);
+ONCE_API int once_work_fail(once_work *w, const char *reason);
+ONCE_API int once_work_ask(once_work *w, const char *question);
 
 /* Publish an artifact (Artifact JSON: artifactId, parts, name, description,
  * metadata). append: add the parts to an existing artifact with that
  * artifactId; last_chunk: this is its final chunk. */
-int once_work_artifact(once_work *w, const char *artifact_json, int append, int last_chunk);
+ONCE_API int once_work_artifact(once_work *w, const char *artifact_json, int append,
+                                int last_chunk);
 
 /* Answer with a direct Message instead of a Task (ends the turn; the record
  * keeps the Message so a retried send replays it). */
-int once_work_reply(once_work *w, const char *message_json);
+ONCE_API int once_work_reply(once_work *w, const char *message_json);
 
 /* Persist a checkpoint and advance the step counter to `step` (>= current). */
-int once_work_checkpoint_set(once_work *w, const char *checkpoint, int64_t step);
+ONCE_API int once_work_checkpoint_set(once_work *w, const char *checkpoint, int64_t step);
 
 /* Built-in executors. */
 /* echo: "ask:Q" -> input-required asking Q; "sleep:N" -> working for N
  * seconds (heartbeating, cancelable) then completed; "fail" -> failed;
  * anything else -> completed with an artifact echoing the text. */
-const once_executor *once_executor_echo(void);
+ONCE_API const once_executor *once_executor_echo(void);
 /* Subprocess executor running `command` through /bin/sh -c for each turn
  * (JSON-lines protocol: docs/protocol.md). grace_ms: SIGTERM -> SIGKILL
  * delay on cancel; deadline_ms: per-turn limit (0 = none). */
-int once_executor_subprocess(const char *command, int64_t grace_ms, int64_t deadline_ms,
+ONCE_API int once_executor_subprocess(const char *command, int64_t grace_ms, int64_t deadline_ms,
                              once_executor **out);
-void once_executor_free(once_executor *ex);   /* NULL ok; calls destroy */
+ONCE_API void once_executor_free(once_executor *ex);   /* NULL ok; calls destroy */
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,8 @@ extern "C" {
  * executor are borrowed and must outlive the server. */
 typedef struct once_server_options {
     once_store *store;                /* required */
-    const once_executor *executor;    /* NULL = the built-in echo agent */
+    const once_executor *executor;    /* required: the agent; once_executor_echo()
+                                         is the built-in one */
     const char *listen;               /* required: "HOST:PORT" or "[v6]:PORT",
                                          port 1..65535 */
     const char *public_url;           /* the card's URL; NULL = http(s)://HOST:PORT/ */
@@ -57,24 +58,24 @@ typedef struct once_server once_server;
 /* Start everything, or nothing: ONCE_OK and *out, or a negative once_err
  * with err saying what failed (the listen address, a TLS file, the store).
  * The address is bound when this returns. */
-int once_server_start(const once_server_options *o, once_server **out, char *err,
+ONCE_API int once_server_start(const once_server_options *o, once_server **out, char *err,
                       size_t errlen);
 
 /* The URL the agent card advertises; valid until once_server_stop. */
-const char *once_server_url(const once_server *s);
+ONCE_API const char *once_server_url(const once_server *s);
 
 /* The bound port. */
-int once_server_port(const once_server *s);
+ONCE_API int once_server_port(const once_server *s);
 
 /* Begin a graceful stop: /readyz answers 503, new calls are refused with
  * 503 SHUTTING_DOWN (clients retry elsewhere), calls in progress and
  * running turns go on. Optional before once_server_stop. */
-void once_server_drain(once_server *s);
+ONCE_API void once_server_drain(once_server *s);
 
 /* Stop accepting, stop the running turns (their leases are released, so
  * another replica takes them over at once), finish the calls in progress,
  * end the streams, free. NULL ok. */
-void once_server_stop(once_server *s);
+ONCE_API void once_server_stop(once_server *s);
 
 #ifdef __cplusplus
 }

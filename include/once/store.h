@@ -83,9 +83,9 @@ typedef struct once_record {
 } once_record;
 
 /* Free the owned strings and zero the record. NULL is a no-op. */
-void once_record_clear(once_record *r);
+ONCE_API void once_record_clear(once_record *r);
 /* Deep copy src into dst (dst is overwritten, not cleared first). */
-int once_record_copy(once_record *dst, const once_record *src);
+ONCE_API int once_record_copy(once_record *dst, const once_record *src);
 
 /* What remains of a record after retention: enough to answer TASK_EXPIRED. */
 typedef struct once_tombstone {
@@ -106,7 +106,7 @@ typedef struct once_event_list {
     once_event *v;
     size_t n;
 } once_event_list;
-void once_event_list_clear(once_event_list *l);
+ONCE_API void once_event_list_clear(once_event_list *l);
 
 typedef struct once_key {
     char principal[ONCE_PRINCIPAL_MAX + 1];
@@ -117,13 +117,13 @@ typedef struct once_key_list {
     once_key *v;
     size_t n;
 } once_key_list;
-void once_key_list_clear(once_key_list *l);
+ONCE_API void once_key_list_clear(once_key_list *l);
 
 typedef struct once_record_list {
     once_record *v;
     size_t n;
 } once_record_list;
-void once_record_list_clear(once_record_list *l);
+ONCE_API void once_record_list_clear(once_record_list *l);
 
 /* ListTasks filter and cursor. Records are ordered by (created_at, task_id)
  * ascending; the page starts strictly after (after_created_at, after_task_id)
@@ -157,40 +157,40 @@ typedef struct once_check_report {
 
 /*
  * Durability of a commit, for a backend that has the choice (SQLite's PRAGMA
- * synchronous; the other backends ignore it):
+ * synchronous), as once_store_synchronous reads it back:
  *   FULL    the default: a write is acknowledged after its commit reached
  *           the disk (fsync), so it survives a power cut;
  *   NORMAL  the WAL is synced only at checkpoints: survives a crash of the
  *           process, not a power cut (the last commits can be lost);
  *   OFF     no sync at all (tests that measure something else).
- * ONCE_SYNC_DEFAULT (0, a zeroed options struct) means FULL.
+ * ONCE_SYNC_DEFAULT (0) names no level.
  *
- * The SQLite store also takes its settings from its URL,
+ * Backend settings live in the store URL and nowhere else, for every
+ * backend; SQLite's are
  *     sqlite:PATH?synchronous=full|normal|off&busy_timeout=MS&vfs=NAME
- * (vfs: a registered SQLite VFS, for tests). A setting may come from the URL
- * or from these options; when both give one and they differ, open fails
- * with ONCE_EINVAL rather than let either silently weaken the other.
+ * (defaults: full, 5000 ms; vfs: a registered SQLite VFS, for tests). An
+ * unknown or malformed setting fails open with ONCE_EINVAL naming it.
  */
 #define ONCE_SYNC_DEFAULT 0
 #define ONCE_SYNC_OFF 1
 #define ONCE_SYNC_NORMAL 2
 #define ONCE_SYNC_FULL 3
 
+/* What the caller, not the URL, gives a store: only what a URL cannot
+ * carry. */
 typedef struct once_store_options {
     const once_clock *clock;     /* NULL = system clock */
-    int synchronous;             /* ONCE_SYNC_*; ONCE_SYNC_DEFAULT = the URL's, else FULL */
-    int busy_timeout_ms;         /* sqlite; 0 = the URL's busy_timeout, else 5000 */
 } once_store_options;
 
 struct once_store;
 
 /* "off", "normal", "full" for ONCE_SYNC_OFF..FULL; NULL otherwise. */
-const char *once_sync_name(int level);
+ONCE_API const char *once_sync_name(int level);
 /* The level an open store commits at, read back from the store itself
  * (SQLite: its writer connection's PRAGMA synchronous): ONCE_SYNC_OFF,
  * NORMAL or FULL in *level. ONCE_EUNSUPPORTED for backends without the
  * choice; ONCE_ESTORE if it cannot be read. */
-int once_store_synchronous(struct once_store *s, int *level);
+ONCE_API int once_store_synchronous(struct once_store *s, int *level);
 
 /*
  * Push delivery (ONCE_STORE_PUSH). A delivery row exists for every element of
@@ -226,7 +226,7 @@ typedef struct once_push_claim_list {
     once_push_claim *v;
     size_t n;
 } once_push_claim_list;
-void once_push_claim_list_clear(once_push_claim_list *l);
+ONCE_API void once_push_claim_list_clear(once_push_claim_list *l);
 
 /* A delivery row as stored (push_rows; status and counters for humans). */
 typedef struct once_push_row {
@@ -249,7 +249,7 @@ typedef struct once_push_row_list {
     once_push_row *v;
     size_t n;
 } once_push_row_list;
-void once_push_row_list_clear(once_push_row_list *l);
+ONCE_API void once_push_row_list_clear(once_push_row_list *l);
 
 typedef enum once_push_outcome {
     ONCE_PUSH_DELIVERED = 1,   /* delivered = generation, attempts 0, deliveries + 1 */
@@ -273,13 +273,35 @@ typedef struct once_push_ack {
 
 typedef struct once_store once_store;
 
+/* The layout and meaning of once_store_methods. once_store_open_methods
+ * refuses a table with any other version (ONCE_EUNSUPPORTED): a backend
+ * built against another store.h may take other arguments or promise other
+ * things than this libonce calls its slots for. Bumped whenever a slot's
+ * arguments or contract change. */
 #define ONCE_STORE_METHODS_VERSION 1
 
 /*
- * The vtable. Every slot returns ONCE_OK or a negative once_err; ONCE_ESTORE
- * and ONCE_EBUSY mean "the store could not answer" (retryable: no verdict may
- * be drawn from them). Output structs are zeroed by the slot before use, so
- * the caller may clear them whatever the result.
+ * The vtable, read like sqlite3_io_methods: each slot below says what it
+ * returns and what the caller (the engine, through the once_store_* helpers
+ * at the end of this file) does with each answer. What holds for every slot:
+ *   ONCE_OK          done, outputs filled;
+ *   ONCE_ESTORE      the store could not answer (connection lost, I/O error,
+ *   ONCE_EBUSY       overloaded, locked, throttled): the write may or may not
+ *                    have landed and no verdict may be drawn. The engine
+ *                    answers the request 503 STORE_UNAVAILABLE + Retry-After,
+ *                    or, inside a turn, waits with backoff, re-loads and
+ *                    decides again;
+ *   ONCE_ENOMEM      an allocation failed; nothing was written and no
+ *                    verdict may be drawn: the request fails as an
+ *                    internal error;
+ *   ONCE_EINVAL      arguments the helpers let through but the backend cannot
+ *                    take (too large for its limits: ONCE_ERANGE where the
+ *                    slot says so); nothing written. A bug or a client error:
+ *                    the engine reports it and does not retry.
+ * The helpers check keys and arguments before dispatch (ONCE_EINVAL), so a
+ * slot may take them as valid. Output structs are zeroed before the slot
+ * runs, so the caller may clear them whatever the result. Any other code is
+ * named by the slot that returns it.
  */
 typedef struct once_store_methods {
     int version;           /* ONCE_STORE_METHODS_VERSION */
@@ -289,27 +311,45 @@ typedef struct once_store_methods {
     /* Open the store named by url (the whole URL, scheme included). On
      * success *out points at a struct whose first member is once_store. On
      * failure *out is NULL, nothing needs closing, and errbuf (if non-NULL)
-     * holds a message. Creates the schema if absent. */
+     * holds a message. Creates the schema if absent.
+     *   ONCE_EINVAL        the URL or one of its settings is malformed or
+     *                      unknown (the message names it): fix the URL;
+     *   ONCE_EUNSUPPORTED  the data was written by a newer once, or the
+     *                      server lacks a feature: do not start;
+     *   ONCE_ESTORE        the store cannot be reached or read: onced exits
+     *                      (its supervisor restarts it). */
     int (*open)(const char *url, const once_store_options *opt, once_store **out,
                 char *errbuf, size_t errlen);
 
     /* Release everything. Never called with NULL, never after a failed open.
-     * No other slot may be running. */
-    void (*close)(once_store *s);
+     * No other slot may be running. The handle is gone whatever it returns:
+     *   ONCE_OK      everything acknowledged before is where open finds it;
+     *   ONCE_ESTORE  a last flush or close failed (SQLite: closing a
+     *   ONCE_EBUSY   connection): acknowledged writes are durable as the
+     *                backend's caps say, but the caller reports it (onced
+     *                prints it and exits 1). */
+    int (*close)(once_store *s);
 
     /* Create-if-absent. Inserts rec (rec->version must be 1) and its events
      * ev[0..nev) atomically, unless the key already holds something:
      *   ONCE_EEXISTS     a live record exists; *winner (if non-NULL) receives
      *                    a copy of it. Nothing was written.
      *   ONCE_ETOMBSTONE  the key is tombstoned; *tomb (if non-NULL) receives it.
-     * Exactly one of any number of concurrent creates of one key succeeds. */
+     *   ONCE_ERANGE      the record or an event is larger than the backend
+     *                    keeps (DynamoDB's item limit); nothing written.
+     * Exactly one of any number of concurrent creates of one key succeeds.
+     * The engine answers EEXISTS from the winner (a replay, a continuation
+     * or a refusal, decided by core/decide) and ETOMBSTONE with
+     * TASK_EXPIRED; it never retries a create that returned either. */
     int (*create)(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                   once_record *winner, once_tombstone *tomb);
 
     /* Load the record for (principal, task_id):
      *   ONCE_OK          *out filled;
      *   ONCE_ETOMBSTONE  *tomb (if non-NULL) filled, *out zeroed;
-     *   ONCE_ENOTFOUND   neither exists. */
+     *   ONCE_ENOTFOUND   neither exists.
+     * The engine answers TASK_EXPIRED for a tombstone and TASK_NOT_FOUND (or
+     * a registration, on a send) for ENOTFOUND. */
     int (*load)(once_store *s, const char *principal, const char *task_id, once_record *out,
                 once_tombstone *tomb);
 
@@ -318,37 +358,49 @@ typedef struct once_store_methods {
      * same atomic write. Requires rec->version == expect_version + 1 and the
      * events numbered stored.generation+1 .. rec->generation consecutively
      * (ONCE_EINVAL otherwise, nothing written).
-     *   ONCE_ECONFLICT   stored version differs, or the key holds no record.
-     * Callers re-load and decide again on ECONFLICT. */
+     *   ONCE_ECONFLICT   stored version differs, or the key holds no record;
+     *   ONCE_ERANGE      as for create; nothing written.
+     * Callers re-load and decide again on ECONFLICT (the fence and the state
+     * machine then say whether the write still applies). */
     int (*update)(once_store *s, const once_record *rec, int64_t expect_version,
                   const once_event *ev, size_t nev);
 
     /* Events of one task with generation > after, ascending, at most max
-     * (0 = no limit). A missing key yields an empty list, not an error. */
+     * (0 = no limit). A missing key yields an empty list, not an error. Only
+     * the common codes. */
     int (*events)(once_store *s, const char *principal, const char *task_id, int64_t after,
                   size_t max, once_event_list *out);
 
     /* Keys of non-terminal records whose lease_until is non-zero and < now,
-     * at most max, oldest lease first. Claiming is the caller's CAS. */
+     * at most max, oldest lease first. Claiming is the caller's CAS. Only the
+     * common codes: the sweep tries again at its next tick, and takes nothing
+     * over until a lease period after the store last failed. */
     int (*expired_leases)(once_store *s, int64_t now, size_t max, once_key_list *out);
 
     /* Turn up to max terminal records with finished_at < finished_before into
-     * tombstones (expired_at = now), deleting their events. *n = how many. */
+     * tombstones (expired_at = now), deleting their events. *n = how many;
+     * a batch is atomic per key, so after ESTORE a part of it may be done and
+     * the next tick carries on. */
     int (*sweep)(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
 
-    /* Delete up to max tombstones with expired_at < expired_before. */
+    /* Delete up to max tombstones with expired_at < expired_before; *n =
+     * how many. Codes and retries as for sweep. */
     int (*purge)(once_store *s, int64_t expired_before, size_t max, size_t *n);
 
-    /* One page of a principal's records (see once_list_query). */
+    /* One page of a principal's records (see once_list_query). Only the
+     * common codes: ListTasks answers 503 on ESTORE/EBUSY. */
     int (*list)(once_store *s, const once_list_query *q, once_record_list *out);
 
     /* Store-wide named value, created once: if name is absent, insert
      * init_value (insert-if-absent); either way *out receives the stored value
      * (once_malloc'd). Used for the secret behind derived task IDs, which
-     * must be the same on every replica (docs/design.md section 13). */
+     * must be the same on every replica (docs/design.md section 13). Only
+     * the common codes: the engine does not start without the secret. */
     int (*meta)(once_store *s, const char *name, const char *init_value, char **out);
 
-    /* Integrity check over everything stored (tests, chaos, fault sweeps). */
+    /* Integrity check over everything stored (tests, chaos, fault sweeps).
+     * ONCE_OK with problems counted in *rep; an error only when the store
+     * could not be read. */
     int (*check)(once_store *s, once_check_report *rep);
 
     /* Lease-only write: set lease_until of the key's record to until, without
@@ -369,7 +421,9 @@ typedef struct once_store_methods {
      * renewal is harmless, so backends may retry one whose reply was lost.
      * The cost is independent of the record's size. A renewal racing a
      * takeover is decided by the fence: whoever wrote second under the old
-     * fence loses. */
+     * fence loses. On EFENCED and ENOTFOUND the turn stops; on ESTORE/EBUSY
+     * the heartbeat tries again within 100 ms, and the turn stops when the
+     * lease runs out unrenewed. */
     int (*renew)(once_store *s, const char *principal, const char *task_id, const char *owner,
                  int64_t fence, int64_t until);
 
@@ -377,7 +431,8 @@ typedef struct once_store_methods {
 
     /* Atomically lease up to max due rows (see "Push delivery") to owner
      * until now + lease_ms, oldest next_attempt_at first. Exactly one of
-     * several concurrent claimers gets any one row. */
+     * several concurrent claimers gets any one row. Only the common codes:
+     * the delivery thread polls again later. */
     int (*push_claim)(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
                       size_t max, once_push_claim_list *out);
 
@@ -386,10 +441,15 @@ typedef struct once_store_methods {
      *   ONCE_EFENCED    owner does not hold the lease, or it ran out
      *                   (lease_until <= ack->now): nothing written;
      *   ONCE_ECONFLICT  generation is not delivered + 1 (nothing written);
-     *   ONCE_EINVAL     bad arguments. */
+     *   ONCE_EINVAL     bad arguments.
+     * ENOTFOUND, EFENCED and ECONFLICT mean the row moved on without this
+     * sender; after ESTORE/EBUSY the lease runs out and a claimer makes the
+     * attempt again, so a receiver may see an event twice (push is at least
+     * once). */
     int (*push_ack)(once_store *s, const once_push_ack *ack);
 
-    /* The key's delivery rows, by config id. Missing key: empty list. */
+    /* The key's delivery rows, by config id. Missing key: empty list. Only
+     * the common codes. */
     int (*push_rows)(once_store *s, const char *principal, const char *task_id,
                      once_push_row_list *out);
 } once_store_methods;
@@ -404,34 +464,44 @@ struct once_store {
 /* Open by URL: "memory:", "sqlite:PATH", "postgres://...", "redis://...",
  * "dynamodb://TABLE?region=R...".
  * errbuf may be NULL. */
-int once_store_open(const char *url, const once_store_options *opt, once_store **out,
+ONCE_API int once_store_open(const char *url, const once_store_options *opt, once_store **out,
                     char *errbuf, size_t errlen);
-void once_store_close(once_store *s);          /* NULL is a no-op */
-const char *once_store_errmsg(const once_store *s);
-unsigned once_store_caps(const once_store *s);
+/* Open a backend built outside libonce through its own methods table, under
+ * the same contract as the built-in ones (m->open gets url). Before the open
+ * slot runs: ONCE_EUNSUPPORTED when m->version is not
+ * ONCE_STORE_METHODS_VERSION, ONCE_EINVAL when a slot the caps call for is
+ * NULL. m must outlive the handle. */
+ONCE_API int once_store_open_methods(const once_store_methods *m, const char *url,
+                            const once_store_options *opt, once_store **out, char *errbuf,
+                            size_t errlen);
+/* The close slot's answer (see close above); NULL is a no-op (ONCE_OK). */
+ONCE_API int once_store_close(once_store *s);
+ONCE_API const char *once_store_errmsg(const once_store *s);
+ONCE_API unsigned once_store_caps(const once_store *s);
 
 /* Dispatch helpers: s->m->slot(s, ...). */
-int once_store_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
-                      once_record *winner, once_tombstone *tomb);
-int once_store_load(once_store *s, const char *principal, const char *task_id, once_record *out,
-                    once_tombstone *tomb);
-int once_store_update(once_store *s, const once_record *rec, int64_t expect_version,
+ONCE_API int once_store_create(once_store *s, const once_record *rec, const once_event *ev,
+                               size_t nev, once_record *winner, once_tombstone *tomb);
+ONCE_API int once_store_load(once_store *s, const char *principal, const char *task_id,
+                             once_record *out, once_tombstone *tomb);
+ONCE_API int once_store_update(once_store *s, const once_record *rec, int64_t expect_version,
                       const once_event *ev, size_t nev);
-int once_store_events(once_store *s, const char *principal, const char *task_id, int64_t after,
-                      size_t max, once_event_list *out);
-int once_store_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
-int once_store_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
-int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
-int once_store_list(once_store *s, const once_list_query *q, once_record_list *out);
-int once_store_meta(once_store *s, const char *name, const char *init_value, char **out);
-int once_store_check(once_store *s, once_check_report *rep);
-int once_store_renew(once_store *s, const char *principal, const char *task_id,
+ONCE_API int once_store_events(once_store *s, const char *principal, const char *task_id,
+                               int64_t after, size_t max, once_event_list *out);
+ONCE_API int once_store_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
+ONCE_API int once_store_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max,
+                              size_t *n);
+ONCE_API int once_store_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
+ONCE_API int once_store_list(once_store *s, const once_list_query *q, once_record_list *out);
+ONCE_API int once_store_meta(once_store *s, const char *name, const char *init_value, char **out);
+ONCE_API int once_store_check(once_store *s, once_check_report *rep);
+ONCE_API int once_store_renew(once_store *s, const char *principal, const char *task_id,
                      const char *owner, int64_t fence, int64_t until);
 /* Push slots; ONCE_EUNSUPPORTED when the backend lacks ONCE_STORE_PUSH. */
-int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+ONCE_API int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
                           size_t max, once_push_claim_list *out);
-int once_store_push_ack(once_store *s, const once_push_ack *ack);
-int once_store_push_rows(once_store *s, const char *principal, const char *task_id,
+ONCE_API int once_store_push_ack(once_store *s, const once_push_ack *ack);
+ONCE_API int once_store_push_rows(once_store *s, const char *principal, const char *task_id,
                          once_push_row_list *out);
 
 #ifdef __cplusplus

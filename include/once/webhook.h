@@ -81,8 +81,9 @@ typedef struct once_webhook_options {
 } once_webhook_options;
 
 /* Strings in o are copied. err (may be NULL) says why an open failed. */
-int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *err, size_t errlen);
-void once_webhook_close(once_webhook *w); /* NULL ok; no call may be running */
+ONCE_API int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *err,
+                               size_t errlen);
+ONCE_API void once_webhook_close(once_webhook *w); /* NULL ok; no call may be running */
 
 /* One delivery as the HTTP layer saw it (strings borrowed for the call;
  * header values NULL when absent). */
@@ -109,17 +110,17 @@ typedef struct once_webhook_request {
  *                retries).
  * Nothing is recorded unless ONCE_OK. why (may be NULL) receives a
  * one-line reason. */
-int once_webhook_receive(once_webhook *w, const once_webhook_request *req, int *status,
+ONCE_API int once_webhook_receive(once_webhook *w, const once_webhook_request *req, int *status,
                          int *duplicate, char *why, size_t whylen);
 
 /* Hand every deliverable recorded event to the handler (one drain at a
  * time; concurrent calls wait). *handled = events handled by this call. */
-int once_webhook_drain(once_webhook *w, size_t *handled);
+ONCE_API int once_webhook_drain(once_webhook *w, size_t *handled);
 
 /* The application learnt everything up to `generation` of task_id another
  * way (GetTask): stop waiting for those, on every subscription of task_id
  * this receiver has seen; held later events may go. */
-int once_webhook_skip(once_webhook *w, const char *task_id, int64_t generation);
+ONCE_API int once_webhook_skip(once_webhook *w, const char *task_id, int64_t generation);
 
 typedef struct once_webhook_stats {
     uint64_t received;   /* deliveries recorded */
@@ -128,7 +129,7 @@ typedef struct once_webhook_stats {
     uint64_t handled;    /* handler returned ONCE_OK */
     uint64_t pending;    /* recorded, not yet handled (now) */
 } once_webhook_stats;
-int once_webhook_get_stats(once_webhook *w, once_webhook_stats *out);
+ONCE_API int once_webhook_get_stats(once_webhook *w, once_webhook_stats *out);
 
 /* ---------------------------------------------------------------------------
  * An HTTP listener for a receiver (libmicrohttpd, one thread per
@@ -157,18 +158,18 @@ typedef struct once_webhook_listen_options {
     const char *tls_key_file;
 } once_webhook_listen_options;
 
-int once_webhook_listen(once_webhook *w, const once_webhook_listen_options *o,
+ONCE_API int once_webhook_listen(once_webhook *w, const once_webhook_listen_options *o,
                         once_webhook_server **out, char *err, size_t errlen);
-int once_webhook_server_port(const once_webhook_server *s);
+ONCE_API int once_webhook_server_port(const once_webhook_server *s);
 /* Stop listening, finish the drain in progress. NULL ok. Call before
  * once_webhook_close. */
-void once_webhook_server_stop(once_webhook_server *s);
+ONCE_API void once_webhook_server_stop(once_webhook_server *s);
 
 /* A ready-made handler: runs `/bin/sh -c <cmd>` (arg is the command string)
  * with the event body on stdin and ONCE_TASK_ID, ONCE_GENERATION,
  * ONCE_WEBHOOK_ID, ONCE_SUBSCRIPTION in the environment; exit status 0 =
  * handled. */
-int once_webhook_exec_handler(void *cmd, const once_webhook_event *ev);
+ONCE_API int once_webhook_exec_handler(void *cmd, const once_webhook_event *ev);
 
 #ifdef __cplusplus
 }

@@ -23,11 +23,11 @@ extern "C" {
 /* The HMAC key of a secret: "whsec_<base64>" decodes (ONCE_EINVAL when the
  * base64 is malformed or empty); anything else is its own bytes. key holds
  * ONCE_WEBHOOK_KEY_MAX bytes; ONCE_ERANGE when longer. */
-int once_webhook_key(const char *secret, uint8_t key[ONCE_WEBHOOK_KEY_MAX], size_t *len);
+ONCE_API int once_webhook_key(const char *secret, uint8_t key[ONCE_WEBHOOK_KEY_MAX], size_t *len);
 
 /* One signature entry "v1,<base64>" for secret over id.timestamp.body. */
-int once_webhook_sign(const char *secret, const char *id, const char *timestamp, const void *body,
-                      size_t len, char out[ONCE_WEBHOOK_SIG_LEN + 1]);
+ONCE_API int once_webhook_sign(const char *secret, const char *id, const char *timestamp,
+                               const void *body, size_t len, char out[ONCE_WEBHOOK_SIG_LEN + 1]);
 
 /* Check a delivery's headers against the accepted secrets (any may match:
  * rotation; the first 8 are tried). Entries in the signature header are
@@ -37,7 +37,7 @@ int once_webhook_sign(const char *secret, const char *id, const char *timestamp,
  *   ONCE_EPARSE    a header is missing or malformed (timestamp not digits);
  *   ONCE_ERANGE    timestamp further than tolerance_s from now_s;
  *   ONCE_EINVAL    no v1 entry matches any secret. */
-int once_webhook_verify(const char *const *secrets, size_t nsecrets, const char *id,
+ONCE_API int once_webhook_verify(const char *const *secrets, size_t nsecrets, const char *id,
                         const char *timestamp, const char *signature, const void *body, size_t len,
                         int64_t now_s, int64_t tolerance_s);
 
@@ -59,13 +59,13 @@ typedef struct once_webhook_id {
 /* The tag of a principal: the first 8 bytes of HMAC-SHA256(key,
  * "once-push-principal|" SHA-256(principal)) in hex. onced keys it with its store's
  * secret, so a receiver can tell principals apart but not name them. */
-void once_webhook_principal_tag(const void *key, size_t keylen, const char *principal,
+ONCE_API void once_webhook_principal_tag(const void *key, size_t keylen, const char *principal,
                                 char out[ONCE_WEBHOOK_TAG_LEN + 1]);
 
 /* "<tag>/<config_id>/<since>/<task_id>.<generation>". ONCE_EINVAL when a
  * part is malformed (ids per once_id_valid, generation <= since). */
-int once_webhook_id_format(const once_webhook_id *id, char out[ONCE_WEBHOOK_ID_MAX + 1]);
-int once_webhook_id_parse(const char *s, once_webhook_id *out);
+ONCE_API int once_webhook_id_format(const once_webhook_id *id, char out[ONCE_WEBHOOK_ID_MAX + 1]);
+ONCE_API int once_webhook_id_parse(const char *s, once_webhook_id *out);
 
 #ifdef __cplusplus
 }

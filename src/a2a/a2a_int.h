@@ -13,6 +13,7 @@
 #include <stdarg.h>
 
 #include "a2a/a2a.h"
+#include "core/shape.h"
 
 /* ---------------------------------------------------------------------------
  * Bounded JSON text I/O.
@@ -37,14 +38,11 @@ int once__a2a_json_dump(const json_t *v, char **out, size_t *len);
 /* ---------------------------------------------------------------------------
  * Validation.
  */
-/* The first refusal a validator found: the field path and why. */
-typedef struct a2a_verr {
-    char field[160];
-    char why[200];
-} a2a_verr;
+/* The first refusal a validator found: the field path and why (the shape
+ * core/shape.c reports in, so its refusals pass through unchanged). */
+typedef once__shape_err a2a_verr;
 
-int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define once__a2a_verr once__shape_fail
 
 /* Rename every member of params (in place, nested objects too, free-form
  * metadata and data excepted) from its proto name (task_id) to its ProtoJSON
@@ -60,11 +58,6 @@ int once__a2a_check_depth(const json_t *v, const char *field, a2a_verr *e);
 /* ID fields (taskId, contextId, messageId, referenceTaskIds[i]): a string
  * that passes once_id_valid(). */
 int once__a2a_check_id(const json_t *v, const char *field, a2a_verr *e);
-
-/* One Part: an object with exactly one of text (string) | raw (base64
- * string) | url (non-empty string) | data (any JSON), plus optional
- * metadata (object), filename (string), mediaType (string); nothing else. */
-int once__a2a_check_part(const json_t *part, const char *field, a2a_verr *e);
 
 /* A client Message: object; messageId (required unless legacy), role
  * ROLE_USER ("user" too when legacy), parts non-empty array of at most

@@ -1,196 +1,37 @@
 /*
- * validate.c -- parameter checks for A2A 1.0 requests: IDs, Parts, Messages,
- * historyLength, base64 and RFC 3339 timestamps.
+ * validate.c -- parameter checks for A2A 1.0 requests: IDs, Messages,
+ * historyLength and RFC 3339 timestamps.
  *
  * Invariant: a message that passes once__a2a_check_message() is safe to hand to
  * the engine as-is: every ID fits a store key and once_id_valid() holds
  * (so no space or newline can reach the digest lines), parts are well formed
- * and bounded. Every refusal names one field, the first one found in
- * document order, so a client fixing errors one at a time converges.
+ * and bounded. The Message and Part rules themselves are core/shape.c's,
+ * shared with agent output; this file applies a client's rules and puts a
+ * refusal in the codec's error shape.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "a2a/a2a_int.h"
-#include "core/base64.h"
 #include "core/civil.h"
-#include "core/json_depth.h"
-
-int once__a2a_verr(a2a_verr *e, const char *field, const char *fmt, ...)
-{
-    if (e != NULL) {
-        snprintf(e->field, sizeof e->field, "%s", field);
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->why, sizeof e->why, fmt, ap);
-        va_end(ap);
-    }
-    return ONCE_EINVAL;
-}
+#include "core/shape.h"
 
 int once__a2a_check_depth(const json_t *v, const char *field, a2a_verr *e)
 {
-    if (once__json_depth(v, ONCE_VALUE_MAX_DEPTH) > ONCE_VALUE_MAX_DEPTH)
-        return once__a2a_verr(e, field, "%s nests deeper than %d levels (the limit on a value)",
-                              field, ONCE_VALUE_MAX_DEPTH);
-    return ONCE_OK;
+    return once__shape_depth(v, field, e);
 }
 
 int once__a2a_check_id(const json_t *v, const char *field, a2a_verr *e)
 {
-    if (!json_is_string(v))
-        return once__a2a_verr(e, field, "%s must be a string", field);
-    if (!once_id_valid(json_string_value(v)))
-        return once__a2a_verr(e, field,
-                          "%s must be 1..%d characters of [A-Za-z0-9._:-] starting with a letter "
-                          "or digit",
-                          field, ONCE_ID_MAX);
-    return ONCE_OK;
-}
-
-
-static const char *const part_content[] = {"text", "raw", "url", "data"};
-
-int once__a2a_check_part(const json_t *part, const char *field, a2a_verr *e)
-{
-    char f[sizeof e->field];
-    if (!json_is_object(part))
-        return once__a2a_verr(e, field, "%s must be an object", field);
-    const char *content = NULL;
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)part, key, v) {
-        snprintf(f, sizeof f, "%s.%s", field, key);
-        int is_content = 0;
-        for (size_t i = 0; i < sizeof part_content / sizeof part_content[0]; i++) {
-            if (strcmp(key, part_content[i]) == 0)
-                is_content = 1;
-        }
-        if (is_content) {
-            if (content != NULL)
-                return once__a2a_verr(e, field,
-                                  "%s must hold exactly one of text, raw, url, data (has %s and %s)",
-                                  field, content, key);
-            content = key;
-            if (strcmp(key, "data") == 0) {
-                if (once__a2a_check_depth(v, f, e) != ONCE_OK)
-                    return ONCE_EINVAL;
-                continue;
-            }
-            if (!json_is_string(v))
-                return once__a2a_verr(e, f, "%s must be a string", f);
-            if (strcmp(key, "raw") == 0 &&
-                !once__base64_valid(json_string_value(v), json_string_length(v)))
-                return once__a2a_verr(e, f, "%s must be base64", f);
-            if (strcmp(key, "url") == 0 && json_string_length(v) == 0)
-                return once__a2a_verr(e, f, "%s must not be empty", f);
-        } else if (strcmp(key, "metadata") == 0) {
-            if (!json_is_object(v))
-                return once__a2a_verr(e, f, "%s must be an object", f);
-            if (once__a2a_check_depth(v, f, e) != ONCE_OK)
-                return ONCE_EINVAL;
-        } else if (strcmp(key, "filename") == 0 || strcmp(key, "mediaType") == 0) {
-            if (!json_is_string(v))
-                return once__a2a_verr(e, f, "%s must be a string", f);
-        } else {
-            return once__a2a_verr(e, f, "unknown member %s in a Part", f);
-        }
-    }
-    if (content == NULL)
-        return once__a2a_verr(e, field, "%s must hold one of text, raw, url, data", field);
-    return ONCE_OK;
-}
-
-static int check_string_array(const json_t *v, const char *field, int ids, a2a_verr *e)
-{
-    char f[sizeof e->field];
-    if (!json_is_array(v))
-        return once__a2a_verr(e, field, "%s must be an array", field);
-    size_t i;
-    json_t *x;
-    json_array_foreach(v, i, x) {
-        snprintf(f, sizeof f, "%s[%zu]", field, i);
-        if (ids) {
-            if (once__a2a_check_id(x, f, e) != ONCE_OK)
-                return ONCE_EINVAL;
-        } else if (!json_is_string(x)) {
-            return once__a2a_verr(e, f, "%s must be a string", f);
-        }
-    }
-    return ONCE_OK;
+    return once__shape_id(v, field, e);
 }
 
 int once__a2a_check_message(const json_t *msg, const char *field, int legacy, size_t max_parts,
-                        a2a_verr *e)
+                            a2a_verr *e)
 {
-    char f[sizeof e->field];
-    if (msg == NULL)
-        return once__a2a_verr(e, field, "%s is required", field);
-    if (!json_is_object(msg))
-        return once__a2a_verr(e, field, "%s must be an object", field);
-
-    snprintf(f, sizeof f, "%s.messageId", field);
-    const json_t *mid = json_object_get(msg, "messageId");
-    if (mid == NULL) {
-        if (!legacy)
-            return once__a2a_verr(e, f, "%s is required", f);
-    } else if (json_is_string(mid) && json_string_length(mid) == 0) {
-        return once__a2a_verr(e, f, "%s must not be empty", f);
-    } else if (once__a2a_check_id(mid, f, e) != ONCE_OK) {
-        return ONCE_EINVAL;
-    }
-
-    snprintf(f, sizeof f, "%s.role", field);
-    const json_t *role = json_object_get(msg, "role");
-    if (role == NULL)
-        return once__a2a_verr(e, f, "%s is required", f);
-    if (!json_is_string(role))
-        return once__a2a_verr(e, f, "%s must be a string", f);
-    const char *r = json_string_value(role);
-    if (strcmp(r, "ROLE_USER") != 0 && !(legacy && strcmp(r, "user") == 0))
-        return once__a2a_verr(e, f, "%s must be ROLE_USER (a client sends user messages)", f);
-
-    snprintf(f, sizeof f, "%s.parts", field);
-    const json_t *parts = json_object_get(msg, "parts");
-    if (parts == NULL)
-        return once__a2a_verr(e, f, "%s is required", f);
-    if (!json_is_array(parts))
-        return once__a2a_verr(e, f, "%s must be an array", f);
-    if (json_array_size(parts) == 0)
-        return once__a2a_verr(e, f, "%s must hold at least one part", f);
-    if (json_array_size(parts) > max_parts)
-        return once__a2a_verr(e, f, "%s holds %zu parts; at most %zu are accepted", f,
-                          json_array_size(parts), max_parts);
-    size_t i;
-    json_t *p;
-    json_array_foreach(parts, i, p) {
-        snprintf(f, sizeof f, "%s.parts[%zu]", field, i);
-        if (once__a2a_check_part(p, f, e) != ONCE_OK)
-            return ONCE_EINVAL;
-    }
-
-    static const char *const idfields[] = {"taskId", "contextId"};
-    for (size_t k = 0; k < 2; k++) {
-        const json_t *v = json_object_get(msg, idfields[k]);
-        snprintf(f, sizeof f, "%s.%s", field, idfields[k]);
-        if (v != NULL && once__a2a_check_id(v, f, e) != ONCE_OK)
-            return ONCE_EINVAL;
-    }
-    const json_t *md = json_object_get(msg, "metadata");
-    snprintf(f, sizeof f, "%s.metadata", field);
-    if (md != NULL && !json_is_object(md))
-        return once__a2a_verr(e, f, "%s must be an object", f);
-    if (md != NULL && once__a2a_check_depth(md, f, e) != ONCE_OK)
-        return ONCE_EINVAL;
-    const json_t *ext = json_object_get(msg, "extensions");
-    snprintf(f, sizeof f, "%s.extensions", field);
-    if (ext != NULL && check_string_array(ext, f, 0, e) != ONCE_OK)
-        return ONCE_EINVAL;
-    const json_t *refs = json_object_get(msg, "referenceTaskIds");
-    snprintf(f, sizeof f, "%s.referenceTaskIds", field);
-    if (refs != NULL && check_string_array(refs, f, 1, e) != ONCE_OK)
-        return ONCE_EINVAL;
-    return ONCE_OK;
+    once__msg_rules r;
+    once__msg_rules_client(&r, legacy, max_parts);
+    return once__shape_message(msg, field, &r, e);
 }
 
 int once__a2a_check_history(const json_t *v, const char *field, int *out, a2a_verr *e)

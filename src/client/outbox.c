@@ -23,8 +23,11 @@
 
 #include "client/client_int.h"
 #include "client/outbox_int.h"
+#include "db/db.h"
 
 #define SCHEMA_VERSION 3
+/* How long a writer waits for another process's lock on the file. */
+#define BUSY_MS 10000
 #define ONCE__XSTR(x) #x
 #define ONCE__STR(x) ONCE__XSTR(x)
 
@@ -85,7 +88,7 @@ int once__ob_fail(once__outbox *o, int src, const char *what)
 {
     /* what may be a whole SQL script: name its start only. */
     snprintf(o->err, sizeof o->err, "outbox %.60s: %.200s", what, sqlite3_errmsg(o->db));
-    return (src == SQLITE_BUSY || src == SQLITE_LOCKED) ? ONCE_EBUSY : ONCE_ESTORE;
+    return once__db_is_busy(src) ? ONCE_EBUSY : ONCE_ESTORE;
 }
 
 const char *once__outbox_errmsg(const once__outbox *o)
@@ -99,92 +102,64 @@ int once__ob_exec(once__outbox *o, const char *sql)
     return src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, sql);
 }
 
-/* Bind values by a type string: 's' text (NULL ok), 'i' int64, 'd' double. */
-static int vbind(sqlite3_stmt *st, const char *types, va_list ap)
-{
-    int src = SQLITE_OK;
-    for (int i = 0; types[i] != '\0' && src == SQLITE_OK; i++) {
-        if (types[i] == 's') {
-            const char *s = va_arg(ap, const char *);
-            src = s ? sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i + 1);
-        } else if (types[i] == 'i') {
-            src = sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-        } else {
-            src = sqlite3_bind_double(st, i + 1, va_arg(ap, double));
-        }
-    }
-    return src;
-}
-
 int once__ob_prepare(once__outbox *o, sqlite3_stmt **st, const char *sql, const char *types, ...)
 {
-    int src = sqlite3_prepare_v2(o->db, sql, -1, st, NULL);
-    if (src == SQLITE_OK) {
-        va_list ap;
-        va_start(ap, types);
-        src = vbind(*st, types, ap);
-        va_end(ap);
-    }
-    if (src != SQLITE_OK) {
-        int rc = once__ob_fail(o, src, "prepare");
-        sqlite3_finalize(*st);
-        *st = NULL;
-        return rc;
-    }
-    return ONCE_OK;
+    va_list ap;
+    va_start(ap, types);
+    int src = once__db_vprepare(o->db, st, sql, types, ap);
+    va_end(ap);
+    return src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, "prepare");
+}
+
+int once__ob_one(once__outbox *o, sqlite3_stmt **st, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int src = once__db_vprepare(o->db, st, sql, types, ap);
+    va_end(ap);
+    if (src == SQLITE_OK && (src = sqlite3_step(*st)) == SQLITE_ROW)
+        return ONCE_OK;
+    int rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
+    sqlite3_finalize(*st);
+    *st = NULL;
+    return rc;
 }
 
 int once__ob_run(once__outbox *o, const char *sql, const char *types, ...)
 {
-    sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(o->db, sql, -1, &st, NULL);
-    if (src == SQLITE_OK) {
-        va_list ap;
-        va_start(ap, types);
-        src = vbind(st, types, ap);
-        va_end(ap);
-    }
-    if (src == SQLITE_OK) {
-        src = sqlite3_step(st);
-        if (src == SQLITE_DONE || src == SQLITE_ROW)
-            src = SQLITE_OK;
-    }
-    int rc = src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, "write");
-    sqlite3_finalize(st);
-    return rc;
+    va_list ap;
+    va_start(ap, types);
+    int src = once__db_vrun(o->db, sql, types, ap);
+    va_end(ap);
+    return src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, "write");
 }
 
 int once__ob_begin(once__outbox *o)
 {
-    return once__ob_exec(o, "BEGIN IMMEDIATE");
+    int src = once__db_begin(o->db);
+    return src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, "BEGIN IMMEDIATE");
 }
 
 int once__ob_end(once__outbox *o, int rc)
 {
-    if (rc == ONCE_OK) {
-        rc = once__ob_exec(o, "COMMIT");
-        if (rc == ONCE_OK)
-            return ONCE_OK;
-    }
-    sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+    int src = once__db_end(o->db, rc == ONCE_OK ? SQLITE_OK : SQLITE_ABORT);
+    if (rc == ONCE_OK && src != SQLITE_OK)
+        rc = once__ob_fail(o, src, "COMMIT");
     return rc;
 }
 
 /* Switching a new file to WAL needs a lock SQLite does not wait for through
  * the busy handler: two processes opening one fresh outbox at once get
  * SQLITE_BUSY at once. Retry for as long as the busy timeout would wait. */
+static int wal_attempt(void *db)
+{
+    return sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+}
+
 static int wal_mode(once__outbox *o)
 {
-    int64_t until = once_monotonic_ms() + 10000;
-    for (;;) {
-        int src = sqlite3_exec(o->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
-        if (src == SQLITE_OK)
-            return ONCE_OK;
-        if ((src != SQLITE_BUSY && src != SQLITE_LOCKED) || once_monotonic_ms() >= until)
-            return once__ob_fail(o, src, "PRAGMA journal_mode=WAL");
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    int src = once__db_while_busy(wal_attempt, o->db, BUSY_MS);
+    return src == SQLITE_OK ? ONCE_OK : once__ob_fail(o, src, "PRAGMA journal_mode=WAL");
 }
 
 static int schema_version(once__outbox *o, int *v)
@@ -236,13 +211,11 @@ int once__outbox_open(const char *path, once__outbox **out, char *err, size_t er
     once__outbox *o = once_calloc(1, sizeof *o);
     if (o == NULL)
         return ONCE_ENOMEM;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    int src = sqlite3_open_v2(path ? path : ":memory:", &o->db, flags, NULL);
+    int src = once__db_open(path ? path : ":memory:", BUSY_MS, &o->db);
     int rc = ONCE_OK;
     if (src != SQLITE_OK) {
-        rc = once__ob_fail(o, src, "open");
+        rc = o->db != NULL ? once__ob_fail(o, src, "open") : ONCE_ENOMEM;
     } else {
-        sqlite3_busy_timeout(o->db, 10000);
         /* WAL: readers never block the writer; FULL: a commit is on disk. */
         if (path != NULL)
             rc = wal_mode(o);
@@ -285,14 +258,9 @@ int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const
 static int state_of(once__outbox *o, int64_t seq, once_intent_state *st)
 {
     sqlite3_stmt *q;
-    int rc = once__ob_prepare(o, &q, "SELECT state FROM intents WHERE seq=?", "i", seq);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = sqlite3_step(q);
-    if (src == SQLITE_ROW)
+    int rc = once__ob_one(o, &q, "SELECT state FROM intents WHERE seq=?", "i", seq);
+    if (rc == ONCE_OK)
         *st = once__intent_state_parse((const char *)sqlite3_column_text(q, 0));
-    else
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
     sqlite3_finalize(q);
     return rc;
 }
@@ -349,14 +317,9 @@ int once__outbox_set_mode(once__outbox *o, int64_t seq, int ext, int64_t now, in
                       "sii", ext ? "ext" : "plain", now, seq);
     sqlite3_stmt *q = NULL;
     if (rc == ONCE_OK)
-        rc = once__ob_prepare(o, &q, "SELECT mode FROM intents WHERE seq=?", "i", seq);
-    if (rc == ONCE_OK) {
-        int src = sqlite3_step(q);
-        if (src == SQLITE_ROW)
-            *ext_out = strcmp((const char *)sqlite3_column_text(q, 0), "ext") == 0;
-        else
-            rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
-    }
+        rc = once__ob_one(o, &q, "SELECT mode FROM intents WHERE seq=?", "i", seq);
+    if (rc == ONCE_OK)
+        *ext_out = strcmp((const char *)sqlite3_column_text(q, 0), "ext") == 0;
     sqlite3_finalize(q);
     return once__ob_end(o, rc);
 }
@@ -514,11 +477,8 @@ int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT %s FROM intents WHERE seq=?", once__ob_columns);
     sqlite3_stmt *q;
-    int rc = once__ob_prepare(o, &q, sql, "i", seq);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = sqlite3_step(q);
-    if (src == SQLITE_ROW) {
+    int rc = once__ob_one(o, &q, sql, "i", seq);
+    if (rc == ONCE_OK) {
         once__ob_row_view(q, &row->it);
         row->kind = col_dup(q, 1);
         row->agent = col_dup(q, 2);
@@ -540,8 +500,6 @@ int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)
         row->it.mode = row->mode;
         row->it.last_error = row->last_error;
         row->it.refusal = row->refusal;
-    } else {
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
     }
     sqlite3_finalize(q);
     if (rc != ONCE_OK)

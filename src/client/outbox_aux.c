@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "client/client_int.h"
 #include "client/outbox_int.h"
 
@@ -48,16 +49,8 @@ int once__outbox_seqs(once__outbox *o, once_intent_state st, int64_t **seqs, siz
     size_t cap = 0;
     int src;
     while ((src = sqlite3_step(q)) == SQLITE_ROW) {
-        if (*n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            int64_t *p = once_realloc(*seqs, ncap * sizeof *p);
-            if (p == NULL) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            *seqs = p;
-            cap = ncap;
-        }
+        if (*n == cap && (rc = once__grow(seqs, &cap, sizeof **seqs, 16)) != ONCE_OK)
+            break;
         (*seqs)[(*n)++] = sqlite3_column_int64(q, 0);
     }
     if (rc == ONCE_OK && src != SQLITE_DONE)
@@ -86,17 +79,12 @@ int once__outbox_prune(once__outbox *o, int64_t cutoff_ms, unsigned *removed)
 int once__outbox_agent_of(once__outbox *o, const char *task_id, char *out, size_t outlen)
 {
     sqlite3_stmt *q;
-    int rc = once__ob_prepare(o, &q, "SELECT agent FROM intents WHERE task_id=? ORDER BY seq DESC LIMIT 1",
-                              "s", task_id);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = sqlite3_step(q);
-    if (src == SQLITE_ROW) {
+    int rc = once__ob_one(o, &q, "SELECT agent FROM intents WHERE task_id=? ORDER BY seq DESC LIMIT 1",
+                          "s", task_id);
+    if (rc == ONCE_OK) {
         const char *a = (const char *)sqlite3_column_text(q, 0);
         if ((size_t)snprintf(out, outlen, "%s", a ? a : "") >= outlen)
             rc = ONCE_ERANGE;
-    } else {
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
     }
     sqlite3_finalize(q);
     return rc;
@@ -105,15 +93,10 @@ int once__outbox_agent_of(once__outbox *o, const char *task_id, char *out, size_
 int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checked_ms, int *ext)
 {
     sqlite3_stmt *q;
-    int rc = once__ob_prepare(o, &q, "SELECT ext FROM agents WHERE agent=? AND checked_ms>=?", "si",
-                              agent, min_checked_ms);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = sqlite3_step(q);
-    if (src == SQLITE_ROW)
+    int rc = once__ob_one(o, &q, "SELECT ext FROM agents WHERE agent=? AND checked_ms>=?", "si",
+                          agent, min_checked_ms);
+    if (rc == ONCE_OK)
         *ext = sqlite3_column_int(q, 0) != 0;
-    else
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__ob_fail(o, src, "read");
     sqlite3_finalize(q);
     return rc;
 }

@@ -21,6 +21,10 @@ int once__ob_fail(once__outbox *o, int src, const char *what);
 int once__ob_exec(once__outbox *o, const char *sql);
 /* Prepare sql and bind by types ('s' text or NULL, 'i' int64, 'd' double). */
 int once__ob_prepare(once__outbox *o, sqlite3_stmt **st, const char *sql, const char *types, ...);
+/* Prepare, bind and step to the first row: ONCE_OK with *st on it (the
+ * caller finalizes), ONCE_ENOTFOUND when there is none, or the failure;
+ * *st is NULL unless ONCE_OK. */
+int once__ob_one(once__outbox *o, sqlite3_stmt **st, const char *sql, const char *types, ...);
 /* Prepare, bind, step once, finalize. */
 int once__ob_run(once__outbox *o, const char *sql, const char *types, ...);
 int once__ob_begin(once__outbox *o);

@@ -29,11 +29,14 @@
  */
 #include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/errbuf.h"
 #include "core/jcs.h"
+#include "db/db.h"
 #include "once/webhook.h"
 
 struct once_webhook {
@@ -84,22 +87,9 @@ void once_webhook_close(once_webhook *w)
     once_free(w);
 }
 
-/* One statement with text/int binds, stepped to completion: ONCE_OK, or
- * ONCE_EIO with the db message in errmsg of the caller's choosing. */
-static int exec_sql(sqlite3 *db, const char *sql)
-{
-    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? ONCE_OK : ONCE_EIO;
-}
-
 int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *err, size_t errlen)
 {
-    char dummy[1];
-    if (err == NULL) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    if (errlen)
-        err[0] = '\0';
+    err = once__errbuf(err, &errlen);
     if (out == NULL || o == NULL || o->state_path == NULL || o->state_path[0] == '\0') {
         snprintf(err, errlen, "a state file (the processed-set) is required");
         return ONCE_EINVAL;
@@ -146,20 +136,18 @@ int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *e
         once_webhook_close(w);
         return rc;
     }
-    int src =
-        sqlite3_open_v2(o->state_path, &w->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int src = once__db_open(o->state_path, 5000, &w->db);
     if (src == SQLITE_OK)
-        src = sqlite3_busy_timeout(w->db, 5000);
-    if (src != SQLITE_OK || exec_sql(w->db, schema) != ONCE_OK) {
+        src = sqlite3_exec(w->db, schema, NULL, NULL, NULL);
+    if (src != SQLITE_OK) {
         snprintf(err, errlen, "cannot open the processed-set %s: %s", o->state_path,
                  w->db ? sqlite3_errmsg(w->db) : "out of memory");
         once_webhook_close(w);
         return ONCE_EIO;
     }
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(w->db, "SELECT coalesce(max(seq), 0) FROM wh_sub_events", -1, &st,
-                           NULL) == SQLITE_OK &&
+    if (once__db_prepare(w->db, &st, "SELECT coalesce(max(seq), 0) FROM wh_sub_events", "") ==
+            SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         w->seq = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -193,25 +181,23 @@ static int reject(once_webhook *w, int rc, int *status, char *why, size_t whylen
     return rc;
 }
 
-/* A prepared statement, bound ?1 text, ?2..?4 int64 / text as given. */
-static sqlite3_stmt *prep(sqlite3 *db, const char *sql)
+/* A statement with its arguments (db.h's type string), run once: ONCE_OK
+ * or ONCE_EIO. */
+static int run(sqlite3 *db, const char *sql, const char *types, ...)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
+    va_list ap;
+    va_start(ap, types);
+    int src = once__db_vrun(db, sql, types, ap);
+    va_end(ap);
+    return src == SQLITE_OK ? ONCE_OK : ONCE_EIO;
 }
 
-/* Step st to completion and finalize it; ONCE_OK or ONCE_EIO. */
-static int run(sqlite3_stmt *st)
+/* The end of a transaction run began: COMMIT when rc is ONCE_OK, else
+ * ROLLBACK; ONCE_OK or ONCE_EIO. */
+static int end_tx(once_webhook *w, int rc)
 {
-    if (st == NULL)
-        return ONCE_EIO;
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? ONCE_OK : ONCE_EIO;
+    return once__db_end(w->db, rc == ONCE_OK ? SQLITE_OK : SQLITE_ABORT) == SQLITE_OK ? ONCE_OK
+                                                                                      : ONCE_EIO;
 }
 
 /* Under dbmu, inside a transaction: the (subscription, task)'s next,
@@ -221,11 +207,10 @@ static int run(sqlite3_stmt *st)
 static int task_next(once_webhook *w, const char *sub, const char *task, int64_t since,
                      int64_t *next)
 {
-    sqlite3_stmt *st = prep(w->db, "SELECT next FROM wh_sub_tasks WHERE sub=?3 AND task_id=?1");
-    if (st == NULL)
+    sqlite3_stmt *st;
+    if (once__db_prepare(w->db, &st, "SELECT next FROM wh_sub_tasks WHERE sub=?3 AND task_id=?1",
+                         "s-s", task, sub) != SQLITE_OK)
         return ONCE_EIO;
-    sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, sub, -1, SQLITE_STATIC);
     int src = sqlite3_step(st);
     int64_t n = src == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
@@ -235,23 +220,13 @@ static int task_next(once_webhook *w, const char *sub, const char *task, int64_t
         *next = n;
         return ONCE_OK;
     }
-    st = prep(w->db, "INSERT INTO wh_sub_tasks(sub, task_id, next) VALUES(?3, ?1, ?2) "
-                     "ON CONFLICT(sub, task_id) DO UPDATE SET next=excluded.next");
-    if (st != NULL) {
-        sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, since + 1);
-        sqlite3_bind_text(st, 3, sub, -1, SQLITE_STATIC);
-    }
-    int rc = run(st);
-    if (rc == ONCE_OK && src == SQLITE_ROW) {
-        st = prep(w->db, "DELETE FROM wh_sub_events WHERE sub=?3 AND task_id=?1 AND generation<?2");
-        if (st != NULL) {
-            sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, since + 1);
-            sqlite3_bind_text(st, 3, sub, -1, SQLITE_STATIC);
-        }
-        rc = run(st);
-    }
+    int rc = run(w->db,
+                 "INSERT INTO wh_sub_tasks(sub, task_id, next) VALUES(?3, ?1, ?2) "
+                 "ON CONFLICT(sub, task_id) DO UPDATE SET next=excluded.next",
+                 "sis", task, since + 1, sub);
+    if (rc == ONCE_OK && src == SQLITE_ROW)
+        rc = run(w->db, "DELETE FROM wh_sub_events WHERE sub=?3 AND task_id=?1 AND generation<?2",
+                 "sis", task, since + 1, sub);
     *next = since + 1;
     return rc;
 }
@@ -261,31 +236,20 @@ static int record(once_webhook *w, const char *sub, const char *task, int64_t ge
                   const once_webhook_request *req)
 {
     pthread_mutex_lock(&w->dbmu);
-    int rc = exec_sql(w->db, "BEGIN IMMEDIATE");
+    int rc = once__db_begin(w->db) == SQLITE_OK ? ONCE_OK : ONCE_EIO;
     int64_t next = 0;
     int fresh = 0;
     if (rc == ONCE_OK)
         rc = task_next(w, sub, task, since, &next);
     if (rc == ONCE_OK && gen >= next) {
-        sqlite3_stmt *st = prep(w->db, "INSERT INTO wh_sub_events(task_id, generation, webhook_id,"
-                                       " body, seq, sub) VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO "
-                                       "NOTHING");
-        if (st != NULL) {
-            sqlite3_bind_text(st, 6, sub, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 1, task, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, gen);
-            sqlite3_bind_text(st, 3, req->id, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 4, req->body, (int)req->len, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 5, w->seq + 1);
-        }
-        rc = run(st);
+        rc = run(w->db,
+                 "INSERT INTO wh_sub_events(task_id, generation, webhook_id, body, seq, sub) "
+                 "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO NOTHING",
+                 "sistis", task, gen, req->id, req->body, req->len, w->seq + 1, sub);
         fresh = rc == ONCE_OK && sqlite3_changes(w->db) == 1;
     }
-    if (rc == ONCE_OK)
-        rc = exec_sql(w->db, "COMMIT");
-    if (rc != ONCE_OK)
-        (void)exec_sql(w->db, "ROLLBACK");
-    else if (fresh)
+    rc = end_tx(w, rc);
+    if (rc == ONCE_OK && fresh)
         w->seq++;
     pthread_mutex_unlock(&w->dbmu);
     return rc != ONCE_OK ? ONCE_EIO : fresh;
@@ -375,11 +339,15 @@ static int next_pending(once_webhook *w, pending *p)
 {
     int found = 0;
     pthread_mutex_lock(&w->dbmu);
-    sqlite3_stmt *st = prep(w->db, "SELECT e.task_id, e.generation, e.webhook_id, e.body, e.sub "
-                                   "FROM wh_sub_events e JOIN wh_sub_tasks t ON t.sub=e.sub "
-                                   "AND t.task_id=e.task_id AND e.generation=t.next "
-                                   "ORDER BY e.seq LIMIT 1");
-    int rc = st != NULL ? sqlite3_step(st) : SQLITE_ERROR;
+    sqlite3_stmt *st;
+    int rc = once__db_prepare(w->db, &st,
+                              "SELECT e.task_id, e.generation, e.webhook_id, e.body, e.sub "
+                              "FROM wh_sub_events e JOIN wh_sub_tasks t ON t.sub=e.sub "
+                              "AND t.task_id=e.task_id AND e.generation=t.next "
+                              "ORDER BY e.seq LIMIT 1",
+                              "");
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const char *t = (const char *)sqlite3_column_text(st, 0);
         snprintf(p->task, sizeof p->task, "%s", t ? t : "");
@@ -401,31 +369,15 @@ static int next_pending(once_webhook *w, pending *p)
 static int mark_handled(once_webhook *w, const pending *p)
 {
     pthread_mutex_lock(&w->dbmu);
-    int rc = exec_sql(w->db, "BEGIN IMMEDIATE");
-    sqlite3_stmt *st;
-    if (rc == ONCE_OK) {
-        st = prep(w->db, "DELETE FROM wh_sub_events WHERE sub=?3 AND task_id=?1 AND generation=?2");
-        if (st != NULL) {
-            sqlite3_bind_text(st, 1, p->task, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, p->gen);
-            sqlite3_bind_text(st, 3, p->sub, -1, SQLITE_STATIC);
-        }
-        rc = run(st);
-    }
-    if (rc == ONCE_OK) {
-        st = prep(w->db, "UPDATE wh_sub_tasks SET next=?2 + 1 WHERE sub=?3 AND task_id=?1 "
-                         "AND next=?2");
-        if (st != NULL) {
-            sqlite3_bind_text(st, 1, p->task, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, p->gen);
-            sqlite3_bind_text(st, 3, p->sub, -1, SQLITE_STATIC);
-        }
-        rc = run(st);
-    }
+    int rc = once__db_begin(w->db) == SQLITE_OK ? ONCE_OK : ONCE_EIO;
     if (rc == ONCE_OK)
-        rc = exec_sql(w->db, "COMMIT");
-    if (rc != ONCE_OK)
-        (void)exec_sql(w->db, "ROLLBACK");
+        rc = run(w->db, "DELETE FROM wh_sub_events WHERE sub=?3 AND task_id=?1 AND generation=?2",
+                 "sis", p->task, p->gen, p->sub);
+    if (rc == ONCE_OK)
+        rc = run(w->db, "UPDATE wh_sub_tasks SET next=?2 + 1 WHERE sub=?3 AND task_id=?1 "
+                        "AND next=?2",
+                 "sis", p->task, p->gen, p->sub);
+    rc = end_tx(w, rc);
     pthread_mutex_unlock(&w->dbmu);
     return rc;
 }
@@ -476,28 +428,14 @@ int once_webhook_skip(once_webhook *w, const char *task_id, int64_t generation)
     if (w == NULL || !once_id_valid(task_id) || generation < 0)
         return ONCE_EINVAL;
     pthread_mutex_lock(&w->dbmu);
-    int rc = exec_sql(w->db, "BEGIN IMMEDIATE");
-    sqlite3_stmt *st;
-    if (rc == ONCE_OK) {
-        st = prep(w->db, "UPDATE wh_sub_tasks SET next=?2 + 1 WHERE task_id=?1 AND next<?2 + 1");
-        if (st != NULL) {
-            sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, generation);
-        }
-        rc = run(st);
-    }
-    if (rc == ONCE_OK) {
-        st = prep(w->db, "DELETE FROM wh_sub_events WHERE task_id=?1 AND generation<=?2");
-        if (st != NULL) {
-            sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, generation);
-        }
-        rc = run(st);
-    }
+    int rc = once__db_begin(w->db) == SQLITE_OK ? ONCE_OK : ONCE_EIO;
     if (rc == ONCE_OK)
-        rc = exec_sql(w->db, "COMMIT");
-    if (rc != ONCE_OK)
-        (void)exec_sql(w->db, "ROLLBACK");
+        rc = run(w->db, "UPDATE wh_sub_tasks SET next=?2 + 1 WHERE task_id=?1 AND next<?2 + 1",
+                 "si", task_id, generation);
+    if (rc == ONCE_OK)
+        rc = run(w->db, "DELETE FROM wh_sub_events WHERE task_id=?1 AND generation<=?2", "si",
+                 task_id, generation);
+    rc = end_tx(w, rc);
     pthread_mutex_unlock(&w->dbmu);
     return rc;
 }
@@ -512,8 +450,11 @@ int once_webhook_get_stats(once_webhook *w, once_webhook_stats *out)
     out->rejected = __atomic_load_n(&w->stats.rejected, __ATOMIC_RELAXED);
     out->handled = __atomic_load_n(&w->stats.handled, __ATOMIC_RELAXED);
     pthread_mutex_lock(&w->dbmu);
-    sqlite3_stmt *st = prep(w->db, "SELECT count(*) FROM wh_sub_events");
-    int rc = st != NULL && sqlite3_step(st) == SQLITE_ROW ? ONCE_OK : ONCE_EIO;
+    sqlite3_stmt *st;
+    int rc = once__db_prepare(w->db, &st, "SELECT count(*) FROM wh_sub_events", "") == SQLITE_OK &&
+                     sqlite3_step(st) == SQLITE_ROW
+                 ? ONCE_OK
+                 : ONCE_EIO;
     if (rc == ONCE_OK)
         out->pending = (uint64_t)sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);

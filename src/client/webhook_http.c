@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "client/webhook_listen.h"
+#include "core/errbuf.h"
 #include "http/guard.h"
 #include "http/tls.h"
 #include "once/webhook.h"
@@ -218,13 +219,7 @@ int once__webhook_listen_limited(once_webhook *w, const once_webhook_listen_opti
                                  const once_http_limits *limits, once_webhook_server **out,
                                  char *err, size_t errlen)
 {
-    char dummy[1];
-    if (err == NULL) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    if (errlen)
-        err[0] = '\0';
+    err = once__errbuf(err, &errlen);
     if (w == NULL || out == NULL)
         return ONCE_EINVAL;
     *out = NULL;

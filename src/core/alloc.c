@@ -110,6 +110,21 @@ void *once_realloc(void *p, size_t n)
     return g_alloc.realloc_fn(p, n ? n : 1);
 }
 
+int once__grow(void *pv, size_t *cap, size_t size, size_t first)
+{
+    size_t nc = *cap ? *cap * 2 : first;
+    if (nc < *cap || nc > SIZE_MAX / size)
+        return ONCE_ENOMEM;
+    void *old;
+    memcpy(&old, pv, sizeof old);
+    void *v = once_realloc(old, nc * size);
+    if (v == NULL)
+        return ONCE_ENOMEM;
+    memcpy(pv, &v, sizeof v);
+    *cap = nc;
+    return ONCE_OK;
+}
+
 void once_free(void *p)
 {
     if (p)

@@ -15,6 +15,8 @@
 #ifndef ONCE_CORE_ALLOC_INT_H
 #define ONCE_CORE_ALLOC_INT_H
 
+#include <stddef.h>
+
 /* n >= 0: after n more successful allocations, the next one fails (once);
  * n == -1: disable injection. Either way the counter restarts at zero. */
 void once__alloc_fail_after(long n);
@@ -22,6 +24,12 @@ void once__alloc_fail_after(long n);
 /* Allocations attempted since the last once__alloc_fail_after() call (or
  * since start), including the failed one. */
 long once__alloc_count(void);
+
+/* Make room in a growing array: pv points at the array pointer (T **),
+ * which holds *cap elements of size bytes, all in use. Doubles *cap (to
+ * first from 0) through once_realloc. ONCE_ENOMEM, array and *cap as they
+ * were, when the allocation fails or the size would overflow. */
+int once__grow(void *pv, size_t *cap, size_t size, size_t first);
 
 /* The guard once__json_loadb (jcs.c) puts around a jansson parse: from
  * begin, the first jansson allocation that fails on this thread makes every

@@ -1,12 +1,14 @@
 /*
- * clock.c -- the system, offset and manual clocks, the monotonic clock and
- * RFC 3339 formatting.
+ * clock.c -- the system, offset and manual clocks, the monotonic clock,
+ * RFC 3339 formatting, and condition waits timed on the monotonic clock
+ * (condwait.h).
  *
  * Invariant: all clocks report milliseconds since the Unix epoch (UTC); the
  * offset and manual clocks keep their mutable value in one int64 that is
  * only touched with __atomic builtins, so any thread may read or move them.
  */
 #include "core/civil.h"
+#include "core/condwait.h"
 #include "once/once.h"
 
 #include <time.h>
@@ -158,4 +160,41 @@ void once_format_time(int64_t ms, char out[25])
     put_digits(out + 20, (int)frac, 3);
     out[23] = 'Z';
     out[24] = '\0';
+}
+
+void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec += 1;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+int once__cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    if (pthread_condattr_init(&a) != 0)
+        return ONCE_ENOMEM;
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+    return rc == 0 ? ONCE_OK : ONCE_ENOMEM;
+}
+
+int once__lock_init(pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+    if (pthread_mutex_init(mu, NULL) != 0)
+        return ONCE_ENOMEM;
+    if (once__cond_init(cv) != ONCE_OK) {
+        pthread_mutex_destroy(mu);
+        return ONCE_ENOMEM;
+    }
+    return ONCE_OK;
 }

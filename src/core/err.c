@@ -5,6 +5,7 @@
  * once_strerror() and once_errname() never return NULL. Codes are never
  * reused; a new code gets a new row here and a new test in test_err.c.
  */
+#include "core/errbuf.h"
 #include "once/once.h"
 
 struct err_row {
@@ -56,4 +57,17 @@ const char *once_errname(int err)
 {
     const struct err_row *r = err_find(err);
     return r ? r->name : "ONCE_E?";
+}
+
+char *once__errbuf(char *err, size_t *errlen)
+{
+    /* Per thread: two callers without a buffer never share the byte. */
+    static _Thread_local char scratch[1];
+    if (err == NULL) {
+        err = scratch;
+        *errlen = sizeof scratch;
+    }
+    if (*errlen > 0)
+        err[0] = '\0';
+    return err;
 }

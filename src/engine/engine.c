@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/errbuf.h"
 #include "engine/engine_int.h"
 
 #define DEFAULT_LEASE_MS 15000
@@ -36,32 +37,6 @@ int64_t once__now(const once__engine *e)
 int once__stopping(const once__engine *e)
 {
     return __atomic_load_n(&e->stopping, __ATOMIC_ACQUIRE);
-}
-
-int once__cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    if (pthread_condattr_init(&a) != 0)
-        return ONCE_ENOMEM;
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-    return rc == 0 ? ONCE_OK : ONCE_ENOMEM;
-}
-
-void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
-{
-    if (ms <= 0)
-        return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec += 1;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(cv, mu, &ts);
 }
 
 int once__engine_pause(once__engine *e, int64_t ms)
@@ -138,13 +113,7 @@ static int load_secret(once__engine *e, char *err, size_t errlen)
 
 int once__engine_new(const once__engine_config *cfg, once__engine **out, char *err, size_t errlen)
 {
-    char dummy[1];
-    if (err == NULL) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    if (errlen > 0)
-        err[0] = '\0';
+    err = once__errbuf(err, &errlen);
     if (out == NULL || cfg == NULL || cfg->store == NULL) {
         snprintf(err, errlen, "a store is required");
         return ONCE_EINVAL;

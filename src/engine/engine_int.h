@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 
+#include "core/condwait.h"
 #include "core/log.h"
 #include "engine/engine.h"
 
@@ -124,12 +125,9 @@ struct once__engine {
 
 int64_t once__now(const once__engine *e);
 int once__stopping(const once__engine *e);
-/* Wait on cv (bound to e->mu, which the caller holds) for at most ms. */
-void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms);
 /* For the engine's periodic threads (heartbeat, sweeper): sleep ms, waking
  * early when the engine stops. Returns 1 if the engine is stopping. */
 int once__engine_pause(once__engine *e, int64_t ms);
-int once__cond_init(pthread_cond_t *cv);
 /* Count store failures in the stats (and note when the last one was seen);
  * returns rc. */
 int once__store_rc(once__engine *e, int rc);

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "core/jcs.h"
+#include "core/shape.h"
 #include "engine/engine_int.h"
-#include "exec/jsonl.h"
 
 #define EXTERNAL_TRIES 32
 
@@ -52,7 +52,7 @@ static int parse_artifact(once__engine *e, const char *artifact_json, int append
     int prc = once__json_object(artifact_json, &art);
     if (prc == ONCE_ENOMEM)
         return prc;
-    if (prc != ONCE_OK || once__exec_check_artifact(art, NULL, 0) != ONCE_OK ||
+    if (prc != ONCE_OK || once__agent_artifact_check(art, NULL, 0) != ONCE_OK ||
         (append && json_object_get(art, "artifactId") == NULL)) {
         json_decref(art);
         return ONCE_EINVAL;

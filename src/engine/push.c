@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/errbuf.h"
 #include "core/jcs.h"
 #include "engine/push_int.h"
 #include "once/webhook.h"
@@ -157,13 +158,7 @@ int once__engine_push_supported(const once__engine *e)
 
 int once__engine_push_setup(once__engine *e, const once_push_options *o, char *err, size_t errlen)
 {
-    char dummy[1];
-    if (err == NULL) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    if (errlen)
-        err[0] = '\0';
+    err = once__errbuf(err, &errlen);
     if (e == NULL)
         return ONCE_EINVAL;
     struct once__push *p;

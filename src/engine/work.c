@@ -28,8 +28,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/shape.h"
 #include "engine/engine_int.h"
-#include "exec/jsonl.h"
 
 #define WRITE_TRIES 32
 /* A turn riding out an outage asks again this often at most, so that its
@@ -445,7 +445,7 @@ int once_work_sleep(once_work *w, int64_t ms)
  */
 
 /* Parse an agent message argument: an A2A 1.0 Message by the rules an
- * --exec line follows (once__exec_check_message), so no executor can put on
+ * --exec line follows (once__agent_message_check), so no executor can put on
  * the wire a part without content, an A2A 0.3 "kind", or a user role. */
 static int parse_agent_message(once_work *w, const char *text, json_t **out)
 {
@@ -453,7 +453,7 @@ static int parse_agent_message(once_work *w, const char *text, json_t **out)
     if (text == NULL)
         return ONCE_OK;
     json_t *m = once__json_parse(text);
-    if (m == NULL || once__exec_check_message(m, NULL, 0) != ONCE_OK) {
+    if (m == NULL || once__agent_message_check(m, NULL, 0) != ONCE_OK) {
         json_decref(m);
         return ONCE_EINVAL;
     }
@@ -519,7 +519,7 @@ int once_work_artifact(once_work *w, const char *artifact_json, int append, int 
 {
     json_t *art = once__json_parse(artifact_json);
     /* Appending needs the artifact to append to. */
-    if (art == NULL || once__exec_check_artifact(art, NULL, 0) != ONCE_OK ||
+    if (art == NULL || once__agent_artifact_check(art, NULL, 0) != ONCE_OK ||
         (append && json_object_get(art, "artifactId") == NULL)) {
         json_decref(art);
         return ONCE_EINVAL;

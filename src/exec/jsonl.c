@@ -13,90 +13,21 @@
  * task's status message (JSON).
  */
 #include "exec/jsonl.h"
-#include "core/base64.h"
 #include "core/jcs.h"
-#include "core/json_depth.h"
+#include "core/quote.h"
+#include "core/shape.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#define PROB_MAX 200
-
-/* ------------------------------------------------------------------ quoting */
-
-/* Length of the valid UTF-8 sequence at s (n bytes available), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return len;
-}
-
-void once__exec_quote(const char *s, size_t n, size_t max, char *out, size_t cap)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, o = 0;
-
-    if (cap == 0)
-        return;
-    if (cap < 4) {   /* no room for anything useful */
-        out[0] = '\0';
-        return;
-    }
-    if (max > cap - 4)   /* keep room for "..." and the NUL */
-        max = cap - 4;
-    while (i < n) {
-        size_t len = utf8_seq(u + i, n - i);
-        size_t take = len ? len : 1;
-        if (o + (len ? len : 1) > max)
-            break;
-        if (len == 0 || (len == 1 && (u[i] < 0x20 || u[i] == 0x7F)))
-            out[o++] = '?';
-        else {
-            memcpy(out + o, s + i, len);
-            o += len;
-        }
-        i += take;
-    }
-    if (i < n) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o] = '\0';
-}
 
 /* -------------------------------------------------------------- validation */
 
-/* A problem found while validating; the first one wins. */
-typedef struct vprob {
-    char text[PROB_MAX];
-} vprob;
+/* A problem found while validating; the first one wins. The Message,
+ * Artifact and Part rules are core/shape.c's: the C work context applies the
+ * same ones, so no executor can put on the wire what a line may not. */
+typedef once__shape_err vprob;
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
@@ -105,211 +36,16 @@ static int bad(vprob *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(p->text, sizeof p->text, fmt, ap);
+    vsnprintf(p->why, sizeof p->why, fmt, ap);
     va_end(ap);
     return ONCE_EINVAL;
 }
 
-/* Member names come from the command's output: quote them safely. */
+/* Values come from the command's output: quote them safely. */
 static const char *qname(const char *key, char buf[48])
 {
-    once__exec_quote(key, strlen(key), 40, buf, 48);
+    once__quote(key, strlen(key), 40, buf, 48);
     return buf;
-}
-
-static int in_list(const char *key, const char *const *list)
-{
-    for (size_t i = 0; list[i]; i++)
-        if (strcmp(key, list[i]) == 0)
-            return 1;
-    return 0;
-}
-
-static int only_members(json_t *obj, const char *const *allowed, const char *where, vprob *p)
-{
-    const char *key;
-    json_t *v;
-    char b[48];
-
-    json_object_foreach(obj, key, v) {
-        (void)v;
-        if (in_list(key, allowed))
-            continue;
-        if (strcmp(key, "kind") == 0)
-            return bad(p, "%s has \"kind\", which A2A 1.0 dropped (remove it)", where);
-        return bad(p, "%s has unknown member \"%s\"", where, qname(key, b));
-    }
-    return ONCE_OK;
-}
-
-static int opt_string(json_t *obj, const char *key, int nonempty, const char *where, vprob *p)
-{
-    json_t *v = json_object_get(obj, key);
-    if (v == NULL)
-        return ONCE_OK;
-    if (!json_is_string(v))
-        return bad(p, "%s.%s must be a string", where, key);
-    if (nonempty && json_string_length(v) == 0)
-        return bad(p, "%s.%s must not be empty", where, key);
-    return ONCE_OK;
-}
-
-/* A value the agent supplies (data, metadata) nests at most
- * ONCE_VALUE_MAX_DEPTH deep, or no answer could carry it (json_depth.h). */
-static int shallow(const json_t *v, const char *where, const char *key, vprob *p)
-{
-    if (v != NULL && once__json_depth(v, ONCE_VALUE_MAX_DEPTH) > ONCE_VALUE_MAX_DEPTH)
-        return bad(p, "%s.%s nests deeper than %d levels (the limit on a value)", where, key,
-                   ONCE_VALUE_MAX_DEPTH);
-    return ONCE_OK;
-}
-
-static int opt_object(json_t *obj, const char *key, const char *where, vprob *p)
-{
-    json_t *v = json_object_get(obj, key);
-    if (v != NULL && !json_is_object(v))
-        return bad(p, "%s.%s must be an object", where, key);
-    return shallow(v, where, key, p);
-}
-
-static int opt_string_array(json_t *obj, const char *key, const char *where, vprob *p)
-{
-    json_t *v = json_object_get(obj, key), *e;
-    size_t i;
-
-    if (v == NULL)
-        return ONCE_OK;
-    if (!json_is_array(v))
-        return bad(p, "%s.%s must be an array of strings", where, key);
-    json_array_foreach(v, i, e) {
-        if (!json_is_string(e))
-            return bad(p, "%s.%s[%zu] must be a string", where, key, i);
-    }
-    return ONCE_OK;
-}
-
-
-static const char *const part_members[] = {"text",     "raw",       "url", "data", "metadata",
-                                           "filename", "mediaType", NULL};
-static const char *const part_kinds[] = {"text", "raw", "url", "data", NULL};
-
-static int check_part(json_t *part, const char *where, vprob *p)
-{
-    int rc, kinds = 0;
-    json_t *v;
-
-    if (!json_is_object(part))
-        return bad(p, "%s must be an object", where);
-    if ((rc = only_members(part, part_members, where, p)) < 0)
-        return rc;
-    for (size_t i = 0; part_kinds[i]; i++)
-        kinds += json_object_get(part, part_kinds[i]) != NULL;
-    if (kinds != 1)
-        return bad(p, "%s must hold exactly one of text, raw, url, data (found %d)", where,
-                   kinds);
-    if ((v = json_object_get(part, "text")) && !json_is_string(v))
-        return bad(p, "%s.text must be a string", where);
-    if ((v = json_object_get(part, "url")) && (!json_is_string(v) || json_string_length(v) == 0))
-        return bad(p, "%s.url must be a non-empty string", where);
-    if ((v = json_object_get(part, "raw"))) {
-        if (!json_is_string(v))
-            return bad(p, "%s.raw must be a base64 string", where);
-        if (!once__base64_valid(json_string_value(v), json_string_length(v)))
-            return bad(p, "%s.raw is not valid base64", where);
-    }
-    if ((rc = shallow(json_object_get(part, "data"), where, "data", p)) < 0 ||
-        (rc = opt_object(part, "metadata", where, p)) < 0 ||
-        (rc = opt_string(part, "filename", 0, where, p)) < 0 ||
-        (rc = opt_string(part, "mediaType", 0, where, p)) < 0)
-        return rc;
-    return ONCE_OK;
-}
-
-static int check_parts(json_t *obj, const char *where, vprob *p)
-{
-    json_t *parts = json_object_get(obj, "parts"), *e;
-    size_t i;
-    char w[80];
-    int rc;
-
-    if (parts == NULL)
-        return bad(p, "%s has no parts", where);
-    if (!json_is_array(parts) || json_array_size(parts) == 0)
-        return bad(p, "%s.parts must be a non-empty array", where);
-    json_array_foreach(parts, i, e) {
-        snprintf(w, sizeof w, "%s.parts[%zu]", where, i);
-        if ((rc = check_part(e, w, p)) < 0)
-            return rc;
-    }
-    return ONCE_OK;
-}
-
-static const char *const message_members[] = {"messageId", "role",      "parts",
-                                              "metadata",  "contextId", "taskId",
-                                              "referenceTaskIds", "extensions", NULL};
-
-static int check_message(json_t *m, const char *where, vprob *p)
-{
-    json_t *role;
-    int rc;
-
-    if (!json_is_object(m))
-        return bad(p, "%s must be an object (an A2A Message)", where);
-    if ((rc = only_members(m, message_members, where, p)) < 0)
-        return rc;
-    role = json_object_get(m, "role");
-    if (role && (!json_is_string(role) || strcmp(json_string_value(role), "ROLE_AGENT") != 0))
-        return bad(p, "%s.role must be \"ROLE_AGENT\" (or left out)", where);
-    if ((rc = opt_string(m, "messageId", 1, where, p)) < 0 ||
-        (rc = opt_string(m, "contextId", 1, where, p)) < 0 ||
-        (rc = opt_string(m, "taskId", 1, where, p)) < 0 ||
-        (rc = opt_object(m, "metadata", where, p)) < 0 ||
-        (rc = opt_string_array(m, "referenceTaskIds", where, p)) < 0 ||
-        (rc = opt_string_array(m, "extensions", where, p)) < 0)
-        return rc;
-    return check_parts(m, where, p);
-}
-
-static const char *const artifact_members[] = {"artifactId", "name",     "description",
-                                               "parts",      "metadata", "extensions", NULL};
-
-static int check_artifact(json_t *a, vprob *p)
-{
-    int rc;
-
-    if (!json_is_object(a))
-        return bad(p, "artifact must be an object (an A2A Artifact)");
-    if ((rc = only_members(a, artifact_members, "artifact", p)) < 0 ||
-        (rc = opt_string(a, "artifactId", 1, "artifact", p)) < 0 ||
-        (rc = opt_string(a, "name", 0, "artifact", p)) < 0 ||
-        (rc = opt_string(a, "description", 0, "artifact", p)) < 0 ||
-        (rc = opt_object(a, "metadata", "artifact", p)) < 0 ||
-        (rc = opt_string_array(a, "extensions", "artifact", p)) < 0)
-        return rc;
-    return check_parts(a, "artifact", p);
-}
-
-/* The same checks for the C work context (src/engine/work.c), so an
- * executor in C cannot put on the wire what an --exec line may not. */
-static int checked(int rc, const vprob *p, char *why, size_t whylen)
-{
-    if (rc < 0 && why != NULL && whylen > 0)
-        snprintf(why, whylen, "%s", p->text);
-    return rc;
-}
-
-int once__exec_check_message(json_t *m, char *why, size_t whylen)
-{
-    vprob p;
-    p.text[0] = '\0';
-    return checked(check_message(m, "message", &p), &p, why, whylen);
-}
-
-int once__exec_check_artifact(json_t *a, char *why, size_t whylen)
-{
-    vprob p;
-    p.text[0] = '\0';
-    return checked(check_artifact(a, &p), &p, why, whylen);
 }
 
 /* ---------------------------------------------------------------- commands */
@@ -355,7 +91,7 @@ static int parse_status(json_t *root, once__exec_cmd *c, vprob *p)
     if (msg && text)
         return bad(p, "status line has both message and text (give one)");
     if (msg) {
-        if ((rc = check_message(msg, "message", p)) < 0)
+        if ((rc = once__shape_agent_message(msg, "message", p)) < 0)
             return rc;
         c->msg = json_incref(msg);
     } else if (text) {
@@ -377,7 +113,7 @@ static int parse_artifact(json_t *root, once__exec_cmd *c, vprob *p)
     json_t *a = json_object_get(root, "artifact");
     int rc;
 
-    if ((rc = check_artifact(a, p)) < 0 || (rc = opt_bool(root, "append", &c->append, p)) < 0 ||
+    if ((rc = once__shape_artifact(a, "artifact", p)) < 0 || (rc = opt_bool(root, "append", &c->append, p)) < 0 ||
         (rc = opt_bool(root, "lastChunk", &c->last_chunk, p)) < 0)
         return rc;
     if (c->append && json_object_get(a, "artifactId") == NULL)
@@ -393,7 +129,7 @@ static int parse_reply(json_t *root, once__exec_cmd *c, vprob *p)
     json_t *m = json_object_get(root, "reply");
     int rc;
 
-    if ((rc = check_message(m, "reply", p)) < 0)
+    if ((rc = once__shape_agent_message(m, "reply", p)) < 0)
         return rc;
     c->msg = json_incref(m);
     return ONCE_OK;
@@ -462,7 +198,7 @@ static int parse_object(json_t *root, once__exec_cmd *c, vprob *p)
     if (found == NCOMMANDS)
         return bad(p, "unknown command (a line needs one of status, artifact, reply, "
                       "checkpoint, log)");
-    if ((rc = only_members(root, commands[found].members, commands[found].name, p)) < 0)
+    if ((rc = once__shape_members(root, commands[found].members, commands[found].name, p)) < 0)
         return rc;
     c->kind = commands[found].kind;
     return commands[found].parse(root, c, p);
@@ -474,7 +210,7 @@ static int reject(int rc, const char *line, size_t n, const char *problem, char 
     char q[ONCE_EXEC_QUOTE_MAX + 8];
 
     if (why && whylen) {
-        once__exec_quote(line, n, ONCE_EXEC_QUOTE_MAX, q, sizeof q);
+        once__quote(line, n, ONCE_EXEC_QUOTE_MAX, q, sizeof q);
         snprintf(why, whylen, "%s (line: %s)", problem, q);
     }
     return rc;
@@ -511,21 +247,21 @@ int once__exec_parse_line(const char *line, size_t n, once__exec_cmd *out, char 
     if (rc != ONCE_OK) {
         char t[sizeof jerr.text + 32];
         snprintf(t, sizeof t, "output line is not JSON (%s)", jerr.text);
-        once__exec_quote(t, strlen(t), PROB_MAX - 4, p.text, sizeof p.text);
-        return reject(ONCE_EPARSE, line, n, p.text, why, whylen);
+        once__quote(t, strlen(t), sizeof p.why - 4, p.why, sizeof p.why);
+        return reject(ONCE_EPARSE, line, n, p.why, why, whylen);
     }
     if (!json_is_object(root)) {
         json_decref(root);
         return reject(ONCE_EPARSE, line, n, "output line is not a JSON object", why, whylen);
     }
-    p.text[0] = '\0';
+    p.why[0] = '\0';
     rc = parse_object(root, out, &p);
     json_decref(root);
     if (rc < 0) {
         once__exec_cmd_clear(out);
         if (rc == ONCE_ENOMEM)
             return reject(rc, line, n, "out of memory", why, whylen);
-        return reject(rc, line, n, p.text, why, whylen);
+        return reject(rc, line, n, p.why, why, whylen);
     }
     return ONCE_OK;
 }
@@ -565,7 +301,7 @@ static json_t *string_or_null(const char *s)
         return v;
     size_t n = strlen(s), len;
     for (size_t i = 0; i < n; i += len)
-        if ((len = utf8_seq((const unsigned char *)s + i, n - i)) == 0)
+        if ((len = once__utf8_seq((const unsigned char *)s + i, n - i)) == 0)
             return json_null();
     return NULL; /* valid text: what failed was memory */
 }

@@ -68,20 +68,8 @@ int once__exec_parse_line(const char *line, size_t n, once__exec_cmd *out, char 
                           size_t whylen);
 void once__exec_cmd_clear(once__exec_cmd *c);   /* NULL ok */
 
-/* A2A 1.0 shape of an agent Message (parts, members, role ROLE_AGENT or
- * absent) and of an Artifact, as the output lines require them; the C work
- * context (src/engine/work.c) applies the same rules. ONCE_OK, or
- * ONCE_EINVAL with why (may be NULL) naming the problem. */
-int once__exec_check_message(json_t *m, char *why, size_t whylen);
-int once__exec_check_artifact(json_t *a, char *why, size_t whylen);
-
 /* 1 for the states a command may set (working, input-required,
  * auth-required, completed, failed, rejected). */
 int once__exec_settable(once_state s);
-
-/* Copy at most max bytes of s[0..n) into out (cap bytes) as printable,
- * valid UTF-8: control characters and invalid sequences become '?', a cut
- * never splits a character, and "..." marks truncation. */
-void once__exec_quote(const char *s, size_t n, size_t max, char *out, size_t cap);
 
 #endif

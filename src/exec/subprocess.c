@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/jcs.h"
+#include "core/quote.h"
 #include "exec/jsonl.h"
 #include "exec/proc.h"
 #include "once/executor.h"
@@ -299,7 +300,7 @@ static void on_line(turn *t, const char *s, size_t n)
              t->lineno);
     } else if (rc == ONCE_EILLEGAL || rc == ONCE_EINVAL) {
         char q[ONCE_EXEC_QUOTE_MAX + 8];
-        once__exec_quote(s, n, ONCE_EXEC_QUOTE_MAX, q, sizeof q);
+        once__quote(s, n, ONCE_EXEC_QUOTE_MAX, q, sizeof q);
         fail(t, "exec: output line %" PRIu64 " refused: %s (line: %s)", t->lineno,
              rc == ONCE_EILLEGAL ? "not allowed in the task's current state"
                                  : "rejected by the engine",
@@ -380,7 +381,7 @@ static void partial_line(turn *t)
         t->out_len = 0;
         return;
     }
-    once__exec_quote(t->out, t->out_len, ONCE_EXEC_QUOTE_MAX, q, sizeof q);
+    once__quote(t->out, t->out_len, ONCE_EXEC_QUOTE_MAX, q, sizeof q);
     if (t->ph == PH_RUN)
         fail(t, "exec: output ended in the middle of line %" PRIu64
                 " (no final newline; the command exited mid-line?) (line: %s)",

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/alloc_int.h"
 #include "http/http.h"
 
 /* Filled by once__tokens_parse, immutable afterwards: lookups take no lock. */
@@ -32,14 +33,8 @@ static int is_blank(char c)
 static int add_entry(once_tokens *t, const char *tok, size_t toklen, const char *pr,
                      size_t prlen)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 8;
-        token_entry *nv = once_realloc(t->v, cap * sizeof *nv);
-        if (nv == NULL)
-            return ONCE_ENOMEM;
-        t->v = nv;
-        t->cap = cap;
-    }
+    if (t->n == t->cap && once__grow(&t->v, &t->cap, sizeof *t->v, 8) != ONCE_OK)
+        return ONCE_ENOMEM;
     token_entry *e = &t->v[t->n];
     once_sha256(tok, toklen, e->digest);
     memcpy(e->principal, pr, prlen);

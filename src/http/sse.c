@@ -50,6 +50,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/condwait.h"
 #include "http/sse.h"
 #include "once/once.h"
 
@@ -105,29 +106,6 @@ static int stopping(const once__sse *h)
     return __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE);
 }
 
-static void wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec += 1;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
-static int cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    if (pthread_condattr_init(&a) != 0)
-        return ONCE_ENOMEM;
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-    return rc == 0 ? ONCE_OK : ONCE_ENOMEM;
-}
 
 /* --- the buffer (caller holds s->mu) --------------------------------------- */
 
@@ -266,7 +244,7 @@ static size_t wait_room(sse_conn *s)
     once__sse *h = s->hub;
     pthread_mutex_lock(&s->mu);
     while (!s->closed && !stopping(h) && s->len - s->off > h->cap / 2)
-        wait_ms(&s->room, &s->mu, SLICE_MS);
+        once__cond_wait_ms(&s->room, &s->mu, SLICE_MS);
     size_t fill = (s->closed || stopping(h)) ? (size_t)-1 : s->len - s->off;
     pthread_mutex_unlock(&s->mu);
     return fill;
@@ -277,7 +255,7 @@ static void pause_ms(sse_conn *s, int64_t ms)
 {
     pthread_mutex_lock(&s->mu);
     if (!s->closed && !stopping(s->hub))
-        wait_ms(&s->room, &s->mu, ms);
+        once__cond_wait_ms(&s->room, &s->mu, ms);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -404,12 +382,7 @@ int once__sse_new(unsigned max_streams, size_t buffer_cap, int64_t ping_ms, once
     once__sse *h = once_calloc(1, sizeof *h);
     if (h == NULL)
         return ONCE_ENOMEM;
-    if (pthread_mutex_init(&h->mu, NULL) != 0) {
-        once_free(h);
-        return ONCE_ENOMEM;
-    }
-    if (cond_init(&h->idle) != ONCE_OK) {
-        pthread_mutex_destroy(&h->mu);
+    if (once__lock_init(&h->mu, &h->idle) != ONCE_OK) {
         once_free(h);
         return ONCE_ENOMEM;
     }
@@ -457,12 +430,7 @@ static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once__a2a_s
     sse_conn *s = once_calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
-    if (pthread_mutex_init(&s->mu, NULL) != 0) {
-        once_free(s);
-        return NULL;
-    }
-    if (cond_init(&s->room) != ONCE_OK) {
-        pthread_mutex_destroy(&s->mu);
+    if (once__lock_init(&s->mu, &s->room) != ONCE_OK) {
         once_free(s);
         return NULL;
     }
@@ -541,7 +509,7 @@ void once__sse_stop(once__sse *h)
     pthread_mutex_lock(&h->mu);
     __atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
     while (h->live > 0)
-        wait_ms(&h->idle, &h->mu, SLICE_MS);
+        once__cond_wait_ms(&h->idle, &h->mu, SLICE_MS);
     pthread_mutex_unlock(&h->mu);
 }
 

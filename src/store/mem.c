@@ -272,7 +272,7 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
     return ONCE_OK;
 }
 
-static void mem_close(once_store *s)
+static int mem_close(once_store *s)
 {
     mem_store *ms = (mem_store *)s;
     mem_meta *m, *mn;
@@ -294,6 +294,7 @@ static void mem_close(once_store *s)
     once_free(ms->tab);
     pthread_mutex_destroy(&ms->lock);
     once_free(ms);
+    return ONCE_OK;
 }
 
 static int mem_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,

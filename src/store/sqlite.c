@@ -14,7 +14,7 @@
  *   - other processes are kept out by SQLite's own locking: every write
  *     transaction takes the write lock first (IMMEDIATE), so create's
  *     tombstone check + INSERT ... ON CONFLICT DO NOTHING + winner read is
- *     atomic across processes; SQLITE_BUSY waits busy_timeout_ms, then is
+ *     atomic across processes; SQLITE_BUSY waits busy_timeout, then is
  *     retried a few times, then surfaces as ONCE_EBUSY;
  *   - every fallible sqlite3 call is fault-injectable (sqlite_fault.h);
  *   - push delivery rows (ONCE_STORE_PUSH) live in push_deliveries and
@@ -28,9 +28,9 @@
  *                                  (default 5000)
  *     vfs=NAME                     TESTS: open through a registered SQLite
  *                                  VFS (the power-loss test's shim)
- * An unknown key, a bad value or a key given twice fails the open, and so
- * does an options struct that contradicts the URL: a store must never
- * commit at a durability other than the one its operator wrote down.
+ * An unknown key, a bad value or a key given twice fails the open. The URL
+ * is the only source (once_store_options carries none of them), so a store
+ * never commits at a durability other than the one its operator wrote down.
  *
  * The file is created mode 0600 (WAL and shm files inherit its mode).
  */
@@ -121,10 +121,9 @@ static int url_setting(sq_settings *st, const once__url_param *p, char *errbuf, 
 }
 
 /* "sqlite:PATH[?SETTINGS]" or "sqlite://PATH[?SETTINGS]" into st (a PATH
- * therefore holds no '?'), then the options, which may repeat a URL
- * setting but not contradict it. */
-static int parse_url(const char *url, const once_store_options *opt, sq_settings *st,
-                     char *errbuf, size_t errlen)
+ * therefore holds no '?'). The URL is the only place a setting comes from,
+ * as for every backend: nothing in once_store_options can weaken it. */
+static int parse_url(const char *url, sq_settings *st, char *errbuf, size_t errlen)
 {
     static const char scheme[] = "sqlite:";
     memset(st, 0, sizeof *st);
@@ -148,35 +147,8 @@ static int parse_url(const char *url, const once_store_options *opt, sq_settings
         if (rc != ONCE_OK)
             return rc;
     }
-
-    int osync = opt ? opt->synchronous : ONCE_SYNC_DEFAULT;
-    int obusy = opt ? opt->busy_timeout_ms : 0;
-    if (osync != ONCE_SYNC_DEFAULT && !sync_by_level(osync)) {
-        once__store_errbuf(errbuf, errlen, "sqlite: options.synchronous %d is no ONCE_SYNC_*",
-                           osync);
-        return ONCE_EINVAL;
-    }
-    if (obusy < 0 || obusy > SQ_BUSY_MAX_MS) {
-        once__store_errbuf(errbuf, errlen, "sqlite: options.busy_timeout_ms must be 0..%d",
-                           SQ_BUSY_MAX_MS);
-        return ONCE_EINVAL;
-    }
-    if (osync != ONCE_SYNC_DEFAULT && st->sync != ONCE_SYNC_DEFAULT && osync != st->sync) {
-        once__store_errbuf(errbuf, errlen,
-                           "sqlite: the URL says synchronous=%s, the options say %s",
-                           once_sync_name(st->sync), once_sync_name(osync));
-        return ONCE_EINVAL;
-    }
-    if (obusy && st->busy_ms >= 0 && obusy != st->busy_ms) {
-        once__store_errbuf(errbuf, errlen,
-                           "sqlite: the URL says busy_timeout=%lld, the options say %d ms",
-                           st->busy_ms, obusy);
-        return ONCE_EINVAL;
-    }
-    if (st->sync == ONCE_SYNC_DEFAULT)
-        st->sync = osync;
     if (st->busy_ms < 0)
-        st->busy_ms = obusy ? obusy : SQ_BUSY_DEFAULT_MS;
+        st->busy_ms = SQ_BUSY_DEFAULT_MS;
     return ONCE_OK;
 
 no_path:
@@ -221,15 +193,18 @@ static char *vfs_uri(const char *path, const char *vfs)
     return u;
 }
 
-static void sq_free(sq_store *s)
+/* Everything goes; the first connection's close error is the answer. */
+static int sq_free(sq_store *s)
 {
     if (!s)
-        return;
-    once__sq_conn_close(s->writer);
+        return ONCE_OK;
+    int rc = once__sq_conn_close(s->writer);
     while (s->idle) {
         sq_conn *c = s->idle;
         s->idle = c->next;
-        once__sq_conn_close(c);
+        int crc = once__sq_conn_close(c);
+        if (rc == ONCE_OK)
+            rc = crc;
     }
     pthread_mutex_destroy(&s->qmu);
     pthread_mutex_destroy(&s->pmu);
@@ -237,6 +212,7 @@ static void sq_free(sq_store *s)
         once_free(s->open_name);
     once_free(s->path);
     once_free(s);
+    return rc;
 }
 
 static int sq_open(const char *url, const once_store_options *opt, once_store **out,
@@ -244,7 +220,8 @@ static int sq_open(const char *url, const once_store_options *opt, once_store **
 {
     *out = NULL;
     sq_settings st;
-    int rc = parse_url(url, opt, &st, errbuf, errlen);
+    (void)opt;   /* the clock: this backend reads none */
+    int rc = parse_url(url, &st, errbuf, errlen);
     if (rc != ONCE_OK) {
         once_free(st.path);
         return rc;
@@ -306,7 +283,7 @@ static int sq_open(const char *url, const once_store_options *opt, once_store **
     return ONCE_OK;
 }
 
-static void sq_close(once_store *s) { sq_free(sq(s)); }
+static int sq_close(once_store *s) { return sq_free(sq(s)); }
 
 static int sq_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                      once_record *winner, once_tombstone *tomb)

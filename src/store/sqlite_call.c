@@ -6,9 +6,7 @@
  *
  * Counters are C11 atomics: wrappers run on many threads at once.
  */
-#include <errno.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "store/sqlite_fault.h"
 #include "store/sqlite_int.h"
@@ -123,26 +121,4 @@ int once__sq_reset(sqlite3_stmt *st)
     int rc = sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return f ? f : rc;
-}
-
-int once__sq_is_busy(int sqlite_rc)
-{
-    int p = sqlite_rc & 0xff;
-    return p == SQLITE_BUSY || p == SQLITE_LOCKED;
-}
-
-int once__sq_err(int sqlite_rc)
-{
-    if (once__sq_is_busy(sqlite_rc))
-        return ONCE_EBUSY;
-    if ((sqlite_rc & 0xff) == SQLITE_NOMEM)
-        return ONCE_ENOMEM;
-    return ONCE_ESTORE;
-}
-
-void once__sq_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
 }

@@ -95,11 +95,11 @@ static int scan(sq_conn *c, const char *sql, row_fn fn, once_check_report *rep)
             break;
     }
     if (rc == ONCE_OK && src != SQLITE_DONE)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     if (st && rc == ONCE_OK) {
         int rrc = once__sq_reset(st);
         if (rrc != SQLITE_OK)
-            rc = once__sq_err(rrc);
+            rc = once__db_err(rrc);
     }
     sqlite3_finalize(st);
     return rc;

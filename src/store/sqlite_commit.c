@@ -35,7 +35,7 @@ static int run_retry(sq_conn *w, sq_stmt_id id)
 {
     int rc = once__sq_run(w, id);
     for (int i = 1; rc == ONCE_EBUSY && i <= SQ_BUSY_RETRIES; i++) {
-        once__sq_sleep_ms(1 << i);
+        once__db_sleep_ms(1 << i);
         rc = once__sq_run(w, id);
     }
     return rc;

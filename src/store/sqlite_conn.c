@@ -15,14 +15,15 @@
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
-void once__sq_conn_close(sq_conn *c)
+int once__sq_conn_close(sq_conn *c)
 {
     if (!c)
-        return;
+        return ONCE_OK;
     for (int i = 0; i < SQ_NSTMT; i++)
         sqlite3_finalize(c->st[i]);
-    sqlite3_close_v2(c->db);
+    int src = sqlite3_close_v2(c->db);
     once_free(c);
+    return src == SQLITE_OK ? ONCE_OK : once__db_err(src);
 }
 
 int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out)
@@ -45,9 +46,9 @@ int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out)
         rc = once__sq_exec(c->db, sql);
     }
     if (rc != SQLITE_OK) {
-        once__sq_seterr(s, c->db, writer ? "open writer" : "open reader", once__sq_err(rc));
+        once__sq_seterr(s, c->db, writer ? "open writer" : "open reader", once__db_err(rc));
         once__sq_conn_close(c);
-        return once__sq_err(rc);
+        return once__db_err(rc);
     }
     *out = c;
     return ONCE_OK;
@@ -61,7 +62,7 @@ int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out)
             sqlite3_finalize(c->st[id]);
             c->st[id] = NULL;
             *out = NULL;
-            return once__sq_err(rc);
+            return once__db_err(rc);
         }
     }
     *out = c->st[id];
@@ -77,8 +78,8 @@ int once__sq_run(sq_conn *c, sq_stmt_id id)
     int src = once__sq_step(st);
     int rrc = once__sq_reset(st);
     if (src != SQLITE_DONE && src != SQLITE_ROW)
-        return once__sq_err(src);
-    return rrc == SQLITE_OK ? ONCE_OK : once__sq_err(rrc);
+        return once__db_err(src);
+    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
 }
 
 int once__sq_abort(sq_conn *c)

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+#include "db/db.h"
 #include "once/store.h"
 
 #define SQ_SCHEMA_VERSION 2   /* 1 -> 2: tasks.push_json, push_deliveries */
@@ -186,16 +187,15 @@ int once__sq_step(sqlite3_stmt *st);
 int once__sq_reset(sqlite3_stmt *st);
 void once__sq_count_commit(size_t ops);
 /* SQLITE_BUSY/LOCKED -> ONCE_EBUSY, NOMEM -> ONCE_ENOMEM, else ONCE_ESTORE. */
-int once__sq_err(int sqlite_rc);
-int once__sq_is_busy(int sqlite_rc);
-void once__sq_sleep_ms(int ms);
 
 /* ---- sqlite_conn.c ---- */
 /* Open a connection to s->open_name with the handle's busy timeout; the
  * writer also gets PRAGMA synchronous=<s->sync>, a reader query_only.
  * create: may create the file (the schema connection only). */
 int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out);
-void once__sq_conn_close(sq_conn *c);   /* NULL is a no-op */
+/* Finalize and close: ONCE_OK, or the close's error (the connection is
+ * gone either way). NULL is a no-op. */
+int once__sq_conn_close(sq_conn *c);
 /* The cached statement id, prepared on first use. */
 int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out);
 /* Step a statement that returns no rows, then reset it. */
@@ -207,6 +207,11 @@ int once__sq_abort(sq_conn *c);
  * inside a transaction or the pool is full. */
 int once__sq_reader(sq_store *s, sq_conn **out);
 void once__sq_release(sq_store *s, sq_conn *c);
+/* A read op on one reader connection, retried with backoff while the file
+ * is busy; fn cleans its outputs on failure, and a failure's detail goes to
+ * the handle's errmsg under what. */
+typedef int (*sq_read_fn)(sq_conn *c, void *arg);
+int once__sq_with_reader(sq_store *s, const char *what, sq_read_fn fn, void *arg);
 /* base.errmsg: what failed, rc's text and db's last message (db may be
  * NULL; only the thread owning db may pass it). */
 void once__sq_seterr(sq_store *s, sqlite3 *db, const char *what, int rc);

@@ -42,7 +42,7 @@ static int renew_stmt(sq_conn *w, sqlite3_stmt **out)
         *slot = NULL;
     }
     *out = *slot;
-    return src == SQLITE_OK ? ONCE_OK : once__sq_err(src);
+    return src == SQLITE_OK ? ONCE_OK : once__db_err(src);
 }
 
 /* Bind ?1 ?2 (the key) and step st once: SQLITE_ROW, SQLITE_DONE or an
@@ -65,9 +65,9 @@ static int holds_record(sq_conn *w, const sq_op *op, int *live)
     int src = step_key(st, op);
     int rrc = once__sq_reset(st);
     if (src != SQLITE_ROW && src != SQLITE_DONE)
-        return once__sq_err(src);
+        return once__db_err(src);
     *live = src == SQLITE_ROW;
-    return rrc == SQLITE_OK ? ONCE_OK : once__sq_err(rrc);
+    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
 }
 
 int once__sq_op_renew(sq_store *s, sq_conn *w, sq_op *op)
@@ -85,9 +85,9 @@ int once__sq_op_renew(sq_store *s, sq_conn *w, sq_op *op)
         src = step_key(st, op);
     int rrc = once__sq_reset(st);
     if (src != SQLITE_DONE)
-        return once__sq_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
+        return once__db_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
     if (rrc != SQLITE_OK)
-        return once__sq_err(rrc);
+        return once__db_err(rrc);
     int renewed = sqlite3_changes(w->db) == 1, live = 1;
     if (!renewed && (rc = holds_record(w, op, &live)) != ONCE_OK)
         return rc;

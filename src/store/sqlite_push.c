@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
@@ -73,8 +74,8 @@ static int finish(sqlite3_stmt *st, int src)
         src = once__sq_step(st);
     int rrc = once__sq_reset(st);
     if (src != SQLITE_DONE)
-        return once__sq_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
-    return rrc == SQLITE_OK ? ONCE_OK : once__sq_err(rrc);
+        return once__db_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
+    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
 }
 
 static int put_row(sq_conn *w, const char *principal, const char *task_id, const once_push_row *r)
@@ -116,7 +117,7 @@ static int read_rows(sq_conn *c, const char *principal, const char *task_id, onc
         if (step == SQLITE_DONE)
             break;
         if (step != SQLITE_ROW) {
-            rc = once__sq_err(step);
+            rc = once__db_err(step);
             break;
         }
         if (*n == cap) {
@@ -128,9 +129,9 @@ static int read_rows(sq_conn *c, const char *principal, const char *task_id, onc
             (*n)++;
     }
     if (src != SQLITE_OK && rc == ONCE_OK)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     int rrc = once__sq_reset(st);
-    return rc == ONCE_OK && rrc != SQLITE_OK ? once__sq_err(rrc) : rc;
+    return rc == ONCE_OK && rrc != SQLITE_OK ? once__db_err(rrc) : rc;
 }
 
 int once__sq_push_drop(sq_conn *w, const char *principal, const char *task_id)
@@ -181,23 +182,15 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
         if (step == SQLITE_DONE)
             break;
         if (step != SQLITE_ROW) {
-            rc = once__sq_err(step);
+            rc = once__db_err(step);
             break;
         }
         if (!out) {
             *found = 1;
             break;
         }
-        if (out->n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            once_push_claim *g = once_realloc(out->v, nc * sizeof *g);
-            if (!g) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            out->v = g;
-            cap = nc;
-        }
+        if (out->n == cap && (rc = once__grow(&out->v, &cap, sizeof *out->v, 8)) != ONCE_OK)
+            break;
         once_push_claim *k = &out->v[out->n];
         once_push_row r;
         memset(k, 0, sizeof *k);
@@ -216,9 +209,9 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
         *found = out->n;
     }
     if (src != SQLITE_OK && rc == ONCE_OK)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     int rrc = once__sq_reset(st);
-    return rc == ONCE_OK && rrc != SQLITE_OK ? once__sq_err(rrc) : rc;
+    return rc == ONCE_OK && rrc != SQLITE_OK ? once__db_err(rrc) : rc;
 }
 
 int once__sq_op_push_claim(sq_conn *w, sq_op *op)
@@ -238,27 +231,6 @@ int once__sq_op_push_claim(sq_conn *w, sq_op *op)
         if (src == SQLITE_OK)
             src = once__sq_bind_int64(st, 5, k->lease_until);
         rc = finish(st, src);
-    }
-    return rc;
-}
-
-/* Reader-side retry loop for the read-only parts (busy -> retry). */
-typedef int (*reader_fn)(sq_conn *c, void *arg);
-
-static int on_reader(sq_store *s, const char *what, reader_fn fn, void *arg)
-{
-    int rc = ONCE_EBUSY;
-    for (int i = 0; rc == ONCE_EBUSY && i <= SQ_BUSY_RETRIES; i++) {
-        if (i)
-            once__sq_sleep_ms(1 << i);
-        sq_conn *c;
-        rc = once__sq_reader(s, &c);
-        if (rc != ONCE_OK)
-            continue;
-        rc = fn(c, arg);
-        if (rc == ONCE_ESTORE || rc == ONCE_EBUSY || rc == ONCE_ENOMEM || rc == ONCE_ECORRUPT)
-            once__sq_seterr(s, c->db, what, rc);
-        once__sq_release(s, c);
     }
     return rc;
 }
@@ -286,7 +258,7 @@ int once__sq_push_claim(sq_store *s, const char *owner, int64_t now, int64_t lea
     if (max == 0)
         return ONCE_OK;
     any_due_arg a = {now, 0};
-    int rc = on_reader(s, "push_claim", any_due_fn, &a);
+    int rc = once__sq_with_reader(s, "push_claim", any_due_fn, &a);
     if (rc != ONCE_OK || !a.found)
         return rc;
     sq_op op = {.kind = SQ_OP_PUSH_CLAIM,
@@ -316,10 +288,10 @@ int once__sq_op_push_ack(sq_conn *w, sq_op *op)
     if (src == SQLITE_ROW)
         rc = row_decode(st, 0, &r);
     else
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__sq_err(src);
+        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__db_err(src);
     int rrc = once__sq_reset(st);
     if (rc == ONCE_OK && rrc != SQLITE_OK)
-        rc = once__sq_err(rrc);
+        rc = once__db_err(rrc);
     if (rc == ONCE_OK)
         rc = once__push_apply_ack(&r, a);
     if (rc == ONCE_OK)
@@ -359,7 +331,7 @@ int once__sq_push_rows(sq_store *s, const char *principal, const char *task_id,
 {
     memset(out, 0, sizeof *out);
     rows_arg a = {principal, task_id, out};
-    return on_reader(s, "push_rows", rows_fn, &a);
+    return once__sq_with_reader(s, "push_rows", rows_fn, &a);
 }
 
 /* ------------------------------------------------------------------------
@@ -430,7 +402,7 @@ int once__sq_check_push(sq_conn *c, once_check_report *rep)
             if (step == SQLITE_DONE)
                 break;
             if (step != SQLITE_ROW) {
-                rc = once__sq_err(step);
+                rc = once__db_err(step);
                 break;
             }
             if (q == 0) {
@@ -443,7 +415,7 @@ int once__sq_check_push(sq_conn *c, once_check_report *rep)
             }
         }
         if (src != SQLITE_OK && rc == ONCE_OK)
-            rc = once__sq_err(src);
+            rc = once__db_err(src);
         sqlite3_finalize(st);
     }
     return rc;

@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
@@ -101,15 +102,12 @@ int once__sq_row_tomb(sqlite3_stmt *st, int c, once_tombstone *t)
     return ONCE_OK;
 }
 
-/* A read op: runs on one reader connection; cleans its outputs on failure. */
-typedef int (*read_fn)(sq_conn *c, void *arg);
-
-static int with_reader(sq_store *s, const char *what, read_fn fn, void *arg)
+int once__sq_with_reader(sq_store *s, const char *what, sq_read_fn fn, void *arg)
 {
     int rc = ONCE_EBUSY;
     for (int i = 0; rc == ONCE_EBUSY && i <= SQ_BUSY_RETRIES; i++) {
         if (i)
-            once__sq_sleep_ms(1 << i);
+            once__db_sleep_ms(1 << i);
         sq_conn *c;
         rc = once__sq_reader(s, &c);
         if (rc != ONCE_OK)
@@ -137,7 +135,7 @@ static int keyed_row(sq_conn *c, sq_stmt_id id, const char *principal, const cha
         src = once__sq_step(*out);
     if (src == SQLITE_ROW)
         return ONCE_OK;
-    return src == SQLITE_DONE ? ONCE_ENOTFOUND : once__sq_err(src);
+    return src == SQLITE_DONE ? ONCE_ENOTFOUND : once__db_err(src);
 }
 
 /* Reset st; a failed reset turns a result into an error (the row may not
@@ -149,7 +147,7 @@ static int end_stmt(sqlite3_stmt *st, int rc)
     int rrc = once__sq_reset(st);
     return rrc == SQLITE_OK || (rc != ONCE_OK && rc != ONCE_ENOTFOUND && rc != ONCE_ETOMBSTONE)
                ? rc
-               : once__sq_err(rrc);
+               : once__db_err(rrc);
 }
 
 /* Arguments and outputs of one read op, on the caller's stack (the op runs
@@ -197,7 +195,34 @@ int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
     load_arg a = {principal, task_id, out, tomb};
-    return with_reader(s, "load", load_fn, &a);
+    return once__sq_with_reader(s, "load", load_fn, &a);
+}
+
+/* Step st (its arguments bound, src the binding's result) to its end,
+ * appending one element of size bytes per row to the array at pv (T **,
+ * *n in use) through decode, which fills a zeroed element. Ends the
+ * statement; on failure the caller clears its list. */
+typedef int (*row_fn)(sqlite3_stmt *st, void *elem);
+
+static int collect(sqlite3_stmt *st, int src, void *pv, size_t *n, size_t size, row_fn decode)
+{
+    size_t cap = 0;
+    int rc = ONCE_OK;
+    while (src == SQLITE_OK || src == SQLITE_ROW) {
+        if ((src = once__sq_step(st)) != SQLITE_ROW)
+            break;
+        if (*n == cap && (rc = once__grow(pv, &cap, size, 16)) != ONCE_OK)
+            break;
+        char *v;
+        memcpy(&v, pv, sizeof v);
+        memset(v + *n * size, 0, size);
+        if ((rc = decode(st, v + *n * size)) != ONCE_OK)
+            break;
+        (*n)++;
+    }
+    if (rc == ONCE_OK && src != SQLITE_DONE)
+        rc = once__db_err(src);
+    return end_stmt(st, rc);
 }
 
 typedef struct events_arg {
@@ -207,11 +232,17 @@ typedef struct events_arg {
     once_event_list *out;
 } events_arg;
 
+static int event_row(sqlite3_stmt *st, void *elem)
+{
+    once_event *e = elem;
+    e->generation = sqlite3_column_int64(st, 0);
+    return dup_text(&e->payload, st, 1, 0);
+}
+
 static int events_fn(sq_conn *c, void *p)
 {
     events_arg *a = p;
     sqlite3_stmt *st;
-    size_t cap = 0;
     int rc = once__sq_stmt(c, SQ_EVENTS_GET, &st);
     if (rc != ONCE_OK)
         return rc;
@@ -223,29 +254,7 @@ static int events_fn(sq_conn *c, void *p)
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 4,
                                   a->max == 0 || a->max > INT64_MAX ? -1 : (int64_t)a->max);
-    while (src == SQLITE_OK || src == SQLITE_ROW) {
-        if ((src = once__sq_step(st)) != SQLITE_ROW)
-            break;
-        if (a->out->n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            once_event *g = once_realloc(a->out->v, nc * sizeof *g);
-            if (!g) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            a->out->v = g;
-            cap = nc;
-        }
-        once_event *e = &a->out->v[a->out->n];
-        e->generation = sqlite3_column_int64(st, 0);
-        rc = dup_text(&e->payload, st, 1, 0);
-        if (rc != ONCE_OK)
-            break;
-        a->out->n++;
-    }
-    if (rc == ONCE_OK && src != SQLITE_DONE)
-        rc = once__sq_err(src);
-    rc = end_stmt(st, rc);
+    rc = collect(st, src, &a->out->v, &a->out->n, sizeof *a->out->v, event_row);
     if (rc != ONCE_OK)
         once_event_list_clear(a->out);
     return rc;
@@ -256,7 +265,7 @@ int once__sq_events(sq_store *s, const char *principal, const char *task_id, int
 {
     memset(out, 0, sizeof *out);
     events_arg a = {principal, task_id, after, max, out};
-    return with_reader(s, "events", events_fn, &a);
+    return once__sq_with_reader(s, "events", events_fn, &a);
 }
 
 typedef struct leases_arg {
@@ -265,42 +274,24 @@ typedef struct leases_arg {
     once_key_list *out;
 } leases_arg;
 
+static int key_row(sqlite3_stmt *st, void *elem)
+{
+    once_key *k = elem;
+    int rc = copy_text(k->principal, sizeof k->principal, st, 0);
+    return rc == ONCE_OK ? copy_text(k->task_id, sizeof k->task_id, st, 1) : rc;
+}
+
 static int leases_fn(sq_conn *c, void *p)
 {
     leases_arg *a = p;
     sqlite3_stmt *st;
-    size_t cap = 0;
     int rc = once__sq_stmt(c, SQ_LEASES, &st);
     if (rc != ONCE_OK)
         return rc;
     int src = once__sq_bind_int64(st, 1, a->now);
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 2, a->max > INT64_MAX ? -1 : (int64_t)a->max);
-    while (src == SQLITE_OK || src == SQLITE_ROW) {
-        if ((src = once__sq_step(st)) != SQLITE_ROW)
-            break;
-        if (a->out->n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            once_key *g = once_realloc(a->out->v, nc * sizeof *g);
-            if (!g) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            a->out->v = g;
-            cap = nc;
-        }
-        once_key *k = &a->out->v[a->out->n];
-        memset(k, 0, sizeof *k);
-        rc = copy_text(k->principal, sizeof k->principal, st, 0);
-        if (rc == ONCE_OK)
-            rc = copy_text(k->task_id, sizeof k->task_id, st, 1);
-        if (rc != ONCE_OK)
-            break;
-        a->out->n++;
-    }
-    if (rc == ONCE_OK && src != SQLITE_DONE)
-        rc = once__sq_err(src);
-    rc = end_stmt(st, rc);
+    rc = collect(st, src, &a->out->v, &a->out->n, sizeof *a->out->v, key_row);
     if (rc != ONCE_OK)
         once_key_list_clear(a->out);
     return rc;
@@ -312,7 +303,7 @@ int once__sq_expired_leases(sq_store *s, int64_t now, size_t max, once_key_list 
     if (max == 0)
         return ONCE_OK;
     leases_arg a = {now, max, out};
-    return with_reader(s, "expired_leases", leases_fn, &a);
+    return once__sq_with_reader(s, "expired_leases", leases_fn, &a);
 }
 
 typedef struct list_arg {
@@ -352,7 +343,7 @@ static int list_fn(sq_conn *c, void *p)
             a->out->n++;
     }
     if (rc == ONCE_OK && src != SQLITE_DONE && src != SQLITE_ROW)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     rc = end_stmt(st, rc);
     if (rc != ONCE_OK || a->out->n == 0)
         once_record_list_clear(a->out);
@@ -363,7 +354,7 @@ int once__sq_list(sq_store *s, const once_list_query *q, once_record_list *out)
 {
     memset(out, 0, sizeof *out);
     list_arg a = {q, out};
-    return with_reader(s, "list", list_fn, &a);
+    return once__sq_with_reader(s, "list", list_fn, &a);
 }
 
 typedef struct meta_arg {
@@ -384,7 +375,7 @@ static int meta_fn(sq_conn *c, void *p)
     if (src == SQLITE_ROW)
         rc = dup_text(a->out, st, 0, 0);
     else
-        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__sq_err(src);
+        rc = src == SQLITE_DONE ? ONCE_ENOTFOUND : once__db_err(src);
     rc = end_stmt(st, rc);
     if (rc != ONCE_OK) {
         once_free(*a->out);
@@ -397,5 +388,5 @@ int once__sq_meta_get(sq_store *s, const char *name, char **out)
 {
     *out = NULL;
     meta_arg a = {name, out};
-    return with_reader(s, "meta", meta_fn, &a);
+    return once__sq_with_reader(s, "meta", meta_fn, &a);
 }

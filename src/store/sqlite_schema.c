@@ -159,32 +159,38 @@ static int pragma_row(sq_conn *c, const char *sql, char *text, size_t cap, int64
 /* Switch the file to WAL. Changing the journal mode needs an exclusive lock
  * and does not always go through the busy handler, so retry here for up to
  * the busy timeout while other openers hold the file. */
+typedef struct wal_try {
+    sq_conn *c;
+    char mode[16];
+} wal_try;
+
+static int wal_attempt(void *ctx)
+{
+    wal_try *t = ctx;
+    return pragma_row(t->c, "PRAGMA journal_mode=WAL", t->mode, sizeof t->mode, NULL);
+}
+
 static int wal_on(sq_store *s, sq_conn *c)
 {
-    int64_t deadline = once_monotonic_ms() + s->busy_ms;
-    for (;;) {
-        char mode[16];
-        int rc = pragma_row(c, "PRAGMA journal_mode=WAL", mode, sizeof mode, NULL);
-        if (rc == SQLITE_OK) {
-            if (strcmp(mode, "wal") == 0)
-                return ONCE_OK;
-            once__sq_seterr(s, c->db, "journal_mode=WAL refused", ONCE_EUNSUPPORTED);
-            return ONCE_EUNSUPPORTED;
-        }
-        if (!once__sq_is_busy(rc) || once_monotonic_ms() >= deadline) {
-            once__sq_seterr(s, c->db, "journal_mode=WAL", once__sq_err(rc));
-            return once__sq_err(rc);
-        }
-        once__sq_sleep_ms(5);
+    wal_try t = {c, ""};
+    int rc = once__db_while_busy(wal_attempt, &t, s->busy_ms);
+    if (rc != SQLITE_OK) {
+        once__sq_seterr(s, c->db, "journal_mode=WAL", once__db_err(rc));
+        return once__db_err(rc);
     }
+    if (strcmp(t.mode, "wal") != 0) {
+        once__sq_seterr(s, c->db, "journal_mode=WAL refused", ONCE_EUNSUPPORTED);
+        return ONCE_EUNSUPPORTED;
+    }
+    return ONCE_OK;
 }
 
 static int read_version(sq_store *s, sq_conn *c, int64_t *v)
 {
     int rc = pragma_row(c, "PRAGMA user_version", NULL, 0, v);
     if (rc != SQLITE_OK) {
-        once__sq_seterr(s, c->db, "read user_version", once__sq_err(rc));
-        return once__sq_err(rc);
+        once__sq_seterr(s, c->db, "read user_version", once__db_err(rc));
+        return once__db_err(rc);
     }
     if (*v > SQ_SCHEMA_VERSION || *v < 0) {
         char what[96];
@@ -201,7 +207,7 @@ static int create_tables(sq_store *s, sq_conn *c)
     int rc = ONCE_EBUSY;
     for (int i = 0; i <= SQ_BUSY_RETRIES && rc == ONCE_EBUSY; i++) {
         if (i)
-            once__sq_sleep_ms(1 << i);
+            once__db_sleep_ms(1 << i);
         rc = once__sq_run(c, SQ_BEGIN);
     }
     if (rc != ONCE_OK) {
@@ -216,7 +222,7 @@ static int create_tables(sq_store *s, sq_conn *c)
         snprintf(sql, sizeof sql, "%s%sPRAGMA user_version=%d;", v == 0 ? ddl : migrate_1_2,
                  v == 0 ? ddl_push : "", SQ_SCHEMA_VERSION);
         int src = once__sq_exec(c->db, sql);
-        rc = src == SQLITE_OK ? ONCE_OK : once__sq_err(src);
+        rc = src == SQLITE_OK ? ONCE_OK : once__db_err(src);
         if (rc != ONCE_OK)
             once__sq_seterr(s, c->db, v == 0 ? "schema: create tables" : "schema: migrate 1 -> 2",
                             rc);

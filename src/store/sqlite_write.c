@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "core/decide.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
@@ -25,8 +26,8 @@ static int finish(sqlite3_stmt *st)
     int src = once__sq_step(st);
     int rrc = once__sq_reset(st);
     if (src != SQLITE_DONE)
-        return once__sq_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
-    return rrc == SQLITE_OK ? ONCE_OK : once__sq_err(rrc);
+        return once__db_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
+    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
 }
 
 static int bind_key(sqlite3_stmt *st, const char *principal, const char *task_id)
@@ -72,7 +73,7 @@ static int insert_events(sq_conn *w, const once_record *r, const once_event *ev,
             src = once__sq_bind_int64(st, 3, ev[i].generation);
         if (src == SQLITE_OK)
             src = once__sq_bind_text(st, 4, ev[i].payload);
-        rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+        rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     }
     return rc;
 }
@@ -95,15 +96,15 @@ static int select_key(sq_conn *w, sq_stmt_id id, const char *principal, const ch
     }
     int rrc = once__sq_reset(st);
     if (src != SQLITE_DONE)
-        return once__sq_err(src);
-    return rrc == SQLITE_OK ? ONCE_ENOTFOUND : once__sq_err(rrc);
+        return once__db_err(src);
+    return rrc == SQLITE_OK ? ONCE_ENOTFOUND : once__db_err(rrc);
 }
 
 /* Reset a statement left on a row; a reset failure overrides rc. */
 static int done_row(sqlite3_stmt *st, int rc)
 {
     int rrc = once__sq_reset(st);
-    return rrc == SQLITE_OK ? rc : once__sq_err(rrc);
+    return rrc == SQLITE_OK ? rc : once__db_err(rrc);
 }
 
 static int op_create(sq_store *s, sq_conn *w, sq_op *op)
@@ -123,7 +124,7 @@ static int op_create(sq_store *s, sq_conn *w, sq_op *op)
     if (rc != ONCE_OK)
         return rc;
     int src = bind_task(st, r);
-    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     if (rc != ONCE_OK)
         return rc;
     if (sqlite3_changes(w->db) == 0) {   /* ON CONFLICT DO NOTHING: a live record won */
@@ -174,7 +175,7 @@ static int op_update(sq_store *s, sq_conn *w, sq_op *op)
     int src = bind_task(st, r);
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 19, op->expect_version);
-    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     if (rc == ONCE_OK && sqlite3_changes(w->db) != 1)
         rc = ONCE_ESTORE;   /* we hold the write lock: the row cannot have moved */
     if (rc != ONCE_OK)
@@ -217,16 +218,8 @@ static int sweep_pick(sq_conn *w, sq_op *op, sweep_key **keys, size_t *nkeys)
     while (rc == ONCE_OK && (src == SQLITE_OK || src == SQLITE_ROW)) {
         if ((src = once__sq_step(st)) != SQLITE_ROW)
             break;
-        if (*nkeys == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            sweep_key *g = once_realloc(*keys, nc * sizeof *g);
-            if (!g) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-            *keys = g;
-            cap = nc;
-        }
+        if (*nkeys == cap && (rc = once__grow(keys, &cap, sizeof **keys, 16)) != ONCE_OK)
+            break;
         sweep_key *k = &(*keys)[*nkeys];
         rc = copy_col(k->principal, sizeof k->principal, st, 0);
         if (rc == ONCE_OK)
@@ -246,8 +239,8 @@ static int sweep_pick(sq_conn *w, sq_op *op, sweep_key **keys, size_t *nkeys)
     if (rc != ONCE_OK)
         return rc;
     if (src != SQLITE_DONE)
-        return once__sq_err(src);
-    return rrc == SQLITE_OK ? ONCE_OK : once__sq_err(rrc);
+        return once__db_err(src);
+    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
 }
 
 static int entomb(sq_conn *w, const sweep_key *k, int64_t now)
@@ -263,13 +256,13 @@ static int entomb(sq_conn *w, const sweep_key *k, int64_t now)
         src = once__sq_bind_int64(st, 4, k->finished_at);
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 5, now);
-    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     const sq_stmt_id dels[] = {SQ_EVENTS_DELETE, SQ_TASK_DELETE, SQ_PUSH_DELETE_KEY};
     for (int i = 0; rc == ONCE_OK && i < 3; i++) {
         rc = once__sq_stmt(w, dels[i], &st);
         if (rc == ONCE_OK) {
             src = bind_key(st, k->principal, k->task_id);
-            rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+            rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
         }
     }
     return rc;
@@ -297,7 +290,7 @@ static int op_purge(sq_conn *w, sq_op *op)
     int src = once__sq_bind_int64(st, 1, op->before);
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 2, op->max > INT64_MAX ? -1 : (int64_t)op->max);
-    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     if (rc == ONCE_OK)
         *op->n = (size_t)sqlite3_changes(w->db);
     return rc;
@@ -312,7 +305,7 @@ static int op_meta(sq_conn *w, sq_op *op)
     int src = once__sq_bind_text(st, 1, op->name);
     if (src == SQLITE_OK)
         src = once__sq_bind_text(st, 2, op->init_value);
-    rc = src == SQLITE_OK ? finish(st) : once__sq_err(src);
+    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     if (rc != ONCE_OK)
         return rc;
     rc = once__sq_stmt(w, SQ_META_GET, &st);
@@ -330,9 +323,9 @@ static int op_meta(sq_conn *w, sq_op *op)
     }
     int rrc = once__sq_reset(st);
     if (rc == ONCE_OK && src != SQLITE_DONE)
-        rc = once__sq_err(src);
+        rc = once__db_err(src);
     if (rc == ONCE_OK && rrc != SQLITE_OK)
-        rc = once__sq_err(rrc);
+        rc = once__db_err(rrc);
     return rc;
 }
 
@@ -347,7 +340,7 @@ static int op_sync(sq_conn *w, sq_op *op)
     if (src == SQLITE_ROW)
         *op->n = (size_t)sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    return src == SQLITE_ROW ? ONCE_OK : once__sq_err(src == SQLITE_DONE ? SQLITE_ERROR : src);
+    return src == SQLITE_ROW ? ONCE_OK : once__db_err(src == SQLITE_DONE ? SQLITE_ERROR : src);
 }
 
 int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op)

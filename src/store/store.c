@@ -78,13 +78,60 @@ void once__store_errbuf(char *errbuf, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The slots every backend must fill (the push slots only with
+ * ONCE_STORE_PUSH): a table missing one would crash at its first call. */
+static const char *missing_slot(const once_store_methods *m)
+{
+    if (!m->open || !m->close || !m->create || !m->load || !m->update || !m->events ||
+        !m->expired_leases || !m->sweep || !m->purge || !m->list || !m->meta || !m->check ||
+        !m->renew)
+        return "a required slot";
+    if ((m->caps & ONCE_STORE_PUSH) && (!m->push_claim || !m->push_ack || !m->push_rows))
+        return "a push slot (caps has ONCE_STORE_PUSH)";
+    return NULL;
+}
+
+int once_store_open_methods(const once_store_methods *m, const char *url,
+                            const once_store_options *opt, once_store **out, char *errbuf,
+                            size_t errlen)
+{
+    if (errbuf && errlen)
+        errbuf[0] = '\0';
+    if (!out || !m) {
+        once__store_errbuf(errbuf, errlen, "once_store_open_methods: out or methods is NULL");
+        return ONCE_EINVAL;
+    }
+    *out = NULL;
+    const char *scheme = m->scheme ? m->scheme : "?";
+    /* A table built against another store.h: its slots may take other
+     * arguments or promise other things than this libonce calls them for. */
+    if (m->version != ONCE_STORE_METHODS_VERSION) {
+        once__store_errbuf(errbuf, errlen, "store backend '%s' has vtable version %d, want %d",
+                           scheme, m->version, ONCE_STORE_METHODS_VERSION);
+        return ONCE_EUNSUPPORTED;
+    }
+    const char *missing = missing_slot(m);
+    if (missing) {
+        once__store_errbuf(errbuf, errlen, "store backend '%s' lacks %s", scheme, missing);
+        return ONCE_EINVAL;
+    }
+    int rc = m->open(url, opt, out, errbuf, errlen);
+    if (rc != ONCE_OK) {
+        *out = NULL;
+        if (errbuf && errlen && !errbuf[0])
+            once__store_errbuf(errbuf, errlen, "%s store: %s", scheme, once_strerror(rc));
+        return rc;
+    }
+    (*out)->m = m;
+    return ONCE_OK;
+}
+
 int once_store_open(const char *url, const once_store_options *opt, once_store **out,
                     char *errbuf, size_t errlen)
 {
     const char *colon;
     size_t slen;
     size_t i;
-    int rc;
 
     if (errbuf && errlen)
         errbuf[0] = '\0';
@@ -108,21 +155,7 @@ int once_store_open(const char *url, const once_store_options *opt, once_store *
                                "store scheme '%s' is not built into this libonce", b->scheme);
             return ONCE_EUNSUPPORTED;
         }
-        if (b->m->version != ONCE_STORE_METHODS_VERSION) {
-            once__store_errbuf(errbuf, errlen, "store backend '%s' has vtable version %d, want %d",
-                               b->scheme, b->m->version, ONCE_STORE_METHODS_VERSION);
-            return ONCE_EUNSUPPORTED;
-        }
-        rc = b->m->open(url, opt, out, errbuf, errlen);
-        if (rc != ONCE_OK) {
-            *out = NULL;
-            if (errbuf && errlen && !errbuf[0])
-                once__store_errbuf(errbuf, errlen, "%s store: %s", b->scheme,
-                                   once_strerror(rc));
-            return rc;
-        }
-        (*out)->m = b->m;
-        return ONCE_OK;
+        return once_store_open_methods(b->m, url, opt, out, errbuf, errlen);
     }
     once__store_errbuf(errbuf, errlen,
                        "unknown store scheme '%.*s' "
@@ -131,10 +164,9 @@ int once_store_open(const char *url, const once_store_options *opt, once_store *
     return ONCE_EINVAL;
 }
 
-void once_store_close(once_store *s)
+int once_store_close(once_store *s)
 {
-    if (s)
-        s->m->close(s);
+    return s ? s->m->close(s) : ONCE_OK;
 }
 
 const char *once_store_errmsg(const once_store *s)

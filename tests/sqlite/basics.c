@@ -153,15 +153,7 @@ static void synchronous_honoured(void **state)
         snprintf(u, sizeof u, "%s?%s", url, by_url[i].param);
         expect_sync(u, NULL, by_url[i].pragma, by_url[i].level);
     }
-    static const int pragma_of[] = {2, 0, 1, 2};   /* indexed by ONCE_SYNC_DEFAULT..FULL */
-    for (int want = ONCE_SYNC_DEFAULT; want <= ONCE_SYNC_FULL; want++) {
-        once_store_options opt = {.synchronous = want, .busy_timeout_ms = 100};
-        expect_sync(url, &opt, pragma_of[want], want ? want : ONCE_SYNC_FULL);
-    }
-    /* The URL and the options may say the same thing twice. */
-    once_store_options normal = {.synchronous = ONCE_SYNC_NORMAL, .busy_timeout_ms = 100};
-    snprintf(u, sizeof u, "%s?synchronous=normal&busy_timeout=100", url);
-    expect_sync(u, &normal, 1, ONCE_SYNC_NORMAL);
+    /* Options (a clock) say nothing about durability: the URL's holds. */
     once_store_options bare = {.clock = NULL};
     snprintf(u, sizeof u, "%s?synchronous=off", url);
     expect_sync(u, &bare, 0, ONCE_SYNC_OFF);
@@ -186,39 +178,30 @@ static void url_settings_refused(void **state)
     fresh_path(path, sizeof path, "badurl");
     static const struct {
         const char *tail;      /* appended to sqlite:PATH */
-        int synchronous, busy; /* options */
         const char *says;      /* in the error message */
     } bad[] = {
-        {"?synchronous=extra", 0, 0, "synchronous=extra"},
-        {"?synchronous=2", 0, 0, "full, normal or off"},
-        {"?synchronous=", 0, 0, "synchronous="},
-        {"?synchronous", 0, 0, "synchronous"},
-        {"?synchronous=full&synchronous=normal", 0, 0, "twice"},
-        {"?busy_timeout=-1", 0, 0, "busy_timeout"},
-        {"?busy_timeout=+5", 0, 0, "busy_timeout"},
-        {"?busy_timeout=5s", 0, 0, "busy_timeout"},
-        {"?busy_timeout=3600001", 0, 0, "busy_timeout"},
-        {"?vfs=no-such-vfs", 0, 0, "not a registered SQLite VFS"},
-        {"?vfs=", 0, 0, "vfs"},
-        {"?sync=full", 0, 0, "unknown parameter 'sync'"},
-        {"?synchronous=normal&pool=3", 0, 0, "unknown parameter 'pool'"},
-        {"?synchronous=normal", ONCE_SYNC_FULL, 0, "the URL says synchronous=normal"},
-        {"?synchronous=full", ONCE_SYNC_OFF, 0, "the options say off"},
-        {"?busy_timeout=10", 0, 20, "busy_timeout"},
-        {"", 4, 0, "ONCE_SYNC"},
-        {"", -1, 0, "ONCE_SYNC"},
-        {"", 0, -1, "busy_timeout_ms"},
+        {"?synchronous=extra", "synchronous=extra"},
+        {"?synchronous=2", "full, normal or off"},
+        {"?synchronous=", "synchronous="},
+        {"?synchronous", "synchronous"},
+        {"?synchronous=full&synchronous=normal", "twice"},
+        {"?busy_timeout=-1", "busy_timeout"},
+        {"?busy_timeout=+5", "busy_timeout"},
+        {"?busy_timeout=5s", "busy_timeout"},
+        {"?busy_timeout=3600001", "busy_timeout"},
+        {"?vfs=no-such-vfs", "not a registered SQLite VFS"},
+        {"?vfs=", "vfs"},
+        {"?sync=full", "unknown parameter 'sync'"},
+        {"?synchronous=normal&pool=3", "unknown parameter 'pool'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(u, sizeof u, "sqlite:%s%s", path, bad[i].tail);
-        once_store_options opt = {.synchronous = bad[i].synchronous,
-                                  .busy_timeout_ms = bad[i].busy};
         char err[256] = "";
         once_store *s = (once_store *)1;
-        int rc = once_store_open(u, &opt, &s, err, sizeof err);
+        int rc = once_store_open(u, NULL, &s, err, sizeof err);
         if (rc != ONCE_EINVAL || !strstr(err, bad[i].says))
-            fail_msg("%s (options %d, %d): %s \"%s\", want EINVAL saying \"%s\"", u,
-                     bad[i].synchronous, bad[i].busy, once_errname(rc), err, bad[i].says);
+            fail_msg("%s: %s \"%s\", want EINVAL saying \"%s\"", u, once_errname(rc), err,
+                     bad[i].says);
         assert_null(s);
         struct stat sb;
         assert_int_not_equal(stat(path, &sb), 0);

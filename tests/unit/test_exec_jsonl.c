@@ -17,6 +17,7 @@
 
 #include "core/alloc_int.h"
 #include "core/json_depth.h"
+#include "core/quote.h"
 #include "exec/jsonl.h"
 
 static int parse(const char *line, once__exec_cmd *c, char *why, size_t cap)
@@ -343,22 +344,22 @@ static void test_quote(void **state)
     char out[32];
     (void)state;
 
-    once__exec_quote("abc", 3, 10, out, sizeof out);
+    once__quote("abc", 3, 10, out, sizeof out);
     assert_string_equal(out, "abc");
-    once__exec_quote("abcdef", 6, 4, out, sizeof out);
+    once__quote("abcdef", 6, 4, out, sizeof out);
     assert_string_equal(out, "abcd...");
-    once__exec_quote("a\nb\tc", 5, 10, out, sizeof out);
+    once__quote("a\nb\tc", 5, 10, out, sizeof out);
     assert_string_equal(out, "a?b?c");
     /* "é" is two bytes: a cut after one byte drops it whole */
-    once__exec_quote("x\xc3\xa9y", 4, 2, out, sizeof out);
+    once__quote("x\xc3\xa9y", 4, 2, out, sizeof out);
     assert_string_equal(out, "x...");
-    once__exec_quote("x\xc3\xa9y", 4, 3, out, sizeof out);
+    once__quote("x\xc3\xa9y", 4, 3, out, sizeof out);
     assert_string_equal(out, "x\xc3\xa9...");
     /* surrogates and overlongs are not UTF-8 */
-    once__exec_quote("\xed\xa0\x80\xc0\xaf", 5, 20, out, sizeof out);
+    once__quote("\xed\xa0\x80\xc0\xaf", 5, 20, out, sizeof out);
     assert_string_equal(out, "?????");
     /* never more than the buffer, whatever max says */
-    once__exec_quote("0123456789012345678901234567890123456789", 40, 1000, out, 12);
+    once__quote("0123456789012345678901234567890123456789", 40, 1000, out, 12);
     assert_true(strlen(out) < 12);
     assert_non_null(strstr(out, "..."));
 }

@@ -240,9 +240,10 @@ static int dy_open(const char *url, const once_store_options *opt, once_store **
     return ONCE_OK;
 }
 
-static void dy_close(once_store *base)
+static int dy_close(once_store *base)
 {
     dy_free(dys(base));
+    return ONCE_OK;   /* nothing is pending: every write was answered */
 }
 
 const once_store_methods once__store_dynamo = {

@@ -162,9 +162,10 @@ static int pg_open(const char *url, const once_store_options *opt, once_store **
     return ONCE_OK;
 }
 
-static void pg_close(once_store *s)
+static int pg_close(once_store *s)
 {
     pg_free((pg_store *)s);
+    return ONCE_OK;   /* PQfinish reports nothing */
 }
 
 const once_store_methods once__store_pg = {

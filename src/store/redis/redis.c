@@ -308,9 +308,10 @@ static int rd_open(const char *url, const once_store_options *opt, once_store **
     return ONCE_OK;
 }
 
-static void rd_close(once_store *s)
+static int rd_close(once_store *s)
 {
     rd_free((rd_store *)s);
+    return ONCE_OK;   /* redisFree reports nothing */
 }
 
 const once_store_methods once__store_redis = {

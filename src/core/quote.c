@@ -1,0 +1,75 @@
+/*
+ * quote.c -- once__quote (quote.h): peer text cut to a bound and made
+ * printable, valid UTF-8, so it can stand inside a JSON error message.
+ *
+ * Invariant: the output never holds a control character or an invalid or
+ * split UTF-8 sequence, and never more than max bytes before the "...".
+ */
+#include <string.h>
+
+#include "core/quote.h"
+
+size_t once__utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+void once__quote(const char *s, size_t n, size_t max, char *out, size_t cap)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+
+    if (cap == 0)
+        return;
+    if (cap < 4) {   /* no room for anything useful */
+        out[0] = '\0';
+        return;
+    }
+    if (max > cap - 4)   /* keep room for "..." and the NUL */
+        max = cap - 4;
+    while (i < n) {
+        size_t len = once__utf8_seq(u + i, n - i);
+        size_t take = len ? len : 1;
+        if (o + (len ? len : 1) > max)
+            break;
+        if (len == 0 || (len == 1 && (u[i] < 0x20 || u[i] == 0x7F)))
+            out[o++] = '?';
+        else {
+            memcpy(out + o, s + i, len);
+            o += len;
+        }
+        i += take;
+    }
+    if (i < n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+}

@@ -1,0 +1,120 @@
+/*
+ * test_store_methods.c -- the store contract's guards (src/store/store.c):
+ * a methods table built against another store.h (another version) or
+ * missing a slot it must fill is refused before its open slot runs, and
+ * close reports the backend's failure instead of swallowing it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/store_int.h"
+
+static int opens, closes;
+static int close_rc;
+
+static int counting_open(const char *url, const once_store_options *opt, once_store **out,
+                         char *errbuf, size_t errlen)
+{
+    opens++;
+    (void)url;
+    return once__store_memory.open("memory:", opt, out, errbuf, errlen);
+}
+
+static int failing_close(once_store *s)
+{
+    closes++;
+    int rc = once__store_memory.close(s);
+    return rc != ONCE_OK ? rc : close_rc;
+}
+
+/* The memory backend's table under another name: what a backend built
+ * outside libonce would hand in. */
+static once_store_methods outside(void)
+{
+    once_store_methods m = once__store_memory;
+    m.scheme = "outside";
+    m.open = counting_open;
+    m.close = failing_close;
+    return m;
+}
+
+static void expect_refused(const once_store_methods *m, int want, const char *says)
+{
+    once_store *s = (once_store *)&opens;   /* must come back NULL */
+    char err[256] = "";
+    int before = opens;
+    int rc = once_store_open_methods(m, "outside:", NULL, &s, err, sizeof err);
+    if (rc != want || strstr(err, says) == NULL)
+        fail_msg("%s \"%s\", want %s saying \"%s\"", once_errname(rc), err, once_errname(want),
+                 says);
+    assert_null(s);
+    assert_int_equal(opens, before);   /* the open slot never ran */
+}
+
+static void test_version_guards_the_table(void **state)
+{
+    (void)state;
+    once_store_methods m = outside();
+    m.version = ONCE_STORE_METHODS_VERSION + 1;
+    expect_refused(&m, ONCE_EUNSUPPORTED, "vtable version 2, want 1");
+    m.version = 0;
+    expect_refused(&m, ONCE_EUNSUPPORTED, "vtable version 0");
+
+    m = outside();
+    once_store *s = NULL;
+    assert_int_equal(once_store_open_methods(&m, "outside:", NULL, &s, NULL, 0), ONCE_OK);
+    assert_int_equal(opens, 1);
+    assert_ptr_equal(s->m, &m);
+    close_rc = ONCE_OK;
+    assert_int_equal(once_store_close(s), ONCE_OK);
+    assert_int_equal(closes, 1);
+}
+
+static void test_missing_slots_refused(void **state)
+{
+    (void)state;
+    once_store_methods m = outside();
+    m.renew = NULL;
+    expect_refused(&m, ONCE_EINVAL, "lacks a required slot");
+    m = outside();
+    m.caps |= ONCE_STORE_PUSH;
+    m.push_ack = NULL;
+    expect_refused(&m, ONCE_EINVAL, "lacks a push slot");
+    m.caps &= ~ONCE_STORE_PUSH;   /* without the capability the slot may stay NULL */
+    m.push_claim = NULL;
+    m.push_ack = NULL;
+    m.push_rows = NULL;
+    once_store *s = NULL;
+    assert_int_equal(once_store_open_methods(&m, "outside:", NULL, &s, NULL, 0), ONCE_OK);
+    close_rc = ONCE_OK;
+    assert_int_equal(once_store_close(s), ONCE_OK);
+}
+
+/* A backend whose close fails says so through once_store_close. */
+static void test_close_reports_failure(void **state)
+{
+    (void)state;
+    once_store_methods m = outside();
+    once_store *s = NULL;
+    assert_int_equal(once_store_open_methods(&m, "outside:", NULL, &s, NULL, 0), ONCE_OK);
+    close_rc = ONCE_ESTORE;
+    int before = closes;
+    assert_int_equal(once_store_close(s), ONCE_ESTORE);
+    assert_int_equal(closes, before + 1);
+    assert_int_equal(once_store_close(NULL), ONCE_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_guards_the_table),
+        cmocka_unit_test(test_missing_slots_refused),
+        cmocka_unit_test(test_close_reports_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
