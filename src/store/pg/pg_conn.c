@@ -419,21 +419,33 @@ void once__pg_release(pg_store *s, pg_conn *c)
  * Statements.
  */
 
+int once__pg_prepare(pg_store *s, pg_conn *c, pg_stmt_id id)
+{
+    char name[16];
+    PGresult *r;
+
+    if (c->prepared & (1u << id))
+        return ONCE_OK;
+    snprintf(name, sizeof name, "once_%d", (int)id);
+    r = PQprepare(c->pg, name, once__pg_sql[id], 0, NULL);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+        return once__pg_fail(s, c, r, "prepare");
+    PQclear(r);
+    c->prepared |= 1u << id;
+    return ONCE_OK;
+}
+
 int once__pg_exec(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, PGresult **out)
 {
     char name[16];
     PGresult *r;
     ExecStatusType st;
+    int rc;
 
     *out = NULL;
+    if ((rc = once__pg_prepare(s, c, id)) != ONCE_OK)
+        return rc;
     snprintf(name, sizeof name, "once_%d", (int)id);
-    if (!(c->prepared & (1u << id))) {
-        r = PQprepare(c->pg, name, once__pg_sql[id], 0, NULL);
-        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
-            return once__pg_fail(s, c, r, "prepare");
-        PQclear(r);
-        c->prepared |= 1u << id;
-    }
     c->unsure = once__pg_writes[id] && !c->in_tx;
     r = PQexecPrepared(c->pg, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
                        p ? p->fmt : NULL, 1);

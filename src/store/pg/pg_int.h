@@ -10,8 +10,11 @@
  *   pg_check.c   the integrity check
  *   pg_push.c    push delivery rows: sync with push_json, claim, ack, rows,
  *                and their part of the integrity check
+ *   pg_batch.c   group commit: concurrent creates and updates share one
+ *                pipelined round trip and one COMMIT (store/batch.h)
  *
- * Every write is one autocommit statement (create and update fold their
+ * Every write is one autocommit statement, or one of a batch's statements
+ * that share a transaction (pg_batch.c) (create and update fold their
  * event inserts into it, sweep its event and delivery-row deletes, with
  * data-modifying CTEs); the extra reads some slots make (create's loser,
  * update's diagnosis) never write. The exceptions are the writes whose
@@ -36,6 +39,7 @@
 #include <libpq-fe.h>
 
 #include "once/store.h"
+#include "store/batch.h"
 #include "store/pool.h"
 
 #define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
@@ -44,6 +48,8 @@
 #define PG_BACKOFF_MIN_MS 50
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_ATTEMPTS 3 /* tries of one slot on a broken connection / deadlock */
+#define PG_BATCH_DEFAULT 4 /* batches in flight per handle (URL batch=N; 0: none) */
+#define PG_BATCH_MAX 16
 
 /* Prepared statements; texts in pg_schema.c. Prepared lazily per connection. */
 typedef enum pg_stmt_id {
@@ -109,8 +115,10 @@ typedef struct pg_store {
     char *conninfo; /* the URL minus once's own query parameters */
     char schema[PG_SCHEMA_MAX + 1];
     size_t pool_max;
+    int batch_leaders; /* 0: every write runs alone */
 
     once__pool pool;    /* connections (store/pool.h) */
+    once__batch batch;  /* group commit of creates and updates (pg_batch.c) */
 } pg_store;
 
 /* ---- pg_conn.c: parameters ---- */
@@ -156,6 +164,8 @@ int once__pg_acquire(pg_store *s, pg_conn **out);
 void once__pg_release(pg_store *s, pg_conn *c);
 extern const once__pool_ops once__pg_pool_ops;
 
+/* Prepare statement id on c unless it is already. */
+int once__pg_prepare(pg_store *s, pg_conn *c, pg_stmt_id id);
 /* Run a prepared statement (preparing it on first use); *out is the result
  * on ONCE_OK (PQclear it). Failures set c's flags and s's errmsg. */
 int once__pg_exec(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, PGresult **out);
@@ -178,6 +188,27 @@ typedef int (*pg_fn)(pg_store *s, pg_conn *c, void *arg);
  * left nothing in doubt (a broken connection with no write in flight, a
  * deadlock or serialization failure), at most PG_ATTEMPTS times. */
 int once__pg_run(pg_store *s, pg_fn fn, void *arg);
+
+/* ---- pg_batch.c ---- */
+
+/* One write of a batch: a conditional statement (PG_CREATE, PG_UPDATE)
+ * whose first row's first column counts the rows it wrote. */
+typedef struct pg_bop {
+    pg_stmt_id id;
+    const pg_params *p;
+    const char *principal, *task_id; /* its key: batches lock in key order */
+    int64_t count;                   /* out: 1 written, 0 not (a conflict) */
+} pg_bop;
+
+/* once__pg_batch_write's answer when nothing of the batch was written: the
+ * caller runs its write alone (once__pg_run), which meets its own error. */
+#define PG_ALONE 1
+
+/* The batch callback (store/batch.h) of s->batch. */
+void once__pg_batch_run(void *owner, once__batch_op **ops, size_t n);
+/* Run op's statement in a batch: ONCE_OK with op->count once committed,
+ * PG_ALONE, or an error (ONCE_ESTORE when the commit is in doubt). */
+int once__pg_batch_write(pg_store *s, pg_bop *op);
 
 /* ---- pg_schema.c ---- */
 
