@@ -23,6 +23,16 @@
  *                            under row locks, Redis by retrying when the rows
  *                            moved): no ack is lost or refused, delivered
  *                            ends at the generation, check() stays clean
+ *   batch_outcomes           PostgreSQL group commit: ten writes held back
+ *                            until they share one batch (one transaction, one
+ *                            xmin) each get their own verdict: one of four
+ *                            creates of an ID wins and the others get the
+ *                            winner, one of two CAS updates of a version
+ *                            wins, a stale CAS fails alone, the rest commit
+ *   batch_lost_commit        PostgreSQL group commit: a batch whose server
+ *                            process dies before COMMIT ran answers
+ *                            ONCE_ESTORE to every caller (none hears OK for
+ *                            a write that was lost) and is not sent again
  *   backend_specific         PostgreSQL: a schema migrated by a newer once is
  *                            refused; Redis: scripts flushed from the server are
  *                            reloaded (NOSCRIPT) transparently; PostgreSQL: a
@@ -58,6 +68,9 @@
 
 #include "store/util.h"
 #include "timeout.h"
+#ifdef ONCE_HAVE_PG
+#include "store/pg/pg_int.h" /* the batch queue, to know when a batch has formed */
+#endif
 
 #define T0 INT64_C(1700000000000)
 
@@ -803,6 +816,248 @@ static void migrate_from_v1(once_store *s)
 }
 #endif
 
+/* ------------------------------------------------------------------------
+ * Group commit (PostgreSQL). A write is held back by a row lock an admin
+ * transaction holds; the writes that come meanwhile queue behind it (the
+ * handle allows one batch in flight: batch=1) and go out as one batch when
+ * the lock is released. Every wait is for a condition: a backend waiting
+ * on a lock, the queue's length.
+ */
+
+#ifdef ONCE_HAVE_PG
+/* An admin connection inside a transaction that locks task_id's row. */
+static PGconn *pg_lock_row(const char *schema, const char *task_id)
+{
+    char sql[256];
+    PGconn *c = PQconnectdb(g_base);
+    PGresult *r;
+
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    snprintf(sql, sizeof sql,
+             "BEGIN; SELECT 1 FROM %s.once_tasks WHERE task_id = '%s'::bytea FOR UPDATE", schema,
+             task_id);
+    r = PQexec(c, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(r), 1);
+    PQclear(r);
+    return c;
+}
+
+static void pg_unlock(PGconn *c)
+{
+    PQclear(PQexec(c, "ROLLBACK"));
+    PQfinish(c);
+}
+
+#define LOCK_WAITERS                                                                               \
+    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'once' "                      \
+    "AND wait_event_type = 'Lock'"
+
+static void wait_lock_waiters(long n)
+{
+    int64_t until = once_monotonic_ms() + tt_ms(10000);
+
+    while (pg_count(LOCK_WAITERS) != n) {
+        if (once_monotonic_ms() > until)
+            fail_msg("no %ld once backend(s) waiting on a lock", n);
+        sleep_ms(5);
+    }
+}
+
+static void wait_queued(once_store *s, size_t n)
+{
+    int64_t until = once_monotonic_ms() + tt_ms(10000);
+
+    while (once__batch_queued(&((pg_store *)s)->batch) != n) {
+        if (once_monotonic_ms() > until)
+            fail_msg("the batch queue never held %zu writes (%zu)", n,
+                     once__batch_queued(&((pg_store *)s)->batch));
+        sleep_ms(5);
+    }
+}
+
+/* One write on its own thread. */
+typedef struct bwrite {
+    once_store *s;
+    pthread_t th;
+    int create;     /* else an update from version expect to expect + 1 */
+    int64_t expect;
+    once_record rec;
+    int rc;
+    char winner_ctx[ONCE_ID_MAX + 1]; /* create's EEXISTS: the winner's context */
+} bwrite;
+
+static void *bwrite_main(void *arg)
+{
+    bwrite *w = arg;
+    once_record win;
+
+    memset(&win, 0, sizeof win);
+    if (w->create) {
+        w->rc = once_store_create(w->s, &w->rec, NULL, 0, &win, NULL);
+        snprintf(w->winner_ctx, sizeof w->winner_ctx, "%s", win.context_id);
+        once_record_clear(&win);
+    } else {
+        w->rc = once_store_update(w->s, &w->rec, w->expect, NULL, 0);
+    }
+    return NULL;
+}
+
+static void bwrite_start(bwrite *w, once_store *s, int create, const char *id, const char *ctx,
+                         int64_t expect)
+{
+    memset(w, 0, sizeof *w);
+    w->s = s;
+    w->create = create;
+    w->expect = expect;
+    assert_int_equal(st_rec(&w->rec, "p", id, ONCE_STATE_WORKING, T0, "{\"k\":1}"), 0);
+    snprintf(w->rec.context_id, sizeof w->rec.context_id, "%s", ctx);
+    if (!create)
+        w->rec.version = expect + 1;
+    assert_int_equal(pthread_create(&w->th, NULL, bwrite_main, w), 0);
+}
+
+static void bwrite_join(bwrite *w)
+{
+    pthread_join(w->th, NULL);
+    once_record_clear(&w->rec);
+}
+
+/* A handle allowing one batch in flight, in a fresh schema holding "r" and
+ * "r2" (version 1), with *lead's update of "r" in flight and held by *lock:
+ * the writes that come next queue behind it. */
+static once_store *batch_held(const char *schema, bwrite *lead, PGconn **lock)
+{
+    char url[1024], err[256];
+    once_store *s = NULL;
+    int rc;
+
+    snprintf(url, sizeof url, "%s?schema=%s&reset=1&batch=1", g_base, schema);
+    rc = once_store_open(url, NULL, &s, err, sizeof err);
+    if (rc != ONCE_OK)
+        fail_msg("open %s: %s: %s", url, once_errname(rc), err);
+    put(s, "r", ONCE_STATE_WORKING, 0, 0);
+    put(s, "r2", ONCE_STATE_WORKING, 0, 0);
+    *lock = pg_lock_row(schema, "r");
+    bwrite_start(lead, s, 0, "r", "c", 1);
+    wait_lock_waiters(1);
+    return s;
+}
+#endif
+
+static void batch_outcomes(void **state)
+{
+    (void)state;
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        static const char *const uniq[] = {"u1", "u2", "u3"};
+        bwrite lead, dup[4], cas[2], stale, u[3];
+        int ok = 0, won = 0, i;
+        PGconn *lock;
+        once_store *s = batch_held("batchok", &lead, &lock);
+
+        for (i = 0; i < 4; i++) {
+            char ctx[8];
+            snprintf(ctx, sizeof ctx, "c%d", i);
+            bwrite_start(&dup[i], s, 1, "dup", ctx, 0);
+        }
+        bwrite_start(&cas[0], s, 0, "r2", "c", 1);
+        bwrite_start(&cas[1], s, 0, "r2", "c", 1);
+        bwrite_start(&stale, s, 0, "r2", "c", 5);
+        for (i = 0; i < 3; i++)
+            bwrite_start(&u[i], s, 1, uniq[i], "c", 0);
+        wait_queued(s, 10);
+        pg_unlock(lock);
+
+        bwrite_join(&lead);
+        assert_int_equal(lead.rc, ONCE_OK);
+        for (i = 0; i < 4; i++)
+            bwrite_join(&dup[i]);
+        for (i = 0; i < 4; i++)
+            if (dup[i].rc == ONCE_OK)
+                won = i, ok++;
+        assert_int_equal(ok, 1);
+        for (i = 0; i < 4; i++) {
+            char ctx[16];
+            if (i == won)
+                continue;
+            assert_int_equal(dup[i].rc, ONCE_EEXISTS);
+            snprintf(ctx, sizeof ctx, "c%d", won);
+            assert_string_equal(dup[i].winner_ctx, ctx); /* the winner's record */
+        }
+        bwrite_join(&cas[0]);
+        bwrite_join(&cas[1]);
+        assert_int_equal((cas[0].rc == ONCE_OK) + (cas[1].rc == ONCE_OK), 1);
+        assert_int_equal((cas[0].rc == ONCE_ECONFLICT) + (cas[1].rc == ONCE_ECONFLICT), 1);
+        bwrite_join(&stale);
+        assert_int_equal(stale.rc, ONCE_ECONFLICT);
+        for (i = 0; i < 3; i++) {
+            bwrite_join(&u[i]);
+            assert_int_equal(u[i].rc, ONCE_OK);
+        }
+        /* They were one transaction: every row they wrote has its xmin. */
+        assert_int_equal(pg_count("SELECT count(DISTINCT xmin::text) FROM batchok.once_tasks "
+                                  "WHERE task_id IN ('dup'::bytea, 'r2'::bytea, 'u1'::bytea, "
+                                  "'u2'::bytea, 'u3'::bytea)"),
+                         1);
+        assert_int_equal(pg_count("SELECT count(*) FROM batchok.once_tasks WHERE "
+                                  "task_id = 'r2'::bytea AND version = 2"),
+                         1);
+        once_store_close(s);
+        return;
+    }
+#endif
+    skip(); /* Redis pipelines without a transaction: each script is its own */
+}
+
+static void batch_lost_commit(void **state)
+{
+    (void)state;
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        static const char *const ids[] = {"k1", "k2", "k3"};
+        bwrite lead, k[3], upd;
+        PGconn *lock_r, *lock_r2;
+        once_record r;
+        int i;
+        once_store *s = batch_held("batchlost", &lead, &lock_r);
+
+        lock_r2 = pg_lock_row("batchlost", "r2");
+        for (i = 0; i < 3; i++)
+            bwrite_start(&k[i], s, 1, ids[i], "c", 0);
+        bwrite_start(&upd, s, 0, "r2", "c", 1);
+        wait_queued(s, 4);
+        pg_unlock(lock_r);
+        bwrite_join(&lead);
+        assert_int_equal(lead.rc, ONCE_OK);
+        /* The batch went out (BEGIN, k1..k3, r2, COMMIT): its r2 waits on
+         * the lock with the three inserts done and COMMIT not yet run.
+         * Its server process dies there. */
+        wait_lock_waiters(1);
+        assert_int_equal(pg_count("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                  "WHERE application_name = 'once' AND wait_event_type = 'Lock'"),
+                         1);
+        for (i = 0; i < 3; i++) {
+            bwrite_join(&k[i]);
+            assert_int_equal(k[i].rc, ONCE_ESTORE);
+        }
+        bwrite_join(&upd);
+        assert_int_equal(upd.rc, ONCE_ESTORE);
+        pg_unlock(lock_r2);
+        /* Lost, as every caller was told it may be: nothing was resent. */
+        for (i = 0; i < 3; i++)
+            EXPECT_RC(s, once_store_load(s, "p", ids[i], &r, NULL), ONCE_ENOTFOUND);
+        EXPECT_RC(s, once_store_load(s, "p", "r2", &r, NULL), ONCE_OK);
+        assert_int_equal(r.version, 1);
+        once_record_clear(&r);
+        put(s, "k4", ONCE_STATE_WORKING, 0, 0); /* the handle goes on */
+        once_store_close(s);
+        return;
+    }
+#endif
+    skip(); /* a PostgreSQL transaction's case */
+}
+
 static void backend_specific(void **state)
 {
     once_store *s;
@@ -851,6 +1106,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(open_errors),         cmocka_unit_test(outage_is_estore),
         cmocka_unit_test(dropped_connections), cmocka_unit_test(concurrent_first_open),
         cmocka_unit_test(check_sees_damage),   cmocka_unit_test(push_writes_race_acks),
+        cmocka_unit_test(batch_outcomes),      cmocka_unit_test(batch_lost_commit),
         cmocka_unit_test(backend_specific),
     };
 

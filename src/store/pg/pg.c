@@ -154,7 +154,7 @@ static int pg_open(const char *url, const once_store_options *opt, once_store **
     }
     once__pool_init(&s->pool, &once__pg_pool_ops, s, &s->base, s->pool_max, PG_POOL_WAIT_MS,
                     PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
-    once__batch_init(&s->batch, once__pg_batch_run, s, s->batch_leaders, ONCE__BATCH_MAX);
+    once__batch_init(&s->batch, &s->pool, once__pg_batch_run, s->batch_leaders, ONCE__BATCH_MAX);
 
     rc = once__pg_connect(s, &c, errbuf, errlen);
     if (rc == ONCE_OK) {
@@ -185,18 +185,5 @@ const once_store_methods once__store_pg = {
     .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
     .open = pg_open,
     .close = pg_close,
-    .create = once__pg_create,
-    .load = once__pg_load,
-    .update = once__pg_update,
-    .events = once__pg_events,
-    .expired_leases = once__pg_expired_leases,
-    .sweep = once__pg_sweep,
-    .purge = once__pg_purge,
-    .list = once__pg_list,
-    .meta = once__pg_meta,
-    .check = once__pg_check,
-    .renew = once__pg_renew,
-    .push_claim = once__pg_push_claim,
-    .push_ack = once__pg_push_ack,
-    .push_rows = once__pg_push_rows,
+    ONCE__STORE_SLOT_TABLE(pg),
 };

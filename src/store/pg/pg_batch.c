@@ -38,7 +38,7 @@ static int send_stmt(pg_conn *c, const pg_bop *op)
 }
 
 /* The next query's result in the pipeline, with the NULL that ends it
- * consumed; NULL (and c->broken) if the connection failed. */
+ * consumed; NULL (and c->item.broken) if the connection failed. */
 static PGresult *next_result(pg_conn *c)
 {
     PGresult *r = PQgetResult(c->pg), *extra;
@@ -48,7 +48,7 @@ static PGresult *next_result(pg_conn *c)
             PQclear(extra);
     if (!r || PQstatus(c->pg) != CONNECTION_OK) {
         PQclear(r);
-        c->broken = 1;
+        c->item.broken = 1;
         return NULL;
     }
     return r;
@@ -73,14 +73,6 @@ static int rows_ok(PGresult *r, int64_t *count)
     return 1;
 }
 
-static void set_all(once__batch_op **ops, size_t n, int rc)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        ops[i]->rc = rc;
-}
-
 /* A batch of one: the statement alone, autocommit, on c. */
 static int run_one(pg_store *s, pg_conn *c, pg_bop *op)
 {
@@ -88,7 +80,7 @@ static int run_one(pg_store *s, pg_conn *c, pg_bop *op)
     int rc = once__pg_exec(s, c, op->id, op->p, &r);
 
     if (rc != ONCE_OK) /* run alone unless the write is in doubt */
-        return c->unsure ? rc : PG_ALONE;
+        return c->item.unsure ? rc : PG_ALONE;
     if (!rows_ok(r, &op->count)) {
         PQclear(r);
         once__store_seterr(&s->base, "postgres: unexpected result of a write");
@@ -102,7 +94,7 @@ static int run_one(pg_store *s, pg_conn *c, pg_bop *op)
  * PG_ALONE (nothing committed) or ONCE_ESTORE (in doubt). */
 static int run_pipeline(pg_store *s, pg_conn *c, once__batch_op **ops, size_t n)
 {
-    int committed = 0, queued;
+    int committed = 0, synced = 0, alive, queued;
     PGresult *r;
     size_t i;
 
@@ -113,70 +105,75 @@ static int run_pipeline(pg_store *s, pg_conn *c, once__batch_op **ops, size_t n)
     for (i = 0; queued && i < n; i++)
         queued = send_stmt(c, ops[i]->arg);
     if (!queued || !PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 1)) {
-        c->broken = 1; /* closed at release: the open transaction rolls back */
+        c->item.broken = 1; /* closed at release: the open transaction rolls back */
         return PG_ALONE;
     }
     /* From here the COMMIT may reach the server whatever happens next. */
     if (!PQpipelineSync(c->pg)) {
-        c->broken = 1;
+        c->item.broken = 1;
         return ONCE_ESTORE;
     }
     /* BEGIN, the statements, COMMIT: a statement that failed shows up as
      * such or as PIPELINE_ABORTED, and COMMIT then does not say COMMIT. */
     r = next_result(c);
+    alive = r != NULL;
     PQclear(r);
-    for (i = 0; i < n && r; i++) {
+    for (i = 0; i < n && alive; i++) {
         pg_bop *op = ops[i]->arg;
         r = next_result(c);
-        if (r && !rows_ok(r, &op->count))
+        alive = r != NULL;
+        if (!rows_ok(r, &op->count))
             op->count = 0;
         PQclear(r);
     }
-    if (r) {
+    if (alive) {
         r = next_result(c);
-        committed = r && PQresultStatus(r) == PGRES_COMMAND_OK &&
+        alive = r != NULL;
+        committed = alive && PQresultStatus(r) == PGRES_COMMAND_OK &&
                     strcmp(PQcmdStatus(r), "COMMIT") == 0;
         PQclear(r);
     }
-    if (!r) {
+    /* The Sync's answer says the server went through the whole pipeline
+     * and is still there: without it, a batch that did not say COMMIT may
+     * still have committed (libpq answers the queries after a failure
+     * itself, PIPELINE_ABORTED, even when the failure was the server
+     * process dying), so it is in doubt. */
+    if (alive) {
+        r = PQgetResult(c->pg);
+        synced = r && PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        PQclear(r);
+    }
+    if (!synced || !PQexitPipelineMode(c->pg))
+        c->item.broken = 1;
+    if (committed)
+        return ONCE_OK;
+    if (!synced) {
         once__store_seterr(&s->base,
                            "postgres: connection lost while a batch of %zu writes was committing",
                            n);
         return ONCE_ESTORE;
     }
-    /* The Sync's own result, then out of pipeline mode. */
-    r = PQgetResult(c->pg);
-    if (!r || PQresultStatus(r) != PGRES_PIPELINE_SYNC || !PQexitPipelineMode(c->pg))
-        c->broken = 1;
-    PQclear(r);
-    return committed ? ONCE_OK : PG_ALONE;
+    return PG_ALONE;
 }
 
-void once__pg_batch_run(void *owner, once__batch_op **ops, size_t n)
+int once__pg_batch_run(void *owner, once__pool_item *it, void *arg)
 {
+    once__batch_slice *a = arg;
     pg_store *s = owner;
-    pg_conn *c;
+    pg_conn *c = (pg_conn *)it;
     size_t i;
-    int rc;
+    int rc = ONCE_OK;
 
-    rc = once__pg_acquire(s, &c);
-    if (rc != ONCE_OK) {
-        set_all(ops, n, rc);
-        return;
-    }
-    c->broken = c->unsure = c->again = c->in_tx = 0;
-    for (i = 0; i < n; i++) {
-        rc = once__pg_prepare(s, c, ((pg_bop *)ops[i]->arg)->id);
-        if (rc != ONCE_OK)
-            break;
-    }
+    c->in_tx = 0;
+    for (i = 0; i < a->n && rc == ONCE_OK; i++)
+        rc = once__pg_prepare(s, c, ((pg_bop *)a->ops[i]->arg)->id);
     if (rc != ONCE_OK)
-        set_all(ops, n, PG_ALONE); /* nothing was sent: each runs alone */
-    else if (n == 1)
-        ops[0]->rc = run_one(s, c, ops[0]->arg);
+        once__batch_set_all(a->ops, a->n, PG_ALONE); /* nothing was sent */
+    else if (a->n == 1)
+        a->ops[0]->rc = run_one(s, c, a->ops[0]->arg);
     else
-        set_all(ops, n, run_pipeline(s, c, ops, n));
-    once__pg_release(s, c);
+        once__batch_set_all(a->ops, a->n, run_pipeline(s, c, a->ops, a->n));
+    return ONCE_OK;
 }
 
 int once__pg_batch_write(pg_store *s, pg_bop *b)
