@@ -13,8 +13,9 @@
  *     pool=N         connections per handle, 1..256 (default 16)
  *     batch=N        group commit: at most N batches of concurrent creates
  *                    and updates in flight, each one pipelined round trip
- *                    and one COMMIT (pg_batch.c); 0..16, default 4; 0 runs
- *                    every write alone
+ *                    and one COMMIT (pg_batch.c) on a connection of its own
+ *                    (N more than pool); 0..16, default 4; 0 runs every
+ *                    write alone
  *     reset=1        TESTS ONLY: empty once's tables in that schema at open
  *                    (the conformance suite opens one URL per case)
  * libpq defaults apply otherwise (PGPASSWORD, ~/.pgpass, connect_timeout
@@ -41,6 +42,7 @@ static void pg_free(pg_store *s)
         return;
     if (s->pool.ops) {
         once__pool_destroy(&s->pool);
+        once__pool_destroy(&s->bpool);
         once__batch_destroy(&s->batch);
     }
     once_free(s->conninfo);
@@ -154,7 +156,10 @@ static int pg_open(const char *url, const once_store_options *opt, once_store **
     }
     once__pool_init(&s->pool, &once__pg_pool_ops, s, &s->base, s->pool_max, PG_POOL_WAIT_MS,
                     PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
-    once__batch_init(&s->batch, &s->pool, once__pg_batch_run, s->batch_leaders, ONCE__BATCH_MAX);
+    once__pool_init(&s->bpool, &once__pg_pool_ops, s, &s->base, (size_t)s->batch_leaders,
+                    PG_POOL_WAIT_MS, PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
+    once__batch_init(&s->batch, &s->bpool, once__pg_batch_run, s->batch_leaders,
+                     ONCE__BATCH_MAX);
 
     rc = once__pg_connect(s, &c, errbuf, errlen);
     if (rc == ONCE_OK) {

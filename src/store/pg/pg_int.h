@@ -118,6 +118,8 @@ typedef struct pg_store {
     int batch_leaders; /* 0: every write runs alone */
 
     once__pool pool;    /* connections (store/pool.h) */
+    once__pool bpool;   /* the batches' own connections, one per batch in flight: a
+                           batch never waits behind the reads for one */
     once__batch batch;  /* group commit of creates and updates (pg_batch.c) */
 } pg_store;
 

@@ -8,9 +8,10 @@
  *     prefix=NAME      key prefix (default "once"): letters, digits, '_', '-', '.'
  *     pool=N           connections per handle, 1..256 (default 16)
  *     batch=N          pipelining: at most N pipelines of concurrent create
- *                      and update scripts in flight, each sent on one
- *                      connection in one write (redis_batch.c); 0..16,
- *                      default 2; 0 sends every script alone
+ *                      and update scripts in flight, each sent in one write
+ *                      on a connection of its own (N more than pool;
+ *                      redis_batch.c); 0..16, default 2; 0 sends every
+ *                      script alone
  *     timeout_ms=N     per-command timeout (default 5000)
  *     tomb_ttl_ms=N    also PEXPIRE tombstones after N ms (default 0: only
  *                      purge removes them, on the clock the engine passes)
@@ -91,6 +92,7 @@ static void rd_free(rd_store *s)
         return;
     if (s->pool.ops) {
         once__pool_destroy(&s->pool);
+        once__pool_destroy(&s->bpool);
         once__batch_destroy(&s->batch);
     }
     once_free(s->host);
@@ -298,7 +300,9 @@ static int rd_open(const char *url, const once_store_options *opt, once_store **
     if (rc == ONCE_OK) {
         once__pool_init(&s->pool, &once__rd_pool_ops, s, &s->base, s->pool_max, RD_POOL_WAIT_MS,
                         RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
-        once__batch_init(&s->batch, &s->pool, once__rd_batch_run, s->batch_leaders,
+        once__pool_init(&s->bpool, &once__rd_pool_ops, s, &s->base, (size_t)s->batch_leaders,
+                        RD_POOL_WAIT_MS, RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
+        once__batch_init(&s->batch, &s->bpool, once__rd_batch_run, s->batch_leaders,
                          ONCE__BATCH_MAX);
         rc = once__rd_connect(s, &c, errbuf, errlen);
     }

@@ -84,6 +84,8 @@ typedef struct rd_store {
     char sha[RD_NSCRIPT][41];
 
     once__pool pool;    /* connections (store/pool.h) */
+    once__pool bpool;   /* the pipelines' own connections, one per pipeline in
+                           flight: a pipeline never waits behind the reads */
     once__batch batch;  /* pipelined create and update scripts (redis_batch.c) */
 } rd_store;
 
