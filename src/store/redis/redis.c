@@ -10,8 +10,8 @@
  *     batch=N          pipelining: at most N pipelines of concurrent create
  *                      and update scripts in flight, each sent in one write
  *                      on a connection of its own (N more than pool;
- *                      redis_batch.c); 0..16, default 2; 0 sends every
- *                      script alone
+ *                      redis_batch.c); 0..16, default 0: every script
+ *                      alone (bench/backends.md)
  *     timeout_ms=N     per-command timeout (default 5000)
  *     tomb_ttl_ms=N    also PEXPIRE tombstones after N ms (default 0: only
  *                      purge removes them, on the clock the engine passes)
