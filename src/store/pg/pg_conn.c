@@ -348,8 +348,9 @@ int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen)
 
 /* 1 if an idle connection can no longer be used: the server closed it, or
  * sent something other than a notice/notification while it sat idle. */
-static int stale(pg_conn *c)
+static int pool_stale(once__pool_item *it)
 {
+    pg_conn *c = (pg_conn *)it;
     struct pollfd p;
     PGnotify *nf;
     int n;
@@ -371,11 +372,6 @@ static int stale(pg_conn *c)
     while ((nf = PQnotifies(c->pg)) != NULL)
         PQfreemem(nf);
     return 0;
-}
-
-static int pool_stale(once__pool_item *it)
-{
-    return stale((pg_conn *)it);
 }
 
 static int pool_connect(void *owner, once__pool_item **out)

@@ -413,8 +413,9 @@ int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
 }
 
 /* 1 if an idle connection can no longer be used. */
-static int stale(rd_conn *c)
+static int pool_stale(once__pool_item *it)
 {
+    rd_conn *c = (rd_conn *)it;
     struct pollfd p;
 
     if (c->rc->err || c->rc->fd < 0)
@@ -423,11 +424,6 @@ static int stale(rd_conn *c)
     p.events = POLLIN | POLLRDHUP;
     p.revents = 0;
     return poll(&p, 1, 0) > 0;
-}
-
-static int pool_stale(once__pool_item *it)
-{
-    return stale((rd_conn *)it);
 }
 
 static int pool_connect(void *owner, once__pool_item **out)
