@@ -42,10 +42,16 @@
 #   BENCH_BUILD       build dir (Release)        (build-bench2)
 #   BENCH_DURATION    measured seconds per row   (10)
 #   BENCH_WARMUP      discarded seconds per row  (2)
+#   BENCH_NEW_WAIT    new rows: ri (returnImmediately: the answer comes at
+#                     registration, and a full turn queue answers 503
+#                     OVERLOADED) or block (the answer comes when the task is
+#                     done: every ok answer is a finished task)   (ri)
 #   ONCE_PG_PORT      PostgreSQL port            (25900)
 #   ONCE_REDIS_PORT   Redis port                 (26900)
 #   ONCE_DYNAMO_PORT  dynalite port              (27900)
-#   BENCH_BACKENDS    which rows                 ("memory sqlite postgres redis dynamodb")
+#   BENCH_BACKENDS    which rows                 ("memory sqlite postgres redis dynamodb");
+#                     "postgres+batch=0" adds store URL parameters to a
+#                     backend's rows (and measures its ceiling again)
 #   BENCH_SOURCE      the code measured, for the title (default: the commit)
 set -uo pipefail
 
@@ -57,6 +63,8 @@ eval "$(python3 "$root/scripts/reaper.py" guard $$)"
 B="${BENCH_BUILD:-$root/build-bench2}"
 DUR="${BENCH_DURATION:-10}"
 WARM="${BENCH_WARMUP:-2}"
+NEW_WAIT="${BENCH_NEW_WAIT:-ri}"
+case $NEW_WAIT in ri | block) ;; *) echo "backends.sh: BENCH_NEW_WAIT is ri or block" >&2; exit 1 ;; esac
 ALL_BACKENDS="memory sqlite postgres redis dynamodb"
 BACKENDS="${BENCH_BACKENDS:-$ALL_BACKENDS}"
 export ONCE_PG_PORT="${ONCE_PG_PORT:-25900}"
@@ -126,7 +134,7 @@ mkdir -p "$DATA"
 
 # ---------------------------------------------------------------- services
 PG_URL="" REDIS_URL="" DYNAMO_URL=""
-case " $BACKENDS " in *" postgres "* | *" redis "* | *" dynamodb "*)
+case " $BACKENDS " in *" postgres"* | *" redis"* | *" dynamodb"*)
   log "services: scripts/test-services.sh start (pg $ONCE_PG_PORT, redis $ONCE_REDIS_PORT)"
   SVC_STARTED=1
   env_out=$("$SVC" start) || die "test-services.sh start failed"
@@ -166,7 +174,7 @@ H=(-H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -H 'A2A-Extensions:
 
 # row NAME STORE MODE: fresh onced, [first send], warm-up, measured wrk.
 row() {
-  local name=$1 store=$2 mode=$3 wait=ri port pid pfx
+  local name=$1 store=$2 mode=$3 wait=$NEW_WAIT port pid pfx
   port=$(free_port)
   # --log-level warn: no request log (as when the rows were measured)
   "$ONCED" --listen "127.0.0.1:$port" --store "$store" --log-level warn >"$OUT/$name.log" 2>&1 &
@@ -201,47 +209,51 @@ row() {
 }
 
 declare -A CEIL CEIL_NAME
-for be in $BACKENDS; do
+for tok in $BACKENDS; do
+  # "postgres+batch=0": the backend with extra store URL parameters, its
+  # own rows (named by the whole token) and its own ceiling.
+  be=${tok%%+*} extra=""
+  [ "$tok" != "$be" ] && extra="&${tok#*+}"
   tag="b$(date +%s)$RANDOM"
   case $be in
     memory) store=memory: ;;
     sqlite) store="sqlite:$DATA/$tag.db" ;;
-    postgres) store="$PG_URL?schema=$tag" ;;
-    redis) store="$REDIS_URL?prefix=$tag" ;;
-    dynamodb) store="dynamodb://$tag?${DYNAMO_URL#*\?}" ;;
+    postgres) store="$PG_URL?schema=$tag$extra" ;;
+    redis) store="$REDIS_URL?prefix=$tag$extra" ;;
+    dynamodb) store="dynamodb://$tag?${DYNAMO_URL#*\?}$extra" ;;
     *) die "unknown backend $be" ;;
   esac
   # SQLite: each mode its own fresh file
-  row "$be-new" "${store/$tag.db/$tag-new.db}" new
-  row "$be-replay" "${store/$tag.db/$tag-replay.db}" replay
+  row "$tok-new" "${store/$tag.db/$tag-new.db}" new
+  row "$tok-replay" "${store/$tag.db/$tag-replay.db}" replay
 
   # The ceiling right after the backend's rows, with the same server/disk.
   case $be in
-    memory) CEIL_NAME[$be]="-" ;;
+    memory) CEIL_NAME[$tok]="-" ;;
     sqlite)
       log "sqlite ceiling: 1 row/txn, WAL, synchronous=FULL, 3 s"
-      CEIL_NAME[$be]="sqlite_ceiling 1 row/txn (WAL, sync=FULL)"
-      CEIL[$be]=$("$B/bench/sqlite_ceiling" "$DATA/ceiling.db" 3 1 | tee "$OUT/sqlite-ceiling.txt" |
+      CEIL_NAME[$tok]="sqlite_ceiling 1 row/txn (WAL, sync=FULL)"
+      CEIL[$tok]=$("$B/bench/sqlite_ceiling" "$DATA/ceiling.db" 3 1 | tee "$OUT/sqlite-ceiling.txt" |
         sed -n 's/.*rows_per_s=\([0-9]*\).*/\1/p') ;;
     postgres)
       log "pg ceiling: pgbench -c8 -j2 -T$DUR INSERT .. ON CONFLICT DO NOTHING"
       "${PSQL[@]}" -c "SET client_min_messages = warning; DROP TABLE IF EXISTS bench_kv; CREATE TABLE bench_kv(k text PRIMARY KEY, payload bytea NOT NULL);" ||
         die "psql create failed"
-      cat >"$OUT/pg-insert.sql" <<'EOF'
+      cat >"$OUT/$tok-pg-insert.sql" <<'EOF'
 \set k random(1, 1000000000)
 INSERT INTO bench_kv(k, payload) VALUES ('task-' || :k, convert_to(repeat('x', 400), 'UTF8')) ON CONFLICT DO NOTHING;
 EOF
-      pgbench -n -h 127.0.0.1 -p "$ONCE_PG_PORT" -U postgres -c8 -j2 -T"$DUR" -f "$OUT/pg-insert.sql" once \
-        >"$OUT/pgbench.txt" 2>&1
-      CEIL_NAME[$be]="pgbench -c8 -j2 INSERT..ON CONFLICT DO NOTHING"
-      CEIL[$be]=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$OUT/pgbench.txt" | head -1 | cut -d. -f1) ;;
+      pgbench -n -h 127.0.0.1 -p "$ONCE_PG_PORT" -U postgres -c8 -j2 -T"$DUR" -f "$OUT/$tok-pg-insert.sql" once \
+        >"$OUT/$tok-pgbench.txt" 2>&1
+      CEIL_NAME[$tok]="pgbench -c8 -j2 INSERT..ON CONFLICT DO NOTHING"
+      CEIL[$tok]=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$OUT/$tok-pgbench.txt" | head -1 | cut -d. -f1) ;;
     redis)
       log "redis ceiling: redis-benchmark -n 200000 -c 64 SET key:<rand> <400 B> NX"
       val=$(head -c 400 /dev/zero | tr '\0' x)
       redis-benchmark -h 127.0.0.1 -p "$ONCE_REDIS_PORT" -n 200000 -c 64 -r 1000000000 --csv \
-        SET "bench:key:__rand_int__" "$val" NX >"$OUT/redis-benchmark.txt" 2>&1
-      CEIL_NAME[$be]="redis-benchmark -c64 SET NX (AOF everysec)"
-      CEIL[$be]=$(awk -F'"' 'NR == 2 {print $4}' "$OUT/redis-benchmark.txt" | cut -d. -f1) ;;
+        SET "bench:key:__rand_int__" "$val" NX >"$OUT/$tok-redis-benchmark.txt" 2>&1
+      CEIL_NAME[$tok]="redis-benchmark -c64 SET NX (AOF everysec)"
+      CEIL[$tok]=$(awk -F'"' 'NR == 2 {print $4}' "$OUT/$tok-redis-benchmark.txt" | cut -d. -f1) ;;
     dynamodb)
       log "dynamodb ceiling: wrk -c64 PutItem attribute_not_exists on the same dynalite (emulator)"
       dyn="http://127.0.0.1:$ONCE_DYNAMO_PORT/"
@@ -251,14 +263,14 @@ EOF
           \"BillingMode\":\"PAY_PER_REQUEST\",\"KeySchema\":[{\"AttributeName\":\"pk\",
           \"KeyType\":\"HASH\"},{\"AttributeName\":\"sk\",\"KeyType\":\"RANGE\"}],
           \"AttributeDefinitions\":[{\"AttributeName\":\"pk\",\"AttributeType\":\"S\"},
-          {\"AttributeName\":\"sk\",\"AttributeType\":\"S\"}]}" >"$OUT/dynamo-create.json"
-      grep -q TableDescription "$OUT/dynamo-create.json" || die "dynalite CreateTable failed"
+          {\"AttributeName\":\"sk\",\"AttributeType\":\"S\"}]}" >"$OUT/$tok-dynamo-create.json"
+      grep -q TableDescription "$OUT/$tok-dynamo-create.json" || die "dynalite CreateTable failed"
       wrk -t2 -c64 -d"${DUR}s" --latency -s "$LUA" "$dyn" -- putitem - "c$tag" \
-        >"$OUT/dynamo-ceiling.wrk" 2>&1
-      grep -q '^RESULT.* non2xx=0 .* rpc_err=0 ' "$OUT/dynamo-ceiling.wrk" ||
-        echo "backends.sh: dynamodb ceiling had errors: $(grep '^RESULT' "$OUT/dynamo-ceiling.wrk")" >&2
-      CEIL_NAME[$be]="wrk -c64 PutItem attribute_not_exists (dynalite, an emulator)"
-      CEIL[$be]=$(sed -n 's/^RESULT.* rps=\([0-9]*\).*/\1/p' "$OUT/dynamo-ceiling.wrk") ;;
+        >"$OUT/$tok-dynamo-ceiling.wrk" 2>&1
+      grep -q '^RESULT.* non2xx=0 .* rpc_err=0 ' "$OUT/$tok-dynamo-ceiling.wrk" ||
+        echo "backends.sh: dynamodb ceiling had errors: $(grep '^RESULT' "$OUT/$tok-dynamo-ceiling.wrk")" >&2
+      CEIL_NAME[$tok]="wrk -c64 PutItem attribute_not_exists (dynalite, an emulator)"
+      CEIL[$tok]=$(sed -n 's/^RESULT.* rps=\([0-9]*\).*/\1/p' "$OUT/$tok-dynamo-ceiling.wrk") ;;
   esac
 done
 
@@ -276,6 +288,15 @@ errs() {
   [ -n "${R[$n.exit]:-}" ] && s+="onced-exit=${R[$n.exit]} "
   echo "${s:-0}"
 }
+# Answers per second that did their job: every checked answer minus the
+# bad ones (a 503 carries a JSON-RPC error, so it counts once).
+okps() {
+  local n=$1
+  [ -n "${R[$n.checked]:-}" ] || return 0
+  awk -v c="${R[$n.checked]}" -v h="${R[$n.non2xx]:-0}" -v e="${R[$n.rpc_err]:-0}" \
+    -v d="${R[$n.not_done]:-0}" -v r="${R[$n.not_replayed]:-0}" -v s="${R[$n.seconds]}" \
+    'BEGIN { b = e + d + r; if (h > b) b = h; printf "%.0f", (c - b) / s }'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a/b}'; }
 
 echo
@@ -283,19 +304,22 @@ echo "## bench/backends.sh$([ "$BACKENDS" != "$ALL_BACKENDS" ] && echo " (BENCH_
 echo
 echo "Machine: $(nproc) CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr); shared."
 echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s."
-echo "wrk -t2 -c64, ${WARM}s warm-up discarded, ${DUR}s measured, --latency, bench/send.lua; loopback; wrk, onced and the store share the CPUs."
+echo "wrk -t2 -c64, ${WARM}s warm-up discarded, ${DUR}s measured, --latency, bench/send.lua (new rows: new $NEW_WAIT); loopback; wrk, onced and the store share the CPUs."
 [ -n "${PG_SETTINGS:-}" ] && echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}'): $PG_SETTINGS. Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'): $REDIS_SETTINGS."
 case " $BACKENDS " in *" dynamodb "*)
   echo "DynamoDB rows: dynalite $(sed -n 's/.*"version": "\([^"]*\)".*/\1/p' "$root/tests/dynamo/node_modules/dynalite/package.json") (Node.js $(node --version), in memory): an emulator, so the ratio is onced's cost over raw PutItem calls to it, not a DynamoDB figure." ;;
 esac
 echo
-echo "| backend | mode | req/s | p50 ms | p99 ms | errors | ceiling | ceiling ops/s | onced / ceiling | onced / memory same mode |"
-echo "|---|---|---:|---:|---:|---|---|---:|---:|---:|"
+echo "ok/s: answers that were neither an error nor incomplete, per second (a new row's 503 OVERLOADED answers register nothing); both ratios use it."
+echo
+echo "| backend | mode | req/s | ok/s | p50 ms | p99 ms | errors | ceiling | ceiling ops/s | onced ok / ceiling | onced ok / memory same mode |"
+echo "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|"
 for n in "${ROWS[@]}"; do
   be=${n%-*} mode=${n##*-}
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
-    "${R[$n.p50_ms]:-}" "${R[$n.p99_ms]:-}" "$(errs "$n")" "${CEIL_NAME[$be]:-}" "${CEIL[$be]:--}" \
-    "$(ratio "${R[$n.rps]:-}" "${CEIL[$be]:-}")" "$(ratio "${R[$n.rps]:-}" "${R[memory-$mode.rps]:-}")"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
+    "$(okps "$n")" "${R[$n.p50_ms]:-}" "${R[$n.p99_ms]:-}" "$(errs "$n")" "${CEIL_NAME[$be]:-}" \
+    "${CEIL[$be]:--}" "$(ratio "$(okps "$n")" "${CEIL[$be]:-}")" \
+    "$(ratio "$(okps "$n")" "$(okps "memory-$mode")")"
 done
 echo
 for n in "${ROWS[@]}"; do

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store/store_int.h"
 
@@ -138,4 +139,31 @@ void once__pool_release(once__pool *p, once__pool_item *it, int broken)
     }
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+}
+
+int once__pool_run(once__pool *p, int attempts, once__pool_fn fn, void *arg)
+{
+    int attempt, rc;
+
+    for (attempt = 1;; attempt++) {
+        once__pool_item *it;
+        int retry, again;
+
+        rc = once__pool_acquire(p, &it);
+        if (rc != ONCE_OK)
+            return rc;
+        it->broken = it->unsure = it->again = 0;
+        rc = fn(p->owner, it, arg);
+        again = it->again;
+        retry = rc == ONCE_ESTORE && ((it->broken && !it->unsure) || again);
+        if (p->ops->tidy)
+            p->ops->tidy(it);
+        once__pool_release(p, it, it->broken);
+        if (!retry || attempt >= attempts)
+            return rc;
+        if (again) { /* let the transaction that won finish first */
+            struct timespec ts = {0, (long)(1 + once_monotonic_ms() % 8) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
 }

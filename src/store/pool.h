@@ -1,6 +1,6 @@
 /*
  * pool.h -- the connection pool the networked backends (PostgreSQL, Redis)
- * share (not API).
+ * share, and the retry loop every slot of theirs runs in (not API).
  *
  * A caller takes an idle connection (dropping any the backend finds stale)
  * or opens a new one, up to max; past that it waits up to wait_ms. A failed
@@ -15,8 +15,15 @@
 
 #include "once/store.h"
 
+/* The flags describe the current call on the connection: the one thread
+ * that holds it sets them, once__pool_run resets them before each attempt
+ * and reads them after. */
 typedef struct once__pool_item {
     struct once__pool_item *next; /* idle list link; guarded by once__pool.mu */
+    int broken;                   /* I/O failed or the protocol is lost: close, do not pool */
+    int unsure;                   /* a write was in flight when it failed */
+    int again;                    /* the server undid the call (deadlock, serialization
+                                     failure): running it again is safe */
 } once__pool_item;
 
 typedef struct once__pool_ops {
@@ -27,6 +34,9 @@ typedef struct once__pool_ops {
     /* 1 if an idle connection can no longer be used. */
     int (*stale)(once__pool_item *it);
     void (*close)(once__pool_item *it);
+    /* Before a connection goes back: finish what a call left open (an open
+     * transaction) or set it->broken if it cannot be reused. */
+    void (*tidy)(once__pool_item *it);
 } once__pool_ops;
 
 /* ops, owner, base, max and the timings are set at init and read-only
@@ -58,5 +68,34 @@ void once__pool_adopt(once__pool *p, once__pool_item *it);
 int once__pool_acquire(once__pool *p, once__pool_item **out);
 /* Give a connection back; broken: close it instead of keeping it. */
 void once__pool_release(once__pool *p, once__pool_item *it, int broken);
+
+/* One slot's work on one connection; it must (re)initialise its outputs,
+ * since it may run again on a fresh connection. */
+typedef int (*once__pool_fn)(void *owner, once__pool_item *it, void *arg);
+/* Acquire, run fn, tidy and release; run it again on a fresh connection,
+ * at most attempts times in all, when it failed with ONCE_ESTORE and
+ * nothing can have been written (the connection broke with no write in
+ * flight, or the server undid the call: then after a pause of 1-8 ms). */
+int once__pool_run(once__pool *p, int attempts, once__pool_fn fn, void *arg);
+
+/* Define `int NAME(STORE *s, FN fn, void *arg)`: once__pool_run over
+ * s->pool for a backend whose slot functions take its own types, FN being
+ * int (*)(STORE *, CONN *, void *) with CONN embedding once__pool_item
+ * first. */
+#define ONCE__POOL_RUN_DEFINE(NAME, STORE, CONN, FN, ATTEMPTS)                                     \
+    typedef struct NAME##_call {                                                                   \
+        FN fn;                                                                                     \
+        void *arg;                                                                                 \
+    } NAME##_call;                                                                                 \
+    static int NAME##_tramp(void *owner, once__pool_item *it, void *arg)                           \
+    {                                                                                              \
+        NAME##_call *k = arg;                                                                      \
+        return k->fn((STORE *)owner, (CONN *)it, k->arg);                                          \
+    }                                                                                              \
+    int NAME(STORE *s, FN fn, void *arg)                                                           \
+    {                                                                                              \
+        NAME##_call k = {fn, arg};                                                                 \
+        return once__pool_run(&s->pool, ATTEMPTS, NAME##_tramp, &k);                               \
+    }
 
 #endif

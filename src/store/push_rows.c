@@ -226,3 +226,31 @@ const char *once__push_rows_flaw(const char *push_json, int64_t generation,
     }
     return NULL;
 }
+
+int once__push_rows_out(once_push_row_list *out, const once_push_row *v, size_t n)
+{
+    once_push_row_list_clear(out);
+    if (n == 0)
+        return ONCE_OK;
+    out->v = once_calloc(n, sizeof *out->v);
+    if (!out->v)
+        return ONCE_ENOMEM;
+    memcpy(out->v, v, n * sizeof *v);
+    out->n = n;
+    return ONCE_OK;
+}
+
+int once__store_claim_begin(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                            size_t max, once_push_claim_list *out, int *rc)
+{
+    memset(out, 0, sizeof *out);
+    *rc = ONCE_OK;
+    if (!owner || !owner[0] || strlen(owner) > ONCE_OWNER_MAX || lease_ms <= 0 ||
+        now > INT64_MAX - lease_ms) {
+        once__store_seterr(s, "push_claim: owner must be 1..%d bytes, lease_ms > 0",
+                           ONCE_OWNER_MAX);
+        *rc = ONCE_EINVAL;
+        return 1;
+    }
+    return max == 0;
+}

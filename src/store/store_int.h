@@ -165,8 +165,25 @@ int once__push_due(const once_push_row *r, int64_t now);
  * changed, or ONCE_EFENCED / ONCE_ECONFLICT with *r untouched. */
 int once__push_apply_ack(once_push_row *r, const once_push_ack *ack);
 
+/* The start of a push_claim slot: empty out, check the arguments (owner
+ * 1..ONCE_OWNER_MAX bytes, lease_ms > 0, now + lease_ms representable).
+ * 0: go on and claim. 1: answer *rc at once (ONCE_EINVAL with errmsg set,
+ * or ONCE_OK when max is 0). */
+int once__store_claim_begin(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
+                            size_t max, once_push_claim_list *out, int *rc);
+
 /* push_ack's static checks (keys, owner, outcome). ONCE_OK or ONCE_EINVAL. */
 int once__store_valid_ack(once_store *s, const once_push_ack *ack);
+
+/* push_rows' request, for a backend that runs it as a callback (postgres,
+ * redis): the key, and out, which gets the rows. */
+typedef struct once__push_rows_req {
+    const char *principal, *task_id;
+    once_push_row_list *out;
+} once__push_rows_req;
+
+/* Copy v[0..n) into out (cleared first): ONCE_OK or ONCE_ENOMEM. */
+int once__push_rows_out(once_push_row_list *out, const once_push_row *v, size_t n);
 
 /* Why the delivery rows rows[0..n) of a live record (push_json may be NULL,
  * generation its generation) disagree with it, or NULL when they agree:

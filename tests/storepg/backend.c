@@ -23,6 +23,17 @@
  *                            under row locks, Redis by retrying when the rows
  *                            moved): no ack is lost or refused, delivered
  *                            ends at the generation, check() stays clean
+ *   batch_outcomes           group commit: ten writes held back until they
+ *                            share one batch (PostgreSQL: one transaction,
+ *                            one xmin; Redis: one pipeline on one
+ *                            connection) each get their own verdict: one of
+ *                            four creates of an ID wins and the others get
+ *                            the winner, one of two CAS updates of a version
+ *                            wins, a stale CAS fails alone, the rest succeed
+ *   batch_lost_commit        PostgreSQL group commit: a batch whose server
+ *                            process dies before COMMIT ran answers
+ *                            ONCE_ESTORE to every caller (none hears OK for
+ *                            a write that was lost) and is not sent again
  *   backend_specific         PostgreSQL: a schema migrated by a newer once is
  *                            refused; Redis: scripts flushed from the server are
  *                            reloaded (NOSCRIPT) transparently; PostgreSQL: a
@@ -58,6 +69,12 @@
 
 #include "store/util.h"
 #include "timeout.h"
+#ifdef ONCE_HAVE_PG
+#include "store/pg/pg_int.h" /* the batch queue, to know when a batch has formed */
+#endif
+#ifdef ONCE_HAVE_REDIS
+#include "store/redis/redis_int.h"
+#endif
 
 #define T0 INT64_C(1700000000000)
 
@@ -803,6 +820,333 @@ static void migrate_from_v1(once_store *s)
 }
 #endif
 
+/* ------------------------------------------------------------------------
+ * Group commit. A write is held back on the server (PostgreSQL: a row lock
+ * an admin transaction holds; Redis: CLIENT PAUSE WRITE); the writes that
+ * come meanwhile queue behind it (the handle allows one batch in flight:
+ * batch=1) and go out as one batch when it is let go. Every wait is for a
+ * condition: a backend waiting on a lock or a paused client, the queue's
+ * length.
+ */
+
+static void wait_for(int (*cond)(long), long arg, const char *what)
+{
+    int64_t until = once_monotonic_ms() + tt_ms(10000);
+
+    while (!cond(arg)) {
+        if (once_monotonic_ms() > until)
+            fail_msg("timed out waiting for %s (%ld)", what, arg);
+        sleep_ms(5);
+    }
+}
+
+#ifdef ONCE_HAVE_PG
+/* An admin connection inside a transaction that locks task_id's row. */
+static PGconn *pg_lock_row(const char *schema, const char *task_id)
+{
+    char sql[256];
+    PGconn *c = PQconnectdb(g_base);
+    PGresult *r;
+
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    snprintf(sql, sizeof sql,
+             "BEGIN; SELECT 1 FROM %s.once_tasks WHERE task_id = '%s'::bytea FOR UPDATE", schema,
+             task_id);
+    r = PQexec(c, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(r), 1);
+    PQclear(r);
+    return c;
+}
+
+static void pg_unlock(PGconn *c)
+{
+    PQclear(PQexec(c, "ROLLBACK"));
+    PQfinish(c);
+}
+
+#define LOCK_WAITERS                                                                               \
+    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'once' "                      \
+    "AND wait_event_type = 'Lock'"
+
+static int lock_waiters_are(long n)
+{
+    return pg_count(LOCK_WAITERS) == n;
+}
+#endif
+
+#ifdef ONCE_HAVE_REDIS
+/* A number field of INFO clients ("blocked_clients", "connected_clients"). */
+static long rd_info_clients(const char *field)
+{
+    redisContext *c = redisConnect(g_host, g_port);
+    redisReply *r;
+    const char *at;
+    long n = -1;
+
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    r = redisCommand(c, "INFO clients");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    at = strstr(r->str, field);
+    if (at)
+        n = strtol(at + strlen(field) + 1, NULL, 10);
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+/* Paused clients are counted as blocked. */
+static int paused_are(long n)
+{
+    return rd_info_clients("blocked_clients") == n;
+}
+
+static void rd_pause(int on)
+{
+    char ms[24];
+    const char *argv[4] = {"CLIENT", on ? "PAUSE" : "UNPAUSE", ms, "WRITE"};
+    size_t len[4];
+    int i;
+
+    snprintf(ms, sizeof ms, "%lld", (long long)tt_ms(60000));
+    for (i = 0; i < 4; i++)
+        len[i] = strlen(argv[i]);
+    rd_admin(on ? 4 : 2, argv, len);
+}
+#endif
+
+static once__batch *batch_of(once_store *s)
+{
+#ifdef ONCE_HAVE_PG
+    if (g_pg)
+        return &((pg_store *)s)->batch;
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (!g_pg)
+        return &((rd_store *)s)->batch;
+#endif
+    return NULL;
+}
+
+static once_store *g_bs; /* the handle whose queue queued_are() reads */
+
+static int queued_are(long n)
+{
+    return once__batch_queued(batch_of(g_bs)) == (size_t)n;
+}
+
+/* One write on its own thread. */
+typedef struct bwrite {
+    once_store *s;
+    pthread_t th;
+    int create;     /* else an update from version expect to expect + 1 */
+    int64_t expect;
+    once_record rec;
+    int rc;
+    char winner_ctx[ONCE_ID_MAX + 1]; /* create's EEXISTS: the winner's context */
+} bwrite;
+
+static void *bwrite_main(void *arg)
+{
+    bwrite *w = arg;
+    once_record win;
+
+    memset(&win, 0, sizeof win);
+    if (w->create) {
+        w->rc = once_store_create(w->s, &w->rec, NULL, 0, &win, NULL);
+        snprintf(w->winner_ctx, sizeof w->winner_ctx, "%s", win.context_id);
+        once_record_clear(&win);
+    } else {
+        w->rc = once_store_update(w->s, &w->rec, w->expect, NULL, 0);
+    }
+    return NULL;
+}
+
+static void bwrite_start(bwrite *w, once_store *s, int create, const char *id, const char *ctx,
+                         int64_t expect)
+{
+    memset(w, 0, sizeof *w);
+    w->s = s;
+    w->create = create;
+    w->expect = expect;
+    assert_int_equal(st_rec(&w->rec, "p", id, ONCE_STATE_WORKING, T0, "{\"k\":1}"), 0);
+    snprintf(w->rec.context_id, sizeof w->rec.context_id, "%s", ctx);
+    if (!create)
+        w->rec.version = expect + 1;
+    assert_int_equal(pthread_create(&w->th, NULL, bwrite_main, w), 0);
+}
+
+static void bwrite_join(bwrite *w)
+{
+    pthread_join(w->th, NULL);
+    once_record_clear(&w->rec);
+}
+
+/* A handle allowing one batch in flight, in a fresh namespace holding "r"
+ * and "r2" (version 1), with *lead's update of "r" sent and held on the
+ * server: the writes that come next queue behind it. PostgreSQL's hold is
+ * *lock (pg_unlock lets it go), Redis' a pause (rd_pause(0)). */
+static once_store *batch_held(const char *ns, bwrite *lead, void **lock)
+{
+    char url[1024], err[256];
+    once_store *s = NULL;
+    int rc;
+
+    url_for(url, sizeof url - 10, 0, ns, 1);
+    snprintf(url + strlen(url), 10, "&batch=1");
+    rc = once_store_open(url, NULL, &s, err, sizeof err);
+    if (rc != ONCE_OK)
+        fail_msg("open %s: %s: %s", url, once_errname(rc), err);
+    put(s, "r", ONCE_STATE_WORKING, 0, 0);
+    put(s, "r2", ONCE_STATE_WORKING, 0, 0);
+    g_bs = s;
+    *lock = NULL;
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        *lock = pg_lock_row(ns, "r");
+        bwrite_start(lead, s, 0, "r", "c", 1);
+        wait_for(lock_waiters_are, 1, "a once backend waiting on a lock");
+    }
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (!g_pg) {
+        rd_pause(1);
+        bwrite_start(lead, s, 0, "r", "c", 1);
+        wait_for(paused_are, 1, "a paused client");
+    }
+#endif
+    return s;
+}
+
+static void batch_release(void *lock)
+{
+#ifdef ONCE_HAVE_PG
+    if (g_pg)
+        pg_unlock(lock);
+#endif
+#ifdef ONCE_HAVE_REDIS
+    (void)lock;
+    if (!g_pg)
+        rd_pause(0);
+#endif
+}
+
+static void batch_outcomes(void **state)
+{
+    static const char *const uniq[] = {"u1", "u2", "u3"};
+    bwrite lead, dup[4], cas[2], stale, u[3];
+    int ok = 0, won = 0, i;
+    once_store *s;
+    void *lock;
+
+    (void)state;
+    s = batch_held("batchok", &lead, &lock);
+    for (i = 0; i < 4; i++) {
+        char ctx[8];
+        snprintf(ctx, sizeof ctx, "c%d", i);
+        bwrite_start(&dup[i], s, 1, "dup", ctx, 0);
+    }
+    bwrite_start(&cas[0], s, 0, "r2", "c", 1);
+    bwrite_start(&cas[1], s, 0, "r2", "c", 1);
+    bwrite_start(&stale, s, 0, "r2", "c", 5);
+    for (i = 0; i < 3; i++)
+        bwrite_start(&u[i], s, 1, uniq[i], "c", 0);
+    wait_for(queued_are, 10, "ten writes in the batch queue");
+    batch_release(lock);
+
+    bwrite_join(&lead);
+    assert_int_equal(lead.rc, ONCE_OK);
+    for (i = 0; i < 4; i++)
+        bwrite_join(&dup[i]);
+    for (i = 0; i < 4; i++)
+        if (dup[i].rc == ONCE_OK)
+            won = i, ok++;
+    assert_int_equal(ok, 1);
+    for (i = 0; i < 4; i++) {
+        char ctx[16];
+        if (i == won)
+            continue;
+        assert_int_equal(dup[i].rc, ONCE_EEXISTS);
+        snprintf(ctx, sizeof ctx, "c%d", won);
+        assert_string_equal(dup[i].winner_ctx, ctx); /* the winner's record */
+    }
+    bwrite_join(&cas[0]);
+    bwrite_join(&cas[1]);
+    assert_int_equal((cas[0].rc == ONCE_OK) + (cas[1].rc == ONCE_OK), 1);
+    assert_int_equal((cas[0].rc == ONCE_ECONFLICT) + (cas[1].rc == ONCE_ECONFLICT), 1);
+    bwrite_join(&stale);
+    assert_int_equal(stale.rc, ONCE_ECONFLICT);
+    for (i = 0; i < 3; i++) {
+        bwrite_join(&u[i]);
+        assert_int_equal(u[i].rc, ONCE_OK);
+    }
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        /* They were one transaction: every row they wrote has its xmin. */
+        assert_int_equal(pg_count("SELECT count(DISTINCT xmin::text) FROM batchok.once_tasks "
+                                  "WHERE task_id IN ('dup'::bytea, 'r2'::bytea, 'u1'::bytea, "
+                                  "'u2'::bytea, 'u3'::bytea)"),
+                         1);
+    }
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (!g_pg) /* one connection carried them all: with open's and this check's, three */
+        assert_true(rd_info_clients("connected_clients") <= 3);
+#endif
+    once_store_close(s);
+}
+
+static void batch_lost_commit(void **state)
+{
+    (void)state;
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        static const char *const ids[] = {"k1", "k2", "k3"};
+        bwrite lead, k[3], upd;
+        PGconn *lock_r2;
+        void *lock_r;
+        once_record r;
+        int i;
+        once_store *s = batch_held("batchlost", &lead, &lock_r);
+
+        lock_r2 = pg_lock_row("batchlost", "r2");
+        for (i = 0; i < 3; i++)
+            bwrite_start(&k[i], s, 1, ids[i], "c", 0);
+        bwrite_start(&upd, s, 0, "r2", "c", 1);
+        wait_for(queued_are, 4, "four writes in the batch queue");
+        pg_unlock(lock_r);
+        bwrite_join(&lead);
+        assert_int_equal(lead.rc, ONCE_OK);
+        /* The batch went out (BEGIN, k1..k3, r2, COMMIT): its r2 waits on
+         * the lock with the three inserts done and COMMIT not yet run.
+         * Its server process dies there. */
+        wait_for(lock_waiters_are, 1, "the batch waiting on a lock");
+        assert_int_equal(pg_count("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                  "WHERE application_name = 'once' AND wait_event_type = 'Lock'"),
+                         1);
+        for (i = 0; i < 3; i++) {
+            bwrite_join(&k[i]);
+            assert_int_equal(k[i].rc, ONCE_ESTORE);
+        }
+        bwrite_join(&upd);
+        assert_int_equal(upd.rc, ONCE_ESTORE);
+        pg_unlock(lock_r2);
+        /* Lost, as every caller was told it may be: nothing was resent. */
+        for (i = 0; i < 3; i++)
+            EXPECT_RC(s, once_store_load(s, "p", ids[i], &r, NULL), ONCE_ENOTFOUND);
+        EXPECT_RC(s, once_store_load(s, "p", "r2", &r, NULL), ONCE_OK);
+        assert_int_equal(r.version, 1);
+        once_record_clear(&r);
+        put(s, "k4", ONCE_STATE_WORKING, 0, 0); /* the handle goes on */
+        once_store_close(s);
+        return;
+    }
+#endif
+    skip(); /* a PostgreSQL transaction's case */
+}
+
 static void backend_specific(void **state)
 {
     once_store *s;
@@ -851,6 +1195,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(open_errors),         cmocka_unit_test(outage_is_estore),
         cmocka_unit_test(dropped_connections), cmocka_unit_test(concurrent_first_open),
         cmocka_unit_test(check_sees_damage),   cmocka_unit_test(push_writes_race_acks),
+        cmocka_unit_test(batch_outcomes),      cmocka_unit_test(batch_lost_commit),
         cmocka_unit_test(backend_specific),
     };
 

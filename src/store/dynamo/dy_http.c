@@ -66,7 +66,7 @@ static void conn_close(once__pool_item *it)
     once_free(c);
 }
 
-const once__pool_ops once__dy_pool_ops = {"dynamodb", conn_open, conn_stale, conn_close};
+const once__pool_ops once__dy_pool_ops = {"dynamodb", conn_open, conn_stale, conn_close, NULL};
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {

@@ -22,6 +22,7 @@
 
 #include "once/store.h"
 #include "store/pool.h"
+#include "store/slots.h"
 
 #define DY_TABLE_MAX 255
 #define DY_REGION_MAX 32
@@ -190,27 +191,7 @@ int once__dy_table_ready(dy_store *s, char *errbuf, size_t errlen);
 
 /* ---- the slots (dy_write.c, dy_read.c) ---- */
 
-int once__dy_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
-                    once_record *winner, once_tombstone *tomb);
-int once__dy_update(once_store *s, const once_record *rec, int64_t expect_version,
-                    const once_event *ev, size_t nev);
-int once__dy_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
-                   int64_t fence, int64_t until);
-int once__dy_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
-int once__dy_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
-int once__dy_meta(once_store *s, const char *name, const char *init_value, char **out);
-int once__dy_load(once_store *s, const char *principal, const char *task_id, once_record *out,
-                  once_tombstone *tomb);
-int once__dy_events(once_store *s, const char *principal, const char *task_id, int64_t after,
-                    size_t max, once_event_list *out);
-int once__dy_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
-int once__dy_list(once_store *s, const once_list_query *q, once_record_list *out);
-int once__dy_check(once_store *s, once_check_report *rep);
-int once__dy_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms, size_t max,
-                        once_push_claim_list *out);
-int once__dy_push_ack(once_store *s, const once_push_ack *ack);
-int once__dy_push_rows(once_store *s, const char *principal, const char *task_id,
-                       once_push_row_list *out);
+ONCE__STORE_SLOTS(dy);
 
 /* Shared by the files above. */
 

@@ -310,14 +310,10 @@ int once__dy_push_claim(once_store *base, const char *owner, int64_t now, int64_
     claim_ctx c = {owner, now, lease_ms, max, out};
     char bound[24];
     size_t want;
+    int rc;
 
-    if (max == 0)
-        return ONCE_OK;
-    if (!owner[0] || strlen(owner) > ONCE_OWNER_MAX || lease_ms <= 0) {
-        once__store_seterr(base, "push_claim: owner must be 1..%d bytes, lease_ms > 0",
-                           ONCE_OWNER_MAX);
-        return ONCE_EINVAL;
-    }
+    if (once__store_claim_begin(base, owner, now, lease_ms, max, out, &rc))
+        return rc;
     out->v = once_calloc(max, sizeof *out->v);
     if (!out->v)
         return ONCE_ENOMEM;

@@ -11,6 +11,12 @@
  *     schema=NAME    the schema holding once's tables (default "public"),
  *                    created if absent; letters, digits, '_' only
  *     pool=N         connections per handle, 1..256 (default 16)
+ *     batch=N        group commit: at most N batches of concurrent creates
+ *                    and updates in flight, each one pipelined round trip
+ *                    and one COMMIT (pg_batch.c) on a connection of its own
+ *                    (N more than pool); 0..16, default 0: every write
+ *                    alone (bench/backends.md: on 2 CPUs batching gained
+ *                    nothing end to end and cost admissions under overload)
  *     reset=1        TESTS ONLY: empty once's tables in that schema at open
  *                    (the conformance suite opens one URL per case)
  * libpq defaults apply otherwise (PGPASSWORD, ~/.pgpass, connect_timeout
@@ -29,13 +35,17 @@
 
 #include "store/pg/pg_int.h"
 #include "store/store_int.h"
+#include "store/url_param.h"
 
 static void pg_free(pg_store *s)
 {
     if (!s)
         return;
-    if (s->pool.ops)
+    if (s->pool.ops) {
         once__pool_destroy(&s->pool);
+        once__pool_destroy(&s->bpool);
+        once__batch_destroy(&s->batch);
+    }
     once_free(s->conninfo);
     once_free(s);
 }
@@ -74,6 +84,7 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
     ci_len = base;
     snprintf(s->schema, sizeof s->schema, "public");
     s->pool_max = PG_POOL_DEFAULT;
+    s->batch_leaders = PG_BATCH_DEFAULT;
     *reset = 0;
     while (q && *q) {
         const char *k = q + 1, *end = k + strcspn(k, "&"), *eq = memchr(k, '=', (size_t)(end - k));
@@ -91,19 +102,22 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
             }
             memcpy(s->schema, v, vlen);
             s->schema[vlen] = '\0';
-        } else if (klen == 4 && memcmp(k, "pool", 4) == 0) {
-            char num[8] = "";
-            char *e;
-            long n;
-            if (vlen < sizeof num)
-                memcpy(num, v, vlen);
-            n = strtol(num, &e, 10);
-            if (vlen == 0 || vlen >= sizeof num || *e || n < 1 || n > 256) {
-                once__store_errbuf(errbuf, errlen, "postgres URL: pool must be 1..256");
+        } else if ((klen == 4 && memcmp(k, "pool", 4) == 0) ||
+                   (klen == 5 && memcmp(k, "batch", 5) == 0)) {
+            once__url_param prm = {k, klen, v, vlen};
+            int pool = klen == 4;
+            long long n;
+            if (once__url_param_num(&prm, pool ? 1 : 0, pool ? 256 : PG_BATCH_MAX, &n) != 0) {
+                once__store_errbuf(errbuf, errlen, "postgres URL: %s must be %d..%d",
+                                   pool ? "pool" : "batch", pool ? 1 : 0,
+                                   pool ? 256 : PG_BATCH_MAX);
                 once_free(ci);
                 return ONCE_EINVAL;
             }
-            s->pool_max = (size_t)n;
+            if (pool)
+                s->pool_max = (size_t)n;
+            else
+                s->batch_leaders = (int)n;
         } else if (klen == 5 && memcmp(k, "reset", 5) == 0) {
             *reset = vlen == 1 && v[0] == '1';
         } else if (klen > 0) {
@@ -143,6 +157,10 @@ static int pg_open(const char *url, const once_store_options *opt, once_store **
     }
     once__pool_init(&s->pool, &once__pg_pool_ops, s, &s->base, s->pool_max, PG_POOL_WAIT_MS,
                     PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
+    once__pool_init(&s->bpool, &once__pg_pool_ops, s, &s->base, (size_t)s->batch_leaders,
+                    PG_POOL_WAIT_MS, PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
+    once__batch_init(&s->batch, &s->bpool, once__pg_batch_run, s->batch_leaders,
+                     ONCE__BATCH_MAX);
 
     rc = once__pg_connect(s, &c, errbuf, errlen);
     if (rc == ONCE_OK) {
@@ -174,18 +192,5 @@ const once_store_methods once__store_pg = {
     .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
     .open = pg_open,
     .close = pg_close,
-    .create = once__pg_create,
-    .load = once__pg_load,
-    .update = once__pg_update,
-    .events = once__pg_events,
-    .expired_leases = once__pg_expired_leases,
-    .sweep = once__pg_sweep,
-    .purge = once__pg_purge,
-    .list = once__pg_list,
-    .meta = once__pg_meta,
-    .check = once__pg_check,
-    .renew = once__pg_renew,
-    .push_claim = once__pg_push_claim,
-    .push_ack = once__pg_push_ack,
-    .push_rows = once__pg_push_rows,
+    ONCE__STORE_SLOT_TABLE(pg),
 };

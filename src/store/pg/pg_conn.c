@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "store/pg/pg_int.h"
 #include "store/store_int.h"
@@ -270,15 +269,15 @@ int once__pg_fail(pg_store *s, pg_conn *c, PGresult *r, const char *what)
     first_line(msg, line, sizeof line);
     if (PQstatus(c->pg) != CONNECTION_OK ||
         (state && (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0)))
-        c->broken = 1;
+        c->item.broken = 1;
     /* An error the server sent on a connection that survives means the
      * statement was rolled back. When the connection is gone the outcome of
      * a write is unknown, even with an SQLSTATE: a FATAL (e.g. 57P01 on
      * shutdown) can follow a commit whose acknowledgement was never sent. */
-    if (!c->broken)
-        c->unsure = 0;
+    if (!c->item.broken)
+        c->item.unsure = 0;
     if (state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
-        c->again = 1;
+        c->item.again = 1;
     once__store_seterr(&s->base, "postgres %s: %s%s%s", what, state ? state : "", state ? " " : "",
                        line[0] ? line : "failed");
     PQclear(r);
@@ -349,8 +348,9 @@ int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen)
 
 /* 1 if an idle connection can no longer be used: the server closed it, or
  * sent something other than a notice/notification while it sat idle. */
-static int stale(pg_conn *c)
+static int pool_stale(once__pool_item *it)
 {
+    pg_conn *c = (pg_conn *)it;
     struct pollfd p;
     PGnotify *nf;
     int n;
@@ -374,11 +374,6 @@ static int stale(pg_conn *c)
     return 0;
 }
 
-static int pool_stale(once__pool_item *it)
-{
-    return stale((pg_conn *)it);
-}
-
 static int pool_connect(void *owner, once__pool_item **out)
 {
     pg_conn *c = NULL;
@@ -392,54 +387,63 @@ static void pool_close(once__pool_item *it)
     once__pg_conn_close((pg_conn *)it);
 }
 
-const once__pool_ops once__pg_pool_ops = {"postgres", pool_connect, pool_stale, pool_close};
-
-int once__pg_acquire(pg_store *s, pg_conn **out)
+/* A call that returned with its transaction open (an error path) leaves
+ * it rolled back; a connection that cannot say so is not pooled. */
+static void pool_tidy(once__pool_item *it)
 {
-    once__pool_item *it = NULL;
-    int rc = once__pool_acquire(&s->pool, &it);
-    *out = (pg_conn *)it;
-    return rc;
-}
+    pg_conn *c = (pg_conn *)it;
 
-void once__pg_release(pg_store *s, pg_conn *c)
-{
-    if (!c)
-        return;
-    if (!c->broken && PQstatus(c->pg) == CONNECTION_OK &&
+    if (!it->broken && PQstatus(c->pg) == CONNECTION_OK &&
         PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
         PQclear(PQexec(c->pg, "ROLLBACK"));
         if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-            c->broken = 1;
+            it->broken = 1;
     }
-    once__pool_release(&s->pool, &c->item, c->broken || PQstatus(c->pg) != CONNECTION_OK);
+    if (PQstatus(c->pg) != CONNECTION_OK)
+        it->broken = 1;
+    c->in_tx = 0;
 }
+
+const once__pool_ops once__pg_pool_ops = {"postgres", pool_connect, pool_stale, pool_close,
+                                          pool_tidy};
 
 /* ------------------------------------------------------------------------
  * Statements.
  */
+
+int once__pg_prepare(pg_store *s, pg_conn *c, pg_stmt_id id)
+{
+    char name[16];
+    PGresult *r;
+
+    if (c->prepared & (1u << id))
+        return ONCE_OK;
+    snprintf(name, sizeof name, "once_%d", (int)id);
+    r = PQprepare(c->pg, name, once__pg_sql[id], 0, NULL);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+        return once__pg_fail(s, c, r, "prepare");
+    PQclear(r);
+    c->prepared |= 1u << id;
+    return ONCE_OK;
+}
 
 int once__pg_exec(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, PGresult **out)
 {
     char name[16];
     PGresult *r;
     ExecStatusType st;
+    int rc;
 
     *out = NULL;
+    if ((rc = once__pg_prepare(s, c, id)) != ONCE_OK)
+        return rc;
     snprintf(name, sizeof name, "once_%d", (int)id);
-    if (!(c->prepared & (1u << id))) {
-        r = PQprepare(c->pg, name, once__pg_sql[id], 0, NULL);
-        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
-            return once__pg_fail(s, c, r, "prepare");
-        PQclear(r);
-        c->prepared |= 1u << id;
-    }
-    c->unsure = once__pg_writes[id] && !c->in_tx;
+    c->item.unsure = once__pg_writes[id] && !c->in_tx;
     r = PQexecPrepared(c->pg, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL,
                        p ? p->fmt : NULL, 1);
     st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-        c->unsure = 0;
+        c->item.unsure = 0;
         *out = r;
         return ONCE_OK;
     }
@@ -478,12 +482,12 @@ int once__pg_commit(pg_store *s, pg_conn *c)
     PGresult *r;
     int rc;
 
-    c->unsure = 1; /* from here until the reply, the outcome is the server's */
+    c->item.unsure = 1; /* from here until the reply, the outcome is the server's */
     rc = once__pg_simple(s, c, "COMMIT", &r);
     c->in_tx = 0;
     if (rc != ONCE_OK)
         return rc;
-    c->unsure = 0;
+    c->item.unsure = 0;
     /* COMMIT of a transaction an error aborted "succeeds" as ROLLBACK. */
     if (strcmp(PQcmdStatus(r), "COMMIT") != 0) {
         once__store_seterr(&s->base, "postgres: transaction rolled back at COMMIT");
@@ -500,27 +504,4 @@ void once__pg_rollback(pg_conn *c)
     c->in_tx = 0;
 }
 
-int once__pg_run(pg_store *s, pg_fn fn, void *arg)
-{
-    int attempt, rc;
-
-    for (attempt = 1;; attempt++) {
-        pg_conn *c;
-        int retry, again;
-
-        rc = once__pg_acquire(s, &c);
-        if (rc != ONCE_OK)
-            return rc;
-        c->broken = c->unsure = c->again = c->in_tx = 0;
-        rc = fn(s, c, arg);
-        again = c->again;
-        retry = rc == ONCE_ESTORE && ((c->broken && !c->unsure) || again);
-        once__pg_release(s, c);
-        if (!retry || attempt >= PG_ATTEMPTS)
-            return rc;
-        if (again) {
-            struct timespec ts = {0, (long)(1 + once_monotonic_ms() % 8) * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-    }
-}
+ONCE__POOL_RUN_DEFINE(once__pg_run, pg_store, pg_conn, pg_fn, PG_ATTEMPTS)

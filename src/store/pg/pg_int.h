@@ -10,8 +10,11 @@
  *   pg_check.c   the integrity check
  *   pg_push.c    push delivery rows: sync with push_json, claim, ack, rows,
  *                and their part of the integrity check
+ *   pg_batch.c   group commit: concurrent creates and updates share one
+ *                pipelined round trip and one COMMIT (store/batch.h)
  *
- * Every write is one autocommit statement (create and update fold their
+ * Every write is one autocommit statement, or one of a batch's statements
+ * that share a transaction (pg_batch.c) (create and update fold their
  * event inserts into it, sweep its event and delivery-row deletes, with
  * data-modifying CTEs); the extra reads some slots make (create's loser,
  * update's diagnosis) never write. The exceptions are the writes whose
@@ -36,7 +39,9 @@
 #include <libpq-fe.h>
 
 #include "once/store.h"
+#include "store/batch.h"
 #include "store/pool.h"
+#include "store/slots.h"
 
 #define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
 #define PG_POOL_DEFAULT 16    /* connections per handle */
@@ -44,6 +49,8 @@
 #define PG_BACKOFF_MIN_MS 50
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_ATTEMPTS 3 /* tries of one slot on a broken connection / deadlock */
+#define PG_BATCH_DEFAULT 0 /* batches in flight per handle (URL batch=N; 0: none) */
+#define PG_BATCH_MAX 16
 
 /* Prepared statements; texts in pg_schema.c. Prepared lazily per connection. */
 typedef enum pg_stmt_id {
@@ -88,29 +95,32 @@ extern const unsigned char once__pg_writes[PG_NSTMT];
     "disabled, last_error, deliveries, retries, failures"
 
 /* One connection. Owned by one thread between acquire and release; nothing
- * here is locked. The flags describe the current slot call only and are
- * reset by once__pg_run before each attempt. */
+ * here is locked. item's flags (broken, unsure, again: store/pool.h) and
+ * in_tx describe the current slot call only. */
 typedef struct pg_conn {
     once__pool_item item; /* first: the pool links idle connections through it */
     PGconn *pg;
     uint32_t prepared;    /* bit id: statement id prepared on this connection */
-    int broken;           /* the connection failed: close, do not pool */
-    int unsure;           /* a write was in flight when it failed */
-    int again;            /* serialization failure / deadlock: retry is safe */
     int in_tx;            /* inside once__pg_begin: a write is not yet in doubt */
 } pg_conn;
 
 /*
- * The handle. conninfo, schema, pool_max and base.m are set by open and
- * read-only afterwards; the pool guards itself (store/pool.h). base.errmsg is written through once__store_seterr (its own lock).
+ * The handle. conninfo, schema, pool_max, batch_leaders and base.m are set
+ * by open and read-only afterwards; the pool and the batch guard themselves
+ * (store/pool.h, store/batch.h). base.errmsg is written through
+ * once__store_seterr (its own lock).
  */
 typedef struct pg_store {
     once_store base;
     char *conninfo; /* the URL minus once's own query parameters */
     char schema[PG_SCHEMA_MAX + 1];
     size_t pool_max;
+    int batch_leaders; /* 0: every write runs alone */
 
     once__pool pool;    /* connections (store/pool.h) */
+    once__pool bpool;   /* the batches' own connections, one per batch in flight: a
+                           batch never waits behind the reads for one */
+    once__batch batch;  /* group commit of creates and updates (pg_batch.c) */
 } pg_store;
 
 /* ---- pg_conn.c: parameters ---- */
@@ -152,10 +162,10 @@ int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out);
 
 int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen);
 void once__pg_conn_close(pg_conn *c); /* NULL is a no-op */
-int once__pg_acquire(pg_store *s, pg_conn **out);
-void once__pg_release(pg_store *s, pg_conn *c);
 extern const once__pool_ops once__pg_pool_ops;
 
+/* Prepare statement id on c unless it is already. */
+int once__pg_prepare(pg_store *s, pg_conn *c, pg_stmt_id id);
 /* Run a prepared statement (preparing it on first use); *out is the result
  * on ONCE_OK (PQclear it). Failures set c's flags and s's errmsg. */
 int once__pg_exec(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, PGresult **out);
@@ -165,19 +175,38 @@ int once__pg_simple(pg_store *s, pg_conn *c, const char *sql, PGresult **out);
 int once__pg_fail(pg_store *s, pg_conn *c, PGresult *r, const char *what);
 /* An explicit transaction on c. Until COMMIT is sent nothing is in doubt,
  * so a broken connection inside it may be retried; while COMMIT is in
- * flight it is (c->unsure). Anything left open is rolled back by
- * once__pg_release, so error paths need not call once__pg_rollback. */
+ * flight it is (c->item.unsure). Anything left open is rolled back before
+ * the connection goes back to the pool, so error paths need not call
+ * once__pg_rollback. */
 int once__pg_begin(pg_store *s, pg_conn *c);
 int once__pg_commit(pg_store *s, pg_conn *c);
 void once__pg_rollback(pg_conn *c);
 
-/* One slot's work on one connection; must (re)initialise its outputs, since
- * once__pg_run may call it again on a fresh connection. */
+/* One slot's work on one connection, run by once__pg_run: once__pool_run
+ * (store/pool.h) on s->pool, at most PG_ATTEMPTS times. */
 typedef int (*pg_fn)(pg_store *s, pg_conn *c, void *arg);
-/* Acquire, run fn, release; retry on a fresh connection when the failure
- * left nothing in doubt (a broken connection with no write in flight, a
- * deadlock or serialization failure), at most PG_ATTEMPTS times. */
 int once__pg_run(pg_store *s, pg_fn fn, void *arg);
+
+/* ---- pg_batch.c ---- */
+
+/* One write of a batch: a conditional statement (PG_CREATE, PG_UPDATE)
+ * whose first row's first column counts the rows it wrote. */
+typedef struct pg_bop {
+    pg_stmt_id id;
+    const pg_params *p;
+    const char *principal, *task_id; /* its key: batches lock in key order */
+    int64_t count;                   /* out: 1 written, 0 not (a conflict) */
+} pg_bop;
+
+/* once__pg_batch_write's answer when nothing of the batch was written: the
+ * caller runs its write alone (once__pg_run), which meets its own error. */
+#define PG_ALONE 1
+
+/* The run callback (store/batch.h) of s->batch. */
+int once__pg_batch_run(void *owner, once__pool_item *it, void *arg);
+/* Run op's statement in a batch: ONCE_OK with op->count once committed,
+ * PG_ALONE, or an error (ONCE_ESTORE when the commit is in doubt). */
+int once__pg_batch_write(pg_store *s, pg_bop *op);
 
 /* ---- pg_schema.c ---- */
 
@@ -185,40 +214,20 @@ int once__pg_run(pg_store *s, pg_fn fn, void *arg);
  * every table when reset is set. */
 int once__pg_migrate(pg_store *s, pg_conn *c, int reset);
 
-/* ---- slots (pg_write.c, pg_read.c, pg_check.c) ---- */
+/* ---- slots (pg_write.c, pg_read.c, pg_check.c, pg_push.c; store/slots.h) ---- */
 
 /* What (principal, task_id) holds, on c: ONCE_OK and *out (if non-NULL),
  * ONCE_ETOMBSTONE and *tomb (if non-NULL), ONCE_ENOTFOUND, or a failure. */
 int once__pg_read_key(pg_store *s, pg_conn *c, const char *principal, const char *task_id,
                       once_record *out, once_tombstone *tomb);
 
-int once__pg_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
-                    once_record *winner, once_tombstone *tomb);
-int once__pg_update(once_store *s, const once_record *rec, int64_t expect_version,
-                    const once_event *ev, size_t nev);
-int once__pg_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
-                   int64_t fence, int64_t until);
-int once__pg_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
-int once__pg_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
-int once__pg_meta(once_store *s, const char *name, const char *init_value, char **out);
-int once__pg_load(once_store *s, const char *principal, const char *task_id, once_record *out,
-                  once_tombstone *tomb);
-int once__pg_events(once_store *s, const char *principal, const char *task_id, int64_t after,
-                    size_t max, once_event_list *out);
-int once__pg_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
-int once__pg_list(once_store *s, const once_list_query *q, once_record_list *out);
-int once__pg_check(once_store *s, once_check_report *rep);
+ONCE__STORE_SLOTS(pg);
 
 /* ---- pg_push.c ---- */
 
 /* Inside the transaction that just created/updated rec: make the key's
  * delivery rows match rec->push_json (non-NULL) with once__push_sync. */
 int once__pg_push_sync(pg_store *s, pg_conn *c, const once_record *rec);
-int once__pg_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
-                        size_t max, once_push_claim_list *out);
-int once__pg_push_ack(once_store *s, const once_push_ack *ack);
-int once__pg_push_rows(once_store *s, const char *principal, const char *task_id,
-                       once_push_row_list *out);
 /* check(): inside check's snapshot on c, count bad_push. */
 int once__pg_check_push(pg_store *s, pg_conn *c, once_check_report *rep);
 

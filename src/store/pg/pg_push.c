@@ -219,16 +219,10 @@ int once__pg_push_claim(once_store *s, const char *owner, int64_t now, int64_t l
 {
     claim_arg a;
     pg_params p;
+    int rc;
 
-    memset(out, 0, sizeof *out);
-    if (!owner || !owner[0] || strlen(owner) > ONCE_OWNER_MAX || lease_ms <= 0 ||
-        now > INT64_MAX - lease_ms) {
-        once__store_seterr(s, "push_claim: owner must be 1..%d bytes, lease_ms > 0",
-                           ONCE_OWNER_MAX);
-        return ONCE_EINVAL;
-    }
-    if (max == 0)
-        return ONCE_OK;
+    if (once__store_claim_begin(s, owner, now, lease_ms, max, out, &rc))
+        return rc;
     a.lease_until = now + lease_ms;
     once__pg_p_init(&p);
     once__pg_p_str(&p, owner);
@@ -275,38 +269,24 @@ int once__pg_push_ack(once_store *s, const once_push_ack *ack)
     return once__pg_run(pgs(s), ack_fn, (void *)ack);
 }
 
-typedef struct rows_arg {
-    const char *principal, *task_id;
-    once_push_row_list *out;
-} rows_arg;
-
 static int rows_fn(pg_store *s, pg_conn *c, void *arg)
 {
-    rows_arg *a = arg;
+    once__push_rows_req *a = arg;
     once_push_row v[ONCE_PUSH_CONFIGS_MAX];
     pg_params p;
     size_t n;
     int rc;
 
-    once_push_row_list_clear(a->out);
     bind_key(&p, a->principal, a->task_id);
     rc = read_rows(s, c, PG_PUSH_ROWS, &p, v, ONCE_PUSH_CONFIGS_MAX, &n);
-    if (rc != ONCE_OK || n == 0)
-        return rc;
-    a->out->v = once_calloc(n, sizeof *a->out->v);
-    if (!a->out->v)
-        return ONCE_ENOMEM;
-    memcpy(a->out->v, v, n * sizeof *v);
-    a->out->n = n;
-    return ONCE_OK;
+    return rc == ONCE_OK ? once__push_rows_out(a->out, v, n) : rc;
 }
 
 int once__pg_push_rows(once_store *s, const char *principal, const char *task_id,
                        once_push_row_list *out)
 {
-    rows_arg a = {principal, task_id, out};
+    once__push_rows_req a = {principal, task_id, out}; /* out: emptied by store.c */
 
-    memset(out, 0, sizeof *out);
     return once__pg_run(pgs(s), rows_fn, &a);
 }
 

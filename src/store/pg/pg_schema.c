@@ -324,7 +324,7 @@ int once__pg_migrate(pg_store *s, pg_conn *c, int reset)
     rc = migrate_locked(s, c, reset);
     if (rc == ONCE_OK)
         rc = simple(s, c, "COMMIT");
-    if (rc != ONCE_OK && !c->broken) {
+    if (rc != ONCE_OK && !c->item.broken) {
         PGresult *r = PQexec(c->pg, "ROLLBACK");
         PQclear(r);
     }

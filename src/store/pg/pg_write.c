@@ -11,6 +11,8 @@
  * appends the events; when it matches nothing, one more read tells
  * ECONFLICT from EINVAL in store_int.h's order. Both are single
  * autocommit statements: all or nothing, one round trip on the happy path.
+ * Concurrent ones share a transaction and a round trip (pg_batch.c); a
+ * write that did not match there runs here alone for its diagnosis.
  * A record carrying push_json is the exception: its delivery rows are
  * reshaped from the stored ones (pg_push.c), so that statement and the row
  * writes share one explicit transaction. renew is one UPDATE of lease_until
@@ -59,6 +61,26 @@ static int64_t count_of(PGresult *r)
     int64_t n = PQntuples(r) == 1 ? once__pg_i64(r, 0, 0) : 0;
     PQclear(r);
     return n;
+}
+
+/* A create or update of a record without push_json through the group
+ * commit (pg_batch.c): ONCE_OK once its batch committed it, PG_ALONE when
+ * it did not write (the key taken, the version moved, the batch rolled
+ * back) -- the caller then runs its own statement and diagnosis alone -- or
+ * an error, ONCE_ESTORE when the commit is in doubt. */
+static int batched(pg_store *s, pg_stmt_id id, const pg_params *p, const once_record *rec)
+{
+    pg_bop b;
+    int rc;
+
+    if (rec->push_json) /* its delivery rows need their own transaction */
+        return PG_ALONE;
+    b.id = id;
+    b.p = p;
+    b.principal = rec->principal;
+    b.task_id = rec->task_id;
+    rc = once__pg_batch_write(s, &b);
+    return rc == ONCE_OK && b.count != 1 ? PG_ALONE : rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -126,7 +148,9 @@ int once__pg_create(once_store *s, const once_record *rec, const once_event *ev,
     a.rec = rec;
     a.winner = winner;
     a.tomb = tomb;
-    rc = once__pg_run(pgs(s), create_fn, &a);
+    rc = batched(pgs(s), PG_CREATE, &p, rec);
+    if (rc == PG_ALONE)
+        rc = once__pg_run(pgs(s), create_fn, &a);
     once__pg_p_free(&p);
     return rc;
 }
@@ -233,7 +257,9 @@ int once__pg_update(once_store *s, const once_record *rec, int64_t expect_versio
     once__pg_p_i64(&p, expect_version);
     once__pg_p_i64(&p, base);
     a.p = &p;
-    rc = once__pg_run(pgs(s), update_fn, &a);
+    rc = a.numbered ? batched(pgs(s), PG_UPDATE, &p, rec) : PG_ALONE;
+    if (rc == PG_ALONE)
+        rc = once__pg_run(pgs(s), update_fn, &a);
     once__pg_p_free(&p);
     return rc;
 }

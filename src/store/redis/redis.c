@@ -7,6 +7,11 @@
  *     (user and password percent-decoded; port 6379 and db 0 by default)
  *     prefix=NAME      key prefix (default "once"): letters, digits, '_', '-', '.'
  *     pool=N           connections per handle, 1..256 (default 16)
+ *     batch=N          pipelining: at most N pipelines of concurrent create
+ *                      and update scripts in flight, each sent in one write
+ *                      on a connection of its own (N more than pool;
+ *                      redis_batch.c); 0..16, default 0: every script
+ *                      alone (bench/backends.md)
  *     timeout_ms=N     per-command timeout (default 5000)
  *     tomb_ttl_ms=N    also PEXPIRE tombstones after N ms (default 0: only
  *                      purge removes them, on the clock the engine passes)
@@ -85,8 +90,11 @@ static void rd_free(rd_store *s)
 {
     if (!s)
         return;
-    if (s->pool.ops)
+    if (s->pool.ops) {
         once__pool_destroy(&s->pool);
+        once__pool_destroy(&s->bpool);
+        once__batch_destroy(&s->batch);
+    }
     once_free(s->host);
     once_free(s->user);
     if (s->password)
@@ -186,6 +194,10 @@ static int parse_params(rd_store *s, const char *q, int *reset, char *errbuf, si
             if (num_param(v, vlen, 1, 256, &x))
                 return bad(errbuf, errlen, "pool must be 1..256");
             s->pool_max = (size_t)x;
+        } else if (KEY("batch")) {
+            if (num_param(v, vlen, 0, RD_BATCH_MAX, &x))
+                return bad(errbuf, errlen, "batch must be 0..16");
+            s->batch_leaders = (int)x;
         } else if (KEY("timeout_ms")) {
             if (num_param(v, vlen, 1, 3600000, &x))
                 return bad(errbuf, errlen, "timeout_ms must be 1..3600000");
@@ -281,12 +293,17 @@ static int rd_open(const char *url, const once_store_options *opt, once_store **
     }
     snprintf(s->prefix, sizeof s->prefix, "once");
     s->pool_max = RD_POOL_DEFAULT;
+    s->batch_leaders = RD_BATCH_DEFAULT;
     s->timeout_ms = RD_TIMEOUT_DEFAULT_MS;
 
     rc = parse_url(s, url, &reset, errbuf, errlen);
     if (rc == ONCE_OK) {
         once__pool_init(&s->pool, &once__rd_pool_ops, s, &s->base, s->pool_max, RD_POOL_WAIT_MS,
                         RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
+        once__pool_init(&s->bpool, &once__rd_pool_ops, s, &s->base, (size_t)s->batch_leaders,
+                        RD_POOL_WAIT_MS, RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
+        once__batch_init(&s->batch, &s->bpool, once__rd_batch_run, s->batch_leaders,
+                         ONCE__BATCH_MAX);
         rc = once__rd_connect(s, &c, errbuf, errlen);
     }
     if (rc == ONCE_OK) {
@@ -320,18 +337,5 @@ const once_store_methods once__store_redis = {
     .caps = ONCE_STORE_SHARED | ONCE_STORE_PUSH,
     .open = rd_open,
     .close = rd_close,
-    .create = once__rd_create,
-    .load = once__rd_load,
-    .update = once__rd_update,
-    .events = once__rd_events,
-    .expired_leases = once__rd_expired_leases,
-    .sweep = once__rd_sweep,
-    .purge = once__rd_purge,
-    .list = once__rd_list,
-    .meta = once__rd_meta,
-    .check = once__rd_check,
-    .renew = once__rd_renew,
-    .push_claim = once__rd_push_claim,
-    .push_ack = once__rd_push_ack,
-    .push_rows = once__rd_push_rows,
+    ONCE__STORE_SLOT_TABLE(rd),
 };

@@ -151,16 +151,16 @@ static redisReply *call_raw(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writ
     sigpipe_guard g;
     redisReply *r;
 
-    c->unsure = writes;
+    c->item.unsure = writes;
     sp_block(&g);
     r = redisCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->len);
     sp_restore(&g);
     if (!r) {
-        c->broken = 1;
+        c->item.broken = 1;
         once__store_seterr(&s->base, "redis: %s", c->rc->errstr[0] ? c->rc->errstr : "I/O error");
         return NULL;
     }
-    c->unsure = 0; /* the server answered: whatever it did is known */
+    c->item.unsure = 0; /* the server answered: whatever it did is known */
     return r;
 }
 
@@ -223,10 +223,19 @@ int once__rd_load_scripts(rd_store *s, rd_conn *c)
     return ONCE_OK;
 }
 
+/* 1 if the server had lost the script (restart, SCRIPT FLUSH): it did not
+ * run, and its SHA1 is unchanged once loaded again. */
+static int noscript(const redisReply *r)
+{
+    static const char word[] = "NOSCRIPT";
+
+    return r->type == REDIS_REPLY_ERROR && r->len >= sizeof word - 1 &&
+           memcmp(r->str, word, sizeof word - 1) == 0;
+}
+
 int once__rd_eval(rd_store *s, rd_conn *c, rd_script_id id, const rd_cmd *cmd, int writes,
                   redisReply **out)
 {
-    static const char noscript[] = "NOSCRIPT";
     redisReply *r;
     int rc;
 
@@ -236,8 +245,7 @@ int once__rd_eval(rd_store *s, rd_conn *c, rd_script_id id, const rd_cmd *cmd, i
     r = call_raw(s, c, cmd, writes);
     if (!r)
         return ONCE_ESTORE;
-    if (r->type == REDIS_REPLY_ERROR && r->len >= sizeof noscript - 1 &&
-        memcmp(r->str, noscript, sizeof noscript - 1) == 0) {
+    if (noscript(r)) {
         /* The server lost its script cache (restart, SCRIPT FLUSH): the
          * script did not run; load it and go again. Its SHA1 is unchanged. */
         freeReplyObject(r);
@@ -256,29 +264,51 @@ int once__rd_append(rd_store *s, rd_conn *c, const rd_cmd *cmd)
     if (cmd->oom)
         return ONCE_ENOMEM;
     if (redisAppendCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->len) != REDIS_OK) {
-        c->broken = 1;
+        c->item.broken = 1;
         once__store_seterr(&s->base, "redis: %s", c->rc->errstr[0] ? c->rc->errstr : "append");
         return ONCE_ESTORE;
     }
     return ONCE_OK;
 }
 
-int once__rd_reply(rd_store *s, rd_conn *c, redisReply **out)
+/* The next pipelined reply, error replies included; NULL (c->item.broken) when
+ * the connection failed. */
+static redisReply *reply_raw(rd_store *s, rd_conn *c)
 {
     sigpipe_guard g;
     void *r = NULL;
     int ok;
 
-    *out = NULL;
     sp_block(&g);
     ok = redisGetReply(c->rc, &r);
     sp_restore(&g);
     if (ok != REDIS_OK || !r) {
-        c->broken = 1;
+        c->item.broken = 1;
         once__store_seterr(&s->base, "redis: %s", c->rc->errstr[0] ? c->rc->errstr : "I/O error");
-        return ONCE_ESTORE;
+        return NULL;
     }
-    *out = r;
+    return r;
+}
+
+int once__rd_script_reply(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply **out)
+{
+    redisReply *r = reply_raw(s, c);
+
+    *out = NULL;
+    if (!r)
+        return ONCE_ESTORE;
+    if (noscript(r)) {
+        freeReplyObject(r);
+        return RD_ALONE;
+    }
+    return check_reply(s, cmd, r, out);
+}
+
+int once__rd_reply(rd_store *s, rd_conn *c, redisReply **out)
+{
+    *out = reply_raw(s, c);
+    if (!*out)
+        return ONCE_ESTORE;
     if ((*out)->type == REDIS_REPLY_ERROR) {
         once__store_seterr(&s->base, "redis: %.*s", (int)((*out)->len > 200 ? 200 : (*out)->len),
                            (*out)->str);
@@ -383,8 +413,9 @@ int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
 }
 
 /* 1 if an idle connection can no longer be used. */
-static int stale(rd_conn *c)
+static int pool_stale(once__pool_item *it)
 {
+    rd_conn *c = (rd_conn *)it;
     struct pollfd p;
 
     if (c->rc->err || c->rc->fd < 0)
@@ -393,11 +424,6 @@ static int stale(rd_conn *c)
     p.events = POLLIN | POLLRDHUP;
     p.revents = 0;
     return poll(&p, 1, 0) > 0;
-}
-
-static int pool_stale(once__pool_item *it)
-{
-    return stale((rd_conn *)it);
 }
 
 static int pool_connect(void *owner, once__pool_item **out)
@@ -413,39 +439,13 @@ static void pool_close(once__pool_item *it)
     once__rd_conn_close((rd_conn *)it);
 }
 
-const once__pool_ops once__rd_pool_ops = {"redis", pool_connect, pool_stale, pool_close};
-
-int once__rd_acquire(rd_store *s, rd_conn **out)
+static void pool_tidy(once__pool_item *it)
 {
-    once__pool_item *it = NULL;
-    int rc = once__pool_acquire(&s->pool, &it);
-    *out = (rd_conn *)it;
-    return rc;
+    if (((rd_conn *)it)->rc->err)
+        it->broken = 1;
 }
 
-void once__rd_release(rd_store *s, rd_conn *c)
-{
-    if (!c)
-        return;
-    once__pool_release(&s->pool, &c->item, c->broken || c->rc->err);
-}
+const once__pool_ops once__rd_pool_ops = {"redis", pool_connect, pool_stale, pool_close,
+                                          pool_tidy};
 
-int once__rd_run(rd_store *s, rd_fn fn, void *arg)
-{
-    int attempt, rc;
-
-    for (attempt = 1;; attempt++) {
-        rd_conn *c;
-        int retry;
-
-        rc = once__rd_acquire(s, &c);
-        if (rc != ONCE_OK)
-            return rc;
-        c->broken = c->unsure = 0;
-        rc = fn(s, c, arg);
-        retry = rc == ONCE_ESTORE && c->broken && !c->unsure;
-        once__rd_release(s, c);
-        if (!retry || attempt >= RD_ATTEMPTS)
-            return rc;
-    }
-}
+ONCE__POOL_RUN_DEFINE(once__rd_run, rd_store, rd_conn, rd_fn, RD_ATTEMPTS)

@@ -14,6 +14,8 @@
  *                    hash and the due index, what record writes and acks
  *                    send, their part of the integrity check
  *   redis_push_ops.c the push slots: claim, ack, rows
+ *   redis_batch.c    pipelining: concurrent create and update scripts share
+ *                    one connection and one round trip (store/batch.h)
  */
 #ifndef ONCE_STORE_REDIS_INT_H
 #define ONCE_STORE_REDIS_INT_H
@@ -24,7 +26,9 @@
 #include <hiredis/hiredis.h>
 
 #include "once/store.h"
+#include "store/batch.h"
 #include "store/pool.h"
+#include "store/slots.h"
 
 #define RD_PREFIX_MAX 64
 #define RD_POOL_DEFAULT 16
@@ -34,6 +38,8 @@
 #define RD_BACKOFF_MIN_MS 50
 #define RD_BACKOFF_MAX_MS 2000
 #define RD_ATTEMPTS 3
+#define RD_BATCH_DEFAULT 0 /* pipelines in flight per handle (URL batch=N; 0: none) */
+#define RD_BATCH_MAX 16
 
 /* The Lua scripts; texts in redis_scripts.c. */
 typedef enum rd_script_id {
@@ -50,13 +56,11 @@ typedef enum rd_script_id {
 
 extern const char *const once__rd_lua[RD_NSCRIPT];
 
-/* One connection. Owned by one thread between acquire and release. The
- * flags describe the current slot call; once__rd_run resets them. */
+/* One connection. Owned by one thread between acquire and release. item's
+ * flags (broken, unsure: store/pool.h) describe the current slot call. */
 typedef struct rd_conn {
     once__pool_item item; /* first: the pool links idle connections through it */
     redisContext *rc;
-    int broken;           /* I/O failed or protocol lost: close, do not pool */
-    int unsure;           /* a write was in flight when it broke */
 } rd_conn;
 
 /*
@@ -74,11 +78,15 @@ typedef struct rd_store {
     char *password; /* NULL: no AUTH */
     char prefix[RD_PREFIX_MAX + 1];
     size_t pool_max;
+    int batch_leaders;   /* 0: every script is sent alone */
     int timeout_ms;      /* per command */
     int64_t tomb_ttl_ms; /* 0: tombstones live until purge */
     char sha[RD_NSCRIPT][41];
 
     once__pool pool;    /* connections (store/pool.h) */
+    once__pool bpool;   /* the pipelines' own connections, one per pipeline in
+                           flight: a pipeline never waits behind the reads */
+    once__batch batch;  /* pipelined create and update scripts (redis_batch.c) */
 } rd_store;
 
 /* ---- redis_conn.c: commands ---- */
@@ -107,8 +115,6 @@ void once__rd_i64(rd_cmd *c, int64_t v);
 
 int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen);
 void once__rd_conn_close(rd_conn *c); /* NULL is a no-op */
-int once__rd_acquire(rd_store *s, rd_conn **out);
-void once__rd_release(rd_store *s, rd_conn *c);
 extern const once__pool_ops once__rd_pool_ops;
 
 /* Send one command and read its reply (*out: freeReplyObject it). An error
@@ -124,16 +130,38 @@ int once__rd_eval(rd_store *s, rd_conn *c, rd_script_id id, const rd_cmd *cmd, i
                   redisReply **out);
 /* SCRIPT LOAD every script on c, filling s->sha (open only). */
 int once__rd_load_scripts(rd_store *s, rd_conn *c);
+/* The reply of a pipelined script call: ONCE_OK and *out; RD_ALONE when
+ * the server had lost the script (NOSCRIPT: it did not run); ONCE_ESTORE for
+ * an error reply, or when the connection failed (c->item.broken: the script may
+ * have run). */
+int once__rd_script_reply(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply **out);
 /* Pipelining: queue cmd, then read replies in order. A caller that stops
- * reading with replies still pending must set c->broken. */
+ * reading with replies still pending must set c->item.broken. */
 int once__rd_append(rd_store *s, rd_conn *c, const rd_cmd *cmd);
 int once__rd_reply(rd_store *s, rd_conn *c, redisReply **out);
 
+/* One slot's work on one connection, run by once__rd_run: once__pool_run
+ * (store/pool.h) on s->pool, at most RD_ATTEMPTS times. */
 typedef int (*rd_fn)(rd_store *s, rd_conn *c, void *arg);
-/* Acquire, run fn, release; retry on a fresh connection when the failure
- * cannot have written anything, at most RD_ATTEMPTS times. fn must reset its
- * outputs itself. */
 int once__rd_run(rd_store *s, rd_fn fn, void *arg);
+
+/* ---- redis_batch.c ---- */
+
+/* One script call of a pipeline and its reply (freeReplyObject it). */
+typedef struct rd_bop {
+    const rd_cmd *cmd;
+    redisReply *reply;
+} rd_bop;
+
+/* once__rd_batch_write's answer when the script did not run: the caller
+ * runs it alone (once__rd_run, once__rd_eval). */
+#define RD_ALONE 1
+
+/* The run callback (store/batch.h) of s->batch. */
+int once__rd_batch_run(void *owner, once__pool_item *it, void *arg);
+/* Send op->cmd in a pipeline: ONCE_OK with op->reply (any reply but an
+ * error), RD_ALONE, or an error (ONCE_ESTORE when the script may have run). */
+int once__rd_batch_write(rd_store *s, rd_bop *op);
 
 /* ---- redis_keys.c ---- */
 
@@ -165,24 +193,9 @@ int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_
  * be NULL. ONCE_ECORRUPT if a field is missing or malformed. */
 int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *tomb);
 
-/* ---- slots ---- */
+/* ---- slots (redis_write.c, redis_read.c, redis_check.c, redis_push_ops.c: slots.h) ---- */
 
-int once__rd_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
-                    once_record *winner, once_tombstone *tomb);
-int once__rd_update(once_store *s, const once_record *rec, int64_t expect_version,
-                    const once_event *ev, size_t nev);
-int once__rd_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
-                   int64_t fence, int64_t until);
-int once__rd_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n);
-int once__rd_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);
-int once__rd_meta(once_store *s, const char *name, const char *init_value, char **out);
-int once__rd_load(once_store *s, const char *principal, const char *task_id, once_record *out,
-                  once_tombstone *tomb);
-int once__rd_events(once_store *s, const char *principal, const char *task_id, int64_t after,
-                    size_t max, once_event_list *out);
-int once__rd_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);
-int once__rd_list(once_store *s, const once_list_query *q, once_record_list *out);
-int once__rd_check(once_store *s, once_check_report *rep);
+ONCE__STORE_SLOTS(rd);
 /* Delete every key under the prefix (open with reset=1; tests only). */
 int once__rd_reset(rd_store *s, rd_conn *c);
 
@@ -211,11 +224,6 @@ rd_push_cas *once__rd_push_cas_new(void);
 void once__rd_push_cas_free(rd_push_cas *ca); /* NULL is a no-op */
 void once__rd_push_cas_args(rd_cmd *c, rd_push_cas *ca, once_push_row *was, once_push_row *now);
 /* ---- redis_push_ops.c: the push slots ---- */
-int once__rd_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,
-                        size_t max, once_push_claim_list *out);
-int once__rd_push_ack(once_store *s, const once_push_ack *ack);
-int once__rd_push_rows(once_store *s, const char *principal, const char *task_id,
-                       once_push_row_list *out);
 /* check(): a live record (rec) or a tombstone (rec NULL) with its push
  * hash (HGETALL reply) and the due-index scores of its rows (an array of
  * config id, score|'' pairs), read atomically by RD_CHECKKEY. */

@@ -191,15 +191,8 @@ int once__rd_push_claim(once_store *s, const char *owner, int64_t now, int64_t l
     claim_arg a;
     int rc;
 
-    memset(out, 0, sizeof *out);
-    if (!owner || !owner[0] || strlen(owner) > ONCE_OWNER_MAX || lease_ms <= 0 ||
-        now > INT64_MAX - lease_ms) {
-        once__store_seterr(s, "push_claim: owner must be 1..%d bytes, lease_ms > 0",
-                           ONCE_OWNER_MAX);
-        return ONCE_EINVAL;
-    }
-    if (max == 0)
-        return ONCE_OK;
+    if (once__store_claim_begin(s, owner, now, lease_ms, max, out, &rc))
+        return rc;
     memset(&a, 0, sizeof a);
     a.owner = owner;
     a.now = now;
@@ -285,40 +278,25 @@ static int ack_fn(rd_store *s, rd_conn *c, void *arg)
     return rc;
 }
 
-int once__rd_push_ack(once_store *s, const once_push_ack *ack)
-{
-    return once__rd_run(rds(s), ack_fn, (void *)ack);
-}
-
-typedef struct rows_arg {
-    const char *principal, *task_id;
-    once_push_row_list *out;
-} rows_arg;
-
 static int rows_fn(rd_store *s, rd_conn *c, void *arg)
 {
-    rows_arg *a = arg;
+    once__push_rows_req *a = arg;
     once_push_row v[ONCE_PUSH_CONFIGS_MAX];
     size_t n;
-    int rc;
+    int rc = once__rd_push_read(s, c, a->principal, a->task_id, v, &n);
 
-    once_push_row_list_clear(a->out);
-    rc = once__rd_push_read(s, c, a->principal, a->task_id, v, &n);
-    if (rc != ONCE_OK || n == 0)
-        return rc;
-    a->out->v = once_calloc(n, sizeof *v);
-    if (!a->out->v)
-        return ONCE_ENOMEM;
-    memcpy(a->out->v, v, n * sizeof *v);
-    a->out->n = n;
-    return ONCE_OK;
+    return rc == ONCE_OK ? once__push_rows_out(a->out, v, n) : rc;
 }
 
 int once__rd_push_rows(once_store *s, const char *principal, const char *task_id,
                        once_push_row_list *out)
 {
-    rows_arg a = {principal, task_id, out};
+    once__push_rows_req a = {principal, task_id, out}; /* out: emptied by store.c */
 
-    memset(out, 0, sizeof *out);
     return once__rd_run(rds(s), rows_fn, &a);
+}
+
+int once__rd_push_ack(once_store *s, const once_push_ack *ack)
+{
+    return once__rd_run(rds(s), ack_fn, (void *)ack);
 }

@@ -287,7 +287,7 @@ static int fetch_page(rd_store *s, rd_conn *c, list_arg *a, redisReply **m, size
         freeReplyObject(r);
     }
     if (read < queued)
-        c->broken = 1; /* replies left unread: the connection is out of step */
+        c->item.broken = 1; /* replies left unread: the connection is out of step */
     return rc;
 }
 

@@ -4,7 +4,8 @@
  *
  * create and update are one script each (redis_scripts.c): the existence
  * check or version compare, the record hash, the event appends, the index
- * entries and the delivery rows happen in one atomic step. An update of a
+ * entries and the delivery rows happen in one atomic step. Concurrent calls
+ * share a pipeline (redis_batch.c); each reads its own script's reply. An update of a
  * record carrying push_json first reads the stored rows and reshapes them in
  * C (redis_push.c); what it sends is valid whatever claims and acks do in
  * between (they never touch what a record write sets), and another record
@@ -100,19 +101,24 @@ typedef struct write_arg {
     rd_push_write *push; /* the rows rec->push_json leaves (NULL: drop them all) */
 } write_arg;
 
-static int create_fn(rd_store *s, rd_conn *c, void *arg)
+/* Send cmd through the pipeline (redis_batch.c): ONCE_OK and *r, RD_ALONE
+ * (the caller sends it alone), or an error. */
+static int batched(rd_store *s, const rd_cmd *cmd, redisReply **r)
 {
-    write_arg *a = arg;
-    redisReply *r;
+    rd_bop b;
     int rc;
 
-    if (a->winner)
-        once_record_clear(a->winner);
-    if (a->tomb)
-        memset(a->tomb, 0, sizeof *a->tomb);
-    rc = once__rd_eval(s, c, RD_CREATE, a->cmd, 1, &r);
-    if (rc != ONCE_OK)
-        return rc;
+    b.cmd = cmd;
+    rc = once__rd_batch_write(s, &b);
+    *r = b.reply;
+    return rc;
+}
+
+/* What the create script's reply r says (r is freed). */
+static int create_verdict(rd_store *s, write_arg *a, redisReply *r)
+{
+    int rc;
+
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
         rc = ONCE_OK;
     } else if (r->type == REDIS_REPLY_ARRAY) {
@@ -130,12 +136,32 @@ static int create_fn(rd_store *s, rd_conn *c, void *arg)
     return rc;
 }
 
+static void create_reset(write_arg *a)
+{
+    if (a->winner)
+        once_record_clear(a->winner);
+    if (a->tomb)
+        memset(a->tomb, 0, sizeof *a->tomb);
+}
+
+static int create_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    write_arg *a = arg;
+    redisReply *r;
+    int rc;
+
+    create_reset(a);
+    rc = once__rd_eval(s, c, RD_CREATE, a->cmd, 1, &r);
+    return rc == ONCE_OK ? create_verdict(s, a, r) : rc;
+}
+
 int once__rd_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                     once_record *winner, once_tombstone *tomb)
 {
     char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
     rd_push_write *push = NULL;
     size_t mlen, lmlen, i;
+    redisReply *r;
     task_keys k;
     write_arg a;
     rd_cmd cmd;
@@ -187,7 +213,13 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
     a.rec = rec;
     a.winner = winner;
     a.tomb = tomb;
-    rc = once__rd_run(rds(s), create_fn, &a);
+    rc = batched(rds(s), &cmd, &r);
+    if (rc == ONCE_OK) {
+        create_reset(&a);
+        rc = create_verdict(rds(s), &a, r);
+    } else if (rc == RD_ALONE) {
+        rc = once__rd_run(rds(s), create_fn, &a);
+    }
     once__rd_cmd_free(&cmd);
     keys_free(&k);
     once__rd_push_write_free(push);
@@ -220,12 +252,12 @@ static void build_update(rd_cmd *cmd, rd_store *s, const write_arg *a, const upd
         once__rd_str(cmd, a->ev[i].payload);
 }
 
+static int update_verdict(rd_store *s, write_arg *a, redisReply *r);
+
 static int update_fn(rd_store *s, rd_conn *c, void *arg)
 {
     write_arg *a = arg;
     redisReply *r;
-    int64_t gen;
-    char buf[24];
     rd_cmd cmd;
     int rc;
 
@@ -242,8 +274,16 @@ static int update_fn(rd_store *s, rd_conn *c, void *arg)
     build_update(&cmd, s, a, a->u);
     rc = once__rd_eval(s, c, RD_UPDATE, &cmd, 1, &r);
     once__rd_cmd_free(&cmd);
-    if (rc != ONCE_OK)
-        return rc;
+    return rc == ONCE_OK ? update_verdict(s, a, r) : rc;
+}
+
+/* What the update script's reply r says (r is freed). */
+static int update_verdict(rd_store *s, write_arg *a, redisReply *r)
+{
+    int64_t gen;
+    char buf[24];
+    int rc;
+
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
         rc = ONCE_OK;
     } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
@@ -307,7 +347,19 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
     a.expect = expect_version;
     a.ev = ev;
     a.nev = nev;
-    rc = once__rd_run(rds(s), update_fn, &a);
+    rc = RD_ALONE;
+    if (!a.push) { /* one with delivery rows reads them first: alone */
+        rd_cmd cmd;
+        redisReply *r;
+        once__rd_cmd_init(&cmd);
+        build_update(&cmd, rds(s), &a, &u);
+        rc = batched(rds(s), &cmd, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc == ONCE_OK)
+            rc = update_verdict(rds(s), &a, r);
+    }
+    if (rc == RD_ALONE)
+        rc = once__rd_run(rds(s), update_fn, &a);
     keys_free(&k);
     once__rd_push_write_free(a.push);
     return rc;

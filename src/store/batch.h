@@ -1,0 +1,78 @@
+/*
+ * batch.h -- group commit for the networked backends (PostgreSQL, Redis):
+ * concurrent writes share one round trip (not API).
+ *
+ * A writer submits its operation and waits. The first waiter that finds a
+ * free leader place (fewer than max_leaders batches in flight) becomes a
+ * leader: it takes every queued operation (up to max_ops), hands them to the
+ * backend's run callback on one pooled connection, which sends them together
+ * and sets each one's own outcome, then wakes them. No thread of its own: a batch is always
+ * run by one of its callers, so a handle with no writers costs nothing.
+ *
+ * The contract of run: every operation it was given gets op->rc, and an
+ * operation is told ONCE_OK only after the store acknowledged it durably (the
+ * batch's COMMIT returned, the reply was read). Outcomes are per operation:
+ * one operation's conflict or failure must not become another's.
+ */
+#ifndef ONCE_STORE_BATCH_H
+#define ONCE_STORE_BATCH_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "store/pool.h"
+
+#define ONCE__BATCH_MAX 64 /* operations per batch at the most */
+
+/* One operation. The submitter owns it; arg is the backend's description of
+ * the write. taken and done are guarded by the batch's mu; rc is written by
+ * the leader before done is set, read by the submitter after. Its submitter
+ * alone waits on cv: a batch that ends wakes its own operations and the one
+ * at the head of the queue (the next leader), nobody else. */
+typedef struct once__batch_op {
+    struct once__batch_op *next; /* queue link */
+    void *arg;
+    int rc;
+    int taken; /* a leader has it */
+    int done;  /* rc is final */
+    pthread_cond_t cv;
+} once__batch_op;
+
+/* What a leader hands the backend: ops[0..n), n >= 1. */
+typedef struct once__batch_slice {
+    once__batch_op **ops;
+    size_t n;
+} once__batch_slice;
+
+/* pool, run, max_leaders and max_ops are set by init and read-only after;
+ * mu guards the queue, leaders and every queued op's flags. */
+typedef struct once__batch {
+    once__pool *pool;
+    /* Runs a slice (its arg) on one connection of pool and sets every
+     * op's rc; returns ONCE_OK (a failure is the ops'). */
+    once__pool_fn run;
+    int max_leaders; /* batches in flight at once */
+    size_t max_ops;  /* operations per batch, 1..ONCE__BATCH_MAX */
+
+    pthread_mutex_t mu;
+    once__batch_op *head, **tail;
+    int leaders;
+} once__batch;
+
+void once__batch_init(once__batch *b, once__pool *pool, once__pool_fn run, int max_leaders,
+                      size_t max_ops);
+/* No operation may be queued (every submitter has returned). */
+void once__batch_destroy(once__batch *b);
+/* Queue op (op->arg set by the caller), wait until its batch has run, and
+ * return op->rc. */
+int once__batch_submit(once__batch *b, once__batch_op *op);
+
+/* How many operations wait for a leader (tests use it to know that a batch
+ * has formed). */
+size_t once__batch_queued(once__batch *b);
+
+/* Give every one of ops[0..n) the same outcome (a batch that failed as a
+ * whole). */
+void once__batch_set_all(once__batch_op **ops, size_t n, int rc);
+
+#endif

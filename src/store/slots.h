@@ -1,0 +1,50 @@
+/*
+ * slots.h -- the slot functions of a store backend whose slots live in
+ * their own files (PostgreSQL, Redis, DynamoDB), named once for all of
+ * them (not API).
+ *
+ * ONCE__STORE_SLOTS(pg) declares once__pg_create .. once__pg_push_rows with
+ * the signatures of once_store_methods (include/once/store.h), and
+ * ONCE__STORE_SLOT_TABLE(pg) names them in that table's initialiser (open,
+ * close, version, scheme and caps stay the backend's). A slot added to the
+ * contract is added here, and the compiler then asks every such backend for
+ * it.
+ */
+#ifndef ONCE_STORE_SLOTS_H
+#define ONCE_STORE_SLOTS_H
+
+#include "once/store.h"
+
+#define ONCE__STORE_SLOTS(P)                                                                       \
+    int once__##P##_create(once_store *s, const once_record *rec, const once_event *ev,            \
+                           size_t nev, once_record *winner, once_tombstone *tomb);                 \
+    int once__##P##_load(once_store *s, const char *principal, const char *task_id,                \
+                         once_record *out, once_tombstone *tomb);                                  \
+    int once__##P##_update(once_store *s, const once_record *rec, int64_t expect_version,          \
+                           const once_event *ev, size_t nev);                                      \
+    int once__##P##_events(once_store *s, const char *principal, const char *task_id,              \
+                           int64_t after, size_t max, once_event_list *out);                       \
+    int once__##P##_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out);    \
+    int once__##P##_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max,         \
+                          size_t *n);                                                              \
+    int once__##P##_purge(once_store *s, int64_t expired_before, size_t max, size_t *n);           \
+    int once__##P##_list(once_store *s, const once_list_query *q, once_record_list *out);          \
+    int once__##P##_meta(once_store *s, const char *name, const char *init_value, char **out);     \
+    int once__##P##_check(once_store *s, once_check_report *rep);                                  \
+    int once__##P##_renew(once_store *s, const char *principal, const char *task_id,               \
+                          const char *owner, int64_t fence, int64_t until);                        \
+    int once__##P##_push_claim(once_store *s, const char *owner, int64_t now, int64_t lease_ms,    \
+                               size_t max, once_push_claim_list *out);                             \
+    int once__##P##_push_ack(once_store *s, const once_push_ack *ack);                             \
+    int once__##P##_push_rows(once_store *s, const char *principal, const char *task_id,           \
+                              once_push_row_list *out)
+
+#define ONCE__STORE_SLOT_TABLE(P)                                                                  \
+    .create = once__##P##_create, .load = once__##P##_load, .update = once__##P##_update,          \
+    .events = once__##P##_events, .expired_leases = once__##P##_expired_leases,                    \
+    .sweep = once__##P##_sweep, .purge = once__##P##_purge, .list = once__##P##_list,              \
+    .meta = once__##P##_meta, .check = once__##P##_check, .renew = once__##P##_renew,              \
+    .push_claim = once__##P##_push_claim, .push_ack = once__##P##_push_ack,                        \
+    .push_rows = once__##P##_push_rows
+
+#endif
