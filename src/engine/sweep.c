@@ -21,12 +21,24 @@
  */
 #include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "engine/engine_int.h"
 
 #define TAKEOVER_BATCH 64
+/* One pass sweeps (and purges) at most RETENTION_BATCH * RETENTION_ROUNDS
+ * keys: with the default 1 s interval that must stay above the rate tasks
+ * finish at, or the store holds more than the retention window (16 rounds,
+ * 4096/s, was below what one memory: replica serves). */
 #define RETENTION_BATCH 256
-#define RETENTION_ROUNDS 16
+#define RETENTION_ROUNDS 64
+/* A retention pass that freed at least this many records or tombstones
+ * hands the free pages back to the system (glibc keeps them otherwise:
+ * freed chunks inside its heaps stay resident until reused, so a store
+ * that shrank after a burst would keep its peak). */
+#define TRIM_AFTER 1024
 
 /* Take one expired key. ONCE_OK also when someone else was faster. */
 static int take_over(once__engine *e, const once_key *k, int64_t now)
@@ -91,15 +103,28 @@ static int takeover_pass(once__engine *e)
     return first_err;
 }
 
+/* Give freed memory back after a pass that freed much of it. */
+static void trim(size_t removed)
+{
+#ifdef __GLIBC__
+    if (removed >= TRIM_AFTER)
+        (void)malloc_trim(0);
+#else
+    (void)removed;
+#endif
+}
+
 static int retention_pass(once__engine *e)
 {
     int64_t now = once__now(e);
+    size_t removed = 0;
     for (int i = 0; i < RETENTION_ROUNDS; i++) {
         size_t n = 0;
         int rc = once_store_sweep(e->store, now - e->cfg.retention_ms, now, RETENTION_BATCH, &n);
         if (rc != ONCE_OK)
             return once__store_rc(e, rc);
         __atomic_fetch_add(&e->stats.swept, (uint64_t)n, __ATOMIC_RELAXED);
+        removed += n;
         if (n < RETENTION_BATCH)
             break;
     }
@@ -109,9 +134,11 @@ static int retention_pass(once__engine *e)
         if (rc != ONCE_OK)
             return once__store_rc(e, rc);
         __atomic_fetch_add(&e->stats.purged, (uint64_t)n, __ATOMIC_RELAXED);
+        removed += n;
         if (n < RETENTION_BATCH)
             break;
     }
+    trim(removed);
     return ONCE_OK;
 }
 

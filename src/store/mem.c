@@ -2,44 +2,98 @@
  * mem.c -- the "memory:" store backend: one process, nothing durable, every
  * open a fresh empty store ("memory:" or "memory:<label>", label ignored).
  *
- * A chained hash table maps (principal, task_id) to one entry that holds
- * either a live record with its events or a tombstone (never both, and a
- * tombstone holds no events). One mutex guards everything, so each slot is
- * trivially atomic: a create or update either publishes the record and all
- * its events or nothing. Copies are made outside the lock where possible so
- * that a failed allocation never leaves a half-applied write.
+ * A chained hash table maps (principal, task_id) to one node: a live entry
+ * (its record and events) or a tombstone, never both. One mutex guards
+ * everything, so each slot is trivially atomic: a create or update either
+ * publishes the record and all its events or nothing. Copies are made
+ * outside the lock where possible so that a failed allocation never leaves
+ * a half-applied write.
  *
- * Scans (leases, sweep, purge, list, push_claim) walk the whole table:
- * O(records) per call, fine for tests, the demo and a single process.
+ * Memory is what bounds a long-running process, so a key costs little:
+ *   - a record is one allocation (mem_rec: its numbers, then all its
+ *     strings back to back), replaced whole by each update;
+ *   - a key's events are one buffer of packed (generation, length, text),
+ *     grown by doubling while the task runs and cut to size when it ends;
+ *   - a tombstone is a small node of its own (mem_tomb: the two times, the
+ *     first digest in binary, the key's two strings), not a record.
+ *
+ * Every live entry sits on exactly one of two lists, by its state: the
+ * active list (not terminal: what expired_leases looks at) or the finished
+ * queue (terminal, ordered by (finished_at, key): what sweep takes from the
+ * front). Tombstones sit on the purge queue, ordered by expired_at. So
+ * expired_leases costs what is still running, and sweep and purge cost what
+ * they remove (plus one look at the entry that stops them), never a walk
+ * of the table; `visits` counts those looks for the tests. list, check and
+ * push_claim still walk the table (O(keys)): list is paged by the caller
+ * and push_claim skips its walk while no push rows exist.
  *
  * Push delivery rows (ONCE_STORE_PUSH) live in the entry beside the record,
  * reshaped by once__push_sync in the same critical section as the record
  * write that implies it, and dropped with the record when it is entombed.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/decide.h"
+#include "store/mem.h"
 #include "store/store_int.h"
 
-/* One key. All fields are guarded by mem_store.lock. rec.principal and
- * rec.task_id hold the key in both shapes; the rest of rec is zero (no
- * strings) while is_tomb is set. ev[0..nev) are the events, ascending,
- * numbered 1..rec.generation. push[0..npush) are the delivery rows, one per
- * element of rec.push_json, in its order (none while is_tomb). */
+/* The head of every node in the hash table. Guarded by mem_store.lock. */
+typedef struct mem_node {
+    struct mem_node *next;    /* hash chain */
+    uint32_t hash;            /* key_hash's low half: bucket and first compare */
+    uint8_t is_tomb;          /* a mem_tomb, else a mem_entry */
+    uint8_t digest_kind;      /* tombstones: DIGEST_NONE, _BIN or _TEXT */
+} mem_node;
+
+/* The record's strings, in the order they are packed. */
+enum { S_PRINCIPAL, S_TASK_ID, S_CONTEXT_ID, S_LEASE_OWNER, S_DIGESTS, S_TASK_JSON,
+       S_CHECKPOINT, S_PUSH_JSON, S_COUNT };
+#define S_NULL UINT32_MAX     /* off[] of a NULL string (checkpoint, push_json) */
+
+/* One record in one allocation. Immutable once published except
+ * lease_until, which renew sets under the lock. */
+typedef struct mem_rec {
+    int64_t version, generation, fence, step, lease_until, created_at, updated_at, finished_at;
+    int32_t state, kind;
+    uint32_t off[S_COUNT];    /* offset of each string in s[], or S_NULL */
+    char s[];
+} mem_rec;
+
+/* A live key. All fields are guarded by mem_store.lock. ev[0..evlen) holds
+ * nev events, ascending, numbered 1..r->generation, each packed as an
+ * int64 generation, a uint32 length and the text with its NUL (unaligned:
+ * read with memcpy). push[0..npush) are the delivery rows, one per element
+ * of the record's push_json, in its order. qprev/qnext link the entry into
+ * the active list or the finished queue (see the file comment). */
 typedef struct mem_entry {
-    struct mem_entry *next;   /* hash chain */
-    uint64_t hash;
-    int is_tomb;
-    once_record rec;
-    once_tombstone tomb;      /* valid while is_tomb */
-    once_event *ev;
-    size_t nev, cap;
+    mem_node n;
+    struct mem_entry *qprev, *qnext;
+    mem_rec *r;
+    char *ev;
+    size_t evlen, evcap, nev;
     once_push_row *push;
     size_t npush;
 } mem_entry;
+
+#define EV_HEAD (sizeof(int64_t) + sizeof(uint32_t))
+
+/* What remains of a record after retention. key holds the principal, its
+ * NUL, the task ID, its NUL, and with DIGEST_TEXT the first digest as text
+ * (one that is not 64 lowercase hex digits, which DIGEST_BIN keeps in
+ * digest[] at half the size). Immutable; qnext is guarded by the lock. */
+typedef struct mem_tomb {
+    mem_node n;
+    struct mem_tomb *qnext;   /* purge queue */
+    int64_t finished_at, expired_at;
+    unsigned char digest[ONCE_DIGEST_HEX / 2];
+    char key[];
+} mem_tomb;
+
+enum { DIGEST_NONE, DIGEST_BIN, DIGEST_TEXT };
 
 /* A named store-wide value; immutable once inserted (insert-if-absent). */
 typedef struct mem_meta {
@@ -48,15 +102,21 @@ typedef struct mem_meta {
     char *value;
 } mem_meta;
 
-/* The handle. lock guards tab, ntab, count and meta (and every entry). */
+/* The handle. lock guards everything below it (and every node). active and
+ * finished are the sentinels of two circular lists of entries; tomb_head
+ * .. tomb_tail is the purge queue (singly linked, oldest expired_at first). */
 typedef struct mem_store {
     once_store base;
     pthread_mutex_t lock;
-    mem_entry **tab;
+    mem_node **tab;
     size_t ntab;              /* power of two */
-    size_t count;
+    size_t count;             /* nodes in tab */
     size_t push_rows;         /* delivery rows over all entries; 0 lets push_claim
                                  skip its scan (most stores never use push) */
+    mem_entry active;         /* live, not terminal: any order */
+    mem_entry finished;       /* live, terminal: by (finished_at, key) */
+    mem_tomb *tomb_head, *tomb_tail;
+    uint64_t visits;          /* entries looked at by expired_leases, sweep, purge */
     mem_meta *meta;
 } mem_store;
 
@@ -72,45 +132,71 @@ static uint64_t key_hash(const char *principal, const char *task_id)
     h = (h ^ 0xffu) * 1099511628211ull;     /* separator no string byte equals */
     for (p = (const unsigned char *)task_id; *p; p++)
         h = (h ^ *p) * 1099511628211ull;
-    return h;
+    return h ^ (h >> 32);   /* fold: the low half is what the nodes keep */
 }
 
-/* The link that points at the key's entry, or at the chain's terminating
- * NULL when the key is absent (so *slot = e inserts). */
-static mem_entry **find_slot(mem_store *ms, const char *principal, const char *task_id,
-                             uint64_t h)
+static const char *rec_str(const mem_rec *r, int i)
 {
-    mem_entry **slot = &ms->tab[h & (ms->ntab - 1)];
+    return r->off[i] == S_NULL ? NULL : r->s + r->off[i];
+}
+
+static const char *node_principal(const mem_node *n)
+{
+    return n->is_tomb ? ((const mem_tomb *)n)->key : rec_str(((const mem_entry *)n)->r, S_PRINCIPAL);
+}
+
+static const char *node_task_id(const mem_node *n)
+{
+    if (n->is_tomb) {
+        const char *k = ((const mem_tomb *)n)->key;
+        return k + strlen(k) + 1;
+    }
+    return rec_str(((const mem_entry *)n)->r, S_TASK_ID);
+}
+
+/* The link that points at the key's node, or at the chain's terminating
+ * NULL when the key is absent (so *slot = n inserts). */
+static mem_node **find_slot(mem_store *ms, const char *principal, const char *task_id,
+                            uint32_t h)
+{
+    mem_node **slot = &ms->tab[h & (ms->ntab - 1)];
 
     for (; *slot; slot = &(*slot)->next) {
-        mem_entry *e = *slot;
-        if (e->hash == h && strcmp(e->rec.task_id, task_id) == 0 &&
-            strcmp(e->rec.principal, principal) == 0)
+        mem_node *n = *slot;
+        if (n->hash == h && strcmp(node_task_id(n), task_id) == 0 &&
+            strcmp(node_principal(n), principal) == 0)
             break;
     }
     return slot;
 }
 
-static mem_entry *find(mem_store *ms, const char *principal, const char *task_id)
+static mem_node *find(mem_store *ms, const char *principal, const char *task_id)
 {
-    return *find_slot(ms, principal, task_id, key_hash(principal, task_id));
+    return *find_slot(ms, principal, task_id, (uint32_t)key_hash(principal, task_id));
 }
 
-/* Double the table when it is fuller than one entry per bucket. A failed
+/* The live entry of the key, or NULL (absent or tombstoned). */
+static mem_entry *find_live(mem_store *ms, const char *principal, const char *task_id)
+{
+    mem_node *n = find(ms, principal, task_id);
+    return n && !n->is_tomb ? (mem_entry *)n : NULL;
+}
+
+/* Double the table when it is fuller than one node per bucket. A failed
  * allocation just leaves longer chains. */
 static void maybe_grow(mem_store *ms)
 {
-    mem_entry **nt;
+    mem_node **nt;
     size_t n, i;
 
-    if (ms->count <= ms->ntab)
+    if (ms->count <= ms->ntab || ms->ntab > UINT32_MAX / 2)
         return;
     n = ms->ntab * 2;
     nt = once_calloc(n, sizeof *nt);
     if (!nt)
         return;
     for (i = 0; i < ms->ntab; i++) {
-        mem_entry *e = ms->tab[i], *next;
+        mem_node *e = ms->tab[i], *next;
         for (; e; e = next) {
             next = e->next;
             e->next = nt[e->hash & (n - 1)];
@@ -122,48 +208,329 @@ static void maybe_grow(mem_store *ms)
     ms->ntab = n;
 }
 
-static void free_events(once_event *v, size_t n)
-{
-    size_t i;
+/* ------------------------------------------------------------------------
+ * Records and events, packed.
+ */
 
-    for (i = 0; i < n && v; i++)
-        once_free(v[i].payload);
-    once_free(v);
+/* The record's int64 fields: where each is in a once_record and in a
+ * mem_rec (copied both ways by one loop). */
+static const struct {
+    size_t rec, mem;
+} nums[] = {
+    {offsetof(once_record, version), offsetof(mem_rec, version)},
+    {offsetof(once_record, generation), offsetof(mem_rec, generation)},
+    {offsetof(once_record, fence), offsetof(mem_rec, fence)},
+    {offsetof(once_record, step), offsetof(mem_rec, step)},
+    {offsetof(once_record, lease_until), offsetof(mem_rec, lease_until)},
+    {offsetof(once_record, created_at), offsetof(mem_rec, created_at)},
+    {offsetof(once_record, updated_at), offsetof(mem_rec, updated_at)},
+    {offsetof(once_record, finished_at), offsetof(mem_rec, finished_at)},
+};
+
+/* rec in one fresh allocation, or NULL when out of memory. */
+static mem_rec *rec_pack(const once_record *rec)
+{
+    const char *str[S_COUNT] = {rec->principal,   rec->task_id,   rec->context_id,
+                                rec->lease_owner, rec->digests,   rec->task_json,
+                                rec->checkpoint,  rec->push_json};
+    size_t len[S_COUNT], total = 0, pos = 0;
+    mem_rec *r;
+    int i;
+
+    for (i = 0; i < S_COUNT; i++) {
+        len[i] = str[i] ? strlen(str[i]) + 1 : 0;
+        total += len[i];
+    }
+    if (total >= S_NULL || !(r = once_malloc(sizeof *r + total)))
+        return NULL;
+    for (i = 0; i < (int)(sizeof nums / sizeof nums[0]); i++)
+        memcpy((char *)r + nums[i].mem, (const char *)rec + nums[i].rec, sizeof(int64_t));
+    r->state = (int32_t)rec->state;
+    r->kind = (int32_t)rec->kind;
+    for (i = 0; i < S_COUNT; i++) {
+        r->off[i] = str[i] ? (uint32_t)pos : S_NULL;
+        if (str[i])
+            memcpy(r->s + pos, str[i], len[i]);
+        pos += len[i];
+    }
+    return r;
 }
 
-/* Deep copy of ev[0..n) into a fresh array (NULL when n == 0). */
-static int copy_events(const once_event *ev, size_t n, once_event **out)
+/* r as a once_record whose string members point into r: read it, never
+ * clear it. */
+static void rec_view(const mem_rec *r, once_record *v)
 {
-    once_event *v;
     size_t i;
 
+    memset(v, 0, sizeof *v);
+    snprintf(v->principal, sizeof v->principal, "%s", rec_str(r, S_PRINCIPAL));
+    snprintf(v->task_id, sizeof v->task_id, "%s", rec_str(r, S_TASK_ID));
+    snprintf(v->context_id, sizeof v->context_id, "%s", rec_str(r, S_CONTEXT_ID));
+    snprintf(v->lease_owner, sizeof v->lease_owner, "%s", rec_str(r, S_LEASE_OWNER));
+    v->state = (once_state)r->state;
+    v->kind = (once_record_kind)r->kind;
+    for (i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        memcpy((char *)v + nums[i].rec, (const char *)r + nums[i].mem, sizeof(int64_t));
+    v->digests = (char *)rec_str(r, S_DIGESTS);
+    v->task_json = (char *)rec_str(r, S_TASK_JSON);
+    v->checkpoint = (char *)rec_str(r, S_CHECKPOINT);
+    v->push_json = (char *)rec_str(r, S_PUSH_JSON);
+}
+
+/* r into *out, the caller's own copy. */
+static int rec_load(const mem_rec *r, once_record *out)
+{
+    once_record v;
+    rec_view(r, &v);
+    return once_record_copy(out, &v);
+}
+
+static int rec_terminal(const mem_rec *r)
+{
+    return once_state_terminal((once_state)r->state);
+}
+
+/* ev[0..n) packed into one fresh buffer of *len bytes (NULL when n == 0). */
+static int ev_pack(const once_event *ev, size_t n, char **out, size_t *len)
+{
+    size_t total = 0, i, pos = 0;
+    char *b;
+
     *out = NULL;
+    *len = 0;
+    for (i = 0; i < n; i++)
+        total += EV_HEAD + strlen(ev[i].payload) + 1;
     if (n == 0)
         return ONCE_OK;
-    v = once_calloc(n, sizeof *v);
-    if (!v)
+    if (total > UINT32_MAX || !(b = once_malloc(total)))
         return ONCE_ENOMEM;
     for (i = 0; i < n; i++) {
-        v[i].generation = ev[i].generation;
-        v[i].payload = once_strdup(ev[i].payload);
-        if (!v[i].payload) {
-            free_events(v, i);
-            return ONCE_ENOMEM;
-        }
+        uint32_t l = (uint32_t)strlen(ev[i].payload) + 1;
+        memcpy(b + pos, &ev[i].generation, sizeof(int64_t));
+        memcpy(b + pos + sizeof(int64_t), &l, sizeof l);
+        memcpy(b + pos + EV_HEAD, ev[i].payload, l);
+        pos += EV_HEAD + l;
     }
-    *out = v;
+    *out = b;
+    *len = total;
     return ONCE_OK;
+}
+
+/* The event at *pos of e's buffer: its generation and text; *pos moves on. */
+static const char *ev_next(const mem_entry *e, size_t *pos, int64_t *gen)
+{
+    uint32_t l;
+    const char *text = e->ev + *pos + EV_HEAD;
+
+    memcpy(gen, e->ev + *pos, sizeof *gen);
+    memcpy(&l, e->ev + *pos + sizeof(int64_t), sizeof l);
+    *pos += EV_HEAD + l;
+    return text;
+}
+
+/* Under the lock: make room for `more` bytes of events. Nothing changes on
+ * failure. */
+static int ev_reserve(mem_entry *e, size_t more)
+{
+    size_t nc = e->evcap ? e->evcap : 256;
+    char *grown;
+
+    if (e->evlen + more <= e->evcap)
+        return ONCE_OK;
+    while (nc < e->evlen + more)
+        nc *= 2;
+    if (!(grown = once_realloc(e->ev, nc)))
+        return ONCE_ENOMEM;
+    e->ev = grown;
+    e->evcap = nc;
+    return ONCE_OK;
+}
+
+/* A finished task's events will not grow again: give back the slack. */
+static void ev_compact(mem_entry *e)
+{
+    char *cut;
+
+    if (e->evcap == e->evlen || e->evlen == 0)
+        return;
+    if ((cut = once_realloc(e->ev, e->evlen)) != NULL) {
+        e->ev = cut;
+        e->evcap = e->evlen;
+    }
 }
 
 static void entry_free(mem_entry *e)
 {
     if (!e)
         return;
-    once_record_clear(&e->rec);
-    free_events(e->ev, e->nev);
+    once_free(e->r);
+    once_free(e->ev);
     once_free(e->push);
     once_free(e);
 }
+
+/* ------------------------------------------------------------------------
+ * The lists: active, finished (by finished_at), purge queue (by expired_at).
+ */
+
+static int cmp_i64(int64_t a, int64_t b)
+{
+    return (a > b) - (a < b);
+}
+
+static int cmp_key(const mem_node *a, const mem_node *b)
+{
+    int c = strcmp(node_principal(a), node_principal(b));
+    return c ? c : strcmp(node_task_id(a), node_task_id(b));
+}
+
+static int cmp_finished_entry(const mem_entry *x, const mem_entry *y)
+{
+    int c = cmp_i64(x->r->finished_at, y->r->finished_at);
+    return c ? c : cmp_key(&x->n, &y->n);
+}
+
+static void list_init(mem_entry *head)
+{
+    head->qprev = head->qnext = head;
+}
+
+static void list_unlink(mem_entry *e)
+{
+    e->qprev->qnext = e->qnext;
+    e->qnext->qprev = e->qprev;
+    e->qprev = e->qnext = NULL;
+}
+
+/* Put e right after `after`. */
+static void list_insert(mem_entry *after, mem_entry *e)
+{
+    e->qprev = after;
+    e->qnext = after->qnext;
+    after->qnext->qprev = e;
+    after->qnext = e;
+}
+
+/* Put e on the list its state asks for. Tasks mostly finish in time order,
+ * so the finished queue's place is found from its back in a step or two. */
+static void list_place(mem_store *ms, mem_entry *e)
+{
+    mem_entry *at;
+
+    if (!rec_terminal(e->r)) {
+        list_insert(ms->active.qprev, e);
+        return;
+    }
+    for (at = ms->finished.qprev; at != &ms->finished && cmp_finished_entry(at, e) > 0;
+         at = at->qprev)
+        ;
+    list_insert(at, e);
+    ev_compact(e);
+}
+
+/* Append t to the purge queue, keeping it ordered by expired_at (a sweep
+ * passes its own clock's now, so it is out of order only when a clock went
+ * back: then the place is searched from the front). */
+static void tomb_enqueue(mem_store *ms, mem_tomb *t)
+{
+    mem_tomb **at;
+
+    t->qnext = NULL;
+    if (!ms->tomb_tail || ms->tomb_tail->expired_at <= t->expired_at) {
+        if (ms->tomb_tail)
+            ms->tomb_tail->qnext = t;
+        else
+            ms->tomb_head = t;
+        ms->tomb_tail = t;
+        return;
+    }
+    for (at = &ms->tomb_head; (*at)->expired_at <= t->expired_at; at = &(*at)->qnext)
+        ;
+    t->qnext = *at;
+    *at = t;
+}
+
+/* ------------------------------------------------------------------------
+ * Tombstones.
+ */
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A tombstone for e, entombed at `now`, or NULL when out of memory. */
+static mem_tomb *tomb_make(const mem_entry *e, int64_t now)
+{
+    const char *p = rec_str(e->r, S_PRINCIPAL), *id = rec_str(e->r, S_TASK_ID);
+    char first[ONCE_DIGEST_HEX + 1];
+    size_t pl = strlen(p) + 1, il = strlen(id) + 1, dl = 0, i;
+    int kind = DIGEST_BIN;
+    mem_tomb *t;
+
+    once__digests_first(rec_str(e->r, S_DIGESTS), first);
+    for (i = 0; i < ONCE_DIGEST_HEX && kind == DIGEST_BIN; i++)
+        if (hexval(first[i]) < 0)
+            kind = DIGEST_TEXT;
+    if (!first[0])
+        kind = DIGEST_NONE;
+    if (kind == DIGEST_TEXT)
+        dl = strlen(first) + 1;
+    if (!(t = once_malloc(sizeof *t + pl + il + dl)))
+        return NULL;
+    memset(t, 0, sizeof *t);
+    t->n.hash = e->n.hash;
+    t->n.is_tomb = 1;
+    t->n.digest_kind = (uint8_t)kind;
+    t->finished_at = e->r->finished_at;
+    t->expired_at = now;
+    for (i = 0; kind == DIGEST_BIN && i < sizeof t->digest; i++)
+        t->digest[i] = (unsigned char)(hexval(first[2 * i]) << 4 | hexval(first[2 * i + 1]));
+    memcpy(t->key, p, pl);
+    memcpy(t->key + pl, id, il);
+    if (dl)
+        memcpy(t->key + pl + il, first, dl);
+    return t;
+}
+
+static void tomb_fill(const mem_tomb *t, once_tombstone *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *id = node_task_id(&t->n);
+    size_t i;
+
+    memset(out, 0, sizeof *out);
+    snprintf(out->principal, sizeof out->principal, "%s", t->key);
+    snprintf(out->task_id, sizeof out->task_id, "%s", id);
+    if (t->n.digest_kind == DIGEST_TEXT)
+        snprintf(out->first_digest, sizeof out->first_digest, "%s", id + strlen(id) + 1);
+    for (i = 0; t->n.digest_kind == DIGEST_BIN && i < sizeof t->digest; i++) {
+        out->first_digest[2 * i] = hex[t->digest[i] >> 4];
+        out->first_digest[2 * i + 1] = hex[t->digest[i] & 15];
+    }
+    out->finished_at = t->finished_at;
+    out->expired_at = t->expired_at;
+}
+
+/* Make room in *v, an array of n elements of `size` bytes each with room
+ * for *cap, for one more. Nothing changes on failure. */
+static int room_for_one(void **v, size_t *cap, size_t n, size_t size)
+{
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *g;
+
+    if (n < *cap)
+        return ONCE_OK;
+    if (!(g = once_realloc(*v, nc * size)))
+        return ONCE_ENOMEM;
+    *v = g;
+    *cap = nc;
+    return ONCE_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Push rows.
+ */
 
 /* The elements of rec->push_json and room for their rows, prepared outside
  * the lock so that applying them under it cannot fail. */
@@ -186,59 +553,17 @@ static int push_prepare(const once_record *rec, push_prep *p)
 
 /* Under the lock: reshape e's rows for its new record (target = its
  * generation). The old array goes back in p->rows for freeing outside. */
-static void push_apply(mem_entry *e, push_prep *p)
+static void push_apply(mem_store *ms, mem_entry *e, push_prep *p)
 {
     once_push_row *old = e->push;
-    once__push_sync(old, e->npush, p->el, p->n, e->rec.generation, p->rows);
+    once__push_sync(old, e->npush, p->el, p->n, e->r->generation, p->rows);
+    ms->push_rows -= e->npush;
     e->push = p->n ? p->rows : NULL;
     e->npush = p->n;
+    ms->push_rows += e->npush;
     if (!p->n)
         once_free(p->rows);
     p->rows = old;
-}
-
-/* Pointers to every entry match() accepts, in a fresh array. */
-typedef int (*entry_pred)(const mem_entry *e, const void *arg);
-
-static int collect(mem_store *ms, entry_pred match, const void *arg, mem_entry ***out, size_t *n)
-{
-    mem_entry **v = NULL;
-    size_t cap = 0, i;
-    mem_entry *e;
-
-    *out = NULL;
-    *n = 0;
-    for (i = 0; i < ms->ntab; i++) {
-        for (e = ms->tab[i]; e; e = e->next) {
-            if (!match(e, arg))
-                continue;
-            if (*n == cap) {
-                size_t nc = cap ? cap * 2 : 16;
-                mem_entry **nv = once_realloc(v, nc * sizeof *nv);
-                if (!nv) {
-                    once_free(v);
-                    *n = 0;
-                    return ONCE_ENOMEM;
-                }
-                v = nv;
-                cap = nc;
-            }
-            v[(*n)++] = e;
-        }
-    }
-    *out = v;
-    return ONCE_OK;
-}
-
-static int cmp_key(const mem_entry *a, const mem_entry *b)
-{
-    int c = strcmp(a->rec.principal, b->rec.principal);
-    return c ? c : strcmp(a->rec.task_id, b->rec.task_id);
-}
-
-static int cmp_i64(int64_t a, int64_t b)
-{
-    return (a > b) - (a < b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -267,9 +592,19 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
         once__store_errbuf(errbuf, errlen, "memory store: pthread_mutex_init failed");
         return ONCE_ERROR;
     }
+    list_init(&ms->active);
+    list_init(&ms->finished);
     ms->base.m = &once__store_memory;
     *out = &ms->base;
     return ONCE_OK;
+}
+
+static void node_free(mem_node *n)
+{
+    if (n->is_tomb)
+        once_free(n);
+    else
+        entry_free((mem_entry *)n);
 }
 
 static int mem_close(once_store *s)
@@ -279,10 +614,10 @@ static int mem_close(once_store *s)
     size_t i;
 
     for (i = 0; i < ms->ntab; i++) {
-        mem_entry *e, *next;
-        for (e = ms->tab[i]; e; e = next) {
-            next = e->next;
-            entry_free(e);
+        mem_node *n, *next;
+        for (n = ms->tab[i]; n; n = next) {
+            next = n->next;
+            node_free(n);
         }
     }
     for (m = ms->meta; m; m = mn) {
@@ -297,11 +632,27 @@ static int mem_close(once_store *s)
     return ONCE_OK;
 }
 
+/* The answer to a create or load of a key that holds n (non-NULL). */
+static int held(const mem_node *n, once_record *winner, once_tombstone *tomb)
+{
+    int rc;
+
+    if (n->is_tomb) {
+        if (tomb)
+            tomb_fill((const mem_tomb *)n, tomb);
+        return ONCE_ETOMBSTONE;
+    }
+    rc = winner ? rec_load(((const mem_entry *)n)->r, winner) : ONCE_OK;
+    return rc == ONCE_OK ? ONCE_EEXISTS : rc;
+}
+
 static int mem_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                       once_record *winner, once_tombstone *tomb)
 {
     mem_store *ms = (mem_store *)s;
-    mem_entry *e, **slot;
+    mem_node **slot;
+    mem_entry *e;
+    push_prep pp = {.n = 0, .rows = NULL};
     int rc = ONCE_OK;
 
     if (winner)
@@ -311,40 +662,32 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     e = once_calloc(1, sizeof *e);
     if (!e)
         return ONCE_ENOMEM;
-    push_prep pp;
-    rc = once_record_copy(&e->rec, rec);
-    if (rc == ONCE_OK)
-        rc = copy_events(ev, nev, &e->ev);
+    e->r = rec_pack(rec);
+    rc = e->r ? ev_pack(ev, nev, &e->ev, &e->evlen) : ONCE_ENOMEM;
     if (rc == ONCE_OK)
         rc = push_prepare(rec, &pp);
     if (rc != ONCE_OK) {
+        once_free(pp.rows);
         entry_free(e);
         return rc;
     }
-    e->nev = e->cap = nev;
-    e->hash = key_hash(rec->principal, rec->task_id);
-    push_apply(e, &pp);   /* no old rows: nothing comes back */
+    e->evcap = e->evlen;
+    e->nev = nev;
+    e->n.hash = (uint32_t)key_hash(rec->principal, rec->task_id);
 
     pthread_mutex_lock(&ms->lock);
-    slot = find_slot(ms, rec->principal, rec->task_id, e->hash);
+    slot = find_slot(ms, rec->principal, rec->task_id, e->n.hash);
     if (*slot) {
-        mem_entry *old = *slot;
-        if (old->is_tomb) {
-            if (tomb)
-                *tomb = old->tomb;
-            rc = ONCE_ETOMBSTONE;
-        } else {
-            rc = winner ? once_record_copy(winner, &old->rec) : ONCE_OK;
-            if (rc == ONCE_OK)
-                rc = ONCE_EEXISTS;
-        }
+        rc = held(*slot, winner, tomb);
         pthread_mutex_unlock(&ms->lock);
+        once_free(pp.rows);
         entry_free(e);
         return rc;
     }
-    *slot = e;
+    push_apply(ms, e, &pp);   /* no old rows: nothing comes back */
+    *slot = &e->n;
     ms->count++;
-    ms->push_rows += e->npush;
+    list_place(ms, e);
     maybe_grow(ms);
     pthread_mutex_unlock(&ms->lock);
     return ONCE_OK;
@@ -354,23 +697,20 @@ static int mem_load(once_store *s, const char *principal, const char *task_id, o
                     once_tombstone *tomb)
 {
     mem_store *ms = (mem_store *)s;
-    mem_entry *e;
-    int rc = ONCE_OK;
+    mem_node *n;
+    int rc;
 
     memset(out, 0, sizeof *out);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
     pthread_mutex_lock(&ms->lock);
-    e = find(ms, principal, task_id);
-    if (!e) {
+    n = find(ms, principal, task_id);
+    if (!n)
         rc = ONCE_ENOTFOUND;
-    } else if (e->is_tomb) {
-        if (tomb)
-            *tomb = e->tomb;
-        rc = ONCE_ETOMBSTONE;
-    } else {
-        rc = once_record_copy(out, &e->rec);
-    }
+    else if (n->is_tomb)
+        rc = held(n, NULL, tomb);
+    else
+        rc = rec_load(((mem_entry *)n)->r, out);
     pthread_mutex_unlock(&ms->lock);
     return rc;
 }
@@ -379,71 +719,61 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
                       const once_event *ev, size_t nev)
 {
     mem_store *ms = (mem_store *)s;
-    once_record nr;
-    once_event *nv = NULL;
-    int moved = 0;
+    mem_rec *nr, *old = NULL;
+    char *nv = NULL;
+    size_t nvlen = 0;
+    push_prep pp = {.n = 0, .rows = NULL};
     mem_entry *e;
-    int rc = ONCE_OK;
+    int rc;
 
-    rc = once_record_copy(&nr, rec);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = copy_events(ev, nev, &nv);
+    if (!(nr = rec_pack(rec)))
+        return ONCE_ENOMEM;
+    rc = ev_pack(ev, nev, &nv, &nvlen);
+    if (rc == ONCE_OK)
+        rc = push_prepare(rec, &pp);
     if (rc != ONCE_OK) {
-        once_record_clear(&nr);
-        return rc;
-    }
-    push_prep pp;
-    rc = push_prepare(rec, &pp);
-    if (rc != ONCE_OK) {
-        once_record_clear(&nr);
-        free_events(nv, nev);
+        once_free(nr);
+        once_free(nv);
         once_free(pp.rows);
         return rc;
     }
 
     pthread_mutex_lock(&ms->lock);
-    e = find(ms, rec->principal, rec->task_id);
-    if (!e || e->is_tomb || e->rec.version != expect_version) {
+    e = find_live(ms, rec->principal, rec->task_id);
+    if (!e || e->r->version != expect_version) {
         once__store_seterr(s, "update of %s: %s", rec->task_id,
-                           !e || e->is_tomb ? "no record" : "version moved");
+                           !e ? "no record" : "version moved");
         rc = ONCE_ECONFLICT;
     } else {
-        rc = once__store_valid_events(s, e->rec.generation, rec, ev, nev);
+        rc = once__store_valid_events(s, e->r->generation, rec, ev, nev);
     }
-    if (rc == ONCE_OK && e->nev + nev > e->cap) {
-        size_t nc = e->cap ? e->cap : 4;
-        once_event *grown;
-        while (nc < e->nev + nev)
-            nc *= 2;
-        grown = once_realloc(e->ev, nc * sizeof *grown);
-        if (grown) {
-            e->ev = grown;
-            e->cap = nc;
-        } else {
-            rc = ONCE_ENOMEM;
-        }
-    }
+    if (rc == ONCE_OK)
+        rc = ev_reserve(e, nvlen);
     if (rc == ONCE_OK) {
-        once_record old = e->rec;
-        if (nev)
-            memcpy(e->ev + e->nev, nv, nev * sizeof *nv);
+        /* Same list, same place unless the state or finished_at moved. */
+        int moves = rec_terminal(e->r) != rec_terminal(nr) ||
+                    (rec_terminal(nr) && e->r->finished_at != nr->finished_at);
+        if (nvlen)
+            memcpy(e->ev + e->evlen, nv, nvlen);
+        e->evlen += nvlen;
         e->nev += nev;
-        e->rec = nr;
-        nr = old;            /* freed below, outside the lock */
-        ms->push_rows -= e->npush;
-        push_apply(e, &pp);
-        ms->push_rows += e->npush;
-        moved = 1;
+        old = e->r;
+        e->r = nr;
+        nr = NULL;
+        push_apply(ms, e, &pp);
+        if (moves) {
+            list_unlink(e);
+            list_place(ms, e);
+        } else if (rec_terminal(e->r)) {
+            ev_compact(e);   /* events added to a finished task */
+        }
     }
     pthread_mutex_unlock(&ms->lock);
 
     once_free(pp.rows);      /* the old rows, or the unused new ones */
-    once_record_clear(&nr);
-    if (moved)
-        once_free(nv);
-    else
-        free_events(nv, nev);
+    once_free(old);
+    once_free(nr);
+    once_free(nv);
     return rc;
 }
 
@@ -451,237 +781,198 @@ static int mem_events(once_store *s, const char *principal, const char *task_id,
                       size_t max, once_event_list *out)
 {
     mem_store *ms = (mem_store *)s;
-    size_t lo, hi, n, i;
+    size_t pos = 0, n = 0, i, start = 0;
+    int64_t gen;
     mem_entry *e;
     int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&ms->lock);
-    e = find(ms, principal, task_id);
-    if (!e || e->is_tomb || e->nev == 0)
-        goto done;
-    lo = 0;                       /* first index with generation > after */
-    hi = e->nev;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (e->ev[mid].generation > after)
-            hi = mid;
-        else
-            lo = mid + 1;
+    e = find_live(ms, principal, task_id);
+    /* The events after `after` are a tail of the buffer: find where it
+     * starts and how many there are. */
+    for (i = 0; e && i < e->nev; i++) {
+        size_t at = pos;
+        (void)ev_next(e, &pos, &gen);
+        if (gen <= after)
+            continue;
+        if (n++ == 0)
+            start = at;
     }
-    n = e->nev - lo;
     if (max && n > max)
         n = max;
-    if (n == 0)
-        goto done;
-    out->v = once_calloc(n, sizeof *out->v);
-    if (!out->v) {
+    if (n && !(out->v = once_calloc(n, sizeof *out->v)))
         rc = ONCE_ENOMEM;
-        goto done;
-    }
-    for (i = 0; i < n; i++) {
-        out->v[i].generation = e->ev[lo + i].generation;
-        out->v[i].payload = once_strdup(e->ev[lo + i].payload);
+    for (pos = start, i = 0; rc == ONCE_OK && i < n; i++) {
+        const char *text = ev_next(e, &pos, &gen);
+        out->v[i].generation = gen;
+        out->v[i].payload = once_strdup(text);
         out->n = i + 1;
-        if (!out->v[i].payload) {
+        if (!out->v[i].payload)
             rc = ONCE_ENOMEM;
-            break;
-        }
     }
-done:
     pthread_mutex_unlock(&ms->lock);
     if (rc != ONCE_OK)
         once_event_list_clear(out);
     return rc;
 }
 
-static int lease_expired(const mem_entry *e, const void *arg)
-{
-    int64_t now = *(const int64_t *)arg;
-    return !e->is_tomb && !once_state_terminal(e->rec.state) && e->rec.lease_until > 0 &&
-           e->rec.lease_until < now;
-}
-
 static int cmp_lease(const void *a, const void *b)
 {
     const mem_entry *x = *(mem_entry *const *)a, *y = *(mem_entry *const *)b;
-    int c = cmp_i64(x->rec.lease_until, y->rec.lease_until);
-    return c ? c : cmp_key(x, y);
+    int c = cmp_i64(x->r->lease_until, y->r->lease_until);
+    return c ? c : cmp_key(&x->n, &y->n);
 }
 
+/* Only the active list can hold an expired lease (a terminal record's
+ * lease is never taken over), so that is all this looks at. */
 static int mem_expired_leases(once_store *s, int64_t now, size_t max, once_key_list *out)
 {
     mem_store *ms = (mem_store *)s;
-    mem_entry **v;
-    size_t n, i;
-    int rc;
+    void *buf = NULL;
+    mem_entry **v, *e;
+    size_t n = 0, cap = 0, i;
+    int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
     if (max == 0)
         return ONCE_OK;
     pthread_mutex_lock(&ms->lock);
-    rc = collect(ms, lease_expired, &now, &v, &n);
+    for (e = ms->active.qnext; rc == ONCE_OK && e != &ms->active; e = e->qnext) {
+        ms->visits++;
+        if (e->r->lease_until <= 0 || e->r->lease_until >= now)
+            continue;
+        if ((rc = room_for_one(&buf, &cap, n, sizeof e)) == ONCE_OK)
+            ((mem_entry **)buf)[n++] = e;
+    }
+    v = buf;
     if (rc == ONCE_OK && n) {
         qsort(v, n, sizeof *v, cmp_lease);
         if (n > max)
             n = max;
         out->v = once_calloc(n, sizeof *out->v);
-        if (!out->v) {
+        if (!out->v)
             rc = ONCE_ENOMEM;
-        } else {
-            for (i = 0; i < n; i++) {
-                memcpy(out->v[i].principal, v[i]->rec.principal, sizeof out->v[i].principal);
-                memcpy(out->v[i].task_id, v[i]->rec.task_id, sizeof out->v[i].task_id);
-            }
-            out->n = n;
+        for (i = 0; rc == ONCE_OK && i < n; i++) {
+            snprintf(out->v[i].principal, sizeof out->v[i].principal, "%s", node_principal(&v[i]->n));
+            snprintf(out->v[i].task_id, sizeof out->v[i].task_id, "%s", node_task_id(&v[i]->n));
+            out->n = i + 1;
         }
     }
     pthread_mutex_unlock(&ms->lock);
-    once_free(v);
+    once_free(buf);
+    if (rc != ONCE_OK)
+        once_key_list_clear(out);
     return rc;
 }
 
-/* Arguments were checked by once_store_renew. Leases are found by a scan
- * of the records, so there is no index to keep in step. */
+/* Arguments were checked by once_store_renew. Only lease_until changes, so
+ * the entry stays where it is on its list. */
 static int mem_renew(once_store *s, const char *principal, const char *task_id,
                      const char *owner, int64_t fence, int64_t until)
 {
     mem_store *ms = (mem_store *)s;
     mem_entry *e;
-    int live, renewed;
+    int renewed;
 
     pthread_mutex_lock(&ms->lock);
-    e = find(ms, principal, task_id);
-    live = e && !e->is_tomb;
-    renewed = live && e->rec.fence == fence && strcmp(e->rec.lease_owner, owner) == 0 &&
-              once__state_renewable(e->rec.state);
+    e = find_live(ms, principal, task_id);
+    renewed = e && e->r->fence == fence && strcmp(rec_str(e->r, S_LEASE_OWNER), owner) == 0 &&
+              once__state_renewable((once_state)e->r->state);
     if (renewed)
-        e->rec.lease_until = until;
+        e->r->lease_until = until;
     pthread_mutex_unlock(&ms->lock);
-    return once__store_renew_result(s, task_id, renewed, live);
+    return once__store_renew_result(s, task_id, renewed, e != NULL);
 }
 
-static int sweepable(const mem_entry *e, const void *arg)
-{
-    int64_t before = *(const int64_t *)arg;
-    return !e->is_tomb && once_state_terminal(e->rec.state) && e->rec.finished_at < before;
-}
-
-static int cmp_finished(const void *a, const void *b)
-{
-    const mem_entry *x = *(mem_entry *const *)a, *y = *(mem_entry *const *)b;
-    int c = cmp_i64(x->rec.finished_at, y->rec.finished_at);
-    return c ? c : cmp_key(x, y);
-}
-
-/* Replace e's record and events by a tombstone; the key stays in e->rec. */
-static void entomb(mem_entry *e, int64_t now)
-{
-    once_tombstone *t = &e->tomb;
-    once_record key;
-
-    memset(t, 0, sizeof *t);
-    memcpy(t->principal, e->rec.principal, sizeof t->principal);
-    memcpy(t->task_id, e->rec.task_id, sizeof t->task_id);
-    once__digests_first(e->rec.digests, t->first_digest);
-    t->finished_at = e->rec.finished_at;
-    t->expired_at = now;
-
-    memset(&key, 0, sizeof key);
-    memcpy(key.principal, e->rec.principal, sizeof key.principal);
-    memcpy(key.task_id, e->rec.task_id, sizeof key.task_id);
-    once_record_clear(&e->rec);
-    e->rec = key;
-    free_events(e->ev, e->nev);
-    e->ev = NULL;
-    e->nev = e->cap = 0;
-    once_free(e->push);
-    e->push = NULL;
-    e->npush = 0;
-    e->is_tomb = 1;
-}
-
+/* From the front of the finished queue: each entry a tombstone takes the
+ * place of (same hash slot), its record, events and rows freed outside the
+ * lock. An entry whose tombstone cannot be allocated stays as it was. */
 static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
 {
     mem_store *ms = (mem_store *)s;
-    mem_entry **v;
-    size_t nv, i;
-    int rc;
+    mem_entry *gone = NULL, *e;
+    int rc = ONCE_OK;
 
     *n = 0;
     if (max == 0)
         return ONCE_OK;
     pthread_mutex_lock(&ms->lock);
-    rc = collect(ms, sweepable, &finished_before, &v, &nv);
-    if (rc == ONCE_OK && nv) {
-        qsort(v, nv, sizeof *v, cmp_finished);
-        for (i = 0; i < nv && i < max; i++) {
-            ms->push_rows -= v[i]->npush;
-            entomb(v[i], now);
+    while (*n < max && (e = ms->finished.qnext) != &ms->finished) {
+        mem_tomb *t;
+        mem_node **slot;
+        ms->visits++;
+        if (e->r->finished_at >= finished_before)
+            break;
+        if (!(t = tomb_make(e, now))) {
+            rc = ONCE_ENOMEM;
+            break;
         }
-        *n = i;
+        slot = find_slot(ms, node_principal(&e->n), node_task_id(&e->n), e->n.hash);
+        t->n.next = e->n.next;
+        *slot = &t->n;
+        tomb_enqueue(ms, t);
+        list_unlink(e);
+        ms->push_rows -= e->npush;
+        e->qnext = gone;
+        gone = e;
+        (*n)++;
     }
     pthread_mutex_unlock(&ms->lock);
-    once_free(v);
+    for (; gone; gone = e) {
+        e = gone->qnext;
+        entry_free(gone);
+    }
     return rc;
 }
 
-static int purgeable(const mem_entry *e, const void *arg)
-{
-    int64_t before = *(const int64_t *)arg;
-    return e->is_tomb && e->tomb.expired_at < before;
-}
-
-static int cmp_expired(const void *a, const void *b)
-{
-    const mem_entry *x = *(mem_entry *const *)a, *y = *(mem_entry *const *)b;
-    int c = cmp_i64(x->tomb.expired_at, y->tomb.expired_at);
-    return c ? c : cmp_key(x, y);
-}
-
+/* From the front of the purge queue, oldest expired_at first. */
 static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
 {
     mem_store *ms = (mem_store *)s;
-    mem_entry **v;
-    size_t nv, i;
-    int rc;
+    mem_tomb *gone = NULL, *t;
 
     *n = 0;
     if (max == 0)
         return ONCE_OK;
     pthread_mutex_lock(&ms->lock);
-    rc = collect(ms, purgeable, &expired_before, &v, &nv);
-    if (rc == ONCE_OK && nv) {
-        qsort(v, nv, sizeof *v, cmp_expired);
-        for (i = 0; i < nv && i < max; i++) {
-            mem_entry **slot = find_slot(ms, v[i]->rec.principal, v[i]->rec.task_id,
-                                         v[i]->hash);
-            *slot = v[i]->next;
-            ms->count--;
-            entry_free(v[i]);
-        }
-        *n = i;
+    while (*n < max && (t = ms->tomb_head) != NULL) {
+        mem_node **slot;
+        ms->visits++;
+        if (t->expired_at >= expired_before)
+            break;
+        slot = find_slot(ms, t->key, node_task_id(&t->n), t->n.hash);
+        *slot = t->n.next;
+        ms->count--;
+        if (!(ms->tomb_head = t->qnext))
+            ms->tomb_tail = NULL;
+        t->qnext = gone;
+        gone = t;
+        (*n)++;
     }
     pthread_mutex_unlock(&ms->lock);
-    once_free(v);
-    return rc;
+    for (; gone; gone = t) {
+        t = gone->qnext;
+        once_free(gone);
+    }
+    return ONCE_OK;
 }
 
-static int listed(const mem_entry *e, const void *arg)
+static int listed(const mem_entry *e, const once_list_query *q)
 {
-    const once_list_query *q = arg;
+    const mem_rec *r = e->r;
 
-    if (e->is_tomb || strcmp(e->rec.principal, q->principal) != 0)
+    if (strcmp(rec_str(r, S_PRINCIPAL), q->principal) != 0)
         return 0;
-    if (q->context_id && strcmp(e->rec.context_id, q->context_id) != 0)
+    if (q->context_id && strcmp(rec_str(r, S_CONTEXT_ID), q->context_id) != 0)
         return 0;
-    if (q->state != ONCE_STATE_UNKNOWN && e->rec.state != q->state)
+    if (q->state != ONCE_STATE_UNKNOWN && r->state != (int32_t)q->state)
         return 0;
     if (q->after_task_id) {
-        if (e->rec.created_at < q->after_created_at)
+        if (r->created_at < q->after_created_at)
             return 0;
-        if (e->rec.created_at == q->after_created_at &&
-            strcmp(e->rec.task_id, q->after_task_id) <= 0)
+        if (r->created_at == q->after_created_at &&
+            strcmp(rec_str(r, S_TASK_ID), q->after_task_id) <= 0)
             return 0;
     }
     return 1;
@@ -690,20 +981,30 @@ static int listed(const mem_entry *e, const void *arg)
 static int cmp_created(const void *a, const void *b)
 {
     const mem_entry *x = *(mem_entry *const *)a, *y = *(mem_entry *const *)b;
-    int c = cmp_i64(x->rec.created_at, y->rec.created_at);
-    return c ? c : strcmp(x->rec.task_id, y->rec.task_id);
+    int c = cmp_i64(x->r->created_at, y->r->created_at);
+    return c ? c : strcmp(rec_str(x->r, S_TASK_ID), rec_str(y->r, S_TASK_ID));
 }
 
 static int mem_list(once_store *s, const once_list_query *q, once_record_list *out)
 {
     mem_store *ms = (mem_store *)s;
+    void *buf = NULL;
     mem_entry **v;
-    size_t nv, i;
+    size_t nv = 0, cap = 0, b, i;
+    mem_node *n;
     int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&ms->lock);
-    rc = collect(ms, listed, q, &v, &nv);
+    for (b = 0; rc == ONCE_OK && b < ms->ntab; b++) {
+        for (n = ms->tab[b]; rc == ONCE_OK && n; n = n->next) {
+            if (n->is_tomb || !listed((mem_entry *)n, q))
+                continue;
+            if ((rc = room_for_one(&buf, &cap, nv, sizeof v)) == ONCE_OK)
+                ((mem_entry **)buf)[nv++] = (mem_entry *)n;
+        }
+    }
+    v = buf;
     if (rc == ONCE_OK && nv) {
         qsort(v, nv, sizeof *v, cmp_created);
         if (nv > q->limit)
@@ -712,13 +1013,13 @@ static int mem_list(once_store *s, const once_list_query *q, once_record_list *o
         if (!out->v)
             rc = ONCE_ENOMEM;
         for (i = 0; rc == ONCE_OK && i < nv; i++) {
-            rc = once_record_copy(&out->v[i], &v[i]->rec);
+            rc = rec_load(v[i]->r, &out->v[i]);
             if (rc == ONCE_OK)
                 out->n = i + 1;
         }
     }
     pthread_mutex_unlock(&ms->lock);
-    once_free(v);
+    once_free(buf);
     if (rc != ONCE_OK)
         once_record_list_clear(out);
     return rc;
@@ -765,43 +1066,89 @@ static void check_push(once_check_report *rep, const mem_entry *e)
 {
     once__push_elem el[ONCE_PUSH_CONFIGS_MAX];
     size_t n = 0, i;
-    int ok = once__push_elems(e->rec.push_json, el, &n) == ONCE_OK && n == e->npush;
+    int ok = once__push_elems(rec_str(e->r, S_PUSH_JSON), el, &n) == ONCE_OK && n == e->npush;
 
     for (i = 0; ok && i < n; i++)
         ok = strcmp(el[i].id, e->push[i].config_id) == 0 &&
-             e->push[i].target == e->rec.generation && e->push[i].delivered <= e->push[i].target;
+             e->push[i].target == e->r->generation && e->push[i].delivered <= e->push[i].target;
     if (!ok) {
         rep->bad_push++;
         once__check_problem(rep, "%s/%s: delivery rows disagree with push_json",
-                            e->rec.principal, e->rec.task_id);
+                            rec_str(e->r, S_PRINCIPAL), rec_str(e->r, S_TASK_ID));
     }
 }
 
+static void check_entry(once_check_report *rep, const mem_entry *e)
+{
+    once_record v;
+    size_t pos = 0, j;
+    int64_t gen = 0;
+    int gapless = 1;
+
+    for (j = 0; j < e->nev; j++) {
+        (void)ev_next(e, &pos, &gen);
+        if (gen != (int64_t)j + 1)
+            gapless = 0;
+    }
+    rec_view(e->r, &v);
+    once__check_record(rep, &v, e->nev, e->nev ? gen : 0, gapless);
+    check_push(rep, e);
+}
+
+/* Every node, and the lists against the table: each live entry on the list
+ * its state names, each tombstone on the purge queue, in order. */
 static int mem_check(once_store *s, once_check_report *rep)
 {
     mem_store *ms = (mem_store *)s;
-    size_t i, j;
-    mem_entry *e;
+    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0;
+    const mem_entry *e;
+    const mem_tomb *t;
+    mem_node *n;
 
     memset(rep, 0, sizeof *rep);
     pthread_mutex_lock(&ms->lock);
     for (i = 0; i < ms->ntab; i++) {
-        for (e = ms->tab[i]; e; e = e->next) {
-            int gapless = 1;
-            if (e->is_tomb) {
-                once__check_tombstone(rep, &e->tomb, e->nev);
-                continue;
+        for (n = ms->tab[i]; n; n = n->next) {
+            if (n->is_tomb) {
+                once_tombstone tb;
+                tomb_fill((const mem_tomb *)n, &tb);
+                once__check_tombstone(rep, &tb, 0);
+                tombs++;
+            } else {
+                check_entry(rep, (const mem_entry *)n);
+                live++;
             }
-            for (j = 0; j < e->nev; j++)
-                if (e->ev[j].generation != (int64_t)j + 1)
-                    gapless = 0;
-            once__check_record(rep, &e->rec, e->nev, e->nev ? e->ev[e->nev - 1].generation : 0,
-                               gapless);
-            check_push(rep, e);
         }
     }
+    for (e = ms->active.qnext; e != &ms->active; e = e->qnext, listed_n++)
+        if (rec_terminal(e->r))
+            once__check_problem(rep, "%s: a finished task on the active list",
+                                rec_str(e->r, S_TASK_ID));
+    for (e = ms->finished.qnext; e != &ms->finished; e = e->qnext, listed_n++)
+        if (!rec_terminal(e->r) ||
+            (e->qnext != &ms->finished && cmp_finished_entry(e, e->qnext) > 0))
+            once__check_problem(rep, "%s: out of place on the finished queue",
+                                rec_str(e->r, S_TASK_ID));
+    for (t = ms->tomb_head; t; t = t->qnext, queued++)
+        if (t->qnext && t->qnext->expired_at < t->expired_at)
+            once__check_problem(rep, "%s: out of order on the purge queue", t->key);
+    if (listed_n != live || queued != tombs || live + tombs != ms->count)
+        once__check_problem(rep, "memory store: %zu live and %zu tombstones in the table, "
+                            "%zu listed, %zu queued, count %zu", live, tombs, listed_n, queued,
+                            ms->count);
     pthread_mutex_unlock(&ms->lock);
     return ONCE_OK;
+}
+
+uint64_t once__mem_visits(once_store *s)
+{
+    mem_store *ms = (mem_store *)s;
+    uint64_t v;
+
+    pthread_mutex_lock(&ms->lock);
+    v = ms->visits;
+    pthread_mutex_unlock(&ms->lock);
+    return v;
 }
 
 /* ------------------------------------------------------------------------
@@ -819,7 +1166,7 @@ static int cmp_due(const void *a, const void *b)
     const due_ref *x = a, *y = b;
     int c = cmp_i64(x->e->push[x->i].next_attempt_at, y->e->push[y->i].next_attempt_at);
     if (!c)
-        c = cmp_key(x->e, y->e);
+        c = cmp_key(&x->e->n, &y->e->n);
     return c ? c : strcmp(x->e->push[x->i].config_id, y->e->push[y->i].config_id);
 }
 
@@ -827,9 +1174,9 @@ static int mem_push_claim(once_store *s, const char *owner, int64_t now, int64_t
                           size_t max, once_push_claim_list *out)
 {
     mem_store *ms = (mem_store *)s;
-    due_ref *v = NULL;
+    void *buf = NULL;
     size_t n = 0, cap = 0, b, i;
-    mem_entry *e;
+    mem_node *nd;
     int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
@@ -842,27 +1189,20 @@ static int mem_push_claim(once_store *s, const char *owner, int64_t now, int64_t
         return ONCE_OK;
     pthread_mutex_lock(&ms->lock);
     for (b = 0; rc == ONCE_OK && ms->push_rows > 0 && b < ms->ntab; b++) {
-        for (e = ms->tab[b]; rc == ONCE_OK && e; e = e->next) {
-            for (i = 0; i < e->npush; i++) {
+        for (nd = ms->tab[b]; rc == ONCE_OK && nd; nd = nd->next) {
+            mem_entry *e = (mem_entry *)nd;
+            for (i = 0; !nd->is_tomb && i < e->npush; i++) {
                 if (!once__push_due(&e->push[i], now))
                     continue;
-                if (n == cap) {
-                    size_t nc = cap ? cap * 2 : 16;
-                    due_ref *g = once_realloc(v, nc * sizeof *g);
-                    if (!g) {
-                        rc = ONCE_ENOMEM;
-                        break;
-                    }
-                    v = g;
-                    cap = nc;
-                }
-                v[n].e = e;
-                v[n++].i = i;
+                if ((rc = room_for_one(&buf, &cap, n, sizeof(due_ref))) != ONCE_OK)
+                    break;
+                ((due_ref *)buf)[n].e = e;
+                ((due_ref *)buf)[n++].i = i;
             }
         }
     }
     if (rc == ONCE_OK && n) {
-        qsort(v, n, sizeof *v, cmp_due);
+        qsort(buf, n, sizeof(due_ref), cmp_due);
         if (n > max)
             n = max;
         out->v = once_calloc(n, sizeof *out->v);
@@ -870,12 +1210,13 @@ static int mem_push_claim(once_store *s, const char *owner, int64_t now, int64_t
             rc = ONCE_ENOMEM;
     }
     for (i = 0; rc == ONCE_OK && i < n; i++) {
-        once_push_row *r = &v[i].e->push[v[i].i];
+        const due_ref *d = &((const due_ref *)buf)[i];
+        once_push_row *r = &d->e->push[d->i];
         once_push_claim *c = &out->v[i];
         snprintf(r->lease_owner, sizeof r->lease_owner, "%s", owner);
         r->lease_until = now + lease_ms;
-        memcpy(c->principal, v[i].e->rec.principal, sizeof c->principal);
-        memcpy(c->task_id, v[i].e->rec.task_id, sizeof c->task_id);
+        snprintf(c->principal, sizeof c->principal, "%s", node_principal(&d->e->n));
+        snprintf(c->task_id, sizeof c->task_id, "%s", node_task_id(&d->e->n));
         memcpy(c->config_id, r->config_id, sizeof c->config_id);
         c->generation = r->delivered + 1;
         c->target = r->target;
@@ -884,7 +1225,7 @@ static int mem_push_claim(once_store *s, const char *owner, int64_t now, int64_t
         out->n = i + 1;
     }
     pthread_mutex_unlock(&ms->lock);
-    once_free(v);
+    once_free(buf);
     return rc;
 }
 
@@ -892,7 +1233,7 @@ static once_push_row *find_row(mem_entry *e, const char *config_id)
 {
     size_t i;
 
-    for (i = 0; e && !e->is_tomb && i < e->npush; i++)
+    for (i = 0; e && i < e->npush; i++)
         if (strcmp(e->push[i].config_id, config_id) == 0)
             return &e->push[i];
     return NULL;
@@ -904,7 +1245,7 @@ static int mem_push_ack(once_store *s, const once_push_ack *ack)
     once_push_row *r;
     int rc = ONCE_OK;
     pthread_mutex_lock(&ms->lock);
-    r = find_row(find(ms, ack->principal, ack->task_id), ack->config_id);
+    r = find_row(find_live(ms, ack->principal, ack->task_id), ack->config_id);
     rc = r ? once__push_apply_ack(r, ack) : ONCE_ENOTFOUND;
     pthread_mutex_unlock(&ms->lock);
     return rc;
@@ -924,8 +1265,8 @@ static int mem_push_rows(once_store *s, const char *principal, const char *task_
 
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&ms->lock);
-    e = find(ms, principal, task_id);
-    if (e && !e->is_tomb && e->npush) {
+    e = find_live(ms, principal, task_id);
+    if (e && e->npush) {
         out->v = once_calloc(e->npush, sizeof *out->v);
         if (!out->v) {
             rc = ONCE_ENOMEM;

@@ -1,0 +1,90 @@
+# bench/lib.sh -- what bench/p99.sh and bench/rss.sh share: sourced, never run.
+#
+# Sets root, B (BENCH_BUILD, default build-bench), OUT (a fresh
+# $B/bench-out/<tag>-<date-time>/), ONCED (BENCH_ONCED, else $B/onced, built
+# here in Release unless BENCH_SKIP_BUILD=1) and an EXIT trap that stops
+# every process put in PIDS. The caller sets TAG before sourcing.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Whatever ends the script, every process it started ends with it.
+eval "$(python3 "$root/scripts/reaper.py" guard $$)"
+B="${BENCH_BUILD:-$root/build-bench}"
+OUT="$B/bench-out/$TAG-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$OUT" "$B/bench"
+
+die() { echo "$TAG: $*" >&2; exit 1; }
+log() { echo "== $*" >&2; }
+
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$p" 2>/dev/null; done
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_http PORT PID: until the server answers anything on HTTP (60 s max).
+wait_http() {
+  local port=$1 pid=$2 i code
+  for ((i = 0; i < 600; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+      "http://127.0.0.1:$port/.well-known/agent-card.json" 2>/dev/null)
+    [ -n "$code" ] && [ "$code" != 000 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# stop PID NAME: SIGTERM and wait; a non-zero exit (a crash) is reported.
+stop() {
+  local pid=$1 name=$2 rc
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid"; rc=$?
+  local keep=() p
+  for p in "${PIDS[@]}"; do [ "$p" != "$pid" ] && keep+=("$p"); done
+  PIDS=("${keep[@]+"${keep[@]}"}")
+  [ "$rc" -eq 0 ] || echo "$TAG: $name exited with status $rc; log: $OUT/$name.log" >&2
+}
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null; } # PID VmRSS|VmHWM
+
+# engine_stats PORT FIELD...: the named once/admin/stats engine counters, on one line.
+engine_stats() {
+  local port=$1
+  shift
+  curl -s --max-time 30 "http://127.0.0.1:$port/" -H 'Content-Type: application/json' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"once/admin/stats"}' |
+    python3 -c 'import json,sys; e=json.load(sys.stdin)["result"]["engine"]; print(*[e[k] for k in sys.argv[1:]])' "$@"
+}
+
+# start_onced NAME ARGS...: a fresh onced on a free port; sets PORT and PID.
+start_onced() {
+  local name=$1
+  shift
+  PORT=$(free_port)
+  "$ONCED" --listen "127.0.0.1:$PORT" --test-admin --log-level warn "$@" >"$OUT/$name.log" 2>&1 &
+  PID=$!
+  PIDS+=("$PID")
+  wait_http "$PORT" "$PID" || { tail "$OUT/$name.log" >&2; die "onced ($name) did not start"; }
+}
+
+command -v wrk >/dev/null || die "wrk is missing (bash scripts/deps.sh)"
+if [ -n "${BENCH_ONCED:-}" ]; then
+  ONCED="$BENCH_ONCED"
+elif [ "${BENCH_SKIP_BUILD:-0}" = 1 ]; then
+  ONCED="$B/onced"
+else
+  ONCED="$B/onced"
+  log "build (Release) in $B"
+  { cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release &&
+    cmake --build "$B" -j2 --target onced; } >"$OUT/build.log" 2>&1 ||
+    die "build failed (log: $OUT/build.log)"
+fi
+[ -x "$ONCED" ] || die "no onced at $ONCED"

@@ -1,0 +1,17 @@
+/*
+ * mem.h -- what the memory store shows beyond its method table: one counter
+ * for the tests (tests/unit/test_store_mem.c), so that "a retention pass
+ * costs what it removes" is checked by counting, not by timing.
+ */
+#ifndef ONCE_STORE_MEM_H
+#define ONCE_STORE_MEM_H
+
+#include <stdint.h>
+
+#include "once/store.h"
+
+/* Entries looked at so far by expired_leases, sweep and purge on s, which
+ * must be a memory: store. */
+uint64_t once__mem_visits(once_store *s);
+
+#endif /* ONCE_STORE_MEM_H */
