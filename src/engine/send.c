@@ -301,7 +301,7 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
         ONCE__STAT(e, registered);
         once__notify(e, &rec);
         /* The turn starts from the tree just stored (it takes it over). */
-        (void)once__dispatch_task(e, rec.principal, rec.task_id, rec.fence, task, rec.version);
+        (void)once__dispatch_task(e, &rec, task);
         task = NULL;
         res->verdict = ONCE_V_REGISTER;
         rc = respond(e, c, &rec, res);
@@ -367,8 +367,7 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
     if (rc == ONCE_OK) {
         ONCE__STAT(e, continued);
         /* The turn starts from the tree just stored (it takes it over). */
-        (void)once__dispatch_task(e, next.principal, next.task_id, next.fence, task,
-                                  next.version);
+        (void)once__dispatch_task(e, &next, task);
         task = NULL;
         res->verdict = ONCE_V_CONTINUE;
         rc = respond(e, c, &next, res);
