@@ -216,6 +216,10 @@ json_t *once__agent_text(const char *text, const char *task_id, const char *cont
 json_t *once__task_out(const once_record *rec, int history_length);
 /* {"task": ...} or {"message": ...} for the record (new reference). */
 json_t *once__send_result(const once_record *rec, int history_length);
+/* The answer for rec into res: res->result_text when res->text_result asks
+ * for text and the whole history is asked for (built from the stored text,
+ * no parse), else res->result. ONCE_OK or ONCE_ENOMEM. */
+int once__send_answer_of(const once_record *rec, int history_length, once_send_res *res);
 
 /* StreamResponse payloads (compact text, once_malloc'd, NULL on ENOMEM). */
 char *once__ev_task(const json_t *task, int64_t generation);

@@ -209,9 +209,9 @@ static int respond(once__engine *e, const send_ctx *c, const once_record *rec,
             out = &latest;
     }
     res->state = out->state;
-    res->result = once__send_result(out, req->history_length);
+    int rc = once__send_answer_of(out, req->history_length, res);
     once_record_clear(&latest);
-    return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+    return rc;
 }
 
 static void log_outcome(const char *task_id, const once_send_res *res, int rc);
@@ -228,9 +228,8 @@ int once__engine_send_answer(once__engine *e, const char *principal, const char 
         return rc;
     }
     res->state = rec.state;
-    res->result = once__send_result(&rec, history_length);
+    rc = once__send_answer_of(&rec, history_length, res);
     once_record_clear(&rec);
-    rc = res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
     log_outcome(task_id, res, rc);
     return rc;
 }
@@ -522,6 +521,8 @@ static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, onc
         /* Lost a race: forget this round's answer, keep the identity. */
         json_decref(res->result);
         res->result = NULL;
+        once_free(res->result_text);
+        res->result_text = NULL;
         res->verdict = 0;
         res->replayed = 0;
         res->state = ONCE_STATE_UNKNOWN;
@@ -537,6 +538,7 @@ int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *
     memset(res, 0, sizeof *res);
     if (e == NULL || req == NULL)
         return ONCE_EINVAL;
+    res->text_result = req->text_result;
     pthread_mutex_lock(&e->mu);
     int stopping = e->stopping;
     if (!stopping)

@@ -237,6 +237,45 @@ json_t *once__send_result(const once_record *rec, int history_length)
     return json_pack("{s:o}", rec->kind == ONCE_KIND_MESSAGE ? "message" : "task", inner);
 }
 
+/* once__send_result(rec, -1) as the text the JSON writer makes of it, spliced
+ * from the stored text instead of parsed and written again: the writer
+ * keeps members in the order they were added and once__generation_stamp
+ * adds "metadata" last, so the stamp follows the stored members. NULL when
+ * the task has metadata of its own (the stamp goes inside it: the caller
+ * builds the tree) or memory ran out. */
+static char *send_result_text(const once_record *rec)
+{
+    const char *t = rec->task_json;
+    size_t n = t != NULL ? strlen(t) : 0;
+    int task = rec->kind != ONCE_KIND_MESSAGE;
+    if (n < 2 || t[0] != '{' || t[n - 1] != '}' || (task && strstr(t, "\"metadata\"") != NULL))
+        return NULL;
+    const char *head = task ? "{\"task\":" : "{\"message\":";
+    char stamp[96] = "";
+    if (task)
+        snprintf(stamp, sizeof stamp,
+                 "%s\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION "\":{\"generation\":%lld}}",
+                 n > 2 ? "," : "", (long long)rec->generation);
+    size_t hn = strlen(head), sn = strlen(stamp);
+    char *out = once_malloc(hn + (n - 1) + sn + 3);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, head, hn);
+    memcpy(out + hn, t, n - 1);
+    memcpy(out + hn + n - 1, stamp, sn);
+    memcpy(out + hn + n - 1 + sn, "}}", 3);
+    return out;
+}
+
+int once__send_answer_of(const once_record *rec, int history_length, once_send_res *res)
+{
+    if (res->text_result && history_length < 0 &&
+        (res->result_text = send_result_text(rec)) != NULL)
+        return ONCE_OK;
+    res->result = once__send_result(rec, history_length);
+    return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
 /* Stamp body (reference stolen) with generation (unless it is 0), wrap it
  * as {"<kind>": body} and dump it. */
 static char *event_text(const char *kind, json_t *body, int64_t generation)
