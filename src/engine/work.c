@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "engine/engine_int.h"
+#include "engine/work_tree.h"
 #include "exec/jsonl.h"
 
 #define WRITE_TRIES 32
@@ -84,7 +85,8 @@ struct once_work {
     once_record rec;            /* last record read or written by this turn */
     json_t *task;               /* rec.task_json parsed, or NULL (not parsed yet) */
     json_t *staged;             /* the task tree the current mutation wrote */
-    char *message;              /* the user message that started the turn */
+    json_t *msg;                /* the user message that started the turn */
+    char *message;              /* msg as text, once asked for (NULL: not yet) */
     char effect_key[ONCE_EFFECT_KEY_MAX + 1];
     int task_lent, cp_lent;     /* rec.task_json / rec.checkpoint handed out */
     char **retired;             /* lent strings of older snapshots */
@@ -596,7 +598,16 @@ const char *once_work_context_id(const once_work *w) { return w->rec.context_id;
 const char *once_work_principal(const once_work *w) { return w->rec.principal; }
 int64_t once_work_fence(const once_work *w) { return w->t->fence; }
 int64_t once_work_step(const once_work *w) { return view(w)->step; }
-const char *once_work_message(const once_work *w) { return w->message; }
+/* The turn's message as text, written out on first use. */
+static const char *message_text(once_work *w)
+{
+    if (w->message == NULL)
+        w->message = once__json_text(w->msg);
+    return w->message;
+}
+
+const char *once_work_message(const once_work *w) { return message_text((once_work *)w); }
+const json_t *once__work_message_tree(const once_work *w) { return w->msg; }
 int once_work_resumed(const once_work *w) { return w->t->resumed; }
 const char *once_work_traceparent(const once_work *w)
 {
@@ -733,6 +744,13 @@ int once_work_ask(once_work *w, const char *question)
 int once_work_artifact(once_work *w, const char *artifact_json, int append, int last_chunk)
 {
     json_t *art = once__json_parse(artifact_json);
+    if (art == NULL)
+        return ONCE_EINVAL;
+    return once__work_artifact_tree(w, art, append, last_chunk);
+}
+
+int once__work_artifact_tree(once_work *w, json_t *art, int append, int last_chunk)
+{
     /* Appending needs the artifact to append to. */
     if (art == NULL || once__exec_check_artifact(art, NULL, 0) != ONCE_OK ||
         (append && json_object_get(art, "artifactId") == NULL)) {
@@ -788,22 +806,21 @@ static int is_user(const json_t *m)
     return role != NULL && (strcmp(role, "ROLE_USER") == 0 || strcmp(role, "user") == 0);
 }
 
-/* The latest user message in the snapshot's history, as text (parsing the
- * task into w->task if no write did yet). */
-static char *latest_user_message(once_work *w)
+/* The latest user message in the snapshot's history (a new reference; an
+ * empty object when there is none), parsing the task into w->task if no
+ * write did yet. NULL: no memory. Writes never change a message in the
+ * history, so the reference stays what it was when the turn began. */
+static json_t *latest_user_message(once_work *w)
 {
     if (w->task == NULL)
         w->task = once__json_parse(w->rec.task_json);
     json_t *hist = json_object_get(w->task, "history");
-    char *text = NULL;
     for (size_t i = json_array_size(hist); i > 0; i--) {
         json_t *m = json_array_get(hist, i - 1);
-        if (is_user(m)) {
-            text = once__json_text(m);
-            break;
-        }
+        if (is_user(m))
+            return json_incref(m);
     }
-    return text != NULL ? text : once_strdup("{}");
+    return json_object();
 }
 
 /* Count how a started turn ended, from the record as it last wrote or
@@ -849,6 +866,7 @@ static void work_free(once_work *w)
     clear_ops(w);
     json_decref(w->task);
     once_record_clear(&w->rec);
+    json_decref(w->msg);
     once_free(w->message);
     for (size_t i = 0; i < w->nretired; i++)
         once_free(w->retired[i]);
@@ -917,8 +935,9 @@ void once__run_turn(once__engine *e, once__turn *t)
         return;
     }
     /* Read before the turn's first write takes the parsed task over. */
-    w->message = latest_user_message(w);
-    if (w->message == NULL) {
+    /* A batching executor is built in and reads the tree; others get text. */
+    w->msg = latest_user_message(w);
+    if (w->msg == NULL || (!w->batch && message_text(w) == NULL)) {
         work_free(w);
         return;
     }
