@@ -223,6 +223,10 @@ int once__send_answer_of(const once_record *rec, int history_length, once_send_r
 
 /* StreamResponse payloads (compact text, once_malloc'd, NULL on ENOMEM). */
 char *once__ev_task(const json_t *task, int64_t generation);
+/* once__ev_task of the task whose text is task_json, spliced from that
+ * text (no tree); NULL when the task has metadata of its own (build it
+ * with once__ev_task) or memory ran out. */
+char *once__ev_task_text(const char *task_json, int64_t generation);
 char *once__ev_message(const json_t *msg, int64_t generation);
 char *once__ev_status(const json_t *task, int64_t generation);
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,

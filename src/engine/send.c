@@ -287,7 +287,8 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
     }
     if (rc == ONCE_OK && (rec.task_json = once__json_text(task)) == NULL)
         rc = ONCE_ENOMEM;
-    if (rc == ONCE_OK && (payload = once__ev_task(task, 1)) == NULL)
+    if (rc == ONCE_OK && (payload = once__ev_task_text(rec.task_json, 1)) == NULL &&
+        (payload = once__ev_task(task, 1)) == NULL)
         rc = ONCE_ENOMEM;
     if (rc == ONCE_OK)
         rc = once__size_check(e, NULL, &rec);

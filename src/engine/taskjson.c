@@ -237,34 +237,46 @@ json_t *once__send_result(const once_record *rec, int history_length)
     return json_pack("{s:o}", rec->kind == ONCE_KIND_MESSAGE ? "message" : "task", inner);
 }
 
-/* once__send_result(rec, -1) as the text the JSON writer makes of it, spliced
- * from the stored text instead of parsed and written again: the writer
- * keeps members in the order they were added and once__generation_stamp
- * adds "metadata" last, so the stamp follows the stored members. NULL when
- * the task has metadata of its own (the stamp goes inside it: the caller
- * builds the tree) or memory ran out. */
-static char *send_result_text(const once_record *rec)
+/* {"<kind>": obj} as the text the JSON writer makes of the tree, spliced
+ * from obj's stored text instead of parsed and written again, with obj
+ * stamped with generation when stamp is set: the writer keeps members in
+ * the order they were added and once__generation_stamp adds "metadata"
+ * last, so the stamp follows the stored members. NULL when obj has
+ * metadata of its own (the stamp goes inside it: the caller builds the
+ * tree) or memory ran out. */
+static char *splice(const char *kind, const char *obj, int stamp, int64_t generation)
 {
-    const char *t = rec->task_json;
-    size_t n = t != NULL ? strlen(t) : 0;
-    int task = rec->kind != ONCE_KIND_MESSAGE;
-    if (n < 2 || t[0] != '{' || t[n - 1] != '}' || (task && strstr(t, "\"metadata\"") != NULL))
+    size_t n = obj != NULL ? strlen(obj) : 0;
+    if (n < 2 || obj[0] != '{' || obj[n - 1] != '}' ||
+        (stamp && strstr(obj, "\"metadata\"") != NULL))
         return NULL;
-    const char *head = task ? "{\"task\":" : "{\"message\":";
-    char stamp[96] = "";
-    if (task)
-        snprintf(stamp, sizeof stamp,
+    char head[24], tail[96] = "";
+    snprintf(head, sizeof head, "{\"%s\":", kind);
+    if (stamp)
+        snprintf(tail, sizeof tail,
                  "%s\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION "\":{\"generation\":%lld}}",
-                 n > 2 ? "," : "", (long long)rec->generation);
-    size_t hn = strlen(head), sn = strlen(stamp);
-    char *out = once_malloc(hn + (n - 1) + sn + 3);
+                 n > 2 ? "," : "", (long long)generation);
+    size_t hn = strlen(head), tn = strlen(tail);
+    char *out = once_malloc(hn + (n - 1) + tn + 3);
     if (out == NULL)
         return NULL;
     memcpy(out, head, hn);
-    memcpy(out + hn, t, n - 1);
-    memcpy(out + hn + n - 1, stamp, sn);
-    memcpy(out + hn + n - 1 + sn, "}}", 3);
+    memcpy(out + hn, obj, n - 1);
+    memcpy(out + hn + n - 1, tail, tn);
+    memcpy(out + hn + n - 1 + tn, "}}", 3);
     return out;
+}
+
+/* once__send_result(rec, -1), written out (see splice). */
+static char *send_result_text(const once_record *rec)
+{
+    int task = rec->kind != ONCE_KIND_MESSAGE;
+    return splice(task ? "task" : "message", rec->task_json, task, rec->generation);
+}
+
+char *once__ev_task_text(const char *task_json, int64_t generation)
+{
+    return splice("task", task_json, 1, generation);
 }
 
 int once__send_answer_of(const once_record *rec, int history_length, once_send_res *res)

@@ -7,6 +7,8 @@
  *     from the tree;
  *   - splicing does not parse: the answer for a task with a 60-part
  *     artifact costs one allocation, where parsing costs hundreds;
+ *   - the registration's task event is spliced the same way, with the
+ *     same bytes as the one built from the tree;
  *   - the engine answers a blocking send and a replay with text when asked.
  */
 #include "engine/engine_int.h"
@@ -117,6 +119,29 @@ static void text_does_not_parse(void **state)
     once_record_clear(&r);
 }
 
+static void task_event_is_the_tree_event(void **state)
+{
+    (void)state;
+    json_t *msg = fx_msg("m-5", "hello", "t-5", "c-5");
+    json_t *task = once__task_new("t-5", "c-5", ONCE_STATE_SUBMITTED, 1700000000000LL, msg);
+    assert_non_null(task);
+    char *text = once__json_text(task);
+    char *spliced = once__ev_task_text(text, 1);
+    char *want = once__ev_task(task, 1);
+    assert_non_null(spliced);
+    assert_string_equal(spliced, want);
+    once_free(spliced);
+    once_free(want);
+    once_free(text);
+    /* Metadata of its own: the event is built from the tree. */
+    assert_int_equal(json_object_set_new(task, "metadata", json_pack("{s:s}", "k", "v")), 0);
+    text = once__json_text(task);
+    assert_null(once__ev_task_text(text, 1));
+    once_free(text);
+    json_decref(task);
+    json_decref(msg);
+}
+
 static void engine_answers_with_text(void **state)
 {
     (void)state;
@@ -156,6 +181,7 @@ int main(void)
         cmocka_unit_test(text_is_the_tree_written),
         cmocka_unit_test(tree_where_text_cannot_serve),
         cmocka_unit_test(text_does_not_parse),
+        cmocka_unit_test(task_event_is_the_tree_event),
         cmocka_unit_test(engine_answers_with_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
