@@ -340,8 +340,58 @@ char *once__ev_message(const json_t *msg, int64_t generation)
     return event_text("message", json_incref((json_t *)msg), 0);
 }
 
+/* 1 if the JSON writer writes s between quotes as it is (the characters
+ * of an ID: once_id_valid), so it can be copied into a spliced event. */
+static int plain_id(const char *s)
+{
+    if (s == NULL || *s == '\0')
+        return 0;
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * A task update event as text, without building its object:
+ *   {"<kind>":{"taskId":"<id>","contextId":"<ctx>","<name>":<value>,<rest>
+ *   "metadata":{"<extension>":{"generation":<g>}}}}
+ * with value written by the JSON writer: the bytes event_text makes of the
+ * object the tree builders below pack (members in the order added, the
+ * stamp last). rest is "" or further members, each followed by a comma.
+ * ONCE_OK (*out set), ONCE_EINVAL when the task's ids are not plain or
+ * value is missing (build the object), ONCE_ENOMEM.
+ */
+static int update_text(const char *kind, const json_t *task, const char *name,
+                       const json_t *value, const char *rest, int64_t generation, char **out)
+{
+    *out = NULL;
+    const char *id = json_string_value(json_object_get(task, "id"));
+    const char *ctx = json_string_value(json_object_get(task, "contextId"));
+    if (!plain_id(id) || !plain_id(ctx) || value == NULL)
+        return ONCE_EINVAL;
+    char *v = once__json_text(value);
+    if (v == NULL)
+        return ONCE_ENOMEM;
+    static const char fmt[] = "{\"%s\":{\"taskId\":\"%s\",\"contextId\":\"%s\",\"%s\":%s,%s"
+                              "\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION
+                              "\":{\"generation\":%lld}}}}";
+    int n = snprintf(NULL, 0, fmt, kind, id, ctx, name, v, rest, (long long)generation);
+    if (n > 0 && (*out = once_malloc((size_t)n + 1)) != NULL)
+        snprintf(*out, (size_t)n + 1, fmt, kind, id, ctx, name, v, rest, (long long)generation);
+    once_free(v);
+    return *out != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
 char *once__ev_status(const json_t *task, int64_t generation)
 {
+    char *text;
+    if (update_text("statusUpdate", task, "status", json_object_get(task, "status"), "",
+                    generation, &text) != ONCE_EINVAL)
+        return text;
     return event_text("statusUpdate",
                       json_pack("{s:O, s:O, s:O}", "taskId", json_object_get(task, "id"),
                                 "contextId", json_object_get(task, "contextId"), "status",
@@ -352,6 +402,13 @@ char *once__ev_status(const json_t *task, int64_t generation)
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
                         int64_t generation)
 {
+    char rest[48];
+    snprintf(rest, sizeof rest, "\"append\":%s,\"lastChunk\":%s,", append ? "true" : "false",
+             last_chunk ? "true" : "false");
+    char *text;
+    if (update_text("artifactUpdate", task, "artifact", artifact, rest, generation, &text) !=
+        ONCE_EINVAL)
+        return text;
     return event_text("artifactUpdate",
                       json_pack("{s:O, s:O, s:O, s:b, s:b}", "taskId",
                                 json_object_get(task, "id"), "contextId",

@@ -7,8 +7,9 @@
  *     from the tree;
  *   - splicing does not parse: the answer for a task with a 60-part
  *     artifact costs one allocation, where parsing costs hundreds;
- *   - the registration's task event is spliced the same way, with the
- *     same bytes as the one built from the tree;
+ *   - the registration's task event is spliced the same way, and status
+ *     and artifact update events are written without building their
+ *     objects, all with the bytes the objects are written as;
  *   - the engine answers a blocking send and a replay with text when asked.
  */
 #include "engine/engine_int.h"
@@ -142,6 +143,50 @@ static void task_event_is_the_tree_event(void **state)
     json_decref(msg);
 }
 
+/* The event as the object was built before: packed, stamped, written. */
+static char *event_oracle(const char *kind, json_t *body)
+{
+    assert_int_equal(once__generation_stamp(body, 9), ONCE_OK);
+    json_t *ev = json_pack("{s:o}", kind, body);
+    char *text = once__json_text(ev);
+    json_decref(ev);
+    return text;
+}
+
+static void update_events_are_the_tree_events(void **state)
+{
+    (void)state;
+    static const char *const ids[] = {"t-6", "t 6/\u00e9"};   /* plain, and not */
+    for (size_t i = 0; i < 2; i++) {
+        json_t *task = once__json_parse("{\"id\":\"x\",\"contextId\":\"c-6\"}");
+        json_t *id = json_string(ids[i]);
+        assert_int_equal(json_object_set_new(task, "id", id), 0);
+        json_t *agent = once__agent_text("h\u00e9 \"q\" \\ /", ids[i], "c-6", NULL);
+        assert_int_equal(once__task_set_status(task, ONCE_STATE_WORKING, agent, 1700000000000LL),
+                         ONCE_OK);
+        char *got = once__ev_status(task, 9);
+        char *want = event_oracle("statusUpdate",
+                                  json_pack("{s:O, s:O, s:O}", "taskId", id, "contextId",
+                                            json_object_get(task, "contextId"), "status",
+                                            json_object_get(task, "status")));
+        assert_string_equal(got, want);
+        once_free(got);
+        once_free(want);
+        json_t *art = once__json_parse("{\"artifactId\":\"a\",\"parts\":[{\"data\":{\"n\":1.5}}]}");
+        got = once__ev_artifact(task, art, 1, 0, 9);
+        want = event_oracle("artifactUpdate",
+                            json_pack("{s:O, s:O, s:O, s:b, s:b}", "taskId", id, "contextId",
+                                      json_object_get(task, "contextId"), "artifact", art,
+                                      "append", 1, "lastChunk", 0));
+        assert_string_equal(got, want);
+        once_free(got);
+        once_free(want);
+        json_decref(art);
+        json_decref(agent);
+        json_decref(task);
+    }
+}
+
 static void engine_answers_with_text(void **state)
 {
     (void)state;
@@ -182,6 +227,7 @@ int main(void)
         cmocka_unit_test(tree_where_text_cannot_serve),
         cmocka_unit_test(text_does_not_parse),
         cmocka_unit_test(task_event_is_the_tree_event),
+        cmocka_unit_test(update_events_are_the_tree_events),
         cmocka_unit_test(engine_answers_with_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
