@@ -235,6 +235,42 @@ static int respond(once__a2a_response *resp, once__a2a_binding b, json_t *id, co
     return rc;
 }
 
+/* respond() for a result that is JSON text already (the engine spliced it
+ * from the stored task): the same bytes, without a tree. Takes text. */
+static int respond_text(once__a2a_response *resp, once__a2a_binding b, json_t *id, char *text)
+{
+    if (b == ONCE_A2A_HTTP_JSON) {
+        resp->body = text;
+        resp->len = strlen(text);
+        return ONCE_OK;
+    }
+    char *idtext = NULL;
+    size_t idlen = 0, tlen = strlen(text);
+    int rc = once__a2a_json_dump(id != NULL ? id : json_null(), &idtext, &idlen);
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
+    size_t len = sizeof head - 1 + idlen + sizeof mid - 1 + tlen + 1;
+    char *body = rc == ONCE_OK ? once_malloc(len + 1) : NULL;
+    if (body != NULL) {
+        char *p = body;
+        memcpy(p, head, sizeof head - 1);
+        p += sizeof head - 1;
+        memcpy(p, idtext, idlen);
+        p += idlen;
+        memcpy(p, mid, sizeof mid - 1);
+        p += sizeof mid - 1;
+        memcpy(p, text, tlen);
+        p += tlen;
+        memcpy(p, "}", 2);
+        resp->body = body;
+        resp->len = len;
+    } else if (rc == ONCE_OK) {
+        rc = ONCE_ENOMEM;
+    }
+    once_free(idtext);
+    once_free(text);
+    return rc;
+}
+
 static int respond_error(once__a2a_response *resp, once__a2a_binding b, json_t *id, int code,
                          const char *reason, const char *message, json_t *meta)
 {
@@ -393,6 +429,11 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
     json_t *id = c.id;
     once__a2a_binding b = c.binding;
     int out;
+    if (c.result_text != NULL && (rc != ONCE_OK || c.deferred != NULL || c.stream != NULL)) {
+        /* Only a plain answer goes out as text. */
+        once_free(c.result_text);
+        c.result_text = NULL;
+    }
     if (rc == ONCE_OK && c.deferred != NULL) {
         resp->http_status = 200;
         resp->deferred = c.deferred;
@@ -409,11 +450,15 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
         json_decref(c.result);
         c.result = NULL;
         out = ONCE_OK;
-    } else if (rc == ONCE_OK && c.result != NULL) {
+    } else if (rc == ONCE_OK && (c.result != NULL || c.result_text != NULL)) {
         resp->http_status = 200;
         resp->replayed = c.replayed;
-        out = respond(resp, b, id, "result", c.result);
+        if (c.result_text != NULL)
+            out = respond_text(resp, b, id, c.result_text);
+        else
+            out = respond(resp, b, id, "result", c.result);
         c.result = NULL;
+        c.result_text = NULL;
         if (out != ONCE_OK && out != ONCE_ENOMEM) {
             /* The writer refused the answer (nested past ONCE_JSON_MAX_DEPTH;
              * the value limit keeps stored values short of it): say so, with

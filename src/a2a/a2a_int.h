@@ -89,6 +89,8 @@ typedef struct a2a_call {
     int extension;           /* idempotency extension active */
     /* success */
     json_t *result;          /* new reference */
+    char *result_text;       /* or the result as JSON text, once_malloc'd (SendMessage) */
+    int tree_result;         /* set by a caller of a handler that reads result after it */
     int replayed;
     /* failure (set by once__a2a_fail) */
     int code;

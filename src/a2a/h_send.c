@@ -123,7 +123,16 @@ static int defer(a2a_call *c, const once_send_res *res, int history, int legacy)
     return ONCE_OK;
 }
 
-/* Map the engine's answer onto the call. Consumes res->result. */
+static void drop_result(once_send_res *res)
+{
+    json_decref(res->result);
+    res->result = NULL;
+    once_free(res->result_text);
+    res->result_text = NULL;
+}
+
+/* Map the engine's answer onto the call. Consumes res->result and
+ * res->result_text. */
 static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req *req,
                     int history, int legacy)
 {
@@ -132,11 +141,11 @@ static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req
         a2a_verr e;
         once__a2a_verr(&e, res->field ? res->field : "message", "%s",
                    res->detail[0] ? res->detail : "rejected by the engine");
-        json_decref(res->result);
+        drop_result(res);
         return once__a2a_fail_params(c, &e);
     }
     if (rc != ONCE_OK) {
-        json_decref(res->result);
+        drop_result(res);
         return once__a2a_fail_engine(c, rc);
     }
     const char *state = once_state_name(res->state);
@@ -144,12 +153,23 @@ static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req
     case ONCE_V_REGISTER:
     case ONCE_V_CONTINUE:
     case ONCE_V_REPLAY:
-        if (res->pending)
+        if (res->pending) {
+            drop_result(res);
             return defer(c, res, history, legacy);
+        }
+        c->replayed = res->replayed || res->verdict == ONCE_V_REPLAY;
+        if (res->result_text != NULL && !legacy) {
+            /* Spliced from the stored task with the whole history: as is. */
+            c->result_text = res->result_text;
+            res->result_text = NULL;
+            drop_result(res);
+            return ONCE_OK;
+        }
+        once_free(res->result_text);
+        res->result_text = NULL;
         if (res->result == NULL)
             return once__a2a_fail(c, ONCE_RPC_INTERNAL, "INTERNAL",
                               "Internal error (the engine returned no result)");
-        c->replayed = res->replayed || res->verdict == ONCE_V_REPLAY;
         if (legacy) {
             c->result = once__a2a_legacy_task_out(res->result, task_id);
             json_decref(res->result);
@@ -197,7 +217,7 @@ static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req
                    (int)res->verdict);
         break;
     }
-    json_decref(res->result);
+    drop_result(res);
     return ONCE_EINVAL;
 }
 
@@ -217,6 +237,7 @@ int once__a2a_h_send_answer(a2a_call *c, const once__a2a_deferred *d)
     memset(&res, 0, sizeof res);
     res.verdict = d->verdict;
     res.replayed = d->replayed;
+    res.text_result = !d->legacy;
     snprintf(res.task_id, sizeof res.task_id, "%s", d->task_id);
     once_send_req req;   /* only map_send's refusals read it: none here */
     memset(&req, 0, sizeof req);
@@ -264,6 +285,7 @@ int once__a2a_h_send(a2a_call *c)
     req.return_immediately = immediately;
     req.wait_ms = once__a2a_wait_ms(c->a);
     req.history_length = history;
+    req.text_result = !c->tree_result;
     req.metadata = json_is_object(md) ? md : NULL;
     req.push_config = push;
 

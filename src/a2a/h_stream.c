@@ -525,6 +525,7 @@ int once__a2a_h_send_streaming(a2a_call *c)
     }
     json_t *saved = c->params;
     c->params = params;
+    c->tree_result = 1;   /* open_send reads c->result */
     int rc = once__a2a_h_send(c);
     c->params = saved;
     json_decref(params);

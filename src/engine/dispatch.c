@@ -68,36 +68,56 @@ static once__turn *queued_locked(once__engine *e, const char *principal, const c
 }
 
 static int dispatch_turn(once__engine *e, const char *principal, const char *task_id,
-                         int64_t fence, int resumed, json_t *task, int64_t version);
+                         int64_t fence, int resumed, json_t *task, once_record *rec);
+
+/* What the dispatching write left the turn and the turn did not take. */
+static void turn_drop_start(once__turn *t)
+{
+    json_decref(t->task);
+    t->task = NULL;
+    if (t->rec != NULL)
+        once_record_clear(t->rec);
+    once_free(t->rec);
+    t->rec = NULL;
+}
 
 static void turn_free(once__turn *t)
 {
-    json_decref(t->task);
+    turn_drop_start(t);
     once_free(t);
 }
 
 int once__dispatch(once__engine *e, const char *principal, const char *task_id, int64_t fence,
                    int resumed)
 {
-    return dispatch_turn(e, principal, task_id, fence, resumed, NULL, 0);
+    return dispatch_turn(e, principal, task_id, fence, resumed, NULL, NULL);
 }
 
-int once__dispatch_task(once__engine *e, const char *principal, const char *task_id,
-                        int64_t fence, json_t *task, int64_t version)
+int once__dispatch_task(once__engine *e, const once_record *rec, json_t *task)
 {
-    return dispatch_turn(e, principal, task_id, fence, 0, task, version);
+    /* A copy of the record goes with the tree; without memory for it the
+     * turn loads the record as any other turn does. */
+    once_record *copy = once_malloc(sizeof *copy);
+    if (copy != NULL && once_record_copy(copy, rec) != ONCE_OK) {
+        once_free(copy);
+        copy = NULL;
+    }
+    return dispatch_turn(e, rec->principal, rec->task_id, rec->fence, 0, task, copy);
 }
 
 static int dispatch_turn(once__engine *e, const char *principal, const char *task_id,
-                         int64_t fence, int resumed, json_t *task, int64_t version)
+                         int64_t fence, int resumed, json_t *task, once_record *rec)
 {
     once__turn *t = once_calloc(1, sizeof *t);
     if (t == NULL) {
         json_decref(task);
+        if (rec != NULL)
+            once_record_clear(rec);
+        once_free(rec);
         return ONCE_ENOMEM;
     }
     t->task = task;
-    t->task_version = version;
+    t->rec = rec;
     snprintf(t->principal, sizeof t->principal, "%s", principal);
     snprintf(t->task_id, sizeof t->task_id, "%s", task_id);
     t->fence = fence;
@@ -124,8 +144,10 @@ static int dispatch_turn(once__engine *e, const char *principal, const char *tas
         memcpy(old->traceparent, t->traceparent, sizeof old->traceparent);
         json_t *stale = old->task;
         old->task = t->task;
-        old->task_version = t->task_version;
         t->task = stale;
+        once_record *stale_rec = old->rec;
+        old->rec = t->rec;
+        t->rec = stale_rec;
         __atomic_store_n(&old->canceled, 0, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&e->mu);
         turn_free(t);
@@ -211,8 +233,7 @@ static void *worker_main(void *arg)
         if (once__stopping(e) && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))
             release_lease(e, t);
         once__log_ctx_clear();
-        json_decref(t->task);   /* a tree the turn did not take */
-        t->task = NULL;
+        turn_drop_start(t);
 
         pthread_mutex_lock(&e->mu);
         unlink_active(e, t);

@@ -108,6 +108,10 @@ typedef struct once_send_req {
     int defer;
     int64_t wait_ms;        /* blocking bound; 0 = engine default */
     int history_length;     /* -1 = all */
+    /* The caller can take the answer as text (res->result_text), which the
+     * engine then builds from the stored task text without parsing it
+     * where it can (the whole history asked for). */
+    int text_result;
     json_t *metadata;       /* borrowed request metadata or NULL */
     /* configuration.taskPushNotificationConfig (shape-checked; push.h) or
      * NULL: stored in the same create / CAS as a REGISTER or CONTINUE. It is
@@ -134,6 +138,12 @@ typedef struct once_send_res {
     once_verdict verdict;
     int replayed;
     json_t *result;
+    /* Instead of result, when the caller asked for text (req->text_result;
+     * for once__engine_send_answer: text_result set here before the call):
+     * the same answer as compact JSON text, once_malloc'd, the caller's to
+     * once_free. At most one of result and result_text is set. */
+    char *result_text;
+    int text_result;
     once_state state;
     char task_id[ONCE_ID_MAX + 1];
     char message_id[ONCE_ID_MAX + 1];
@@ -151,7 +161,8 @@ int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *
 
 /* The answer to a deferred blocking send (res->pending): the task as it
  * stands now, read from the store: res->result ({"task":..} or
- * {"message":..}, history trimmed to history_length) and res->state; the
+ * {"message":..}, history trimmed to history_length; or res->result_text)
+ * and res->state; the
  * verdict and other fields are left as they are. ONCE_ENOTFOUND,
  * ONCE_ETOMBSTONE, or a store error. */
 int once__engine_send_answer(once__engine *e, const char *principal, const char *task_id,

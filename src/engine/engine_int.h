@@ -5,8 +5,8 @@
  * the internal dispatch / notify / wait entry points.
  *
  * Invariants kept across the engine:
- *   - every change of a stored record is one CAS (once__write) carrying at
- *     most one event, numbered generation + 1, in the same atomic write;
+ *   - every change of a stored record is one CAS (once__write) carrying its
+ *     events, numbered generation + 1, + 2, ..., in the same atomic write;
  *   - a write made on behalf of a turn first checks that the stored fence is
  *     the turn's fence (the CAS on version then guarantees it did not move);
  *   - a record whose state is interrupted or terminal holds no lease;
@@ -42,11 +42,12 @@ typedef struct once__turn {
                                  * started the turn ("" for a takeover) */
     int canceled;               /* __atomic */
     int running;                /* popped by a worker (the heartbeat renews only these) */
-    json_t *task;               /* the task tree the dispatching write stored as version
-                                 * task_version (NULL: none), so the turn need not parse
-                                 * it again; owned by the turn, changed under e->mu while
-                                 * queued, the worker's alone once popped */
-    int64_t task_version;
+    json_t *task;               /* the task tree of rec (NULL: none), so the turn need
+                                 * not parse it again */
+    once_record *rec;           /* the record the dispatching write stored (NULL: none),
+                                 * so the turn need not load it again; both owned by the
+                                 * turn, changed under e->mu while queued, the worker's
+                                 * alone once popped */
     struct once__turn *qnext;   /* FIFO of turns waiting for a worker */
     struct once__turn *anext;   /* every turn this engine holds (queued or running) */
 } once__turn;
@@ -167,6 +168,10 @@ int once__size_check(const once__engine *e, const once_record *cur, const once_r
  * ONCE_ERANGE (nothing written) past max_task_bytes, else the store's
  * answer (ONCE_ECONFLICT: re-load and retry). */
 int once__write(once__engine *e, const once_record *cur, once_record *next, const char *payload);
+/* once__write with the events ev[0..nev) (numbered cur->generation + 1 ..
+ * + nev, none NULL): several changes of one turn committed as one. */
+int once__write_events(once__engine *e, const once_record *cur, once_record *next,
+                       const once_event *ev, size_t nev);
 
 /* Wake this process's waiters on r's key (r as just written). */
 void once__notify(once__engine *e, const once_record *r);
@@ -209,9 +214,17 @@ json_t *once__agent_text(const char *text, const char *task_id, const char *cont
 json_t *once__task_out(const once_record *rec, int history_length);
 /* {"task": ...} or {"message": ...} for the record (new reference). */
 json_t *once__send_result(const once_record *rec, int history_length);
+/* The answer for rec into res: res->result_text when res->text_result asks
+ * for text and the whole history is asked for (built from the stored text,
+ * no parse), else res->result. ONCE_OK or ONCE_ENOMEM. */
+int once__send_answer_of(const once_record *rec, int history_length, once_send_res *res);
 
 /* StreamResponse payloads (compact text, once_malloc'd, NULL on ENOMEM). */
 char *once__ev_task(const json_t *task, int64_t generation);
+/* once__ev_task of the task whose text is task_json, spliced from that
+ * text (no tree); NULL when the task has metadata of its own (build it
+ * with once__ev_task) or memory ran out. */
+char *once__ev_task_text(const char *task_json, int64_t generation);
 char *once__ev_message(const json_t *msg, int64_t generation);
 char *once__ev_status(const json_t *task, int64_t generation);
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
@@ -223,10 +236,10 @@ char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, 
  * engine holds for the same key is canceled (its fence is stale now). */
 int once__dispatch(once__engine *e, const char *principal, const char *task_id, int64_t fence,
                    int resumed);
-/* once__dispatch of a turn that starts from the task tree `task` (stolen,
- * whatever the outcome) that the dispatching write stored as `version`. */
-int once__dispatch_task(once__engine *e, const char *principal, const char *task_id,
-                        int64_t fence, json_t *task, int64_t version);
+/* once__dispatch of a turn that starts from the record `rec` the
+ * dispatching write just stored (copied) and its task tree `task` (stolen,
+ * whatever the outcome). */
+int once__dispatch_task(once__engine *e, const once_record *rec, json_t *task);
 /* Flag every local turn of the key as canceled and wake its sleeps. */
 void once__cancel_local(once__engine *e, const char *principal, const char *task_id);
 /* 1 if the queue holds cfg.max_queue turns or more: sends that would start

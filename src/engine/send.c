@@ -209,9 +209,9 @@ static int respond(once__engine *e, const send_ctx *c, const once_record *rec,
             out = &latest;
     }
     res->state = out->state;
-    res->result = once__send_result(out, req->history_length);
+    int rc = once__send_answer_of(out, req->history_length, res);
     once_record_clear(&latest);
-    return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+    return rc;
 }
 
 static void log_outcome(const char *task_id, const once_send_res *res, int rc);
@@ -228,9 +228,8 @@ int once__engine_send_answer(once__engine *e, const char *principal, const char 
         return rc;
     }
     res->state = rec.state;
-    res->result = once__send_result(&rec, history_length);
+    rc = once__send_answer_of(&rec, history_length, res);
     once_record_clear(&rec);
-    rc = res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
     log_outcome(task_id, res, rc);
     return rc;
 }
@@ -288,7 +287,8 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
     }
     if (rc == ONCE_OK && (rec.task_json = once__json_text(task)) == NULL)
         rc = ONCE_ENOMEM;
-    if (rc == ONCE_OK && (payload = once__ev_task(task, 1)) == NULL)
+    if (rc == ONCE_OK && (payload = once__ev_task_text(rec.task_json, 1)) == NULL &&
+        (payload = once__ev_task(task, 1)) == NULL)
         rc = ONCE_ENOMEM;
     if (rc == ONCE_OK)
         rc = once__size_check(e, NULL, &rec);
@@ -301,7 +301,7 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
         ONCE__STAT(e, registered);
         once__notify(e, &rec);
         /* The turn starts from the tree just stored (it takes it over). */
-        (void)once__dispatch_task(e, rec.principal, rec.task_id, rec.fence, task, rec.version);
+        (void)once__dispatch_task(e, &rec, task);
         task = NULL;
         res->verdict = ONCE_V_REGISTER;
         rc = respond(e, c, &rec, res);
@@ -367,8 +367,7 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
     if (rc == ONCE_OK) {
         ONCE__STAT(e, continued);
         /* The turn starts from the tree just stored (it takes it over). */
-        (void)once__dispatch_task(e, next.principal, next.task_id, next.fence, task,
-                                  next.version);
+        (void)once__dispatch_task(e, &next, task);
         task = NULL;
         res->verdict = ONCE_V_CONTINUE;
         rc = respond(e, c, &next, res);
@@ -523,6 +522,8 @@ static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, onc
         /* Lost a race: forget this round's answer, keep the identity. */
         json_decref(res->result);
         res->result = NULL;
+        once_free(res->result_text);
+        res->result_text = NULL;
         res->verdict = 0;
         res->replayed = 0;
         res->state = ONCE_STATE_UNKNOWN;
@@ -538,6 +539,7 @@ int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *
     memset(res, 0, sizeof *res);
     if (e == NULL || req == NULL)
         return ONCE_EINVAL;
+    res->text_result = req->text_result;
     pthread_mutex_lock(&e->mu);
     int stopping = e->stopping;
     if (!stopping)

@@ -237,6 +237,57 @@ json_t *once__send_result(const once_record *rec, int history_length)
     return json_pack("{s:o}", rec->kind == ONCE_KIND_MESSAGE ? "message" : "task", inner);
 }
 
+/* {"<kind>": obj} as the text the JSON writer makes of the tree, spliced
+ * from obj's stored text instead of parsed and written again, with obj
+ * stamped with generation when stamp is set: the writer keeps members in
+ * the order they were added and once__generation_stamp adds "metadata"
+ * last, so the stamp follows the stored members. NULL when obj has
+ * metadata of its own (the stamp goes inside it: the caller builds the
+ * tree) or memory ran out. */
+static char *splice(const char *kind, const char *obj, int stamp, int64_t generation)
+{
+    size_t n = obj != NULL ? strlen(obj) : 0;
+    if (n < 2 || obj[0] != '{' || obj[n - 1] != '}' ||
+        (stamp && strstr(obj, "\"metadata\"") != NULL))
+        return NULL;
+    char head[24], tail[96] = "";
+    snprintf(head, sizeof head, "{\"%s\":", kind);
+    if (stamp)
+        snprintf(tail, sizeof tail,
+                 "%s\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION "\":{\"generation\":%lld}}",
+                 n > 2 ? "," : "", (long long)generation);
+    size_t hn = strlen(head), tn = strlen(tail);
+    char *out = once_malloc(hn + (n - 1) + tn + 3);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, head, hn);
+    memcpy(out + hn, obj, n - 1);
+    memcpy(out + hn + n - 1, tail, tn);
+    memcpy(out + hn + n - 1 + tn, "}}", 3);
+    return out;
+}
+
+/* once__send_result(rec, -1), written out (see splice). */
+static char *send_result_text(const once_record *rec)
+{
+    int task = rec->kind != ONCE_KIND_MESSAGE;
+    return splice(task ? "task" : "message", rec->task_json, task, rec->generation);
+}
+
+char *once__ev_task_text(const char *task_json, int64_t generation)
+{
+    return splice("task", task_json, 1, generation);
+}
+
+int once__send_answer_of(const once_record *rec, int history_length, once_send_res *res)
+{
+    if (res->text_result && history_length < 0 &&
+        (res->result_text = send_result_text(rec)) != NULL)
+        return ONCE_OK;
+    res->result = once__send_result(rec, history_length);
+    return res->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
 /* Stamp body (reference stolen) with generation (unless it is 0), wrap it
  * as {"<kind>": body} and dump it. */
 static char *event_text(const char *kind, json_t *body, int64_t generation)
@@ -289,8 +340,58 @@ char *once__ev_message(const json_t *msg, int64_t generation)
     return event_text("message", json_incref((json_t *)msg), 0);
 }
 
+/* 1 if the JSON writer writes s between quotes as it is (the characters
+ * of an ID: once_id_valid), so it can be copied into a spliced event. */
+static int plain_id(const char *s)
+{
+    if (s == NULL || *s == '\0')
+        return 0;
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * A task update event as text, without building its object:
+ *   {"<kind>":{"taskId":"<id>","contextId":"<ctx>","<name>":<value>,<rest>
+ *   "metadata":{"<extension>":{"generation":<g>}}}}
+ * with value written by the JSON writer: the bytes event_text makes of the
+ * object the tree builders below pack (members in the order added, the
+ * stamp last). rest is "" or further members, each followed by a comma.
+ * ONCE_OK (*out set), ONCE_EINVAL when the task's ids are not plain or
+ * value is missing (build the object), ONCE_ENOMEM.
+ */
+static int update_text(const char *kind, const json_t *task, const char *name,
+                       const json_t *value, const char *rest, int64_t generation, char **out)
+{
+    *out = NULL;
+    const char *id = json_string_value(json_object_get(task, "id"));
+    const char *ctx = json_string_value(json_object_get(task, "contextId"));
+    if (!plain_id(id) || !plain_id(ctx) || value == NULL)
+        return ONCE_EINVAL;
+    char *v = once__json_text(value);
+    if (v == NULL)
+        return ONCE_ENOMEM;
+    static const char fmt[] = "{\"%s\":{\"taskId\":\"%s\",\"contextId\":\"%s\",\"%s\":%s,%s"
+                              "\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION
+                              "\":{\"generation\":%lld}}}}";
+    int n = snprintf(NULL, 0, fmt, kind, id, ctx, name, v, rest, (long long)generation);
+    if (n > 0 && (*out = once_malloc((size_t)n + 1)) != NULL)
+        snprintf(*out, (size_t)n + 1, fmt, kind, id, ctx, name, v, rest, (long long)generation);
+    once_free(v);
+    return *out != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
 char *once__ev_status(const json_t *task, int64_t generation)
 {
+    char *text;
+    if (update_text("statusUpdate", task, "status", json_object_get(task, "status"), "",
+                    generation, &text) != ONCE_EINVAL)
+        return text;
     return event_text("statusUpdate",
                       json_pack("{s:O, s:O, s:O}", "taskId", json_object_get(task, "id"),
                                 "contextId", json_object_get(task, "contextId"), "status",
@@ -301,6 +402,13 @@ char *once__ev_status(const json_t *task, int64_t generation)
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
                         int64_t generation)
 {
+    char rest[48];
+    snprintf(rest, sizeof rest, "\"append\":%s,\"lastChunk\":%s,", append ? "true" : "false",
+             last_chunk ? "true" : "false");
+    char *text;
+    if (update_text("artifactUpdate", task, "artifact", artifact, rest, generation, &text) !=
+        ONCE_EINVAL)
+        return text;
     return event_text("artifactUpdate",
                       json_pack("{s:O, s:O, s:O, s:b, s:b}", "taskId",
                                 json_object_get(task, "id"), "contextId",

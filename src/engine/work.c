@@ -2,9 +2,10 @@
  * work.c -- the work context an executor sees (include/once/executor.h) and
  * the life of one turn: start (SUBMITTED -> WORKING), run(), finish.
  *
- * Every write goes through fenced_write(): take the record (the snapshot on
+ * Every write goes through commit(): take the record (the snapshot on
  * the first try, a fresh load after a conflict), refuse with ONCE_EFENCED if
- * its fence is not the turn's, apply one mutation to a copy, CAS it. A CAS
+ * its fence is not the turn's, apply the mutation (or a batch of them, see
+ * below) to a copy, CAS it. A CAS
  * that fails with the fence unchanged (a push config or another field
  * changed) is retried on the re-loaded record; a moved fence means another
  * writer owns the task now and nothing of ours may become visible. A store
@@ -20,6 +21,23 @@
  * parsed snapshot; a write that does not land drops it, and the next try
  * parses the record it re-loaded.
  *
+ * A turn of an executor that runs in process and never blocks between two
+ * writes (the built-in echo) commits its writes together: each write is
+ * checked and applied to a pending copy of the snapshot at once (so it
+ * returns EILLEGAL / EINVAL / ERANGE as it would alone) and kept; they are
+ * committed, in order and with one event (one generation) each, by one
+ * CAS when the turn reaches a point where time passes or the turn ends: a
+ * status that ends the turn, a direct reply, once_work_sleep(),
+ * once_work_effect_key(), WORK_BATCH_MAX writes, or run() returning. Until
+ * then nothing of them is stored or published, so a fenced turn's batch is
+ * as invisible as its single writes; a failure to commit (EFENCED, a store
+ * error) is returned by the call that commits. A lost race or an outage
+ * re-applies the whole batch to the record commit() re-loads. Such a turn
+ * also starts from the record its
+ * registering write stored, without a lease renewal, while that lease has
+ * at least half of its period left: no replica may take a task over before
+ * its lease runs out, and the heartbeat renews running turns every lease/3.
+ *
  * Ownership: the work context owns its snapshot. Strings handed out by
  * once_work_task() / once_work_checkpoint() stay valid until run() returns
  * (older snapshots are retired, not freed, once lent); the effect key is
@@ -30,11 +48,35 @@
 
 #include "core/shape.h"
 #include "engine/engine_int.h"
+#include "engine/work_tree.h"
 
 #define WRITE_TRIES 32
+/* Writes of one batch (see above): its events go in one store write. */
+#define WORK_BATCH_MAX 8
 /* A turn riding out an outage asks again this often at most, so that its
  * held-back write lands soon after the store is back. */
 #define RELOAD_PAUSE_MAX_MS 200
+
+typedef struct work_op work_op;
+
+/* A mutation: edit next (a copy of cur) and set *payload (the event text,
+ * numbered cur->generation + 1) or leave it NULL. A mutation that edits the
+ * task tree takes it with take_task(), which also stages it: the tree is
+ * the snapshot's if the write lands, and freed if it does not. */
+typedef int (*mutate_fn)(once_work *w, const once_record *cur, once_record *next,
+                         char **payload, const work_op *op);
+
+/* One write an executor asked for, kept until it is committed so that it
+ * can be applied again to a re-loaded record. */
+struct work_op {
+    mutate_fn fn;
+    once_state state;           /* mut_status */
+    json_t *json;               /* the status message, artifact or reply; a reference */
+    int append, last_chunk;     /* mut_artifact */
+    char *checkpoint;           /* mut_checkpoint, owned */
+    int64_t step;
+    char *payload;              /* its event text as last applied, or NULL */
+};
 
 /* Only the thread running the turn touches a work context. */
 struct once_work {
@@ -43,19 +85,18 @@ struct once_work {
     once_record rec;            /* last record read or written by this turn */
     json_t *task;               /* rec.task_json parsed, or NULL (not parsed yet) */
     json_t *staged;             /* the task tree the current mutation wrote */
-    char *message;              /* the user message that started the turn */
+    json_t *msg;                /* the user message that started the turn */
+    char *message;              /* msg as text, once asked for (NULL: not yet) */
     char effect_key[ONCE_EFFECT_KEY_MAX + 1];
     int task_lent, cp_lent;     /* rec.task_json / rec.checkpoint handed out */
     char **retired;             /* lent strings of older snapshots */
     size_t nretired, capretired;
+    int batch;                  /* writes wait for the next commit point */
+    work_op ops[WORK_BATCH_MAX]; /* written, not committed yet, in order */
+    size_t nops;
+    once_record pend;           /* rec with ops applied (staged holds its tree) */
+    int have_pend;
 };
-
-/* A mutation: edit next (a copy of cur) and set *payload (the event text,
- * numbered cur->generation + 1) or leave it NULL. A mutation that edits the
- * task tree takes it with take_task(), which also stages it: the tree is
- * the snapshot's if the write lands, and freed if it does not. */
-typedef int (*mutate_fn)(once_work *w, const once_record *cur, once_record *next,
-                         char **payload, void *arg);
 
 static int retire(once_work *w, char *s)
 {
@@ -137,6 +178,8 @@ static int store_down(int rc)
  *                   elsewhere, or the task was canceled);
  *   other           the store error (not a store outage), or the engine is
  *                   stopping. */
+static int pause_turn(once_work *w, int64_t ms);
+
 static int reload(once_work *w, once_record *cur)
 {
     once__engine *e = w->e;
@@ -155,36 +198,126 @@ static int reload(once_work *w, once_record *cur)
         once__store_rc(e, rc);
         if (!store_down(rc))
             return rc;
-        if (once_work_sleep(w, pause))
+        if (pause_turn(w, pause))
             return once__stopping(e) ? rc : ONCE_ECANCELED;   /* the lease went elsewhere */
         pause = pause * 2 > RELOAD_PAUSE_MAX_MS ? RELOAD_PAUSE_MAX_MS : pause * 2;
     }
 }
 
-/*
- * One write of the turn. A CAS that meets an outage may or may not have
- * landed: the record is re-loaded (riding the outage out) and, unless the
- * write is found there already, the mutation is applied again to what is
- * stored. Outage rounds do not count against WRITE_TRIES, which bounds
- * only lost races.
- */
-static int fenced_write(once_work *w, mutate_fn fn, void *arg)
+static void op_clear(work_op *op)
 {
-    once__engine *e = w->e;
+    json_decref(op->json);
+    once_free(op->checkpoint);
+    once_free(op->payload);
+    memset(op, 0, sizeof *op);
+}
+
+/* Forget the pending copy of the snapshot and its tree (the ops stay: a
+ * commit applies them again to the record it writes over). */
+static void drop_pend(once_work *w)
+{
+    if (w->have_pend)
+        once_record_clear(&w->pend);
+    w->have_pend = 0;
+    json_decref(w->staged);
+    w->staged = NULL;
+}
+
+static void clear_ops(once_work *w)
+{
+    for (size_t i = 0; i < w->nops; i++)
+        op_clear(&w->ops[i]);
+    w->nops = 0;
+}
+
+/* Apply op to cur: *next is cur changed, with one more generation when the
+ * op made an event (op->payload). Nothing is stored. */
+static int apply_op(once_work *w, const once_record *cur, once_record *next, work_op *op)
+{
+    once_free(op->payload);
+    op->payload = NULL;
+    int rc = once_record_copy(next, cur);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = op->fn(w, cur, next, &op->payload, op);
+    if (rc == ONCE_OK)
+        rc = once__size_check(w->e, cur, next);
+    if (rc != ONCE_OK) {
+        once_record_clear(next);
+        once_free(op->payload);
+        op->payload = NULL;
+        return rc;
+    }
+    if (op->payload != NULL)
+        next->generation = cur->generation + 1;
+    return ONCE_OK;
+}
+
+/* Every op of the batch, in order, applied to cur into *next (left zeroed
+ * on failure). */
+static int apply_ops(once_work *w, const once_record *cur, once_record *next)
+{
+    once_record a;
+    int rc = once_record_copy(&a, cur);
+    for (size_t i = 0; rc == ONCE_OK && i < w->nops; i++) {
+        once_record b;
+        rc = apply_op(w, &a, &b, &w->ops[i]);
+        if (rc == ONCE_OK) {
+            once_record_clear(&a);
+            a = b;
+        }
+    }
+    if (rc != ONCE_OK) {
+        once_record_clear(&a);
+        return rc;
+    }
+    *next = a;
+    return ONCE_OK;
+}
+
+/* CAS next over cur with the events of the batch's ops. */
+static int write_ops(once_work *w, const once_record *cur, once_record *next)
+{
+    once_event ev[WORK_BATCH_MAX];
+    size_t nev = 0;
+    for (size_t i = 0; i < w->nops; i++) {
+        if (w->ops[i].payload != NULL) {
+            ev[nev].generation = cur->generation + (int64_t)nev + 1;
+            ev[nev].payload = w->ops[i].payload;
+            nev++;
+        }
+    }
+    return once__write_events(w->e, cur, next, ev, nev);
+}
+
+/*
+ * Commit the batch (w->ops: one write, or a turn's several) as one CAS:
+ * take the record (the snapshot, with the pending copy already applied to
+ * it, on the first try; a fresh load after a conflict), refuse with
+ * ONCE_EFENCED if its fence is not the turn's, apply the ops to a copy,
+ * CAS it. A CAS that meets an outage may or may not have landed: the
+ * record is re-loaded (riding the outage out) and, unless the write is
+ * found there already, the ops are applied again to what is stored.
+ * Outage rounds do not count against WRITE_TRIES, which bounds only lost
+ * races. The batch is empty afterwards, whatever the outcome.
+ */
+static int commit(once_work *w)
+{
     once_record cur, lost;
     memset(&lost, 0, sizeof lost);
     int have_lost = 0;
     int rc = once_record_copy(&cur, &w->rec);
-    if (rc != ONCE_OK)
-        return rc;
-    for (int i = 0; i < WRITE_TRIES;) {
+    for (int i = 0; rc == ONCE_OK;) {
+        if (i == WRITE_TRIES) {
+            rc = ONCE_EBUSY;   /* lost the race WRITE_TRIES times */
+            break;
+        }
         if (cur.fence != w->t->fence) {
             rc = fenced(w);
             break;
         }
         if (have_lost && write_landed(&cur, &lost)) {
             adopt(w, &cur, NULL);
-            rc = ONCE_OK;
             break;
         }
         if (have_lost) {
@@ -192,13 +325,17 @@ static int fenced_write(once_work *w, mutate_fn fn, void *arg)
             have_lost = 0;
         }
         once_record next;
-        char *payload = NULL;
-        rc = once_record_copy(&next, &cur);
+        memset(&next, 0, sizeof next);
+        if (w->have_pend) {
+            /* Applied to the snapshot as the ops came; cur is the snapshot. */
+            next = w->pend;
+            memset(&w->pend, 0, sizeof w->pend);
+            w->have_pend = 0;
+        } else {
+            rc = apply_ops(w, &cur, &next);
+        }
         if (rc == ONCE_OK)
-            rc = fn(w, &cur, &next, &payload, arg);
-        if (rc == ONCE_OK)
-            rc = once__write(e, &cur, &next, payload);
-        once_free(payload);
+            rc = write_ops(w, &cur, &next);
         json_t *staged = w->staged;
         w->staged = NULL;
         if (rc == ONCE_OK) {
@@ -222,11 +359,12 @@ static int fenced_write(once_work *w, mutate_fn fn, void *arg)
         }
         if (rc != ONCE_OK)
             break;
-        rc = ONCE_EBUSY;   /* if the loop ends: lost the race WRITE_TRIES times */
     }
     if (have_lost)
         once_record_clear(&lost);
     once_record_clear(&cur);
+    drop_pend(w);
+    clear_ops(w);
     return rc;
 }
 
@@ -244,6 +382,8 @@ static void touch_lease(once_work *w, once_record *next, int64_t now)
  * a parse of cur's text. */
 static json_t *take_task(once_work *w, const once_record *cur)
 {
+    if (w->staged != NULL)
+        return w->staged;   /* cur's: an earlier write of the batch edited it */
     json_t *task = NULL;
     if (w->task != NULL && cur->version == w->rec.version) {
         task = w->task;
@@ -270,15 +410,10 @@ static int store_task(once_record *next, const json_t *task)
  * Mutations.
  */
 
-typedef struct status_arg {
-    once_state state;
-    json_t *msg;   /* agent message, or NULL */
-} status_arg;
-
+/* op: state, json (the agent message, or NULL). */
 static int mut_status(once_work *w, const once_record *cur, once_record *next, char **payload,
-                      void *arg)
+                      const work_op *a)
 {
-    status_arg *a = arg;
     /* An interrupted state ended the turn: only a continuation (a new
      * turn, a new fence) may resume the task. */
     if (cur->kind != ONCE_KIND_TASK || once_state_interrupted(cur->state))
@@ -290,7 +425,7 @@ static int mut_status(once_work *w, const once_record *cur, once_record *next, c
     if (task == NULL)
         return ONCE_ECORRUPT;
     int64_t now = once__now(w->e);
-    rc = once__task_set_status(task, a->state, a->msg, now);
+    rc = once__task_set_status(task, a->state, a->json, now);
     if (rc == ONCE_OK)
         rc = store_task(next, task);
     if (rc == ONCE_OK) {
@@ -303,27 +438,22 @@ static int mut_status(once_work *w, const once_record *cur, once_record *next, c
     return rc;
 }
 
-typedef struct artifact_arg {
-    json_t *art;
-    int append, last_chunk;
-} artifact_arg;
-
+/* op: json (the artifact), append, last_chunk. */
 static int mut_artifact(once_work *w, const once_record *cur, once_record *next, char **payload,
-                        void *arg)
+                        const work_op *a)
 {
-    artifact_arg *a = arg;
     if (cur->kind != ONCE_KIND_TASK ||
         (cur->state != ONCE_STATE_SUBMITTED && cur->state != ONCE_STATE_WORKING))
         return ONCE_EILLEGAL;
     json_t *task = take_task(w, cur);
     if (task == NULL)
         return ONCE_ECORRUPT;
-    int rc = once__task_artifact(task, a->art, a->append);
+    int rc = once__task_artifact(task, a->json, a->append);
     if (rc == ONCE_OK)
         rc = store_task(next, task);
     if (rc == ONCE_OK) {
         touch_lease(w, next, once__now(w->e));
-        *payload = once__ev_artifact(task, a->art, a->append, a->last_chunk, cur->generation + 1);
+        *payload = once__ev_artifact(task, a->json, a->append, a->last_chunk, cur->generation + 1);
         if (*payload == NULL)
             rc = ONCE_ENOMEM;
     }
@@ -338,10 +468,11 @@ static size_t count_lines(const char *s)
     return n;
 }
 
+/* op: json (the Message). */
 static int mut_reply(once_work *w, const once_record *cur, once_record *next, char **payload,
-                     void *arg)
+                     const work_op *op)
 {
-    json_t *msg = arg;
+    const json_t *msg = op->json;
     /* A direct Message answers the first message only: once a continuation
      * was accepted the client already holds a Task it must be able to read. */
     if (cur->kind != ONCE_KIND_TASK || count_lines(cur->digests) > 1)
@@ -353,20 +484,18 @@ static int mut_reply(once_work *w, const once_record *cur, once_record *next, ch
     if (rc != ONCE_OK)
         return rc;
     next->kind = ONCE_KIND_MESSAGE;
+    /* No task tree is the snapshot's any more. */
+    json_decref(w->staged);
+    w->staged = NULL;
     once__set_state(next, ONCE_STATE_COMPLETED, once__now(w->e));
     *payload = once__ev_message(msg, cur->generation + 1);
     return *payload != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
-typedef struct checkpoint_arg {
-    const char *checkpoint;
-    int64_t step;
-} checkpoint_arg;
-
+/* op: checkpoint (NULL: none), step. */
 static int mut_checkpoint(once_work *w, const once_record *cur, once_record *next,
-                          char **payload, void *arg)
+                          char **payload, const work_op *a)
 {
-    checkpoint_arg *a = arg;
     (void)payload;   /* a checkpoint is not an A2A event */
     if (once_state_terminal(cur->state))
         return ONCE_EILLEGAL;
@@ -380,21 +509,105 @@ static int mut_checkpoint(once_work *w, const once_record *cur, once_record *nex
     next->step = a->step;
     touch_lease(w, next, once__now(w->e));
     /* The task text does not change: a parsed tree stays the snapshot's. */
-    if (w->task != NULL && cur->version == w->rec.version)
+    if (w->staged == NULL && w->task != NULL && cur->version == w->rec.version)
         (void)take_task(w, cur);
     return ONCE_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Committing.
+ */
+
+static int ends_turn(const once_record *r)
+{
+    return r->kind == ONCE_KIND_MESSAGE || once_state_terminal(r->state) ||
+           once_state_interrupted(r->state);
+}
+
+/* Add op (its references and strings taken, whatever the outcome) to the
+ * batch, applied at once to the pending copy of the snapshot. A write the
+ * snapshot refuses leaves the batch as it was; one that failed after it
+ * began to edit the pending tree drops the pending copy, and the next
+ * write commits the batch first. */
+static int stage(once_work *w, work_op *op)
+{
+    int rc = ONCE_OK;
+    if (w->nops == WORK_BATCH_MAX || (w->nops > 0 && !w->have_pend))
+        rc = commit(w);
+    once_record next;
+    if (rc == ONCE_OK)
+        rc = apply_op(w, w->have_pend ? &w->pend : &w->rec, &next, op);
+    if (rc != ONCE_OK) {
+        if (rc != ONCE_EILLEGAL)
+            drop_pend(w);
+        op_clear(op);
+        return rc;
+    }
+    if (w->have_pend)
+        once_record_clear(&w->pend);
+    w->pend = next;
+    w->have_pend = 1;
+    w->ops[w->nops++] = *op;
+    return ONCE_OK;
+}
+
+/* One write of the executor (op taken, whatever the outcome): committed
+ * at once, or in a batch (see the file header). */
+static int submit(once_work *w, work_op *op)
+{
+    if (!w->batch) {
+        w->ops[w->nops++] = *op;
+        return commit(w);
+    }
+    int rc = stage(w, op);
+    if (rc == ONCE_OK && ends_turn(&w->pend))
+        rc = commit(w);
+    return rc;
+}
+
+/* Commit what the batch holds, if anything. */
+static int flush(once_work *w)
+{
+    return w->nops > 0 ? commit(w) : ONCE_OK;
 }
 
 /* ------------------------------------------------------------------------
  * Getters.
  */
 
+/* The snapshot as the executor's writes left it, committed or not. */
+static const once_record *view(const once_work *w)
+{
+    return w->have_pend ? &w->pend : &w->rec;
+}
+
+/* A copy of s that lives until run() returns (the pending copy it is in
+ * is replaced by the next write), or NULL. */
+static const char *lend_copy(once_work *w, const char *s)
+{
+    char *c = s != NULL ? once_strdup(s) : NULL;
+    if (c != NULL && retire(w, c) != ONCE_OK) {
+        once_free(c);
+        c = NULL;
+    }
+    return c;
+}
+
 const char *once_work_task_id(const once_work *w) { return w->rec.task_id; }
 const char *once_work_context_id(const once_work *w) { return w->rec.context_id; }
 const char *once_work_principal(const once_work *w) { return w->rec.principal; }
 int64_t once_work_fence(const once_work *w) { return w->t->fence; }
-int64_t once_work_step(const once_work *w) { return w->rec.step; }
-const char *once_work_message(const once_work *w) { return w->message; }
+int64_t once_work_step(const once_work *w) { return view(w)->step; }
+/* The turn's message as text, written out on first use. */
+static const char *message_text(once_work *w)
+{
+    if (w->message == NULL)
+        w->message = once__json_text(w->msg);
+    return w->message;
+}
+
+const char *once_work_message(const once_work *w) { return message_text((once_work *)w); }
+const json_t *once__work_message_tree(const once_work *w) { return w->msg; }
 int once_work_resumed(const once_work *w) { return w->t->resumed; }
 const char *once_work_traceparent(const once_work *w)
 {
@@ -403,18 +616,24 @@ const char *once_work_traceparent(const once_work *w)
 
 const char *once_work_task(const once_work *w)
 {
+    if (w->have_pend)
+        return lend_copy((once_work *)w, w->pend.task_json);
     ((once_work *)w)->task_lent = 1;
     return w->rec.task_json;
 }
 
 const char *once_work_checkpoint(const once_work *w)
 {
+    if (w->have_pend)
+        return lend_copy((once_work *)w, w->pend.checkpoint);
     ((once_work *)w)->cp_lent = 1;
     return w->rec.checkpoint;
 }
 
 const char *once_work_effect_key(once_work *w)
 {
+    /* A side effect follows: what the turn wrote before it is stored first. */
+    (void)flush(w);
     if (once_effect_key(w->rec.task_id, (uint64_t)w->rec.step, w->effect_key) != ONCE_OK)
         w->effect_key[0] = '\0';
     return w->effect_key;
@@ -425,7 +644,8 @@ int once_work_canceled(const once_work *w)
     return __atomic_load_n(&w->t->canceled, __ATOMIC_ACQUIRE) || once__stopping(w->e);
 }
 
-int once_work_sleep(once_work *w, int64_t ms)
+/* Sleep up to ms, waking early on cancellation; returns once_work_canceled(). */
+static int pause_turn(once_work *w, int64_t ms)
 {
     once__engine *e = w->e;
     int64_t until = once_monotonic_ms() + ms;
@@ -438,6 +658,15 @@ int once_work_sleep(once_work *w, int64_t ms)
     }
     pthread_mutex_unlock(&e->mu);
     return once_work_canceled(w);
+}
+
+int once_work_sleep(once_work *w, int64_t ms)
+{
+    /* Time passes: what the turn wrote so far is stored (and published)
+     * before it. A commit that fails was reported as far as it can be: a
+     * fenced one cancels the turn, which this returns. */
+    (void)flush(w);
+    return pause_turn(w, ms);
 }
 
 /* ------------------------------------------------------------------------
@@ -462,10 +691,11 @@ static int parse_agent_message(once_work *w, const char *text, json_t **out)
     return *out != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
+/* msg: a reference taken (may be NULL). */
 static int status_write(once_work *w, once_state state, json_t *msg)
 {
-    status_arg a = {state, msg};
-    return fenced_write(w, mut_status, &a);
+    work_op op = {.fn = mut_status, .state = state, .json = msg};
+    return submit(w, &op);
 }
 
 int once_work_status(once_work *w, once_state state, const char *message_json)
@@ -485,9 +715,7 @@ int once_work_status(once_work *w, once_state state, const char *message_json)
     int rc = parse_agent_message(w, message_json, &msg);
     if (rc != ONCE_OK)
         return rc;
-    rc = status_write(w, state, msg);
-    json_decref(msg);
-    return rc;
+    return status_write(w, state, msg);
 }
 
 int once_work_complete(once_work *w)
@@ -500,9 +728,7 @@ static int status_text(once_work *w, once_state state, const char *text)
     json_t *msg = once__agent_text(text, w->rec.task_id, w->rec.context_id, w->e->rng);
     if (msg == NULL)
         return ONCE_ENOMEM;
-    int rc = status_write(w, state, msg);
-    json_decref(msg);
-    return rc;
+    return status_write(w, state, msg);
 }
 
 int once_work_fail(once_work *w, const char *reason)
@@ -518,25 +744,32 @@ int once_work_ask(once_work *w, const char *question)
 int once_work_artifact(once_work *w, const char *artifact_json, int append, int last_chunk)
 {
     json_t *art = once__json_parse(artifact_json);
+    if (art == NULL)
+        return ONCE_EINVAL;
+    return once__work_artifact_tree(w, art, append, last_chunk);
+}
+
+int once__work_artifact_tree(once_work *w, json_t *art, int append, int last_chunk)
+{
     /* Appending needs the artifact to append to. */
     if (art == NULL || once__agent_artifact_check(art, NULL, 0) != ONCE_OK ||
         (append && json_object_get(art, "artifactId") == NULL)) {
         json_decref(art);
         return ONCE_EINVAL;
     }
-    int rc = ONCE_OK;
     if (json_object_get(art, "artifactId") == NULL) {
         char id[ONCE_UUID_LEN + 1];
-        rc = once_uuid4(w->e->rng, id);
+        int rc = once_uuid4(w->e->rng, id);
         if (rc == ONCE_OK && json_object_set_new(art, "artifactId", json_string(id)) != 0)
             rc = ONCE_ENOMEM;
+        if (rc != ONCE_OK) {
+            json_decref(art);
+            return rc;
+        }
     }
-    if (rc == ONCE_OK) {
-        artifact_arg a = {art, append != 0, last_chunk != 0};
-        rc = fenced_write(w, mut_artifact, &a);
-    }
-    json_decref(art);
-    return rc;
+    work_op op = {.fn = mut_artifact, .json = art, .append = append != 0,
+                  .last_chunk = last_chunk != 0};
+    return submit(w, &op);
 }
 
 int once_work_reply(once_work *w, const char *message_json)
@@ -549,17 +782,18 @@ int once_work_reply(once_work *w, const char *message_json)
         return rc;
     /* A direct Message stands outside any task. */
     json_object_del(msg, "taskId");
-    rc = fenced_write(w, mut_reply, msg);
-    json_decref(msg);
-    return rc;
+    work_op op = {.fn = mut_reply, .json = msg};
+    return submit(w, &op);
 }
 
 int once_work_checkpoint_set(once_work *w, const char *checkpoint, int64_t step)
 {
     if (step < 0)
         return ONCE_EINVAL;
-    checkpoint_arg a = {checkpoint, step};
-    return fenced_write(w, mut_checkpoint, &a);
+    work_op op = {.fn = mut_checkpoint, .step = step};
+    if (checkpoint != NULL && (op.checkpoint = once_strdup(checkpoint)) == NULL)
+        return ONCE_ENOMEM;
+    return submit(w, &op);
 }
 
 /* ------------------------------------------------------------------------
@@ -572,22 +806,21 @@ static int is_user(const json_t *m)
     return role != NULL && (strcmp(role, "ROLE_USER") == 0 || strcmp(role, "user") == 0);
 }
 
-/* The latest user message in the snapshot's history, as text (parsing the
- * task into w->task if no write did yet). */
-static char *latest_user_message(once_work *w)
+/* The latest user message in the snapshot's history (a new reference; an
+ * empty object when there is none), parsing the task into w->task if no
+ * write did yet. NULL: no memory. Writes never change a message in the
+ * history, so the reference stays what it was when the turn began. */
+static json_t *latest_user_message(once_work *w)
 {
     if (w->task == NULL)
         w->task = once__json_parse(w->rec.task_json);
     json_t *hist = json_object_get(w->task, "history");
-    char *text = NULL;
     for (size_t i = json_array_size(hist); i > 0; i--) {
         json_t *m = json_array_get(hist, i - 1);
-        if (is_user(m)) {
-            text = once__json_text(m);
-            break;
-        }
+        if (is_user(m))
+            return json_incref(m);
     }
-    return text != NULL ? text : once_strdup("{}");
+    return json_object();
 }
 
 /* Count how a started turn ended, from the record as it last wrote or
@@ -629,13 +862,35 @@ static void count_turn_end(once_work *w)
 
 static void work_free(once_work *w)
 {
+    drop_pend(w);
+    clear_ops(w);
     json_decref(w->task);
     once_record_clear(&w->rec);
+    json_decref(w->msg);
     once_free(w->message);
     for (size_t i = 0; i < w->nretired; i++)
         once_free(w->retired[i]);
     once_free(w->retired);
     once_free(w);
+}
+
+/* 1 for an executor whose turns commit their writes in batches (see the
+ * file header): it runs in process and blocks only in once_work_sleep. */
+static int runs_at_once(const once_executor *ex)
+{
+    return ex == once_executor_echo();
+}
+
+/* 1 if a batching turn may start from the record its dispatching write
+ * stored, without renewing the lease first: that record gives this
+ * replica the lease under the turn's fence with at least half of the
+ * lease period left, so no replica can have taken the task over. */
+static int starts_from_dispatch(const once_work *w, const once__turn *t)
+{
+    const once__engine *e = w->e;
+    return w->batch && t->rec != NULL && t->rec->fence == t->fence &&
+           strcmp(t->rec->lease_owner, e->replica_id) == 0 &&
+           t->rec->lease_until - once__now(e) >= e->cfg.lease_ms / 2;
 }
 
 void once__run_turn(once__engine *e, once__turn *t)
@@ -647,23 +902,30 @@ void once__run_turn(once__engine *e, once__turn *t)
         return;   /* the lease expires; a takeover runs the turn */
     w->e = e;
     w->t = t;
-    /* Take the lease now: a queued turn held only what its registering
-     * write set, and if that ran out another replica may own the task. */
-    int rc;
-    int64_t pause = 20;
-    while (store_down(rc = once__renew_lease(e, t->principal, t->task_id, t->fence))) {
-        if (once_work_sleep(w, pause))
-            break;
-        pause = pause * 2 > RELOAD_PAUSE_MAX_MS ? RELOAD_PAUSE_MAX_MS : pause * 2;
+    w->batch = runs_at_once(e->ex);
+    int rc = ONCE_OK;
+    int64_t dispatched = t->rec != NULL ? t->rec->version : 0;
+    if (starts_from_dispatch(w, t)) {
+        w->rec = *t->rec;
+        memset(t->rec, 0, sizeof *t->rec);
+    } else {
+        /* Take the lease now: a queued turn held only what its registering
+         * write set, and if that ran out another replica may own the task. */
+        int64_t pause = 20;
+        while (store_down(rc = once__renew_lease(e, t->principal, t->task_id, t->fence))) {
+            if (pause_turn(w, pause))
+                break;
+            pause = pause * 2 > RELOAD_PAUSE_MAX_MS ? RELOAD_PAUSE_MAX_MS : pause * 2;
+        }
+        if (rc == ONCE_OK)
+            rc = reload(w, &w->rec);
     }
-    if (rc == ONCE_OK)
-        rc = reload(w, &w->rec);
     if (rc != ONCE_OK) {
         work_free(w);
         return;
     }
     /* The tree the dispatching write stored, if that is still the record. */
-    if (t->task != NULL && t->task_version == w->rec.version) {
+    if (t->task != NULL && dispatched == w->rec.version) {
         w->task = t->task;
         t->task = NULL;
     }
@@ -672,19 +934,24 @@ void once__run_turn(once__engine *e, once__turn *t)
         work_free(w);
         return;
     }
-    if (w->rec.state == ONCE_STATE_SUBMITTED &&
-        status_write(w, ONCE_STATE_WORKING, NULL) != ONCE_OK) {
+    /* Read before the turn's first write takes the parsed task over. */
+    /* A batching executor is built in and reads the tree; others get text. */
+    w->msg = latest_user_message(w);
+    if (w->msg == NULL || (!w->batch && message_text(w) == NULL)) {
         work_free(w);
         return;
     }
-    w->message = latest_user_message(w);
-    if (w->message == NULL) {
+    if (w->rec.state == ONCE_STATE_SUBMITTED &&
+        status_write(w, ONCE_STATE_WORKING, NULL) != ONCE_OK) {
         work_free(w);
         return;
     }
 
     ONCE__STAT(e, executed_turns);
     rc = e->ex->run(e->ex, w);
+    /* What a batching turn wrote last is committed before the turn ends
+     * (a failure shows in the record and the cancel flag checked next). */
+    (void)flush(w);
 
     /* run() left the task running: finish it, unless the turn lost its
      * fence or the engine is shutting down (then a takeover resumes it). */

@@ -1,10 +1,12 @@
 /*
  * write.c -- the one way the engine changes a stored record: a CAS against
- * the version it read, carrying at most one event (the transactional outbox,
- * docs/design.md section 6), followed by a wake-up of local waiters.
+ * the version it read, carrying its events (the transactional outbox,
+ * docs/design.md section 6), followed by a wake-up of local waiters. A turn
+ * that commits several of its changes together (work.c) carries their
+ * events, one generation each, in the one write.
  *
  * Invariants: version goes up by exactly one per write; generation goes up
- * by one exactly when an event is appended; finished_at is set exactly while
+ * by one for each event appended; finished_at is set exactly while
  * the state is terminal; interrupted and terminal records hold no lease.
  */
 #include <string.h>
@@ -50,20 +52,25 @@ int once__size_check(const once__engine *e, const once_record *cur, const once_r
     return ONCE_ERANGE;
 }
 
-int once__write(once__engine *e, const once_record *cur, once_record *next, const char *payload)
+int once__write_events(once__engine *e, const once_record *cur, once_record *next,
+                       const once_event *ev, size_t nev)
 {
     int rc = once__size_check(e, cur, next);
     if (rc != ONCE_OK)
         return rc;
     next->version = cur->version + 1;
-    next->generation = cur->generation + (payload != NULL ? 1 : 0);
+    next->generation = cur->generation + (int64_t)nev;
     next->updated_at = once__now(e);
-    once_event ev = {next->generation, (char *)payload};
-    rc = once_store_update(e->store, next, cur->version, payload != NULL ? &ev : NULL,
-                               payload != NULL ? 1 : 0);
+    rc = once_store_update(e->store, next, cur->version, nev > 0 ? ev : NULL, nev);
     if (rc == ONCE_OK)
         once__notify(e, next);
     return once__store_rc(e, rc);
+}
+
+int once__write(once__engine *e, const once_record *cur, once_record *next, const char *payload)
+{
+    once_event ev = {cur->generation + 1, (char *)payload};
+    return once__write_events(e, cur, next, &ev, payload != NULL ? 1 : 0);
 }
 
 void once__notify(once__engine *e, const once_record *r)

@@ -23,29 +23,24 @@
 
 #include <jansson.h>
 
-#include "core/jcs.h"
+#include "engine/work_tree.h"
 #include "once/executor.h"
 
 #define ASKED "echo:asked"
 #define SLEEP_SLICE_MS 100
 #define SLEEP_MAX_S 86400.0
 
-/* The first text part of a Message (JSON text), once_malloc'd in *out; ""
- * if it has none. ONCE_ENOMEM when memory ran out; ONCE_EINVAL when it is
- * no Message with parts (every message a user sends has them: the codec
- * refuses any other), so the turn did not get its message. Echoing "" in
- * either case would be a confident wrong answer. */
-static int first_text(const char *message_json, char **out)
+/* The first text part of a Message, once_malloc'd in *out; "" if it has
+ * none. ONCE_ENOMEM when memory ran out; ONCE_EINVAL when it is no Message
+ * with parts (every message a user sends has them: the codec refuses any
+ * other), so the turn did not get its message. Echoing "" in either case
+ * would be a confident wrong answer. The message is the work context's
+ * tree (work_tree.h): read, never changed. */
+static int first_text(const json_t *m, char **out)
 {
-    json_t *m = NULL;
     *out = NULL;
-    int rc = once__json_object(message_json, &m);
-    if (rc == ONCE_OK && !json_is_array(json_object_get(m, "parts")))
-        rc = ONCE_EINVAL;
-    if (rc != ONCE_OK) {
-        json_decref(m);
-        return rc == ONCE_ENOMEM ? rc : ONCE_EINVAL;
-    }
+    if (!json_is_array(json_object_get(m, "parts")))
+        return ONCE_EINVAL;
     json_t *parts = json_object_get(m, "parts"), *p;
     const char *text = NULL;
     size_t i, len = 0;
@@ -59,7 +54,6 @@ static int first_text(const char *message_json, char **out)
         }
     }
     *out = once_strndup(text ? text : "", text ? len : 0);
-    json_decref(m);
     return *out != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
@@ -67,14 +61,7 @@ static int echo_artifact(once_work *w, const char *text)
 {
     json_t *a = json_pack("{s:s, s:s, s:[{s:s}]}", "artifactId", "echo", "name", "echo",
                           "parts", "text", text);
-    char *json = NULL;
-    int rc = a ? once__json_write(a, &json, NULL) : ONCE_ENOMEM;
-
-    if (rc == ONCE_OK)
-        rc = once_work_artifact(w, json, 0, 1);
-    once_free(json);
-    json_decref(a);
-    return rc;
+    return a != NULL ? once__work_artifact_tree(w, a, 0, 1) : ONCE_ENOMEM;
 }
 
 static int finish(once_work *w, const char *text)
@@ -108,7 +95,7 @@ static int echo_run(const once_executor *ex, once_work *w)
 {
     const char *cp = once_work_checkpoint(w);
     char *text;
-    int rc = first_text(once_work_message(w), &text);
+    int rc = first_text(once__work_message_tree(w), &text);
 
     (void)ex;
     if (rc == ONCE_EINVAL)

@@ -43,6 +43,10 @@ if(_once_redis_built)
            COMMAND store_conformance "${_once_redis_url}?prefix=conformance&reset=1")
   add_test(NAME storepg/backend/redis COMMAND storepg_backend "${_once_redis_url}")
   list(APPEND _once_storepg_tests store/conformance/redis storepg/backend/redis)
+  # backend.c reads the Redis server's own client counts (INFO clients) to
+  # see a batch form and share one connection: no other test may connect
+  # to that server meanwhile.
+  set_tests_properties(storepg/backend/redis PROPERTIES RUN_SERIAL ON)
 endif()
 set_tests_properties(${_once_storepg_tests} PROPERTIES FIXTURES_REQUIRED once_services
                      TIMEOUT 60 LABELS "store;storepg")

@@ -12,35 +12,12 @@
  * take the output buffer growing to the larger text.
  */
 #include "unit/engine_fixture.h"
+#include "unit/count_alloc.h"
 
 #define PARTS 60
 /* Output-buffer doublings and the like; a re-parse of the task costs
  * several allocations for each of its PARTS parts. */
 #define SLACK 16
-
-static _Thread_local int counting;
-static _Thread_local long counted;
-
-static void *count_malloc(size_t n)
-{
-    counted += counting;
-    return malloc(n);
-}
-
-static void *count_calloc(size_t m, size_t n)
-{
-    counted += counting;
-    return calloc(m, n);
-}
-
-static void *count_realloc(void *p, size_t n)
-{
-    counted += counting;
-    return realloc(p, n);
-}
-
-static const once_allocator counting_allocator = {count_malloc, count_calloc, count_realloc,
-                                                  free};
 
 /* Written by the turn's thread before it completes the task; read by the
  * test after the blocking send saw the completion. */

@@ -1,0 +1,22 @@
+/*
+ * work_tree.h -- the work context's calls for an executor built into the
+ * library (src/exec/echo.c) that holds its JSON as jansson trees already:
+ * the same fenced writes as include/once/executor.h, without writing the
+ * JSON out as text for the engine to parse it back.
+ */
+#ifndef ONCE_ENGINE_WORK_TREE_H
+#define ONCE_ENGINE_WORK_TREE_H
+
+#include <jansson.h>
+
+#include "once/executor.h"
+
+/* The message that started the turn (once_work_message), borrowed: valid
+ * until run() returns; never NULL while run() runs. */
+const json_t *once__work_message_tree(const once_work *w);
+
+/* once_work_artifact with the artifact as a tree: one reference to art is
+ * taken, whatever the outcome, and art must not change afterwards. */
+int once__work_artifact_tree(once_work *w, json_t *art, int append, int last_chunk);
+
+#endif /* ONCE_ENGINE_WORK_TREE_H */
