@@ -36,7 +36,17 @@ typedef struct once_executor {
     /* Optional: release ctx at engine shutdown. */
     void (*destroy)(struct once_executor *ex);
     void *ctx;
+    /* ONCE_EXECUTOR_* bits; 0 for any executor that says nothing. */
+    unsigned flags;
 } once_executor;
+
+/* The executor's turns run in process and finish without waiting on
+ * anything but once_work_sleep(): the engine may then hold a turn's writes
+ * and commit them together (one store write for WORKING, the artifacts and
+ * the final state) instead of one write per call. Nothing is visible to
+ * anyone before it is committed, so an executor that talks to the outside
+ * world between its writes must leave this bit clear. */
+#define ONCE_EXECUTOR_BATCH 0x1u
 
 /* --- reading the task (snapshot taken when the turn started, refreshed by
  * every successful write) --- */

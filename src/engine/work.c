@@ -875,10 +875,11 @@ static void work_free(once_work *w)
 }
 
 /* 1 for an executor whose turns commit their writes in batches (see the
- * file header): it runs in process and blocks only in once_work_sleep. */
+ * file header): it says so (ONCE_EXECUTOR_BATCH), since only the executor
+ * knows that it runs in process and blocks only in once_work_sleep. */
 static int runs_at_once(const once_executor *ex)
 {
-    return ex == once_executor_echo();
+    return (ex->flags & ONCE_EXECUTOR_BATCH) != 0;
 }
 
 /* 1 if a batching turn may start from the record its dispatching write

@@ -126,6 +126,7 @@ static const once_executor echo_executor = {
     .run = echo_run,
     .destroy = NULL,
     .ctx = NULL,
+    .flags = ONCE_EXECUTOR_BATCH,
 };
 
 const once_executor *once_executor_echo(void)
