@@ -10,8 +10,8 @@
  * "dropped"):
  *   {"kind":"turn","at":T,"replica":R,"fence":F,"step":S,"resumed":B
  *    [,"end":T,"result":"<state>"]}
- *   {"kind":"takeover","at":T,"from":R,"to":R,"fence":F,"new_fence":F}
- *   {"kind":"fenced","at":T,"replica":R,"fence":F,"stored_fence":F}
+ *   {"kind":"takeover","at":T,"from":R,"to":R,"fence":F,"newFence":F}
+ *   {"kind":"fenced","at":T,"replica":R,"fence":F,"storedFence":F}
  *
  * What costs no write of its own: a turn's start and end ride in the turn's
  * own writes (work.c), a takeover in the takeover's write (sweep.c). What
@@ -149,7 +149,7 @@ int once__journal_takeover(once__engine *e, const once_record *cur, once_record 
     return journal_append(next, json_pack("{s:s,s:I,s:s,s:s,s:I,s:I}", "kind", "takeover", "at",
                                           (json_int_t)once__now(e), "from", cur->lease_owner,
                                           "to", next->lease_owner, "fence",
-                                          (json_int_t)cur->fence, "new_fence",
+                                          (json_int_t)cur->fence, "newFence",
                                           (json_int_t)next->fence));
 }
 
@@ -224,7 +224,7 @@ static int journal_merge(once__engine *e, const pending *p, once_record *next)
         json_array_append_new(
             ent, json_pack("{s:s,s:I,s:s,s:I,s:I}", "kind", "fenced", "at",
                            (json_int_t)p->fenced[i].at, "replica", e->replica_id, "fence",
-                           (json_int_t)p->fenced[i].fence, "stored_fence",
+                           (json_int_t)p->fenced[i].fence, "storedFence",
                            (json_int_t)p->fenced[i].stored_fence));
     int rc = journal_close(j, &next->journal);
     json_decref(j);

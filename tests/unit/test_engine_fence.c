@@ -155,7 +155,7 @@ static void test_takeover(void **state)
     assert_string_equal(fx_str(tk, "from"), "replica-a");
     assert_string_equal(fx_str(tk, "to"), "replica-b");
     assert_int_equal(fx_num(tk, "fence"), 1);
-    assert_int_equal(fx_num(tk, "new_fence"), 2);
+    assert_int_equal(fx_num(tk, "newFence"), 2);
     json_t *tb = fx_journal_entry(j, "turn", at_t, NULL);
     assert_non_null(tb);
     assert_string_equal(fx_str(tb, "replica"), "replica-b");
@@ -191,7 +191,7 @@ static void test_takeover(void **state)
     assert_non_null(fz);
     assert_string_equal(fx_str(fz, "replica"), "replica-a");
     assert_int_equal(fx_num(fz, "fence"), 1);
-    assert_int_equal(fx_num(fz, "stored_fence"), 2);
+    assert_int_equal(fx_num(fz, "storedFence"), 2);
     json_decref(j);
 
     /* A later sweep finds nothing more to take. */

@@ -7,6 +7,7 @@
  */
 #include "unit/engine_fixture.h"
 #include "engine/engine_int.h"
+#include "engine/inspect.h"
 
 static const char *P = "alice";
 
@@ -102,6 +103,23 @@ static void replays_counted_then_flushed(void **state)
     assert_string_equal(fx_str(turn, "result"), "TASK_STATE_COMPLETED");
     json_decref(j);
 
+    /* The inspector's timeline shows them: the count, a replay entry, the
+     * refusal by reason, the turn. */
+    json_t *tl = NULL;
+    assert_int_equal(once__engine_inspect(env.e, P, tid, &tl), ONCE_OK);
+    assert_int_equal(fx_num(json_object_get(tl, "replays"), "count"), 5);
+    json_t *rp = fx_journal_entry(tl, "replay", 0, NULL);
+    assert_non_null(rp);
+    assert_string_equal(fx_str(rp, "summary"), "replayed 5 times");
+    json_t *rf = fx_journal_entry(tl, "refusal", 0, NULL);
+    assert_non_null(rf);
+    assert_string_equal(fx_str(rf, "reason"), "MESSAGE_ID_REUSED");
+    assert_int_equal(fx_num(rf, "count"), 1);
+    json_t *tt = fx_journal_entry(tl, "turn", 0, NULL);
+    assert_non_null(tt);
+    assert_non_null(strstr(fx_str(tt, "summary"), "new turn on replica-a, fence 1"));
+    json_decref(tl);
+
     /* Nothing held: the next sweep writes nothing; counts add up. */
     assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
     assert_int_equal(updates(), writes + 1);
@@ -141,8 +159,8 @@ static void journal_is_bounded(void **state)
     json_t *ent = json_object_get(j, "entries");
     assert_int_equal(json_array_size(ent), 64);
     assert_int_equal(fx_num(j, "dropped"), 36);
-    assert_int_equal(fx_num(json_array_get(ent, 63), "new_fence"), 100); /* the newest */
-    assert_int_equal(fx_num(json_array_get(ent, 0), "new_fence"), 37);
+    assert_int_equal(fx_num(json_array_get(ent, 63), "newFence"), 100); /* the newest */
+    assert_int_equal(fx_num(json_array_get(ent, 0), "newFence"), 37);
     json_decref(j);
     once_record_clear(&cur);
     fx_env_close(&env);
