@@ -162,9 +162,14 @@ int once__journal_turn(once__engine *e, int64_t fence, int resumed, int64_t bega
 /* A send answered from rec with verdict v: count a replay or a refusal for
  * the next flush (nothing is written now). */
 void once__journal_send(once__engine *e, const once_record *rec, once_verdict v, int replayed);
-/* A turn under fence found stored (a newer fence) and wrote nothing: note it
- * for the next flush. */
-void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fence);
+/* A turn under fence found stored (a newer fence) and wrote nothing (lease:
+ * its lease renewal was refused, else a write of its output): note it for
+ * the next flush. */
+void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fence, int lease);
+/* A lease renewal under fence was refused: note it when the stored fence
+ * moved (one read; a turn that just ended its task is not noted). */
+void once__journal_lease_refused(once__engine *e, const char *principal, const char *task_id,
+                                 int64_t fence);
 /* Write the counts and notes held so far, one journal-only CAS per task. */
 int once__journal_flush(once__engine *e);
 void once__journal_free(once__engine *e);

@@ -404,7 +404,9 @@ static json_t *journal_entry(const json_t *x, int64_t *at)
                  from && from[0] ? from : "nobody", (long long)fence, to && to[0] ? to : "nobody",
                  (long long)json_integer_value(json_object_get(x, "newFence")));
     } else if (strcmp(kind, "fenced") == 0) {
-        snprintf(line, sizeof line, "refused write of %s: its fence %lld, the task's %lld",
+        const char *what = json_string_value(json_object_get(x, "what"));
+        snprintf(line, sizeof line, "refused %s of %s: its fence %lld, the task's %lld",
+                 what && strcmp(what, "lease") == 0 ? "lease renewal" : "write",
                  replica ? replica : "?", (long long)fence,
                  (long long)json_integer_value(json_object_get(x, "storedFence")));
     } else {

@@ -11,7 +11,8 @@
  *   {"kind":"turn","at":T,"replica":R,"fence":F,"step":S,"resumed":B
  *    [,"end":T,"result":"<state>"]}
  *   {"kind":"takeover","at":T,"from":R,"to":R,"fence":F,"newFence":F}
- *   {"kind":"fenced","at":T,"replica":R,"fence":F,"storedFence":F}
+ *   {"kind":"fenced","at":T,"replica":R,"fence":F,"storedFence":F,"what":W}
+ *   (W: "write", a turn's output, or "lease", its lease renewal)
  *
  * What costs no write of its own: a turn's start and end ride in the turn's
  * own writes (work.c), a takeover in the takeover's write (sweep.c). What
@@ -49,6 +50,7 @@ typedef struct counter {
 
 typedef struct fenced_note {
     int64_t at, fence, stored_fence;
+    int lease; /* a lease renewal, not a write of output */
 } fenced_note;
 
 /* One task's counts since the last flush. */
@@ -222,10 +224,11 @@ static int journal_merge(once__engine *e, const pending *p, once_record *next)
     json_t *ent = json_object_get(j, "entries");
     for (size_t i = 0; i < p->nfenced; i++)
         json_array_append_new(
-            ent, json_pack("{s:s,s:I,s:s,s:I,s:I}", "kind", "fenced", "at",
+            ent, json_pack("{s:s,s:I,s:s,s:I,s:I,s:s}", "kind", "fenced", "at",
                            (json_int_t)p->fenced[i].at, "replica", e->replica_id, "fence",
                            (json_int_t)p->fenced[i].fence, "storedFence",
-                           (json_int_t)p->fenced[i].stored_fence));
+                           (json_int_t)p->fenced[i].stored_fence, "what",
+                           p->fenced[i].lease ? "lease" : "write"));
     int rc = journal_close(j, &next->journal);
     json_decref(j);
     return rc;
@@ -346,7 +349,7 @@ void once__journal_send(once__engine *e, const once_record *rec, once_verdict v,
     pthread_mutex_unlock(&j->mu);
 }
 
-void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fence)
+void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fence, int lease)
 {
     struct once__journal *j = table(e);
     if (j == NULL)
@@ -359,9 +362,20 @@ void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fe
             memmove(p->fenced, p->fenced + 1, (FENCED_MAX - 1) * sizeof p->fenced[0]);
             p->nfenced--;
         }
-        p->fenced[p->nfenced++] = (fenced_note){now, fence, stored->fence};
+        p->fenced[p->nfenced++] = (fenced_note){now, fence, stored->fence, lease};
     }
     pthread_mutex_unlock(&j->mu);
+}
+
+void once__journal_lease_refused(once__engine *e, const char *principal, const char *task_id,
+                                 int64_t fence)
+{
+    once_record rec;
+    if (once_store_load(e->store, principal, task_id, &rec, NULL) != ONCE_OK)
+        return;   /* gone, or the store is away: nothing to note against */
+    if (rec.fence != fence)
+        once__journal_fenced(e, &rec, fence, 1);
+    once_record_clear(&rec);
 }
 
 /* Write p into its task's journal: CAS on the version, nothing else

@@ -141,7 +141,7 @@ static void adopt(once_work *w, once_record *next, json_t *task)
 static int fenced(once_work *w, const once_record *stored)
 {
     if (stored != NULL)
-        once__journal_fenced(w->e, stored, w->t->fence);
+        once__journal_fenced(w->e, stored, w->t->fence, 0);
     __atomic_store_n(&w->t->canceled, 1, __ATOMIC_RELEASE);
     ONCE__STAT(w->e, fenced_writes);
     once__log_fenced(w->t->task_id, w->t->fence, 0);

@@ -192,6 +192,7 @@ static void test_takeover(void **state)
     assert_string_equal(fx_str(fz, "replica"), "replica-a");
     assert_int_equal(fx_num(fz, "fence"), 1);
     assert_int_equal(fx_num(fz, "storedFence"), 2);
+    assert_string_equal(fx_str(fz, "what"), "write");
     json_decref(j);
 
     /* A later sweep finds nothing more to take. */
