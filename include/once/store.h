@@ -55,6 +55,11 @@ extern "C" {
  *               backends with ONCE_STORE_PUSH keep one delivery row per
  *               element (see "Push delivery"), backends without it may
  *               drop it (the engine refuses push configs on them).
+ *   journal     the task's timeline facts the events do not carry (turns,
+ *               takeovers, replays, refusals, fenced writes) as the engine's
+ *               compact JSON object, or NULL (none). Every backend stores
+ *               and returns it verbatim with the record; the engine bounds
+ *               it (ONCE_JOURNAL_MAX bytes).
  */
 typedef enum once_record_kind {
     ONCE_KIND_TASK = 0,
@@ -80,7 +85,11 @@ typedef struct once_record {
     char *task_json;
     char *checkpoint;
     char *push_json;      /* push configs (see "Push delivery" below) or NULL */
+    char *journal;        /* timeline facts (engine's JSON) or NULL */
 } once_record;
+
+/* The most bytes of journal the engine stores with a record. */
+#define ONCE_JOURNAL_MAX (16 * 1024)
 
 /* Free the owned strings and zero the record. NULL is a no-op. */
 ONCE_API void once_record_clear(once_record *r);

@@ -209,6 +209,8 @@ static void print_entry(FILE *f, const json_t *e)
                 json_is_true(json_object_get(e, "passed")) ? " (passed)" : "");
     } else {
         fprintf(f, "           %-15s ", kind);
+        if (str(e, "summary") != NULL)   /* the journal's kinds */
+            put(f, str(e, "summary"));
         if (str(e, "config") != NULL) {
             fprintf(f, "config ");
             put(f, str(e, "config"));
@@ -250,6 +252,13 @@ int once__inspect_print(FILE *f, const char *text)
     fputs("  forgotten at ", f);
     put_time(f, json_object_get(ret, "forgetAt"));
     fputc('\n', f);
+    const json_t *rp = json_object_get(tl, "replays");
+    if (json_is_object(rp)) {
+        fprintf(f, "replayed %" PRId64 " time%s, last at ", num(rp, "count"),
+                num(rp, "count") == 1 ? "" : "s");
+        put_time(f, json_object_get(rp, "last"));
+        fputc('\n', f);
+    }
     print_keys_push(f, tl);
     fprintf(f, "timeline (read by ");
     put(f, str(tl, "replica"));

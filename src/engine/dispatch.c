@@ -271,6 +271,8 @@ int once__renew_lease(once__engine *e, const char *principal, const char *task_i
 {
     int rc = once_store_renew(e->store, principal, task_id, e->replica_id, fence,
                               once__now(e) + e->cfg.lease_ms);
+    if (rc == ONCE_EFENCED)
+        once__journal_lease_refused(e, principal, task_id, fence);
     return once__store_rc(e, rc);
 }
 

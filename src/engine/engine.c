@@ -263,6 +263,7 @@ void once__engine_free(once__engine *e)
         return;
     once__engine_stop(e);
     once__push_free_state(e);
+    once__journal_free(e);
     pthread_cond_destroy(&e->await_cv);
     pthread_cond_destroy(&e->cancel_cv);
     pthread_cond_destroy(&e->work_cv);

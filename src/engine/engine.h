@@ -233,6 +233,10 @@ typedef struct once__engine_stats {
     uint64_t turns_completed, turns_failed, turns_canceled, turns_rejected,
         turns_input_required, turns_auth_required, turns_stopped, turns_lost;
     uint64_t leases_released; /* given back when the engine stopped */
+    /* journal.c: tasks whose replay and refusal counts were written by a
+     * journal-only update; tasks whose counts were dropped unwritten (more
+     * tasks than the table holds) */
+    uint64_t journal_flushes, journal_dropped;
 } once__engine_stats;
 void once__engine_get_stats(once__engine *e, once__engine_stats *out);
 

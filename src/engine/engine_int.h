@@ -118,6 +118,8 @@ struct once__engine {
     once__engine_stats stats;
     int64_t takeover_after;     /* __atomic: engine-clock ms before which the sweeper takes nothing over */
     struct once__push *push;    /* push delivery (push_int.h); NULL until setup/start */
+    struct once__journal *journal; /* __atomic: replay/refusal counts (journal.c); NULL
+                                    * until the first */
 };
 
 #define ONCE__STAT(e, field) __atomic_fetch_add(&(e)->stats.field, 1, __ATOMIC_RELAXED)
@@ -148,6 +150,29 @@ int once__takeovers_held(const once__engine *e);
 int once__record_settled(const once_record *r);
 /* Under e->mu: r was just written by this process. */
 void once__await_notify(once__engine *e, const once_record *r);
+
+/* --- journal.c ------------------------------------------------------------- */
+
+/* Add to next (the takeover's write over cur) the takeover entry. */
+int once__journal_takeover(once__engine *e, const once_record *cur, once_record *next);
+/* The turn (this replica, fence, resumed, began at) writes next over cur:
+ * add its start entry unless started, and its end when next ends it. */
+int once__journal_turn(once__engine *e, int64_t fence, int resumed, int64_t began,
+                       int started, const once_record *cur, once_record *next);
+/* A send answered from rec with verdict v: count a replay or a refusal for
+ * the next flush (nothing is written now). */
+void once__journal_send(once__engine *e, const once_record *rec, once_verdict v, int replayed);
+/* A turn under fence found stored (a newer fence) and wrote nothing (lease:
+ * its lease renewal was refused, else a write of its output): note it for
+ * the next flush. */
+void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fence, int lease);
+/* A lease renewal under fence was refused: note it when the stored fence
+ * moved (one read; a turn that just ended its task is not noted). */
+void once__journal_lease_refused(once__engine *e, const char *principal, const char *task_id,
+                                 int64_t fence);
+/* Write the counts and notes held so far, one journal-only CAS per task. */
+int once__journal_flush(once__engine *e);
+void once__journal_free(once__engine *e);
 
 /* --- write.c --------------------------------------------------------------- */
 

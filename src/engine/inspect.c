@@ -1,7 +1,8 @@
 /*
  * inspect.c -- one task's timeline for the inspector (inspect.h), built
  * from store reads alone: the record (or the tombstone), its events, its
- * push delivery rows. Nothing is taken from this replica's memory, so any
+ * push delivery rows, its journal (journal.c: turns, takeovers, refused
+ * writes, replay and refusal counts). Nothing is taken from this replica's memory, so any
  * replica on any backend shows the same timeline.
  *
  * Invariants: the JSON has the version ONCE_INSPECT_VERSION and the shape
@@ -378,6 +379,89 @@ static int retention(once__engine *e, int64_t finished_at, int64_t expired_at, j
     return r != NULL && json_object_set_new(out, "retention", r) == 0 ? ONCE_OK : ONCE_ENOMEM;
 }
 
+/* One journal entry as a timeline entry: its members, plus a line for
+ * people ("summary"). NULL when it is not one this version knows. */
+static json_t *journal_entry(const json_t *x, int64_t *at)
+{
+    const char *kind = json_string_value(json_object_get(x, "kind"));
+    json_int_t fence = json_integer_value(json_object_get(x, "fence"));
+    char line[ONCE_OWNER_MAX * 2 + 160];
+    *at = json_integer_value(json_object_get(x, "at"));
+    if (kind == NULL)
+        return NULL;
+    const char *replica = json_string_value(json_object_get(x, "replica"));
+    if (strcmp(kind, "turn") == 0) {
+        const char *result = json_string_value(json_object_get(x, "result"));
+        snprintf(line, sizeof line, "%s turn on %s, fence %lld, from step %lld%s%s",
+                 json_is_true(json_object_get(x, "resumed")) ? "resumed" : "new",
+                 replica ? replica : "?", (long long)fence,
+                 (long long)json_integer_value(json_object_get(x, "step")),
+                 result ? ", ended " : "", result ? result : "");
+    } else if (strcmp(kind, "takeover") == 0) {
+        const char *from = json_string_value(json_object_get(x, "from"));
+        const char *to = json_string_value(json_object_get(x, "to"));
+        snprintf(line, sizeof line, "takeover: lease of %s (fence %lld) to %s (fence %lld)",
+                 from && from[0] ? from : "nobody", (long long)fence, to && to[0] ? to : "nobody",
+                 (long long)json_integer_value(json_object_get(x, "newFence")));
+    } else if (strcmp(kind, "fenced") == 0) {
+        const char *what = json_string_value(json_object_get(x, "what"));
+        snprintf(line, sizeof line, "refused %s of %s: its fence %lld, the task's %lld",
+                 what && strcmp(what, "lease") == 0 ? "lease renewal" : "write",
+                 replica ? replica : "?", (long long)fence,
+                 (long long)json_integer_value(json_object_get(x, "storedFence")));
+    } else {
+        return NULL;
+    }
+    json_t *j = json_deep_copy(x);
+    if (j != NULL && json_object_set_new(j, "summary", json_string(line)) != 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+/* The journal's entries and counts into the timeline; "replays" (count and
+ * last time, or null) and "journalDropped" into out. */
+static int journal(const once_record *rec, json_t *out, timeline *t)
+{
+    json_t *jn = rec->journal != NULL ? once__json_parse(rec->journal) : NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach (json_object_get(jn, "entries"), i, x) {
+        int64_t at = 0;
+        json_t *e = journal_entry(x, &at);
+        if (e != NULL)
+            add(t, at, e);
+    }
+    const json_t *rp = json_object_get(jn, "replays");
+    json_int_t n = json_integer_value(json_object_get(rp, "n"));
+    json_int_t last = json_integer_value(json_object_get(rp, "last"));
+    if (n > 0) {
+        char line[64];
+        snprintf(line, sizeof line, "replayed %lld time%s", (long long)n, n == 1 ? "" : "s");
+        add(t, last, json_pack("{s:s, s:I, s:s}", "kind", "replay", "count", n, "summary", line));
+    }
+    const char *reason;
+    json_object_foreach (json_object_get(jn, "refused"), reason, x) {
+        json_int_t rn = json_integer_value(json_object_get(x, "n"));
+        char line[96];
+        snprintf(line, sizeof line, "refused %lld send%s: %s", (long long)rn, rn == 1 ? "" : "s",
+                 reason);
+        add(t, json_integer_value(json_object_get(x, "last")),
+            json_pack("{s:s, s:s, s:I, s:s}", "kind", "refusal", "reason", reason, "count", rn,
+                      "summary", line));
+    }
+    json_t *r = n > 0 ? json_pack("{s:I, s:I}", "count", n, "last", last) : json_null();
+    int rc = r != NULL && json_object_set_new(out, "replays", r) == 0 &&
+                     json_object_set_new(out, "journalDropped",
+                                         json_integer(json_integer_value(
+                                             json_object_get(jn, "dropped")))) == 0
+                 ? ONCE_OK
+                 : ONCE_ENOMEM;
+    json_decref(jn);
+    return rc;
+}
+
 static int live(once__engine *e, const once_record *rec, json_t *out, timeline *t)
 {
     int64_t now = once__now(e);
@@ -395,6 +479,8 @@ static int live(once__engine *e, const once_record *rec, json_t *out, timeline *
         rc = retention(e, rec->finished_at, 0, out, t);
     if (rc == ONCE_OK)
         rc = add_events(e, rec, after, t);
+    if (rc == ONCE_OK)
+        rc = journal(rec, out, t);
     return rc;
 }
 
@@ -408,7 +494,9 @@ static int expired(once__engine *e, const once_tombstone *tb, json_t *out, timel
         json_object_set_new(out, "eventsOmitted", json_integer(0)) != 0 ||
         json_object_set_new(out, "effectKeys", json_array()) != 0 ||
         json_object_set_new(out, "keysOmitted", json_integer(0)) != 0 ||
-        json_object_set_new(out, "push", json_array()) != 0)
+        json_object_set_new(out, "push", json_array()) != 0 ||
+        json_object_set_new(out, "replays", json_null()) != 0 ||
+        json_object_set_new(out, "journalDropped", json_integer(0)) != 0)
         return ONCE_ENOMEM;
     add(t, tb->finished_at, json_pack("{s:s}", "kind", "finished"));
     add(t, tb->expired_at, json_pack("{s:s}", "kind", "expired"));

@@ -508,6 +508,8 @@ static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, onc
             rc = ONCE_OK;
             break;
         }
+        if (in.stored == ONCE_STORED_RECORD && rc == ONCE_OK)
+            once__journal_send(e, &rec, v, res->replayed);
         if (in.stored == ONCE_STORED_RECORD)
             once_record_clear(&rec);
         if (rc == ONCE_ERANGE) {

@@ -68,7 +68,9 @@ static int take_over(once__engine *e, const once_key *k, int64_t now)
         next.lease_owner[0] = '\0';
         next.lease_until = 0;
     }
-    rc = once__write(e, &cur, &next, NULL);
+    rc = once__journal_takeover(e, &cur, &next);
+    if (rc == ONCE_OK)
+        rc = once__write(e, &cur, &next, NULL);
     if (rc == ONCE_OK)
         once__log_takeover(e, next.principal, next.task_id, next.fence, run);
     if (rc == ONCE_OK && run) {
@@ -148,8 +150,9 @@ int once__engine_sweep_once(once__engine *e)
         return ONCE_EINVAL;
     int rc = takeover_pass(e);
     int rc2 = retention_pass(e);
+    int rc3 = once__journal_flush(e);
     ONCE__STAT(e, sweeps);
-    return rc != ONCE_OK ? rc : rc2;
+    return rc != ONCE_OK ? rc : rc2 != ONCE_OK ? rc2 : rc3;
 }
 
 static void *sweeper_main(void *arg)

@@ -96,6 +96,8 @@ struct once_work {
     size_t nops;
     once_record pend;           /* rec with ops applied (staged holds its tree) */
     int have_pend;
+    int64_t began;              /* when the turn started (its journal entry) */
+    int journaled;              /* a write of this turn stored its start */
 };
 
 static int retire(once_work *w, char *s)
@@ -135,8 +137,11 @@ static void adopt(once_work *w, once_record *next, json_t *task)
     memset(next, 0, sizeof *next);
 }
 
-static int fenced(once_work *w)
+/* The turn's fence is not stored's (NULL: the task is gone). */
+static int fenced(once_work *w, const once_record *stored)
 {
+    if (stored != NULL)
+        once__journal_fenced(w->e, stored, w->t->fence, 0);
     __atomic_store_n(&w->t->canceled, 1, __ATOMIC_RELEASE);
     ONCE__STAT(w->e, fenced_writes);
     once__log_fenced(w->t->task_id, w->t->fence, 0);
@@ -313,7 +318,7 @@ static int commit(once_work *w)
             break;
         }
         if (cur.fence != w->t->fence) {
-            rc = fenced(w);
+            rc = fenced(w, &cur);
             break;
         }
         if (have_lost && write_landed(&cur, &lost)) {
@@ -335,10 +340,14 @@ static int commit(once_work *w)
             rc = apply_ops(w, &cur, &next);
         }
         if (rc == ONCE_OK)
+            rc = once__journal_turn(w->e, w->t->fence, w->t->resumed, w->began, w->journaled,
+                                    &cur, &next);
+        if (rc == ONCE_OK)
             rc = write_ops(w, &cur, &next);
         json_t *staged = w->staged;
         w->staged = NULL;
         if (rc == ONCE_OK) {
+            w->journaled = 1;
             adopt(w, &next, staged);
             break;
         }
@@ -354,7 +363,7 @@ static int commit(once_work *w)
         }
         rc = reload(w, &cur);
         if (rc == ONCE_ENOTFOUND) {
-            rc = fenced(w);
+            rc = fenced(w, NULL);
             break;
         }
         if (rc != ONCE_OK)
@@ -903,6 +912,7 @@ void once__run_turn(once__engine *e, once__turn *t)
         return;   /* the lease expires; a takeover runs the turn */
     w->e = e;
     w->t = t;
+    w->began = once__now(e);
     w->batch = runs_at_once(e->ex);
     int rc = ONCE_OK;
     int64_t dispatched = t->rec != NULL ? t->rec->version : 0;

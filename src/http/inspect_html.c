@@ -253,6 +253,16 @@ static void facts(once__mtext *t, const json_t *tl, const json_t *task)
         when(t, json_object_get(task, times[i][2]), "-");
         P(t, "</td></tr>");
     }
+    const json_t *rp = json_object_get(tl, "replays");
+    fact(t, "Replayed", "f-replays");
+    if (json_is_object(rp)) {
+        P(t, "replayed %" PRId64 " time%s, last at ", num(rp, "count"),
+          num(rp, "count") == 1 ? "" : "s");
+        when(t, json_object_get(rp, "last"), "-");
+    } else {
+        P(t, "never");
+    }
+    P(t, "</td></tr>");
     fact(t, "Read by", "f-replica");
     once__html_text(t, str(tl, "replica"));
     P(t, " at ");
@@ -341,6 +351,8 @@ static void detail(once__mtext *t, const json_t *e, const char *kind)
         once__html_text(t, str(e, "config"));
         P(t, "</code>, attempt %" PRId64 ": ", num(e, "attempts") + 1);
         once__html_text(t, str(e, "lastError"));
+    } else if (str(e, "summary") != NULL) {   /* the journal's kinds (inspect.c) */
+        once__html_text(t, str(e, "summary"));
     } else {
         once__html_text(t, str(e, "event"));
         if (str(e, "artifact") != NULL) {

@@ -51,8 +51,8 @@ typedef struct mem_node {
 
 /* The record's strings, in the order they are packed. */
 enum { S_PRINCIPAL, S_TASK_ID, S_CONTEXT_ID, S_LEASE_OWNER, S_DIGESTS, S_TASK_JSON,
-       S_CHECKPOINT, S_PUSH_JSON, S_COUNT };
-#define S_NULL UINT32_MAX     /* off[] of a NULL string (checkpoint, push_json) */
+       S_CHECKPOINT, S_PUSH_JSON, S_JOURNAL, S_COUNT };
+#define S_NULL UINT32_MAX     /* off[] of a NULL string (checkpoint, push_json, journal) */
 
 /* One record in one allocation. Immutable once published except
  * lease_until, which renew sets under the lock. */
@@ -232,7 +232,7 @@ static mem_rec *rec_pack(const once_record *rec)
 {
     const char *str[S_COUNT] = {rec->principal,   rec->task_id,   rec->context_id,
                                 rec->lease_owner, rec->digests,   rec->task_json,
-                                rec->checkpoint,  rec->push_json};
+                                rec->checkpoint,  rec->push_json, rec->journal};
     size_t len[S_COUNT], total = 0, pos = 0;
     mem_rec *r;
     int i;
@@ -275,6 +275,7 @@ static void rec_view(const mem_rec *r, once_record *v)
     v->task_json = (char *)rec_str(r, S_TASK_JSON);
     v->checkpoint = (char *)rec_str(r, S_CHECKPOINT);
     v->push_json = (char *)rec_str(r, S_PUSH_JSON);
+    v->journal = (char *)rec_str(r, S_JOURNAL);
 }
 
 /* r into *out, the caller's own copy. */

@@ -1,6 +1,6 @@
 /*
  * record.c -- ownership helpers for the store's value types: records own
- * their four strings, lists own their arrays and every element's strings.
+ * their five strings, lists own their arrays and every element's strings.
  * Every clear leaves the struct zeroed so a second clear is harmless.
  */
 #include <string.h>
@@ -15,6 +15,7 @@ void once_record_clear(once_record *r)
     once_free(r->task_json);
     once_free(r->checkpoint);
     once_free(r->push_json);
+    once_free(r->journal);
     memset(r, 0, sizeof *r);
 }
 
@@ -29,10 +30,12 @@ int once_record_copy(once_record *dst, const once_record *src)
     dst->task_json = NULL;
     dst->checkpoint = NULL;
     dst->push_json = NULL;
+    dst->journal = NULL;
     if ((src->digests && !(dst->digests = once_strdup(src->digests))) ||
         (src->task_json && !(dst->task_json = once_strdup(src->task_json))) ||
         (src->checkpoint && !(dst->checkpoint = once_strdup(src->checkpoint))) ||
-        (src->push_json && !(dst->push_json = once_strdup(src->push_json)))) {
+        (src->push_json && !(dst->push_json = once_strdup(src->push_json))) ||
+        (src->journal && !(dst->journal = once_strdup(src->journal)))) {
         once_record_clear(dst);
         return ONCE_ENOMEM;
     }

@@ -27,7 +27,7 @@
 #include "db/db.h"
 #include "once/store.h"
 
-#define SQ_SCHEMA_VERSION 2   /* 1 -> 2: tasks.push_json, push_deliveries */
+#define SQ_SCHEMA_VERSION 3   /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal */
 #define SQ_BATCH_MAX 256      /* ops per group commit */
 #define SQ_IDLE_READERS 8     /* idle reader connections kept open */
 #define SQ_BUSY_RETRIES 3     /* retries after busy_timeout gave up */
@@ -90,8 +90,8 @@ extern const char *const once__sq_sql[SQ_NSTMT];
 #define SQ_TASK_COLS                                                                      \
     "principal, task_id, context_id, state, kind, version, generation, fence, step, "   \
     "lease_owner, lease_until, created_at, updated_at, finished_at, digests, task_json, " \
-    "checkpoint, push_json"
-#define SQ_TASK_NCOLS 18
+    "checkpoint, push_json, journal"
+#define SQ_TASK_NCOLS 19
 /* Columns of a push_deliveries row after its key (sqlite_push.c decodes). */
 #define SQ_PUSH_COLS                                                                      \
     "config_id, since, delivered, target, attempts, next_attempt_at, lease_owner, "      \

@@ -68,6 +68,8 @@ int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)
         rc = dup_text(&r->checkpoint, st, c + 16, 1);
     if (rc == ONCE_OK)
         rc = dup_text(&r->push_json, st, c + 17, 1);
+    if (rc == ONCE_OK)
+        rc = dup_text(&r->journal, st, c + 18, 1);
     if (rc != ONCE_OK) {
         once_record_clear(r);
         return rc;

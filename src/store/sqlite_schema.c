@@ -22,7 +22,7 @@
 
 #include "store/sqlite_int.h"
 
-#define SQ_TASK_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18"
+#define SQ_TASK_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19"
 
 const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_BEGIN] = "BEGIN IMMEDIATE",
@@ -41,8 +41,8 @@ const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_TASK_UPDATE] = "UPDATE tasks SET context_id=?3, state=?4, kind=?5, version=?6, "
                        "generation=?7, fence=?8, step=?9, lease_owner=?10, lease_until=?11, "
                        "created_at=?12, updated_at=?13, finished_at=?14, digests=?15, "
-                       "task_json=?16, checkpoint=?17, push_json=?18 "
-                       "WHERE principal=?1 AND task_id=?2 AND version=?19",
+                       "task_json=?16, checkpoint=?17, push_json=?18, journal=?19 "
+                       "WHERE principal=?1 AND task_id=?2 AND version=?20",
     [SQ_EVENT_INSERT] = "INSERT INTO events(principal, task_id, generation, payload) "
                         "VALUES(?1,?2,?3,?4)",
     [SQ_EVENTS_GET] = "SELECT generation, payload FROM events WHERE principal=?1 AND task_id=?2 "
@@ -92,6 +92,7 @@ static const char ddl[] =
     " lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL,"
     " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER NOT NULL,"
     " digests TEXT NOT NULL, task_json TEXT NOT NULL, checkpoint TEXT, push_json TEXT,"
+    " journal TEXT,"
     " PRIMARY KEY(principal, task_id)) STRICT;"
     "CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(lease_until, principal, task_id)"
     " WHERE state<5 AND lease_until>0;"
@@ -124,7 +125,12 @@ static const char ddl[] =
     " task_id, config_id) WHERE disabled=0 AND delivered<target;"
 
 static const char ddl_push[] = PUSH_TABLE;
-static const char migrate_1_2[] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE;
+/* What each older version lacks: a file at version v runs migrate[v]. */
+#define JOURNAL_COLUMN "ALTER TABLE tasks ADD COLUMN journal TEXT;"
+static const char *const migrate[SQ_SCHEMA_VERSION] = {
+    [1] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE JOURNAL_COLUMN,
+    [2] = JOURNAL_COLUMN,
+};
 
 /* One-row PRAGMA: its first column as text (journal_mode) or integer. */
 static int pragma_row(sq_conn *c, const char *sql, char *text, size_t cap, int64_t *num)
@@ -217,14 +223,14 @@ static int create_tables(sq_store *s, sq_conn *c)
     int64_t v = 0;
     rc = read_version(s, c, &v);   /* another process may have won the race */
     if (rc == ONCE_OK && v < SQ_SCHEMA_VERSION) {
-        /* 0: a new file gets everything; 1: add what version 2 brought. */
+        /* 0: a new file gets everything; 1, 2: add what the later versions brought. */
         char sql[sizeof ddl + sizeof ddl_push + 64];
-        snprintf(sql, sizeof sql, "%s%sPRAGMA user_version=%d;", v == 0 ? ddl : migrate_1_2,
+        snprintf(sql, sizeof sql, "%s%sPRAGMA user_version=%d;", v == 0 ? ddl : migrate[v],
                  v == 0 ? ddl_push : "", SQ_SCHEMA_VERSION);
         int src = once__sq_exec(c->db, sql);
         rc = src == SQLITE_OK ? ONCE_OK : once__db_err(src);
         if (rc != ONCE_OK)
-            once__sq_seterr(s, c->db, v == 0 ? "schema: create tables" : "schema: migrate 1 -> 2",
+            once__sq_seterr(s, c->db, v == 0 ? "schema: create tables" : "schema: migrate to 3",
                             rc);
     }
     if (rc == ONCE_OK) {

@@ -38,7 +38,7 @@ static int bind_key(sqlite3_stmt *st, const char *principal, const char *task_id
     return rc;
 }
 
-/* Parameters ?1..?18 of SQ_TASK_INSERT and SQ_TASK_UPDATE (SQ_TASK_COLS). */
+/* Parameters ?1..?19 of SQ_TASK_INSERT and SQ_TASK_UPDATE (SQ_TASK_COLS). */
 static int bind_task(sqlite3_stmt *st, const once_record *r)
 {
     const int64_t nums[] = {r->state, r->kind, r->version, r->generation, r->fence, r->step};
@@ -60,6 +60,8 @@ static int bind_task(sqlite3_stmt *st, const once_record *r)
         rc = once__sq_bind_text(st, 17, r->checkpoint);
     if (rc == SQLITE_OK)
         rc = once__sq_bind_text(st, 18, r->push_json);
+    if (rc == SQLITE_OK)
+        rc = once__sq_bind_text(st, 19, r->journal);
     return rc;
 }
 
@@ -174,7 +176,7 @@ static int op_update(sq_store *s, sq_conn *w, sq_op *op)
         return rc;
     int src = bind_task(st, r);
     if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 19, op->expect_version);
+        src = once__sq_bind_int64(st, 20, op->expect_version);
     rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     if (rc == ONCE_OK && sqlite3_changes(w->db) != 1)
         rc = ONCE_ESTORE;   /* we hold the write lock: the row cannot have moved */

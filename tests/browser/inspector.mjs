@@ -2,7 +2,8 @@
 // by puppeteer-core, against a real onced --inspect --test-admin.
 //
 // It runs the story's task (docs/design.md section 9, demo/story.py): a send
-// whose answer is lost, its retry (replayed: nothing new is stored), the
+// whose answer is lost, its retry (replayed: nothing new is stored; the
+// journal counts it and the page shows "replayed 1 time"), the
 // question the agent asks, the follow-up that answers it, and the 73-hour
 // clock jump past --retention. At each point it checks what the pages show:
 // the list, the task's state, fence, step, side-effect key, generations and
@@ -245,6 +246,17 @@ async function main() {
   check((await text(page, '#timeline')).includes(ANSWER), 'the follow-up in the timeline');
   check(/\d{4}-\d\d-\d\dT/.test(await text(page, '#r-tombstone')), 'the tombstone deadline');
   check(/\d{4}-\d\d-\d\dT/.test(await text(page, '#r-forget')), 'the forget deadline');
+  // The lost answer's retry: counted in memory, written by the sweeper's
+  // next pass (the replay itself stored nothing); the page shows it then.
+  await waitFor(async () => (await timeline(base, id))?.replays?.count === 1, 15000,
+    'the sweeper to write the replay count');
+  await page.reload();
+  check((await text(page, '#f-replays')).startsWith('replayed 1 time, last at'),
+    `the replay count: ${await text(page, '#f-replays')}`);
+  check((await text(page, '#timeline tr.k-replay')).includes('replayed 1 time'), 'the replay in the timeline');
+  const turns = await page.$$eval('#timeline tr.k-turn', (rows) => rows.map((r) => r.textContent));
+  eq(turns.length, 2, 'two turns: the question and the follow-up');
+  check(turns.every((t) => t.includes('new turn on') && t.includes('fence')), `the turns: ${turns.join(' | ')}`);
   if (process.env.ONCE_SCREENSHOT) {
     await page.screenshot({ path: process.env.ONCE_SCREENSHOT, fullPage: true });
   }

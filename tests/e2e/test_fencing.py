@@ -5,7 +5,10 @@ frozen with SIGSTOP, its lease expires, and replica B takes the task over with
 fence 2, resuming from A's checkpoint and step, and completes it. Then A's
 command is let go (it prints its fence-1 artifact and completion) and A is
 resumed with SIGCONT: A's writes are refused and nothing of them becomes
-visible on either replica, A runs nothing again, and A keeps serving.
+visible on either replica, A runs nothing again, and A keeps serving. The
+inspector's timeline (read on either replica) shows both turns, the
+takeover from A (fence 1) to B (fence 2), and A's refused write or lease
+renewal with its fence 1 and the task's fence 2.
 
 The --exec command names every artifact and message after $ONCE_FENCE and
 logs each run (fence, step, resumed, checkpoint) to a file, so the test sees
@@ -19,8 +22,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Onced, admin_stats, check, eq, new_id, result_task, run, scaled,
-                     scratch_dir, status_text, task_state, user_message, wait_sweeps, wait_until)
+from harness import (Onced, admin_stats, check, eq, http_request, new_id, result_task, run,
+                     scaled, scratch_dir, status_text, task_state, user_message, wait_sweeps,
+                     wait_until)
 
 TMP = scratch_dir("once-fencing-")
 STATE = os.path.join(TMP, "state")
@@ -139,9 +143,39 @@ def get(s, tid):
     return doc
 
 
+def timeline(srv, tid):
+    st, _, body = http_request(srv.port, "GET", "/inspect/api/task/" + tid)
+    eq(st, 200, "the timeline's HTTP status")
+    return json.loads(body)
+
+
+def check_journal(a, b, tid):
+    """The task's journal as the inspector shows it, the same on A and B."""
+    # A's refused write (or renewal) is written by A's sweeper after A woke:
+    # wait_sweeps(a, 2) ran before this, so it is there.
+    tl = timeline(b, tid)
+    turns = [(e["replica"], e["fence"], e["resumed"], e.get("result"))
+             for e in tl["entries"] if e["kind"] == "turn"]
+    eq(turns, [("replica-a", 1, False, None), ("replica-b", 2, True, "TASK_STATE_COMPLETED")],
+       "the turns: A's (never ended), B's resumed one")
+    tk = [(e["from"], e["to"], e["fence"], e["newFence"])
+          for e in tl["entries"] if e["kind"] == "takeover"]
+    eq(tk, [("replica-a", "replica-b", 1, 2)], "the takeover names both owners and fences")
+    fz = [(e["replica"], e["fence"], e["storedFence"]) for e in tl["entries"]
+          if e["kind"] == "fenced"]
+    check(fz and all(f == ("replica-a", 1, 2) for f in fz),
+          "A's refused write names both fences: %r" % (fz,))
+    eq([e["kind"] for e in timeline(a, tid)["entries"]], [e["kind"] for e in tl["entries"]],
+       "A shows the same timeline")
+    _, _, page = http_request(b.port, "GET", "/inspect/task/" + tid)
+    for want in ("takeover: lease of replica-a (fence 1) to replica-b (fence 2)",
+                 "of replica-a: its fence 1, the task&#39;s 2"):
+        check(want in page.decode(), "the page shows %r" % want)
+
+
 def test_takeover_and_fenced_write():
     store = "sqlite:" + os.path.join(TMP, "registry.db")
-    common = ["--exec", EXEC, "--lease", LEASE, "--test-admin", "--exec-grace", "1s"]
+    common = ["--exec", EXEC, "--lease", LEASE, "--test-admin", "--exec-grace", "1s", "--inspect"]
     a = Onced(args=common + ["--replica-id", "replica-a"], tmpdir=TMP, store=store)
     b = None
     stopped = False
@@ -204,6 +238,7 @@ def test_takeover_and_fenced_write():
         for name, srv in (("A", a), ("B", b)):
             eq(result_task(get(srv, tid)), final, "%s: the task is exactly B's result" % name)
         eq(len(runs()), 2, "A ran nothing again")
+        check_journal(a, b, tid)
         sa = admin_stats(a)
         eq(sa.get("takeovers"), 0, "A took nothing over")
         print("A's counters after SIGCONT: fencedWrites=%s (0 when its heartbeat saw the lost "

@@ -5,7 +5,10 @@ GetTask; everything taken from a task is HTML-escaped and every page carries
 the CSP; the timeline JSON (version 1) holds the record, every event by
 generation, the side-effect keys, the push delivery rows and the retention
 deadlines, then the tombstone after the clock jump; `once inspect` prints
-it for a terminal and, with --json, as served.
+it for a terminal and, with --json, as served. The journal: the turn that
+ran the task, the retry of a send whose answer was lost counted as a replay
+(written by the sweeper, not by the replay), a reused messageId counted as a
+refusal by reason.
 """
 import json
 import os
@@ -244,6 +247,41 @@ def test_timeline_json_and_cli():
         check(rc == 0 and "EXPIRED" in out, "once inspect shows the tombstone:\n%s" % out)
 
 
+def test_journal_turn_replay_refusal():
+    with Onced(["--inspect"], tmpdir=scratch_dir()) as srv:
+        tid, mid = "jr-" + new_id(), new_id()
+        params = {"message": user_message("hello", message_id=mid, task_id=tid)}
+        st, _, doc = srv.rpc("SendMessage", params, ext=True)
+        check(st == 200 and "result" in doc, "the first send: %r" % (doc,))
+        # Its answer was lost: the client sends the same message again.
+        st, hd, doc = srv.rpc("SendMessage", params, ext=True)
+        check(st == 200 and "result" in doc, "the retry: %r" % (doc,))
+        eq(hd.get("idempotent-replayed"), "true", "the retry is a replay")
+        params2 = {"message": user_message("other text", message_id=mid, task_id=tid)}
+        st, _, doc = srv.rpc("SendMessage", params2, ext=True)
+        check("error" in doc, "a reused messageId is refused: %r" % (doc,))
+        tl = wait_until(lambda: (lambda t: t if t["replays"] and
+                                 any(e["kind"] == "refusal" for e in t["entries"])
+                                 else None)(timeline(srv, tid)),
+                        timeout=30, what="the sweeper to write the replay and the refusal")
+        eq(tl["replays"]["count"], 1, "one replay")
+        turns = [e for e in tl["entries"] if e["kind"] == "turn"]
+        eq(len(turns), 1, "one turn")
+        eq((turns[0]["fence"], turns[0]["resumed"], turns[0]["result"]),
+           (1, False, "TASK_STATE_COMPLETED"), "the turn: fence 1, fresh, completed")
+        eq(turns[0]["replica"], tl["replica"], "the turn ran on this replica")
+        ref = [e for e in tl["entries"] if e["kind"] == "refusal"]
+        eq([(e["reason"], e["count"]) for e in ref], [("MESSAGE_ID_REUSED", 1)], "the refusal")
+        ats = [e["at"] for e in tl["entries"]]
+        eq(ats, sorted(ats), "entries sorted by time")
+        _, _, page = get(srv, "/inspect/task/" + tid)
+        check("replayed 1 time, last at" in page.decode(), "the page shows the replay count")
+        rc, out, err = once_cli(srv, "inspect", tid)
+        eq(rc, 0, "once inspect: exit status (%s)" % err)
+        for want in ("replayed 1 time, last at", "new turn on", "refused 1 send: MESSAGE_ID_REUSED"):
+            check(want in out, "once inspect prints %r:\n%s" % (want, out))
+
+
 if __name__ == "__main__":
     run([test_off_by_default, test_auth_and_tenants, test_escaping_and_csp,
-         test_list_filters_and_pages, test_timeline_json_and_cli])
+         test_list_filters_and_pages, test_timeline_json_and_cli, test_journal_turn_replay_refusal])

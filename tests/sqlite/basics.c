@@ -6,7 +6,7 @@
  * tables, user_version), refusal of a newer schema, two handles sharing one
  * file, several processes creating the schema of one new file at once, and
  * several processes migrating a version-1 file (before push delivery) at
- * once without losing what it held.
+ * once without losing what it held, and a version-2 file gaining the journal.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -228,7 +228,7 @@ static void schema_on_disk(void **state)
 
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_journal_mode WHERE "
                                  "journal_mode='wal'"),
                      1);
@@ -250,13 +250,13 @@ static void schema_on_disk(void **state)
                          SQLITE_OK);
 
     /* A file from a newer once is refused cleanly. */
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=3", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=4", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     char err[256] = "";
     once_store *s = (once_store *)1;
     assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "schema version 3"));
+    assert_non_null(strstr(err, "schema version 4"));
     st_remove_db(path);
 }
 
@@ -443,7 +443,46 @@ static void processes_migrate_v1_at_once(void **state)
     once_store_close(s);
 
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+    sqlite3_close(db);
+    st_remove_db(path);
+}
+
+/* A version-2 file (push delivery, no journal) gains the journal column at
+ * open: its record is kept with no journal, and a journal written then
+ * comes back. */
+static void version_2_gains_journal(void **state)
+{
+    (void)state;
+    char path[4096], url[4200];
+    fresh_path(path, sizeof path, "v2");
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    once_store *s = open_ok(url, NULL);
+    once_record r;
+    assert_int_equal(st_rec(&r, "p", "t2", ONCE_STATE_WORKING, T0, "{}"), 0);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    once_record_clear(&r);
+    once_store_close(s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN journal;"
+                                      "PRAGMA user_version=2;", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+
+    s = open_ok(url, NULL);
+    assert_int_equal(once_store_load(s, "p", "t2", &r, NULL), ONCE_OK);
+    assert_null(r.journal);
+    r.journal = once_strdup("{\"v\":1}");
+    r.version = 2;
+    assert_int_equal(once_store_update(s, &r, 1, NULL, 0), ONCE_OK);
+    once_record_clear(&r);
+    assert_int_equal(once_store_load(s, "p", "t2", &r, NULL), ONCE_OK);
+    assert_string_equal(r.journal, "{\"v\":1}");
+    once_record_clear(&r);
+    once_store_close(s);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
     sqlite3_close(db);
     st_remove_db(path);
 }
@@ -458,6 +497,7 @@ int main(void)
         cmocka_unit_test(schema_on_disk),
         cmocka_unit_test(processes_create_schema_at_once),
         cmocka_unit_test(processes_migrate_v1_at_once),
+        cmocka_unit_test(version_2_gains_journal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,6 +131,17 @@ static size_t nevents(fx *f, const char *principal, const char *id)
     return n;
 }
 
+/* An optional string member: NULL stays NULL, text comes back as written. */
+static void assert_same_optional(const char *a, const char *b)
+{
+    if (a) {
+        assert_non_null(b);
+        assert_string_equal(a, b);
+    } else {
+        assert_null(b);
+    }
+}
+
 static void assert_same_record(const once_record *a, const once_record *b)
 {
     assert_string_equal(a->principal, b->principal);
@@ -151,12 +162,8 @@ static void assert_same_record(const once_record *a, const once_record *b)
     assert_string_equal(a->digests, b->digests);
     assert_non_null(b->task_json);
     assert_string_equal(a->task_json, b->task_json);
-    if (a->checkpoint) {
-        assert_non_null(b->checkpoint);
-        assert_string_equal(a->checkpoint, b->checkpoint);
-    } else {
-        assert_null(b->checkpoint);
-    }
+    assert_same_optional(a->checkpoint, b->checkpoint);
+    assert_same_optional(a->journal, b->journal);
 }
 
 /* ------------------------------------------------------------------------
@@ -210,6 +217,7 @@ static void create_load_round_trip(void **state)
     once_free(r.task_json);
     r.task_json = json;
     r.checkpoint = once_strdup("{\"step\":11,\"note\":\"\xc3\xbc\"}");
+    r.journal = once_strdup("{\"v\":1,\"entries\":[{\"k\":\"turn\",\"at\":1,\"r\":\"caf\xc3\xa9\"}]}");
     st_mkev(&e, 1, 3, "rt");
 
     EXPECT_RC(f, once_store_create(f->s, &r, e.ev, 3, NULL, NULL), ONCE_OK);
@@ -409,6 +417,7 @@ static void cas_update_appends_events(void **state)
     r.updated_at = T0 + 50;
     assert_int_equal(st_set_json(&r, "{\"v\":2}"), 0);
     r.checkpoint = once_strdup("ck-2");
+    r.journal = once_strdup("{\"v\":1,\"replays\":{\"n\":2,\"last\":5}}");
     st_mkev(&e, 2, 2, "cas");
     EXPECT_RC(f, once_store_update(f->s, &r, 1, e.ev, 2), ONCE_OK);
     get(f, "p", "t-cas", &got);
@@ -429,6 +438,8 @@ static void cas_update_appends_events(void **state)
     r.lease_until = T0 + 900;
     once_free(r.checkpoint);
     r.checkpoint = NULL;
+    once_free(r.journal);
+    r.journal = NULL;
     EXPECT_RC(f, once_store_update(f->s, &r, 2, NULL, 0), ONCE_OK);
     get(f, "p", "t-cas", &got);
     assert_same_record(&r, &got);

@@ -779,7 +779,7 @@ static void push_writes_race_acks(void **state)
 
 #ifdef ONCE_HAVE_PG
 /* Take schema "specific" back to version 1 (what a once without push
- * delivery left), then open it again: migration 2 applies, under the same
+ * delivery and journal left), then open it again: migrations 2 and 3 apply, under the same
  * advisory lock, keeping the records; push rows then work. s stays open
  * across it (its pooled connections must cope with the new column). */
 static void migrate_from_v1(once_store *s)
@@ -790,16 +790,18 @@ static void migrate_from_v1(once_store *s)
     st_events e;
     once_store *s2;
 
-    pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN push_json; "
+    pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN push_json, DROP COLUMN journal; "
              "DROP TABLE specific.once_push; "
              "DELETE FROM specific.once_migrations WHERE version > 1");
     s2 = open_ns(0, "specific", 0);
-    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"), 2);
+    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"), 3);
     EXPECT_RC(s2, once_store_load(s2, "p", "t-1", &r, NULL), ONCE_OK);
     assert_null(r.push_json);
+    assert_null(r.journal);
     r.version = 2;
     r.generation = 2;
     r.push_json = once_strdup("[{\"id\":\"c\",\"since\":1}]");
+    r.journal = once_strdup("{\"v\":1}");
     st_mkev(&e, 2, 1, "t-1");
     EXPECT_RC(s2, once_store_update(s2, &r, 1, e.ev, 1), ONCE_OK);
     once_record_clear(&r);
@@ -816,6 +818,7 @@ static void migrate_from_v1(once_store *s)
     /* The handle opened before the migration reads the new layout too. */
     EXPECT_RC(s, once_store_load(s, "p", "t-1", &r, NULL), ONCE_OK);
     assert_non_null(r.push_json);
+    assert_string_equal(r.journal, "{\"v\":1}");
     once_record_clear(&r);
 }
 #endif

@@ -326,6 +326,50 @@ static FX_UNUSED void fx_load(once_store *s, const char *principal, const char *
     assert_int_equal(once_store_load(s, principal, task_id, rec, NULL), ONCE_OK);
 }
 
+/* The stored journal (src/engine/journal.c) of the task, parsed (the
+ * caller's reference). */
+static FX_UNUSED json_t *fx_journal_of(once_store *s, const char *principal, const char *task_id)
+{
+    once_record r;
+    fx_load(s, principal, task_id, &r);
+    assert_non_null(r.journal);
+    json_t *j = json_loads(r.journal, 0, NULL);
+    assert_non_null(j);
+    assert_true(strlen(r.journal) <= ONCE_JOURNAL_MAX);
+    once_record_clear(&r);
+    return j;
+}
+
+/* Its first entry of kind at or after index from (or NULL); *at gets its
+ * index. */
+static FX_UNUSED json_t *fx_journal_entry(json_t *j, const char *kind, size_t from, size_t *at)
+{
+    json_t *ent = json_object_get(j, "entries");
+    for (size_t i = from; i < json_array_size(ent); i++) {
+        json_t *x = json_array_get(ent, i);
+        if (strcmp(json_string_value(json_object_get(x, "kind")), kind) == 0) {
+            if (at != NULL)
+                *at = i;
+            return x;
+        }
+    }
+    return NULL;
+}
+
+static FX_UNUSED int64_t fx_num(json_t *x, const char *name)
+{
+    json_t *v = json_object_get(x, name);
+    assert_true(json_is_integer(v));
+    return json_integer_value(v);
+}
+
+static FX_UNUSED const char *fx_str(json_t *x, const char *name)
+{
+    const char *s = json_string_value(json_object_get(x, name));
+    assert_non_null(s);
+    return s;
+}
+
 /* Wait (up to 5 s, scaled) until the stored task reaches state. */
 static FX_UNUSED void fx_wait_state(once_store *s, const char *principal, const char *task_id,
                                     once_state state)

@@ -14,7 +14,11 @@ static void test_register_then_replay(void **state)
 {
     (void)state;
     fx_env env;
-    fx_env_open(&env, NULL, 0);
+    /* No background sweep: it would write the replay's journal count. */
+    once__engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.sweep_interval_ms = 3600 * 1000;
+    fx_env_open(&env, &cfg, 0);
     once_send_res res;
     json_t *m = fx_msg("m-1", "hello", NULL, NULL);
 
@@ -71,7 +75,11 @@ static void test_idempotency_conflict(void **state)
 {
     (void)state;
     fx_env env;
-    fx_env_open(&env, NULL, 0);
+    /* No background sweep: it would write the replay's journal count. */
+    once__engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.sweep_interval_ms = 3600 * 1000;
+    fx_env_open(&env, &cfg, 0);
     once_send_res res;
     json_t *m1 = fx_msg("m-1", "ask:who?", NULL, NULL);
     assert_int_equal(fx_send(env.e, P, m1, 0, 0, &res), ONCE_OK);

@@ -2,7 +2,8 @@
  * test_engine_fence.c -- fencing, leases, takeover and cancel: a worker
  * whose fence moved is refused and nothing it writes is visible; an expired
  * lease is taken over by another replica with fence + 1 that resumes from
- * the checkpoint; heartbeats keep a live lease from being taken; cancel
+ * the checkpoint, and the journal names both turns, the takeover and the
+ * refused write with both fences; heartbeats keep a live lease from being taken; cancel
  * stops the worker and is idempotent.
  */
 #include "unit/engine_fixture.h"
@@ -38,6 +39,7 @@ static void test_stale_fence_refused(void **state)
     once__engine_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.workers = 1;   /* fx_settle */
+    cfg.sweep_interval_ms = 3600 * 1000; /* a sweep would write the refusal's journal note */
     fx_env env;
     fx_env_open(&env, &cfg, 0);
     once_send_res res;
@@ -139,6 +141,31 @@ static void test_takeover(void **state)
     assert_string_equal(fxb.effect_key_seen, want_key);
     pthread_mutex_unlock(&fxb.mu);
 
+    /* The journal: A's turn (never ended), the takeover from A (fence 1)
+     * to B (fence 2), B's resumed turn from step 3 to its end. */
+    json_t *j = fx_journal_of(env.store, P, tid);
+    size_t at_a = 0, at_t = 0;
+    json_t *ta = fx_journal_entry(j, "turn", 0, &at_a);
+    assert_non_null(ta);
+    assert_string_equal(fx_str(ta, "replica"), "replica-a");
+    assert_int_equal(fx_num(ta, "fence"), 1);
+    assert_null(json_object_get(ta, "end"));
+    json_t *tk = fx_journal_entry(j, "takeover", at_a, &at_t);
+    assert_non_null(tk);
+    assert_string_equal(fx_str(tk, "from"), "replica-a");
+    assert_string_equal(fx_str(tk, "to"), "replica-b");
+    assert_int_equal(fx_num(tk, "fence"), 1);
+    assert_int_equal(fx_num(tk, "newFence"), 2);
+    json_t *tb = fx_journal_entry(j, "turn", at_t, NULL);
+    assert_non_null(tb);
+    assert_string_equal(fx_str(tb, "replica"), "replica-b");
+    assert_int_equal(fx_num(tb, "fence"), 2);
+    assert_true(json_is_true(json_object_get(tb, "resumed")));
+    assert_int_equal(fx_num(tb, "step"), 3);
+    assert_string_equal(fx_str(tb, "result"), "TASK_STATE_COMPLETED");
+    assert_null(fx_journal_entry(j, "fenced", 0, NULL));
+    json_decref(j);
+
     /* A wakes up and writes: refused, invisible. */
     fx_load(env.store, P, tid, &r);
     int64_t version = r.version;
@@ -157,6 +184,16 @@ static void test_takeover(void **state)
     assert_false(has_artifact(env.store, tid, "stale"));
     assert_true(has_artifact(env.store, tid, "echo"));
     fx_check_events(env.store, P, tid);
+    /* A's refused write, written by A's next sweep: both fences. */
+    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
+    j = fx_journal_of(env.store, P, tid);
+    json_t *fz = fx_journal_entry(j, "fenced", 0, NULL);
+    assert_non_null(fz);
+    assert_string_equal(fx_str(fz, "replica"), "replica-a");
+    assert_int_equal(fx_num(fz, "fence"), 1);
+    assert_int_equal(fx_num(fz, "storedFence"), 2);
+    assert_string_equal(fx_str(fz, "what"), "write");
+    json_decref(j);
 
     /* A later sweep finds nothing more to take. */
     once_manual_clock_advance(&env.clock, 5000);

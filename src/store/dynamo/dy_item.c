@@ -163,6 +163,7 @@ int once__dy_record_item(dy_store *s, const once_record *r, const once_event *ev
     once__dy_put_s(it, "tj", r->task_json);
     once__dy_put_s(it, "cp", r->checkpoint);
     once__dy_put_s(it, "pj", r->push_json);
+    once__dy_put_s(it, "jn", r->journal);
     /* The commit rule: these events are part of this version (dynamo.c). */
     once__dy_put_n(it, "pb", r->generation - (int64_t)nev);
     if (nev > 0)
@@ -290,6 +291,8 @@ int once__dy_decode(json_t *item, dy_stored *st)
         rc = dup_s(item, "cp", &r->checkpoint, 0);
     if (rc == ONCE_OK)
         rc = dup_s(item, "pj", &r->push_json, 0);
+    if (rc == ONCE_OK)
+        rc = dup_s(item, "jn", &r->journal, 0);
     if (rc != ONCE_OK) {
         once_record_clear(r);
         return rc;

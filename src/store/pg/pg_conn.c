@@ -231,7 +231,8 @@ int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out)
     if ((rc = once__pg_dup(r, row, col0 + 14, &out->digests)) != ONCE_OK ||
         (rc = once__pg_dup(r, row, col0 + 15, &out->task_json)) != ONCE_OK ||
         (rc = once__pg_dup(r, row, col0 + 16, &out->checkpoint)) != ONCE_OK ||
-        (rc = once__pg_dup(r, row, col0 + 17, &out->push_json)) != ONCE_OK) {
+        (rc = once__pg_dup(r, row, col0 + 17, &out->push_json)) != ONCE_OK ||
+        (rc = once__pg_dup(r, row, col0 + 18, &out->journal)) != ONCE_OK) {
         once_record_clear(out);
         return rc;
     }

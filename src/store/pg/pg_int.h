@@ -86,8 +86,8 @@ extern const unsigned char once__pg_writes[PG_NSTMT];
 #define PG_TASK_COLS                                                                               \
     "principal, task_id, context_id, state, kind, version, generation, fence, step, "              \
     "lease_owner, lease_until, created_at, updated_at, finished_at, digests, task_json, "          \
-    "checkpoint, push_json"
-#define PG_TASK_NCOLS 18
+    "checkpoint, push_json, journal"
+#define PG_TASK_NCOLS 19
 
 /* Columns of a delivery row after its key (pg_push.c decodes them). */
 #define PG_PUSH_COLS                                                                               \

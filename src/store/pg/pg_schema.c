@@ -33,7 +33,7 @@
 #include "store/pg/pg_int.h"
 #include "store/store_int.h"
 
-#define PG_SCHEMA_VERSION 2
+#define PG_SCHEMA_VERSION 3
 
 #define P_KEY "principal = $1::bytea AND task_id = $2::bytea"
 
@@ -42,20 +42,20 @@ const char *const once__pg_sql[PG_NSTMT] = {
     [PG_LOAD] = "SELECT " PG_TASK_COLS ", tomb, first_digest, expired_at "
                 "FROM once_tasks WHERE " P_KEY,
     [PG_HEAD] = "SELECT tomb, version, generation FROM once_tasks WHERE " P_KEY,
-    /* $1..$18 the record, $19 first digest, $20 payloads (generations 1..n).
+    /* $1..$19 the record, $20 first digest, $21 payloads (generations 1..n).
      * Delivery rows of a push_json are written by pg_push.c in the same
      * transaction. */
     [PG_CREATE] =
         "WITH ins AS (INSERT INTO once_tasks(" PG_TASK_COLS ", first_digest, tomb, expired_at) "
         "VALUES($1::bytea, $2::bytea, $3::bytea, $4::int2, $5::int2, $6::int8, $7::int8, "
         "$8::int8, $9::int8, $10::bytea, $11::int8, $12::int8, $13::int8, $14::int8, "
-        "$15::bytea, $16::bytea, $17::bytea, $18::bytea, $19::bytea, false, 0) "
+        "$15::bytea, $16::bytea, $17::bytea, $18::bytea, $19::bytea, $20::bytea, false, 0) "
         "ON CONFLICT (principal, task_id) DO NOTHING RETURNING 1), "
         "ev AS (INSERT INTO once_events(principal, task_id, generation, payload) "
         "SELECT $1::bytea, $2::bytea, e.i, e.p FROM ins, "
-        "unnest($20::bytea[]) WITH ORDINALITY AS e(p, i)) "
+        "unnest($21::bytea[]) WITH ORDINALITY AS e(p, i)) "
         "SELECT count(*) FROM ins",
-    /* As create, plus $21 expected version and $22 the stored generation the
+    /* As create, plus $22 expected version and $23 the stored generation the
      * events continue from. A concurrent writer that got the row lock first
      * makes this one re-check its WHERE against the new row and match nothing.
      * A record without push_json loses its delivery rows here; one with
@@ -66,12 +66,12 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "step = $9::int8, lease_owner = $10::bytea, lease_until = $11::int8, "
         "created_at = $12::int8, updated_at = $13::int8, finished_at = $14::int8, "
         "digests = $15::bytea, task_json = $16::bytea, checkpoint = $17::bytea, "
-        "push_json = $18::bytea, first_digest = $19::bytea "
-        "WHERE " P_KEY " AND NOT tomb AND version = $21::int8 AND generation = $22::int8 "
+        "push_json = $18::bytea, journal = $19::bytea, first_digest = $20::bytea "
+        "WHERE " P_KEY " AND NOT tomb AND version = $22::int8 AND generation = $23::int8 "
         "RETURNING 1), "
         "ev AS (INSERT INTO once_events(principal, task_id, generation, payload) "
-        "SELECT $1::bytea, $2::bytea, $22::int8 + e.i, e.p FROM up, "
-        "unnest($20::bytea[]) WITH ORDINALITY AS e(p, i)), "
+        "SELECT $1::bytea, $2::bytea, $23::int8 + e.i, e.p FROM up, "
+        "unnest($21::bytea[]) WITH ORDINALITY AS e(p, i)), "
         "pd AS (DELETE FROM once_push d USING up WHERE $18::bytea IS NULL "
         "AND d.principal = $1::bytea AND d.task_id = $2::bytea) "
         "SELECT count(*) FROM up",
@@ -110,6 +110,7 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "WHERE d.principal = p.principal AND d.task_id = p.task_id), "
         "up AS (UPDATE once_tasks t SET tomb = true, expired_at = $2::int8, "
         "digests = ''::bytea, task_json = ''::bytea, checkpoint = NULL, push_json = NULL, "
+        "journal = NULL, "
         "lease_owner = ''::bytea, lease_until = 0 FROM picked p "
         "WHERE t.principal = p.principal AND t.task_id = p.task_id RETURNING 1) "
         "SELECT count(*) FROM up",
@@ -220,6 +221,8 @@ static const char *const migrations[PG_SCHEMA_VERSION] = {
     " PRIMARY KEY (principal, task_id, config_id));"
     "CREATE INDEX once_push_due ON once_push(next_attempt_at, principal, task_id, config_id)"
     " WHERE NOT disabled AND delivered < target;",
+    /* 3: the journal on records (the inspector's turns, replays, refusals). */
+    "ALTER TABLE once_tasks ADD COLUMN journal bytea;",
 };
 
 /* A 63-bit FNV-1a of the schema name: the advisory lock key, so that

@@ -30,7 +30,7 @@ static pg_store *pgs(once_store *s)
     return (pg_store *)s;
 }
 
-/* $1..$19: the record's columns in PG_TASK_COLS order plus its first digest
+/* $1..$20: the record's columns in PG_TASK_COLS order plus its first digest
  * (fd must outlive p). */
 static void bind_record(pg_params *p, const once_record *rec, const char *fd)
 {
@@ -52,6 +52,7 @@ static void bind_record(pg_params *p, const once_record *rec, const char *fd)
     once__pg_p_str(p, rec->task_json);
     once__pg_p_str(p, rec->checkpoint);
     once__pg_p_str(p, rec->push_json);
+    once__pg_p_str(p, rec->journal);
     once__pg_p_str(p, fd);
 }
 

@@ -20,6 +20,7 @@
  *   g generation  f fence  n step  o lease_owner  u lease_until
  *   ca created_at  ua updated_at  fa finished_at  d digests  j task_json
  *   x checkpoint (absent = NULL)  pj push_json (absent = NULL)
+ *   jn journal (absent = NULL)
  *   fd first digest  lm list member
  * A tombstone hash holds T=1, p, i, fd, fa and ea (expired_at) only.
  */
@@ -132,7 +133,7 @@ static void field_i64(rd_cmd *c, const char *name, int64_t v)
 
 int once__rd_record_nfields(const once_record *rec)
 {
-    return 36 + (rec->checkpoint ? 2 : 0) + (rec->push_json ? 2 : 0);
+    return 36 + (rec->checkpoint ? 2 : 0) + (rec->push_json ? 2 : 0) + (rec->journal ? 2 : 0);
 }
 
 int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_digest,
@@ -163,6 +164,8 @@ int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_
         field(c, "x", rec->checkpoint);
     if (rec->push_json)
         field(c, "pj", rec->push_json);
+    if (rec->journal)
+        field(c, "jn", rec->journal);
     return c->argc - before;
 }
 
@@ -270,6 +273,7 @@ static const hfield hfields[] = {
     {"T", HF_FLAG, BIT(HB_T), 0, 0},
     {"x", HF_STR, 0, AT(rec.checkpoint), 0},
     {"pj", HF_STR, 0, AT(rec.push_json), 0},
+    {"jn", HF_STR, 0, AT(rec.journal), 0},
     {"lm", HF_SKIP, 0, 0, 0},
 };
 #undef FIXED

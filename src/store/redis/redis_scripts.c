@@ -116,7 +116,7 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "if cur[1] or not cur[2] or cur[2] ~= ARGV[5] then return 0 end\n"
         "if cur[3] ~= ARGV[6] then return cur[3] end\n"
         "local nf = tonumber(ARGV[7])\n"
-        "redis.call('HDEL', KEYS[1], 'x', 'pj')\n"
+        "redis.call('HDEL', KEYS[1], 'x', 'pj', 'jn')\n"
         "redis.call('HSET', KEYS[1], unpack(ARGV, 8, 7 + nf))\n"
         "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 8 + nf)\n"
         "while i <= #ARGV do\n"
