@@ -21,6 +21,9 @@
  * worker's refused write (it may not write, by definition), and the
  * sweeper's pass flushes the counts as one journal-only update per task: a
  * CAS on the version with no event, no generation, fence or state change.
+ * A task whose turn holds a live lease keeps its counts until the lease
+ * ends (lease_live: a renewal does not move the version, so a journal-only
+ * update could undo one).
  * At most PENDING_MAX tasks' counts are held; past that the oldest are
  * dropped (stats.journal_dropped counts them). A crash loses what was not
  * flushed yet: these are the inspector's numbers, not the task's outcome.
@@ -378,12 +381,23 @@ void once__journal_lease_refused(once__engine *e, const char *principal, const c
     once_record_clear(&rec);
 }
 
+/* flush_one's answer for a task whose turn holds a live lease. */
+#define FLUSH_LATER 1
+
+/* 1 while a turn may be renewing rec's lease. A renewal does not move the
+ * version, so a journal-only update (which writes back the lease_until it
+ * loaded) could undo one that landed between its load and its CAS, and
+ * shorten the lease another replica then reads. Such a task's counts wait
+ * until the lease is released, lapses or the task settles. */
+static int lease_live(const once__engine *e, const once_record *rec)
+{
+    return rec->lease_owner[0] != '\0' && !once_state_terminal(rec->state) &&
+           rec->lease_until > once__now(e);
+}
+
 /* Write p into its task's journal: CAS on the version, nothing else
  * changed, reloading after a lost race. ONCE_OK also when the task is gone
- * (its counts go with it). The lease_until written back is the one loaded:
- * a renewal that lands between the load and the CAS (it does not move the
- * version) is undone, but the value written is at most one renewal period
- * (lease/3) old, and the next renewal sets it again. */
+ * (its counts go with it); FLUSH_LATER while a turn holds its lease. */
 static int flush_one(once__engine *e, const pending *p)
 {
     for (int i = 0; i < FLUSH_TRIES; i++) {
@@ -393,6 +407,10 @@ static int flush_one(once__engine *e, const pending *p)
             return ONCE_OK;
         if (rc != ONCE_OK)
             return once__store_rc(e, rc);
+        if (lease_live(e, &cur)) {
+            once_record_clear(&cur);
+            return FLUSH_LATER;
+        }
         rc = once_record_copy(&next, &cur);
         if (rc == ONCE_OK)
             rc = journal_merge(e, p, &next);
@@ -406,6 +424,36 @@ static int flush_one(once__engine *e, const pending *p)
             return rc == ONCE_OK ? ONCE_OK : once__store_rc(e, rc);
     }
     return ONCE_EBUSY;
+}
+
+/* Put p's counts back for a later pass, merged into whatever was counted
+ * for the same task meanwhile; p is freed. */
+static void requeue(once__engine *e, struct once__journal *j, pending *p)
+{
+    pthread_mutex_lock(&j->mu);
+    pending *q = pending_get(e, j, p->principal, p->task_id);
+    if (q != NULL) {
+        q->replays.n += p->replays.n;
+        if (p->replays.last > q->replays.last)
+            q->replays.last = p->replays.last;
+        for (size_t r = 0; r < NREASONS; r++) {
+            q->refused[r].n += p->refused[r].n;
+            if (p->refused[r].last > q->refused[r].last)
+                q->refused[r].last = p->refused[r].last;
+        }
+        /* p's notes are the older ones: they go first, the newest kept. */
+        fenced_note all[2 * FENCED_MAX];
+        size_t n = 0;
+        for (size_t i = 0; i < p->nfenced; i++)
+            all[n++] = p->fenced[i];
+        for (size_t i = 0; i < q->nfenced; i++)
+            all[n++] = q->fenced[i];
+        size_t skip = n > FENCED_MAX ? n - FENCED_MAX : 0;
+        memcpy(q->fenced, all + skip, (n - skip) * sizeof all[0]);
+        q->nfenced = n - skip;
+    }
+    pthread_mutex_unlock(&j->mu);
+    once_free(p);
 }
 
 int once__journal_flush(once__engine *e)
@@ -429,6 +477,11 @@ int once__journal_flush(once__engine *e)
         if (p == NULL)
             break;
         rc = flush_one(e, p);
+        if (rc == FLUSH_LATER) {
+            requeue(e, j, p);
+            rc = ONCE_OK;
+            continue;
+        }
         if (rc == ONCE_OK)
             ONCE__STAT(e, journal_flushes);
         once_free(p);

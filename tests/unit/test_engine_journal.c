@@ -135,6 +135,50 @@ static void replays_counted_then_flushed(void **state)
     fx_env_close(&env);
 }
 
+/* A replay of a task whose turn holds a live lease is counted, but not
+ * flushed while the lease lives: a journal-only update writes back the
+ * lease_until it loaded, and a renewal (which does not move the version)
+ * landing between its load and its CAS would be undone. Once the turn
+ * ends, the next sweep writes the count. */
+static void live_lease_waits(void **state)
+{
+    (void)state;
+    once__engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = 1;
+    cfg.sweep_interval_ms = 3600 * 1000; /* the test runs the sweeps */
+    fx_env env;
+    fx_env_open_with(&env, &cfg, 0, count_install);
+    json_t *m = fx_msg("m-b", "block", NULL, NULL);
+    once_send_res res;
+    assert_int_equal(fx_send(env.e, P, m, 0, 1, &res), ONCE_OK);
+    char tid[ONCE_ID_MAX + 1];
+    snprintf(tid, sizeof tid, "%s", res.task_id);
+    fx_res_clear(&res);
+    fx_wait_blocked(&env.fx, 1); /* the turn runs, holding its lease */
+
+    int writes = updates();
+    assert_int_equal(fx_send(env.e, P, m, 0, 1, &res), ONCE_OK);
+    assert_int_equal(res.replayed, 1);
+    fx_res_clear(&res);
+    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
+    assert_int_equal(updates(), writes); /* the sweep passed; nothing written */
+    json_t *j = fx_journal_of(env.store, P, tid);
+    assert_null(json_object_get(j, "replays"));
+    json_decref(j);
+
+    fx_open_gate(&env.fx);
+    fx_wait_state(env.store, P, tid, ONCE_STATE_COMPLETED);
+    fx_wait_done(&env.fx, 1);
+    fx_settle(env.e, env.store, P);
+    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
+    j = fx_journal_of(env.store, P, tid);
+    assert_int_equal(fx_num(json_object_get(j, "replays"), "n"), 1);
+    json_decref(j);
+    json_decref(m);
+    fx_env_close(&env);
+}
+
 /* 100 takeovers of one record: the newest 64 entries stay, 36 are counted
  * as dropped, and the text stays within ONCE_JOURNAL_MAX. */
 static void journal_is_bounded(void **state)
@@ -170,6 +214,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(replays_counted_then_flushed),
+        cmocka_unit_test(live_lease_waits),
         cmocka_unit_test(journal_is_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
