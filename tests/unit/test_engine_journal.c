@@ -39,18 +39,24 @@ static int updates(void)
     return __atomic_load_n(&wr.updates, __ATOMIC_SEQ_CST);
 }
 
+/* One turn worker, the store's updates counted, sweeps run by the test. */
+static void open_counted(fx_env *env)
+{
+    once__engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = 1;
+    cfg.sweep_interval_ms = 3600 * 1000;
+    fx_env_open_with(env, &cfg, 0, count_install);
+}
+
 /* Five replays and a reused messageId write nothing when answered; the
  * next sweep writes them as one journal-only update (version + 1, the same
  * generation, fence and state). */
 static void replays_counted_then_flushed(void **state)
 {
     (void)state;
-    once__engine_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.workers = 1;
-    cfg.sweep_interval_ms = 3600 * 1000; /* the test runs the sweeps */
     fx_env env;
-    fx_env_open_with(&env, &cfg, 0, count_install);
+    open_counted(&env);
     json_t *m = fx_msg("m-1", "hello", NULL, NULL);
     once_send_res res;
     assert_int_equal(fx_send(env.e, P, m, 0, 0, &res), ONCE_OK);
@@ -143,12 +149,8 @@ static void replays_counted_then_flushed(void **state)
 static void live_lease_waits(void **state)
 {
     (void)state;
-    once__engine_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.workers = 1;
-    cfg.sweep_interval_ms = 3600 * 1000; /* the test runs the sweeps */
     fx_env env;
-    fx_env_open_with(&env, &cfg, 0, count_install);
+    open_counted(&env);
     json_t *m = fx_msg("m-b", "block", NULL, NULL);
     once_send_res res;
     assert_int_equal(fx_send(env.e, P, m, 0, 1, &res), ONCE_OK);
