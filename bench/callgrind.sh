@@ -20,6 +20,16 @@
 # Instruction counts repeat to within about 1% between runs and do not
 # depend on the machine's load, so this is the number to compare across
 # commits.
+#
+#   CG_SWITCHES=1 bash bench/callgrind.sh [BUILD_DIR]
+#
+# counts context switches instead, without valgrind: onced alone, the same
+# 20 warm-up tasks, then the two windows of CG_N requests each; per request
+# = the growth of voluntary + nonvoluntary ctxt_switches summed over every
+# thread of onced (/proc/PID/task/*/status) ÷ CG_N. Each switch is a hand-off
+# between threads (or a preemption), so this counts hops, not instructions;
+# it moves a little with the machine's load (preemptions), less with CG_N
+# larger (2000 is a good size).
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -75,6 +85,19 @@ wait_up() {
   return 1
 }
 
+switches() { # PID: voluntary + nonvoluntary context switches, all threads
+  cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { s += $2 } END { print s + 0 }'
+}
+
+# switch_window PID PORT PREFIX MODE: switches per request over CG_N requests.
+switch_window() {
+  local s0 s1 ok
+  s0=$(switches "$1")
+  ok=$(client "$2" "$3" "$N" "$4")
+  s1=$(switches "$1")
+  awk -v a="$s0" -v b="$s1" -v n="$N" -v ok="$ok" 'BEGIN{printf "%.2f %s", (b - a) / n, ok}'
+}
+
 ir_of() { # the total Ir of the dump whose trigger names $1
   local f
   f=$(grep -l "^desc: Trigger: .*$1\$" "$OUT"/cg-"$2".*.out* 2>/dev/null | head -1)
@@ -98,7 +121,9 @@ window() {
     'BEGIN{ if (r > 0) printf "%.0f %s", (r - i) / n, ok; else printf "? %s", ok}'
 }
 
-echo "| store | instructions / new blocking task | answers ok | instructions / replay | answers ok |"
+what="instructions"
+[ "${CG_SWITCHES:-0}" = 1 ] && what="context switches"
+echo "| store | $what / new blocking task | answers ok | $what / replay | answers ok |"
 echo "|---|---:|---:|---:|---:|"
 for store in $STORES; do
   case $store in
@@ -107,6 +132,21 @@ for store in $STORES; do
     *) echo "callgrind.sh: unknown store $store" >&2; exit 1 ;;
   esac
   port=$(free_port)
+  if [ "${CG_SWITCHES:-0}" = 1 ]; then
+    "$B/onced" --listen "127.0.0.1:$port" --store "$url" --log-level warn \
+      >"$OUT/sw-$store.log" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    wait_up "$port" "$pid" || { tail "$OUT/sw-$store.log" >&2; exit 1; }
+    client "$port" "warm-$store" 20 new >/dev/null
+    read -r new_sw new_ok <<<"$(switch_window "$pid" "$port" "new-$store" new)"
+    read -r rep_sw rep_ok <<<"$(switch_window "$pid" "$port" "new-$store" replay)"
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null
+    PIDS=()
+    echo "| $store | $new_sw | $new_ok/$N | $rep_sw | $rep_ok/$N |"
+    continue
+  fi
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg-$store.%p.out" \
     "$B/onced" --listen "127.0.0.1:$port" --store "$url" --log-level warn \
     >"$OUT/cg-$store.log" 2>&1 &
@@ -124,6 +164,7 @@ for store in $STORES; do
   f=$(grep -l '^desc: Trigger: .*new$' "$OUT"/cg-"$store".*.out* | head -1)
   callgrind_annotate --inclusive=yes "$f" 2>/dev/null | head -$((TOP + 25)) >"$OUT/top-$store.txt"
 done
+[ "${CG_SWITCHES:-0}" = 1 ] && exit 0
 for store in $STORES; do
   echo
   echo "Top $TOP inclusive, $store, new blocking tasks ($N; Ir over the window, all threads):"

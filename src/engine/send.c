@@ -217,19 +217,24 @@ static int respond(once__engine *e, const send_ctx *c, const once_record *rec,
 static void log_outcome(const char *task_id, const once_send_res *res, int rc);
 
 int once__engine_send_answer(once__engine *e, const char *principal, const char *task_id,
-                            int history_length, once_send_res *res)
+                            const once_record *rec, int history_length, once_send_res *res)
 {
     if (e == NULL || res == NULL || principal == NULL || !once_id_valid(task_id))
         return ONCE_EINVAL;
-    once_record rec;
-    int rc = once__store_rc(e, once_store_load(e->store, principal, task_id, &rec, NULL));
-    if (rc != ONCE_OK) {
-        log_outcome(task_id, res, rc);
-        return rc;
+    once_record loaded;
+    memset(&loaded, 0, sizeof loaded);
+    int rc = ONCE_OK;
+    if (rec == NULL) {
+        rc = once__store_rc(e, once_store_load(e->store, principal, task_id, &loaded, NULL));
+        if (rc != ONCE_OK) {
+            log_outcome(task_id, res, rc);
+            return rc;
+        }
+        rec = &loaded;
     }
-    res->state = rec.state;
-    rc = once__send_answer_of(&rec, history_length, res);
-    once_record_clear(&rec);
+    res->state = rec->state;
+    rc = once__send_answer_of(rec, history_length, res);
+    once_record_clear(&loaded);
     log_outcome(task_id, res, rc);
     return rc;
 }
@@ -547,6 +552,8 @@ int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *
     pthread_mutex_unlock(&e->mu);
     if (stopping)
         return ONCE_ECLOSED;
+    /* Before the first look at the task: a settle after it counts past it. */
+    res->wait_seq = once__await_seq(e);
     int rc = send_counted(e, req, res);
     pthread_mutex_lock(&e->mu);
     e->inflight--;
