@@ -26,10 +26,11 @@
 # counts context switches instead, without valgrind: onced alone, the same
 # 20 warm-up tasks, then the two windows of CG_N requests each; per request
 # = the growth of voluntary + nonvoluntary ctxt_switches summed over every
-# thread of onced (/proc/PID/task/*/status) ÷ CG_N. Each switch is a hand-off
-# between threads (or a preemption), so this counts hops, not instructions;
-# it moves a little with the machine's load (preemptions), less with CG_N
-# larger (2000 is a good size).
+# thread of onced (/proc/PID/task/*/status) ÷ CG_N, printed as all(voluntary).
+# A voluntary switch is a thread going to sleep (a hand-off to another
+# thread, a wait); the nonvoluntary ones are preemptions and grow with the
+# machine's load, so compare the voluntary figure across runs (CG_N=2000
+# is a good size).
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -85,17 +86,20 @@ wait_up() {
   return 1
 }
 
-switches() { # PID: voluntary + nonvoluntary context switches, all threads
-  cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { s += $2 } END { print s + 0 }'
+switches() { # PID: "all voluntary" context switches, summed over its threads
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/ctxt_switches/ { s += $2 } /^voluntary_ctxt/ { v += $2 } END { print s + 0, v + 0 }'
 }
 
-# switch_window PID PORT PREFIX MODE: switches per request over CG_N requests.
+# switch_window PID PORT PREFIX MODE: switches per request over CG_N
+# requests, as "all(voluntary) answers-ok".
 switch_window() {
-  local s0 s1 ok
-  s0=$(switches "$1")
+  local a0 v0 a1 v1 ok
+  read -r a0 v0 <<<"$(switches "$1")"
   ok=$(client "$2" "$3" "$N" "$4")
-  s1=$(switches "$1")
-  awk -v a="$s0" -v b="$s1" -v n="$N" -v ok="$ok" 'BEGIN{printf "%.2f %s", (b - a) / n, ok}'
+  read -r a1 v1 <<<"$(switches "$1")"
+  awk -v a="$a0" -v b="$a1" -v c="$v0" -v d="$v1" -v n="$N" -v ok="$ok" \
+    'BEGIN{printf "%.2f(%.2f) %s", (b - a) / n, (d - c) / n, ok}'
 }
 
 ir_of() { # the total Ir of the dump whose trigger names $1
