@@ -20,6 +20,17 @@
 # Instruction counts repeat to within about 1% between runs and do not
 # depend on the machine's load, so this is the number to compare across
 # commits.
+#
+#   CG_SWITCHES=1 bash bench/callgrind.sh [BUILD_DIR]
+#
+# counts context switches instead, without valgrind: onced alone, the same
+# 20 warm-up tasks, then the two windows of CG_N requests each; per request
+# = the growth of voluntary + nonvoluntary ctxt_switches summed over every
+# thread of onced (/proc/PID/task/*/status) ÷ CG_N, printed as all(voluntary).
+# A voluntary switch is a thread going to sleep (a hand-off to another
+# thread, a wait); the nonvoluntary ones are preemptions and grow with the
+# machine's load, so compare the voluntary figure across runs (CG_N=2000
+# is a good size).
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -75,6 +86,22 @@ wait_up() {
   return 1
 }
 
+switches() { # PID: "all voluntary" context switches, summed over its threads
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/ctxt_switches/ { s += $2 } /^voluntary_ctxt/ { v += $2 } END { print s + 0, v + 0 }'
+}
+
+# switch_window PID PORT PREFIX MODE: switches per request over CG_N
+# requests, as "all(voluntary) answers-ok".
+switch_window() {
+  local a0 v0 a1 v1 ok
+  read -r a0 v0 <<<"$(switches "$1")"
+  ok=$(client "$2" "$3" "$N" "$4")
+  read -r a1 v1 <<<"$(switches "$1")"
+  awk -v a="$a0" -v b="$a1" -v c="$v0" -v d="$v1" -v n="$N" -v ok="$ok" \
+    'BEGIN{printf "%.2f(%.2f) %s", (b - a) / n, (d - c) / n, ok}'
+}
+
 ir_of() { # the total Ir of the dump whose trigger names $1
   local f
   f=$(grep -l "^desc: Trigger: .*$1\$" "$OUT"/cg-"$2".*.out* 2>/dev/null | head -1)
@@ -98,7 +125,9 @@ window() {
     'BEGIN{ if (r > 0) printf "%.0f %s", (r - i) / n, ok; else printf "? %s", ok}'
 }
 
-echo "| store | instructions / new blocking task | answers ok | instructions / replay | answers ok |"
+what="instructions"
+[ "${CG_SWITCHES:-0}" = 1 ] && what="context switches"
+echo "| store | $what / new blocking task | answers ok | $what / replay | answers ok |"
 echo "|---|---:|---:|---:|---:|"
 for store in $STORES; do
   case $store in
@@ -107,6 +136,21 @@ for store in $STORES; do
     *) echo "callgrind.sh: unknown store $store" >&2; exit 1 ;;
   esac
   port=$(free_port)
+  if [ "${CG_SWITCHES:-0}" = 1 ]; then
+    "$B/onced" --listen "127.0.0.1:$port" --store "$url" --log-level warn \
+      >"$OUT/sw-$store.log" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    wait_up "$port" "$pid" || { tail "$OUT/sw-$store.log" >&2; exit 1; }
+    client "$port" "warm-$store" 20 new >/dev/null
+    read -r new_sw new_ok <<<"$(switch_window "$pid" "$port" "new-$store" new)"
+    read -r rep_sw rep_ok <<<"$(switch_window "$pid" "$port" "new-$store" replay)"
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null
+    PIDS=()
+    echo "| $store | $new_sw | $new_ok/$N | $rep_sw | $rep_ok/$N |"
+    continue
+  fi
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg-$store.%p.out" \
     "$B/onced" --listen "127.0.0.1:$port" --store "$url" --log-level warn \
     >"$OUT/cg-$store.log" 2>&1 &
@@ -124,6 +168,7 @@ for store in $STORES; do
   f=$(grep -l '^desc: Trigger: .*new$' "$OUT"/cg-"$store".*.out* | head -1)
   callgrind_annotate --inclusive=yes "$f" 2>/dev/null | head -$((TOP + 25)) >"$OUT/top-$store.txt"
 done
+[ "${CG_SWITCHES:-0}" = 1 ] && exit 0
 for store in $STORES; do
   echo
   echo "Top $TOP inclusive, $store, new blocking tasks ($N; Ir over the window, all threads):"

@@ -500,10 +500,21 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
     return out;
 }
 
+/* On the await thread: keep the record it handed over for the answer. */
+static void deferred_ready(void *arg, once_record *rec)
+{
+    once__a2a_deferred *d = arg;
+    d->rec = rec;
+    d->ready(d->ready_arg);
+}
+
 int once__a2a_deferred_arm(once__a2a_deferred *d, void (*ready)(void *arg), void *arg)
 {
     const once__a2a_backend *b = &d->a->cfg.backend;
-    return b->await(b->ctx, d->principal, d->task_id, d->gen, d->until, ready, arg);
+    d->ready = ready;
+    d->ready_arg = arg;
+    return b->await(b->ctx, d->principal, d->task_id, d->gen, d->seq, d->until, deferred_ready,
+                    d);
 }
 
 int once__a2a_deferred_finish(once__a2a_deferred *d, once__a2a_response *resp)
@@ -531,6 +542,8 @@ void once__a2a_deferred_free(once__a2a_deferred *d)
     if (d == NULL)
         return;
     json_decref(d->id);
+    once_record_clear(d->rec);
+    once_free(d->rec);
     once_free(d);
 }
 

@@ -79,10 +79,11 @@ typedef struct once__a2a_backend {
      * once__engine_send_answer). Optional: without all three a blocking
      * SendMessage waits in `send` on the calling thread. */
     int (*await)(void *ctx, const char *principal, const char *task_id, int64_t gen,
-                 int64_t until, void (*ready)(void *arg), void *arg);
+                 uint64_t seq, int64_t until, void (*ready)(void *arg, once_record *rec),
+                 void *arg);
     void (*await_release)(void *ctx);
     int (*send_answer)(void *ctx, const char *principal, const char *task_id,
-                       int history_length, once_send_res *res);
+                       const once_record *rec, int history_length, once_send_res *res);
     /* Push notification configs (engine/push.h, same contracts). Optional:
      * without all four the config methods answer -32003 and the card says
      * pushNotifications: false. `status` asks for the "delivery" member. */
@@ -222,8 +223,8 @@ typedef struct once__a2a_deferred once__a2a_deferred;
 /* ready(arg) is called once, from the engine's thread (it must not block),
  * when the task settled, the wait's bound passed, or waits are released.
  * ONCE_OK; otherwise ready is never called and the caller finishes at once
- * (the answer is then the task as it stands: wait limits reached, or the
- * server stops). */
+ * (the answer is then the task as it stands: the task already settled,
+ * wait limits reached, or the server stops). */
 int once__a2a_deferred_arm(once__a2a_deferred *d, void (*ready)(void *arg), void *arg);
 /* Build the answer into resp (as once__a2a_handle would) and free d. Same
  * return as once__a2a_handle. */

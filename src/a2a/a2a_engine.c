@@ -109,9 +109,10 @@ static int b_wait(void *ctx, const char *principal, const char *task_id, int64_t
 }
 
 static int b_await(void *ctx, const char *principal, const char *task_id, int64_t gen,
-                   int64_t until, void (*ready)(void *arg), void *arg)
+                   uint64_t seq, int64_t until, void (*ready)(void *arg, once_record *rec),
+                   void *arg)
 {
-    return once__engine_await(ctx, principal, task_id, gen, until, ready, arg);
+    return once__engine_await(ctx, principal, task_id, gen, seq, until, ready, arg);
 }
 
 static void b_await_release(void *ctx)
@@ -120,9 +121,9 @@ static void b_await_release(void *ctx)
 }
 
 static int b_send_answer(void *ctx, const char *principal, const char *task_id,
-                         int history_length, once_send_res *res)
+                         const once_record *rec, int history_length, once_send_res *res)
 {
-    return once__engine_send_answer(ctx, principal, task_id, history_length, res);
+    return once__engine_send_answer(ctx, principal, task_id, rec, history_length, res);
 }
 
 void once__a2a_backend_engine(once__engine *e, once__a2a_backend *out)

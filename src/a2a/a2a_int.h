@@ -121,7 +121,13 @@ struct once__a2a_deferred {
     char principal[ONCE_PRINCIPAL_MAX + 1];
     char task_id[ONCE_ID_MAX + 1];
     int64_t gen;             /* wait for the task past this generation */
+    uint64_t seq;            /* the send's res->wait_seq */
     int64_t until;           /* monotonic ms */
+    /* Set by the await thread before it calls ready: the settled record
+     * it handed over (owned), answered from without a store read. */
+    once_record *rec;
+    void (*ready)(void *arg);
+    void *ready_arg;
 };
 
 /* Map the stored task onto d's call once it settled (h_send.c). */

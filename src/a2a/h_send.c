@@ -118,6 +118,7 @@ static int defer(a2a_call *c, const once_send_res *res, int history, int legacy)
     snprintf(d->principal, sizeof d->principal, "%s", c->req->principal);
     snprintf(d->task_id, sizeof d->task_id, "%s", res->task_id);
     d->gen = res->generation;
+    d->seq = res->wait_seq;
     d->until = res->wait_until;
     c->deferred = d;
     return ONCE_OK;
@@ -243,7 +244,7 @@ int once__a2a_h_send_answer(a2a_call *c, const once__a2a_deferred *d)
     memset(&req, 0, sizeof req);
     req.task_id = d->task_id;
     const once__a2a_backend *b = once__a2a_backend_of(c->a);
-    int rc = b->send_answer(b->ctx, d->principal, d->task_id, d->history, &res);
+    int rc = b->send_answer(b->ctx, d->principal, d->task_id, d->rec, d->history, &res);
     return map_send(c, rc, &res, &req, d->history, d->legacy);
 }
 

@@ -9,13 +9,24 @@
  * thread of the engine watches every registered wait:
  *
  *   - a write by this process (once__notify) hands the written record to
- *     the waits on its key: a settled record marks them ready at once, no
- *     store read; any other record moves their generation on;
+ *     the waits on its key: a settled record marks them ready at once and
+ *     is handed to the callback, so the answer needs no store read; any
+ *     other record moves their generation on;
  *   - writes by other replicas are found by polling: every WAIT_POLL_MS per
  *     wait, a one-event probe after the wait's generation (an index lookup),
  *     and only when it finds one, a load of the record to see its state;
  *   - the deadline, a poll the store cannot answer, and release (the
  *     server stops) make a wait ready too.
+ *
+ * Registering a wait does not wake the thread unless the wait is due
+ * before the thread's next wake-up: a blocking send costs the thread
+ * nothing until its task settles. The gap between the send's look at the
+ * task and the registration is closed without a probe: a local write
+ * that settles a task notes its key in e->settled, so a registration
+ * finds its task settled there (ONCE_EEXISTS: the caller answers at
+ * once), or sees the slot untouched since the send (nothing to catch up
+ * on: the first probe waits a poll interval), or, rarely, overwritten by
+ * another key since the send, and then probes at once as it always did.
  *
  * A ready wait is unlinked and its callback runs on the await thread, once;
  * the callback only hands the work on (it queues a job that builds the
@@ -46,6 +57,7 @@ struct once__await {
     int64_t until;             /* monotonic ms */
     int64_t next_poll;         /* monotonic ms; the await thread's own */
     int ready;                 /* under e->mu: settled, deadline, or release */
+    once_record *rec;          /* under e->mu: the settled record handed over, or NULL */
     once__engine_ready_fn fn;
     void *arg;
     struct once__await *next;
@@ -57,14 +69,41 @@ int once__record_settled(const once_record *r)
            once_state_interrupted(r->state);
 }
 
+static once__settled *settled_slot(once__engine *e, const char *principal, const char *task_id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over principal NUL task_id */
+    for (const char *p = principal; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    h *= 16777619u;
+    for (const char *p = task_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return &e->settled[h % ONCE__SETTLED_SLOTS];
+}
+
 /* Under e->mu: a local write of r reached the waits on its key. */
 void once__await_notify(once__engine *e, const once_record *r)
 {
+    int settled = once__record_settled(r);
+    if (settled) {
+        once__settled *s = settled_slot(e, r->principal, r->task_id);
+        s->seq = e->settle_seq + 1;
+        memcpy(s->principal, r->principal, sizeof s->principal);
+        memcpy(s->task_id, r->task_id, sizeof s->task_id);
+        __atomic_store_n(&e->settle_seq, s->seq, __ATOMIC_RELEASE);
+    }
     int wake = 0;
     for (once__await *a = e->awaits; a != NULL; a = a->next) {
         if (strcmp(a->task_id, r->task_id) != 0 || strcmp(a->principal, r->principal) != 0)
             continue;
-        if (once__record_settled(r)) {
+        if (settled) {
+            if (!a->ready && a->rec == NULL) {
+                /* Without memory for the copy the answer reads the store. */
+                a->rec = once_malloc(sizeof *a->rec);
+                if (a->rec != NULL && once_record_copy(a->rec, r) != ONCE_OK) {
+                    once_free(a->rec);
+                    a->rec = NULL;
+                }
+            }
             a->ready = 1;
             wake = 1;
         } else if (r->generation > a->gen) {
@@ -73,6 +112,11 @@ void once__await_notify(once__engine *e, const once_record *r)
     }
     if (wake)
         pthread_cond_signal(&e->await_cv);
+}
+
+uint64_t once__await_seq(once__engine *e)
+{
+    return __atomic_load_n(&e->settle_seq, __ATOMIC_ACQUIRE);
 }
 
 /* Outside e->mu: has a's task settled in the store? 1 yes, 0 no (a->gen
@@ -135,7 +179,7 @@ static void run_ready(once__await *fire)
     while (fire != NULL) {
         once__await *a = fire;
         fire = a->next;
-        a->fn(a->arg);
+        a->fn(a->arg, a->rec);  /* the record is fn's now */
         once_free(a);
     }
 }
@@ -194,16 +238,34 @@ static void *await_main(void *arg)
         int more = fire == NULL && poll_due(e, now);
 
         pthread_mutex_lock(&e->mu);
-        if (fire == NULL && !more) {
+        /* A wait added since take_ready is not in `due`: look again. */
+        if (fire == NULL && !more && !e->await_kick) {
             int64_t left = due - once_monotonic_ms();
-            if (left > 0 && !e->awaits_closed && !e->await_quit)
+            if (left > 0 && !e->awaits_closed && !e->await_quit) {
+                e->await_asleep = 1;
+                e->await_wake = due;
                 once__cond_wait_ms(&e->await_cv, &e->mu, left);
+                e->await_asleep = 0;
+            }
         }
+        e->await_kick = 0;
     }
 }
 
+/* Under e->mu: did a local write settle the task since the send that saw
+ * settle_seq == seq? 1 yes, 0 no, -1 cannot tell (its slot went to another
+ * key since). */
+static int settled_since(once__engine *e, const char *principal, const char *task_id,
+                         uint64_t seq)
+{
+    const once__settled *s = settled_slot(e, principal, task_id);
+    if (s->seq <= seq)
+        return 0;
+    return strcmp(s->principal, principal) == 0 && strcmp(s->task_id, task_id) == 0 ? 1 : -1;
+}
+
 int once__engine_await(once__engine *e, const char *principal, const char *task_id, int64_t gen,
-                      int64_t until, once__engine_ready_fn fn, void *arg)
+                      uint64_t seq, int64_t until, once__engine_ready_fn fn, void *arg)
 {
     if (e == NULL || principal == NULL || task_id == NULL || fn == NULL ||
         strlen(principal) > ONCE_PRINCIPAL_MAX || strlen(task_id) > ONCE_ID_MAX)
@@ -215,14 +277,18 @@ int once__engine_await(once__engine *e, const char *principal, const char *task_
     snprintf(a->task_id, sizeof a->task_id, "%s", task_id);
     a->gen = gen;
     a->until = until;
-    a->next_poll = 0;          /* the first probe closes the gap before this call */
     a->fn = fn;
     a->arg = arg;
 
     int rc = ONCE_OK;
     pthread_mutex_lock(&e->mu);
+    int since = settled_since(e, principal, task_id, seq);
+    /* Unsure, probe at once; else the first probe waits its interval. */
+    a->next_poll = since < 0 ? 0 : once_monotonic_ms() + WAIT_POLL_MS;
     if (e->awaits_closed || e->stopping) {
         rc = ONCE_ECLOSED;
+    } else if (since > 0) {
+        rc = ONCE_EEXISTS;     /* no wait: the caller answers now */
     } else if (e->nawaits >= e->cfg.max_waits) {
         rc = ONCE_EBUSY;
     } else {
@@ -243,7 +309,13 @@ int once__engine_await(once__engine *e, const char *principal, const char *task_
         e->awaits = a;
         e->nawaits++;
         __atomic_store_n(&e->stats.waiting, (uint64_t)e->nawaits, __ATOMIC_RELAXED);
-        pthread_cond_signal(&e->await_cv);
+        /* Wake the thread only if this wait is due before it would wake
+         * anyway; a thread not asleep looks again before it sleeps. */
+        int64_t due = a->next_poll < until ? a->next_poll : until;
+        if (!e->await_asleep)
+            e->await_kick = 1;
+        else if (due < e->await_wake)
+            pthread_cond_signal(&e->await_cv);
     }
     pthread_mutex_unlock(&e->mu);
     if (rc != ONCE_OK) {

@@ -155,33 +155,40 @@ typedef struct once_send_res {
     int pending;
     int64_t generation;
     int64_t wait_until;
+    uint64_t wait_seq;      /* hand to once__engine_await with generation */
 } once_send_res;
 
 int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *res);
 
 /* The answer to a deferred blocking send (res->pending): the task as it
- * stands now, read from the store: res->result ({"task":..} or
+ * stands now, rec when the wait handed one (the record that settled it,
+ * written by this process: no store read), else read from the store:
+ * res->result ({"task":..} or
  * {"message":..}, history trimmed to history_length; or res->result_text)
  * and res->state; the
  * verdict and other fields are left as they are. ONCE_ENOTFOUND,
  * ONCE_ETOMBSTONE, or a store error. */
 int once__engine_send_answer(once__engine *e, const char *principal, const char *task_id,
-                            int history_length, once_send_res *res);
+                            const once_record *rec, int history_length, once_send_res *res);
 
 /* --- deferred waits (await.c) ----------------------------------------------
  *
- * Call fn(arg) once, from the engine's await thread, when the task
+ * Call fn(arg, rec) once, from the engine's await thread, when the task
  * (principal, task_id) settles (terminal, interrupted, or a direct
  * Message), when `until` (monotonic ms) passes, or at release. Writes by
  * this process are seen at once, other replicas' by polling the store
  * every ~50 ms (a one-event probe after gen, then one load when it moved).
- * fn must not block: it hands the answer's work on and returns.
- * ONCE_OK; otherwise fn is never called: ONCE_EBUSY (max_waits, or
+ * fn must not block: it hands the answer's work on and returns. rec is
+ * the settled record a local write handed over (fn's to clear and free
+ * with once_free), or NULL (found by polling, deadline, release).
+ * gen and seq are the send's res->generation and res->wait_seq.
+ * ONCE_OK; otherwise fn is never called: ONCE_EEXISTS (the task settled
+ * here after the send: answer now), ONCE_EBUSY (max_waits, or
  * max_waits_per_principal for this principal, reached), ONCE_ECLOSED
  * (released or stopping), ONCE_ENOMEM, ONCE_EINVAL. */
-typedef void (*once__engine_ready_fn)(void *arg);
+typedef void (*once__engine_ready_fn)(void *arg, once_record *rec);
 int once__engine_await(once__engine *e, const char *principal, const char *task_id, int64_t gen,
-                      int64_t until, once__engine_ready_fn fn, void *arg);
+                      uint64_t seq, int64_t until, once__engine_ready_fn fn, void *arg);
 /* Fire every registered wait now and refuse new ones (ONCE_ECLOSED); on
  * return every callback has returned. For a server that stops: call it
  * before freeing what the callbacks use. once__engine_free calls it. */

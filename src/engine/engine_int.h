@@ -68,6 +68,17 @@ typedef struct once__waiter {
 /* A deferred wait (await.c). */
 typedef struct once__await once__await;
 
+/* Which task a local write settled last, per hash of its key (await.c),
+ * under e->mu: a wait registered after its task settled here finds it,
+ * and a slot written by another key since the send (seq past the send's)
+ * says the registration cannot tell, so it probes the store at once. */
+#define ONCE__SETTLED_SLOTS 64
+typedef struct once__settled {
+    uint64_t seq;               /* e->settle_seq when written; 0: never */
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+} once__settled;
+
 /*
  * The engine. Everything in `cfg` (defaults filled in), clock, rng, ex,
  * replica_id and secret is set by once__engine_new and read-only afterwards.
@@ -102,6 +113,11 @@ struct once__engine {
     int await_started;
     pthread_t await_thread;
     pthread_cond_t await_cv;    /* a deferred wait became ready, or was added */
+    int await_asleep;           /* the await thread waits on await_cv until await_wake */
+    int await_kick;             /* a wait was added: look again before sleeping */
+    int64_t await_wake;         /* monotonic ms; meaningful while await_asleep */
+    uint64_t settle_seq;        /* local writes of settled records so far (__atomic reads) */
+    once__settled settled[ONCE__SETTLED_SLOTS]; /* the last settle per hash of key */
     uint64_t next_turn_id;
     int stopping;               /* also read with __atomic outside the lock */
     int stopped;                /* once__engine_stop ran (it runs once) */
@@ -150,6 +166,10 @@ int once__takeovers_held(const once__engine *e);
 int once__record_settled(const once_record *r);
 /* Under e->mu: r was just written by this process. */
 void once__await_notify(once__engine *e, const once_record *r);
+/* How many settled records this process has written so far: a send takes
+ * it before its first look at the task (res->wait_seq), so its wait can
+ * tell whether the task settled here since. */
+uint64_t once__await_seq(once__engine *e);
 
 /* --- journal.c ------------------------------------------------------------- */
 

@@ -11,7 +11,10 @@
  *   - a store failure (ESTORE / EBUSY) is returned as such, never turned
  *     into a verdict;
  *   - a send that would start a turn while this replica's turn queue is
- *     full writes nothing and answers ONCE_EOVERLOAD (retryable);
+ *     full writes nothing and answers ONCE_EOVERLOAD (retryable); one whose
+ *     task ID was minted here is refused before it reads the store (no
+ *     record can have that ID), any other after its load, so that a
+ *     replay is answered whatever the queue holds;
  *   - the digest covers exactly what the client sent; the stored history
  *     copy gets taskId / contextId filled in.
  */
@@ -33,6 +36,7 @@ typedef struct send_ctx {
     char task_id[ONCE_ID_MAX + 1];
     char digest[ONCE_DIGEST_HEX + 1];
     int may_register;
+    int minted;                     /* task_id minted for this send: no record has it */
     json_t *push;                   /* the push config's stored element, or NULL */
 } send_ctx;
 
@@ -134,6 +138,7 @@ static int prepare(once__engine *e, const once_send_req *req, send_ctx *c, once_
         if (rc != ONCE_OK)
             return rc;
         c->may_register = 1;
+        c->minted = 1;
     } else {
         rc = once_derive_task_id((const uint8_t *)e->secret, strlen(e->secret), req->principal,
                                  msgid, c->task_id);
@@ -217,19 +222,24 @@ static int respond(once__engine *e, const send_ctx *c, const once_record *rec,
 static void log_outcome(const char *task_id, const once_send_res *res, int rc);
 
 int once__engine_send_answer(once__engine *e, const char *principal, const char *task_id,
-                            int history_length, once_send_res *res)
+                            const once_record *rec, int history_length, once_send_res *res)
 {
     if (e == NULL || res == NULL || principal == NULL || !once_id_valid(task_id))
         return ONCE_EINVAL;
-    once_record rec;
-    int rc = once__store_rc(e, once_store_load(e->store, principal, task_id, &rec, NULL));
-    if (rc != ONCE_OK) {
-        log_outcome(task_id, res, rc);
-        return rc;
+    once_record loaded;
+    memset(&loaded, 0, sizeof loaded);
+    int rc = ONCE_OK;
+    if (rec == NULL) {
+        rc = once__store_rc(e, once_store_load(e->store, principal, task_id, &loaded, NULL));
+        if (rc != ONCE_OK) {
+            log_outcome(task_id, res, rc);
+            return rc;
+        }
+        rec = &loaded;
     }
-    res->state = rec.state;
-    rc = once__send_answer_of(&rec, history_length, res);
-    once_record_clear(&rec);
+    res->state = rec->state;
+    rc = once__send_answer_of(rec, history_length, res);
+    once_record_clear(&loaded);
     log_outcome(task_id, res, rc);
     return rc;
 }
@@ -447,6 +457,12 @@ static int send_counted(once__engine *e, const once_send_req *req, once_send_res
 static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
 {
     int rc;
+    if (c->minted && once__queue_full(e)) {
+        /* Its only verdict is REGISTER: refused before the store read. */
+        res->verdict = ONCE_V_REGISTER;
+        ONCE__STAT(e, overloaded);
+        return ONCE_EOVERLOAD;
+    }
     for (int attempt = 0; attempt < SEND_TRIES; attempt++) {
         once_record rec;
         once_tombstone tomb;
@@ -549,6 +565,8 @@ int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *
     pthread_mutex_unlock(&e->mu);
     if (stopping)
         return ONCE_ECLOSED;
+    /* Before the first look at the task: a settle after it counts past it. */
+    res->wait_seq = once__await_seq(e);
     int rc = send_counted(e, req, res);
     pthread_mutex_lock(&e->mu);
     e->inflight--;

@@ -276,7 +276,8 @@ static void hand_back(req_ctx *r, int rc)
     MHD_resume_connection(conn); /* r belongs to the MHD thread from here */
 }
 
-/* A deferred answer's second half, on a worker: one store read. */
+/* A deferred answer's second half, on a worker: from the record the
+ * settling write handed over, else one store read. */
 static void finish_job(void *arg)
 {
     req_ctx *r = arg;
@@ -320,8 +321,8 @@ static void run_job(void *arg)
     }
     if (rc == ONCE_OK && r->resp.deferred != NULL) {
         /* A blocking send waits for its task without this thread; the
-         * body is done with. Past the wait limits (or while stopping) the
-         * answer is the task as it stands, built now. */
+         * body is done with. When the task already settled, past the wait
+         * limits or while stopping, the answer is built now. */
         once__body_free(r->conn, &r->body);
         if (once__a2a_deferred_arm(r->resp.deferred, on_ready, r) == ONCE_OK)
             return; /* r belongs to the await thread, then to finish_job */

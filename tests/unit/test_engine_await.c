@@ -3,10 +3,11 @@
  *   - a send with `defer` whose task has not settled returns at once,
  *     pending, and writes nothing more than a blocking send would;
  *   - the wait fires when a local write settles the task (not before: the
- *     turn is seen running first), and the answer then is the settled task;
+ *     turn is seen running first), hands over the settled record, and the
+ *     answer then is the settled task;
  *   - it fires at its deadline with the task as it stands;
- *   - a task that settled before the wait was registered fires it at once
- *     (the first probe closes that gap);
+ *   - a task that settled here before the wait was registered is answered
+ *     at once: the registration says ONCE_EEXISTS;
  *   - another engine's writes on a shared store are found by polling;
  *   - per-principal and total limits answer ONCE_EBUSY (counted), and other
  *     principals still wait;
@@ -18,11 +19,18 @@
 
 typedef struct fired {
     int n;             /* __atomic: callbacks run */
+    once_state handed; /* the state of the record handed over; 0: none */
 } fired;
 
-static void on_ready(void *arg)
+static void on_ready(void *arg, once_record *rec)
 {
-    __atomic_fetch_add(&((fired *)arg)->n, 1, __ATOMIC_SEQ_CST);
+    fired *f = arg;
+    if (rec != NULL) {
+        f->handed = rec->state;
+        once_record_clear(rec);
+        once_free(rec);
+    }
+    __atomic_fetch_add(&f->n, 1, __ATOMIC_SEQ_CST);
 }
 
 static int fired_once(void *arg)
@@ -54,7 +62,7 @@ static const char *answer_state(once__engine *e, const char *id)
 {
     once_send_res res;
     memset(&res, 0, sizeof res);
-    assert_int_equal(once__engine_send_answer(e, "alice", id, -1, &res), ONCE_OK);
+    assert_int_equal(once__engine_send_answer(e, "alice", id, NULL, -1, &res), ONCE_OK);
     static char state[64];
     snprintf(state, sizeof state, "%s", fx_state(&res));
     fx_res_clear(&res);
@@ -77,7 +85,7 @@ static void test_local_settle(void **state)
 
     fired f = {0};
     assert_int_equal(once__engine_await(env.e, "alice", id, res.generation,
-                                       once_monotonic_ms() + tt_ms(60000), on_ready, &f),
+                                       res.wait_seq, once_monotonic_ms() + tt_ms(60000), on_ready, &f),
                      ONCE_OK);
     /* The turn runs (and wrote its checkpoint): the task moved, but has
      * not settled, so the wait has not fired. */
@@ -91,6 +99,7 @@ static void test_local_settle(void **state)
     fx_open_gate(&env.fx);
     assert_true(tt_wait_until(fired_once, &f, 10000));
     assert_string_equal(answer_state(env.e, id), "TASK_STATE_COMPLETED");
+    assert_int_equal(f.handed, ONCE_STATE_COMPLETED);
     once__engine_get_stats(env.e, &st);
     assert_int_equal(st.waiting, 0);
     assert_int_equal(fired_n(&f), 1);
@@ -108,7 +117,7 @@ static void test_deadline(void **state)
     fx_wait_blocked(&env.fx, 1);
     fired f = {0};
     assert_int_equal(once__engine_await(env.e, "alice", res.task_id, res.generation,
-                                       once_monotonic_ms() + 50, on_ready, &f),
+                                       res.wait_seq, once_monotonic_ms() + 50, on_ready, &f),
                      ONCE_OK);
     assert_true(tt_wait_until(fired_once, &f, 10000));
     assert_string_equal(answer_state(env.e, res.task_id), "TASK_STATE_WORKING");
@@ -145,12 +154,19 @@ static void test_settled_before_registration(void **state)
     fx_open_gate(&env.fx);
     probe p = {env.e, res.task_id};
     assert_true(tt_wait_until(completed, &p, 10000));
-    /* The completing write found no wait: the first probe must see it. */
+    /* The completing write found no wait: the registration must say so,
+     * and the caller answers at once. */
     fired f = {0};
     assert_int_equal(once__engine_await(env.e, "alice", res.task_id, res.generation,
+                                       res.wait_seq, once_monotonic_ms() + tt_ms(60000),
+                                       on_ready, &f),
+                     ONCE_EEXISTS);
+    assert_int_equal(fired_n(&f), 0);
+    assert_string_equal(answer_state(env.e, res.task_id), "TASK_STATE_COMPLETED");
+    /* So is a wait whose send predates every settle here (seq 0). */
+    assert_int_equal(once__engine_await(env.e, "alice", res.task_id, res.generation, 0,
                                        once_monotonic_ms() + tt_ms(60000), on_ready, &f),
-                     ONCE_OK);
-    assert_true(tt_wait_until(fired_once, &f, 10000));
+                     ONCE_EEXISTS);
     fx_env_close(&env);
 }
 
@@ -167,8 +183,7 @@ static void test_other_replica(void **state)
     send_deferred(env.e, "m-1", "block", &res);
     assert_true(res.pending);
     fired f = {0};
-    assert_int_equal(once__engine_await(b, "alice", res.task_id, res.generation,
-                                       once_monotonic_ms() + tt_ms(60000), on_ready, &f),
+    assert_int_equal(once__engine_await(b, "alice", res.task_id, res.generation, 0, once_monotonic_ms() + tt_ms(60000), on_ready, &f),
                      ONCE_OK);
     fx_wait_blocked(&env.fx, 1);
     assert_int_equal(fired_n(&f), 0);
@@ -192,12 +207,12 @@ static void test_limits(void **state)
     fired f[5] = {{0}};
     /* Waits on tasks that do not exist: they never settle (the probe finds
      * no event), so they stay until release. */
-    assert_int_equal(once__engine_await(env.e, "alice", "t-1", 0, until, on_ready, &f[0]), ONCE_OK);
-    assert_int_equal(once__engine_await(env.e, "alice", "t-2", 0, until, on_ready, &f[1]), ONCE_OK);
-    assert_int_equal(once__engine_await(env.e, "alice", "t-3", 0, until, on_ready, &f[2]),
+    assert_int_equal(once__engine_await(env.e, "alice", "t-1", 0, 0, until, on_ready, &f[0]), ONCE_OK);
+    assert_int_equal(once__engine_await(env.e, "alice", "t-2", 0, 0, until, on_ready, &f[1]), ONCE_OK);
+    assert_int_equal(once__engine_await(env.e, "alice", "t-3", 0, 0, until, on_ready, &f[2]),
                      ONCE_EBUSY);
-    assert_int_equal(once__engine_await(env.e, "bob", "t-4", 0, until, on_ready, &f[3]), ONCE_OK);
-    assert_int_equal(once__engine_await(env.e, "carol", "t-5", 0, until, on_ready, &f[4]),
+    assert_int_equal(once__engine_await(env.e, "bob", "t-4", 0, 0, until, on_ready, &f[3]), ONCE_OK);
+    assert_int_equal(once__engine_await(env.e, "carol", "t-5", 0, 0, until, on_ready, &f[4]),
                      ONCE_EBUSY);   /* the engine's total */
     once__engine_stats st;
     once__engine_get_stats(env.e, &st);
@@ -207,7 +222,7 @@ static void test_limits(void **state)
     once__engine_await_release(env.e);
     assert_int_equal(fired_n(&f[0]) + fired_n(&f[1]) + fired_n(&f[3]), 3);
     assert_int_equal(fired_n(&f[2]) + fired_n(&f[4]), 0);
-    assert_int_equal(once__engine_await(env.e, "bob", "t-6", 0, until, on_ready, &f[4]),
+    assert_int_equal(once__engine_await(env.e, "bob", "t-6", 0, 0, until, on_ready, &f[4]),
                      ONCE_ECLOSED);
     fx_env_close(&env);
 }
@@ -218,7 +233,7 @@ static void test_free_releases(void **state)
     fx_env env;
     fx_env_open(&env, NULL, 0);
     fired f = {0};
-    assert_int_equal(once__engine_await(env.e, "alice", "t-x", 0,
+    assert_int_equal(once__engine_await(env.e, "alice", "t-x", 0, 0,
                                        once_monotonic_ms() + tt_ms(60000), on_ready, &f),
                      ONCE_OK);
     fx_env_close(&env);

@@ -11,7 +11,8 @@
  *   - the lease is taken when a turn starts: the heartbeat renews running
  *     turns only, with the store's lease-only write (no version bump);
  *   - the queue is bounded: past it a send is refused with ONCE_EOVERLOAD
- *     and nothing is written; a replica does not take over a task whose
+ *     and nothing is written; a replay is still answered, and a send whose
+ *     task ID the server mints is refused without a store read; a replica does not take over a task whose
  *     turn waits on its own queue, and a queued turn whose lease went
  *     elsewhere never runs here;
  *   - onced's /readyz answers 503 while the store cannot answer, 200 when
@@ -31,12 +32,16 @@ static const char *P = "alice";
 
 #define LEASE_MS 1000
 
+/* --plain-ids for the next replica_open (0: the default). */
+static int plain_ids;
+
 typedef struct gated_store {
     once_store base;
     once_store *inner;
     int down;          /* __atomic: every call answers ONCE_ESTORE */
     int failed;        /* __atomic: calls answered ONCE_ESTORE so far */
     int renews;        /* __atomic: renew calls that reached the inner store */
+    int loads;         /* __atomic: load calls */
 } gated_store;
 
 static int gs_down(once_store *s)
@@ -58,6 +63,7 @@ static int gs_create(once_store *s, const once_record *rec, const once_event *ev
 static int gs_load(once_store *s, const char *p, const char *t, once_record *out,
                    once_tombstone *tomb)
 {
+    __atomic_fetch_add(&((gated_store *)s)->loads, 1, __ATOMIC_SEQ_CST);
     return gs_down(s) ? ONCE_ESTORE : once_store_load(INNER(s), p, t, out, tomb);
 }
 static int gs_update(once_store *s, const once_record *rec, int64_t v, const once_event *ev,
@@ -141,6 +147,7 @@ static void replica_open(replica *r, once_store *shared, once_manual_clock *cloc
     c.replica_id = name;
     c.workers = workers;
     c.max_queue = max_queue;
+    c.plain_ids = plain_ids;
     c.lease_ms = LEASE_MS;
     c.heartbeat_ms = heartbeat_ms;
     /* Sweeps run only when a test asks for one (once__engine_sweep_once). */
@@ -294,7 +301,9 @@ static void test_queue_bound_and_renewal(void **state)
     once_manual_clock clock;
     once_store *shared = shared_open(&clock);
     replica a;
+    plain_ids = ONCE_PLAIN_IDS_SERVER;
     replica_open(&a, shared, &clock, "replica-a", 1, 2, 5);
+    plain_ids = 0;
 
     send_immediate(&a, "t-q-1", "block");
     fx_wait_blocked(&a.fx, 1);
@@ -307,9 +316,22 @@ static void test_queue_bound_and_renewal(void **state)
     assert_null(res.result);
     once_record r;
     assert_int_equal(once_store_load(shared, P, "t-q-4", &r, NULL), ONCE_ENOTFOUND);
+    /* A replay is answered with the queue full. */
+    json_t *other = fx_msg("t-q-2", "hello", "t-q-2", NULL);
+    assert_int_equal(fx_send(a.e, P, other, 1, 1, &res), ONCE_OK);
+    assert_int_equal(res.verdict, ONCE_V_REPLAY);
+    fx_res_clear(&res);
+    json_decref(other);
+    /* A plain message whose task ID the server mints names no stored task:
+     * refused before any store read. */
+    int loads = __atomic_load_n(&a.gate.loads, __ATOMIC_SEQ_CST);
+    other = fx_msg("m-q-5", "hello", NULL, NULL);
+    assert_int_equal(fx_send(a.e, P, other, 0, 1, &res), ONCE_EOVERLOAD);
+    assert_int_equal(__atomic_load_n(&a.gate.loads, __ATOMIC_SEQ_CST), loads);
+    json_decref(other);
     once__engine_stats st;
     once__engine_get_stats(a.e, &st);
-    assert_int_equal(st.overloaded, 1);
+    assert_int_equal(st.overloaded, 2);
     assert_int_equal(st.queued, 2);
 
     /* Heartbeats renew the running turn's lease, not its record. */
