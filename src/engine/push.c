@@ -498,6 +498,24 @@ static int rows_for(once__engine *e, const once_record *r, int status, once_push
     return once__store_rc(e, once_store_push_rows(e->store, r->principal, r->task_id, rows));
 }
 
+/* Write cur again with its push configs replaced by pj (taken; NULL for
+ * none): what a push config create or delete changes. */
+static int write_push_json(once__engine *e, const once_record *cur, char *pj)
+{
+    once_record next;
+    int rc = once_record_copy(&next, cur);
+
+    if (rc == ONCE_OK) {
+        once_free(next.push_json);
+        next.push_json = pj;
+        pj = NULL;
+        rc = once__write(e, cur, &next, NULL);
+        once_record_clear(&next);
+    }
+    once_free(pj);
+    return rc;
+}
+
 static void res_reset(once_push_res *res)
 {
     memset(res, 0, sizeof *res);
@@ -512,7 +530,7 @@ int once__engine_push_create(once__engine *e, const char *principal, const json_
     int rc = ONCE_EBUSY;
     char id[ONCE_ID_MAX + 1] = "";
     for (int tries = 0; tries < PUSH_TRIES && rc == ONCE_EBUSY; tries++) {
-        once_record cur, next;
+        once_record cur;
         rc = load_task(e, principal, task_id, &cur, res);
         if (rc != ONCE_OK)
             return rc;
@@ -530,14 +548,10 @@ int once__engine_push_create(once__engine *e, const char *principal, const json_
             rc = once__push_json_put(e, &cur, elem, &pj, res);
         }
         json_decref(elem);
-        if (rc == ONCE_OK && (rc = once_record_copy(&next, &cur)) == ONCE_OK) {
-            once_free(next.push_json);
-            next.push_json = pj;
-            pj = NULL;
-            rc = once__write(e, &cur, &next, NULL);
-            once_record_clear(&next);
-        }
-        once_free(pj);
+        if (rc == ONCE_OK)
+            rc = write_push_json(e, &cur, pj);
+        else
+            once_free(pj);
         once_record_clear(&cur);
         if (rc == ONCE_ECONFLICT)
             rc = ONCE_EBUSY; /* lost a race: again */
@@ -627,7 +641,7 @@ int once__engine_push_delete(once__engine *e, const char *principal, const char 
     }
     int rc = ONCE_EBUSY;
     for (int tries = 0; tries < PUSH_TRIES && rc == ONCE_EBUSY; tries++) {
-        once_record cur, next;
+        once_record cur;
         rc = load_task(e, principal, task_id, &cur, res);
         if (rc != ONCE_OK)
             return rc;
@@ -641,14 +655,8 @@ int once__engine_push_delete(once__engine *e, const char *principal, const char 
             json_array_remove(a, at);
             if (json_array_size(a) > 0 && (pj = once__json_text(a)) == NULL)
                 rc = ONCE_ENOMEM;
-            if (rc == ONCE_OK && (rc = once_record_copy(&next, &cur)) == ONCE_OK) {
-                once_free(next.push_json);
-                next.push_json = pj;
-                pj = NULL;
-                rc = once__write(e, &cur, &next, NULL);
-                once_record_clear(&next);
-            }
-            once_free(pj);
+            else
+                rc = write_push_json(e, &cur, pj);
         }
         json_decref(a);
         once_record_clear(&cur);
