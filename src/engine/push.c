@@ -561,67 +561,77 @@ int once__engine_push_create(once__engine *e, const char *principal, const json_
     return once__engine_push_get(e, principal, task_id, id, status, out, res);
 }
 
+/* What get and list read: the task's record, its push configs and, with
+ * status, their delivery rows. */
+typedef struct push_view {
+    once_record cur;
+    json_t *configs;
+    once_push_row_list rows;
+} push_view;
+
+static void view_close(push_view *v)
+{
+    once_push_row_list_clear(&v->rows);
+    json_decref(v->configs);
+    once_record_clear(&v->cur);
+}
+
+/* ONCE_OK with *v to close, else nothing held. */
+static int view_open(once__engine *e, const char *principal, const char *task_id, int status,
+                     push_view *v, once_push_res *res)
+{
+    memset(v, 0, sizeof *v);
+    int rc = load_task(e, principal, task_id, &v->cur, res);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = configs_of(&v->cur, &v->configs);
+    if (rc == ONCE_OK)
+        rc = rows_for(e, &v->cur, status, &v->rows);
+    if (rc != ONCE_OK)
+        view_close(v);
+    return rc;
+}
+
 int once__engine_push_get(once__engine *e, const char *principal, const char *task_id,
                          const char *config_id, int status, json_t **out, once_push_res *res)
 {
-    once_record cur;
-    once_push_row_list rows;
+    push_view v;
     *out = NULL;
     res_reset(res);
-    int rc = load_task(e, principal, task_id, &cur, res);
+    int rc = view_open(e, principal, task_id, status, &v, res);
     if (rc != ONCE_OK)
         return rc;
-    json_t *a = NULL;
-    rc = configs_of(&cur, &a);
-    if (rc == ONCE_OK)
-        rc = rows_for(e, &cur, status, &rows);
-    if (rc == ONCE_OK) {
-        size_t at = config_id != NULL ? find_elem(a, config_id) : (size_t)-1;
-        if (at == (size_t)-1) {
-            res->field = "id";
-            snprintf(res->detail, sizeof res->detail, "task %s has no push notification config %s",
-                     cur.task_id, config_id != NULL ? config_id : "(none)");
-            rc = ONCE_ENOTFOUND;
-        } else if ((*out = config_out(e, &cur, json_array_get(a, at), &rows)) == NULL) {
-            rc = ONCE_ENOMEM;
-        }
-        once_push_row_list_clear(&rows);
+    size_t at = config_id != NULL ? find_elem(v.configs, config_id) : (size_t)-1;
+    if (at == (size_t)-1) {
+        res->field = "id";
+        snprintf(res->detail, sizeof res->detail, "task %s has no push notification config %s",
+                 v.cur.task_id, config_id != NULL ? config_id : "(none)");
+        rc = ONCE_ENOTFOUND;
+    } else if ((*out = config_out(e, &v.cur, json_array_get(v.configs, at), &v.rows)) == NULL) {
+        rc = ONCE_ENOMEM;
     }
-    json_decref(a);
-    once_record_clear(&cur);
+    view_close(&v);
     return rc;
 }
 
 int once__engine_push_list(once__engine *e, const char *principal, const char *task_id, int status,
                           json_t **out, once_push_res *res)
 {
-    once_record cur;
-    once_push_row_list rows;
+    push_view v;
     *out = NULL;
     res_reset(res);
-    int rc = load_task(e, principal, task_id, &cur, res);
+    int rc = view_open(e, principal, task_id, status, &v, res);
     if (rc != ONCE_OK)
         return rc;
-    json_t *a = NULL;
     json_t *list = json_array();
-    rc = configs_of(&cur, &a);
-    if (rc == ONCE_OK)
-        rc = list != NULL ? rows_for(e, &cur, status, &rows) : ONCE_ENOMEM;
-    if (rc == ONCE_OK) {
-        size_t i;
-        json_t *el;
-        json_array_foreach(a, i, el)
-        {
-            json_t *c = config_out(e, &cur, el, &rows);
-            if (c == NULL || json_array_append_new(list, c) != 0) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-        }
-        once_push_row_list_clear(&rows);
+    if (list == NULL)
+        rc = ONCE_ENOMEM;
+    for (size_t i = 0; rc == ONCE_OK && i < json_array_size(v.configs); i++) {
+        json_t *c = config_out(e, &v.cur, json_array_get(v.configs, i), &v.rows);
+        if (c == NULL || json_array_append_new(list, c) != 0)
+            rc = ONCE_ENOMEM;
     }
-    json_decref(a);
-    once_record_clear(&cur);
+    view_close(&v);
     if (rc != ONCE_OK) {
         json_decref(list);
         return rc;
