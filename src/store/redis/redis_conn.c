@@ -188,6 +188,18 @@ int once__rd_call(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writes, redisR
     return check_reply(s, cmd, r, out);
 }
 
+int once__rd_call_array(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply **out)
+{
+    int rc = once__rd_call(s, c, cmd, 0, out);
+
+    if (rc == ONCE_OK && (*out)->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(*out);
+        *out = NULL;
+        rc = ONCE_ECORRUPT;
+    }
+    return rc;
+}
+
 int once__rd_due(rd_store *s, rd_conn *c, const char *index, int64_t max, int below, int64_t count,
                  redisReply **out)
 {

@@ -121,6 +121,9 @@ extern const once__pool_ops once__rd_pool_ops;
  * reply is ONCE_ESTORE with the message in errmsg; writes says whether the
  * command may change data (for the broken-while-writing bookkeeping). */
 int once__rd_call(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writes, redisReply **out);
+/* once__rd_call of a read whose answer must be an array: ONCE_ECORRUPT,
+ * with nothing in *out, when it is anything else. */
+int once__rd_call_array(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply **out);
 /* ZRANGEBYSCORE index -inf max LIMIT 0 count (max exclusive with below):
  * the first members of a time index that are due by max, answered as by
  * once__rd_call. The sweeps, the lease scan and the push claim read so. */

@@ -94,14 +94,10 @@ static int events_fn(rd_store *s, rd_conn *c, void *arg)
     once__rd_str(&cmd, a->key);
     once__rd_i64(&cmd, a->start);
     once__rd_i64(&cmd, a->stop);
-    rc = once__rd_call(s, c, &cmd, 0, &r);
+    rc = once__rd_call_array(s, c, &cmd, &r);
     once__rd_cmd_free(&cmd);
     if (rc != ONCE_OK)
         return rc;
-    if (r->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
-        return ONCE_ECORRUPT;
-    }
     if (r->elements) {
         a->out->v = once_calloc(r->elements, sizeof *a->out->v);
         if (!a->out->v)
@@ -315,15 +311,10 @@ static int list_fn(rd_store *s, rd_conn *c, void *arg)
         once__rd_str(&cmd, "LIMIT");
         once__rd_i64(&cmd, 0);
         once__rd_i64(&cmd, (int64_t)want);
-        rc = once__rd_call(s, c, &cmd, 0, &r);
+        rc = once__rd_call_array(s, c, &cmd, &r);
         once__rd_cmd_free(&cmd);
         if (rc != ONCE_OK)
             break;
-        if (r->type != REDIS_REPLY_ARRAY) {
-            freeReplyObject(r);
-            rc = ONCE_ECORRUPT;
-            break;
-        }
         got = r->elements;
         if (got) {
             const redisReply *last = r->element[got - 1];
