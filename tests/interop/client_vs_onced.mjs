@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { check, CheckFailed, eq, freePort, scaled, tally } from '../js/harness.mjs';
+import { check, CheckFailed, eq, freePort, scaled, tally, watchdog } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -80,11 +80,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
     finish();
   });
 }
-setTimeout(() => {
-  console.error(`watchdog: test did not finish within ${WATCHDOG_MS} ms`);
-  tally.failed++;
-  finish();
-}, WATCHDOG_MS).unref();
+watchdog(WATCHDOG_MS, finish);
 
 // ---- preconditions: the SDK and the server binary must both be present ----
 

@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { check, CheckFailed, scaled, tally } from '../js/harness.mjs';
+import { check, CheckFailed, scaled, tally, watchdog } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -56,11 +56,7 @@ function fatal(msg) {
   finish();
 }
 
-setTimeout(() => {
-  console.error(`watchdog: test did not finish within ${WATCHDOG_MS} ms`);
-  tally.failed++;
-  finish();
-}, WATCHDOG_MS).unref();
+watchdog(WATCHDOG_MS, finish);
 
 // ---- preconditions ----
 

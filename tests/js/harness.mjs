@@ -1,7 +1,7 @@
 // harness.mjs -- what the Node test peers share (tests/browser, tests/interop):
-// the suite's timeout factor, the pass/fail tally behind check and eq, and a
-// free loopback port. Node built-ins only, so each peer keeps its own
-// node_modules and this file needs none.
+// the suite's timeout factor, the pass/fail tally behind check and eq, a
+// free loopback port and the watchdog. Node built-ins only, so each peer
+// keeps its own node_modules and this file needs none.
 import net from 'node:net';
 
 // The suite's one timeout factor (tests/e2e/harness.py, tests/timeout.h): every
@@ -41,4 +41,14 @@ export function freePort() {
       s.close(() => resolve(port));
     });
   });
+}
+
+// A run that has not finished after ms counts one more failure and ends
+// through finish (which prints the tally and exits).
+export function watchdog(ms, finish) {
+  setTimeout(() => {
+    console.error(`watchdog: test did not finish within ${ms} ms`);
+    tally.failed++;
+    finish();
+  }, ms).unref();
 }
