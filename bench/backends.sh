@@ -102,21 +102,8 @@ as_pg() { # PostgreSQL refuses root: run as its owner, like test-services.sh
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_http() { # wait_http PORT PID
-  local port=$1 pid=$2 i code
-  for ((i = 0; i < 600; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 1
-    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
-      "http://127.0.0.1:$port/.well-known/agent-card.json" 2>/dev/null)
-    [ -n "$code" ] && [ "$code" != 000 ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# free_port, wait_http
+BENCH_LIB=helpers source "$root/bench/lib.sh"
 
 # ---------------------------------------------------------------- build
 ONCED="$B/onced"

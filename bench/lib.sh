@@ -1,10 +1,33 @@
-# bench/lib.sh -- what bench/p99.sh and bench/rss.sh share: sourced, never run.
+# bench/lib.sh -- what the bench scripts share: sourced, never run.
 #
-# Sets root, B (BENCH_BUILD, default build-bench), OUT (a fresh
-# $B/bench-out/<tag>-<date-time>/), ONCED (BENCH_ONCED, else $B/onced, built
-# here in Release unless BENCH_SKIP_BUILD=1) and an EXIT trap that stops
-# every process put in PIDS. The caller sets TAG before sourcing.
+# First the helpers every script uses (free_port, wait_http); run.sh and
+# backends.sh, which set up their own runs, take only these:
+#   BENCH_LIB=helpers source bench/lib.sh
+# Otherwise (bench/p99.sh, bench/rss.sh) it also sets root, B (BENCH_BUILD,
+# default build-bench), OUT (a fresh $B/bench-out/<tag>-<date-time>/), ONCED
+# (BENCH_ONCED, else $B/onced, built here in Release unless
+# BENCH_SKIP_BUILD=1) and an EXIT trap that stops every process put in PIDS.
+# The caller sets TAG before sourcing.
 set -uo pipefail
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_http PORT PID: until the server answers anything on HTTP (60 s max).
+wait_http() {
+  local port=$1 pid=$2 i code
+  for ((i = 0; i < 600; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+      "http://127.0.0.1:$port/.well-known/agent-card.json" 2>/dev/null)
+    [ -n "$code" ] && [ "$code" != 000 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+[ "${BENCH_LIB:-}" = helpers ] && return 0
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Whatever ends the script, every process it started ends with it.
@@ -23,23 +46,6 @@ cleanup() {
   for p in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$p" 2>/dev/null; done
 }
 trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_http PORT PID: until the server answers anything on HTTP (60 s max).
-wait_http() {
-  local port=$1 pid=$2 i code
-  for ((i = 0; i < 600; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 1
-    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
-      "http://127.0.0.1:$port/.well-known/agent-card.json" 2>/dev/null)
-    [ -n "$code" ] && [ "$code" != 000 ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 # stop PID NAME: SIGTERM and wait; a non-zero exit (a crash) is reported.
 stop() {

@@ -73,23 +73,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_http PORT PID: until the server answers anything on HTTP (60 s max).
-wait_http() {
-  local port=$1 pid=$2 i
-  for ((i = 0; i < 600; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 1
-    local code
-    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
-      "http://127.0.0.1:$port/.well-known/agent-card.json" 2>/dev/null)
-    [ "$code" != "000" ] && [ -n "$code" ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# free_port, wait_http
+BENCH_LIB=helpers source "$root/bench/lib.sh"
 
 # stop PID NAME: SIGTERM, wait, report a non-zero exit (a crash shows here).
 stop() {

@@ -41,6 +41,29 @@ static int task_id_param(a2a_call *c, const char **id)
     return ONCE_OK;
 }
 
+/* What GetTask and CancelTask answer once the backend returned rc and task
+ * (owned here): the task, in 0.1's shape for legacy; a missing or expired
+ * task's error; or the engine's failure. */
+static int task_answer(a2a_call *c, const char *id, int rc, json_t *task, int64_t expired_at,
+                       int legacy)
+{
+    if (rc != ONCE_OK || task == NULL) {
+        json_decref(task);
+        if (rc == ONCE_ENOTFOUND)
+            return once__a2a_fail_not_found(c, id);
+        if (rc == ONCE_ETOMBSTONE)
+            return once__a2a_fail_expired(c, id, expired_at);
+        return once__a2a_fail_engine(c, rc == ONCE_OK ? ONCE_ERROR : rc);
+    }
+    if (legacy) {
+        c->result = once__a2a_legacy_task_out(task, id);
+        json_decref(task);
+        return c->result ? ONCE_OK : ONCE_ENOMEM;
+    }
+    c->result = task;
+    return ONCE_OK;
+}
+
 static int get_common(a2a_call *c, int legacy)
 {
     const char *id = NULL;
@@ -55,24 +78,9 @@ static int get_common(a2a_call *c, int legacy)
     json_t *task = NULL;
     int64_t expired_at = 0;
     int rc = b->get(b->ctx, c->req->principal, id, history, &task, &expired_at);
-    if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
-        json_decref(task);
-    if (rc == ONCE_ENOTFOUND)
-        return once__a2a_fail_not_found(c, id);
-    if (rc == ONCE_ETOMBSTONE)
-        return once__a2a_fail_expired(c, id, expired_at);
-    if (rc != ONCE_OK || task == NULL) {
-        json_decref(task);
-        return once__a2a_fail_engine(c, rc == ONCE_OK ? ONCE_ERROR : rc);
-    }
-    once__a2a_trim_history(task, history);
-    if (legacy) {
-        c->result = once__a2a_legacy_task_out(task, id);
-        json_decref(task);
-        return c->result ? ONCE_OK : ONCE_ENOMEM;
-    }
-    c->result = task;
-    return ONCE_OK;
+    if (rc == ONCE_OK)
+        once__a2a_trim_history(task, history);
+    return task_answer(c, id, rc, task, expired_at, legacy);
 }
 
 int once__a2a_h_get(a2a_call *c)
@@ -101,12 +109,6 @@ static int cancel_common(a2a_call *c, int legacy)
     once_state state = ONCE_STATE_UNKNOWN;
     int64_t expired_at = 0;
     int rc = b->cancel(b->ctx, c->req->principal, id, &task, &state, &expired_at);
-    if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
-        json_decref(task);
-    if (rc == ONCE_ENOTFOUND)
-        return once__a2a_fail_not_found(c, id);
-    if (rc == ONCE_ETOMBSTONE)
-        return once__a2a_fail_expired(c, id, expired_at);
     if (rc == ONCE_EILLEGAL) {
         json_decref(task);
         const char *sn = once_state_name(state);
@@ -116,17 +118,7 @@ static int cancel_common(a2a_call *c, int legacy)
         once__a2a_meta(c, "state", sn);
         return ONCE_EINVAL;
     }
-    if (rc != ONCE_OK || task == NULL) {
-        json_decref(task);
-        return once__a2a_fail_engine(c, rc == ONCE_OK ? ONCE_ERROR : rc);
-    }
-    if (legacy) {
-        c->result = once__a2a_legacy_task_out(task, id);
-        json_decref(task);
-        return c->result ? ONCE_OK : ONCE_ENOMEM;
-    }
-    c->result = task;
-    return ONCE_OK;
+    return task_answer(c, id, rc, task, expired_at, legacy);
 }
 
 int once__a2a_h_cancel(a2a_call *c)

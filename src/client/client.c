@@ -84,6 +84,18 @@ int once__client_stopped(const once_client *c)
     return c->interrupted != NULL && *c->interrupted;
 }
 
+once__http_req once__client_get(const once_client *c, const char *url, int64_t timeout_ms)
+{
+    once__http_req q = {.method = "GET",
+                        .url = url,
+                        .token = c->token,
+                        .tls = &c->tls,
+                        .timeout_ms = timeout_ms,
+                        .connect_timeout_ms = c->retry.connect_timeout_ms,
+                        .interrupted = c->interrupted};
+    return q;
+}
+
 int once__client_sleep(once_client *c, int64_t ms)
 {
     if (c->sleep_ms != real_sleep) {

@@ -310,6 +310,9 @@ int64_t once__client_now(const once_client *c);
 int once__client_stopped(const once_client *c);
 /* Sleep ms, returning early (ONCE_ECANCELED) when interrupted. */
 int once__client_sleep(once_client *c, int64_t ms);
+/* A GET of url with c's token, TLS, connect timeout and interrupt flag,
+ * limited to timeout_ms. url must outlive the request. */
+once__http_req once__client_get(const once_client *c, const char *url, int64_t timeout_ms);
 
 /* ---------------------------------------------------------------------------
  * answer.c: filling a once_call_result from an attempt.

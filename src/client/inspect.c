@@ -51,13 +51,7 @@ int once__client_inspect(once_client *c, const char *agent, const char *task_id,
         once__client_seterr(c, "the agent URL and task ID make too long a URL");
         return ONCE_EINVAL;
     }
-    once__http_req q = {.method = "GET",
-                        .url = url,
-                        .token = c->token,
-                        .tls = &c->tls,
-                        .timeout_ms = c->retry.attempt_timeout_ms,
-                        .connect_timeout_ms = c->retry.connect_timeout_ms,
-                        .interrupted = c->interrupted};
+    once__http_req q = once__client_get(c, url, c->retry.attempt_timeout_ms);
     once__http_resp r;
     int rc = once__http_do(&q, &r);
     if (rc == ONCE_ENOMEM) {

@@ -48,13 +48,7 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
         once__result_set_error(r, "not an http(s) URL: %s", agent);
         return ONCE_EINVAL;
     }
-    once__http_req q = {.method = "GET",
-                        .url = url,
-                        .token = c->token,
-                        .tls = &c->tls,
-                        .timeout_ms = a->timeout_ms,
-                        .connect_timeout_ms = c->retry.connect_timeout_ms,
-                        .interrupted = c->interrupted};
+    once__http_req q = once__client_get(c, url, a->timeout_ms);
     once__http_resp h;
     int rc = once__http_do(&q, &h);
     if (rc == ONCE_ENOMEM)

@@ -187,13 +187,7 @@ static int agent_streams(once_client *c, const char *agent)
     char url[2048];
     if (once__card_url(agent, url, sizeof url) != ONCE_OK)
         return 0;
-    once__http_req q = {.method = "GET",
-                        .url = url,
-                        .token = c->token,
-                        .tls = &c->tls,
-                        .timeout_ms = c->retry.attempt_timeout_ms,
-                        .connect_timeout_ms = c->retry.connect_timeout_ms,
-                        .interrupted = c->interrupted};
+    once__http_req q = once__client_get(c, url, c->retry.attempt_timeout_ms);
     once__http_resp h;
     if (once__http_do(&q, &h) != ONCE_OK || h.status != 200 || h.body == NULL) {
         once__http_resp_clear(&h);

@@ -78,16 +78,25 @@ int once__shape_members(const json_t *obj, const char *const *allowed, const cha
     return ONCE_OK;
 }
 
+/* obj.key, or NULL when absent; f then names it ("where.key") for errors. */
+static const json_t *opt_member(const json_t *obj, const char *key, const char *where, char *f,
+                                size_t fcap)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (v != NULL)
+        snprintf(f, fcap, "%s.%s", where, key);
+    return v;
+}
+
 /* obj.key, when present, is a string (non-empty when nonempty; an ID when
  * id). */
 static int opt_string(const json_t *obj, const char *key, int nonempty, int id, const char *where,
                       once__shape_err *e)
 {
     char f[sizeof e->field];
-    const json_t *v = json_object_get(obj, key);
+    const json_t *v = opt_member(obj, key, where, f, sizeof f);
     if (v == NULL)
         return ONCE_OK;
-    snprintf(f, sizeof f, "%s.%s", where, key);
     if (!json_is_string(v))
         return once__shape_fail(e, f, "%s must be a string", f);
     if (nonempty && json_string_length(v) == 0)
@@ -99,10 +108,9 @@ static int opt_string(const json_t *obj, const char *key, int nonempty, int id, 
 static int opt_object(const json_t *obj, const char *key, const char *where, once__shape_err *e)
 {
     char f[sizeof e->field];
-    const json_t *v = json_object_get(obj, key);
+    const json_t *v = opt_member(obj, key, where, f, sizeof f);
     if (v == NULL)
         return ONCE_OK;
-    snprintf(f, sizeof f, "%s.%s", where, key);
     if (!json_is_object(v))
         return once__shape_fail(e, f, "%s must be an object", f);
     return once__shape_depth(v, f, e);
@@ -113,11 +121,10 @@ static int opt_string_array(const json_t *obj, const char *key, int ids, const c
                             once__shape_err *e)
 {
     char f[sizeof e->field], g[sizeof e->field + 24];
-    const json_t *v = json_object_get(obj, key), *x;
+    const json_t *v = opt_member(obj, key, where, f, sizeof f), *x;
     size_t i;
     if (v == NULL)
         return ONCE_OK;
-    snprintf(f, sizeof f, "%s.%s", where, key);
     if (!json_is_array(v))
         return once__shape_fail(e, f, "%s must be an array of strings", f);
     json_array_foreach(v, i, x) {

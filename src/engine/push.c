@@ -498,6 +498,24 @@ static int rows_for(once__engine *e, const once_record *r, int status, once_push
     return once__store_rc(e, once_store_push_rows(e->store, r->principal, r->task_id, rows));
 }
 
+/* Write cur again with its push configs replaced by pj (taken; NULL for
+ * none): what a push config create or delete changes. */
+static int write_push_json(once__engine *e, const once_record *cur, char *pj)
+{
+    once_record next;
+    int rc = once_record_copy(&next, cur);
+
+    if (rc == ONCE_OK) {
+        once_free(next.push_json);
+        next.push_json = pj;
+        pj = NULL;
+        rc = once__write(e, cur, &next, NULL);
+        once_record_clear(&next);
+    }
+    once_free(pj);
+    return rc;
+}
+
 static void res_reset(once_push_res *res)
 {
     memset(res, 0, sizeof *res);
@@ -512,7 +530,7 @@ int once__engine_push_create(once__engine *e, const char *principal, const json_
     int rc = ONCE_EBUSY;
     char id[ONCE_ID_MAX + 1] = "";
     for (int tries = 0; tries < PUSH_TRIES && rc == ONCE_EBUSY; tries++) {
-        once_record cur, next;
+        once_record cur;
         rc = load_task(e, principal, task_id, &cur, res);
         if (rc != ONCE_OK)
             return rc;
@@ -530,14 +548,10 @@ int once__engine_push_create(once__engine *e, const char *principal, const json_
             rc = once__push_json_put(e, &cur, elem, &pj, res);
         }
         json_decref(elem);
-        if (rc == ONCE_OK && (rc = once_record_copy(&next, &cur)) == ONCE_OK) {
-            once_free(next.push_json);
-            next.push_json = pj;
-            pj = NULL;
-            rc = once__write(e, &cur, &next, NULL);
-            once_record_clear(&next);
-        }
-        once_free(pj);
+        if (rc == ONCE_OK)
+            rc = write_push_json(e, &cur, pj);
+        else
+            once_free(pj);
         once_record_clear(&cur);
         if (rc == ONCE_ECONFLICT)
             rc = ONCE_EBUSY; /* lost a race: again */
@@ -547,67 +561,77 @@ int once__engine_push_create(once__engine *e, const char *principal, const json_
     return once__engine_push_get(e, principal, task_id, id, status, out, res);
 }
 
+/* What get and list read: the task's record, its push configs and, with
+ * status, their delivery rows. */
+typedef struct push_view {
+    once_record cur;
+    json_t *configs;
+    once_push_row_list rows;
+} push_view;
+
+static void view_close(push_view *v)
+{
+    once_push_row_list_clear(&v->rows);
+    json_decref(v->configs);
+    once_record_clear(&v->cur);
+}
+
+/* ONCE_OK with *v to close, else nothing held. */
+static int view_open(once__engine *e, const char *principal, const char *task_id, int status,
+                     push_view *v, once_push_res *res)
+{
+    memset(v, 0, sizeof *v);
+    int rc = load_task(e, principal, task_id, &v->cur, res);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = configs_of(&v->cur, &v->configs);
+    if (rc == ONCE_OK)
+        rc = rows_for(e, &v->cur, status, &v->rows);
+    if (rc != ONCE_OK)
+        view_close(v);
+    return rc;
+}
+
 int once__engine_push_get(once__engine *e, const char *principal, const char *task_id,
                          const char *config_id, int status, json_t **out, once_push_res *res)
 {
-    once_record cur;
-    once_push_row_list rows;
+    push_view v;
     *out = NULL;
     res_reset(res);
-    int rc = load_task(e, principal, task_id, &cur, res);
+    int rc = view_open(e, principal, task_id, status, &v, res);
     if (rc != ONCE_OK)
         return rc;
-    json_t *a = NULL;
-    rc = configs_of(&cur, &a);
-    if (rc == ONCE_OK)
-        rc = rows_for(e, &cur, status, &rows);
-    if (rc == ONCE_OK) {
-        size_t at = config_id != NULL ? find_elem(a, config_id) : (size_t)-1;
-        if (at == (size_t)-1) {
-            res->field = "id";
-            snprintf(res->detail, sizeof res->detail, "task %s has no push notification config %s",
-                     cur.task_id, config_id != NULL ? config_id : "(none)");
-            rc = ONCE_ENOTFOUND;
-        } else if ((*out = config_out(e, &cur, json_array_get(a, at), &rows)) == NULL) {
-            rc = ONCE_ENOMEM;
-        }
-        once_push_row_list_clear(&rows);
+    size_t at = config_id != NULL ? find_elem(v.configs, config_id) : (size_t)-1;
+    if (at == (size_t)-1) {
+        res->field = "id";
+        snprintf(res->detail, sizeof res->detail, "task %s has no push notification config %s",
+                 v.cur.task_id, config_id != NULL ? config_id : "(none)");
+        rc = ONCE_ENOTFOUND;
+    } else if ((*out = config_out(e, &v.cur, json_array_get(v.configs, at), &v.rows)) == NULL) {
+        rc = ONCE_ENOMEM;
     }
-    json_decref(a);
-    once_record_clear(&cur);
+    view_close(&v);
     return rc;
 }
 
 int once__engine_push_list(once__engine *e, const char *principal, const char *task_id, int status,
                           json_t **out, once_push_res *res)
 {
-    once_record cur;
-    once_push_row_list rows;
+    push_view v;
     *out = NULL;
     res_reset(res);
-    int rc = load_task(e, principal, task_id, &cur, res);
+    int rc = view_open(e, principal, task_id, status, &v, res);
     if (rc != ONCE_OK)
         return rc;
-    json_t *a = NULL;
     json_t *list = json_array();
-    rc = configs_of(&cur, &a);
-    if (rc == ONCE_OK)
-        rc = list != NULL ? rows_for(e, &cur, status, &rows) : ONCE_ENOMEM;
-    if (rc == ONCE_OK) {
-        size_t i;
-        json_t *el;
-        json_array_foreach(a, i, el)
-        {
-            json_t *c = config_out(e, &cur, el, &rows);
-            if (c == NULL || json_array_append_new(list, c) != 0) {
-                rc = ONCE_ENOMEM;
-                break;
-            }
-        }
-        once_push_row_list_clear(&rows);
+    if (list == NULL)
+        rc = ONCE_ENOMEM;
+    for (size_t i = 0; rc == ONCE_OK && i < json_array_size(v.configs); i++) {
+        json_t *c = config_out(e, &v.cur, json_array_get(v.configs, i), &v.rows);
+        if (c == NULL || json_array_append_new(list, c) != 0)
+            rc = ONCE_ENOMEM;
     }
-    json_decref(a);
-    once_record_clear(&cur);
+    view_close(&v);
     if (rc != ONCE_OK) {
         json_decref(list);
         return rc;
@@ -627,7 +651,7 @@ int once__engine_push_delete(once__engine *e, const char *principal, const char 
     }
     int rc = ONCE_EBUSY;
     for (int tries = 0; tries < PUSH_TRIES && rc == ONCE_EBUSY; tries++) {
-        once_record cur, next;
+        once_record cur;
         rc = load_task(e, principal, task_id, &cur, res);
         if (rc != ONCE_OK)
             return rc;
@@ -641,14 +665,8 @@ int once__engine_push_delete(once__engine *e, const char *principal, const char 
             json_array_remove(a, at);
             if (json_array_size(a) > 0 && (pj = once__json_text(a)) == NULL)
                 rc = ONCE_ENOMEM;
-            if (rc == ONCE_OK && (rc = once_record_copy(&next, &cur)) == ONCE_OK) {
-                once_free(next.push_json);
-                next.push_json = pj;
-                pj = NULL;
-                rc = once__write(e, &cur, &next, NULL);
-                once_record_clear(&next);
-            }
-            once_free(pj);
+            else
+                rc = write_push_json(e, &cur, pj);
         }
         json_decref(a);
         once_record_clear(&cur);

@@ -35,25 +35,45 @@ static int task_out(const once_record *rec, int history_length, json_t **out)
     return rc == ONCE_EPARSE ? ONCE_ECORRUPT : ONCE_ENOMEM;
 }
 
+/* What get and cancel check of their key before any read: ONCE_EINVAL for
+ * no engine or an unusable principal, ONCE_ENOTFOUND for an ID no stored
+ * task can carry. */
+static int key_check(once__engine *e, const char *principal, const char *task_id)
+{
+    if (e == NULL || principal == NULL || principal[0] == '\0' ||
+        strlen(principal) > ONCE_PRINCIPAL_MAX)
+        return ONCE_EINVAL;
+    if (!once_id_valid(task_id))
+        return ONCE_ENOTFOUND;
+    once__log_ctx_task(task_id);
+    return ONCE_OK;
+}
+
+/* Load the key's record; for a swept key, *expired_at (if asked) says
+ * when. Store failures are mapped as every engine call maps them. */
+static int load_key(once__engine *e, const char *principal, const char *task_id,
+                    once_record *rec, int64_t *expired_at)
+{
+    once_tombstone tomb;
+    int rc = once_store_load(e->store, principal, task_id, rec, &tomb);
+    if (rc == ONCE_ETOMBSTONE && expired_at != NULL)
+        *expired_at = tomb.expired_at;
+    return rc == ONCE_OK ? ONCE_OK : once__store_rc(e, rc);
+}
+
 int once__engine_get(once__engine *e, const char *principal, const char *task_id,
                     int history_length, json_t **task, int64_t *expired_at)
 {
     if (task == NULL)
         return ONCE_EINVAL;
     *task = NULL;
-    if (e == NULL || principal == NULL || principal[0] == '\0' ||
-        strlen(principal) > ONCE_PRINCIPAL_MAX)
-        return ONCE_EINVAL;
-    if (!once_id_valid(task_id))
-        return ONCE_ENOTFOUND;   /* no stored task can carry that ID */
-    once__log_ctx_task(task_id);
-    once_record rec;
-    once_tombstone tomb;
-    int rc = once_store_load(e->store, principal, task_id, &rec, &tomb);
-    if (rc == ONCE_ETOMBSTONE && expired_at != NULL)
-        *expired_at = tomb.expired_at;
+    int rc = key_check(e, principal, task_id);
     if (rc != ONCE_OK)
-        return once__store_rc(e, rc);
+        return rc;
+    once_record rec;
+    rc = load_key(e, principal, task_id, &rec, expired_at);
+    if (rc != ONCE_OK)
+        return rc;
     if (rec.kind != ONCE_KIND_TASK)
         rc = ONCE_ENOTFOUND;
     else
@@ -104,20 +124,14 @@ int once__engine_cancel(once__engine *e, const char *principal, const char *task
 {
     if (task != NULL)
         *task = NULL;
-    if (e == NULL || principal == NULL || principal[0] == '\0' ||
-        strlen(principal) > ONCE_PRINCIPAL_MAX)
-        return ONCE_EINVAL;
-    if (!once_id_valid(task_id))
-        return ONCE_ENOTFOUND;
-    once__log_ctx_task(task_id);
+    int krc = key_check(e, principal, task_id);
+    if (krc != ONCE_OK)
+        return krc;
     for (int i = 0; i < CANCEL_TRIES; i++) {
         once_record rec;
-        once_tombstone tomb;
-        int rc = once_store_load(e->store, principal, task_id, &rec, &tomb);
-        if (rc == ONCE_ETOMBSTONE && expired_at != NULL)
-            *expired_at = tomb.expired_at;
+        int rc = load_key(e, principal, task_id, &rec, expired_at);
         if (rc != ONCE_OK)
-            return once__store_rc(e, rc);
+            return rc;
         if (state != NULL)
             *state = rec.state;
         if (rec.kind != ONCE_KIND_TASK) {

@@ -231,6 +231,9 @@ int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op);
 void once__sq_op_discard(sq_op *op);
 
 /* ---- sqlite_read.c ---- */
+/* Column col, which must be TEXT shorter than cap, into dst: ONCE_ECORRUPT
+ * for anything else, ONCE_ENOMEM when SQLite could not give the text. */
+int once__sq_text(char *dst, size_t cap, sqlite3_stmt *st, int col);
 int once__sq_row_record(sqlite3_stmt *st, int col0, once_record *out);
 int once__sq_row_tomb(sqlite3_stmt *st, int col0, once_tombstone *out);
 int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_record *out,

@@ -21,26 +21,15 @@
 
 #define PUSH_NCOLS 13 /* SQ_PUSH_COLS */
 
-static int text_col(char *dst, size_t cap, sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    size_t n = (size_t)sqlite3_column_bytes(st, col);
-    if (sqlite3_column_type(st, col) != SQLITE_TEXT || !t || n >= cap)
-        return ONCE_ECORRUPT;
-    memcpy(dst, t, n);
-    dst[n] = '\0';
-    return ONCE_OK;
-}
-
 /* Decode SQ_PUSH_COLS starting at column c. */
 static int row_decode(sqlite3_stmt *st, int c, once_push_row *r)
 {
     memset(r, 0, sizeof *r);
-    int rc = text_col(r->config_id, sizeof r->config_id, st, c);
+    int rc = once__sq_text(r->config_id, sizeof r->config_id, st, c);
     if (rc == ONCE_OK)
-        rc = text_col(r->lease_owner, sizeof r->lease_owner, st, c + 6);
+        rc = once__sq_text(r->lease_owner, sizeof r->lease_owner, st, c + 6);
     if (rc == ONCE_OK)
-        rc = text_col(r->last_error, sizeof r->last_error, st, c + 9);
+        rc = once__sq_text(r->last_error, sizeof r->last_error, st, c + 9);
     if (rc != ONCE_OK)
         return rc;
     r->since = sqlite3_column_int64(st, c + 1);
@@ -78,6 +67,28 @@ static int finish(sqlite3_stmt *st, int src)
     return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
 }
 
+/* One step of a read: 1 with a row to decode; 0 when the rows are done,
+ * or on a failure, which goes to *rc. */
+static int next_row(sqlite3_stmt *st, int *rc)
+{
+    int step = once__sq_step(st);
+    if (step == SQLITE_ROW)
+        return 1;
+    if (step != SQLITE_DONE)
+        *rc = once__db_err(step);
+    return 0;
+}
+
+/* The end of a read: its first failure -- the decoding's rc, then the
+ * bind's src -- else the reset's. */
+static int end_read(sqlite3_stmt *st, int rc, int src)
+{
+    if (src != SQLITE_OK && rc == ONCE_OK)
+        rc = once__db_err(src);
+    int rrc = once__sq_reset(st);
+    return rc == ONCE_OK && rrc != SQLITE_OK ? once__db_err(rrc) : rc;
+}
+
 static int put_row(sq_conn *w, const char *principal, const char *task_id, const once_push_row *r)
 {
     sqlite3_stmt *st;
@@ -112,14 +123,7 @@ static int read_rows(sq_conn *c, const char *principal, const char *task_id, onc
     if (rc != ONCE_OK)
         return rc;
     int src = bind_key3(st, principal, task_id, NULL);
-    while (rc == ONCE_OK && src == SQLITE_OK) {
-        int step = once__sq_step(st);
-        if (step == SQLITE_DONE)
-            break;
-        if (step != SQLITE_ROW) {
-            rc = once__db_err(step);
-            break;
-        }
+    while (rc == ONCE_OK && src == SQLITE_OK && next_row(st, &rc)) {
         if (*n == cap) {
             rc = ONCE_ECORRUPT; /* more rows than push_json may hold */
             break;
@@ -128,10 +132,7 @@ static int read_rows(sq_conn *c, const char *principal, const char *task_id, onc
         if (rc == ONCE_OK)
             (*n)++;
     }
-    if (src != SQLITE_OK && rc == ONCE_OK)
-        rc = once__db_err(src);
-    int rrc = once__sq_reset(st);
-    return rc == ONCE_OK && rrc != SQLITE_OK ? once__db_err(rrc) : rc;
+    return end_read(st, rc, src);
 }
 
 int once__sq_push_drop(sq_conn *w, const char *principal, const char *task_id)
@@ -177,14 +178,7 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
     int src = once__sq_bind_int64(st, 1, now);
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 2, max > INT64_MAX ? -1 : (int64_t)max);
-    while (rc == ONCE_OK && src == SQLITE_OK) {
-        int step = once__sq_step(st);
-        if (step == SQLITE_DONE)
-            break;
-        if (step != SQLITE_ROW) {
-            rc = once__db_err(step);
-            break;
-        }
+    while (rc == ONCE_OK && src == SQLITE_OK && next_row(st, &rc)) {
         if (!out) {
             *found = 1;
             break;
@@ -194,9 +188,9 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
         once_push_claim *k = &out->v[out->n];
         once_push_row r;
         memset(k, 0, sizeof *k);
-        rc = text_col(k->principal, sizeof k->principal, st, 0);
+        rc = once__sq_text(k->principal, sizeof k->principal, st, 0);
         if (rc == ONCE_OK)
-            rc = text_col(k->task_id, sizeof k->task_id, st, 1);
+            rc = once__sq_text(k->task_id, sizeof k->task_id, st, 1);
         if (rc == ONCE_OK)
             rc = row_decode(st, 2, &r);
         if (rc != ONCE_OK)
@@ -208,10 +202,7 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
         out->n++;
         *found = out->n;
     }
-    if (src != SQLITE_OK && rc == ONCE_OK)
-        rc = once__db_err(src);
-    int rrc = once__sq_reset(st);
-    return rc == ONCE_OK && rrc != SQLITE_OK ? once__db_err(rrc) : rc;
+    return end_read(st, rc, src);
 }
 
 int once__sq_op_push_claim(sq_conn *w, sq_op *op)
@@ -353,8 +344,8 @@ static int check_task(sq_conn *c, sqlite3_stmt *st, once_check_report *rep)
     once_push_row rows[ONCE_PUSH_CONFIGS_MAX];
     size_t n = 0, nrows = 0;
 
-    if (text_col(principal, sizeof principal, st, 0) != ONCE_OK ||
-        text_col(task_id, sizeof task_id, st, 1) != ONCE_OK) {
+    if (once__sq_text(principal, sizeof principal, st, 0) != ONCE_OK ||
+        once__sq_text(task_id, sizeof task_id, st, 1) != ONCE_OK) {
         bad_push(rep, "?", "?", "a task row with push_json does not decode");
         return ONCE_OK;
     }
@@ -397,14 +388,7 @@ int once__sq_check_push(sq_conn *c, once_check_report *rep)
     for (int q = 0; rc == ONCE_OK && q < 2; q++) {
         sqlite3_stmt *st;
         int src = once__sq_prepare(c->db, qs[q], &st);
-        while (rc == ONCE_OK && src == SQLITE_OK) {
-            int step = once__sq_step(st);
-            if (step == SQLITE_DONE)
-                break;
-            if (step != SQLITE_ROW) {
-                rc = once__db_err(step);
-                break;
-            }
+        while (rc == ONCE_OK && src == SQLITE_OK && next_row(st, &rc)) {
             if (q == 0) {
                 rc = check_task(c, st, rep);
             } else {

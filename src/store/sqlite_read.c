@@ -19,7 +19,7 @@
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
-static int copy_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
+int once__sq_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
 {
     if (sqlite3_column_type(st, col) != SQLITE_TEXT)
         return ONCE_ECORRUPT;
@@ -53,13 +53,13 @@ static int dup_text(char **out, sqlite3_stmt *st, int col, int nullable)
 int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)
 {
     memset(r, 0, sizeof *r);
-    int rc = copy_text(r->principal, sizeof r->principal, st, c + 0);
+    int rc = once__sq_text(r->principal, sizeof r->principal, st, c + 0);
     if (rc == ONCE_OK)
-        rc = copy_text(r->task_id, sizeof r->task_id, st, c + 1);
+        rc = once__sq_text(r->task_id, sizeof r->task_id, st, c + 1);
     if (rc == ONCE_OK)
-        rc = copy_text(r->context_id, sizeof r->context_id, st, c + 2);
+        rc = once__sq_text(r->context_id, sizeof r->context_id, st, c + 2);
     if (rc == ONCE_OK)
-        rc = copy_text(r->lease_owner, sizeof r->lease_owner, st, c + 9);
+        rc = once__sq_text(r->lease_owner, sizeof r->lease_owner, st, c + 9);
     if (rc == ONCE_OK)
         rc = dup_text(&r->digests, st, c + 14, 0);
     if (rc == ONCE_OK)
@@ -90,11 +90,11 @@ int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)
 int once__sq_row_tomb(sqlite3_stmt *st, int c, once_tombstone *t)
 {
     memset(t, 0, sizeof *t);
-    int rc = copy_text(t->principal, sizeof t->principal, st, c + 0);
+    int rc = once__sq_text(t->principal, sizeof t->principal, st, c + 0);
     if (rc == ONCE_OK)
-        rc = copy_text(t->task_id, sizeof t->task_id, st, c + 1);
+        rc = once__sq_text(t->task_id, sizeof t->task_id, st, c + 1);
     if (rc == ONCE_OK)
-        rc = copy_text(t->first_digest, sizeof t->first_digest, st, c + 2);
+        rc = once__sq_text(t->first_digest, sizeof t->first_digest, st, c + 2);
     if (rc != ONCE_OK) {
         memset(t, 0, sizeof *t);
         return rc;
@@ -279,8 +279,8 @@ typedef struct leases_arg {
 static int key_row(sqlite3_stmt *st, void *elem)
 {
     once_key *k = elem;
-    int rc = copy_text(k->principal, sizeof k->principal, st, 0);
-    return rc == ONCE_OK ? copy_text(k->task_id, sizeof k->task_id, st, 1) : rc;
+    int rc = once__sq_text(k->principal, sizeof k->principal, st, 0);
+    return rc == ONCE_OK ? once__sq_text(k->task_id, sizeof k->task_id, st, 1) : rc;
 }
 
 static int leases_fn(sq_conn *c, void *p)

@@ -21,10 +21,11 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { check, CheckFailed, eq, freePort, scaled, tally } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -35,31 +36,11 @@ const TOKEN = `tok-${randomUUID()}`;
 const QUESTION = 'ask:Which jurisdiction governs this contract?';
 const ANSWER = 'Swiss law (canton of Zurich)';
 const JUMP_MS = 73 * 3600 * 1000;
-const FACTOR = Number(process.env.ONCE_TEST_TIMEOUT_FACTOR) > 0 ? Number(process.env.ONCE_TEST_TIMEOUT_FACTOR) : 1;
-const scaled = (ms) => Math.round(ms * FACTOR);
 const SKIP = 77;
 
-let passed = 0;
-let failed = 0;
 let onced = null;
 let browser = null;
 let tmpdir = null;
-
-class CheckFailed extends Error {}
-
-function check(cond, what) {
-  if (cond) {
-    passed++;
-    return;
-  }
-  failed++;
-  console.error('FAIL:', what);
-  throw new CheckFailed(what);
-}
-
-function eq(got, want, what) {
-  check(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
-}
 
 // Stop onced with SIGTERM (so a sanitizer build reports leaks) and fail on
 // any sanitizer report in its log.
@@ -73,20 +54,20 @@ async function stopOnced() {
   const log = fs.readFileSync(path.join(tmpdir, 'onced.log'), 'utf8');
   const report = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|\.c:\d+:\d+: runtime error:/.exec(log);
   if (report) {
-    failed++;
+    tally.failed++;
     console.error('FAIL: onced reported:', log.slice(Math.max(0, report.index - 200), report.index + 3000));
   } else {
-    passed++;
+    tally.passed++;
   }
 }
 
 async function finish() {
   if (browser) await browser.close().catch(() => {});
-  await stopOnced().catch((e) => { failed++; console.error('FAIL: stopping onced:', e); });
-  if (failed === 0 && tmpdir) fs.rmSync(tmpdir, { recursive: true, force: true });
+  await stopOnced().catch((e) => { tally.failed++; console.error('FAIL: stopping onced:', e); });
+  if (tally.failed === 0 && tmpdir) fs.rmSync(tmpdir, { recursive: true, force: true });
   else if (tmpdir) console.error(`onced log kept in ${tmpdir}`);
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
+  console.log(`${tally.passed} passed, ${tally.failed} failed`);
+  process.exit(tally.failed ? 1 : 0);
 }
 
 // ---- preconditions: skip (77) where the browser or its driver is missing ----
@@ -104,22 +85,11 @@ if (!fs.existsSync(CHROMIUM)) {
 }
 if (!fs.existsSync(ONCED)) {
   console.error(`onced binary not found at ${ONCED}`);
-  failed++;
+  tally.failed++;
   await finish();
 }
 
 // ---- onced ----
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // Every process this script starts ends with it (scripts/reaper.py).
 function guard() {
@@ -277,7 +247,7 @@ try {
   await main();
 } catch (e) {
   if (!(e instanceof CheckFailed)) {
-    failed++;
+    tally.failed++;
     console.error('FAIL:', e && e.stack ? e.stack : e);
   }
 }

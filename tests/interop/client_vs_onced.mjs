@@ -15,10 +15,11 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { check, CheckFailed, eq, freePort, scaled, tally, watchdog } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -28,35 +29,12 @@ const PLAIN_IDS = process.env.ONCE_PLAIN_IDS || 'derived';
 const SDK_DIR = path.join(HERE, 'node_modules', '@a2a-js', 'sdk');
 const SDK_VERSION = '1.3.0';
 const EXT = 'urn:once:a2a:idempotency:v1';
-// The suite's one timeout factor (tests/e2e/harness.py, tests/timeout.h): every
-// bound below is multiplied by it; ctest sets it (more in sanitizer builds).
-const FACTOR = Number(process.env.ONCE_TEST_TIMEOUT_FACTOR) > 0 ? Number(process.env.ONCE_TEST_TIMEOUT_FACTOR) : 1;
-const scaled = (ms) => Math.round(ms * FACTOR);
 const CALL_TIMEOUT_MS = scaled(30000);
 const WATCHDOG_MS = scaled(110000);
 
-let passed = 0;
-let failed = 0;
-
-class CheckFailed extends Error {}
-
-function check(cond, what) {
-  if (cond) {
-    passed++;
-    return;
-  }
-  failed++;
-  console.error('FAIL:', what);
-  throw new CheckFailed(what);
-}
-
-function eq(got, want, what) {
-  check(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
-}
-
 // A fatal setup problem: count it, explain it, stop.
 function fatal(msg) {
-  failed++;
+  tally.failed++;
   console.error('FAIL:', msg);
   finish();
 }
@@ -85,28 +63,24 @@ function onceLogTail() {
 
 function finish() {
   killOnced();
-  if (failed === 0 && tmpdir) {
+  if (tally.failed === 0 && tmpdir) {
     fs.rmSync(tmpdir, { recursive: true, force: true });
   } else if (tmpdir) {
     console.error(`onced log and store kept in ${tmpdir}; log tail:\n${onceLogTail()}`);
   }
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
+  console.log(`${tally.passed} passed, ${tally.failed} failed`);
+  process.exit(tally.failed ? 1 : 0);
 }
 
 process.on('exit', killOnced);
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
     console.error(`interrupted by ${sig}`);
-    failed++;
+    tally.failed++;
     finish();
   });
 }
-setTimeout(() => {
-  console.error(`watchdog: test did not finish within ${WATCHDOG_MS} ms`);
-  failed++;
-  finish();
-}, WATCHDOG_MS).unref();
+watchdog(WATCHDOG_MS, finish);
 
 // ---- preconditions: the SDK and the server binary must both be present ----
 
@@ -173,17 +147,6 @@ function lastRpc(method) {
 }
 
 // ---- onced lifecycle ----
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -457,7 +420,7 @@ base = await startOnced();
 console.log(`info: @a2a-js/sdk ${sdkVersion}, node ${process.version}, onced ${ONCED} --plain-ids ${PLAIN_IDS} at ${base}`);
 for (const s of scenarios) {
   if (!client && s !== s1_client_from_agent_card) {
-    failed++;
+    tally.failed++;
     console.error(`FAIL ${s.name}: no client (scenario 1 failed)`);
     continue;
   }
@@ -466,7 +429,7 @@ for (const s of scenarios) {
     console.log('ok  ', s.name);
   } catch (e) {
     if (!(e instanceof CheckFailed)) {
-      failed++; // an unexpected exception, e.g. an SDK error where a result was expected
+      tally.failed++; // an unexpected exception, e.g. an SDK error where a result was expected
       const extra = e && e.envelopeCode !== undefined ? ` (code ${e.envelopeCode}, data ${JSON.stringify(e.data)})` : '';
       console.error(`FAIL ${s.name}: ${e && e.name}: ${e && e.message}${extra}`);
     } else {

@@ -22,6 +22,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { check, CheckFailed, scaled, tally, watchdog } from '../js/harness.mjs';
+
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const BUILD = process.env.ONCE_BUILD || path.join(ROOT, 'build');
@@ -29,29 +31,12 @@ const ONCE = path.join(BUILD, 'once');
 const SDK_DIR = path.join(HERE, 'node_modules', '@a2a-js', 'sdk');
 const SDK_VERSION = '1.3.0';
 const EXT = 'urn:once:a2a:idempotency:v1';
-// The suite's one timeout factor (tests/e2e/harness.py, tests/timeout.h): every
-// bound below is multiplied by it; ctest sets it (more in sanitizer builds).
-const FACTOR = Number(process.env.ONCE_TEST_TIMEOUT_FACTOR) > 0 ? Number(process.env.ONCE_TEST_TIMEOUT_FACTOR) : 1;
-const scaled = (ms) => Math.round(ms * FACTOR);
 const WATCHDOG_MS = scaled(55000);
 
-let passed = 0;
-let failed = 0;
 let tmpdir = null;
 let server = null;
 
-class CheckFailed extends Error {}
-
-function check(cond, what) {
-  if (cond) {
-    passed++;
-    return;
-  }
-  failed++;
-  console.error('FAIL:', what);
-  throw new CheckFailed(what);
-}
-
+// Deep: the values compared here are arrays and objects.
 function eq(got, want, what) {
   check(JSON.stringify(got) === JSON.stringify(want),
         `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
@@ -59,23 +44,19 @@ function eq(got, want, what) {
 
 function finish() {
   if (server) server.close();
-  if (tmpdir && failed === 0) fs.rmSync(tmpdir, { recursive: true, force: true });
+  if (tmpdir && tally.failed === 0) fs.rmSync(tmpdir, { recursive: true, force: true });
   else if (tmpdir) console.error(`outboxes kept in ${tmpdir}`);
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
+  console.log(`${tally.passed} passed, ${tally.failed} failed`);
+  process.exit(tally.failed ? 1 : 0);
 }
 
 function fatal(msg) {
-  failed++;
+  tally.failed++;
   console.error('FAIL:', msg);
   finish();
 }
 
-setTimeout(() => {
-  console.error(`watchdog: test did not finish within ${WATCHDOG_MS} ms`);
-  failed++;
-  finish();
-}, WATCHDOG_MS).unref();
+watchdog(WATCHDOG_MS, finish);
 
 // ---- preconditions ----
 
@@ -332,7 +313,7 @@ try {
       console.log('ok  ', s.name);
     } catch (e) {
       if (!(e instanceof CheckFailed)) {
-        failed++;
+        tally.failed++;
         console.error('FAIL', s.name, e && e.stack ? e.stack : e);
       } else {
         console.error('FAIL', s.name);

@@ -243,6 +243,30 @@ int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out)
     return ONCE_OK;
 }
 
+int once__pg_rows(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, size_t size,
+                  pg_row_fn fn, void *arg, void **v, size_t *n)
+{
+    PGresult *r;
+    unsigned char *a = NULL;
+    int rc, i, rows;
+
+    *v = NULL;
+    *n = 0;
+    rc = once__pg_exec(s, c, id, p, &r);
+    if (rc != ONCE_OK)
+        return rc;
+    rows = PQntuples(r);
+    if (rows > 0 && !(a = once_calloc((size_t)rows, size)))
+        rc = ONCE_ENOMEM;
+    *v = a;
+    for (i = 0; rc == ONCE_OK && i < rows; i++) {
+        rc = fn(r, i, a + (size_t)i * size, arg);
+        *n = (size_t)i + 1;
+    }
+    PQclear(r);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------
  * Errors.
  */

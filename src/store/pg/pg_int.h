@@ -157,6 +157,14 @@ int once__pg_fixed(const PGresult *r, int row, int col, char *dst, size_t cap);
 int once__pg_dup(const PGresult *r, int row, int col, char **out);
 /* Columns col0 .. col0+17 (PG_TASK_COLS) into *out (zeroed first). */
 int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out);
+/* Fills elem (zeroed) from row `row` of r; once__pg_rows' decoder. */
+typedef int (*pg_row_fn)(const PGresult *r, int row, void *elem, void *arg);
+/* Runs statement id and decodes each row it returns into one element of a
+ * fresh zeroed array of `size`-byte elements: *v (NULL when no row came), *n
+ * the elements decoded so far, the one a decoder failed on included, so that
+ * the list's clear frees whatever a failure left. */
+int once__pg_rows(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, size_t size,
+                  pg_row_fn fn, void *arg, void **v, size_t *n);
 
 /* ---- pg_conn.c: connections and statements ---- */
 

@@ -180,34 +180,31 @@ typedef struct claim_arg {
     once_push_claim_list *out;
 } claim_arg;
 
+static int claim_row(const PGresult *r, int row, void *elem, void *arg)
+{
+    once_push_claim *k = elem;
+
+    if (once__pg_fixed(r, row, 0, k->principal, sizeof k->principal) != ONCE_OK ||
+        once__pg_fixed(r, row, 1, k->task_id, sizeof k->task_id) != ONCE_OK ||
+        once__pg_fixed(r, row, 2, k->config_id, sizeof k->config_id) != ONCE_OK)
+        return ONCE_ECORRUPT;
+    k->generation = once__pg_i64(r, row, 3) + 1;
+    k->target = once__pg_i64(r, row, 4);
+    k->attempts = once__pg_i64(r, row, 5);
+    k->lease_until = *(const int64_t *)arg;
+    return ONCE_OK;
+}
+
 static int claim_fn(pg_store *s, pg_conn *c, void *arg)
 {
     claim_arg *a = arg;
-    PGresult *r;
-    int rc, i, n;
+    void *v;
+    int rc;
 
     once_push_claim_list_clear(a->out);
-    rc = once__pg_exec(s, c, PG_PUSH_CLAIM, a->p, &r);
-    if (rc != ONCE_OK)
-        return rc;
-    n = PQntuples(r);
-    if (n > 0 && !(a->out->v = once_calloc((size_t)n, sizeof *a->out->v)))
-        rc = ONCE_ENOMEM;
-    for (i = 0; rc == ONCE_OK && i < n; i++) {
-        once_push_claim *k = &a->out->v[i];
-        if (once__pg_fixed(r, i, 0, k->principal, sizeof k->principal) != ONCE_OK ||
-            once__pg_fixed(r, i, 1, k->task_id, sizeof k->task_id) != ONCE_OK ||
-            once__pg_fixed(r, i, 2, k->config_id, sizeof k->config_id) != ONCE_OK) {
-            rc = ONCE_ECORRUPT;
-            break;
-        }
-        k->generation = once__pg_i64(r, i, 3) + 1;
-        k->target = once__pg_i64(r, i, 4);
-        k->attempts = once__pg_i64(r, i, 5);
-        k->lease_until = a->lease_until;
-        a->out->n = (size_t)i + 1;
-    }
-    PQclear(r);
+    rc = once__pg_rows(s, c, PG_PUSH_CLAIM, a->p, sizeof *a->out->v, claim_row, &a->lease_until,
+                       &v, &a->out->n);
+    a->out->v = v;
     /* Rows leased but not handed out lapse with their lease: nothing is lost. */
     if (rc != ONCE_OK)
         once_push_claim_list_clear(a->out);

@@ -94,30 +94,26 @@ typedef struct events_arg {
     once_event_list *out;
 } events_arg;
 
+static int event_row(const PGresult *r, int row, void *elem, void *arg)
+{
+    once_event *e = elem;
+    int rc;
+
+    (void)arg;
+    e->generation = once__pg_i64(r, row, 0);
+    rc = once__pg_dup(r, row, 1, &e->payload);
+    return rc == ONCE_OK && !e->payload ? ONCE_ECORRUPT : rc;
+}
+
 static int events_fn(pg_store *s, pg_conn *c, void *arg)
 {
     events_arg *a = arg;
-    PGresult *r;
-    int rc, i, n;
+    void *v;
+    int rc;
 
     once_event_list_clear(a->out);
-    rc = once__pg_exec(s, c, PG_EVENTS, a->p, &r);
-    if (rc != ONCE_OK)
-        return rc;
-    n = PQntuples(r);
-    if (n > 0) {
-        a->out->v = once_calloc((size_t)n, sizeof *a->out->v);
-        if (!a->out->v)
-            rc = ONCE_ENOMEM;
-    }
-    for (i = 0; rc == ONCE_OK && i < n; i++) {
-        a->out->v[i].generation = once__pg_i64(r, i, 0);
-        rc = once__pg_dup(r, i, 1, &a->out->v[i].payload);
-        if (rc == ONCE_OK && !a->out->v[i].payload)
-            rc = ONCE_ECORRUPT;
-        a->out->n = (size_t)i + 1;
-    }
-    PQclear(r);
+    rc = once__pg_rows(s, c, PG_EVENTS, a->p, sizeof *a->out->v, event_row, NULL, &v, &a->out->n);
+    a->out->v = v;
     if (rc != ONCE_OK)
         once_event_list_clear(a->out);
     return rc;
@@ -148,30 +144,25 @@ typedef struct leases_arg {
     once_key_list *out;
 } leases_arg;
 
+static int key_row(const PGresult *r, int row, void *elem, void *arg)
+{
+    once_key *k = elem;
+    int rc;
+
+    (void)arg;
+    rc = once__pg_fixed(r, row, 0, k->principal, sizeof k->principal);
+    return rc == ONCE_OK ? once__pg_fixed(r, row, 1, k->task_id, sizeof k->task_id) : rc;
+}
+
 static int leases_fn(pg_store *s, pg_conn *c, void *arg)
 {
     leases_arg *a = arg;
-    PGresult *r;
-    int rc, i, n;
+    void *v;
+    int rc;
 
     once_key_list_clear(a->out);
-    rc = once__pg_exec(s, c, PG_LEASES, a->p, &r);
-    if (rc != ONCE_OK)
-        return rc;
-    n = PQntuples(r);
-    if (n > 0) {
-        a->out->v = once_calloc((size_t)n, sizeof *a->out->v);
-        if (!a->out->v)
-            rc = ONCE_ENOMEM;
-    }
-    for (i = 0; rc == ONCE_OK && i < n; i++) {
-        once_key *k = &a->out->v[i];
-        rc = once__pg_fixed(r, i, 0, k->principal, sizeof k->principal);
-        if (rc == ONCE_OK)
-            rc = once__pg_fixed(r, i, 1, k->task_id, sizeof k->task_id);
-        a->out->n = (size_t)i + 1;
-    }
-    PQclear(r);
+    rc = once__pg_rows(s, c, PG_LEASES, a->p, sizeof *a->out->v, key_row, NULL, &v, &a->out->n);
+    a->out->v = v;
     if (rc != ONCE_OK)
         once_key_list_clear(a->out);
     return rc;
@@ -199,28 +190,21 @@ typedef struct list_arg {
     once_record_list *out;
 } list_arg;
 
+static int record_row(const PGresult *r, int row, void *elem, void *arg)
+{
+    (void)arg;
+    return once__pg_row_record(r, row, 0, elem);
+}
+
 static int list_fn(pg_store *s, pg_conn *c, void *arg)
 {
     list_arg *a = arg;
-    PGresult *r;
-    int rc, i, n;
+    void *v;
+    int rc;
 
     once_record_list_clear(a->out);
-    rc = once__pg_exec(s, c, a->id, a->p, &r);
-    if (rc != ONCE_OK)
-        return rc;
-    n = PQntuples(r);
-    if (n > 0) {
-        a->out->v = once_calloc((size_t)n, sizeof *a->out->v);
-        if (!a->out->v)
-            rc = ONCE_ENOMEM;
-    }
-    for (i = 0; rc == ONCE_OK && i < n; i++) {
-        rc = once__pg_row_record(r, i, 0, &a->out->v[i]);
-        if (rc == ONCE_OK)
-            a->out->n = (size_t)i + 1;
-    }
-    PQclear(r);
+    rc = once__pg_rows(s, c, a->id, a->p, sizeof *a->out->v, record_row, NULL, &v, &a->out->n);
+    a->out->v = v;
     if (rc != ONCE_OK)
         once_record_list_clear(a->out);
     return rc;

@@ -64,6 +64,34 @@ static int64_t count_of(PGresult *r)
     return n;
 }
 
+/* Statement id (a create or an update of rec) on c, with rec's push rows
+ * in the same transaction when it has any: ONCE_OK with *hit = 1 once it
+ * wrote its one row (and its push rows committed with it), ONCE_OK with
+ * *hit = 0 when it matched no row (rolled back: the caller finds out why),
+ * or the failure. */
+static int write_row(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p,
+                     const once_record *rec, int *hit)
+{
+    PGresult *r;
+    int rc;
+
+    *hit = 0;
+    if (rec->push_json && (rc = once__pg_begin(s, c)) != ONCE_OK)
+        return rc;
+    rc = once__pg_exec(s, c, id, p, &r);
+    if (rc != ONCE_OK)
+        return rc;
+    if (count_of(r) != 1) {
+        once__pg_rollback(c);
+        return ONCE_OK;
+    }
+    *hit = 1;
+    if (!rec->push_json)
+        return ONCE_OK;
+    rc = once__pg_push_sync(s, c, rec);
+    return rc == ONCE_OK ? once__pg_commit(s, c) : rc;
+}
+
 /* A create or update of a record without push_json through the group
  * commit (pg_batch.c): ONCE_OK once its batch committed it, PG_ALONE when
  * it did not write (the key taken, the version moved, the batch rolled
@@ -96,26 +124,16 @@ typedef struct create_arg {
 static int create_fn(pg_store *s, pg_conn *c, void *arg)
 {
     create_arg *a = arg;
-    PGresult *r;
-    int tries, rc;
+    int tries, rc, hit;
 
     if (a->winner)
         once_record_clear(a->winner);
     /* The loser's read finds nothing only if the key was freed in between
      * (tombstone purged): then the key is absent again, so insert again. */
     for (tries = 0; tries < 3; tries++) {
-        if (a->rec->push_json && (rc = once__pg_begin(s, c)) != ONCE_OK)
+        rc = write_row(s, c, PG_CREATE, a->p, a->rec, &hit);
+        if (rc != ONCE_OK || hit)
             return rc;
-        rc = once__pg_exec(s, c, PG_CREATE, a->p, &r);
-        if (rc != ONCE_OK)
-            return rc;
-        if (count_of(r) == 1) {
-            if (!a->rec->push_json)
-                return ONCE_OK;
-            rc = once__pg_push_sync(s, c, a->rec);
-            return rc == ONCE_OK ? once__pg_commit(s, c) : rc;
-        }
-        once__pg_rollback(c);
         rc = once__pg_read_key(s, c, a->rec->principal, a->rec->task_id, a->winner, a->tomb);
         if (rc == ONCE_OK)
             return ONCE_EEXISTS;
@@ -201,23 +219,13 @@ static int diagnose(pg_store *s, pg_conn *c, const update_arg *a)
 static int update_fn(pg_store *s, pg_conn *c, void *arg)
 {
     update_arg *a = arg;
-    PGresult *r;
-    int tries, rc;
+    int tries, rc, hit;
 
     for (tries = 0; tries < 3; tries++) {
         if (a->numbered) {
-            if (a->rec->push_json && (rc = once__pg_begin(s, c)) != ONCE_OK)
+            rc = write_row(s, c, PG_UPDATE, a->p, a->rec, &hit);
+            if (rc != ONCE_OK || hit)
                 return rc;
-            rc = once__pg_exec(s, c, PG_UPDATE, a->p, &r);
-            if (rc != ONCE_OK)
-                return rc;
-            if (count_of(r) == 1) {
-                if (!a->rec->push_json)
-                    return ONCE_OK;
-                rc = once__pg_push_sync(s, c, a->rec);
-                return rc == ONCE_OK ? once__pg_commit(s, c) : rc;
-            }
-            once__pg_rollback(c);
         }
         rc = diagnose(s, c, a);
         if (rc != ONCE_OK)

@@ -188,6 +188,39 @@ int once__rd_call(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writes, redisR
     return check_reply(s, cmd, r, out);
 }
 
+int once__rd_call_array(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply **out)
+{
+    int rc = once__rd_call(s, c, cmd, 0, out);
+
+    if (rc == ONCE_OK && (*out)->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(*out);
+        *out = NULL;
+        rc = ONCE_ECORRUPT;
+    }
+    return rc;
+}
+
+int once__rd_due(rd_store *s, rd_conn *c, const char *index, int64_t max, int below, int64_t count,
+                 redisReply **out)
+{
+    char bound[32];
+    rd_cmd cmd;
+    int rc;
+
+    snprintf(bound, sizeof bound, "%s%lld", below ? "(" : "", (long long)max);
+    once__rd_cmd_init(&cmd);
+    once__rd_str(&cmd, "ZRANGEBYSCORE");
+    once__rd_str(&cmd, index);
+    once__rd_str(&cmd, "-inf");
+    once__rd_str(&cmd, bound);
+    once__rd_str(&cmd, "LIMIT");
+    once__rd_i64(&cmd, 0);
+    once__rd_i64(&cmd, count);
+    rc = once__rd_call(s, c, &cmd, 0, out);
+    once__rd_cmd_free(&cmd);
+    return rc;
+}
+
 static int load_one(rd_store *s, rd_conn *c, rd_script_id id)
 {
     rd_cmd cmd;

@@ -121,6 +121,14 @@ extern const once__pool_ops once__rd_pool_ops;
  * reply is ONCE_ESTORE with the message in errmsg; writes says whether the
  * command may change data (for the broken-while-writing bookkeeping). */
 int once__rd_call(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writes, redisReply **out);
+/* once__rd_call of a read whose answer must be an array: ONCE_ECORRUPT,
+ * with nothing in *out, when it is anything else. */
+int once__rd_call_array(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply **out);
+/* ZRANGEBYSCORE index -inf max LIMIT 0 count (max exclusive with below):
+ * the first members of a time index that are due by max, answered as by
+ * once__rd_call. The sweeps, the lease scan and the push claim read so. */
+int once__rd_due(rd_store *s, rd_conn *c, const char *index, int64_t max, int below, int64_t count,
+                 redisReply **out);
 /* Start a script call: "EVALSHA <sha of id> <nkeys>"; keys and arguments
  * follow. */
 void once__rd_cmd_evalsha(rd_cmd *c, const rd_store *s, rd_script_id id, int nkeys);
@@ -179,6 +187,9 @@ size_t once__rd_member(char *buf, const char *principal, const char *task_id);
 #define RD_MEMBER_MAX (ONCE_PRINCIPAL_MAX + 1 + ONCE_ID_MAX)
 /* Split a member back into a key: ONCE_OK or ONCE_ECORRUPT. */
 int once__rd_member_key(const char *m, size_t n, once_key *out);
+/* A bulk-string reply holding a decimal int64 into *out: 0, or -1 when it
+ * is anything else (redis_push.c). */
+int once__rd_num(const redisReply *v, int64_t *out);
 /* List-index member: 16 hex digits ordering created_at, then task_id. */
 size_t once__rd_list_member(char *buf, int64_t created_at, const char *task_id);
 #define RD_LMEMBER_MAX (16 + ONCE_ID_MAX)

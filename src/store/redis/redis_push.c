@@ -123,7 +123,7 @@ static int row_append(rd_cmd *c, row_args *ra, once_push_row *r, unsigned mask)
  * Reading rows back.
  */
 
-static int num(const redisReply *v, int64_t *out)
+int once__rd_num(const redisReply *v, int64_t *out)
 {
     char buf[24];
     char *end;
@@ -154,7 +154,7 @@ static int put_field(once_push_row *r, int f, const redisReply *v)
         return text(v, r->lease_owner, sizeof r->lease_owner);
     if (f == F_E)
         return text(v, r->last_error, sizeof r->last_error);
-    if (num(v, &x))
+    if (once__rd_num(v, &x))
         return -1;
     if (f == F_X)
         r->disabled = x != 0;

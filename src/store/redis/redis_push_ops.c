@@ -29,19 +29,6 @@ static rd_store *rds(once_store *s)
     return (rd_store *)s;
 }
 
-static int num(const redisReply *v, int64_t *out)
-{
-    char buf[24];
-    char *end;
-
-    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len >= sizeof buf)
-        return -1;
-    memcpy(buf, v->str, v->len);
-    buf[v->len] = '\0';
-    *out = strtoll(buf, &end, 10);
-    return *end ? -1 : 0;
-}
-
 /* ------------------------------------------------------------------------
  * Claim: walk pushq's due range, lease candidates one script each.
  */
@@ -119,8 +106,9 @@ static int lease_one(rd_store *s, rd_conn *c, claim_arg *a, const char *index, c
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
         rc = ONCE_OK; /* not due (any more): someone else has it, or the index was stale */
-    } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || num(r->element[0], &d) ||
-               num(r->element[1], &t) || num(r->element[2], &att)) {
+    } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+               once__rd_num(r->element[0], &d) || once__rd_num(r->element[1], &t) ||
+               once__rd_num(r->element[2], &att)) {
         once__store_seterr(&s->base, "redis push lease: unexpected reply");
         rc = ONCE_ESTORE;
     } else {
@@ -151,20 +139,10 @@ static int claim_fn(rd_store *s, rd_conn *c, void *arg)
     for (rounds = 0; rc == ONCE_OK && a->out->n < a->max && rounds < CLAIM_ROUNDS; rounds++) {
         size_t want = a->max - a->out->n, i;
         redisReply *r;
-        rd_cmd cmd;
 
         if (want > CLAIM_BATCH)
             want = CLAIM_BATCH;
-        once__rd_cmd_init(&cmd);
-        once__rd_str(&cmd, "ZRANGEBYSCORE");
-        once__rd_str(&cmd, index);
-        once__rd_str(&cmd, "-inf");
-        once__rd_i64(&cmd, a->now);
-        once__rd_str(&cmd, "LIMIT");
-        once__rd_i64(&cmd, 0);
-        once__rd_i64(&cmd, (int64_t)want);
-        rc = once__rd_call(s, c, &cmd, 0, &r);
-        once__rd_cmd_free(&cmd);
+        rc = once__rd_due(s, c, index, a->now, 0, (int64_t)want, &r);
         if (rc != ONCE_OK)
             break;
         if (r->type != REDIS_REPLY_ARRAY) {

@@ -94,14 +94,10 @@ static int events_fn(rd_store *s, rd_conn *c, void *arg)
     once__rd_str(&cmd, a->key);
     once__rd_i64(&cmd, a->start);
     once__rd_i64(&cmd, a->stop);
-    rc = once__rd_call(s, c, &cmd, 0, &r);
+    rc = once__rd_call_array(s, c, &cmd, &r);
     once__rd_cmd_free(&cmd);
     if (rc != ONCE_OK)
         return rc;
-    if (r->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
-        return ONCE_ECORRUPT;
-    }
     if (r->elements) {
         a->out->v = once_calloc(r->elements, sizeof *a->out->v);
         if (!a->out->v)
@@ -158,26 +154,15 @@ static int leases_fn(rd_store *s, rd_conn *c, void *arg)
 {
     leases_arg *a = arg;
     char *index = once__rd_key_global(s, "leases");
-    char bound[32];
     redisReply *r;
-    rd_cmd cmd;
     size_t i;
     int rc;
 
     once_key_list_clear(a->out);
     if (!index)
         return ONCE_ENOMEM;
-    snprintf(bound, sizeof bound, "(%lld", (long long)a->now);
-    once__rd_cmd_init(&cmd);
-    once__rd_str(&cmd, "ZRANGEBYSCORE");
-    once__rd_str(&cmd, index);
-    once__rd_str(&cmd, "-inf");
-    once__rd_str(&cmd, bound);
-    once__rd_str(&cmd, "LIMIT");
-    once__rd_i64(&cmd, 0);
-    once__rd_i64(&cmd, a->max > INT64_MAX ? INT64_MAX : (int64_t)a->max);
-    rc = once__rd_call(s, c, &cmd, 0, &r);
-    once__rd_cmd_free(&cmd);
+    rc = once__rd_due(s, c, index, a->now, 1, a->max > INT64_MAX ? INT64_MAX : (int64_t)a->max,
+                      &r);
     once_free(index);
     if (rc != ONCE_OK)
         return rc;
@@ -326,15 +311,10 @@ static int list_fn(rd_store *s, rd_conn *c, void *arg)
         once__rd_str(&cmd, "LIMIT");
         once__rd_i64(&cmd, 0);
         once__rd_i64(&cmd, (int64_t)want);
-        rc = once__rd_call(s, c, &cmd, 0, &r);
+        rc = once__rd_call_array(s, c, &cmd, &r);
         once__rd_cmd_free(&cmd);
         if (rc != ONCE_OK)
             break;
-        if (r->type != REDIS_REPLY_ARRAY) {
-            freeReplyObject(r);
-            rc = ONCE_ECORRUPT;
-            break;
-        }
         got = r->elements;
         if (got) {
             const redisReply *last = r->element[got - 1];

@@ -492,31 +492,19 @@ static int reap_fn(rd_store *s, rd_conn *c, void *arg)
 {
     reap_arg *a = arg;
     char *index = once__rd_key_global(s, a->purge ? "tombs" : "finished");
-    char bound[32];
     int rounds, rc = ONCE_OK;
 
     if (!index)
         return ONCE_ENOMEM;
-    snprintf(bound, sizeof bound, "(%lld", (long long)a->before);
     /* Every member a round returns is converted, or removed/re-scored by
      * its script, so each round makes progress; the cap is a safety net. */
     for (rounds = 0; rc == ONCE_OK && *a->n < a->max && rounds < RD_MAX_ROUNDS; rounds++) {
         size_t want = a->max - *a->n, i;
         redisReply *r;
-        rd_cmd cmd;
 
         if (want > RD_SCAN_BATCH)
             want = RD_SCAN_BATCH;
-        once__rd_cmd_init(&cmd);
-        once__rd_str(&cmd, "ZRANGEBYSCORE");
-        once__rd_str(&cmd, index);
-        once__rd_str(&cmd, "-inf");
-        once__rd_str(&cmd, bound);
-        once__rd_str(&cmd, "LIMIT");
-        once__rd_i64(&cmd, 0);
-        once__rd_i64(&cmd, (int64_t)want);
-        rc = once__rd_call(s, c, &cmd, 0, &r);
-        once__rd_cmd_free(&cmd);
+        rc = once__rd_due(s, c, index, a->before, 1, (int64_t)want, &r);
         if (rc != ONCE_OK)
             break;
         if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
