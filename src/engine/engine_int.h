@@ -271,6 +271,8 @@ char *once__ev_task(const json_t *task, int64_t generation);
  * with once__ev_task) or memory ran out. */
 char *once__ev_task_text(const char *task_json, int64_t generation);
 char *once__ev_message(const json_t *msg, int64_t generation);
+/* 1 if s goes between JSON quotes as it is (the characters of an ID). */
+int once__plain_id(const char *s);
 char *once__ev_status(const json_t *task, int64_t generation);
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
                         int64_t generation);

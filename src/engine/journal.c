@@ -172,12 +172,37 @@ static json_t *turn_entry(json_t *j, const char *replica, int64_t fence)
     return NULL;
 }
 
+/* The first journal of a task, written as text: the common case (a new
+ * task's first turn) builds and serialises no tree, since every write of
+ * a turn is on the new-task path. The same object journal_close writes. */
+static int turn_first(once__engine *e, int64_t fence, int resumed, int64_t began, int ends,
+                      const once_record *cur, once_record *next)
+{
+    char end[96] = "";
+    if (ends)
+        snprintf(end, sizeof end, ",\"end\":%lld,\"result\":\"%s\"", (long long)once__now(e),
+                 once_state_name(next->state));
+    size_t cap = 160 + strlen(e->replica_id) + sizeof end;
+    char *text = once_malloc(cap);
+    if (text == NULL)
+        return ONCE_ENOMEM;
+    snprintf(text, cap,
+             "{\"v\":1,\"entries\":[{\"kind\":\"turn\",\"at\":%lld,\"replica\":\"%s\","
+             "\"fence\":%lld,\"step\":%lld,\"resumed\":%s%s}]}",
+             (long long)began, e->replica_id, (long long)fence, (long long)cur->step,
+             resumed ? "true" : "false", end);
+    next->journal = text;
+    return ONCE_OK;
+}
+
 int once__journal_turn(once__engine *e, int64_t fence, int resumed, int64_t began,
                        int started, const once_record *cur, once_record *next)
 {
     int ends = once_state_terminal(next->state) || once_state_interrupted(next->state);
     if (started && !ends)
         return ONCE_OK;
+    if (next->journal == NULL && !started && once__plain_id(e->replica_id))
+        return turn_first(e, fence, resumed, began, ends, cur, next);
     json_t *j = journal_open(next->journal);
     if (j == NULL)
         return ONCE_ENOMEM;

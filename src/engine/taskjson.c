@@ -341,8 +341,8 @@ char *once__ev_message(const json_t *msg, int64_t generation)
 }
 
 /* 1 if the JSON writer writes s between quotes as it is (the characters
- * of an ID: once_id_valid), so it can be copied into a spliced event. */
-static int plain_id(const char *s)
+ * of an ID: once_id_valid), so it can be copied into spliced text. */
+int once__plain_id(const char *s)
 {
     if (s == NULL || *s == '\0')
         return 0;
@@ -371,7 +371,7 @@ static int update_text(const char *kind, const json_t *task, const char *name,
     *out = NULL;
     const char *id = json_string_value(json_object_get(task, "id"));
     const char *ctx = json_string_value(json_object_get(task, "contextId"));
-    if (!plain_id(id) || !plain_id(ctx) || value == NULL)
+    if (!once__plain_id(id) || !once__plain_id(ctx) || value == NULL)
         return ONCE_EINVAL;
     char *v = once__json_text(value);
     if (v == NULL)
