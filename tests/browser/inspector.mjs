@@ -14,6 +14,13 @@
 // ONCE_SCREENSHOT=PATH it saves the completed task's page there
 // (demo/inspector.png is one).
 //
+// Then the takeover of tests/e2e/test_fencing.py: two replicas on one
+// SQLite file, A's --exec agent holding the turn (fence 1) until a file
+// appears, A frozen with SIGSTOP, B taking the task over (fence 2), A's late
+// output refused after SIGCONT. B's task page (B never ran the first turn)
+// must show the takeover from A at fence 1 to B at fence 2 and A's refused
+// write naming its fence 1 and the task's 2.
+//
 // Exit 77 (ctest: skipped) when Node's puppeteer-core or Chromium is not
 // installed (scripts/deps.sh installs both); otherwise the output ends with
 // "N passed, N failed". Every wait is for a condition, bounded by a timeout
@@ -38,24 +45,27 @@ const ANSWER = 'Swiss law (canton of Zurich)';
 const JUMP_MS = 73 * 3600 * 1000;
 const SKIP = 77;
 
-let onced = null;
 let browser = null;
 let tmpdir = null;
+// Every onced this script started: { name, proc }. finish() ends them all.
+const servers = [];
 
-// Stop onced with SIGTERM (so a sanitizer build reports leaks) and fail on
-// any sanitizer report in its log.
-async function stopOnced() {
-  if (!onced || onced.exitCode !== null) return;
-  const exited = new Promise((r) => onced.once('exit', r));
-  onced.kill('SIGTERM');
-  const timer = setTimeout(() => onced.kill('SIGKILL'), scaled(10000));
+// Stop one onced with SIGTERM (so a sanitizer build reports leaks; SIGCONT
+// first, in case a check failed while it was frozen) and fail on any
+// sanitizer report in its log.
+async function stopOnced({ name, proc }) {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGCONT');
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), scaled(10000));
   await exited;
   clearTimeout(timer);
-  const log = fs.readFileSync(path.join(tmpdir, 'onced.log'), 'utf8');
+  const log = fs.readFileSync(path.join(tmpdir, `${name}.log`), 'utf8');
   const report = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|\.c:\d+:\d+: runtime error:/.exec(log);
   if (report) {
     tally.failed++;
-    console.error('FAIL: onced reported:', log.slice(Math.max(0, report.index - 200), report.index + 3000));
+    console.error(`FAIL: ${name} reported:`, log.slice(Math.max(0, report.index - 200), report.index + 3000));
   } else {
     tally.passed++;
   }
@@ -63,9 +73,11 @@ async function stopOnced() {
 
 async function finish() {
   if (browser) await browser.close().catch(() => {});
-  await stopOnced().catch((e) => { tally.failed++; console.error('FAIL: stopping onced:', e); });
+  for (const srv of servers) {
+    await stopOnced(srv).catch((e) => { tally.failed++; console.error(`FAIL: stopping ${srv.name}:`, e); });
+  }
   if (tally.failed === 0 && tmpdir) fs.rmSync(tmpdir, { recursive: true, force: true });
-  else if (tmpdir) console.error(`onced log kept in ${tmpdir}`);
+  else if (tmpdir) console.error(`onced logs kept in ${tmpdir}`);
   console.log(`${tally.passed} passed, ${tally.failed} failed`);
   process.exit(tally.failed ? 1 : 0);
 }
@@ -110,19 +122,27 @@ async function waitFor(fn, ms, what) {
   return null;
 }
 
-async function startOnced() {
+// The scratch folder, the token file and the reaper's watch: once per run.
+function setUp() {
   guard();
   tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), 'once-browser-'));
   fs.writeFileSync(path.join(tmpdir, 'tokens'), `${TOKEN} orchestrator\n`);
+}
+
+// One onced --inspect --test-admin on a free port, logging to NAME.log in
+// the scratch folder, with the extra flags in args; its base URL once it
+// serves.
+async function startOnced(name, store, args = []) {
   const port = await freePort();
-  const log = fs.openSync(path.join(tmpdir, 'onced.log'), 'a');
-  onced = spawn(ONCED, ['--listen', `127.0.0.1:${port}`,
-    '--store', `sqlite:${path.join(tmpdir, 'registry.db')}`, '--inspect', '--test-admin',
-    '--auth-tokens', path.join(tmpdir, 'tokens')], { stdio: ['ignore', log, log] });
+  const log = fs.openSync(path.join(tmpdir, `${name}.log`), 'a');
+  const proc = spawn(ONCED, ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${store}`,
+    '--inspect', '--test-admin', '--auth-tokens', path.join(tmpdir, 'tokens'), ...args],
+  { stdio: ['ignore', log, log] });
   fs.closeSync(log);
+  servers.push({ name, proc });
   const base = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${base}/healthz`)).ok, 15000, 'onced to serve');
-  return base;
+  await waitFor(async () => (await fetch(`${base}/healthz`)).ok, 15000, `${name} to serve`);
+  return { base, proc };
 }
 
 async function rpc(base, method, params) {
@@ -144,20 +164,10 @@ const text = (page, sel) => page.$eval(sel, (e) => e.textContent.trim());
 const generations = (page) => page.$$eval('#timeline tr[data-generation]',
   (rows) => rows.map((r) => Number(r.dataset.generation)));
 
-// ---- the story ----
-
-async function main() {
-  const base = await startOnced();
-  const id = randomUUID();
-  const send = { message: { messageId: randomUUID(), taskId: id, role: 'ROLE_USER', parts: [{ text: QUESTION }] } };
-  // The first answer is lost: the client never reads it, and retries.
-  await rpc(base, 'SendMessage', send);
-  const retry = await rpc(base, 'SendMessage', send);
-  check(retry.replayed, 'the retry is replayed (Idempotent-Replayed: true)');
-  eq(retry.doc.result.task.status.state, 'TASK_STATE_INPUT_REQUIRED', 'the agent asks its question');
-
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+// A browser tab on onced at base that lets through only requests to it
+// (outside lists the others), notes the Last-Event-ID of each task stream
+// its script opens (streams) and collects its script errors.
+async function openPage(base) {
   const page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 900 });
   const outside = [];
@@ -176,20 +186,44 @@ async function main() {
   });
   const scriptErrors = [];
   page.on('pageerror', (e) => scriptErrors.push(String(e)));
+  return { page, outside, streams, scriptErrors };
+}
 
-  // Without a token the list asks for one; the login form sets the cookie.
-  let res = await page.goto(`${base}/inspect/`);
-  eq(res.status(), 401, 'the list without a token');
+// Log page in on onced at base through its login form: it sets the token's
+// cookie and leads to the list.
+async function login(page, base) {
   await page.goto(`${base}/inspect/login`);
   await page.type('#token', TOKEN);
   await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
   eq(new URL(page.url()).pathname, '/inspect/', 'the login leads to the list');
+}
+
+// ---- the story ----
+
+async function story() {
+  const { base } = await startOnced('onced', path.join(tmpdir, 'registry.db'));
+  const id = randomUUID();
+  const send = { message: { messageId: randomUUID(), taskId: id, role: 'ROLE_USER', parts: [{ text: QUESTION }] } };
+  // The first answer is lost: the client never reads it, and retries.
+  await rpc(base, 'SendMessage', send);
+  const retry = await rpc(base, 'SendMessage', send);
+  check(retry.replayed, 'the retry is replayed (Idempotent-Replayed: true)');
+  eq(retry.doc.result.task.status.state, 'TASK_STATE_INPUT_REQUIRED', 'the agent asks its question');
+
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const { page, outside, streams, scriptErrors } = await openPage(base);
+
+  // Without a token the list asks for one; the login form sets the cookie.
+  const res401 = await page.goto(`${base}/inspect/`);
+  eq(res401.status(), 401, 'the list without a token');
+  await login(page, base);
   const listed = await page.$$eval('#tasks tbody tr', (rows) => rows.map((r) => r.textContent));
   eq(listed.length, 1, 'the list: one task, the retry made none');
   check(listed[0].includes(id) && listed[0].includes('TASK_STATE_INPUT_REQUIRED'),
     `the list row names the task and its state: ${listed[0]}`);
 
-  res = await Promise.all([page.waitForNavigation(), page.click(`#tasks a[href="/inspect/task/${id}"]`)]);
+  const res = await Promise.all([page.waitForNavigation(), page.click(`#tasks a[href="/inspect/task/${id}"]`)]);
   const csp = res[0].headers()['content-security-policy'] || '';
   check(csp.includes("default-src 'self'") && !csp.includes('unsafe-inline'), `the CSP: ${csp}`);
   eq(await text(page, '#state'), 'TASK_STATE_INPUT_REQUIRED', 'the task page: state');
@@ -243,8 +277,136 @@ async function main() {
   eq(scriptErrors.length, 0, `script errors: ${scriptErrors.join(' ')}`);
 }
 
+// ---- the takeover (tests/e2e/test_fencing.py), seen in the browser ----
+
+// The --exec agent. A fresh turn checkpoints at step 1, says it holds the
+// turn, and blocks until the file "release" appears in argv[1] (for at most
+// argv[2] seconds); a resumed turn (the takeover) goes on at once. Then it
+// prints its artifact and completion, named after $ONCE_FENCE, and writes
+// printed-FENCE with the pid of the shell onced started it under.
+const AGENT = `
+import json, os, sys, time
+folder, bound = sys.argv[1], float(sys.argv[2])
+sys.stdin.readline()
+fence = os.environ["ONCE_FENCE"]
+def emit(o):
+    sys.stdout.write(json.dumps(o) + "\\n")
+    sys.stdout.flush()
+if os.environ["ONCE_RESUMED"] != "1":
+    emit({"checkpoint": "half done by fence " + fence, "step": 1})
+    emit({"status": "working", "text": "fence " + fence + " holds the turn"})
+    end = time.time() + bound
+    while not os.path.exists(os.path.join(folder, "release")) and time.time() < end:
+        time.sleep(0.05)
+emit({"artifact": {"artifactId": "by-fence-" + fence, "parts": [{"text": "fence " + fence}]},
+      "lastChunk": True})
+emit({"status": "completed", "text": "done by fence " + fence})
+with open(os.path.join(folder, "printed.tmp"), "w") as f:
+    f.write(str(os.getppid()))
+os.rename(os.path.join(folder, "printed.tmp"), os.path.join(folder, "printed-" + fence))
+`;
+
+// The /proc state letter of pid ('T' stopped, 'Z' a zombie), null once gone.
+function procState(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(')').pop().trim().split(' ')[0];
+  } catch {
+    return null;
+  }
+}
+
+// True if a write transaction can start on the SQLite file db now.
+function writeLockFree(db) {
+  const probe = 'import sqlite3, sys\n' +
+    'c = sqlite3.connect(sys.argv[1], timeout=0.3, isolation_level=None)\n' +
+    'try:\n    c.execute("BEGIN IMMEDIATE"); c.execute("ROLLBACK"); print("free")\n' +
+    'except sqlite3.OperationalError:\n    print("locked")\n';
+  return execFileSync('python3', ['-c', probe, db]).toString().trim() === 'free';
+}
+
+// SIGSTOP proc, but never while it holds SQLite's write lock: a replica
+// frozen inside a commit would block the other one too (a property of file
+// locks, not of fencing), so thaw it and try again.
+async function freeze(proc, db) {
+  for (let i = 0; i < 20; i++) {
+    proc.kill('SIGSTOP');
+    await waitFor(async () => procState(proc.pid) === 'T', 5000, 'the replica to stop');
+    if (writeLockFree(db)) return;
+    proc.kill('SIGCONT');
+    await new Promise((r) => setImmediate(r));
+  }
+  check(false, 'could not freeze the replica outside a write transaction');
+}
+
+async function getTask(base, id) {
+  return (await rpc(base, 'GetTask', { id })).doc.result;
+}
+
+const rowTexts = (page, sel) => page.$$eval(sel, (rows) => rows.map((r) => r.textContent));
+
+// Two replicas on one SQLite file with a short lease. A's agent holds the
+// turn (fence 1); A is frozen; B takes the task over (fence 2) and completes
+// it; A's agent prints its late output and A is thawed: its write is
+// refused. B's task page (B never ran the first turn) shows the takeover
+// and the refused write with both fences.
+async function takeover() {
+  const folder = fs.mkdtempSync(path.join(tmpdir, 'agent-'));
+  fs.writeFileSync(path.join(tmpdir, 'agent.py'), AGENT);
+  const db = path.join(tmpdir, 'fencing.db');
+  const exec = ['python3', path.join(tmpdir, 'agent.py'), folder, String(scaled(60000) / 1000)]
+    .map((w) => `'${w}'`).join(' ');
+  // Short, so that the takeover comes quickly; scaled, so that a replica
+  // that is merely slow (not frozen) keeps its lease.
+  const common = ['--exec', exec, '--lease', `${scaled(1500)}ms`, '--exec-grace', '1s'];
+  const a = await startOnced('replica-a', db, [...common, '--replica-id', 'replica-a']);
+  const b = await startOnced('replica-b', db, [...common, '--replica-id', 'replica-b']);
+  const id = `t-fence-${randomUUID()}`;
+  const sent = await rpc(a.base, 'SendMessage', { configuration: { returnImmediately: true },
+    message: { messageId: randomUUID(), taskId: id, role: 'ROLE_USER', parts: [{ text: 'long work' }] } });
+  eq(sent.doc.result?.task?.id, id, 'replica A registered the task');
+  await waitFor(async () => (await getTask(a.base, id)).status.message.parts[0].text ===
+    'fence 1 holds the turn', 15000, "A's agent to checkpoint and hold the turn");
+
+  await freeze(a.proc, db);
+  await waitFor(async () => (await getTask(b.base, id)).status.state === 'TASK_STATE_COMPLETED',
+    25000, 'B to take the task over and complete it');
+  // A's agent prints its fence-1 output while A is frozen, and exits; its
+  // shell waits, unreaped, for A.
+  fs.writeFileSync(path.join(folder, 'release'), '');
+  const printed = path.join(folder, 'printed-1');
+  await waitFor(async () => fs.existsSync(printed), 15000, "A's agent to print its late output");
+  const shell = Number(fs.readFileSync(printed, 'utf8'));
+  await waitFor(async () => procState(shell) === 'Z', 10000, `A's command (pid ${shell}) to exit`);
+  a.proc.kill('SIGCONT');
+  await waitFor(async () => procState(shell) === null, 15000, "A to finish the fenced turn");
+
+  const { page, outside, scriptErrors } = await openPage(b.base);
+  await login(page, b.base);
+  // The takeover and the refused write reach the task's journal by each
+  // replica's sweeper: reload B's page until both rows are there.
+  await waitFor(async () => {
+    await page.goto(`${b.base}/inspect/task/${id}`);
+    return (await page.$('#timeline tr.k-takeover')) && (await page.$('#timeline tr.k-fenced'));
+  }, 20000, "the takeover and A's refused write on B's task page");
+  eq(await text(page, '#state'), 'TASK_STATE_COMPLETED', "B's page: the task B completed");
+  const taken = await rowTexts(page, '#timeline tr.k-takeover');
+  eq(taken.length, 1, 'one takeover');
+  check(taken[0].includes('takeover: lease of replica-a (fence 1) to replica-b (fence 2)'),
+    `the takeover names both owners and fences: ${taken[0]}`);
+  const refused = await rowTexts(page, '#timeline tr.k-fenced');
+  check(refused.every((r) => /refused (write|lease renewal) of replica-a: its fence 1, the task's 2/.test(r)),
+    `A's refused write names both fences: ${refused.join(' | ')}`);
+  const turns = await rowTexts(page, '#timeline tr.k-turn');
+  check(turns.length === 2 && turns[0].includes('new turn on replica-a, fence 1') &&
+    turns[1].includes('resumed turn on replica-b, fence 2'), `the turns: ${turns.join(' | ')}`);
+  eq(outside.length, 0, `requests outside onced: ${outside.join(' ')}`);
+  eq(scriptErrors.length, 0, `script errors: ${scriptErrors.join(' ')}`);
+}
+
 try {
-  await main();
+  setUp();
+  await story();
+  await takeover();
 } catch (e) {
   if (!(e instanceof CheckFailed)) {
     tally.failed++;

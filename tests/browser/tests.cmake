@@ -1,5 +1,6 @@
 # The task inspector in a real browser: Debian's headless Chromium driven by
-# puppeteer-core (tests/browser/package.json) against onced --inspect. Exit 77
+# puppeteer-core (tests/browser/package.json) against onced --inspect: the
+# demo story's task and a takeover between two replicas. Exit 77
 # (skipped) where Node, puppeteer-core or Chromium is absent; scripts/deps.sh
 # installs all three. ONCE_SCREENSHOT=PATH in the environment saves the story
 # task's page there (demo/inspector.png).
