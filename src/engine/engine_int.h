@@ -188,6 +188,10 @@ void once__journal_send(once__engine *e, const once_record *rec, once_verdict v,
 void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fence, int lease);
 /* A lease renewal under fence was refused: note it when the stored fence
  * moved (one read; a turn that just ended its task is not noted). */
+/* A webhook attempt for the task's journal (push_deliver.c): no write. */
+void once__journal_delivery(once__engine *e, const char *principal, const char *task_id,
+                            const char *config_id, int64_t generation, int status,
+                            const char *result);
 void once__journal_lease_refused(once__engine *e, const char *principal, const char *task_id,
                                  int64_t fence);
 /* Write the counts and notes held so far, one journal-only CAS per task. */

@@ -409,6 +409,16 @@ static json_t *journal_entry(const json_t *x, int64_t *at)
                  what && strcmp(what, "lease") == 0 ? "lease renewal" : "write",
                  replica ? replica : "?", (long long)fence,
                  (long long)json_integer_value(json_object_get(x, "storedFence")));
+    } else if (strcmp(kind, "delivery") == 0) {
+        const char *config = json_string_value(json_object_get(x, "config"));
+        const char *result = json_string_value(json_object_get(x, "result"));
+        json_int_t status = json_integer_value(json_object_get(x, "status"));
+        char st[32] = "no answer";
+        if (status > 0)
+            snprintf(st, sizeof st, "HTTP %lld", (long long)status);
+        snprintf(line, sizeof line, "webhook %s, generation %lld: %s (%s)", config ? config : "?",
+                 (long long)json_integer_value(json_object_get(x, "generation")), st,
+                 result ? result : "?");
     } else {
         return NULL;
     }

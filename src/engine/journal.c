@@ -13,12 +13,16 @@
  *   {"kind":"takeover","at":T,"from":R,"to":R,"fence":F,"newFence":F}
  *   {"kind":"fenced","at":T,"replica":R,"fence":F,"storedFence":F,"what":W}
  *   (W: "write", a turn's output, or "lease", its lease renewal)
+ *   {"kind":"delivery","at":T,"config":C,"generation":G,"status":S,"result":R}
+ *   (a webhook attempt: R "delivered", "retry" or "disabled"; S the HTTP
+ *   status, 0 when none came)
  *
  * What costs no write of its own: a turn's start and end ride in the turn's
  * own writes (work.c), a takeover in the takeover's write (sweep.c). What
  * must cost none: a replay writes nothing and a refusal writes nothing, so
  * they are counted here, in memory, per task, together with a stale
- * worker's refused write (it may not write, by definition), and the
+ * worker's refused write (it may not write, by definition) and the
+ * webhook attempts (the newest DELIVERIES_MAX per flush), and the
  * sweeper's pass flushes the counts as one journal-only update per task: a
  * CAS on the version with no event, no generation, fence or state change.
  * A task whose turn holds a live lease keeps its counts until the lease
@@ -40,6 +44,7 @@
 #define PENDING_MAX 1024
 #define PENDING_BUCKETS 256
 #define FENCED_MAX 4
+#define DELIVERIES_MAX 8
 #define FLUSH_TRIES 8
 
 /* The refusals counted per reason, in their wire names (h_send.c). */
@@ -56,6 +61,15 @@ typedef struct fenced_note {
     int lease; /* a lease renewal, not a write of output */
 } fenced_note;
 
+/* One webhook delivery attempt: its event, the receiver's HTTP status (0:
+ * no answer) and what came of it ("delivered", "retry", "disabled"). */
+typedef struct delivery_note {
+    int64_t at, generation;
+    int status;
+    const char *result; /* a literal */
+    char config[ONCE_ID_MAX + 1];
+} delivery_note;
+
 /* One task's counts since the last flush. */
 typedef struct pending {
     struct pending *hnext;            /* hash chain */
@@ -66,6 +80,8 @@ typedef struct pending {
     counter refused[NREASONS];
     fenced_note fenced[FENCED_MAX];
     size_t nfenced;
+    delivery_note deliv[DELIVERIES_MAX];
+    size_t ndeliv;
 } pending;
 
 struct once__journal {
@@ -257,6 +273,12 @@ static int journal_merge(once__engine *e, const pending *p, once_record *next)
                            (json_int_t)p->fenced[i].fence, "storedFence",
                            (json_int_t)p->fenced[i].stored_fence, "what",
                            p->fenced[i].lease ? "lease" : "write"));
+    for (size_t i = 0; i < p->ndeliv; i++)
+        json_array_append_new(
+            ent, json_pack("{s:s,s:I,s:s,s:I,s:i,s:s}", "kind", "delivery", "at",
+                           (json_int_t)p->deliv[i].at, "config", p->deliv[i].config,
+                           "generation", (json_int_t)p->deliv[i].generation, "status",
+                           p->deliv[i].status, "result", p->deliv[i].result));
     int rc = journal_close(j, &next->journal);
     json_decref(j);
     return rc;
@@ -395,6 +417,29 @@ void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fe
     pthread_mutex_unlock(&j->mu);
 }
 
+void once__journal_delivery(once__engine *e, const char *principal, const char *task_id,
+                            const char *config_id, int64_t generation, int status,
+                            const char *result)
+{
+    struct once__journal *j = table(e);
+    if (j == NULL)
+        return;
+    int64_t now = once__now(e);
+    pthread_mutex_lock(&j->mu);
+    pending *p = pending_get(e, j, principal, task_id);
+    if (p != NULL) {
+        if (p->ndeliv == DELIVERIES_MAX) {   /* keep the newest */
+            memmove(p->deliv, p->deliv + 1, (DELIVERIES_MAX - 1) * sizeof p->deliv[0]);
+            p->ndeliv--;
+        }
+        delivery_note *d = &p->deliv[p->ndeliv++];
+        *d = (delivery_note){.at = now, .generation = generation, .status = status,
+                             .result = result};
+        snprintf(d->config, sizeof d->config, "%s", config_id);
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
 void once__journal_lease_refused(once__engine *e, const char *principal, const char *task_id,
                                  int64_t fence)
 {
@@ -476,6 +521,15 @@ static void requeue(once__engine *e, struct once__journal *j, pending *p)
         size_t skip = n > FENCED_MAX ? n - FENCED_MAX : 0;
         memcpy(q->fenced, all + skip, (n - skip) * sizeof all[0]);
         q->nfenced = n - skip;
+        delivery_note dall[2 * DELIVERIES_MAX];
+        n = 0;
+        for (size_t i = 0; i < p->ndeliv; i++)
+            dall[n++] = p->deliv[i];
+        for (size_t i = 0; i < q->ndeliv; i++)
+            dall[n++] = q->deliv[i];
+        skip = n > DELIVERIES_MAX ? n - DELIVERIES_MAX : 0;
+        memcpy(q->deliv, dall + skip, (n - skip) * sizeof dall[0]);
+        q->ndeliv = n - skip;
     }
     pthread_mutex_unlock(&j->mu);
     once_free(p);

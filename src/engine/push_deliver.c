@@ -158,6 +158,10 @@ static int attempt(once__engine *e, void *http, const once_push_claim *c, const 
     if (r.refused)
         ONCE__PUSH_STAT(p, refused);
 
+    once__journal_delivery(e, c->principal, c->task_id, c->config_id, ev->generation, r.status,
+                           r.status >= 200 && r.status <= 299 ? "delivered"
+                           : r.status == 410                  ? "disabled"
+                                                              : "retry");
     if (r.status >= 200 && r.status <= 299) {
         ONCE__PUSH_STAT(p, delivered);
         return ack(e, c, ONCE_PUSH_DELIVERED, ev->generation, p->lease_ms, 0, NULL) == ONCE_OK;

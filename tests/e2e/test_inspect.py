@@ -218,6 +218,17 @@ def test_timeline_json_and_cli():
         check("token" not in push, "the push token is not shown")
         d = push["delivery"]
         check(d["delivered"] < d["target"] and d["lastError"], "a failing delivery: %r" % d)
+        # each attempt reaches the journal at the sweeper's next flush
+        tl = wait_until(lambda: (lambda t: t if any(e["kind"] == "delivery" for e in t["entries"])
+                                 else None)(timeline(srv, tid)),
+                        timeout=30, what="the delivery attempts in the timeline")
+        att = [e for e in tl["entries"] if e["kind"] == "delivery"]
+        a = att[0]
+        eq((a["config"], a["status"], a["result"]), ("cfg-1", 0, "retry"),
+           "a delivery attempt nobody answered: %r" % a)
+        check(1 <= a["generation"] <= task["generation"], "the attempt names its event: %r" % a)
+        check("webhook cfg-1, generation %d: no answer (retry)" % a["generation"] in a["summary"],
+              "the attempt's summary: %r" % a["summary"])
 
         rc, out, err = once_cli(srv, "inspect", tid)
         eq(rc, 0, "once inspect: exit status (%s)" % err)
