@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "a2a/a2a_int.h"
 #include "core/log.h"
 
@@ -608,7 +609,7 @@ int once__a2a_handle(once__a2a *a, const once__a2a_request *req, once__a2a_respo
     const a2a_method *m = once__a2a_lookup(a, json_string_value(method), &idx);
     if (m == NULL) {
         char name[201];
-        snprintf(name, sizeof name, "%s", json_string_value(method));
+        once__strlcpy(name, json_string_value(method), sizeof name);
         utf8_trim(name);
         json_t *meta = json_pack("{s:s}", "method", name);
         const char *now = a2a03_successor(name);

@@ -17,6 +17,7 @@
  */
 #include <string.h>
 
+#include "core/str.h"
 #include "a2a/a2a_int.h"
 
 static int push_not_supported(a2a_call *c, const char *field, const char *why)
@@ -115,8 +116,8 @@ static int defer(a2a_call *c, const once_send_res *res, int history, int legacy)
     d->history = history;
     d->verdict = res->verdict;
     d->replayed = res->replayed || res->verdict == ONCE_V_REPLAY;
-    snprintf(d->principal, sizeof d->principal, "%s", c->req->principal);
-    snprintf(d->task_id, sizeof d->task_id, "%s", res->task_id);
+    once__strlcpy(d->principal, c->req->principal, sizeof d->principal);
+    once__strlcpy(d->task_id, res->task_id, sizeof d->task_id);
     d->gen = res->generation;
     d->seq = res->wait_seq;
     d->until = res->wait_until;
@@ -239,7 +240,7 @@ int once__a2a_h_send_answer(a2a_call *c, const once__a2a_deferred *d)
     res.verdict = d->verdict;
     res.replayed = d->replayed;
     res.text_result = !d->legacy;
-    snprintf(res.task_id, sizeof res.task_id, "%s", d->task_id);
+    once__strlcpy(res.task_id, d->task_id, sizeof res.task_id);
     once_send_req req;   /* only map_send's refusals read it: none here */
     memset(&req, 0, sizeof req);
     req.task_id = d->task_id;

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "a2a/a2a_int.h"
 #include "core/generation.h"
 #include "core/jcs.h"
@@ -336,8 +337,8 @@ static once__a2a_stream *stream_new(a2a_call *c, const char *task_id)
     if (s == NULL)
         return NULL;
     s->b = once__a2a_backend_of(c->a);
-    snprintf(s->principal, sizeof s->principal, "%s", c->req->principal);
-    snprintf(s->task_id, sizeof s->task_id, "%s", task_id ? task_id : "");
+    once__strlcpy(s->principal, c->req->principal, sizeof s->principal);
+    once__strlcpy(s->task_id, task_id ? task_id : "", sizeof s->task_id);
     s->first_gen = -1;
     s->binding = c->binding;
     s->idtext = dump(c->id ? c->id : json_null());

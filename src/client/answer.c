@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "client/client_int.h"
 
 void once_call_result_clear(once_call_result *r)
@@ -35,7 +36,7 @@ void once__result_set_error(once_call_result *r, const char *fmt, ...)
 static void set_task_id(once_call_result *r, const char *id)
 {
     if (id != NULL && strlen(id) <= ONCE_ID_MAX)
-        snprintf(r->task_id, sizeof r->task_id, "%s", id);
+        once__strlcpy(r->task_id, id, sizeof r->task_id);
 }
 
 static int set_json(once_call_result *r, const json_t *v)
@@ -95,7 +96,7 @@ void once__result_from_error(once_call_result *r, const json_t *error)
     }
     const char *reason = json_string_value(json_object_get(info, "reason"));
     if (reason != NULL)
-        snprintf(r->reason, sizeof r->reason, "%s", reason);
+        once__strlcpy(r->reason, reason, sizeof r->reason);
     const json_t *meta = json_object_get(info, "metadata");
     const char *st = json_string_value(json_object_get(meta, "state"));
     if (st != NULL)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/str.h"
 #include "client/client_int.h"
 
 static void real_sleep(void *ctx, int64_t ms)
@@ -139,7 +140,7 @@ static int task_method(once_client *c, const char *agent, const char *method, co
         once__result_set_error(r, "invalid task ID");
         return ONCE_EINVAL;
     }
-    snprintf(r->task_id, sizeof r->task_id, "%s", task_id);
+    once__strlcpy(r->task_id, task_id, sizeof r->task_id);
     json_t *p = json_pack("{s:s}", "id", task_id);
     char *params = p ? json_dumps(p, JSON_COMPACT) : NULL;
     json_decref(p);

@@ -25,6 +25,7 @@
 
 #include <curl/curl.h>
 
+#include "core/str.h"
 #include "client/client_int.h"
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -241,7 +242,7 @@ static void failure_text(once__http_resp *r, CURLcode cc, const char *errbuf)
     else if (cc == CURLE_SSL_CACERT_BADFILE)
         snprintf(r->error, sizeof r->error, "cannot use the --cacert file: %s", what);
     else
-        snprintf(r->error, sizeof r->error, "%s", what);
+        once__strlcpy(r->error, what, sizeof r->error);
 }
 
 int once__card_url(const char *agent, char *out, size_t outlen)

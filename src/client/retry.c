@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "client/client_int.h"
 #include "core/jcs.h"
 
@@ -30,9 +31,9 @@ static int exhausted(once_call_result *r, const char *reason, unsigned attempts)
             what = whys[i].what;
     r->outcome = ONCE_OUTCOME_EXHAUSTED;
     r->rpc_code = 0;
-    snprintf(r->reason, sizeof r->reason, "%s", reason);
+    once__strlcpy(r->reason, reason, sizeof r->reason);
     char last[600];
-    snprintf(last, sizeof last, "%s", r->error ? r->error : "no answer");
+    once__strlcpy(last, r->error ? r->error : "no answer", sizeof last);
     once__result_set_error(r, "%s (%u attempt%s); last error: %s", what, attempts,
                            attempts == 1 ? "" : "s", last);
     return ONCE_ETIMEDOUT;

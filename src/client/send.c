@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "client/client_int.h"
 #include "core/jcs.h"
 
@@ -176,7 +177,7 @@ static int deliver(once_client *c, const once__intent_row *row, int user_id, onc
     send_call s = {.row = row, .user_id = user_id, .ext = -1, .seq = row->it.seq};
     r->intent = row->it.seq;
     if (row->task_id != NULL && r->task_id[0] == '\0')
-        snprintf(r->task_id, sizeof r->task_id, "%s", row->task_id);
+        once__strlcpy(r->task_id, row->task_id, sizeof r->task_id);
     int rc = once__retry_run(c, row->agent, row->it.seq, send_attempt, &s, r);
     once_free(s.params); /* json_dumps allocates through once_malloc */
     int64_t now = once__client_now(c);
@@ -330,14 +331,14 @@ int once_client_send(once_client *c, const once_send_spec *s, once_call_result *
                                       "first alphanumeric)");
             return ONCE_EINVAL;
         }
-        snprintf(id, sizeof id, "%s", s->task_id);
+        once__strlcpy(id, s->task_id, sizeof id);
     } else {
         /* The ID exists before anything leaves this process. */
         int rc = mint(c, id);
         if (rc != ONCE_OK)
             return rc;
     }
-    snprintf(r->task_id, sizeof r->task_id, "%s", id);
+    once__strlcpy(r->task_id, id, sizeof r->task_id);
     char *push;
     int rc = push_config(s, r, &push);
     if (rc != ONCE_OK)
@@ -363,7 +364,7 @@ int once_client_continue(once_client *c, const char *agent, const char *task_id,
         once__result_set_error(r, "invalid task ID");
         return ONCE_EINVAL;
     }
-    snprintf(r->task_id, sizeof r->task_id, "%s", task_id);
+    once__strlcpy(r->task_id, task_id, sizeof r->task_id);
     char mid[ONCE_ID_MAX + 1];
     int rc = mint(c, mid);
     if (rc != ONCE_OK)

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "client/client_int.h"
 #include "core/generation.h"
 #include "core/jcs.h"
@@ -106,7 +107,7 @@ static int finish(follow *f, int rc)
 {
     f->r->attempts = f->attempts;
     f->r->elapsed_ms = once__client_now(f->c) - f->start;
-    snprintf(f->r->task_id, sizeof f->r->task_id, "%s", f->w->task_id);
+    once__strlcpy(f->r->task_id, f->w->task_id, sizeof f->r->task_id);
     if (f->r->state == ONCE_STATE_UNKNOWN && !f->r->is_message &&
         f->r->outcome != ONCE_OUTCOME_REFUSED && f->r->outcome != ONCE_OUTCOME_ERROR)
         f->r->state = f->state;
@@ -287,7 +288,7 @@ static int end_interrupted(follow *f, int *done)
 static int exhausted(follow *f, const char *reason, const char *what, const char *last)
 {
     f->r->outcome = ONCE_OUTCOME_EXHAUSTED;
-    snprintf(f->r->reason, sizeof f->r->reason, "%s", reason);
+    once__strlcpy(f->r->reason, reason, sizeof f->r->reason);
     once__result_set_error(f->r, "%s; last error: %s", what, last);
     return finish(f, ONCE_ETIMEDOUT);
 }

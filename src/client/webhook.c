@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "core/errbuf.h"
 #include "core/jcs.h"
 #include "db/db.h"
@@ -350,9 +351,9 @@ static int next_pending(once_webhook *w, pending *p)
         rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const char *t = (const char *)sqlite3_column_text(st, 0);
-        snprintf(p->task, sizeof p->task, "%s", t ? t : "");
+        once__strlcpy(p->task, t ? t : "", sizeof p->task);
         t = (const char *)sqlite3_column_text(st, 4);
-        snprintf(p->sub, sizeof p->sub, "%s", t ? t : "");
+        once__strlcpy(p->sub, t ? t : "", sizeof p->sub);
         p->gen = sqlite3_column_int64(st, 1);
         p->id = once_strdup((const char *)sqlite3_column_text(st, 2));
         p->len = (size_t)sqlite3_column_bytes(st, 3);

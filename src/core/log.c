@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/str.h"
 #include "core/log.h"
 
 /* Off until a program asks for lines (onced does at start): a library
@@ -99,19 +100,19 @@ void once__log_ctx_clear(void)
 void once__log_ctx_task(const char *task_id)
 {
     if (task_id != NULL)
-        snprintf(tl_ctx.task_id, sizeof tl_ctx.task_id, "%s", task_id);
+        once__strlcpy(tl_ctx.task_id, task_id, sizeof tl_ctx.task_id);
 }
 
 void once__log_ctx_method(const char *method)
 {
     if (method != NULL)
-        snprintf(tl_ctx.method, sizeof tl_ctx.method, "%s", method);
+        once__strlcpy(tl_ctx.method, method, sizeof tl_ctx.method);
 }
 
 void once__log_ctx_outcome(const char *outcome)
 {
     if (outcome != NULL && tl_ctx.outcome[0] == '\0')
-        snprintf(tl_ctx.outcome, sizeof tl_ctx.outcome, "%s", outcome);
+        once__strlcpy(tl_ctx.outcome, outcome, sizeof tl_ctx.outcome);
 }
 
 void once__log_ctx_traceparent(const char *traceparent)

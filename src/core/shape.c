@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "core/base64.h"
 #include "core/json_depth.h"
 #include "core/quote.h"
@@ -20,7 +21,7 @@
 int once__shape_fail(once__shape_err *e, const char *field, const char *fmt, ...)
 {
     if (e != NULL) {
-        snprintf(e->field, sizeof e->field, "%s", field);
+        once__strlcpy(e->field, field, sizeof e->field);
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(e->why, sizeof e->why, fmt, ap);

@@ -45,6 +45,7 @@
  */
 #include <string.h>
 
+#include "core/str.h"
 #include "engine/engine_int.h"
 
 #define WAIT_POLL_MS 50
@@ -273,8 +274,8 @@ int once__engine_await(once__engine *e, const char *principal, const char *task_
     once__await *a = once_calloc(1, sizeof *a);
     if (a == NULL)
         return ONCE_ENOMEM;
-    snprintf(a->principal, sizeof a->principal, "%s", principal);
-    snprintf(a->task_id, sizeof a->task_id, "%s", task_id);
+    once__strlcpy(a->principal, principal, sizeof a->principal);
+    once__strlcpy(a->task_id, task_id, sizeof a->task_id);
     a->gen = gen;
     a->until = until;
     a->fn = fn;

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "engine/engine_int.h"
 
 #define BEAT_BATCH 32
@@ -118,8 +119,8 @@ static int dispatch_turn(once__engine *e, const char *principal, const char *tas
     }
     t->task = task;
     t->rec = rec;
-    snprintf(t->principal, sizeof t->principal, "%s", principal);
-    snprintf(t->task_id, sizeof t->task_id, "%s", task_id);
+    once__strlcpy(t->principal, principal, sizeof t->principal);
+    once__strlcpy(t->task_id, task_id, sizeof t->task_id);
     t->fence = fence;
     t->resumed = resumed;
     /* The request being served on this thread started the turn (a

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/str.h"
 #include "core/errbuf.h"
 #include "engine/engine_int.h"
 
@@ -149,7 +150,7 @@ int once__engine_new(const once__engine_config *cfg, once__engine **out, char *e
     e->rng = cfg->rng != NULL ? cfg->rng : once_rng_system();
     e->ex = cfg->executor;
     if (cfg->replica_id != NULL)
-        snprintf(e->replica_id, sizeof e->replica_id, "%s", cfg->replica_id);
+        once__strlcpy(e->replica_id, cfg->replica_id, sizeof e->replica_id);
     else
         default_replica_id(e->replica_id);
 

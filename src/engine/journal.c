@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "engine/engine_int.h"
 
 #define JOURNAL_ENTRIES 64
@@ -357,8 +358,8 @@ static pending *pending_get(once__engine *e, struct once__journal *j, const char
     pending *p = once_calloc(1, sizeof *p);
     if (p == NULL)
         return NULL;
-    snprintf(p->principal, sizeof p->principal, "%s", principal);
-    snprintf(p->task_id, sizeof p->task_id, "%s", task_id);
+    once__strlcpy(p->principal, principal, sizeof p->principal);
+    once__strlcpy(p->task_id, task_id, sizeof p->task_id);
     p->hnext = j->bucket[h];
     j->bucket[h] = p;
     p->older = j->newest;
@@ -435,7 +436,7 @@ void once__journal_delivery(once__engine *e, const char *principal, const char *
         delivery_note *d = &p->deliv[p->ndeliv++];
         *d = (delivery_note){.at = now, .generation = generation, .status = status,
                              .result = result};
-        snprintf(d->config, sizeof d->config, "%s", config_id);
+        once__strlcpy(d->config, config_id, sizeof d->config);
     }
     pthread_mutex_unlock(&j->mu);
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "core/errbuf.h"
 #include "core/jcs.h"
 #include "engine/push_int.h"
@@ -218,7 +219,7 @@ void once__engine_push_stats(once__engine *e, once_push_stats *out)
 static int invalid(once_push_res *res, const char *field, const char *why)
 {
     res->field = field;
-    snprintf(res->detail, sizeof res->detail, "%s", why);
+    once__strlcpy(res->detail, why, sizeof res->detail);
     return ONCE_EINVAL;
 }
 
@@ -544,7 +545,7 @@ int once__engine_push_create(once__engine *e, const char *principal, const json_
             rc = once__push_elem_make(e, cfg, cur.generation, &elem, res);
         json_decref(cfg);
         if (rc == ONCE_OK) {
-            snprintf(id, sizeof id, "%s", json_string_value(json_object_get(elem, "id")));
+            once__strlcpy(id, json_string_value(json_object_get(elem, "id")), sizeof id);
             rc = once__push_json_put(e, &cur, elem, &pj, res);
         }
         json_decref(elem);

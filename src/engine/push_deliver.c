@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "core/backoff.h"
 #include "core/jcs.h"
 #include "engine/push_int.h"
@@ -136,8 +137,8 @@ static int attempt(once__engine *e, void *http, const once_push_claim *c, const 
     once_webhook_id id = {.since = since, .generation = ev->generation};
     char wid[ONCE_WEBHOOK_ID_MAX + 1];
     once_webhook_principal_tag(e->secret, strlen(e->secret), c->principal, id.tag);
-    snprintf(id.config_id, sizeof id.config_id, "%s", c->config_id);
-    snprintf(id.task_id, sizeof id.task_id, "%s", c->task_id);
+    once__strlcpy(id.config_id, c->config_id, sizeof id.config_id);
+    once__strlcpy(id.task_id, c->task_id, sizeof id.task_id);
     if (once_webhook_id_format(&id, wid) != ONCE_OK)
         return 0; /* never: every part was checked when stored; the lease lapses */
     once__push_post q = {

@@ -22,6 +22,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/str.h"
 #include "core/backoff.h"
 #include "engine/push_int.h"
 #include "once/webhook.h"
@@ -66,7 +67,7 @@ static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_so
     if (once__push_sockaddr_check(at->p->allow, at->p->nallow, &a->addr, why, sizeof why) !=
         ONCE_OK) {
         at->refused++;
-        snprintf(at->r->error, sizeof at->r->error, "%s", why);
+        once__strlcpy(at->r->error, why, sizeof at->r->error);
         return CURL_SOCKET_BAD;
     }
     at->opened++;
@@ -150,7 +151,7 @@ static struct curl_slist *build_headers(struct once__push *p, const once__push_p
         if (q->auth_credentials != NULL && q->auth_credentials[0] != '\0')
             snprintf(v, sizeof v, "%s %s", q->auth_scheme, q->auth_credentials);
         else
-            snprintf(v, sizeof v, "%s", q->auth_scheme);
+            once__strlcpy(v, q->auth_scheme, sizeof v);
         h = add_header(h, "Authorization", v);
     }
     if (h != NULL && q->token != NULL)

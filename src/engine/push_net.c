@@ -27,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/str.h"
 #include "engine/push_int.h"
 
 int once__cidr_parse(const char *s, once__cidr *out)
@@ -35,7 +36,7 @@ int once__cidr_parse(const char *s, once__cidr *out)
     memset(out, 0, sizeof *out);
     if (s == NULL || strlen(s) >= sizeof buf)
         return ONCE_EINVAL;
-    snprintf(buf, sizeof buf, "%s", s);
+    once__strlcpy(buf, s, sizeof buf);
     char *slash = strchr(buf, '/');
     long bits = -1;
     if (slash != NULL) {
@@ -262,7 +263,7 @@ int once__push_url_check(const char *url, const once__cidr *allow, size_t nallow
         if (zone != NULL)
             *zone = '\0';
     } else {
-        snprintf(bare, sizeof bare, "%s", host);
+        once__strlcpy(bare, host, sizeof bare);
     }
     const char *reason = NULL;
     if (inet_pton(AF_INET, bare, a) == 1) {

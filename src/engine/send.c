@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "core/jcs.h"
 #include "engine/engine_int.h"
 #include "engine/push_int.h"
@@ -43,7 +44,7 @@ typedef struct send_ctx {
 static int invalid(once_send_res *res, const char *field, const char *why)
 {
     res->field = field;
-    snprintf(res->detail, sizeof res->detail, "%s", why);
+    once__strlcpy(res->detail, why, sizeof res->detail);
     return ONCE_EINVAL;
 }
 
@@ -77,7 +78,7 @@ static int prepare_push(once__engine *e, const once_send_req *req, send_ctx *c,
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (pr.field != NULL && strcmp(pr.field, names[i].rel) == 0)
             res->field = names[i].abs;
-    snprintf(res->detail, sizeof res->detail, "%s", pr.detail);
+    once__strlcpy(res->detail, pr.detail, sizeof res->detail);
     return ONCE_EINVAL;
 }
 
@@ -100,7 +101,7 @@ static int prepare(once__engine *e, const once_send_req *req, send_ctx *c, once_
     if (msgid == NULL && !req->legacy)
         return invalid(res, "message.messageId", "messageId is required");
     if (msgid != NULL)
-        snprintf(res->message_id, sizeof res->message_id, "%s", msgid);
+        once__strlcpy(res->message_id, msgid, sizeof res->message_id);
     c->message_id = req->legacy ? NULL : msgid;
 
     json_t *ctx = json_object_get(req->message, "contextId");
@@ -123,12 +124,12 @@ static int prepare(once__engine *e, const once_send_req *req, send_ctx *c, once_
         if (!once_id_valid(req->task_id))
             return invalid(res, "id", "task id must be 1..128 of [A-Za-z0-9._:-]");
         c->may_register = 1;
-        snprintf(c->task_id, sizeof c->task_id, "%s", req->task_id);
+        once__strlcpy(c->task_id, req->task_id, sizeof c->task_id);
     } else if (req->task_id != NULL) {
         if (!once_id_valid(req->task_id))
             return invalid(res, "message.taskId", "taskId must be 1..128 of [A-Za-z0-9._:-]");
         c->may_register = req->extension != 0 && !e->cfg.experiment_naive;
-        snprintf(c->task_id, sizeof c->task_id, "%s", req->task_id);
+        once__strlcpy(c->task_id, req->task_id, sizeof c->task_id);
     } else if (e->cfg.experiment_naive ||
                (e->cfg.plain_ids == ONCE_PLAIN_IDS_SERVER && !req->extension)) {
         /* A new task, whatever its messageId: a plain first message under
@@ -146,7 +147,7 @@ static int prepare(once__engine *e, const once_send_req *req, send_ctx *c, once_
             return rc;
         c->may_register = 1;
     }
-    snprintf(res->task_id, sizeof res->task_id, "%s", c->task_id);
+    once__strlcpy(res->task_id, c->task_id, sizeof res->task_id);
     return prepare_push(e, req, c, res);
 }
 
@@ -272,10 +273,10 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
 
     once_record rec;
     memset(&rec, 0, sizeof rec);
-    snprintf(rec.principal, sizeof rec.principal, "%s", c->req->principal);
-    snprintf(rec.task_id, sizeof rec.task_id, "%s", c->task_id);
-    snprintf(rec.context_id, sizeof rec.context_id, "%s", ctx);
-    snprintf(rec.lease_owner, sizeof rec.lease_owner, "%s", e->replica_id);
+    once__strlcpy(rec.principal, c->req->principal, sizeof rec.principal);
+    once__strlcpy(rec.task_id, c->task_id, sizeof rec.task_id);
+    once__strlcpy(rec.context_id, ctx, sizeof rec.context_id);
+    once__strlcpy(rec.lease_owner, e->replica_id, sizeof rec.lease_owner);
     rec.state = ONCE_STATE_SUBMITTED;
     rec.kind = ONCE_KIND_TASK;
     rec.version = 1;
@@ -345,7 +346,7 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
     if (rc == ONCE_OK) {
         once__set_state(&next, ONCE_STATE_WORKING, now);
         next.fence = cur->fence + 1;
-        snprintf(next.lease_owner, sizeof next.lease_owner, "%s", e->replica_id);
+        once__strlcpy(next.lease_owner, e->replica_id, sizeof next.lease_owner);
         next.lease_until = now + e->cfg.lease_ms;
         rc = once__digests_append(&next.digests, c->digest, c->message_id);
     }
@@ -366,7 +367,7 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
             next.push_json = pj;
         } else if (rc == ONCE_EINVAL) {
             res->field = PUSH_FIELD;
-            snprintf(res->detail, sizeof res->detail, "%s", pr.detail);
+            once__strlcpy(res->detail, pr.detail, sizeof res->detail);
         }
     }
     if (rc == ONCE_OK && (payload = once__ev_status(task, cur->generation + 1)) == NULL)

@@ -25,6 +25,7 @@
 #include <malloc.h>
 #endif
 
+#include "core/str.h"
 #include "engine/engine_int.h"
 
 #define TAKEOVER_BATCH 64
@@ -61,7 +62,7 @@ static int take_over(once__engine *e, const once_key *k, int64_t now)
     int run = cur.kind == ONCE_KIND_TASK && !once_state_interrupted(cur.state);
     next.fence = cur.fence + 1;
     if (run) {
-        snprintf(next.lease_owner, sizeof next.lease_owner, "%s", e->replica_id);
+        once__strlcpy(next.lease_owner, e->replica_id, sizeof next.lease_owner);
         next.lease_until = now + e->cfg.lease_ms;
     } else {
         /* Waiting for input: nobody runs it, so nobody holds a lease. */

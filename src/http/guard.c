@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/str.h"
 #include "http/guard.h"
 
 /* At most one log line about cut connections this often. */
@@ -300,7 +301,7 @@ int once__guard_new(const once_http_limits *lim, const char *who, once__guard **
     if (g == NULL)
         return ONCE_ENOMEM;
     g->lim = *lim;
-    snprintf(g->who, sizeof g->who, "%s", who);
+    once__strlcpy(g->who, who, sizeof g->who);
     /* Past max_connections the oldest waiting connection is cut at once,
      * but MHD counts it until its thread has closed it: a quarter more
      * (at least 8) lets new clients in meanwhile, even during a burst. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "engine/inspect.h"
 #include "http/serve.h"
 
@@ -115,7 +116,7 @@ int once__serve_start(const once_serve_config *cfg, once_server **out, char *err
         rc = once__engine_start(s->engine);
     if (rc != ONCE_OK) {
         char why[256];
-        snprintf(why, sizeof why, "%s", errlen > 0 && err[0] ? err : "cannot start");
+        once__strlcpy(why, errlen > 0 && err[0] ? err : "cannot start", sizeof why);
         snprintf(err, errlen, "engine: %s (%s)", why, once_strerror(rc));
         goto fail;
     }

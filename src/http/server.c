@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/str.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "http/card_cache.h"
@@ -432,7 +433,7 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
             return queue_error(conn, b, MHD_HTTP_UNAUTHORIZED, ONCE_RPC_INVALID_REQUEST,
                                "UNAUTHENTICATED",
                                "Unauthenticated: send Authorization: Bearer <token>", 0);
-        snprintf(r->principal, sizeof r->principal, "%s", p);
+        once__strlcpy(r->principal, p, sizeof r->principal);
     } else {
         snprintf(r->principal, sizeof r->principal, "anonymous");
     }

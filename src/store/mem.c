@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "core/decide.h"
 #include "store/mem.h"
 #include "store/store_int.h"
@@ -263,10 +264,10 @@ static void rec_view(const mem_rec *r, once_record *v)
     size_t i;
 
     memset(v, 0, sizeof *v);
-    snprintf(v->principal, sizeof v->principal, "%s", rec_str(r, S_PRINCIPAL));
-    snprintf(v->task_id, sizeof v->task_id, "%s", rec_str(r, S_TASK_ID));
-    snprintf(v->context_id, sizeof v->context_id, "%s", rec_str(r, S_CONTEXT_ID));
-    snprintf(v->lease_owner, sizeof v->lease_owner, "%s", rec_str(r, S_LEASE_OWNER));
+    once__strlcpy(v->principal, rec_str(r, S_PRINCIPAL), sizeof v->principal);
+    once__strlcpy(v->task_id, rec_str(r, S_TASK_ID), sizeof v->task_id);
+    once__strlcpy(v->context_id, rec_str(r, S_CONTEXT_ID), sizeof v->context_id);
+    once__strlcpy(v->lease_owner, rec_str(r, S_LEASE_OWNER), sizeof v->lease_owner);
     v->state = (once_state)r->state;
     v->kind = (once_record_kind)r->kind;
     for (i = 0; i < sizeof nums / sizeof nums[0]; i++)
@@ -501,10 +502,10 @@ static void tomb_fill(const mem_tomb *t, once_tombstone *out)
     size_t i;
 
     memset(out, 0, sizeof *out);
-    snprintf(out->principal, sizeof out->principal, "%s", t->key);
-    snprintf(out->task_id, sizeof out->task_id, "%s", id);
+    once__strlcpy(out->principal, t->key, sizeof out->principal);
+    once__strlcpy(out->task_id, id, sizeof out->task_id);
     if (t->n.digest_kind == DIGEST_TEXT)
-        snprintf(out->first_digest, sizeof out->first_digest, "%s", id + strlen(id) + 1);
+        once__strlcpy(out->first_digest, id + strlen(id) + 1, sizeof out->first_digest);
     for (i = 0; t->n.digest_kind == DIGEST_BIN && i < sizeof t->digest; i++) {
         out->first_digest[2 * i] = hex[t->digest[i] >> 4];
         out->first_digest[2 * i + 1] = hex[t->digest[i] & 15];
@@ -855,8 +856,8 @@ static int mem_expired_leases(once_store *s, int64_t now, size_t max, once_key_l
         if (!out->v)
             rc = ONCE_ENOMEM;
         for (i = 0; rc == ONCE_OK && i < n; i++) {
-            snprintf(out->v[i].principal, sizeof out->v[i].principal, "%s", node_principal(&v[i]->n));
-            snprintf(out->v[i].task_id, sizeof out->v[i].task_id, "%s", node_task_id(&v[i]->n));
+            once__strlcpy(out->v[i].principal, node_principal(&v[i]->n), sizeof out->v[i].principal);
+            once__strlcpy(out->v[i].task_id, node_task_id(&v[i]->n), sizeof out->v[i].task_id);
             out->n = i + 1;
         }
     }
@@ -1214,10 +1215,10 @@ static int mem_push_claim(once_store *s, const char *owner, int64_t now, int64_t
         const due_ref *d = &((const due_ref *)buf)[i];
         once_push_row *r = &d->e->push[d->i];
         once_push_claim *c = &out->v[i];
-        snprintf(r->lease_owner, sizeof r->lease_owner, "%s", owner);
+        once__strlcpy(r->lease_owner, owner, sizeof r->lease_owner);
         r->lease_until = now + lease_ms;
-        snprintf(c->principal, sizeof c->principal, "%s", node_principal(&d->e->n));
-        snprintf(c->task_id, sizeof c->task_id, "%s", node_task_id(&d->e->n));
+        once__strlcpy(c->principal, node_principal(&d->e->n), sizeof c->principal);
+        once__strlcpy(c->task_id, node_task_id(&d->e->n), sizeof c->task_id);
         memcpy(c->config_id, r->config_id, sizeof c->config_id);
         c->generation = r->delivered + 1;
         c->target = r->target;

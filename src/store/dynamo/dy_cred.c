@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "store/dynamo/dy_int.h"
 #include "store/store_int.h"
 
@@ -101,7 +102,7 @@ int once__dy_cred_load(dy_cred *c, char *errbuf, size_t errlen)
     if (!profile || !profile[0])
         profile = "default";
     if (file && file[0]) {
-        snprintf(path, sizeof path, "%s", file);
+        once__strlcpy(path, file, sizeof path);
     } else {
         const char *home = getenv("HOME");
         snprintf(path, sizeof path, "%s/.aws/credentials", home && home[0] ? home : ".");

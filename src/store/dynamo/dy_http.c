@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/str.h"
 #include "core/backoff.h"
 #include "store/dynamo/dy_int.h"
 #include "store/store_int.h"
@@ -165,7 +166,7 @@ static int classify(const attempt *a, int writes, json_t **reply, dy_fail *f, in
     *retry = 0;
     if (a->cc != CURLE_OK) {
         snprintf(f->type, sizeof f->type, "curl");
-        snprintf(f->msg, sizeof f->msg, "%s", curl_easy_strerror(a->cc));
+        once__strlcpy(f->msg, curl_easy_strerror(a->cc), sizeof f->msg);
         /* Nothing was sent when the connection was refused. */
         *retry = a->cc == CURLE_COULDNT_CONNECT || a->cc == CURLE_COULDNT_RESOLVE_HOST || !writes;
         return ONCE_ESTORE;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "store/dynamo/dy_int.h"
 #include "store/store_int.h"
 
@@ -281,7 +282,7 @@ static int claim_task(dy_store *s, json_t *cand, void *arg)
     qsort(due, nd, sizeof *due, by_next);
     take = c->max - c->out->n < nd ? c->max - c->out->n : nd;
     for (i = 0; i < take; i++) {
-        snprintf(due[i]->lease_owner, sizeof due[i]->lease_owner, "%s", c->owner);
+        once__strlcpy(due[i]->lease_owner, c->owner, sizeof due[i]->lease_owner);
         due[i]->lease_until = c->now + c->lease_ms;
     }
     rc = put_rows_if(s, pr, id, t.v, t.pv, t.rows, t.n);
@@ -292,8 +293,8 @@ static int claim_task(dy_store *s, json_t *cand, void *arg)
     for (i = 0; i < take; i++) {
         once_push_claim *g = &c->out->v[c->out->n++];
         memset(g, 0, sizeof *g);
-        snprintf(g->principal, sizeof g->principal, "%s", pr);
-        snprintf(g->task_id, sizeof g->task_id, "%s", id);
+        once__strlcpy(g->principal, pr, sizeof g->principal);
+        once__strlcpy(g->task_id, id, sizeof g->task_id);
         memcpy(g->config_id, due[i]->config_id, sizeof g->config_id);
         g->generation = due[i]->delivered + 1;
         g->target = due[i]->target;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "store/dynamo/dy_int.h"
 #include "store/store_int.h"
 
@@ -257,8 +258,8 @@ static int take_key(dy_store *s, json_t *item, void *arg)
     (void)s;
     if (!pr || !id || strlen(pr) > ONCE_PRINCIPAL_MAX || strlen(id) > ONCE_ID_MAX)
         return ONCE_OK;
-    snprintf(k->principal, sizeof k->principal, "%s", pr);
-    snprintf(k->task_id, sizeof k->task_id, "%s", id);
+    once__strlcpy(k->principal, pr, sizeof k->principal);
+    once__strlcpy(k->task_id, id, sizeof k->task_id);
     out->n++;
     return ONCE_OK;
 }

@@ -73,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "store/dynamo/dy_int.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
@@ -187,7 +188,7 @@ static int parse_url(dy_store *s, const char *url, char *errbuf, size_t errlen)
             r = getenv("AWS_DEFAULT_REGION");
         if (!r || !r[0] || strlen(r) >= sizeof s->region)
             return bad(errbuf, errlen, "no region (?region=, AWS_REGION or AWS_DEFAULT_REGION)");
-        snprintf(s->region, sizeof s->region, "%s", r);
+        once__strlcpy(s->region, r, sizeof s->region);
     }
     if (!endpoint[0])
         snprintf(endpoint, sizeof endpoint, "https://dynamodb.%s.amazonaws.com/", s->region);

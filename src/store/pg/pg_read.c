@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "store/pg/pg_int.h"
 #include "store/store_int.h"
 
@@ -48,8 +49,8 @@ int once__pg_read_key(pg_store *s, pg_conn *c, const char *principal, const char
     } else if (once__pg_i64(r, 0, L_TOMB)) {
         rc = ONCE_ETOMBSTONE;
         if (tomb) {
-            snprintf(tomb->principal, sizeof tomb->principal, "%s", principal);
-            snprintf(tomb->task_id, sizeof tomb->task_id, "%s", task_id);
+            once__strlcpy(tomb->principal, principal, sizeof tomb->principal);
+            once__strlcpy(tomb->task_id, task_id, sizeof tomb->task_id);
             if (once__pg_fixed(r, 0, L_FIRST_DIGEST, tomb->first_digest,
                                sizeof tomb->first_digest) != ONCE_OK)
                 rc = ONCE_ECORRUPT;
