@@ -38,6 +38,13 @@ typedef struct once_executor {
     void *ctx;
     /* ONCE_EXECUTOR_* bits; 0 for any executor that says nothing. */
     unsigned flags;
+    /* Read only when flags has ONCE_EXECUTOR_INLINE (an executor built
+     * before this member existed never sets that bit). Called before a
+     * turn with only its message readable (once_work_message, and the
+     * task, context and principal ids); 1 says this turn will finish
+     * without once_work_sleep() and without waiting on anything outside
+     * the process. */
+    int (*quick)(const struct once_executor *ex, once_work *w);
 } once_executor;
 
 /* The executor's turns run in process and finish without waiting on
@@ -47,6 +54,13 @@ typedef struct once_executor {
  * anyone before it is committed, so an executor that talks to the outside
  * world between its writes must leave this bit clear. */
 #define ONCE_EXECUTOR_BATCH 0x1u
+
+/* quick() is set: a blocking SendMessage whose turn quick() calls quick
+ * runs that turn on the thread that registered the task and answers from
+ * its last write, instead of handing it to a turn worker and waiting for
+ * it (two thread hand-offs fewer per request). Such turns are not bounded
+ * by the turn workers' count: the request threads bound them. */
+#define ONCE_EXECUTOR_INLINE 0x2u
 
 /* --- reading the task (snapshot taken when the turn started, refreshed by
  * every successful write) --- */

@@ -38,12 +38,13 @@ static void b_stats(void *ctx, json_t *obj)
     } rows[] = {
         {"registered", s.registered},         {"continued", s.continued},
         {"replayed", s.replayed},             {"refused", s.refused},
-        {"executedTurns", s.executed_turns},  {"takeovers", s.takeovers},
-        {"fencedWrites", s.fenced_writes},    {"swept", s.swept},
-        {"purged", s.purged},                 {"storeErrors", s.store_errors},
-        {"overloaded", s.overloaded},         {"leaseLost", s.lease_lost},
-        {"queued", s.queued},                 {"sweeps", s.sweeps},
-        {"waiting", s.waiting},               {"waitsShed", s.waits_shed},
+        {"executedTurns", s.executed_turns},  {"inlineTurns", s.inline_turns},
+        {"takeovers", s.takeovers},           {"fencedWrites", s.fenced_writes},
+        {"swept", s.swept},                   {"purged", s.purged},
+        {"storeErrors", s.store_errors},      {"overloaded", s.overloaded},
+        {"leaseLost", s.lease_lost},          {"queued", s.queued},
+        {"sweeps", s.sweeps},                 {"waiting", s.waiting},
+        {"waitsShed", s.waits_shed},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         json_object_set_new(obj, rows[i].name, json_integer((json_int_t)rows[i].v));

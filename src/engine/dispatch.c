@@ -94,20 +94,29 @@ int once__dispatch(once__engine *e, const char *principal, const char *task_id, 
     return dispatch_turn(e, principal, task_id, fence, resumed, NULL, NULL);
 }
 
-int once__dispatch_task(once__engine *e, const once_record *rec, json_t *task)
+/* A copy of rec for the turn to start from, or NULL (no memory: the turn
+ * loads the record as any other turn does). */
+static once_record *record_for_turn(const once_record *rec)
 {
-    /* A copy of the record goes with the tree; without memory for it the
-     * turn loads the record as any other turn does. */
     once_record *copy = once_malloc(sizeof *copy);
     if (copy != NULL && once_record_copy(copy, rec) != ONCE_OK) {
         once_free(copy);
         copy = NULL;
     }
-    return dispatch_turn(e, rec->principal, rec->task_id, rec->fence, 0, task, copy);
+    return copy;
 }
 
-static int dispatch_turn(once__engine *e, const char *principal, const char *task_id,
-                         int64_t fence, int resumed, json_t *task, once_record *rec)
+int once__dispatch_task(once__engine *e, const once_record *rec, json_t *task)
+{
+    /* A copy of the record goes with the tree. */
+    return dispatch_turn(e, rec->principal, rec->task_id, rec->fence, 0, task,
+                         record_for_turn(rec));
+}
+
+/* A turn for the key (NULL: no memory; task and rec released), taking
+ * task and rec over. */
+static once__turn *turn_new(const char *principal, const char *task_id, int64_t fence,
+                            int resumed, json_t *task, once_record *rec)
 {
     once__turn *t = once_calloc(1, sizeof *t);
     if (t == NULL) {
@@ -115,7 +124,7 @@ static int dispatch_turn(once__engine *e, const char *principal, const char *tas
         if (rec != NULL)
             once_record_clear(rec);
         once_free(rec);
-        return ONCE_ENOMEM;
+        return NULL;
     }
     t->task = task;
     t->rec = rec;
@@ -126,7 +135,12 @@ static int dispatch_turn(once__engine *e, const char *principal, const char *tas
     /* The request being served on this thread started the turn (a
      * takeover's sweeper thread has no trace context: ""). */
     memcpy(t->traceparent, once__log_ctx()->traceparent, sizeof t->traceparent);
+    return t;
+}
 
+/* Queue t (taken over), or let it replace the queued turn of its key. */
+static int enqueue(once__engine *e, once__turn *t)
+{
     pthread_mutex_lock(&e->mu);
     if (e->stopping) {
         pthread_mutex_unlock(&e->mu);
@@ -134,8 +148,8 @@ static int dispatch_turn(once__engine *e, const char *principal, const char *tas
         return ONCE_ECLOSED;
     }
     t->id = ++e->next_turn_id;
-    cancel_locked(e, principal, task_id, t->id);
-    once__turn *old = queued_locked(e, principal, task_id);
+    cancel_locked(e, t->principal, t->task_id, t->id);
+    once__turn *old = queued_locked(e, t->principal, t->task_id);
     if (old != NULL) {
         /* Its fence is stale: the new turn takes its place in the queue and
          * its entry on the active list, so the queue never holds a key twice.
@@ -166,6 +180,52 @@ static int dispatch_turn(once__engine *e, const char *principal, const char *tas
     pthread_cond_signal(&e->work_cv);
     pthread_mutex_unlock(&e->mu);
     return ONCE_OK;
+}
+
+static int dispatch_turn(once__engine *e, const char *principal, const char *task_id,
+                         int64_t fence, int resumed, json_t *task, once_record *rec)
+{
+    once__turn *t = turn_new(principal, task_id, fence, resumed, task, rec);
+    return t != NULL ? enqueue(e, t) : ONCE_ENOMEM;
+}
+
+static void turn_done(once__engine *e, once__turn *t);
+
+int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task,
+                        const json_t *msg, once_record *out)
+{
+    if (!once__turn_quick(e, rec, msg)) {
+        (void)once__dispatch_task(e, rec, task);
+        return 0;
+    }
+    once__turn *t = turn_new(rec->principal, rec->task_id, rec->fence, 0, task,
+                             record_for_turn(rec));
+    if (t == NULL) {
+        (void)once__dispatch(e, rec->principal, rec->task_id, rec->fence, 0);
+        return 0;
+    }
+    /* Running from the start: on the active list (a cancel or a newer
+     * dispatch of the key flags it; the heartbeat renews it), never queued. */
+    pthread_mutex_lock(&e->mu);
+    if (e->stopping) {
+        pthread_mutex_unlock(&e->mu);
+        turn_free(t);
+        return 0;   /* its lease runs out; a takeover runs it */
+    }
+    t->id = ++e->next_turn_id;
+    cancel_locked(e, t->principal, t->task_id, t->id);
+    t->running = 1;
+    t->anext = e->active;
+    e->active = t;
+    pthread_mutex_unlock(&e->mu);
+
+    memset(out, 0, sizeof *out);
+    t->settled = out;
+    ONCE__STAT(e, inline_turns);
+    once__run_turn(e, t);
+    t->settled = NULL;
+    turn_done(e, t);
+    return out->task_id[0] != '\0';
 }
 
 int once__queue_full(once__engine *e)
@@ -207,6 +267,19 @@ static void release_lease(once__engine *e, const once__turn *t)
         ONCE__STAT(e, leases_released);
 }
 
+/* After t ran (on a worker or on the thread that dispatched it): leave
+ * the lease to a takeover if the engine is stopping, and forget t. */
+static void turn_done(once__engine *e, once__turn *t)
+{
+    if (once__stopping(e) && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))
+        release_lease(e, t);
+    turn_drop_start(t);
+    pthread_mutex_lock(&e->mu);
+    unlink_active(e, t);
+    pthread_mutex_unlock(&e->mu);
+    once_free(t);
+}
+
 static void *worker_main(void *arg)
 {
     once__engine *e = arg;
@@ -231,14 +304,9 @@ static void *worker_main(void *arg)
         once__log_ctx_task(t->task_id);
         once__log_ctx_traceparent(t->traceparent);
         once__run_turn(e, t);
-        if (once__stopping(e) && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))
-            release_lease(e, t);
+        turn_done(e, t);
         once__log_ctx_clear();
-        turn_drop_start(t);
-
         pthread_mutex_lock(&e->mu);
-        unlink_active(e, t);
-        once_free(t);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;

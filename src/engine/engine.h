@@ -240,6 +240,9 @@ typedef struct once__engine_stats {
     uint64_t turns_completed, turns_failed, turns_canceled, turns_rejected,
         turns_input_required, turns_auth_required, turns_stopped, turns_lost;
     uint64_t leases_released; /* given back when the engine stopped */
+    uint64_t inline_turns;    /* of executed_turns: run on the thread that
+                               * registered or continued the task
+                               * (ONCE_EXECUTOR_INLINE) */
     /* journal.c: tasks whose replay and refusal counts were written by a
      * journal-only update; tasks whose counts were dropped unwritten (more
      * tasks than the table holds) */

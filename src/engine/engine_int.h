@@ -48,6 +48,9 @@ typedef struct once__turn {
                                  * so the turn need not load it again; both owned by the
                                  * turn, changed under e->mu while queued, the worker's
                                  * alone once popped */
+    once_record *settled;       /* a turn run on the registering thread: where it leaves
+                                 * the record as it last wrote or read it (untouched when
+                                 * it stopped before reading one) */
     struct once__turn *qnext;   /* FIFO of turns waiting for a worker */
     struct once__turn *anext;   /* every turn this engine holds (queued or running) */
 } once__turn;
@@ -291,6 +294,16 @@ int once__dispatch(once__engine *e, const char *principal, const char *task_id, 
  * dispatching write just stored (copied) and its task tree `task` (stolen,
  * whatever the outcome). */
 int once__dispatch_task(once__engine *e, const once_record *rec, json_t *task);
+/* As once__dispatch_task, but when the executor says the turn of msg (the
+ * user message the write stored) finishes at once (ONCE_EXECUTOR_INLINE),
+ * run it here, on this thread, and leave its last record in *out: 1 (the
+ * caller clears *out), or 0 when the turn was queued or ended before it
+ * read a record (*out empty). Takes task over. */
+int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task,
+                        const json_t *msg, once_record *out);
+/* 1 if the executor says the turn of the user message msg on the task of
+ * rec finishes at once (see ONCE_EXECUTOR_INLINE). */
+int once__turn_quick(once__engine *e, const once_record *rec, const json_t *msg);
 /* Flag every local turn of the key as canceled and wake its sleeps. */
 void once__cancel_local(once__engine *e, const char *principal, const char *task_id);
 /* 1 if the queue holds cfg.max_queue turns or more: sends that would start

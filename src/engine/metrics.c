@@ -62,6 +62,11 @@ void once__engine_metrics(once__engine *e, once__mtext *t)
     single(t, "once_turns_started_total", "counter",
            "Agent turns started on this replica (takeovers included)." PROCESS_LOCAL,
            s.executed_turns);
+    single(t, "once_turns_inline_total", "counter",
+           "Of the turns started, those run on the thread that accepted the request (the "
+           "executor said they finish at once), without a hand-off to a turn worker."
+           PROCESS_LOCAL,
+           s.inline_turns);
     const labelled turns[] = {
         {"result=\"completed\"", s.turns_completed},
         {"result=\"failed\"", s.turns_failed},

@@ -255,6 +255,25 @@ static json_t *history_message(once__engine *e, const send_ctx *c, const char *c
     return once__message_fill(c->req->message, c->task_id, context_id, NULL, e->rng);
 }
 
+/* The write rec gave this replica the task's lease: start the turn of the
+ * user message msg from the tree just stored (taken over) and answer. A
+ * blocking send whose turn finishes at once runs it here and answers from
+ * its last write; any other queues it for a worker. */
+static int start_turn(once__engine *e, const send_ctx *c, const once_record *rec, json_t *task,
+                      const json_t *msg, once_send_res *res)
+{
+    if (c->req->return_immediately) {
+        (void)once__dispatch_task(e, rec, task);
+        return respond(e, c, rec, res);
+    }
+    once_record done;
+    if (!once__dispatch_here(e, rec, task, msg, &done))
+        return respond(e, c, rec, res);
+    int rc = respond(e, c, &done, res);
+    once_record_clear(&done);
+    return rc;
+}
+
 static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
 {
     char minted[ONCE_UUID_LEN + 1];
@@ -269,7 +288,6 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
     json_t *user = history_message(e, c, ctx);
     json_t *task = user != NULL ? once__task_new(c->task_id, ctx, ONCE_STATE_SUBMITTED, now, user)
                                 : NULL;
-    json_decref(user);
 
     once_record rec;
     memset(&rec, 0, sizeof rec);
@@ -311,12 +329,11 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
     if (rc == ONCE_OK) {
         ONCE__STAT(e, registered);
         once__notify(e, &rec);
-        /* The turn starts from the tree just stored (it takes it over). */
-        (void)once__dispatch_task(e, &rec, task);
-        task = NULL;
         res->verdict = ONCE_V_REGISTER;
-        rc = respond(e, c, &rec, res);
+        rc = start_turn(e, c, &rec, task, user, res);
+        task = NULL;
     }
+    json_decref(user);
     json_decref(task);
     once_record_clear(&rec);
     return rc;
@@ -334,7 +351,6 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
     int64_t now = once__now(e);
     json_t *user = history_message(e, c, cur->context_id);
     rc = user != NULL ? once__task_append_history(task, user) : ONCE_ENOMEM;
-    json_decref(user);
     if (rc == ONCE_OK)
         rc = once__task_set_status(task, ONCE_STATE_WORKING, NULL, now);
 
@@ -377,12 +393,11 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
     once_free(payload);
     if (rc == ONCE_OK) {
         ONCE__STAT(e, continued);
-        /* The turn starts from the tree just stored (it takes it over). */
-        (void)once__dispatch_task(e, &next, task);
-        task = NULL;
         res->verdict = ONCE_V_CONTINUE;
-        rc = respond(e, c, &next, res);
+        rc = start_turn(e, c, &next, task, user, res);
+        task = NULL;
     }
+    json_decref(user);
     json_decref(task);
     if (have_next)
         once_record_clear(&next);

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "core/shape.h"
+#include "core/str.h"
 #include "engine/engine_int.h"
 #include "engine/work_tree.h"
 
@@ -903,6 +904,28 @@ static int starts_from_dispatch(const once_work *w, const once__turn *t)
            t->rec->lease_until - once__now(e) >= e->cfg.lease_ms / 2;
 }
 
+int once__turn_quick(once__engine *e, const once_record *rec, const json_t *msg)
+{
+    const once_executor *ex = e->ex;
+    if ((ex->flags & ONCE_EXECUTOR_INLINE) == 0 || ex->quick == NULL || msg == NULL)
+        return 0;
+    /* A work context with the ids and the message only: all quick() may
+     * read. No turn stands behind it (a fence of 0, no trace). */
+    once__turn none;
+    memset(&none, 0, sizeof none);
+    once_work probe;
+    memset(&probe, 0, sizeof probe);
+    probe.e = e;
+    probe.t = &none;
+    once__strlcpy(probe.rec.principal, rec->principal, sizeof probe.rec.principal);
+    once__strlcpy(probe.rec.task_id, rec->task_id, sizeof probe.rec.task_id);
+    once__strlcpy(probe.rec.context_id, rec->context_id, sizeof probe.rec.context_id);
+    probe.msg = (json_t *)msg;   /* read only; not released */
+    int quick = ex->quick(ex, &probe) == 1;
+    once_free(probe.message);
+    return quick;
+}
+
 void once__run_turn(once__engine *e, once__turn *t)
 {
     if (__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE) || once__stopping(e))
@@ -978,5 +1001,9 @@ void once__run_turn(once__engine *e, once__turn *t)
         }
     }
     count_turn_end(w);
+    if (t->settled != NULL) {
+        *t->settled = w->rec;
+        memset(&w->rec, 0, sizeof w->rec);
+    }
     work_free(w);
 }

@@ -11,6 +11,10 @@
  *     store and not written again: no event twice;
  *   - a turn whose fence moved before its batch was committed writes
  *     nothing: none of its events becomes visible.
+ * A blocking send whose turn the executor calls quick (echo: anything but
+ * "sleep:N") runs that turn on the sending thread and answers from its last
+ * write; a sleeping turn, and any turn of a returnImmediately send, goes to
+ * a turn worker: which thread wrote the update tells them apart.
  * The engine runs on a memory store behind a forwarding table that counts
  * calls and can act once, before the first update reaches the store.
  */
@@ -25,6 +29,9 @@ typedef struct counting_store {
     once_store *inner;
     int creates, updates, renews;   /* __atomic: calls that reached the inner store */
     int act;                        /* __atomic: what the next update does first */
+    pthread_t updater;              /* the thread of the last update, set before
+                                     * it reaches the store (read after it did) */
+    int updated;                    /* __atomic: updates seen */
 } counting_store;
 
 #define CS(s) ((counting_store *)(s))
@@ -58,6 +65,9 @@ static int cs_update(once_store *s, const once_record *rec, int64_t expect,
     int act = __atomic_exchange_n(&CS(s)->act, ACT_NONE, __ATOMIC_SEQ_CST);
     if (act == ACT_CONFLICT || act == ACT_FENCE)
         write_between(s, rec, act == ACT_FENCE);
+    /* Before the write: whoever sees the write sees this too. */
+    CS(s)->updater = pthread_self();
+    __atomic_fetch_add(&CS(s)->updated, 1, __ATOMIC_SEQ_CST);
     int rc = once_store_update(INNER(s), rec, expect, ev, nev);
     if (act == ACT_LOST_REPLY && rc == ONCE_OK)
         return ONCE_ESTORE;   /* it landed; the answer did not come back */
@@ -253,6 +263,56 @@ static void fenced_batch_writes_nothing(void **state)
     env_close(&v);
 }
 
+static uint64_t inline_turns(env *v)
+{
+    once__engine_stats st;
+    once__engine_get_stats(v->e, &st);
+    return st.inline_turns;
+}
+
+/* A blocking send of text as new task id completes with one update, made
+ * on the sending thread iff `here`. */
+static void check_turn_thread(const char *id, const char *text, int here)
+{
+    env v;
+    env_open(&v, ACT_NONE);
+    assert_int_equal(send_new(&v, id, text), ONCE_STATE_COMPLETED);
+    assert_int_equal(__atomic_load_n(&v.cs.updated, __ATOMIC_SEQ_CST), 1);
+    assert_int_equal(pthread_equal(v.cs.updater, pthread_self()) != 0, here);
+    assert_int_equal(inline_turns(&v), (uint64_t)here);
+    if (here)
+        assert_echo_events(&v, id);
+    env_close(&v);
+}
+
+static void quick_turn_runs_on_the_sending_thread(void **state)
+{
+    (void)state;
+    check_turn_thread("t-5", "hello", 1);
+}
+
+static void sleeping_turn_goes_to_a_worker(void **state)
+{
+    (void)state;
+    check_turn_thread("t-6", "sleep:0", 0);
+}
+
+static void immediate_send_queues_its_turn(void **state)
+{
+    (void)state;
+    env v;
+    env_open(&v, ACT_NONE);
+    json_t *m = fx_msg("t-7", "hello", "t-7", NULL);
+    once_send_res res;
+    assert_int_equal(fx_send(v.e, P, m, 1, 1, &res), ONCE_OK);
+    fx_wait_state(v.cs.inner, P, "t-7", ONCE_STATE_COMPLETED);
+    assert_false(pthread_equal(v.cs.updater, pthread_self()));
+    assert_int_equal(inline_turns(&v), 0);
+    fx_res_clear(&res);
+    json_decref(m);
+    env_close(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +320,9 @@ int main(void)
         cmocka_unit_test(lost_race_applies_the_batch_again),
         cmocka_unit_test(landed_batch_is_not_written_twice),
         cmocka_unit_test(fenced_batch_writes_nothing),
+        cmocka_unit_test(quick_turn_runs_on_the_sending_thread),
+        cmocka_unit_test(sleeping_turn_goes_to_a_worker),
+        cmocka_unit_test(immediate_send_queues_its_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
