@@ -303,10 +303,13 @@ int once__guard_new(const once_http_limits *lim, const char *who, once__guard **
     g->lim = *lim;
     once__strlcpy(g->who, who, sizeof g->who);
     /* Past max_connections the oldest waiting connection is cut at once,
-     * but MHD counts it until its thread has closed it: a quarter more
-     * (at least 8) lets new clients in meanwhile, even during a burst. */
-    unsigned closing = lim->max_connections / 4;
-    g->hard_cap = lim->max_connections + (closing > 8 ? closing : 8);
+     * but MHD counts it until its thread has reaped it, and MHD refuses
+     * every new client while the count is at its limit. Half as many more
+     * (at least 16) lets new clients in while a burst's cut connections
+     * wait to be reaped, which on a starved machine takes a while
+     * (e2e/test_hostile_http's crowd cuts a quarter of the limit at once). */
+    unsigned closing = lim->max_connections / 2;
+    g->hard_cap = lim->max_connections + (closing > 16 ? closing : 16);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* once_monotonic_ms's clock */
