@@ -191,26 +191,18 @@ static int dispatch_turn(once__engine *e, const char *principal, const char *tas
 
 static void turn_done(once__engine *e, once__turn *t);
 
-int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task,
-                        const json_t *msg, once_record *out)
+/* Run t (taken over) here, on this thread, as a running turn from the
+ * start: on the active list (a cancel or a newer dispatch of the key flags
+ * it; the heartbeat renews it), never queued. The record it left goes to
+ * *out (empty if it read none). 0 if the engine is stopping (t freed,
+ * nothing run). */
+static int run_here(once__engine *e, once__turn *t, once_record *out)
 {
-    if (!once__turn_quick(e, rec, msg)) {
-        (void)once__dispatch_task(e, rec, task);
-        return 0;
-    }
-    once__turn *t = turn_new(rec->principal, rec->task_id, rec->fence, 0, task,
-                             record_for_turn(rec));
-    if (t == NULL) {
-        (void)once__dispatch(e, rec->principal, rec->task_id, rec->fence, 0);
-        return 0;
-    }
-    /* Running from the start: on the active list (a cancel or a newer
-     * dispatch of the key flags it; the heartbeat renews it), never queued. */
     pthread_mutex_lock(&e->mu);
     if (e->stopping) {
         pthread_mutex_unlock(&e->mu);
         turn_free(t);
-        return 0;   /* its lease runs out; a takeover runs it */
+        return 0;
     }
     t->id = ++e->next_turn_id;
     cancel_locked(e, t->principal, t->task_id, t->id);
@@ -224,8 +216,53 @@ int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task,
     ONCE__STAT(e, inline_turns);
     once__run_turn(e, t);
     t->settled = NULL;
+    return 1;
+}
+
+int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task,
+                        const json_t *msg, once_record *out)
+{
+    if (!once__turn_quick(e, rec, msg)) {
+        (void)once__dispatch_task(e, rec, task);
+        return 0;
+    }
+    once__turn *t = turn_new(rec->principal, rec->task_id, rec->fence, 0, task,
+                             record_for_turn(rec));
+    if (t == NULL) {
+        (void)once__dispatch(e, rec->principal, rec->task_id, rec->fence, 0);
+        return 0;
+    }
+    if (!run_here(e, t, out))
+        return 0;   /* stopping: its lease runs out; a takeover runs it */
     turn_done(e, t);
     return out->task_id[0] != '\0';
+}
+
+int once__dispatch_born(once__engine *e, const once_record *rec, json_t *task,
+                        const once_event *ev, const json_t *msg, once_record *out, int *rc)
+{
+    *rc = ONCE_OK;
+    if ((e->ex->flags & ONCE_EXECUTOR_BATCH) == 0 || !once__turn_quick(e, rec, msg))
+        return 0;
+    once_record *copy = record_for_turn(rec);
+    if (copy == NULL)
+        return 0;
+    once__turn *t = turn_new(rec->principal, rec->task_id, rec->fence, 0, task, copy);
+    if (t == NULL)
+        return 2;
+    t->born = ev;
+    if (!run_here(e, t, out))
+        return 2;
+    int stored = t->born_stored;
+    *rc = t->born_rc;
+    /* Not stored: no lease to give back, nothing on the store to leave. */
+    if (!stored)
+        __atomic_store_n(&t->canceled, 1, __ATOMIC_RELEASE);
+    turn_done(e, t);
+    if (stored && out->task_id[0] != '\0')
+        return 1;
+    once_record_clear(out);
+    return *rc != ONCE_OK ? 1 : 2;
 }
 
 int once__queue_full(once__engine *e)

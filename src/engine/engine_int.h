@@ -48,6 +48,10 @@ typedef struct once__turn {
                                  * so the turn need not load it again; both owned by the
                                  * turn, changed under e->mu while queued, the worker's
                                  * alone once popped */
+    const once_event *born;     /* rec is a registration not stored yet: its event
+                                 * (once__dispatch_born) */
+    int born_stored;            /* the turn's first commit stored it */
+    int born_rc;                /* or the error that commit met */
     once_record *settled;       /* a turn run on the registering thread: where it leaves
                                  * the record as it last wrote or read it (untouched when
                                  * it stopped before reading one) */
@@ -301,6 +305,21 @@ int once__dispatch_task(once__engine *e, const once_record *rec, json_t *task);
  * read a record (*out empty). Takes task over. */
 int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task,
                         const json_t *msg, once_record *out);
+/* The registration rec (not stored; its event ev) of a blocking send: when
+ * the executor batches its writes and says the turn of msg finishes at once,
+ * run the turn here before anything is stored, so that the turn's first
+ * commit creates the record with the registration and the turn's writes in
+ * one store write. A batching executor touches nothing outside the process
+ * between commits (ONCE_EXECUTOR_BATCH), so a turn whose create loses to
+ * another registration of the task leaves no trace. Returns 0 when it did
+ * not run (task and *out untouched); 1 when it ran and its create was
+ * answered: *rc ONCE_OK and *out the record as the turn left it (the caller
+ * clears it), or *rc the create's error (ONCE_EEXISTS, ONCE_ETOMBSTONE:
+ * another registration won, the send loads the task again; a store error);
+ * 2 when it ran and stored nothing (stopping, no memory): the caller
+ * registers as without it. Takes task over unless it returns 0. */
+int once__dispatch_born(once__engine *e, const once_record *rec, json_t *task,
+                        const once_event *ev, const json_t *msg, once_record *out, int *rc);
 /* 1 if the executor says the turn of the user message msg on the task of
  * rec finishes at once (see ONCE_EXECUTOR_INLINE). */
 int once__turn_quick(once__engine *e, const once_record *rec, const json_t *msg);

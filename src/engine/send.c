@@ -321,10 +321,29 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
         rc = ONCE_ENOMEM;
     if (rc == ONCE_OK)
         rc = once__size_check(e, NULL, &rec);
-    if (rc == ONCE_OK) {
-        once_event ev = {1, payload};
-        rc = once__store_rc(e, once_store_create(e->store, &rec, &ev, 1, NULL, NULL));
+    once_event ev = {1, payload};
+    if (rc == ONCE_OK && !c->req->return_immediately) {
+        /* A turn that finishes at once runs first and is stored with its
+         * registration, in one write. */
+        once_record done;
+        int ran = once__dispatch_born(e, &rec, task, &ev, user, &done, &rc);
+        if (ran != 0)
+            task = NULL;
+        if (ran == 1) {
+            if (rc == ONCE_OK) {
+                ONCE__STAT(e, registered);
+                res->verdict = ONCE_V_REGISTER;
+                rc = respond(e, c, &done, res);
+                once_record_clear(&done);
+            }
+            once_free(payload);
+            json_decref(user);
+            once_record_clear(&rec);
+            return rc;
+        }
     }
+    if (rc == ONCE_OK)
+        rc = once__store_rc(e, once_store_create(e->store, &rec, &ev, 1, NULL, NULL));
     once_free(payload);
     if (rc == ONCE_OK) {
         ONCE__STAT(e, registered);

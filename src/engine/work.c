@@ -99,6 +99,8 @@ struct once_work {
     int have_pend;
     int64_t began;              /* when the turn started (its journal entry) */
     int journaled;              /* a write of this turn stored its start */
+    const once_event *born;     /* the task is not stored yet: the first commit creates
+                                 * it, this registration event first (NULL: stored) */
 };
 
 static int retire(once_work *w, char *s)
@@ -307,8 +309,12 @@ static int write_ops(once_work *w, const once_record *cur, once_record *next)
  * Outage rounds do not count against WRITE_TRIES, which bounds only lost
  * races. The batch is empty afterwards, whatever the outcome.
  */
+static int commit_born(once_work *w);
+
 static int commit(once_work *w)
 {
+    if (w->born != NULL)
+        return commit_born(w);
     once_record cur, lost;
     memset(&lost, 0, sizeof lost);
     int have_lost = 0;
@@ -373,6 +379,67 @@ static int commit(once_work *w)
     if (have_lost)
         once_record_clear(&lost);
     once_record_clear(&cur);
+    drop_pend(w);
+    clear_ops(w);
+    return rc;
+}
+
+/*
+ * The first commit of a turn whose registration is not stored yet
+ * (once__dispatch_born): one create of the record with the batch applied,
+ * the registration's event first, then the batch's. There is no one to
+ * race but another registration of the same task: losing that (ONCE_EEXISTS,
+ * ONCE_ETOMBSTONE), or an outage (it may have landed: the retry of the send
+ * finds out), ends the turn, which wrote nothing anyone saw. The batch is
+ * empty afterwards, whatever the outcome.
+ */
+static int commit_born(once_work *w)
+{
+    once__engine *e = w->e;
+    once_record next;
+    memset(&next, 0, sizeof next);
+    int rc = ONCE_OK;
+    if (w->have_pend) {
+        next = w->pend;
+        memset(&w->pend, 0, sizeof w->pend);
+        w->have_pend = 0;
+    } else {
+        rc = apply_ops(w, &w->rec, &next);
+    }
+    if (rc == ONCE_OK)
+        rc = once__journal_turn(e, w->t->fence, w->t->resumed, w->began, w->journaled, &w->rec,
+                                &next);
+    once_event ev[WORK_BATCH_MAX + 1];
+    size_t nev = 0;
+    ev[nev++] = *w->born;
+    for (size_t i = 0; i < w->nops; i++) {
+        if (w->ops[i].payload != NULL) {
+            ev[nev].generation = w->born->generation + (int64_t)nev;
+            ev[nev].payload = w->ops[i].payload;
+            nev++;
+        }
+    }
+    if (rc == ONCE_OK) {
+        next.version = w->rec.version;
+        next.generation = w->born->generation + (int64_t)nev - 1;
+        next.updated_at = once__now(e);
+        rc = once__store_rc(e, once_store_create(e->store, &next, ev, nev, NULL, NULL));
+    }
+    json_t *staged = w->staged;
+    w->staged = NULL;
+    if (rc == ONCE_OK) {
+        w->born = NULL;
+        w->journaled = 1;
+        ONCE__STAT(e, executed_turns);
+        once__notify(e, &next);
+        adopt(w, &next, staged);
+    } else {
+        json_decref(staged);
+        once_record_clear(&next);
+        w->t->born_rc = rc;
+        /* Nothing more of this turn may be written. */
+        __atomic_store_n(&w->t->canceled, 1, __ATOMIC_RELEASE);
+    }
     drop_pend(w);
     clear_ops(w);
     return rc;
@@ -942,6 +1009,9 @@ void once__run_turn(once__engine *e, once__turn *t)
     if (starts_from_dispatch(w, t)) {
         w->rec = *t->rec;
         memset(t->rec, 0, sizeof *t->rec);
+        w->born = t->born;
+    } else if (t->born != NULL) {
+        rc = ONCE_EINVAL;   /* a record not stored cannot be loaded */
     } else {
         /* Take the lease now: a queued turn held only what its registering
          * write set, and if that ran out another replica may own the task. */
@@ -981,7 +1051,8 @@ void once__run_turn(once__engine *e, once__turn *t)
         return;
     }
 
-    ONCE__STAT(e, executed_turns);
+    if (w->born == NULL)
+        ONCE__STAT(e, executed_turns);   /* else once its record is stored */
     rc = e->ex->run(e->ex, w);
     /* What a batching turn wrote last is committed before the turn ends
      * (a failure shows in the record and the cancel flag checked next). */
@@ -1000,8 +1071,10 @@ void once__run_turn(once__engine *e, once__turn *t)
             once_work_fail(w, reason);
         }
     }
-    count_turn_end(w);
-    if (t->settled != NULL) {
+    if (w->born == NULL)
+        count_turn_end(w);
+    t->born_stored = t->born != NULL && w->born == NULL;
+    if (t->settled != NULL && w->born == NULL) {
         *t->settled = w->rec;
         memset(&w->rec, 0, sizeof w->rec);
     }

@@ -1,10 +1,15 @@
 /*
  * test_engine_batch.c -- a turn of the built-in echo executor commits its
- * writes together (src/engine/work.c): a new task costs the store two
- * writes, its registration and one update carrying the turn's three
- * events (WORKING, the artifact, COMPLETED), one generation each, and no
- * lease renewal, since the registration gave the turn a fresh lease. The
- * batch keeps what single writes guarantee:
+ * writes together (src/engine/work.c). A blocking send of a new task that
+ * finishes at once costs the store one write: the create of the record
+ * with the registration's event and the turn's three (WORKING, the
+ * artifact, COMPLETED), one generation each. A returnImmediately send
+ * costs two, its registration and one update with the three events, and no
+ * lease renewal, since the registration gave the turn a fresh lease. A
+ * create that loses to another registration of the task, or whose answer
+ * is lost in an outage, leaves one task with its events once: the send (or
+ * its retry) replays what is stored. The batch keeps what single writes
+ * guarantee:
  *   - a CAS that loses to another write (same fence) re-applies the whole
  *     batch to the record it re-loads: every event once, in order;
  *   - a CAS whose answer was lost in an outage (it landed) is found in the
@@ -22,13 +27,16 @@
 
 static const char *P = "alice";
 
-enum { ACT_NONE, ACT_CONFLICT, ACT_LOST_REPLY, ACT_FENCE };
+enum { ACT_NONE, ACT_CONFLICT, ACT_LOST_REPLY, ACT_FENCE, ACT_CREATE_RACE, ACT_CREATE_LOST };
 
 typedef struct counting_store {
     once_store base;
     once_store *inner;
     int creates, updates, renews;   /* __atomic: calls that reached the inner store */
-    int act;                        /* __atomic: what the next update does first */
+    int act;                        /* __atomic: what the next update (or, for
+                                     * ACT_CREATE_*, create) does first */
+    pthread_t creator;              /* the thread of the last create, set before it
+                                     * reaches the store */
     pthread_t updater;              /* the thread of the last update, set before
                                      * it reaches the store (read after it did) */
     int updated;                    /* __atomic: updates seen */
@@ -41,7 +49,16 @@ static int cs_create(once_store *s, const once_record *rec, const once_event *ev
                      once_record *winner, once_tombstone *tomb)
 {
     __atomic_fetch_add(&CS(s)->creates, 1, __ATOMIC_SEQ_CST);
-    return once_store_create(INNER(s), rec, ev, nev, winner, tomb);
+    CS(s)->creator = pthread_self();
+    int act = __atomic_load_n(&CS(s)->act, __ATOMIC_SEQ_CST);
+    if (act == ACT_CREATE_RACE || act == ACT_CREATE_LOST)
+        __atomic_store_n(&CS(s)->act, ACT_NONE, __ATOMIC_SEQ_CST);
+    if (act == ACT_CREATE_RACE) /* the same registration, from elsewhere, first */
+        assert_int_equal(once_store_create(INNER(s), rec, ev, nev, NULL, NULL), ONCE_OK);
+    int rc = once_store_create(INNER(s), rec, ev, nev, winner, tomb);
+    if (act == ACT_CREATE_LOST && rc == ONCE_OK)
+        return ONCE_ESTORE;   /* it landed; the answer did not come back */
+    return rc;
 }
 
 /* Another writer gets in before this update: the stored record moves on
@@ -62,7 +79,11 @@ static int cs_update(once_store *s, const once_record *rec, int64_t expect,
                      const once_event *ev, size_t nev)
 {
     __atomic_fetch_add(&CS(s)->updates, 1, __ATOMIC_SEQ_CST);
-    int act = __atomic_exchange_n(&CS(s)->act, ACT_NONE, __ATOMIC_SEQ_CST);
+    int act = __atomic_load_n(&CS(s)->act, __ATOMIC_SEQ_CST);
+    if (act == ACT_CREATE_RACE || act == ACT_CREATE_LOST)
+        act = ACT_NONE;
+    else
+        __atomic_store_n(&CS(s)->act, ACT_NONE, __ATOMIC_SEQ_CST);
     if (act == ACT_CONFLICT || act == ACT_FENCE)
         write_between(s, rec, act == ACT_FENCE);
     /* Before the write: whoever sees the write sees this too. */
@@ -187,17 +208,23 @@ static void assert_echo_events(env *v, const char *id)
     once_event_list_clear(&l);
 }
 
-/* A new echo task with the store acting as `act` on the first update:
- * it completes with its four events, after `updates` update calls. */
+/* A new echo task sent with returnImmediately (its turn queued), the store
+ * acting as `act` on the first update: it completes with its four events,
+ * after `updates` update calls. */
 static void check_echo_task(int act, const char *id, int updates)
 {
     env v;
     env_open(&v, act);
-    assert_int_equal(send_new(&v, id, "hello"), ONCE_STATE_COMPLETED);
+    json_t *m = fx_msg(id, "hello", id, NULL);
+    once_send_res res;
+    assert_int_equal(fx_send(v.e, P, m, 1, 1, &res), ONCE_OK);
+    fx_wait_state(v.cs.inner, P, id, ONCE_STATE_COMPLETED);
     assert_int_equal(__atomic_load_n(&v.cs.creates, __ATOMIC_SEQ_CST), 1);
     assert_int_equal(__atomic_load_n(&v.cs.updates, __ATOMIC_SEQ_CST), updates);
     assert_int_equal(__atomic_load_n(&v.cs.renews, __ATOMIC_SEQ_CST), 0);
     assert_echo_events(&v, id);
+    fx_res_clear(&res);
+    json_decref(m);
     env_close(&v);
 }
 
@@ -225,8 +252,7 @@ static void fenced_batch_writes_nothing(void **state)
     (void)state;
     env v;
     env_open(&v, ACT_FENCE);
-    /* The send waits until its deadline: nobody finishes the task. Give it
-     * a short one, scaled. */
+    /* Queued, so the turn's batch is an update that meets the fence. */
     json_t *m = fx_msg("t-4", "hello", "t-4", NULL);
     once_send_req req;
     memset(&req, 0, sizeof req);
@@ -235,7 +261,7 @@ static void fenced_batch_writes_nothing(void **state)
     req.task_id = "t-4";
     req.extension = 1;
     req.history_length = -1;
-    req.wait_ms = tt_ms(200);
+    req.return_immediately = 1;
     once_send_res res;
     assert_int_equal(once__engine_send(v.e, &req, &res), ONCE_OK);
     json_decref(res.result);
@@ -270,31 +296,76 @@ static uint64_t inline_turns(env *v)
     return st.inline_turns;
 }
 
-/* A blocking send of text as new task id completes with one update, made
- * on the sending thread iff `here`. */
-static void check_turn_thread(const char *id, const char *text, int here)
-{
-    env v;
-    env_open(&v, ACT_NONE);
-    assert_int_equal(send_new(&v, id, text), ONCE_STATE_COMPLETED);
-    assert_int_equal(__atomic_load_n(&v.cs.updated, __ATOMIC_SEQ_CST), 1);
-    assert_int_equal(pthread_equal(v.cs.updater, pthread_self()) != 0, here);
-    assert_int_equal(inline_turns(&v), (uint64_t)here);
-    if (here)
-        assert_echo_events(&v, id);
-    env_close(&v);
-}
-
-static void quick_turn_runs_on_the_sending_thread(void **state)
+static void blocking_echo_task_is_one_write(void **state)
 {
     (void)state;
-    check_turn_thread("t-5", "hello", 1);
+    env v;
+    env_open(&v, ACT_NONE);
+    assert_int_equal(send_new(&v, "t-5", "hello"), ONCE_STATE_COMPLETED);
+    assert_int_equal(__atomic_load_n(&v.cs.creates, __ATOMIC_SEQ_CST), 1);
+    assert_int_equal(__atomic_load_n(&v.cs.updates, __ATOMIC_SEQ_CST), 0);
+    assert_int_equal(__atomic_load_n(&v.cs.renews, __ATOMIC_SEQ_CST), 0);
+    assert_true(pthread_equal(v.cs.creator, pthread_self()));
+    assert_int_equal(inline_turns(&v), 1);
+    assert_echo_events(&v, "t-5");
+    env_close(&v);
 }
 
 static void sleeping_turn_goes_to_a_worker(void **state)
 {
     (void)state;
-    check_turn_thread("t-6", "sleep:0", 0);
+    env v;
+    env_open(&v, ACT_NONE);
+    /* Registered here, then the turn's one update on a worker. */
+    assert_int_equal(send_new(&v, "t-6", "sleep:0"), ONCE_STATE_COMPLETED);
+    assert_int_equal(__atomic_load_n(&v.cs.creates, __ATOMIC_SEQ_CST), 1);
+    assert_int_equal(__atomic_load_n(&v.cs.updated, __ATOMIC_SEQ_CST), 1);
+    assert_false(pthread_equal(v.cs.updater, pthread_self()));
+    assert_int_equal(inline_turns(&v), 0);
+    env_close(&v);
+}
+
+/* A blocking send whose create meets the same registration stored first
+ * (another replica's, racing): the send replays it. One task, its four
+ * events once. */
+static void lost_create_race_replays(void **state)
+{
+    (void)state;
+    env v;
+    env_open(&v, ACT_CREATE_RACE);
+    json_t *m = fx_msg("t-8", "hello", "t-8", NULL);
+    once_send_res res;
+    assert_int_equal(fx_send(v.e, P, m, 1, 0, &res), ONCE_OK);
+    assert_int_equal(res.verdict, ONCE_V_REPLAY);
+    assert_int_equal(res.replayed, 1);
+    assert_int_equal(res.state, ONCE_STATE_COMPLETED);
+    assert_int_equal(__atomic_load_n(&v.cs.creates, __ATOMIC_SEQ_CST), 1);
+    assert_int_equal(__atomic_load_n(&v.cs.updates, __ATOMIC_SEQ_CST), 0);
+    assert_echo_events(&v, "t-8");
+    fx_res_clear(&res);
+    json_decref(m);
+    env_close(&v);
+}
+
+/* A create that landed but whose answer was lost: the send fails with the
+ * store's error, and its retry replays the task. */
+static void lost_create_answer_is_replayed(void **state)
+{
+    (void)state;
+    env v;
+    env_open(&v, ACT_CREATE_LOST);
+    json_t *m = fx_msg("t-9", "hello", "t-9", NULL);
+    once_send_res res;
+    assert_int_equal(fx_send(v.e, P, m, 1, 0, &res), ONCE_ESTORE);
+    fx_res_clear(&res);
+    assert_int_equal(fx_send(v.e, P, m, 1, 0, &res), ONCE_OK);
+    assert_int_equal(res.verdict, ONCE_V_REPLAY);
+    assert_int_equal(res.state, ONCE_STATE_COMPLETED);
+    assert_int_equal(__atomic_load_n(&v.cs.creates, __ATOMIC_SEQ_CST), 1);
+    assert_echo_events(&v, "t-9");
+    fx_res_clear(&res);
+    json_decref(m);
+    env_close(&v);
 }
 
 static void immediate_send_queues_its_turn(void **state)
@@ -320,9 +391,11 @@ int main(void)
         cmocka_unit_test(lost_race_applies_the_batch_again),
         cmocka_unit_test(landed_batch_is_not_written_twice),
         cmocka_unit_test(fenced_batch_writes_nothing),
-        cmocka_unit_test(quick_turn_runs_on_the_sending_thread),
+        cmocka_unit_test(blocking_echo_task_is_one_write),
         cmocka_unit_test(sleeping_turn_goes_to_a_worker),
         cmocka_unit_test(immediate_send_queues_its_turn),
+        cmocka_unit_test(lost_create_race_replays),
+        cmocka_unit_test(lost_create_answer_is_replayed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
