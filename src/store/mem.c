@@ -34,11 +34,12 @@
  * A task finished for MEM_COLD_MS or more is cold: the sweep that runs
  * past it on the finished queue deflates its texts and events into its
  * record's one allocation (mem_zip.c), keeping as they were the strings
- * the lookups, lists and tombstones compare or copy (principal, task ID,
- * context ID, lease owner, digests) and every number. Readers of the rest
- * (load, events, list, check, an update) inflate a copy under the lock;
- * the tasks retries replay are the ones just finished, still warm. The
- * cooler's place on the queue (cooled) keeps its cost to what it deflates.
+ * the lookups and lists compare (principal, task ID, context ID, lease
+ * owner) and every number. Readers of the rest (load, events, list, check,
+ * an update, the sweep that entombs it: the first digest) inflate a copy
+ * under the lock; the tasks retries replay are the ones just finished,
+ * still warm. The cooler's place on the queue (cooled) keeps its cost to
+ * what it deflates.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -65,7 +66,7 @@ enum { S_PRINCIPAL, S_TASK_ID, S_CONTEXT_ID, S_LEASE_OWNER, S_DIGESTS, S_TASK_JS
        S_CHECKPOINT, S_PUSH_JSON, S_JOURNAL, S_COUNT };
 #define S_NULL UINT32_MAX     /* off[] of a NULL string (checkpoint, push_json, journal) */
 
-#define S_FIRST_ZIP S_TASK_JSON   /* a cold record deflates this string and the later ones */
+#define S_FIRST_ZIP S_DIGESTS   /* a cold record deflates this string and the later ones */
 
 /* Tasks finished this long before a sweep's `now` are deflated by it. */
 #define MEM_COLD_MS 2000
@@ -76,8 +77,9 @@ enum { S_PRINCIPAL, S_TASK_ID, S_CONTEXT_ID, S_LEASE_OWNER, S_DIGESTS, S_TASK_JS
  * lease_until, which renew sets under the lock. Warm (zlen == 0): every
  * string is in s[] at off[i]. Cold: s[0..zoff) holds the strings before
  * S_FIRST_ZIP as they were, s[zoff..zoff + zlen) the deflated text of the
- * later ones followed by the entry's events (zraw bytes inflated), and
- * off[i >= S_FIRST_ZIP] is where string i starts in that inflated text. */
+ * later ones followed by the texts of the entry's events (zraw bytes
+ * inflated; the events' heads are not kept), and off[i >= S_FIRST_ZIP] is
+ * where string i starts in that inflated text. */
 typedef struct mem_rec {
     int64_t version, generation, fence, step, lease_until, created_at, updated_at, finished_at;
     int32_t state, kind;
@@ -310,7 +312,7 @@ static void rec_view(const mem_rec *r, const char *cold, once_record *v)
     v->kind = (once_record_kind)r->kind;
     for (i = 0; i < sizeof nums / sizeof nums[0]; i++)
         memcpy((char *)v + nums[i].rec, (const char *)r + nums[i].mem, sizeof(int64_t));
-    v->digests = (char *)rec_str(r, S_DIGESTS);
+    v->digests = (char *)rec_field(r, cold, S_DIGESTS);
     v->task_json = (char *)rec_field(r, cold, S_TASK_JSON);
     v->checkpoint = (char *)rec_field(r, cold, S_CHECKPOINT);
     v->push_json = (char *)rec_field(r, cold, S_PUSH_JSON);
@@ -507,28 +509,59 @@ typedef struct mem_thaw {
     char *buf;                /* a cold entry's inflated text; thaw_done frees it */
 } mem_thaw;
 
+/* Under the lock: cold e inflated into a fresh buffer: *slen bytes of its
+ * strings, then its events packed as a warm entry's ev holds them (their
+ * heads rebuilt: a cold entry's events are 1..nev, see cool_one), then
+ * `extra` bytes of room. ONCE_OK, or ONCE_ENOMEM (ONCE_ERROR: a text the
+ * store did not make) with nothing to free. */
+static int unzip(mem_store *ms, const mem_entry *e, size_t extra, char **out, size_t *slen)
+{
+    const mem_rec *r = e->r;
+    size_t heads = EV_HEAD * e->nev, src, dst, j;
+    char *b = once_malloc(r->zraw + heads + extra + 1);
+    int rc;
+
+    *out = NULL;
+    if (!b)
+        return ONCE_ENOMEM;
+    rc = once__mem_zip_inflate(&ms->zip, (const unsigned char *)r->s + r->zoff, r->zlen,
+                               b + heads, r->zraw);
+    if (rc != ONCE_OK) {
+        once_free(b);
+        return rc;
+    }
+    *slen = r->zraw - (e->evlen - heads);
+    memmove(b, b + heads, *slen);
+    /* Text j moves down by EV_HEAD * (nev - j) bytes and gets its head in
+     * front: what is written never reaches a text not yet moved. */
+    for (j = 0, dst = *slen, src = *slen + heads; j < e->nev; j++) {
+        int64_t gen = (int64_t)j + 1;
+        uint32_t l = (uint32_t)strlen(b + src) + 1;
+        memmove(b + dst + EV_HEAD, b + src, l);
+        memcpy(b + dst, &gen, sizeof gen);
+        memcpy(b + dst + sizeof gen, &l, sizeof l);
+        dst += EV_HEAD + l;
+        src += l;
+    }
+    *out = b;
+    return ONCE_OK;
+}
+
 /* Under the lock: e as a reader sees it. ONCE_OK, or ONCE_ENOMEM with
  * nothing to free. */
 static int thaw(mem_store *ms, const mem_entry *e, mem_thaw *t)
 {
-    const mem_rec *r = e->r;
+    size_t slen;
     int rc;
 
     t->buf = NULL;
     t->ev = e->ev;
-    if (r->zlen) {
-        if (!(t->buf = once_malloc(r->zraw + 1)))
-            return ONCE_ENOMEM;
-        rc = once__mem_zip_inflate(&ms->zip, (const unsigned char *)r->s + r->zoff, r->zlen,
-                                   t->buf, r->zraw);
-        if (rc != ONCE_OK) {
-            once_free(t->buf);
-            t->buf = NULL;
+    if (e->r->zlen) {
+        if ((rc = unzip(ms, e, 0, &t->buf, &slen)) != ONCE_OK)
             return rc;
-        }
-        t->ev = t->buf + (r->zraw - e->evlen);
+        t->ev = t->buf + slen;
     }
-    rec_view(r, t->buf, &t->v);
+    rec_view(e->r, t->buf, &t->v);
     return ONCE_OK;
 }
 
@@ -555,32 +588,45 @@ static int entry_load(mem_store *ms, const mem_entry *e, once_record *out)
  * record). Nothing changes on failure. */
 static int ev_thaw(mem_store *ms, mem_entry *e, size_t more)
 {
-    const mem_rec *r = e->r;
-    size_t skip = r->zraw - e->evlen;
-    char *b = once_malloc(r->zraw + more);
-    int rc;
+    size_t slen;
+    char *b;
+    int rc = unzip(ms, e, more, &b, &slen);
 
-    if (!b)
-        return ONCE_ENOMEM;
-    rc = once__mem_zip_inflate(&ms->zip, (const unsigned char *)r->s + r->zoff, r->zlen, b,
-                               r->zraw);
-    if (rc != ONCE_OK) {
-        once_free(b);
+    if (rc != ONCE_OK)
         return rc;
-    }
-    memmove(b, b + skip, e->evlen);
+    memmove(b, b + slen, e->evlen);
     e->ev = b;
-    e->evcap = r->zraw + more;
+    e->evcap = e->evlen + more;
     return ONCE_OK;
 }
 
-/* Under the lock: warm, finished e deflated into a cold record. ONCE_OK
- * (cold now, or left warm because deflating would not make it smaller) or
- * ONCE_ENOMEM (as it was). */
+/* r's strings from S_FIRST_ZIP on, then the texts of e's events, deflated
+ * into out[0..cap). */
+static int zip_entry(mem_store *ms, const mem_entry *e, size_t zoff, size_t slen,
+                     unsigned char *out, size_t cap, size_t *zlen)
+{
+    size_t pos = 0, j;
+    int64_t gen;
+    int rc = once__mem_zip_begin(&ms->zip, out, cap);
+
+    if (rc == ONCE_OK)
+        rc = once__mem_zip_add(&ms->zip, e->r->s + zoff, slen);
+    for (j = 0; rc == ONCE_OK && j < e->nev; j++) {
+        const char *text = ev_next(e->ev, &pos, &gen);
+        rc = once__mem_zip_add(&ms->zip, text, strlen(text) + 1);
+    }
+    return rc == ONCE_OK ? once__mem_zip_end(&ms->zip, zlen) : rc;
+}
+
+/* Under the lock: warm, finished e deflated into a cold record. Its events
+ * go in as their texts alone, so only events numbered 1..nev (as the
+ * store always writes them) are taken. ONCE_OK (cold now, or left warm
+ * because deflating would not make it smaller) or ONCE_ENOMEM (as it was). */
 static int cool_one(mem_store *ms, mem_entry *e)
 {
     const mem_rec *r = e->r;
-    size_t zoff = 0, raw = e->evlen, zlen;
+    size_t zoff = 0, slen = 0, raw, zlen, pos = 0, j;
+    int64_t gen;
     mem_rec *c, *cut;
     int i, rc;
 
@@ -589,14 +635,19 @@ static int cool_one(mem_store *ms, mem_entry *e)
         if (i < S_FIRST_ZIP)
             zoff += l;
         else
-            raw += l;
+            slen += l;
     }
+    for (j = 0; j < e->nev; j++) {
+        (void)ev_next(e->ev, &pos, &gen);
+        if (gen != (int64_t)j + 1)
+            return ONCE_OK;
+    }
+    raw = slen + e->evlen - EV_HEAD * e->nev;
     if (raw >= UINT32_MAX)
         return ONCE_OK;
     if (!(c = once_malloc(sizeof *c + zoff + raw)))
         return ONCE_ENOMEM;
-    rc = once__mem_zip_deflate(&ms->zip, r->s + zoff, raw - e->evlen, e->ev ? e->ev : "",
-                               e->evlen, (unsigned char *)c->s + zoff, raw, &zlen);
+    rc = zip_entry(ms, e, zoff, slen, (unsigned char *)c->s + zoff, raw, &zlen);
     if (rc != ONCE_OK) {
         once_free(c);
         return rc == ONCE_ENOMEM ? rc : ONCE_OK;
@@ -652,16 +703,21 @@ static int hexval(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* A tombstone for e, entombed at `now`, or NULL when out of memory. */
-static mem_tomb *tomb_make(const mem_entry *e, int64_t now)
+/* A tombstone for e, entombed at `now`, or NULL when out of memory
+ * (inflating a cold e's digests included). */
+static mem_tomb *tomb_make(mem_store *ms, const mem_entry *e, int64_t now)
 {
     const char *p = rec_str(e->r, S_PRINCIPAL), *id = rec_str(e->r, S_TASK_ID);
     char first[ONCE_DIGEST_HEX + 1];
     size_t pl = strlen(p) + 1, il = strlen(id) + 1, dl = 0, i;
     int kind = DIGEST_BIN;
+    mem_thaw th;
     mem_tomb *t;
 
-    once__digests_first(rec_str(e->r, S_DIGESTS), first);
+    if (thaw(ms, e, &th) != ONCE_OK)
+        return NULL;
+    once__digests_first(th.v.digests, first);
+    thaw_done(&th);
     for (i = 0; i < ONCE_DIGEST_HEX && kind == DIGEST_BIN; i++)
         if (hexval(first[i]) < 0)
             kind = DIGEST_TEXT;
@@ -1103,7 +1159,7 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
         ms->visits++;
         if (e->r->finished_at >= finished_before)
             break;
-        if (!(t = tomb_make(e, now))) {
+        if (!(t = tomb_make(ms, e, now))) {
             rc = ONCE_ENOMEM;
             break;
         }

@@ -25,27 +25,36 @@
 #define ZIP_MEMLEVEL 8
 
 /* The member names, states and roles of A2A 1.0 (docs/wire.md) and the
- * store's journal, in the shapes they take in stored JSON. */
+ * store's journal, in the shapes they take in stored JSON: first the rarer
+ * ones, then a finished task's texts in the order the store deflates them
+ * (task, journal, then its events: the task as submitted, working, an
+ * artifact, the final status), with every ID and time left out. */
 static const char dict[] =
     "\"data\":{\"file\":{\"uri\":\"\",\"bytes\":\"\",\"mediaType\":\"\",\"filename\":\""
-    "\"description\":\"\",\"extensions\":[\"reference_task_ids\":[\"raw\":\"\",\"url\":\""
+    "\"description\":\"\",\"extensions\":[\"referenceTaskIds\":[\"raw\":\"\",\"url\":\""
     "\"pushNotificationConfig\":{\"authentication\":{\"schemes\":[\"credentials\":\""
     "\"token\":\"\",\"message\":{\"kind\":\"takeover\",\"ROLE_AGENT\",\"TASK_STATE_REJECTED\""
     "\"TASK_STATE_AUTH_REQUIRED\"\"TASK_STATE_CANCELED\"\"TASK_STATE_FAILED\""
-    "\"TASK_STATE_INPUT_REQUIRED\"\"TASK_STATE_WORKING\"\"TASK_STATE_SUBMITTED\""
+    "\"TASK_STATE_INPUT_REQUIRED\""
+    "{\"id\":\"\",\"contextId\":\"\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\","
+    "\"timestamp\":\"20\"},\"history\":[{\"messageId\":\"\",\"taskId\":\"\","
+    "\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"\"}],\"contextId\":\"\"}],"
+    "\"artifacts\":[{\"artifactId\":\"\",\"name\":\"\",\"parts\":[{\"text\":\"\"}]}]}"
     "{\"v\":1,\"entries\":[{\"kind\":\"turn\",\"at\":17,\"replica\":\"\",\"fence\":1,"
     "\"step\":0,\"resumed\":false,\"end\":17,\"result\":\"TASK_STATE_COMPLETED\"}]}"
     "{\"task\":{\"id\":\"\",\"contextId\":\"\",\"status\":{\"state\":\"TASK_STATE_SUBMITTED\","
-    "\"timestamp\":\"20\"},\"history\":[{\"messageId\":\"\",\"taskId\":\"\",\"role\":\"ROLE_USER\","
-    "\"parts\":[{\"text\":\"\"}],\"contextId\":\"\"}],\"artifacts\":[{\"artifactId\":\"\","
-    "\"name\":\"\",\"parts\":[{\"text\":\"\"}]}],\"metadata\":{\"urn:once:a2a:idempotency:v1\":"
-    "{\"generation\":1}}}}"
+    "\"timestamp\":\"20\"},\"history\":[{\"messageId\":\"\",\"taskId\":\"\","
+    "\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"\"}],\"contextId\":\"\"}],"
+    "\"metadata\":{\"urn:once:a2a:idempotency:v1\":{\"generation\":1}}}}"
+    "{\"statusUpdate\":{\"taskId\":\"\",\"contextId\":\"\",\"status\":{\"state\":"
+    "\"TASK_STATE_WORKING\",\"timestamp\":\"20\"},\"metadata\":"
+    "{\"urn:once:a2a:idempotency:v1\":{\"generation\":2}}}}"
     "{\"artifactUpdate\":{\"taskId\":\"\",\"contextId\":\"\",\"artifact\":{\"artifactId\":\"\","
     "\"name\":\"\",\"parts\":[{\"text\":\"\"}]},\"append\":false,\"lastChunk\":true,"
     "\"metadata\":{\"urn:once:a2a:idempotency:v1\":{\"generation\":3}}}}"
     "{\"statusUpdate\":{\"taskId\":\"\",\"contextId\":\"\",\"status\":{\"state\":"
-    "\"TASK_STATE_WORKING\",\"timestamp\":\"20\"},\"metadata\":{\"urn:once:a2a:idempotency:v1\":"
-    "{\"generation\":2}}}}";
+    "\"TASK_STATE_COMPLETED\",\"timestamp\":\"20\"},\"metadata\":"
+    "{\"urn:once:a2a:idempotency:v1\":{\"generation\":4}}}}";
 
 static voidpf zip_alloc(voidpf opaque, uInt items, uInt size)
 {
@@ -114,34 +123,47 @@ static z_stream *inflater(mem_zip *z)
     return zs;
 }
 
-int once__mem_zip_deflate(mem_zip *z, const char *a, size_t na, const char *b, size_t nb,
-                          unsigned char *out, size_t cap, size_t *outlen)
+int once__mem_zip_begin(mem_zip *z, unsigned char *out, size_t cap)
 {
     z_stream *zs = deflater(z);
-    int zr;
 
-    *outlen = 0;
     if (!zs)
         return ONCE_ENOMEM;
-    if (na > UINT32_MAX || nb > UINT32_MAX || cap > UINT32_MAX)
+    if (cap > UINT32_MAX)
         return ONCE_ERANGE;
     zs->next_out = out;
     zs->avail_out = (uInt)cap;
-    zs->next_in = (Bytef *)(uintptr_t)a;   /* zlib's API is not const */
-    zs->avail_in = (uInt)na;
-    zr = deflate(zs, Z_NO_FLUSH);   /* Z_BUF_ERROR too when a was empty */
-    if ((zr == Z_OK || zr == Z_BUF_ERROR) && zs->avail_in == 0) {
-        zs->next_in = (Bytef *)(uintptr_t)b;
-        zs->avail_in = (uInt)nb;
-        zr = deflate(zs, Z_FINISH);
+    z->cap = cap;
+    return ONCE_OK;
+}
+
+int once__mem_zip_add(mem_zip *z, const char *p, size_t n)
+{
+    z_stream *zs = z->d;
+
+    if (n > UINT32_MAX)
+        return ONCE_ERANGE;
+    zs->next_in = (Bytef *)(uintptr_t)p;   /* zlib's API is not const */
+    zs->avail_in = (uInt)n;
+    /* Z_BUF_ERROR when n == 0 (no progress possible), which is no error;
+     * input left over means the output is full. deflate() allocates
+     * nothing (init made it all), so there is no Z_MEM_ERROR here. */
+    (void)deflate(zs, Z_NO_FLUSH);
+    return zs->avail_in == 0 && zs->avail_out > 0 ? ONCE_OK : ONCE_ERANGE;
+}
+
+int once__mem_zip_end(mem_zip *z, size_t *outlen)
+{
+    z_stream *zs = z->d;
+
+    zs->next_in = NULL;
+    zs->avail_in = 0;
+    if (deflate(zs, Z_FINISH) != Z_STREAM_END) {
+        *outlen = 0;
+        return ONCE_ERANGE;   /* out was full before the end */
     }
-    if (zr == Z_STREAM_END) {
-        *outlen = cap - zs->avail_out;
-        return ONCE_OK;
-    }
-    /* Z_OK or Z_BUF_ERROR: out was full before the end. deflate() itself
-     * allocates nothing (init made it all), so no Z_MEM_ERROR here. */
-    return zr == Z_OK || zr == Z_BUF_ERROR ? ONCE_ERANGE : ONCE_ERROR;
+    *outlen = z->cap - zs->avail_out;
+    return ONCE_OK;
 }
 
 int once__mem_zip_inflate(mem_zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen)

@@ -17,17 +17,21 @@
 
 typedef struct mem_zip {
     void *d, *i;              /* z_stream *, made on first use */
+    size_t cap;               /* the output buffer of the text being deflated */
 } mem_zip;
 
-/* a[0..na) then b[0..nb), deflated as one text into out[0..cap): *outlen
- * bytes. ONCE_OK, ONCE_ENOMEM, or ONCE_ERANGE when it does not fit in cap
+/* One text deflated from pieces: begin with the output buffer out[0..cap),
+ * add each piece, end: *outlen bytes in out. Each returns ONCE_OK,
+ * ONCE_ENOMEM (begin) or ONCE_ERANGE when the text does not fit in cap
  * (the caller passes what the text costs as it is: a text that deflates to
- * more is better kept as it is). */
-int once__mem_zip_deflate(mem_zip *z, const char *a, size_t na, const char *b, size_t nb,
-                          unsigned char *out, size_t cap, size_t *outlen);
+ * more is better kept as it is); after an error, the text is abandoned
+ * (the next begin starts anew). */
+int once__mem_zip_begin(mem_zip *z, unsigned char *out, size_t cap);
+int once__mem_zip_add(mem_zip *z, const char *p, size_t n);
+int once__mem_zip_end(mem_zip *z, size_t *outlen);
 
-/* in[0..n), made by once__mem_zip_deflate, inflated into out, which holds
- * exactly rawlen bytes. ONCE_OK, ONCE_ENOMEM, or ONCE_ERROR when the input
+/* in[0..n), made by once__mem_zip_begin .. _end, inflated into out, which
+ * holds exactly rawlen bytes. ONCE_OK, ONCE_ENOMEM, or ONCE_ERROR when the input
  * does not inflate to rawlen bytes (a bug: the store made it). */
 int once__mem_zip_inflate(mem_zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen);
 

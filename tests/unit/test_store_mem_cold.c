@@ -9,9 +9,9 @@
  * replay of the first send); the clock jumps past the cold age; once the
  * sweeper has deflated every finished task (its counter says so) the same
  * reads give the same bytes. In the store alone: an update of a cold task
- * (events appended) and an allocation-fault sweep over deflating and every
- * inflating reader, after which the store answers as before and its check
- * is clean.
+ * (events appended), a task deflate cannot shrink (kept as it is), and an
+ * allocation-fault sweep over deflating and every inflating reader, after
+ * which the store answers as before and its check is clean.
  */
 #include <stdarg.h>
 #include <setjmp.h>
@@ -291,6 +291,44 @@ static void test_update_of_a_cold_task(void **state)
     once_store_close(s);
 }
 
+/* A task whose texts deflate to more than they are stays as it is (and
+ * reads back the same); the one beside it goes cold. */
+static void test_incompressible_task_stays_warm(void **state)
+{
+    (void)state;
+    once_store *s = open_mem();
+    char noise[6000], ids[2][64] = {"noise", "plain"};
+    uint32_t x = 12345;
+    once_record r;
+    size_t i, n;
+    int ooms = 0;
+
+    for (i = 0; i + 1 < sizeof noise; i++) {   /* bytes 1..255, no pattern */
+        x = x * 1103515245u + 12345u;
+        noise[i] = (char)(1 + (x >> 16) % 255);
+    }
+    noise[sizeof noise - 1] = '\0';
+    noise[3000] = '\0';   /* two texts that share nothing */
+    assert_int_equal(st_rec(&r, P, "noise", ONCE_STATE_COMPLETED, T0, noise), 0);
+    r.finished_at = T0 + 5;
+    once_free(r.digests);   /* st_rec's digest line deflates well: noise too */
+    r.digests = once_strdup(noise + 3001);
+    assert_non_null(r.digests);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    once_record_clear(&r);
+    put_done(s, "plain", 10, 2);
+    char *before = store_text(s, ids, 2, &ooms);
+    assert_int_equal(once_store_sweep(s, T0, T0 + 60000, 10, &n), ONCE_OK);
+    assert_int_equal(once__mem_cools(s), 1);
+    char *after = store_text(s, ids, 2, &ooms);
+    assert_int_equal(ooms, 0);
+    assert_string_equal(after, before);
+    assert_clean(s);
+    free(before);
+    free(after);
+    once_store_close(s);
+}
+
 /* One run with allocation i failing: a sweep that deflates three finished
  * tasks, then every reader and an update of a cold one. Returns 1 when no
  * fault was hit. */
@@ -360,6 +398,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cold_tasks_read_back_the_same),
         cmocka_unit_test(test_update_of_a_cold_task),
+        cmocka_unit_test(test_incompressible_task_stays_warm),
         cmocka_unit_test(test_allocation_faults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

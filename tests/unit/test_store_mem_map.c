@@ -29,7 +29,7 @@
 
 #define T0 1796314520505LL
 #define N 10000
-#define COLD_MAX 720
+#define COLD_MAX 640
 #define SIZES 8192            /* block sizes counted one by one below this */
 #define ZIP_STATE 180000      /* about what zlib's two streams hold (windowBits 13) */
 
