@@ -30,6 +30,16 @@
  * Push delivery rows (ONCE_STORE_PUSH) live in the entry beside the record,
  * reshaped by once__push_sync in the same critical section as the record
  * write that implies it, and dropped with the record when it is entombed.
+ *
+ * A task finished for MEM_COLD_MS or more is cold: the sweep that runs
+ * past it on the finished queue deflates its texts and events into its
+ * record's one allocation (mem_zip.c), keeping as they were the strings
+ * the lookups and lists compare (principal, task ID, context ID, lease
+ * owner) and every number. Readers of the rest (load, events, list, check,
+ * an update, the sweep that entombs it: the first digest) inflate a copy
+ * under the lock; the tasks retries replay are the ones just finished,
+ * still warm. The cooler's place on the queue (cooled) keeps its cost to
+ * what it deflates.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -40,6 +50,7 @@
 #include "core/str.h"
 #include "core/decide.h"
 #include "store/mem.h"
+#include "store/mem_zip.h"
 #include "store/store_int.h"
 
 /* The head of every node in the hash table. Guarded by mem_store.lock. */
@@ -55,19 +66,33 @@ enum { S_PRINCIPAL, S_TASK_ID, S_CONTEXT_ID, S_LEASE_OWNER, S_DIGESTS, S_TASK_JS
        S_CHECKPOINT, S_PUSH_JSON, S_JOURNAL, S_COUNT };
 #define S_NULL UINT32_MAX     /* off[] of a NULL string (checkpoint, push_json, journal) */
 
+#define S_FIRST_ZIP S_DIGESTS   /* a cold record deflates this string and the later ones */
+
+/* Tasks finished this long before a sweep's `now` are deflated by it. */
+#define MEM_COLD_MS 2000
+/* Entries the cooler deflates per hold of the lock. */
+#define COOL_BATCH 32
+
 /* One record in one allocation. Immutable once published except
- * lease_until, which renew sets under the lock. */
+ * lease_until, which renew sets under the lock. Warm (zlen == 0): every
+ * string is in s[] at off[i]. Cold: s[0..zoff) holds the strings before
+ * S_FIRST_ZIP as they were, s[zoff..zoff + zlen) the deflated text of the
+ * later ones followed by the texts of the entry's events (zraw bytes
+ * inflated; the events' heads are not kept), and off[i >= S_FIRST_ZIP] is
+ * where string i starts in that inflated text. */
 typedef struct mem_rec {
     int64_t version, generation, fence, step, lease_until, created_at, updated_at, finished_at;
     int32_t state, kind;
     uint32_t off[S_COUNT];    /* offset of each string in s[], or S_NULL */
+    uint32_t zoff, zlen, zraw;
     char s[];
 } mem_rec;
 
 /* A live key. All fields are guarded by mem_store.lock. ev[0..evlen) holds
  * nev events, ascending, numbered 1..r->generation, each packed as an
  * int64 generation, a uint32 length and the text with its NUL (unaligned:
- * read with memcpy). push[0..npush) are the delivery rows, one per element
+ * read with memcpy); a cold entry's are in its record (ev NULL, evcap 0,
+ * evlen and nev as they were). push[0..npush) are the delivery rows, one per element
  * of the record's push_json, in its order. qprev/qnext link the entry into
  * the active list or the finished queue (see the file comment). */
 typedef struct mem_entry {
@@ -116,8 +141,12 @@ typedef struct mem_store {
                                  skip its scan (most stores never use push) */
     mem_entry active;         /* live, not terminal: any order */
     mem_entry finished;       /* live, terminal: by (finished_at, key) */
+    mem_entry *cooled;        /* the last finished entry the cooler passed; NULL:
+                                 none (it starts at the front) */
     mem_tomb *tomb_head, *tomb_tail;
     uint64_t visits;          /* entries looked at by expired_leases, sweep, purge */
+    uint64_t cools;           /* entries deflated so far */
+    mem_zip zip;
     mem_meta *meta;
 } mem_store;
 
@@ -136,9 +165,19 @@ static uint64_t key_hash(const char *principal, const char *task_id)
     return h ^ (h >> 32);   /* fold: the low half is what the nodes keep */
 }
 
+/* String i of r; for a cold r, the strings from S_FIRST_ZIP on are in
+ * `cold`, its inflated text (thaw). */
+static const char *rec_field(const mem_rec *r, const char *cold, int i)
+{
+    if (r->off[i] == S_NULL)
+        return NULL;
+    return r->zlen && i >= S_FIRST_ZIP ? cold + r->off[i] : r->s + r->off[i];
+}
+
+/* String i (< S_FIRST_ZIP: kept as it is, warm or cold). */
 static const char *rec_str(const mem_rec *r, int i)
 {
-    return r->off[i] == S_NULL ? NULL : r->s + r->off[i];
+    return rec_field(r, NULL, i);
 }
 
 static const char *node_principal(const mem_node *n)
@@ -244,6 +283,7 @@ static mem_rec *rec_pack(const once_record *rec)
     }
     if (total >= S_NULL || !(r = once_malloc(sizeof *r + total)))
         return NULL;
+    r->zoff = r->zlen = r->zraw = 0;
     for (i = 0; i < (int)(sizeof nums / sizeof nums[0]); i++)
         memcpy((char *)r + nums[i].mem, (const char *)rec + nums[i].rec, sizeof(int64_t));
     r->state = (int32_t)rec->state;
@@ -257,9 +297,9 @@ static mem_rec *rec_pack(const once_record *rec)
     return r;
 }
 
-/* r as a once_record whose string members point into r: read it, never
- * clear it. */
-static void rec_view(const mem_rec *r, once_record *v)
+/* r as a once_record whose string members point into r (and into cold,
+ * its inflated text, when r is cold): read it, never clear it. */
+static void rec_view(const mem_rec *r, const char *cold, once_record *v)
 {
     size_t i;
 
@@ -272,19 +312,11 @@ static void rec_view(const mem_rec *r, once_record *v)
     v->kind = (once_record_kind)r->kind;
     for (i = 0; i < sizeof nums / sizeof nums[0]; i++)
         memcpy((char *)v + nums[i].rec, (const char *)r + nums[i].mem, sizeof(int64_t));
-    v->digests = (char *)rec_str(r, S_DIGESTS);
-    v->task_json = (char *)rec_str(r, S_TASK_JSON);
-    v->checkpoint = (char *)rec_str(r, S_CHECKPOINT);
-    v->push_json = (char *)rec_str(r, S_PUSH_JSON);
-    v->journal = (char *)rec_str(r, S_JOURNAL);
-}
-
-/* r into *out, the caller's own copy. */
-static int rec_load(const mem_rec *r, once_record *out)
-{
-    once_record v;
-    rec_view(r, &v);
-    return once_record_copy(out, &v);
+    v->digests = (char *)rec_field(r, cold, S_DIGESTS);
+    v->task_json = (char *)rec_field(r, cold, S_TASK_JSON);
+    v->checkpoint = (char *)rec_field(r, cold, S_CHECKPOINT);
+    v->push_json = (char *)rec_field(r, cold, S_PUSH_JSON);
+    v->journal = (char *)rec_field(r, cold, S_JOURNAL);
 }
 
 static int rec_terminal(const mem_rec *r)
@@ -318,25 +350,30 @@ static int ev_pack(const once_event *ev, size_t n, char **out, size_t *len)
     return ONCE_OK;
 }
 
-/* The event at *pos of e's buffer: its generation and text; *pos moves on. */
-static const char *ev_next(const mem_entry *e, size_t *pos, int64_t *gen)
+/* The event at *pos of a packed buffer: its generation and text; *pos
+ * moves on. */
+static const char *ev_next(const char *ev, size_t *pos, int64_t *gen)
 {
     uint32_t l;
-    const char *text = e->ev + *pos + EV_HEAD;
+    const char *text = ev + *pos + EV_HEAD;
 
-    memcpy(gen, e->ev + *pos, sizeof *gen);
-    memcpy(&l, e->ev + *pos + sizeof(int64_t), sizeof l);
+    memcpy(gen, ev + *pos, sizeof *gen);
+    memcpy(&l, ev + *pos + sizeof(int64_t), sizeof l);
     *pos += EV_HEAD + l;
     return text;
 }
 
+static int ev_thaw(mem_store *ms, mem_entry *e, size_t more);
+
 /* Under the lock: make room for `more` bytes of events. Nothing changes on
  * failure. */
-static int ev_reserve(mem_entry *e, size_t more)
+static int ev_reserve(mem_store *ms, mem_entry *e, size_t more)
 {
     size_t nc = e->evcap ? e->evcap : 256;
     char *grown;
 
+    if (e->r->zlen && e->evlen && !e->ev)
+        return ev_thaw(ms, e, more);
     if (e->evlen + more <= e->evcap)
         return ONCE_OK;
     while (nc < e->evlen + more)
@@ -353,7 +390,7 @@ static void ev_compact(mem_entry *e)
 {
     char *cut;
 
-    if (e->evcap == e->evlen || e->evlen == 0)
+    if (e->evcap == e->evlen || !e->ev)   /* cut already, none, or cold */
         return;
     if ((cut = once_realloc(e->ev, e->evlen)) != NULL) {
         e->ev = cut;
@@ -402,6 +439,14 @@ static void list_unlink(mem_entry *e)
     e->qprev->qnext = e->qnext;
     e->qnext->qprev = e->qprev;
     e->qprev = e->qnext = NULL;
+}
+
+/* Take e off its list; the cooler's place moves back with it. */
+static void queue_unlink(mem_store *ms, mem_entry *e)
+{
+    if (ms->cooled == e)
+        ms->cooled = e->qprev == &ms->finished ? NULL : e->qprev;
+    list_unlink(e);
 }
 
 /* Put e right after `after`. */
@@ -453,6 +498,203 @@ static void tomb_enqueue(mem_store *ms, mem_tomb *t)
 }
 
 /* ------------------------------------------------------------------------
+ * Cold entries: deflated by the sweep, inflated for each reader.
+ */
+
+/* What a reader sees of an entry: its record, whose strings point into the
+ * entry or into buf, and its packed events. */
+typedef struct mem_thaw {
+    once_record v;
+    const char *ev;
+    char *buf;                /* a cold entry's inflated text; thaw_done frees it */
+} mem_thaw;
+
+/* Under the lock: cold e inflated into a fresh buffer: *slen bytes of its
+ * strings, then its events packed as a warm entry's ev holds them (their
+ * heads rebuilt: a cold entry's events are 1..nev, see cool_one), then
+ * `extra` bytes of room. ONCE_OK, or ONCE_ENOMEM (ONCE_ERROR: a text the
+ * store did not make) with nothing to free. */
+static int unzip(mem_store *ms, const mem_entry *e, size_t extra, char **out, size_t *slen)
+{
+    const mem_rec *r = e->r;
+    size_t heads = EV_HEAD * e->nev, src, dst, j;
+    char *b = once_malloc(r->zraw + heads + extra + 1);
+    int rc;
+
+    *out = NULL;
+    if (!b)
+        return ONCE_ENOMEM;
+    rc = once__mem_zip_inflate(&ms->zip, (const unsigned char *)r->s + r->zoff, r->zlen,
+                               b + heads, r->zraw);
+    if (rc != ONCE_OK) {
+        once_free(b);
+        return rc;
+    }
+    *slen = r->zraw - (e->evlen - heads);
+    memmove(b, b + heads, *slen);
+    /* Text j moves down by EV_HEAD * (nev - j) bytes and gets its head in
+     * front: what is written never reaches a text not yet moved. */
+    for (j = 0, dst = *slen, src = *slen + heads; j < e->nev; j++) {
+        int64_t gen = (int64_t)j + 1;
+        uint32_t l = (uint32_t)strlen(b + src) + 1;
+        memmove(b + dst + EV_HEAD, b + src, l);
+        memcpy(b + dst, &gen, sizeof gen);
+        memcpy(b + dst + sizeof gen, &l, sizeof l);
+        dst += EV_HEAD + l;
+        src += l;
+    }
+    *out = b;
+    return ONCE_OK;
+}
+
+/* Under the lock: e as a reader sees it. ONCE_OK, or ONCE_ENOMEM with
+ * nothing to free. */
+static int thaw(mem_store *ms, const mem_entry *e, mem_thaw *t)
+{
+    size_t slen;
+    int rc;
+
+    t->buf = NULL;
+    t->ev = e->ev;
+    if (e->r->zlen) {
+        if ((rc = unzip(ms, e, 0, &t->buf, &slen)) != ONCE_OK)
+            return rc;
+        t->ev = t->buf + slen;
+    }
+    rec_view(e->r, t->buf, &t->v);
+    return ONCE_OK;
+}
+
+static void thaw_done(mem_thaw *t)
+{
+    once_free(t->buf);
+    t->buf = NULL;
+}
+
+/* e's record into *out, the caller's own copy. */
+static int entry_load(mem_store *ms, const mem_entry *e, once_record *out)
+{
+    mem_thaw t;
+    int rc = thaw(ms, e, &t);
+
+    if (rc == ONCE_OK)
+        rc = once_record_copy(out, &t.v);
+    thaw_done(&t);
+    return rc;
+}
+
+/* Under the lock, for an update of cold e: its events back in a buffer of
+ * their own with room for `more` bytes (the update then replaces the
+ * record). Nothing changes on failure. */
+static int ev_thaw(mem_store *ms, mem_entry *e, size_t more)
+{
+    size_t slen;
+    char *b;
+    int rc = unzip(ms, e, more, &b, &slen);
+
+    if (rc != ONCE_OK)
+        return rc;
+    memmove(b, b + slen, e->evlen);
+    e->ev = b;
+    e->evcap = e->evlen + more;
+    return ONCE_OK;
+}
+
+/* r's strings from S_FIRST_ZIP on, then the texts of e's events, deflated
+ * into out[0..cap). */
+static int zip_entry(mem_store *ms, const mem_entry *e, size_t zoff, size_t slen,
+                     unsigned char *out, size_t cap, size_t *zlen)
+{
+    size_t pos = 0, j;
+    int64_t gen;
+    int rc = once__mem_zip_begin(&ms->zip, out, cap);
+
+    if (rc == ONCE_OK)
+        rc = once__mem_zip_add(&ms->zip, e->r->s + zoff, slen);
+    for (j = 0; rc == ONCE_OK && j < e->nev; j++) {
+        const char *text = ev_next(e->ev, &pos, &gen);
+        rc = once__mem_zip_add(&ms->zip, text, strlen(text) + 1);
+    }
+    return rc == ONCE_OK ? once__mem_zip_end(&ms->zip, zlen) : rc;
+}
+
+/* Under the lock: warm, finished e deflated into a cold record. Its events
+ * go in as their texts alone, so only events numbered 1..nev (as the
+ * store always writes them) are taken. ONCE_OK (cold now, or left warm
+ * because deflating would not make it smaller) or ONCE_ENOMEM (as it was). */
+static int cool_one(mem_store *ms, mem_entry *e)
+{
+    const mem_rec *r = e->r;
+    size_t zoff = 0, slen = 0, raw, zlen, pos = 0, j;
+    int64_t gen;
+    mem_rec *c, *cut;
+    int i, rc;
+
+    for (i = 0; i < S_COUNT; i++) {   /* packed in this order, back to back */
+        size_t l = r->off[i] == S_NULL ? 0 : strlen(r->s + r->off[i]) + 1;
+        if (i < S_FIRST_ZIP)
+            zoff += l;
+        else
+            slen += l;
+    }
+    for (j = 0; j < e->nev; j++) {
+        (void)ev_next(e->ev, &pos, &gen);
+        if (gen != (int64_t)j + 1)
+            return ONCE_OK;
+    }
+    raw = slen + e->evlen - EV_HEAD * e->nev;
+    if (raw >= UINT32_MAX)
+        return ONCE_OK;
+    if (!(c = once_malloc(sizeof *c + zoff + raw)))
+        return ONCE_ENOMEM;
+    rc = zip_entry(ms, e, zoff, slen, (unsigned char *)c->s + zoff, raw, &zlen);
+    if (rc != ONCE_OK) {
+        once_free(c);
+        return rc == ONCE_ENOMEM ? rc : ONCE_OK;
+    }
+    memcpy(c, r, sizeof *c + zoff);
+    for (i = S_FIRST_ZIP; i < S_COUNT; i++)
+        if (c->off[i] != S_NULL)
+            c->off[i] -= (uint32_t)zoff;
+    c->zoff = (uint32_t)zoff;
+    c->zlen = (uint32_t)zlen;
+    c->zraw = (uint32_t)raw;
+    if ((cut = once_realloc(c, sizeof *c + zoff + zlen)) != NULL)
+        c = cut;
+    once_free(e->r);
+    once_free(e->ev);
+    e->r = c;
+    e->ev = NULL;
+    e->evcap = 0;
+    ms->cools++;
+    return ONCE_OK;
+}
+
+/* Deflate the tasks that finished before cold_before, from the entry after
+ * the one the cooler passed last, COOL_BATCH per hold of the lock (a sweep
+ * runs on the sweeper's thread; requests wait at most one batch). An entry
+ * placed behind the cooler (finished earlier than one it passed, or
+ * updated after it cooled) stays warm until swept. Out of memory ends the
+ * pass where it was: the next sweep starts there again. */
+static void cool(mem_store *ms, int64_t cold_before)
+{
+    int more = 1, k;
+
+    while (more) {
+        pthread_mutex_lock(&ms->lock);
+        for (k = 0; k < COOL_BATCH && more; k++) {
+            mem_entry *e = ms->cooled ? ms->cooled->qnext : ms->finished.qnext;
+            if (e == &ms->finished || e->r->finished_at >= cold_before ||
+                (!e->r->zlen && cool_one(ms, e) != ONCE_OK))
+                more = 0;
+            else
+                ms->cooled = e;
+        }
+        pthread_mutex_unlock(&ms->lock);
+    }
+}
+
+/* ------------------------------------------------------------------------
  * Tombstones.
  */
 
@@ -461,16 +703,21 @@ static int hexval(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* A tombstone for e, entombed at `now`, or NULL when out of memory. */
-static mem_tomb *tomb_make(const mem_entry *e, int64_t now)
+/* A tombstone for e, entombed at `now`, or NULL when out of memory
+ * (inflating a cold e's digests included). */
+static mem_tomb *tomb_make(mem_store *ms, const mem_entry *e, int64_t now)
 {
     const char *p = rec_str(e->r, S_PRINCIPAL), *id = rec_str(e->r, S_TASK_ID);
     char first[ONCE_DIGEST_HEX + 1];
     size_t pl = strlen(p) + 1, il = strlen(id) + 1, dl = 0, i;
     int kind = DIGEST_BIN;
+    mem_thaw th;
     mem_tomb *t;
 
-    once__digests_first(rec_str(e->r, S_DIGESTS), first);
+    if (thaw(ms, e, &th) != ONCE_OK)
+        return NULL;
+    once__digests_first(th.v.digests, first);
+    thaw_done(&th);
     for (i = 0; i < ONCE_DIGEST_HEX && kind == DIGEST_BIN; i++)
         if (hexval(first[i]) < 0)
             kind = DIGEST_TEXT;
@@ -629,13 +876,14 @@ static int mem_close(once_store *s)
         once_free(m);
     }
     once_free(ms->tab);
+    once__mem_zip_free(&ms->zip);
     pthread_mutex_destroy(&ms->lock);
     once_free(ms);
     return ONCE_OK;
 }
 
 /* The answer to a create or load of a key that holds n (non-NULL). */
-static int held(const mem_node *n, once_record *winner, once_tombstone *tomb)
+static int held(mem_store *ms, const mem_node *n, once_record *winner, once_tombstone *tomb)
 {
     int rc;
 
@@ -644,7 +892,7 @@ static int held(const mem_node *n, once_record *winner, once_tombstone *tomb)
             tomb_fill((const mem_tomb *)n, tomb);
         return ONCE_ETOMBSTONE;
     }
-    rc = winner ? rec_load(((const mem_entry *)n)->r, winner) : ONCE_OK;
+    rc = winner ? entry_load(ms, (const mem_entry *)n, winner) : ONCE_OK;
     return rc == ONCE_OK ? ONCE_EEXISTS : rc;
 }
 
@@ -680,7 +928,7 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     pthread_mutex_lock(&ms->lock);
     slot = find_slot(ms, rec->principal, rec->task_id, e->n.hash);
     if (*slot) {
-        rc = held(*slot, winner, tomb);
+        rc = held(ms, *slot, winner, tomb);
         pthread_mutex_unlock(&ms->lock);
         once_free(pp.rows);
         entry_free(e);
@@ -710,9 +958,9 @@ static int mem_load(once_store *s, const char *principal, const char *task_id, o
     if (!n)
         rc = ONCE_ENOTFOUND;
     else if (n->is_tomb)
-        rc = held(n, NULL, tomb);
+        rc = held(ms, n, NULL, tomb);
     else
-        rc = rec_load(((mem_entry *)n)->r, out);
+        rc = entry_load(ms, (mem_entry *)n, out);
     pthread_mutex_unlock(&ms->lock);
     return rc;
 }
@@ -750,7 +998,7 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
         rc = once__store_valid_events(s, e->r->generation, rec, ev, nev);
     }
     if (rc == ONCE_OK)
-        rc = ev_reserve(e, nvlen);
+        rc = ev_reserve(ms, e, nvlen);
     if (rc == ONCE_OK) {
         /* Same list, same place unless the state or finished_at moved. */
         int moves = rec_terminal(e->r) != rec_terminal(nr) ||
@@ -764,7 +1012,7 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
         nr = NULL;
         push_apply(ms, e, &pp);
         if (moves) {
-            list_unlink(e);
+            queue_unlink(ms, e);
             list_place(ms, e);
         } else if (rec_terminal(e->r)) {
             ev_compact(e);   /* events added to a finished task */
@@ -786,16 +1034,19 @@ static int mem_events(once_store *s, const char *principal, const char *task_id,
     size_t pos = 0, n = 0, i, start = 0;
     int64_t gen;
     mem_entry *e;
+    mem_thaw t = {.ev = NULL, .buf = NULL};
     int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&ms->lock);
     e = find_live(ms, principal, task_id);
+    if (e && e->nev)
+        rc = thaw(ms, e, &t);
     /* The events after `after` are a tail of the buffer: find where it
      * starts and how many there are. */
-    for (i = 0; e && i < e->nev; i++) {
+    for (i = 0; rc == ONCE_OK && e && i < e->nev; i++) {
         size_t at = pos;
-        (void)ev_next(e, &pos, &gen);
+        (void)ev_next(t.ev, &pos, &gen);
         if (gen <= after)
             continue;
         if (n++ == 0)
@@ -806,7 +1057,7 @@ static int mem_events(once_store *s, const char *principal, const char *task_id,
     if (n && !(out->v = once_calloc(n, sizeof *out->v)))
         rc = ONCE_ENOMEM;
     for (pos = start, i = 0; rc == ONCE_OK && i < n; i++) {
-        const char *text = ev_next(e, &pos, &gen);
+        const char *text = ev_next(t.ev, &pos, &gen);
         out->v[i].generation = gen;
         out->v[i].payload = once_strdup(text);
         out->n = i + 1;
@@ -814,6 +1065,7 @@ static int mem_events(once_store *s, const char *principal, const char *task_id,
             rc = ONCE_ENOMEM;
     }
     pthread_mutex_unlock(&ms->lock);
+    thaw_done(&t);
     if (rc != ONCE_OK)
         once_event_list_clear(out);
     return rc;
@@ -889,7 +1141,8 @@ static int mem_renew(once_store *s, const char *principal, const char *task_id,
 
 /* From the front of the finished queue: each entry a tombstone takes the
  * place of (same hash slot), its record, events and rows freed outside the
- * lock. An entry whose tombstone cannot be allocated stays as it was. */
+ * lock. An entry whose tombstone cannot be allocated stays as it was. Then
+ * the entries that went cold since the last sweep are deflated (cool). */
 static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
 {
     mem_store *ms = (mem_store *)s;
@@ -906,7 +1159,7 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
         ms->visits++;
         if (e->r->finished_at >= finished_before)
             break;
-        if (!(t = tomb_make(e, now))) {
+        if (!(t = tomb_make(ms, e, now))) {
             rc = ONCE_ENOMEM;
             break;
         }
@@ -914,7 +1167,7 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
         t->n.next = e->n.next;
         *slot = &t->n;
         tomb_enqueue(ms, t);
-        list_unlink(e);
+        queue_unlink(ms, e);
         ms->push_rows -= e->npush;
         e->qnext = gone;
         gone = e;
@@ -925,6 +1178,7 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
         e = gone->qnext;
         entry_free(gone);
     }
+    cool(ms, now - MEM_COLD_MS);
     return rc;
 }
 
@@ -1015,7 +1269,7 @@ static int mem_list(once_store *s, const once_list_query *q, once_record_list *o
         if (!out->v)
             rc = ONCE_ENOMEM;
         for (i = 0; rc == ONCE_OK && i < nv; i++) {
-            rc = rec_load(v[i]->r, &out->v[i]);
+            rc = entry_load(ms, v[i], &out->v[i]);
             if (rc == ONCE_OK)
                 out->n = i + 1;
         }
@@ -1064,11 +1318,11 @@ static int mem_meta_get(once_store *s, const char *name, const char *init_value,
 
 /* The rows must be exactly push_json's elements, in order, aimed at the
  * record's generation. */
-static void check_push(once_check_report *rep, const mem_entry *e)
+static void check_push(once_check_report *rep, const mem_entry *e, const char *push_json)
 {
     once__push_elem el[ONCE_PUSH_CONFIGS_MAX];
     size_t n = 0, i;
-    int ok = once__push_elems(rec_str(e->r, S_PUSH_JSON), el, &n) == ONCE_OK && n == e->npush;
+    int ok = once__push_elems(push_json, el, &n) == ONCE_OK && n == e->npush;
 
     for (i = 0; ok && i < n; i++)
         ok = strcmp(el[i].id, e->push[i].config_id) == 0 &&
@@ -1080,25 +1334,31 @@ static void check_push(once_check_report *rep, const mem_entry *e)
     }
 }
 
-static void check_entry(once_check_report *rep, const mem_entry *e)
+/* One live entry, inflated when cold (so a cold entry's text is checked
+ * too). ONCE_ENOMEM when that fails. */
+static int check_entry(mem_store *ms, once_check_report *rep, const mem_entry *e)
 {
-    once_record v;
+    mem_thaw t;
     size_t pos = 0, j;
     int64_t gen = 0;
-    int gapless = 1;
+    int gapless = 1, rc = thaw(ms, e, &t);
 
+    if (rc != ONCE_OK)
+        return rc;
     for (j = 0; j < e->nev; j++) {
-        (void)ev_next(e, &pos, &gen);
+        (void)ev_next(t.ev, &pos, &gen);
         if (gen != (int64_t)j + 1)
             gapless = 0;
     }
-    rec_view(e->r, &v);
-    once__check_record(rep, &v, e->nev, e->nev ? gen : 0, gapless);
-    check_push(rep, e);
+    once__check_record(rep, &t.v, e->nev, e->nev ? gen : 0, gapless);
+    check_push(rep, e, t.v.push_json);
+    thaw_done(&t);
+    return ONCE_OK;
 }
 
 /* Every node, and the lists against the table: each live entry on the list
- * its state names, each tombstone on the purge queue, in order. */
+ * its state names, each tombstone on the purge queue, in order. ONCE_ENOMEM
+ * when a cold entry cannot be inflated to be checked. */
 static int mem_check(once_store *s, once_check_report *rep)
 {
     mem_store *ms = (mem_store *)s;
@@ -1106,18 +1366,19 @@ static int mem_check(once_store *s, once_check_report *rep)
     const mem_entry *e;
     const mem_tomb *t;
     mem_node *n;
+    int rc = ONCE_OK;
 
     memset(rep, 0, sizeof *rep);
     pthread_mutex_lock(&ms->lock);
-    for (i = 0; i < ms->ntab; i++) {
-        for (n = ms->tab[i]; n; n = n->next) {
+    for (i = 0; rc == ONCE_OK && i < ms->ntab; i++) {
+        for (n = ms->tab[i]; rc == ONCE_OK && n; n = n->next) {
             if (n->is_tomb) {
                 once_tombstone tb;
                 tomb_fill((const mem_tomb *)n, &tb);
                 once__check_tombstone(rep, &tb, 0);
                 tombs++;
             } else {
-                check_entry(rep, (const mem_entry *)n);
+                rc = check_entry(ms, rep, (const mem_entry *)n);
                 live++;
             }
         }
@@ -1134,23 +1395,34 @@ static int mem_check(once_store *s, once_check_report *rep)
     for (t = ms->tomb_head; t; t = t->qnext, queued++)
         if (t->qnext && t->qnext->expired_at < t->expired_at)
             once__check_problem(rep, "%s: out of order on the purge queue", t->key);
-    if (listed_n != live || queued != tombs || live + tombs != ms->count)
+    if (rc == ONCE_OK && (listed_n != live || queued != tombs || live + tombs != ms->count))
         once__check_problem(rep, "memory store: %zu live and %zu tombstones in the table, "
                             "%zu listed, %zu queued, count %zu", live, tombs, listed_n, queued,
                             ms->count);
     pthread_mutex_unlock(&ms->lock);
-    return ONCE_OK;
+    return rc;
 }
 
-uint64_t once__mem_visits(once_store *s)
+/* One of the counters of s, read under its lock. */
+static uint64_t counter(once_store *s, const uint64_t *c)
 {
     mem_store *ms = (mem_store *)s;
     uint64_t v;
 
     pthread_mutex_lock(&ms->lock);
-    v = ms->visits;
+    v = *c;
     pthread_mutex_unlock(&ms->lock);
     return v;
+}
+
+uint64_t once__mem_visits(once_store *s)
+{
+    return counter(s, &((mem_store *)s)->visits);
+}
+
+uint64_t once__mem_cools(once_store *s)
+{
+    return counter(s, &((mem_store *)s)->cools);
 }
 
 /* ------------------------------------------------------------------------

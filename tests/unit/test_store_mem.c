@@ -16,21 +16,11 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/alloc_int.h"
-#include "store/mem.h"
-#include "store/util.h"
+#include "test_store_mem.h"
 
 #define T0 1700000000000LL
 #define FINISHED 4000
 #define RUNNING 40
-
-static once_store *open_mem(void)
-{
-    once_store *s = NULL;
-    char err[256];
-    assert_int_equal(once_store_open("memory:", NULL, &s, err, sizeof err), ONCE_OK);
-    return s;
-}
 
 /* A record created in state st; terminal ones finished at `finished`,
  * running ones leased until `lease_until`. */
@@ -46,14 +36,6 @@ static void put(once_store *s, const char *id, once_state st, int64_t finished, 
     }
     assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
     once_record_clear(&r);
-}
-
-static void assert_clean(once_store *s)
-{
-    once_check_report rep;
-    assert_int_equal(once_store_check(s, &rep), ONCE_OK);
-    if (!st_clean(&rep))
-        fail_msg("check: %s", rep.first_problem);
 }
 
 static int load_rc(once_store *s, const char *id)
@@ -182,14 +164,6 @@ static void test_queues_keep_their_order(void **state)
     once_store_close(s);
 }
 
-/* Every call made under fault injection ends in its normal answer or
- * ONCE_ENOMEM (nothing else), and afterwards the store is whole. */
-static void ok_or_oom(int rc, int normal)
-{
-    if (rc != normal && rc != ONCE_ENOMEM)
-        fail_msg("got %s", once_errname(rc));
-}
-
 /* One run with allocation i failing: a task created running with an event,
  * finished by an update with two more, a second task finished at create,
  * then sweep, purge and the readers. Returns 1 when no fault was hit. */
@@ -245,14 +219,12 @@ static int fault_run(long i)
     return used <= i;
 }
 
+/* Every call made under fault injection ends in its normal answer or
+ * ONCE_ENOMEM (nothing else), and afterwards the store is whole. */
 static void test_allocation_faults(void **state)
 {
     (void)state;
-    long i;
-    for (i = 0; i < 1000 && !fault_run(i); i++)
-        ;
-    assert_true(i > 5);      /* faults were hit along the way */
-    assert_true(i < 1000);   /* and a run got through without one */
+    fault_sweep(fault_run, 5);
 }
 
 int main(void)

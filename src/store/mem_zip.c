@@ -1,0 +1,201 @@
+/*
+ * mem_zip.c -- raw deflate with a preset dictionary for the memory store's
+ * cold tasks (see mem_zip.h).
+ *
+ * A task's texts are short (an echo task: ~2 KiB over its record and four
+ * events), too short for deflate to learn their vocabulary from the text
+ * alone: the dictionary gives it the words up front, so even the first
+ * "statusUpdate" or "TASK_STATE_COMPLETED" costs a back-reference. Deflate
+ * codes nearer matches in fewer bits, so the most common words come last.
+ * The dictionary is part of the stored format: texts deflated with one
+ * dictionary inflate only with the same one, which holds because nothing
+ * outlives the process.
+ */
+#include <string.h>
+#include <zlib.h>
+
+#include "once/once.h"
+#include "store/mem_zip.h"
+
+/* 8 KiB windows: a task's texts rarely repeat from further back, and the
+ * deflater's state shrinks with its window. Negative: raw deflate (no
+ * header, no checksum; the store knows each text's length). */
+#define ZIP_WBITS (-13)
+#define ZIP_LEVEL 9
+#define ZIP_MEMLEVEL 8
+
+/* The member names, states and roles of A2A 1.0 (docs/wire.md) and the
+ * store's journal, in the shapes they take in stored JSON: first the rarer
+ * ones, then a finished task's texts in the order the store deflates them
+ * (task, journal, then its events: the task as submitted, working, an
+ * artifact, the final status), with every ID and time left out. */
+static const char dict[] =
+    "\"data\":{\"file\":{\"uri\":\"\",\"bytes\":\"\",\"mediaType\":\"\",\"filename\":\""
+    "\"description\":\"\",\"extensions\":[\"referenceTaskIds\":[\"raw\":\"\",\"url\":\""
+    "\"pushNotificationConfig\":{\"authentication\":{\"schemes\":[\"credentials\":\""
+    "\"token\":\"\",\"message\":{\"kind\":\"takeover\",\"ROLE_AGENT\",\"TASK_STATE_REJECTED\""
+    "\"TASK_STATE_AUTH_REQUIRED\"\"TASK_STATE_CANCELED\"\"TASK_STATE_FAILED\""
+    "\"TASK_STATE_INPUT_REQUIRED\""
+    "{\"id\":\"\",\"contextId\":\"\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\","
+    "\"timestamp\":\"20\"},\"history\":[{\"messageId\":\"\",\"taskId\":\"\","
+    "\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"\"}],\"contextId\":\"\"}],"
+    "\"artifacts\":[{\"artifactId\":\"\",\"name\":\"\",\"parts\":[{\"text\":\"\"}]}]}"
+    "{\"v\":1,\"entries\":[{\"kind\":\"turn\",\"at\":17,\"replica\":\"\",\"fence\":1,"
+    "\"step\":0,\"resumed\":false,\"end\":17,\"result\":\"TASK_STATE_COMPLETED\"}]}"
+    "{\"task\":{\"id\":\"\",\"contextId\":\"\",\"status\":{\"state\":\"TASK_STATE_SUBMITTED\","
+    "\"timestamp\":\"20\"},\"history\":[{\"messageId\":\"\",\"taskId\":\"\","
+    "\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"\"}],\"contextId\":\"\"}],"
+    "\"metadata\":{\"urn:once:a2a:idempotency:v1\":{\"generation\":1}}}}"
+    "{\"statusUpdate\":{\"taskId\":\"\",\"contextId\":\"\",\"status\":{\"state\":"
+    "\"TASK_STATE_WORKING\",\"timestamp\":\"20\"},\"metadata\":"
+    "{\"urn:once:a2a:idempotency:v1\":{\"generation\":2}}}}"
+    "{\"artifactUpdate\":{\"taskId\":\"\",\"contextId\":\"\",\"artifact\":{\"artifactId\":\"\","
+    "\"name\":\"\",\"parts\":[{\"text\":\"\"}]},\"append\":false,\"lastChunk\":true,"
+    "\"metadata\":{\"urn:once:a2a:idempotency:v1\":{\"generation\":3}}}}"
+    "{\"statusUpdate\":{\"taskId\":\"\",\"contextId\":\"\",\"status\":{\"state\":"
+    "\"TASK_STATE_COMPLETED\",\"timestamp\":\"20\"},\"metadata\":"
+    "{\"urn:once:a2a:idempotency:v1\":{\"generation\":4}}}}";
+
+static voidpf zip_alloc(voidpf opaque, uInt items, uInt size)
+{
+    (void)opaque;
+    return once_calloc(items, size);
+}
+
+static void zip_free(voidpf opaque, voidpf p)
+{
+    (void)opaque;
+    once_free(p);
+}
+
+/* A fresh z_stream with our allocator, or NULL. */
+static z_stream *zip_stream(void)
+{
+    z_stream *zs = once_calloc(1, sizeof *zs);
+    if (zs) {
+        zs->zalloc = zip_alloc;
+        zs->zfree = zip_free;
+    }
+    return zs;
+}
+
+/* z->d made on first use, then reset for a new text; NULL when out of
+ * memory (z->d stays NULL, so the next call tries again). */
+static z_stream *deflater(mem_zip *z)
+{
+    z_stream *zs = z->d;
+
+    if (!zs) {
+        if (!(zs = zip_stream()))
+            return NULL;
+        if (deflateInit2(zs, ZIP_LEVEL, Z_DEFLATED, ZIP_WBITS, ZIP_MEMLEVEL,
+                         Z_DEFAULT_STRATEGY) != Z_OK) {
+            once_free(zs);
+            return NULL;
+        }
+        z->d = zs;
+    } else if (deflateReset(zs) != Z_OK) {
+        return NULL;
+    }
+    if (deflateSetDictionary(zs, (const Bytef *)dict, sizeof dict - 1) != Z_OK)
+        return NULL;
+    return zs;
+}
+
+static z_stream *inflater(mem_zip *z)
+{
+    z_stream *zs = z->i;
+
+    if (!zs) {
+        if (!(zs = zip_stream()))
+            return NULL;
+        if (inflateInit2(zs, ZIP_WBITS) != Z_OK) {
+            once_free(zs);
+            return NULL;
+        }
+        z->i = zs;
+    } else if (inflateReset(zs) != Z_OK) {
+        return NULL;
+    }
+    /* Raw inflate takes its dictionary before the first byte. */
+    if (inflateSetDictionary(zs, (const Bytef *)dict, sizeof dict - 1) != Z_OK)
+        return NULL;
+    return zs;
+}
+
+int once__mem_zip_begin(mem_zip *z, unsigned char *out, size_t cap)
+{
+    z_stream *zs = deflater(z);
+
+    if (!zs)
+        return ONCE_ENOMEM;
+    if (cap > UINT32_MAX)
+        return ONCE_ERANGE;
+    zs->next_out = out;
+    zs->avail_out = (uInt)cap;
+    z->cap = cap;
+    return ONCE_OK;
+}
+
+int once__mem_zip_add(mem_zip *z, const char *p, size_t n)
+{
+    z_stream *zs = z->d;
+
+    if (n > UINT32_MAX)
+        return ONCE_ERANGE;
+    zs->next_in = (Bytef *)(uintptr_t)p;   /* zlib's API is not const */
+    zs->avail_in = (uInt)n;
+    /* Z_BUF_ERROR when n == 0 (no progress possible), which is no error;
+     * input left over means the output is full. deflate() allocates
+     * nothing (init made it all), so there is no Z_MEM_ERROR here. */
+    (void)deflate(zs, Z_NO_FLUSH);
+    return zs->avail_in == 0 && zs->avail_out > 0 ? ONCE_OK : ONCE_ERANGE;
+}
+
+int once__mem_zip_end(mem_zip *z, size_t *outlen)
+{
+    z_stream *zs = z->d;
+
+    zs->next_in = NULL;
+    zs->avail_in = 0;
+    if (deflate(zs, Z_FINISH) != Z_STREAM_END) {
+        *outlen = 0;
+        return ONCE_ERANGE;   /* out was full before the end */
+    }
+    *outlen = z->cap - zs->avail_out;
+    return ONCE_OK;
+}
+
+int once__mem_zip_inflate(mem_zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen)
+{
+    z_stream *zs = inflater(z);
+    int zr;
+
+    if (!zs)
+        return ONCE_ENOMEM;
+    if (n > UINT32_MAX || rawlen > UINT32_MAX)
+        return ONCE_ERROR;
+    zs->next_in = (Bytef *)(uintptr_t)in;
+    zs->avail_in = (uInt)n;
+    zs->next_out = (Bytef *)out;
+    zs->avail_out = (uInt)rawlen;
+    zr = inflate(zs, Z_FINISH);
+    if (zr == Z_STREAM_END && zs->avail_out == 0)
+        return ONCE_OK;
+    /* The window is made at the first inflate(): its failure is the only
+     * Z_MEM_ERROR, and the next call makes it again. */
+    return zr == Z_MEM_ERROR ? ONCE_ENOMEM : ONCE_ERROR;
+}
+
+void once__mem_zip_free(mem_zip *z)
+{
+    if (z->d) {
+        (void)deflateEnd(z->d);
+        once_free(z->d);
+    }
+    if (z->i) {
+        (void)inflateEnd(z->i);
+        once_free(z->i);
+    }
+    z->d = z->i = NULL;
+}

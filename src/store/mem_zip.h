@@ -1,0 +1,42 @@
+/*
+ * mem_zip.h -- the memory store's codec for tasks that finished a while ago
+ * (not API): raw deflate with a preset dictionary of the words A2A task and
+ * event texts repeat, so that a task of ~2 KiB of JSON keeps a few hundred
+ * bytes.
+ *
+ * A mem_zip holds one deflater and one inflater, made on first use and kept
+ * (a deflater holds 160 KiB, see tests/unit/test_store_mem_map.c: one per
+ * store, not one per call). It is not thread-safe: the memory store uses
+ * it under its lock. Every allocation, zlib's own included, goes through
+ * once_malloc, so fault sweeps reach it; a failed call leaves the mem_zip
+ * usable.
+ */
+#ifndef ONCE_STORE_MEM_ZIP_H
+#define ONCE_STORE_MEM_ZIP_H
+
+#include <stddef.h>
+
+typedef struct mem_zip {
+    void *d, *i;              /* z_stream *, made on first use */
+    size_t cap;               /* the output buffer of the text being deflated */
+} mem_zip;
+
+/* One text deflated from pieces: begin with the output buffer out[0..cap),
+ * add each piece, end: *outlen bytes in out. Each returns ONCE_OK,
+ * ONCE_ENOMEM (begin) or ONCE_ERANGE when the text does not fit in cap
+ * (the caller passes what the text costs as it is: a text that deflates to
+ * more is better kept as it is); after an error, the text is abandoned
+ * (the next begin starts anew). */
+int once__mem_zip_begin(mem_zip *z, unsigned char *out, size_t cap);
+int once__mem_zip_add(mem_zip *z, const char *p, size_t n);
+int once__mem_zip_end(mem_zip *z, size_t *outlen);
+
+/* in[0..n), made by once__mem_zip_begin .. _end, inflated into out, which
+ * holds exactly rawlen bytes. ONCE_OK, ONCE_ENOMEM, or ONCE_ERROR when the input
+ * does not inflate to rawlen bytes (a bug: the store made it). */
+int once__mem_zip_inflate(mem_zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen);
+
+/* Frees what z made; z may be all zeros. */
+void once__mem_zip_free(mem_zip *z);
+
+#endif /* ONCE_STORE_MEM_ZIP_H */
