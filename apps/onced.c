@@ -597,8 +597,10 @@ int main(int argc, char **argv)
      * only contend for its locks (bench/README.md: about a third less CPU
      * per new task at 4 than at 64 on two CPUs); the other stores wait on
      * disk or network, and their concurrent writes share commits. */
-    sc.http.workers = o.workers != 0 || strncmp(o.store, "memory:", 7) != 0 ? o.workers
-                                                                           : memory_workers();
+    int in_memory = strncmp(o.store, "memory:", 7) == 0;
+    sc.http.workers = o.workers != 0 || !in_memory ? o.workers : memory_workers();
+    /* The same reason runs its calls on the HTTP threads themselves. */
+    sc.http.inline_calls = in_memory;
     sc.http.max_body = (size_t)o.max_body;
     sc.http.max_streams = o.max_streams;
     sc.http.sse_ping_ms = o.sse_ping_ms;

@@ -135,6 +135,9 @@ typedef struct once_http_config {
     const char *rpc_path;        /* JSON-RPC endpoint besides "/"; NULL = "/" only */
     unsigned threads;            /* libmicrohttpd threads; 0 = 2 */
     unsigned workers;            /* request workers; 0 = 64 */
+    int inline_calls;            /* no call waits for I/O (the memory store): run
+                                    them on the libmicrohttpd threads, without the
+                                    hand-over to a worker */
     size_t max_body;             /* 0 = 1 MiB */
     once_http_limits limits;     /* zero fields: the ONCE_HTTP_* defaults */
     unsigned idle_timeout_s;     /* keep-alive idle timeout; 0 = 30 */

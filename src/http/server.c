@@ -260,9 +260,8 @@ static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, con
     return v ? once_strdup(v) : NULL;
 }
 
-/* The worker's last step: log the request's line and hand r back to the
- * MHD thread. */
-static void hand_back(req_ctx *r, int rc)
+/* The call's end: an answer for a failure, and the request's log line. */
+static void conclude(req_ctx *r, int rc)
 {
     if (rc != ONCE_OK) {
         once__a2a_response_clear(&r->resp);
@@ -272,6 +271,12 @@ static void hand_back(req_ctx *r, int rc)
     once__ops_log_request(NULL, r->principal, r->resp.stream != NULL ? "stream" : NULL,
                           r->resp.http_status ? r->resp.http_status : 500, r->t0);
     once__log_ctx_clear();
+}
+
+/* The worker's last step: conclude and hand r back to the MHD thread. */
+static void hand_back(req_ctx *r, int rc)
+{
+    conclude(r, rc);
     struct MHD_Connection *conn = r->conn;
     __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
     MHD_resume_connection(conn); /* r belongs to the MHD thread from here */
@@ -299,9 +304,10 @@ static void on_ready(void *arg)
         finish_job(r);
 }
 
-static void run_job(void *arg)
+/* The call itself: the request handed to the codec, its answer (or a
+ * deferred one, or a stream) in r->resp. */
+static int call(req_ctx *r)
 {
-    req_ctx *r = arg;
     once__log_ctx_clear();
     once__log_ctx_traceparent(r->traceparent);
     once__a2a_request q = {.principal = r->principal,
@@ -312,22 +318,33 @@ static void run_job(void *arg)
                           .last_event_id = r->last_event_id,
                           .slots = once__sse_slots(r->h->sse),
                           .defer = 1};
-    int rc;
     if (r->binding == ONCE_A2A_HTTP_JSON) {
         once__a2a_rest_request rq;
         once__rest_request(&r->rest, &q, &rq);
-        rc = once__a2a_rest_handle(r->h->cfg.codec, &rq, &r->resp);
-    } else {
-        rc = once__a2a_handle(r->h->cfg.codec, &q, &r->resp);
+        return once__a2a_rest_handle(r->h->cfg.codec, &rq, &r->resp);
     }
+    return once__a2a_handle(r->h->cfg.codec, &q, &r->resp);
+}
+
+/* A blocking send waits for its task without this thread; the body is
+ * done with. 1 if r went to the await thread (then to finish_job); 0 when
+ * the task already settled, past the wait limits or while stopping: the
+ * answer was built now (finish_job, which hands r back). */
+static int await_answer(req_ctx *r)
+{
+    once__body_free(r->conn, &r->body);
+    if (once__a2a_deferred_arm(r->resp.deferred, on_ready, r) == ONCE_OK)
+        return 1;
+    finish_job(r);
+    return 0;
+}
+
+static void run_job(void *arg)
+{
+    req_ctx *r = arg;
+    int rc = call(r);
     if (rc == ONCE_OK && r->resp.deferred != NULL) {
-        /* A blocking send waits for its task without this thread; the
-         * body is done with. When the task already settled, past the wait
-         * limits or while stopping, the answer is built now. */
-        once__body_free(r->conn, &r->body);
-        if (once__a2a_deferred_arm(r->resp.deferred, on_ready, r) == ONCE_OK)
-            return; /* r belongs to the await thread, then to finish_job */
-        finish_job(r);
+        (void)await_answer(r);
         return;
     }
     hand_back(r, rc);
@@ -401,6 +418,40 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
     return MHD_YES;
 }
 
+/* Queue the answer of a call that is done (r->done): its stream, or its
+ * JSON body. On the MHD thread, inside the access handler. */
+static enum MHD_Result answer(once_http *h, req_ctx *r)
+{
+    struct MHD_Connection *conn = r->conn;
+    const char *method = tl_method;
+    if (r->counted) {
+        r->counted = 0;
+        __atomic_sub_fetch(&h->calls, 1, __ATOMIC_ACQ_REL);
+    }
+    if (r->resp.stream != NULL) {
+        enum MHD_Result ret;
+        int rc = once__sse_start(h->sse, conn, &r->resp, &ret);
+        if (rc == ONCE_OK) {
+            once__metrics_http(method, MHD_HTTP_OK);
+            return ret;
+        }
+        /* The call behind the stream is applied; a retry replays it. */
+        once__a2a_response_clear(&r->resp);
+        once__a2a_error_response_as(r->binding, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                   ONCE_RPC_INTERNAL,
+                                   rc == ONCE_ECLOSED ? "SHUTTING_DOWN" : "OVERLOADED",
+                                "The server cannot open a stream now; retry the same "
+                                "request",
+                                &r->resp);
+        r->resp.retry_after = 1;
+    }
+    char *body = r->resp.body;
+    r->resp.body = NULL;
+    int closing = __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE) || once__ops_draining(h->ops);
+    return queue_json(conn, r->resp.http_status ? r->resp.http_status : 500, body,
+                      r->resp.len, &r->resp, closing);
+}
+
 static enum MHD_Result dispatch(once_http *h, req_ctx *r)
 {
     struct MHD_Connection *conn = r->conn;
@@ -449,6 +500,20 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     r->dispatched = 1;
     r->counted = 1;
     __atomic_add_fetch(&h->calls, 1, __ATOMIC_ACQ_REL);
+    if (h->cfg.inline_calls) {
+        /* No call waits for I/O: run it here. A blocking send's wait
+         * still leaves this thread (suspended until the await thread's
+         * worker answers). */
+        int rc = call(r);
+        if (rc == ONCE_OK && r->resp.deferred != NULL) {
+            MHD_suspend_connection(conn);
+            (void)await_answer(r);
+            return MHD_YES;
+        }
+        conclude(r, rc);
+        __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+        return answer(h, r);
+    }
     MHD_suspend_connection(conn);
     int rc = once__http_pool_submit(h->pool, run_job, r);
     if (rc != ONCE_OK) {
@@ -484,34 +549,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
-        if (r->counted) {
-            r->counted = 0;
-            __atomic_sub_fetch(&h->calls, 1, __ATOMIC_ACQ_REL);
-        }
-        if (r->resp.stream != NULL) {
-            enum MHD_Result ret;
-            int rc = once__sse_start(h->sse, conn, &r->resp, &ret);
-            if (rc == ONCE_OK) {
-                once__metrics_http(method, MHD_HTTP_OK);
-                return ret;
-            }
-            /* The call behind the stream is applied; a retry replays it. */
-            once__a2a_response_clear(&r->resp);
-            once__a2a_error_response_as(r->binding, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                       ONCE_RPC_INTERNAL,
-                                       rc == ONCE_ECLOSED ? "SHUTTING_DOWN" : "OVERLOADED",
-                                    "The server cannot open a stream now; retry the same "
-                                    "request",
-                                    &r->resp);
-            r->resp.retry_after = 1;
-        }
-        char *body = r->resp.body;
-        r->resp.body = NULL;
-        int closing = __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE) || once__ops_draining(h->ops);
-        return queue_json(conn, r->resp.http_status ? r->resp.http_status : 500, body,
-                          r->resp.len, &r->resp, closing);
-    }
+    if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+        return answer(h, r);
     if (r->dispatched) /* spurious wake-up while the worker runs */
         return MHD_YES;
     return dispatch(h, r);

@@ -50,6 +50,7 @@
 #include "core/str.h"
 #include "core/decide.h"
 #include "store/mem.h"
+#include "store/url_param.h"
 #include "store/mem_zip.h"
 #include "store/store_int.h"
 
@@ -141,6 +142,8 @@ typedef struct mem_store {
                                  skip its scan (most stores never use push) */
     mem_entry active;         /* live, not terminal: any order */
     mem_entry finished;       /* live, terminal: by (finished_at, key) */
+    int64_t cold_ms;          /* finished this long: deflated by the sweep; < 0 never
+                                 (memory:?cold=off) */
     mem_entry *cooled;        /* the last finished entry the cooler passed; NULL:
                                  none (it starts at the front) */
     mem_tomb *tomb_head, *tomb_tail;
@@ -828,6 +831,26 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
         once__store_errbuf(errbuf, errlen, "memory store URL must start with memory:");
         return ONCE_EINVAL;
     }
+    /* memory:?cold=MS|off: when finished tasks are deflated (MEM_COLD_MS). */
+    int64_t cold_ms = MEM_COLD_MS;
+    const char *q = strchr(url, '?');
+    q = q != NULL ? q + 1 : NULL;
+    once__url_param p;
+    while (once__url_param_next(&q, &p)) {
+        long long v;
+        if (once__url_param_is(&p, "cold") && once__url_param_val_is(&p, "off")) {
+            cold_ms = -1;
+        } else if (once__url_param_is(&p, "cold") &&
+                   once__url_param_num(&p, 0, 86400000LL, &v) == 0) {
+            cold_ms = v;
+        } else {
+            once__store_errbuf(errbuf, errlen,
+                               "memory store URL: unknown or bad parameter %.*s (known: "
+                               "cold=MILLISECONDS|off)",
+                               (int)p.klen, p.key);
+            return ONCE_EINVAL;
+        }
+    }
     ms = once_calloc(1, sizeof *ms);
     if (!ms || !(ms->tab = once_calloc(MEM_INITIAL_BUCKETS, sizeof *ms->tab))) {
         once_free(ms);
@@ -835,6 +858,7 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
         return ONCE_ENOMEM;
     }
     ms->ntab = MEM_INITIAL_BUCKETS;
+    ms->cold_ms = cold_ms;
     if (pthread_mutex_init(&ms->lock, NULL) != 0) {
         once_free(ms->tab);
         once_free(ms);
@@ -1178,7 +1202,8 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
         e = gone->qnext;
         entry_free(gone);
     }
-    cool(ms, now - MEM_COLD_MS);
+    if (ms->cold_ms >= 0)
+        cool(ms, now - ms->cold_ms);
     return rc;
 }
 

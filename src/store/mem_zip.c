@@ -17,12 +17,14 @@
 #include "once/once.h"
 #include "store/mem_zip.h"
 
-/* 8 KiB windows: a task's texts rarely repeat from further back, and the
- * deflater's state shrinks with its window. Negative: raw deflate (no
- * header, no checksum; the store knows each text's length). */
-#define ZIP_WBITS (-13)
+/* 4 KiB windows and a 512-entry hash: a task's texts (a few hundred bytes
+ * each) rarely repeat from further back, and deflateReset clears the whole
+ * hash for every text (at memory level 8 that is 64 KiB, more than the
+ * compression itself costs; the bytes held per task are the same). Negative:
+ * raw deflate (no header, no checksum; the store knows each text's length). */
+#define ZIP_WBITS (-12)
 #define ZIP_LEVEL 9
-#define ZIP_MEMLEVEL 8
+#define ZIP_MEMLEVEL 2
 
 /* The member names, states and roles of A2A 1.0 (docs/wire.md) and the
  * store's journal, in the shapes they take in stored JSON: first the rarer

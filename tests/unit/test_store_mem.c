@@ -227,12 +227,35 @@ static void test_allocation_faults(void **state)
     fault_sweep(fault_run, 5);
 }
 
+/* memory:?cold=MS|off is read; anything else is refused, named. */
+static void test_url_settings(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"memory:", "memory:?cold=off", "memory:?cold=0",
+                                       "memory:?cold=60000"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        once_store *s = NULL;
+        assert_int_equal(once_store_open(good[i], NULL, &s, NULL, 0), ONCE_OK);
+        once_store_close(s);
+    }
+    static const char *const bad[] = {"memory:?cold=soon", "memory:?colder=1",
+                                      "memory:?cold=-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        once_store *s = NULL;
+        char err[256] = "";
+        assert_int_equal(once_store_open(bad[i], NULL, &s, err, sizeof err), ONCE_EINVAL);
+        assert_null(s);
+        assert_non_null(strstr(err, "cold=MILLISECONDS|off"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retention_cost_is_what_it_removes),
         cmocka_unit_test(test_queues_keep_their_order),
         cmocka_unit_test(test_allocation_faults),
+        cmocka_unit_test(test_url_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
