@@ -237,6 +237,19 @@ json_t *once__send_result(const once_record *rec, int history_length)
     return json_pack("{s:o}", rec->kind == ONCE_KIND_MESSAGE ? "message" : "task", inner);
 }
 
+/* The generation stamp as the last member of an object, as the JSON writer
+ * writes what once__generation_stamp adds: "metadata":{...:{"generation":g}}
+ * (at most STAMP_MAX bytes). */
+#define STAMP_PREFIX "\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION "\":{\"generation\":"
+#define STAMP_MAX (sizeof STAMP_PREFIX + 24)
+
+static void put_stamp(once__text *t, int64_t generation)
+{
+    ONCE__TEXT_LIT(t, STAMP_PREFIX);
+    once__text_int(t, generation);
+    ONCE__TEXT_LIT(t, "}}");
+}
+
 /* {"<kind>": obj} as the text the JSON writer makes of the tree, spliced
  * from obj's stored text instead of parsed and written again, with obj
  * stamped with generation when stamp is set: the writer keeps members in
@@ -250,21 +263,19 @@ static char *splice(const char *kind, const char *obj, int stamp, int64_t genera
     if (n < 2 || obj[0] != '{' || obj[n - 1] != '}' ||
         (stamp && strstr(obj, "\"metadata\"") != NULL))
         return NULL;
-    char head[24], tail[96] = "";
-    snprintf(head, sizeof head, "{\"%s\":", kind);
-    if (stamp)
-        snprintf(tail, sizeof tail,
-                 "%s\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION "\":{\"generation\":%lld}}",
-                 n > 2 ? "," : "", (long long)generation);
-    size_t hn = strlen(head), tn = strlen(tail);
-    char *out = once_malloc(hn + (n - 1) + tn + 3);
-    if (out == NULL)
-        return NULL;
-    memcpy(out, head, hn);
-    memcpy(out + hn, obj, n - 1);
-    memcpy(out + hn + n - 1, tail, tn);
-    memcpy(out + hn + n - 1 + tn, "}}", 3);
-    return out;
+    once__text t = ONCE__TEXT_INIT;
+    once__text_reserve(&t, n + STAMP_MAX + 32); /* one allocation */
+    ONCE__TEXT_LIT(&t, "{\"");
+    once__text_str(&t, kind);
+    ONCE__TEXT_LIT(&t, "\":");
+    once__text_put(&t, obj, n - 1);
+    if (stamp) {
+        if (n > 2)
+            ONCE__TEXT_LIT(&t, ",");
+        put_stamp(&t, generation);
+    }
+    ONCE__TEXT_LIT(&t, "}}");
+    return once__text_done(&t, NULL);
 }
 
 /* once__send_result(rec, -1), written out (see splice). */
@@ -373,16 +384,22 @@ static int update_text(const char *kind, const json_t *task, const char *name,
     const char *ctx = json_string_value(json_object_get(task, "contextId"));
     if (!once__plain_id(id) || !once__plain_id(ctx) || value == NULL)
         return ONCE_EINVAL;
-    char *v = once__json_text(value);
-    if (v == NULL)
-        return ONCE_ENOMEM;
-    static const char fmt[] = "{\"%s\":{\"taskId\":\"%s\",\"contextId\":\"%s\",\"%s\":%s,%s"
-                              "\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION
-                              "\":{\"generation\":%lld}}}}";
-    int n = snprintf(NULL, 0, fmt, kind, id, ctx, name, v, rest, (long long)generation);
-    if (n > 0 && (*out = once_malloc((size_t)n + 1)) != NULL)
-        snprintf(*out, (size_t)n + 1, fmt, kind, id, ctx, name, v, rest, (long long)generation);
-    once_free(v);
+    once__text t = ONCE__TEXT_INIT;
+    ONCE__TEXT_LIT(&t, "{\"");
+    once__text_str(&t, kind);
+    ONCE__TEXT_LIT(&t, "\":{\"taskId\":\"");
+    once__text_str(&t, id);
+    ONCE__TEXT_LIT(&t, "\",\"contextId\":\"");
+    once__text_str(&t, ctx);
+    ONCE__TEXT_LIT(&t, "\",\"");
+    once__text_str(&t, name);
+    ONCE__TEXT_LIT(&t, "\":");
+    once__text_json(&t, value);
+    ONCE__TEXT_LIT(&t, ",");
+    once__text_str(&t, rest);
+    put_stamp(&t, generation);
+    ONCE__TEXT_LIT(&t, "}}");
+    *out = once__text_done(&t, NULL);
     return *out != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
@@ -402,9 +419,13 @@ char *once__ev_status(const json_t *task, int64_t generation)
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
                         int64_t generation)
 {
-    char rest[48];
-    snprintf(rest, sizeof rest, "\"append\":%s,\"lastChunk\":%s,", append ? "true" : "false",
-             last_chunk ? "true" : "false");
+    /* The two flags as the writer writes them, each member followed by a
+     * comma (update_text's rest). */
+    static const char *const rests[2][2] = {
+        {"\"append\":false,\"lastChunk\":false,", "\"append\":false,\"lastChunk\":true,"},
+        {"\"append\":true,\"lastChunk\":false,", "\"append\":true,\"lastChunk\":true,"},
+    };
+    const char *rest = rests[append != 0][last_chunk != 0];
     char *text;
     if (update_text("artifactUpdate", task, "artifact", artifact, rest, generation, &text) !=
         ONCE_EINVAL)
