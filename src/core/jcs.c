@@ -219,6 +219,19 @@ static inline int word_special(uint64_t w)
     return (hit & high) != 0;
 }
 
+/* How many bytes at the start of u[0..n) are written as they are: plain
+ * ASCII, skipped eight bytes at a time. */
+static size_t plain_run(const unsigned char *u, size_t n)
+{
+    size_t i = 0;
+    uint64_t w;
+    while (n - i >= sizeof w && (memcpy(&w, u + i, sizeof w), !word_special(w)))
+        i += sizeof w;
+    while (i < n && (unsigned)(u[i] - 0x20) < 0x60 && u[i] != '"' && u[i] != '\\')
+        i++;
+    return i;
+}
+
 static int write_string(struct jbuf *b, const char *s, size_t n)
 {
     /* The characters with a two-character escape, and that escape's letter. */
@@ -226,40 +239,44 @@ static int write_string(struct jbuf *b, const char *s, size_t n)
     static const char short_to[] = "\"\\bfnrt";
     static const char hex[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)s;
+    size_t i = plain_run(u, n);
+    if (i == n) {
+        /* Most strings (names, IDs, states) are plain: one copy. */
+        once__text *t = &b->t;
+        if (n > SIZE_MAX - 2 || (n + 2 > t->cap - t->len && text_grow(t, n + 2) != ONCE_OK))
+            return ONCE_ENOMEM;
+        t->p[t->len] = '"';
+        memcpy(t->p + t->len + 1, s, n);
+        t->p[t->len + 1 + n] = '"';
+        t->len += n + 2;
+        return ONCE_OK;
+    }
     int rc = jbuf_putc(b, '"');
     size_t run = 0; /* start of the pending run of bytes copied as they are */
-    /* One pass: plain ASCII is skipped eight bytes at a time and copied in
-     * runs, a multi-byte character is checked where it stands (a string
-     * that is not UTF-8 fails the whole write). */
-    for (size_t i = 0; i < n && rc == ONCE_OK;) {
-        uint64_t w;
-        while (n - i >= sizeof w && (memcpy(&w, u + i, sizeof w), !word_special(w)))
-            i += sizeof w;
-        if (i == n)
-            break;
+    /* One pass: plain runs are copied at once, a multi-byte character is
+     * checked where it stands (a string that is not UTF-8 fails the whole
+     * write). */
+    while (i < n && rc == ONCE_OK) {
         unsigned char c = u[i];
         if (c >= 0x80) {
             size_t len = utf8_seq(u + i, n - i);
             if (len == 0)
                 return ONCE_EINVAL;
             i += len;
-            continue;
+        } else { /* '"', '\\' or a control character */
+            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
+            size_t esclen = 6;
+            const char *hit = memchr(short_from, c, sizeof short_from - 1);
+            if (hit != NULL) {
+                esc[1] = short_to[hit - short_from];
+                esclen = 2;
+            }
+            rc = jbuf_put(b, s + run, i - run);
+            if (rc == ONCE_OK)
+                rc = jbuf_put(b, esc, esclen);
+            run = ++i;
         }
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            i++;
-            continue;
-        }
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
-        size_t esclen = 6;
-        const char *hit = memchr(short_from, c, sizeof short_from - 1);
-        if (hit != NULL) {
-            esc[1] = short_to[hit - short_from];
-            esclen = 2;
-        }
-        rc = jbuf_put(b, s + run, i - run);
-        if (rc == ONCE_OK)
-            rc = jbuf_put(b, esc, esclen);
-        run = ++i;
+        i += plain_run(u + i, n - i);
     }
     if (rc == ONCE_OK)
         rc = jbuf_put(b, s + run, n - run);
