@@ -29,21 +29,36 @@ json_t *once__json_parse(const char *text)
     return once__json_object(text, &j) == ONCE_OK ? j : NULL;
 }
 
+/*
+ * The task and status objects are built member by member: json_pack reads
+ * its format string on every call, several thousand instructions for each
+ * of these small objects on every new task and status change. The names,
+ * states and timestamps are ASCII, so they skip jansson's UTF-8 check.
+ */
+
 static json_t *status_new(once_state state, int64_t now)
 {
     char ts[25];
     once_format_time(now, ts);
-    return json_pack("{s:s, s:s}", "state", once_state_name(state), "timestamp", ts);
+    json_t *st = json_object();
+    if (st == NULL ||
+        json_object_set_new_nocheck(st, "state", json_string_nocheck(once_state_name(state))) ||
+        json_object_set_new_nocheck(st, "timestamp", json_string_nocheck(ts))) {
+        json_decref(st);
+        return NULL;
+    }
+    return st;
 }
 
 json_t *once__task_new(const char *task_id, const char *context_id, once_state state,
                        int64_t now, const json_t *msg)
 {
-    json_t *task = json_pack("{s:s, s:s, s:o, s:[]}", "id", task_id, "contextId", context_id,
-                             "status", status_new(state, now), "history");
-    if (task == NULL)
-        return NULL;
-    if (msg != NULL && once__task_append_history(task, msg) != ONCE_OK) {
+    json_t *task = json_object();
+    if (task == NULL || json_object_set_new_nocheck(task, "id", json_string(task_id)) ||
+        json_object_set_new_nocheck(task, "contextId", json_string(context_id)) ||
+        json_object_set_new_nocheck(task, "status", status_new(state, now)) ||
+        json_object_set_new_nocheck(task, "history", json_array()) ||
+        (msg != NULL && once__task_append_history(task, msg) != ONCE_OK)) {
         json_decref(task);
         return NULL;
     }
