@@ -225,8 +225,15 @@ static size_t plain_run(const unsigned char *u, size_t n)
 {
     size_t i = 0;
     uint64_t w;
-    while (n - i >= sizeof w && (memcpy(&w, u + i, sizeof w), !word_special(w)))
-        i += sizeof w;
+    if (n >= sizeof w) {
+        while (n - i >= sizeof w && (memcpy(&w, u + i, sizeof w), !word_special(w)))
+            i += sizeof w;
+        /* Fewer than eight bytes left after plain words: the last eight
+         * bytes of the string cover them. */
+        if (i == n || (n - i < sizeof w &&
+                       (memcpy(&w, u + n - sizeof w, sizeof w), !word_special(w))))
+            return n;
+    }
     while (i < n && (unsigned)(u[i] - 0x20) < 0x60 && u[i] != '"' && u[i] != '\\')
         i++;
     return i;
@@ -291,8 +298,32 @@ static int write_value(struct jbuf *b, const json_t *v, int depth);
  * heap: most objects of a task are small, and output is written often. */
 #define MEMBERS_ON_STACK 16
 
+/* An object with its members in insertion order (once__json_write):
+ * written as it is walked. */
+static int write_members(struct jbuf *b, const json_t *obj, int depth)
+{
+    int rc = jbuf_putc(b, '{');
+    char sep = '\0'; /* none before the first member */
+    /* jansson's iterators take a non-const object but do not modify it. */
+    for (void *it = json_object_iter((json_t *)obj); it != NULL && rc == ONCE_OK;
+         it = json_object_iter_next((json_t *)obj, it)) {
+        if (sep != '\0')
+            rc = jbuf_putc(b, sep);
+        sep = ',';
+        if (rc == ONCE_OK)
+            rc = write_string(b, json_object_iter_key(it), json_object_iter_key_len(it));
+        if (rc == ONCE_OK)
+            rc = jbuf_putc(b, ':');
+        if (rc == ONCE_OK)
+            rc = write_value(b, json_object_iter_value(it), depth);
+    }
+    return rc == ONCE_OK ? jbuf_putc(b, '}') : rc;
+}
+
 static int write_object(struct jbuf *b, const json_t *obj, int depth)
 {
+    if (!b->canonical)
+        return write_members(b, obj, depth);
     size_t count = json_object_size(obj);
     struct member stack_m[MEMBERS_ON_STACK];
     struct member *m = stack_m;
