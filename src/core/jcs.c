@@ -622,9 +622,15 @@ int once_jcs(const char *in, size_t n, char **out, size_t *outlen)
  * server may add (taskId, contextId).
  */
 
+/* The members the digest covers, in canonical order (ASCII names sort
+ * bytewise), so its text is written straight from the message without
+ * building and sorting an object of its own. The last one comes from the
+ * push config, never from the message. */
 static const char *const digest_members[] = {
-    "role", "parts", "metadata", "messageId", "referenceTaskIds", "extensions",
+    "extensions", "messageId", "metadata", "parts", "referenceTaskIds", "role",
+    "taskPushNotificationConfig",
 };
+#define DIGEST_MEMBERS (sizeof digest_members / sizeof digest_members[0])
 
 int once__message_digest_json(const json_t *msg, uint8_t out[ONCE_SHA256_LEN])
 {
@@ -636,29 +642,28 @@ int once__request_digest_json(const json_t *msg, const json_t *push,
 {
     if (!json_is_object(msg) || out == NULL)
         return ONCE_EINVAL;
-    json_t *sub = json_object();
-    if (sub == NULL)
-        return ONCE_ENOMEM;
-    int rc = ONCE_OK;
-    if (push != NULL &&
-        json_object_set(sub, "taskPushNotificationConfig", (json_t *)push) != 0)
-        rc = ONCE_ENOMEM;
-    for (size_t i = 0; rc == ONCE_OK && i < sizeof digest_members / sizeof digest_members[0];
-         i++) {
-        json_t *m = json_object_get(msg, digest_members[i]);
-        if (m != NULL && json_object_set(sub, digest_members[i], m) != 0) {
-            rc = ONCE_ENOMEM;
-            break;
-        }
+    struct jbuf b = {ONCE__TEXT_INIT, 1};
+    int rc = jbuf_putc(&b, '{');
+    char sep = '\0';
+    for (size_t i = 0; i < DIGEST_MEMBERS && rc == ONCE_OK; i++) {
+        const json_t *v = i + 1 < DIGEST_MEMBERS ? json_object_get(msg, digest_members[i]) : push;
+        if (v == NULL)
+            continue;
+        if (sep != '\0')
+            rc = jbuf_putc(&b, sep);
+        sep = ',';
+        if (rc == ONCE_OK)
+            rc = write_string(&b, digest_members[i], strlen(digest_members[i]));
+        if (rc == ONCE_OK)
+            rc = jbuf_putc(&b, ':');
+        if (rc == ONCE_OK)
+            rc = write_value(&b, v, 1); /* inside the digest's object */
     }
-    char *canon = NULL;
-    size_t len = 0;
     if (rc == ONCE_OK)
-        rc = once__jcs_json(sub, &canon, &len);
+        rc = jbuf_putc(&b, '}');
     if (rc == ONCE_OK)
-        once_sha256(canon, len, out);
-    once_free(canon);
-    json_decref(sub);
+        once_sha256(b.t.p, b.t.len, out);
+    once_free(b.t.p);
     return rc;
 }
 

@@ -700,6 +700,39 @@ static void test_digest_rejects(void **state)
     json_decref(v);
 }
 
+/* A send with a push config digests the message's members and the config
+ * as one canonical object (the config under "taskPushNotificationConfig",
+ * sorted with the rest); a member of that name inside the message itself
+ * is never digested. */
+static void test_digest_with_push(void **state)
+{
+    (void)state;
+    json_t *msg = json_pack("{s:s, s:s, s:[{s:s}], s:s, s:{s:i}}", "role", "ROLE_USER",
+                            "messageId", "m-9", "parts", "text", "hi", "taskId", "t-9",
+                            "taskPushNotificationConfig", "x", 1);
+    json_t *push = json_pack("{s:s, s:{s:s}}", "url", "https://h.example/hook", "authentication",
+                             "scheme", "Bearer");
+    uint8_t got[ONCE_SHA256_LEN], want[ONCE_SHA256_LEN];
+    /* The same object, canonicalised from text by once_jcs. */
+    const char *sub = "{\"taskPushNotificationConfig\":{\"url\":\"https://h.example/hook\","
+                      "\"authentication\":{\"scheme\":\"Bearer\"}},\"role\":\"ROLE_USER\","
+                      "\"parts\":[{\"text\":\"hi\"}],\"messageId\":\"m-9\"}";
+    char *canon = NULL;
+    size_t n = 0;
+    assert_int_equal(once_jcs(sub, strlen(sub), &canon, &n), ONCE_OK);
+    once_sha256(canon, n, want);
+    once_free(canon);
+    assert_int_equal(once__request_digest_json(msg, push, got), ONCE_OK);
+    assert_memory_equal(got, want, ONCE_SHA256_LEN);
+    /* Without a config: the message's digest, its own member left out. */
+    const char *bare = "{\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"hi\"}],\"messageId\":\"m-9\"}";
+    digest_of(bare, want);
+    assert_int_equal(once__request_digest_json(msg, NULL, got), ONCE_OK);
+    assert_memory_equal(got, want, ONCE_SHA256_LEN);
+    json_decref(push);
+    json_decref(msg);
+}
+
 /* once__json_write: the writer for the wire and the store keeps member order,
  * writes integers exactly and reals in their shortest round-trip form. */
 static void test_json_write(void **state)
@@ -869,6 +902,7 @@ int main(void)
         cmocka_unit_test(test_digest_ignores_server_members),
         cmocka_unit_test(test_digest_changes),
         cmocka_unit_test(test_digest_rejects),
+        cmocka_unit_test(test_digest_with_push),
         cmocka_unit_test(test_json_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
