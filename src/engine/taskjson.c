@@ -169,7 +169,10 @@ static int set_str(json_t *obj, const char *key, const char *val)
 json_t *once__message_fill(const json_t *msg, const char *task_id, const char *context_id,
                            const char *role, const once_rng *rng)
 {
-    json_t *m = json_deep_copy(msg);
+    /* Only top-level members are set, so a shallow copy serves: the parts
+     * and metadata are shared with msg, which no caller changes (a deep
+     * copy cost about as much as parsing the request). */
+    json_t *m = json_copy((json_t *)msg);
     if (m == NULL)
         return NULL;
     int rc = ONCE_OK;
@@ -370,12 +373,14 @@ char *once__ev_message(const json_t *msg, int64_t generation)
  * of an ID: once_id_valid), so it can be copied into spliced text. */
 int once__plain_id(const char *s)
 {
+    /* The ID characters as a bit set over ASCII: - . 0-9 : in the first
+     * word, A-Z _ a-z in the second. */
+    static const uint64_t id_chars[2] = {0x07ff600000000000u, 0x07fffffe87fffffeu};
     if (s == NULL || *s == '\0')
         return 0;
     for (; *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == ':' || c == '-'))
+        if (c >= 128 || !((id_chars[c >> 6] >> (c & 63)) & 1))
             return 0;
     }
     return 1;

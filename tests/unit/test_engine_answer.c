@@ -214,6 +214,20 @@ static void update_event_allocates_once(void **state)
     json_decref(task);
 }
 
+/* once__plain_id holds for exactly the ID characters, byte by byte. */
+static void plain_id_characters(void **state)
+{
+    (void)state;
+    assert_false(once__plain_id(NULL));
+    assert_false(once__plain_id(""));
+    for (int c = 1; c < 256; c++) {
+        char s[4] = {'a', (char)c, 'b', '\0'};
+        int want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '.' || c == '_' || c == ':' || c == '-';
+        assert_int_equal(once__plain_id(s), want);
+    }
+}
+
 static void engine_answers_with_text(void **state)
 {
     (void)state;
@@ -256,6 +270,7 @@ int main(void)
         cmocka_unit_test(task_event_is_the_tree_event),
         cmocka_unit_test(update_events_are_the_tree_events),
         cmocka_unit_test(update_event_allocates_once),
+        cmocka_unit_test(plain_id_characters),
         cmocka_unit_test(engine_answers_with_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
