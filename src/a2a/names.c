@@ -44,10 +44,36 @@ static int json_name(const char *key, char *out, size_t cap)
     return renamed;
 }
 
-static int rename_in(json_t *v, const char *path, a2a_verr *e);
+/* Where a value stands: a chain of members and elements up to params,
+ * written out ("message.parts[0]") only for an error, so a request without
+ * proto names is walked without printf. key NULL: element index of an
+ * array. */
+struct at {
+    const struct at *up;
+    const char *key;
+    size_t index;
+};
 
-/* Rename the proto-named members of object o (at path) and recurse. */
-static int rename_members(json_t *o, const char *path, a2a_verr *e)
+/* a as a path into out (cap bytes): "" for params, then ".key" ("key" at
+ * the top) or "[i]" per step. Returns its length. */
+static size_t at_path(const struct at *a, char *out, size_t cap)
+{
+    if (a == NULL) {
+        out[0] = '\0';
+        return 0;
+    }
+    size_t n = at_path(a->up, out, cap);
+    if (a->key != NULL)
+        snprintf(out + n, cap - n, "%s%s", n > 0 ? "." : "", a->key);
+    else
+        snprintf(out + n, cap - n, "[%zu]", a->index);
+    return n + strlen(out + n);
+}
+
+static int rename_in(json_t *v, const struct at *at, a2a_verr *e);
+
+/* Rename the proto-named members of object o (at at). */
+static int rename_proto(json_t *o, const struct at *at, a2a_verr *e)
 {
     json_t *proto = json_array();  /* the proto-named keys, renamed after the walk */
     if (proto == NULL)
@@ -70,8 +96,9 @@ static int rename_members(json_t *o, const char *path, a2a_verr *e)
             break;
         key = json_string_value(k);
         json_name(key, camel, sizeof camel);
-        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", camel);
         if (json_object_get(o, camel) != NULL) {
+            struct at twice = {at, camel, 0};
+            at_path(&twice, sub, sizeof sub);
             rc = once__a2a_verr(e, sub, "%s is given twice, as %s and as %s", camel, camel, key);
             break;
         }
@@ -80,27 +107,43 @@ static int rename_members(json_t *o, const char *path, a2a_verr *e)
             rc = ONCE_ENOMEM;
     }
     json_decref(proto);
+    return rc;
+}
+
+/* Rename the proto-named members of object o (at at) and recurse. */
+static int rename_members(json_t *o, const struct at *at, a2a_verr *e)
+{
+    const char *key;
+    json_t *val;
+    char camel[128];
+    int proto = 0;
+    json_object_foreach(o, key, val) {
+        if (json_name(key, camel, sizeof camel)) {
+            proto = 1;
+            break;
+        }
+    }
+    int rc = proto ? rename_proto(o, at, e) : ONCE_OK;
     json_object_foreach(o, key, val) {
         if (rc != ONCE_OK || free_form(key))
             continue;
-        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
-        rc = rename_in(val, sub, e);
+        struct at sub = {at, key, 0};
+        rc = rename_in(val, &sub, e);
     }
     return rc;
 }
 
-static int rename_in(json_t *v, const char *path, a2a_verr *e)
+static int rename_in(json_t *v, const struct at *at, a2a_verr *e)
 {
     if (json_is_object(v))
-        return rename_members(v, path, e);
+        return rename_members(v, at, e);
     if (!json_is_array(v))
         return ONCE_OK;
     size_t i;
     json_t *x;
-    char sub[sizeof e->field];
     json_array_foreach(v, i, x) {
-        snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-        int rc = rename_in(x, sub, e);
+        struct at sub = {at, NULL, i};
+        int rc = rename_in(x, &sub, e);
         if (rc != ONCE_OK)
             return rc;
     }
@@ -109,5 +152,5 @@ static int rename_in(json_t *v, const char *path, a2a_verr *e)
 
 int once__a2a_json_names(json_t *params, a2a_verr *e)
 {
-    return rename_in(params, "", e);
+    return rename_in(params, NULL, e);
 }

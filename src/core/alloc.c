@@ -43,12 +43,18 @@ static once_allocator g_alloc = {malloc, calloc, realloc, free};
 
 /* Fault injection state: g_count numbers allocation attempts since the last
  * once__alloc_fail_after(); the attempt whose number equals g_fail_at fails.
- * Both are atomics so concurrent tests may allocate while a sweep runs. */
+ * Both are atomics so concurrent tests may allocate while a sweep runs.
+ * g_armed is set by the first once__alloc_fail_after() and never cleared:
+ * until then nothing is counted, so a program that never sweeps (onced)
+ * does not make every allocation of every thread increment one shared
+ * counter. */
 static atomic_long g_count;
 static atomic_long g_fail_at = -1;
+static atomic_int g_armed;
 
 void once__alloc_fail_after(long n)
 {
+    atomic_store(&g_armed, 1);
     atomic_store(&g_fail_at, -1);
     atomic_store(&g_count, 0);
     atomic_store(&g_fail_at, n < 0 ? -1 : n);
@@ -59,9 +65,12 @@ long once__alloc_count(void)
     return atomic_load(&g_count);
 }
 
-/* 1 if this allocation attempt must fail. */
-static int inject_fault(void)
+/* 1 if this allocation attempt must fail. inline: every allocation asks,
+ * and the answer is nearly always a relaxed load of g_armed. */
+static inline int inject_fault(void)
 {
+    if (!atomic_load_explicit(&g_armed, memory_order_relaxed))
+        return 0;
     long idx = atomic_fetch_add(&g_count, 1);
     long at = atomic_load(&g_fail_at);
     return at >= 0 && idx == at;

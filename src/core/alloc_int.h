@@ -21,8 +21,9 @@
  * n == -1: disable injection. Either way the counter restarts at zero. */
 void once__alloc_fail_after(long n);
 
-/* Allocations attempted since the last once__alloc_fail_after() call (or
- * since start), including the failed one. */
+/* Allocations attempted since the last once__alloc_fail_after() call,
+ * including the failed one. Counting starts with the first such call: a
+ * program that never makes one pays nothing for it. */
 long once__alloc_count(void);
 
 /* Make room in a growing array: pv points at the array pointer (T **),

@@ -33,26 +33,28 @@
  * (members sorted, integers as doubles); otherwise members keep their order
  * and integers are written exactly (once__json_write). */
 struct jbuf {
-    char *p;
-    size_t len;
-    size_t cap;
+    once__text t;
     int canonical;
 };
 
-static int jbuf_reserve(struct jbuf *b, size_t extra)
+/* The room a text starts with: most texts written on the request path (an
+ * answer, an event, a stored task) fit, so they are not grown step by step. */
+#define TEXT_FIRST_CAP 512
+
+static int text_grow(once__text *t, size_t extra)
 {
-    if (extra <= b->cap - b->len)
+    if (extra <= t->cap - t->len)
         return ONCE_OK;
-    if (extra > SIZE_MAX / 2 - b->len)
+    if (extra > SIZE_MAX / 2 - t->len)
         return ONCE_ENOMEM;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap - b->len < extra)
+    size_t cap = t->cap ? t->cap : TEXT_FIRST_CAP;
+    while (cap - t->len < extra)
         cap *= 2;
-    char *p = once_realloc(b->p, cap);
+    char *p = once_realloc(t->p, cap);
     if (p == NULL)
         return ONCE_ENOMEM;
-    b->p = p;
-    b->cap = cap;
+    t->p = p;
+    t->cap = cap;
     return ONCE_OK;
 }
 
@@ -60,25 +62,45 @@ static int jbuf_reserve(struct jbuf *b, size_t extra)
  * always there already. */
 static inline int jbuf_put(struct jbuf *b, const char *s, size_t n)
 {
-    if (n > b->cap - b->len) {
-        int rc = jbuf_reserve(b, n);
+    once__text *t = &b->t;
+    if (n > t->cap - t->len) {
+        int rc = text_grow(t, n);
         if (rc != ONCE_OK)
             return rc;
     }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
     return ONCE_OK;
 }
 
 static inline int jbuf_putc(struct jbuf *b, char c)
 {
-    if (b->len == b->cap) {
-        int rc = jbuf_reserve(b, 1);
+    once__text *t = &b->t;
+    if (t->len == t->cap) {
+        int rc = text_grow(t, 1);
         if (rc != ONCE_OK)
             return rc;
     }
-    b->p[b->len++] = c;
+    t->p[t->len++] = c;
     return ONCE_OK;
+}
+
+/* v in decimal into buf (at least 20 bytes: "-9223372036854775808"); its
+ * length. */
+static size_t int_digits(int64_t v, char *buf)
+{
+    char rev[20];
+    size_t n = 0, k = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        rev[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        buf[k++] = '-';
+    while (n > 0)
+        buf[k++] = rev[--n];
+    return k;
 }
 
 /* ---------------------------------------------------------------------------
@@ -184,6 +206,39 @@ static int member_cmp(const void *pa, const void *pb)
     return 0;
 }
 
+/* 1 if one of the 8 bytes of w is not copied as it is: below 0x20, '"',
+ * '\\' or past ASCII. ((x - 0x01..) & ~x & 0x80.. finds a zero byte of x;
+ * a borrow can only mark bytes above a byte that truly matches, so the
+ * answer "some byte" is exact.) */
+static inline int word_special(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+    uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
+    uint64_t hit = ((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) |
+                   ((bslash - ones) & ~bslash) | w;
+    return (hit & high) != 0;
+}
+
+/* How many bytes at the start of u[0..n) are written as they are: plain
+ * ASCII, skipped eight bytes at a time. */
+static size_t plain_run(const unsigned char *u, size_t n)
+{
+    size_t i = 0;
+    uint64_t w;
+    if (n >= sizeof w) {
+        while (n - i >= sizeof w && (memcpy(&w, u + i, sizeof w), !word_special(w)))
+            i += sizeof w;
+        /* Fewer than eight bytes left after plain words: the last eight
+         * bytes of the string cover them. */
+        if (i == n || (n - i < sizeof w &&
+                       (memcpy(&w, u + n - sizeof w, sizeof w), !word_special(w))))
+            return n;
+    }
+    while (i < n && (unsigned)(u[i] - 0x20) < 0x60 && u[i] != '"' && u[i] != '\\')
+        i++;
+    return i;
+}
+
 static int write_string(struct jbuf *b, const char *s, size_t n)
 {
     /* The characters with a two-character escape, and that escape's letter. */
@@ -191,32 +246,44 @@ static int write_string(struct jbuf *b, const char *s, size_t n)
     static const char short_to[] = "\"\\bfnrt";
     static const char hex[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)s;
+    size_t i = plain_run(u, n);
+    if (i == n) {
+        /* Most strings (names, IDs, states) are plain: one copy. */
+        once__text *t = &b->t;
+        if (n > SIZE_MAX - 2 || (n + 2 > t->cap - t->len && text_grow(t, n + 2) != ONCE_OK))
+            return ONCE_ENOMEM;
+        t->p[t->len] = '"';
+        memcpy(t->p + t->len + 1, s, n);
+        t->p[t->len + 1 + n] = '"';
+        t->len += n + 2;
+        return ONCE_OK;
+    }
     int rc = jbuf_putc(b, '"');
     size_t run = 0; /* start of the pending run of bytes copied as they are */
-    /* One pass: ASCII is copied as it is, a multi-byte character is checked
-     * where it stands (a string that is not UTF-8 fails the whole write). */
-    for (size_t i = 0; i < n && rc == ONCE_OK; i++) {
+    /* One pass: plain runs are copied at once, a multi-byte character is
+     * checked where it stands (a string that is not UTF-8 fails the whole
+     * write). */
+    while (i < n && rc == ONCE_OK) {
         unsigned char c = u[i];
         if (c >= 0x80) {
             size_t len = utf8_seq(u + i, n - i);
             if (len == 0)
                 return ONCE_EINVAL;
-            i += len - 1;
-            continue;
+            i += len;
+        } else { /* '"', '\\' or a control character */
+            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
+            size_t esclen = 6;
+            const char *hit = memchr(short_from, c, sizeof short_from - 1);
+            if (hit != NULL) {
+                esc[1] = short_to[hit - short_from];
+                esclen = 2;
+            }
+            rc = jbuf_put(b, s + run, i - run);
+            if (rc == ONCE_OK)
+                rc = jbuf_put(b, esc, esclen);
+            run = ++i;
         }
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
-        size_t esclen = 6;
-        const char *hit = memchr(short_from, c, sizeof short_from - 1);
-        if (hit != NULL) {
-            esc[1] = short_to[hit - short_from];
-            esclen = 2;
-        }
-        rc = jbuf_put(b, s + run, i - run);
-        if (rc == ONCE_OK)
-            rc = jbuf_put(b, esc, esclen);
-        run = i + 1;
+        i += plain_run(u + i, n - i);
     }
     if (rc == ONCE_OK)
         rc = jbuf_put(b, s + run, n - run);
@@ -231,8 +298,32 @@ static int write_value(struct jbuf *b, const json_t *v, int depth);
  * heap: most objects of a task are small, and output is written often. */
 #define MEMBERS_ON_STACK 16
 
+/* An object with its members in insertion order (once__json_write):
+ * written as it is walked. */
+static int write_members(struct jbuf *b, const json_t *obj, int depth)
+{
+    int rc = jbuf_putc(b, '{');
+    char sep = '\0'; /* none before the first member */
+    /* jansson's iterators take a non-const object but do not modify it. */
+    for (void *it = json_object_iter((json_t *)obj); it != NULL && rc == ONCE_OK;
+         it = json_object_iter_next((json_t *)obj, it)) {
+        if (sep != '\0')
+            rc = jbuf_putc(b, sep);
+        sep = ',';
+        if (rc == ONCE_OK)
+            rc = write_string(b, json_object_iter_key(it), json_object_iter_key_len(it));
+        if (rc == ONCE_OK)
+            rc = jbuf_putc(b, ':');
+        if (rc == ONCE_OK)
+            rc = write_value(b, json_object_iter_value(it), depth);
+    }
+    return rc == ONCE_OK ? jbuf_putc(b, '}') : rc;
+}
+
 static int write_object(struct jbuf *b, const json_t *obj, int depth)
 {
+    if (!b->canonical)
+        return write_members(b, obj, depth);
     size_t count = json_object_size(obj);
     struct member stack_m[MEMBERS_ON_STACK];
     struct member *m = stack_m;
@@ -316,8 +407,7 @@ static int write_value(struct jbuf *b, const json_t *v, int depth)
     case JSON_INTEGER:
         if (!b->canonical) {
             char num[24];
-            int n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-            return jbuf_put(b, num, (size_t)n);
+            return jbuf_put(b, num, int_digits(json_integer_value(v), num));
         }
         /* Beyond 2^53 this rounds, exactly as a JCS (double) reader would. */
         return write_number(b, (double)json_integer_value(v));
@@ -338,17 +428,17 @@ static int write_doc(const json_t *v, int canonical, char **out, size_t *outlen)
     *out = NULL;
     if (outlen)
         *outlen = 0;
-    struct jbuf b = {NULL, 0, 0, canonical};
+    struct jbuf b = {ONCE__TEXT_INIT, canonical};
     int rc = write_value(&b, v, 0);
     if (rc == ONCE_OK)
         rc = jbuf_putc(&b, '\0');
     if (rc != ONCE_OK) {
-        once_free(b.p);
+        once_free(b.t.p);
         return rc;
     }
-    *out = b.p;
+    *out = b.t.p;
     if (outlen)
-        *outlen = b.len - 1;
+        *outlen = b.t.len - 1;
     return ONCE_OK;
 }
 
@@ -360,6 +450,56 @@ int once__jcs_json(const json_t *v, char **out, size_t *outlen)
 int once__json_write(const json_t *v, char **out, size_t *outlen)
 {
     return write_doc(v, 0, out, outlen);
+}
+
+/* ---------------------------------------------------------------------------
+ * Text from pieces (jcs.h).
+ */
+
+void once__text_reserve(once__text *t, size_t n)
+{
+    if (t->rc == ONCE_OK)
+        t->rc = text_grow(t, n);
+}
+
+void once__text_put(once__text *t, const char *s, size_t n)
+{
+    struct jbuf b = {*t, 0};
+    if (t->rc == ONCE_OK && (t->rc = jbuf_put(&b, s, n)) == ONCE_OK)
+        *t = b.t;
+}
+
+void once__text_str(once__text *t, const char *s)
+{
+    once__text_put(t, s, strlen(s));
+}
+
+void once__text_int(once__text *t, int64_t v)
+{
+    char num[24];
+    once__text_put(t, num, int_digits(v, num));
+}
+
+void once__text_json(once__text *t, const json_t *v)
+{
+    if (t->rc != ONCE_OK)
+        return;
+    struct jbuf b = {*t, 0};
+    int rc = write_value(&b, v, 0);
+    *t = b.t;
+    t->rc = rc;
+}
+
+char *once__text_done(once__text *t, size_t *len)
+{
+    once__text_put(t, "", 1);
+    char *p = t->rc == ONCE_OK ? t->p : NULL;
+    if (p == NULL)
+        once_free(t->p);
+    if (len != NULL)
+        *len = p != NULL ? t->len - 1 : 0;
+    *t = (once__text)ONCE__TEXT_INIT;
+    return p;
 }
 
 /* ---------------------------------------------------------------------------
@@ -482,9 +622,15 @@ int once_jcs(const char *in, size_t n, char **out, size_t *outlen)
  * server may add (taskId, contextId).
  */
 
+/* The members the digest covers, in canonical order (ASCII names sort
+ * bytewise), so its text is written straight from the message without
+ * building and sorting an object of its own. The last one comes from the
+ * push config, never from the message. */
 static const char *const digest_members[] = {
-    "role", "parts", "metadata", "messageId", "referenceTaskIds", "extensions",
+    "extensions", "messageId", "metadata", "parts", "referenceTaskIds", "role",
+    "taskPushNotificationConfig",
 };
+#define DIGEST_MEMBERS (sizeof digest_members / sizeof digest_members[0])
 
 int once__message_digest_json(const json_t *msg, uint8_t out[ONCE_SHA256_LEN])
 {
@@ -496,29 +642,28 @@ int once__request_digest_json(const json_t *msg, const json_t *push,
 {
     if (!json_is_object(msg) || out == NULL)
         return ONCE_EINVAL;
-    json_t *sub = json_object();
-    if (sub == NULL)
-        return ONCE_ENOMEM;
-    int rc = ONCE_OK;
-    if (push != NULL &&
-        json_object_set(sub, "taskPushNotificationConfig", (json_t *)push) != 0)
-        rc = ONCE_ENOMEM;
-    for (size_t i = 0; rc == ONCE_OK && i < sizeof digest_members / sizeof digest_members[0];
-         i++) {
-        json_t *m = json_object_get(msg, digest_members[i]);
-        if (m != NULL && json_object_set(sub, digest_members[i], m) != 0) {
-            rc = ONCE_ENOMEM;
-            break;
-        }
+    struct jbuf b = {ONCE__TEXT_INIT, 1};
+    int rc = jbuf_putc(&b, '{');
+    char sep = '\0';
+    for (size_t i = 0; i < DIGEST_MEMBERS && rc == ONCE_OK; i++) {
+        const json_t *v = i + 1 < DIGEST_MEMBERS ? json_object_get(msg, digest_members[i]) : push;
+        if (v == NULL)
+            continue;
+        if (sep != '\0')
+            rc = jbuf_putc(&b, sep);
+        sep = ',';
+        if (rc == ONCE_OK)
+            rc = write_string(&b, digest_members[i], strlen(digest_members[i]));
+        if (rc == ONCE_OK)
+            rc = jbuf_putc(&b, ':');
+        if (rc == ONCE_OK)
+            rc = write_value(&b, v, 1); /* inside the digest's object */
     }
-    char *canon = NULL;
-    size_t len = 0;
     if (rc == ONCE_OK)
-        rc = once__jcs_json(sub, &canon, &len);
+        rc = jbuf_putc(&b, '}');
     if (rc == ONCE_OK)
-        once_sha256(canon, len, out);
-    once_free(canon);
-    json_decref(sub);
+        once_sha256(b.t.p, b.t.len, out);
+    once_free(b.t.p);
     return rc;
 }
 

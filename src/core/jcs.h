@@ -32,6 +32,40 @@ int once__jcs_json(const json_t *v, char **out, size_t *outlen);
 int once__json_write(const json_t *v, char **out, size_t *outlen);
 
 /* ---------------------------------------------------------------------------
+ * Text from pieces, for the texts the fast path writes around already
+ * written JSON (spliced answers, update events, a journal's first entry)
+ * without printf: each piece is a memcpy.
+ *
+ * Appends never fail on the spot: the first allocation failure (or a value
+ * the JSON writer refuses) marks the text failed, later appends do nothing,
+ * and once__text_done then frees it and returns NULL. Start from
+ * ONCE__TEXT_INIT; the buffer is the caller's until once__text_done.
+ */
+typedef struct once__text {
+    char *p;
+    size_t len;
+    size_t cap;
+    int rc; /* ONCE_OK, or the first failure */
+} once__text;
+
+#define ONCE__TEXT_INIT {NULL, 0, 0, ONCE_OK}
+
+/* Make room for n more bytes at once (one allocation for a text whose size
+ * the caller can tell). */
+void once__text_reserve(once__text *t, size_t n);
+void once__text_put(once__text *t, const char *s, size_t n);
+void once__text_str(once__text *t, const char *s);
+/* A string literal, without the strlen. */
+#define ONCE__TEXT_LIT(t, lit) once__text_put((t), (lit), sizeof(lit) - 1)
+/* v in decimal, as the JSON writer writes an integer. */
+void once__text_int(once__text *t, int64_t v);
+/* v as once__json_write writes it. */
+void once__text_json(once__text *t, const json_t *v);
+/* The NUL-terminated text (*len, may be NULL, gets its length; free with
+ * once_free), or NULL after a failure. t is spent either way. */
+char *once__text_done(once__text *t, size_t *len);
+
+/* ---------------------------------------------------------------------------
  * Reading JSON.
  *
  * Every jansson allocation in the process goes through once_malloc and

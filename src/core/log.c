@@ -117,11 +117,12 @@ void once__log_ctx_outcome(const char *outcome)
 
 void once__log_ctx_traceparent(const char *traceparent)
 {
-    if (once__traceparent_valid(traceparent))
-        snprintf(tl_ctx.traceparent, sizeof tl_ctx.traceparent, "%.*s", ONCE_TRACEPARENT_LEN,
-                 traceparent);
-    else
-        tl_ctx.traceparent[0] = '\0';
+    /* A later version's extra fields are left out: the first 55
+     * characters are what every line carries. */
+    size_t n = once__traceparent_valid(traceparent) ? ONCE_TRACEPARENT_LEN : 0;
+    if (n > 0)
+        memcpy(tl_ctx.traceparent, traceparent, n);
+    tl_ctx.traceparent[n] = '\0';
 }
 
 /* --- the line ---------------------------------------------------------------------- */

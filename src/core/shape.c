@@ -79,14 +79,28 @@ int once__shape_members(const json_t *obj, const char *const *allowed, const cha
     return ONCE_OK;
 }
 
-/* obj.key, or NULL when absent; f then names it ("where.key") for errors. */
-static const json_t *opt_member(const json_t *obj, const char *key, const char *where, char *f,
-                                size_t fcap)
+/*
+ * Field names ("message.parts[0].text") are written only once a check has
+ * failed: a message that is well formed is checked without printf.
+ */
+
+/* f = "where.key". */
+static void member_name(char *f, size_t cap, const char *where, const char *key)
 {
-    const json_t *v = json_object_get(obj, key);
-    if (v != NULL)
-        snprintf(f, fcap, "%s.%s", where, key);
-    return v;
+    snprintf(f, cap, "%s.%s", where, key);
+}
+
+/* f = "where[i]". */
+static void element_name(char *f, size_t cap, const char *where, size_t i)
+{
+    snprintf(f, cap, "%s[%zu]", where, i);
+}
+
+/* v is a string (non-empty when nonempty; an ID when id). */
+static int string_ok(const json_t *v, int nonempty, int id)
+{
+    return json_is_string(v) && (!nonempty || json_string_length(v) > 0) &&
+           (!id || once_id_valid(json_string_value(v)));
 }
 
 /* obj.key, when present, is a string (non-empty when nonempty; an ID when
@@ -94,24 +108,27 @@ static const json_t *opt_member(const json_t *obj, const char *key, const char *
 static int opt_string(const json_t *obj, const char *key, int nonempty, int id, const char *where,
                       once__shape_err *e)
 {
-    char f[sizeof e->field];
-    const json_t *v = opt_member(obj, key, where, f, sizeof f);
-    if (v == NULL)
+    const json_t *v = json_object_get(obj, key);
+    if (v == NULL || string_ok(v, nonempty, id))
         return ONCE_OK;
+    char f[sizeof e->field];
+    member_name(f, sizeof f, where, key);
     if (!json_is_string(v))
         return once__shape_fail(e, f, "%s must be a string", f);
     if (nonempty && json_string_length(v) == 0)
         return once__shape_fail(e, f, "%s must not be empty", f);
-    return id ? once__shape_id(v, f, e) : ONCE_OK;
+    return once__shape_id(v, f, e);
 }
 
 /* obj.key, when present, is an object no deeper than a value may be. */
 static int opt_object(const json_t *obj, const char *key, const char *where, once__shape_err *e)
 {
-    char f[sizeof e->field];
-    const json_t *v = opt_member(obj, key, where, f, sizeof f);
-    if (v == NULL)
+    const json_t *v = json_object_get(obj, key);
+    if (v == NULL ||
+        (json_is_object(v) && once__json_depth(v, ONCE_VALUE_MAX_DEPTH) <= ONCE_VALUE_MAX_DEPTH))
         return ONCE_OK;
+    char f[sizeof e->field];
+    member_name(f, sizeof f, where, key);
     if (!json_is_object(v))
         return once__shape_fail(e, f, "%s must be an object", f);
     return once__shape_depth(v, f, e);
@@ -122,18 +139,22 @@ static int opt_string_array(const json_t *obj, const char *key, int ids, const c
                             once__shape_err *e)
 {
     char f[sizeof e->field], g[sizeof e->field + 24];
-    const json_t *v = opt_member(obj, key, where, f, sizeof f), *x;
+    const json_t *v = json_object_get(obj, key), *x;
     size_t i;
     if (v == NULL)
         return ONCE_OK;
-    if (!json_is_array(v))
+    if (!json_is_array(v)) {
+        member_name(f, sizeof f, where, key);
         return once__shape_fail(e, f, "%s must be an array of strings", f);
+    }
     json_array_foreach(v, i, x) {
-        snprintf(g, sizeof g, "%s[%zu]", f, i);
+        if (string_ok(x, 0, ids))
+            continue;
+        member_name(f, sizeof f, where, key);
+        element_name(g, sizeof g, f, i);
         if (ids && once__shape_id(x, g, e) != ONCE_OK)
             return ONCE_EINVAL;
-        if (!json_is_string(x))
-            return once__shape_fail(e, g, "%s must be a string", g);
+        return once__shape_fail(e, g, "%s must be a string", g);
     }
     return ONCE_OK;
 }
@@ -159,24 +180,27 @@ int once__shape_part(const json_t *part, const char *field, once__shape_err *e)
                                 "%s must hold exactly one of text, raw, url, data (found %d)",
                                 field, kinds);
     if ((v = json_object_get(part, "text")) != NULL && !json_is_string(v)) {
-        snprintf(f, sizeof f, "%s.text", field);
+        member_name(f, sizeof f, field, "text");
         return once__shape_fail(e, f, "%s must be a string", f);
     }
     if ((v = json_object_get(part, "url")) != NULL &&
         (!json_is_string(v) || json_string_length(v) == 0)) {
-        snprintf(f, sizeof f, "%s.url", field);
+        member_name(f, sizeof f, field, "url");
         return once__shape_fail(e, f, "%s must be a non-empty string", f);
     }
-    if ((v = json_object_get(part, "raw")) != NULL) {
-        snprintf(f, sizeof f, "%s.raw", field);
+    if ((v = json_object_get(part, "raw")) != NULL &&
+        (!json_is_string(v) || !once__base64_valid(json_string_value(v), json_string_length(v)))) {
+        member_name(f, sizeof f, field, "raw");
         if (!json_is_string(v))
             return once__shape_fail(e, f, "%s must be a base64 string", f);
-        if (!once__base64_valid(json_string_value(v), json_string_length(v)))
-            return once__shape_fail(e, f, "%s is not valid base64", f);
+        return once__shape_fail(e, f, "%s is not valid base64", f);
     }
-    snprintf(f, sizeof f, "%s.data", field);
-    if (once__shape_depth(json_object_get(part, "data"), f, e) != ONCE_OK ||
-        opt_object(part, "metadata", field, e) != ONCE_OK ||
+    if ((v = json_object_get(part, "data")) != NULL &&
+        once__json_depth(v, ONCE_VALUE_MAX_DEPTH) > ONCE_VALUE_MAX_DEPTH) {
+        member_name(f, sizeof f, field, "data");
+        return once__shape_depth(v, f, e);
+    }
+    if (opt_object(part, "metadata", field, e) != ONCE_OK ||
         opt_string(part, "filename", 0, 0, field, e) != ONCE_OK ||
         opt_string(part, "mediaType", 0, 0, field, e) != ONCE_OK)
         return ONCE_EINVAL;
@@ -191,18 +215,24 @@ static int check_parts(const json_t *obj, const char *where, size_t max, once__s
     const json_t *parts = json_object_get(obj, "parts"), *p;
     size_t i;
 
-    snprintf(f, sizeof f, "%s.parts", where);
-    if (parts == NULL)
-        return once__shape_fail(e, f, "%s has no parts", where);
-    if (!json_is_array(parts) || json_array_size(parts) == 0)
-        return once__shape_fail(e, f, "%s must be a non-empty array", f);
-    if (max > 0 && json_array_size(parts) > max)
+    if (!json_is_array(parts) || json_array_size(parts) == 0 ||
+        (max > 0 && json_array_size(parts) > max)) {
+        member_name(f, sizeof f, where, "parts");
+        if (parts == NULL)
+            return once__shape_fail(e, f, "%s has no parts", where);
+        if (!json_is_array(parts) || json_array_size(parts) == 0)
+            return once__shape_fail(e, f, "%s must be a non-empty array", f);
         return once__shape_fail(e, f, "%s holds %zu parts; at most %zu are accepted", f,
                                 json_array_size(parts), max);
+    }
     json_array_foreach(parts, i, p) {
-        snprintf(g, sizeof g, "%s[%zu]", f, i);
-        if (once__shape_part(p, g, e) != ONCE_OK)
-            return ONCE_EINVAL;
+        /* Checked once unnamed; only a part that fails is checked again
+         * under its name, for the reason. */
+        if (once__shape_part(p, "", NULL) == ONCE_OK)
+            continue;
+        member_name(f, sizeof f, where, "parts");
+        element_name(g, sizeof g, f, i);
+        return once__shape_part(p, g, e);
     }
     return ONCE_OK;
 }
@@ -216,13 +246,15 @@ static int check_role(const json_t *m, const char *where, const once__msg_rules 
 {
     char f[sizeof e->field];
     const json_t *role = json_object_get(m, "role");
-    snprintf(f, sizeof f, "%s.role", where);
-    if (role == NULL)
-        return r->need_role ? once__shape_fail(e, f, "%s is required", f) : ONCE_OK;
+    if (role == NULL && !r->need_role)
+        return ONCE_OK;
     const char *v = json_string_value(role);
     if (v != NULL &&
         (strcmp(v, r->role) == 0 || (r->alt_role != NULL && strcmp(v, r->alt_role) == 0)))
         return ONCE_OK;
+    member_name(f, sizeof f, where, "role");
+    if (role == NULL)
+        return once__shape_fail(e, f, "%s is required", f);
     return once__shape_fail(e, f, "%s must be \"%s\"%s", f, r->role,
                             r->need_role ? "" : " (or left out)");
 }
@@ -249,9 +281,10 @@ int once__shape_message(const json_t *m, const char *field, const once__msg_rule
         return once__shape_fail(e, field, "%s must be an object (an A2A Message)", field);
     if (r->strict && once__shape_members(m, message_members, field, e) != ONCE_OK)
         return ONCE_EINVAL;
-    snprintf(f, sizeof f, "%s.messageId", field);
-    if (r->need_id && json_object_get(m, "messageId") == NULL)
+    if (r->need_id && json_object_get(m, "messageId") == NULL) {
+        member_name(f, sizeof f, field, "messageId");
         return once__shape_fail(e, f, "%s is required", f);
+    }
     if (opt_string(m, "messageId", 1, r->ids, field, e) != ONCE_OK ||
         check_role(m, field, r, e) != ONCE_OK || check_parts(m, field, r->max_parts, e) != ONCE_OK ||
         opt_string(m, "taskId", 1, r->ids, field, e) != ONCE_OK ||

@@ -35,9 +35,9 @@
  * Locking: the pending table has its own mutex (j->mu): the send path takes
  * it once per replay or refusal, never with e->mu held.
  */
-#include <stdio.h>
 #include <string.h>
 
+#include "core/jcs.h"
 #include "core/str.h"
 #include "engine/engine_int.h"
 
@@ -195,21 +195,29 @@ static json_t *turn_entry(json_t *j, const char *replica, int64_t fence)
 static int turn_first(once__engine *e, int64_t fence, int resumed, int64_t began, int ends,
                       const once_record *cur, once_record *next)
 {
-    char end[96] = "";
-    if (ends)
-        snprintf(end, sizeof end, ",\"end\":%lld,\"result\":\"%s\"", (long long)once__now(e),
-                 once_state_name(next->state));
-    size_t cap = 160 + strlen(e->replica_id) + sizeof end;
-    char *text = once_malloc(cap);
-    if (text == NULL)
-        return ONCE_ENOMEM;
-    snprintf(text, cap,
-             "{\"v\":1,\"entries\":[{\"kind\":\"turn\",\"at\":%lld,\"replica\":\"%s\","
-             "\"fence\":%lld,\"step\":%lld,\"resumed\":%s%s}]}",
-             (long long)began, e->replica_id, (long long)fence, (long long)cur->step,
-             resumed ? "true" : "false", end);
-    next->journal = text;
-    return ONCE_OK;
+    once__text t = ONCE__TEXT_INIT;
+    ONCE__TEXT_LIT(&t, "{\"v\":1,\"entries\":[{\"kind\":\"turn\",\"at\":");
+    once__text_int(&t, began);
+    ONCE__TEXT_LIT(&t, ",\"replica\":\"");
+    once__text_str(&t, e->replica_id);
+    ONCE__TEXT_LIT(&t, "\",\"fence\":");
+    once__text_int(&t, fence);
+    ONCE__TEXT_LIT(&t, ",\"step\":");
+    once__text_int(&t, cur->step);
+    if (resumed)
+        ONCE__TEXT_LIT(&t, ",\"resumed\":true");
+    else
+        ONCE__TEXT_LIT(&t, ",\"resumed\":false");
+    if (ends) {
+        ONCE__TEXT_LIT(&t, ",\"end\":");
+        once__text_int(&t, once__now(e));
+        ONCE__TEXT_LIT(&t, ",\"result\":\"");
+        once__text_str(&t, once_state_name(next->state));
+        ONCE__TEXT_LIT(&t, "\"");
+    }
+    ONCE__TEXT_LIT(&t, "}]}");
+    next->journal = once__text_done(&t, NULL);
+    return next->journal != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
 int once__journal_turn(once__engine *e, int64_t fence, int resumed, int64_t began,

@@ -29,21 +29,36 @@ json_t *once__json_parse(const char *text)
     return once__json_object(text, &j) == ONCE_OK ? j : NULL;
 }
 
+/*
+ * The task and status objects are built member by member: json_pack reads
+ * its format string on every call, several thousand instructions for each
+ * of these small objects on every new task and status change. The names,
+ * states and timestamps are ASCII, so they skip jansson's UTF-8 check.
+ */
+
 static json_t *status_new(once_state state, int64_t now)
 {
     char ts[25];
     once_format_time(now, ts);
-    return json_pack("{s:s, s:s}", "state", once_state_name(state), "timestamp", ts);
+    json_t *st = json_object();
+    if (st == NULL ||
+        json_object_set_new_nocheck(st, "state", json_string_nocheck(once_state_name(state))) ||
+        json_object_set_new_nocheck(st, "timestamp", json_string_nocheck(ts))) {
+        json_decref(st);
+        return NULL;
+    }
+    return st;
 }
 
 json_t *once__task_new(const char *task_id, const char *context_id, once_state state,
                        int64_t now, const json_t *msg)
 {
-    json_t *task = json_pack("{s:s, s:s, s:o, s:[]}", "id", task_id, "contextId", context_id,
-                             "status", status_new(state, now), "history");
-    if (task == NULL)
-        return NULL;
-    if (msg != NULL && once__task_append_history(task, msg) != ONCE_OK) {
+    json_t *task = json_object();
+    if (task == NULL || json_object_set_new_nocheck(task, "id", json_string(task_id)) ||
+        json_object_set_new_nocheck(task, "contextId", json_string(context_id)) ||
+        json_object_set_new_nocheck(task, "status", status_new(state, now)) ||
+        json_object_set_new_nocheck(task, "history", json_array()) ||
+        (msg != NULL && once__task_append_history(task, msg) != ONCE_OK)) {
         json_decref(task);
         return NULL;
     }
@@ -154,7 +169,10 @@ static int set_str(json_t *obj, const char *key, const char *val)
 json_t *once__message_fill(const json_t *msg, const char *task_id, const char *context_id,
                            const char *role, const once_rng *rng)
 {
-    json_t *m = json_deep_copy(msg);
+    /* Only top-level members are set, so a shallow copy serves: the parts
+     * and metadata are shared with msg, which no caller changes (a deep
+     * copy cost about as much as parsing the request). */
+    json_t *m = json_copy((json_t *)msg);
     if (m == NULL)
         return NULL;
     int rc = ONCE_OK;
@@ -237,6 +255,19 @@ json_t *once__send_result(const once_record *rec, int history_length)
     return json_pack("{s:o}", rec->kind == ONCE_KIND_MESSAGE ? "message" : "task", inner);
 }
 
+/* The generation stamp as the last member of an object, as the JSON writer
+ * writes what once__generation_stamp adds: "metadata":{...:{"generation":g}}
+ * (at most STAMP_MAX bytes). */
+#define STAMP_PREFIX "\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION "\":{\"generation\":"
+#define STAMP_MAX (sizeof STAMP_PREFIX + 24)
+
+static void put_stamp(once__text *t, int64_t generation)
+{
+    ONCE__TEXT_LIT(t, STAMP_PREFIX);
+    once__text_int(t, generation);
+    ONCE__TEXT_LIT(t, "}}");
+}
+
 /* {"<kind>": obj} as the text the JSON writer makes of the tree, spliced
  * from obj's stored text instead of parsed and written again, with obj
  * stamped with generation when stamp is set: the writer keeps members in
@@ -250,21 +281,19 @@ static char *splice(const char *kind, const char *obj, int stamp, int64_t genera
     if (n < 2 || obj[0] != '{' || obj[n - 1] != '}' ||
         (stamp && strstr(obj, "\"metadata\"") != NULL))
         return NULL;
-    char head[24], tail[96] = "";
-    snprintf(head, sizeof head, "{\"%s\":", kind);
-    if (stamp)
-        snprintf(tail, sizeof tail,
-                 "%s\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION "\":{\"generation\":%lld}}",
-                 n > 2 ? "," : "", (long long)generation);
-    size_t hn = strlen(head), tn = strlen(tail);
-    char *out = once_malloc(hn + (n - 1) + tn + 3);
-    if (out == NULL)
-        return NULL;
-    memcpy(out, head, hn);
-    memcpy(out + hn, obj, n - 1);
-    memcpy(out + hn + n - 1, tail, tn);
-    memcpy(out + hn + n - 1 + tn, "}}", 3);
-    return out;
+    once__text t = ONCE__TEXT_INIT;
+    once__text_reserve(&t, n + STAMP_MAX + 32); /* one allocation */
+    ONCE__TEXT_LIT(&t, "{\"");
+    once__text_str(&t, kind);
+    ONCE__TEXT_LIT(&t, "\":");
+    once__text_put(&t, obj, n - 1);
+    if (stamp) {
+        if (n > 2)
+            ONCE__TEXT_LIT(&t, ",");
+        put_stamp(&t, generation);
+    }
+    ONCE__TEXT_LIT(&t, "}}");
+    return once__text_done(&t, NULL);
 }
 
 /* once__send_result(rec, -1), written out (see splice). */
@@ -344,12 +373,14 @@ char *once__ev_message(const json_t *msg, int64_t generation)
  * of an ID: once_id_valid), so it can be copied into spliced text. */
 int once__plain_id(const char *s)
 {
+    /* The ID characters as a bit set over ASCII: - . 0-9 : in the first
+     * word, A-Z _ a-z in the second. */
+    static const uint64_t id_chars[2] = {0x07ff600000000000u, 0x07fffffe87fffffeu};
     if (s == NULL || *s == '\0')
         return 0;
     for (; *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == ':' || c == '-'))
+        if (c >= 128 || !((id_chars[c >> 6] >> (c & 63)) & 1))
             return 0;
     }
     return 1;
@@ -373,16 +404,22 @@ static int update_text(const char *kind, const json_t *task, const char *name,
     const char *ctx = json_string_value(json_object_get(task, "contextId"));
     if (!once__plain_id(id) || !once__plain_id(ctx) || value == NULL)
         return ONCE_EINVAL;
-    char *v = once__json_text(value);
-    if (v == NULL)
-        return ONCE_ENOMEM;
-    static const char fmt[] = "{\"%s\":{\"taskId\":\"%s\",\"contextId\":\"%s\",\"%s\":%s,%s"
-                              "\"metadata\":{\"" ONCE_IDEMPOTENCY_EXTENSION
-                              "\":{\"generation\":%lld}}}}";
-    int n = snprintf(NULL, 0, fmt, kind, id, ctx, name, v, rest, (long long)generation);
-    if (n > 0 && (*out = once_malloc((size_t)n + 1)) != NULL)
-        snprintf(*out, (size_t)n + 1, fmt, kind, id, ctx, name, v, rest, (long long)generation);
-    once_free(v);
+    once__text t = ONCE__TEXT_INIT;
+    ONCE__TEXT_LIT(&t, "{\"");
+    once__text_str(&t, kind);
+    ONCE__TEXT_LIT(&t, "\":{\"taskId\":\"");
+    once__text_str(&t, id);
+    ONCE__TEXT_LIT(&t, "\",\"contextId\":\"");
+    once__text_str(&t, ctx);
+    ONCE__TEXT_LIT(&t, "\",\"");
+    once__text_str(&t, name);
+    ONCE__TEXT_LIT(&t, "\":");
+    once__text_json(&t, value);
+    ONCE__TEXT_LIT(&t, ",");
+    once__text_str(&t, rest);
+    put_stamp(&t, generation);
+    ONCE__TEXT_LIT(&t, "}}");
+    *out = once__text_done(&t, NULL);
     return *out != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
 
@@ -402,9 +439,13 @@ char *once__ev_status(const json_t *task, int64_t generation)
 char *once__ev_artifact(const json_t *task, const json_t *artifact, int append, int last_chunk,
                         int64_t generation)
 {
-    char rest[48];
-    snprintf(rest, sizeof rest, "\"append\":%s,\"lastChunk\":%s,", append ? "true" : "false",
-             last_chunk ? "true" : "false");
+    /* The two flags as the writer writes them, each member followed by a
+     * comma (update_text's rest). */
+    static const char *const rests[2][2] = {
+        {"\"append\":false,\"lastChunk\":false,", "\"append\":false,\"lastChunk\":true,"},
+        {"\"append\":true,\"lastChunk\":false,", "\"append\":true,\"lastChunk\":true,"},
+    };
+    const char *rest = rests[append != 0][last_chunk != 0];
     char *text;
     if (update_text("artifactUpdate", task, "artifact", artifact, rest, generation, &text) !=
         ONCE_EINVAL)

@@ -9,7 +9,8 @@
  *     artifact costs one allocation, where parsing costs hundreds;
  *   - the registration's task event is spliced the same way, and status
  *     and artifact update events are written without building their
- *     objects, all with the bytes the objects are written as;
+ *     objects, all with the bytes the objects are written as, in one
+ *     allocation;
  *   - the engine answers a blocking send and a replay with text when asked.
  */
 #include "engine/engine_int.h"
@@ -173,17 +174,57 @@ static void update_events_are_the_tree_events(void **state)
         once_free(got);
         once_free(want);
         json_t *art = once__json_parse("{\"artifactId\":\"a\",\"parts\":[{\"data\":{\"n\":1.5}}]}");
-        got = once__ev_artifact(task, art, 1, 0, 9);
-        want = event_oracle("artifactUpdate",
-                            json_pack("{s:O, s:O, s:O, s:b, s:b}", "taskId", id, "contextId",
-                                      json_object_get(task, "contextId"), "artifact", art,
-                                      "append", 1, "lastChunk", 0));
-        assert_string_equal(got, want);
-        once_free(got);
-        once_free(want);
+        for (int flags = 0; flags < 4; flags++) {
+            int append = flags & 1, last = flags >> 1;
+            got = once__ev_artifact(task, art, append, last, 9);
+            want = event_oracle("artifactUpdate",
+                                json_pack("{s:O, s:O, s:O, s:b, s:b}", "taskId", id, "contextId",
+                                          json_object_get(task, "contextId"), "artifact", art,
+                                          "append", append, "lastChunk", last));
+            assert_string_equal(got, want);
+            once_free(got);
+            once_free(want);
+        }
         json_decref(art);
         json_decref(agent);
         json_decref(task);
+    }
+}
+
+/* An update event is one allocation: the value is written straight into
+ * the event's text, not into a text of its own that is then copied. */
+static void update_event_allocates_once(void **state)
+{
+    (void)state;
+    json_t *task = once__json_parse("{\"id\":\"t-7\",\"contextId\":\"c-7\"}");
+    json_t *agent = once__agent_text("done", "t-7", "c-7", NULL);
+    assert_int_equal(once__task_set_status(task, ONCE_STATE_COMPLETED, agent, 1700000000000LL),
+                     ONCE_OK);
+    once_set_allocator(&counting_allocator);
+    counted = 0;
+    counting = 1;
+    char *text = once__ev_status(task, 3);
+    counting = 0;
+    once_set_allocator(NULL);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"generation\":3}}}}"));
+    assert_int_equal(counted, 1);
+    once_free(text);
+    json_decref(agent);
+    json_decref(task);
+}
+
+/* once__plain_id holds for exactly the ID characters, byte by byte. */
+static void plain_id_characters(void **state)
+{
+    (void)state;
+    assert_false(once__plain_id(NULL));
+    assert_false(once__plain_id(""));
+    for (int c = 1; c < 256; c++) {
+        char s[4] = {'a', (char)c, 'b', '\0'};
+        int want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '.' || c == '_' || c == ':' || c == '-';
+        assert_int_equal(once__plain_id(s), want);
     }
 }
 
@@ -228,6 +269,8 @@ int main(void)
         cmocka_unit_test(text_does_not_parse),
         cmocka_unit_test(task_event_is_the_tree_event),
         cmocka_unit_test(update_events_are_the_tree_events),
+        cmocka_unit_test(update_event_allocates_once),
+        cmocka_unit_test(plain_id_characters),
         cmocka_unit_test(engine_answers_with_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

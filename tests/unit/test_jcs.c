@@ -22,6 +22,7 @@
 #include "core/alloc_int.h"
 #include "core/jcs.h"
 #include "once/once.h"
+#include "unit/count_alloc.h"
 
 /* ---------------------------------------------------------------------------
  * Helpers.
@@ -699,6 +700,39 @@ static void test_digest_rejects(void **state)
     json_decref(v);
 }
 
+/* A send with a push config digests the message's members and the config
+ * as one canonical object (the config under "taskPushNotificationConfig",
+ * sorted with the rest); a member of that name inside the message itself
+ * is never digested. */
+static void test_digest_with_push(void **state)
+{
+    (void)state;
+    json_t *msg = json_pack("{s:s, s:s, s:[{s:s}], s:s, s:{s:i}}", "role", "ROLE_USER",
+                            "messageId", "m-9", "parts", "text", "hi", "taskId", "t-9",
+                            "taskPushNotificationConfig", "x", 1);
+    json_t *push = json_pack("{s:s, s:{s:s}}", "url", "https://h.example/hook", "authentication",
+                             "scheme", "Bearer");
+    uint8_t got[ONCE_SHA256_LEN], want[ONCE_SHA256_LEN];
+    /* The same object, canonicalised from text by once_jcs. */
+    const char *sub = "{\"taskPushNotificationConfig\":{\"url\":\"https://h.example/hook\","
+                      "\"authentication\":{\"scheme\":\"Bearer\"}},\"role\":\"ROLE_USER\","
+                      "\"parts\":[{\"text\":\"hi\"}],\"messageId\":\"m-9\"}";
+    char *canon = NULL;
+    size_t n = 0;
+    assert_int_equal(once_jcs(sub, strlen(sub), &canon, &n), ONCE_OK);
+    once_sha256(canon, n, want);
+    once_free(canon);
+    assert_int_equal(once__request_digest_json(msg, push, got), ONCE_OK);
+    assert_memory_equal(got, want, ONCE_SHA256_LEN);
+    /* Without a config: the message's digest, its own member left out. */
+    const char *bare = "{\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"hi\"}],\"messageId\":\"m-9\"}";
+    digest_of(bare, want);
+    assert_int_equal(once__request_digest_json(msg, NULL, got), ONCE_OK);
+    assert_memory_equal(got, want, ONCE_SHA256_LEN);
+    json_decref(push);
+    json_decref(msg);
+}
+
 /* once__json_write: the writer for the wire and the store keeps member order,
  * writes integers exactly and reals in their shortest round-trip form. */
 static void test_json_write(void **state)
@@ -728,6 +762,116 @@ static void test_json_write(void **state)
     json_decref(s);
 }
 
+/* The writer skips plain ASCII eight bytes at a time: a character that
+ * needs care is found at every position of a word and of the tail, in
+ * strings of every length around the word size, with the bytes a
+ * one-character-at-a-time escaper writes. */
+static void test_write_string_every_position(void **state)
+{
+    (void)state;
+    /* What the special character is written as. */
+    static const struct {
+        const char *in;
+        const char *out;
+    } specials[] = {
+        {"\"", "\\\""}, {"\\", "\\\\"}, {"\n", "\\n"}, {"\x01", "\\u0001"}, {"\x1f", "\\u001f"},
+        {"\x7f", "\x7f"}, {" ", " "}, {"\xc3\xa9", "\xc3\xa9"}, {"\xe2\x82\xac", "\xe2\x82\xac"},
+    };
+    for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+        for (size_t len = 0; len <= 20; len++) {
+            for (size_t at = 0; at <= len; at++) {
+                char in[64], want[64];
+                size_t sl = strlen(specials[k].in);
+                memset(in, 'a', len);
+                memcpy(in + at, specials[k].in, sl);
+                memset(in + at + sl, 'b', len - at);
+                snprintf(want, sizeof want, "\"%.*s%s%.*s\"", (int)at, in,
+                         specials[k].out, (int)(len - at), in + at + sl);
+                json_t *v = json_stringn(in, len + sl);
+                assert_non_null(v);
+                char *out = NULL;
+                assert_int_equal(once__json_write(v, &out, NULL), ONCE_OK);
+                assert_string_equal(out, want);
+                once_free(out);
+                json_decref(v);
+            }
+        }
+    }
+    /* A byte that is not UTF-8 fails the write wherever it stands. */
+    for (size_t len = 1; len <= 20; len++) {
+        for (size_t at = 0; at < len; at++) {
+            char in[32];
+            memset(in, 'a', len);
+            in[at] = (char)0xff;
+            json_t *v = json_stringn_nocheck(in, len);
+            char *out = (char *)1;
+            assert_int_equal(once__json_write(v, &out, NULL), ONCE_EINVAL);
+            assert_null(out);
+            json_decref(v);
+        }
+    }
+}
+
+/* A text the size of a stored task (a few hundred bytes) is written with
+ * one allocation, not grown from a small buffer step by step. */
+static void test_write_allocates_once(void **state)
+{
+    (void)state;
+    json_t *v = json_object();
+    for (int i = 0; i < 12; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "k%02d", i);
+        json_object_set_new(v, key, json_string("0123456789abcdefghij"));
+    }
+    once_set_allocator(&counting_allocator);
+    char *out = NULL;
+    size_t n = 0;
+    counted = 0;
+    counting = 1;
+    int rc = once__json_write(v, &out, &n);
+    counting = 0;
+    once_set_allocator(NULL);
+    assert_int_equal(rc, ONCE_OK);
+    assert_true(n > 300 && n < 500);
+    assert_int_equal(counted, 1);
+    once_free(out);
+    json_decref(v);
+}
+
+/* Text from pieces: the bytes in order, integers as the writer writes
+ * them, and after a failed allocation no text (and nothing leaked). */
+static void test_text_pieces(void **state)
+{
+    (void)state;
+    json_t *v = json_pack("{s:[i,s]}", "a", 7, "x\"y");
+    once__text t = ONCE__TEXT_INIT;
+    ONCE__TEXT_LIT(&t, "<");
+    once__text_int(&t, INT64_MIN);
+    once__text_str(&t, "|");
+    once__text_int(&t, 0);
+    once__text_str(&t, "|");
+    once__text_int(&t, INT64_MAX);
+    once__text_json(&t, v);
+    ONCE__TEXT_LIT(&t, ">");
+    size_t n = 0;
+    char *s = once__text_done(&t, &n);
+    assert_string_equal(s, "<-9223372036854775808|0|9223372036854775807{\"a\":[7,\"x\\\"y\"]}>");
+    assert_int_equal(n, strlen(s));
+    once_free(s);
+    for (long fail = 0; fail < 3; fail++) {
+        once__alloc_fail_after(fail);
+        once__text u = ONCE__TEXT_INIT;
+        for (int i = 0; i < 200; i++)
+            once__text_json(&u, v);
+        ONCE__TEXT_LIT(&u, "end");
+        n = 1;
+        assert_null(once__text_done(&u, &n));
+        assert_int_equal(n, 0);
+    }
+    once__alloc_fail_after(-1);
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -750,11 +894,15 @@ int main(void)
         cmocka_unit_test(test_nul_in_name),
         cmocka_unit_test(test_json_values),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_write_string_every_position),
+        cmocka_unit_test(test_write_allocates_once),
+        cmocka_unit_test(test_text_pieces),
         cmocka_unit_test(test_digest_definition),
         cmocka_unit_test(test_digest_stable),
         cmocka_unit_test(test_digest_ignores_server_members),
         cmocka_unit_test(test_digest_changes),
         cmocka_unit_test(test_digest_rejects),
+        cmocka_unit_test(test_digest_with_push),
         cmocka_unit_test(test_json_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
