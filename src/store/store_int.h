@@ -30,6 +30,31 @@ extern const once_store_methods once__store_pg;
 extern const once_store_methods once__store_redis;
 #endif
 
+/*
+ * What a backend with a handle of its own gives once__backend_open
+ * (backend.c): the handle's size (once_store first) and three hooks.
+ *   parse    reads url into the zeroed handle s: defaults, settings, checks
+ *            that need no server or file. ONCE_EINVAL with a message in
+ *            errbuf for a bad URL.
+ *   start    connects, creates or migrates the schema. Its error may sit in
+ *            errbuf or in s->errmsg (copied to errbuf when errbuf is empty).
+ *   release  frees everything parse and start made, whatever point either
+ *            stopped at; it is also the backend's close slot, so its answer
+ *            is close's (ONCE_OK, or ONCE_ESTORE when a last flush failed).
+ * name is the error text's prefix ("postgres: out of memory").
+ */
+typedef struct once__backend {
+    const char *name;
+    size_t size;
+    int (*parse)(once_store *s, const char *url, char *errbuf, size_t errlen);
+    int (*start)(once_store *s, char *errbuf, size_t errlen);
+    int (*release)(once_store *s);
+} once__backend;
+
+/* Allocate, parse, start; on failure release and leave *out NULL. */
+int once__backend_open(const once__backend *b, const char *url, once_store **out, char *errbuf,
+                       size_t errlen);
+
 /* printf into s->errmsg (best effort: writers are serialised, readers of
  * once_store_errmsg may see a message being replaced). s may be NULL. */
 void once__store_seterr(once_store *s, const char *fmt, ...)

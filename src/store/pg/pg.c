@@ -37,17 +37,15 @@
 #include "store/store_int.h"
 #include "store/url_param.h"
 
-static void pg_free(pg_store *s)
+/* The release hook, and so the close slot: PQfinish reports nothing. */
+static int pg_release(once_store *base)
 {
-    if (!s)
-        return;
-    if (s->pool.ops) {
-        once__pool_destroy(&s->pool);
-        once__pool_destroy(&s->bpool);
-        once__batch_destroy(&s->batch);
-    }
+    pg_store *s = (pg_store *)base;
+
+    once__batch_conns_destroy(&s->pool, &s->bpool, &s->batch);
     once_free(s->conninfo);
     once_free(s);
+    return ONCE_OK;
 }
 
 static int schema_ok(const char *v, size_t n)
@@ -132,65 +130,44 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
     return ONCE_OK;
 }
 
-static int pg_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
-                   size_t errlen)
+/* The parse hook: libpq's thread safety, then the URL. */
+static int pg_parse(once_store *base, const char *url, char *errbuf, size_t errlen)
 {
-    pg_store *s;
-    pg_conn *c;
-    int reset, rc;
+    pg_store *s = (pg_store *)base;
 
-    (void)opt;
-    *out = NULL;
     if (!PQisthreadsafe()) {
         once__store_errbuf(errbuf, errlen, "postgres: libpq is not thread-safe");
         return ONCE_EUNSUPPORTED;
     }
-    s = once_calloc(1, sizeof *s);
-    if (!s) {
-        once__store_errbuf(errbuf, errlen, "postgres: out of memory");
-        return ONCE_ENOMEM;
-    }
-    rc = parse_url(s, url, &reset, errbuf, errlen);
-    if (rc != ONCE_OK) {
-        once_free(s);
-        return rc;
-    }
-    once__pool_init(&s->pool, &once__pg_pool_ops, s, &s->base, s->pool_max, PG_POOL_WAIT_MS,
-                    PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
-    once__pool_init(&s->bpool, &once__pg_pool_ops, s, &s->base, (size_t)s->batch_leaders,
-                    PG_POOL_WAIT_MS, PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
-    once__batch_init(&s->batch, &s->bpool, once__pg_batch_run, s->batch_leaders,
-                     ONCE__BATCH_MAX);
+    return parse_url(s, url, &s->reset, errbuf, errlen);
+}
 
+/* The start hook: the pools, one connection, the migrations; that
+ * connection then serves the pool. */
+static int pg_start(once_store *base, char *errbuf, size_t errlen)
+{
+    pg_store *s = (pg_store *)base;
+    const once__batch_conns_cfg cfg = {&once__pg_pool_ops, s, &s->base, s->pool_max,
+                                       s->batch_leaders, once__pg_batch_run, PG_POOL_WAIT_MS,
+                                       PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS};
+    pg_conn *c;
+    int rc;
+
+    once__batch_conns_init(&s->pool, &s->bpool, &s->batch, &cfg);
     rc = once__pg_connect(s, &c, errbuf, errlen);
-    if (rc == ONCE_OK) {
-        rc = once__pg_migrate(s, c, reset);
-        if (rc != ONCE_OK) {
-            once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
-            once__pg_conn_close(c);
-        }
-    }
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__pg_migrate(s, c, s->reset);
     if (rc != ONCE_OK) {
-        pg_free(s);
+        once__pg_conn_close(c);
         return rc;
     }
     once__pool_adopt(&s->pool, &c->item);
-    s->base.m = &once__store_pg;
-    *out = &s->base;
     return ONCE_OK;
 }
 
-static int pg_close(once_store *s)
-{
-    pg_free((pg_store *)s);
-    return ONCE_OK;   /* PQfinish reports nothing */
-}
+static const once__backend pg_backend = {"postgres", sizeof(pg_store), pg_parse, pg_start,
+                                         pg_release};
 
-const once_store_methods once__store_pg = {
-    .version = ONCE_STORE_METHODS_VERSION,
-    .scheme = "postgres",
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
-    .open = pg_open,
-    .close = pg_close,
-    ONCE__STORE_SLOT_TABLE(pg),
-};
+ONCE__STORE_BACKEND(once__store_pg, pg, "postgres",
+                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, pg_backend);

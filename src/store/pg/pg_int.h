@@ -116,6 +116,7 @@ typedef struct pg_store {
     char schema[PG_SCHEMA_MAX + 1];
     size_t pool_max;
     int batch_leaders; /* 0: every write runs alone */
+    int reset;         /* URL reset=1: empty once's tables at open (tests only) */
 
     once__pool pool;    /* connections (store/pool.h) */
     once__pool bpool;   /* the batches' own connections, one per batch in flight: a

@@ -86,21 +86,19 @@
 #include "store/redis/redis_int.h"
 #include "store/store_int.h"
 
-static void rd_free(rd_store *s)
+/* The release hook, and so the close slot: redisFree reports nothing. */
+static int rd_release(once_store *base)
 {
-    if (!s)
-        return;
-    if (s->pool.ops) {
-        once__pool_destroy(&s->pool);
-        once__pool_destroy(&s->bpool);
-        once__batch_destroy(&s->batch);
-    }
+    rd_store *s = (rd_store *)base;
+
+    once__batch_conns_destroy(&s->pool, &s->bpool, &s->batch);
     once_free(s->host);
     once_free(s->user);
     if (s->password)
         memset(s->password, 0, strlen(s->password));
     once_free(s->password);
     once_free(s);
+    return ONCE_OK;
 }
 
 static int hexval(char ch)
@@ -277,65 +275,46 @@ static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, siz
     return parse_params(s, q ? q + 1 : NULL, reset, errbuf, errlen);
 }
 
-static int rd_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
-                   size_t errlen)
+/* The parse hook: the defaults, then the URL over them. */
+static int rd_parse(once_store *base, const char *url, char *errbuf, size_t errlen)
 {
-    rd_store *s;
-    rd_conn *c = NULL;
-    int reset = 0, rc;
+    rd_store *s = (rd_store *)base;
 
-    (void)opt;
-    *out = NULL;
-    s = once_calloc(1, sizeof *s);
-    if (!s) {
-        once__store_errbuf(errbuf, errlen, "redis: out of memory");
-        return ONCE_ENOMEM;
-    }
     snprintf(s->prefix, sizeof s->prefix, "once");
     s->pool_max = RD_POOL_DEFAULT;
     s->batch_leaders = RD_BATCH_DEFAULT;
     s->timeout_ms = RD_TIMEOUT_DEFAULT_MS;
+    return parse_url(s, url, &s->reset, errbuf, errlen);
+}
 
-    rc = parse_url(s, url, &reset, errbuf, errlen);
-    if (rc == ONCE_OK) {
-        once__pool_init(&s->pool, &once__rd_pool_ops, s, &s->base, s->pool_max, RD_POOL_WAIT_MS,
-                        RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
-        once__pool_init(&s->bpool, &once__rd_pool_ops, s, &s->base, (size_t)s->batch_leaders,
-                        RD_POOL_WAIT_MS, RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
-        once__batch_init(&s->batch, &s->bpool, once__rd_batch_run, s->batch_leaders,
-                         ONCE__BATCH_MAX);
-        rc = once__rd_connect(s, &c, errbuf, errlen);
-    }
-    if (rc == ONCE_OK) {
-        rc = once__rd_load_scripts(s, c);
-        if (rc == ONCE_OK && reset)
-            rc = once__rd_reset(s, c);
-        if (rc != ONCE_OK) {
-            once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
-            once__rd_conn_close(c);
-        }
-    }
+/* The start hook: the pools, one connection, the scripts (and the reset
+ * of a test's URL); that connection then serves the pool. */
+static int rd_start(once_store *base, char *errbuf, size_t errlen)
+{
+    rd_store *s = (rd_store *)base;
+    const once__batch_conns_cfg cfg = {&once__rd_pool_ops, s, &s->base, s->pool_max,
+                                       s->batch_leaders, once__rd_batch_run, RD_POOL_WAIT_MS,
+                                       RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS};
+    rd_conn *c = NULL;
+    int rc;
+
+    once__batch_conns_init(&s->pool, &s->bpool, &s->batch, &cfg);
+    rc = once__rd_connect(s, &c, errbuf, errlen);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = once__rd_load_scripts(s, c);
+    if (rc == ONCE_OK && s->reset)
+        rc = once__rd_reset(s, c);
     if (rc != ONCE_OK) {
-        rd_free(s);
+        once__rd_conn_close(c);
         return rc;
     }
     once__pool_adopt(&s->pool, &c->item);
-    s->base.m = &once__store_redis;
-    *out = &s->base;
     return ONCE_OK;
 }
 
-static int rd_close(once_store *s)
-{
-    rd_free((rd_store *)s);
-    return ONCE_OK;   /* redisFree reports nothing */
-}
+static const once__backend rd_backend = {"redis", sizeof(rd_store), rd_parse, rd_start,
+                                         rd_release};
 
-const once_store_methods once__store_redis = {
-    .version = ONCE_STORE_METHODS_VERSION,
-    .scheme = "redis",
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_PUSH,
-    .open = rd_open,
-    .close = rd_close,
-    ONCE__STORE_SLOT_TABLE(rd),
-};
+ONCE__STORE_BACKEND(once__store_redis, rd, "redis", ONCE_STORE_SHARED | ONCE_STORE_PUSH,
+                    rd_backend);

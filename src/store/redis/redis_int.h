@@ -79,6 +79,7 @@ typedef struct rd_store {
     char prefix[RD_PREFIX_MAX + 1];
     size_t pool_max;
     int batch_leaders;   /* 0: every script is sent alone */
+    int reset;           /* URL reset=1: empty once's keys at open (tests only) */
     int timeout_ms;      /* per command */
     int64_t tomb_ttl_ms; /* 0: tombstones live until purge */
     char sha[RD_NSCRIPT][41];
