@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "core/str.h"
 #include "a2a/a2a_int.h"
 #include "core/generation.h"
@@ -95,38 +96,16 @@ typedef struct text {
 
 static void put(text *t, const char *s, size_t n)
 {
-    if (t->fail)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 1024;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *np = once_realloc(t->p, cap);
-        if (np == NULL) {
-            t->fail = 1;
-            return;
-        }
-        t->p = np;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
+    if (!t->fail && once__text_append(&t->p, &t->len, &t->cap, 1024, s, n) != ONCE_OK)
+        t->fail = 1;
 }
 
 /* Make room for n more bytes at once (frames are sized before they are
  * written, so a batch costs one allocation of its exact size). */
 static void reserve(text *t, size_t n)
 {
-    if (t->fail || n == 0 || t->len + n + 1 <= t->cap)
-        return;
-    char *np = once_realloc(t->p, t->len + n + 1);
-    if (np == NULL) {
+    if (!t->fail && n > 0 && once__grow_to(&t->p, &t->cap, t->len + n + 1) != ONCE_OK)
         t->fail = 1;
-        return;
-    }
-    t->p = np;
-    t->cap = t->len + n + 1;
 }
 
 /* The size of one frame around a payload of n bytes (see frame()). */

@@ -25,6 +25,7 @@
 
 #include <curl/curl.h>
 
+#include "core/grow.h"
 #include "core/str.h"
 #include "client/client_int.h"
 
@@ -68,21 +69,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
         s->overflow = 1;
         return 0;
     }
-    if (s->r->len + len + 1 > s->cap) {
-        size_t ncap = s->cap ? s->cap : 4096;
-        while (ncap < s->r->len + len + 1)
-            ncap *= 2;
-        char *nb = once_realloc(s->r->body, ncap);
-        if (nb == NULL) {
-            s->nomem = 1;
-            return 0;
-        }
-        s->r->body = nb;
-        s->cap = ncap;
+    if (once__text_append(&s->r->body, &s->r->len, &s->cap, 4096, p, len) != ONCE_OK) {
+        s->nomem = 1;
+        return 0;
     }
-    memcpy(s->r->body + s->r->len, p, len);
-    s->r->len += len;
-    s->r->body[s->r->len] = '\0';
     return len;
 }
 

@@ -13,6 +13,7 @@
  */
 #include <string.h>
 
+#include "core/grow.h"
 #include "client/client_int.h"
 
 void once__sse_init(once__sse *p, size_t max, once__sse_event_fn fn, void *ctx)
@@ -39,20 +40,7 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n,
 {
     if (*len + n > max)
         return ONCE_ERANGE;
-    if (*len + n + 1 > *cap) {
-        size_t ncap = *cap ? *cap : 256;
-        while (ncap < *len + n + 1)
-            ncap *= 2;
-        char *nb = once_realloc(*buf, ncap);
-        if (nb == NULL)
-            return ONCE_ENOMEM;
-        *buf = nb;
-        *cap = ncap;
-    }
-    memcpy(*buf + *len, s, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-    return ONCE_OK;
+    return once__text_append(buf, len, cap, 256, s, n);
 }
 
 static int parse_id(const char *v, size_t n, int64_t *out)

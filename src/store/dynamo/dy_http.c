@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/grow.h"
 #include "core/str.h"
 #include "core/backoff.h"
 #include "store/dynamo/dy_int.h"
@@ -78,20 +79,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
         b->over = 1;
         return 0;
     }
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        char *p;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        p = once_realloc(b->p, cap);
-        if (!p)
-            return 0;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    b->p[b->n] = '\0';
+    if (once__text_append(&b->p, &b->n, &b->cap, 4096, data, n) != ONCE_OK)
+        return 0;
     return n;
 }
 
