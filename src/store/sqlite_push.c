@@ -32,16 +32,10 @@ static int row_decode(sqlite3_stmt *st, int c, once_push_row *r)
         rc = once__sq_text(r->last_error, sizeof r->last_error, st, c + 9);
     if (rc != ONCE_OK)
         return rc;
-    r->since = sqlite3_column_int64(st, c + 1);
-    r->delivered = sqlite3_column_int64(st, c + 2);
-    r->target = sqlite3_column_int64(st, c + 3);
-    r->attempts = sqlite3_column_int64(st, c + 4);
-    r->next_attempt_at = sqlite3_column_int64(st, c + 5);
-    r->lease_until = sqlite3_column_int64(st, c + 7);
-    r->disabled = sqlite3_column_int(st, c + 8) != 0;
-    r->deliveries = sqlite3_column_int64(st, c + 10);
-    r->retries = sqlite3_column_int64(st, c + 11);
-    r->failures = sqlite3_column_int64(st, c + 12);
+    for (int k = 0; k < ONCE__PUSH_ROW_NINT; k++) {
+        const once__int_field *f = &once__push_row_ints[k];
+        once__field_set(r, f, sqlite3_column_int64(st, c + f->col));
+    }
     return ONCE_OK;
 }
 

@@ -74,16 +74,10 @@ int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)
         once_record_clear(r);
         return rc;
     }
-    r->state = (once_state)sqlite3_column_int(st, c + 3);
-    r->kind = (once_record_kind)sqlite3_column_int(st, c + 4);
-    r->version = sqlite3_column_int64(st, c + 5);
-    r->generation = sqlite3_column_int64(st, c + 6);
-    r->fence = sqlite3_column_int64(st, c + 7);
-    r->step = sqlite3_column_int64(st, c + 8);
-    r->lease_until = sqlite3_column_int64(st, c + 10);
-    r->created_at = sqlite3_column_int64(st, c + 11);
-    r->updated_at = sqlite3_column_int64(st, c + 12);
-    r->finished_at = sqlite3_column_int64(st, c + 13);
+    for (int k = 0; k < ONCE__RECORD_NINT; k++) {
+        const once__int_field *f = &once__record_ints[k];
+        once__field_set(r, f, sqlite3_column_int64(st, c + f->col));
+    }
     return ONCE_OK;
 }
 

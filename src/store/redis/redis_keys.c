@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "store/redis/redis_int.h"
+#include "store/store_int.h"
 
 static char *key_fmt(const rd_store *s, const char *principal, const char *task_id,
                      const char *suffix)
@@ -140,21 +141,14 @@ int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_
                            const char *lmember, size_t lmlen)
 {
     int before = c->argc;
+    int i;
 
     field(c, "p", rec->principal);
     field(c, "i", rec->task_id);
     field(c, "c", rec->context_id);
-    field_i64(c, "s", (int64_t)rec->state);
-    field_i64(c, "k", (int64_t)rec->kind);
-    field_i64(c, "v", rec->version);
-    field_i64(c, "g", rec->generation);
-    field_i64(c, "f", rec->fence);
-    field_i64(c, "n", rec->step);
+    for (i = 0; i < ONCE__RECORD_NINT; i++)
+        field_i64(c, once__record_ints[i].hf, once__field_get(rec, &once__record_ints[i]));
     field(c, "o", rec->lease_owner);
-    field_i64(c, "u", rec->lease_until);
-    field_i64(c, "ca", rec->created_at);
-    field_i64(c, "ua", rec->updated_at);
-    field_i64(c, "fa", rec->finished_at);
     field(c, "d", rec->digests);
     field(c, "j", rec->task_json);
     field(c, "fd", first_digest);
