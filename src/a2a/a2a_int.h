@@ -176,7 +176,9 @@ typedef int (*a2a_handler)(a2a_call *c);
 enum {
     A2A_M_LEGACY = 1u << 0,    /* 0.1 name: accepted without A2A-Version */
     A2A_M_ADMIN = 1u << 1,     /* exists only with --test-admin */
-    A2A_M_NOVERSION = 1u << 2  /* no A2A-Version check (our own namespace) */
+    A2A_M_NOVERSION = 1u << 2, /* no A2A-Version check (our own namespace) */
+    A2A_M_STREAM = 1u << 3     /* answers with a stream: once__a2a_run refuses it
+                                  (once__a2a_h_streaming) when the backend cannot stream */
 };
 
 /* One row of the method table; rows are const. */
@@ -226,6 +228,9 @@ int once__a2a_h_admin_stats(a2a_call *c);
 
 /* Accessors the handlers need from the handle (a2a.c). */
 const once__a2a_backend *once__a2a_backend_of(const once__a2a *a);
+/* b serves events, head and wait: what every A2A_M_STREAM method needs and
+ * what the card's capabilities.streaming announces (h_stream.c). */
+int once__a2a_backend_streams(const once__a2a_backend *b);
 size_t once__a2a_max_parts(const once__a2a *a);
 int64_t once__a2a_wait_ms(const once__a2a *a);
 once_offset_clock *once__a2a_clock(const once__a2a *a);

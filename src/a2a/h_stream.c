@@ -378,6 +378,18 @@ static int too_many(a2a_call *c)
     return ONCE_EINVAL;
 }
 
+/* What both stream methods check before any work: a well-formed
+ * Last-Event-ID, and a free stream slot (taken here; the stream's free
+ * gives it back). */
+static int stream_admit(a2a_call *c, int *has_resume, int64_t *resume)
+{
+    if (last_event_id(c, has_resume, resume) != ONCE_OK)
+        return ONCE_EINVAL;
+    if (!slot_take(c->req->slots))
+        return too_many(c);
+    return ONCE_OK;
+}
+
 static int ahead(a2a_call *c, const char *task_id, int64_t gen)
 {
     a2a_verr e;
@@ -398,7 +410,7 @@ static int terminal(a2a_call *c, const char *task_id, const char *state)
     return ONCE_EINVAL;
 }
 
-static int can_stream(const once__a2a_backend *b)
+int once__a2a_backend_streams(const once__a2a_backend *b)
 {
     return b->events != NULL && b->head != NULL && b->wait != NULL;
 }
@@ -488,15 +500,11 @@ static int open_send(a2a_call *c, once__a2a_stream **out, int has_resume, int64_
 
 int once__a2a_h_send_streaming(a2a_call *c)
 {
-    const once__a2a_backend *b = once__a2a_backend_of(c->a);
-    if (!can_stream(b))
-        return once__a2a_h_streaming(c);
     int has_resume;
     int64_t resume;
-    if (last_event_id(c, &has_resume, &resume) != ONCE_OK)
-        return ONCE_EINVAL;
-    if (!slot_take(c->req->slots))
-        return too_many(c);
+    int admit = stream_admit(c, &has_resume, &resume);
+    if (admit != ONCE_OK)
+        return admit;
 
     json_t *params = immediate_params(c->params);
     if (params == NULL) {
@@ -522,8 +530,6 @@ int once__a2a_h_send_streaming(a2a_call *c)
 int once__a2a_h_subscribe(a2a_call *c)
 {
     const once__a2a_backend *b = once__a2a_backend_of(c->a);
-    if (!can_stream(b))
-        return once__a2a_h_streaming(c);
     a2a_verr e;
     const json_t *idv = json_object_get(c->params, "id");
     if (idv == NULL) {
@@ -540,10 +546,9 @@ int once__a2a_h_subscribe(a2a_call *c)
     const char *id = json_string_value(idv);
     int has_resume;
     int64_t resume;
-    if (last_event_id(c, &has_resume, &resume) != ONCE_OK)
-        return ONCE_EINVAL;
-    if (!slot_take(c->req->slots))
-        return too_many(c);
+    int admit = stream_admit(c, &has_resume, &resume);
+    if (admit != ONCE_OK)
+        return admit;
 
     const char *principal = c->req->principal;
     json_t *task = NULL;
