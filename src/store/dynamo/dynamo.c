@@ -107,26 +107,18 @@ static int bad(char *errbuf, size_t errlen, const char *what)
     return ONCE_EINVAL;
 }
 
-static int table_ok(const char *t, size_t n)
-{
-    size_t i;
-
-    if (n < 3 || n > DY_TABLE_MAX)
-        return 0;
-    for (i = 0; i < n; i++) {
-        char ch = t[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '-' || ch == '.'))
-            return 0;
-    }
-    return 1;
-}
-
 static int parse_params(dy_store *s, const char *q, char *endpoint, size_t eplen, char *errbuf,
                         size_t errlen)
 {
+    const once__url_num nums[] = {
+        {"create", 0, 1, ONCE__URL_INT, &s->create},
+        {"pool", 1, 256, ONCE__URL_SIZE, &s->pool_max},
+        {"timeout_ms", 1, 3600000, ONCE__URL_INT, &s->timeout_ms},
+        {"tomb_ttl_ms", 0, INT64_MAX / 2, ONCE__URL_I64, &s->tomb_ttl_ms},
+        {"reset", 0, 1, ONCE__URL_INT, &s->reset},
+    };
     once__url_param p;
-    long long x;
+    int rc;
 
     while (once__url_param_next(&q, &p)) {
         if (once__url_param_is(&p, "region")) {
@@ -136,26 +128,10 @@ static int parse_params(dy_store *s, const char *q, char *endpoint, size_t eplen
             if (once__url_param_copy(&p, endpoint, eplen) ||
                 (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0))
                 return bad(errbuf, errlen, "endpoint must be an http:// or https:// URL");
-        } else if (once__url_param_is(&p, "create")) {
-            if (once__url_param_num(&p, 0, 1, &x))
-                return bad(errbuf, errlen, "create must be 0 or 1");
-            s->create = (int)x;
-        } else if (once__url_param_is(&p, "pool")) {
-            if (once__url_param_num(&p, 1, 256, &x))
-                return bad(errbuf, errlen, "pool must be 1..256");
-            s->pool_max = (size_t)x;
-        } else if (once__url_param_is(&p, "timeout_ms")) {
-            if (once__url_param_num(&p, 1, 3600000, &x))
-                return bad(errbuf, errlen, "timeout_ms must be 1..3600000");
-            s->timeout_ms = (int)x;
-        } else if (once__url_param_is(&p, "tomb_ttl_ms")) {
-            if (once__url_param_num(&p, 0, INT64_MAX / 2, &x))
-                return bad(errbuf, errlen, "tomb_ttl_ms must be >= 0");
-            s->tomb_ttl_ms = x;
-        } else if (once__url_param_is(&p, "reset")) {
-            if (once__url_param_num(&p, 0, 1, &x))
-                return bad(errbuf, errlen, "reset must be 0 or 1");
-            s->reset = (int)x;
+        } else if ((rc = once__url_param_setting(&p, nums, sizeof nums / sizeof nums[0],
+                                                 "dynamodb", errbuf, errlen)) != 1) {
+            if (rc != ONCE_OK)
+                return rc;
         } else {
             once__store_errbuf(errbuf, errlen, "dynamodb URL: unknown parameter '%.*s'",
                                (int)(p.klen > 32 ? 32 : p.klen), p.key);
@@ -178,7 +154,7 @@ static int parse_url(dy_store *s, const char *url, char *errbuf, size_t errlen)
     t = url + sizeof scheme - 1;
     q = strchr(t, '?');
     n = q ? (size_t)(q - t) : strlen(t);
-    if (!table_ok(t, n))
+    if (!once__url_name_ok(t, n, 3, DY_TABLE_MAX, "_.-"))
         return bad(errbuf, errlen, "the table name must be 3..255 of [A-Za-z0-9_.-]");
     memcpy(s->table, t, n);
     s->table[n] = '\0';

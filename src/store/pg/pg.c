@@ -48,19 +48,10 @@ static int pg_release(once_store *base)
     return ONCE_OK;
 }
 
+/* An SQL identifier that needs no quoting: no leading digit. */
 static int schema_ok(const char *v, size_t n)
 {
-    size_t i;
-
-    if (n == 0 || n > PG_SCHEMA_MAX || (v[0] >= '0' && v[0] <= '9'))
-        return 0;
-    for (i = 0; i < n; i++) {
-        char ch = v[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_'))
-            return 0;
-    }
-    return 1;
+    return once__url_name_ok(v, n, 1, PG_SCHEMA_MAX, "_") && !(v[0] >= '0' && v[0] <= '9');
 }
 
 /* Split once's parameters off the URL: s->conninfo gets the rest. */
@@ -68,8 +59,14 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
 {
     const char *q = strchr(url, '?');
     size_t base = q ? (size_t)(q - url) : strlen(url);
+    const once__url_num nums[] = {
+        {"pool", 1, 256, ONCE__URL_SIZE, &s->pool_max},
+        {"batch", 0, PG_BATCH_MAX, ONCE__URL_INT, &s->batch_leaders},
+    };
+    once__url_param prm;
     char *ci;
     size_t ci_len;
+    int rc;
 
     if (strncmp(url, "postgres://", 11) != 0 && strncmp(url, "postgresql://", 13) != 0) {
         once__store_errbuf(errbuf, errlen, "postgres store URL must start with postgres://");
@@ -84,45 +81,33 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
     s->pool_max = PG_POOL_DEFAULT;
     s->batch_leaders = PG_BATCH_DEFAULT;
     *reset = 0;
-    while (q && *q) {
-        const char *k = q + 1, *end = k + strcspn(k, "&"), *eq = memchr(k, '=', (size_t)(end - k));
-        const char *v = eq ? eq + 1 : end;
-        size_t klen = (size_t)((eq ? eq : end) - k), vlen = (size_t)(end - v);
-
-        q = *end ? end : NULL;
-        if (klen == 6 && memcmp(k, "schema", 6) == 0) {
-            if (!schema_ok(v, vlen)) {
+    if (q)
+        q++;
+    while (once__url_param_next(&q, &prm)) {
+        if (once__url_param_is(&prm, "schema")) {
+            if (!schema_ok(prm.val, prm.vlen) ||
+                once__url_param_copy(&prm, s->schema, sizeof s->schema)) {
                 once__store_errbuf(errbuf, errlen,
                                    "postgres URL: schema must be 1..%d letters, digits or _",
                                    PG_SCHEMA_MAX);
                 once_free(ci);
                 return ONCE_EINVAL;
             }
-            memcpy(s->schema, v, vlen);
-            s->schema[vlen] = '\0';
-        } else if ((klen == 4 && memcmp(k, "pool", 4) == 0) ||
-                   (klen == 5 && memcmp(k, "batch", 5) == 0)) {
-            once__url_param prm = {k, klen, v, vlen};
-            int pool = klen == 4;
-            long long n;
-            if (once__url_param_num(&prm, pool ? 1 : 0, pool ? 256 : PG_BATCH_MAX, &n) != 0) {
-                once__store_errbuf(errbuf, errlen, "postgres URL: %s must be %d..%d",
-                                   pool ? "pool" : "batch", pool ? 1 : 0,
-                                   pool ? 256 : PG_BATCH_MAX);
+        } else if ((rc = once__url_param_setting(&prm, nums, sizeof nums / sizeof nums[0],
+                                                 "postgres", errbuf, errlen)) != 1) {
+            if (rc != ONCE_OK) {
                 once_free(ci);
-                return ONCE_EINVAL;
+                return rc;
             }
-            if (pool)
-                s->pool_max = (size_t)n;
-            else
-                s->batch_leaders = (int)n;
-        } else if (klen == 5 && memcmp(k, "reset", 5) == 0) {
-            *reset = vlen == 1 && v[0] == '1';
-        } else if (klen > 0) {
+        } else if (once__url_param_is(&prm, "reset")) {
+            *reset = once__url_param_val_is(&prm, "1");
+        } else if (prm.klen > 0) {
+            /* libpq's own: passed on as written */
+            size_t n = (size_t)(prm.val + prm.vlen - prm.key);
             ci[ci_len] = ci_len == base ? '?' : '&';
             ci_len++;
-            memcpy(ci + ci_len, k, (size_t)(end - k));
-            ci_len += (size_t)(end - k);
+            memcpy(ci + ci_len, prm.key, n);
+            ci_len += n;
         }
     }
     ci[ci_len] = '\0';

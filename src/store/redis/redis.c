@@ -85,6 +85,7 @@
 
 #include "store/redis/redis_int.h"
 #include "store/store_int.h"
+#include "store/url_param.h"
 
 /* The release hook, and so the close slot: redisFree reports nothing. */
 static int rd_release(once_store *base)
@@ -138,35 +139,6 @@ static char *decode(const char *p, size_t n)
     return out;
 }
 
-/* A decimal in v[0..n) within lo..hi. */
-static int num_param(const char *v, size_t n, long long lo, long long hi, long long *out)
-{
-    char buf[24];
-    char *end;
-
-    if (n == 0 || n >= sizeof buf)
-        return -1;
-    memcpy(buf, v, n);
-    buf[n] = '\0';
-    *out = strtoll(buf, &end, 10);
-    return *end || *out < lo || *out > hi ? -1 : 0;
-}
-
-static int prefix_ok(const char *v, size_t n)
-{
-    size_t i;
-
-    if (n == 0 || n > RD_PREFIX_MAX)
-        return 0;
-    for (i = 0; i < n; i++) {
-        char ch = v[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '-' || ch == '.'))
-            return 0;
-    }
-    return 1;
-}
-
 static int bad(char *errbuf, size_t errlen, const char *what)
 {
     once__store_errbuf(errbuf, errlen, "redis URL: %s", what);
@@ -175,45 +147,41 @@ static int bad(char *errbuf, size_t errlen, const char *what)
 
 static int parse_params(rd_store *s, const char *q, int *reset, char *errbuf, size_t errlen)
 {
-    while (q && *q) {
-        const char *k = q, *end = k + strcspn(k, "&"), *eq = memchr(k, '=', (size_t)(end - k));
-        const char *v = eq ? eq + 1 : end;
-        size_t klen = (size_t)((eq ? eq : end) - k), vlen = (size_t)(end - v);
-        long long x;
+    const once__url_num nums[] = {
+        {"pool", 1, 256, ONCE__URL_SIZE, &s->pool_max},
+        {"batch", 0, RD_BATCH_MAX, ONCE__URL_INT, &s->batch_leaders},
+        {"timeout_ms", 1, 3600000, ONCE__URL_INT, &s->timeout_ms},
+        {"tomb_ttl_ms", 0, INT64_MAX / 2, ONCE__URL_I64, &s->tomb_ttl_ms},
+    };
+    once__url_param p;
+    int rc;
 
-        q = *end ? end + 1 : NULL;
-#define KEY(name) (klen == sizeof(name) - 1 && memcmp(k, name, klen) == 0)
-        if (KEY("prefix")) {
-            if (!prefix_ok(v, vlen))
+    while (once__url_param_next(&q, &p)) {
+        if (once__url_param_is(&p, "prefix")) {
+            if (!once__url_name_ok(p.val, p.vlen, 1, RD_PREFIX_MAX, "_.-") ||
+                once__url_param_copy(&p, s->prefix, sizeof s->prefix))
                 return bad(errbuf, errlen, "prefix must be 1..64 of [A-Za-z0-9_.-]");
-            memcpy(s->prefix, v, vlen);
-            s->prefix[vlen] = '\0';
-        } else if (KEY("pool")) {
-            if (num_param(v, vlen, 1, 256, &x))
-                return bad(errbuf, errlen, "pool must be 1..256");
-            s->pool_max = (size_t)x;
-        } else if (KEY("batch")) {
-            if (num_param(v, vlen, 0, RD_BATCH_MAX, &x))
-                return bad(errbuf, errlen, "batch must be 0..16");
-            s->batch_leaders = (int)x;
-        } else if (KEY("timeout_ms")) {
-            if (num_param(v, vlen, 1, 3600000, &x))
-                return bad(errbuf, errlen, "timeout_ms must be 1..3600000");
-            s->timeout_ms = (int)x;
-        } else if (KEY("tomb_ttl_ms")) {
-            if (num_param(v, vlen, 0, INT64_MAX / 2, &x))
-                return bad(errbuf, errlen, "tomb_ttl_ms must be >= 0");
-            s->tomb_ttl_ms = x;
-        } else if (KEY("reset")) {
-            *reset = vlen == 1 && v[0] == '1';
-        } else if (klen) {
+        } else if ((rc = once__url_param_setting(&p, nums, sizeof nums / sizeof nums[0], "redis",
+                                                 errbuf, errlen)) != 1) {
+            if (rc != ONCE_OK)
+                return rc;
+        } else if (once__url_param_is(&p, "reset")) {
+            *reset = once__url_param_val_is(&p, "1");
+        } else if (p.klen) {
             once__store_errbuf(errbuf, errlen, "redis URL: unknown parameter '%.*s'",
-                               (int)(klen > 32 ? 32 : klen), k);
+                               (int)(p.klen > 32 ? 32 : p.klen), p.key);
             return ONCE_EINVAL;
         }
-#undef KEY
     }
     return ONCE_OK;
+}
+
+/* A decimal in v[0..n) within lo..hi (the port and db of the URL's
+ * authority and path, read as the parameters are). */
+static int num_part(const char *v, size_t n, long long lo, long long hi, long long *out)
+{
+    const once__url_param p = {NULL, 0, v, n};
+    return once__url_param_num(&p, lo, hi, out);
 }
 
 static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, size_t errlen)
@@ -258,7 +226,7 @@ static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, siz
         return bad(errbuf, errlen, "no host");
     s->port = 6379;
     if (host_end < path && *host_end == ':') {
-        if (num_param(host_end + 1, (size_t)(path - host_end - 1), 1, 65535, &x))
+        if (num_part(host_end + 1, (size_t)(path - host_end - 1), 1, 65535, &x))
             return bad(errbuf, errlen, "port must be 1..65535");
         s->port = (int)x;
     } else if (host_end != path) {
@@ -267,7 +235,7 @@ static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, siz
     if (*path == '/') {
         const char *db = path + 1, *db_end = q ? q : db + strlen(db);
         if (db_end > db) {
-            if (num_param(db, (size_t)(db_end - db), 0, 65535, &x))
+            if (num_part(db, (size_t)(db_end - db), 0, 65535, &x))
                 return bad(errbuf, errlen, "db must be a number");
             s->db = (int)x;
         }
