@@ -80,6 +80,47 @@ char *once__rd_key_list(const rd_store *s, const char *principal)
     return k;
 }
 
+int once__rd_task_keys(const rd_store *s, const char *principal, const char *task_id,
+                       rd_task_keys *k)
+{
+    int i;
+
+    k->v[RD_K_H] = once__rd_key_task(s, principal, task_id);
+    k->v[RD_K_EV] = once__rd_key_events(s, principal, task_id);
+    k->v[RD_K_LEASES] = once__rd_key_global(s, "leases");
+    k->v[RD_K_FINISHED] = once__rd_key_global(s, "finished");
+    k->v[RD_K_LIST] = once__rd_key_list(s, principal);
+    k->v[RD_K_TOMBS] = once__rd_key_global(s, "tombs");
+    k->v[RD_K_PUSH] = once__rd_key_push(s, principal, task_id);
+    k->v[RD_K_PUSHQ] = once__rd_key_global(s, "pushq");
+    for (i = 0; i < RD_K_N; i++) {
+        if (!k->v[i]) {
+            once__rd_task_keys_free(k);
+            return ONCE_ENOMEM;
+        }
+    }
+    return ONCE_OK;
+}
+
+void once__rd_task_keys_free(rd_task_keys *k)
+{
+    int i;
+
+    for (i = 0; i < RD_K_N; i++)
+        once_free(k->v[i]);
+    memset(k, 0, sizeof *k);
+}
+
+void once__rd_cmd_eval_keys(rd_cmd *c, const rd_store *s, rd_script_id id, const rd_task_keys *k,
+                            const rd_task_key *which, int n)
+{
+    int i;
+
+    once__rd_cmd_evalsha(c, s, id, n);
+    for (i = 0; i < n; i++)
+        once__rd_str(c, k->v[which ? which[i] : (rd_task_key)i]);
+}
+
 size_t once__rd_member(char *buf, const char *principal, const char *task_id)
 {
     size_t a = strlen(principal), b = strlen(task_id);
