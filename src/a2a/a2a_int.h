@@ -147,6 +147,9 @@ int once__a2a_fail_engine(a2a_call *c, int rc);
 /* -32001 TASK_NOT_FOUND / TASK_EXPIRED for task_id. */
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id);
 int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at);
+/* A method this server cannot serve as configured: "<method> is not
+ * supported: <why>" with metadata {"method": name}. */
+int once__a2a_fail_unsupported(a2a_call *c, int code, const char *reason, const char *why);
 
 /* The ErrorInfo array for error.data of an error with this code and once's
  * reason (errors.c says which entries, in which domains). meta is borrowed

@@ -156,6 +156,13 @@ int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at)
     return ONCE_EINVAL;
 }
 
+int once__a2a_fail_unsupported(a2a_call *c, int code, const char *reason, const char *why)
+{
+    once__a2a_fail(c, code, reason, "%s is not supported: %s", c->m->name, why);
+    once__a2a_meta(c, "method", c->m->name);
+    return ONCE_EINVAL;
+}
+
 /* The HTTP status and google.rpc.Code name of each error code: A2A 1.0
  * section 5.4 for the A2A errors (the gRPC column gives the name), the
  * JSON-RPC ones as the A2A TCK maps them. */

@@ -127,12 +127,10 @@ static int fail_push(a2a_call *c, int rc, const once_push_res *res, const char *
     case ONCE_ETOMBSTONE:
         return once__a2a_fail_expired(c, task_id, res->expired_at);
     case ONCE_EUNSUPPORTED:
-        once__a2a_fail(c, ONCE_RPC_PUSH_NOT_SUPPORTED, "PUSH_NOTIFICATION_NOT_SUPPORTED",
-                       "%s is not supported: this server's task store keeps no push "
-                       "delivery state (capabilities.pushNotifications is false)",
-                       c->m->name);
-        once__a2a_meta(c, "method", c->m->name);
-        return ONCE_EINVAL;
+        return once__a2a_fail_unsupported(c, ONCE_RPC_PUSH_NOT_SUPPORTED,
+                                          "PUSH_NOTIFICATION_NOT_SUPPORTED",
+                                          "this server's task store keeps no push delivery state "
+                                          "(capabilities.pushNotifications is false)");
     default:
         return once__a2a_fail_engine(c, rc);
     }
