@@ -83,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/pct.h"
 #include "store/redis/redis_int.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
@@ -102,40 +103,15 @@ static int rd_release(once_store *base)
     return ONCE_OK;
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decoded copy of p[0..n); NULL on OOM or a bad escape / NUL. */
 static char *decode(const char *p, size_t n)
 {
     char *out = once_malloc(n + 1);
-    size_t i, o = 0;
 
-    if (!out)
+    if (out && !once__pct_decode(p, n, 0, out, n + 1)) {
+        once_free(out);
         return NULL;
-    for (i = 0; i < n; i++) {
-        if (p[i] == '%') {
-            int hi = i + 2 < n ? hexval(p[i + 1]) : -1;
-            int lo = i + 2 < n ? hexval(p[i + 2]) : -1;
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-                once_free(out);
-                return NULL;
-            }
-            out[o++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            out[o++] = p[i];
-        }
     }
-    out[o] = '\0';
     return out;
 }
 
