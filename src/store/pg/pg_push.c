@@ -345,25 +345,9 @@ int once__pg_check_push(pg_store *s, pg_conn *c, once_check_report *rep)
     PGresult *r;
     int rc, i, n;
 
-    rc = once__pg_simple(s, c, with_push_sql, &r);
+    rc = once__pg_walk(s, c, with_push_sql, "once_check_push", check_one, rep);
     if (rc != ONCE_OK)
         return rc;
-    PQclear(r);
-    do {
-        rc = once__pg_simple(s, c, "FETCH 200 FROM once_check_push", &r);
-        if (rc != ONCE_OK)
-            return rc;
-        n = PQntuples(r);
-        for (i = 0; rc == ONCE_OK && i < n; i++)
-            rc = check_one(s, c, r, i, rep);
-        PQclear(r);
-    } while (rc == ONCE_OK && n > 0);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__pg_simple(s, c, "CLOSE once_check_push", &r);
-    if (rc != ONCE_OK)
-        return rc;
-    PQclear(r);
     rc = once__pg_simple(s, c, stray_sql, &r);
     if (rc != ONCE_OK)
         return rc;
