@@ -144,6 +144,10 @@ int once__a2a_fail_params(a2a_call *c, const a2a_verr *e);
 /* Map an engine/store failure rc: ESTORE/EBUSY -> -32603 STORE_UNAVAILABLE,
  * retryable, HTTP 503 + Retry-After: 1; anything else -> -32603 INTERNAL. */
 int once__a2a_fail_engine(a2a_call *c, int rc);
+/* params[field], a required task or config id: ONCE_OK with *out, or
+ * -32602 INVALID_PARAMS naming field ("<what> is required" when it is
+ * missing; what NULL = field). */
+int once__a2a_id_param(a2a_call *c, const char *field, const char *what, const char **out);
 /* -32001 TASK_NOT_FOUND / TASK_EXPIRED for task_id. */
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id);
 int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at);
