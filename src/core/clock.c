@@ -160,6 +160,14 @@ void once_format_time(int64_t ms, char out[25])
     out[24] = '\0';
 }
 
+void once__cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, int *flag)
+{
+    pthread_mutex_lock(mu);
+    *flag = 1;
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(mu);
+}
+
 void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
 {
     if (ms <= 0)

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/condwait.h"
 #include "core/grow.h"
 #include "core/str.h"
 #include "http/guard.h"
@@ -318,10 +319,7 @@ void once__guard_free(once__guard *g)
 {
     if (g == NULL)
         return;
-    pthread_mutex_lock(&g->mu);
-    g->stopping = 1;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    once__cond_raise(&g->mu, &g->cv, &g->stopping);
     if (g->sweeper_started)
         pthread_join(g->sweeper, NULL);
     pthread_cond_destroy(&g->cv);
