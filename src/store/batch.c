@@ -45,6 +45,25 @@ void once__batch_conns_destroy(once__pool *pool, once__pool *bpool, once__batch 
     once__batch_destroy(b);
 }
 
+int once__batch_conns_start(once__pool *pool, once__pool *bpool, once__batch *b,
+                            const once__batch_conns_cfg *cfg, char *errbuf, size_t errlen)
+{
+    once__pool_item *first = NULL;
+    int rc;
+
+    once__batch_conns_init(pool, bpool, b, cfg);
+    rc = cfg->ops->connect(cfg->owner, &first, errbuf, errlen);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = cfg->setup(cfg->owner, first);
+    if (rc != ONCE_OK) {
+        cfg->ops->close(first);
+        return rc;
+    }
+    once__pool_adopt(pool, first);
+    return ONCE_OK;
+}
+
 /* Under mu: unlink up to max_ops operations from the head into ops[]. */
 static size_t take(once__batch *b, once__batch_op **ops)
 {

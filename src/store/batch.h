@@ -79,11 +79,20 @@ typedef struct once__batch_conns_cfg {
     int leaders; /* batches in flight; 0: bpool opens none, every write runs alone */
     once__pool_fn run;
     int wait_ms, backoff_min_ms, backoff_max_ms; /* for both pools */
+    /* What open does on its first connection before the pool keeps it
+     * (schema migrations, script loading): ONCE_OK or an error in the
+     * store's errmsg. */
+    int (*setup)(void *owner, once__pool_item *first);
 } once__batch_conns_cfg;
 
 void once__batch_conns_init(once__pool *pool, once__pool *bpool, once__batch *b,
                             const once__batch_conns_cfg *cfg);
 void once__batch_conns_destroy(once__pool *pool, once__pool *bpool, once__batch *b);
+/* The start of an open: once__batch_conns_init, then one connection (why
+ * it failed in errbuf), cfg->setup on it, and the pool keeps it. A
+ * connection whose setup failed is closed. */
+int once__batch_conns_start(once__pool *pool, once__pool *bpool, once__batch *b,
+                            const once__batch_conns_cfg *cfg, char *errbuf, size_t errlen);
 
 /* Queue op (op->arg set by the caller), wait until its batch has run, and
  * return op->rc. */

@@ -127,28 +127,22 @@ static int pg_parse(once_store *base, const char *url, char *errbuf, size_t errl
     return parse_url(s, url, &s->reset, errbuf, errlen);
 }
 
-/* The start hook: the pools, one connection, the migrations; that
- * connection then serves the pool. */
+/* The first connection's setup: the schema migrations (and a test's reset). */
+static int pg_setup(void *owner, once__pool_item *first)
+{
+    pg_store *s = owner;
+    return once__pg_migrate(s, (pg_conn *)first, s->reset);
+}
+
+/* The start hook: the pools and the first connection (store/batch.h). */
 static int pg_start(once_store *base, char *errbuf, size_t errlen)
 {
     pg_store *s = (pg_store *)base;
     const once__batch_conns_cfg cfg = {&once__pg_pool_ops, s, &s->base, s->pool_max,
                                        s->batch_leaders, once__pg_batch_run, PG_POOL_WAIT_MS,
-                                       PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS};
-    pg_conn *c;
-    int rc;
+                                       PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS, pg_setup};
 
-    once__batch_conns_init(&s->pool, &s->bpool, &s->batch, &cfg);
-    rc = once__pg_connect(s, &c, errbuf, errlen);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__pg_migrate(s, c, s->reset);
-    if (rc != ONCE_OK) {
-        once__pg_conn_close(c);
-        return rc;
-    }
-    once__pool_adopt(&s->pool, &c->item);
-    return ONCE_OK;
+    return once__batch_conns_start(&s->pool, &s->bpool, &s->batch, &cfg, errbuf, errlen);
 }
 
 static const once__backend pg_backend = {"postgres", sizeof(pg_store), pg_parse, pg_start,

@@ -231,30 +231,23 @@ static int rd_parse(once_store *base, const char *url, char *errbuf, size_t errl
     return parse_url(s, url, &s->reset, errbuf, errlen);
 }
 
-/* The start hook: the pools, one connection, the scripts (and the reset
- * of a test's URL); that connection then serves the pool. */
+/* The first connection's setup: the scripts, and a test's reset. */
+static int rd_setup(void *owner, once__pool_item *first)
+{
+    rd_store *s = owner;
+    int rc = once__rd_load_scripts(s, (rd_conn *)first);
+    return rc == ONCE_OK && s->reset ? once__rd_reset(s, (rd_conn *)first) : rc;
+}
+
+/* The start hook: the pools and the first connection (store/batch.h). */
 static int rd_start(once_store *base, char *errbuf, size_t errlen)
 {
     rd_store *s = (rd_store *)base;
     const once__batch_conns_cfg cfg = {&once__rd_pool_ops, s, &s->base, s->pool_max,
                                        s->batch_leaders, once__rd_batch_run, RD_POOL_WAIT_MS,
-                                       RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS};
-    rd_conn *c = NULL;
-    int rc;
+                                       RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS, rd_setup};
 
-    once__batch_conns_init(&s->pool, &s->bpool, &s->batch, &cfg);
-    rc = once__rd_connect(s, &c, errbuf, errlen);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__rd_load_scripts(s, c);
-    if (rc == ONCE_OK && s->reset)
-        rc = once__rd_reset(s, c);
-    if (rc != ONCE_OK) {
-        once__rd_conn_close(c);
-        return rc;
-    }
-    once__pool_adopt(&s->pool, &c->item);
-    return ONCE_OK;
+    return once__batch_conns_start(&s->pool, &s->bpool, &s->batch, &cfg, errbuf, errlen);
 }
 
 static const once__backend rd_backend = {"redis", sizeof(rd_store), rd_parse, rd_start,
