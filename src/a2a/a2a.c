@@ -406,6 +406,9 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
         rc = params ? once__a2a_json_names(params, &e) : ONCE_ENOMEM;
         if (rc == ONCE_EINVAL)
             once__a2a_fail_params(&c, &e);
+        else if (rc == ONCE_OK && (m->flags & A2A_M_STREAM) &&
+                 !once__a2a_backend_streams(once__a2a_backend_of(a)))
+            rc = once__a2a_h_streaming(&c);
         else if (rc == ONCE_OK)
             rc = m->handler(&c);
         if (rc == ONCE_ENOMEM && c.code == 0)

@@ -144,9 +144,16 @@ int once__a2a_fail_params(a2a_call *c, const a2a_verr *e);
 /* Map an engine/store failure rc: ESTORE/EBUSY -> -32603 STORE_UNAVAILABLE,
  * retryable, HTTP 503 + Retry-After: 1; anything else -> -32603 INTERNAL. */
 int once__a2a_fail_engine(a2a_call *c, int rc);
+/* params[field], a required task or config id: ONCE_OK with *out, or
+ * -32602 INVALID_PARAMS naming field ("<what> is required" when it is
+ * missing; what NULL = field). */
+int once__a2a_id_param(a2a_call *c, const char *field, const char *what, const char **out);
 /* -32001 TASK_NOT_FOUND / TASK_EXPIRED for task_id. */
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id);
 int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at);
+/* A method this server cannot serve as configured: "<method> is not
+ * supported: <why>" with metadata {"method": name}. */
+int once__a2a_fail_unsupported(a2a_call *c, int code, const char *reason, const char *why);
 
 /* The ErrorInfo array for error.data of an error with this code and once's
  * reason (errors.c says which entries, in which domains). meta is borrowed
@@ -176,7 +183,9 @@ typedef int (*a2a_handler)(a2a_call *c);
 enum {
     A2A_M_LEGACY = 1u << 0,    /* 0.1 name: accepted without A2A-Version */
     A2A_M_ADMIN = 1u << 1,     /* exists only with --test-admin */
-    A2A_M_NOVERSION = 1u << 2  /* no A2A-Version check (our own namespace) */
+    A2A_M_NOVERSION = 1u << 2, /* no A2A-Version check (our own namespace) */
+    A2A_M_STREAM = 1u << 3     /* answers with a stream: once__a2a_run refuses it
+                                  (once__a2a_h_streaming) when the backend cannot stream */
 };
 
 /* One row of the method table; rows are const. */
@@ -226,6 +235,9 @@ int once__a2a_h_admin_stats(a2a_call *c);
 
 /* Accessors the handlers need from the handle (a2a.c). */
 const once__a2a_backend *once__a2a_backend_of(const once__a2a *a);
+/* b serves events, head and wait: what every A2A_M_STREAM method needs and
+ * what the card's capabilities.streaming announces (h_stream.c). */
+int once__a2a_backend_streams(const once__a2a_backend *b);
 size_t once__a2a_max_parts(const once__a2a *a);
 int64_t once__a2a_wait_ms(const once__a2a *a);
 once_offset_clock *once__a2a_clock(const once__a2a *a);

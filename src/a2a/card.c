@@ -23,9 +23,7 @@ int once__a2a_card_build(const once__a2a_config *cfg, char **out, size_t *len)
                            : "An A2A 1.0 agent with idempotent sends: a task sent twice runs "
                              "once, a retried message replays, a finished task is remembered.";
     const char *skill = cfg->skill_id ? cfg->skill_id : "agent";
-    /* Streaming needs a backend that can follow a task's events. */
-    int streaming = cfg->backend.events != NULL && cfg->backend.head != NULL &&
-                    cfg->backend.wait != NULL;
+    int streaming = once__a2a_backend_streams(&cfg->backend);
     int push = cfg->backend.push_create != NULL && cfg->backend.push_get != NULL &&
                cfg->backend.push_list != NULL && cfg->backend.push_delete != NULL;
     const char *skill_desc = cfg->skill_description ? cfg->skill_description

@@ -137,6 +137,20 @@ int once__a2a_fail_engine(a2a_call *c, int rc)
     return ONCE_EINVAL;
 }
 
+int once__a2a_id_param(a2a_call *c, const char *field, const char *what, const char **out)
+{
+    a2a_verr e;
+    const json_t *v = json_object_get(c->params, field);
+    if (v == NULL) {
+        once__a2a_verr(&e, field, "%s is required", what ? what : field);
+        return once__a2a_fail_params(c, &e);
+    }
+    if (once__a2a_check_id(v, field, &e) != ONCE_OK)
+        return once__a2a_fail_params(c, &e);
+    *out = json_string_value(v);
+    return ONCE_OK;
+}
+
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id)
 {
     once__a2a_fail(c, ONCE_RPC_TASK_NOT_FOUND, "TASK_NOT_FOUND", "Task not found: %s", task_id);
@@ -153,6 +167,13 @@ int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at)
                task_id, ts);
     once__a2a_meta(c, "taskId", task_id);
     once__a2a_meta(c, "expiredAt", ts);
+    return ONCE_EINVAL;
+}
+
+int once__a2a_fail_unsupported(a2a_call *c, int code, const char *reason, const char *why)
+{
+    once__a2a_fail(c, code, reason, "%s is not supported: %s", c->m->name, why);
+    once__a2a_meta(c, "method", c->m->name);
     return ONCE_EINVAL;
 }
 

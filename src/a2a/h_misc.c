@@ -16,12 +16,9 @@
 
 int once__a2a_h_streaming(a2a_call *c)
 {
-    once__a2a_fail(c, ONCE_RPC_UNSUPPORTED_OPERATION, "UNSUPPORTED_OPERATION",
-               "%s is not supported: this agent does not stream (capabilities.streaming is "
-               "false); use SendMessage and GetTask",
-               c->m->name);
-    once__a2a_meta(c, "method", c->m->name);
-    return ONCE_EINVAL;
+    return once__a2a_fail_unsupported(c, ONCE_RPC_UNSUPPORTED_OPERATION, "UNSUPPORTED_OPERATION",
+                                      "this agent does not stream (capabilities.streaming is "
+                                      "false); use SendMessage and GetTask");
 }
 
 int once__a2a_h_extended_card(a2a_call *c)

@@ -127,12 +127,10 @@ static int fail_push(a2a_call *c, int rc, const once_push_res *res, const char *
     case ONCE_ETOMBSTONE:
         return once__a2a_fail_expired(c, task_id, res->expired_at);
     case ONCE_EUNSUPPORTED:
-        once__a2a_fail(c, ONCE_RPC_PUSH_NOT_SUPPORTED, "PUSH_NOTIFICATION_NOT_SUPPORTED",
-                       "%s is not supported: this server's task store keeps no push "
-                       "delivery state (capabilities.pushNotifications is false)",
-                       c->m->name);
-        once__a2a_meta(c, "method", c->m->name);
-        return ONCE_EINVAL;
+        return once__a2a_fail_unsupported(c, ONCE_RPC_PUSH_NOT_SUPPORTED,
+                                          "PUSH_NOTIFICATION_NOT_SUPPORTED",
+                                          "this server's task store keeps no push delivery state "
+                                          "(capabilities.pushNotifications is false)");
     default:
         return once__a2a_fail_engine(c, rc);
     }
@@ -151,29 +149,26 @@ static const once__a2a_backend *push_backend(a2a_call *c)
     return NULL;
 }
 
+/* A push method's answer: the backend's out as the result, or its error
+ * (out, if any, dropped). */
+static int push_answer(a2a_call *c, int rc, json_t *out, const once_push_res *res,
+                       const char *task_id, const char *id)
+{
+    if (rc != ONCE_OK) {
+        json_decref(out);
+        return fail_push(c, rc, res, task_id, id);
+    }
+    c->result = out;
+    return ONCE_OK;
+}
+
 /* taskId (required) and, when want_id, id (required). */
 static int key_params(a2a_call *c, int want_id, const char **task_id, const char **id)
 {
-    a2a_verr e;
-    const json_t *t = json_object_get(c->params, "taskId");
-    if (t == NULL) {
-        once__a2a_verr(&e, "taskId", "taskId is required");
-        return once__a2a_fail_params(c, &e);
-    }
-    if (once__a2a_check_id(t, "taskId", &e) != ONCE_OK)
-        return once__a2a_fail_params(c, &e);
-    *task_id = json_string_value(t);
-    if (!want_id)
-        return ONCE_OK;
-    const json_t *i = json_object_get(c->params, "id");
-    if (i == NULL) {
-        once__a2a_verr(&e, "id", "id (the push notification config id) is required");
-        return once__a2a_fail_params(c, &e);
-    }
-    if (once__a2a_check_id(i, "id", &e) != ONCE_OK)
-        return once__a2a_fail_params(c, &e);
-    *id = json_string_value(i);
-    return ONCE_OK;
+    int rc = once__a2a_id_param(c, "taskId", NULL, task_id);
+    if (rc != ONCE_OK || !want_id)
+        return rc;
+    return once__a2a_id_param(c, "id", "id (the push notification config id)", id);
 }
 
 int once__a2a_h_push_create(a2a_call *c)
@@ -188,12 +183,7 @@ int once__a2a_h_push_create(a2a_call *c)
     once_push_res res;
     json_t *out = NULL;
     int rc = b->push_create(b->ctx, c->req->principal, c->params, c->extension, &out, &res);
-    if (rc != ONCE_OK) {
-        json_decref(out);
-        return fail_push(c, rc, &res, task_id, NULL);
-    }
-    c->result = out;
-    return ONCE_OK;
+    return push_answer(c, rc, out, &res, task_id, NULL);
 }
 
 int once__a2a_h_push_get(a2a_call *c)
@@ -205,12 +195,7 @@ int once__a2a_h_push_get(a2a_call *c)
     once_push_res res;
     json_t *out = NULL;
     int rc = b->push_get(b->ctx, c->req->principal, task_id, id, c->extension, &out, &res);
-    if (rc != ONCE_OK) {
-        json_decref(out);
-        return fail_push(c, rc, &res, task_id, id);
-    }
-    c->result = out;
-    return ONCE_OK;
+    return push_answer(c, rc, out, &res, task_id, id);
 }
 
 int once__a2a_h_push_list(a2a_call *c)

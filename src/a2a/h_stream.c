@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "core/str.h"
 #include "a2a/a2a_int.h"
 #include "core/generation.h"
@@ -95,38 +96,16 @@ typedef struct text {
 
 static void put(text *t, const char *s, size_t n)
 {
-    if (t->fail)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 1024;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *np = once_realloc(t->p, cap);
-        if (np == NULL) {
-            t->fail = 1;
-            return;
-        }
-        t->p = np;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
+    if (!t->fail && once__text_append(&t->p, &t->len, &t->cap, 1024, s, n) != ONCE_OK)
+        t->fail = 1;
 }
 
 /* Make room for n more bytes at once (frames are sized before they are
  * written, so a batch costs one allocation of its exact size). */
 static void reserve(text *t, size_t n)
 {
-    if (t->fail || n == 0 || t->len + n + 1 <= t->cap)
-        return;
-    char *np = once_realloc(t->p, t->len + n + 1);
-    if (np == NULL) {
+    if (!t->fail && n > 0 && once__grow_to(&t->p, &t->cap, t->len + n + 1) != ONCE_OK)
         t->fail = 1;
-        return;
-    }
-    t->p = np;
-    t->cap = t->len + n + 1;
 }
 
 /* The size of one frame around a payload of n bytes (see frame()). */
@@ -399,6 +378,18 @@ static int too_many(a2a_call *c)
     return ONCE_EINVAL;
 }
 
+/* What both stream methods check before any work: a well-formed
+ * Last-Event-ID, and a free stream slot (taken here; the stream's free
+ * gives it back). */
+static int stream_admit(a2a_call *c, int *has_resume, int64_t *resume)
+{
+    if (last_event_id(c, has_resume, resume) != ONCE_OK)
+        return ONCE_EINVAL;
+    if (!slot_take(c->req->slots))
+        return too_many(c);
+    return ONCE_OK;
+}
+
 static int ahead(a2a_call *c, const char *task_id, int64_t gen)
 {
     a2a_verr e;
@@ -419,7 +410,7 @@ static int terminal(a2a_call *c, const char *task_id, const char *state)
     return ONCE_EINVAL;
 }
 
-static int can_stream(const once__a2a_backend *b)
+int once__a2a_backend_streams(const once__a2a_backend *b)
 {
     return b->events != NULL && b->head != NULL && b->wait != NULL;
 }
@@ -509,15 +500,11 @@ static int open_send(a2a_call *c, once__a2a_stream **out, int has_resume, int64_
 
 int once__a2a_h_send_streaming(a2a_call *c)
 {
-    const once__a2a_backend *b = once__a2a_backend_of(c->a);
-    if (!can_stream(b))
-        return once__a2a_h_streaming(c);
     int has_resume;
     int64_t resume;
-    if (last_event_id(c, &has_resume, &resume) != ONCE_OK)
-        return ONCE_EINVAL;
-    if (!slot_take(c->req->slots))
-        return too_many(c);
+    int admit = stream_admit(c, &has_resume, &resume);
+    if (admit != ONCE_OK)
+        return admit;
 
     json_t *params = immediate_params(c->params);
     if (params == NULL) {
@@ -543,28 +530,20 @@ int once__a2a_h_send_streaming(a2a_call *c)
 int once__a2a_h_subscribe(a2a_call *c)
 {
     const once__a2a_backend *b = once__a2a_backend_of(c->a);
-    if (!can_stream(b))
-        return once__a2a_h_streaming(c);
     a2a_verr e;
-    const json_t *idv = json_object_get(c->params, "id");
-    if (idv == NULL) {
-        once__a2a_verr(&e, "id", "id is required");
-        return once__a2a_fail_params(c, &e);
-    }
-    if (once__a2a_check_id(idv, "id", &e) != ONCE_OK)
-        return once__a2a_fail_params(c, &e);
+    const char *id;
+    if (once__a2a_id_param(c, "id", NULL, &id) != ONCE_OK)
+        return ONCE_EINVAL;
     const json_t *tenant = json_object_get(c->params, "tenant");
     if (tenant != NULL && !json_is_string(tenant)) {
         once__a2a_verr(&e, "tenant", "tenant must be a string");
         return once__a2a_fail_params(c, &e);
     }
-    const char *id = json_string_value(idv);
     int has_resume;
     int64_t resume;
-    if (last_event_id(c, &has_resume, &resume) != ONCE_OK)
-        return ONCE_EINVAL;
-    if (!slot_take(c->req->slots))
-        return too_many(c);
+    int admit = stream_admit(c, &has_resume, &resume);
+    if (admit != ONCE_OK)
+        return admit;
 
     const char *principal = c->req->principal;
     json_t *task = NULL;

@@ -26,21 +26,6 @@ void once__a2a_trim_history(json_t *task, int n)
         json_array_remove(h, 0);
 }
 
-/* The "id" param every task method takes. */
-static int task_id_param(a2a_call *c, const char **id)
-{
-    a2a_verr e;
-    const json_t *v = json_object_get(c->params, "id");
-    if (v == NULL) {
-        once__a2a_verr(&e, "id", "id is required");
-        return once__a2a_fail_params(c, &e);
-    }
-    if (once__a2a_check_id(v, "id", &e) != ONCE_OK)
-        return once__a2a_fail_params(c, &e);
-    *id = json_string_value(v);
-    return ONCE_OK;
-}
-
 /* What GetTask and CancelTask answer once the backend returned rc and task
  * (owned here): the task, in 0.1's shape for legacy; a missing or expired
  * task's error; or the engine's failure. */
@@ -69,7 +54,7 @@ static int get_common(a2a_call *c, int legacy)
     const char *id = NULL;
     a2a_verr e;
     int history;
-    if (task_id_param(c, &id) != ONCE_OK)
+    if (once__a2a_id_param(c, "id", NULL, &id) != ONCE_OK)
         return ONCE_EINVAL;
     if (once__a2a_check_history(json_object_get(c->params, "historyLength"), "historyLength",
                             &history, &e) != ONCE_OK)
@@ -96,7 +81,7 @@ int once__a2a_h_legacy_get(a2a_call *c)
 static int cancel_common(a2a_call *c, int legacy)
 {
     const char *id = NULL;
-    if (task_id_param(c, &id) != ONCE_OK)
+    if (once__a2a_id_param(c, "id", NULL, &id) != ONCE_OK)
         return ONCE_EINVAL;
     const json_t *md = json_object_get(c->params, "metadata");
     if (md != NULL && !json_is_null(md) && !json_is_object(md)) {

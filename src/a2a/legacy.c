@@ -25,6 +25,24 @@ static int copy_member(json_t *dst, const json_t *src, const char *key)
     return json_object_set(dst, key, v);
 }
 
+/* A file part's members, in A2A 0.1 (file: {bytes, uri, name, mimeType})
+ * and in 1.0 (the part itself: raw, url, filename, mediaType). */
+static const char *const file_members[][2] = {
+    {"bytes", "raw"}, {"uri", "url"}, {"name", "filename"}, {"mimeType", "mediaType"}};
+
+/* Copy the file members src has into dst, renamed from the version at
+ * column from (0: 0.1, 1: 1.0) to the other; 0, or -1 when one failed. */
+static int copy_file_members(json_t *dst, const json_t *src, int from)
+{
+    int rc = 0;
+    for (size_t i = 0; i < sizeof file_members / sizeof file_members[0]; i++) {
+        json_t *v = json_object_get(src, file_members[i][from]);
+        if (v != NULL)
+            rc |= json_object_set(dst, file_members[i][!from], v);
+    }
+    return rc;
+}
+
 /* o when every step building it worked (rc == 0), else NULL (o released):
  * a value with a member silently missing would look complete. */
 static json_t *built(json_t *o, int rc)
@@ -59,18 +77,7 @@ static json_t *part_in(const json_t *p, size_t i, a2a_verr *e)
             once__a2a_verr(e, f, "%s.file must be an object", f);
             return NULL;
         }
-        const json_t *bytes = json_object_get(file, "bytes");
-        const json_t *uri = json_object_get(file, "uri");
-        if (bytes != NULL)
-            rc |= json_object_set(out, "raw", (json_t *)bytes);
-        if (uri != NULL)
-            rc |= json_object_set(out, "url", (json_t *)uri);
-        const json_t *name = json_object_get(file, "name");
-        const json_t *mime = json_object_get(file, "mimeType");
-        if (name != NULL)
-            rc |= json_object_set(out, "filename", (json_t *)name);
-        if (mime != NULL)
-            rc |= json_object_set(out, "mediaType", (json_t *)mime);
+        rc |= copy_file_members(out, file, 0);
     } else {
         json_decref(out);
         once__a2a_verr(e, f, "%s.type must be text, file or data", f);
@@ -159,16 +166,7 @@ static json_t *part_out(const json_t *p)
     } else if (raw != NULL || url != NULL) {
         json_t *file = json_object();
         rc |= json_object_set_new(o, "type", json_string("file"));
-        if (raw != NULL)
-            rc |= json_object_set(file, "bytes", (json_t *)raw);
-        if (url != NULL)
-            rc |= json_object_set(file, "uri", (json_t *)url);
-        const json_t *fn = json_object_get(p, "filename");
-        const json_t *mt = json_object_get(p, "mediaType");
-        if (fn != NULL)
-            rc |= json_object_set(file, "name", (json_t *)fn);
-        if (mt != NULL)
-            rc |= json_object_set(file, "mimeType", (json_t *)mt);
+        rc |= file == NULL ? -1 : copy_file_members(file, p, 1);
         rc |= json_object_set_new(o, "file", file);
     } else {
         rc |= json_object_set_new(o, "type", json_string("data"));

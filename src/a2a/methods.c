@@ -6,7 +6,9 @@
  * Flags: LEGACY names predate the A2A-Version header and are accepted
  * without it; ADMIN rows exist only when onced runs with --test-admin
  * (otherwise they answer -32601 like any unknown name); NOVERSION rows are
- * our own namespace and skip the version check.
+ * our own namespace and skip the version check. STREAM rows answer with a
+ * stream and are refused (UNSUPPORTED_OPERATION) before their handler runs
+ * when the backend cannot stream.
  *
  * Per-method counters live in the once__a2a handle, indexed by row, so the
  * table itself stays const.
@@ -19,8 +21,8 @@ const a2a_method once__a2a_methods[] = {
     {"GetTask", once__a2a_h_get, 0},
     {"ListTasks", once__a2a_h_list, 0},
     {"CancelTask", once__a2a_h_cancel, 0},
-    {"SendStreamingMessage", once__a2a_h_send_streaming, 0},
-    {"SubscribeToTask", once__a2a_h_subscribe, 0},
+    {"SendStreamingMessage", once__a2a_h_send_streaming, A2A_M_STREAM},
+    {"SubscribeToTask", once__a2a_h_subscribe, A2A_M_STREAM},
     {"CreateTaskPushNotificationConfig", once__a2a_h_push_create, 0},
     {"GetTaskPushNotificationConfig", once__a2a_h_push_get, 0},
     {"ListTaskPushNotificationConfigs", once__a2a_h_push_list, 0},

@@ -25,6 +25,8 @@
 
 #include <curl/curl.h>
 
+#include "core/decimal.h"
+#include "core/grow.h"
 #include "core/str.h"
 #include "client/client_int.h"
 
@@ -68,21 +70,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
         s->overflow = 1;
         return 0;
     }
-    if (s->r->len + len + 1 > s->cap) {
-        size_t ncap = s->cap ? s->cap : 4096;
-        while (ncap < s->r->len + len + 1)
-            ncap *= 2;
-        char *nb = once_realloc(s->r->body, ncap);
-        if (nb == NULL) {
-            s->nomem = 1;
-            return 0;
-        }
-        s->r->body = nb;
-        s->cap = ncap;
+    if (once__text_append(&s->r->body, &s->r->len, &s->cap, 4096, p, len) != ONCE_OK) {
+        s->nomem = 1;
+        return 0;
     }
-    memcpy(s->r->body + s->r->len, p, len);
-    s->r->len += len;
-    s->r->body[s->r->len] = '\0';
     return len;
 }
 
@@ -144,15 +135,8 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 /* 1 to 5 digits, 1..65535. */
 static int port_ok(const char *p, size_t n)
 {
-    long v = 0;
-    if (n == 0 || n > 5)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return 0;
-        v = v * 10 + (p[i] - '0');
-    }
-    return v >= 1 && v <= 65535;
+    int64_t v;
+    return n <= 5 && once__decimal(p, n, &v) && v >= 1 && v <= 65535;
 }
 
 int once__agent_url_check(const char *url, char *why, size_t whylen)

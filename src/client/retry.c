@@ -39,6 +39,18 @@ static int exhausted(once_call_result *r, const char *reason, unsigned attempts)
     return ONCE_ETIMEDOUT;
 }
 
+/* What an attempt's verdict, when it is final, makes of the whole call:
+ * the outcome the caller reads and the call's return code. */
+static const struct {
+    once_outcome outcome;
+    int rc;
+} finals[] = {
+    [ONCE__OK] = {ONCE_OUTCOME_OK, ONCE_OK},
+    [ONCE__REFUSED] = {ONCE_OUTCOME_REFUSED, ONCE_OK},
+    [ONCE__ERROR] = {ONCE_OUTCOME_ERROR, ONCE_EIO},
+    [ONCE__INTERRUPTED] = {ONCE_OUTCOME_INTERRUPTED, ONCE_ECANCELED},
+};
+
 static int run(once_client *c, const char *agent, int64_t intent, once__attempt_fn fn, void *ctx,
                once_call_result *r)
 {
@@ -75,21 +87,9 @@ static int run(once_client *c, const char *agent, int64_t intent, once__attempt_
         r->elapsed_ms = now - start;
         if (rc != ONCE_OK)
             return rc;
-        switch (a.verdict) {
-        case ONCE__OK:
-            r->outcome = ONCE_OUTCOME_OK;
-            return ONCE_OK;
-        case ONCE__REFUSED:
-            r->outcome = ONCE_OUTCOME_REFUSED;
-            return ONCE_OK;
-        case ONCE__INTERRUPTED:
-            r->outcome = ONCE_OUTCOME_INTERRUPTED;
-            return ONCE_ECANCELED;
-        case ONCE__ERROR:
-            r->outcome = ONCE_OUTCOME_ERROR;
-            return ONCE_EIO;
-        case ONCE__RETRY:
-            break;
+        if (a.verdict != ONCE__RETRY) {
+            r->outcome = finals[a.verdict].outcome;
+            return finals[a.verdict].rc;
         }
         if (intent > 0 && r->error != NULL)
             once__outbox_error(c->outbox, intent, r->error, now);

@@ -13,6 +13,8 @@
  */
 #include <string.h>
 
+#include "core/decimal.h"
+#include "core/grow.h"
 #include "client/client_int.h"
 
 void once__sse_init(once__sse *p, size_t max, once__sse_event_fn fn, void *ctx)
@@ -39,34 +41,7 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n,
 {
     if (*len + n > max)
         return ONCE_ERANGE;
-    if (*len + n + 1 > *cap) {
-        size_t ncap = *cap ? *cap : 256;
-        while (ncap < *len + n + 1)
-            ncap *= 2;
-        char *nb = once_realloc(*buf, ncap);
-        if (nb == NULL)
-            return ONCE_ENOMEM;
-        *buf = nb;
-        *cap = ncap;
-    }
-    memcpy(*buf + *len, s, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-    return ONCE_OK;
-}
-
-static int parse_id(const char *v, size_t n, int64_t *out)
-{
-    if (n == 0 || n > 18)
-        return 0;
-    int64_t x = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9')
-            return 0;
-        x = x * 10 + (v[i] - '0');
-    }
-    *out = x;
-    return 1;
+    return once__text_append(buf, len, cap, 256, s, n);
 }
 
 /* One complete line (without its terminator). */
@@ -101,7 +76,7 @@ static int line(once__sse *p, const char *s, size_t n)
         return append(&p->data, &p->dlen, &p->dcap, v, vlen, p->max);
     }
     if (flen == 2 && memcmp(s, "id", 2) == 0)
-        p->has_id = parse_id(v, vlen, &p->id);
+        p->has_id = once__decimal(v, vlen, &p->id);
     return ONCE_OK;
 }
 

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/grow.h"
 #include "client/client_int.h"
 #include "core/generation.h"
 #include "core/jcs.h"
@@ -113,21 +114,10 @@ static int on_data(void *ctx, const once__http_resp *r, const char *p, size_t le
     }
     if (k->len + len > STREAM_MAX_ERROR)
         return 1;   /* not an answer we need in full: its start says enough */
-    if (k->len + len + 1 > k->cap) {
-        size_t ncap = k->cap ? k->cap : 4096;
-        while (ncap < k->len + len + 1)
-            ncap *= 2;
-        char *nb = once_realloc(k->body, ncap);
-        if (nb == NULL) {
-            k->hard = ONCE_ENOMEM;
-            return 1;
-        }
-        k->body = nb;
-        k->cap = ncap;
+    if (once__text_append(&k->body, &k->len, &k->cap, 4096, p, len) != ONCE_OK) {
+        k->hard = ONCE_ENOMEM;
+        return 1;
     }
-    memcpy(k->body + k->len, p, len);
-    k->len += len;
-    k->body[k->len] = '\0';
     return 0;
 }
 

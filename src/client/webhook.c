@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/decimal.h"
 #include "core/str.h"
 #include "core/errbuf.h"
 #include "core/jcs.h"
@@ -159,17 +160,10 @@ int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *e
 /* once-push-since, when sent, must say what the signed id says. */
 static int since_matches(const char *s, int64_t since)
 {
+    int64_t v;
     if (s == NULL)
         return 1;
-    if (s[0] == '\0' || strlen(s) > 18)
-        return 0;
-    int64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return 0;
-        v = v * 10 + (*p - '0');
-    }
-    return v == since;
+    return once__decimal(s, strlen(s), &v) && v == since;
 }
 
 /* A refusal: count it, say why, and which status answers it. */

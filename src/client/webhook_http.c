@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/condwait.h"
 #include "client/webhook_listen.h"
 #include "core/errbuf.h"
 #include "http/guard.h"
@@ -191,10 +192,7 @@ void once_webhook_server_stop(once_webhook_server *s)
         return;
     if (s->d != NULL)
         MHD_stop_daemon(s->d);
-    pthread_mutex_lock(&s->mu);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    once__cond_raise(&s->mu, &s->cv, &s->stopping);
     if (s->drainer_started)
         pthread_join(s->drainer, NULL);
     once__guard_free(s->guard);

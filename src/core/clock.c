@@ -7,6 +7,7 @@
  * offset and manual clocks keep their mutable value in one int64 that is
  * only touched with __atomic builtins, so any thread may read or move them.
  */
+#include "core/decimal.h"
 #include "core/civil.h"
 #include "core/condwait.h"
 #include "once/once.h"
@@ -98,13 +99,10 @@ int64_t once__days_from_civil(int y, int m, int d)
 
 int once__fixed_digits(const char *s, int n, int *out)
 {
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
+    int64_t v;
+    if (n < 1 || n > 9 || !once__decimal(s, (size_t)n, &v))
+        return 0;
+    *out = (int)v;
     return 1;
 }
 
@@ -160,6 +158,14 @@ void once_format_time(int64_t ms, char out[25])
     put_digits(out + 20, (int)frac, 3);
     out[23] = 'Z';
     out[24] = '\0';
+}
+
+void once__cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, int *flag)
+{
+    pthread_mutex_lock(mu);
+    *flag = 1;
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(mu);
 }
 
 void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)

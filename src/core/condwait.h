@@ -22,4 +22,8 @@ int once__lock_init(pthread_mutex_t *mu, pthread_cond_t *cv);
  * (pthread_condattr_setclock). */
 void once__cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms);
 
+/* Set *flag under mu and wake every waiter on cv: how a worker thread that
+ * sleeps on cv is told to stop (it re-checks *flag under mu). */
+void once__cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, int *flag);
+
 #endif /* ONCE_CORE_CONDWAIT_H */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/grow.h"
 #include "core/metrics.h"
 #include "once/once.h"
 
@@ -38,19 +39,10 @@ static int reserve(once__mtext *t, size_t more)
 {
     if (t->oom)
         return 0;
-    if (t->len + more + 1 <= t->cap)
-        return 1;
-    size_t cap = t->cap ? t->cap : 4096;
-    while (cap < t->len + more + 1)
-        cap *= 2;
-    char *b = once_realloc(t->buf, cap);
-    if (b == NULL) {
+    size_t cap = once__grow_size(t->cap, t->len + more + 1, 4096, (size_t)-1);
+    if (once__grow_to(&t->buf, &t->cap, cap) != ONCE_OK)
         t->oom = 1;
-        return 0;
-    }
-    t->buf = b;
-    t->cap = cap;
-    return 1;
+    return !t->oom;
 }
 
 void once__mtext_printf(once__mtext *t, const char *fmt, ...)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/decimal.h"
 #include "core/base64.h"
 #include "once/webhook_sig.h"
 
@@ -80,16 +81,7 @@ int once_webhook_sign(const char *secret, const char *id, const char *timestamp,
 
 static int parse_ts(const char *ts, int64_t *out)
 {
-    int64_t v = 0;
-    if (ts == NULL || ts[0] == '\0' || strlen(ts) > 18)
-        return ONCE_EPARSE;
-    for (const char *p = ts; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return ONCE_EPARSE;
-        v = v * 10 + (*p - '0');
-    }
-    *out = v;
-    return ONCE_OK;
+    return ts != NULL && once__decimal(ts, strlen(ts), out) ? ONCE_OK : ONCE_EPARSE;
 }
 
 int once_webhook_verify(const char *const *secrets, size_t nsecrets, const char *id,
@@ -176,16 +168,7 @@ int once_webhook_id_format(const once_webhook_id *id, char out[ONCE_WEBHOOK_ID_M
 /* Decimal digits only, at most 18 of them (no sign, no overflow). */
 static int parse_count(const char *s, size_t n, int64_t *out)
 {
-    int64_t v = 0;
-    if (n == 0 || n > 18)
-        return ONCE_EINVAL;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return ONCE_EINVAL;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return ONCE_OK;
+    return once__decimal(s, n, out) ? ONCE_OK : ONCE_EINVAL;
 }
 
 /* Copy s[0..n) into out (cap + 1 bytes); ONCE_EINVAL when it does not fit. */

@@ -30,6 +30,21 @@ static int is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r';
 }
 
+/* The word at *q (up to a blank or eol), with *q moved past it and the
+ * blanks after it; its length (0 at eol). */
+static size_t next_word(const char **q, const char *eol, const char **word)
+{
+    const char *p = *q;
+    *word = p;
+    while (p < eol && !is_blank(*p))
+        p++;
+    size_t len = (size_t)(p - *word);
+    while (p < eol && is_blank(*p))
+        p++;
+    *q = p;
+    return len;
+}
+
 static int add_entry(once_tokens *t, const char *tok, size_t toklen, const char *pr,
                      size_t prlen)
 {
@@ -67,18 +82,9 @@ int once__tokens_parse(const char *text, size_t n, once_tokens **out, char *err,
             q++;
         if (q == eol || *q == '#')
             continue;
-        const char *tok = q;
-        while (q < eol && !is_blank(*q))
-            q++;
-        size_t toklen = (size_t)(q - tok);
-        while (q < eol && is_blank(*q))
-            q++;
-        const char *pr = q;
-        while (q < eol && !is_blank(*q))
-            q++;
-        size_t prlen = (size_t)(q - pr);
-        while (q < eol && is_blank(*q))
-            q++;
+        const char *tok, *pr;
+        size_t toklen = next_word(&q, eol, &tok);
+        size_t prlen = next_word(&q, eol, &pr);
         if (prlen == 0 || q != eol) {
             snprintf(err, errlen, "line %zu: expected \"TOKEN PRINCIPAL\"", lineno);
             rc = ONCE_EINVAL;

@@ -20,6 +20,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/condwait.h"
+#include "core/grow.h"
 #include "core/str.h"
 #include "http/guard.h"
 
@@ -234,23 +236,14 @@ int once__body_append(struct MHD_Connection *c, once__body *b, size_t max, const
         once__body_free(c, b);
         return ONCE_OK;
     }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        if (cap > max + 1)
-            cap = max + 1;
-        if (guard_body(c, cap) != ONCE_OK) {
-            b->no_memory = 1;
-            once__body_free(c, b);
-            return ONCE_OK;
-        }
-        char *d = once_realloc(b->data, cap);
-        if (d == NULL)
-            return ONCE_ENOMEM;
-        b->data = d;
-        b->cap = cap;
+    size_t cap = once__grow_size(b->cap, b->len + n + 1, 4096, max + 1);
+    if (cap > b->cap && guard_body(c, cap) != ONCE_OK) {
+        b->no_memory = 1;
+        once__body_free(c, b);
+        return ONCE_OK;
     }
+    if (once__grow_to(&b->data, &b->cap, cap) != ONCE_OK)
+        return ONCE_ENOMEM;
     memcpy(b->data + b->len, data, n);
     b->len += n;
     b->data[b->len] = '\0';
@@ -329,10 +322,7 @@ void once__guard_free(once__guard *g)
 {
     if (g == NULL)
         return;
-    pthread_mutex_lock(&g->mu);
-    g->stopping = 1;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    once__cond_raise(&g->mu, &g->cv, &g->stopping);
     if (g->sweeper_started)
         pthread_join(g->sweeper, NULL);
     pthread_cond_destroy(&g->cv);

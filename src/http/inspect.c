@@ -16,6 +16,7 @@
 
 #include "core/jcs.h"
 #include "core/metrics.h"
+#include "core/pct.h"
 #include "http/inspect.h"
 #include "http/ops.h"
 
@@ -116,37 +117,6 @@ static enum MHD_Result json_error(struct MHD_Connection *conn, const char *metho
     return answer(conn, method, status, JSON, body, (size_t)n, NULL);
 }
 
-static int hex(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
-/* Percent-decode src[0..n) ('+' is a space, as forms send it) into out;
- * 0 when it does not fit, an escape is broken or it decodes to a NUL. */
-static int url_decode(const char *src, size_t n, char *out, size_t outlen)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int c = (unsigned char)src[i];
-        if (c == '%') {
-            if (i + 2 >= n || hex(src[i + 1]) < 0 || hex(src[i + 2]) < 0)
-                return 0;
-            c = hex(src[i + 1]) * 16 + hex(src[i + 2]);
-            i += 2;
-        } else if (c == '+') {
-            c = ' ';
-        }
-        if (o + 1 >= outlen || c == 0)
-            return 0;
-        out[o++] = (char)c;
-    }
-    out[o] = '\0';
-    return 1;
-}
-
 /* The principal behind token (a bearer token's text), or NULL. */
 static const char *principal_of_token(const once__inspect *in, const char *token)
 {
@@ -167,7 +137,7 @@ static const char *principal_of(const once__inspect *in, struct MHD_Connection *
                                                 MHD_HTTP_HEADER_AUTHORIZATION));
     const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, COOKIE);
     char token[TOKEN_MAX];
-    if (p == NULL && cookie != NULL && url_decode(cookie, strlen(cookie), token, sizeof token))
+    if (p == NULL && cookie != NULL && once__pct_decode(cookie, strlen(cookie), 1, token, sizeof token))
         p = principal_of_token(in, token);
     return p;
 }
@@ -340,7 +310,7 @@ static int form_token(const char *body, size_t len, char *out, size_t outlen)
         const char *amp = memchr(p, '&', (size_t)(end - p));
         const char *stop = amp != NULL ? amp : end;
         if ((size_t)(stop - p) > 6 && memcmp(p, "token=", 6) == 0)
-            return url_decode(p + 6, (size_t)(stop - p - 6), out, outlen);
+            return once__pct_decode(p + 6, (size_t)(stop - p - 6), 1, out, outlen);
         p = stop + 1;
     }
     return 0;

@@ -8,6 +8,7 @@
  */
 #include <pthread.h>
 
+#include "core/condwait.h"
 #include "http/pool.h"
 #include "once/once.h"
 
@@ -97,10 +98,7 @@ void once__http_pool_free(once_pool *p)
 {
     if (p == NULL)
         return;
-    pthread_mutex_lock(&p->mu);
-    p->closing = 1;
-    pthread_cond_broadcast(&p->ready);
-    pthread_mutex_unlock(&p->mu);
+    once__cond_raise(&p->mu, &p->ready, &p->closing);
     for (unsigned i = 0; i < p->nthreads; i++)
         pthread_join(p->threads[i], NULL);
     pthread_cond_destroy(&p->ready);

@@ -50,6 +50,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/grow.h"
 #include "core/condwait.h"
 #include "http/sse.h"
 #include "once/once.h"
@@ -116,15 +117,10 @@ static int append(sse_conn *s, const char *p, size_t n)
         s->len -= s->off;
         s->off = 0;
     }
-    if (s->len + n > s->size) {
-        /* Past the cap only for one event larger than the cap itself. */
-        size_t size = s->len + n > s->hub->cap ? s->len + n : s->hub->cap;
-        char *nb = once_realloc(s->buf, size);
-        if (nb == NULL)
-            return ONCE_ENOMEM;
-        s->buf = nb;
-        s->size = size;
-    }
+    /* Past the cap only for one event larger than the cap itself. */
+    size_t size = s->len + n > s->hub->cap ? s->len + n : s->hub->cap;
+    if (s->len + n > s->size && once__grow_to(&s->buf, &s->size, size) != ONCE_OK)
+        return ONCE_ENOMEM;
     memcpy(s->buf + s->len, p, n);
     s->len += n;
     return ONCE_OK;

@@ -26,6 +26,44 @@ void once__batch_destroy(once__batch *b)
     pthread_mutex_destroy(&b->mu);
 }
 
+void once__batch_conns_init(once__pool *pool, once__pool *bpool, once__batch *b,
+                            const once__batch_conns_cfg *cfg)
+{
+    once__pool_init(pool, cfg->ops, cfg->owner, cfg->base, cfg->pool_max, cfg->wait_ms,
+                    cfg->backoff_min_ms, cfg->backoff_max_ms);
+    once__pool_init(bpool, cfg->ops, cfg->owner, cfg->base, (size_t)cfg->leaders, cfg->wait_ms,
+                    cfg->backoff_min_ms, cfg->backoff_max_ms);
+    once__batch_init(b, bpool, cfg->run, cfg->leaders, ONCE__BATCH_MAX);
+}
+
+void once__batch_conns_destroy(once__pool *pool, once__pool *bpool, once__batch *b)
+{
+    if (!pool->ops)
+        return;
+    once__pool_destroy(pool);
+    once__pool_destroy(bpool);
+    once__batch_destroy(b);
+}
+
+int once__batch_conns_start(once__pool *pool, once__pool *bpool, once__batch *b,
+                            const once__batch_conns_cfg *cfg, char *errbuf, size_t errlen)
+{
+    once__pool_item *first = NULL;
+    int rc;
+
+    once__batch_conns_init(pool, bpool, b, cfg);
+    rc = cfg->ops->connect(cfg->owner, &first, errbuf, errlen);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = cfg->setup(cfg->owner, first);
+    if (rc != ONCE_OK) {
+        cfg->ops->close(first);
+        return rc;
+    }
+    once__pool_adopt(pool, first);
+    return ONCE_OK;
+}
+
 /* Under mu: unlink up to max_ops operations from the head into ops[]. */
 static size_t take(once__batch *b, once__batch_op **ops)
 {

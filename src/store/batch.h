@@ -63,6 +63,37 @@ void once__batch_init(once__batch *b, once__pool *pool, once__pool_fn run, int m
                       size_t max_ops);
 /* No operation may be queued (every submitter has returned). */
 void once__batch_destroy(once__batch *b);
+/*
+ * The connections of a backend that batches (PostgreSQL, Redis): pool for
+ * the slots, bpool for the batches (one connection per batch in flight, so
+ * a batch never waits behind the reads for one), and the batch b over
+ * bpool. once__batch_conns_init sets up all three from one description;
+ * once__batch_conns_destroy undoes it, and is a no-op when init never ran
+ * (pool still zeroed), so a backend's release may always call it.
+ */
+typedef struct once__batch_conns_cfg {
+    const once__pool_ops *ops;
+    void *owner; /* the backend handle, passed to ops and run */
+    once_store *base;
+    size_t pool_max;
+    int leaders; /* batches in flight; 0: bpool opens none, every write runs alone */
+    once__pool_fn run;
+    int wait_ms, backoff_min_ms, backoff_max_ms; /* for both pools */
+    /* What open does on its first connection before the pool keeps it
+     * (schema migrations, script loading): ONCE_OK or an error in the
+     * store's errmsg. */
+    int (*setup)(void *owner, once__pool_item *first);
+} once__batch_conns_cfg;
+
+void once__batch_conns_init(once__pool *pool, once__pool *bpool, once__batch *b,
+                            const once__batch_conns_cfg *cfg);
+void once__batch_conns_destroy(once__pool *pool, once__pool *bpool, once__batch *b);
+/* The start of an open: once__batch_conns_init, then one connection (why
+ * it failed in errbuf), cfg->setup on it, and the pool keeps it. A
+ * connection whose setup failed is closed. */
+int once__batch_conns_start(once__pool *pool, once__pool *bpool, once__batch *b,
+                            const once__batch_conns_cfg *cfg, char *errbuf, size_t errlen);
+
 /* Queue op (op->arg set by the caller), wait until its batch has run, and
  * return op->rc. */
 int once__batch_submit(once__batch *b, once__batch_op *op);

@@ -99,7 +99,7 @@ int once__pool_acquire(once__pool *p, once__pool_item **out)
             }
             p->nopen++;
             pthread_mutex_unlock(&p->mu);
-            rc = p->ops->connect(p->owner, &it);
+            rc = p->ops->connect(p->owner, &it, NULL, 0);
             pthread_mutex_lock(&p->mu);
             if (rc != ONCE_OK) {
                 p->nopen--;

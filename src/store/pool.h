@@ -29,8 +29,9 @@ typedef struct once__pool_item {
 typedef struct once__pool_ops {
     const char *name; /* "postgres", "redis": in error messages */
     /* Open a connection for owner; ONCE_OK or an error with the store's
-     * errmsg set. */
-    int (*connect)(void *owner, once__pool_item **out);
+     * errmsg set, and its text in errbuf too when errbuf is not NULL (the
+     * open's first connection: once__batch_conns_start). */
+    int (*connect)(void *owner, once__pool_item **out, char *errbuf, size_t errlen);
     /* 1 if an idle connection can no longer be used. */
     int (*stale)(once__pool_item *it);
     void (*close)(once__pool_item *it);

@@ -5,10 +5,13 @@
  *
  * ONCE__STORE_SLOTS(pg) declares once__pg_create .. once__pg_push_rows with
  * the signatures of once_store_methods (include/once/store.h), and
- * ONCE__STORE_SLOT_TABLE(pg) names them in that table's initialiser (open,
- * close, version, scheme and caps stay the backend's). A slot added to the
- * contract is added here, and the compiler then asks every such backend for
- * it.
+ * ONCE__STORE_SLOT_TABLE(pg) names them in that table's initialiser.
+ * ONCE__STORE_BACKEND(once__store_pg, pg, "postgres", CAPS, pg_backend)
+ * defines the whole table once__store_pg: version, scheme and caps, an open slot that runs
+ * once__backend_open over the backend's hooks pg_backend (store_int.h),
+ * pg_release (the release hook) as the close slot, and the slots. A
+ * slot added to the contract is added here, and the compiler then asks
+ * every such backend for it.
  */
 #ifndef ONCE_STORE_SLOTS_H
 #define ONCE_STORE_SLOTS_H
@@ -46,5 +49,28 @@
     .meta = once__##P##_meta, .check = once__##P##_check, .renew = once__##P##_renew,              \
     .push_claim = once__##P##_push_claim, .push_ack = once__##P##_push_ack,                        \
     .push_rows = once__##P##_push_rows
+
+/* The head of a methods table whose backend opens through
+ * ONCE__STORE_OPEN(P, ...) and closes through P##_release, its release
+ * hook: every field but the data slots. */
+#define ONCE__STORE_HEAD(P, SCHEME, CAPS)                                                          \
+    .version = ONCE_STORE_METHODS_VERSION, .scheme = SCHEME, .caps = CAPS, .open = P##_open_slot,  \
+    .close = P##_release
+
+/* Define P##_open_slot, the open slot over once__backend_open(&B); the
+ * clock in opt reaches the slots as arguments, so no backend keeps it. */
+#define ONCE__STORE_OPEN(P, B)                                                                     \
+    static int P##_open_slot(const char *url, const once_store_options *opt, once_store **out,    \
+                             char *errbuf, size_t errlen)                                          \
+    {                                                                                              \
+        (void)opt;                                                                                 \
+        return once__backend_open(&B, url, out, errbuf, errlen);                                   \
+    }
+
+/* Define TABLE: ONCE__STORE_OPEN and a table of the slots that
+ * ONCE__STORE_SLOTS(P) declares. */
+#define ONCE__STORE_BACKEND(TABLE, P, SCHEME, CAPS, B)                                             \
+    ONCE__STORE_OPEN(P, B)                                                                         \
+    const once_store_methods TABLE = {ONCE__STORE_HEAD(P, SCHEME, CAPS), ONCE__STORE_SLOT_TABLE(P)}
 
 #endif

@@ -42,6 +42,7 @@
 
 #include "store/sqlite_fault.h"
 #include "store/sqlite_int.h"
+#include "store/slots.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
 
@@ -193,11 +194,11 @@ static char *vfs_uri(const char *path, const char *vfs)
     return u;
 }
 
-/* Everything goes; the first connection's close error is the answer. */
-static int sq_free(sq_store *s)
+/* The release hook, and so the close slot: everything goes; the first
+ * connection's close error is the answer. */
+static int sq_release(once_store *base)
 {
-    if (!s)
-        return ONCE_OK;
+    sq_store *s = sq(base);
     int rc = once__sq_conn_close(s->writer);
     while (s->idle) {
         sq_conn *c = s->idle;
@@ -215,57 +216,51 @@ static int sq_free(sq_store *s)
     return rc;
 }
 
-static int sq_open(const char *url, const once_store_options *opt, once_store **out,
-                   char *errbuf, size_t errlen)
+/* The parse hook: the URL's settings into the handle (the locks first, so
+ * that release may always destroy them). */
+static int sq_parse(once_store *base, const char *url, char *errbuf, size_t errlen)
 {
-    *out = NULL;
+    sq_store *s = sq(base);
     sq_settings st;
-    (void)opt;   /* the clock: this backend reads none */
+
+    pthread_mutex_init(&s->qmu, NULL);
+    pthread_mutex_init(&s->pmu, NULL);
     int rc = parse_url(url, &st, errbuf, errlen);
-    if (rc != ONCE_OK) {
-        once_free(st.path);
+    s->path = s->open_name = st.path;
+    if (rc != ONCE_OK)
         return rc;
-    }
     if (!sqlite3_threadsafe()) {
-        once_free(st.path);
         once__store_errbuf(errbuf, errlen, "sqlite: library built without thread safety");
         return ONCE_EUNSUPPORTED;
     }
-
-    sq_store *s = once_calloc(1, sizeof *s);
-    if (!s) {
-        once_free(st.path);
-        once__store_errbuf(errbuf, errlen, "sqlite: out of memory");
-        return ONCE_ENOMEM;
-    }
-    pthread_mutex_init(&s->qmu, NULL);
-    pthread_mutex_init(&s->pmu, NULL);
-    s->path = s->open_name = st.path;
     if (st.vfs[0]) {
         char *uri = vfs_uri(st.path, st.vfs);
-        if (!uri) {
-            sq_free(s);
-            once__store_errbuf(errbuf, errlen, "sqlite: out of memory");
+        if (!uri)
             return ONCE_ENOMEM;
-        }
         s->open_name = uri;
         s->open_flags = SQLITE_OPEN_URI;
     }
     s->sync = sync_by_level(st.sync == ONCE_SYNC_DEFAULT ? sync_levels[0].level : st.sync);
     s->busy_ms = (int)st.busy_ms;
+    return ONCE_OK;
+}
+
+/* The start hook: the file (0600 whatever the umask allows, so we create
+ * it ourselves), the writer's connection and the schema. */
+static int sq_start(once_store *base, char *errbuf, size_t errlen)
+{
+    sq_store *s = sq(base);
     const char *path = s->path;
 
-    /* Create the file ourselves so it is 0600 whatever the umask allows. */
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         once__store_errbuf(errbuf, errlen, "sqlite: cannot open %s: %s", path, strerror(errno));
-        sq_free(s);
         return ONCE_ESTORE;
     }
     close(fd);
 
     sq_conn *w;
-    rc = once__sq_conn_open(s, 1, 1, &w);
+    int rc = once__sq_conn_open(s, 1, 1, &w);
     if (rc == ONCE_OK) {
         rc = once__sq_schema(s, w);
         if (rc != ONCE_OK)
@@ -273,17 +268,15 @@ static int sq_open(const char *url, const once_store_options *opt, once_store **
         else
             s->writer = w;
     }
-    if (rc != ONCE_OK) {
+    if (rc != ONCE_OK)
         once__store_errbuf(errbuf, errlen, "%s (%s)", s->base.errmsg, path);
-        sq_free(s);
-        return rc;
-    }
-    s->base.m = &once__store_sqlite;
-    *out = &s->base;
-    return ONCE_OK;
+    return rc;
 }
 
-static int sq_close(once_store *s) { return sq_free(sq(s)); }
+static const once__backend sq_backend = {"sqlite", sizeof(sq_store), sq_parse, sq_start,
+                                         sq_release};
+
+ONCE__STORE_OPEN(sq, sq_backend)
 
 static int sq_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                      once_record *winner, once_tombstone *tomb)
@@ -410,11 +403,7 @@ int once_store_synchronous(once_store *s, int *level)
 }
 
 const once_store_methods once__store_sqlite = {
-    .version = ONCE_STORE_METHODS_VERSION,
-    .scheme = "sqlite",
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
-    .open = sq_open,
-    .close = sq_close,
+    ONCE__STORE_HEAD(sq, "sqlite", ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH),
     .create = sq_create,
     .load = sq_load,
     .update = sq_update,

@@ -6,6 +6,7 @@
  *
  * Counters are C11 atomics: wrappers run on many threads at once.
  */
+#include <stdarg.h>
 #include <stdatomic.h>
 
 #include "store/sqlite_fault.h"
@@ -103,6 +104,22 @@ int once__sq_bind_int64(sqlite3_stmt *st, int i, int64_t v)
 {
     int f = tick();
     return f ? f : sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+}
+
+int once__sq_bind(sqlite3_stmt *st, int first, const char *types, ...)
+{
+    va_list ap;
+    int rc = SQLITE_OK;
+
+    va_start(ap, types);
+    for (int i = 0; rc == SQLITE_OK && types[i]; i++) {
+        if (types[i] == 's')
+            rc = once__sq_bind_text(st, first + i, va_arg(ap, const char *));
+        else
+            rc = once__sq_bind_int64(st, first + i, va_arg(ap, int64_t));
+    }
+    va_end(ap);
+    return rc;
 }
 
 int once__sq_step(sqlite3_stmt *st)

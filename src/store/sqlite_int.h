@@ -183,6 +183,11 @@ int once__sq_exec(sqlite3 *db, const char *sql);
 int once__sq_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
 int once__sq_bind_text(sqlite3_stmt *st, int i, const char *s);   /* NULL binds NULL */
 int once__sq_bind_int64(sqlite3_stmt *st, int i, int64_t v);
+/* Bind parameters first, first + 1, ... from types, one argument each:
+ * 's' a const char * as once__sq_bind_text, 'i' an int64_t (cast it: the
+ * argument list has no types). Stops at the first failure and returns its
+ * code, else SQLITE_OK; every bind is one fault point, as the single ones. */
+int once__sq_bind(sqlite3_stmt *st, int first, const char *types, ...);
 int once__sq_step(sqlite3_stmt *st);
 int once__sq_reset(sqlite3_stmt *st);
 void once__sq_count_commit(size_t ops);

@@ -49,9 +49,7 @@ static int renew_stmt(sq_conn *w, sqlite3_stmt **out)
  * error code. The caller resets st. */
 static int step_key(sqlite3_stmt *st, const sq_op *op)
 {
-    int src = once__sq_bind_text(st, 1, op->principal);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_text(st, 2, op->task_id);
+    int src = once__sq_bind(st, 1, "ss", op->principal, op->task_id);
     return src == SQLITE_OK ? once__sq_step(st) : src;
 }
 
@@ -76,11 +74,7 @@ int once__sq_op_renew(sq_store *s, sq_conn *w, sq_op *op)
     int rc = renew_stmt(w, &st);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_text(st, 3, op->owner);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 4, op->fence);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 5, op->until);
+    int src = once__sq_bind(st, 3, "sii", op->owner, op->fence, op->until);
     if (src == SQLITE_OK)
         src = step_key(st, op);
     int rrc = once__sq_reset(st);

@@ -32,25 +32,17 @@ static int row_decode(sqlite3_stmt *st, int c, once_push_row *r)
         rc = once__sq_text(r->last_error, sizeof r->last_error, st, c + 9);
     if (rc != ONCE_OK)
         return rc;
-    r->since = sqlite3_column_int64(st, c + 1);
-    r->delivered = sqlite3_column_int64(st, c + 2);
-    r->target = sqlite3_column_int64(st, c + 3);
-    r->attempts = sqlite3_column_int64(st, c + 4);
-    r->next_attempt_at = sqlite3_column_int64(st, c + 5);
-    r->lease_until = sqlite3_column_int64(st, c + 7);
-    r->disabled = sqlite3_column_int(st, c + 8) != 0;
-    r->deliveries = sqlite3_column_int64(st, c + 10);
-    r->retries = sqlite3_column_int64(st, c + 11);
-    r->failures = sqlite3_column_int64(st, c + 12);
+    for (int k = 0; k < ONCE__PUSH_ROW_NINT; k++) {
+        const once__int_field *f = &once__push_row_ints[k];
+        once__field_set(r, f, sqlite3_column_int64(st, c + f->col));
+    }
     return ONCE_OK;
 }
 
 static int bind_key3(sqlite3_stmt *st, const char *principal, const char *task_id,
                      const char *config_id)
 {
-    int rc = once__sq_bind_text(st, 1, principal);
-    if (rc == SQLITE_OK)
-        rc = once__sq_bind_text(st, 2, task_id);
+    int rc = once__sq_bind(st, 1, "ss", principal, task_id);
     if (rc == SQLITE_OK && config_id)
         rc = once__sq_bind_text(st, 3, config_id);
     return rc;
@@ -101,13 +93,8 @@ static int put_row(sq_conn *w, const char *principal, const char *task_id, const
     for (int i = 0; src == SQLITE_OK && i < 5; i++)
         src = once__sq_bind_int64(st, 4 + i, nums[i]);
     if (src == SQLITE_OK)
-        src = once__sq_bind_text(st, 9, r->lease_owner);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 10, r->lease_until);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 11, r->disabled ? 1 : 0);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_text(st, 12, r->last_error);
+        src = once__sq_bind(st, 9, "siis", r->lease_owner, r->lease_until,
+                            (int64_t)(r->disabled ? 1 : 0), r->last_error);
     for (int i = 0; src == SQLITE_OK && i < 3; i++)
         src = once__sq_bind_int64(st, 13 + i, tail[i]);
     return finish(st, src);

@@ -74,16 +74,10 @@ int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)
         once_record_clear(r);
         return rc;
     }
-    r->state = (once_state)sqlite3_column_int(st, c + 3);
-    r->kind = (once_record_kind)sqlite3_column_int(st, c + 4);
-    r->version = sqlite3_column_int64(st, c + 5);
-    r->generation = sqlite3_column_int64(st, c + 6);
-    r->fence = sqlite3_column_int64(st, c + 7);
-    r->step = sqlite3_column_int64(st, c + 8);
-    r->lease_until = sqlite3_column_int64(st, c + 10);
-    r->created_at = sqlite3_column_int64(st, c + 11);
-    r->updated_at = sqlite3_column_int64(st, c + 12);
-    r->finished_at = sqlite3_column_int64(st, c + 13);
+    for (int k = 0; k < ONCE__RECORD_NINT; k++) {
+        const once__int_field *f = &once__record_ints[k];
+        once__field_set(r, f, sqlite3_column_int64(st, c + f->col));
+    }
     return ONCE_OK;
 }
 
@@ -130,9 +124,7 @@ static int keyed_row(sq_conn *c, sq_stmt_id id, const char *principal, const cha
     int rc = once__sq_stmt(c, id, out);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_text(*out, 1, principal);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_text(*out, 2, task_id);
+    int src = once__sq_bind(*out, 1, "ss", principal, task_id);
     if (src == SQLITE_OK)
         src = once__sq_step(*out);
     if (src == SQLITE_ROW)
@@ -248,14 +240,8 @@ static int events_fn(sq_conn *c, void *p)
     int rc = once__sq_stmt(c, SQ_EVENTS_GET, &st);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_text(st, 1, a->principal);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_text(st, 2, a->task_id);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 3, a->after);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 4,
-                                  a->max == 0 || a->max > INT64_MAX ? -1 : (int64_t)a->max);
+    int src = once__sq_bind(st, 1, "ssii", a->principal, a->task_id, a->after,
+                            a->max == 0 || a->max > INT64_MAX ? -1 : (int64_t)a->max);
     rc = collect(st, src, &a->out->v, &a->out->n, sizeof *a->out->v, event_row);
     if (rc != ONCE_OK)
         once_event_list_clear(a->out);
@@ -290,9 +276,7 @@ static int leases_fn(sq_conn *c, void *p)
     int rc = once__sq_stmt(c, SQ_LEASES, &st);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_int64(st, 1, a->now);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 2, a->max > INT64_MAX ? -1 : (int64_t)a->max);
+    int src = once__sq_bind(st, 1, "ii", a->now, a->max > INT64_MAX ? -1 : (int64_t)a->max);
     rc = collect(st, src, &a->out->v, &a->out->n, sizeof *a->out->v, key_row);
     if (rc != ONCE_OK)
         once_key_list_clear(a->out);
@@ -321,13 +305,8 @@ static int list_fn(sq_conn *c, void *p)
     int rc = once__sq_stmt(c, q->after_task_id ? SQ_LIST_AFTER : SQ_LIST, &st);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_text(st, 1, q->principal);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_text(st, 2, q->context_id);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 3, (int64_t)q->state);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 4, (int64_t)q->limit);
+    int src = once__sq_bind(st, 1, "ssii", q->principal, q->context_id, (int64_t)q->state,
+                            (int64_t)q->limit);
     if (src == SQLITE_OK && q->after_task_id)
         src = once__sq_bind_int64(st, 5, q->after_created_at);
     if (src == SQLITE_OK && q->after_task_id)

@@ -32,10 +32,7 @@ static int finish(sqlite3_stmt *st)
 
 static int bind_key(sqlite3_stmt *st, const char *principal, const char *task_id)
 {
-    int rc = once__sq_bind_text(st, 1, principal);
-    if (rc == SQLITE_OK)
-        rc = once__sq_bind_text(st, 2, task_id);
-    return rc;
+    return once__sq_bind(st, 1, "ss", principal, task_id);
 }
 
 /* Parameters ?1..?19 of SQ_TASK_INSERT and SQ_TASK_UPDATE (SQ_TASK_COLS). */
@@ -53,15 +50,8 @@ static int bind_task(sqlite3_stmt *st, const once_record *r)
     for (int i = 0; rc == SQLITE_OK && i < 4; i++)
         rc = once__sq_bind_int64(st, 11 + i, times[i]);
     if (rc == SQLITE_OK)
-        rc = once__sq_bind_text(st, 15, r->digests);
-    if (rc == SQLITE_OK)
-        rc = once__sq_bind_text(st, 16, r->task_json);
-    if (rc == SQLITE_OK)
-        rc = once__sq_bind_text(st, 17, r->checkpoint);
-    if (rc == SQLITE_OK)
-        rc = once__sq_bind_text(st, 18, r->push_json);
-    if (rc == SQLITE_OK)
-        rc = once__sq_bind_text(st, 19, r->journal);
+        rc = once__sq_bind(st, 15, "sssss", r->digests, r->task_json, r->checkpoint, r->push_json,
+                           r->journal);
     return rc;
 }
 
@@ -214,9 +204,7 @@ static int sweep_pick(sq_conn *w, sq_op *op, sweep_key **keys, size_t *nkeys)
     int rc = once__sq_stmt(w, SQ_SWEEP_PICK, &st);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_int64(st, 1, op->before);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 2, op->max > INT64_MAX ? -1 : (int64_t)op->max);
+    int src = once__sq_bind(st, 1, "ii", op->before, op->max > INT64_MAX ? -1 : (int64_t)op->max);
     while (rc == ONCE_OK && (src == SQLITE_OK || src == SQLITE_ROW)) {
         if ((src = once__sq_step(st)) != SQLITE_ROW)
             break;
@@ -251,13 +239,8 @@ static int entomb(sq_conn *w, const sweep_key *k, int64_t now)
     int rc = once__sq_stmt(w, SQ_TOMB_INSERT, &st);
     if (rc != ONCE_OK)
         return rc;
-    int src = bind_key(st, k->principal, k->task_id);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_text(st, 3, k->first_digest);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 4, k->finished_at);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 5, now);
+    int src = once__sq_bind(st, 1, "sssii", k->principal, k->task_id, k->first_digest,
+                            k->finished_at, now);
     rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     const sq_stmt_id dels[] = {SQ_EVENTS_DELETE, SQ_TASK_DELETE, SQ_PUSH_DELETE_KEY};
     for (int i = 0; rc == ONCE_OK && i < 3; i++) {
@@ -289,9 +272,7 @@ static int op_purge(sq_conn *w, sq_op *op)
     int rc = once__sq_stmt(w, SQ_PURGE, &st);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_int64(st, 1, op->before);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 2, op->max > INT64_MAX ? -1 : (int64_t)op->max);
+    int src = once__sq_bind(st, 1, "ii", op->before, op->max > INT64_MAX ? -1 : (int64_t)op->max);
     rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     if (rc == ONCE_OK)
         *op->n = (size_t)sqlite3_changes(w->db);
@@ -304,9 +285,7 @@ static int op_meta(sq_conn *w, sq_op *op)
     int rc = once__sq_stmt(w, SQ_META_INSERT, &st);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_text(st, 1, op->name);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_text(st, 2, op->init_value);
+    int src = once__sq_bind(st, 1, "ss", op->name, op->init_value);
     rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
     if (rc != ONCE_OK)
         return rc;

@@ -30,6 +30,61 @@ extern const once_store_methods once__store_pg;
 extern const once_store_methods once__store_redis;
 #endif
 
+/*
+ * What a backend with a handle of its own gives once__backend_open
+ * (backend.c): the handle's size (once_store first) and three hooks.
+ *   parse    reads url into the zeroed handle s: defaults, settings, checks
+ *            that need no server or file. ONCE_EINVAL with a message in
+ *            errbuf for a bad URL.
+ *   start    connects, creates or migrates the schema. Its error may sit in
+ *            errbuf or in s->errmsg (copied to errbuf when errbuf is empty).
+ *   release  frees everything parse and start made, whatever point either
+ *            stopped at; it is also the backend's close slot, so its answer
+ *            is close's (ONCE_OK, or ONCE_ESTORE when a last flush failed).
+ * name is the error text's prefix ("postgres: out of memory").
+ */
+typedef struct once__backend {
+    const char *name;
+    size_t size;
+    int (*parse)(once_store *s, const char *url, char *errbuf, size_t errlen);
+    int (*start)(once_store *s, char *errbuf, size_t errlen);
+    int (*release)(once_store *s);
+} once__backend;
+
+/* Allocate, parse, start; on failure release and leave *out NULL. */
+int once__backend_open(const once__backend *b, const char *url, once_store **out, char *errbuf,
+                       size_t errlen);
+
+/*
+ * The integer fields of a record and of a push row (fields.c), in one
+ * table each: where a field sits in its struct, how wide it is, its column
+ * in the SQL row counted from the row's first column, and (records only)
+ * its DynamoDB attribute and Redis hash field.
+ */
+typedef enum once__field_type {
+    ONCE__FIELD_I64,  /* int64_t */
+    ONCE__FIELD_INT,  /* int or an int-sized enum */
+    ONCE__FIELD_BOOL, /* int, stored as 0 or 1 */
+} once__field_type;
+
+typedef struct once__int_field {
+    size_t off;
+    once__field_type type;
+    int col;
+    const char *attr; /* DynamoDB */
+    const char *hf;   /* Redis (redis_keys.c reads the hash with a table of its own) */
+} once__int_field;
+
+#define ONCE__RECORD_NINT 10
+#define ONCE__PUSH_ROW_NINT 10
+extern const once__int_field once__record_ints[ONCE__RECORD_NINT];
+extern const once__int_field once__push_row_ints[ONCE__PUSH_ROW_NINT];
+
+/* Store v as field f of *obj (a once_record or once_push_row as f's table
+ * says), narrowed to the field's width; read it back widened. */
+void once__field_set(void *obj, const once__int_field *f, int64_t v);
+int64_t once__field_get(const void *obj, const once__int_field *f);
+
 /* printf into s->errmsg (best effort: writers are serialised, readers of
  * once_store_errmsg may see a message being replaced). s may be NULL. */
 void once__store_seterr(once_store *s, const char *fmt, ...)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "store/store_int.h"
 #include "store/url_param.h"
 
 int once__url_param_next(const char **q, once__url_param *p)
@@ -62,4 +63,50 @@ int once__url_param_copy(const once__url_param *p, char *buf, size_t len)
     memcpy(buf, p->val, p->vlen);
     buf[p->vlen] = '\0';
     return 0;
+}
+
+int once__url_name_ok(const char *v, size_t n, size_t min, size_t max, const char *punct)
+{
+    if (n < min || n > max)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = v[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              (ch != '\0' && strchr(punct, ch) != NULL)))
+            return 0;
+    }
+    return 1;
+}
+
+int once__url_param_setting(const once__url_param *p, const once__url_num *nums, size_t n,
+                            const char *who, char *errbuf, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        const once__url_num *u = &nums[i];
+        long long v;
+        if (!once__url_param_is(p, u->key))
+            continue;
+        if (once__url_param_num(p, u->lo, u->hi, &v) != 0) {
+            if (u->hi >= INT64_MAX / 2) /* "no upper bound" */
+                once__store_errbuf(errbuf, errlen, "%s URL: %s must be >= %lld", who, u->key,
+                                   u->lo);
+            else
+                once__store_errbuf(errbuf, errlen, "%s URL: %s must be %lld..%lld", who, u->key,
+                                   u->lo, u->hi);
+            return ONCE_EINVAL;
+        }
+        switch (u->type) {
+        case ONCE__URL_INT:
+            *(int *)u->dst = (int)v;
+            break;
+        case ONCE__URL_SIZE:
+            *(size_t *)u->dst = (size_t)v;
+            break;
+        case ONCE__URL_I64:
+            *(int64_t *)u->dst = v;
+            break;
+        }
+        return 0;
+    }
+    return 1;
 }

@@ -42,4 +42,29 @@ int once__url_param_num(const once__url_param *p, long long lo, long long hi, lo
  * empty or does not fit. */
 int once__url_param_copy(const once__url_param *p, char *buf, size_t len);
 
+/* A numeric setting of a store URL, as data: its key, its range and where
+ * its value goes (dst points at an object of the width type names). */
+typedef enum once__url_num_type {
+    ONCE__URL_INT,  /* int */
+    ONCE__URL_SIZE, /* size_t */
+    ONCE__URL_I64   /* int64_t */
+} once__url_num_type;
+
+typedef struct once__url_num {
+    const char *key;
+    long long lo, hi;
+    once__url_num_type type;
+    void *dst;
+} once__url_num;
+
+/* If p's key is one of nums[0..n): 0 with its value stored, or ONCE_EINVAL
+ * with "WHO URL: KEY must be LO..HI" in errbuf[0..errlen) when the value is
+ * not a number in range. 1 when p is none of them (the caller goes on). */
+int once__url_param_setting(const once__url_param *p, const once__url_num *nums, size_t n,
+                            const char *who, char *errbuf, size_t errlen);
+
+/* 1 if v[0..n) is a name a backend may put in its keys or SQL: min..max
+ * bytes, each an ASCII letter, a digit or one of punct. */
+int once__url_name_ok(const char *v, size_t n, size_t min, size_t max, const char *punct);
+
 #endif

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/grow.h"
 #include "core/str.h"
 #include "core/backoff.h"
 #include "store/dynamo/dy_int.h"
@@ -38,8 +39,10 @@ typedef struct dy_buf {
     int over;
 } dy_buf;
 
-static int conn_open(void *owner, once__pool_item **out)
+static int conn_open(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
 {
+    (void)errbuf; /* no connection is opened at open: the table check reports */
+    (void)errlen;
     dy_store *s = owner;
     dy_conn *c = once_calloc(1, sizeof *c);
 
@@ -78,20 +81,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
         b->over = 1;
         return 0;
     }
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        char *p;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        p = once_realloc(b->p, cap);
-        if (!p)
-            return 0;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    b->p[b->n] = '\0';
+    if (once__text_append(&b->p, &b->n, &b->cap, 4096, data, n) != ONCE_OK)
+        return 0;
     return n;
 }
 

@@ -137,6 +137,7 @@ int once__dy_record_item(dy_store *s, const once_record *r, const once_event *ev
     char lc[ONCE_ID_MAX + 24];
     char *pk = once__dy_task_pk(r->principal, r->task_id);
     int rc = pk ? once__dy_key(it, r->principal, r->task_id, NULL) : ONCE_ENOMEM;
+    int i;
 
     if (rc != ONCE_OK) {
         once_free(pk);
@@ -147,18 +148,10 @@ int once__dy_record_item(dy_store *s, const once_record *r, const once_event *ev
     once__dy_put_s(it, "pr", r->principal);
     once__dy_put_s(it, "id", r->task_id);
     once__dy_put_s(it, "ctx", r->context_id);
-    once__dy_put_n(it, "st", r->state);
-    once__dy_put_n(it, "kd", r->kind);
-    once__dy_put_n(it, "v", r->version);
-    once__dy_put_n(it, "g", r->generation);
-    once__dy_put_n(it, "f", r->fence);
-    once__dy_put_n(it, "sp", r->step);
+    for (i = 0; i < ONCE__RECORD_NINT; i++)
+        once__dy_put_n(it, once__record_ints[i].attr, once__field_get(r, &once__record_ints[i]));
     if (r->lease_owner[0])
         once__dy_put_s(it, "lo", r->lease_owner);
-    once__dy_put_n(it, "lu", r->lease_until);
-    once__dy_put_n(it, "ca", r->created_at);
-    once__dy_put_n(it, "ua", r->updated_at);
-    once__dy_put_n(it, "fa", r->finished_at);
     once__dy_put_s(it, "dg", r->digests);
     once__dy_put_s(it, "tj", r->task_json);
     once__dy_put_s(it, "cp", r->checkpoint);
@@ -255,7 +248,7 @@ static int dup_s(json_t *item, const char *name, char **dst, int required)
 int once__dy_decode(json_t *item, dy_stored *st)
 {
     once_record *r = &st->rec;
-    int rc;
+    int rc, i;
 
     memset(st, 0, sizeof *st);
     if (once__dy_get_n(item, "tb")) {
@@ -274,16 +267,8 @@ int once__dy_decode(json_t *item, dy_stored *st)
         copy_s(item, "ctx", r->context_id, sizeof r->context_id) ||
         copy_s(item, "lo", r->lease_owner, sizeof r->lease_owner) || !once__dy_get_s(item, "tj"))
         return ONCE_ECORRUPT;
-    r->state = (once_state)once__dy_get_n(item, "st");
-    r->kind = (once_record_kind)once__dy_get_n(item, "kd");
-    r->version = once__dy_get_n(item, "v");
-    r->generation = once__dy_get_n(item, "g");
-    r->fence = once__dy_get_n(item, "f");
-    r->step = once__dy_get_n(item, "sp");
-    r->lease_until = once__dy_get_n(item, "lu");
-    r->created_at = once__dy_get_n(item, "ca");
-    r->updated_at = once__dy_get_n(item, "ua");
-    r->finished_at = once__dy_get_n(item, "fa");
+    for (i = 0; i < ONCE__RECORD_NINT; i++)
+        once__field_set(r, &once__record_ints[i], once__dy_get_n(item, once__record_ints[i].attr));
     rc = dup_s(item, "dg", &r->digests, 1);
     if (rc == ONCE_OK)
         rc = dup_s(item, "tj", &r->task_json, 1);

@@ -86,16 +86,19 @@ static void curl_init(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static void dy_free(dy_store *s)
+/* The release hook, and so the close slot: nothing is pending, every
+ * write was answered. */
+static int dy_release(once_store *base)
 {
-    if (!s)
-        return;
+    dy_store *s = dys(base);
+
     if (s->pool.ops)
         once__pool_destroy(&s->pool);
     once__dy_cred_free(&s->cred);
     once_free(s->endpoint);
     once_free(s->sigv4);
     once_free(s);
+    return ONCE_OK;
 }
 
 static int bad(char *errbuf, size_t errlen, const char *what)
@@ -104,26 +107,18 @@ static int bad(char *errbuf, size_t errlen, const char *what)
     return ONCE_EINVAL;
 }
 
-static int table_ok(const char *t, size_t n)
-{
-    size_t i;
-
-    if (n < 3 || n > DY_TABLE_MAX)
-        return 0;
-    for (i = 0; i < n; i++) {
-        char ch = t[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '-' || ch == '.'))
-            return 0;
-    }
-    return 1;
-}
-
 static int parse_params(dy_store *s, const char *q, char *endpoint, size_t eplen, char *errbuf,
                         size_t errlen)
 {
+    const once__url_num nums[] = {
+        {"create", 0, 1, ONCE__URL_INT, &s->create},
+        {"pool", 1, 256, ONCE__URL_SIZE, &s->pool_max},
+        {"timeout_ms", 1, 3600000, ONCE__URL_INT, &s->timeout_ms},
+        {"tomb_ttl_ms", 0, INT64_MAX / 2, ONCE__URL_I64, &s->tomb_ttl_ms},
+        {"reset", 0, 1, ONCE__URL_INT, &s->reset},
+    };
     once__url_param p;
-    long long x;
+    int rc;
 
     while (once__url_param_next(&q, &p)) {
         if (once__url_param_is(&p, "region")) {
@@ -133,26 +128,10 @@ static int parse_params(dy_store *s, const char *q, char *endpoint, size_t eplen
             if (once__url_param_copy(&p, endpoint, eplen) ||
                 (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0))
                 return bad(errbuf, errlen, "endpoint must be an http:// or https:// URL");
-        } else if (once__url_param_is(&p, "create")) {
-            if (once__url_param_num(&p, 0, 1, &x))
-                return bad(errbuf, errlen, "create must be 0 or 1");
-            s->create = (int)x;
-        } else if (once__url_param_is(&p, "pool")) {
-            if (once__url_param_num(&p, 1, 256, &x))
-                return bad(errbuf, errlen, "pool must be 1..256");
-            s->pool_max = (size_t)x;
-        } else if (once__url_param_is(&p, "timeout_ms")) {
-            if (once__url_param_num(&p, 1, 3600000, &x))
-                return bad(errbuf, errlen, "timeout_ms must be 1..3600000");
-            s->timeout_ms = (int)x;
-        } else if (once__url_param_is(&p, "tomb_ttl_ms")) {
-            if (once__url_param_num(&p, 0, INT64_MAX / 2, &x))
-                return bad(errbuf, errlen, "tomb_ttl_ms must be >= 0");
-            s->tomb_ttl_ms = x;
-        } else if (once__url_param_is(&p, "reset")) {
-            if (once__url_param_num(&p, 0, 1, &x))
-                return bad(errbuf, errlen, "reset must be 0 or 1");
-            s->reset = (int)x;
+        } else if ((rc = once__url_param_setting(&p, nums, sizeof nums / sizeof nums[0],
+                                                 "dynamodb", errbuf, errlen)) != 1) {
+            if (rc != ONCE_OK)
+                return rc;
         } else {
             once__store_errbuf(errbuf, errlen, "dynamodb URL: unknown parameter '%.*s'",
                                (int)(p.klen > 32 ? 32 : p.klen), p.key);
@@ -175,7 +154,7 @@ static int parse_url(dy_store *s, const char *url, char *errbuf, size_t errlen)
     t = url + sizeof scheme - 1;
     q = strchr(t, '?');
     n = q ? (size_t)(q - t) : strlen(t);
-    if (!table_ok(t, n))
+    if (!once__url_name_ok(t, n, 3, DY_TABLE_MAX, "_.-"))
         return bad(errbuf, errlen, "the table name must be 3..255 of [A-Za-z0-9_.-]");
     memcpy(s->table, t, n);
     s->table[n] = '\0';
@@ -201,60 +180,45 @@ static int parse_url(dy_store *s, const char *url, char *errbuf, size_t errlen)
     return ONCE_OK;
 }
 
-static int dy_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
-                   size_t errlen)
+/* The parse hook: libcurl once per process, the URL over the defaults,
+ * the credentials, the pool (it connects lazily). */
+static int dy_parse(once_store *base, const char *url, char *errbuf, size_t errlen)
 {
-    dy_store *s;
+    dy_store *s = dys(base);
     int rc;
 
-    (void)opt; /* the engine's clock reaches the slots as arguments */
-    *out = NULL;
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK) {
         once__store_errbuf(errbuf, errlen, "dynamodb: curl_global_init failed");
         return ONCE_ESTORE;
     }
-    s = once_calloc(1, sizeof *s);
-    if (!s)
-        return ONCE_ENOMEM;
     s->pool_max = DY_POOL_DEFAULT;
     s->timeout_ms = DY_TIMEOUT_DEFAULT_MS;
     rc = parse_url(s, url, errbuf, errlen);
     if (rc == ONCE_OK)
         rc = once__dy_cred_load(&s->cred, errbuf, errlen);
-    if (rc != ONCE_OK) {
-        dy_free(s);
-        return rc;
-    }
-    once__pool_init(&s->pool, &once__dy_pool_ops, s, &s->base, s->pool_max, DY_POOL_WAIT_MS, 0, 0);
-    rc = once__dy_table_ready(s, errbuf, errlen);
+    if (rc == ONCE_OK)
+        once__pool_init(&s->pool, &once__dy_pool_ops, s, &s->base, s->pool_max, DY_POOL_WAIT_MS,
+                        0, 0);
+    return rc;
+}
+
+/* The start hook: the table exists (or is created), and a test's reset. */
+static int dy_start(once_store *base, char *errbuf, size_t errlen)
+{
+    dy_store *s = dys(base);
+    int rc = once__dy_table_ready(s, errbuf, errlen);
+
     if (rc == ONCE_OK && s->reset)
         rc = once__dy_reset(s);
-    if (rc != ONCE_OK) {
-        if (errbuf && errlen && !errbuf[0])
-            once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
-        dy_free(s);
-        return rc;
-    }
-    s->base.errmsg[0] = '\0';
-    *out = &s->base;
-    return ONCE_OK;
+    return rc;
 }
 
-static int dy_close(once_store *base)
-{
-    dy_free(dys(base));
-    return ONCE_OK;   /* nothing is pending: every write was answered */
-}
+static const once__backend dy_backend = {"dynamodb", sizeof(dy_store), dy_parse, dy_start,
+                                         dy_release};
 
-const once_store_methods once__store_dynamo = {
-    .version = ONCE_STORE_METHODS_VERSION,
-    .scheme = "dynamodb",
-    /* DURABLE: DynamoDB acknowledges a write once it is stored in several
-     * availability zones. PUSH: delivery rows live in the record item
-     * (dy_push.c). */
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
-    .open = dy_open,
-    .close = dy_close,
-    ONCE__STORE_SLOT_TABLE(dy),
-};
+/* DURABLE: DynamoDB acknowledges a write once it is stored in several
+ * availability zones. PUSH: delivery rows live in the record item
+ * (dy_push.c). */
+ONCE__STORE_BACKEND(once__store_dynamo, dy, "dynamodb",
+                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, dy_backend);

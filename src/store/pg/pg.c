@@ -37,32 +37,21 @@
 #include "store/store_int.h"
 #include "store/url_param.h"
 
-static void pg_free(pg_store *s)
+/* The release hook, and so the close slot: PQfinish reports nothing. */
+static int pg_release(once_store *base)
 {
-    if (!s)
-        return;
-    if (s->pool.ops) {
-        once__pool_destroy(&s->pool);
-        once__pool_destroy(&s->bpool);
-        once__batch_destroy(&s->batch);
-    }
+    pg_store *s = (pg_store *)base;
+
+    once__batch_conns_destroy(&s->pool, &s->bpool, &s->batch);
     once_free(s->conninfo);
     once_free(s);
+    return ONCE_OK;
 }
 
+/* An SQL identifier that needs no quoting: no leading digit. */
 static int schema_ok(const char *v, size_t n)
 {
-    size_t i;
-
-    if (n == 0 || n > PG_SCHEMA_MAX || (v[0] >= '0' && v[0] <= '9'))
-        return 0;
-    for (i = 0; i < n; i++) {
-        char ch = v[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_'))
-            return 0;
-    }
-    return 1;
+    return once__url_name_ok(v, n, 1, PG_SCHEMA_MAX, "_") && !(v[0] >= '0' && v[0] <= '9');
 }
 
 /* Split once's parameters off the URL: s->conninfo gets the rest. */
@@ -70,8 +59,14 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
 {
     const char *q = strchr(url, '?');
     size_t base = q ? (size_t)(q - url) : strlen(url);
+    const once__url_num nums[] = {
+        {"pool", 1, 256, ONCE__URL_SIZE, &s->pool_max},
+        {"batch", 0, PG_BATCH_MAX, ONCE__URL_INT, &s->batch_leaders},
+    };
+    once__url_param prm;
     char *ci;
     size_t ci_len;
+    int rc;
 
     if (strncmp(url, "postgres://", 11) != 0 && strncmp(url, "postgresql://", 13) != 0) {
         once__store_errbuf(errbuf, errlen, "postgres store URL must start with postgres://");
@@ -86,45 +81,33 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
     s->pool_max = PG_POOL_DEFAULT;
     s->batch_leaders = PG_BATCH_DEFAULT;
     *reset = 0;
-    while (q && *q) {
-        const char *k = q + 1, *end = k + strcspn(k, "&"), *eq = memchr(k, '=', (size_t)(end - k));
-        const char *v = eq ? eq + 1 : end;
-        size_t klen = (size_t)((eq ? eq : end) - k), vlen = (size_t)(end - v);
-
-        q = *end ? end : NULL;
-        if (klen == 6 && memcmp(k, "schema", 6) == 0) {
-            if (!schema_ok(v, vlen)) {
+    if (q)
+        q++;
+    while (once__url_param_next(&q, &prm)) {
+        if (once__url_param_is(&prm, "schema")) {
+            if (!schema_ok(prm.val, prm.vlen) ||
+                once__url_param_copy(&prm, s->schema, sizeof s->schema)) {
                 once__store_errbuf(errbuf, errlen,
                                    "postgres URL: schema must be 1..%d letters, digits or _",
                                    PG_SCHEMA_MAX);
                 once_free(ci);
                 return ONCE_EINVAL;
             }
-            memcpy(s->schema, v, vlen);
-            s->schema[vlen] = '\0';
-        } else if ((klen == 4 && memcmp(k, "pool", 4) == 0) ||
-                   (klen == 5 && memcmp(k, "batch", 5) == 0)) {
-            once__url_param prm = {k, klen, v, vlen};
-            int pool = klen == 4;
-            long long n;
-            if (once__url_param_num(&prm, pool ? 1 : 0, pool ? 256 : PG_BATCH_MAX, &n) != 0) {
-                once__store_errbuf(errbuf, errlen, "postgres URL: %s must be %d..%d",
-                                   pool ? "pool" : "batch", pool ? 1 : 0,
-                                   pool ? 256 : PG_BATCH_MAX);
+        } else if ((rc = once__url_param_setting(&prm, nums, sizeof nums / sizeof nums[0],
+                                                 "postgres", errbuf, errlen)) != 1) {
+            if (rc != ONCE_OK) {
                 once_free(ci);
-                return ONCE_EINVAL;
+                return rc;
             }
-            if (pool)
-                s->pool_max = (size_t)n;
-            else
-                s->batch_leaders = (int)n;
-        } else if (klen == 5 && memcmp(k, "reset", 5) == 0) {
-            *reset = vlen == 1 && v[0] == '1';
-        } else if (klen > 0) {
+        } else if (once__url_param_is(&prm, "reset")) {
+            *reset = once__url_param_val_is(&prm, "1");
+        } else if (prm.klen > 0) {
+            /* libpq's own: passed on as written */
+            size_t n = (size_t)(prm.val + prm.vlen - prm.key);
             ci[ci_len] = ci_len == base ? '?' : '&';
             ci_len++;
-            memcpy(ci + ci_len, k, (size_t)(end - k));
-            ci_len += (size_t)(end - k);
+            memcpy(ci + ci_len, prm.key, n);
+            ci_len += n;
         }
     }
     ci[ci_len] = '\0';
@@ -132,65 +115,38 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
     return ONCE_OK;
 }
 
-static int pg_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
-                   size_t errlen)
+/* The parse hook: libpq's thread safety, then the URL. */
+static int pg_parse(once_store *base, const char *url, char *errbuf, size_t errlen)
 {
-    pg_store *s;
-    pg_conn *c;
-    int reset, rc;
+    pg_store *s = (pg_store *)base;
 
-    (void)opt;
-    *out = NULL;
     if (!PQisthreadsafe()) {
         once__store_errbuf(errbuf, errlen, "postgres: libpq is not thread-safe");
         return ONCE_EUNSUPPORTED;
     }
-    s = once_calloc(1, sizeof *s);
-    if (!s) {
-        once__store_errbuf(errbuf, errlen, "postgres: out of memory");
-        return ONCE_ENOMEM;
-    }
-    rc = parse_url(s, url, &reset, errbuf, errlen);
-    if (rc != ONCE_OK) {
-        once_free(s);
-        return rc;
-    }
-    once__pool_init(&s->pool, &once__pg_pool_ops, s, &s->base, s->pool_max, PG_POOL_WAIT_MS,
-                    PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
-    once__pool_init(&s->bpool, &once__pg_pool_ops, s, &s->base, (size_t)s->batch_leaders,
-                    PG_POOL_WAIT_MS, PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS);
-    once__batch_init(&s->batch, &s->bpool, once__pg_batch_run, s->batch_leaders,
-                     ONCE__BATCH_MAX);
-
-    rc = once__pg_connect(s, &c, errbuf, errlen);
-    if (rc == ONCE_OK) {
-        rc = once__pg_migrate(s, c, reset);
-        if (rc != ONCE_OK) {
-            once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
-            once__pg_conn_close(c);
-        }
-    }
-    if (rc != ONCE_OK) {
-        pg_free(s);
-        return rc;
-    }
-    once__pool_adopt(&s->pool, &c->item);
-    s->base.m = &once__store_pg;
-    *out = &s->base;
-    return ONCE_OK;
+    return parse_url(s, url, &s->reset, errbuf, errlen);
 }
 
-static int pg_close(once_store *s)
+/* The first connection's setup: the schema migrations (and a test's reset). */
+static int pg_setup(void *owner, once__pool_item *first)
 {
-    pg_free((pg_store *)s);
-    return ONCE_OK;   /* PQfinish reports nothing */
+    pg_store *s = owner;
+    return once__pg_migrate(s, (pg_conn *)first, s->reset);
 }
 
-const once_store_methods once__store_pg = {
-    .version = ONCE_STORE_METHODS_VERSION,
-    .scheme = "postgres",
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH,
-    .open = pg_open,
-    .close = pg_close,
-    ONCE__STORE_SLOT_TABLE(pg),
-};
+/* The start hook: the pools and the first connection (store/batch.h). */
+static int pg_start(once_store *base, char *errbuf, size_t errlen)
+{
+    pg_store *s = (pg_store *)base;
+    const once__batch_conns_cfg cfg = {&once__pg_pool_ops, s, &s->base, s->pool_max,
+                                       s->batch_leaders, once__pg_batch_run, PG_POOL_WAIT_MS,
+                                       PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS, pg_setup};
+
+    return once__batch_conns_start(&s->pool, &s->bpool, &s->batch, &cfg, errbuf, errlen);
+}
+
+static const once__backend pg_backend = {"postgres", sizeof(pg_store), pg_parse, pg_start,
+                                         pg_release};
+
+ONCE__STORE_BACKEND(once__store_pg, pg, "postgres",
+                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, pg_backend);

@@ -36,12 +36,14 @@ static const char orphans_sql[] =
 
 enum { C_DIGESTS = 14, C_TASK_JSON, C_TOMB, C_FIRST_DIGEST, C_EXPIRED_AT, C_N, C_MIN, C_MAX };
 
-static void one_row(once_check_report *rep, const PGresult *r, int i)
+static int one_row(pg_store *s, pg_conn *c, const PGresult *r, int i, once_check_report *rep)
 {
     static char empty[] = "";
     size_t nev = (size_t)once__pg_i64(r, i, C_N);
     once_record rec;
 
+    (void)s;
+    (void)c;
     memset(&rec, 0, sizeof rec);
     if (once__pg_fixed(r, i, 0, rec.principal, sizeof rec.principal) != ONCE_OK ||
         once__pg_fixed(r, i, 1, rec.task_id, sizeof rec.task_id) != ONCE_OK ||
@@ -50,7 +52,7 @@ static void one_row(once_check_report *rep, const PGresult *r, int i)
         rep->bad_state++;
         once__check_problem(rep, "%.40s/%.40s: a key or name does not fit its field", rec.principal,
                             rec.task_id);
-        return;
+        return ONCE_OK;
     }
     if (once__pg_i64(r, i, C_TOMB)) {
         once_tombstone t;
@@ -66,7 +68,7 @@ static void one_row(once_check_report *rep, const PGresult *r, int i)
         t.finished_at = once__pg_i64(r, i, 13);
         t.expired_at = once__pg_i64(r, i, C_EXPIRED_AT);
         once__check_tombstone(rep, &t, nev);
-        return;
+        return ONCE_OK;
     }
     rec.state = (once_state)once__pg_i64(r, i, 3);
     rec.kind = (once_record_kind)once__pg_i64(r, i, 4);
@@ -83,23 +85,25 @@ static void one_row(once_check_report *rep, const PGresult *r, int i)
     once__check_record(
         rep, &rec, nev, once__pg_i64(r, i, C_MAX),
         once__check_gapless(nev, once__pg_i64(r, i, C_MIN), once__pg_i64(r, i, C_MAX)));
+    return ONCE_OK;
 }
 
-static void one_orphan(once_check_report *rep, const PGresult *r, int i)
+static int one_orphan(pg_store *s, pg_conn *c, const PGresult *r, int i, once_check_report *rep)
 {
     char principal[ONCE_PRINCIPAL_MAX + 1], task_id[ONCE_ID_MAX + 1];
 
+    (void)s;
+    (void)c;
     if (once__pg_fixed(r, i, 0, principal, sizeof principal) != ONCE_OK)
         snprintf(principal, sizeof principal, "?");
     if (once__pg_fixed(r, i, 1, task_id, sizeof task_id) != ONCE_OK)
         snprintf(task_id, sizeof task_id, "?");
     once__check_orphans(rep, principal, task_id, (size_t)once__pg_i64(r, i, 2));
+    return ONCE_OK;
 }
 
-typedef void (*row_fn)(once_check_report *rep, const PGresult *r, int i);
-
-static int walk(pg_store *s, pg_conn *c, const char *declare, const char *cursor, row_fn fn,
-                once_check_report *rep)
+int once__pg_walk(pg_store *s, pg_conn *c, const char *declare, const char *cursor,
+                  pg_walk_fn fn, once_check_report *rep)
 {
     char fetch[96];
     PGresult *r;
@@ -115,10 +119,12 @@ static int walk(pg_store *s, pg_conn *c, const char *declare, const char *cursor
         if (rc != ONCE_OK)
             return rc;
         n = PQntuples(r);
-        for (i = 0; i < n; i++)
-            fn(rep, r, i);
+        for (i = 0; rc == ONCE_OK && i < n; i++)
+            rc = fn(s, c, r, i, rep);
         PQclear(r);
-    } while (n > 0);
+    } while (rc == ONCE_OK && n > 0);
+    if (rc != ONCE_OK)
+        return rc;
     snprintf(fetch, sizeof fetch, "CLOSE %s", cursor);
     rc = once__pg_simple(s, c, fetch, &r);
     if (rc == ONCE_OK)
@@ -137,9 +143,9 @@ static int check_fn(pg_store *s, pg_conn *c, void *arg)
     if (rc != ONCE_OK)
         return rc;
     PQclear(r);
-    rc = walk(s, c, rows_sql, "once_check_rows", one_row, rep);
+    rc = once__pg_walk(s, c, rows_sql, "once_check_rows", one_row, rep);
     if (rc == ONCE_OK)
-        rc = walk(s, c, orphans_sql, "once_check_orphans", one_orphan, rep);
+        rc = once__pg_walk(s, c, orphans_sql, "once_check_orphans", one_orphan, rep);
     if (rc == ONCE_OK)
         rc = once__pg_check_push(s, c, rep);
     if (rc == ONCE_OK) {

@@ -208,7 +208,7 @@ int once__pg_dup(const PGresult *r, int row, int col, char **out)
 
 int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out)
 {
-    int rc;
+    int rc, i;
 
     memset(out, 0, sizeof *out);
     if ((rc = once__pg_fixed(r, row, col0, out->principal, sizeof out->principal)) != ONCE_OK ||
@@ -218,16 +218,10 @@ int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out)
         (rc = once__pg_fixed(r, row, col0 + 9, out->lease_owner, sizeof out->lease_owner)) !=
             ONCE_OK)
         return rc;
-    out->state = (once_state)once__pg_i64(r, row, col0 + 3);
-    out->kind = (once_record_kind)once__pg_i64(r, row, col0 + 4);
-    out->version = once__pg_i64(r, row, col0 + 5);
-    out->generation = once__pg_i64(r, row, col0 + 6);
-    out->fence = once__pg_i64(r, row, col0 + 7);
-    out->step = once__pg_i64(r, row, col0 + 8);
-    out->lease_until = once__pg_i64(r, row, col0 + 10);
-    out->created_at = once__pg_i64(r, row, col0 + 11);
-    out->updated_at = once__pg_i64(r, row, col0 + 12);
-    out->finished_at = once__pg_i64(r, row, col0 + 13);
+    for (i = 0; i < ONCE__RECORD_NINT; i++) {
+        const once__int_field *f = &once__record_ints[i];
+        once__field_set(out, f, once__pg_i64(r, row, col0 + f->col));
+    }
     if ((rc = once__pg_dup(r, row, col0 + 14, &out->digests)) != ONCE_OK ||
         (rc = once__pg_dup(r, row, col0 + 15, &out->task_json)) != ONCE_OK ||
         (rc = once__pg_dup(r, row, col0 + 16, &out->checkpoint)) != ONCE_OK ||
@@ -399,10 +393,10 @@ static int pool_stale(once__pool_item *it)
     return 0;
 }
 
-static int pool_connect(void *owner, once__pool_item **out)
+static int pool_connect(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
 {
     pg_conn *c = NULL;
-    int rc = once__pg_connect(owner, &c, NULL, 0);
+    int rc = once__pg_connect(owner, &c, errbuf, errlen);
     *out = c ? &c->item : NULL;
     return rc;
 }

@@ -116,6 +116,7 @@ typedef struct pg_store {
     char schema[PG_SCHEMA_MAX + 1];
     size_t pool_max;
     int batch_leaders; /* 0: every write runs alone */
+    int reset;         /* URL reset=1: empty once's tables at open (tests only) */
 
     once__pool pool;    /* connections (store/pool.h) */
     once__pool bpool;   /* the batches' own connections, one per batch in flight: a
@@ -237,6 +238,13 @@ ONCE__STORE_SLOTS(pg);
  * delivery rows match rec->push_json (non-NULL) with once__push_sync. */
 int once__pg_push_sync(pg_store *s, pg_conn *c, const once_record *rec);
 /* check(): inside check's snapshot on c, count bad_push. */
+/* One row of a cursor walk: ONCE_OK to go on, an error to stop with. */
+typedef int (*pg_walk_fn)(pg_store *s, pg_conn *c, const PGresult *r, int i,
+                          once_check_report *rep);
+/* Run declare (a DECLARE of cursor), hand fn every row in batches, CLOSE
+ * it: what the integrity checks read the tables with (pg_check.c). */
+int once__pg_walk(pg_store *s, pg_conn *c, const char *declare, const char *cursor,
+                  pg_walk_fn fn, once_check_report *rep);
 int once__pg_check_push(pg_store *s, pg_conn *c, once_check_report *rep);
 
 #endif /* ONCE_STORE_PG_INT_H */

@@ -34,22 +34,18 @@ static pg_store *pgs(once_store *s)
 /* PG_PUSH_COLS starting at column c of row i. */
 static int row_decode(const PGresult *r, int i, int c, once_push_row *out)
 {
+    int k;
+
     memset(out, 0, sizeof *out);
     if (once__pg_fixed(r, i, c, out->config_id, sizeof out->config_id) != ONCE_OK ||
         once__pg_fixed(r, i, c + 6, out->lease_owner, sizeof out->lease_owner) != ONCE_OK ||
         once__pg_fixed(r, i, c + 9, out->last_error, sizeof out->last_error) != ONCE_OK ||
         !out->config_id[0])
         return ONCE_ECORRUPT;
-    out->since = once__pg_i64(r, i, c + 1);
-    out->delivered = once__pg_i64(r, i, c + 2);
-    out->target = once__pg_i64(r, i, c + 3);
-    out->attempts = once__pg_i64(r, i, c + 4);
-    out->next_attempt_at = once__pg_i64(r, i, c + 5);
-    out->lease_until = once__pg_i64(r, i, c + 7);
-    out->disabled = once__pg_i64(r, i, c + 8) != 0;
-    out->deliveries = once__pg_i64(r, i, c + 10);
-    out->retries = once__pg_i64(r, i, c + 11);
-    out->failures = once__pg_i64(r, i, c + 12);
+    for (k = 0; k < ONCE__PUSH_ROW_NINT; k++) {
+        const once__int_field *f = &once__push_row_ints[k];
+        once__field_set(out, f, once__pg_i64(r, i, c + f->col));
+    }
     return ONCE_OK;
 }
 
@@ -349,25 +345,9 @@ int once__pg_check_push(pg_store *s, pg_conn *c, once_check_report *rep)
     PGresult *r;
     int rc, i, n;
 
-    rc = once__pg_simple(s, c, with_push_sql, &r);
+    rc = once__pg_walk(s, c, with_push_sql, "once_check_push", check_one, rep);
     if (rc != ONCE_OK)
         return rc;
-    PQclear(r);
-    do {
-        rc = once__pg_simple(s, c, "FETCH 200 FROM once_check_push", &r);
-        if (rc != ONCE_OK)
-            return rc;
-        n = PQntuples(r);
-        for (i = 0; rc == ONCE_OK && i < n; i++)
-            rc = check_one(s, c, r, i, rep);
-        PQclear(r);
-    } while (rc == ONCE_OK && n > 0);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__pg_simple(s, c, "CLOSE once_check_push", &r);
-    if (rc != ONCE_OK)
-        return rc;
-    PQclear(r);
     rc = once__pg_simple(s, c, stray_sql, &r);
     if (rc != ONCE_OK)
         return rc;

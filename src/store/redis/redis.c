@@ -83,90 +83,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/pct.h"
 #include "store/redis/redis_int.h"
 #include "store/store_int.h"
+#include "store/url_param.h"
 
-static void rd_free(rd_store *s)
+/* The release hook, and so the close slot: redisFree reports nothing. */
+static int rd_release(once_store *base)
 {
-    if (!s)
-        return;
-    if (s->pool.ops) {
-        once__pool_destroy(&s->pool);
-        once__pool_destroy(&s->bpool);
-        once__batch_destroy(&s->batch);
-    }
+    rd_store *s = (rd_store *)base;
+
+    once__batch_conns_destroy(&s->pool, &s->bpool, &s->batch);
     once_free(s->host);
     once_free(s->user);
     if (s->password)
         memset(s->password, 0, strlen(s->password));
     once_free(s->password);
     once_free(s);
-}
-
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
+    return ONCE_OK;
 }
 
 /* Percent-decoded copy of p[0..n); NULL on OOM or a bad escape / NUL. */
 static char *decode(const char *p, size_t n)
 {
     char *out = once_malloc(n + 1);
-    size_t i, o = 0;
 
-    if (!out)
+    if (out && !once__pct_decode(p, n, 0, out, n + 1)) {
+        once_free(out);
         return NULL;
-    for (i = 0; i < n; i++) {
-        if (p[i] == '%') {
-            int hi = i + 2 < n ? hexval(p[i + 1]) : -1;
-            int lo = i + 2 < n ? hexval(p[i + 2]) : -1;
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-                once_free(out);
-                return NULL;
-            }
-            out[o++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            out[o++] = p[i];
-        }
     }
-    out[o] = '\0';
     return out;
-}
-
-/* A decimal in v[0..n) within lo..hi. */
-static int num_param(const char *v, size_t n, long long lo, long long hi, long long *out)
-{
-    char buf[24];
-    char *end;
-
-    if (n == 0 || n >= sizeof buf)
-        return -1;
-    memcpy(buf, v, n);
-    buf[n] = '\0';
-    *out = strtoll(buf, &end, 10);
-    return *end || *out < lo || *out > hi ? -1 : 0;
-}
-
-static int prefix_ok(const char *v, size_t n)
-{
-    size_t i;
-
-    if (n == 0 || n > RD_PREFIX_MAX)
-        return 0;
-    for (i = 0; i < n; i++) {
-        char ch = v[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '-' || ch == '.'))
-            return 0;
-    }
-    return 1;
 }
 
 static int bad(char *errbuf, size_t errlen, const char *what)
@@ -177,45 +123,41 @@ static int bad(char *errbuf, size_t errlen, const char *what)
 
 static int parse_params(rd_store *s, const char *q, int *reset, char *errbuf, size_t errlen)
 {
-    while (q && *q) {
-        const char *k = q, *end = k + strcspn(k, "&"), *eq = memchr(k, '=', (size_t)(end - k));
-        const char *v = eq ? eq + 1 : end;
-        size_t klen = (size_t)((eq ? eq : end) - k), vlen = (size_t)(end - v);
-        long long x;
+    const once__url_num nums[] = {
+        {"pool", 1, 256, ONCE__URL_SIZE, &s->pool_max},
+        {"batch", 0, RD_BATCH_MAX, ONCE__URL_INT, &s->batch_leaders},
+        {"timeout_ms", 1, 3600000, ONCE__URL_INT, &s->timeout_ms},
+        {"tomb_ttl_ms", 0, INT64_MAX / 2, ONCE__URL_I64, &s->tomb_ttl_ms},
+    };
+    once__url_param p;
+    int rc;
 
-        q = *end ? end + 1 : NULL;
-#define KEY(name) (klen == sizeof(name) - 1 && memcmp(k, name, klen) == 0)
-        if (KEY("prefix")) {
-            if (!prefix_ok(v, vlen))
+    while (once__url_param_next(&q, &p)) {
+        if (once__url_param_is(&p, "prefix")) {
+            if (!once__url_name_ok(p.val, p.vlen, 1, RD_PREFIX_MAX, "_.-") ||
+                once__url_param_copy(&p, s->prefix, sizeof s->prefix))
                 return bad(errbuf, errlen, "prefix must be 1..64 of [A-Za-z0-9_.-]");
-            memcpy(s->prefix, v, vlen);
-            s->prefix[vlen] = '\0';
-        } else if (KEY("pool")) {
-            if (num_param(v, vlen, 1, 256, &x))
-                return bad(errbuf, errlen, "pool must be 1..256");
-            s->pool_max = (size_t)x;
-        } else if (KEY("batch")) {
-            if (num_param(v, vlen, 0, RD_BATCH_MAX, &x))
-                return bad(errbuf, errlen, "batch must be 0..16");
-            s->batch_leaders = (int)x;
-        } else if (KEY("timeout_ms")) {
-            if (num_param(v, vlen, 1, 3600000, &x))
-                return bad(errbuf, errlen, "timeout_ms must be 1..3600000");
-            s->timeout_ms = (int)x;
-        } else if (KEY("tomb_ttl_ms")) {
-            if (num_param(v, vlen, 0, INT64_MAX / 2, &x))
-                return bad(errbuf, errlen, "tomb_ttl_ms must be >= 0");
-            s->tomb_ttl_ms = x;
-        } else if (KEY("reset")) {
-            *reset = vlen == 1 && v[0] == '1';
-        } else if (klen) {
+        } else if ((rc = once__url_param_setting(&p, nums, sizeof nums / sizeof nums[0], "redis",
+                                                 errbuf, errlen)) != 1) {
+            if (rc != ONCE_OK)
+                return rc;
+        } else if (once__url_param_is(&p, "reset")) {
+            *reset = once__url_param_val_is(&p, "1");
+        } else if (p.klen) {
             once__store_errbuf(errbuf, errlen, "redis URL: unknown parameter '%.*s'",
-                               (int)(klen > 32 ? 32 : klen), k);
+                               (int)(p.klen > 32 ? 32 : p.klen), p.key);
             return ONCE_EINVAL;
         }
-#undef KEY
     }
     return ONCE_OK;
+}
+
+/* A decimal in v[0..n) within lo..hi (the port and db of the URL's
+ * authority and path, read as the parameters are). */
+static int num_part(const char *v, size_t n, long long lo, long long hi, long long *out)
+{
+    const once__url_param p = {NULL, 0, v, n};
+    return once__url_param_num(&p, lo, hi, out);
 }
 
 static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, size_t errlen)
@@ -260,7 +202,7 @@ static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, siz
         return bad(errbuf, errlen, "no host");
     s->port = 6379;
     if (host_end < path && *host_end == ':') {
-        if (num_param(host_end + 1, (size_t)(path - host_end - 1), 1, 65535, &x))
+        if (num_part(host_end + 1, (size_t)(path - host_end - 1), 1, 65535, &x))
             return bad(errbuf, errlen, "port must be 1..65535");
         s->port = (int)x;
     } else if (host_end != path) {
@@ -269,7 +211,7 @@ static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, siz
     if (*path == '/') {
         const char *db = path + 1, *db_end = q ? q : db + strlen(db);
         if (db_end > db) {
-            if (num_param(db, (size_t)(db_end - db), 0, 65535, &x))
+            if (num_part(db, (size_t)(db_end - db), 0, 65535, &x))
                 return bad(errbuf, errlen, "db must be a number");
             s->db = (int)x;
         }
@@ -277,65 +219,39 @@ static int parse_url(rd_store *s, const char *url, int *reset, char *errbuf, siz
     return parse_params(s, q ? q + 1 : NULL, reset, errbuf, errlen);
 }
 
-static int rd_open(const char *url, const once_store_options *opt, once_store **out, char *errbuf,
-                   size_t errlen)
+/* The parse hook: the defaults, then the URL over them. */
+static int rd_parse(once_store *base, const char *url, char *errbuf, size_t errlen)
 {
-    rd_store *s;
-    rd_conn *c = NULL;
-    int reset = 0, rc;
+    rd_store *s = (rd_store *)base;
 
-    (void)opt;
-    *out = NULL;
-    s = once_calloc(1, sizeof *s);
-    if (!s) {
-        once__store_errbuf(errbuf, errlen, "redis: out of memory");
-        return ONCE_ENOMEM;
-    }
     snprintf(s->prefix, sizeof s->prefix, "once");
     s->pool_max = RD_POOL_DEFAULT;
     s->batch_leaders = RD_BATCH_DEFAULT;
     s->timeout_ms = RD_TIMEOUT_DEFAULT_MS;
-
-    rc = parse_url(s, url, &reset, errbuf, errlen);
-    if (rc == ONCE_OK) {
-        once__pool_init(&s->pool, &once__rd_pool_ops, s, &s->base, s->pool_max, RD_POOL_WAIT_MS,
-                        RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
-        once__pool_init(&s->bpool, &once__rd_pool_ops, s, &s->base, (size_t)s->batch_leaders,
-                        RD_POOL_WAIT_MS, RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS);
-        once__batch_init(&s->batch, &s->bpool, once__rd_batch_run, s->batch_leaders,
-                         ONCE__BATCH_MAX);
-        rc = once__rd_connect(s, &c, errbuf, errlen);
-    }
-    if (rc == ONCE_OK) {
-        rc = once__rd_load_scripts(s, c);
-        if (rc == ONCE_OK && reset)
-            rc = once__rd_reset(s, c);
-        if (rc != ONCE_OK) {
-            once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
-            once__rd_conn_close(c);
-        }
-    }
-    if (rc != ONCE_OK) {
-        rd_free(s);
-        return rc;
-    }
-    once__pool_adopt(&s->pool, &c->item);
-    s->base.m = &once__store_redis;
-    *out = &s->base;
-    return ONCE_OK;
+    return parse_url(s, url, &s->reset, errbuf, errlen);
 }
 
-static int rd_close(once_store *s)
+/* The first connection's setup: the scripts, and a test's reset. */
+static int rd_setup(void *owner, once__pool_item *first)
 {
-    rd_free((rd_store *)s);
-    return ONCE_OK;   /* redisFree reports nothing */
+    rd_store *s = owner;
+    int rc = once__rd_load_scripts(s, (rd_conn *)first);
+    return rc == ONCE_OK && s->reset ? once__rd_reset(s, (rd_conn *)first) : rc;
 }
 
-const once_store_methods once__store_redis = {
-    .version = ONCE_STORE_METHODS_VERSION,
-    .scheme = "redis",
-    .caps = ONCE_STORE_SHARED | ONCE_STORE_PUSH,
-    .open = rd_open,
-    .close = rd_close,
-    ONCE__STORE_SLOT_TABLE(rd),
-};
+/* The start hook: the pools and the first connection (store/batch.h). */
+static int rd_start(once_store *base, char *errbuf, size_t errlen)
+{
+    rd_store *s = (rd_store *)base;
+    const once__batch_conns_cfg cfg = {&once__rd_pool_ops, s, &s->base, s->pool_max,
+                                       s->batch_leaders, once__rd_batch_run, RD_POOL_WAIT_MS,
+                                       RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS, rd_setup};
+
+    return once__batch_conns_start(&s->pool, &s->bpool, &s->batch, &cfg, errbuf, errlen);
+}
+
+static const once__backend rd_backend = {"redis", sizeof(rd_store), rd_parse, rd_start,
+                                         rd_release};
+
+ONCE__STORE_BACKEND(once__store_redis, rd, "redis", ONCE_STORE_SHARED | ONCE_STORE_PUSH,
+                    rd_backend);

@@ -93,36 +93,24 @@ static void index_problem(once_check_report *rep, const once_key *k, const char 
 static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_report *rep)
 {
     char member[RD_MEMBER_MAX];
-    char *keys[8];
+    rd_task_keys keys;
     redisReply *r;
     once_record rec;
     once_tombstone t;
     rd_cmd cmd;
     size_t mlen, nev;
-    int i, rc;
+    int rc;
 
-    keys[0] = once__rd_key_task(s, k->principal, k->task_id);
-    keys[1] = once__rd_key_events(s, k->principal, k->task_id);
-    keys[2] = once__rd_key_global(s, "leases");
-    keys[3] = once__rd_key_global(s, "finished");
-    keys[4] = once__rd_key_list(s, k->principal);
-    keys[5] = once__rd_key_global(s, "tombs");
-    keys[6] = once__rd_key_push(s, k->principal, k->task_id);
-    keys[7] = once__rd_key_global(s, "pushq");
+    rc = once__rd_task_keys(s, k->principal, k->task_id, &keys);
+    if (rc != ONCE_OK)
+        return rc;
     mlen = once__rd_member(member, k->principal, k->task_id);
     once__rd_cmd_init(&cmd);
-    once__rd_cmd_evalsha(&cmd, s, RD_CHECKKEY, 8);
-    for (i = 0; i < 8; i++) {
-        if (!keys[i])
-            cmd.oom = 1;
-        else
-            once__rd_str(&cmd, keys[i]);
-    }
+    once__rd_cmd_eval_keys(&cmd, s, RD_CHECKKEY, &keys, NULL, RD_K_N);
     once__rd_arg(&cmd, member, mlen);
     rc = once__rd_eval(s, c, RD_CHECKKEY, &cmd, 0, &r);
     once__rd_cmd_free(&cmd);
-    for (i = 0; i < 8; i++)
-        once_free(keys[i]);
+    once__rd_task_keys_free(&keys);
     if (rc != ONCE_OK)
         return rc;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 8 ||

@@ -459,10 +459,10 @@ static int pool_stale(once__pool_item *it)
     return poll(&p, 1, 0) > 0;
 }
 
-static int pool_connect(void *owner, once__pool_item **out)
+static int pool_connect(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
 {
     rd_conn *c = NULL;
-    int rc = once__rd_connect(owner, &c, NULL, 0);
+    int rc = once__rd_connect(owner, &c, errbuf, errlen);
     *out = c ? &c->item : NULL;
     return rc;
 }

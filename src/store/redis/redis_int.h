@@ -79,6 +79,7 @@ typedef struct rd_store {
     char prefix[RD_PREFIX_MAX + 1];
     size_t pool_max;
     int batch_leaders;   /* 0: every script is sent alone */
+    int reset;           /* URL reset=1: empty once's keys at open (tests only) */
     int timeout_ms;      /* per command */
     int64_t tomb_ttl_ms; /* 0: tombstones live until purge */
     char sha[RD_NSCRIPT][41];
@@ -182,6 +183,32 @@ char *once__rd_key_push(const rd_store *s, const char *principal, const char *ta
 /* "<prefix>:<name>" (leases, finished, tombs, meta) and "<prefix>:l:<principal>". */
 char *once__rd_key_global(const rd_store *s, const char *name);
 char *once__rd_key_list(const rd_store *s, const char *principal);
+/* Every key a script about one task may touch, in the order of the
+ * scripts that take them all (entomb, checkkey: KEYS[1..8]); the other
+ * scripts name a subset (redis_write.c). */
+typedef enum rd_task_key {
+    RD_K_H,
+    RD_K_EV,
+    RD_K_LEASES,
+    RD_K_FINISHED,
+    RD_K_LIST,
+    RD_K_TOMBS,
+    RD_K_PUSH,
+    RD_K_PUSHQ,
+    RD_K_N
+} rd_task_key;
+typedef struct rd_task_keys {
+    char *v[RD_K_N]; /* once_malloc'd */
+} rd_task_keys;
+/* All of them for (principal, task_id): ONCE_OK, or ONCE_ENOMEM with none
+ * left allocated. */
+int once__rd_task_keys(const rd_store *s, const char *principal, const char *task_id,
+                       rd_task_keys *k);
+void once__rd_task_keys_free(rd_task_keys *k);
+/* Start c as EVALSHA of script id with KEYS = k's keys named by
+ * which[0..n) in that order, or the first n of them when which is NULL. */
+void once__rd_cmd_eval_keys(rd_cmd *c, const rd_store *s, rd_script_id id, const rd_task_keys *k,
+                            const rd_task_key *which, int n);
 /* Index member "<principal>\0<task_id>" into buf (returns its length). */
 size_t once__rd_member(char *buf, const char *principal, const char *task_id);
 #define RD_MEMBER_MAX (ONCE_PRINCIPAL_MAX + 1 + ONCE_ID_MAX)

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "store/redis/redis_int.h"
+#include "store/store_int.h"
 
 static char *key_fmt(const rd_store *s, const char *principal, const char *task_id,
                      const char *suffix)
@@ -77,6 +78,47 @@ char *once__rd_key_list(const rd_store *s, const char *principal)
     if (k)
         snprintf(k, n, "%s:l:%s", s->prefix, principal);
     return k;
+}
+
+int once__rd_task_keys(const rd_store *s, const char *principal, const char *task_id,
+                       rd_task_keys *k)
+{
+    int i;
+
+    k->v[RD_K_H] = once__rd_key_task(s, principal, task_id);
+    k->v[RD_K_EV] = once__rd_key_events(s, principal, task_id);
+    k->v[RD_K_LEASES] = once__rd_key_global(s, "leases");
+    k->v[RD_K_FINISHED] = once__rd_key_global(s, "finished");
+    k->v[RD_K_LIST] = once__rd_key_list(s, principal);
+    k->v[RD_K_TOMBS] = once__rd_key_global(s, "tombs");
+    k->v[RD_K_PUSH] = once__rd_key_push(s, principal, task_id);
+    k->v[RD_K_PUSHQ] = once__rd_key_global(s, "pushq");
+    for (i = 0; i < RD_K_N; i++) {
+        if (!k->v[i]) {
+            once__rd_task_keys_free(k);
+            return ONCE_ENOMEM;
+        }
+    }
+    return ONCE_OK;
+}
+
+void once__rd_task_keys_free(rd_task_keys *k)
+{
+    int i;
+
+    for (i = 0; i < RD_K_N; i++)
+        once_free(k->v[i]);
+    memset(k, 0, sizeof *k);
+}
+
+void once__rd_cmd_eval_keys(rd_cmd *c, const rd_store *s, rd_script_id id, const rd_task_keys *k,
+                            const rd_task_key *which, int n)
+{
+    int i;
+
+    once__rd_cmd_evalsha(c, s, id, n);
+    for (i = 0; i < n; i++)
+        once__rd_str(c, k->v[which ? which[i] : (rd_task_key)i]);
 }
 
 size_t once__rd_member(char *buf, const char *principal, const char *task_id)
@@ -140,21 +182,14 @@ int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_
                            const char *lmember, size_t lmlen)
 {
     int before = c->argc;
+    int i;
 
     field(c, "p", rec->principal);
     field(c, "i", rec->task_id);
     field(c, "c", rec->context_id);
-    field_i64(c, "s", (int64_t)rec->state);
-    field_i64(c, "k", (int64_t)rec->kind);
-    field_i64(c, "v", rec->version);
-    field_i64(c, "g", rec->generation);
-    field_i64(c, "f", rec->fence);
-    field_i64(c, "n", rec->step);
+    for (i = 0; i < ONCE__RECORD_NINT; i++)
+        field_i64(c, once__record_ints[i].hf, once__field_get(rec, &once__record_ints[i]));
     field(c, "o", rec->lease_owner);
-    field_i64(c, "u", rec->lease_until);
-    field_i64(c, "ca", rec->created_at);
-    field_i64(c, "ua", rec->updated_at);
-    field_i64(c, "fa", rec->finished_at);
     field(c, "d", rec->digests);
     field(c, "j", rec->task_json);
     field(c, "fd", first_digest);

@@ -27,41 +27,12 @@ static rd_store *rds(once_store *s)
     return (rd_store *)s;
 }
 
-/* The keys a script about one task touches. */
-typedef struct task_keys {
-    char *h, *ev, *leases, *finished, *list, *tombs, *push, *pushq;
-} task_keys;
-
-static void keys_free(task_keys *k)
-{
-    once_free(k->h);
-    once_free(k->ev);
-    once_free(k->leases);
-    once_free(k->finished);
-    once_free(k->list);
-    once_free(k->tombs);
-    once_free(k->push);
-    once_free(k->pushq);
-    memset(k, 0, sizeof *k);
-}
-
-static int keys_make(const rd_store *s, const char *principal, const char *task_id, task_keys *k)
-{
-    k->h = once__rd_key_task(s, principal, task_id);
-    k->ev = once__rd_key_events(s, principal, task_id);
-    k->leases = once__rd_key_global(s, "leases");
-    k->finished = once__rd_key_global(s, "finished");
-    k->list = once__rd_key_list(s, principal);
-    k->tombs = once__rd_key_global(s, "tombs");
-    k->push = once__rd_key_push(s, principal, task_id);
-    k->pushq = once__rd_key_global(s, "pushq");
-    if (!k->h || !k->ev || !k->leases || !k->finished || !k->list || !k->tombs || !k->push ||
-        !k->pushq) {
-        keys_free(k);
-        return ONCE_ENOMEM;
-    }
-    return ONCE_OK;
-}
+/* KEYS of the create and update scripts, and of purge (redis_scripts.c);
+ * entomb takes them all. */
+static const rd_task_key write_keys[] = {RD_K_H,    RD_K_EV,   RD_K_LEASES, RD_K_FINISHED,
+                                         RD_K_LIST, RD_K_PUSH, RD_K_PUSHQ};
+static const rd_task_key purge_keys[] = {RD_K_H, RD_K_EV, RD_K_TOMBS};
+#define NKEYS(a) ((int)(sizeof a / sizeof a[0]))
 
 /* Index scores a record implies; "" = must not be in that index. */
 static void index_scores(rd_cmd *c, const once_record *rec)
@@ -82,7 +53,7 @@ static void index_scores(rd_cmd *c, const once_record *rec)
 
 /* What every attempt of one update sends besides the push rows. */
 typedef struct update_ctx {
-    const task_keys *k;
+    const rd_task_keys *k;
     const char *member, *lmember, *fd;
     size_t mlen, lmlen;
     int64_t base; /* the stored generation the events continue, -1: none */
@@ -162,7 +133,7 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
     rd_push_write *push = NULL;
     size_t mlen, lmlen, i;
     redisReply *r;
-    task_keys k;
+    rd_task_keys k;
     write_arg a;
     rd_cmd cmd;
     int rc = ONCE_OK;
@@ -181,7 +152,7 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
             return rc;
         }
     }
-    rc = keys_make(rds(s), rec->principal, rec->task_id, &k);
+    rc = once__rd_task_keys(rds(s), rec->principal, rec->task_id, &k);
     if (rc != ONCE_OK) {
         once__rd_push_write_free(push);
         return rc;
@@ -191,14 +162,7 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
     once__digests_first(rec->digests, fd);
 
     once__rd_cmd_init(&cmd);
-    once__rd_cmd_evalsha(&cmd, rds(s), RD_CREATE, 7);
-    once__rd_str(&cmd, k.h);
-    once__rd_str(&cmd, k.ev);
-    once__rd_str(&cmd, k.leases);
-    once__rd_str(&cmd, k.finished);
-    once__rd_str(&cmd, k.list);
-    once__rd_str(&cmd, k.push);
-    once__rd_str(&cmd, k.pushq);
+    once__rd_cmd_eval_keys(&cmd, rds(s), RD_CREATE, &k, write_keys, NKEYS(write_keys));
     once__rd_arg(&cmd, member, mlen);
     once__rd_arg(&cmd, lmember, lmlen);
     index_scores(&cmd, rec);
@@ -221,7 +185,7 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
         rc = once__rd_run(rds(s), create_fn, &a);
     }
     once__rd_cmd_free(&cmd);
-    keys_free(&k);
+    once__rd_task_keys_free(&k);
     once__rd_push_write_free(push);
     return rc;
 }
@@ -232,14 +196,7 @@ static void build_update(rd_cmd *cmd, rd_store *s, const write_arg *a, const upd
     const once_record *rec = a->rec;
     size_t i;
 
-    once__rd_cmd_evalsha(cmd, s, RD_UPDATE, 7);
-    once__rd_str(cmd, u->k->h);
-    once__rd_str(cmd, u->k->ev);
-    once__rd_str(cmd, u->k->leases);
-    once__rd_str(cmd, u->k->finished);
-    once__rd_str(cmd, u->k->list);
-    once__rd_str(cmd, u->k->push);
-    once__rd_str(cmd, u->k->pushq);
+    once__rd_cmd_eval_keys(cmd, s, RD_UPDATE, u->k, write_keys, NKEYS(write_keys));
     once__rd_arg(cmd, u->member, u->mlen);
     once__rd_arg(cmd, u->lmember, u->lmlen);
     index_scores(cmd, rec);
@@ -317,7 +274,7 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
 {
     char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
     update_ctx u;
-    task_keys k;
+    rd_task_keys k;
     write_arg a;
     int rc = ONCE_OK;
     memset(&a, 0, sizeof a);
@@ -329,7 +286,7 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
     a.numbered = u.base >= 0 && once__store_valid_events(s, u.base, rec, ev, nev) == ONCE_OK;
     if (rec->push_json && !(a.push = once__rd_push_write_new()))
         return ONCE_ENOMEM;
-    rc = keys_make(rds(s), rec->principal, rec->task_id, &k);
+    rc = once__rd_task_keys(rds(s), rec->principal, rec->task_id, &k);
     if (rc != ONCE_OK) {
         once__rd_push_write_free(a.push);
         return rc;
@@ -360,7 +317,7 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
     }
     if (rc == RD_ALONE)
         rc = once__rd_run(rds(s), update_fn, &a);
-    keys_free(&k);
+    once__rd_task_keys_free(&k);
     once__rd_push_write_free(a.push);
     return rc;
 }
@@ -441,7 +398,7 @@ typedef struct reap_arg {
 static int reap_one(rd_store *s, rd_conn *c, const reap_arg *a, const char *m, size_t mlen,
                     int *done)
 {
-    task_keys k;
+    rd_task_keys k;
     once_key key;
     redisReply *r;
     rd_cmd cmd;
@@ -452,27 +409,16 @@ static int reap_one(rd_store *s, rd_conn *c, const reap_arg *a, const char *m, s
         once__store_seterr(&s->base, "redis: malformed index member");
         return ONCE_ECORRUPT;
     }
-    rc = keys_make(s, key.principal, key.task_id, &k);
+    rc = once__rd_task_keys(s, key.principal, key.task_id, &k);
     if (rc != ONCE_OK)
         return rc;
     once__rd_cmd_init(&cmd);
     if (a->purge) {
-        once__rd_cmd_evalsha(&cmd, s, RD_PURGE, 3);
-        once__rd_str(&cmd, k.h);
-        once__rd_str(&cmd, k.ev);
-        once__rd_str(&cmd, k.tombs);
+        once__rd_cmd_eval_keys(&cmd, s, RD_PURGE, &k, purge_keys, NKEYS(purge_keys));
         once__rd_arg(&cmd, m, mlen);
         once__rd_i64(&cmd, a->before);
     } else {
-        once__rd_cmd_evalsha(&cmd, s, RD_ENTOMB, 8);
-        once__rd_str(&cmd, k.h);
-        once__rd_str(&cmd, k.ev);
-        once__rd_str(&cmd, k.leases);
-        once__rd_str(&cmd, k.finished);
-        once__rd_str(&cmd, k.list);
-        once__rd_str(&cmd, k.tombs);
-        once__rd_str(&cmd, k.push);
-        once__rd_str(&cmd, k.pushq);
+        once__rd_cmd_eval_keys(&cmd, s, RD_ENTOMB, &k, NULL, RD_K_N);
         once__rd_arg(&cmd, m, mlen);
         once__rd_i64(&cmd, a->before);
         once__rd_i64(&cmd, a->now);
@@ -480,7 +426,7 @@ static int reap_one(rd_store *s, rd_conn *c, const reap_arg *a, const char *m, s
     }
     rc = once__rd_eval(s, c, a->purge ? RD_PURGE : RD_ENTOMB, &cmd, 1, &r);
     once__rd_cmd_free(&cmd);
-    keys_free(&k);
+    once__rd_task_keys_free(&k);
     if (rc != ONCE_OK)
         return rc;
     *done = r->type == REDIS_REPLY_INTEGER && r->integer == 1;

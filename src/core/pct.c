@@ -1,0 +1,38 @@
+/*
+ * pct.c -- see pct.h.
+ */
+#include "core/pct.h"
+
+static int hex(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+int once__pct_decode(const char *src, size_t n, int plus_space, char *out, size_t outlen)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)src[i];
+        if (c == '%') {
+            int hi = i + 2 < n ? hex(src[i + 1]) : -1;
+            int lo = i + 2 < n ? hex(src[i + 2]) : -1;
+            if (hi < 0 || lo < 0)
+                return 0;
+            c = hi * 16 + lo;
+            i += 2;
+        } else if (c == '+' && plus_space) {
+            c = ' ';
+        }
+        if (o + 1 >= outlen || c == 0)
+            return 0;
+        out[o++] = (char)c;
+    }
+    if (outlen == 0)
+        return 0;
+    out[o] = '\0';
+    return 1;
+}
