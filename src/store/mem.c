@@ -39,7 +39,7 @@
  * an update, the sweep that entombs it: the first digest) inflate a copy
  * under the lock; the tasks retries replay are the ones just finished,
  * still warm. The cooler's place on the queue (cooled) keeps its cost to
- * what it deflates.
+ * what it deflates, and it deflates a copy outside the lock.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -71,8 +71,6 @@ enum { S_PRINCIPAL, S_TASK_ID, S_CONTEXT_ID, S_LEASE_OWNER, S_DIGESTS, S_TASK_JS
 
 /* Tasks finished this long before a sweep's `now` are deflated by it. */
 #define MEM_COLD_MS 2000
-/* Entries the cooler deflates per hold of the lock. */
-#define COOL_BATCH 32
 
 /* One record in one allocation. Immutable once published except
  * lease_until, which renew sets under the lock. Warm (zlen == 0): every
@@ -144,6 +142,8 @@ typedef struct mem_store {
     mem_entry finished;       /* live, terminal: by (finished_at, key) */
     int64_t cold_ms;          /* finished this long: deflated by the sweep; < 0 never
                                  (memory:?cold=off) */
+    pthread_mutex_t cool_mu;  /* one cooler at a time (two engines may sweep one
+                                 store): the holder alone uses zip's deflater */
     mem_entry *cooled;        /* the last finished entry the cooler passed; NULL:
                                  none (it starts at the front) */
     mem_tomb *tomb_head, *tomb_tail;
@@ -621,25 +621,35 @@ static int zip_entry(mem_store *ms, const mem_entry *e, size_t zoff, size_t slen
     return rc == ONCE_OK ? once__mem_zip_end(&ms->zip, zlen) : rc;
 }
 
-/* Under the lock: warm, finished e deflated into a cold record. Its events
- * go in as their texts alone, so only events numbered 1..nev (as the
- * store always writes them) are taken. ONCE_OK (cold now, or left warm
- * because deflating would not make it smaller) or ONCE_ENOMEM (as it was). */
-static int cool_one(mem_store *ms, mem_entry *e)
+/* Sizes of warm record r: the bytes kept as they are (the strings before
+ * S_FIRST_ZIP) and the strings deflated. */
+static void rec_sizes(const mem_rec *r, size_t *zoff, size_t *slen)
 {
-    const mem_rec *r = e->r;
-    size_t zoff = 0, slen = 0, raw, zlen, pos = 0, j;
-    int64_t gen;
-    mem_rec *c, *cut;
-    int i, rc;
-
-    for (i = 0; i < S_COUNT; i++) {   /* packed in this order, back to back */
+    *zoff = *slen = 0;
+    for (int i = 0; i < S_COUNT; i++) {   /* packed in this order, back to back */
         size_t l = r->off[i] == S_NULL ? 0 : strlen(r->s + r->off[i]) + 1;
         if (i < S_FIRST_ZIP)
-            zoff += l;
+            *zoff += l;
         else
-            slen += l;
+            *slen += l;
     }
+}
+
+/* e (a snapshot the cooler owns, see cool) deflated into a cold record
+ * *out, or *out NULL when it stays warm: deflating would not make it
+ * smaller, or its events are not numbered 1..nev (as the store always
+ * writes them), since they go in as their texts alone. ONCE_OK or
+ * ONCE_ENOMEM. Outside the lock: only the cooler uses ms->zip's
+ * deflater; readers inflate under the lock with its inflater. */
+static int cold_copy(mem_store *ms, const mem_entry *e, mem_rec **out)
+{
+    const mem_rec *r = e->r;
+    size_t zoff, slen, raw, zlen, pos = 0, j;
+    int64_t gen;
+    mem_rec *c, *cut;
+
+    *out = NULL;
+    rec_sizes(r, &zoff, &slen);
     for (j = 0; j < e->nev; j++) {
         (void)ev_next(e->ev, &pos, &gen);
         if (gen != (int64_t)j + 1)
@@ -650,13 +660,13 @@ static int cool_one(mem_store *ms, mem_entry *e)
         return ONCE_OK;
     if (!(c = once_malloc(sizeof *c + zoff + raw)))
         return ONCE_ENOMEM;
-    rc = zip_entry(ms, e, zoff, slen, (unsigned char *)c->s + zoff, raw, &zlen);
+    int rc = zip_entry(ms, e, zoff, slen, (unsigned char *)c->s + zoff, raw, &zlen);
     if (rc != ONCE_OK) {
         once_free(c);
         return rc == ONCE_ENOMEM ? rc : ONCE_OK;
     }
     memcpy(c, r, sizeof *c + zoff);
-    for (i = S_FIRST_ZIP; i < S_COUNT; i++)
+    for (int i = S_FIRST_ZIP; i < S_COUNT; i++)
         if (c->off[i] != S_NULL)
             c->off[i] -= (uint32_t)zoff;
     c->zoff = (uint32_t)zoff;
@@ -664,36 +674,95 @@ static int cool_one(mem_store *ms, mem_entry *e)
     c->zraw = (uint32_t)raw;
     if ((cut = once_realloc(c, sizeof *c + zoff + zlen)) != NULL)
         c = cut;
-    once_free(e->r);
-    once_free(e->ev);
-    e->r = c;
-    e->ev = NULL;
-    e->evcap = 0;
-    ms->cools++;
+    *out = c;
+    return ONCE_OK;
+}
+
+/* Under the lock: a copy of warm e's record and events for cold_copy
+ * (snap's r and ev are the cooler's to free). ONCE_OK or ONCE_ENOMEM. */
+static int snapshot(const mem_entry *e, mem_entry *snap)
+{
+    size_t zoff, slen;
+    rec_sizes(e->r, &zoff, &slen);
+    memset(snap, 0, sizeof *snap);
+    snap->r = once_malloc(sizeof *e->r + zoff + slen);
+    snap->ev = e->evlen > 0 ? once_malloc(e->evlen) : NULL;
+    if (!snap->r || (e->evlen > 0 && !snap->ev)) {
+        once_free(snap->r);
+        once_free(snap->ev);
+        return ONCE_ENOMEM;
+    }
+    memcpy(snap->r, e->r, sizeof *e->r + zoff + slen);
+    if (e->evlen > 0)
+        memcpy(snap->ev, e->ev, e->evlen);
+    snap->evlen = e->evlen;
+    snap->nev = e->nev;
     return ONCE_OK;
 }
 
 /* Deflate the tasks that finished before cold_before, from the entry after
- * the one the cooler passed last, COOL_BATCH per hold of the lock (a sweep
- * runs on the sweeper's thread; requests wait at most one batch). An entry
- * placed behind the cooler (finished earlier than one it passed, or
- * updated after it cooled) stays warm until swept. Out of memory ends the
- * pass where it was: the next sweep starts there again. */
+ * the one the cooler passed last (a sweep runs on the sweeper's thread).
+ * The lock is held only to copy an entry out and to put its cold record in
+ * (if the entry is still the one copied: same record, same version), so
+ * requests never wait for a deflate. An entry placed behind the cooler
+ * (finished earlier than one it passed, or updated after it cooled) stays
+ * warm until swept. Out of memory ends the pass where it was: the next
+ * sweep starts there again. */
+static void cool_locked(mem_store *ms, int64_t cold_before);
+
 static void cool(mem_store *ms, int64_t cold_before)
 {
-    int more = 1, k;
+    pthread_mutex_lock(&ms->cool_mu);
+    cool_locked(ms, cold_before);
+    pthread_mutex_unlock(&ms->cool_mu);
+}
 
-    while (more) {
+/* cool, under cool_mu. */
+static void cool_locked(mem_store *ms, int64_t cold_before)
+{
+    for (;;) {
         pthread_mutex_lock(&ms->lock);
-        for (k = 0; k < COOL_BATCH && more; k++) {
-            mem_entry *e = ms->cooled ? ms->cooled->qnext : ms->finished.qnext;
-            if (e == &ms->finished || e->r->finished_at >= cold_before ||
-                (!e->r->zlen && cool_one(ms, e) != ONCE_OK))
-                more = 0;
-            else
-                ms->cooled = e;
+        mem_entry *e = ms->cooled ? ms->cooled->qnext : ms->finished.qnext;
+        if (e == &ms->finished || e->r->finished_at >= cold_before) {
+            pthread_mutex_unlock(&ms->lock);
+            return;
+        }
+        if (e->r->zlen) {   /* cold already */
+            ms->cooled = e;
+            pthread_mutex_unlock(&ms->lock);
+            continue;
+        }
+        mem_entry snap;
+        const mem_rec *was = e->r;
+        int64_t version = e->r->version;
+        int rc = snapshot(e, &snap);
+        pthread_mutex_unlock(&ms->lock);
+        if (rc != ONCE_OK)
+            return;
+        mem_rec *c = NULL;
+        rc = cold_copy(ms, &snap, &c);
+        pthread_mutex_lock(&ms->lock);
+        /* e may have been updated, swept or purged meanwhile: look it up
+         * again by its key (the snapshot's copy of it). */
+        mem_entry *now = find_live(ms, rec_str(snap.r, S_PRINCIPAL), rec_str(snap.r, S_TASK_ID));
+        if (rc == ONCE_OK && now == e && e->r == was && e->r->version == version) {
+            if (c != NULL) {
+                once_free(e->r);
+                once_free(e->ev);
+                e->r = c;
+                e->ev = NULL;
+                e->evcap = 0;
+                c = NULL;
+                ms->cools++;
+            }
+            ms->cooled = e;
         }
         pthread_mutex_unlock(&ms->lock);
+        once_free(c);
+        once_free(snap.r);
+        once_free(snap.ev);
+        if (rc != ONCE_OK)
+            return;
     }
 }
 
@@ -859,7 +928,12 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
     }
     ms->ntab = MEM_INITIAL_BUCKETS;
     ms->cold_ms = cold_ms;
-    if (pthread_mutex_init(&ms->lock, NULL) != 0) {
+    int locks = pthread_mutex_init(&ms->lock, NULL) == 0;
+    if (locks && pthread_mutex_init(&ms->cool_mu, NULL) != 0) {
+        pthread_mutex_destroy(&ms->lock);
+        locks = 0;
+    }
+    if (!locks) {
         once_free(ms->tab);
         once_free(ms);
         once__store_errbuf(errbuf, errlen, "memory store: pthread_mutex_init failed");
@@ -901,6 +975,7 @@ static int mem_close(once_store *s)
     }
     once_free(ms->tab);
     once__mem_zip_free(&ms->zip);
+    pthread_mutex_destroy(&ms->cool_mu);
     pthread_mutex_destroy(&ms->lock);
     once_free(ms);
     return ONCE_OK;

@@ -6,8 +6,9 @@
  *
  * A mem_zip holds one deflater and one inflater, made on first use and kept
  * (a deflater holds 160 KiB, see tests/unit/test_store_mem_map.c: one per
- * store, not one per call). It is not thread-safe: the memory store uses
- * it under its lock. Every allocation, zlib's own included, goes through
+ * store, not one per call). It is not thread-safe, but its two halves are
+ * apart: the memory store deflates on its sweeper's thread alone (outside
+ * its lock) and inflates under its lock. Every allocation, zlib's own included, goes through
  * once_malloc, so fault sweeps reach it; a failed call leaves the mem_zip
  * usable.
  */
