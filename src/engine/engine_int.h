@@ -16,6 +16,7 @@
 #define ONCE_ENGINE_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 
 #include "core/condwait.h"
 #include "core/log.h"
@@ -145,7 +146,24 @@ struct once__engine {
                                     * until the first */
 };
 
-#define ONCE__STAT(e, field) __atomic_fetch_add(&(e)->stats.field, 1, __ATOMIC_RELAXED)
+#define ONCE__STAT(e, field) once__stat_add((e), offsetof(once__engine_stats, field))
+#define ONCE__STAT_AT(field) offsetof(once__engine_stats, field)
+
+/* Count one in the stats field at byte offset `at` (ONCE__STAT_AT); atomic,
+ * like every stats write. */
+static inline void once__stat_add(once__engine *e, size_t at)
+{
+    __atomic_fetch_add((uint64_t *)(void *)((char *)&e->stats + at), 1, __ATOMIC_RELAXED);
+}
+
+/* Count one in the field that table `at` (n slots of ONCE__STAT_AT offsets)
+ * names for value i, or in `other` where it names none. A slot left 0 names
+ * none: offset 0 is `registered`, which no such table counts. */
+static inline void once__stat_pick(once__engine *e, const size_t *at, size_t n, size_t i,
+                                   size_t other)
+{
+    once__stat_add(e, i < n && at[i] != 0 ? at[i] : other);
+}
 
 /* --- engine.c -------------------------------------------------------------- */
 

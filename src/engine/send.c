@@ -456,24 +456,15 @@ static void log_outcome(const char *task_id, const once_send_res *res, int rc)
  * reason as a label; once/admin/stats the total). */
 static void count_refusal(once__engine *e, once_verdict v)
 {
+    static const size_t reasons[] = {
+        [ONCE_V_TASK_NOT_FOUND] = ONCE__STAT_AT(refused_not_found),
+        [ONCE_V_TASK_EXPIRED] = ONCE__STAT_AT(refused_expired),
+        [ONCE_V_IDEMPOTENCY_CONFLICT] = ONCE__STAT_AT(refused_conflict),
+        [ONCE_V_REJECT_BUSY] = ONCE__STAT_AT(refused_busy),
+    };
     ONCE__STAT(e, refused);
-    switch (v) {
-    case ONCE_V_TASK_NOT_FOUND:
-        ONCE__STAT(e, refused_not_found);
-        break;
-    case ONCE_V_TASK_EXPIRED:
-        ONCE__STAT(e, refused_expired);
-        break;
-    case ONCE_V_IDEMPOTENCY_CONFLICT:
-        ONCE__STAT(e, refused_conflict);
-        break;
-    case ONCE_V_REJECT_BUSY:
-        ONCE__STAT(e, refused_busy);
-        break;
-    default:
-        ONCE__STAT(e, refused_terminal);
-        break;
-    }
+    once__stat_pick(e, reasons, sizeof reasons / sizeof reasons[0], (size_t)v,
+                    ONCE__STAT_AT(refused_terminal));
 }
 
 /* The send proper; the caller counts it in e->inflight. */
