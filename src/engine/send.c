@@ -434,22 +434,12 @@ static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, onc
 static void log_outcome(const char *task_id, const once_send_res *res, int rc)
 {
     once__log_ctx_task(res->task_id[0] != '\0' ? res->task_id : task_id);
-    static const char *const verdicts[] = {
-        [ONCE_V_REGISTER] = "registered",
-        [ONCE_V_TASK_NOT_FOUND] = "refused:task_not_found",
-        [ONCE_V_TASK_EXPIRED] = "refused:task_expired",
-        [ONCE_V_REPLAY] = "replayed",
-        [ONCE_V_IDEMPOTENCY_CONFLICT] = "refused:idempotency_conflict",
-        [ONCE_V_CONTINUE] = "continued",
-        [ONCE_V_REJECT_BUSY] = "refused:task_busy",
-        [ONCE_V_REJECT_TERMINAL] = "refused:task_terminal",
-    };
     if (rc == ONCE_EOVERLOAD)
         once__log_ctx_outcome("refused:overloaded");
     else if (rc != ONCE_OK)
         once__log_ctx_outcome(once_errname(rc));
-    else if ((size_t)res->verdict < sizeof verdicts / sizeof verdicts[0] && verdicts[res->verdict])
-        once__log_ctx_outcome(verdicts[res->verdict]);
+    else
+        once__log_ctx_outcome(once__verdict_outcome(res->verdict)); /* NULL: no verdict, no outcome */
 }
 
 /* A refusal, counted in `refused` and under its reason (/metrics shows the
