@@ -117,32 +117,39 @@ static void trim(size_t removed)
 #endif
 }
 
+/* One retention kind, in batches until one comes back short (or after
+ * RETENTION_ROUNDS): finished tasks past --retention turned into tombstones,
+ * or (tombstones) tombstones past theirs deleted. Each is counted in its
+ * stats field and added to *removed. */
+static int retention_rounds(once__engine *e, int tombstones, int64_t now, size_t *removed)
+{
+    uint64_t *counter = tombstones ? &e->stats.purged : &e->stats.swept;
+    for (int i = 0; i < RETENTION_ROUNDS; i++) {
+        size_t n = 0;
+        int rc = tombstones
+                     ? once_store_purge(e->store, now - e->cfg.tombstone_ms, RETENTION_BATCH, &n)
+                     : once_store_sweep(e->store, now - e->cfg.retention_ms, now,
+                                        RETENTION_BATCH, &n);
+        if (rc != ONCE_OK)
+            return once__store_rc(e, rc);
+        __atomic_fetch_add(counter, (uint64_t)n, __ATOMIC_RELAXED);
+        *removed += n;
+        if (n < RETENTION_BATCH)
+            break;
+    }
+    return ONCE_OK;
+}
+
 static int retention_pass(once__engine *e)
 {
     int64_t now = once__now(e);
     size_t removed = 0;
-    for (int i = 0; i < RETENTION_ROUNDS; i++) {
-        size_t n = 0;
-        int rc = once_store_sweep(e->store, now - e->cfg.retention_ms, now, RETENTION_BATCH, &n);
-        if (rc != ONCE_OK)
-            return once__store_rc(e, rc);
-        __atomic_fetch_add(&e->stats.swept, (uint64_t)n, __ATOMIC_RELAXED);
-        removed += n;
-        if (n < RETENTION_BATCH)
-            break;
-    }
-    for (int i = 0; i < RETENTION_ROUNDS; i++) {
-        size_t n = 0;
-        int rc = once_store_purge(e->store, now - e->cfg.tombstone_ms, RETENTION_BATCH, &n);
-        if (rc != ONCE_OK)
-            return once__store_rc(e, rc);
-        __atomic_fetch_add(&e->stats.purged, (uint64_t)n, __ATOMIC_RELAXED);
-        removed += n;
-        if (n < RETENTION_BATCH)
-            break;
-    }
-    trim(removed);
-    return ONCE_OK;
+    int rc = retention_rounds(e, 0, now, &removed);
+    if (rc == ONCE_OK)
+        rc = retention_rounds(e, 1, now, &removed);
+    if (rc == ONCE_OK)
+        trim(removed);
+    return rc;
 }
 
 int once__engine_sweep_once(once__engine *e)
