@@ -65,6 +65,13 @@ int once__store_rc(once__engine *e, int rc)
     return rc;
 }
 
+int once__load_found(once__engine *e, const char *principal, const char *task_id,
+                     once_record *rec)
+{
+    int rc = once__store_rc(e, once_store_load(e->store, principal, task_id, rec, NULL));
+    return rc == ONCE_ETOMBSTONE ? ONCE_ENOTFOUND : rc;
+}
+
 void once__hold_takeovers(once__engine *e)
 {
     __atomic_store_n(&e->takeover_after, once__now(e) + e->cfg.lease_ms, __ATOMIC_RELEASE);

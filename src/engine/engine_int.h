@@ -175,6 +175,12 @@ int once__engine_pause(once__engine *e, int64_t ms);
 /* Count store failures in the stats (and note when the last one was seen);
  * returns rc. */
 int once__store_rc(once__engine *e, int rc);
+/* Load a key's record for a pass of the engine's own (takeover, journal
+ * flush, deferred wait): ONCE_OK with *rec, ONCE_ENOTFOUND when there is
+ * none to act on (missing or a tombstone), or the store's error, counted as
+ * once__store_rc counts it. */
+int once__load_found(once__engine *e, const char *principal, const char *task_id,
+                     once_record *rec);
 /* Takeovers wait one lease period after this replica started and after it
  * last saw the store fail. No lease can be renewed while the store is away
  * (and a replica that just started cannot know whether it was), so a lease

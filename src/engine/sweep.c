@@ -45,11 +45,9 @@
 static int take_over(once__engine *e, const once_key *k, int64_t now)
 {
     once_record cur, next;
-    int rc = once_store_load(e->store, k->principal, k->task_id, &cur, NULL);
-    if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
-        return ONCE_OK;
+    int rc = once__load_found(e, k->principal, k->task_id, &cur);
     if (rc != ONCE_OK)
-        return once__store_rc(e, rc);
+        return rc == ONCE_ENOTFOUND ? ONCE_OK : rc;   /* gone: nothing to take over */
     if (once_state_terminal(cur.state) || cur.lease_until == 0 || cur.lease_until >= now) {
         once_record_clear(&cur);
         return ONCE_OK;   /* finished or re-leased since the scan */
