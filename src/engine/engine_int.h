@@ -234,6 +234,12 @@ void once__journal_free(once__engine *e);
 /* Set next->state and what follows from it: finished_at (set when it
  * becomes terminal), the lease (cleared when interrupted or terminal). */
 void once__set_state(once_record *next, once_state state, int64_t now);
+/* Start the record of a write that moves the task to `state` as a new
+ * holder (a cancel, a continuation): a deep copy of cur with that state
+ * set and the fence one past cur's, so a turn still holding the old fence
+ * can no longer write. next is the caller's to clear once this succeeded. */
+int once__record_advance(once_record *next, const once_record *cur, once_state state,
+                         int64_t now);
 
 /* Bytes of a record's variable parts (what max_task_bytes bounds). */
 int64_t once__record_bytes(const once_record *r);

@@ -376,11 +376,10 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
     once_record next;
     char *payload = NULL;
     int have_next = 0;
-    if (rc == ONCE_OK && (rc = once_record_copy(&next, cur)) == ONCE_OK)
+    if (rc == ONCE_OK &&
+        (rc = once__record_advance(&next, cur, ONCE_STATE_WORKING, now)) == ONCE_OK)
         have_next = 1;
     if (rc == ONCE_OK) {
-        once__set_state(&next, ONCE_STATE_WORKING, now);
-        next.fence = cur->fence + 1;
         once__strlcpy(next.lease_owner, e->replica_id, sizeof next.lease_owner);
         next.lease_until = now + e->cfg.lease_ms;
         rc = once__digests_append(&next.digests, c->digest, c->message_id);
