@@ -154,22 +154,35 @@ void once__digests_first(const char *lines, char out[ONCE_DIGEST_HEX + 1])
  * The verdict.
  */
 
-static const char *const verdict_names[] = {
-    [ONCE_V_REGISTER] = "REGISTER",
-    [ONCE_V_TASK_NOT_FOUND] = "TASK_NOT_FOUND",
-    [ONCE_V_TASK_EXPIRED] = "TASK_EXPIRED",
-    [ONCE_V_REPLAY] = "REPLAY",
-    [ONCE_V_IDEMPOTENCY_CONFLICT] = "IDEMPOTENCY_CONFLICT",
-    [ONCE_V_CONTINUE] = "CONTINUE",
-    [ONCE_V_REJECT_BUSY] = "REJECT_BUSY",
-    [ONCE_V_REJECT_TERMINAL] = "REJECT_TERMINAL",
+/* Each verdict's names: the enum's (tests, diagnostics) and the outcome a
+ * request's log line reports (core/log.h). */
+static const struct {
+    const char *name;
+    const char *outcome;
+} verdicts[] = {
+    [ONCE_V_REGISTER] = {"REGISTER", "registered"},
+    [ONCE_V_TASK_NOT_FOUND] = {"TASK_NOT_FOUND", "refused:task_not_found"},
+    [ONCE_V_TASK_EXPIRED] = {"TASK_EXPIRED", "refused:task_expired"},
+    [ONCE_V_REPLAY] = {"REPLAY", "replayed"},
+    [ONCE_V_IDEMPOTENCY_CONFLICT] = {"IDEMPOTENCY_CONFLICT", "refused:idempotency_conflict"},
+    [ONCE_V_CONTINUE] = {"CONTINUE", "continued"},
+    [ONCE_V_REJECT_BUSY] = {"REJECT_BUSY", "refused:task_busy"},
+    [ONCE_V_REJECT_TERMINAL] = {"REJECT_TERMINAL", "refused:task_terminal"},
 };
+
+static int verdict_known(once_verdict v)
+{
+    return (int)v >= ONCE_V_REGISTER && (int)v <= ONCE_V_REJECT_TERMINAL;
+}
 
 const char *once__verdict_name(once_verdict v)
 {
-    if ((int)v < ONCE_V_REGISTER || (int)v > ONCE_V_REJECT_TERMINAL)
-        return "UNKNOWN";
-    return verdict_names[v];
+    return verdict_known(v) ? verdicts[v].name : "UNKNOWN";
+}
+
+const char *once__verdict_outcome(once_verdict v)
+{
+    return verdict_known(v) ? verdicts[v].outcome : NULL;
 }
 
 /* How the incoming message relates to the accepted ones. */

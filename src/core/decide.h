@@ -19,6 +19,9 @@ typedef enum once_verdict {
 } once_verdict;
 
 const char *once__verdict_name(once_verdict v);  /* "REGISTER", ... */
+/* The outcome a request's log line reports for it ("registered",
+ * "refused:task_busy", ...); NULL for a value that is no verdict. */
+const char *once__verdict_outcome(once_verdict v);
 
 typedef enum once_stored {
     ONCE_STORED_NONE = 0,       /* no record, no tombstone */

@@ -136,11 +136,9 @@ static int poll_one(once__engine *e, once__await *a)
         return rc == ONCE_OK ? 0 : rc;
 
     once_record rec;
-    rc = once__store_rc(e, once_store_load(e->store, a->principal, a->task_id, &rec, NULL));
-    if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
-        return 1;              /* gone: the answer says so */
+    rc = once__load_found(e, a->principal, a->task_id, &rec);
     if (rc != ONCE_OK)
-        return rc;
+        return rc == ONCE_ENOTFOUND ? 1 : rc;   /* gone: the answer says so */
     int settled = once__record_settled(&rec);
     pthread_mutex_lock(&e->mu);
     if (rec.generation > a->gen)

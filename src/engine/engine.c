@@ -65,6 +65,13 @@ int once__store_rc(once__engine *e, int rc)
     return rc;
 }
 
+int once__load_found(once__engine *e, const char *principal, const char *task_id,
+                     once_record *rec)
+{
+    int rc = once__store_rc(e, once_store_load(e->store, principal, task_id, rec, NULL));
+    return rc == ONCE_ETOMBSTONE ? ONCE_ENOTFOUND : rc;
+}
+
 void once__hold_takeovers(once__engine *e)
 {
     __atomic_store_n(&e->takeover_after, once__now(e) + e->cfg.lease_ms, __ATOMIC_RELEASE);
@@ -108,6 +115,27 @@ static int load_secret(once__engine *e, char *err, size_t errlen)
     if (e->secret == NULL || e->secret[0] == '\0') {
         snprintf(err, errlen, "derived_id_secret is empty");
         return ONCE_ECORRUPT;
+    }
+    return ONCE_OK;
+}
+
+/* The engine's lock and its condition variables (CLOCK_MONOTONIC). On
+ * failure none is left initialised and err says which kind failed. */
+static int init_sync(once__engine *e, char *err, size_t errlen)
+{
+    pthread_cond_t *const cvs[] = {&e->work_cv, &e->cancel_cv, &e->await_cv};
+    if (pthread_mutex_init(&e->mu, NULL) != 0) {
+        snprintf(err, errlen, "mutex init failed");
+        return ONCE_ENOMEM;
+    }
+    for (size_t i = 0; i < sizeof cvs / sizeof cvs[0]; i++) {
+        if (once__cond_init(cvs[i]) != ONCE_OK) {
+            while (i > 0)
+                pthread_cond_destroy(cvs[--i]);
+            pthread_mutex_destroy(&e->mu);
+            snprintf(err, errlen, "condvar init failed");
+            return ONCE_ENOMEM;
+        }
     }
     return ONCE_OK;
 }
@@ -178,30 +206,8 @@ int once__engine_new(const once__engine_config *cfg, once__engine **out, char *e
     if (c->max_task_bytes == 0)
         c->max_task_bytes = DEFAULT_MAX_TASK_BYTES;
 
-    if (pthread_mutex_init(&e->mu, NULL) != 0) {
+    if (init_sync(e, err, errlen) != ONCE_OK) {
         once_free(e);
-        snprintf(err, errlen, "mutex init failed");
-        return ONCE_ENOMEM;
-    }
-    if (once__cond_init(&e->work_cv) != ONCE_OK) {
-        pthread_mutex_destroy(&e->mu);
-        once_free(e);
-        snprintf(err, errlen, "condvar init failed");
-        return ONCE_ENOMEM;
-    }
-    if (once__cond_init(&e->cancel_cv) != ONCE_OK) {
-        pthread_cond_destroy(&e->work_cv);
-        pthread_mutex_destroy(&e->mu);
-        once_free(e);
-        snprintf(err, errlen, "condvar init failed");
-        return ONCE_ENOMEM;
-    }
-    if (once__cond_init(&e->await_cv) != ONCE_OK) {
-        pthread_cond_destroy(&e->cancel_cv);
-        pthread_cond_destroy(&e->work_cv);
-        pthread_mutex_destroy(&e->mu);
-        once_free(e);
-        snprintf(err, errlen, "condvar init failed");
         return ONCE_ENOMEM;
     }
     int rc = load_secret(e, err, errlen);

@@ -16,6 +16,7 @@
 #define ONCE_ENGINE_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 
 #include "core/condwait.h"
 #include "core/log.h"
@@ -145,7 +146,24 @@ struct once__engine {
                                     * until the first */
 };
 
-#define ONCE__STAT(e, field) __atomic_fetch_add(&(e)->stats.field, 1, __ATOMIC_RELAXED)
+#define ONCE__STAT(e, field) once__stat_add((e), offsetof(once__engine_stats, field))
+#define ONCE__STAT_AT(field) offsetof(once__engine_stats, field)
+
+/* Count one in the stats field at byte offset `at` (ONCE__STAT_AT); atomic,
+ * like every stats write. */
+static inline void once__stat_add(once__engine *e, size_t at)
+{
+    __atomic_fetch_add((uint64_t *)(void *)((char *)&e->stats + at), 1, __ATOMIC_RELAXED);
+}
+
+/* Count one in the field that table `at` (n slots of ONCE__STAT_AT offsets)
+ * names for value i, or in `other` where it names none. A slot left 0 names
+ * none: offset 0 is `registered`, which no such table counts. */
+static inline void once__stat_pick(once__engine *e, const size_t *at, size_t n, size_t i,
+                                   size_t other)
+{
+    once__stat_add(e, i < n && at[i] != 0 ? at[i] : other);
+}
 
 /* --- engine.c -------------------------------------------------------------- */
 
@@ -157,6 +175,12 @@ int once__engine_pause(once__engine *e, int64_t ms);
 /* Count store failures in the stats (and note when the last one was seen);
  * returns rc. */
 int once__store_rc(once__engine *e, int rc);
+/* Load a key's record for a pass of the engine's own (takeover, journal
+ * flush, deferred wait): ONCE_OK with *rec, ONCE_ENOTFOUND when there is
+ * none to act on (missing or a tombstone), or the store's error, counted as
+ * once__store_rc counts it. */
+int once__load_found(once__engine *e, const char *principal, const char *task_id,
+                     once_record *rec);
 /* Takeovers wait one lease period after this replica started and after it
  * last saw the store fail. No lease can be renewed while the store is away
  * (and a replica that just started cannot know whether it was), so a lease
@@ -210,6 +234,12 @@ void once__journal_free(once__engine *e);
 /* Set next->state and what follows from it: finished_at (set when it
  * becomes terminal), the lease (cleared when interrupted or terminal). */
 void once__set_state(once_record *next, once_state state, int64_t now);
+/* Start the record of a write that moves the task to `state` as a new
+ * holder (a cancel, a continuation): a deep copy of cur with that state
+ * set and the fence one past cur's, so a turn still holding the old fence
+ * can no longer write. next is the caller's to clear once this succeeded. */
+int once__record_advance(once_record *next, const once_record *cur, once_state state,
+                         int64_t now);
 
 /* Bytes of a record's variable parts (what max_task_bytes bounds). */
 int64_t once__record_bytes(const once_record *r);

@@ -45,18 +45,34 @@ static int key_ok(const char *principal, const char *task_id)
            strlen(principal) <= ONCE_PRINCIPAL_MAX && task_id != NULL;
 }
 
+/* How a call that takes only a key starts: ONCE_EINVAL for a missing engine
+ * or a bad key, `no_task` (the call's answer when no stored task can carry
+ * task_id: the store is not asked), else enter(). Returns 1 when the caller
+ * goes on, counted in e->inflight (it calls leave), or 0 with *rc the
+ * call's answer. */
+static int enter_key(once__engine *e, const char *principal, const char *task_id, int no_task,
+                     int *rc)
+{
+    if (e == NULL || !key_ok(principal, task_id)) {
+        *rc = ONCE_EINVAL;
+        return 0;
+    }
+    if (!once_id_valid(task_id)) {
+        *rc = no_task;
+        return 0;
+    }
+    *rc = enter(e);
+    return *rc == ONCE_OK;
+}
+
 int once__engine_events_after(once__engine *e, const char *principal, const char *task_id,
                              int64_t after, size_t max, once_event_list *out)
 {
     if (out == NULL)
         return ONCE_EINVAL;
     memset(out, 0, sizeof *out);
-    if (e == NULL || !key_ok(principal, task_id))
-        return ONCE_EINVAL;
-    if (!once_id_valid(task_id))
-        return ONCE_OK;   /* no stored task can carry that ID: no events */
-    int rc = enter(e);
-    if (rc != ONCE_OK)
+    int rc;
+    if (!enter_key(e, principal, task_id, ONCE_OK /* no task: no events */, &rc))
         return rc;
     rc = once__store_rc(e, once_store_events(e->store, principal, task_id, after, max, out));
     leave(e);
@@ -164,12 +180,8 @@ static int wait_counted(once__engine *e, const char *principal, const char *task
 int once__engine_wait_generation(once__engine *e, const char *principal, const char *task_id,
                                 int64_t gen, int64_t timeout_ms)
 {
-    if (e == NULL || !key_ok(principal, task_id))
-        return ONCE_EINVAL;
-    if (!once_id_valid(task_id))
-        return ONCE_ETIMEDOUT;   /* no stored task can carry that ID: never moves */
-    int rc = enter(e);
-    if (rc != ONCE_OK)
+    int rc;
+    if (!enter_key(e, principal, task_id, ONCE_ETIMEDOUT /* no task: never moves */, &rc))
         return rc;
     rc = wait_counted(e, principal, task_id, gen, timeout_ms);
     leave(e);

@@ -481,11 +481,9 @@ static int flush_one(once__engine *e, const pending *p)
 {
     for (int i = 0; i < FLUSH_TRIES; i++) {
         once_record cur, next;
-        int rc = once_store_load(e->store, p->principal, p->task_id, &cur, NULL);
-        if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
-            return ONCE_OK;
+        int rc = once__load_found(e, p->principal, p->task_id, &cur);
         if (rc != ONCE_OK)
-            return once__store_rc(e, rc);
+            return rc == ONCE_ENOTFOUND ? ONCE_OK : rc;   /* gone: its counts went with it */
         if (lease_live(e, &cur)) {
             once_record_clear(&cur);
             return FLUSH_LATER;

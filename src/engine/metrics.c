@@ -8,6 +8,7 @@
  * with an atomic load).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "core/metrics.h"
 #include "engine/engine_int.h"
@@ -15,12 +16,24 @@
 
 #define PROCESS_LOCAL " Process-local: starts at 0 when the process starts."
 
-/* One family with one sample and no labels. */
-static void single(once__mtext *t, const char *name, const char *type, const char *help,
-                   uint64_t v)
+/* A family with one sample and no labels: its value is the uint64_t at
+ * byte offset `at` of the stats struct the table is read against. */
+typedef struct single {
+    const char *name, *type, *help;
+    size_t at;
+} single;
+
+#define ENGINE_AT(field) offsetof(once__engine_stats, field)
+#define PUSH_AT(field) offsetof(once_push_stats, field)
+
+static void singles(once__mtext *t, const single *rows, size_t n, const void *stats)
 {
-    once__mtext_family(t, name, type, help);
-    once__mtext_sample(t, name, NULL, v);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)stats + rows[i].at, sizeof v);
+        once__mtext_family(t, rows[i].name, rows[i].type, rows[i].help);
+        once__mtext_sample(t, rows[i].name, NULL, v);
+    }
 }
 
 typedef struct labelled {
@@ -37,6 +50,69 @@ static void family(once__mtext *t, const char *name, const char *help, const lab
 }
 
 #define NROWS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The single-sample families, in the order /metrics shows them between
+ * the labelled ones: the turns started, and of them those run inline... */
+static const single turns_started[] = {
+    {"once_turns_started_total", "counter",
+     "Agent turns started on this replica (takeovers included)." PROCESS_LOCAL,
+     ENGINE_AT(executed_turns)},
+    {"once_turns_inline_total", "counter",
+     "Of the turns started, those run on the thread that accepted the request (the "
+     "executor said they finish at once), without a hand-off to a turn worker."
+     PROCESS_LOCAL,
+     ENGINE_AT(inline_turns)},
+};
+
+/* ...the queue and the waits now, then leases, fences, retention and the
+ * store... */
+static const single engine_rest[] = {
+    {"once_turns_queued", "gauge", "Turns waiting for a turn worker now.",
+     ENGINE_AT(queued)},
+    {"once_sends_waiting", "gauge",
+     "Blocking sends waiting for their task to settle now (they hold no thread).",
+     ENGINE_AT(waiting)},
+    {"once_sends_wait_shed_total", "counter",
+     "Blocking sends answered at once with the task as it stands because --max-waits "
+     "or --max-waits-per-principal was reached." PROCESS_LOCAL,
+     ENGINE_AT(waits_shed)},
+    {"once_takeovers_total", "counter",
+     "Expired leases this replica took over (the task resumes here with fence + 1)."
+     PROCESS_LOCAL,
+     ENGINE_AT(takeovers)},
+    {"once_fence_rejections_total", "counter",
+     "Writes refused because the writer's fence was stale (a turn that lost its task)."
+     PROCESS_LOCAL,
+     ENGINE_AT(fenced_writes)},
+    {"once_leases_lost_total", "counter",
+     "Running turns stopped because their lease went to another replica." PROCESS_LOCAL,
+     ENGINE_AT(lease_lost)},
+    {"once_leases_released_total", "counter",
+     "Leases given back when onced stopped, so another replica took the task over at "
+     "once." PROCESS_LOCAL,
+     ENGINE_AT(leases_released)},
+    {"once_retention_expiries_total", "counter",
+     "Finished tasks past --retention turned into tombstones by this replica."
+     PROCESS_LOCAL,
+     ENGINE_AT(swept)},
+    {"once_tombstones_purged_total", "counter",
+     "Tombstones past --tombstone-retention deleted by this replica." PROCESS_LOCAL,
+     ENGINE_AT(purged)},
+    {"once_store_errors_total", "counter",
+     "Store calls of the engine that failed because the store could not answer."
+     PROCESS_LOCAL,
+     ENGINE_AT(store_errors)},
+};
+
+/* ...and push delivery's, after its family (read from once_push_stats). */
+static const single push_more[] = {
+    {"once_push_retries_total", "counter",
+     "Webhook deliveries scheduled again after a failed POST." PROCESS_LOCAL,
+     PUSH_AT(retried)},
+    {"once_push_refused_total", "counter",
+     "Webhook connections refused by the SSRF guard (--push-allow)." PROCESS_LOCAL,
+     PUSH_AT(refused)},
+};
 
 void once__engine_metrics(once__engine *e, once__mtext *t)
 {
@@ -59,14 +135,7 @@ void once__engine_metrics(once__engine *e, once__mtext *t)
            "queue was full, nothing stored)." PROCESS_LOCAL,
            sends, NROWS(sends));
 
-    single(t, "once_turns_started_total", "counter",
-           "Agent turns started on this replica (takeovers included)." PROCESS_LOCAL,
-           s.executed_turns);
-    single(t, "once_turns_inline_total", "counter",
-           "Of the turns started, those run on the thread that accepted the request (the "
-           "executor said they finish at once), without a hand-off to a turn worker."
-           PROCESS_LOCAL,
-           s.inline_turns);
+    singles(t, turns_started, NROWS(turns_started), &s);
     const labelled turns[] = {
         {"result=\"completed\"", s.turns_completed},
         {"result=\"failed\"", s.turns_failed},
@@ -82,41 +151,7 @@ void once__engine_metrics(once__engine *e, once__mtext *t)
            "shutting down (the lease is released for a takeover); lost: canceled or the lease "
            "went to another replica." PROCESS_LOCAL,
            turns, NROWS(turns));
-    single(t, "once_turns_queued", "gauge", "Turns waiting for a turn worker now.", s.queued);
-    single(t, "once_sends_waiting", "gauge",
-           "Blocking sends waiting for their task to settle now (they hold no thread).",
-           s.waiting);
-    single(t, "once_sends_wait_shed_total", "counter",
-           "Blocking sends answered at once with the task as it stands because --max-waits "
-           "or --max-waits-per-principal was reached." PROCESS_LOCAL,
-           s.waits_shed);
-
-    single(t, "once_takeovers_total", "counter",
-           "Expired leases this replica took over (the task resumes here with fence + 1)."
-           PROCESS_LOCAL,
-           s.takeovers);
-    single(t, "once_fence_rejections_total", "counter",
-           "Writes refused because the writer's fence was stale (a turn that lost its task)."
-           PROCESS_LOCAL,
-           s.fenced_writes);
-    single(t, "once_leases_lost_total", "counter",
-           "Running turns stopped because their lease went to another replica." PROCESS_LOCAL,
-           s.lease_lost);
-    single(t, "once_leases_released_total", "counter",
-           "Leases given back when onced stopped, so another replica took the task over at "
-           "once." PROCESS_LOCAL,
-           s.leases_released);
-    single(t, "once_retention_expiries_total", "counter",
-           "Finished tasks past --retention turned into tombstones by this replica."
-           PROCESS_LOCAL,
-           s.swept);
-    single(t, "once_tombstones_purged_total", "counter",
-           "Tombstones past --tombstone-retention deleted by this replica." PROCESS_LOCAL,
-           s.purged);
-    single(t, "once_store_errors_total", "counter",
-           "Store calls of the engine that failed because the store could not answer."
-           PROCESS_LOCAL,
-           s.store_errors);
+    singles(t, engine_rest, NROWS(engine_rest), &s);
 
     once_push_stats p;
     once__engine_push_stats(e, &p);
@@ -129,11 +164,7 @@ void once__engine_metrics(once__engine *e, once__mtext *t)
            "Webhook POSTs by result: delivered (2xx), failed (retried later), gone (410: the "
            "config is disabled)." PROCESS_LOCAL,
            push, NROWS(push));
-    single(t, "once_push_retries_total", "counter",
-           "Webhook deliveries scheduled again after a failed POST." PROCESS_LOCAL, p.retried);
-    single(t, "once_push_refused_total", "counter",
-           "Webhook connections refused by the SSRF guard (--push-allow)." PROCESS_LOCAL,
-           p.refused);
+    singles(t, push_more, NROWS(push_more), &p);
 }
 
 int once__engine_ping(once__engine *e)

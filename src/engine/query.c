@@ -94,11 +94,10 @@ static int cancel_once(once__engine *e, const once_record *cur, json_t **task)
     char *payload = NULL;
     rc = once__task_set_status(t, ONCE_STATE_CANCELED, NULL, now);
     int have_next = 0;
-    if (rc == ONCE_OK && (rc = once_record_copy(&next, cur)) == ONCE_OK)
+    if (rc == ONCE_OK &&
+        (rc = once__record_advance(&next, cur, ONCE_STATE_CANCELED, now)) == ONCE_OK)
         have_next = 1;
     if (rc == ONCE_OK) {
-        once__set_state(&next, ONCE_STATE_CANCELED, now);
-        next.fence = cur->fence + 1;
         once_free(next.task_json);
         if ((next.task_json = once__json_text(t)) == NULL)
             rc = ONCE_ENOMEM;

@@ -376,11 +376,10 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
     once_record next;
     char *payload = NULL;
     int have_next = 0;
-    if (rc == ONCE_OK && (rc = once_record_copy(&next, cur)) == ONCE_OK)
+    if (rc == ONCE_OK &&
+        (rc = once__record_advance(&next, cur, ONCE_STATE_WORKING, now)) == ONCE_OK)
         have_next = 1;
     if (rc == ONCE_OK) {
-        once__set_state(&next, ONCE_STATE_WORKING, now);
-        next.fence = cur->fence + 1;
         once__strlcpy(next.lease_owner, e->replica_id, sizeof next.lease_owner);
         next.lease_until = now + e->cfg.lease_ms;
         rc = once__digests_append(&next.digests, c->digest, c->message_id);
@@ -434,46 +433,27 @@ static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, onc
 static void log_outcome(const char *task_id, const once_send_res *res, int rc)
 {
     once__log_ctx_task(res->task_id[0] != '\0' ? res->task_id : task_id);
-    static const char *const verdicts[] = {
-        [ONCE_V_REGISTER] = "registered",
-        [ONCE_V_TASK_NOT_FOUND] = "refused:task_not_found",
-        [ONCE_V_TASK_EXPIRED] = "refused:task_expired",
-        [ONCE_V_REPLAY] = "replayed",
-        [ONCE_V_IDEMPOTENCY_CONFLICT] = "refused:idempotency_conflict",
-        [ONCE_V_CONTINUE] = "continued",
-        [ONCE_V_REJECT_BUSY] = "refused:task_busy",
-        [ONCE_V_REJECT_TERMINAL] = "refused:task_terminal",
-    };
     if (rc == ONCE_EOVERLOAD)
         once__log_ctx_outcome("refused:overloaded");
     else if (rc != ONCE_OK)
         once__log_ctx_outcome(once_errname(rc));
-    else if ((size_t)res->verdict < sizeof verdicts / sizeof verdicts[0] && verdicts[res->verdict])
-        once__log_ctx_outcome(verdicts[res->verdict]);
+    else
+        once__log_ctx_outcome(once__verdict_outcome(res->verdict)); /* NULL: no verdict, no outcome */
 }
 
 /* A refusal, counted in `refused` and under its reason (/metrics shows the
  * reason as a label; once/admin/stats the total). */
 static void count_refusal(once__engine *e, once_verdict v)
 {
+    static const size_t reasons[] = {
+        [ONCE_V_TASK_NOT_FOUND] = ONCE__STAT_AT(refused_not_found),
+        [ONCE_V_TASK_EXPIRED] = ONCE__STAT_AT(refused_expired),
+        [ONCE_V_IDEMPOTENCY_CONFLICT] = ONCE__STAT_AT(refused_conflict),
+        [ONCE_V_REJECT_BUSY] = ONCE__STAT_AT(refused_busy),
+    };
     ONCE__STAT(e, refused);
-    switch (v) {
-    case ONCE_V_TASK_NOT_FOUND:
-        ONCE__STAT(e, refused_not_found);
-        break;
-    case ONCE_V_TASK_EXPIRED:
-        ONCE__STAT(e, refused_expired);
-        break;
-    case ONCE_V_IDEMPOTENCY_CONFLICT:
-        ONCE__STAT(e, refused_conflict);
-        break;
-    case ONCE_V_REJECT_BUSY:
-        ONCE__STAT(e, refused_busy);
-        break;
-    default:
-        ONCE__STAT(e, refused_terminal);
-        break;
-    }
+    once__stat_pick(e, reasons, sizeof reasons / sizeof reasons[0], (size_t)v,
+                    ONCE__STAT_AT(refused_terminal));
 }
 
 /* The send proper; the caller counts it in e->inflight. */

@@ -45,11 +45,9 @@
 static int take_over(once__engine *e, const once_key *k, int64_t now)
 {
     once_record cur, next;
-    int rc = once_store_load(e->store, k->principal, k->task_id, &cur, NULL);
-    if (rc == ONCE_ENOTFOUND || rc == ONCE_ETOMBSTONE)
-        return ONCE_OK;
+    int rc = once__load_found(e, k->principal, k->task_id, &cur);
     if (rc != ONCE_OK)
-        return once__store_rc(e, rc);
+        return rc == ONCE_ENOTFOUND ? ONCE_OK : rc;   /* gone: nothing to take over */
     if (once_state_terminal(cur.state) || cur.lease_until == 0 || cur.lease_until >= now) {
         once_record_clear(&cur);
         return ONCE_OK;   /* finished or re-leased since the scan */
@@ -117,32 +115,39 @@ static void trim(size_t removed)
 #endif
 }
 
+/* One retention kind, in batches until one comes back short (or after
+ * RETENTION_ROUNDS): finished tasks past --retention turned into tombstones,
+ * or (tombstones) tombstones past theirs deleted. Each is counted in its
+ * stats field and added to *removed. */
+static int retention_rounds(once__engine *e, int tombstones, int64_t now, size_t *removed)
+{
+    uint64_t *counter = tombstones ? &e->stats.purged : &e->stats.swept;
+    for (int i = 0; i < RETENTION_ROUNDS; i++) {
+        size_t n = 0;
+        int rc = tombstones
+                     ? once_store_purge(e->store, now - e->cfg.tombstone_ms, RETENTION_BATCH, &n)
+                     : once_store_sweep(e->store, now - e->cfg.retention_ms, now,
+                                        RETENTION_BATCH, &n);
+        if (rc != ONCE_OK)
+            return once__store_rc(e, rc);
+        __atomic_fetch_add(counter, (uint64_t)n, __ATOMIC_RELAXED);
+        *removed += n;
+        if (n < RETENTION_BATCH)
+            break;
+    }
+    return ONCE_OK;
+}
+
 static int retention_pass(once__engine *e)
 {
     int64_t now = once__now(e);
     size_t removed = 0;
-    for (int i = 0; i < RETENTION_ROUNDS; i++) {
-        size_t n = 0;
-        int rc = once_store_sweep(e->store, now - e->cfg.retention_ms, now, RETENTION_BATCH, &n);
-        if (rc != ONCE_OK)
-            return once__store_rc(e, rc);
-        __atomic_fetch_add(&e->stats.swept, (uint64_t)n, __ATOMIC_RELAXED);
-        removed += n;
-        if (n < RETENTION_BATCH)
-            break;
-    }
-    for (int i = 0; i < RETENTION_ROUNDS; i++) {
-        size_t n = 0;
-        int rc = once_store_purge(e->store, now - e->cfg.tombstone_ms, RETENTION_BATCH, &n);
-        if (rc != ONCE_OK)
-            return once__store_rc(e, rc);
-        __atomic_fetch_add(&e->stats.purged, (uint64_t)n, __ATOMIC_RELAXED);
-        removed += n;
-        if (n < RETENTION_BATCH)
-            break;
-    }
-    trim(removed);
-    return ONCE_OK;
+    int rc = retention_rounds(e, 0, now, &removed);
+    if (rc == ONCE_OK)
+        rc = retention_rounds(e, 1, now, &removed);
+    if (rc == ONCE_OK)
+        trim(removed);
+    return rc;
 }
 
 int once__engine_sweep_once(once__engine *e)

@@ -912,29 +912,16 @@ static void count_turn_end(once_work *w)
             ONCE__STAT(e, turns_lost);
         return;
     }
-    switch (w->rec.kind == ONCE_KIND_TASK ? w->rec.state : ONCE_STATE_COMPLETED) {
-    case ONCE_STATE_COMPLETED:
-        ONCE__STAT(e, turns_completed);
-        break;
-    case ONCE_STATE_FAILED:
-        ONCE__STAT(e, turns_failed);
-        break;
-    case ONCE_STATE_CANCELED:
-        ONCE__STAT(e, turns_canceled);
-        break;
-    case ONCE_STATE_REJECTED:
-        ONCE__STAT(e, turns_rejected);
-        break;
-    case ONCE_STATE_INPUT_REQUIRED:
-        ONCE__STAT(e, turns_input_required);
-        break;
-    case ONCE_STATE_AUTH_REQUIRED:
-        ONCE__STAT(e, turns_auth_required);
-        break;
-    default:
-        ONCE__STAT(e, turns_lost);
-        break;
-    }
+    static const size_t ends[] = {
+        [ONCE_STATE_COMPLETED] = ONCE__STAT_AT(turns_completed),
+        [ONCE_STATE_FAILED] = ONCE__STAT_AT(turns_failed),
+        [ONCE_STATE_CANCELED] = ONCE__STAT_AT(turns_canceled),
+        [ONCE_STATE_REJECTED] = ONCE__STAT_AT(turns_rejected),
+        [ONCE_STATE_INPUT_REQUIRED] = ONCE__STAT_AT(turns_input_required),
+        [ONCE_STATE_AUTH_REQUIRED] = ONCE__STAT_AT(turns_auth_required),
+    };
+    once_state st = w->rec.kind == ONCE_KIND_TASK ? w->rec.state : ONCE_STATE_COMPLETED;
+    once__stat_pick(e, ends, sizeof ends / sizeof ends[0], (size_t)st, ONCE__STAT_AT(turns_lost));
 }
 
 static void work_free(once_work *w)

@@ -28,6 +28,17 @@ void once__set_state(once_record *next, once_state state, int64_t now)
     }
 }
 
+int once__record_advance(once_record *next, const once_record *cur, once_state state,
+                         int64_t now)
+{
+    int rc = once_record_copy(next, cur);
+    if (rc != ONCE_OK)
+        return rc;
+    once__set_state(next, state, now);
+    next->fence = cur->fence + 1;
+    return ONCE_OK;
+}
+
 /* What a final write may add past max_task_bytes: room for the status
  * that ends the task (a failure reason, say), so a full task can always end. */
 #define FINAL_RESERVE_BYTES ((int64_t)64 << 10)

@@ -356,6 +356,23 @@ static void verdict_names(void **state)
     assert_string_equal(once__verdict_name((once_verdict)-1), "UNKNOWN");
 }
 
+/* The outcome each verdict puts in a request's log line (log scrapers read
+ * these words). */
+static void verdict_outcomes(void **state)
+{
+    (void)state;
+    static const char *const want[] = {
+        NULL, "registered", "refused:task_not_found", "refused:task_expired", "replayed",
+        "refused:idempotency_conflict", "continued", "refused:task_busy",
+        "refused:task_terminal",
+    };
+    for (int v = ONCE_V_REGISTER; v <= ONCE_V_REJECT_TERMINAL; v++)
+        assert_string_equal(once__verdict_outcome((once_verdict)v), want[v]);
+    assert_null(once__verdict_outcome((once_verdict)0));
+    assert_null(once__verdict_outcome((once_verdict)99));
+    assert_null(once__verdict_outcome((once_verdict)-1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +395,7 @@ int main(void)
         cmocka_unit_test(may_register_ignored_once_stored),
         cmocka_unit_test(decide_is_total_and_matches_oracle),
         cmocka_unit_test(verdict_names),
+        cmocka_unit_test(verdict_outcomes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,6 +99,11 @@ static void test_events_and_head(void **state)
     assert_int_equal(l.n, 0);
     once_event_list_clear(&l);
     assert_int_equal(once__engine_events_after(env.e, NULL, id, 0, 0, &l), ONCE_EINVAL);
+    /* The wait answers the same key checks: a bad key is refused, a
+     * malformed ID never moves. */
+    assert_int_equal(once__engine_wait_generation(env.e, NULL, id, 0, 0), ONCE_EINVAL);
+    assert_int_equal(once__engine_wait_generation(env.e, "alice", "no such/id", 0, 0),
+                     ONCE_ETIMEDOUT);
 
     /* A direct Message is not a task, for the head as for GetTask. */
     char mid[ONCE_ID_MAX + 1];
