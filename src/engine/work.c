@@ -101,6 +101,8 @@ struct once_work {
     int journaled;              /* a write of this turn stored its start */
     const once_event *born;     /* the task is not stored yet: the first commit creates
                                  * it, this registration event first (NULL: stored) */
+    int64_t text_bound;         /* at least the length of the text a record whose
+                                 * task_json put_task left NULL would have */
 };
 
 static int retire(once_work *w, char *s)
@@ -310,6 +312,7 @@ static int write_ops(once_work *w, const once_record *cur, once_record *next)
  * races. The batch is empty afterwards, whatever the outcome.
  */
 static int commit_born(once_work *w);
+static int settle_task(once_work *w, once_record *next);
 
 static int commit(once_work *w)
 {
@@ -346,6 +349,8 @@ static int commit(once_work *w)
         } else {
             rc = apply_ops(w, &cur, &next);
         }
+        if (rc == ONCE_OK)
+            rc = settle_task(w, &next);
         if (rc == ONCE_OK)
             rc = once__journal_turn(w->e, w->t->fence, w->t->resumed, w->began, w->journaled,
                                     &cur, &next);
@@ -406,6 +411,8 @@ static int commit_born(once_work *w)
     } else {
         rc = apply_ops(w, &w->rec, &next);
     }
+    if (rc == ONCE_OK)
+        rc = settle_task(w, &next);
     if (rc == ONCE_OK)
         rc = once__journal_turn(e, w->t->fence, w->t->resumed, w->began, w->journaled, &w->rec,
                                 &next);
@@ -483,6 +490,42 @@ static int store_task(once_record *next, const json_t *task)
     return ONCE_OK;
 }
 
+/* next's task text is task's (the staged tree, just edited): written now,
+ * or, in a batching turn while an upper bound of its length keeps the
+ * record within --max-task-size, left for the commit to write once
+ * (next->task_json NULL; settle_task). `added` bounds what the mutation put
+ * in the task: its event's text holds every value it added, at most twice
+ * (a status message is in the status and in the history). A bound past the
+ * limit writes the text, so the exact check of apply_op decides as before. */
+static int put_task(once_work *w, const once_record *cur, once_record *next,
+                    const json_t *task, size_t added)
+{
+    if (w->batch) {
+        int64_t base = cur->task_json != NULL ? (int64_t)strlen(cur->task_json) : w->text_bound;
+        int64_t bound = base + 2 * (int64_t)added + 64;
+        int64_t others = once__record_bytes(next) -
+                         (next->task_json != NULL ? (int64_t)strlen(next->task_json) : 0);
+        if (bound + others <= w->e->cfg.max_task_bytes) {
+            once_free(next->task_json);
+            next->task_json = NULL;
+            w->text_bound = bound;
+            return ONCE_OK;
+        }
+    }
+    int rc = store_task(next, task);
+    if (rc == ONCE_OK)
+        w->text_bound = (int64_t)strlen(next->task_json);
+    return rc;
+}
+
+/* Write the task text put_task left to the commit, from the staged tree. */
+static int settle_task(once_work *w, once_record *next)
+{
+    if (next->task_json != NULL)
+        return ONCE_OK;
+    return w->staged != NULL ? store_task(next, w->staged) : ONCE_ECORRUPT;
+}
+
 /* ------------------------------------------------------------------------
  * Mutations.
  */
@@ -503,14 +546,13 @@ static int mut_status(once_work *w, const once_record *cur, once_record *next, c
         return ONCE_ECORRUPT;
     int64_t now = once__now(w->e);
     rc = once__task_set_status(task, a->state, a->json, now);
+    if (rc == ONCE_OK && (*payload = once__ev_status(task, cur->generation + 1)) == NULL)
+        rc = ONCE_ENOMEM;
     if (rc == ONCE_OK)
-        rc = store_task(next, task);
+        rc = put_task(w, cur, next, task, strlen(*payload));
     if (rc == ONCE_OK) {
         once__set_state(next, a->state, now);
         touch_lease(w, next, now);
-        *payload = once__ev_status(task, cur->generation + 1);
-        if (*payload == NULL)
-            rc = ONCE_ENOMEM;
     }
     return rc;
 }
@@ -526,14 +568,14 @@ static int mut_artifact(once_work *w, const once_record *cur, once_record *next,
     if (task == NULL)
         return ONCE_ECORRUPT;
     int rc = once__task_artifact(task, a->json, a->append);
+    if (rc == ONCE_OK &&
+        (*payload = once__ev_artifact(task, a->json, a->append, a->last_chunk,
+                                      cur->generation + 1)) == NULL)
+        rc = ONCE_ENOMEM;
     if (rc == ONCE_OK)
-        rc = store_task(next, task);
-    if (rc == ONCE_OK) {
+        rc = put_task(w, cur, next, task, strlen(*payload));
+    if (rc == ONCE_OK)
         touch_lease(w, next, once__now(w->e));
-        *payload = once__ev_artifact(task, a->json, a->append, a->last_chunk, cur->generation + 1);
-        if (*payload == NULL)
-            rc = ONCE_ENOMEM;
-    }
     return rc;
 }
 
@@ -694,7 +736,9 @@ const char *once_work_traceparent(const once_work *w)
 const char *once_work_task(const once_work *w)
 {
     if (w->have_pend)
-        return lend_copy((once_work *)w, w->pend.task_json);
+        return settle_task((once_work *)w, &((once_work *)w)->pend) == ONCE_OK
+                   ? lend_copy((once_work *)w, w->pend.task_json)
+                   : NULL;
     ((once_work *)w)->task_lent = 1;
     return w->rec.task_json;
 }
