@@ -296,9 +296,7 @@ int once__rd_check(once_store *s, once_check_report *rep)
 
 static int unlink_key(rd_store *s, rd_conn *c, const redisReply *key, void *arg)
 {
-    redisReply *r;
     rd_cmd cmd;
-    int rc;
 
     (void)arg;
     if (key->type != REDIS_REPLY_STRING)
@@ -306,11 +304,7 @@ static int unlink_key(rd_store *s, rd_conn *c, const redisReply *key, void *arg)
     once__rd_cmd_init(&cmd);
     once__rd_str(&cmd, "UNLINK");
     once__rd_arg(&cmd, key->str, key->len);
-    rc = once__rd_call(s, c, &cmd, 1, &r);
-    once__rd_cmd_free(&cmd);
-    if (rc == ONCE_OK)
-        freeReplyObject(r);
-    return rc;
+    return once__rd_call_done(s, c, &cmd, 1);
 }
 
 int once__rd_reset(rd_store *s, rd_conn *c)

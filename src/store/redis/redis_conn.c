@@ -200,6 +200,17 @@ int once__rd_call_array(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply *
     return rc;
 }
 
+int once__rd_call_done(rd_store *s, rd_conn *c, rd_cmd *cmd, int writes)
+{
+    redisReply *r;
+    int rc = once__rd_call(s, c, cmd, writes, &r);
+
+    once__rd_cmd_free(cmd);
+    if (rc == ONCE_OK)
+        freeReplyObject(r);
+    return rc;
+}
+
 int once__rd_due(rd_store *s, rd_conn *c, const char *index, int64_t max, int below, int64_t count,
                  redisReply **out)
 {
@@ -380,7 +391,6 @@ static struct timeval tv_ms(int ms)
 
 static int hello(rd_store *s, rd_conn *c)
 {
-    redisReply *r;
     rd_cmd cmd;
     int rc = ONCE_OK;
 
@@ -390,21 +400,13 @@ static int hello(rd_store *s, rd_conn *c)
         if (s->user)
             once__rd_str(&cmd, s->user);
         once__rd_str(&cmd, s->password);
-        rc = once__rd_call(s, c, &cmd, 0, &r);
-        once__rd_cmd_free(&cmd);
-        if (rc != ONCE_OK)
-            return rc;
-        freeReplyObject(r);
+        rc = once__rd_call_done(s, c, &cmd, 0);
     }
-    if (s->db) {
+    if (rc == ONCE_OK && s->db) {
         once__rd_cmd_init(&cmd);
         once__rd_str(&cmd, "SELECT");
         once__rd_i64(&cmd, s->db);
-        rc = once__rd_call(s, c, &cmd, 0, &r);
-        once__rd_cmd_free(&cmd);
-        if (rc != ONCE_OK)
-            return rc;
-        freeReplyObject(r);
+        rc = once__rd_call_done(s, c, &cmd, 0);
     }
     return rc;
 }

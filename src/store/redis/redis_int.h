@@ -125,6 +125,9 @@ int once__rd_call(rd_store *s, rd_conn *c, const rd_cmd *cmd, int writes, redisR
 /* once__rd_call of a read whose answer must be an array: ONCE_ECORRUPT,
  * with nothing in *out, when it is anything else. */
 int once__rd_call_array(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply **out);
+/* once__rd_call of a command whose reply only says it worked (AUTH, SELECT,
+ * a write whose count nobody reads): drops the reply and frees cmd. */
+int once__rd_call_done(rd_store *s, rd_conn *c, rd_cmd *cmd, int writes);
 /* ZRANGEBYSCORE index -inf max LIMIT 0 count (max exclusive with below):
  * the first members of a time index that are due by max, answered as by
  * once__rd_call. The sweeps, the lease scan and the push claim read so. */
@@ -214,9 +217,13 @@ size_t once__rd_member(char *buf, const char *principal, const char *task_id);
 #define RD_MEMBER_MAX (ONCE_PRINCIPAL_MAX + 1 + ONCE_ID_MAX)
 /* Split a member back into a key: ONCE_OK or ONCE_ECORRUPT. */
 int once__rd_member_key(const char *m, size_t n, once_key *out);
-/* A bulk-string reply holding a decimal int64 into *out: 0, or -1 when it
- * is anything else (redis_push.c). */
+/* Reading hash values back (redis_keys.c). A bulk-string reply holding a
+ * decimal int64 into *out: 0, or -1 when it is anything else or out of
+ * range. */
 int once__rd_num(const redisReply *v, int64_t *out);
+/* A bulk-string reply into dst[cap], NUL-terminated: 0, or -1 when it is
+ * not a string, does not fit, or holds a NUL byte. */
+int once__rd_fixed(const redisReply *v, char *dst, size_t cap);
 /* List-index member: 16 hex digits ordering created_at, then task_id. */
 size_t once__rd_list_member(char *buf, int64_t created_at, const char *task_id);
 #define RD_LMEMBER_MAX (16 + ONCE_ID_MAX)

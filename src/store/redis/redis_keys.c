@@ -206,7 +206,7 @@ int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_
 
 /* ------------------------------------------------------------------------ */
 
-static int num(const redisReply *v, int64_t *out)
+int once__rd_num(const redisReply *v, int64_t *out)
 {
     char buf[24];
     char *end;
@@ -224,7 +224,7 @@ static int num(const redisReply *v, int64_t *out)
     return 0;
 }
 
-static int fixed(const redisReply *v, char *dst, size_t cap)
+int once__rd_fixed(const redisReply *v, char *dst, size_t cap)
 {
     if (v->type != REDIS_REPLY_STRING || v->len >= cap || memchr(v->str, '\0', v->len))
         return -1;
@@ -325,17 +325,17 @@ static int put_field(parsed *p, const hfield *f, const redisReply *v)
 
     switch (f->type) {
     case HF_FIXED:
-        return fixed(v, at, f->cap);
+        return once__rd_fixed(v, at, f->cap);
     case HF_STR:
         return dup_str(v, (char **)(void *)at);
     case HF_I64:
-        if (num(v, &x))
+        if (once__rd_num(v, &x))
             return -1;
         memcpy(at, &x, sizeof x);
         return 0;
     case HF_ENUM: {
         int e;
-        if (num(v, &x) || x < INT32_MIN || x > INT32_MAX)
+        if (once__rd_num(v, &x) || x < INT32_MIN || x > INT32_MAX)
             return -1;
         e = (int)x;
         memcpy(at, &e, sizeof e);

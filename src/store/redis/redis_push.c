@@ -123,37 +123,15 @@ static int row_append(rd_cmd *c, row_args *ra, once_push_row *r, unsigned mask)
  * Reading rows back.
  */
 
-int once__rd_num(const redisReply *v, int64_t *out)
-{
-    char buf[24];
-    char *end;
-
-    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len >= sizeof buf)
-        return -1;
-    memcpy(buf, v->str, v->len);
-    buf[v->len] = '\0';
-    *out = strtoll(buf, &end, 10);
-    return *end ? -1 : 0;
-}
-
-static int text(const redisReply *v, char *dst, size_t cap)
-{
-    if (v->type != REDIS_REPLY_STRING || v->len >= cap || memchr(v->str, '\0', v->len))
-        return -1;
-    memcpy(dst, v->str, v->len);
-    dst[v->len] = '\0';
-    return 0;
-}
-
 /* Set field f of row r from value v. */
 static int put_field(once_push_row *r, int f, const redisReply *v)
 {
     int64_t x = 0, *at;
 
     if (f == F_O)
-        return text(v, r->lease_owner, sizeof r->lease_owner);
+        return once__rd_fixed(v, r->lease_owner, sizeof r->lease_owner);
     if (f == F_E)
-        return text(v, r->last_error, sizeof r->last_error);
+        return once__rd_fixed(v, r->last_error, sizeof r->last_error);
     if (once__rd_num(v, &x))
         return -1;
     if (f == F_X)

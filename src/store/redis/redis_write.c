@@ -521,10 +521,7 @@ static int meta_fn(rd_store *s, rd_conn *c, void *arg)
         once__rd_str(&cmd, key);
         once__rd_str(&cmd, a->name);
         once__rd_str(&cmd, a->init);
-        rc = once__rd_call(s, c, &cmd, 1, &r);
-        once__rd_cmd_free(&cmd);
-        if (rc == ONCE_OK)
-            freeReplyObject(r);
+        rc = once__rd_call_done(s, c, &cmd, 1);
     }
     if (rc == ONCE_OK) {
         once__rd_cmd_init(&cmd);
