@@ -109,9 +109,13 @@ static int64_t num(const json_t *o, const char *key)
     return (int64_t)json_integer_value(json_object_get(o, key));
 }
 
-static void put_time(FILE *f, const json_t *v)
+/* `label`, then member `key` of o (milliseconds since the epoch) as a UTC
+ * time, or "-" when the task has none. */
+static void put_time(FILE *f, const char *label, const json_t *o, const char *key)
 {
+    const json_t *v = json_object_get(o, key);
     char ts[25];
+    fputs(label, f);
     if (!json_is_integer(v) || json_integer_value(v) <= 0) {
         fputs("-", f);
         return;
@@ -128,18 +132,14 @@ static void print_task(FILE *f, const json_t *task)
             num(task, "fence"), num(task, "step"), num(task, "version"), num(task, "generation"));
     if (json_is_object(lease)) {
         put(f, str(lease, "owner"));
-        fputs(" until ", f);
-        put_time(f, json_object_get(lease, "until"));
+        put_time(f, " until ", lease, "until");
         fputs(json_is_true(json_object_get(lease, "expired")) ? " (run out)" : "", f);
     } else {
         fputs("none", f);
     }
-    fputs("\ncreated   ", f);
-    put_time(f, json_object_get(task, "createdAt"));
-    fputs("  updated ", f);
-    put_time(f, json_object_get(task, "updatedAt"));
-    fputs("  finished ", f);
-    put_time(f, json_object_get(task, "finishedAt"));
+    put_time(f, "\ncreated   ", task, "createdAt");
+    put_time(f, "  updated ", task, "updatedAt");
+    put_time(f, "  finished ", task, "finishedAt");
     fputc('\n', f);
 }
 
@@ -180,8 +180,7 @@ static void print_keys_push(FILE *f, const json_t *tl)
 static void print_entry(FILE *f, const json_t *e)
 {
     const char *kind = str(e, "kind") != NULL ? str(e, "kind") : "";
-    fputs("  ", f);
-    put_time(f, json_object_get(e, "at"));
+    put_time(f, "  ", e, "at");
     if (strcmp(kind, "event") == 0) {
         fprintf(f, "%s gen %-4" PRId64 " %-15s ", json_is_false(json_object_get(e, "timed")) ? "*" : " ",
                 num(e, "generation"), str(e, "event") != NULL ? str(e, "event") : "?");
@@ -235,29 +234,25 @@ int once__inspect_print(FILE *f, const char *text)
         fputc('\n', f);
         print_task(f, task);
     } else if (json_is_object(expired)) {
-        fputs("EXPIRED (a tombstone: TASK_EXPIRED; nothing runs again)\nfinished  ", f);
-        put_time(f, json_object_get(expired, "finishedAt"));
-        fputs("  tombstone since ", f);
-        put_time(f, json_object_get(expired, "expiredAt"));
+        put_time(f, "EXPIRED (a tombstone: TASK_EXPIRED; nothing runs again)\nfinished  ",
+                 expired, "finishedAt");
+        put_time(f, "  tombstone since ", expired, "expiredAt");
         fputc('\n', f);
     }
-    fputs("retention tombstone at ", f);
-    put_time(f, json_object_get(ret, "tombstoneAt"));
-    fputs("  forgotten at ", f);
-    put_time(f, json_object_get(ret, "forgetAt"));
+    put_time(f, "retention tombstone at ", ret, "tombstoneAt");
+    put_time(f, "  forgotten at ", ret, "forgetAt");
     fputc('\n', f);
     const json_t *rp = json_object_get(tl, "replays");
     if (json_is_object(rp)) {
-        fprintf(f, "replayed %" PRId64 " time%s, last at ", num(rp, "count"),
+        fprintf(f, "replayed %" PRId64 " time%s", num(rp, "count"),
                 num(rp, "count") == 1 ? "" : "s");
-        put_time(f, json_object_get(rp, "last"));
+        put_time(f, ", last at ", rp, "last");
         fputc('\n', f);
     }
     print_keys_push(f, tl);
     fprintf(f, "timeline (read by ");
     put(f, str(tl, "replica"));
-    fputs(" at ", f);
-    put_time(f, json_object_get(tl, "now"));
+    put_time(f, " at ", tl, "now");
     fputs(")\n", f);
     if (num(tl, "eventsOmitted") > 0)
         fprintf(f, "  (%" PRId64 " earlier events not shown)\n", num(tl, "eventsOmitted"));
