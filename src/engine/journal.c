@@ -386,6 +386,50 @@ static void count(counter *c, int64_t now)
     c->last = now;
 }
 
+/* Add the counts of `older` (taken from the table earlier) to c. */
+static void count_merge(counter *c, const counter *older)
+{
+    c->n += older->n;
+    if (older->last > c->last)
+        c->last = older->last;
+}
+
+/* Append one note (size bytes) after v[0..*n); when v already holds max
+ * the oldest goes: a task keeps its newest notes of each kind. */
+static void keep_newest(void *v, size_t *n, size_t max, size_t size, const void *note)
+{
+    if (*n == max) {
+        memmove(v, (char *)v + size, (max - 1) * size);
+        (*n)--;
+    }
+    memcpy((char *)v + *n * size, note, size);
+    (*n)++;
+}
+
+/* Run add(p, now, arg) on the task's entry under j->mu. The journal keeps
+ * counts for the inspector, not the task's outcome: a note for which there
+ * is no memory (table or entry) is not taken. */
+static void note(once__engine *e, const char *principal, const char *task_id,
+                 void (*add)(pending *p, int64_t now, const void *arg), const void *arg)
+{
+    struct once__journal *j = table(e);
+    if (j == NULL)
+        return;
+    int64_t now = once__now(e);
+    pthread_mutex_lock(&j->mu);
+    pending *p = pending_get(e, j, principal, task_id);
+    if (p != NULL)
+        add(p, now, arg);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* arg: the refusal reason's index, NREASONS for a replay. */
+static void add_send(pending *p, int64_t now, const void *arg)
+{
+    size_t reason = *(const size_t *)arg;
+    count(reason == NREASONS ? &p->replays : &p->refused[reason], now);
+}
+
 void once__journal_send(once__engine *e, const once_record *rec, once_verdict v, int replayed)
 {
     size_t reason = NREASONS;
@@ -395,58 +439,42 @@ void once__journal_send(once__engine *e, const once_record *rec, once_verdict v,
         reason = 1;
     else if (v == ONCE_V_REJECT_TERMINAL)
         reason = 2;
-    if (!replayed && reason == NREASONS)
+    if (replayed)
+        reason = NREASONS;
+    else if (reason == NREASONS)
         return;   /* a write of its own records what it did, if anything */
-    struct once__journal *j = table(e);
-    if (j == NULL)
-        return;
-    int64_t now = once__now(e);
-    pthread_mutex_lock(&j->mu);
-    pending *p = pending_get(e, j, rec->principal, rec->task_id);
-    if (p != NULL)
-        count(replayed ? &p->replays : &p->refused[reason], now);
-    pthread_mutex_unlock(&j->mu);
+    note(e, rec->principal, rec->task_id, add_send, &reason);
+}
+
+/* arg: the fenced_note, stamped here. */
+static void add_fenced(pending *p, int64_t now, const void *arg)
+{
+    fenced_note n = *(const fenced_note *)arg;
+    n.at = now;
+    keep_newest(p->fenced, &p->nfenced, FENCED_MAX, sizeof n, &n);
 }
 
 void once__journal_fenced(once__engine *e, const once_record *stored, int64_t fence, int lease)
 {
-    struct once__journal *j = table(e);
-    if (j == NULL)
-        return;
-    int64_t now = once__now(e);
-    pthread_mutex_lock(&j->mu);
-    pending *p = pending_get(e, j, stored->principal, stored->task_id);
-    if (p != NULL) {
-        if (p->nfenced == FENCED_MAX) {   /* keep the newest */
-            memmove(p->fenced, p->fenced + 1, (FENCED_MAX - 1) * sizeof p->fenced[0]);
-            p->nfenced--;
-        }
-        p->fenced[p->nfenced++] = (fenced_note){now, fence, stored->fence, lease};
-    }
-    pthread_mutex_unlock(&j->mu);
+    const fenced_note n = {0, fence, stored->fence, lease};
+    note(e, stored->principal, stored->task_id, add_fenced, &n);
+}
+
+/* arg: the delivery_note, stamped here. */
+static void add_delivery(pending *p, int64_t now, const void *arg)
+{
+    delivery_note d = *(const delivery_note *)arg;
+    d.at = now;
+    keep_newest(p->deliv, &p->ndeliv, DELIVERIES_MAX, sizeof d, &d);
 }
 
 void once__journal_delivery(once__engine *e, const char *principal, const char *task_id,
                             const char *config_id, int64_t generation, int status,
                             const char *result)
 {
-    struct once__journal *j = table(e);
-    if (j == NULL)
-        return;
-    int64_t now = once__now(e);
-    pthread_mutex_lock(&j->mu);
-    pending *p = pending_get(e, j, principal, task_id);
-    if (p != NULL) {
-        if (p->ndeliv == DELIVERIES_MAX) {   /* keep the newest */
-            memmove(p->deliv, p->deliv + 1, (DELIVERIES_MAX - 1) * sizeof p->deliv[0]);
-            p->ndeliv--;
-        }
-        delivery_note *d = &p->deliv[p->ndeliv++];
-        *d = (delivery_note){.at = now, .generation = generation, .status = status,
-                             .result = result};
-        once__strlcpy(d->config, config_id, sizeof d->config);
-    }
-    pthread_mutex_unlock(&j->mu);
+    delivery_note d = {.generation = generation, .status = status, .result = result};
+    once__strlcpy(d.config, config_id, sizeof d.config);
+    note(e, principal, task_id, add_delivery, &d);
 }
 
 void once__journal_lease_refused(once__engine *e, const char *principal, const char *task_id,
@@ -510,33 +538,19 @@ static void requeue(once__engine *e, struct once__journal *j, pending *p)
     pthread_mutex_lock(&j->mu);
     pending *q = pending_get(e, j, p->principal, p->task_id);
     if (q != NULL) {
-        q->replays.n += p->replays.n;
-        if (p->replays.last > q->replays.last)
-            q->replays.last = p->replays.last;
-        for (size_t r = 0; r < NREASONS; r++) {
-            q->refused[r].n += p->refused[r].n;
-            if (p->refused[r].last > q->refused[r].last)
-                q->refused[r].last = p->refused[r].last;
-        }
-        /* p's notes are the older ones: they go first, the newest kept. */
-        fenced_note all[2 * FENCED_MAX];
-        size_t n = 0;
-        for (size_t i = 0; i < p->nfenced; i++)
-            all[n++] = p->fenced[i];
+        count_merge(&q->replays, &p->replays);
+        for (size_t r = 0; r < NREASONS; r++)
+            count_merge(&q->refused[r], &p->refused[r]);
+        /* p's notes are the older ones: q's go after them, the newest kept,
+         * and the result is q's. */
         for (size_t i = 0; i < q->nfenced; i++)
-            all[n++] = q->fenced[i];
-        size_t skip = n > FENCED_MAX ? n - FENCED_MAX : 0;
-        memcpy(q->fenced, all + skip, (n - skip) * sizeof all[0]);
-        q->nfenced = n - skip;
-        delivery_note dall[2 * DELIVERIES_MAX];
-        n = 0;
-        for (size_t i = 0; i < p->ndeliv; i++)
-            dall[n++] = p->deliv[i];
+            keep_newest(p->fenced, &p->nfenced, FENCED_MAX, sizeof q->fenced[0], &q->fenced[i]);
+        memcpy(q->fenced, p->fenced, sizeof q->fenced);
+        q->nfenced = p->nfenced;
         for (size_t i = 0; i < q->ndeliv; i++)
-            dall[n++] = q->deliv[i];
-        skip = n > DELIVERIES_MAX ? n - DELIVERIES_MAX : 0;
-        memcpy(q->deliv, dall + skip, (n - skip) * sizeof dall[0]);
-        q->ndeliv = n - skip;
+            keep_newest(p->deliv, &p->ndeliv, DELIVERIES_MAX, sizeof q->deliv[0], &q->deliv[i]);
+        memcpy(q->deliv, p->deliv, sizeof q->deliv);
+        q->ndeliv = p->ndeliv;
     }
     pthread_mutex_unlock(&j->mu);
     once_free(p);
