@@ -522,34 +522,27 @@ static void res_reset(once_push_res *res)
     memset(res, 0, sizeof *res);
 }
 
-int once__engine_push_create(once__engine *e, const char *principal, const json_t *config, int status,
-                            json_t **out, once_push_res *res)
+/* What a create or delete does to the task's push configs: ONCE_OK with
+ * *write set and *pj the new configs' text (NULL for none), or *write 0
+ * when nothing is to change; or an error. */
+typedef int (*push_edit)(once__engine *e, const once_record *cur, void *arg, once_push_res *res,
+                         char **pj, int *write);
+
+/* Load the task, let edit() decide its new push configs, write them; again
+ * (up to PUSH_TRIES times) while another writer moves the record first. */
+static int edit_push_json(once__engine *e, const char *principal, const char *task_id,
+                          push_edit edit, void *arg, once_push_res *res)
 {
-    *out = NULL;
-    res_reset(res);
-    const char *task_id = json_string_value(json_object_get(config, "taskId"));
     int rc = ONCE_EBUSY;
-    char id[ONCE_ID_MAX + 1] = "";
     for (int tries = 0; tries < PUSH_TRIES && rc == ONCE_EBUSY; tries++) {
         once_record cur;
         rc = load_task(e, principal, task_id, &cur, res);
         if (rc != ONCE_OK)
             return rc;
-        json_t *elem = NULL;
         char *pj = NULL;
-        /* A minted id must stay the same across CAS retries. */
-        json_t *cfg = json_deep_copy(config);
-        if (cfg == NULL || (id[0] && json_object_set_new(cfg, "id", json_string(id)) != 0))
-            rc = ONCE_ENOMEM;
-        if (rc == ONCE_OK)
-            rc = once__push_elem_make(e, cfg, cur.generation, &elem, res);
-        json_decref(cfg);
-        if (rc == ONCE_OK) {
-            once__strlcpy(id, json_string_value(json_object_get(elem, "id")), sizeof id);
-            rc = once__push_json_put(e, &cur, elem, &pj, res);
-        }
-        json_decref(elem);
-        if (rc == ONCE_OK)
+        int write = 0;
+        rc = edit(e, &cur, arg, res, &pj, &write);
+        if (rc == ONCE_OK && write)
             rc = write_push_json(e, &cur, pj);
         else
             once_free(pj);
@@ -557,9 +550,48 @@ int once__engine_push_create(once__engine *e, const char *principal, const json_
         if (rc == ONCE_ECONFLICT)
             rc = ONCE_EBUSY; /* lost a race: again */
     }
+    return rc;
+}
+
+/* The config to add, and its id once minted: it must stay the same across
+ * CAS retries. */
+typedef struct create_arg {
+    const json_t *config;
+    char id[ONCE_ID_MAX + 1];
+} create_arg;
+
+static int create_edit(once__engine *e, const once_record *cur, void *arg, once_push_res *res,
+                       char **pj, int *write)
+{
+    create_arg *a = arg;
+    json_t *elem = NULL;
+    int rc = ONCE_OK;
+    json_t *cfg = json_deep_copy(a->config);
+    if (cfg == NULL || (a->id[0] && json_object_set_new(cfg, "id", json_string(a->id)) != 0))
+        rc = ONCE_ENOMEM;
+    if (rc == ONCE_OK)
+        rc = once__push_elem_make(e, cfg, cur->generation, &elem, res);
+    json_decref(cfg);
+    if (rc == ONCE_OK) {
+        once__strlcpy(a->id, json_string_value(json_object_get(elem, "id")), sizeof a->id);
+        rc = once__push_json_put(e, cur, elem, pj, res);
+    }
+    json_decref(elem);
+    *write = 1;
+    return rc;
+}
+
+int once__engine_push_create(once__engine *e, const char *principal, const json_t *config, int status,
+                            json_t **out, once_push_res *res)
+{
+    *out = NULL;
+    res_reset(res);
+    const char *task_id = json_string_value(json_object_get(config, "taskId"));
+    create_arg a = {config, ""};
+    int rc = edit_push_json(e, principal, task_id, create_edit, &a, res);
     if (rc != ONCE_OK)
         return rc;
-    return once__engine_push_get(e, principal, task_id, id, status, out, res);
+    return once__engine_push_get(e, principal, task_id, a.id, status, out, res);
 }
 
 /* What get and list read: the task's record, its push configs and, with
@@ -641,6 +673,26 @@ int once__engine_push_list(once__engine *e, const char *principal, const char *t
     return ONCE_OK;
 }
 
+/* arg: the (const char *) id of the config to remove. */
+static int delete_edit(once__engine *e, const once_record *cur, void *arg, once_push_res *res,
+                       char **pj, int *write)
+{
+    const char *config_id = *(const char **)arg;
+    json_t *a = NULL;
+    (void)e;
+    (void)res;
+    int rc = configs_of(cur, &a); /* fails: no memory, or a stored list that is not one */
+    size_t at = a != NULL ? find_elem(a, config_id) : (size_t)-1;
+    if (rc == ONCE_OK && at != (size_t)-1) { /* absent: already deleted, nothing to write */
+        json_array_remove(a, at);
+        if (json_array_size(a) > 0 && (*pj = once__json_text(a)) == NULL)
+            rc = ONCE_ENOMEM;
+        *write = 1;
+    }
+    json_decref(a);
+    return rc;
+}
+
 int once__engine_push_delete(once__engine *e, const char *principal, const char *task_id,
                             const char *config_id, once_push_res *res)
 {
@@ -650,29 +702,5 @@ int once__engine_push_delete(once__engine *e, const char *principal, const char 
         snprintf(res->detail, sizeof res->detail, "id is not a valid push config id");
         return ONCE_EINVAL;
     }
-    int rc = ONCE_EBUSY;
-    for (int tries = 0; tries < PUSH_TRIES && rc == ONCE_EBUSY; tries++) {
-        once_record cur;
-        rc = load_task(e, principal, task_id, &cur, res);
-        if (rc != ONCE_OK)
-            return rc;
-        json_t *a = NULL;
-        rc = configs_of(&cur, &a);
-        size_t at = a != NULL ? find_elem(a, config_id) : (size_t)-1;
-        if (rc != ONCE_OK) {
-            /* no memory, or a stored list that is not one */
-        } else if (at != (size_t)-1) { /* absent: already deleted, nothing to write */
-            char *pj = NULL;
-            json_array_remove(a, at);
-            if (json_array_size(a) > 0 && (pj = once__json_text(a)) == NULL)
-                rc = ONCE_ENOMEM;
-            else
-                rc = write_push_json(e, &cur, pj);
-        }
-        json_decref(a);
-        once_record_clear(&cur);
-        if (rc == ONCE_ECONFLICT)
-            rc = ONCE_EBUSY;
-    }
-    return rc;
+    return edit_push_json(e, principal, task_id, delete_edit, &config_id, res);
 }
