@@ -1,21 +1,39 @@
 /*
  * record.c -- ownership helpers for the store's value types: records own
- * their five strings, lists own their arrays and every element's strings.
+ * their strings (record_strings), lists own their arrays and every
+ * element's strings.
  * Every clear leaves the struct zeroed so a second clear is harmless.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "once/store.h"
+
+/* The strings a record owns, by offset: once_record_clear frees them and
+ * once_record_copy duplicates them; a new one is added here only. */
+static const size_t record_strings[] = {
+    offsetof(once_record, digests),    offsetof(once_record, task_json),
+    offsetof(once_record, checkpoint), offsetof(once_record, push_json),
+    offsetof(once_record, journal),
+};
+#define NSTRINGS (sizeof record_strings / sizeof record_strings[0])
+
+static char **string_at(once_record *r, size_t i)
+{
+    return (char **)((char *)r + record_strings[i]);
+}
+
+static const char *string_of(const once_record *r, size_t i)
+{
+    return *(char *const *)((const char *)r + record_strings[i]);
+}
 
 void once_record_clear(once_record *r)
 {
     if (!r)
         return;
-    once_free(r->digests);
-    once_free(r->task_json);
-    once_free(r->checkpoint);
-    once_free(r->push_json);
-    once_free(r->journal);
+    for (size_t i = 0; i < NSTRINGS; i++)
+        once_free(*string_at(r, i));
     memset(r, 0, sizeof *r);
 }
 
@@ -26,18 +44,14 @@ int once_record_copy(once_record *dst, const once_record *src)
     if (dst == src)
         return ONCE_OK;
     memcpy(dst, src, sizeof *dst);
-    dst->digests = NULL;
-    dst->task_json = NULL;
-    dst->checkpoint = NULL;
-    dst->push_json = NULL;
-    dst->journal = NULL;
-    if ((src->digests && !(dst->digests = once_strdup(src->digests))) ||
-        (src->task_json && !(dst->task_json = once_strdup(src->task_json))) ||
-        (src->checkpoint && !(dst->checkpoint = once_strdup(src->checkpoint))) ||
-        (src->push_json && !(dst->push_json = once_strdup(src->push_json))) ||
-        (src->journal && !(dst->journal = once_strdup(src->journal)))) {
-        once_record_clear(dst);
-        return ONCE_ENOMEM;
+    for (size_t i = 0; i < NSTRINGS; i++)
+        *string_at(dst, i) = NULL;
+    for (size_t i = 0; i < NSTRINGS; i++) {
+        const char *v = string_of(src, i);
+        if (v && !(*string_at(dst, i) = once_strdup(v))) {
+            once_record_clear(dst);
+            return ONCE_ENOMEM;
+        }
     }
     return ONCE_OK;
 }
