@@ -16,6 +16,7 @@
  * counters, which are only touched with __atomic builtins: any number of
  * HTTP threads share one handle.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,24 +24,38 @@
 #include "a2a/a2a_int.h"
 #include "core/log.h"
 
+/* The config's strings, by offset: the handle keeps copies of its own, as
+ * the caller's may be gone after once__a2a_new. */
+static const size_t config_strings[] = {
+    offsetof(once__a2a_config, url),
+    offsetof(once__a2a_config, name),
+    offsetof(once__a2a_config, description),
+    offsetof(once__a2a_config, skill_id),
+    offsetof(once__a2a_config, skill_description),
+};
+#define NSTRINGS (sizeof config_strings / sizeof config_strings[0])
+
 /* Written once by once__a2a_new and read-only afterwards, except the counter
  * arrays: any thread bumps calls[i]/errors[i] with __atomic adds (no lock). */
 struct once__a2a {
-    once__a2a_config cfg;     /* strings below are owned copies */
-    char *url, *name, *description, *skill_id, *skill_description;
+    once__a2a_config cfg;    /* its strings point into owned[] */
+    char *owned[NSTRINGS];   /* config_strings' copies, NULL where unset */
     char *card;
     size_t card_len;
     uint64_t *calls;         /* [once__a2a_nmethods], atomic */
     uint64_t *errors;        /* [once__a2a_nmethods], atomic */
 };
 
-static int dup_opt(const char *s, char **out)
+/* Point a->cfg's strings at copies a owns. */
+static int own_strings(once__a2a *a)
 {
-    *out = NULL;
-    if (s == NULL)
-        return ONCE_OK;
-    *out = once_strdup(s);
-    return *out ? ONCE_OK : ONCE_ENOMEM;
+    for (size_t i = 0; i < NSTRINGS; i++) {
+        const char **s = (const char **)((char *)&a->cfg + config_strings[i]);
+        if (*s != NULL && (a->owned[i] = once_strdup(*s)) == NULL)
+            return ONCE_ENOMEM;
+        *s = a->owned[i];
+    }
+    return ONCE_OK;
 }
 
 int once__a2a_new(const once__a2a_config *cfg, once__a2a **out)
@@ -55,20 +70,7 @@ int once__a2a_new(const once__a2a_config *cfg, once__a2a **out)
     a->cfg = *cfg;
     if (a->cfg.max_parts == 0)
         a->cfg.max_parts = ONCE_A2A_MAX_PARTS;
-    int rc = dup_opt(cfg->url, &a->url);
-    if (rc == ONCE_OK)
-        rc = dup_opt(cfg->name, &a->name);
-    if (rc == ONCE_OK)
-        rc = dup_opt(cfg->description, &a->description);
-    if (rc == ONCE_OK)
-        rc = dup_opt(cfg->skill_id, &a->skill_id);
-    if (rc == ONCE_OK)
-        rc = dup_opt(cfg->skill_description, &a->skill_description);
-    a->cfg.url = a->url;
-    a->cfg.name = a->name;
-    a->cfg.description = a->description;
-    a->cfg.skill_id = a->skill_id;
-    a->cfg.skill_description = a->skill_description;
+    int rc = own_strings(a);
     if (rc == ONCE_OK) {
         a->calls = once_calloc(once__a2a_nmethods, sizeof *a->calls);
         a->errors = once_calloc(once__a2a_nmethods, sizeof *a->errors);
@@ -90,11 +92,8 @@ void once__a2a_free(once__a2a *a)
 {
     if (a == NULL)
         return;
-    once_free(a->url);
-    once_free(a->name);
-    once_free(a->description);
-    once_free(a->skill_id);
-    once_free(a->skill_description);
+    for (size_t i = 0; i < NSTRINGS; i++)
+        once_free(a->owned[i]);
     once_free(a->card);
     once_free(a->calls);
     once_free(a->errors);
