@@ -265,9 +265,11 @@ static int state_of(once__outbox *o, int64_t seq, once_intent_state *st)
     return rc;
 }
 
-/* Begin; check that seq may move to `to`. On failure the transaction is
- * already rolled back. */
-static int begin_move(once__outbox *o, int64_t seq, once_intent_state to)
+/* Move intent seq to state `to` by running the UPDATE sql (bound as by
+ * once__ob_run), in one transaction with the check that the intent's state
+ * may become `to`. */
+static int move(once__outbox *o, int64_t seq, once_intent_state to, const char *sql,
+                const char *types, ...)
 {
     int rc = once__ob_begin(o);
     if (rc != ONCE_OK)
@@ -279,20 +281,22 @@ static int begin_move(once__outbox *o, int64_t seq, once_intent_state to)
                  (long long)seq, once_intent_state_name(from), once_intent_state_name(to));
         rc = ONCE_EILLEGAL;
     }
-    if (rc != ONCE_OK)
-        once__ob_end(o, rc);
-    return rc;
+    if (rc == ONCE_OK) {
+        va_list ap;
+        va_start(ap, types);
+        int src = once__db_vrun(o->db, sql, types, ap);
+        va_end(ap);
+        if (src != SQLITE_OK)
+            rc = once__ob_fail(o, src, "write");
+    }
+    return once__ob_end(o, rc);
 }
 
 int once__outbox_attempt(once__outbox *o, int64_t seq, int64_t now)
 {
     /* Only a pending intent is sent: an answered one never is again. */
-    int rc = begin_move(o, seq, ONCE_INTENT_PENDING);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__ob_run(o, "UPDATE intents SET attempts=attempts+1, updated_ms=? WHERE seq=?", "ii",
-                      now, seq);
-    return once__ob_end(o, rc);
+    return move(o, seq, ONCE_INTENT_PENDING,
+                "UPDATE intents SET attempts=attempts+1, updated_ms=? WHERE seq=?", "ii", now, seq);
 }
 
 int once__outbox_error(once__outbox *o, int64_t seq, const char *err, int64_t now)
@@ -324,37 +328,34 @@ int once__outbox_set_mode(once__outbox *o, int64_t seq, int ext, int64_t now, in
     return once__ob_end(o, rc);
 }
 
+/* The task state an answer named, as the task_state column keeps it: NULL
+ * when it named none. */
+static const char *stored_state(once_state st)
+{
+    return st == ONCE_STATE_UNKNOWN ? NULL : once_state_name(st);
+}
+
 int once__outbox_ack(once__outbox *o, int64_t seq, const char *task_id, once_state st, int final,
                      int64_t now)
 {
     final = final || once_state_terminal(st);
     once_intent_state to = final ? ONCE_INTENT_FINAL : ONCE_INTENT_ACKNOWLEDGED;
-    int rc = begin_move(o, seq, to);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__ob_run(o,
-                      "UPDATE intents SET state=?, task_id=COALESCE(task_id, ?), task_state=?,"
-                      " last_error=NULL, acked_ms=COALESCE(acked_ms, ?), updated_ms=?,"
-                      " finished_ms=CASE WHEN ? THEN ? ELSE NULL END WHERE seq=?",
-                      "sssiiiii", once_intent_state_name(to), task_id,
-                      st == ONCE_STATE_UNKNOWN ? NULL : once_state_name(st), now, now,
-                      (int64_t)final, now, seq);
-    return once__ob_end(o, rc);
+    return move(o, seq, to,
+                "UPDATE intents SET state=?, task_id=COALESCE(task_id, ?), task_state=?,"
+                " last_error=NULL, acked_ms=COALESCE(acked_ms, ?), updated_ms=?,"
+                " finished_ms=CASE WHEN ? THEN ? ELSE NULL END WHERE seq=?",
+                "sssiiiii", once_intent_state_name(to), task_id, stored_state(st), now, now,
+                (int64_t)final, now, seq);
 }
 
 int once__outbox_refuse(once__outbox *o, int64_t seq, const char *reason, once_state st,
                         int64_t now)
 {
-    int rc = begin_move(o, seq, ONCE_INTENT_REFUSED);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__ob_run(o,
-                      "UPDATE intents SET state='refused', refusal=?,"
-                      " task_state=COALESCE(?, task_state), updated_ms=?, finished_ms=?"
-                      " WHERE seq=?",
-                      "ssiii", reason ? reason : "REFUSED",
-                      st == ONCE_STATE_UNKNOWN ? NULL : once_state_name(st), now, now, seq);
-    return once__ob_end(o, rc);
+    return move(o, seq, ONCE_INTENT_REFUSED,
+                "UPDATE intents SET state='refused', refusal=?,"
+                " task_state=COALESCE(?, task_state), updated_ms=?, finished_ms=?"
+                " WHERE seq=?",
+                "ssiii", reason ? reason : "REFUSED", stored_state(st), now, now, seq);
 }
 
 int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id, once_state st,
