@@ -17,6 +17,7 @@
  * busy timeout absorbs short contention.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -425,25 +426,39 @@ int once__outbox_abandon(once__outbox *o, const char *id, int64_t now, once_inte
     return once__ob_end(o, rc);
 }
 
-static char *col_dup(sqlite3_stmt *q, int i)
+#define NO_VIEW ((size_t)-1)
+
+/* The text columns (positions in once__ob_columns) a loaded intent keeps
+ * copies of: `copy` is the copy's offset in once__intent_row, `view` that
+ * of the once_intent pointer that shows it (NO_VIEW: none does).
+ * once__outbox_load makes the copies, once__intent_row_clear frees them. */
+static const struct row_string {
+    int col;
+    size_t copy, view;
+} row_strings[] = {
+    {1, offsetof(once__intent_row, kind), offsetof(once_intent, kind)},
+    {2, offsetof(once__intent_row, agent), offsetof(once_intent, agent)},
+    {3, offsetof(once__intent_row, task_id), offsetof(once_intent, task_id)},
+    {4, offsetof(once__intent_row, message_id), offsetof(once_intent, message_id)},
+    {5, offsetof(once__intent_row, mode), offsetof(once_intent, mode)},
+    {9, offsetof(once__intent_row, last_error), offsetof(once_intent, last_error)},
+    {10, offsetof(once__intent_row, refusal), offsetof(once_intent, refusal)},
+    {15, offsetof(once__intent_row, message), NO_VIEW},
+    {16, offsetof(once__intent_row, push), NO_VIEW},
+};
+#define NROW_STRINGS (sizeof row_strings / sizeof row_strings[0])
+
+static char **row_copy(once__intent_row *r, size_t i)
 {
-    const unsigned char *t = sqlite3_column_text(q, i);
-    return t ? once_strdup((const char *)t) : NULL;
+    return (char **)((char *)r + row_strings[i].copy);
 }
 
 void once__intent_row_clear(once__intent_row *r)
 {
     if (r == NULL)
         return;
-    once_free(r->kind);
-    once_free(r->agent);
-    once_free(r->task_id);
-    once_free(r->message_id);
-    once_free(r->mode);
-    once_free(r->last_error);
-    once_free(r->refusal);
-    once_free(r->message);
-    once_free(r->push);
+    for (size_t i = 0; i < NROW_STRINGS; i++)
+        once_free(*row_copy(r, i));
     memset(r, 0, sizeof *r);
 }
 
@@ -479,28 +494,21 @@ int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)
     snprintf(sql, sizeof sql, "SELECT %s FROM intents WHERE seq=?", once__ob_columns);
     sqlite3_stmt *q;
     int rc = once__ob_one(o, &q, sql, "i", seq);
-    if (rc == ONCE_OK) {
+    if (rc == ONCE_OK)
         once__ob_row_view(q, &row->it);
-        row->kind = col_dup(q, 1);
-        row->agent = col_dup(q, 2);
-        row->task_id = col_dup(q, 3);
-        row->message_id = col_dup(q, 4);
-        row->mode = col_dup(q, 5);
-        row->last_error = col_dup(q, 9);
-        row->refusal = col_dup(q, 10);
-        row->message = col_dup(q, 15);
-        row->push = col_dup(q, 16);
-        if (row->kind == NULL || row->agent == NULL || row->message_id == NULL ||
-            row->message == NULL || (row->push == NULL && sqlite3_column_type(q, 16) != SQLITE_NULL)) {
+    /* The view's strings are the statement's until it is finalized: each
+     * is pointed at its copy. A copy is NULL only where the column is (the
+     * schema says which may be). */
+    for (size_t i = 0; rc == ONCE_OK && i < NROW_STRINGS; i++) {
+        int col = row_strings[i].col;
+        const char *t = (const char *)sqlite3_column_text(q, col);
+        char **copy = row_copy(row, i);
+        if (t != NULL)
+            *copy = once_strdup(t);
+        if (*copy == NULL && sqlite3_column_type(q, col) != SQLITE_NULL)
             rc = ONCE_ENOMEM;
-        }
-        row->it.kind = row->kind;
-        row->it.agent = row->agent;
-        row->it.task_id = row->task_id;
-        row->it.message_id = row->message_id;
-        row->it.mode = row->mode;
-        row->it.last_error = row->last_error;
-        row->it.refusal = row->refusal;
+        if (row_strings[i].view != NO_VIEW)
+            *(const char **)((char *)&row->it + row_strings[i].view) = *copy;
     }
     sqlite3_finalize(q);
     if (rc != ONCE_OK)
