@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "core/jcs.h"
+#include "core/list.h"
 #include "core/str.h"
 #include "engine/engine_int.h"
 
@@ -73,8 +74,8 @@ typedef struct delivery_note {
 
 /* One task's counts since the last flush. */
 typedef struct pending {
+    once__link age;                   /* first: the age list's link is the entry */
     struct pending *hnext;            /* hash chain */
-    struct pending *older, *newer;    /* age list: oldest is dropped first */
     char principal[ONCE_PRINCIPAL_MAX + 1];
     char task_id[ONCE_ID_MAX + 1];
     counter replays;
@@ -88,7 +89,7 @@ typedef struct pending {
 struct once__journal {
     pthread_mutex_t mu;
     pending *bucket[PENDING_BUCKETS];
-    pending *oldest, *newest;
+    once__list age;                   /* the oldest is dropped first */
     size_t n;
 };
 
@@ -330,6 +331,11 @@ static unsigned key_hash(const char *principal, const char *task_id)
     return h % PENDING_BUCKETS;
 }
 
+static pending *oldest(struct once__journal *j)
+{
+    return (pending *)j->age.head; /* NULL when empty; age is the first member */
+}
+
 /* Unlink p from its chain and the age list (under j->mu). */
 static void unlink_pending(struct once__journal *j, pending *p)
 {
@@ -337,14 +343,7 @@ static void unlink_pending(struct once__journal *j, pending *p)
     while (*pp != p)
         pp = &(*pp)->hnext;
     *pp = p->hnext;
-    if (p->older)
-        p->older->newer = p->newer;
-    else
-        j->oldest = p->newer;
-    if (p->newer)
-        p->newer->older = p->older;
-    else
-        j->newest = p->older;
+    once__list_unlink(&j->age, &p->age);
     j->n--;
 }
 
@@ -358,7 +357,7 @@ static pending *pending_get(once__engine *e, struct once__journal *j, const char
         if (strcmp(p->task_id, task_id) == 0 && strcmp(p->principal, principal) == 0)
             return p;
     if (j->n >= PENDING_MAX) {
-        pending *old = j->oldest;
+        pending *old = oldest(j);
         unlink_pending(j, old);
         once_free(old);
         ONCE__STAT(e, journal_dropped);
@@ -370,12 +369,7 @@ static pending *pending_get(once__engine *e, struct once__journal *j, const char
     once__strlcpy(p->task_id, task_id, sizeof p->task_id);
     p->hnext = j->bucket[h];
     j->bucket[h] = p;
-    p->older = j->newest;
-    if (j->newest)
-        j->newest->newer = p;
-    else
-        j->oldest = p;
-    j->newest = p;
+    once__list_append(&j->age, &p->age);
     j->n++;
     return p;
 }
@@ -570,7 +564,7 @@ int once__journal_flush(once__engine *e)
     int rc = ONCE_OK;
     for (size_t i = 0; i < n && rc == ONCE_OK; i++) {
         pthread_mutex_lock(&j->mu);
-        pending *p = j->oldest;
+        pending *p = oldest(j);
         if (p != NULL)
             unlink_pending(j, p);
         pthread_mutex_unlock(&j->mu);
@@ -594,9 +588,9 @@ void once__journal_free(once__engine *e)
     struct once__journal *j = e->journal;
     if (j == NULL)
         return;
-    for (pending *p = j->oldest, *next; p != NULL; p = next) {
-        next = p->newer;
-        once_free(p);
+    for (once__link *l = j->age.head, *next; l != NULL; l = next) {
+        next = l->next;
+        once_free(l); /* the pending it is the first member of */
     }
     pthread_mutex_destroy(&j->mu);
     once_free(j);

@@ -22,6 +22,7 @@
 
 #include "core/condwait.h"
 #include "core/grow.h"
+#include "core/list.h"
 #include "core/str.h"
 #include "http/guard.h"
 
@@ -32,7 +33,7 @@
  * g->mu only, from the connection's MHD thread, the sweeper, or another
  * connection's thread that evicts it. */
 typedef struct guard_conn {
-    struct guard_conn *prev, *next; /* the waiting list */
+    once__link wait; /* first: the waiting list's link is the connection */
     once__guard *g;
     MHD_socket fd;
     int64_t since;  /* monotonic ms: began waiting for its request */
@@ -51,7 +52,7 @@ struct once__guard {
     unsigned hard_cap;             /* MHD's limit: live + closing ones */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    guard_conn *head, *tail;
+    once__list waiting; /* guard_conns, the longest waiting first */
     unsigned live;
     size_t body_held, body_dying;
     unsigned long cuts[CUT_KINDS]; /* since the last log line */
@@ -61,34 +62,26 @@ struct once__guard {
     int sweeper_started;
 };
 
+/* The connection that has waited longest, or NULL. */
+static guard_conn *head(const once__guard *g)
+{
+    return (guard_conn *)g->waiting.head; /* wait is the first member */
+}
+
 static void unlink_waiting(once__guard *g, guard_conn *r)
 {
     if (!r->waiting)
         return;
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        g->head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        g->tail = r->prev;
-    r->prev = r->next = NULL;
+    once__list_unlink(&g->waiting, &r->wait);
     r->waiting = 0;
 }
 
 static void append_waiting(once__guard *g, guard_conn *r)
 {
     r->since = once_monotonic_ms();
-    r->prev = g->tail;
-    r->next = NULL;
-    if (g->tail)
-        g->tail->next = r;
-    else
-        g->head = r;
-    g->tail = r;
+    once__list_append(&g->waiting, &r->wait);
     r->waiting = 1;
-    if (g->head == r) /* the sweeper may sleep with nothing to wait for */
+    if (head(g) == r) /* the sweeper may sleep with nothing to wait for */
         pthread_cond_signal(&g->cv);
 }
 
@@ -146,8 +139,8 @@ void once__guard_on_connection(void *cls, struct MHD_Connection *c, void **socke
     pthread_mutex_lock(&g->mu);
     append_waiting(g, r);
     g->live++;
-    while (g->live > g->lim.max_connections && g->head != r)
-        cut(g, g->head, CUT_ROOM);
+    while (g->live > g->lim.max_connections && head(g) != r)
+        cut(g, head(g), CUT_ROOM);
     pthread_mutex_unlock(&g->mu);
     *socket_context = r;
 }
@@ -176,9 +169,11 @@ void once__guard_idle(struct MHD_Connection *c)
 /* The oldest waiting connection other than self that holds body bytes. */
 static guard_conn *body_victim(once__guard *g, const guard_conn *self)
 {
-    for (guard_conn *v = g->head; v != NULL; v = v->next)
+    for (once__link *l = g->waiting.head; l != NULL; l = l->next) {
+        guard_conn *v = (guard_conn *)l;
         if (v != self && v->body > 0)
             return v;
+    }
     return NULL;
 }
 
@@ -269,13 +264,14 @@ static void *sweep_main(void *arg)
     pthread_mutex_lock(&g->mu);
     while (!g->stopping) {
         int64_t now = once_monotonic_ms();
-        while (g->head != NULL && now - g->head->since > g->lim.request_timeout_ms)
-            cut(g, g->head, CUT_DEADLINE);
+        guard_conn *h;
+        while ((h = head(g)) != NULL && now - h->since > g->lim.request_timeout_ms)
+            cut(g, h, CUT_DEADLINE);
         log_cuts(g, now);
         /* Until the head's deadline, or the next log line, or a second. */
         int64_t wake = now + 1000;
-        if (g->head != NULL && g->head->since + g->lim.request_timeout_ms + 1 < wake)
-            wake = g->head->since + g->lim.request_timeout_ms + 1;
+        if (h != NULL && h->since + g->lim.request_timeout_ms + 1 < wake)
+            wake = h->since + g->lim.request_timeout_ms + 1;
         struct timespec ts = {.tv_sec = (time_t)(wake / 1000),
                               .tv_nsec = (long)(wake % 1000) * 1000000L};
         pthread_cond_timedwait(&g->cv, &g->mu, &ts);
