@@ -109,10 +109,9 @@ int once__pg_walk(pg_store *s, pg_conn *c, const char *declare, const char *curs
     PGresult *r;
     int rc, i, n;
 
-    rc = once__pg_simple(s, c, declare, &r);
+    rc = once__pg_simple_done(s, c, declare);
     if (rc != ONCE_OK)
         return rc;
-    PQclear(r);
     snprintf(fetch, sizeof fetch, "FETCH " CHECK_BATCH " FROM %s", cursor);
     do {
         rc = once__pg_simple(s, c, fetch, &r);
@@ -126,33 +125,25 @@ int once__pg_walk(pg_store *s, pg_conn *c, const char *declare, const char *curs
     if (rc != ONCE_OK)
         return rc;
     snprintf(fetch, sizeof fetch, "CLOSE %s", cursor);
-    rc = once__pg_simple(s, c, fetch, &r);
-    if (rc == ONCE_OK)
-        PQclear(r);
-    return rc;
+    return once__pg_simple_done(s, c, fetch);
 }
 
 static int check_fn(pg_store *s, pg_conn *c, void *arg)
 {
     once_check_report *rep = arg;
-    PGresult *r;
     int rc;
 
     memset(rep, 0, sizeof *rep);
-    rc = once__pg_simple(s, c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &r);
+    rc = once__pg_simple_done(s, c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     if (rc != ONCE_OK)
         return rc;
-    PQclear(r);
     rc = once__pg_walk(s, c, rows_sql, "once_check_rows", one_row, rep);
     if (rc == ONCE_OK)
         rc = once__pg_walk(s, c, orphans_sql, "once_check_orphans", one_orphan, rep);
     if (rc == ONCE_OK)
         rc = once__pg_check_push(s, c, rep);
-    if (rc == ONCE_OK) {
-        rc = once__pg_simple(s, c, "COMMIT", &r);
-        if (rc == ONCE_OK)
-            PQclear(r);
-    }
+    if (rc == ONCE_OK)
+        rc = once__pg_simple_done(s, c, "COMMIT");
     return rc; /* release rolls back whatever is left open */
 }
 

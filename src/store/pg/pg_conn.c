@@ -484,15 +484,32 @@ int once__pg_simple(pg_store *s, pg_conn *c, const char *sql, PGresult **out)
     return once__pg_fail(s, c, r, "query");
 }
 
-int once__pg_begin(pg_store *s, pg_conn *c)
+int once__pg_exec_done(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p)
 {
     PGresult *r;
-    int rc = once__pg_simple(s, c, "BEGIN", &r);
+    int rc = once__pg_exec(s, c, id, p, &r);
 
-    if (rc == ONCE_OK) {
+    if (rc == ONCE_OK)
         PQclear(r);
+    return rc;
+}
+
+int once__pg_simple_done(pg_store *s, pg_conn *c, const char *sql)
+{
+    PGresult *r;
+    int rc = once__pg_simple(s, c, sql, &r);
+
+    if (rc == ONCE_OK)
+        PQclear(r);
+    return rc;
+}
+
+int once__pg_begin(pg_store *s, pg_conn *c)
+{
+    int rc = once__pg_simple_done(s, c, "BEGIN");
+
+    if (rc == ONCE_OK)
         c->in_tx = 1;
-    }
     return rc;
 }
 

@@ -180,6 +180,11 @@ int once__pg_prepare(pg_store *s, pg_conn *c, pg_stmt_id id);
 int once__pg_exec(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, PGresult **out);
 /* Run a parameterless command or query text (binary results). */
 int once__pg_simple(pg_store *s, pg_conn *c, const char *sql, PGresult **out);
+/* once__pg_exec and once__pg_simple of a statement whose result nobody
+ * reads (a write whose count does not matter, BEGIN, DECLARE, CLOSE): the
+ * result is dropped here. */
+int once__pg_exec_done(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p);
+int once__pg_simple_done(pg_store *s, pg_conn *c, const char *sql);
 /* Classify a failed result (r may be NULL), set flags and errmsg, PQclear r. */
 int once__pg_fail(pg_store *s, pg_conn *c, PGresult *r, const char *what);
 /* An explicit transaction on c. Until COMMIT is sent nothing is in doubt,

@@ -87,8 +87,6 @@ static int put_row(pg_store *s, pg_conn *c, const char *principal, const char *t
                    const once_push_row *row)
 {
     pg_params p;
-    PGresult *r;
-    int rc;
 
     bind_key(&p, principal, task_id);
     once__pg_p_str(&p, row->config_id);
@@ -104,25 +102,17 @@ static int put_row(pg_store *s, pg_conn *c, const char *principal, const char *t
     once__pg_p_i64(&p, row->deliveries);
     once__pg_p_i64(&p, row->retries);
     once__pg_p_i64(&p, row->failures);
-    rc = once__pg_exec(s, c, PG_PUSH_PUT, &p, &r);
-    if (rc == ONCE_OK)
-        PQclear(r);
-    return rc;
+    return once__pg_exec_done(s, c, PG_PUSH_PUT, &p);
 }
 
 static int drop_row(pg_store *s, pg_conn *c, const char *principal, const char *task_id,
                     const char *config_id)
 {
     pg_params p;
-    PGresult *r;
-    int rc;
 
     bind_key(&p, principal, task_id);
     once__pg_p_str(&p, config_id);
-    rc = once__pg_exec(s, c, PG_PUSH_DROP, &p, &r);
-    if (rc == ONCE_OK)
-        PQclear(r);
-    return rc;
+    return once__pg_exec_done(s, c, PG_PUSH_DROP, &p);
 }
 
 static const once_push_row *find(const once_push_row *v, size_t n, const char *config_id)
