@@ -165,18 +165,8 @@ static int check_push_orphan(rd_store *s, rd_conn *c, const once_key *k, once_ch
 {
     char *h = once__rd_key_task(s, k->principal, k->task_id);
     redisReply *r;
-    rd_cmd cmd;
-    int rc;
+    int rc = once__rd_call_key(s, c, "EXISTS", h, &r);
 
-    once__rd_cmd_init(&cmd);
-    if (!h)
-        cmd.oom = 1;
-    else {
-        once__rd_str(&cmd, "EXISTS");
-        once__rd_str(&cmd, h);
-    }
-    rc = once__rd_call(s, c, &cmd, 0, &r);
-    once__rd_cmd_free(&cmd);
     once_free(h);
     if (rc != ONCE_OK)
         return rc;

@@ -211,6 +211,24 @@ int once__rd_call_done(rd_store *s, rd_conn *c, rd_cmd *cmd, int writes)
     return rc;
 }
 
+int once__rd_call_key(rd_store *s, rd_conn *c, const char *verb, const char *key,
+                      redisReply **out)
+{
+    rd_cmd cmd;
+    int rc;
+
+    once__rd_cmd_init(&cmd);
+    if (!key) {
+        cmd.oom = 1;
+    } else {
+        once__rd_str(&cmd, verb);
+        once__rd_str(&cmd, key);
+    }
+    rc = once__rd_call(s, c, &cmd, 0, out);
+    once__rd_cmd_free(&cmd);
+    return rc;
+}
+
 int once__rd_due(rd_store *s, rd_conn *c, const char *index, int64_t max, int below, int64_t count,
                  redisReply **out)
 {

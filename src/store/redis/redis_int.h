@@ -128,6 +128,10 @@ int once__rd_call_array(rd_store *s, rd_conn *c, const rd_cmd *cmd, redisReply *
 /* once__rd_call of a command whose reply only says it worked (AUTH, SELECT,
  * a write whose count nobody reads): drops the reply and frees cmd. */
 int once__rd_call_done(rd_store *s, rd_conn *c, rd_cmd *cmd, int writes);
+/* The read `verb key` (HGETALL, EXISTS), answered as by once__rd_call; a
+ * NULL key (its name could not be made) is ONCE_ENOMEM. */
+int once__rd_call_key(rd_store *s, rd_conn *c, const char *verb, const char *key,
+                      redisReply **out);
 /* ZRANGEBYSCORE index -inf max LIMIT 0 count (max exclusive with below):
  * the first members of a time index that are due by max, answered as by
  * once__rd_call. The sweeps, the lease scan and the push claim read so. */

@@ -202,17 +202,10 @@ int once__rd_push_read(rd_store *s, rd_conn *c, const char *principal, const cha
 {
     char *key = once__rd_key_push(s, principal, task_id);
     redisReply *r;
-    rd_cmd cmd;
     int rc;
 
     *n = 0;
-    if (!key)
-        return ONCE_ENOMEM;
-    once__rd_cmd_init(&cmd);
-    once__rd_str(&cmd, "HGETALL");
-    once__rd_str(&cmd, key);
-    rc = once__rd_call(s, c, &cmd, 0, &r);
-    once__rd_cmd_free(&cmd);
+    rc = once__rd_call_key(s, c, "HGETALL", key, &r);
     once_free(key);
     if (rc != ONCE_OK)
         return rc;

@@ -32,15 +32,10 @@ static int load_fn(rd_store *s, rd_conn *c, void *arg)
 {
     load_arg *a = arg;
     redisReply *r;
-    rd_cmd cmd;
     int rc;
 
     once_record_clear(a->out);
-    once__rd_cmd_init(&cmd);
-    once__rd_str(&cmd, "HGETALL");
-    once__rd_str(&cmd, a->key);
-    rc = once__rd_call(s, c, &cmd, 0, &r);
-    once__rd_cmd_free(&cmd);
+    rc = once__rd_call_key(s, c, "HGETALL", a->key, &r);
     if (rc != ONCE_OK)
         return rc;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 0)
