@@ -89,6 +89,14 @@ char *once__text_done(once__text *t, size_t *len);
  * jansson refused (err, when not NULL, says why). *out is NULL unless OK. */
 int once__json_loadb(const char *buf, size_t n, size_t flags, json_t **out, json_error_t *err);
 
+/* The tree once__json_loadb(buf, n, JSON_REJECT_DUPLICATES |
+ * JSON_DECODE_ANY) builds, read without jansson's parser when the text is
+ * plain JSON (json_read.c says what that is): ONCE_OK and *out (a new
+ * reference); ONCE_ENOMEM; ONCE_EUNSUPPORTED for any other text, malformed
+ * or not, which the caller then parses with once__json_loadb. buf must be
+ * valid UTF-8 without NUL bytes. */
+int once__json_read_plain(const char *buf, size_t n, json_t **out);
+
 /* The same for NUL-terminated text; NULL text is ONCE_EPARSE. */
 int once__json_loads(const char *text, size_t flags, json_t **out, json_error_t *err);
 
