@@ -144,17 +144,18 @@ static int read_member(reader *r, int depth, json_t *obj)
     if (r->p == r->end || *r->p != ':')
         return -1;
     r->p++;
-    /* A duplicate is jansson's to refuse (JSON_REJECT_DUPLICATES). */
-    if (json_object_getn(obj, key, klen) != NULL)
-        return -1;
     json_t *v = read_value(r, depth);
     if (v == NULL)
         return -1;
+    size_t had = json_object_size(obj);
     if (json_object_setn_new_nocheck(obj, key, klen, v) != 0) {
         stop(r, ONCE_ENOMEM);
         return -1;
     }
-    return 0;
+    /* A name seen before replaced its value instead of adding one: a
+     * duplicate, jansson's to refuse (JSON_REJECT_DUPLICATES). One hash
+     * lookup a member, not two. */
+    return json_object_size(obj) > had ? 0 : -1;
 }
 
 /* One element of arr: 0, or -1 (the read stopped). */
