@@ -18,11 +18,14 @@
  * parser calls them, so members keep the same order and a value reads
  * the same.
  *
- * The text must be valid UTF-8 without NUL bytes (the caller checks):
- * string bytes are copied as they are, unchecked.
+ * A byte past ASCII may stand only in a string, in a well-formed UTF-8
+ * sequence (checked as the string is scanned; the tree's strings are made
+ * without jansson's second check); a NUL byte is a control character,
+ * never plain.
  */
 #include "core/jcs.h"
 #include "core/json_depth.h"
+#include "core/quote.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -50,12 +53,21 @@ static void skip_space(reader *r)
 }
 
 /* The string whose opening quote r->p is at: *s and *len its bytes, r->p
- * past the closing quote. 0 if it is not plain. */
+ * past the closing quote. 0 if it is not plain, or not well-formed UTF-8
+ * (jansson refuses that). */
 static int plain_string(reader *r, const char **s, size_t *len)
 {
     const char *q = r->p + 1;
     while (q < r->end && *q != '"') {
-        if (*q == '\\' || (unsigned char)*q < 0x20)
+        unsigned char c = (unsigned char)*q;
+        if (c >= 0x80) {
+            size_t l = once__utf8_seq((const unsigned char *)q, (size_t)(r->end - q));
+            if (l == 0)
+                return 0;
+            q += l;
+            continue;
+        }
+        if (c == '\\' || c < 0x20)
             return 0;
         q++;
     }

@@ -14,6 +14,6 @@ if(ONCE_CLANG)
   add_test(NAME fuzz/json_read
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/fuzz/run.sh json_read 200000
                    ${CMAKE_BINARY_DIR}/fuzz -- ${ONCE_FUZZ_JSON_SOURCES}
-                   ${CMAKE_SOURCE_DIR}/src/core/json_read.c)
+                   ${CMAKE_SOURCE_DIR}/src/core/json_read.c ${CMAKE_SOURCE_DIR}/src/core/quote.c)
   set_tests_properties(fuzz/json_read PROPERTIES LABELS fuzz TIMEOUT 300)
 endif()

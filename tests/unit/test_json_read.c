@@ -3,7 +3,8 @@
  *   - for plain text it builds the tree jansson builds: equal values,
  *     members in the same order, the same written bytes;
  *   - it declines (ONCE_EUNSUPPORTED) every text that is not plain, valid
- *     or not, so jansson reads it and says what is wrong;
+ *     or not (ill-formed UTF-8 and NUL bytes too), so jansson reads it and
+ *     says what is wrong;
  *   - the request reader (once__a2a_json_parse) uses it: a SendMessage
  *     request costs fewer allocations than jansson's parse of it, and a
  *     text that is not plain still parses, or fails with jansson's words.
@@ -76,6 +77,13 @@ static const char *const not_plain[] = {
     "{,}",
     "[,1]",
     "'x'",
+    /* Bytes past ASCII outside a string, or not well-formed UTF-8: */
+    "[\xc3\xa9]",
+    "\"\xc3\"",
+    "\"\xc0\xaf\"",
+    "\"\xed\xa0\x80\"",
+    "\"\xf4\x90\x80\x80\"",
+    "{\"\xff\":1}",
 };
 
 static char *written(const json_t *v)
@@ -114,6 +122,9 @@ static void other_text_is_declined(void **state)
     }
     json_t *got;
     assert_int_equal(once__json_read_plain(NULL, 0, &got), ONCE_EUNSUPPORTED);
+    /* A NUL byte, in a string or out of one. */
+    assert_int_equal(once__json_read_plain("\"a\0b\"", 5, &got), ONCE_EUNSUPPORTED);
+    assert_int_equal(once__json_read_plain("[1]\0", 4, &got), ONCE_EUNSUPPORTED);
     /* A text cut short anywhere is declined, never read past its end. */
     const char *whole = plain[3];
     for (size_t n = 0; n < strlen(whole); n++) {
@@ -166,6 +177,13 @@ static void request_reader_reads_plain_text_itself(void **state)
     assert_int_equal(once__a2a_json_parse(dup, strlen(dup), &v, why, sizeof why), ONCE_EPARSE);
     assert_null(v);
     assert_non_null(strstr(why, "duplicate object key"));
+    /* What the reader declines is still checked before jansson reads it. */
+    const char *bad = "{\"a\":\"\xc3\"}";
+    assert_int_equal(once__a2a_json_parse(bad, strlen(bad), &v, why, sizeof why), ONCE_EPARSE);
+    assert_string_equal(why, "invalid UTF-8 at offset 6");
+    const char *nul = "{\"a\":\"x\0\"}";
+    assert_int_equal(once__a2a_json_parse(nul, 10, &v, why, sizeof why), ONCE_EPARSE);
+    assert_string_equal(why, "NUL byte at offset 7");
 }
 
 int main(void)
