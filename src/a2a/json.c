@@ -7,6 +7,9 @@
  * needs, and a deep document costs stack in every recursive walk after it
  * (JCS, the digest, the engine). Duplicate keys are refused because the
  * digest of an ambiguous message would depend on which duplicate won.
+ * Plain text (most requests) is read by once__json_read_plain, which
+ * makes the same checks as it reads; the rest is checked, then read by
+ * jansson: the same tree either way.
  */
 #include <stdio.h>
 #include <string.h>
@@ -139,12 +142,17 @@ int once__a2a_json_parse(const char *buf, size_t n, json_t **out, char *why, siz
         snprintf(why, whylen, "empty body");
         return ONCE_EPARSE;
     }
-    int rc = prescan(buf, n, why, whylen);
-    if (rc != ONCE_OK)
-        return rc;
-    json_error_t jerr;
     json_t *v;
-    rc = once__json_loadb(buf, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &v, &jerr);
+    json_error_t jerr;
+    /* Plain text passes every check of prescan() as it is read. */
+    int rc = once__json_read_plain(buf, n, &v);
+    if (rc == ONCE_EUNSUPPORTED) {
+        /* Not plain: checked, then jansson reads it or says why not. */
+        rc = prescan(buf, n, why, whylen);
+        if (rc != ONCE_OK)
+            return rc;
+        rc = once__json_loadb(buf, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &v, &jerr);
+    }
     if (rc == ONCE_EPARSE)
         snprintf(why, whylen, "%s at line %d column %d", jerr.text, jerr.line, jerr.column);
     else if (rc == ONCE_ENOMEM)

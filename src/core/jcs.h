@@ -97,6 +97,14 @@ int once__json_loads(const char *text, size_t flags, json_t **out, json_error_t 
  * when it is NULL, not JSON, or not an object. */
 int once__json_object(const char *text, json_t **out);
 
+/* The tree once__json_loadb(buf, n, JSON_REJECT_DUPLICATES |
+ * JSON_DECODE_ANY) builds, read without jansson's parser when the text is
+ * plain JSON (json_read.c says what that is): ONCE_OK and *out (a new
+ * reference); ONCE_ENOMEM; ONCE_EUNSUPPORTED for any other text, malformed
+ * or not (ill-formed UTF-8 and NUL bytes included), which the caller then
+ * parses with once__json_loadb. */
+int once__json_read_plain(const char *buf, size_t n, json_t **out);
+
 /* once_message_digest() for a parsed Message object; ONCE_EINVAL if msg is
  * not an object. */
 int once__message_digest_json(const json_t *msg, uint8_t out[ONCE_SHA256_LEN]);

@@ -276,14 +276,15 @@ char *once__json_text(const json_t *j);
 json_t *once__json_parse(const char *text);
 
 /* A fresh Task: {id, contextId, status{state,timestamp}, history:[msg]}.
- * msg is copied (deep). */
+ * msg is shared (a reference taken; see taskjson.c): no one may change it
+ * after, nor the messages and artifacts handed to the functions below. */
 json_t *once__task_new(const char *task_id, const char *context_id, once_state state,
                        int64_t now, const json_t *msg);
 /* status = {state, timestamp[, message]}; the message (if any) is also
- * appended to history. msg is copied. */
+ * appended to history. msg is shared. */
 int once__task_set_status(json_t *task, once_state state, const json_t *msg, int64_t now);
 int once__task_append_history(json_t *task, const json_t *msg);
-/* Add or extend an artifact; art is copied. */
+/* Add or extend an artifact; art (or, appending, its parts) is shared. */
 int once__task_artifact(json_t *task, const json_t *art, int append);
 
 /* A copy of msg (an object) with taskId / contextId set (NULL: unchanged);

@@ -10,6 +10,14 @@
  *
  * Nothing here touches the store; every function builds or edits jansson
  * values and reports ONCE_ENOMEM / ONCE_EINVAL.
+ *
+ * A message or artifact put into a task is shared (a reference), not
+ * copied: a deep copy of each cost more than the rest of a new task's
+ * tree. So nothing edits a value below a task's top-level members in
+ * place: a write replaces the status object, appends to the history or
+ * artifacts array, or (an artifact append) puts a new artifact object in
+ * place of the old one. The values handed in are never changed after
+ * (the work context keeps a write's to apply it again after a conflict).
  */
 #include <string.h>
 
@@ -73,10 +81,7 @@ int once__task_append_history(json_t *task, const json_t *msg)
         if (hist == NULL || json_object_set_new(task, "history", hist) != 0)
             return ONCE_ENOMEM;
     }
-    json_t *copy = json_deep_copy(msg);
-    if (copy == NULL || json_array_append_new(hist, copy) != 0)
-        return ONCE_ENOMEM;
-    return ONCE_OK;
+    return json_array_append(hist, (json_t *)msg) == 0 ? ONCE_OK : ONCE_ENOMEM;
 }
 
 /* 1 if the task is working and its status message is the last entry of
@@ -108,16 +113,35 @@ int once__task_set_status(json_t *task, once_state state, const json_t *msg, int
     json_t *st = status_new(state, now);
     if (st == NULL)
         return ONCE_ENOMEM;
-    if (msg != NULL) {
-        json_t *copy = json_deep_copy(msg);
-        if (copy == NULL || json_object_set_new(st, "message", copy) != 0) {
-            json_decref(st);
-            return ONCE_ENOMEM;
-        }
+    if (msg != NULL && json_object_set(st, "message", (json_t *)msg) != 0) {
+        json_decref(st);
+        return ONCE_ENOMEM;
     }
     if (json_object_set_new(task, "status", st) != 0)
         return ONCE_ENOMEM;
     return msg != NULL ? once__task_append_history(task, msg) : ONCE_OK;
+}
+
+/* old (an artifact of a task) with art's parts added, as a new object:
+ * old may be shared with an earlier write's artifact, which must stay as it
+ * was (a batch re-applies it after a conflict), so neither it nor its parts
+ * array is edited; the parts themselves are shared. NULL: no memory. */
+static json_t *artifact_extended(const json_t *old, const json_t *art)
+{
+    json_t *ext = json_copy((json_t *)old);
+    const json_t *had = json_object_get(old, "parts");
+    json_t *parts = json_is_array(had) ? json_copy((json_t *)had) : json_array();
+    if (ext == NULL || parts == NULL ||
+        json_array_extend(parts, json_object_get(art, "parts")) != 0) {
+        json_decref(ext);
+        json_decref(parts);
+        return NULL;
+    }
+    if (json_object_set_new(ext, "parts", parts) != 0) {   /* it released parts */
+        json_decref(ext);
+        return NULL;
+    }
+    return ext;
 }
 
 int once__task_artifact(json_t *task, const json_t *art, int append)
@@ -135,30 +159,12 @@ int once__task_artifact(json_t *task, const json_t *art, int append)
         const char *oid = json_string_value(json_object_get(old, "artifactId"));
         if (aid == NULL || oid == NULL || strcmp(aid, oid) != 0)
             continue;
-        if (append) {
-            json_t *parts = json_object_get(old, "parts");
-            if (!json_is_array(parts)) {
-                parts = json_array();
-                if (parts == NULL || json_object_set_new(old, "parts", parts) != 0)
-                    return ONCE_ENOMEM;
-            }
-            json_t *more = json_deep_copy(json_object_get(art, "parts"));
-            if (more == NULL || json_array_extend(parts, more) != 0) {
-                json_decref(more);
-                return ONCE_ENOMEM;
-            }
-            json_decref(more);
-            return ONCE_OK;
-        }
-        json_t *copy = json_deep_copy(art);
-        if (copy == NULL || json_array_set_new(arts, i, copy) != 0)
-            return ONCE_ENOMEM;
-        return ONCE_OK;
+        if (append)
+            return json_array_set_new(arts, i, artifact_extended(old, art)) == 0 ? ONCE_OK
+                                                                                  : ONCE_ENOMEM;
+        return json_array_set(arts, i, (json_t *)art) == 0 ? ONCE_OK : ONCE_ENOMEM;
     }
-    json_t *copy = json_deep_copy(art);
-    if (copy == NULL || json_array_append_new(arts, copy) != 0)
-        return ONCE_ENOMEM;
-    return ONCE_OK;
+    return json_array_append(arts, (json_t *)art) == 0 ? ONCE_OK : ONCE_ENOMEM;
 }
 
 static int set_str(json_t *obj, const char *key, const char *val)

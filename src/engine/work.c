@@ -968,6 +968,8 @@ static void count_turn_end(once_work *w)
     once__stat_pick(e, ends, sizeof ends / sizeof ends[0], (size_t)st, ONCE__STAT_AT(turns_lost));
 }
 
+/* Release what the work context holds (the context itself is the turn's
+ * stack frame: see once__run_turn). */
 static void work_free(once_work *w)
 {
     drop_pend(w);
@@ -979,7 +981,6 @@ static void work_free(once_work *w)
     for (size_t i = 0; i < w->nretired; i++)
         once_free(w->retired[i]);
     once_free(w->retired);
-    once_free(w);
 }
 
 /* 1 for an executor whose turns commit their writes in batches (see the
@@ -1028,9 +1029,12 @@ void once__run_turn(once__engine *e, once__turn *t)
 {
     if (__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE) || once__stopping(e))
         return;
-    once_work *w = once_calloc(1, sizeof *w);
-    if (w == NULL)
-        return;   /* the lease expires; a takeover runs the turn */
+    /* On the stack: the context lives exactly as long as this call, and
+     * at about 2 KiB a heap block of it cost a sweep of malloc's free
+     * lists on every turn. */
+    once_work work;
+    memset(&work, 0, sizeof work);
+    once_work *w = &work;
     w->e = e;
     w->t = t;
     w->began = once__now(e);

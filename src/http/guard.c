@@ -231,7 +231,10 @@ int once__body_append(struct MHD_Connection *c, once__body *b, size_t max, const
         once__body_free(c, b);
         return ONCE_OK;
     }
-    size_t cap = once__grow_size(b->cap, b->len + n + 1, 4096, max + 1);
+    /* The first block is as large as the first bytes: a body nearly always
+     * arrives whole, and a small block comes from malloc's free lists where
+     * a 4 KiB one made it sweep them first (~8k instructions a request). */
+    size_t cap = once__grow_size(b->cap, b->len + n + 1, b->len + n + 1, max + 1);
     if (cap > b->cap && guard_body(c, cap) != ONCE_OK) {
         b->no_memory = 1;
         once__body_free(c, b);

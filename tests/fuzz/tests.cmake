@@ -2,10 +2,18 @@
 # bounded number of inputs over their committed seed corpus.
 find_program(ONCE_CLANG clang)
 if(ONCE_CLANG)
+  # What the JSON reader and writer need of libonce.
+  set(ONCE_FUZZ_JSON_SOURCES
+      ${CMAKE_SOURCE_DIR}/src/core/jcs.c ${CMAKE_SOURCE_DIR}/src/core/jcs_num.c
+      ${CMAKE_SOURCE_DIR}/src/core/alloc.c ${CMAKE_SOURCE_DIR}/src/core/hash.c
+      ${CMAKE_SOURCE_DIR}/src/core/err.c)
   add_test(NAME fuzz/jcs
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/fuzz/run.sh jcs 200000 ${CMAKE_BINARY_DIR}/fuzz --
-                   ${CMAKE_SOURCE_DIR}/src/core/jcs.c ${CMAKE_SOURCE_DIR}/src/core/jcs_num.c
-                   ${CMAKE_SOURCE_DIR}/src/core/alloc.c ${CMAKE_SOURCE_DIR}/src/core/hash.c
-                   ${CMAKE_SOURCE_DIR}/src/core/err.c)
+                   ${ONCE_FUZZ_JSON_SOURCES})
   set_tests_properties(fuzz/jcs PROPERTIES LABELS fuzz TIMEOUT 300)
+  add_test(NAME fuzz/json_read
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/fuzz/run.sh json_read 200000
+                   ${CMAKE_BINARY_DIR}/fuzz -- ${ONCE_FUZZ_JSON_SOURCES}
+                   ${CMAKE_SOURCE_DIR}/src/core/json_read.c ${CMAKE_SOURCE_DIR}/src/core/quote.c)
+  set_tests_properties(fuzz/json_read PROPERTIES LABELS fuzz TIMEOUT 300)
 endif()
