@@ -22,6 +22,7 @@
 #define ONCE_STORE_SQLITE_INT_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <sqlite3.h>
 
 #include "db/db.h"
@@ -120,8 +121,9 @@ typedef enum sq_op_kind {
 } sq_op_kind;
 
 /* A queued write. The caller fills the arguments and waits; the leader
- * that takes it writes the outputs and rc, then sets done under
- * sq_store.qmu and signals cv. The caller reads nothing before done. */
+ * that takes it writes the outputs and rc, sets done and posts wake, once.
+ * A post with done still 0 hands the caller the lead (sqlite_commit.c).
+ * The caller reads nothing before the post. */
 typedef struct sq_op {
     sq_op_kind kind;
     const once_record *rec;           /* create, update */
@@ -146,15 +148,17 @@ typedef struct sq_op {
 
     int rc;
     int done;
-    pthread_cond_t cv;
-    struct sq_op *next;
+    sem_t wake;
+    struct sq_op *next;               /* queue link; guarded by sq_store.qmu */
 } sq_op;
 
 /*
  * The handle. Set at open and read-only afterwards: base.m, path,
  * open_name, open_flags, sync, busy_ms. qmu guards the queue (qhead,
- * qtail, leading) and each queued op's done flag; writer belongs to
- * whichever thread set leading = 1 and is touched only by it. pmu guards the idle reader list.
+ * qtail) and leading, which stays 1 from the moment a leader takes the
+ * lead until one finds the queue empty after its commit (the lead passes
+ * from leader to the next without leading dropping to 0); writer belongs
+ * to the leader and is touched only by it. pmu guards the idle reader list.
  * base.errmsg is written through once__store_seterr (its own lock).
  */
 typedef struct sq_store {
