@@ -30,7 +30,11 @@
 
 #define SQ_SCHEMA_VERSION 3   /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal */
 #define SQ_BATCH_MAX 256      /* ops per group commit */
-#define SQ_IDLE_READERS 8     /* idle reader connections kept open */
+/* Idle reader connections kept open: as many as onced runs calls at once
+ * (64 HTTP workers by default), so a steady load reuses them instead of
+ * opening a connection (file opens, schema parse, statement prepares) per
+ * read. An idle reader holds two descriptors and the pages it has cached. */
+#define SQ_IDLE_READERS 64
 #define SQ_BUSY_RETRIES 3     /* retries after busy_timeout gave up */
 #define SQ_BUSY_DEFAULT_MS 5000
 #define SQ_BUSY_MAX_MS 3600000
