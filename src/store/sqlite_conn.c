@@ -38,14 +38,9 @@ int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out)
     if (rc == SQLITE_OK)
         rc = once__sq_busy_timeout(c->db, s->busy_ms);
     if (rc == SQLITE_OK) {
-        char sql[80];
-        /* temp_store=MEMORY keeps the batch's savepoint journal in memory:
-         * by default it spills to a temporary file (created, written and
-         * deleted) once an op's page splits pass 64 KiB, about one batch
-         * in three under load. It holds only the pages one op changed. */
+        char sql[48];
         if (writer)
-            snprintf(sql, sizeof sql, "PRAGMA synchronous=%s; PRAGMA temp_store=MEMORY",
-                     s->sync->name);
+            snprintf(sql, sizeof sql, "PRAGMA synchronous=%s", s->sync->name);
         else
             snprintf(sql, sizeof sql, "PRAGMA query_only=1");
         rc = once__sq_exec(c->db, sql);
