@@ -12,10 +12,12 @@
  *   - otherwise it is a follower and sleeps on its op's semaphore; the
  *     leader takes up to SQ_BATCH_MAX queued ops (FIFO), drops the queue
  *     lock and runs them on the one writer connection as a single BEGIN
- *     IMMEDIATE ... COMMIT, each op inside its own SAVEPOINT;
+ *     IMMEDIATE ... COMMIT, each op inside its own SAVEPOINT (a batch of
+ *     one op has none: its transaction is its savepoint);
  *   - an op that fails (conflict, EEXISTS, tombstone, bad events, even an
  *     I/O error on one of its statements) is rolled back to its savepoint
- *     and gets its own result; the others are unaffected;
+ *     (a lone op: the transaction is rolled back) and gets its own result;
+ *     the others are unaffected;
  *   - after COMMIT returned (the fsync done) the leader hands the lead to
  *     the op at the head of the queue, if any (whoever arrived while the
  *     commit was in flight), without dropping it in between, and only then
@@ -54,22 +56,30 @@ static int run_retry(sq_conn *w, sq_stmt_id id)
     return rc;
 }
 
-/* The ops' own results, or one batch-wide failure rc for all of them. */
-static int run_ops(sq_store *s, sq_conn *w, sq_op **ops, size_t n)
+/* The ops' own results, or one batch-wide failure rc for all of them.
+ * *committed: whether the batch ended in COMMIT (a lone op that failed
+ * ends in ROLLBACK instead). */
+static int run_ops(sq_store *s, sq_conn *w, sq_op **ops, size_t n, int *committed)
 {
+    /* A lone op needs no savepoint: the transaction is its own, and if the
+     * op fails the whole of it is rolled back (~11k instructions a task
+     * saved when writes do not overlap, callgrind). */
+    const int lone = n == 1;
+    *committed = 0;
     int rc = run_retry(w, SQ_BEGIN);
     if (rc != ONCE_OK) {
         once__sq_seterr(s, w->db, "BEGIN IMMEDIATE", rc);
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
-        rc = once__sq_run(w, SQ_SAVEPOINT);
-        if (rc != ONCE_OK)
+        if (!lone && once__sq_run(w, SQ_SAVEPOINT) != ONCE_OK)
             return ONCE_ESTORE;
         ops[i]->rc = once__sq_op_exec(s, w, ops[i]);
-        if (ops[i]->rc != ONCE_OK && once__sq_run(w, SQ_ROLLBACK_TO) != ONCE_OK)
+        if (lone && ops[i]->rc != ONCE_OK)   /* its rc and outputs stand */
+            return once__sq_abort(w) == 0 ? ONCE_OK : ONCE_ESTORE;
+        if (!lone && ops[i]->rc != ONCE_OK && once__sq_run(w, SQ_ROLLBACK_TO) != ONCE_OK)
             return ONCE_ESTORE;   /* the op's partial writes may still be there */
-        if (once__sq_run(w, SQ_RELEASE) != ONCE_OK)
+        if (!lone && once__sq_run(w, SQ_RELEASE) != ONCE_OK)
             return ONCE_ESTORE;
         if (sqlite3_get_autocommit(w->db))
             return ONCE_ESTORE;   /* SQLite rolled the whole transaction back */
@@ -79,18 +89,20 @@ static int run_ops(sq_store *s, sq_conn *w, sq_op **ops, size_t n)
         once__sq_seterr(s, w->db, "COMMIT", rc);
         return rc == ONCE_EBUSY ? ONCE_EBUSY : ONCE_ESTORE;
     }
+    *committed = 1;
     return ONCE_OK;
 }
 
 static void run_batch(sq_store *s, sq_op **ops, size_t n)
 {
-    int rc = ONCE_OK;
+    int rc = ONCE_OK, committed = 0;
     if (!s->writer)
         rc = once__sq_conn_open(s, 1, 0, &s->writer);
     if (rc == ONCE_OK)
-        rc = run_ops(s, s->writer, ops, n);
+        rc = run_ops(s, s->writer, ops, n, &committed);
     if (rc == ONCE_OK) {
-        once__sq_count_commit(n);
+        if (committed)
+            once__sq_count_commit(n);
         return;
     }
     for (size_t i = 0; i < n; i++) {
