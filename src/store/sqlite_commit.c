@@ -42,6 +42,7 @@
  */
 #include <errno.h>
 
+#include "store/sqlite_fault.h"
 #include "store/sqlite_int.h"
 
 /* Step a transaction-control statement, retrying SQLITE_BUSY a few times
@@ -184,4 +185,15 @@ int once__sq_submit(sq_store *s, sq_op *op)
     }
     sem_destroy(&op->wake);
     return op->rc;
+}
+
+size_t once__sqlite_queued(once_store *base)
+{
+    sq_store *s = (sq_store *)base;
+    size_t n = 0;
+    pthread_mutex_lock(&s->qmu);
+    for (const sq_op *op = s->qhead; op; op = op->next)
+        n++;
+    pthread_mutex_unlock(&s->qmu);
+    return n;
 }
