@@ -30,6 +30,7 @@
 
 #define SQ_SCHEMA_VERSION 3   /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal */
 #define SQ_BATCH_MAX 256      /* ops per group commit */
+#define SQ_STMT_SPILL (1 << 20) /* savepoint journal bytes kept in memory (sqlite_call.c) */
 /* Idle reader connections kept open: as many as onced runs calls at once
  * (64 HTTP workers by default), so a steady load reuses them instead of
  * opening a connection (file opens, schema parse, statement prepares) per
