@@ -28,6 +28,10 @@ long once__sqlite_commits(void);
 /* Ops (creates, updates, ...) carried by those commits. */
 long once__sqlite_committed_ops(void);
 
+/* Writes queued behind the batch in flight (not yet taken by a leader):
+ * lets a test know its threads are waiting before it lets a commit end. */
+size_t once__sqlite_queued(once_store *s);
+
 /* The writer connection's PRAGMA synchronous (0..3), for tests that check
  * the option is honoured. ONCE_ESTORE if it cannot be read. */
 int once__sqlite_synchronous(once_store *s, int *out);

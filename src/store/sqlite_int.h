@@ -22,6 +22,7 @@
 #define ONCE_STORE_SQLITE_INT_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <sqlite3.h>
 
 #include "db/db.h"
@@ -29,7 +30,12 @@
 
 #define SQ_SCHEMA_VERSION 3   /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal */
 #define SQ_BATCH_MAX 256      /* ops per group commit */
-#define SQ_IDLE_READERS 8     /* idle reader connections kept open */
+#define SQ_STMT_SPILL (1 << 20) /* savepoint journal bytes kept in memory (sqlite_call.c) */
+/* Idle reader connections kept open: as many as onced runs calls at once
+ * (64 HTTP workers by default), so a steady load reuses them instead of
+ * opening a connection (file opens, schema parse, statement prepares) per
+ * read. An idle reader holds two descriptors and the pages it has cached. */
+#define SQ_IDLE_READERS 64
 #define SQ_BUSY_RETRIES 3     /* retries after busy_timeout gave up */
 #define SQ_BUSY_DEFAULT_MS 5000
 #define SQ_BUSY_MAX_MS 3600000
@@ -120,8 +126,9 @@ typedef enum sq_op_kind {
 } sq_op_kind;
 
 /* A queued write. The caller fills the arguments and waits; the leader
- * that takes it writes the outputs and rc, then sets done under
- * sq_store.qmu and signals cv. The caller reads nothing before done. */
+ * that takes it writes the outputs and rc, sets done and posts wake, once.
+ * A post with done still 0 hands the caller the lead (sqlite_commit.c).
+ * The caller reads nothing before the post. */
 typedef struct sq_op {
     sq_op_kind kind;
     const once_record *rec;           /* create, update */
@@ -146,15 +153,17 @@ typedef struct sq_op {
 
     int rc;
     int done;
-    pthread_cond_t cv;
-    struct sq_op *next;
+    sem_t wake;
+    struct sq_op *next;               /* queue link; guarded by sq_store.qmu */
 } sq_op;
 
 /*
  * The handle. Set at open and read-only afterwards: base.m, path,
  * open_name, open_flags, sync, busy_ms. qmu guards the queue (qhead,
- * qtail, leading) and each queued op's done flag; writer belongs to
- * whichever thread set leading = 1 and is touched only by it. pmu guards the idle reader list.
+ * qtail) and leading, which stays 1 from the moment a leader takes the
+ * lead until one finds the queue empty after its commit (the lead passes
+ * from leader to the next without leading dropping to 0); writer belongs
+ * to the leader and is touched only by it. pmu guards the idle reader list.
  * base.errmsg is written through once__store_seterr (its own lock).
  */
 typedef struct sq_store {

@@ -1,8 +1,9 @@
 # The sqlite backend's own tests (the conformance suite in tests/store runs
 # against it too): URL/file/schema basics, the fault sweep over every
-# wrapped sqlite3 call, group commit under 32 writer threads, and the
-# power-cut sweep through a VFS that drops every unsynced write.
-foreach(prog basics fault_sweep group_commit powerloss)
+# wrapped sqlite3 call, group commit under 32 writer threads, the power-cut
+# sweep through a VFS that drops every unsynced write, and group commit
+# around a commit's fsync held (and failed) by that VFS's sync gate.
+foreach(prog basics fault_sweep group_commit powerloss group_fsync)
   set(exe sqlite_${prog})
   add_executable(${exe} ${CMAKE_CURRENT_LIST_DIR}/${prog}.c)
   target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
@@ -11,3 +12,6 @@ foreach(prog basics fault_sweep group_commit powerloss)
   add_test(NAME sqlite/${prog} COMMAND ${exe})
   set_tests_properties(sqlite/${prog} PROPERTIES TIMEOUT 300 LABELS sqlite)
 endforeach()
+# The test VFS (vfs_shim.h).
+target_sources(sqlite_powerloss PRIVATE ${CMAKE_CURRENT_LIST_DIR}/vfs_shim.c)
+target_sources(sqlite_group_fsync PRIVATE ${CMAKE_CURRENT_LIST_DIR}/vfs_shim.c)
