@@ -980,7 +980,7 @@ static void push_apply(mem_store *ms, mem_entry *e, push_prep *p)
 /* ------------------------------------------------------------------------ */
 
 /* p's value as a size: digits and an optional K, M or G (powers of 1024),
- * 1 MiB .. 1 TiB, or "off" (0). 0 and *out, or -1. */
+ * 64 KiB .. 1 TiB, or "off" (0). 0 and *out, or -1. */
 static int url_size(const once__url_param *p, size_t *out)
 {
     char buf[24], *end;
@@ -1003,7 +1003,7 @@ static int url_size(const once__url_param *p, size_t *out)
         unit = 1ull << 30;
     else if (n != 0)
         return -1;
-    if (v > (1ull << 40) / unit || v * unit < (1ull << 20) || v * unit > SIZE_MAX)
+    if (v > (1ull << 40) / unit || v * unit < (1ull << 16) || v * unit > SIZE_MAX)
         return -1;
     *out = (size_t)(v * unit);
     return 0;
@@ -1042,7 +1042,7 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
         } else {
             once__store_errbuf(errbuf, errlen,
                                "memory store URL: unknown or bad parameter %.*s (known: "
-                               "cold=MILLISECONDS|off, max=SIZE[K|M|G]|off (1M..1024G), "
+                               "cold=MILLISECONDS|off, max=SIZE[K|M|G]|off (64K..1024G), "
                                "tombs=full|compact)",
                                (int)p.klen, p.key);
             return ONCE_EINVAL;
@@ -1519,6 +1519,7 @@ static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *
     if (max == 0)
         return ONCE_OK;
     pthread_mutex_lock(&ms->lock);
+    size_t was = once__mem_tombs_bytes(&ms->ctombs);
     while (ms->compact && *n < max && (c = once__mem_tombs_oldest(&ms->ctombs)) != NULL) {
         ms->visits++;
         if (c->expired_at >= expired_before)
@@ -1526,6 +1527,7 @@ static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *
         once__mem_tombs_pop(&ms->ctombs);
         (*n)++;
     }
+    ctombs_account(ms, was);
     while (*n < max && (t = ms->tomb_head) != NULL) {
         mem_node **slot;
         ms->visits++;
@@ -1698,7 +1700,7 @@ static int check_entry(mem_store *ms, once_check_report *rep, const mem_entry *e
 static int mem_check(once_store *s, once_check_report *rep)
 {
     mem_store *ms = (mem_store *)s;
-    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0;
+    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0, bytes, tomb_b;
     const mem_entry *e;
     const mem_tomb *t;
     mem_node *n;
@@ -1706,6 +1708,8 @@ static int mem_check(once_store *s, once_check_report *rep)
 
     memset(rep, 0, sizeof *rep);
     pthread_mutex_lock(&ms->lock);
+    tomb_b = once__mem_tombs_bytes(&ms->ctombs);
+    bytes = chunk(ms->ntab * sizeof *ms->tab) + tomb_b;
     for (i = 0; rc == ONCE_OK && i < ms->ntab; i++) {
         for (n = ms->tab[i]; rc == ONCE_OK && n; n = n->next) {
             if (n->is_tomb) {
@@ -1713,12 +1717,18 @@ static int mem_check(once_store *s, once_check_report *rep)
                 tomb_fill((const mem_tomb *)n, &tb);
                 once__check_tombstone(rep, &tb, 0);
                 tombs++;
+                bytes += tomb_bytes((const mem_tomb *)n);
+                tomb_b += tomb_bytes((const mem_tomb *)n);
             } else {
                 rc = check_entry(ms, rep, (const mem_entry *)n);
                 live++;
+                bytes += entry_bytes((const mem_entry *)n);
             }
         }
     }
+    if (rc == ONCE_OK && (bytes != ms->bytes || tomb_b != ms->tomb_bytes))
+        once__check_problem(rep, "memory store: holds %zu bytes (%zu in tombstones), "
+                            "counted %zu (%zu)", bytes, tomb_b, ms->bytes, ms->tomb_bytes);
     for (e = ms->active.qnext; e != &ms->active; e = e->qnext, listed_n++)
         if (rec_terminal(e->r))
             once__check_problem(rep, "%s: a finished task on the active list",

@@ -126,6 +126,37 @@ static int between(size_t i, size_t k, size_t j)
     return i <= j ? i < k && k <= j : i < k || k <= j;
 }
 
+/* Halve the ring once it is a quarter full (so that a store whose
+ * tombstones were purged gives their room back, and one at the edge does
+ * not grow and shrink by turns). The entries move to the front, in order;
+ * a failed allocation leaves the ring as it was, only larger than needed. */
+static void shrink(mem_tombs *t)
+{
+    size_t nc = t->cap / 2, a, i;
+    uint32_t *ni;
+    mem_ctomb *nr;
+
+    if (t->cap <= MEM_TOMBS_FIRST || t->n > t->cap / 4)
+        return;
+    if (!(ni = once_calloc(2 * nc, sizeof *ni)))
+        return;
+    /* The part from head to the end of the ring (a entries), then the part
+     * that wrapped to its start; head >= cap - n > n, so the first part's
+     * source never overlaps where the entries go. */
+    a = t->head + t->n <= t->cap ? t->n : t->cap - t->head;
+    memmove(t->ring + a, t->ring, (t->n - a) * sizeof *t->ring);
+    memmove(t->ring, t->ring + t->head, a * sizeof *t->ring);
+    if ((nr = once_realloc(t->ring, nc * sizeof *nr)) != NULL)
+        t->ring = nr;
+    once_free(t->idx);
+    t->idx = ni;
+    t->nidx = 2 * nc;
+    t->cap = nc;
+    t->head = 0;
+    for (i = 0; i < t->n; i++)
+        index_put(t, i);
+}
+
 void once__mem_tombs_pop(mem_tombs *t)
 {
     size_t mask = t->nidx - 1, i = probe(t, t->ring[t->head].h, t->head), j = i;
@@ -144,6 +175,7 @@ void once__mem_tombs_pop(mem_tombs *t)
     t->idx[i] = 0;
     t->head = (t->head + 1) & (t->cap - 1);
     t->n--;
+    shrink(t);
 }
 
 size_t once__mem_tombs_bytes(const mem_tombs *t)

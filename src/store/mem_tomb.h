@@ -52,7 +52,8 @@ int once__mem_tombs_add(mem_tombs *t, const uint64_t h[2], int64_t finished_at,
 /* The oldest tombstone (first added), or NULL when t is empty. */
 const mem_ctomb *once__mem_tombs_oldest(const mem_tombs *t);
 
-/* Remove the oldest tombstone (t must not be empty). */
+/* Remove the oldest tombstone (t must not be empty); the arrays shrink
+ * when a quarter full. */
 void once__mem_tombs_pop(mem_tombs *t);
 
 /* Bytes t holds (its two arrays). */
