@@ -40,11 +40,17 @@
  * 4096/s, was below what one memory: replica serves). */
 #define RETENTION_BATCH 256
 #define RETENTION_ROUNDS 64
-/* A retention pass that freed at least this many records or tombstones
- * hands the free pages back to the system (glibc keeps them otherwise:
- * freed chunks inside its heaps stay resident until reused, so a store
- * that shrank after a burst would keep its peak). */
+/* Once retention has freed at least this many records or tombstones, and
+ * at most once per TRIM_EVERY_MS, the free pages go back to the system
+ * (glibc keeps them otherwise: freed chunks inside its heaps stay resident
+ * until reused, so a store that shrank after a burst would keep its peak).
+ * A trim walks the heap (milliseconds), hence the time bound for stores
+ * swept many times a second. */
 #define TRIM_AFTER 1024
+#define TRIM_EVERY_MS 1000
+/* A memory: store with a budget is swept at least this often: what
+ * arrives between two sweeps is what it may hold above its budget. */
+#define BUDGET_SWEEP_MS 100
 
 /* Take one expired key. ONCE_OK also when someone else was faster. */
 static int take_over(once__engine *e, const once_key *k, int64_t now)
@@ -109,12 +115,21 @@ static int takeover_pass(once__engine *e)
     return first_err;
 }
 
-/* Give freed memory back after a pass that freed much of it. */
+/* Give freed memory back once passes have freed much of it. The counts
+ * are the process's, as the heap is: any engine's pass may trim. */
 static void trim(size_t removed)
 {
 #ifdef __GLIBC__
-    if (removed >= TRIM_AFTER)
-        (void)malloc_trim(0);
+    static uint64_t freed;
+    static int64_t trimmed_at;
+    int64_t now = once_monotonic_ms(), last = __atomic_load_n(&trimmed_at, __ATOMIC_RELAXED);
+    if (__atomic_add_fetch(&freed, removed, __ATOMIC_RELAXED) < TRIM_AFTER ||
+        now - last < TRIM_EVERY_MS ||
+        !__atomic_compare_exchange_n(&trimmed_at, &last, now, 0, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&freed, 0, __ATOMIC_RELAXED);
+    (void)malloc_trim(0);
 #else
     (void)removed;
 #endif
@@ -206,7 +221,10 @@ int once__engine_sweep_once(once__engine *e)
 static void *sweeper_main(void *arg)
 {
     once__engine *e = arg;
-    while (!once__engine_pause(e, e->cfg.sweep_interval_ms))
+    int64_t pause = e->cfg.sweep_interval_ms;
+    if (once__mem_max_bytes(e->store) && pause > BUDGET_SWEEP_MS)
+        pause = BUDGET_SWEEP_MS;
+    while (!once__engine_pause(e, pause))
         (void)once__engine_sweep_once(e);
     return NULL;
 }

@@ -41,9 +41,10 @@
  * still warm. The cooler's place on the queue (cooled) keeps its cost to
  * what it deflates, and it deflates a copy outside the lock.
  *
- * memory:?tombs=compact keeps tombstones outside the table, 32 bytes each
- * (mem_tomb.c: a hash of the key and the two times, not the key's text or
- * the first digest); the default keeps them as nodes (mem_tomb below).
+ * memory:?tombs=compact keeps tombstones outside the table, 24 bytes each
+ * (mem_tomb.c: a hash of the key and expired_at, not the key's text, the
+ * first digest or finished_at); the default keeps them as nodes (mem_tomb
+ * below).
  *
  * memory:?max=SIZE is a budget for the bytes the store holds (`bytes`:
  * every allocation it keeps -- records, events, push rows, tombstones, the
@@ -893,14 +894,13 @@ static void ctombs_account(mem_store *ms, size_t was)
 }
 
 /* A compact tombstone as the slots answer it: the key asked for (its hash
- * matched), the two times, no first digest. */
+ * matched) and expired_at; finished_at 0 and no first digest (not kept). */
 static void ctomb_fill(const mem_ctomb *c, const char *principal, const char *task_id,
                        once_tombstone *out)
 {
     memset(out, 0, sizeof *out);
     once__strlcpy(out->principal, principal, sizeof out->principal);
     once__strlcpy(out->task_id, task_id, sizeof out->task_id);
-    out->finished_at = c->finished_at;
     out->expired_at = c->expired_at;
 }
 
@@ -1428,7 +1428,7 @@ static int entomb(mem_store *ms, mem_entry *e, int64_t now)
         size_t was = once__mem_tombs_bytes(&ms->ctombs);
         uint64_t h[2];
         once__mem_tombs_key(principal, task_id, h);
-        if (once__mem_tombs_add(&ms->ctombs, h, e->r->finished_at, now) != ONCE_OK)
+        if (once__mem_tombs_add(&ms->ctombs, h, now) != ONCE_OK)
             return ONCE_ENOMEM;
         ctombs_account(ms, was);
         *slot = e->n.next;
@@ -1449,13 +1449,12 @@ static int entomb(mem_store *ms, mem_entry *e, int64_t now)
     return ONCE_OK;
 }
 
-/* From the front of the finished queue, up to max in all (*n counts on):
- * the entries that finished before finished_before and, with `early`,
- * after them while the store is over its budget. Each is entombed under
- * the lock and freed outside it; one whose tombstone cannot be allocated
- * stays as it was. */
-static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, int early,
-                       size_t max, size_t *n)
+/* From the front of the finished queue, up to max: the entries that
+ * finished before finished_before and, after them, more while the store
+ * is over its budget. Each is entombed under the lock and freed outside
+ * it; one whose tombstone cannot be allocated stays as it was. */
+static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, size_t max,
+                       size_t *n)
 {
     mem_entry *gone = NULL, *e;
     int rc = ONCE_OK;
@@ -1464,7 +1463,7 @@ static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, int 
     while (*n < max && (e = ms->finished.qnext) != &ms->finished) {
         int young = e->r->finished_at >= finished_before;
         ms->visits++;
-        if (young && !(early && over_budget(ms)))
+        if (young && !over_budget(ms))
             break;
         if ((rc = entomb(ms, e, now)) != ONCE_OK)
             break;
@@ -1484,10 +1483,11 @@ static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, int 
     return rc;
 }
 
-/* Retention first; then the entries that went cold since the last sweep
- * are deflated (cool): all of the finished ones when the store is over its
- * budget; and if it still is, the oldest finished tasks are expired early
- * (see the file comment). */
+/* Retention and, over the budget, early expiry of the oldest finished
+ * tasks; then the entries that went cold since the last sweep are deflated
+ * (cool): all of the finished ones that are left when the store was over
+ * its budget. Expiring first keeps the deflating (the costly part) to the
+ * tasks the store keeps. */
 static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
 {
     mem_store *ms = (mem_store *)s;
@@ -1496,14 +1496,12 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
     *n = 0;
     if (max == 0)
         return ONCE_OK;
-    rc = sweep_front(ms, finished_before, now, 0, max, n);
     pthread_mutex_lock(&ms->lock);
     over = over_budget(ms);
     pthread_mutex_unlock(&ms->lock);
+    rc = sweep_front(ms, finished_before, now, max, n);
     if (ms->cold_ms >= 0)
         cool(ms, over ? INT64_MAX : now - ms->cold_ms);
-    if (rc == ONCE_OK && over)
-        rc = sweep_front(ms, finished_before, now, 1, max, n);
     return rc;
 }
 
@@ -1773,6 +1771,11 @@ uint64_t once__mem_visits(once_store *s)
 uint64_t once__mem_cools(once_store *s)
 {
     return counter(s, &((mem_store *)s)->cools);
+}
+
+size_t once__mem_max_bytes(once_store *s)
+{
+    return s != NULL && s->m == &once__store_memory ? ((mem_store *)s)->max_bytes : 0;
 }
 
 int once__mem_budget_take(once_store *s, once__mem_budget *out)

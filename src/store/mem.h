@@ -30,6 +30,10 @@ typedef struct once__mem_budget {
     int64_t early_last;       /* finished_at of the newest one expired early */
 } once__mem_budget;
 
+/* The budget of s (memory:?max, fixed at open), or 0: none, or s is not a
+ * memory: store. */
+size_t once__mem_max_bytes(once_store *s);
+
 /* 1 with *out filled if s is a memory: store (its early_new is then
  * counted as told: the next call reports what came after), else 0. */
 int once__mem_budget_take(once_store *s, once__mem_budget *out);

@@ -97,8 +97,7 @@ static int grow(mem_tombs *t)
     return ONCE_OK;
 }
 
-int once__mem_tombs_add(mem_tombs *t, const uint64_t h[2], int64_t finished_at,
-                        int64_t expired_at)
+int once__mem_tombs_add(mem_tombs *t, const uint64_t h[2], int64_t expired_at)
 {
     size_t pos;
     int rc;
@@ -108,7 +107,6 @@ int once__mem_tombs_add(mem_tombs *t, const uint64_t h[2], int64_t finished_at,
     pos = (t->head + t->n) & (t->cap - 1);
     t->ring[pos].h[0] = h[0];
     t->ring[pos].h[1] = h[1];
-    t->ring[pos].finished_at = finished_at;
     t->ring[pos].expired_at = expired_at;
     index_put(t, pos);
     t->n++;

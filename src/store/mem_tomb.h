@@ -1,12 +1,13 @@
 /*
  * mem_tomb.h -- the memory store's compact tombstones (memory:?tombs=compact,
- * not API): what remains of a swept key in 32 bytes, so that a store under a
+ * not API): what remains of a swept key in 24 bytes, so that a store under a
  * memory budget keeps millions of them.
  *
  * A compact tombstone keeps the first 128 bits of SHA-256(principal, NUL,
- * task ID), the task's finished_at and its expired_at; not the key's text,
- * not the first message's digest (every send to a tombstone is refused
- * TASK_EXPIRED whatever it carries, so none of its readers needs it). A
+ * task ID) and its expired_at; not the key's text, not the first message's
+ * digest, not finished_at (every send to a tombstone is refused
+ * TASK_EXPIRED whatever it carries, and the other readers answer with
+ * expiredAt; only the inspector shows the rest, and shows it unknown). A
  * key is tombstoned when its hash is in the set: two keys share one with a
  * chance of about n^2 / 2^129 (n tombstones: 10^9 of them give 1.5e-21),
  * and a false match could only refuse a new key TASK_EXPIRED, never run an
@@ -27,7 +28,7 @@
 
 typedef struct mem_ctomb {
     uint64_t h[2];            /* the key's hash */
-    int64_t finished_at, expired_at;
+    int64_t expired_at;
 } mem_ctomb;
 
 /* ring[(head + i) & (cap - 1)] for i in 0..n is the i-th oldest tombstone;
@@ -46,8 +47,7 @@ void once__mem_tombs_key(const char *principal, const char *task_id, uint64_t h[
 const mem_ctomb *once__mem_tombs_find(const mem_tombs *t, const uint64_t h[2]);
 
 /* Add one (h must not be in t). ONCE_OK, or ONCE_ENOMEM with t as it was. */
-int once__mem_tombs_add(mem_tombs *t, const uint64_t h[2], int64_t finished_at,
-                        int64_t expired_at);
+int once__mem_tombs_add(mem_tombs *t, const uint64_t h[2], int64_t expired_at);
 
 /* The oldest tombstone (first added), or NULL when t is empty. */
 const mem_ctomb *once__mem_tombs_oldest(const mem_tombs *t);
