@@ -764,20 +764,20 @@ static int snapshot(const mem_entry *e, mem_entry *snap)
  * requests never wait for a deflate. An entry placed behind the cooler
  * (finished earlier than one it passed, or updated after it cooled) stays
  * warm until swept. Out of memory ends the pass where it was: the next
- * sweep starts there again. */
-static void cool_locked(mem_store *ms, int64_t cold_before);
+ * sweep starts there again; so does having deflated `max` entries. */
+static void cool_locked(mem_store *ms, int64_t cold_before, size_t max);
 
-static void cool(mem_store *ms, int64_t cold_before)
+static void cool(mem_store *ms, int64_t cold_before, size_t max)
 {
     pthread_mutex_lock(&ms->cool_mu);
-    cool_locked(ms, cold_before);
+    cool_locked(ms, cold_before, max);
     pthread_mutex_unlock(&ms->cool_mu);
 }
 
 /* cool, under cool_mu. */
-static void cool_locked(mem_store *ms, int64_t cold_before)
+static void cool_locked(mem_store *ms, int64_t cold_before, size_t max)
 {
-    for (;;) {
+    for (size_t done = 0; done < max; done++) {
         pthread_mutex_lock(&ms->lock);
         mem_entry *e = ms->cooled ? ms->cooled->qnext : ms->finished.qnext;
         if (e == &ms->finished || e->r->finished_at >= cold_before) {
@@ -1485,9 +1485,11 @@ static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, size
 
 /* Retention and, over the budget, early expiry of the oldest finished
  * tasks; then the entries that went cold since the last sweep are deflated
- * (cool): all of the finished ones that are left when the store was over
- * its budget. Expiring first keeps the deflating (the costly part) to the
- * tasks the store keeps. */
+ * (cool). When the store was over its budget, every finished task left may
+ * be deflated, but no more than max per call: expiring first keeps the
+ * deflating (the costly part) to the tasks the store keeps, and the bound
+ * lets the engine's next round expire again before the sweeper's thread,
+ * which may get little of a busy machine's CPU, spends long deflating. */
 static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
 {
     mem_store *ms = (mem_store *)s;
@@ -1501,7 +1503,7 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
     pthread_mutex_unlock(&ms->lock);
     rc = sweep_front(ms, finished_before, now, max, n);
     if (ms->cold_ms >= 0)
-        cool(ms, over ? INT64_MAX : now - ms->cold_ms);
+        cool(ms, over ? INT64_MAX : now - ms->cold_ms, over ? max : SIZE_MAX);
     return rc;
 }
 
