@@ -50,10 +50,10 @@
  * every allocation it keeps -- records, events, push rows, tombstones, the
  * table -- each counted as requested plus MEM_CHUNK_HEAD for the
  * allocator's header). Only the sweep acts on it, never a request: over the
- * budget it deflates every finished task at once instead of after cold_ms,
- * and then turns the oldest finished tasks into tombstones before their
+ * budget it turns the oldest finished tasks into tombstones before their
  * retention, as retention would (counted in `early`), until the store is
- * back under it. A running task is never expired, and a tombstone is never
+ * back under it, and then deflates the finished tasks left without waiting
+ * for cold_ms (a batch per call). A running task is never expired, and a tombstone is never
  * dropped before its own retention: when the tombstones alone hold more
  * than the budget, create refuses new keys (ONCE_EBUSY, a retryable 503)
  * until purge frees room. Between two sweeps the store may pass the budget
