@@ -6,7 +6,7 @@
 #   bash bench/rss.sh
 #
 # For each tombstone setting (the default 30d, and a short one), a fresh
-# onced --store memory: --retention 1m gets blocking new tasks from
+# onced --store memory: (BENCH_STORE_URL) --retention 1m gets blocking new tasks from
 # wrk -t2 -c64 (bench/send.lua "new block", fresh client-minted IDs) until
 # it has registered BENCH_TASKS of them (or BENCH_MAX_SECONDS have passed:
 # a store that slows down as it fills says so by not getting there); then it idles BENCH_AFTER more
@@ -22,6 +22,8 @@
 #
 # Environment (all optional):
 #   BENCH_TASKS        new tasks per setting              (1000000)
+#   BENCH_STORE_URL    the store onced is given           (memory:), e.g.
+#                      "memory:?max=32M&tombs=compact" for a memory budget
 #   BENCH_SHORT_TOMB   the short --tombstone-retention   (1m)
 #   BENCH_RSS_CONFIGS  which settings: default, short     ("default short")
 #   BENCH_MAX_SECONDS  the longest the load may run       (600)
@@ -33,6 +35,8 @@
 TAG=rss
 source "$(dirname "$0")/lib.sh"
 NTASKS="${BENCH_TASKS:-1000000}"
+STORE_URL="${BENCH_STORE_URL:-memory:}"
+case $STORE_URL in memory:*) ;; *) die "BENCH_STORE_URL: a memory: URL, not $STORE_URL" ;; esac
 SHORT="${BENCH_SHORT_TOMB:-1m}"
 CONFIGS="${BENCH_RSS_CONFIGS:-default short}"
 MAXS="${BENCH_MAX_SECONDS:-600}"
@@ -44,7 +48,7 @@ LUA="$root/bench/send.lua"
 run_config() {
   local name=$1
   shift
-  start_onced "$name" --store memory: --retention 1m "$@"
+  start_onced "$name" --store "$STORE_URL" --retention 1m "$@"
   local csv="$OUT/$name.csv" t0 wpid reg=0 sw pu
   echo "t_s,phase,registered,swept,purged,tasks_held,tombstones_held,rss_kb,hwm_kb,load1" >"$csv"
   t0=$(date +%s)
@@ -89,7 +93,7 @@ END_UPTIME="$(uptime)"
 echo
 echo "## bench/rss.sh $(date -u +%Y-%m-%dT%H:%MZ) — $ONCED"
 echo
-echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. $NTASKS blocking new tasks per setting, wrk -t2 -c64, --retention 1m."
+echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. $NTASKS blocking new tasks per setting, wrk -t2 -c64, --store $STORE_URL --retention 1m."
 for c in $CONFIGS; do
   tomb="30d (default)"
   [ "$c" = short ] && tomb="$SHORT"

@@ -47,6 +47,7 @@ static void b_stats(void *ctx, json_t *obj)
         {"takeovers", s.takeovers},
         {"fencedWrites", s.fenced_writes},
         {"swept", s.swept},
+        {"earlyExpired", s.early_expired},
         {"purged", s.purged},
         {"storeErrors", s.store_errors},
         {"overloaded", s.overloaded},

@@ -229,6 +229,7 @@ typedef struct once__engine_stats {
         lease_lost,     /* turns stopped because their lease went elsewhere */
         sweeps,         /* takeover + retention passes finished */
         waits_shed;     /* blocking sends answered at once: wait limits reached */
+    uint64_t early_expired; /* of swept: expired before --retention, memory:?max */
     uint64_t queued;    /* turns waiting for a worker now (a gauge) */
     uint64_t waiting;   /* deferred blocking sends waiting now (a gauge) */
     /* `refused` by reason; they sum to it (overloaded is apart) */

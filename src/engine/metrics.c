@@ -95,6 +95,10 @@ static const single engine_rest[] = {
      "Finished tasks past --retention turned into tombstones by this replica."
      PROCESS_LOCAL,
      ENGINE_AT(swept)},
+    {"once_store_early_expired_total", "counter",
+     "Of those, finished tasks expired before --retention because the memory: store "
+     "held more than its budget (memory:?max)." PROCESS_LOCAL,
+     ENGINE_AT(early_expired)},
     {"once_tombstones_purged_total", "counter",
      "Tombstones past --tombstone-retention deleted by this replica." PROCESS_LOCAL,
      ENGINE_AT(purged)},

@@ -17,7 +17,10 @@
  *
  * Retention: finished records older than retention_ms become tombstones;
  * tombstones older than tombstone_ms are purged. Both are bounded batches
- * so one pass never holds the store for long.
+ * so one pass never holds the store for long. A memory: store with a
+ * budget (memory:?max) also expires finished tasks sooner in those batches
+ * when it holds too much: they are counted apart (early_expired) and
+ * logged with the window the store then keeps.
  */
 #include <stdio.h>
 #include <string.h>
@@ -25,8 +28,10 @@
 #include <malloc.h>
 #endif
 
+#include "core/log.h"
 #include "core/str.h"
 #include "engine/engine_int.h"
+#include "store/mem.h"
 
 #define TAKEOVER_BATCH 64
 /* One pass sweeps (and purges) at most RETENTION_BATCH * RETENTION_ROUNDS
@@ -35,11 +40,17 @@
  * 4096/s, was below what one memory: replica serves). */
 #define RETENTION_BATCH 256
 #define RETENTION_ROUNDS 64
-/* A retention pass that freed at least this many records or tombstones
- * hands the free pages back to the system (glibc keeps them otherwise:
- * freed chunks inside its heaps stay resident until reused, so a store
- * that shrank after a burst would keep its peak). */
+/* Once retention has freed at least this many records or tombstones, and
+ * at most once per TRIM_EVERY_MS, the free pages go back to the system
+ * (glibc keeps them otherwise: freed chunks inside its heaps stay resident
+ * until reused, so a store that shrank after a burst would keep its peak).
+ * A trim walks the heap (milliseconds), hence the time bound for stores
+ * swept many times a second. */
 #define TRIM_AFTER 1024
+#define TRIM_EVERY_MS 1000
+/* A memory: store with a budget is swept at least this often: what
+ * arrives between two sweeps is what it may hold above its budget. */
+#define BUDGET_SWEEP_MS 100
 
 /* Take one expired key. ONCE_OK also when someone else was faster. */
 static int take_over(once__engine *e, const once_key *k, int64_t now)
@@ -104,12 +115,21 @@ static int takeover_pass(once__engine *e)
     return first_err;
 }
 
-/* Give freed memory back after a pass that freed much of it. */
+/* Give freed memory back once passes have freed much of it. The counts
+ * are the process's, as the heap is: any engine's pass may trim. */
 static void trim(size_t removed)
 {
 #ifdef __GLIBC__
-    if (removed >= TRIM_AFTER)
-        (void)malloc_trim(0);
+    static uint64_t freed;
+    static int64_t trimmed_at;
+    int64_t now = once_monotonic_ms(), last = __atomic_load_n(&trimmed_at, __ATOMIC_RELAXED);
+    if (__atomic_add_fetch(&freed, removed, __ATOMIC_RELAXED) < TRIM_AFTER ||
+        now - last < TRIM_EVERY_MS ||
+        !__atomic_compare_exchange_n(&trimmed_at, &last, now, 0, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&freed, 0, __ATOMIC_RELAXED);
+    (void)malloc_trim(0);
 #else
     (void)removed;
 #endif
@@ -138,11 +158,48 @@ static int retention_rounds(once__engine *e, int tombstones, int64_t now, size_t
     return ONCE_OK;
 }
 
+/* Log an over-budget memory: store at most this often (it may be over at
+ * every pass for as long as the load lasts). */
+#define BUDGET_LOG_MS 60000
+
+/* After the sweep rounds: the tasks a memory: store over its budget
+ * expired early, counted, and now and then a line with the window it
+ * keeps (how long ago the newest of them finished). */
+static void budget_note(once__engine *e, int64_t now)
+{
+    static int64_t logged_at;   /* any engine's last line: one log for the process */
+    static uint64_t unlogged;
+    once__mem_budget b;
+
+    if (!once__mem_budget_take(e->store, &b) || b.early_new == 0)
+        return;
+    __atomic_fetch_add(&e->stats.early_expired, b.early_new, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&unlogged, b.early_new, __ATOMIC_RELAXED);
+    int64_t last = __atomic_load_n(&logged_at, __ATOMIC_RELAXED);
+    if (last && now - last < BUDGET_LOG_MS)
+        return;
+    if (!__atomic_compare_exchange_n(&logged_at, &last, now, 0, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        return;   /* another engine's sweep is logging */
+    uint64_t n = __atomic_exchange_n(&unlogged, 0, __ATOMIC_RELAXED);
+    if (!once__log_enabled(ONCE_LOG_WARN))
+        return;
+    once__logline l;
+    once__log_begin(&l, ONCE_LOG_WARN, "store_over_budget");
+    once__log_int(&l, "expired_early", (int64_t)n);
+    once__log_int(&l, "window_ms", now - b.early_last);
+    once__log_int(&l, "held_bytes", (int64_t)b.bytes);
+    once__log_int(&l, "tombstone_bytes", (int64_t)b.tomb_bytes);
+    once__log_int(&l, "max_bytes", (int64_t)b.max_bytes);
+    once__log_end(&l);
+}
+
 static int retention_pass(once__engine *e)
 {
     int64_t now = once__now(e);
     size_t removed = 0;
     int rc = retention_rounds(e, 0, now, &removed);
+    budget_note(e, now);
     if (rc == ONCE_OK)
         rc = retention_rounds(e, 1, now, &removed);
     if (rc == ONCE_OK)
@@ -164,7 +221,10 @@ int once__engine_sweep_once(once__engine *e)
 static void *sweeper_main(void *arg)
 {
     once__engine *e = arg;
-    while (!once__engine_pause(e, e->cfg.sweep_interval_ms))
+    int64_t pause = e->cfg.sweep_interval_ms;
+    if (once__mem_max_bytes(e->store) && pause > BUDGET_SWEEP_MS)
+        pause = BUDGET_SWEEP_MS;
+    while (!once__engine_pause(e, pause))
         (void)once__engine_sweep_once(e);
     return NULL;
 }

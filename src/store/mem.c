@@ -40,6 +40,24 @@
  * under the lock; the tasks retries replay are the ones just finished,
  * still warm. The cooler's place on the queue (cooled) keeps its cost to
  * what it deflates, and it deflates a copy outside the lock.
+ *
+ * memory:?tombs=compact keeps tombstones outside the table, 24 bytes each
+ * (mem_tomb.c: a hash of the key and expired_at, not the key's text, the
+ * first digest or finished_at); the default keeps them as nodes (mem_tomb
+ * below).
+ *
+ * memory:?max=SIZE is a budget for the bytes the store holds (`bytes`:
+ * every allocation it keeps -- records, events, push rows, tombstones, the
+ * table -- each counted as requested plus MEM_CHUNK_HEAD for the
+ * allocator's header). Only the sweep acts on it, never a request: over the
+ * budget it turns the oldest finished tasks into tombstones before their
+ * retention, as retention would (counted in `early`), until the store is
+ * back under it, and then deflates the finished tasks left without waiting
+ * for cold_ms (a batch per call). A running task is never expired, and a tombstone is never
+ * dropped before its own retention: when the tombstones alone hold more
+ * than the budget, create refuses new keys (ONCE_EBUSY, a retryable 503)
+ * until purge frees room. Between two sweeps the store may pass the budget
+ * by what arrives meanwhile.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -52,6 +70,7 @@
 #include "store/mem.h"
 #include "store/url_param.h"
 #include "store/mem_zip.h"
+#include "store/mem_tomb.h"
 #include "store/store_int.h"
 
 /* The head of every node in the hash table. Guarded by mem_store.lock. */
@@ -81,11 +100,15 @@ enum { S_PRINCIPAL, S_TASK_ID, S_CONTEXT_ID, S_LEASE_OWNER, S_DIGESTS, S_TASK_JS
  * where string i starts in that inflated text. */
 typedef struct mem_rec {
     int64_t version, generation, fence, step, lease_until, created_at, updated_at, finished_at;
-    int32_t state, kind;
+    int16_t state, kind;      /* narrow: sizeof must stay offsetof(s) (below) */
     uint32_t off[S_COUNT];    /* offset of each string in s[], or S_NULL */
     uint32_t zoff, zlen, zraw;
+    uint32_t size;            /* bytes of this allocation (the budget counts them) */
     char s[];
 } mem_rec;
+
+/* Copies of a record's head take sizeof: no padding may sit before s[]. */
+_Static_assert(sizeof(mem_rec) == offsetof(mem_rec, s), "mem_rec has padding before s[]");
 
 /* A live key. All fields are guarded by mem_store.lock. ev[0..evlen) holds
  * nev events, ascending, numbered 1..r->generation, each packed as an
@@ -151,7 +174,24 @@ typedef struct mem_store {
     uint64_t cools;           /* entries deflated so far */
     mem_zip zip;
     mem_meta *meta;
+    int compact;              /* memory:?tombs=compact: tombstones in ctombs */
+    mem_tombs ctombs;
+    size_t max_bytes;         /* memory:?max=SIZE; 0: no budget */
+    size_t bytes;             /* held in all (see the file comment) */
+    size_t tomb_bytes;        /* of bytes, held by tombstones */
+    uint64_t early;           /* finished tasks entombed before their retention */
+    uint64_t early_told;      /* of early, reported by once__mem_budget_take */
+    int64_t early_last;       /* finished_at of the last one entombed early */
 } mem_store;
+
+/* What the allocator is taken to add to each allocation the store keeps
+ * (glibc: an 8-byte header, sizes rounded up to 16). */
+#define MEM_CHUNK_HEAD 16
+
+static size_t chunk(size_t n)
+{
+    return n + MEM_CHUNK_HEAD;
+}
 
 #define MEM_INITIAL_BUCKETS 64
 
@@ -247,6 +287,7 @@ static void maybe_grow(mem_store *ms)
         }
     }
     once_free(ms->tab);
+    ms->bytes += chunk(n * sizeof *nt) - chunk(ms->ntab * sizeof *nt);
     ms->tab = nt;
     ms->ntab = n;
 }
@@ -287,10 +328,11 @@ static mem_rec *rec_pack(const once_record *rec)
     if (total >= S_NULL || !(r = once_malloc(sizeof *r + total)))
         return NULL;
     r->zoff = r->zlen = r->zraw = 0;
+    r->size = (uint32_t)(sizeof *r + total);
     for (i = 0; i < (int)(sizeof nums / sizeof nums[0]); i++)
         memcpy((char *)r + nums[i].mem, (const char *)rec + nums[i].rec, sizeof(int64_t));
-    r->state = (int32_t)rec->state;
-    r->kind = (int32_t)rec->kind;
+    r->state = (int16_t)rec->state;
+    r->kind = (int16_t)rec->kind;
     for (i = 0; i < S_COUNT; i++) {
         r->off[i] = str[i] ? (uint32_t)pos : S_NULL;
         if (str[i])
@@ -399,6 +441,18 @@ static void ev_compact(mem_entry *e)
         e->ev = cut;
         e->evcap = e->evlen;
     }
+}
+
+/* What e holds, as the budget counts it. */
+static size_t entry_bytes(const mem_entry *e)
+{
+    return chunk(sizeof *e) + chunk(e->r->size) + (e->ev ? chunk(e->evcap) : 0) +
+           (e->npush ? chunk(e->npush * sizeof *e->push) : 0);
+}
+
+static int over_budget(const mem_store *ms)
+{
+    return ms->max_bytes && ms->bytes > ms->max_bytes;
 }
 
 static void entry_free(mem_entry *e)
@@ -672,8 +726,11 @@ static int cold_copy(mem_store *ms, const mem_entry *e, mem_rec **out)
     c->zoff = (uint32_t)zoff;
     c->zlen = (uint32_t)zlen;
     c->zraw = (uint32_t)raw;
-    if ((cut = once_realloc(c, sizeof *c + zoff + zlen)) != NULL)
+    c->size = (uint32_t)(sizeof *c + zoff + raw);
+    if ((cut = once_realloc(c, sizeof *c + zoff + zlen)) != NULL) {
         c = cut;
+        c->size = (uint32_t)(sizeof *c + zoff + zlen);
+    }
     *out = c;
     return ONCE_OK;
 }
@@ -707,20 +764,20 @@ static int snapshot(const mem_entry *e, mem_entry *snap)
  * requests never wait for a deflate. An entry placed behind the cooler
  * (finished earlier than one it passed, or updated after it cooled) stays
  * warm until swept. Out of memory ends the pass where it was: the next
- * sweep starts there again. */
-static void cool_locked(mem_store *ms, int64_t cold_before);
+ * sweep starts there again; so does having deflated `max` entries. */
+static void cool_locked(mem_store *ms, int64_t cold_before, size_t max);
 
-static void cool(mem_store *ms, int64_t cold_before)
+static void cool(mem_store *ms, int64_t cold_before, size_t max)
 {
     pthread_mutex_lock(&ms->cool_mu);
-    cool_locked(ms, cold_before);
+    cool_locked(ms, cold_before, max);
     pthread_mutex_unlock(&ms->cool_mu);
 }
 
 /* cool, under cool_mu. */
-static void cool_locked(mem_store *ms, int64_t cold_before)
+static void cool_locked(mem_store *ms, int64_t cold_before, size_t max)
 {
-    for (;;) {
+    for (size_t done = 0; done < max; done++) {
         pthread_mutex_lock(&ms->lock);
         mem_entry *e = ms->cooled ? ms->cooled->qnext : ms->finished.qnext;
         if (e == &ms->finished || e->r->finished_at >= cold_before) {
@@ -747,12 +804,14 @@ static void cool_locked(mem_store *ms, int64_t cold_before)
         mem_entry *now = find_live(ms, rec_str(snap.r, S_PRINCIPAL), rec_str(snap.r, S_TASK_ID));
         if (rc == ONCE_OK && now == e && e->r == was && e->r->version == version) {
             if (c != NULL) {
+                ms->bytes -= entry_bytes(e);
                 once_free(e->r);
                 once_free(e->ev);
                 e->r = c;
                 e->ev = NULL;
                 e->evcap = 0;
                 c = NULL;
+                ms->bytes += entry_bytes(e);
                 ms->cools++;
             }
             ms->cooled = e;
@@ -812,6 +871,37 @@ static mem_tomb *tomb_make(mem_store *ms, const mem_entry *e, int64_t now)
     if (dl)
         memcpy(t->key + pl + il, first, dl);
     return t;
+}
+
+/* What t holds, as the budget counts it. */
+static size_t tomb_bytes(const mem_tomb *t)
+{
+    const char *id = node_task_id(&t->n);
+    size_t n = sizeof *t + strlen(t->key) + 1 + strlen(id) + 1;
+
+    if (t->n.digest_kind == DIGEST_TEXT)
+        n += strlen(id + strlen(id) + 1) + 1;
+    return chunk(n);
+}
+
+/* The compact tombstones' share of bytes, after they changed from `was`. */
+static void ctombs_account(mem_store *ms, size_t was)
+{
+    size_t now = once__mem_tombs_bytes(&ms->ctombs);
+
+    ms->bytes = ms->bytes - was + now;
+    ms->tomb_bytes = ms->tomb_bytes - was + now;
+}
+
+/* A compact tombstone as the slots answer it: the key asked for (its hash
+ * matched) and expired_at; finished_at 0 and no first digest (not kept). */
+static void ctomb_fill(const mem_ctomb *c, const char *principal, const char *task_id,
+                       once_tombstone *out)
+{
+    memset(out, 0, sizeof *out);
+    once__strlcpy(out->principal, principal, sizeof out->principal);
+    once__strlcpy(out->task_id, task_id, sizeof out->task_id);
+    out->expired_at = c->expired_at;
 }
 
 static void tomb_fill(const mem_tomb *t, once_tombstone *out)
@@ -889,6 +979,36 @@ static void push_apply(mem_store *ms, mem_entry *e, push_prep *p)
 
 /* ------------------------------------------------------------------------ */
 
+/* p's value as a size: digits and an optional K, M or G (powers of 1024),
+ * 64 KiB .. 1 TiB, or "off" (0). 0 and *out, or -1. */
+static int url_size(const once__url_param *p, size_t *out)
+{
+    char buf[24], *end;
+    unsigned long long v, unit = 1;
+    size_t n;
+
+    if (once__url_param_val_is(p, "off")) {
+        *out = 0;
+        return 0;
+    }
+    if (once__url_param_copy(p, buf, sizeof buf) != 0 || buf[0] < '0' || buf[0] > '9')
+        return -1;
+    v = strtoull(buf, &end, 10);
+    n = strlen(end);
+    if (n == 1 && (*end == 'K' || *end == 'k'))
+        unit = 1ull << 10;
+    else if (n == 1 && (*end == 'M' || *end == 'm'))
+        unit = 1ull << 20;
+    else if (n == 1 && (*end == 'G' || *end == 'g'))
+        unit = 1ull << 30;
+    else if (n != 0)
+        return -1;
+    if (v > (1ull << 40) / unit || v * unit < (1ull << 16) || v * unit > SIZE_MAX)
+        return -1;
+    *out = (size_t)(v * unit);
+    return 0;
+}
+
 static int mem_open(const char *url, const once_store_options *opt, once_store **out,
                     char *errbuf, size_t errlen)
 {
@@ -902,6 +1022,8 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
     }
     /* memory:?cold=MS|off: when finished tasks are deflated (MEM_COLD_MS). */
     int64_t cold_ms = MEM_COLD_MS;
+    size_t max_bytes = 0, size;
+    int compact = 0;
     const char *q = strchr(url, '?');
     q = q != NULL ? q + 1 : NULL;
     once__url_param p;
@@ -912,10 +1034,16 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
         } else if (once__url_param_is(&p, "cold") &&
                    once__url_param_num(&p, 0, 86400000LL, &v) == 0) {
             cold_ms = v;
+        } else if (once__url_param_is(&p, "max") && url_size(&p, &size) == 0) {
+            max_bytes = size;
+        } else if (once__url_param_is(&p, "tombs") &&
+                   (once__url_param_val_is(&p, "compact") || once__url_param_val_is(&p, "full"))) {
+            compact = once__url_param_val_is(&p, "compact");
         } else {
             once__store_errbuf(errbuf, errlen,
                                "memory store URL: unknown or bad parameter %.*s (known: "
-                               "cold=MILLISECONDS|off)",
+                               "cold=MILLISECONDS|off, max=SIZE[K|M|G]|off (64K..1024G), "
+                               "tombs=full|compact)",
                                (int)p.klen, p.key);
             return ONCE_EINVAL;
         }
@@ -927,7 +1055,10 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
         return ONCE_ENOMEM;
     }
     ms->ntab = MEM_INITIAL_BUCKETS;
+    ms->bytes = chunk(MEM_INITIAL_BUCKETS * sizeof *ms->tab);
     ms->cold_ms = cold_ms;
+    ms->max_bytes = max_bytes;
+    ms->compact = compact;
     int locks = pthread_mutex_init(&ms->lock, NULL) == 0;
     if (locks && pthread_mutex_init(&ms->cool_mu, NULL) != 0) {
         pthread_mutex_destroy(&ms->lock);
@@ -974,6 +1105,7 @@ static int mem_close(once_store *s)
         once_free(m);
     }
     once_free(ms->tab);
+    once__mem_tombs_free(&ms->ctombs);
     once__mem_zip_free(&ms->zip);
     pthread_mutex_destroy(&ms->cool_mu);
     pthread_mutex_destroy(&ms->lock);
@@ -993,6 +1125,39 @@ static int held(mem_store *ms, const mem_node *n, once_record *winner, once_tomb
     }
     rc = winner ? entry_load(ms, (const mem_entry *)n, winner) : ONCE_OK;
     return rc == ONCE_OK ? ONCE_EEXISTS : rc;
+}
+
+/* Under the lock, for a key the table does not hold: 1 if a compact
+ * tombstone holds it (h: its hash, made when ms->compact), with *tomb (if
+ * non-NULL) filled; else 0. */
+static int ctomb_held(mem_store *ms, const char *principal, const char *task_id,
+                      const uint64_t h[2], once_tombstone *tomb)
+{
+    const mem_ctomb *c = ms->compact ? once__mem_tombs_find(&ms->ctombs, h) : NULL;
+
+    if (c && tomb)
+        ctomb_fill(c, principal, task_id, tomb);
+    return c != NULL;
+}
+
+/* Under the lock, for a key the table does not hold (h: its compact hash,
+ * when ms->compact): ONCE_ETOMBSTONE when a compact tombstone holds it,
+ * ONCE_EBUSY when the tombstones alone hold more than the budget (a new
+ * task would only be expired early into one more), else ONCE_OK. */
+static int refused(mem_store *ms, const char *principal, const char *task_id,
+                   const uint64_t h[2], once_tombstone *tomb)
+{
+    if (ctomb_held(ms, principal, task_id, h, tomb))
+        return ONCE_ETOMBSTONE;
+    if (ms->max_bytes && ms->tomb_bytes > ms->max_bytes) {
+        once__store_seterr(&ms->base,
+                           "memory store full: tombstones hold %zu bytes of its %zu-byte "
+                           "budget (memory:?max); new tasks are refused until "
+                           "--tombstone-retention purges some",
+                           ms->tomb_bytes, ms->max_bytes);
+        return ONCE_EBUSY;
+    }
+    return ONCE_OK;
 }
 
 static int mem_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
@@ -1024,10 +1189,15 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     e->nev = nev;
     e->n.hash = (uint32_t)key_hash(rec->principal, rec->task_id);
 
+    uint64_t h[2] = {0, 0};
+    if (ms->compact)
+        once__mem_tombs_key(rec->principal, rec->task_id, h);
+
     pthread_mutex_lock(&ms->lock);
     slot = find_slot(ms, rec->principal, rec->task_id, e->n.hash);
-    if (*slot) {
-        rc = held(ms, *slot, winner, tomb);
+    if (*slot || (rc = refused(ms, rec->principal, rec->task_id, h, tomb)) != ONCE_OK) {
+        if (*slot)
+            rc = held(ms, *slot, winner, tomb);
         pthread_mutex_unlock(&ms->lock);
         once_free(pp.rows);
         entry_free(e);
@@ -1037,6 +1207,7 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     *slot = &e->n;
     ms->count++;
     list_place(ms, e);
+    ms->bytes += entry_bytes(e);
     maybe_grow(ms);
     pthread_mutex_unlock(&ms->lock);
     return ONCE_OK;
@@ -1052,10 +1223,13 @@ static int mem_load(once_store *s, const char *principal, const char *task_id, o
     memset(out, 0, sizeof *out);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
+    uint64_t h[2] = {0, 0};
+    if (ms->compact)
+        once__mem_tombs_key(principal, task_id, h);
     pthread_mutex_lock(&ms->lock);
     n = find(ms, principal, task_id);
     if (!n)
-        rc = ONCE_ENOTFOUND;
+        rc = ctomb_held(ms, principal, task_id, h, tomb) ? ONCE_ETOMBSTONE : ONCE_ENOTFOUND;
     else if (n->is_tomb)
         rc = held(ms, n, NULL, tomb);
     else
@@ -1089,6 +1263,7 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
 
     pthread_mutex_lock(&ms->lock);
     e = find_live(ms, rec->principal, rec->task_id);
+    size_t was = e ? entry_bytes(e) : 0;
     if (!e || e->r->version != expect_version) {
         once__store_seterr(s, "update of %s: %s", rec->task_id,
                            !e ? "no record" : "version moved");
@@ -1117,6 +1292,8 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
             ev_compact(e);   /* events added to a finished task */
         }
     }
+    if (e)   /* ev_reserve may have thawed it even when the update failed */
+        ms->bytes = ms->bytes - was + entry_bytes(e);
     pthread_mutex_unlock(&ms->lock);
 
     once_free(pp.rows);      /* the old rows, or the unused new ones */
@@ -1238,36 +1415,62 @@ static int mem_renew(once_store *s, const char *principal, const char *task_id,
     return once__store_renew_result(s, task_id, renewed, e != NULL);
 }
 
-/* From the front of the finished queue: each entry a tombstone takes the
- * place of (same hash slot), its record, events and rows freed outside the
- * lock. An entry whose tombstone cannot be allocated stays as it was. Then
- * the entries that went cold since the last sweep are deflated (cool). */
-static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
+/* Under the lock: e's tombstone in its place -- a node in e's hash slot,
+ * or a compact one with e out of the table -- and e off its list and out
+ * of the budget's count; the caller frees e. ONCE_OK, or ONCE_ENOMEM with
+ * nothing changed. */
+static int entomb(mem_store *ms, mem_entry *e, int64_t now)
 {
-    mem_store *ms = (mem_store *)s;
-    mem_entry *gone = NULL, *e;
-    int rc = ONCE_OK;
+    const char *principal = node_principal(&e->n), *task_id = node_task_id(&e->n);
+    mem_node **slot = find_slot(ms, principal, task_id, e->n.hash);
 
-    *n = 0;
-    if (max == 0)
-        return ONCE_OK;
-    pthread_mutex_lock(&ms->lock);
-    while (*n < max && (e = ms->finished.qnext) != &ms->finished) {
-        mem_tomb *t;
-        mem_node **slot;
-        ms->visits++;
-        if (e->r->finished_at >= finished_before)
-            break;
-        if (!(t = tomb_make(ms, e, now))) {
-            rc = ONCE_ENOMEM;
-            break;
-        }
-        slot = find_slot(ms, node_principal(&e->n), node_task_id(&e->n), e->n.hash);
+    if (ms->compact) {
+        size_t was = once__mem_tombs_bytes(&ms->ctombs);
+        uint64_t h[2];
+        once__mem_tombs_key(principal, task_id, h);
+        if (once__mem_tombs_add(&ms->ctombs, h, now) != ONCE_OK)
+            return ONCE_ENOMEM;
+        ctombs_account(ms, was);
+        *slot = e->n.next;
+        ms->count--;
+    } else {
+        mem_tomb *t = tomb_make(ms, e, now);
+        if (!t)
+            return ONCE_ENOMEM;
         t->n.next = e->n.next;
         *slot = &t->n;
         tomb_enqueue(ms, t);
-        queue_unlink(ms, e);
-        ms->push_rows -= e->npush;
+        ms->bytes += tomb_bytes(t);
+        ms->tomb_bytes += tomb_bytes(t);
+    }
+    ms->bytes -= entry_bytes(e);
+    queue_unlink(ms, e);
+    ms->push_rows -= e->npush;
+    return ONCE_OK;
+}
+
+/* From the front of the finished queue, up to max: the entries that
+ * finished before finished_before and, after them, more while the store
+ * is over its budget. Each is entombed under the lock and freed outside
+ * it; one whose tombstone cannot be allocated stays as it was. */
+static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, size_t max,
+                       size_t *n)
+{
+    mem_entry *gone = NULL, *e;
+    int rc = ONCE_OK;
+
+    pthread_mutex_lock(&ms->lock);
+    while (*n < max && (e = ms->finished.qnext) != &ms->finished) {
+        int young = e->r->finished_at >= finished_before;
+        ms->visits++;
+        if (young && !over_budget(ms))
+            break;
+        if ((rc = entomb(ms, e, now)) != ONCE_OK)
+            break;
+        if (young) {
+            ms->early++;
+            ms->early_last = e->r->finished_at;
+        }
         e->qnext = gone;
         gone = e;
         (*n)++;
@@ -1277,21 +1480,54 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
         e = gone->qnext;
         entry_free(gone);
     }
-    if (ms->cold_ms >= 0)
-        cool(ms, now - ms->cold_ms);
     return rc;
 }
 
-/* From the front of the purge queue, oldest expired_at first. */
-static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
+/* Retention and, over the budget, early expiry of the oldest finished
+ * tasks; then the entries that went cold since the last sweep are deflated
+ * (cool). When the store was over its budget, every finished task left may
+ * be deflated, but no more than max per call: expiring first keeps the
+ * deflating (the costly part) to the tasks the store keeps, and the bound
+ * lets the engine's next round expire again before the sweeper's thread,
+ * which may get little of a busy machine's CPU, spends long deflating. */
+static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
 {
     mem_store *ms = (mem_store *)s;
-    mem_tomb *gone = NULL, *t;
+    int rc, over;
 
     *n = 0;
     if (max == 0)
         return ONCE_OK;
     pthread_mutex_lock(&ms->lock);
+    over = over_budget(ms);
+    pthread_mutex_unlock(&ms->lock);
+    rc = sweep_front(ms, finished_before, now, max, n);
+    if (ms->cold_ms >= 0)
+        cool(ms, over ? INT64_MAX : now - ms->cold_ms, over ? max : SIZE_MAX);
+    return rc;
+}
+
+/* From the front of the purge queue (or of the compact tombstones' ring),
+ * oldest expired_at first. */
+static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
+{
+    mem_store *ms = (mem_store *)s;
+    mem_tomb *gone = NULL, *t;
+    const mem_ctomb *c;
+
+    *n = 0;
+    if (max == 0)
+        return ONCE_OK;
+    pthread_mutex_lock(&ms->lock);
+    size_t was = once__mem_tombs_bytes(&ms->ctombs);
+    while (ms->compact && *n < max && (c = once__mem_tombs_oldest(&ms->ctombs)) != NULL) {
+        ms->visits++;
+        if (c->expired_at >= expired_before)
+            break;
+        once__mem_tombs_pop(&ms->ctombs);
+        (*n)++;
+    }
+    ctombs_account(ms, was);
     while (*n < max && (t = ms->tomb_head) != NULL) {
         mem_node **slot;
         ms->visits++;
@@ -1300,6 +1536,8 @@ static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *
         slot = find_slot(ms, t->key, node_task_id(&t->n), t->n.hash);
         *slot = t->n.next;
         ms->count--;
+        ms->bytes -= tomb_bytes(t);
+        ms->tomb_bytes -= tomb_bytes(t);
         if (!(ms->tomb_head = t->qnext))
             ms->tomb_tail = NULL;
         t->qnext = gone;
@@ -1322,7 +1560,7 @@ static int listed(const mem_entry *e, const once_list_query *q)
         return 0;
     if (q->context_id && strcmp(rec_str(r, S_CONTEXT_ID), q->context_id) != 0)
         return 0;
-    if (q->state != ONCE_STATE_UNKNOWN && r->state != (int32_t)q->state)
+    if (q->state != ONCE_STATE_UNKNOWN && r->state != (int16_t)q->state)
         return 0;
     if (q->after_task_id) {
         if (r->created_at < q->after_created_at)
@@ -1462,7 +1700,7 @@ static int check_entry(mem_store *ms, once_check_report *rep, const mem_entry *e
 static int mem_check(once_store *s, once_check_report *rep)
 {
     mem_store *ms = (mem_store *)s;
-    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0;
+    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0, bytes, tomb_b;
     const mem_entry *e;
     const mem_tomb *t;
     mem_node *n;
@@ -1470,6 +1708,8 @@ static int mem_check(once_store *s, once_check_report *rep)
 
     memset(rep, 0, sizeof *rep);
     pthread_mutex_lock(&ms->lock);
+    tomb_b = once__mem_tombs_bytes(&ms->ctombs);
+    bytes = chunk(ms->ntab * sizeof *ms->tab) + tomb_b;
     for (i = 0; rc == ONCE_OK && i < ms->ntab; i++) {
         for (n = ms->tab[i]; rc == ONCE_OK && n; n = n->next) {
             if (n->is_tomb) {
@@ -1477,12 +1717,18 @@ static int mem_check(once_store *s, once_check_report *rep)
                 tomb_fill((const mem_tomb *)n, &tb);
                 once__check_tombstone(rep, &tb, 0);
                 tombs++;
+                bytes += tomb_bytes((const mem_tomb *)n);
+                tomb_b += tomb_bytes((const mem_tomb *)n);
             } else {
                 rc = check_entry(ms, rep, (const mem_entry *)n);
                 live++;
+                bytes += entry_bytes((const mem_entry *)n);
             }
         }
     }
+    if (rc == ONCE_OK && (bytes != ms->bytes || tomb_b != ms->tomb_bytes))
+        once__check_problem(rep, "memory store: holds %zu bytes (%zu in tombstones), "
+                            "counted %zu (%zu)", bytes, tomb_b, ms->bytes, ms->tomb_bytes);
     for (e = ms->active.qnext; e != &ms->active; e = e->qnext, listed_n++)
         if (rec_terminal(e->r))
             once__check_problem(rep, "%s: a finished task on the active list",
@@ -1495,6 +1741,10 @@ static int mem_check(once_store *s, once_check_report *rep)
     for (t = ms->tomb_head; t; t = t->qnext, queued++)
         if (t->qnext && t->qnext->expired_at < t->expired_at)
             once__check_problem(rep, "%s: out of order on the purge queue", t->key);
+    rep->tombstones += ms->ctombs.n;
+    if (!once__mem_tombs_consistent(&ms->ctombs))
+        once__check_problem(rep, "memory store: the compact tombstones' index disagrees "
+                            "with their ring");
     if (rc == ONCE_OK && (listed_n != live || queued != tombs || live + tombs != ms->count))
         once__check_problem(rep, "memory store: %zu live and %zu tombstones in the table, "
                             "%zu listed, %zu queued, count %zu", live, tombs, listed_n, queued,
@@ -1523,6 +1773,30 @@ uint64_t once__mem_visits(once_store *s)
 uint64_t once__mem_cools(once_store *s)
 {
     return counter(s, &((mem_store *)s)->cools);
+}
+
+size_t once__mem_max_bytes(once_store *s)
+{
+    return s != NULL && s->m == &once__store_memory ? ((mem_store *)s)->max_bytes : 0;
+}
+
+int once__mem_budget_take(once_store *s, once__mem_budget *out)
+{
+    mem_store *ms = (mem_store *)s;
+
+    memset(out, 0, sizeof *out);
+    if (s == NULL || s->m != &once__store_memory)
+        return 0;
+    pthread_mutex_lock(&ms->lock);
+    out->max_bytes = ms->max_bytes;
+    out->bytes = ms->bytes;
+    out->tomb_bytes = ms->tomb_bytes;
+    out->early = ms->early;
+    out->early_new = ms->early - ms->early_told;
+    out->early_last = ms->early_last;
+    ms->early_told = ms->early;
+    pthread_mutex_unlock(&ms->lock);
+    return 1;
 }
 
 /* ------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #ifndef ONCE_STORE_MEM_H
 #define ONCE_STORE_MEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "once/store.h"
@@ -18,5 +19,23 @@ uint64_t once__mem_visits(once_store *s);
 /* Finished tasks the sweeps of s (a memory: store) have deflated so far:
  * what a test waits for before it reads them back. */
 uint64_t once__mem_cools(once_store *s);
+
+/* What a memory: store's budget (memory:?max=SIZE) sees, for the engine's
+ * sweep to count and log. */
+typedef struct once__mem_budget {
+    size_t max_bytes;         /* the budget; 0: none */
+    size_t bytes, tomb_bytes; /* held now: in all, by tombstones */
+    uint64_t early;           /* finished tasks expired early, in all */
+    uint64_t early_new;       /* of them, since the last call */
+    int64_t early_last;       /* finished_at of the newest one expired early */
+} once__mem_budget;
+
+/* The budget of s (memory:?max, fixed at open), or 0: none, or s is not a
+ * memory: store. */
+size_t once__mem_max_bytes(once_store *s);
+
+/* 1 with *out filled if s is a memory: store (its early_new is then
+ * counted as told: the next call reports what came after), else 0. */
+int once__mem_budget_take(once_store *s, once__mem_budget *out);
 
 #endif /* ONCE_STORE_MEM_H */

@@ -231,8 +231,19 @@ static FX_UNUSED void fx_env_open(fx_env *env, once__engine_config *cfg, int man
     fx_env_open_with(env, cfg, manual_clock, NULL);
 }
 
+static FX_UNUSED void fx_env_open_url(fx_env *env, once__engine_config *cfg, int manual_clock,
+                                      void (*wrap)(once_store *), const char *url);
+
 static FX_UNUSED void fx_env_open_with(fx_env *env, once__engine_config *cfg, int manual_clock,
                                        void (*wrap)(once_store *))
+{
+    fx_env_open_url(env, cfg, manual_clock, wrap, "memory:");
+}
+
+/* Like fx_env_open_with, on the store url names (a memory: URL with
+ * settings, say). */
+static FX_UNUSED void fx_env_open_url(fx_env *env, once__engine_config *cfg, int manual_clock,
+                                      void (*wrap)(once_store *), const char *url)
 {
     memset(env, 0, sizeof *env);
     fx_init(&env->fx);
@@ -242,7 +253,7 @@ static FX_UNUSED void fx_env_open_with(fx_env *env, once__engine_config *cfg, in
         once_manual_clock_init(&env->clock, 1700000000000LL);
         opt.clock = &env->clock.base;
     }
-    assert_int_equal(once_store_open("memory:", &opt, &env->store, NULL, 0), ONCE_OK);
+    assert_int_equal(once_store_open(url, &opt, &env->store, NULL, 0), ONCE_OK);
     if (wrap != NULL)
         wrap(env->store);
     once__engine_config c;

@@ -57,6 +57,7 @@ static const struct {
     {"once_leases_lost_total", ONCE__STAT_AT(lease_lost)},
     {"once_leases_released_total", ONCE__STAT_AT(leases_released)},
     {"once_retention_expiries_total", ONCE__STAT_AT(swept)},
+    {"once_store_early_expired_total", ONCE__STAT_AT(early_expired)},
     {"once_tombstones_purged_total", ONCE__STAT_AT(purged)},
     {"once_store_errors_total", ONCE__STAT_AT(store_errors)},
 };

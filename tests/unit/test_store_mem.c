@@ -227,25 +227,30 @@ static void test_allocation_faults(void **state)
     fault_sweep(fault_run, 5);
 }
 
-/* memory:?cold=MS|off is read; anything else is refused, named. */
+/* memory:?cold=MS|off, max=SIZE|off and tombs=full|compact are read;
+ * anything else is refused, named. */
 static void test_url_settings(void **state)
 {
     (void)state;
-    static const char *const good[] = {"memory:", "memory:?cold=off", "memory:?cold=0",
-                                       "memory:?cold=60000"};
+    static const char *const good[] = {
+        "memory:",         "memory:?cold=off", "memory:?cold=0",  "memory:?cold=60000",
+        "memory:?max=64M", "memory:?max=65536", "memory:?max=1g", "memory:?max=off",
+        "memory:?tombs=compact&max=512K&cold=off", "memory:?tombs=FULL"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         once_store *s = NULL;
         assert_int_equal(once_store_open(good[i], NULL, &s, NULL, 0), ONCE_OK);
         once_store_close(s);
     }
-    static const char *const bad[] = {"memory:?cold=soon", "memory:?colder=1",
-                                      "memory:?cold=-1"};
+    static const char *const bad[] = {
+        "memory:?cold=soon", "memory:?colder=1",  "memory:?cold=-1",   "memory:?max=64X",
+        "memory:?max=1K",    "memory:?max=",      "memory:?max=-1M",   "memory:?max=2000G",
+        "memory:?tombs=small"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         once_store *s = NULL;
         char err[256] = "";
         assert_int_equal(once_store_open(bad[i], NULL, &s, err, sizeof err), ONCE_EINVAL);
         assert_null(s);
-        assert_non_null(strstr(err, "cold=MILLISECONDS|off"));
+        assert_non_null(strstr(err, "cold=MILLISECONDS|off, max=SIZE[K|M|G]|off"));
     }
 }
 
