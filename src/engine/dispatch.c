@@ -219,13 +219,8 @@ static int run_here(once__engine *e, once__turn *t, once_record *out)
     return 1;
 }
 
-int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task,
-                        const json_t *msg, once_record *out)
+int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task, once_record *out)
 {
-    if (!once__turn_quick(e, rec, msg)) {
-        (void)once__dispatch_task(e, rec, task);
-        return 0;
-    }
     once__turn *t = turn_new(rec->principal, rec->task_id, rec->fence, 0, task,
                              record_for_turn(rec));
     if (t == NULL) {

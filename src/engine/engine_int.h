@@ -329,13 +329,12 @@ int once__dispatch(once__engine *e, const char *principal, const char *task_id, 
  * dispatching write just stored (copied) and its task tree `task` (stolen,
  * whatever the outcome). */
 int once__dispatch_task(once__engine *e, const once_record *rec, json_t *task);
-/* As once__dispatch_task, but when the executor says the turn of msg (the
- * user message the write stored) finishes at once (ONCE_EXECUTOR_INLINE),
- * run it here, on this thread, and leave its last record in *out: 1 (the
- * caller clears *out), or 0 when the turn was queued or ended before it
- * read a record (*out empty). Takes task over. */
-int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task,
-                        const json_t *msg, once_record *out);
+/* As once__dispatch_task, but for a turn the executor said finishes at
+ * once (once__turn_quick, ONCE_EXECUTOR_INLINE): run it here, on this
+ * thread, and leave its last record in *out: 1 (the caller clears *out), or
+ * 0 when the turn was queued or ended before it read a record (*out empty).
+ * Takes task over. */
+int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task, once_record *out);
 /* The registration rec (not stored; its event ev) of a blocking send: when
  * the executor batches its writes and says the turn of msg finishes at once,
  * run the turn here before anything is stored, so that the turn's first

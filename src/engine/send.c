@@ -258,16 +258,22 @@ static json_t *history_message(once__engine *e, const send_ctx *c, const char *c
 /* The write rec gave this replica the task's lease: start the turn of the
  * user message msg from the tree just stored (taken over) and answer. A
  * blocking send whose turn finishes at once runs it here and answers from
- * its last write; any other queues it for a worker. */
+ * its last write; any other queues it for a worker. Takes msg over too: the
+ * message is a member of the tree, and a tree that goes to a worker must
+ * leave no reference behind on this thread (jansson's reference counts are
+ * atomic, but its check for a static value before each is not). */
 static int start_turn(once__engine *e, const send_ctx *c, const once_record *rec, json_t *task,
-                      const json_t *msg, once_send_res *res)
+                      json_t *msg, once_send_res *res)
 {
-    if (c->req->return_immediately) {
+    if (c->req->return_immediately || !once__turn_quick(e, rec, msg)) {
+        json_decref(msg);
         (void)once__dispatch_task(e, rec, task);
         return respond(e, c, rec, res);
     }
     once_record done;
-    if (!once__dispatch_here(e, rec, task, msg, &done))
+    int ran = once__dispatch_here(e, rec, task, &done);
+    json_decref(msg);
+    if (!ran)
         return respond(e, c, rec, res);
     int rc = respond(e, c, &done, res);
     once_record_clear(&done);
@@ -351,6 +357,7 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
         res->verdict = ONCE_V_REGISTER;
         rc = start_turn(e, c, &rec, task, user, res);
         task = NULL;
+        user = NULL;
     }
     json_decref(user);
     json_decref(task);
@@ -414,6 +421,7 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
         res->verdict = ONCE_V_CONTINUE;
         rc = start_turn(e, c, &next, task, user, res);
         task = NULL;
+        user = NULL;
     }
     json_decref(user);
     json_decref(task);
