@@ -272,11 +272,8 @@ int once__a2a_h_send(a2a_call *c)
     json_t *md = json_object_get(c->params, "metadata");
     if (check_metadata(c, md, "metadata") != ONCE_OK)
         return ONCE_EINVAL;
-    const json_t *tenant = json_object_get(c->params, "tenant");
-    if (tenant != NULL && !json_is_string(tenant)) {
-        once__a2a_verr(&e, "tenant", "tenant must be a string");
-        return once__a2a_fail_params(c, &e);
-    }
+    if (once__a2a_tenant_param(c) != ONCE_OK)
+        return ONCE_EINVAL;
 
     once_send_req req;
     memset(&req, 0, sizeof req);
