@@ -148,6 +148,9 @@ int once__a2a_fail_engine(a2a_call *c, int rc);
  * -32602 INVALID_PARAMS naming field ("<what> is required" when it is
  * missing; what NULL = field). */
 int once__a2a_id_param(a2a_call *c, const char *field, const char *what, const char **out);
+/* params.tenant, optional: ONCE_OK when absent or a string, else -32602
+ * INVALID_PARAMS naming "tenant" (only its type is checked). */
+int once__a2a_tenant_param(a2a_call *c);
 /* -32001 TASK_NOT_FOUND / TASK_EXPIRED for task_id. */
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id);
 int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at);

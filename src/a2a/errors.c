@@ -151,6 +151,17 @@ int once__a2a_id_param(a2a_call *c, const char *field, const char *what, const c
     return ONCE_OK;
 }
 
+int once__a2a_tenant_param(a2a_call *c)
+{
+    a2a_verr e;
+    const json_t *tenant = json_object_get(c->params, "tenant");
+    if (tenant != NULL && !json_is_string(tenant)) {
+        once__a2a_verr(&e, "tenant", "tenant must be a string");
+        return once__a2a_fail_params(c, &e);
+    }
+    return ONCE_OK;
+}
+
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id)
 {
     once__a2a_fail(c, ONCE_RPC_TASK_NOT_FOUND, "TASK_NOT_FOUND", "Task not found: %s", task_id);

@@ -28,6 +28,23 @@ static int push_not_supported(a2a_call *c, const char *field, const char *why)
     return ONCE_EINVAL;
 }
 
+/* configuration.acceptedOutputModes: absent, or an array of strings (a
+ * non-array and a non-string element get the same refusal). */
+static int check_output_modes(const json_t *modes, a2a_verr *e)
+{
+    size_t i;
+    json_t *m;
+
+    if (modes == NULL)
+        return ONCE_OK;
+    int ok = json_is_array(modes);
+    json_array_foreach(modes, i, m)
+        ok = ok && json_is_string(m);
+    if (ok)
+        return ONCE_OK;
+    return once__a2a_verr(e, "configuration.acceptedOutputModes", "must be an array of strings");
+}
+
 /* SendMessageRequest.configuration. *push: its taskPushNotificationConfig
  * (shape-checked) or NULL. */
 static int check_configuration(a2a_call *c, const json_t *cfg, int *history, int *immediately,
@@ -43,22 +60,8 @@ static int check_configuration(a2a_call *c, const json_t *cfg, int *history, int
         once__a2a_verr(&e, "configuration", "configuration must be an object");
         return once__a2a_fail_params(c, &e);
     }
-    const json_t *modes = json_object_get(cfg, "acceptedOutputModes");
-    if (modes != NULL) {
-        if (!json_is_array(modes)) {
-            once__a2a_verr(&e, "configuration.acceptedOutputModes", "must be an array of strings");
-            return once__a2a_fail_params(c, &e);
-        }
-        size_t i;
-        json_t *m;
-        json_array_foreach(modes, i, m) {
-            if (!json_is_string(m)) {
-                once__a2a_verr(&e, "configuration.acceptedOutputModes",
-                           "must be an array of strings");
-                return once__a2a_fail_params(c, &e);
-            }
-        }
-    }
+    if (check_output_modes(json_object_get(cfg, "acceptedOutputModes"), &e) != ONCE_OK)
+        return once__a2a_fail_params(c, &e);
     if (once__a2a_check_history(json_object_get(cfg, "historyLength"), "configuration.historyLength",
                             history, &e) != ONCE_OK)
         return once__a2a_fail_params(c, &e);
@@ -272,11 +275,8 @@ int once__a2a_h_send(a2a_call *c)
     json_t *md = json_object_get(c->params, "metadata");
     if (check_metadata(c, md, "metadata") != ONCE_OK)
         return ONCE_EINVAL;
-    const json_t *tenant = json_object_get(c->params, "tenant");
-    if (tenant != NULL && !json_is_string(tenant)) {
-        once__a2a_verr(&e, "tenant", "tenant must be a string");
-        return once__a2a_fail_params(c, &e);
-    }
+    if (once__a2a_tenant_param(c) != ONCE_OK)
+        return ONCE_EINVAL;
 
     once_send_req req;
     memset(&req, 0, sizeof req);

@@ -530,15 +530,11 @@ int once__a2a_h_send_streaming(a2a_call *c)
 int once__a2a_h_subscribe(a2a_call *c)
 {
     const once__a2a_backend *b = once__a2a_backend_of(c->a);
-    a2a_verr e;
     const char *id;
     if (once__a2a_id_param(c, "id", NULL, &id) != ONCE_OK)
         return ONCE_EINVAL;
-    const json_t *tenant = json_object_get(c->params, "tenant");
-    if (tenant != NULL && !json_is_string(tenant)) {
-        once__a2a_verr(&e, "tenant", "tenant must be a string");
-        return once__a2a_fail_params(c, &e);
-    }
+    if (once__a2a_tenant_param(c) != ONCE_OK)
+        return ONCE_EINVAL;
     int has_resume;
     int64_t resume;
     int admit = stream_admit(c, &has_resume, &resume);

@@ -939,6 +939,19 @@ static int room_for_one(void **v, size_t *cap, size_t n, size_t size)
     return ONCE_OK;
 }
 
+/* The n finds of a scan in buf, `size` bytes each, sorted by cmp and cut
+ * to the first max (*n says how many are kept), and the zeroed result
+ * array for them, out_size bytes an element, that the caller fills in
+ * sorted order; NULL when out of memory. */
+static void *sort_first(void *buf, size_t *n, size_t size, int (*cmp)(const void *, const void *),
+                        size_t max, size_t out_size)
+{
+    qsort(buf, *n, size, cmp);
+    if (*n > max)
+        *n = max;
+    return once_calloc(*n, out_size);
+}
+
 /* ------------------------------------------------------------------------
  * Push rows.
  */
@@ -1377,11 +1390,7 @@ static int mem_expired_leases(once_store *s, int64_t now, size_t max, once_key_l
     }
     v = buf;
     if (rc == ONCE_OK && n) {
-        qsort(v, n, sizeof *v, cmp_lease);
-        if (n > max)
-            n = max;
-        out->v = once_calloc(n, sizeof *out->v);
-        if (!out->v)
+        if (!(out->v = sort_first(v, &n, sizeof *v, cmp_lease, max, sizeof *out->v)))
             rc = ONCE_ENOMEM;
         for (i = 0; rc == ONCE_OK && i < n; i++) {
             once__strlcpy(out->v[i].principal, node_principal(&v[i]->n), sizeof out->v[i].principal);
@@ -1600,11 +1609,7 @@ static int mem_list(once_store *s, const once_list_query *q, once_record_list *o
     }
     v = buf;
     if (rc == ONCE_OK && nv) {
-        qsort(v, nv, sizeof *v, cmp_created);
-        if (nv > q->limit)
-            nv = q->limit;
-        out->v = once_calloc(nv, sizeof *out->v);
-        if (!out->v)
+        if (!(out->v = sort_first(v, &nv, sizeof *v, cmp_created, q->limit, sizeof *out->v)))
             rc = ONCE_ENOMEM;
         for (i = 0; rc == ONCE_OK && i < nv; i++) {
             rc = entry_load(ms, v[i], &out->v[i]);
@@ -1850,11 +1855,7 @@ static int mem_push_claim(once_store *s, const char *owner, int64_t now, int64_t
         }
     }
     if (rc == ONCE_OK && n) {
-        qsort(buf, n, sizeof(due_ref), cmp_due);
-        if (n > max)
-            n = max;
-        out->v = once_calloc(n, sizeof *out->v);
-        if (!out->v)
+        if (!(out->v = sort_first(buf, &n, sizeof(due_ref), cmp_due, max, sizeof *out->v)))
             rc = ONCE_ENOMEM;
     }
     for (i = 0; rc == ONCE_OK && i < n; i++) {

@@ -69,6 +69,16 @@ int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out)
     return ONCE_OK;
 }
 
+int once__sq_finish(sqlite3_stmt *st, int src)
+{
+    if (src == SQLITE_OK)
+        src = once__sq_step(st);
+    int rrc = once__sq_reset(st);
+    if (src != SQLITE_DONE)
+        return once__db_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
+    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
+}
+
 int once__sq_run(sq_conn *c, sq_stmt_id id)
 {
     sqlite3_stmt *st;

@@ -214,6 +214,11 @@ int once__sq_conn_close(sq_conn *c);
 int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out);
 /* Step a statement that returns no rows, then reset it. */
 int once__sq_run(sq_conn *c, sq_stmt_id id);
+/* The end of a statement that returns no rows, whose binding returned src:
+ * stepped (when the binding worked), then always reset, so no failed
+ * binding leaves pointers to the caller's buffers bound. ONCE_OK on
+ * SQLITE_DONE; a row is an error. */
+int once__sq_finish(sqlite3_stmt *st, int src);
 /* End whatever transaction c has open: 0 if c is clean afterwards, -1 if
  * it must be closed (a ROLLBACK failed). */
 int once__sq_abort(sq_conn *c);

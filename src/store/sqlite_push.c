@@ -48,17 +48,6 @@ static int bind_key3(sqlite3_stmt *st, const char *principal, const char *task_i
     return rc;
 }
 
-/* Step a statement that returns no rows, then reset it. */
-static int finish(sqlite3_stmt *st, int src)
-{
-    if (src == SQLITE_OK)
-        src = once__sq_step(st);
-    int rrc = once__sq_reset(st);
-    if (src != SQLITE_DONE)
-        return once__db_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
-    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
-}
-
 /* One step of a read: 1 with a row to decode; 0 when the rows are done,
  * or on a failure, which goes to *rc. */
 static int next_row(sqlite3_stmt *st, int *rc)
@@ -97,7 +86,7 @@ static int put_row(sq_conn *w, const char *principal, const char *task_id, const
                             (int64_t)(r->disabled ? 1 : 0), r->last_error);
     for (int i = 0; src == SQLITE_OK && i < 3; i++)
         src = once__sq_bind_int64(st, 13 + i, tail[i]);
-    return finish(st, src);
+    return once__sq_finish(st, src);
 }
 
 /* The key's rows (SQ_PUSH_ROWS) into v[0..*n), at most cap of them. */
@@ -126,7 +115,7 @@ int once__sq_push_drop(sq_conn *w, const char *principal, const char *task_id)
 {
     sqlite3_stmt *st;
     int rc = once__sq_stmt(w, SQ_PUSH_DELETE_KEY, &st);
-    return rc != ONCE_OK ? rc : finish(st, bind_key3(st, principal, task_id, NULL));
+    return rc != ONCE_OK ? rc : once__sq_finish(st, bind_key3(st, principal, task_id, NULL));
 }
 
 int once__sq_push_sync(sq_conn *w, const once_record *rec)
@@ -208,7 +197,7 @@ int once__sq_op_push_claim(sq_conn *w, sq_op *op)
             src = once__sq_bind_text(st, 4, op->owner);
         if (src == SQLITE_OK)
             src = once__sq_bind_int64(st, 5, k->lease_until);
-        rc = finish(st, src);
+        rc = once__sq_finish(st, src);
     }
     return rc;
 }

@@ -13,6 +13,7 @@
  * none, so "no record, then no tombstone" means the key was empty at some
  * instant between the two reads.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "core/alloc_int.h"
@@ -50,26 +51,48 @@ static int dup_text(char **out, sqlite3_stmt *st, int col, int nullable)
     return *out ? ONCE_OK : ONCE_ENOMEM;
 }
 
+/* A text column a row reader copies into a struct: at off, a char array
+ * of cap bytes, or (cap 0) an owned copy that may be NULL for SQL NULL
+ * where nullable. A row's columns are listed once, in one table per type. */
+typedef struct text_col {
+    size_t off, cap;
+    int col, nullable;
+} text_col;
+
+#define TEXT_FIXED(type, m, col) {offsetof(type, m), sizeof(((type *)0)->m), col, 0}
+#define TEXT_OWNED(type, m, col, nullable) {offsetof(type, m), 0, col, nullable}
+
+static const text_col record_texts[] = {
+    TEXT_FIXED(once_record, principal, 0),      TEXT_FIXED(once_record, task_id, 1),
+    TEXT_FIXED(once_record, context_id, 2),     TEXT_FIXED(once_record, lease_owner, 9),
+    TEXT_OWNED(once_record, digests, 14, 0),    TEXT_OWNED(once_record, task_json, 15, 0),
+    TEXT_OWNED(once_record, checkpoint, 16, 1), TEXT_OWNED(once_record, push_json, 17, 1),
+    TEXT_OWNED(once_record, journal, 18, 1),
+};
+
+static const text_col tomb_texts[] = {
+    TEXT_FIXED(once_tombstone, principal, 0),
+    TEXT_FIXED(once_tombstone, task_id, 1),
+    TEXT_FIXED(once_tombstone, first_digest, 2),
+};
+
+/* The n text columns of cols, from column c on, into obj; stops at the
+ * first that fails (what was copied before stays for the caller to free). */
+static int row_texts(sqlite3_stmt *st, int c, void *obj, const text_col *cols, size_t n)
+{
+    int rc = ONCE_OK;
+    for (size_t i = 0; rc == ONCE_OK && i < n; i++) {
+        char *at = (char *)obj + cols[i].off;
+        rc = cols[i].cap ? once__sq_text(at, cols[i].cap, st, c + cols[i].col)
+                         : dup_text((char **)(void *)at, st, c + cols[i].col, cols[i].nullable);
+    }
+    return rc;
+}
+
 int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)
 {
     memset(r, 0, sizeof *r);
-    int rc = once__sq_text(r->principal, sizeof r->principal, st, c + 0);
-    if (rc == ONCE_OK)
-        rc = once__sq_text(r->task_id, sizeof r->task_id, st, c + 1);
-    if (rc == ONCE_OK)
-        rc = once__sq_text(r->context_id, sizeof r->context_id, st, c + 2);
-    if (rc == ONCE_OK)
-        rc = once__sq_text(r->lease_owner, sizeof r->lease_owner, st, c + 9);
-    if (rc == ONCE_OK)
-        rc = dup_text(&r->digests, st, c + 14, 0);
-    if (rc == ONCE_OK)
-        rc = dup_text(&r->task_json, st, c + 15, 0);
-    if (rc == ONCE_OK)
-        rc = dup_text(&r->checkpoint, st, c + 16, 1);
-    if (rc == ONCE_OK)
-        rc = dup_text(&r->push_json, st, c + 17, 1);
-    if (rc == ONCE_OK)
-        rc = dup_text(&r->journal, st, c + 18, 1);
+    int rc = row_texts(st, c, r, record_texts, sizeof record_texts / sizeof record_texts[0]);
     if (rc != ONCE_OK) {
         once_record_clear(r);
         return rc;
@@ -84,11 +107,7 @@ int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)
 int once__sq_row_tomb(sqlite3_stmt *st, int c, once_tombstone *t)
 {
     memset(t, 0, sizeof *t);
-    int rc = once__sq_text(t->principal, sizeof t->principal, st, c + 0);
-    if (rc == ONCE_OK)
-        rc = once__sq_text(t->task_id, sizeof t->task_id, st, c + 1);
-    if (rc == ONCE_OK)
-        rc = once__sq_text(t->first_digest, sizeof t->first_digest, st, c + 2);
+    int rc = row_texts(st, c, t, tomb_texts, sizeof tomb_texts / sizeof tomb_texts[0]);
     if (rc != ONCE_OK) {
         memset(t, 0, sizeof *t);
         return rc;

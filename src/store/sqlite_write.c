@@ -20,16 +20,6 @@
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
-/* Step a write statement to completion and reset it. */
-static int finish(sqlite3_stmt *st)
-{
-    int src = once__sq_step(st);
-    int rrc = once__sq_reset(st);
-    if (src != SQLITE_DONE)
-        return once__db_err(src == SQLITE_ROW ? SQLITE_ERROR : src);
-    return rrc == SQLITE_OK ? ONCE_OK : once__db_err(rrc);
-}
-
 static int bind_key(sqlite3_stmt *st, const char *principal, const char *task_id)
 {
     return once__sq_bind(st, 1, "ss", principal, task_id);
@@ -65,7 +55,7 @@ static int insert_events(sq_conn *w, const once_record *r, const once_event *ev,
             src = once__sq_bind_int64(st, 3, ev[i].generation);
         if (src == SQLITE_OK)
             src = once__sq_bind_text(st, 4, ev[i].payload);
-        rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
+        rc = once__sq_finish(st, src);
     }
     return rc;
 }
@@ -116,7 +106,7 @@ static int op_create(sq_store *s, sq_conn *w, sq_op *op)
     if (rc != ONCE_OK)
         return rc;
     int src = bind_task(st, r);
-    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
+    rc = once__sq_finish(st, src);
     if (rc != ONCE_OK)
         return rc;
     if (sqlite3_changes(w->db) == 0) {   /* ON CONFLICT DO NOTHING: a live record won */
@@ -167,7 +157,7 @@ static int op_update(sq_store *s, sq_conn *w, sq_op *op)
     int src = bind_task(st, r);
     if (src == SQLITE_OK)
         src = once__sq_bind_int64(st, 20, op->expect_version);
-    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
+    rc = once__sq_finish(st, src);
     if (rc == ONCE_OK && sqlite3_changes(w->db) != 1)
         rc = ONCE_ESTORE;   /* we hold the write lock: the row cannot have moved */
     if (rc != ONCE_OK)
@@ -241,13 +231,13 @@ static int entomb(sq_conn *w, const sweep_key *k, int64_t now)
         return rc;
     int src = once__sq_bind(st, 1, "sssii", k->principal, k->task_id, k->first_digest,
                             k->finished_at, now);
-    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
+    rc = once__sq_finish(st, src);
     const sq_stmt_id dels[] = {SQ_EVENTS_DELETE, SQ_TASK_DELETE, SQ_PUSH_DELETE_KEY};
     for (int i = 0; rc == ONCE_OK && i < 3; i++) {
         rc = once__sq_stmt(w, dels[i], &st);
         if (rc == ONCE_OK) {
             src = bind_key(st, k->principal, k->task_id);
-            rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
+            rc = once__sq_finish(st, src);
         }
     }
     return rc;
@@ -273,7 +263,7 @@ static int op_purge(sq_conn *w, sq_op *op)
     if (rc != ONCE_OK)
         return rc;
     int src = once__sq_bind(st, 1, "ii", op->before, op->max > INT64_MAX ? -1 : (int64_t)op->max);
-    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
+    rc = once__sq_finish(st, src);
     if (rc == ONCE_OK)
         *op->n = (size_t)sqlite3_changes(w->db);
     return rc;
@@ -286,7 +276,7 @@ static int op_meta(sq_conn *w, sq_op *op)
     if (rc != ONCE_OK)
         return rc;
     int src = once__sq_bind(st, 1, "ss", op->name, op->init_value);
-    rc = src == SQLITE_OK ? finish(st) : once__db_err(src);
+    rc = once__sq_finish(st, src);
     if (rc != ONCE_OK)
         return rc;
     rc = once__sq_stmt(w, SQ_META_GET, &st);

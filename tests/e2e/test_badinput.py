@@ -172,9 +172,14 @@ def test_param_errors():
         ({"message": dict(ok, referenceTaskIds="t")}, "message.referenceTaskIds"),
         ({"message": ok, "configuration": []}, "configuration"),
         ({"message": ok, "configuration": {"historyLength": "2"}}, "configuration.historyLength"),
+        ({"message": ok, "configuration": {"acceptedOutputModes": "text/plain"}},
+         "configuration.acceptedOutputModes"),
+        ({"message": ok, "configuration": {"acceptedOutputModes": ["text/plain", 3]}},
+         "configuration.acceptedOutputModes"),
         ({"message": ok, "configuration": {"returnImmediately": "yes"}},
          "configuration.returnImmediately"),
         ({"message": ok, "metadata": "m"}, "metadata"),
+        ({"message": ok, "tenant": 7}, "tenant"),
     ]
     for params, field in cases:
         st, hd, doc = srv.rpc("SendMessage", params, ext=True)
@@ -184,6 +189,7 @@ def test_param_errors():
             ("GetTask", {"id": "a b"}, "id"), ("GetTask", {"id": "é"}, "id"),
             ("GetTask", {"id": BASE_ID, "historyLength": "all"}, "historyLength"),
             ("CancelTask", {"id": ["x"]}, "id"),
+            ("SubscribeToTask", {"id": BASE_ID, "tenant": ["t"]}, "tenant"),
             ("ListTasks", {"pageSize": "10"}, "pageSize"),
             ("ListTasks", {"status": "RUNNING"}, "status"),
             ("tasks/send", {"message": {"role": "user", "parts": [{"text": "x"}]}}, "id"),
