@@ -36,7 +36,7 @@ static once_store *open_url(const char *url)
 static void mk(once_record *r, const char *principal, const char *id, once_state st,
                int64_t finished)
 {
-    char text[PAD + 32];
+    char text[PAD + sizeof r->task_id + 32];
     snprintf(text, sizeof text, "{\"id\":\"%s\",\"pad\":\"%0*d\"}", id, PAD, 0);
     assert_int_equal(st_rec(r, principal, id, st, T0 - 100000, text), 0);
     if (once_state_terminal(st))
