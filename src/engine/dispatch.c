@@ -108,8 +108,15 @@ static once_record *record_for_turn(const once_record *rec)
 
 int once__dispatch_task(once__engine *e, const once_record *rec, json_t *task)
 {
-    /* A copy of the record goes with the tree. */
-    return dispatch_turn(e, rec->principal, rec->task_id, rec->fence, 0, task,
+    /* The tree goes to a worker thread, and it shares values with what
+     * this thread still holds (the request's message parts). jansson counts
+     * references atomically, but its last release has no acquire, so a
+     * value must not be released on two threads: the worker gets a copy
+     * that shares nothing. No memory for it: the turn reads the record, as
+     * any other turn does. A copy of the record goes with the tree. */
+    json_t *own = task != NULL ? json_deep_copy(task) : NULL;
+    json_decref(task);
+    return dispatch_turn(e, rec->principal, rec->task_id, rec->fence, 0, own,
                          record_for_turn(rec));
 }
 

@@ -260,8 +260,7 @@ static json_t *history_message(once__engine *e, const send_ctx *c, const char *c
  * blocking send whose turn finishes at once runs it here and answers from
  * its last write; any other queues it for a worker. Takes msg over too: the
  * message is a member of the tree, and a tree that goes to a worker must
- * leave no reference behind on this thread (jansson's reference counts are
- * atomic, but its check for a static value before each is not). */
+ * leave no reference behind on this thread (once__dispatch_task). */
 static int start_turn(once__engine *e, const send_ctx *c, const once_record *rec, json_t *task,
                       json_t *msg, once_send_res *res)
 {
