@@ -57,6 +57,7 @@ struct once__guard {
     size_t body_held, body_dying;
     unsigned long cuts[CUT_KINDS]; /* since the last log line */
     int64_t logged_at;
+    int64_t sweep_at;              /* monotonic ms the sweeper sleeps until */
     int stopping;
     pthread_t sweeper;
     int sweeper_started;
@@ -81,7 +82,12 @@ static void append_waiting(once__guard *g, guard_conn *r)
     r->since = once_monotonic_ms();
     once__list_append(&g->waiting, &r->wait);
     r->waiting = 1;
-    if (head(g) == r) /* the sweeper may sleep with nothing to wait for */
+    /* Wake the sweeper only when it would sleep past this deadline: it
+     * wakes at least every second anyway, so with request timeouts of a
+     * second or more a connection going back to waiting (once a request,
+     * on every connection) costs no wake-up, which used to cost two
+     * context switches a request. */
+    if (r->since + g->lim.request_timeout_ms + 1 < g->sweep_at)
         pthread_cond_signal(&g->cv);
 }
 
@@ -275,6 +281,7 @@ static void *sweep_main(void *arg)
         int64_t wake = now + 1000;
         if (h != NULL && h->since + g->lim.request_timeout_ms + 1 < wake)
             wake = h->since + g->lim.request_timeout_ms + 1;
+        g->sweep_at = wake;
         struct timespec ts = {.tv_sec = (time_t)(wake / 1000),
                               .tv_nsec = (long)(wake % 1000) * 1000000L};
         pthread_cond_timedwait(&g->cv, &g->mu, &ts);
