@@ -438,10 +438,9 @@ static int wait_for_signal(void)
 /* A shutdown step as a log line (a second signal exits at once). */
 static void log_shutdown(const char *event, const char *signal_name, int64_t drain_ms)
 {
-    if (!once__log_enabled(ONCE_LOG_INFO))
-        return;
     once__logline l;
-    once__log_begin(&l, ONCE_LOG_INFO, event);
+    if (!once__log_begin(&l, ONCE_LOG_INFO, event))
+        return;
     once__log_str(&l, "signal", signal_name);
     if (drain_ms >= 0)
         once__log_int(&l, "drain_ms", drain_ms);

@@ -154,6 +154,11 @@ int once__a2a_tenant_param(a2a_call *c);
 /* -32001 TASK_NOT_FOUND / TASK_EXPIRED for task_id. */
 int once__a2a_fail_not_found(a2a_call *c, const char *task_id);
 int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at);
+/* A task whose state refuses the call: "Task <task_id> is <state><why>"
+ * with metadata {"taskId", "state"}; why goes on from the state (" and
+ * cannot be canceled"). */
+int once__a2a_fail_state(a2a_call *c, int code, const char *reason, const char *task_id,
+                         const char *state, const char *why);
 /* A method this server cannot serve as configured: "<method> is not
  * supported: <why>" with metadata {"method": name}. */
 int once__a2a_fail_unsupported(a2a_call *c, int code, const char *reason, const char *why);

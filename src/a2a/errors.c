@@ -181,6 +181,15 @@ int once__a2a_fail_expired(a2a_call *c, const char *task_id, int64_t expired_at)
     return ONCE_EINVAL;
 }
 
+int once__a2a_fail_state(a2a_call *c, int code, const char *reason, const char *task_id,
+                         const char *state, const char *why)
+{
+    once__a2a_fail(c, code, reason, "Task %s is %s%s", task_id, state, why);
+    once__a2a_meta(c, "taskId", task_id);
+    once__a2a_meta(c, "state", state);
+    return ONCE_EINVAL;
+}
+
 int once__a2a_fail_unsupported(a2a_call *c, int code, const char *reason, const char *why)
 {
     once__a2a_fail(c, code, reason, "%s is not supported: %s", c->m->name, why);

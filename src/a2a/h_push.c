@@ -162,13 +162,19 @@ static int push_answer(a2a_call *c, int rc, json_t *out, const once_push_res *re
     return ONCE_OK;
 }
 
-/* taskId (required) and, when want_id, id (required). */
-static int key_params(a2a_call *c, int want_id, const char **task_id, const char **id)
+/* The start of every method that names its configs by key: the backend,
+ * taskId (required) and, when want_id, id (required). NULL once the call
+ * has failed (no push configs here, or a key missing). */
+static const once__a2a_backend *keyed_backend(a2a_call *c, int want_id, const char **task_id,
+                                              const char **id)
 {
-    int rc = once__a2a_id_param(c, "taskId", NULL, task_id);
-    if (rc != ONCE_OK || !want_id)
-        return rc;
-    return once__a2a_id_param(c, "id", "id (the push notification config id)", id);
+    const once__a2a_backend *b = push_backend(c);
+    if (b == NULL || once__a2a_id_param(c, "taskId", NULL, task_id) != ONCE_OK)
+        return NULL;
+    if (want_id && once__a2a_id_param(c, "id", "id (the push notification config id)", id) !=
+                       ONCE_OK)
+        return NULL;
+    return b;
 }
 
 int once__a2a_h_push_create(a2a_call *c)
@@ -188,9 +194,9 @@ int once__a2a_h_push_create(a2a_call *c)
 
 int once__a2a_h_push_get(a2a_call *c)
 {
-    const once__a2a_backend *b = push_backend(c);
     const char *task_id, *id;
-    if (b == NULL || key_params(c, 1, &task_id, &id) != ONCE_OK)
+    const once__a2a_backend *b = keyed_backend(c, 1, &task_id, &id);
+    if (b == NULL)
         return ONCE_EINVAL;
     once_push_res res;
     json_t *out = NULL;
@@ -200,9 +206,9 @@ int once__a2a_h_push_get(a2a_call *c)
 
 int once__a2a_h_push_list(a2a_call *c)
 {
-    const once__a2a_backend *b = push_backend(c);
     const char *task_id = NULL;
-    if (b == NULL || key_params(c, 0, &task_id, NULL) != ONCE_OK)
+    const once__a2a_backend *b = keyed_backend(c, 0, &task_id, NULL);
+    if (b == NULL)
         return ONCE_EINVAL;
     a2a_verr e;
     const json_t *ps = json_object_get(c->params, "pageSize");
@@ -231,9 +237,9 @@ int once__a2a_h_push_list(a2a_call *c)
 
 int once__a2a_h_push_delete(a2a_call *c)
 {
-    const once__a2a_backend *b = push_backend(c);
     const char *task_id, *id;
-    if (b == NULL || key_params(c, 1, &task_id, &id) != ONCE_OK)
+    const once__a2a_backend *b = keyed_backend(c, 1, &task_id, &id);
+    if (b == NULL)
         return ONCE_EINVAL;
     once_push_res res;
     int rc = b->push_delete(b->ctx, c->req->principal, task_id, id, &res);

@@ -205,17 +205,13 @@ static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req
         break;
     }
     case ONCE_V_REJECT_BUSY:
-        once__a2a_fail(c, ONCE_RPC_UNSUPPORTED_OPERATION, "TASK_NOT_ACCEPTING_INPUT",
-                   "Task %s is %s and accepts no new message until it asks for input", task_id,
-                   state);
-        once__a2a_meta(c, "taskId", task_id);
-        once__a2a_meta(c, "state", state);
+        once__a2a_fail_state(c, ONCE_RPC_UNSUPPORTED_OPERATION, "TASK_NOT_ACCEPTING_INPUT",
+                             task_id, state,
+                             " and accepts no new message until it asks for input");
         break;
     case ONCE_V_REJECT_TERMINAL:
-        once__a2a_fail(c, ONCE_RPC_UNSUPPORTED_OPERATION, "TASK_TERMINAL",
-                   "Task %s is %s (terminal) and accepts no further messages", task_id, state);
-        once__a2a_meta(c, "taskId", task_id);
-        once__a2a_meta(c, "state", state);
+        once__a2a_fail_state(c, ONCE_RPC_UNSUPPORTED_OPERATION, "TASK_TERMINAL", task_id, state,
+                             " (terminal) and accepts no further messages");
         break;
     default:
         once__a2a_fail(c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (verdict %d)",

@@ -401,13 +401,10 @@ static int ahead(a2a_call *c, const char *task_id, int64_t gen)
 
 static int terminal(a2a_call *c, const char *task_id, const char *state)
 {
-    once__a2a_fail(c, ONCE_RPC_UNSUPPORTED_OPERATION, "TASK_TERMINAL",
-               "Task %s is %s (terminal): there is nothing to subscribe to; GetTask returns "
-               "its final state",
-               task_id, state);
-    once__a2a_meta(c, "taskId", task_id);
-    once__a2a_meta(c, "state", state);
-    return ONCE_EINVAL;
+    return once__a2a_fail_state(c, ONCE_RPC_UNSUPPORTED_OPERATION, "TASK_TERMINAL", task_id,
+                                state,
+                                " (terminal): there is nothing to subscribe to; GetTask "
+                                "returns its final state");
 }
 
 int once__a2a_backend_streams(const once__a2a_backend *b)

@@ -96,12 +96,8 @@ static int cancel_common(a2a_call *c, int legacy)
     int rc = b->cancel(b->ctx, c->req->principal, id, &task, &state, &expired_at);
     if (rc == ONCE_EILLEGAL) {
         json_decref(task);
-        const char *sn = once_state_name(state);
-        once__a2a_fail(c, ONCE_RPC_TASK_NOT_CANCELABLE, "TASK_NOT_CANCELABLE",
-                   "Task %s is %s and cannot be canceled", id, sn);
-        once__a2a_meta(c, "taskId", id);
-        once__a2a_meta(c, "state", sn);
-        return ONCE_EINVAL;
+        return once__a2a_fail_state(c, ONCE_RPC_TASK_NOT_CANCELABLE, "TASK_NOT_CANCELABLE", id,
+                                    once_state_name(state), " and cannot be canceled");
     }
     return task_answer(c, id, rc, task, expired_at, legacy);
 }

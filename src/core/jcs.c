@@ -21,6 +21,7 @@
 #include "core/jcs.h"
 #include "core/json_depth.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,6 +473,15 @@ void once__text_put(once__text *t, const char *s, size_t n)
 void once__text_str(once__text *t, const char *s)
 {
     once__text_put(t, s, strlen(s));
+}
+
+void once__text_strs(once__text *t, ...)
+{
+    va_list ap;
+    va_start(ap, t);
+    for (const char *s = va_arg(ap, const char *); s != NULL; s = va_arg(ap, const char *))
+        once__text_str(t, s);
+    va_end(ap);
 }
 
 void once__text_int(once__text *t, int64_t v)

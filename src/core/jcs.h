@@ -55,6 +55,9 @@ typedef struct once__text {
 void once__text_reserve(once__text *t, size_t n);
 void once__text_put(once__text *t, const char *s, size_t n);
 void once__text_str(once__text *t, const char *s);
+/* Each string up to the NULL that ends the list, one after the other: a
+ * template's literal pieces and the plain values between them. */
+void once__text_strs(once__text *t, ...) __attribute__((sentinel));
 /* A string literal, without the strlen. */
 #define ONCE__TEXT_LIT(t, lit) once__text_put((t), (lit), sizeof(lit) - 1)
 /* v in decimal, as the JSON writer writes an integer. */

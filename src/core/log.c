@@ -187,8 +187,10 @@ static void put_key(once__logline *l, const char *key)
     }
 }
 
-void once__log_begin(once__logline *l, int level, const char *event)
+int once__log_begin(once__logline *l, int level, const char *event)
 {
+    if (!once__log_enabled(level))
+        return 0;
     l->len = 0;
     l->cut = 0;
     l->has_task = 0;
@@ -217,6 +219,7 @@ void once__log_begin(once__logline *l, int level, const char *event)
         put(l, " ", 1);
         puts_(l, event);
     }
+    return 1;
 }
 
 /* Undo a field that did not fit whole. */

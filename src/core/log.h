@@ -69,9 +69,9 @@ typedef struct once__logline {
     int has_task;
 } once__logline;
 
-/* Begin a line: time, level, event ("request", "takeover", ...). The
- * caller checks once__log_enabled first. */
-void once__log_begin(once__logline *l, int level, const char *event);
+/* Begin a line: time, level, event ("request", "takeover", ...). 1, or 0
+ * when level is not logged: nothing is begun and the caller adds nothing. */
+int once__log_begin(once__logline *l, int level, const char *event);
 void once__log_str(once__logline *l, const char *key, const char *value);  /* NULL: skipped */
 void once__log_int(once__logline *l, const char *key, int64_t value);
 /* Add the thread's task (unless a "task" field was given) and

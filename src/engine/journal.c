@@ -212,9 +212,7 @@ static int turn_first(once__engine *e, int64_t fence, int resumed, int64_t began
     if (ends) {
         ONCE__TEXT_LIT(&t, ",\"end\":");
         once__text_int(&t, once__now(e));
-        ONCE__TEXT_LIT(&t, ",\"result\":\"");
-        once__text_str(&t, once_state_name(next->state));
-        ONCE__TEXT_LIT(&t, "\"");
+        once__text_strs(&t, ",\"result\":\"", once_state_name(next->state), "\"", NULL);
     }
     ONCE__TEXT_LIT(&t, "}]}");
     next->journal = once__text_done(&t, NULL);

@@ -13,10 +13,9 @@
 void once__log_takeover(const once__engine *e, const char *principal, const char *task_id,
                         int64_t fence, int resumed_here)
 {
-    if (!once__log_enabled(ONCE_LOG_INFO))
-        return;
     once__logline l;
-    once__log_begin(&l, ONCE_LOG_INFO, "takeover");
+    if (!once__log_begin(&l, ONCE_LOG_INFO, "takeover"))
+        return;
     once__log_str(&l, "task", task_id);
     once__log_str(&l, "principal", principal);
     once__log_int(&l, "fence", fence);
@@ -27,10 +26,9 @@ void once__log_takeover(const once__engine *e, const char *principal, const char
 
 void once__log_fenced(const char *task_id, int64_t held, int64_t stored)
 {
-    if (!once__log_enabled(ONCE_LOG_WARN))
-        return;
     once__logline l;
-    once__log_begin(&l, ONCE_LOG_WARN, "fence_rejected");
+    if (!once__log_begin(&l, ONCE_LOG_WARN, "fence_rejected"))
+        return;
     once__log_str(&l, "task", task_id);
     once__log_int(&l, "fence", held);
     if (stored > 0)
@@ -40,10 +38,9 @@ void once__log_fenced(const char *task_id, int64_t held, int64_t stored)
 
 void once__log_store_error(int rc)
 {
-    if (!once__log_enabled(ONCE_LOG_WARN))
-        return;
     once__logline l;
-    once__log_begin(&l, ONCE_LOG_WARN, "store_error");
+    if (!once__log_begin(&l, ONCE_LOG_WARN, "store_error"))
+        return;
     once__log_str(&l, "error", once_errname(rc));
     once__log_end(&l);
 }
@@ -51,10 +48,9 @@ void once__log_store_error(int rc)
 void once__log_push_failure(const char *task_id, const char *config_id, int64_t generation,
                             long status, int64_t attempt, const char *error)
 {
-    if (!once__log_enabled(ONCE_LOG_WARN))
-        return;
     once__logline l;
-    once__log_begin(&l, ONCE_LOG_WARN, "push_failed");
+    if (!once__log_begin(&l, ONCE_LOG_WARN, "push_failed"))
+        return;
     once__log_str(&l, "task", task_id);
     once__log_str(&l, "config", config_id);
     once__log_int(&l, "generation", generation);

@@ -16,40 +16,78 @@
 
 #define PROCESS_LOCAL " Process-local: starts at 0 when the process starts."
 
-/* A family with one sample and no labels: its value is the uint64_t at
- * byte offset `at` of the stats struct the table is read against. */
+/* Every table below names each value by its byte offset `at` in the
+ * stats struct it is read against (once__engine_stats or once_push_stats),
+ * so the tables are static and a scrape builds none. */
+#define ENGINE_AT(field) offsetof(once__engine_stats, field)
+#define PUSH_AT(field) offsetof(once_push_stats, field)
+
+static uint64_t stat_at(const void *stats, size_t at)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)stats + at, sizeof v);
+    return v;
+}
+
+/* A family with one sample and no labels. */
 typedef struct single {
     const char *name, *type, *help;
     size_t at;
 } single;
 
-#define ENGINE_AT(field) offsetof(once__engine_stats, field)
-#define PUSH_AT(field) offsetof(once_push_stats, field)
-
 static void singles(once__mtext *t, const single *rows, size_t n, const void *stats)
 {
     for (size_t i = 0; i < n; i++) {
-        uint64_t v;
-        memcpy(&v, (const char *)stats + rows[i].at, sizeof v);
         once__mtext_family(t, rows[i].name, rows[i].type, rows[i].help);
-        once__mtext_sample(t, rows[i].name, NULL, v);
+        once__mtext_sample(t, rows[i].name, NULL, stat_at(stats, rows[i].at));
     }
 }
 
+/* One sample of a counter family with labels. */
 typedef struct labelled {
     const char *labels;
-    uint64_t v;
+    size_t at;
 } labelled;
 
 static void family(once__mtext *t, const char *name, const char *help, const labelled *rows,
-                   size_t n)
+                   size_t n, const void *stats)
 {
     once__mtext_family(t, name, "counter", help);
     for (size_t i = 0; i < n; i++)
-        once__mtext_sample(t, name, rows[i].labels, rows[i].v);
+        once__mtext_sample(t, name, rows[i].labels, stat_at(stats, rows[i].at));
 }
 
 #define NROWS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The labelled families' samples. */
+static const labelled sends[] = {
+    {"outcome=\"registered\"", ENGINE_AT(registered)},
+    {"outcome=\"replayed\"", ENGINE_AT(replayed)},
+    {"outcome=\"continued\"", ENGINE_AT(continued)},
+    {"outcome=\"refused\",reason=\"task_not_found\"", ENGINE_AT(refused_not_found)},
+    {"outcome=\"refused\",reason=\"task_expired\"", ENGINE_AT(refused_expired)},
+    {"outcome=\"refused\",reason=\"idempotency_conflict\"", ENGINE_AT(refused_conflict)},
+    {"outcome=\"refused\",reason=\"task_busy\"", ENGINE_AT(refused_busy)},
+    {"outcome=\"refused\",reason=\"task_terminal\"", ENGINE_AT(refused_terminal)},
+    {"outcome=\"refused\",reason=\"overloaded\"", ENGINE_AT(overloaded)},
+};
+
+static const labelled turns_finished[] = {
+    {"result=\"completed\"", ENGINE_AT(turns_completed)},
+    {"result=\"failed\"", ENGINE_AT(turns_failed)},
+    {"result=\"canceled\"", ENGINE_AT(turns_canceled)},
+    {"result=\"rejected\"", ENGINE_AT(turns_rejected)},
+    {"result=\"input_required\"", ENGINE_AT(turns_input_required)},
+    {"result=\"auth_required\"", ENGINE_AT(turns_auth_required)},
+    {"result=\"stopped\"", ENGINE_AT(turns_stopped)},
+    {"result=\"lost\"", ENGINE_AT(turns_lost)},
+};
+
+static const labelled push_results[] = {
+    {"result=\"delivered\"", PUSH_AT(delivered)},
+    {"result=\"failed\"", PUSH_AT(retried)},
+    {"result=\"gone\"", PUSH_AT(disabled)},
+};
 
 /* The single-sample families, in the order /metrics shows them between
  * the labelled ones: the turns started, and of them those run inline... */
@@ -123,51 +161,24 @@ void once__engine_metrics(once__engine *e, once__mtext *t)
     once__engine_stats s;
     once__engine_get_stats(e, &s);
 
-    const labelled sends[] = {
-        {"outcome=\"registered\"", s.registered},
-        {"outcome=\"replayed\"", s.replayed},
-        {"outcome=\"continued\"", s.continued},
-        {"outcome=\"refused\",reason=\"task_not_found\"", s.refused_not_found},
-        {"outcome=\"refused\",reason=\"task_expired\"", s.refused_expired},
-        {"outcome=\"refused\",reason=\"idempotency_conflict\"", s.refused_conflict},
-        {"outcome=\"refused\",reason=\"task_busy\"", s.refused_busy},
-        {"outcome=\"refused\",reason=\"task_terminal\"", s.refused_terminal},
-        {"outcome=\"refused\",reason=\"overloaded\"", s.overloaded},
-    };
     family(t, "once_sends_total",
            "SendMessage calls by outcome; a refusal names its reason (overloaded: the turn "
            "queue was full, nothing stored)." PROCESS_LOCAL,
-           sends, NROWS(sends));
-
+           sends, NROWS(sends), &s);
     singles(t, turns_started, NROWS(turns_started), &s);
-    const labelled turns[] = {
-        {"result=\"completed\"", s.turns_completed},
-        {"result=\"failed\"", s.turns_failed},
-        {"result=\"canceled\"", s.turns_canceled},
-        {"result=\"rejected\"", s.turns_rejected},
-        {"result=\"input_required\"", s.turns_input_required},
-        {"result=\"auth_required\"", s.turns_auth_required},
-        {"result=\"stopped\"", s.turns_stopped},
-        {"result=\"lost\"", s.turns_lost},
-    };
     family(t, "once_turns_finished_total",
            "Agent turns that ended, by the state they left the task in; stopped: onced was "
            "shutting down (the lease is released for a takeover); lost: canceled or the lease "
            "went to another replica." PROCESS_LOCAL,
-           turns, NROWS(turns));
+           turns_finished, NROWS(turns_finished), &s);
     singles(t, engine_rest, NROWS(engine_rest), &s);
 
     once_push_stats p;
     once__engine_push_stats(e, &p);
-    const labelled push[] = {
-        {"result=\"delivered\"", p.delivered},
-        {"result=\"failed\"", p.retried},
-        {"result=\"gone\"", p.disabled},
-    };
     family(t, "once_push_deliveries_total",
            "Webhook POSTs by result: delivered (2xx), failed (retried later), gone (410: the "
            "config is disabled)." PROCESS_LOCAL,
-           push, NROWS(push));
+           push_results, NROWS(push_results), &p);
     singles(t, push_more, NROWS(push_more), &p);
 }
 

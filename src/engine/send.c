@@ -255,15 +255,23 @@ static json_t *history_message(once__engine *e, const send_ctx *c, const char *c
     return once__message_fill(c->req->message, c->task_id, context_id, NULL, e->rng);
 }
 
-/* The write rec gave this replica the task's lease: start the turn of the
- * user message msg from the tree just stored (taken over) and answer. A
- * blocking send whose turn finishes at once runs it here and answers from
- * its last write; any other queues it for a worker. Takes msg over too: the
- * message is a member of the tree, and a tree that goes to a worker must
- * leave no reference behind on this thread (once__dispatch_task). */
-static int start_turn(once__engine *e, const send_ctx *c, const once_record *rec, json_t *task,
-                      json_t *msg, once_send_res *res)
+/* The end a registration and a continuation share. rc is their write's
+ * result; anything but ONCE_OK drops task and msg and is returned. When it
+ * landed, the write rec gave this replica the task's lease: start the turn
+ * of the user message msg from the tree just stored (taken over) and
+ * answer. A blocking send whose turn finishes at once runs it here and
+ * answers from its last write; any other queues it for a worker. Takes msg
+ * over too: the message is a member of the tree, and a tree that goes to a
+ * worker must leave no reference behind on this thread
+ * (once__dispatch_task). */
+static int start_turn(once__engine *e, const send_ctx *c, int rc, const once_record *rec,
+                      json_t *task, json_t *msg, once_send_res *res)
 {
+    if (rc != ONCE_OK) {
+        json_decref(msg);
+        json_decref(task);
+        return rc;
+    }
     if (c->req->return_immediately || !once__turn_quick(e, rec, msg)) {
         json_decref(msg);
         (void)once__dispatch_task(e, rec, task);
@@ -274,7 +282,7 @@ static int start_turn(once__engine *e, const send_ctx *c, const once_record *rec
     json_decref(msg);
     if (!ran)
         return respond(e, c, rec, res);
-    int rc = respond(e, c, &done, res);
+    rc = respond(e, c, &done, res);
     once_record_clear(&done);
     return rc;
 }
@@ -354,12 +362,8 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
         ONCE__STAT(e, registered);
         once__notify(e, &rec);
         res->verdict = ONCE_V_REGISTER;
-        rc = start_turn(e, c, &rec, task, user, res);
-        task = NULL;
-        user = NULL;
     }
-    json_decref(user);
-    json_decref(task);
+    rc = start_turn(e, c, rc, &rec, task, user, res);
     once_record_clear(&rec);
     return rc;
 }
@@ -418,12 +422,8 @@ static int do_continue(once__engine *e, const send_ctx *c, const once_record *cu
     if (rc == ONCE_OK) {
         ONCE__STAT(e, continued);
         res->verdict = ONCE_V_CONTINUE;
-        rc = start_turn(e, c, &next, task, user, res);
-        task = NULL;
-        user = NULL;
     }
-    json_decref(user);
-    json_decref(task);
+    rc = start_turn(e, c, rc, &next, task, user, res);
     if (have_next)
         once_record_clear(&next);
     return rc;

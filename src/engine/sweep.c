@@ -182,10 +182,9 @@ static void budget_note(once__engine *e, int64_t now)
                                      __ATOMIC_RELAXED))
         return;   /* another engine's sweep is logging */
     uint64_t n = __atomic_exchange_n(&unlogged, 0, __ATOMIC_RELAXED);
-    if (!once__log_enabled(ONCE_LOG_WARN))
-        return;
     once__logline l;
-    once__log_begin(&l, ONCE_LOG_WARN, "store_over_budget");
+    if (!once__log_begin(&l, ONCE_LOG_WARN, "store_over_budget"))
+        return;
     once__log_int(&l, "expired_early", (int64_t)n);
     once__log_int(&l, "window_ms", now - b.early_last);
     once__log_int(&l, "held_bytes", (int64_t)b.bytes);

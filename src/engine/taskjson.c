@@ -289,9 +289,7 @@ static char *splice(const char *kind, const char *obj, int stamp, int64_t genera
         return NULL;
     once__text t = ONCE__TEXT_INIT;
     once__text_reserve(&t, n + STAMP_MAX + 32); /* one allocation */
-    ONCE__TEXT_LIT(&t, "{\"");
-    once__text_str(&t, kind);
-    ONCE__TEXT_LIT(&t, "\":");
+    once__text_strs(&t, "{\"", kind, "\":", NULL);
     once__text_put(&t, obj, n - 1);
     if (stamp) {
         if (n > 2)
@@ -411,18 +409,10 @@ static int update_text(const char *kind, const json_t *task, const char *name,
     if (!once__plain_id(id) || !once__plain_id(ctx) || value == NULL)
         return ONCE_EINVAL;
     once__text t = ONCE__TEXT_INIT;
-    ONCE__TEXT_LIT(&t, "{\"");
-    once__text_str(&t, kind);
-    ONCE__TEXT_LIT(&t, "\":{\"taskId\":\"");
-    once__text_str(&t, id);
-    ONCE__TEXT_LIT(&t, "\",\"contextId\":\"");
-    once__text_str(&t, ctx);
-    ONCE__TEXT_LIT(&t, "\",\"");
-    once__text_str(&t, name);
-    ONCE__TEXT_LIT(&t, "\":");
+    once__text_strs(&t, "{\"", kind, "\":{\"taskId\":\"", id, "\",\"contextId\":\"", ctx,
+                    "\",\"", name, "\":", NULL);
     once__text_json(&t, value);
-    ONCE__TEXT_LIT(&t, ",");
-    once__text_str(&t, rest);
+    once__text_strs(&t, ",", rest, NULL);
     put_stamp(&t, generation);
     ONCE__TEXT_LIT(&t, "}}");
     *out = once__text_done(&t, NULL);

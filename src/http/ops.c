@@ -140,7 +140,8 @@ int once__ops_route(once__ops *o, struct MHD_Connection *conn, const char *url,
 void once__ops_log_request(const char *method, const char *principal, const char *outcome,
                            int status, int64_t t0)
 {
-    if (!once__log_enabled(ONCE_LOG_INFO))
+    once__logline l;
+    if (!once__log_begin(&l, ONCE_LOG_INFO, "request"))
         return;
     const once__logctx *c = once__log_ctx();
     if (method == NULL)
@@ -149,8 +150,6 @@ void once__ops_log_request(const char *method, const char *principal, const char
         outcome = c->outcome;
     else if (outcome == NULL)
         outcome = status == 200 ? "ok" : "error";
-    once__logline l;
-    once__log_begin(&l, ONCE_LOG_INFO, "request");
     once__log_str(&l, "method", method);
     once__log_str(&l, "principal", principal);
     if (c->task_id[0] != '\0')

@@ -853,9 +853,11 @@ static void test_text_pieces(void **state)
     once__text_int(&t, INT64_MAX);
     once__text_json(&t, v);
     ONCE__TEXT_LIT(&t, ">");
+    once__text_strs(&t, "[", "", "a\"b", "]", NULL);
     size_t n = 0;
     char *s = once__text_done(&t, &n);
-    assert_string_equal(s, "<-9223372036854775808|0|9223372036854775807{\"a\":[7,\"x\\\"y\"]}>");
+    assert_string_equal(s, "<-9223372036854775808|0|9223372036854775807{\"a\":[7,\"x\\\"y\"]}>"
+                           "[a\"b]");
     assert_int_equal(n, strlen(s));
     once_free(s);
     for (long fail = 0; fail < 3; fail++) {

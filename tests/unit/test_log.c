@@ -129,6 +129,16 @@ static void test_level_and_setup(void **state)
     assert_true(once__log_enabled(ONCE_LOG_ERROR));
     assert_true(once__log_enabled(ONCE_LOG_WARN));
     assert_false(once__log_enabled(ONCE_LOG_INFO));
+    /* A line below the level is not begun (the caller adds nothing); the
+     * one at the level that follows is the only one written. */
+    once__logline l;
+    assert_int_equal(once__log_begin(&l, ONCE_LOG_INFO, "below"), 0);
+    assert_int_equal(once__log_begin(&l, ONCE_LOG_WARN, "at_level"), 1);
+    once__log_end(&l);
+    char buf[4096];
+    drain(buf, sizeof buf);
+    assert_non_null(strstr(buf, "Z warn at_level"));
+    assert_null(strstr(buf, "below"));
     assert_int_equal(once__log_level_parse("debug"), ONCE_LOG_DEBUG);
     assert_int_equal(once__log_level_parse("verbose"), -1);
     assert_int_equal(once__log_format_parse("json"), ONCE_LOG_JSON);
