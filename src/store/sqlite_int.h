@@ -69,7 +69,10 @@ typedef enum sq_stmt_id {
     SQ_TASK_HEAD,       /* version, generation of one key */
     SQ_TASK_INSERT,
     SQ_TASK_UPDATE,
-    SQ_EVENT_INSERT,
+    SQ_EVENT_INSERT,    /* one event row; _2.._4: that many in one statement */
+    SQ_EVENT_INSERT_2,
+    SQ_EVENT_INSERT_3,
+    SQ_EVENT_INSERT_4,
     SQ_EVENTS_GET,
     SQ_LEASES,
     SQ_LIST,
@@ -90,6 +93,9 @@ typedef enum sq_stmt_id {
     SQ_TASK_RENEW,      /* text in sqlite_lease.c, which prepares it itself */
     SQ_NSTMT
 } sq_stmt_id;
+
+/* Rows one SQ_EVENT_INSERT_k statement takes at most. */
+#define SQ_EVENT_ROWS_MAX 4
 
 extern const char *const once__sq_sql[SQ_NSTMT];
 /* Columns of a task row as SELECTed by SQ_TASK_GET and the list queries. */

@@ -47,15 +47,22 @@ static int bind_task(sqlite3_stmt *st, const once_record *r)
 
 static int insert_events(sq_conn *w, const once_record *r, const once_event *ev, size_t nev)
 {
-    sqlite3_stmt *st;
-    int rc = nev ? once__sq_stmt(w, SQ_EVENT_INSERT, &st) : ONCE_OK;
-    for (size_t i = 0; rc == ONCE_OK && i < nev; i++) {
+    int rc = ONCE_OK;
+    while (rc == ONCE_OK && nev > 0) {
+        size_t k = nev < SQ_EVENT_ROWS_MAX ? nev : SQ_EVENT_ROWS_MAX;
+        sqlite3_stmt *st;
+        rc = once__sq_stmt(w, (sq_stmt_id)(SQ_EVENT_INSERT + k - 1), &st);
+        if (rc != ONCE_OK)
+            break;
         int src = bind_key(st, r->principal, r->task_id);
-        if (src == SQLITE_OK)
-            src = once__sq_bind_int64(st, 3, ev[i].generation);
-        if (src == SQLITE_OK)
-            src = once__sq_bind_text(st, 4, ev[i].payload);
+        for (size_t i = 0; src == SQLITE_OK && i < k; i++) {
+            src = once__sq_bind_int64(st, (int)(3 + 2 * i), ev[i].generation);
+            if (src == SQLITE_OK)
+                src = once__sq_bind_text(st, (int)(4 + 2 * i), ev[i].payload);
+        }
         rc = once__sq_finish(st, src);
+        ev += k;
+        nev -= k;
     }
     return rc;
 }
