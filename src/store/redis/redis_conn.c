@@ -385,8 +385,11 @@ int once__rd_reply(rd_store *s, rd_conn *c, redisReply **out)
  * Connections.
  */
 
-void once__rd_conn_close(rd_conn *c)
+/* The pool's close (NULL is a no-op). */
+static void pool_close(once__pool_item *it)
 {
+    rd_conn *c = (rd_conn *)it;
+
     if (!c)
         return;
     if (c->rc) {
@@ -429,8 +432,11 @@ static int hello(rd_store *s, rd_conn *c)
     return rc;
 }
 
-int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
+/* The pool's connect: a connection of owner (the rd_store), signed in and
+ * on its database. */
+static int pool_connect(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
 {
+    rd_store *s = owner;
     sigpipe_guard g;
     rd_conn *c;
     int rc;
@@ -450,7 +456,7 @@ int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
         once__store_seterr(&s->base, "redis connect %s:%d: %s", s->host, s->port, c->rc->errstr);
         once__store_errbuf(errbuf, errlen, "redis connect %s:%d: %s", s->host, s->port,
                            c->rc->errstr);
-        once__rd_conn_close(c);
+        pool_close(&c->item);
         return ONCE_ESTORE;
     }
     redisSetTimeout(c->rc, tv_ms(s->timeout_ms));
@@ -458,10 +464,10 @@ int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
     rc = hello(s, c);
     if (rc != ONCE_OK) {
         once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
-        once__rd_conn_close(c);
+        pool_close(&c->item);
         return rc;
     }
-    *out = c;
+    *out = &c->item;
     return ONCE_OK;
 }
 
@@ -477,19 +483,6 @@ static int pool_stale(once__pool_item *it)
     p.events = POLLIN | POLLRDHUP;
     p.revents = 0;
     return poll(&p, 1, 0) > 0;
-}
-
-static int pool_connect(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
-{
-    rd_conn *c = NULL;
-    int rc = once__rd_connect(owner, &c, errbuf, errlen);
-    *out = c ? &c->item : NULL;
-    return rc;
-}
-
-static void pool_close(once__pool_item *it)
-{
-    once__rd_conn_close((rd_conn *)it);
 }
 
 static void pool_tidy(once__pool_item *it)

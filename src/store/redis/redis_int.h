@@ -114,8 +114,6 @@ void once__rd_i64(rd_cmd *c, int64_t v);
 
 /* ---- redis_conn.c: connections ---- */
 
-int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen);
-void once__rd_conn_close(rd_conn *c); /* NULL is a no-op */
 extern const once__pool_ops once__rd_pool_ops;
 
 /* Send one command and read its reply (*out: freeReplyObject it). An error
