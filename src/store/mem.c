@@ -1631,10 +1631,6 @@ static int mem_meta_get(once_store *s, const char *name, const char *init_value,
     int rc = ONCE_OK;
 
     *out = NULL;
-    if (!name[0]) {
-        once__store_seterr(s, "meta: empty name");
-        return ONCE_EINVAL;
-    }
     pthread_mutex_lock(&ms->lock);
     for (m = ms->meta; m && strcmp(m->name, name) != 0; m = m->next)
         ;

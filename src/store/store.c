@@ -283,6 +283,11 @@ int once_store_meta(once_store *s, const char *name, const char *init_value, cha
         *out = NULL;
     if (!s || !name || !out)
         return ONCE_EINVAL;
+    /* Here, not in each backend: a slot is never handed an empty name. */
+    if (!name[0]) {
+        once__store_seterr(s, "meta: empty name");
+        return ONCE_EINVAL;
+    }
     TIMED(s, ONCE__SOP_META, s->m->meta(s, name, init_value, out));
 }
 

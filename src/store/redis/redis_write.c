@@ -547,9 +547,5 @@ int once__rd_meta(once_store *s, const char *name, const char *init_value, char 
     meta_arg a = {name, init_value, out};
 
     *out = NULL;
-    if (!name[0]) {
-        once__store_seterr(s, "meta: empty name");
-        return ONCE_EINVAL;
-    }
     return once__rd_run(rds(s), meta_fn, &a);
 }
