@@ -250,6 +250,34 @@ int once__rd_due(rd_store *s, rd_conn *c, const char *index, int64_t max, int be
     return rc;
 }
 
+int once__rd_walk_due(rd_store *s, rd_conn *c, const rd_walk *w)
+{
+    int rounds, rc = ONCE_OK;
+
+    for (rounds = 0; rc == ONCE_OK && *w->done < w->want && rounds < w->rounds; rounds++) {
+        size_t want = w->want - *w->done, i;
+        redisReply *r;
+
+        if (want > w->batch)
+            want = w->batch;
+        rc = once__rd_due(s, c, w->index, w->max, w->below, (int64_t)want, &r);
+        if (rc != ONCE_OK)
+            break;
+        if (r->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            rc = ONCE_ECORRUPT;
+            break;
+        }
+        for (i = 0; rc == ONCE_OK && i < r->elements && *w->done < w->want; i++)
+            rc = w->fn(s, c, r->element[i], w->arg);
+        i = r->elements;
+        freeReplyObject(r);
+        if (i < want)
+            break; /* the due range is exhausted */
+    }
+    return rc;
+}
+
 static int load_one(rd_store *s, rd_conn *c, rd_script_id id)
 {
     rd_cmd cmd;
