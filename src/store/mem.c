@@ -1098,19 +1098,27 @@ static void node_free(mem_node *n)
         entry_free((mem_entry *)n);
 }
 
+/* Free the nodes chained from n through next: a bucket at close, or what
+ * a sweep or purge took out of the table under the lock (no bucket holds
+ * those any more, so their next is free to chain them), freed after it. */
+static void chain_free(mem_node *n)
+{
+    mem_node *next;
+
+    for (; n; n = next) {
+        next = n->next;
+        node_free(n);
+    }
+}
+
 static int mem_close(once_store *s)
 {
     mem_store *ms = (mem_store *)s;
     mem_meta *m, *mn;
     size_t i;
 
-    for (i = 0; i < ms->ntab; i++) {
-        mem_node *n, *next;
-        for (n = ms->tab[i]; n; n = next) {
-            next = n->next;
-            node_free(n);
-        }
-    }
+    for (i = 0; i < ms->ntab; i++)
+        chain_free(ms->tab[i]);
     for (m = ms->meta; m; m = mn) {
         mn = m->next;
         once_free(m->name);
@@ -1465,7 +1473,8 @@ static int entomb(mem_store *ms, mem_entry *e, int64_t now)
 static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, size_t max,
                        size_t *n)
 {
-    mem_entry *gone = NULL, *e;
+    mem_node *gone = NULL;
+    mem_entry *e;
     int rc = ONCE_OK;
 
     pthread_mutex_lock(&ms->lock);
@@ -1480,15 +1489,12 @@ static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, size
             ms->early++;
             ms->early_last = e->r->finished_at;
         }
-        e->qnext = gone;
-        gone = e;
+        e->n.next = gone;
+        gone = &e->n;
         (*n)++;
     }
     pthread_mutex_unlock(&ms->lock);
-    for (; gone; gone = e) {
-        e = gone->qnext;
-        entry_free(gone);
-    }
+    chain_free(gone);
     return rc;
 }
 
@@ -1521,7 +1527,8 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
 static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
 {
     mem_store *ms = (mem_store *)s;
-    mem_tomb *gone = NULL, *t;
+    mem_node *gone = NULL;
+    mem_tomb *t;
     const mem_ctomb *c;
 
     *n = 0;
@@ -1549,15 +1556,12 @@ static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *
         ms->tomb_bytes -= tomb_bytes(t);
         if (!(ms->tomb_head = t->qnext))
             ms->tomb_tail = NULL;
-        t->qnext = gone;
-        gone = t;
+        t->n.next = gone;
+        gone = &t->n;
         (*n)++;
     }
     pthread_mutex_unlock(&ms->lock);
-    for (; gone; gone = t) {
-        t = gone->qnext;
-        once_free(gone);
-    }
+    chain_free(gone);
     return ONCE_OK;
 }
 
@@ -1631,10 +1635,6 @@ static int mem_meta_get(once_store *s, const char *name, const char *init_value,
     int rc = ONCE_OK;
 
     *out = NULL;
-    if (!name[0]) {
-        once__store_seterr(s, "meta: empty name");
-        return ONCE_EINVAL;
-    }
     pthread_mutex_lock(&ms->lock);
     for (m = ms->meta; m && strcmp(m->name, name) != 0; m = m->next)
         ;

@@ -81,53 +81,53 @@ static z_stream *zip_stream(void)
     return zs;
 }
 
-/* z->d made on first use, then reset for a new text; NULL when out of
- * memory (z->d stays NULL, so the next call tries again). */
-static z_stream *deflater(mem_zip *z)
-{
-    z_stream *zs = z->d;
+/* What differs between the two directions: zlib's calls for each. */
+typedef struct zip_dir {
+    int (*init)(z_stream *zs);
+    int (*reset)(z_stream *zs);
+    int (*set_dict)(z_stream *zs, const Bytef *dict, uInt len);
+} zip_dir;
 
-    if (!zs) {
-        if (!(zs = zip_stream()))
-            return NULL;
-        if (deflateInit2(zs, ZIP_LEVEL, Z_DEFLATED, ZIP_WBITS, ZIP_MEMLEVEL,
-                         Z_DEFAULT_STRATEGY) != Z_OK) {
-            once_free(zs);
-            return NULL;
-        }
-        z->d = zs;
-    } else if (deflateReset(zs) != Z_OK) {
-        return NULL;
-    }
-    if (deflateSetDictionary(zs, (const Bytef *)dict, sizeof dict - 1) != Z_OK)
-        return NULL;
-    return zs;
+static int deflate_init(z_stream *zs)
+{
+    return deflateInit2(zs, ZIP_LEVEL, Z_DEFLATED, ZIP_WBITS, ZIP_MEMLEVEL, Z_DEFAULT_STRATEGY);
 }
 
-static z_stream *inflater(mem_zip *z)
+static int inflate_init(z_stream *zs)
 {
-    z_stream *zs = z->i;
+    return inflateInit2(zs, ZIP_WBITS);
+}
+
+static const zip_dir deflating = {deflate_init, deflateReset, deflateSetDictionary};
+static const zip_dir inflating = {inflate_init, inflateReset, inflateSetDictionary};
+
+/* The stream in *slot (z->d or z->i) made on first use, then reset for a
+ * new text, with the dictionary set (raw inflate takes it before the first
+ * byte too); NULL when out of memory (*slot stays NULL, so the next call
+ * tries again). */
+static z_stream *zip_ready(void **slot, const zip_dir *dir)
+{
+    z_stream *zs = *slot;
 
     if (!zs) {
         if (!(zs = zip_stream()))
             return NULL;
-        if (inflateInit2(zs, ZIP_WBITS) != Z_OK) {
+        if (dir->init(zs) != Z_OK) {
             once_free(zs);
             return NULL;
         }
-        z->i = zs;
-    } else if (inflateReset(zs) != Z_OK) {
+        *slot = zs;
+    } else if (dir->reset(zs) != Z_OK) {
         return NULL;
     }
-    /* Raw inflate takes its dictionary before the first byte. */
-    if (inflateSetDictionary(zs, (const Bytef *)dict, sizeof dict - 1) != Z_OK)
+    if (dir->set_dict(zs, (const Bytef *)dict, sizeof dict - 1) != Z_OK)
         return NULL;
     return zs;
 }
 
 int once__mem_zip_begin(mem_zip *z, unsigned char *out, size_t cap)
 {
-    z_stream *zs = deflater(z);
+    z_stream *zs = zip_ready(&z->d, &deflating);
 
     if (!zs)
         return ONCE_ENOMEM;
@@ -170,7 +170,7 @@ int once__mem_zip_end(mem_zip *z, size_t *outlen)
 
 int once__mem_zip_inflate(mem_zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen)
 {
-    z_stream *zs = inflater(z);
+    z_stream *zs = zip_ready(&z->i, &inflating);
     int zr;
 
     if (!zs)

@@ -342,10 +342,6 @@ static int sq_list(once_store *s, const once_list_query *q, once_record_list *ou
 static int sq_meta(once_store *s, const char *name, const char *init_value, char **out)
 {
     *out = NULL;
-    if (!name[0]) {
-        once__store_seterr(s, "meta: empty name");
-        return ONCE_EINVAL;
-    }
     int rc = once__sq_meta_get(sq(s), name, out);
     if (rc != ONCE_ENOTFOUND || !init_value)
         return rc;

@@ -128,16 +128,23 @@ int once__sq_bind_int64(sqlite3_stmt *st, int i, int64_t v)
 int once__sq_bind(sqlite3_stmt *st, int first, const char *types, ...)
 {
     va_list ap;
-    int rc = SQLITE_OK;
 
     va_start(ap, types);
+    int rc = once__sq_vbind(st, first, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+int once__sq_vbind(sqlite3_stmt *st, int first, const char *types, va_list ap)
+{
+    int rc = SQLITE_OK;
+
     for (int i = 0; rc == SQLITE_OK && types[i]; i++) {
         if (types[i] == 's')
             rc = once__sq_bind_text(st, first + i, va_arg(ap, const char *));
         else
             rc = once__sq_bind_int64(st, first + i, va_arg(ap, int64_t));
     }
-    va_end(ap);
     return rc;
 }
 

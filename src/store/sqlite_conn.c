@@ -69,6 +69,39 @@ int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out)
     return ONCE_OK;
 }
 
+static int stmt_vbind(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out, const char *types, va_list ap)
+{
+    int rc = once__sq_stmt(c, id, out);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_vbind(*out, 1, types, ap);
+    if (src == SQLITE_OK)
+        return ONCE_OK;
+    (void)once__sq_reset(*out);
+    return once__db_err(src);
+}
+
+int once__sq_stmt_bind(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out, const char *types, ...)
+{
+    va_list ap;
+
+    va_start(ap, types);
+    int rc = stmt_vbind(c, id, out, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+int once__sq_run_bound(sq_conn *c, sq_stmt_id id, const char *types, ...)
+{
+    sqlite3_stmt *st;
+    va_list ap;
+
+    va_start(ap, types);
+    int rc = stmt_vbind(c, id, &st, types, ap);
+    va_end(ap);
+    return rc == ONCE_OK ? once__sq_finish(st, SQLITE_OK) : rc;
+}
+
 int once__sq_finish(sqlite3_stmt *st, int src)
 {
     if (src == SQLITE_OK)

@@ -22,6 +22,7 @@
 #define ONCE_STORE_SQLITE_INT_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <semaphore.h>
 #include <sqlite3.h>
 
@@ -203,6 +204,7 @@ int once__sq_bind_int64(sqlite3_stmt *st, int i, int64_t v);
  * argument list has no types). Stops at the first failure and returns its
  * code, else SQLITE_OK; every bind is one fault point, as the single ones. */
 int once__sq_bind(sqlite3_stmt *st, int first, const char *types, ...);
+int once__sq_vbind(sqlite3_stmt *st, int first, const char *types, va_list ap);
 int once__sq_step(sqlite3_stmt *st);
 int once__sq_reset(sqlite3_stmt *st);
 void once__sq_count_commit(size_t ops);
@@ -220,6 +222,15 @@ int once__sq_conn_close(sq_conn *c);
 int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out);
 /* Step a statement that returns no rows, then reset it. */
 int once__sq_run(sq_conn *c, sq_stmt_id id);
+/* The cached statement id with ?1, ?2, ... bound from types as
+ * once__sq_bind binds them: ONCE_OK with *out ready to step, else the
+ * error, and a statement whose binding failed is reset at once, so it
+ * keeps no pointer into the caller's buffers. The step every slot that
+ * runs a statement on its own arguments begins with. */
+int once__sq_stmt_bind(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out, const char *types, ...);
+/* once__sq_stmt_bind, then once__sq_finish: a statement that returns no
+ * rows, run on the arguments types describes. */
+int once__sq_run_bound(sq_conn *c, sq_stmt_id id, const char *types, ...);
 /* The end of a statement that returns no rows, whose binding returned src:
  * stepped (when the binding worked), then always reset, so no failed
  * binding leaves pointers to the caller's buffers bound. ONCE_OK on
@@ -250,6 +261,9 @@ int once__sq_schema(sq_store *s, sq_conn *c);
 int once__sq_submit(sq_store *s, sq_op *op);
 
 /* ---- sqlite_write.c ---- */
+/* What runs one kind of op: every kind's function has this shape, so that
+ * once__sq_op_exec picks it from a table. */
+typedef int (*sq_op_fn)(sq_store *s, sq_conn *w, sq_op *op);
 /* Run one op inside the open transaction (the caller wraps a SAVEPOINT). */
 int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op);
 /* Drop outputs an op wrote before its batch failed. */
@@ -279,8 +293,8 @@ int once__sq_check(sq_store *s, once_check_report *rep);
 int once__sq_push_sync(sq_conn *w, const once_record *rec);
 /* Inside a write op: drop the key's rows (entomb). */
 int once__sq_push_drop(sq_conn *w, const char *principal, const char *task_id);
-int once__sq_op_push_claim(sq_conn *w, sq_op *op);
-int once__sq_op_push_ack(sq_conn *w, sq_op *op);
+int once__sq_op_push_claim(sq_store *s, sq_conn *w, sq_op *op);
+int once__sq_op_push_ack(sq_store *s, sq_conn *w, sq_op *op);
 /* The slots (claim checks on a reader first, so an idle poll never takes
  * the write lock). */
 int once__sq_push_claim(sq_store *s, const char *owner, int64_t now, int64_t lease_ms,

@@ -181,9 +181,10 @@ static int due_rows(sq_conn *c, int64_t now, size_t max, once_push_claim_list *o
     return end_read(st, rc, src);
 }
 
-int once__sq_op_push_claim(sq_conn *w, sq_op *op)
+int once__sq_op_push_claim(sq_store *s, sq_conn *w, sq_op *op)
 {
     size_t found;
+    (void)s;
     int rc = due_rows(w, op->now, op->max, op->claims, &found);
     for (size_t i = 0; rc == ONCE_OK && i < op->claims->n; i++) {
         once_push_claim *k = &op->claims->v[i];
@@ -241,11 +242,12 @@ int once__sq_push_claim(sq_store *s, const char *owner, int64_t now, int64_t lea
  * Ack and status.
  */
 
-int once__sq_op_push_ack(sq_conn *w, sq_op *op)
+int once__sq_op_push_ack(sq_store *s, sq_conn *w, sq_op *op)
 {
     const once_push_ack *a = op->ack;
     sqlite3_stmt *st;
     once_push_row r;
+    (void)s;
     int rc = once__sq_stmt(w, SQ_PUSH_GET, &st);
     if (rc != ONCE_OK)
         return rc;

@@ -211,19 +211,17 @@ int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_
     return once__sq_with_reader(s, "load", load_fn, &a);
 }
 
-/* Step st (its arguments bound, src the binding's result) to its end,
- * appending one element of size bytes per row to the array at pv (T **,
- * *n in use) through decode, which fills a zeroed element. Ends the
- * statement; on failure the caller clears its list. */
+/* Step st (its arguments bound) to its end, appending one element of
+ * size bytes per row to the array at pv (T **, *n in use) through decode,
+ * which fills a zeroed element. Ends the statement; on failure the caller
+ * clears its list. */
 typedef int (*row_fn)(sqlite3_stmt *st, void *elem);
 
-static int collect(sqlite3_stmt *st, int src, void *pv, size_t *n, size_t size, row_fn decode)
+static int collect(sqlite3_stmt *st, void *pv, size_t *n, size_t size, row_fn decode)
 {
     size_t cap = 0;
-    int rc = ONCE_OK;
-    while (src == SQLITE_OK || src == SQLITE_ROW) {
-        if ((src = once__sq_step(st)) != SQLITE_ROW)
-            break;
+    int rc = ONCE_OK, src;
+    while ((src = once__sq_step(st)) == SQLITE_ROW) {
         if (*n == cap && (rc = once__grow(pv, &cap, size, 16)) != ONCE_OK)
             break;
         char *v;
@@ -256,12 +254,10 @@ static int events_fn(sq_conn *c, void *p)
 {
     events_arg *a = p;
     sqlite3_stmt *st;
-    int rc = once__sq_stmt(c, SQ_EVENTS_GET, &st);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = once__sq_bind(st, 1, "ssii", a->principal, a->task_id, a->after,
-                            a->max == 0 || a->max > INT64_MAX ? -1 : (int64_t)a->max);
-    rc = collect(st, src, &a->out->v, &a->out->n, sizeof *a->out->v, event_row);
+    int rc = once__sq_stmt_bind(c, SQ_EVENTS_GET, &st, "ssii", a->principal, a->task_id, a->after,
+                                a->max == 0 || a->max > INT64_MAX ? -1 : (int64_t)a->max);
+    if (rc == ONCE_OK)
+        rc = collect(st, &a->out->v, &a->out->n, sizeof *a->out->v, event_row);
     if (rc != ONCE_OK)
         once_event_list_clear(a->out);
     return rc;
@@ -292,11 +288,10 @@ static int leases_fn(sq_conn *c, void *p)
 {
     leases_arg *a = p;
     sqlite3_stmt *st;
-    int rc = once__sq_stmt(c, SQ_LEASES, &st);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = once__sq_bind(st, 1, "ii", a->now, a->max > INT64_MAX ? -1 : (int64_t)a->max);
-    rc = collect(st, src, &a->out->v, &a->out->n, sizeof *a->out->v, key_row);
+    int rc = once__sq_stmt_bind(c, SQ_LEASES, &st, "ii", a->now,
+                                a->max > INT64_MAX ? -1 : (int64_t)a->max);
+    if (rc == ONCE_OK)
+        rc = collect(st, &a->out->v, &a->out->n, sizeof *a->out->v, key_row);
     if (rc != ONCE_OK)
         once_key_list_clear(a->out);
     return rc;
@@ -366,12 +361,10 @@ static int meta_fn(sq_conn *c, void *p)
 {
     meta_arg *a = p;
     sqlite3_stmt *st;
-    int rc = once__sq_stmt(c, SQ_META_GET, &st);
+    int rc = once__sq_stmt_bind(c, SQ_META_GET, &st, "s", a->name);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind_text(st, 1, a->name);
-    if (src == SQLITE_OK)
-        src = once__sq_step(st);
+    int src = once__sq_step(st);
     if (src == SQLITE_ROW)
         rc = dup_text(a->out, st, 0, 0);
     else

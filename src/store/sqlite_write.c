@@ -96,6 +96,32 @@ static int done_row(sqlite3_stmt *st, int rc)
     return rrc == SQLITE_OK ? rc : once__db_err(rrc);
 }
 
+/* The task row of r, through SQ_TASK_INSERT or, with *expect_version as
+ * ?20, SQ_TASK_UPDATE: what a create and an update write first. */
+static int write_task(sq_conn *w, sq_stmt_id id, const once_record *r,
+                      const int64_t *expect_version)
+{
+    sqlite3_stmt *st;
+    int rc = once__sq_stmt(w, id, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = bind_task(st, r);
+    if (src == SQLITE_OK && expect_version)
+        src = once__sq_bind_int64(st, 20, *expect_version);
+    return once__sq_finish(st, src);
+}
+
+/* What a create and an update write after the task row: the op's events,
+ * then the key's delivery rows to match r->push_json (sync_push 0: the key
+ * has none and r wants none). */
+static int write_rest(sq_conn *w, const sq_op *op, int sync_push)
+{
+    int rc = insert_events(w, op->rec, op->ev, op->nev);
+    if (rc == ONCE_OK && sync_push)
+        rc = once__sq_push_sync(w, op->rec);
+    return rc;
+}
+
 static int op_create(sq_store *s, sq_conn *w, sq_op *op)
 {
     const once_record *r = op->rec;
@@ -109,11 +135,7 @@ static int op_create(sq_store *s, sq_conn *w, sq_op *op)
     if (rc != ONCE_ENOTFOUND)
         return rc;
 
-    rc = once__sq_stmt(w, SQ_TASK_INSERT, &st);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = bind_task(st, r);
-    rc = once__sq_finish(st, src);
+    rc = write_task(w, SQ_TASK_INSERT, r, NULL);
     if (rc != ONCE_OK)
         return rc;
     if (sqlite3_changes(w->db) == 0) {   /* ON CONFLICT DO NOTHING: a live record won */
@@ -127,10 +149,7 @@ static int op_create(sq_store *s, sq_conn *w, sq_op *op)
         rc = once__sq_row_record(st, 0, op->winner);
         return done_row(st, rc == ONCE_OK ? ONCE_EEXISTS : rc);
     }
-    rc = insert_events(w, r, op->ev, op->nev);
-    if (rc == ONCE_OK && r->push_json)
-        rc = once__sq_push_sync(w, r);
-    return rc;
+    return write_rest(w, op, r->push_json != NULL);
 }
 
 static int op_update(sq_store *s, sq_conn *w, sq_op *op)
@@ -158,21 +177,12 @@ static int op_update(sq_store *s, sq_conn *w, sq_op *op)
     if (rc != ONCE_OK)
         return rc;
 
-    rc = once__sq_stmt(w, SQ_TASK_UPDATE, &st);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = bind_task(st, r);
-    if (src == SQLITE_OK)
-        src = once__sq_bind_int64(st, 20, op->expect_version);
-    rc = once__sq_finish(st, src);
+    rc = write_task(w, SQ_TASK_UPDATE, r, &op->expect_version);
     if (rc == ONCE_OK && sqlite3_changes(w->db) != 1)
         rc = ONCE_ESTORE;   /* we hold the write lock: the row cannot have moved */
     if (rc != ONCE_OK)
         return rc;
-    rc = insert_events(w, r, op->ev, op->nev);
-    if (rc == ONCE_OK)
-        rc = once__sq_push_sync(w, r);
-    return rc;
+    return write_rest(w, op, 1);
 }
 
 /* A key to entomb, copied out of the pick query before rows are changed. */
@@ -232,26 +242,17 @@ static int sweep_pick(sq_conn *w, sq_op *op, sweep_key **keys, size_t *nkeys)
 
 static int entomb(sq_conn *w, const sweep_key *k, int64_t now)
 {
-    sqlite3_stmt *st;
-    int rc = once__sq_stmt(w, SQ_TOMB_INSERT, &st);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = once__sq_bind(st, 1, "sssii", k->principal, k->task_id, k->first_digest,
-                            k->finished_at, now);
-    rc = once__sq_finish(st, src);
+    int rc = once__sq_run_bound(w, SQ_TOMB_INSERT, "sssii", k->principal, k->task_id,
+                                k->first_digest, k->finished_at, now);
     const sq_stmt_id dels[] = {SQ_EVENTS_DELETE, SQ_TASK_DELETE, SQ_PUSH_DELETE_KEY};
-    for (int i = 0; rc == ONCE_OK && i < 3; i++) {
-        rc = once__sq_stmt(w, dels[i], &st);
-        if (rc == ONCE_OK) {
-            src = bind_key(st, k->principal, k->task_id);
-            rc = once__sq_finish(st, src);
-        }
-    }
+    for (int i = 0; rc == ONCE_OK && i < 3; i++)
+        rc = once__sq_run_bound(w, dels[i], "ss", k->principal, k->task_id);
     return rc;
 }
 
-static int op_sweep(sq_conn *w, sq_op *op)
+static int op_sweep(sq_store *s, sq_conn *w, sq_op *op)
 {
+    (void)s;
     sweep_key *keys = NULL;
     size_t nkeys = 0;
     int rc = sweep_pick(w, op, &keys, &nkeys);
@@ -263,35 +264,26 @@ static int op_sweep(sq_conn *w, sq_op *op)
     return rc;
 }
 
-static int op_purge(sq_conn *w, sq_op *op)
+static int op_purge(sq_store *s, sq_conn *w, sq_op *op)
 {
-    sqlite3_stmt *st;
-    int rc = once__sq_stmt(w, SQ_PURGE, &st);
-    if (rc != ONCE_OK)
-        return rc;
-    int src = once__sq_bind(st, 1, "ii", op->before, op->max > INT64_MAX ? -1 : (int64_t)op->max);
-    rc = once__sq_finish(st, src);
+    (void)s;
+    int rc = once__sq_run_bound(w, SQ_PURGE, "ii", op->before,
+                                op->max > INT64_MAX ? -1 : (int64_t)op->max);
     if (rc == ONCE_OK)
         *op->n = (size_t)sqlite3_changes(w->db);
     return rc;
 }
 
-static int op_meta(sq_conn *w, sq_op *op)
+static int op_meta(sq_store *s, sq_conn *w, sq_op *op)
 {
     sqlite3_stmt *st;
-    int rc = once__sq_stmt(w, SQ_META_INSERT, &st);
+    (void)s;
+    int rc = once__sq_run_bound(w, SQ_META_INSERT, "ss", op->name, op->init_value);
+    if (rc == ONCE_OK)
+        rc = once__sq_stmt_bind(w, SQ_META_GET, &st, "s", op->name);
     if (rc != ONCE_OK)
         return rc;
-    int src = once__sq_bind(st, 1, "ss", op->name, op->init_value);
-    rc = once__sq_finish(st, src);
-    if (rc != ONCE_OK)
-        return rc;
-    rc = once__sq_stmt(w, SQ_META_GET, &st);
-    if (rc != ONCE_OK)
-        return rc;
-    src = once__sq_bind_text(st, 1, op->name);
-    if (src == SQLITE_OK)
-        src = once__sq_step(st);
+    int src = once__sq_step(st);
     if (src == SQLITE_ROW) {
         const unsigned char *v = sqlite3_column_text(st, 0);
         rc = !v ? ONCE_ESTORE : (*op->out = once_strdup((const char *)v)) ? ONCE_OK : ONCE_ENOMEM;
@@ -309,8 +301,9 @@ static int op_meta(sq_conn *w, sq_op *op)
 
 /* Test hook: the writer's PRAGMA synchronous, read as an op so that only
  * the leader touches the writer connection. */
-static int op_sync(sq_conn *w, sq_op *op)
+static int op_sync(sq_store *s, sq_conn *w, sq_op *op)
 {
+    (void)s;
     sqlite3_stmt *st;
     int src = once__sq_prepare(w->db, "PRAGMA synchronous", &st);
     if (src == SQLITE_OK)
@@ -321,40 +314,23 @@ static int op_sync(sq_conn *w, sq_op *op)
     return src == SQLITE_ROW ? ONCE_OK : once__db_err(src == SQLITE_DONE ? SQLITE_ERROR : src);
 }
 
+/* What runs each kind of op, indexed by sq_op_kind. */
+static const sq_op_fn op_fns[] = {
+    [SQ_OP_CREATE] = op_create,
+    [SQ_OP_UPDATE] = op_update,
+    [SQ_OP_SWEEP] = op_sweep,
+    [SQ_OP_PURGE] = op_purge,
+    [SQ_OP_META] = op_meta,
+    [SQ_OP_SYNC] = op_sync,
+    [SQ_OP_PUSH_CLAIM] = once__sq_op_push_claim,
+    [SQ_OP_PUSH_ACK] = once__sq_op_push_ack,
+    [SQ_OP_RENEW] = once__sq_op_renew,
+};
+
 int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op)
 {
-    int rc;
-    switch (op->kind) {
-    case SQ_OP_CREATE:
-        rc = op_create(s, w, op);
-        break;
-    case SQ_OP_UPDATE:
-        rc = op_update(s, w, op);
-        break;
-    case SQ_OP_SWEEP:
-        rc = op_sweep(w, op);
-        break;
-    case SQ_OP_PURGE:
-        rc = op_purge(w, op);
-        break;
-    case SQ_OP_META:
-        rc = op_meta(w, op);
-        break;
-    case SQ_OP_SYNC:
-        rc = op_sync(w, op);
-        break;
-    case SQ_OP_PUSH_CLAIM:
-        rc = once__sq_op_push_claim(w, op);
-        break;
-    case SQ_OP_PUSH_ACK:
-        rc = once__sq_op_push_ack(w, op);
-        break;
-    case SQ_OP_RENEW:
-        rc = once__sq_op_renew(s, w, op);
-        break;
-    default:
-        rc = ONCE_ERROR;
-    }
+    size_t k = (size_t)op->kind;
+    int rc = k < sizeof op_fns / sizeof op_fns[0] ? op_fns[k](s, w, op) : ONCE_ERROR;
     if (rc == ONCE_ESTORE || rc == ONCE_EBUSY || rc == ONCE_ENOMEM || rc == ONCE_ECORRUPT)
         once__sq_seterr(s, w->db, "write", rc);
     if (rc != ONCE_OK && rc != ONCE_EEXISTS && rc != ONCE_ETOMBSTONE)

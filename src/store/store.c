@@ -194,16 +194,25 @@ int once_store_create(once_store *s, const once_record *rec, const once_event *e
     TIMED(s, ONCE__SOP_CREATE, s->m->create(s, rec, ev, nev, winner, tomb));
 }
 
+/* What every read of one task's output checks first: out zeroed (size
+ * bytes, so that a refusal leaves nothing stale in it), then a handle, an
+ * output and a valid key. */
+static int keyed_read(once_store *s, const char *principal, const char *task_id, void *out,
+                      size_t size)
+{
+    if (out)
+        memset(out, 0, size);
+    if (!s || !out)
+        return ONCE_EINVAL;
+    return once__store_valid_key(s, principal, task_id);
+}
+
 int once_store_load(once_store *s, const char *principal, const char *task_id, once_record *out,
                     once_tombstone *tomb)
 {
-    if (out)
-        memset(out, 0, sizeof *out);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    if (!s || !out)
-        return ONCE_EINVAL;
-    int rc = once__store_valid_key(s, principal, task_id);
+    int rc = keyed_read(s, principal, task_id, out, sizeof *out);
     if (rc != ONCE_OK)
         return rc;
     TIMED(s, ONCE__SOP_LOAD, s->m->load(s, principal, task_id, out, tomb));
@@ -223,11 +232,7 @@ int once_store_update(once_store *s, const once_record *rec, int64_t expect_vers
 int once_store_events(once_store *s, const char *principal, const char *task_id, int64_t after,
                       size_t max, once_event_list *out)
 {
-    if (out)
-        memset(out, 0, sizeof *out);
-    if (!s || !out)
-        return ONCE_EINVAL;
-    int rc = once__store_valid_key(s, principal, task_id);
+    int rc = keyed_read(s, principal, task_id, out, sizeof *out);
     if (rc != ONCE_OK)
         return rc;
     TIMED(s, ONCE__SOP_EVENTS, s->m->events(s, principal, task_id, after, max, out));
@@ -278,6 +283,11 @@ int once_store_meta(once_store *s, const char *name, const char *init_value, cha
         *out = NULL;
     if (!s || !name || !out)
         return ONCE_EINVAL;
+    /* Here, not in each backend: a slot is never handed an empty name. */
+    if (!name[0]) {
+        once__store_seterr(s, "meta: empty name");
+        return ONCE_EINVAL;
+    }
     TIMED(s, ONCE__SOP_META, s->m->meta(s, name, init_value, out));
 }
 

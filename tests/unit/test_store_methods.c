@@ -1,8 +1,9 @@
 /*
  * test_store_methods.c -- the store contract's guards (src/store/store.c):
  * a methods table built against another store.h (another version) or
- * missing a slot it must fill is refused before its open slot runs, and
- * close reports the backend's failure instead of swallowing it.
+ * missing a slot it must fill is refused before its open slot runs, close
+ * reports the backend's failure instead of swallowing it, and an empty
+ * meta name is refused before any backend's slot sees it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,7 @@
 
 #include "store/store_int.h"
 
-static int opens, closes;
+static int opens, closes, metas;
 static int close_rc;
 
 static int counting_open(const char *url, const once_store_options *opt, once_store **out,
@@ -30,6 +31,12 @@ static int failing_close(once_store *s)
     closes++;
     int rc = once__store_memory.close(s);
     return rc != ONCE_OK ? rc : close_rc;
+}
+
+static int counting_meta(once_store *s, const char *name, const char *init_value, char **out)
+{
+    metas++;
+    return once__store_memory.meta(s, name, init_value, out);
 }
 
 /* The memory backend's table under another name: what a backend built
@@ -109,12 +116,34 @@ static void test_close_reports_failure(void **state)
     assert_int_equal(once_store_close(NULL), ONCE_OK);
 }
 
+/* once_store_meta refuses an empty name itself: the slot never runs. */
+static void test_meta_empty_name_refused(void **state)
+{
+    (void)state;
+    once_store_methods m = outside();
+    m.meta = counting_meta;
+    once_store *s = NULL;
+    char *v = NULL;
+    assert_int_equal(once_store_open_methods(&m, "outside:", NULL, &s, NULL, 0), ONCE_OK);
+    assert_int_equal(once_store_meta(s, "", "x", &v), ONCE_EINVAL);
+    assert_null(v);
+    assert_non_null(strstr(once_store_errmsg(s), "empty name"));
+    /* A name that is not empty reaches the slot: the count moves. */
+    assert_int_equal(once_store_meta(s, "secret", "x", &v), ONCE_OK);
+    assert_string_equal(v, "x");
+    once_free(v);
+    assert_int_equal(metas, 1);
+    close_rc = ONCE_OK;
+    assert_int_equal(once_store_close(s), ONCE_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_guards_the_table),
         cmocka_unit_test(test_missing_slots_refused),
         cmocka_unit_test(test_close_reports_failure),
+        cmocka_unit_test(test_meta_empty_name_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -335,10 +335,6 @@ int once__dy_meta(once_store *base, const char *name, const char *init_value, ch
     const char *v;
     int rc;
 
-    if (!name[0]) {
-        once__store_seterr(base, "meta: empty name");
-        return ONCE_EINVAL;
-    }
     pk = once_malloc(n);
     if (!pk)
         return ONCE_ENOMEM;

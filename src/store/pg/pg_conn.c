@@ -313,15 +313,19 @@ static void quiet(void *arg, const char *message)
     (void)message; /* CREATE ... IF NOT EXISTS notices and the like */
 }
 
-void once__pg_conn_close(pg_conn *c)
+/* The pool's close (NULL is a no-op). */
+static void pool_close(once__pool_item *it)
 {
+    pg_conn *c = (pg_conn *)it;
+
     if (!c)
         return;
     PQfinish(c->pg);
     once_free(c);
 }
 
-int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen)
+/* The pool's connect: a connection of owner (the pg_store) on its schema. */
+static int pool_connect(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
 {
     /* Later keywords win: the URL (dbname, expanded) overrides these
      * defaults. Keepalives and tcp_user_timeout bound how long a call can
@@ -330,6 +334,7 @@ int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen)
     static const char *const kw[] = {
         "connect_timeout",  "fallback_application_name", "keepalives_idle", "keepalives_interval",
         "keepalives_count", "tcp_user_timeout",          "dbname",          NULL};
+    pg_store *s = owner;
     const char *val[] = {"5", "once", "30", "10", "3", "30000", s->conninfo, NULL};
     char sql[PG_SCHEMA_MAX + 40], line[200];
     PGresult *r;
@@ -349,7 +354,7 @@ int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen)
         first_line(PQerrorMessage(c->pg), line, sizeof line);
         once__store_seterr(&s->base, "postgres connect: %s", line);
         once__store_errbuf(errbuf, errlen, "postgres connect: %s", line);
-        once__pg_conn_close(c);
+        pool_close(&c->item);
         return ONCE_ESTORE;
     }
     PQsetNoticeProcessor(c->pg, quiet, NULL);
@@ -357,11 +362,11 @@ int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen)
     rc = once__pg_simple(s, c, sql, &r);
     if (rc != ONCE_OK) {
         once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
-        once__pg_conn_close(c);
+        pool_close(&c->item);
         return rc;
     }
     PQclear(r);
-    *out = c;
+    *out = &c->item;
     return ONCE_OK;
 }
 
@@ -391,19 +396,6 @@ static int pool_stale(once__pool_item *it)
     while ((nf = PQnotifies(c->pg)) != NULL)
         PQfreemem(nf);
     return 0;
-}
-
-static int pool_connect(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
-{
-    pg_conn *c = NULL;
-    int rc = once__pg_connect(owner, &c, errbuf, errlen);
-    *out = c ? &c->item : NULL;
-    return rc;
-}
-
-static void pool_close(once__pool_item *it)
-{
-    once__pg_conn_close((pg_conn *)it);
 }
 
 /* A call that returned with its transaction open (an error path) leaves

@@ -169,8 +169,6 @@ int once__pg_rows(pg_store *s, pg_conn *c, pg_stmt_id id, const pg_params *p, si
 
 /* ---- pg_conn.c: connections and statements ---- */
 
-int once__pg_connect(pg_store *s, pg_conn **out, char *errbuf, size_t errlen);
-void once__pg_conn_close(pg_conn *c); /* NULL is a no-op */
 extern const once__pool_ops once__pg_pool_ops;
 
 /* Prepare statement id on c unless it is already. */

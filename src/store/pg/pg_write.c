@@ -30,10 +30,12 @@ static pg_store *pgs(once_store *s)
     return (pg_store *)s;
 }
 
-/* $1..$20: the record's columns in PG_TASK_COLS order plus its first digest
- * (fd must outlive p). */
-static void bind_record(pg_params *p, const once_record *rec, const char *fd)
+/* p initialised with $1..$20: the record's columns in PG_TASK_COLS order
+ * plus its first digest, which it writes into fd (fd must outlive p). */
+static void bind_record(pg_params *p, const once_record *rec, char *fd)
 {
+    once__digests_first(rec->digests, fd);
+    once__pg_p_init(p);
     once__pg_p_str(p, rec->principal);
     once__pg_p_str(p, rec->task_id);
     once__pg_p_str(p, rec->context_id);
@@ -112,6 +114,19 @@ static int batched(pg_store *s, pg_stmt_id id, const pg_params *p, const once_re
     return rc == ONCE_OK && b.count != 1 ? PG_ALONE : rc;
 }
 
+/* The end a create and an update share: through a batch when may_batch,
+ * else (or when the batch did not write it) alone by fn; p is freed either
+ * way. */
+static int write_record(pg_store *s, pg_stmt_id id, pg_params *p, const once_record *rec,
+                        int may_batch, pg_fn fn, void *arg)
+{
+    int rc = may_batch ? batched(s, id, p, rec) : PG_ALONE;
+    if (rc == PG_ALONE)
+        rc = once__pg_run(s, fn, arg);
+    once__pg_p_free(p);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 
 typedef struct create_arg {
@@ -157,8 +172,6 @@ int once__pg_create(once_store *s, const once_record *rec, const once_event *ev,
         memset(winner, 0, sizeof *winner);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    once__digests_first(rec->digests, fd);
-    once__pg_p_init(&p);
     bind_record(&p, rec, fd);
     rc = once__pg_p_payloads(&p, ev, nev);
     if (rc != ONCE_OK)
@@ -167,11 +180,7 @@ int once__pg_create(once_store *s, const once_record *rec, const once_event *ev,
     a.rec = rec;
     a.winner = winner;
     a.tomb = tomb;
-    rc = batched(pgs(s), PG_CREATE, &p, rec);
-    if (rc == PG_ALONE)
-        rc = once__pg_run(pgs(s), create_fn, &a);
-    once__pg_p_free(&p);
-    return rc;
+    return write_record(pgs(s), PG_CREATE, &p, rec, 1, create_fn, &a);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -254,8 +263,6 @@ int once__pg_update(once_store *s, const once_record *rec, int64_t expect_versio
     a.ev = ev;
     a.nev = nev;
     a.numbered = base >= 0 && once__store_valid_events(s, base, rec, ev, nev) == ONCE_OK;
-    once__digests_first(rec->digests, fd);
-    once__pg_p_init(&p);
     bind_record(&p, rec, fd);
     if (a.numbered)
         rc = once__pg_p_payloads(&p, ev, nev);
@@ -266,11 +273,7 @@ int once__pg_update(once_store *s, const once_record *rec, int64_t expect_versio
     once__pg_p_i64(&p, expect_version);
     once__pg_p_i64(&p, base);
     a.p = &p;
-    rc = a.numbered ? batched(pgs(s), PG_UPDATE, &p, rec) : PG_ALONE;
-    if (rc == PG_ALONE)
-        rc = once__pg_run(pgs(s), update_fn, &a);
-    once__pg_p_free(&p);
-    return rc;
+    return write_record(pgs(s), PG_UPDATE, &p, rec, a.numbered, update_fn, &a);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -338,35 +341,34 @@ static int count_fn(pg_store *s, pg_conn *c, void *arg)
     return rc;
 }
 
-int once__pg_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
+/* Statement id on args[0..nargs) and max (capped at INT64_MAX), the rows
+ * it counts into *n: what sweep and purge share. */
+static int count_rows(once_store *s, pg_stmt_id id, const int64_t *args, int nargs, size_t max,
+                      size_t *n)
 {
-    count_arg a = {PG_SWEEP, NULL, n};
+    count_arg a = {id, NULL, n};
     pg_params p;
 
     *n = 0;
     if (max == 0)
         return ONCE_OK;
     once__pg_p_init(&p);
-    once__pg_p_i64(&p, finished_before);
-    once__pg_p_i64(&p, now);
+    for (int i = 0; i < nargs; i++)
+        once__pg_p_i64(&p, args[i]);
     once__pg_p_i64(&p, max > INT64_MAX ? INT64_MAX : (int64_t)max);
     a.p = &p;
     return once__pg_run(pgs(s), count_fn, &a);
 }
 
+int once__pg_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
+{
+    const int64_t args[] = {finished_before, now};
+    return count_rows(s, PG_SWEEP, args, 2, max, n);
+}
+
 int once__pg_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
 {
-    count_arg a = {PG_PURGE, NULL, n};
-    pg_params p;
-
-    *n = 0;
-    if (max == 0)
-        return ONCE_OK;
-    once__pg_p_init(&p);
-    once__pg_p_i64(&p, expired_before);
-    once__pg_p_i64(&p, max > INT64_MAX ? INT64_MAX : (int64_t)max);
-    a.p = &p;
-    return once__pg_run(pgs(s), count_fn, &a);
+    return count_rows(s, PG_PURGE, &expired_before, 1, max, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -416,9 +418,5 @@ int once__pg_meta(once_store *s, const char *name, const char *init_value, char 
     meta_arg a = {name, init_value, out};
 
     *out = NULL;
-    if (!name[0]) {
-        once__store_seterr(s, "meta: empty name");
-        return ONCE_EINVAL;
-    }
     return once__pg_run(pgs(s), meta_fn, &a);
 }

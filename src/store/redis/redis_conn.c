@@ -250,6 +250,34 @@ int once__rd_due(rd_store *s, rd_conn *c, const char *index, int64_t max, int be
     return rc;
 }
 
+int once__rd_walk_due(rd_store *s, rd_conn *c, const rd_walk *w)
+{
+    int rounds, rc = ONCE_OK;
+
+    for (rounds = 0; rc == ONCE_OK && *w->done < w->want && rounds < w->rounds; rounds++) {
+        size_t want = w->want - *w->done, i;
+        redisReply *r;
+
+        if (want > w->batch)
+            want = w->batch;
+        rc = once__rd_due(s, c, w->index, w->max, w->below, (int64_t)want, &r);
+        if (rc != ONCE_OK)
+            break;
+        if (r->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            rc = ONCE_ECORRUPT;
+            break;
+        }
+        for (i = 0; rc == ONCE_OK && i < r->elements && *w->done < w->want; i++)
+            rc = w->fn(s, c, r->element[i], w->arg);
+        i = r->elements;
+        freeReplyObject(r);
+        if (i < want)
+            break; /* the due range is exhausted */
+    }
+    return rc;
+}
+
 static int load_one(rd_store *s, rd_conn *c, rd_script_id id)
 {
     rd_cmd cmd;
@@ -385,8 +413,11 @@ int once__rd_reply(rd_store *s, rd_conn *c, redisReply **out)
  * Connections.
  */
 
-void once__rd_conn_close(rd_conn *c)
+/* The pool's close (NULL is a no-op). */
+static void pool_close(once__pool_item *it)
 {
+    rd_conn *c = (rd_conn *)it;
+
     if (!c)
         return;
     if (c->rc) {
@@ -429,8 +460,11 @@ static int hello(rd_store *s, rd_conn *c)
     return rc;
 }
 
-int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
+/* The pool's connect: a connection of owner (the rd_store), signed in and
+ * on its database. */
+static int pool_connect(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
 {
+    rd_store *s = owner;
     sigpipe_guard g;
     rd_conn *c;
     int rc;
@@ -450,7 +484,7 @@ int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
         once__store_seterr(&s->base, "redis connect %s:%d: %s", s->host, s->port, c->rc->errstr);
         once__store_errbuf(errbuf, errlen, "redis connect %s:%d: %s", s->host, s->port,
                            c->rc->errstr);
-        once__rd_conn_close(c);
+        pool_close(&c->item);
         return ONCE_ESTORE;
     }
     redisSetTimeout(c->rc, tv_ms(s->timeout_ms));
@@ -458,10 +492,10 @@ int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen)
     rc = hello(s, c);
     if (rc != ONCE_OK) {
         once__store_errbuf(errbuf, errlen, "%s", s->base.errmsg);
-        once__rd_conn_close(c);
+        pool_close(&c->item);
         return rc;
     }
-    *out = c;
+    *out = &c->item;
     return ONCE_OK;
 }
 
@@ -477,19 +511,6 @@ static int pool_stale(once__pool_item *it)
     p.events = POLLIN | POLLRDHUP;
     p.revents = 0;
     return poll(&p, 1, 0) > 0;
-}
-
-static int pool_connect(void *owner, once__pool_item **out, char *errbuf, size_t errlen)
-{
-    rd_conn *c = NULL;
-    int rc = once__rd_connect(owner, &c, errbuf, errlen);
-    *out = c ? &c->item : NULL;
-    return rc;
-}
-
-static void pool_close(once__pool_item *it)
-{
-    once__rd_conn_close((rd_conn *)it);
 }
 
 static void pool_tidy(once__pool_item *it)

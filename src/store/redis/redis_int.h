@@ -114,8 +114,6 @@ void once__rd_i64(rd_cmd *c, int64_t v);
 
 /* ---- redis_conn.c: connections ---- */
 
-int once__rd_connect(rd_store *s, rd_conn **out, char *errbuf, size_t errlen);
-void once__rd_conn_close(rd_conn *c); /* NULL is a no-op */
 extern const once__pool_ops once__rd_pool_ops;
 
 /* Send one command and read its reply (*out: freeReplyObject it). An error
@@ -137,6 +135,29 @@ int once__rd_call_key(rd_store *s, rd_conn *c, const char *verb, const char *key
  * once__rd_call. The sweeps, the lease scan and the push claim read so. */
 int once__rd_due(rd_store *s, rd_conn *c, const char *index, int64_t max, int below, int64_t count,
                  redisReply **out);
+/* A walk over the members of a time index that are due (index, max and
+ * below as for once__rd_due), in rounds of at most batch members and at
+ * most rounds rounds: fn sees each member, with arg, while *done (which fn
+ * advances) is below want. Every member fn sees must leave the due range
+ * (taken, converted, re-scored or dropped), so each round makes progress;
+ * the round cap is a safety net. */
+typedef int (*rd_member_fn)(rd_store *s, rd_conn *c, const redisReply *m, void *arg);
+typedef struct rd_walk {
+    const char *index;
+    int64_t max;
+    int below;
+    size_t batch;
+    int rounds;
+    const size_t *done;
+    size_t want;
+    rd_member_fn fn;
+    void *arg;
+} rd_walk;
+/* Walk w: ONCE_OK when the due range is exhausted, *done reached want or
+ * the rounds ran out; else the first failure (ONCE_ECORRUPT for a reply
+ * that is not a list), which ends the walk. Shared by the sweeps and the
+ * push claim. */
+int once__rd_walk_due(rd_store *s, rd_conn *c, const rd_walk *w);
 /* Start a script call: "EVALSHA <sha of id> <nkeys>"; keys and arguments
  * follow. */
 void once__rd_cmd_evalsha(rd_cmd *c, const rd_store *s, rd_script_id id, int nkeys);

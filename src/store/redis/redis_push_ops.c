@@ -39,6 +39,7 @@ typedef struct claim_arg {
     size_t max;
     once_push_claim_list *out;
     size_t cap;
+    const char *index; /* pushq's key, during the walk */
 } claim_arg;
 
 /* A pushq member "<principal>\0<task_id>\0<config_id>" into k's key. */
@@ -66,8 +67,9 @@ static int parse_qmember(const redisReply *m, once_push_claim *k)
 
 /* Lease the row named by pushq member m (appended to a->out if taken).
  * Room for it is made first, so a row is never leased and then lost. */
-static int lease_one(rd_store *s, rd_conn *c, claim_arg *a, const char *index, const redisReply *m)
+static int lease_one(rd_store *s, rd_conn *c, const redisReply *m, void *arg)
 {
+    claim_arg *a = arg;
     once_push_claim k;
     int64_t d, t, att;
     char *key;
@@ -93,7 +95,7 @@ static int lease_one(rd_store *s, rd_conn *c, claim_arg *a, const char *index, c
     once__rd_cmd_init(&cmd);
     once__rd_cmd_evalsha(&cmd, s, RD_PUSH_LEASE, 2);
     once__rd_str(&cmd, key);
-    once__rd_str(&cmd, index);
+    once__rd_str(&cmd, a->index);
     once__rd_arg(&cmd, m->str, strlen(k.principal) + 1 + strlen(k.task_id)); /* task member */
     once__rd_str(&cmd, k.config_id);
     once__rd_str(&cmd, a->owner);
@@ -126,37 +128,19 @@ static int claim_fn(rd_store *s, rd_conn *c, void *arg)
 {
     claim_arg *a = arg;
     char *index = once__rd_key_global(s, "pushq");
-    int rounds, rc = ONCE_OK;
 
     /* once__rd_run only retries an attempt that leased nothing. */
     once_push_claim_list_clear(a->out);
     a->cap = 0;
     if (!index)
         return ONCE_ENOMEM;
-    /* Each round's candidates are leased, or moved out of the due range by
-     * their script (leased by someone else, re-scored, dropped), so every
-     * round makes progress; the cap is a safety net. */
-    for (rounds = 0; rc == ONCE_OK && a->out->n < a->max && rounds < CLAIM_ROUNDS; rounds++) {
-        size_t want = a->max - a->out->n, i;
-        redisReply *r;
-
-        if (want > CLAIM_BATCH)
-            want = CLAIM_BATCH;
-        rc = once__rd_due(s, c, index, a->now, 0, (int64_t)want, &r);
-        if (rc != ONCE_OK)
-            break;
-        if (r->type != REDIS_REPLY_ARRAY) {
-            freeReplyObject(r);
-            rc = ONCE_ECORRUPT;
-            break;
-        }
-        for (i = 0; rc == ONCE_OK && i < r->elements && a->out->n < a->max; i++)
-            rc = lease_one(s, c, a, index, r->element[i]);
-        i = r->elements;
-        freeReplyObject(r);
-        if (i < want)
-            break; /* the due range is exhausted */
-    }
+    /* Each candidate is leased, or moved out of the due range by its script
+     * (leased by someone else, re-scored, dropped). */
+    const rd_walk w = {.index = index, .max = a->now, .batch = CLAIM_BATCH,
+                       .rounds = CLAIM_ROUNDS, .done = &a->out->n, .want = a->max,
+                       .fn = lease_one, .arg = a};
+    a->index = index;
+    int rc = once__rd_walk_due(s, c, &w);
     once_free(index);
     /* Rows already leased are the caller's: a later failure only ends the
      * walk (its message stays in errmsg). */

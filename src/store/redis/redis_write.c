@@ -434,41 +434,30 @@ static int reap_one(rd_store *s, rd_conn *c, const reap_arg *a, const char *m, s
     return ONCE_OK;
 }
 
+/* One member of the walk: converted (or removed/re-scored by its script). */
+static int reap_member(rd_store *s, rd_conn *c, const redisReply *m, void *arg)
+{
+    reap_arg *a = arg;
+    int done = 0, rc;
+
+    if (m->type != REDIS_REPLY_STRING)
+        return ONCE_ECORRUPT;
+    rc = reap_one(s, c, a, m->str, m->len, &done);
+    *a->n += (size_t)done;
+    return rc;
+}
+
 static int reap_fn(rd_store *s, rd_conn *c, void *arg)
 {
     reap_arg *a = arg;
     char *index = once__rd_key_global(s, a->purge ? "tombs" : "finished");
-    int rounds, rc = ONCE_OK;
 
     if (!index)
         return ONCE_ENOMEM;
-    /* Every member a round returns is converted, or removed/re-scored by
-     * its script, so each round makes progress; the cap is a safety net. */
-    for (rounds = 0; rc == ONCE_OK && *a->n < a->max && rounds < RD_MAX_ROUNDS; rounds++) {
-        size_t want = a->max - *a->n, i;
-        redisReply *r;
-
-        if (want > RD_SCAN_BATCH)
-            want = RD_SCAN_BATCH;
-        rc = once__rd_due(s, c, index, a->before, 1, (int64_t)want, &r);
-        if (rc != ONCE_OK)
-            break;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-            freeReplyObject(r);
-            break;
-        }
-        for (i = 0; rc == ONCE_OK && i < r->elements && *a->n < a->max; i++) {
-            const redisReply *m = r->element[i];
-            int done = 0;
-            if (m->type != REDIS_REPLY_STRING) {
-                rc = ONCE_ECORRUPT;
-                break;
-            }
-            rc = reap_one(s, c, a, m->str, m->len, &done);
-            *a->n += (size_t)done;
-        }
-        freeReplyObject(r);
-    }
+    const rd_walk w = {.index = index, .max = a->before, .below = 1, .batch = RD_SCAN_BATCH,
+                       .rounds = RD_MAX_ROUNDS, .done = a->n, .want = a->max,
+                       .fn = reap_member, .arg = a};
+    int rc = once__rd_walk_due(s, c, &w);
     once_free(index);
     return rc;
 }
@@ -547,9 +536,5 @@ int once__rd_meta(once_store *s, const char *name, const char *init_value, char 
     meta_arg a = {name, init_value, out};
 
     *out = NULL;
-    if (!name[0]) {
-        once__store_seterr(s, "meta: empty name");
-        return ONCE_EINVAL;
-    }
     return once__rd_run(rds(s), meta_fn, &a);
 }
