@@ -18,6 +18,7 @@ static atomic_long faults;
 static atomic_int fault_rc = SQLITE_IOERR;
 static atomic_long commits;
 static atomic_long committed_ops;
+static atomic_long reruns;
 
 void once__sqlite_fault_at(long n)
 {
@@ -33,6 +34,8 @@ long once__sqlite_calls(void) { return atomic_load(&calls); }
 long once__sqlite_faults(void) { return atomic_load(&faults); }
 long once__sqlite_commits(void) { return atomic_load(&commits); }
 long once__sqlite_committed_ops(void) { return atomic_load(&committed_ops); }
+long once__sqlite_reruns(void) { return atomic_load(&reruns); }
+void once__sq_count_rerun(void) { atomic_fetch_add(&reruns, 1); }
 
 void once__sq_count_commit(size_t ops)
 {

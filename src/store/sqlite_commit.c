@@ -12,12 +12,14 @@
  *   - otherwise it is a follower and sleeps on its op's semaphore; the
  *     leader takes up to SQ_BATCH_MAX queued ops (FIFO), drops the queue
  *     lock and runs them on the one writer connection as a single BEGIN
- *     IMMEDIATE ... COMMIT, each op inside its own SAVEPOINT (a batch of
- *     one op has none: its transaction is its savepoint);
+ *     IMMEDIATE ... COMMIT (run_ops);
  *   - an op that fails (conflict, EEXISTS, tombstone, bad events, even an
- *     I/O error on one of its statements) is rolled back to its savepoint
- *     (a lone op: the transaction is rolled back) and gets its own result;
- *     the others are unaffected;
+ *     I/O error on one of its statements) leaves nothing behind and gets
+ *     its own result; the others are unaffected: one that failed before
+ *     changing a row has nothing to undo, and when one fails after a change
+ *     the batch is rolled back and run again with each op inside its own
+ *     SAVEPOINT, rolled back to when the op fails (a lone op: the
+ *     transaction is rolled back);
  *   - after COMMIT returned (the fsync done) the leader hands the lead to
  *     the op at the head of the queue, if any (whoever arrived while the
  *     commit was in flight), without dropping it in between, and only then
@@ -59,31 +61,47 @@ static int run_retry(sq_conn *w, sq_stmt_id id)
 
 /* The ops' own results, or one batch-wide failure rc for all of them.
  * *committed: whether the batch ended in COMMIT (a lone op that failed
- * ends in ROLLBACK instead). */
-static int run_ops(sq_store *s, sq_conn *w, sq_op **ops, size_t n, int *committed)
+ * ends in ROLLBACK instead).
+ *
+ * A lone op needs no savepoint: the transaction is its own, and if the op
+ * fails the whole of it is rolled back. A batch's first try runs without
+ * savepoints either (SAVEPOINT and RELEASE cost ~11k instructions an op,
+ * callgrind, on the one thread every write of the process waits for): an
+ * op that fails having changed no row (sqlite3_total_changes64 unmoved: a
+ * key that exists, a tombstone, a version that moved, events that do not
+ * follow) has nothing to undo, so its rc stands and the batch goes on. An
+ * op that fails after a change ends the try with *again set: the caller
+ * rolls the transaction back and runs the batch once more with each op in
+ * its own SAVEPOINT, rolled back to when the op fails. (A statement that
+ * fails undoes its own rows and counts none, so "no change" is exact.) */
+static int run_ops(sq_store *s, sq_conn *w, sq_op **ops, size_t n, int savepoints,
+                   int *committed, int *again)
 {
-    /* A lone op needs no savepoint: the transaction is its own, and if the
-     * op fails the whole of it is rolled back (~11k instructions a task
-     * saved when writes do not overlap, callgrind). */
     const int lone = n == 1;
     *committed = 0;
+    *again = 0;
     int rc = run_retry(w, SQ_BEGIN);
     if (rc != ONCE_OK) {
         once__sq_seterr(s, w->db, "BEGIN IMMEDIATE", rc);
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
-        if (!lone && once__sq_run(w, SQ_SAVEPOINT) != ONCE_OK)
+        if (savepoints && once__sq_run(w, SQ_SAVEPOINT) != ONCE_OK)
             return ONCE_ESTORE;
+        sqlite3_int64 before = sqlite3_total_changes64(w->db);
         ops[i]->rc = once__sq_op_exec(s, w, ops[i]);
         if (lone && ops[i]->rc != ONCE_OK)   /* its rc and outputs stand */
             return once__sq_abort(w) == 0 ? ONCE_OK : ONCE_ESTORE;
-        if (!lone && ops[i]->rc != ONCE_OK && once__sq_run(w, SQ_ROLLBACK_TO) != ONCE_OK)
+        if (savepoints && ops[i]->rc != ONCE_OK && once__sq_run(w, SQ_ROLLBACK_TO) != ONCE_OK)
             return ONCE_ESTORE;   /* the op's partial writes may still be there */
-        if (!lone && once__sq_run(w, SQ_RELEASE) != ONCE_OK)
+        if (savepoints && once__sq_run(w, SQ_RELEASE) != ONCE_OK)
             return ONCE_ESTORE;
         if (sqlite3_get_autocommit(w->db))
             return ONCE_ESTORE;   /* SQLite rolled the whole transaction back */
+        if (!savepoints && ops[i]->rc != ONCE_OK && sqlite3_total_changes64(w->db) != before) {
+            *again = 1;           /* its partial writes are in the transaction */
+            return ONCE_ESTORE;
+        }
     }
     rc = run_retry(w, SQ_COMMIT);
     if (rc != ONCE_OK) {
@@ -94,13 +112,32 @@ static int run_ops(sq_store *s, sq_conn *w, sq_op **ops, size_t n, int *committe
     return ONCE_OK;
 }
 
+/* Roll back whatever the writer has open; a writer that cannot be rolled
+ * back is closed (which rolls back) and the next batch opens a new one. */
+static void writer_abort(sq_store *s)
+{
+    if (s->writer && once__sq_abort(s->writer) != 0) {
+        once__sq_conn_close(s->writer);
+        s->writer = NULL;
+    }
+}
+
 static void run_batch(sq_store *s, sq_op **ops, size_t n)
 {
-    int rc = ONCE_OK, committed = 0;
+    int rc = ONCE_OK, committed = 0, again = 0;
     if (!s->writer)
         rc = once__sq_conn_open(s, 1, 0, &s->writer);
     if (rc == ONCE_OK)
-        rc = run_ops(s, s->writer, ops, n, &committed);
+        rc = run_ops(s, s->writer, ops, n, 0, &committed, &again);
+    if (again) { /* once more, each op in its own savepoint */
+        once__sq_count_rerun();
+        writer_abort(s);
+        for (size_t i = 0; i < n; i++)
+            once__sq_op_discard(ops[i]);
+        rc = s->writer ? ONCE_OK : once__sq_conn_open(s, 1, 0, &s->writer);
+        if (rc == ONCE_OK)
+            rc = run_ops(s, s->writer, ops, n, 1, &committed, &again);
+    }
     if (rc == ONCE_OK) {
         if (committed)
             once__sq_count_commit(n);
@@ -110,10 +147,7 @@ static void run_batch(sq_store *s, sq_op **ops, size_t n)
         once__sq_op_discard(ops[i]);
         ops[i]->rc = rc == ONCE_EBUSY ? ONCE_EBUSY : ONCE_ESTORE;
     }
-    if (s->writer && once__sq_abort(s->writer) != 0) {
-        once__sq_conn_close(s->writer);
-        s->writer = NULL;
-    }
+    writer_abort(s);
 }
 
 /* Sleep until this op is posted (sem_wait is interruptible by signals). */

@@ -27,6 +27,9 @@ long once__sqlite_faults(void);
 long once__sqlite_commits(void);
 /* Ops (creates, updates, ...) carried by those commits. */
 long once__sqlite_committed_ops(void);
+/* Batches run a second time, each op in its own savepoint, because an op
+ * failed after changing a row (sqlite_commit.c). */
+long once__sqlite_reruns(void);
 
 /* Writes queued behind the batch in flight (not yet taken by a leader):
  * lets a test know its threads are waiting before it lets a commit end. */

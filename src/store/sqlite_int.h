@@ -208,6 +208,7 @@ int once__sq_vbind(sqlite3_stmt *st, int first, const char *types, va_list ap);
 int once__sq_step(sqlite3_stmt *st);
 int once__sq_reset(sqlite3_stmt *st);
 void once__sq_count_commit(size_t ops);
+void once__sq_count_rerun(void);
 /* SQLITE_BUSY/LOCKED -> ONCE_EBUSY, NOMEM -> ONCE_ENOMEM, else ONCE_ESTORE. */
 
 /* ---- sqlite_conn.c ---- */
