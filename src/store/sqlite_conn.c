@@ -45,6 +45,15 @@ int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out)
             snprintf(sql, sizeof sql, "PRAGMA query_only=1");
         rc = once__sq_exec(c->db, sql);
     }
+    /* The writer checkpoints (SQLite's automatic checkpoint, inside the
+     * COMMIT that passes the limit, on the group-commit leader) every
+     * SQ_CKPT_PAGES WAL pages instead of SQLite's 1000: every write queued
+     * behind that commit waits for the checkpoint, so smaller ones shorten
+     * the tail. Paced blocking sends at half the saturated rate (5347/s),
+     * interleaved runs: p99 4.9-5.5 ms at 1000 pages, 4.2 at 500. It only
+     * sets a number on an open connection: nothing to fail or inject. */
+    if (rc == SQLITE_OK && writer)
+        (void)sqlite3_wal_autocheckpoint(c->db, SQ_CKPT_PAGES);
     if (rc != SQLITE_OK) {
         once__sq_seterr(s, c->db, writer ? "open writer" : "open reader", once__db_err(rc));
         once__sq_conn_close(c);

@@ -40,6 +40,8 @@
 #define SQ_BUSY_RETRIES 3     /* retries after busy_timeout gave up */
 #define SQ_BUSY_DEFAULT_MS 5000
 #define SQ_BUSY_MAX_MS 3600000
+/* WAL pages after which a commit checkpoints (sqlite_conn.c). */
+#define SQ_CKPT_PAGES 500
 #define SQ_VFS_NAME_MAX 63
 
 /* What PRAGMA synchronous reads back for the levels once sets (SQLite's
