@@ -404,7 +404,9 @@ typedef struct once_store_methods {
      * init_value (insert-if-absent); either way *out receives the stored value
      * (once_malloc'd). Used for the secret behind derived task IDs, which
      * must be the same on every replica (docs/design.md section 13). Only
-     * the common codes: the engine does not start without the secret. */
+     * the common codes: the engine does not start without the secret. The
+     * slot never sees an empty name: once_store_meta refuses one
+     * (ONCE_EINVAL) before dispatch. */
     int (*meta)(once_store *s, const char *name, const char *init_value, char **out);
 
     /* Integrity check over everything stored (tests, chaos, fault sweeps).

@@ -192,7 +192,9 @@ int once__a2a_h_push_create(a2a_call *c)
     return push_answer(c, rc, out, &res, task_id, NULL);
 }
 
-int once__a2a_h_push_get(a2a_call *c)
+/* Get and Delete name one config by taskId and id; Delete answers with
+ * google.protobuf.Empty. */
+static int by_key(a2a_call *c, int del)
 {
     const char *task_id, *id;
     const once__a2a_backend *b = keyed_backend(c, 1, &task_id, &id);
@@ -200,8 +202,16 @@ int once__a2a_h_push_get(a2a_call *c)
         return ONCE_EINVAL;
     once_push_res res;
     json_t *out = NULL;
-    int rc = b->push_get(b->ctx, c->req->principal, task_id, id, c->extension, &out, &res);
+    int rc = del ? b->push_delete(b->ctx, c->req->principal, task_id, id, &res)
+                 : b->push_get(b->ctx, c->req->principal, task_id, id, c->extension, &out, &res);
+    if (rc == ONCE_OK && del && (out = json_object()) == NULL)
+        return ONCE_ENOMEM;
     return push_answer(c, rc, out, &res, task_id, id);
+}
+
+int once__a2a_h_push_get(a2a_call *c)
+{
+    return by_key(c, 0);
 }
 
 int once__a2a_h_push_list(a2a_call *c)
@@ -227,24 +237,13 @@ int once__a2a_h_push_list(a2a_call *c)
     once_push_res res;
     json_t *out = NULL;
     int rc = b->push_list(b->ctx, c->req->principal, task_id, c->extension, &out, &res);
-    if (rc != ONCE_OK) {
-        json_decref(out);
-        return fail_push(c, rc, &res, task_id, NULL);
-    }
-    c->result = json_pack("{s:o, s:s}", "configs", out, "nextPageToken", "");
-    return c->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+    if (rc == ONCE_OK &&
+        (out = json_pack("{s:o, s:s}", "configs", out, "nextPageToken", "")) == NULL)
+        return ONCE_ENOMEM;
+    return push_answer(c, rc, out, &res, task_id, NULL);
 }
 
 int once__a2a_h_push_delete(a2a_call *c)
 {
-    const char *task_id, *id;
-    const once__a2a_backend *b = keyed_backend(c, 1, &task_id, &id);
-    if (b == NULL)
-        return ONCE_EINVAL;
-    once_push_res res;
-    int rc = b->push_delete(b->ctx, c->req->principal, task_id, id, &res);
-    if (rc != ONCE_OK)
-        return fail_push(c, rc, &res, task_id, id);
-    c->result = json_object(); /* google.protobuf.Empty */
-    return c->result != NULL ? ONCE_OK : ONCE_ENOMEM;
+    return by_key(c, 1);
 }

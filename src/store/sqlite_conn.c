@@ -78,7 +78,8 @@ int once__sq_stmt(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out)
     return ONCE_OK;
 }
 
-static int stmt_vbind(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out, const char *types, va_list ap)
+int once__sq_stmt_vbind(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out, const char *types,
+                        va_list ap)
 {
     int rc = once__sq_stmt(c, id, out);
     if (rc != ONCE_OK)
@@ -95,7 +96,7 @@ int once__sq_stmt_bind(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out, const char
     va_list ap;
 
     va_start(ap, types);
-    int rc = stmt_vbind(c, id, out, types, ap);
+    int rc = once__sq_stmt_vbind(c, id, out, types, ap);
     va_end(ap);
     return rc;
 }
@@ -106,7 +107,7 @@ int once__sq_run_bound(sq_conn *c, sq_stmt_id id, const char *types, ...)
     va_list ap;
 
     va_start(ap, types);
-    int rc = stmt_vbind(c, id, &st, types, ap);
+    int rc = once__sq_stmt_vbind(c, id, &st, types, ap);
     va_end(ap);
     return rc == ONCE_OK ? once__sq_finish(st, SQLITE_OK) : rc;
 }

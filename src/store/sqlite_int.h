@@ -231,6 +231,8 @@ int once__sq_run(sq_conn *c, sq_stmt_id id);
  * keeps no pointer into the caller's buffers. The step every slot that
  * runs a statement on its own arguments begins with. */
 int once__sq_stmt_bind(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out, const char *types, ...);
+int once__sq_stmt_vbind(sq_conn *c, sq_stmt_id id, sqlite3_stmt **out, const char *types,
+                        va_list ap);
 /* once__sq_stmt_bind, then once__sq_finish: a statement that returns no
  * rows, run on the arguments types describes. */
 int once__sq_run_bound(sq_conn *c, sq_stmt_id id, const char *types, ...);

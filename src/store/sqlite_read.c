@@ -13,6 +13,7 @@
  * none, so "no record, then no tombstone" means the key was empty at some
  * instant between the two reads.
  */
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -213,35 +214,79 @@ int once__sq_load(sq_store *s, const char *principal, const char *task_id, once_
 
 /* Step st (its arguments bound) to its end, appending one element of
  * size bytes per row to the array at pv (T **, *n in use) through decode,
- * which fills a zeroed element. Ends the statement; on failure the caller
- * clears its list. */
+ * which fills a zeroed element. Ends the statement. On failure the
+ * elements decoded so far are dropped (drop frees what decode allocated
+ * in one; NULL when nothing) and the array freed, so the list is empty
+ * and a retry starts afresh. */
 typedef int (*row_fn)(sqlite3_stmt *st, void *elem);
 
-static int collect(sqlite3_stmt *st, void *pv, size_t *n, size_t size, row_fn decode)
+static int collect(sqlite3_stmt *st, void *pv, size_t *n, size_t size, row_fn decode,
+                   void (*drop)(void *elem))
 {
     size_t cap = 0;
     int rc = ONCE_OK, src;
+    char *v = NULL;
     while ((src = once__sq_step(st)) == SQLITE_ROW) {
         if (*n == cap && (rc = once__grow(pv, &cap, size, 16)) != ONCE_OK)
             break;
-        char *v;
         memcpy(&v, pv, sizeof v);
         memset(v + *n * size, 0, size);
-        if ((rc = decode(st, v + *n * size)) != ONCE_OK)
+        if ((rc = decode(st, v + *n * size)) != ONCE_OK) {
+            if (drop)
+                drop(v + *n * size);   /* what decode filled before it failed */
             break;
+        }
         (*n)++;
     }
     if (rc == ONCE_OK && src != SQLITE_DONE)
         rc = once__db_err(src);
-    return end_stmt(st, rc);
+    rc = end_stmt(st, rc);
+    if (rc != ONCE_OK) {
+        memcpy(&v, pv, sizeof v);
+        for (size_t i = 0; drop && i < *n; i++)
+            drop(v + i * size);
+        once_free(v);
+        v = NULL;
+        memcpy(pv, &v, sizeof v);
+        *n = 0;
+    }
+    return rc;
 }
 
-typedef struct events_arg {
-    const char *principal, *task_id;
-    int64_t after;
-    size_t max;
-    once_event_list *out;
-} events_arg;
+/* A list read: one statement, bound from types and the arguments that
+ * follow them in read_rows' call, its rows collected as collect does. */
+typedef struct rows_arg {
+    sq_stmt_id id;
+    const char *types;
+    va_list *args;
+    void *pv;
+    size_t *n, size;
+    row_fn decode;
+    void (*drop)(void *elem);
+} rows_arg;
+
+static int rows_fn(sq_conn *c, void *p)
+{
+    rows_arg *a = p;
+    sqlite3_stmt *st;
+    va_list ap;
+    va_copy(ap, *a->args);   /* a retry binds them again */
+    int rc = once__sq_stmt_vbind(c, a->id, &st, a->types, ap);
+    va_end(ap);
+    return rc == ONCE_OK ? collect(st, a->pv, a->n, a->size, a->decode, a->drop) : rc;
+}
+
+static int read_rows(sq_store *s, const char *what, void *pv, size_t *n, size_t size,
+                     row_fn decode, void (*drop)(void *elem), sq_stmt_id id, const char *types,
+                     ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    rows_arg a = {id, types, &ap, pv, n, size, decode, drop};
+    int rc = once__sq_with_reader(s, what, rows_fn, &a);
+    va_end(ap);
+    return rc;
+}
 
 static int event_row(sqlite3_stmt *st, void *elem)
 {
@@ -250,32 +295,19 @@ static int event_row(sqlite3_stmt *st, void *elem)
     return dup_text(&e->payload, st, 1, 0);
 }
 
-static int events_fn(sq_conn *c, void *p)
+static void event_drop(void *elem)
 {
-    events_arg *a = p;
-    sqlite3_stmt *st;
-    int rc = once__sq_stmt_bind(c, SQ_EVENTS_GET, &st, "ssii", a->principal, a->task_id, a->after,
-                                a->max == 0 || a->max > INT64_MAX ? -1 : (int64_t)a->max);
-    if (rc == ONCE_OK)
-        rc = collect(st, &a->out->v, &a->out->n, sizeof *a->out->v, event_row);
-    if (rc != ONCE_OK)
-        once_event_list_clear(a->out);
-    return rc;
+    once_free(((once_event *)elem)->payload);
 }
 
 int once__sq_events(sq_store *s, const char *principal, const char *task_id, int64_t after,
                     size_t max, once_event_list *out)
 {
     memset(out, 0, sizeof *out);
-    events_arg a = {principal, task_id, after, max, out};
-    return once__sq_with_reader(s, "events", events_fn, &a);
+    return read_rows(s, "events", &out->v, &out->n, sizeof *out->v, event_row, event_drop,
+                     SQ_EVENTS_GET, "ssii", principal, task_id, after,
+                     max == 0 || max > INT64_MAX ? (int64_t)-1 : (int64_t)max);
 }
-
-typedef struct leases_arg {
-    int64_t now;
-    size_t max;
-    once_key_list *out;
-} leases_arg;
 
 static int key_row(sqlite3_stmt *st, void *elem)
 {
@@ -284,26 +316,13 @@ static int key_row(sqlite3_stmt *st, void *elem)
     return rc == ONCE_OK ? once__sq_text(k->task_id, sizeof k->task_id, st, 1) : rc;
 }
 
-static int leases_fn(sq_conn *c, void *p)
-{
-    leases_arg *a = p;
-    sqlite3_stmt *st;
-    int rc = once__sq_stmt_bind(c, SQ_LEASES, &st, "ii", a->now,
-                                a->max > INT64_MAX ? -1 : (int64_t)a->max);
-    if (rc == ONCE_OK)
-        rc = collect(st, &a->out->v, &a->out->n, sizeof *a->out->v, key_row);
-    if (rc != ONCE_OK)
-        once_key_list_clear(a->out);
-    return rc;
-}
-
 int once__sq_expired_leases(sq_store *s, int64_t now, size_t max, once_key_list *out)
 {
     memset(out, 0, sizeof *out);
     if (max == 0)
         return ONCE_OK;
-    leases_arg a = {now, max, out};
-    return once__sq_with_reader(s, "expired_leases", leases_fn, &a);
+    return read_rows(s, "expired_leases", &out->v, &out->n, sizeof *out->v, key_row, NULL,
+                     SQ_LEASES, "ii", now, max > INT64_MAX ? (int64_t)-1 : (int64_t)max);
 }
 
 typedef struct list_arg {
