@@ -73,6 +73,7 @@ static int select_key(sq_conn *w, sq_stmt_id id, const char *principal, const ch
                       sqlite3_stmt **out)
 {
     sqlite3_stmt *st;
+    *out = NULL;
     int rc = once__sq_stmt(w, id, &st);
     if (rc != ONCE_OK)
         return rc;
