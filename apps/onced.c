@@ -41,8 +41,10 @@ static const char usage[] =
     "                              (JSON-lines protocol: docs/protocol.md)\n"
     "  --exec-grace DUR            SIGTERM -> SIGKILL delay when a turn is canceled (5s)\n"
     "  --exec-deadline DUR         per-turn time limit, 0 = none (0)\n"
-    "  --turn-workers N            turns that run at once, one thread each (16); more\n"
-    "                              wait in a queue; a turn takes its lease when it starts\n"
+    "  --turn-workers N            turns that run at once, one thread each (16; 64 for\n"
+    "                              the built-in executor on a store other than memory:);\n"
+    "                              more wait in a queue; a turn takes its lease when it\n"
+    "                              starts\n"
     "  --max-queue N               turns that may wait for a worker (16 per turn worker);\n"
     "                              past it a send that would start one gets HTTP 503 +\n"
     "                              Retry-After, -32603 OVERLOADED, and nothing is stored\n"
@@ -481,6 +483,9 @@ static void raise_fd_limit(void)
 }
 
 /* --workers' default with memory:: two per CPU, at least two. */
+/* Turn workers of the built-in executor on a store that waits for I/O. */
+#define TURN_WORKERS_IO 64
+
 static unsigned memory_workers(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -574,7 +579,18 @@ int main(int argc, char **argv)
     sc.engine.plain_ids = o.plain_ids != NULL && strcmp(o.plain_ids, "server") == 0
                               ? ONCE_PLAIN_IDS_SERVER
                               : ONCE_PLAIN_IDS_DERIVED;
-    sc.engine.workers = (int)o.turn_workers; /* 0 = the engine's default */
+    /* A turn of the built-in executor waits for nothing but the store, and
+     * on a store that waits for disk or network each of its writes waits
+     * for a commit: turns then run at most --turn-workers per commit time.
+     * 16 capped returnImmediately sends on PostgreSQL and Redis below what
+     * the requests admitted, the turn queue filled, and the refusals took
+     * the CPU the turns needed (bench/backends.md, "Group commit on by
+     * default"); 64 threads that mostly sleep cost little. An --exec
+     * turn's time is its command's: those stay at the engine's 16. */
+    int in_memory = strncmp(o.store, "memory:", 7) == 0;
+    sc.engine.workers = o.turn_workers != 0 || in_memory || o.exec_cmd != NULL
+                            ? (int)o.turn_workers /* 0 = the engine's default */
+                            : TURN_WORKERS_IO;
     sc.engine.max_queue = (int)o.max_queue;  /* 0 = the engine's default */
     sc.engine.max_waits = (int)o.max_waits;
     sc.engine.max_waits_per_principal = (int)o.max_waits_pp;
@@ -596,7 +612,6 @@ int main(int argc, char **argv)
      * only contend for its locks (bench/README.md: about a third less CPU
      * per new task at 4 than at 64 on two CPUs); the other stores wait on
      * disk or network, and their concurrent writes share commits. */
-    int in_memory = strncmp(o.store, "memory:", 7) == 0;
     sc.http.workers = o.workers != 0 || !in_memory ? o.workers : memory_workers();
     /* The same reason runs its calls on the HTTP threads themselves. */
     sc.http.inline_calls = in_memory;

@@ -52,6 +52,7 @@
 #   BENCH_BACKENDS    which rows                 ("memory sqlite postgres redis dynamodb");
 #                     "postgres+batch=0" adds store URL parameters to a
 #                     backend's rows (and measures its ceiling again)
+#   BENCH_ONCED_ARGS  more onced flags for every row, e.g. "--turn-workers 16"
 #   BENCH_SOURCE      the code measured, for the title (default: the commit)
 set -uo pipefail
 
@@ -164,7 +165,9 @@ row() {
   local name=$1 store=$2 mode=$3 wait=$NEW_WAIT port pid pfx
   port=$(free_port)
   # --log-level warn: no request log (as when the rows were measured)
-  "$ONCED" --listen "127.0.0.1:$port" --store "$store" --log-level warn >"$OUT/$name.log" 2>&1 &
+  # shellcheck disable=SC2086 # BENCH_ONCED_ARGS: words, split on purpose
+  "$ONCED" --listen "127.0.0.1:$port" --store "$store" --log-level warn ${BENCH_ONCED_ARGS:-} \
+    >"$OUT/$name.log" 2>&1 &
   pid=$!; PIDS+=("$pid")
   wait_http "$port" "$pid" || { tail "$OUT/$name.log" >&2; die "onced ($store) did not start"; }
   pfx="b$(date +%s%N | tail -c 10)$RANDOM"
@@ -287,7 +290,7 @@ okps() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a/b}'; }
 
 echo
-echo "## bench/backends.sh$([ "$BACKENDS" != "$ALL_BACKENDS" ] && echo " (BENCH_BACKENDS=\"$BACKENDS\")") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}"
+echo "## bench/backends.sh$([ "$BACKENDS" != "$ALL_BACKENDS" ] && echo " (BENCH_BACKENDS=\"$BACKENDS\")") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}${BENCH_ONCED_ARGS:+, onced $BENCH_ONCED_ARGS}"
 echo
 echo "Machine: $(nproc) CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr); shared."
 echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s."

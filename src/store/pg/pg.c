@@ -14,9 +14,9 @@
  *     batch=N        group commit: at most N batches of concurrent creates
  *                    and updates in flight, each one pipelined round trip
  *                    and one COMMIT (pg_batch.c) on a connection of its own
- *                    (N more than pool); 0..16, default 0: every write
- *                    alone (bench/backends.md: on 2 CPUs batching gained
- *                    nothing end to end and cost admissions under overload)
+ *                    (N more than pool); 0..16, default 2; 0: every
+ *                    write alone (bench/backends.md, "Group commit on by
+ *                    default": half the server's CPU per new task)
  *     reset=1        TESTS ONLY: empty once's tables in that schema at open
  *                    (the conformance suite opens one URL per case)
  * libpq defaults apply otherwise (PGPASSWORD, ~/.pgpass, connect_timeout

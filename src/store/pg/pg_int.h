@@ -49,7 +49,7 @@
 #define PG_BACKOFF_MIN_MS 50
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_ATTEMPTS 3 /* tries of one slot on a broken connection / deadlock */
-#define PG_BATCH_DEFAULT 0 /* batches in flight per handle (URL batch=N; 0: none) */
+#define PG_BATCH_DEFAULT 2 /* batches in flight per handle (URL batch=N; 0: none) */
 #define PG_BATCH_MAX 16
 
 /* Prepared statements; texts in pg_schema.c. Prepared lazily per connection. */

@@ -10,8 +10,9 @@
  *     batch=N          pipelining: at most N pipelines of concurrent create
  *                      and update scripts in flight, each sent in one write
  *                      on a connection of its own (N more than pool;
- *                      redis_batch.c); 0..16, default 0: every script
- *                      alone (bench/backends.md)
+ *                      redis_batch.c); 0..16, default 2; 0: every
+ *                      script alone (bench/backends.md, "Group commit on
+ *                      by default")
  *     timeout_ms=N     per-command timeout (default 5000)
  *     tomb_ttl_ms=N    also PEXPIRE tombstones after N ms (default 0: only
  *                      purge removes them, on the clock the engine passes)

@@ -38,7 +38,7 @@
 #define RD_BACKOFF_MIN_MS 50
 #define RD_BACKOFF_MAX_MS 2000
 #define RD_ATTEMPTS 3
-#define RD_BATCH_DEFAULT 0 /* pipelines in flight per handle (URL batch=N; 0: none) */
+#define RD_BATCH_DEFAULT 2 /* pipelines in flight per handle (URL batch=N; 0: none) */
 #define RD_BATCH_MAX 16
 
 /* The Lua scripts; texts in redis_scripts.c. */
