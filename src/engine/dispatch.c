@@ -275,6 +275,27 @@ int once__queue_full(once__engine *e)
     return full;
 }
 
+int once__queue_admit(once__engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    int full = e->nqueued >= e->cfg.max_queue;
+    if (full && e->cfg.admit_wait_ms > 0 && !e->stopping) {
+        ONCE__STAT(e, admit_waits);
+        int64_t until = once_monotonic_ms() + e->cfg.admit_wait_ms;
+        for (;;) {
+            int64_t left = until - once_monotonic_ms();
+            if (left <= 0 || e->stopping)
+                break;
+            once__cond_wait_ms(&e->room_cv, &e->mu, left);
+            full = e->nqueued >= e->cfg.max_queue;
+            if (!full)
+                break;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return !full;
+}
+
 int once__queue_holds(once__engine *e, const char *principal, const char *task_id)
 {
     pthread_mutex_lock(&e->mu);
@@ -336,6 +357,7 @@ static void *worker_main(void *arg)
         t->running = 1;
         e->nqueued--;
         __atomic_store_n(&e->stats.queued, (uint64_t)e->nqueued, __ATOMIC_RELAXED);
+        pthread_cond_signal(&e->room_cv);
         pthread_mutex_unlock(&e->mu);
 
         /* Log lines of the turn name its task and carry its trace. */

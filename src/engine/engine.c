@@ -26,6 +26,7 @@
 #define DEFAULT_MAX_WAITS_PER_PRINCIPAL 256
 #define MAX_WORKERS 1024
 #define DEFAULT_QUEUE_PER_WORKER 16
+#define DEFAULT_ADMIT_WAIT_MS 100
 #define MAX_QUEUE (1 << 20)
 #define DEFAULT_MAX_TASK_BYTES ((int64_t)4 << 20)
 #define SECRET_BYTES 32
@@ -123,7 +124,7 @@ static int load_secret(once__engine *e, char *err, size_t errlen)
  * failure none is left initialised and err says which kind failed. */
 static int init_sync(once__engine *e, char *err, size_t errlen)
 {
-    pthread_cond_t *const cvs[] = {&e->work_cv, &e->cancel_cv, &e->await_cv};
+    pthread_cond_t *const cvs[] = {&e->work_cv, &e->cancel_cv, &e->await_cv, &e->room_cv};
     if (pthread_mutex_init(&e->mu, NULL) != 0) {
         snprintf(err, errlen, "mutex init failed");
         return ONCE_ENOMEM;
@@ -151,7 +152,7 @@ int once__engine_new(const once__engine_config *cfg, once__engine **out, char *e
     if (cfg->lease_ms < 0 || cfg->heartbeat_ms < 0 || cfg->retention_ms < 0 ||
         cfg->tombstone_ms < 0 || cfg->sweep_interval_ms < 0 || cfg->max_wait_ms < 0 ||
         cfg->workers < 0 || cfg->workers > MAX_WORKERS || cfg->max_queue < 0 ||
-        cfg->max_queue > MAX_QUEUE || cfg->max_task_bytes < 0) {
+        cfg->max_queue > MAX_QUEUE || cfg->max_task_bytes < 0 || cfg->admit_wait_ms < -1) {
         snprintf(err, errlen, "negative or out-of-range engine setting");
         return ONCE_EINVAL;
     }
@@ -205,6 +206,8 @@ int once__engine_new(const once__engine_config *cfg, once__engine **out, char *e
         c->max_queue = DEFAULT_QUEUE_PER_WORKER * c->workers;
     if (c->max_task_bytes == 0)
         c->max_task_bytes = DEFAULT_MAX_TASK_BYTES;
+    if (c->admit_wait_ms == 0)
+        c->admit_wait_ms = DEFAULT_ADMIT_WAIT_MS;
 
     if (init_sync(e, err, errlen) != ONCE_OK) {
         once_free(e);
@@ -249,6 +252,7 @@ void once__engine_stop(once__engine *e)
     __atomic_store_n(&e->stopping, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&e->work_cv);
     pthread_cond_broadcast(&e->cancel_cv);
+    pthread_cond_broadcast(&e->room_cv);
     for (once__waiter *w = e->waiters; w != NULL; w = w->next)
         pthread_cond_signal(&w->cv);
     /* Blocked sends saw `stopping` and are on their way out. */
@@ -271,6 +275,7 @@ void once__engine_free(once__engine *e)
     once__engine_stop(e);
     once__push_free_state(e);
     once__journal_free(e);
+    pthread_cond_destroy(&e->room_cv);
     pthread_cond_destroy(&e->await_cv);
     pthread_cond_destroy(&e->cancel_cv);
     pthread_cond_destroy(&e->work_cv);

@@ -45,6 +45,14 @@ typedef struct once__engine_config {
      * other replicas take the load instead of a queue that grows without
      * bound. */
     int max_queue;
+    /* How long a send that would start a turn waits for room when the
+     * queue is full before it is refused, in ms; default 100, -1: refuse at
+     * once. A client that retries without pause (ignoring Retry-After)
+     * otherwise turns a full queue into a stream of refusals, each with its
+     * store read, that takes the CPU the queued turns need to drain it
+     * (bench/backends.md, "Group commit on by default"). The wait holds
+     * the send's thread; the store read before it was made once. */
+    int admit_wait_ms;
     /* Largest stored record (task JSON, checkpoint, accepted-message digests
      * and push configs together); default 4 MiB. A write that would grow a
      * record past it is refused with ONCE_ERANGE (a send: -32602 naming the
@@ -228,7 +236,8 @@ typedef struct once__engine_stats {
         overloaded,     /* sends answered ONCE_EOVERLOAD (queue full) */
         lease_lost,     /* turns stopped because their lease went elsewhere */
         sweeps,         /* takeover + retention passes finished */
-        waits_shed;     /* blocking sends answered at once: wait limits reached */
+        waits_shed,     /* blocking sends answered at once: wait limits reached */
+        admit_waits;    /* sends that found the queue full and waited for room */
     uint64_t early_expired; /* of swept: expired before --retention, memory:?max */
     uint64_t queued;    /* turns waiting for a worker now (a gauge) */
     uint64_t waiting;   /* deferred blocking sends waiting now (a gauge) */

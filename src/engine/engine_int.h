@@ -110,6 +110,7 @@ struct once__engine {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;
     pthread_cond_t cancel_cv;
+    pthread_cond_t room_cv;     /* a worker took a queued turn (admission waits) */
     once__turn *qhead, *qtail;
     int nqueued;                /* turns on the queue (cfg.max_queue bounds new ones) */
     once__turn *active;         /* newest first: ids descend along anext */
@@ -358,6 +359,10 @@ void once__cancel_local(once__engine *e, const char *principal, const char *task
 /* 1 if the queue holds cfg.max_queue turns or more: sends that would start
  * a turn answer ONCE_EOVERLOAD, the sweeper takes nothing over. */
 int once__queue_full(once__engine *e);
+/* 1 if the queue has room for one more turn now, or gets it within
+ * cfg.admit_wait_ms (a worker takes a queued turn); 0 when it stays full
+ * (or the engine stops). Counts admit_waits when it had to wait. */
+int once__queue_admit(once__engine *e);
 /* 1 if a turn of the key waits on this replica's queue. */
 int once__queue_holds(once__engine *e, const char *principal, const char *task_id);
 /* Renew this replica's lease on the key under fence (the store's renew

@@ -114,6 +114,10 @@ static const single engine_rest[] = {
      "Blocking sends answered at once with the task as it stands because --max-waits "
      "or --max-waits-per-principal was reached." PROCESS_LOCAL,
      ENGINE_AT(waits_shed)},
+    {"once_sends_admission_waits_total", "counter",
+     "Sends that found the turn queue full and waited for room (up to 100 ms) before they "
+     "were admitted or refused OVERLOADED." PROCESS_LOCAL,
+     ENGINE_AT(admit_waits)},
     {"once_takeovers_total", "counter",
      "Expired leases this replica took over (the task resumes here with fence + 1)."
      PROCESS_LOCAL,

@@ -479,7 +479,7 @@ static int send_counted(once__engine *e, const once_send_req *req, once_send_res
 static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
 {
     int rc;
-    if (c->minted && once__queue_full(e)) {
+    if (c->minted && !once__queue_admit(e)) {
         /* Its only verdict is REGISTER: refused before the store read. */
         res->verdict = ONCE_V_REGISTER;
         ONCE__STAT(e, overloaded);
@@ -508,7 +508,7 @@ static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, onc
         res->state = in.stored == ONCE_STORED_RECORD ? rec.state : ONCE_STATE_UNKNOWN;
 
         int retry = 0;
-        if ((v == ONCE_V_REGISTER || v == ONCE_V_CONTINUE) && once__queue_full(e)) {
+        if ((v == ONCE_V_REGISTER || v == ONCE_V_CONTINUE) && !once__queue_admit(e)) {
             /* Refused before anything is written: the retry registers the
              * same task here later or on another replica. */
             if (in.stored == ONCE_STORED_RECORD)

@@ -52,6 +52,7 @@ static const struct {
     {"once_turns_queued", ONCE__STAT_AT(queued)},
     {"once_sends_waiting", ONCE__STAT_AT(waiting)},
     {"once_sends_wait_shed_total", ONCE__STAT_AT(waits_shed)},
+    {"once_sends_admission_waits_total", ONCE__STAT_AT(admit_waits)},
     {"once_takeovers_total", ONCE__STAT_AT(takeovers)},
     {"once_fence_rejections_total", ONCE__STAT_AT(fenced_writes)},
     {"once_leases_lost_total", ONCE__STAT_AT(lease_lost)},

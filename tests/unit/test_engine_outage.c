@@ -34,6 +34,7 @@ static const char *P = "alice";
 
 /* --plain-ids for the next replica_open (0: the default). */
 static int plain_ids;
+static int admit_wait_ms; /* replica_open's, 0: the engine's default */
 
 typedef struct gated_store {
     once_store base;
@@ -148,6 +149,7 @@ static void replica_open(replica *r, once_store *shared, once_manual_clock *cloc
     c.workers = workers;
     c.max_queue = max_queue;
     c.plain_ids = plain_ids;
+    c.admit_wait_ms = admit_wait_ms;
     c.lease_ms = LEASE_MS;
     c.heartbeat_ms = heartbeat_ms;
     /* Sweeps run only when a test asks for one (once__engine_sweep_once). */
@@ -289,6 +291,77 @@ static void test_partition_takeover(void **state)
     fx_check_events(shared, P, "t-part-1");
     replica_close(&a);
     replica_close(&b);
+    once_store_close(shared);
+}
+
+/* A send that finds the queue full waits for room instead of being refused
+ * at once: one worker, a queue of two, an admission wait far longer than
+ * the test needs. The fourth send is seen waiting (the admit_waits count),
+ * the blocked turn is let go, the worker takes a queued turn, and the
+ * waiting send is admitted: registered, its turn queued, the queue never
+ * past its bound. */
+typedef struct admit_arg {
+    replica *r;
+    int rc;
+    once_verdict verdict;
+} admit_arg;
+
+static void *admit_send(void *arg)
+{
+    admit_arg *a = arg;
+    once_send_res res;
+    json_t *m = fx_msg("t-adm-4", "hello", "t-adm-4", NULL);
+    a->rc = fx_send(a->r->e, P, m, 1, 1, &res);
+    a->verdict = res.verdict;
+    if (a->rc == ONCE_OK)
+        fx_res_clear(&res);
+    json_decref(m);
+    return NULL;
+}
+
+static void test_full_queue_admits_after_a_wait(void **state)
+{
+    (void)state;
+    once_manual_clock clock;
+    once_store *shared = shared_open(&clock);
+    replica a;
+    admit_wait_ms = (int)tt_ms(60000);
+    replica_open(&a, shared, &clock, "replica-a", 1, 2, 5);
+    admit_wait_ms = 0;
+
+    send_immediate(&a, "t-adm-1", "block");
+    fx_wait_blocked(&a.fx, 1);
+    send_immediate(&a, "t-adm-2", "hello");
+    send_immediate(&a, "t-adm-3", "hello");
+
+    admit_arg arg = {&a, -1, ONCE_V_REGISTER};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, admit_send, &arg), 0);
+    once__engine_stats st;
+    int64_t until = once_monotonic_ms() + tt_ms(10000);
+    for (;;) {   /* the send reached the full queue and waits */
+        once__engine_get_stats(a.e, &st);
+        if (st.admit_waits == 1 || once_monotonic_ms() > until)
+            break;
+        usleep(2000);
+    }
+    assert_int_equal(st.admit_waits, 1);
+    assert_int_equal(st.overloaded, 0);
+    assert_int_equal(st.queued, 2);
+
+    fx_open_gate(&a.fx);   /* the worker finishes t-adm-1 and takes t-adm-2 */
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(arg.rc, ONCE_OK);
+    assert_int_equal(arg.verdict, ONCE_V_REGISTER);
+    once__engine_get_stats(a.e, &st);
+    assert_int_equal(st.overloaded, 0);
+    assert_true(st.queued <= 2);
+    fx_settle(a.e, shared, P);
+    once_record r;
+    fx_load(shared, P, "t-adm-4", &r);
+    assert_int_equal(r.state, ONCE_STATE_COMPLETED);
+    once_record_clear(&r);
+    replica_close(&a);
     once_store_close(shared);
 }
 
@@ -494,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_write_waits_out_outage),
         cmocka_unit_test(test_partition_takeover),
         cmocka_unit_test(test_queue_bound_and_renewal),
+        cmocka_unit_test(test_full_queue_admits_after_a_wait),
         cmocka_unit_test(test_queued_lease_goes_elsewhere),
         cmocka_unit_test(test_readyz_follows_the_store),
     };
