@@ -160,6 +160,22 @@ declare -A R
 ROWS=()
 H=(-H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -H 'A2A-Extensions: urn:once:a2a:idempotency:v1')
 
+# CPU time (clock ticks, user + system) of the processes given, summed; and
+# of the whole machine (every CPU's non-idle ticks), for the per-request CPU
+# columns: what onced, the store's server and everything together spent.
+ticks() { local p; for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done |
+  awk '{s += $1} END {print s + 0}'; }
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+# The store server's processes for a backend: PostgreSQL's (every backend,
+# the WAL writer and checkpointer), redis-server, dynalite; none in-process.
+server_pids() {
+  case $1 in
+    postgres) pgrep -u postgres -d ' ' ;;
+    redis) pgrep -x redis-server -d ' ' ;;
+    dynamodb) pgrep -f 'dynalite/cli.js' -d ' ' ;;
+  esac
+}
+
 # row NAME STORE MODE: fresh onced, [first send], warm-up, measured wrk.
 row() {
   local name=$1 store=$2 mode=$3 wait=$NEW_WAIT port pid pfx
@@ -183,8 +199,14 @@ row() {
   log "$name: warm-up ${WARM}s, ${DUR}s measured (load1 $(cut -d' ' -f1 /proc/loadavg))"
   wrk -t2 -c64 -d"${WARM}s" -s "$LUA" "http://127.0.0.1:$port/" -- "$mode" "$wait" "$wpfx" \
     >"$OUT/$name.warmup.wrk" 2>&1
+  local srv o0 s0 b0
+  srv=$(server_pids "${name%%[-+]*}")
+  o0=$(ticks "$pid"); s0=$(ticks $srv); b0=$(busy_ticks)
   wrk -t2 -c64 -d"${DUR}s" --timeout 5s --latency -s "$LUA" "http://127.0.0.1:$port/" -- \
     "$mode" "$wait" "$pfx" >"$OUT/$name.wrk" 2>&1
+  R[$name.cpu_onced]=$(($(ticks "$pid") - o0))
+  [ -n "$srv" ] && R[$name.cpu_server]=$(($(ticks $srv) - s0))
+  R[$name.cpu_busy]=$(($(busy_ticks) - b0))
   local line kv
   line=$(grep '^RESULT' "$OUT/$name.wrk")
   [ -n "$line" ] || { echo "backends.sh: $name: no RESULT from wrk:" >&2; cat "$OUT/$name.wrk" >&2; }
@@ -287,6 +309,11 @@ okps() {
     -v d="${R[$n.not_done]:-0}" -v r="${R[$n.not_replayed]:-0}" -v s="${R[$n.seconds]}" \
     'BEGIN { b = e + d + r; if (h > b) b = h; printf "%.0f", (c - b) / s }'
 }
+# us_per NAME KEY: the row's CPU ticks under KEY per request, in microseconds.
+us_per() {
+  awk -v t="${R[$1.$2]:-}" -v n="${R[$1.requests]:-}" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN{ if (t == "" || n == "" || n == 0) print "-"; else printf "%.0f", t * 1e6 / hz / n}'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a/b}'; }
 
 echo
@@ -302,14 +329,17 @@ esac
 echo
 echo "ok/s: answers that were neither an error nor incomplete, per second (a new row's 503 OVERLOADED answers register nothing); both ratios use it."
 echo
-echo "| backend | mode | req/s | ok/s | p50 ms | p99 ms | errors | ceiling | ceiling ops/s | onced ok / ceiling | onced ok / memory same mode |"
-echo "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|"
+echo "CPU µs/req: CPU time per request (every request, refusals included) during the measured window, of onced, of the store's server processes (PostgreSQL's, redis-server, dynalite), and of the whole machine (wrk and other tenants included)."
+echo
+echo "| backend | mode | req/s | ok/s | p50 ms | p99 ms | errors | ceiling | ceiling ops/s | onced ok / ceiling | onced ok / memory same mode | CPU µs/req onced | server | machine |"
+echo "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"
 for n in "${ROWS[@]}"; do
   be=${n%-*} mode=${n##*-}
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
     "$(okps "$n")" "${R[$n.p50_ms]:-}" "${R[$n.p99_ms]:-}" "$(errs "$n")" "${CEIL_NAME[$be]:-}" \
     "${CEIL[$be]:--}" "$(ratio "$(okps "$n")" "${CEIL[$be]:-}")" \
-    "$(ratio "$(okps "$n")" "$(okps "memory-$mode")")"
+    "$(ratio "$(okps "$n")" "$(okps "memory-$mode")")" "$(us_per "$n" cpu_onced)" \
+    "$(us_per "$n" cpu_server)" "$(us_per "$n" cpu_busy)"
 done
 echo
 for n in "${ROWS[@]}"; do
