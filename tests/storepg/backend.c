@@ -34,6 +34,12 @@
  *                            process dies before COMMIT ran answers
  *                            ONCE_ESTORE to every caller (none hears OK for
  *                            a write that was lost) and is not sent again
+ *   keyed_plans              PostgreSQL: on a schema just created (no
+ *                            statistics), every statement that names one
+ *                            task by its key is planned, as the generic plan
+ *                            a pooled connection caches, on a primary key,
+ *                            never on the list index (whose scan for one key
+ *                            walks every task of the principal)
  *   backend_specific         PostgreSQL: a schema migrated by a newer once is
  *                            refused; Redis: scripts flushed from the server are
  *                            reloaded (NOSCRIPT) transparently; PostgreSQL: a
@@ -1101,6 +1107,81 @@ static void batch_outcomes(void **state)
     once_store_close(s);
 }
 
+#ifdef ONCE_HAVE_PG
+/* The highest $n in sql. */
+static int sql_params(const char *sql)
+{
+    int n = 0;
+    for (const char *p = strchr(sql, '$'); p != NULL; p = strchr(p + 1, '$')) {
+        int k = (int)strtol(p + 1, NULL, 10);
+        if (k > n)
+            n = k;
+    }
+    return n;
+}
+
+/* The text of EXPLAIN's rows for sql, prepared on c with NULL arguments. */
+static void pg_explain(PGconn *c, int id, const char *sql, char *out, size_t cap)
+{
+    char cmd[8192];
+    PGresult *r;
+    size_t len = 0;
+
+    snprintf(cmd, sizeof cmd, "PREPARE k%d AS %s", id, sql);
+    r = PQexec(c, cmd);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        fail_msg("%s: %s", cmd, PQresultErrorMessage(r));
+    PQclear(r);
+    len = (size_t)snprintf(cmd, sizeof cmd, "EXPLAIN EXECUTE k%d(", id);
+    for (int i = 0, n = sql_params(sql); i < n && len < sizeof cmd - 8; i++)
+        len += (size_t)snprintf(cmd + len, sizeof cmd - len, "%sNULL", i ? ", " : "");
+    snprintf(cmd + len, sizeof cmd - len, ")");
+    r = PQexec(c, cmd);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", cmd, PQresultErrorMessage(r));
+    out[0] = '\0';
+    len = 0;
+    for (int i = 0; i < PQntuples(r) && len < cap - 1; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s\n", PQgetvalue(r, i, 0));
+    PQclear(r);
+}
+#endif
+
+static void keyed_plans(void **state)
+{
+    (void)state;
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        static const char key[] = "principal = $1::bytea AND task_id = $2::bytea";
+        char plan[8192];
+        PGresult *r;
+        int checked = 0;
+
+        pg_admin("DROP SCHEMA IF EXISTS plans CASCADE");
+        once_store *s = open_ns(0, "plans", 0); /* its migrations make the tables */
+        PGconn *c = PQconnectdb(g_base);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        r = PQexec(c, "SET search_path = plans; SET plan_cache_mode = force_generic_plan");
+        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        for (int id = 0; id < PG_NSTMT; id++) {
+            if (strstr(once__pg_sql[id], key) == NULL)
+                continue;
+            pg_explain(c, id, once__pg_sql[id], plan, sizeof plan);
+            if (strstr(plan, "once_tasks_list") != NULL || strstr(plan, "_pkey") == NULL)
+                fail_msg("statement %d is not planned on a primary key:\n%s\n%s", id,
+                         once__pg_sql[id], plan);
+            checked++;
+        }
+        assert_true(checked >= 6); /* load, head, update, renew, events, push rows... */
+        PQfinish(c);
+        once_store_close(s);
+        return;
+    }
+#endif
+    skip(); /* a PostgreSQL planner's case */
+}
+
 static void batch_lost_commit(void **state)
 {
     (void)state;
@@ -1199,7 +1280,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(dropped_connections), cmocka_unit_test(concurrent_first_open),
         cmocka_unit_test(check_sees_damage),   cmocka_unit_test(push_writes_race_acks),
         cmocka_unit_test(batch_outcomes),      cmocka_unit_test(batch_lost_commit),
-        cmocka_unit_test(backend_specific),
+        cmocka_unit_test(keyed_plans),         cmocka_unit_test(backend_specific),
     };
 
     if (argc < 2 || split_url(argv[1]) != 0) {

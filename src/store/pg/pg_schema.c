@@ -36,6 +36,15 @@
 #define PG_SCHEMA_VERSION 3
 
 #define P_KEY "principal = $1::bytea AND task_id = $2::bytea"
+/* One live record by its key. tomb is NOT NULL, so this is NOT tomb, but
+ * written so that the planner cannot answer it from the partial index
+ * once_tasks_list (principal, created_at, task_id) WHERE NOT tomb: on a
+ * table without statistics yet (a new schema) it preferred that index to
+ * the primary key, and a scan of it for one key walks every task of the
+ * principal. The generic plan a pooled connection caches then stayed so:
+ * a returnImmediately task cost the server ~1 ms of CPU, growing with the
+ * tasks stored (storepg/backend keyed_plans). */
+#define P_LIVE_KEY P_KEY " AND tomb IS NOT TRUE"
 
 /* clang-format off */
 const char *const once__pg_sql[PG_NSTMT] = {
@@ -67,7 +76,7 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "created_at = $12::int8, updated_at = $13::int8, finished_at = $14::int8, "
         "digests = $15::bytea, task_json = $16::bytea, checkpoint = $17::bytea, "
         "push_json = $18::bytea, journal = $19::bytea, first_digest = $20::bytea "
-        "WHERE " P_KEY " AND NOT tomb AND version = $22::int8 AND generation = $23::int8 "
+        "WHERE " P_LIVE_KEY " AND version = $22::int8 AND generation = $23::int8 "
         "RETURNING 1), "
         "ev AS (INSERT INTO once_events(principal, task_id, generation, payload) "
         "SELECT $1::bytea, $2::bytea, $23::int8 + e.i, e.p FROM up, "
@@ -84,10 +93,10 @@ const char *const once__pg_sql[PG_NSTMT] = {
      * once__state_renewable. */
     [PG_RENEW] =
         "WITH up AS (UPDATE once_tasks SET lease_until = $5::int8 "
-        "WHERE " P_KEY " AND NOT tomb AND fence = $4::int8 AND lease_owner = $3::bytea "
+        "WHERE " P_LIVE_KEY " AND fence = $4::int8 AND lease_owner = $3::bytea "
         "AND state IN (1, 2) RETURNING 1) "
         "SELECT (SELECT count(*) FROM up), "
-        "EXISTS (SELECT 1 FROM once_tasks WHERE " P_KEY " AND NOT tomb)",
+        "EXISTS (SELECT 1 FROM once_tasks WHERE " P_LIVE_KEY ")",
     /* $4 NULL = no limit. */
     [PG_EVENTS] = "SELECT generation, payload FROM once_events WHERE " P_KEY
                   " AND generation > $3::int8 ORDER BY generation LIMIT $4::int8",
