@@ -364,6 +364,8 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
                   const a2a_method *m, size_t idx, json_t *id, json_t *params,
                   once__a2a_binding b)
 {
+    if (req->inline_only && !(m->flags & A2A_M_INLINE))
+        return ONCE__EAGAIN;
     a2a_call c;
     memset(&c, 0, sizeof c);
     c.binding = b;
@@ -372,7 +374,6 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
     c.m = m;
     c.id = id;
     c.extension = once__a2a_extension_active(req->extensions);
-    resp->extension = c.extension;
     __atomic_add_fetch(&a->calls[idx], 1, __ATOMIC_RELAXED);
 
     json_t *empty = NULL;
@@ -413,6 +414,18 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
         if (rc == ONCE_ENOMEM && c.code == 0)
             once__a2a_fail(&c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (out of memory)");
     }
+    if (rc == ONCE__EAGAIN && req->inline_only) {
+        /* Nothing done: the caller runs the call again where it may wait. */
+        __atomic_sub_fetch(&a->calls[idx], 1, __ATOMIC_RELAXED);
+        once__engine_held_drop(c.held);
+        json_decref(c.result);
+        once_free(c.result_text);
+        json_decref(c.meta);
+        json_decref(empty);
+        once__log_ctx_clear();
+        return ONCE__EAGAIN;
+    }
+    resp->extension = c.extension;
     /* For the request's log line (core/log.h); the engine may have set a
      * more precise outcome already, which is kept. */
     once__log_ctx_method(m->name);
@@ -462,6 +475,10 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
             out = respond(resp, b, id, "result", c.result);
         c.result = NULL;
         c.result_text = NULL;
+        if (out == ONCE_OK) {
+            resp->held = c.held;
+            c.held = NULL;
+        }
         if (out != ONCE_OK && out != ONCE_ENOMEM) {
             /* The writer refused the answer (nested past ONCE_JSON_MAX_DEPTH;
              * the value limit keeps stored values short of it): say so, with
@@ -499,6 +516,7 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
         once__a2a_deferred_free(c.deferred);
         out = respond_error(resp, b, id, c.code, c.reason, c.message, c.meta);
     }
+    once__engine_held_drop(c.held);   /* not answered as written: not stored */
     json_decref(c.meta);
     return out;
 }

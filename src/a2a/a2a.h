@@ -136,6 +136,14 @@ typedef struct once__a2a_request {
     const char *last_event_id;   /* Last-Event-ID header (SSE resume); NULL = absent */
     struct once__a2a_stream_slots *slots; /* the server's stream budget; NULL = no limit */
     int defer;                   /* the caller can take a deferred answer (below) */
+    int hold;                    /* the caller can take a held answer (below) */
+    /* The caller's thread must not wait for a store write (a libmicrohttpd
+     * thread): a call that would write synchronously, or wait for room in
+     * the turn queue, returns ONCE__EAGAIN with nothing written and resp
+     * untouched, and the caller runs it again on a thread that may wait.
+     * SendMessage (a replay, a refusal, a new task that finishes at once,
+     * with `hold`) and GetTask run; every other method is ONCE__EAGAIN. */
+    int inline_only;
 } once__a2a_request;
 
 /* The answer. body is once_malloc'd JSON (free with once__a2a_response_clear). */
@@ -154,6 +162,12 @@ typedef struct once__a2a_response {
      * for its task; body is NULL. The HTTP layer takes it (sets it NULL),
      * arms it and finishes it (below). */
     struct once__a2a_deferred *deferred;
+    /* Non-NULL (only when the request set `hold`): body is the answer of a
+     * new task that is not stored yet. The HTTP layer takes it (sets it
+     * NULL) and starts its write (once__engine_held_start); it sends body
+     * only if the write landed, else runs the request again without
+     * `hold`. Cleared (dropped, nothing written) with the response. */
+    struct once__held *held;
 } once__a2a_response;
 
 void once__a2a_response_clear(once__a2a_response *r);   /* NULL ok */

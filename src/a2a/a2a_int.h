@@ -104,6 +104,7 @@ typedef struct a2a_call {
     json_t *id;              /* borrowed: the request's JSON-RPC id */
     once__a2a_stream *stream; /* set by a streaming handler on success */
     once__a2a_deferred *deferred; /* set by a blocking send left to wait */
+    once__held *held;        /* set by a send whose task is not stored yet (a2a.h) */
 } a2a_call;
 
 /* A blocking send waiting for its task (a2a.h, "Deferred answers"): what
@@ -192,8 +193,9 @@ enum {
     A2A_M_LEGACY = 1u << 0,    /* 0.1 name: accepted without A2A-Version */
     A2A_M_ADMIN = 1u << 1,     /* exists only with --test-admin */
     A2A_M_NOVERSION = 1u << 2, /* no A2A-Version check (our own namespace) */
-    A2A_M_STREAM = 1u << 3     /* answers with a stream: once__a2a_run refuses it
+    A2A_M_STREAM = 1u << 3,    /* answers with a stream: once__a2a_run refuses it
                                   (once__a2a_h_streaming) when the backend cannot stream */
+    A2A_M_INLINE = 1u << 4     /* may run with req->inline_only (a2a.h) */
 };
 
 /* One row of the method table; rows are const. */

@@ -311,5 +311,6 @@ void once__a2a_response_clear(once__a2a_response *r)
     once_free(r->body);
     once__a2a_stream_free(r->stream);
     once__a2a_deferred_free(r->deferred);
+    once__engine_held_drop(r->held);
     memset(r, 0, sizeof *r);
 }

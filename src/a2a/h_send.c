@@ -162,6 +162,8 @@ static int map_send(a2a_call *c, int rc, once_send_res *res, const once_send_req
             drop_result(res);
             return defer(c, res, history, legacy);
         }
+        c->held = res->held;   /* the answer waits for its write (a2a.h) */
+        res->held = NULL;
         c->replayed = res->replayed || res->verdict == ONCE_V_REPLAY;
         if (res->result_text != NULL && !legacy) {
             /* Spliced from the stored task with the whole history: as is. */
@@ -229,6 +231,8 @@ static int send_to_engine(a2a_call *c, once_send_req *req, once_send_res *res)
     const once__a2a_backend *b = once__a2a_backend_of(c->a);
     req->defer = c->req->defer && b->await != NULL && b->await_release != NULL &&
                  b->send_answer != NULL;
+    req->hold = c->req->hold;
+    req->inline_only = c->req->inline_only;
     return b->send(b->ctx, req, res);
 }
 
@@ -290,6 +294,8 @@ int once__a2a_h_send(a2a_call *c)
     once_send_res res;
     memset(&res, 0, sizeof res);
     int rc = send_to_engine(c, &req, &res);
+    if (rc == ONCE__EAGAIN && c->req->inline_only)
+        return ONCE__EAGAIN;   /* nothing done (a2a.h) */
     if (rc == ONCE_EUNSUPPORTED && push != NULL)
         return push_not_supported(c, "configuration.taskPushNotificationConfig",
                                   "by this agent's task store");

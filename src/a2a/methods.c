@@ -17,8 +17,8 @@
 
 const a2a_method once__a2a_methods[] = {
     /* A2A 1.0 */
-    {"SendMessage", once__a2a_h_send, 0},
-    {"GetTask", once__a2a_h_get, 0},
+    {"SendMessage", once__a2a_h_send, A2A_M_INLINE},
+    {"GetTask", once__a2a_h_get, A2A_M_INLINE},
     {"ListTasks", once__a2a_h_list, 0},
     {"CancelTask", once__a2a_h_cancel, 0},
     {"SendStreamingMessage", once__a2a_h_send_streaming, A2A_M_STREAM},

@@ -241,9 +241,12 @@ int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task, o
 }
 
 int once__dispatch_born(once__engine *e, const once_record *rec, json_t *task,
-                        const once_event *ev, const json_t *msg, once_record *out, int *rc)
+                        const once_event *ev, const json_t *msg, once_record *out, int *rc,
+                        once__held **held, int held_only)
 {
     *rc = ONCE_OK;
+    if (held != NULL)
+        *held = NULL;
     if ((e->ex->flags & ONCE_EXECUTOR_BATCH) == 0 || !once__turn_quick(e, rec, msg))
         return 0;
     once_record *copy = record_for_turn(rec);
@@ -253,10 +256,16 @@ int once__dispatch_born(once__engine *e, const once_record *rec, json_t *task,
     if (t == NULL)
         return 2;
     t->born = ev;
+    t->hold = held != NULL && once__held_can(e);
+    t->held_only = t->hold && held_only;
     if (!run_here(e, t, out))
         return 2;
     int stored = t->born_stored;
     *rc = t->born_rc;
+    if (held != NULL) {
+        *held = t->held;
+        t->held = NULL;
+    }
     /* Not stored: no lease to give back, nothing on the store to leave. */
     if (!stored)
         __atomic_store_n(&t->canceled, 1, __ATOMIC_RELEASE);

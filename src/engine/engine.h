@@ -18,6 +18,11 @@
 #include "once/store.h"
 
 typedef struct once__engine once__engine;
+typedef struct once__held once__held;   /* engine/held.c */
+
+/* Not an error: "not done here, nothing was done; run it again on a thread
+ * that may wait" (once_send_req.inline_only). Never leaves the process. */
+#define ONCE__EAGAIN (-100)
 
 typedef struct once__engine_config {
     once_store *store;              /* borrowed; outlives the engine */
@@ -114,6 +119,16 @@ typedef struct once_send_req {
      * at once with pending = 1, generation and wait_until set, and no
      * result; the caller builds the answer with once__engine_send_answer. */
     int defer;
+    /* The caller can send the answer after a write it starts itself: a new
+     * task that finishes in its first turn is not stored by the send but
+     * handed over in res->held (see once__engine_held_start). */
+    int hold;
+    /* The calling thread must not wait for the store's writes nor for
+     * room in the turn queue: where the send would (a continuation, a
+     * registration that is not a held write, a full queue), it returns
+     * ONCE__EAGAIN before anything is written, and the caller sends again
+     * from a thread that may wait. Reads still run. */
+    int inline_only;
     int64_t wait_ms;        /* blocking bound; 0 = engine default */
     int history_length;     /* -1 = all */
     /* The caller can take the answer as text (res->result_text), which the
@@ -164,7 +179,24 @@ typedef struct once_send_res {
     int64_t generation;
     int64_t wait_until;
     uint64_t wait_seq;      /* hand to once__engine_await with generation */
+    /* req->hold only: the task is not stored yet; the answer above is what
+     * it says once it is. The caller starts the write, and sends the answer
+     * only when told it landed (or drops it). */
+    once__held *held;
 } once_send_res;
+
+/* Start a held write: landed(arg, rc) is called exactly once, on this
+ * thread before the return or on the thread that commits the write (it must
+ * not block on the store), after the write's notifications. ONCE_OK: the
+ * task is stored, send the answer. Otherwise nothing was stored and the
+ * answer must not be sent: run the send again without req->hold (it decides
+ * again from what is stored). h is freed. */
+void once__engine_held_start(once__held *h, void (*landed)(void *arg, int rc), void *arg);
+/* 1 if sends with req->hold can get a held write (the store starts writes
+ * without waiting: store/store_async.h). */
+int once__engine_holds(const once__engine *e);
+/* Free a held write without writing it (its answer is not sent). NULL ok. */
+void once__engine_held_drop(once__held *h);
 
 int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *res);
 

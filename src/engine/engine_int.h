@@ -51,8 +51,11 @@ typedef struct once__turn {
                                  * alone once popped */
     const once_event *born;     /* rec is a registration not stored yet: its event
                                  * (once__dispatch_born) */
-    int born_stored;            /* the turn's first commit stored it */
+    int born_stored;            /* the turn's first commit stored it (or held it) */
     int born_rc;                /* or the error that commit met */
+    int hold;                   /* born: hold the first commit's write (held.c) */
+    int held_only;              /* ... and write nothing that cannot be held */
+    once__held *held;           /* ... here, for the dispatching thread to take */
     once_record *settled;       /* a turn run on the registering thread: where it leaves
                                  * the record as it last wrote or read it (untouched when
                                  * it stopped before reading one) */
@@ -348,9 +351,25 @@ int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task, o
  * clears it), or *rc the create's error (ONCE_EEXISTS, ONCE_ETOMBSTONE:
  * another registration won, the send loads the task again; a store error);
  * 2 when it ran and stored nothing (stopping, no memory): the caller
- * registers as without it. Takes task over unless it returns 0. */
+ * registers as without it. Takes task over unless it returns 0.
+ * held non-NULL (and once__held_can): the create is not made but left in
+ * *held (held.c) when the turn gets that far; 1 with *rc ONCE_OK then
+ * means "ready to be written", and *out is the record the write holds.
+ * held_only: a create that cannot be held is not written either: *rc is
+ * ONCE__EAGAIN (the caller may not wait for a write; nothing is left). */
 int once__dispatch_born(once__engine *e, const once_record *rec, json_t *task,
-                        const once_event *ev, const json_t *msg, once_record *out, int *rc);
+                        const once_event *ev, const json_t *msg, once_record *out, int *rc,
+                        once__held **held, int held_only);
+/* held.c: 1 if the store can start a held write (store/store_async.h). */
+int once__held_can(const once__engine *e);
+/* A held write of rec (copied) and ev[0..nev) (payloads copied), counted in
+ * e->inflight until started and landed, or dropped. ONCE_ERANGE past
+ * ONCE__HELD_EVENTS events. */
+#define ONCE__HELD_EVENTS 9
+/* work.c: count a turn that ended with rec in turns_completed, ... */
+void once__count_turn_end(once__engine *e, const once_record *rec);
+int once__held_new(once__engine *e, once_record *rec, const once_event *ev, size_t nev,
+                   once__held **out);
 /* 1 if the executor says the turn of the user message msg on the task of
  * rec finishes at once (see ONCE_EXECUTOR_INLINE). */
 int once__turn_quick(once__engine *e, const once_record *rec, const json_t *msg);

@@ -289,6 +289,9 @@ static int start_turn(once__engine *e, const send_ctx *c, int rc, const once_rec
 
 static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
 {
+    if (c->req->inline_only && (c->req->return_immediately || !c->req->hold ||
+                                !once__held_can(e)))
+        return ONCE__EAGAIN;   /* its create would be written on this thread */
     char minted[ONCE_UUID_LEN + 1];
     const char *ctx = c->context_id;
     if (ctx == NULL) {
@@ -339,21 +342,31 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
         /* A turn that finishes at once runs first and is stored with its
          * registration, in one write. */
         once_record done;
-        int ran = once__dispatch_born(e, &rec, task, &ev, user, &done, &rc);
+        once__held *held = NULL;
+        int ran = once__dispatch_born(e, &rec, task, &ev, user, &done, &rc,
+                                      c->req->hold ? &held : NULL, c->req->inline_only);
         if (ran != 0)
             task = NULL;
         if (ran == 1) {
             if (rc == ONCE_OK) {
-                ONCE__STAT(e, registered);
+                if (held == NULL)
+                    ONCE__STAT(e, registered);   /* else once it lands */
                 res->verdict = ONCE_V_REGISTER;
                 rc = respond(e, c, &done, res);
                 once_record_clear(&done);
+                if (rc == ONCE_OK) {
+                    res->held = held;
+                    held = NULL;
+                }
             }
+            once__engine_held_drop(held);
             once_free(payload);
             json_decref(user);
             once_record_clear(&rec);
             return rc;
         }
+        if (c->req->inline_only)
+            rc = ONCE__EAGAIN;   /* not a held write: the create below would wait */
     }
     if (rc == ONCE_OK)
         rc = once__store_rc(e, once_store_create(e->store, &rec, &ev, 1, NULL, NULL));
@@ -475,11 +488,19 @@ static int send_counted(once__engine *e, const once_send_req *req, once_send_res
     return rc;
 }
 
+/* Room in the turn queue; a caller that may not wait only looks. */
+static int admit(once__engine *e, const once_send_req *req)
+{
+    return req->inline_only ? !once__queue_full(e) : once__queue_admit(e);
+}
+
 /* Load, decide, apply; again after a lost race. */
 static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, once_send_res *res)
 {
     int rc;
-    if (c->minted && !once__queue_admit(e)) {
+    if (c->minted && !admit(e, req)) {
+        if (req->inline_only)
+            return ONCE__EAGAIN;
         /* Its only verdict is REGISTER: refused before the store read. */
         res->verdict = ONCE_V_REGISTER;
         ONCE__STAT(e, overloaded);
@@ -508,7 +529,13 @@ static int send_loop(once__engine *e, const once_send_req *req, send_ctx *c, onc
         res->state = in.stored == ONCE_STORED_RECORD ? rec.state : ONCE_STATE_UNKNOWN;
 
         int retry = 0;
-        if ((v == ONCE_V_REGISTER || v == ONCE_V_CONTINUE) && !once__queue_admit(e)) {
+        int room = v != ONCE_V_REGISTER && v != ONCE_V_CONTINUE ? 1 : admit(e, req);
+        if (req->inline_only && (v == ONCE_V_CONTINUE || !room)) {
+            if (in.stored == ONCE_STORED_RECORD)
+                once_record_clear(&rec);
+            return ONCE__EAGAIN;   /* a write to wait for, or a queue to wait on */
+        }
+        if (!room) {
             /* Refused before anything is written: the retry registers the
              * same task here later or on another replica. */
             if (in.stored == ONCE_STORED_RECORD)

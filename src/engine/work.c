@@ -426,19 +426,34 @@ static int commit_born(once_work *w)
             nev++;
         }
     }
+    int held = 0;
     if (rc == ONCE_OK) {
         next.version = w->rec.version;
         next.generation = w->born->generation + (int64_t)nev - 1;
         next.updated_at = once__now(e);
-        rc = once__store_rc(e, once_store_create(e->store, &next, ev, nev, NULL, NULL));
+        if (w->t->hold && nev <= ONCE__HELD_EVENTS &&
+            (once_state_terminal(next.state) || once_state_interrupted(next.state))) {
+            /* The turn's last write (nothing follows a final or
+             * interrupted state, so no later write of the turn needs it
+             * stored): not written here; the caller starts it (held.c),
+             * which counts and notifies once it landed. */
+            rc = once__held_new(e, &next, ev, nev, &w->t->held);
+            held = rc == ONCE_OK;
+        } else if (w->t->held_only) {
+            rc = ONCE__EAGAIN;   /* its caller may not wait for the create */
+        } else {
+            rc = once__store_rc(e, once_store_create(e->store, &next, ev, nev, NULL, NULL));
+        }
     }
     json_t *staged = w->staged;
     w->staged = NULL;
     if (rc == ONCE_OK) {
         w->born = NULL;
         w->journaled = 1;
-        ONCE__STAT(e, executed_turns);
-        once__notify(e, &next);
+        if (!held) {
+            ONCE__STAT(e, executed_turns);
+            once__notify(e, &next);
+        }
         adopt(w, &next, staged);
     } else {
         json_decref(staged);
@@ -956,6 +971,11 @@ static void count_turn_end(once_work *w)
             ONCE__STAT(e, turns_lost);
         return;
     }
+    once__count_turn_end(e, &w->rec);
+}
+
+void once__count_turn_end(once__engine *e, const once_record *rec)
+{
     static const size_t ends[] = {
         [ONCE_STATE_COMPLETED] = ONCE__STAT_AT(turns_completed),
         [ONCE_STATE_FAILED] = ONCE__STAT_AT(turns_failed),
@@ -964,7 +984,7 @@ static void count_turn_end(once_work *w)
         [ONCE_STATE_INPUT_REQUIRED] = ONCE__STAT_AT(turns_input_required),
         [ONCE_STATE_AUTH_REQUIRED] = ONCE__STAT_AT(turns_auth_required),
     };
-    once_state st = w->rec.kind == ONCE_KIND_TASK ? w->rec.state : ONCE_STATE_COMPLETED;
+    once_state st = rec->kind == ONCE_KIND_TASK ? rec->state : ONCE_STATE_COMPLETED;
     once__stat_pick(e, ends, sizeof ends / sizeof ends[0], (size_t)st, ONCE__STAT_AT(turns_lost));
 }
 
@@ -1106,8 +1126,8 @@ void once__run_turn(once__engine *e, once__turn *t)
             once_work_fail(w, reason);
         }
     }
-    if (w->born == NULL)
-        count_turn_end(w);
+    if (w->born == NULL && t->held == NULL)
+        count_turn_end(w);   /* a held write counts when it lands (held.c) */
     t->born_stored = t->born != NULL && w->born == NULL;
     if (t->settled != NULL && w->born == NULL) {
         *t->settled = w->rec;

@@ -138,6 +138,12 @@ typedef struct once_http_config {
     int inline_calls;            /* no call waits for I/O (the memory store): run
                                     them on the libmicrohttpd threads, without the
                                     hand-over to a worker */
+    int inline_first;            /* run each call on the libmicrohttpd thread
+                                    unless it would wait for a store write
+                                    (once__a2a_request.inline_only): a new task
+                                    held for a store that commits without its
+                                    caller (the SQLite store), a replay, a
+                                    read; the others go to a worker */
     size_t max_body;             /* 0 = 1 MiB */
     once_http_limits limits;     /* zero fields: the ONCE_HTTP_* defaults */
     unsigned idle_timeout_s;     /* keep-alive idle timeout; 0 = 30 */

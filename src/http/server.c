@@ -12,10 +12,16 @@
  *   2. body callbacks: append up to max_body bytes, within the body budget
  *      (guard.c); past either, keep draining (so the client can read our
  *      413 / 503) but store nothing more;
- *   3. last callback: refuse (413 / 503 / 415 / 401) or suspend the
- *      connection and queue the call on the worker pool;
+ *   3. last callback: refuse (413 / 503 / 415 / 401), or run the call here
+ *      (inline_calls: no call waits for I/O; inline_first: a call that
+ *      need not wait for a store write runs here, any other comes back
+ *      ONCE__EAGAIN with nothing done), or suspend the connection and queue
+ *      the call on the worker pool;
  *   4. the worker runs once__a2a_handle, marks the ctx done and resumes the
- *      connection; it never touches the ctx after resuming it;
+ *      connection; it never touches the ctx after resuming it. A held
+ *      answer (a new task whose one write is not made yet, engine/held.c)
+ *      is resumed by the thread that commits the write, or run again on a
+ *      worker, holding nothing, when the write failed;
  *   5. libmicrohttpd calls back again: queue the response (an SSE stream
  *      for a streaming call: sse.c takes over); the completion callback
  *      frees the ctx.
@@ -107,6 +113,8 @@ typedef struct req_ctx {
     once__rest rest;
     char traceparent[ONCE_TRACEPARENT_LEN + 1]; /* a valid W3C traceparent, or "" */
     int64_t t0;                /* monotonic ms when the request was complete */
+    int no_hold;               /* run again after its held write failed: hold none */
+    once__logctx logctx;       /* the call's log context, while its held write is out */
     once__a2a_response resp;    /* written by the worker */
 } req_ctx;
 
@@ -306,7 +314,7 @@ static void on_ready(void *arg)
 
 /* The call itself: the request handed to the codec, its answer (or a
  * deferred one, or a stream) in r->resp. */
-static int call(req_ctx *r)
+static int call(req_ctx *r, int inline_only)
 {
     once__log_ctx_clear();
     once__log_ctx_traceparent(r->traceparent);
@@ -317,7 +325,9 @@ static int call(req_ctx *r)
                           .len = r->body.len,
                           .last_event_id = r->last_event_id,
                           .slots = once__sse_slots(r->h->sse),
-                          .defer = 1};
+                          .defer = 1,
+                          .hold = !r->no_hold && !r->h->cfg.inline_calls,
+                          .inline_only = inline_only};
     if (r->binding == ONCE_A2A_HTTP_JSON) {
         once__a2a_rest_request rq;
         once__rest_request(&r->rest, &q, &rq);
@@ -339,12 +349,56 @@ static int await_answer(req_ctx *r)
     return 0;
 }
 
+static void run_job(void *arg);
+
+/* A held answer's write landed (engine.h, once__engine_held_start), on
+ * whichever thread committed it: send the answer; or, when nothing was
+ * stored, run the call again without holding, on a worker (this thread
+ * may be the one every write of the store waits for), which decides from
+ * what is stored: a replay of another registration that won, the outage's
+ * answer, ... */
+static void on_landed(void *arg, int rc)
+{
+    req_ctx *r = arg;
+    *once__log_ctx() = r->logctx;
+    if (rc == ONCE_OK) {
+        hand_back(r, ONCE_OK);
+        return;
+    }
+    once__log_ctx_clear();
+    once__a2a_response_clear(&r->resp);
+    r->no_hold = 1;
+    rc = once__http_pool_submit(r->h->pool, run_job, r);
+    if (rc != ONCE_OK) {
+        once__a2a_error_response_as(r->binding, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
+                                   rc == ONCE_EBUSY ? "OVERLOADED" : "SHUTTING_DOWN",
+                                   "The server is busy; retry the same request", &r->resp);
+        r->resp.retry_after = 1;
+        hand_back(r, ONCE_OK);
+    }
+}
+
+/* The answer of a new task not stored yet: start its write; the thread
+ * that commits it answers (on_landed). */
+static void start_held(req_ctx *r)
+{
+    once__held *held = r->resp.held;
+    r->resp.held = NULL;
+    r->logctx = *once__log_ctx();
+    once__log_ctx_clear();
+    once__engine_held_start(held, on_landed, r);   /* r may be answered already */
+}
+
 static void run_job(void *arg)
 {
     req_ctx *r = arg;
-    int rc = call(r);
+    int rc = call(r, 0);
     if (rc == ONCE_OK && r->resp.deferred != NULL) {
         (void)await_answer(r);
+        return;
+    }
+    if (rc == ONCE_OK && r->resp.held != NULL) {
+        start_held(r);
         return;
     }
     hand_back(r, rc);
@@ -500,19 +554,28 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     r->dispatched = 1;
     r->counted = 1;
     __atomic_add_fetch(&h->calls, 1, __ATOMIC_ACQ_REL);
-    if (h->cfg.inline_calls) {
-        /* No call waits for I/O: run it here. A blocking send's wait
-         * still leaves this thread (suspended until the await thread's
-         * worker answers). */
-        int rc = call(r);
+    if (h->cfg.inline_calls || h->cfg.inline_first) {
+        /* No call waits for I/O (inline_calls), or this one need not
+         * (inline_first: else ONCE__EAGAIN, nothing done): run it here. A
+         * blocking send's wait still leaves this thread (suspended until
+         * the await thread's worker answers), and so does a held answer
+         * (until the thread that commits its write answers). */
+        int rc = call(r, !h->cfg.inline_calls);
         if (rc == ONCE_OK && r->resp.deferred != NULL) {
             MHD_suspend_connection(conn);
             (void)await_answer(r);
             return MHD_YES;
         }
-        conclude(r, rc);
-        __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
-        return answer(h, r);
+        if (rc == ONCE_OK && r->resp.held != NULL) {
+            MHD_suspend_connection(conn);
+            start_held(r);
+            return MHD_YES;
+        }
+        if (rc != ONCE__EAGAIN) {
+            conclude(r, rc);
+            __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+            return answer(h, r);
+        }
     }
     MHD_suspend_connection(conn);
     int rc = once__http_pool_submit(h->pool, run_job, r);

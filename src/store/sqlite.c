@@ -43,6 +43,7 @@
 #include "store/sqlite_fault.h"
 #include "store/sqlite_int.h"
 #include "store/slots.h"
+#include "store/store_async.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
 
@@ -199,6 +200,7 @@ static char *vfs_uri(const char *path, const char *vfs)
 static int sq_release(once_store *base)
 {
     sq_store *s = sq(base);
+    once__sq_driver_stop(s);
     int rc = once__sq_conn_close(s->writer);
     while (s->idle) {
         sq_conn *c = s->idle;
@@ -207,6 +209,7 @@ static int sq_release(once_store *base)
         if (rc == ONCE_OK)
             rc = crc;
     }
+    pthread_cond_destroy(&s->dcv);
     pthread_mutex_destroy(&s->qmu);
     pthread_mutex_destroy(&s->pmu);
     if (s->open_name != s->path)
@@ -225,6 +228,7 @@ static int sq_parse(once_store *base, const char *url, char *errbuf, size_t errl
 
     pthread_mutex_init(&s->qmu, NULL);
     pthread_mutex_init(&s->pmu, NULL);
+    pthread_cond_init(&s->dcv, NULL);
     int rc = parse_url(url, &st, errbuf, errlen);
     s->path = s->open_name = st.path;
     if (rc != ONCE_OK)
@@ -288,6 +292,42 @@ static int sq_create(once_store *s, const once_record *rec, const once_event *ev
     sq_op op = {.kind = SQ_OP_CREATE, .rec = rec, .ev = ev, .nev = nev, .winner = winner,
                 .tomb = tomb};
     return once__sq_submit(sq(s), &op);
+}
+
+/* An asynchronous create: the op and the caller's completion. */
+typedef struct sq_async {
+    sq_op op;
+    void (*done)(void *arg, int rc);
+    void *arg;
+} sq_async;
+
+static void async_landed(sq_op *op)
+{
+    sq_async *a = (sq_async *)op;
+    void (*done)(void *, int) = a->done;
+    void *arg = a->arg;
+    int rc = op->rc;
+    once_free(a);
+    done(arg, rc);
+}
+
+int once__sqlite_create_start(once_store *s, const once_record *rec, const once_event *ev,
+                              size_t nev, void (*done)(void *arg, int rc), void *arg)
+{
+    sq_async *a = once_calloc(1, sizeof *a);
+    if (a == NULL)
+        return ONCE_ENOMEM;
+    a->op.kind = SQ_OP_CREATE;
+    a->op.rec = rec;
+    a->op.ev = ev;
+    a->op.nev = nev;
+    a->op.landed = async_landed;
+    a->done = done;
+    a->arg = arg;
+    int rc = once__sq_submit_async(sq(s), &a->op);
+    if (rc != ONCE_OK)
+        once_free(a);
+    return rc;
 }
 
 static int sq_load(once_store *s, const char *principal, const char *task_id, once_record *out,

@@ -38,6 +38,18 @@
  * even ROLLBACK fails the writer connection is closed (which rolls back)
  * and the next batch opens a fresh one.
  *
+ * An asynchronous op (once__sq_submit_async: a new task's held create,
+ * engine/held.c) has no caller waiting: it is queued, and whoever commits
+ * it calls its landed() instead of posting it. It never leads on its
+ * caller's thread, which may be one that must not wait for a commit (an
+ * HTTP thread): when nobody leads, or when a leader's successor at the head
+ * of the queue is asynchronous, the lead passes to the driver, a thread of
+ * the store's own (started with the first such op), which leads as long as
+ * the queue's head is asynchronous and hands the lead to a waiting op
+ * otherwise. So a waiting caller that led is never kept leading for
+ * others, and under a steady load of held creates one thread commits batch
+ * after batch with no hand-off per write.
+ *
  * Reads never come here: they use the reader pool (sqlite_conn.c) and WAL
  * lets them proceed during a commit. A lease renewal is an op like any
  * other and shares the batches.
@@ -171,10 +183,72 @@ static size_t take_batch(sq_store *s, sq_op **batch)
     return n;
 }
 
+/* Tell every op of a finished batch but the calling thread's own (mine,
+ * or NULL) its outcome: a post for a waiting caller, landed() for an
+ * asynchronous op. After this no thread touches those ops but their own. */
+static void finish_batch(sq_op **batch, size_t n, const sq_op *mine)
+{
+    for (size_t i = 0; i < n; i++) {
+        sq_op *op = batch[i];
+        if (op == mine)
+            continue;
+        if (op->landed != NULL) {
+            op->landed(op);
+        } else {
+            op->done = 1;
+            sem_post(&op->wake);
+        }
+    }
+}
+
+/* Lead: run the queue's head batch, pass the lead on, tell the batch its
+ * outcome; again while the lead stays here. The caller holds the lead
+ * (s->leading set for it). mine: the caller's own op, or NULL (the
+ * driver). The lead passes, under qmu and without leading dropping in
+ * between, to a waiting op at the head of the queue (posted to lead), to
+ * the driver when the head is asynchronous (nobody waits to lead it), or
+ * to nobody when the queue is empty. The driver keeps it while the head is
+ * asynchronous. It passes before this batch is told its outcome, so the
+ * next commit does not wait for the wake-ups and completions of this one;
+ * and a waiting caller that led returns once its own batch is committed,
+ * whatever arrives after. */
+static void lead(sq_store *s, sq_op *mine)
+{
+    for (;;) {
+        sq_op *batch[SQ_BATCH_MAX];
+        pthread_mutex_lock(&s->qmu);
+        size_t n = take_batch(s, batch);
+        pthread_mutex_unlock(&s->qmu);
+
+        run_batch(s, batch, n);
+
+        pthread_mutex_lock(&s->qmu);
+        sq_op *next = s->qhead;   /* arrived during the commit */
+        int again = 0;
+        if (!next) {
+            s->leading = 0;
+        } else if (next->landed != NULL) {
+            if (mine == NULL) {
+                again = 1;
+            } else {
+                s->drive = 1;
+                pthread_cond_signal(&s->dcv);
+            }
+        }
+        pthread_mutex_unlock(&s->qmu);
+        if (next && next->landed == NULL)
+            sem_post(&next->wake);   /* "you lead": done stays 0 */
+        finish_batch(batch, n, mine);
+        if (!again)
+            return;
+    }
+}
+
 int once__sq_submit(sq_store *s, sq_op *op)
 {
     op->rc = ONCE_ESTORE;
     op->done = 0;
+    op->landed = NULL;
     op->next = NULL;
     if (sem_init(&op->wake, 0, 0) != 0)
         return ONCE_ENOMEM;
@@ -194,31 +268,74 @@ int once__sq_submit(sq_store *s, sq_op *op)
             sem_destroy(&op->wake);
             return op->rc;
         }
-        pthread_mutex_lock(&s->qmu);
+    } else {
+        s->leading = 1;
+        pthread_mutex_unlock(&s->qmu);
     }
-    s->leading = 1;
-    sq_op *batch[SQ_BATCH_MAX];
-    size_t n = take_batch(s, batch);   /* op first: the queue held only it, or it led */
-    pthread_mutex_unlock(&s->qmu);
-
-    run_batch(s, batch, n);
-
-    pthread_mutex_lock(&s->qmu);
-    sq_op *next = s->qhead;   /* arrived during the commit: leads the next one */
-    if (!next)
-        s->leading = 0;
-    pthread_mutex_unlock(&s->qmu);
-
-    /* The next batch starts before this one's followers wake; after the
-     * posts no thread touches op but its caller. */
-    if (next)
-        sem_post(&next->wake);
-    for (size_t i = 1; i < n; i++) {
-        batch[i]->done = 1;
-        sem_post(&batch[i]->wake);
-    }
+    lead(s, op);   /* op heads the queue: the queue held only it, or it led */
     sem_destroy(&op->wake);
     return op->rc;
+}
+
+static void *driver_main(void *arg)
+{
+    sq_store *s = arg;
+    pthread_mutex_lock(&s->qmu);
+    for (;;) {
+        while (!s->drive && !s->driver_stop)
+            pthread_cond_wait(&s->dcv, &s->qmu);
+        if (!s->drive)
+            break;
+        s->drive = 0;
+        pthread_mutex_unlock(&s->qmu);
+        lead(s, NULL);
+        pthread_mutex_lock(&s->qmu);
+    }
+    pthread_mutex_unlock(&s->qmu);
+    return NULL;
+}
+
+int once__sq_submit_async(sq_store *s, sq_op *op)
+{
+    op->rc = ONCE_ESTORE;
+    op->done = 0;
+    op->next = NULL;
+
+    pthread_mutex_lock(&s->qmu);
+    if (!s->driver_started) {
+        /* Started by the first asynchronous op: a handle that never takes
+         * one (the tools, the tests of other slots) has no extra thread. */
+        if (pthread_create(&s->driver, NULL, driver_main, s) != 0) {
+            pthread_mutex_unlock(&s->qmu);
+            return ONCE_ENOMEM;
+        }
+        s->driver_started = 1;
+    }
+    if (s->qtail)
+        s->qtail->next = op;
+    else
+        s->qhead = op;
+    s->qtail = op;
+    if (!s->leading) {
+        /* Nobody leads: the driver does. Never this thread, which may be
+         * one that must not wait for a commit (an HTTP thread). */
+        s->leading = 1;
+        s->drive = 1;
+        pthread_cond_signal(&s->dcv);
+    }
+    pthread_mutex_unlock(&s->qmu);
+    return ONCE_OK;   /* the current batch's leader, or the next, takes it */
+}
+
+void once__sq_driver_stop(sq_store *s)
+{
+    pthread_mutex_lock(&s->qmu);
+    int started = s->driver_started;
+    s->driver_stop = 1;
+    pthread_cond_signal(&s->dcv);
+    pthread_mutex_unlock(&s->qmu);
+    if (started)
+        pthread_join(s->driver, NULL);
 }
 
 size_t once__sqlite_queued(once_store *base)

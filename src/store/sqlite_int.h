@@ -137,7 +137,10 @@ typedef enum sq_op_kind {
 /* A queued write. The caller fills the arguments and waits; the leader
  * that takes it writes the outputs and rc, sets done and posts wake, once.
  * A post with done still 0 hands the caller the lead (sqlite_commit.c).
- * The caller reads nothing before the post. */
+ * The caller reads nothing before the post. An op with `landed` set is
+ * asynchronous (once__sq_submit_async): nobody waits on it; the leader
+ * that committed it calls landed(op) once, and the op is the callee's
+ * from then on. */
 typedef struct sq_op {
     sq_op_kind kind;
     const once_record *rec;           /* create, update */
@@ -163,6 +166,7 @@ typedef struct sq_op {
     int rc;
     int done;
     sem_t wake;
+    void (*landed)(struct sq_op *op); /* asynchronous: called instead of a post */
     struct sq_op *next;               /* queue link; guarded by sq_store.qmu */
 } sq_op;
 
@@ -188,6 +192,14 @@ typedef struct sq_store {
     sq_op *qhead, *qtail;
     int leading;
     sq_conn *writer;
+    /* The driver: a thread that leads while the queue's head is an
+     * asynchronous op (no caller waits to lead it), started by the first
+     * one. All guarded by qmu. */
+    pthread_cond_t dcv;
+    pthread_t driver;
+    int driver_started;
+    int drive;              /* the lead was passed to the driver */
+    int driver_stop;
 
     pthread_mutex_t pmu;
     sq_conn *idle;
@@ -264,6 +276,13 @@ int once__sq_schema(sq_store *s, sq_conn *c);
 /* ---- sqlite_commit.c ---- */
 /* Queue op, wait for a leader (maybe this thread) to run it; op->rc. */
 int once__sq_submit(sq_store *s, sq_op *op);
+/* Queue op (op->landed set) and return without waiting: ONCE_OK, and
+ * op->landed(op) is called once, with op->rc final, on the thread that
+ * commits it (never this one); or an error, op untouched and landed never
+ * called. */
+int once__sq_submit_async(sq_store *s, sq_op *op);
+/* Stop the driver, if one was started (at close: nothing is queued). */
+void once__sq_driver_stop(sq_store *s);
 
 /* ---- sqlite_write.c ---- */
 /* What runs one kind of op: every kind's function has this shape, so that

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/metrics.h"
+#include "store/store_async.h"
 #include "store/store_int.h"
 
 /* Return a slot's answer, its time recorded in the store latency
@@ -192,6 +193,24 @@ int once_store_create(once_store *s, const once_record *rec, const once_event *e
     if (rc != ONCE_OK)
         return rc;
     TIMED(s, ONCE__SOP_CREATE, s->m->create(s, rec, ev, nev, winner, tomb));
+}
+
+int once__store_async(const once_store *s)
+{
+    return s != NULL && s->m == &once__store_sqlite;
+}
+
+int once__store_create_start(once_store *s, const once_record *rec, const once_event *ev,
+                             size_t nev, void (*done)(void *arg, int rc), void *arg)
+{
+    if (!s || !rec || !done)
+        return ONCE_EINVAL;
+    if (!once__store_async(s))
+        return ONCE_EUNSUPPORTED;
+    int rc = once__store_valid_create(s, rec, ev, nev);
+    if (rc != ONCE_OK)
+        return rc;
+    return once__sqlite_create_start(s, rec, ev, nev, done, arg);
 }
 
 /* What every read of one task's output checks first: out zeroed (size

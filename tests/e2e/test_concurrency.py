@@ -2,6 +2,10 @@
 first sends make exactly one task and exactly one execution, and all 64
 responses name that task; and two onced replicas on one SQLite file agree,
 so a retry sent to the other replica replays instead of running again.
+With the built-in echo executor on SQLite the race takes the held path
+(engine/held.c): each racer runs the turn on its HTTP thread and holds
+its write; one create lands, every other lands ONCE_EEXISTS and its call is
+run again, which replays: still one task, one registration, 63 replays.
 
 Executions are counted by the --exec command itself, which appends its
 ONCE_TASK_ID to a file: the count is what really ran, not what the server
@@ -105,6 +109,20 @@ def test_derived_id_race():
         eq(runs_of(tid), 1, "exactly one execution")
 
 
+def test_held_race():
+    with Onced(tmpdir=tmp, store=fresh_store()) as s:
+        for round_ in range(3):
+            tid = "t-held-%d-%s" % (round_, new_id())
+            out = race(s.port, user_message("race me", task_id=tid), ext=True)
+            got = check_race(out, "held write, round %d" % round_)
+            eq(got, tid, "the task has the client's ID")
+            for st, hd, doc in out:
+                eq(doc["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+                   "every answer is the completed task")
+        st, _, doc = s.rpc("ListTasks", {"pageSize": 100})
+        eq(len(doc["result"]["tasks"]), 3, "three races, three tasks")
+
+
 def test_two_replicas_one_file():
     store = "sqlite:" + os.path.join(tmp, "shared.db")
     a = Onced(args=["--exec", EXEC, "--replica-id", "replica-a"], store=store, tmpdir=tmp)
@@ -161,4 +179,5 @@ def test_two_replicas_one_file():
 
 
 if __name__ == "__main__":
-    run([test_client_minted_race, test_derived_id_race, test_two_replicas_one_file])
+    run([test_client_minted_race, test_derived_id_race, test_held_race,
+         test_two_replicas_one_file])

@@ -12,6 +12,11 @@
  *     ONCE_ESTORE (the conflicting one too: its verdict came from a
  *     transaction that never committed), none of their records is there
  *     afterwards, the leader's is, and the store goes on writing.
+ * The same two with the followers' creates started without waiting
+ * (store/store_async.h, what a held new task of the engine uses): none
+ * lands before its batch's fsync returned, each lands once with its own
+ * outcome, and on the thread that committed it, never the one that started
+ * it (it may be an HTTP thread).
  * "Not answered yet" is asserted only while a sync is known to wait in the
  * gate; every wait is for a condition, bounded by tt_ms().
  */
@@ -25,6 +30,7 @@
 
 #include "sqlite/vfs_shim.h"
 #include "store/sqlite_fault.h"
+#include "store/store_async.h"
 #include "store/util.h"
 #include "timeout.h"
 
@@ -35,8 +41,9 @@
 #define T0 INT64_C(1700000000000)
 #define WAIT_MS 10000
 
-/* One create on its own thread; the main thread reads rc and winner only
- * after join, done at any time. */
+/* One create on its own thread, or started without waiting (async); the
+ * main thread reads rc and winner only after join (or done, async), done at
+ * any time. */
 typedef struct writer {
     once_store *s;
     char id[32];
@@ -45,6 +52,11 @@ typedef struct writer {
     char winner[64];           /* EEXISTS: the stored record's task_json */
     atomic_int done;
     pthread_t th;
+    int async;
+    once_record rec;           /* async: what the create holds until it lands */
+    once_event ev;
+    atomic_int landings;       /* async: how many times it landed */
+    pthread_t landed_on;
 } writer;
 
 static int create(once_store *s, const char *id, const char *json, once_record *winner)
@@ -82,11 +94,42 @@ static void start(writer *w, once_store *s, const char *id, const char *json)
     assert_int_equal(pthread_create(&w->th, NULL, write_one, w), 0);
 }
 
+static void landed(void *arg, int rc)
+{
+    writer *w = arg;
+    w->rc = rc;
+    w->landed_on = pthread_self();
+    atomic_fetch_add(&w->landings, 1);
+    atomic_store(&w->done, 1);
+}
+
+/* The same create, started from this thread without waiting. */
+static void start_async(writer *w, once_store *s, const char *id, const char *json)
+{
+    memset(w, 0, sizeof *w);
+    w->s = s;
+    w->async = 1;
+    snprintf(w->id, sizeof w->id, "%s", id);
+    snprintf(w->json, sizeof w->json, "%s", json);
+    atomic_init(&w->done, 0);
+    atomic_init(&w->landings, 0);
+    assert_int_equal(st_rec(&w->rec, "p", w->id, ONCE_STATE_WORKING, T0, w->json), 0);
+    w->rec.generation = 1;
+    w->ev = (once_event){1, "{\"ev\":1}"};
+    assert_int_equal(once__store_create_start(s, &w->rec, &w->ev, 1, landed, w), ONCE_OK);
+}
+
+static int writer_done(void *arg)
+{
+    return atomic_load(&((writer *)arg)->done);
+}
+
 typedef struct fx {
     char path[4096];
     once_store *s;
     writer lead;
     writer fol[NFOLLOW];
+    int async;                 /* the followers start their creates without waiting */
 } fx;
 
 static int setup(void **state)
@@ -114,6 +157,8 @@ static int teardown(void **state)
     fx *f = *state;
     shim_hold_syncs(0);
     once_store_close(f->s);
+    for (int i = 0; i < NFOLLOW; i++)
+        once_record_clear(&f->fol[i].rec);
     st_remove_db(f->path);
     free(f);
     return 0;
@@ -135,7 +180,10 @@ static void pile_up(fx *f)
         char id[32], json[48];
         snprintf(id, sizeof id, "f-%d", i);
         snprintf(json, sizeof json, "{\"by\":%d}", i);
-        start(&f->fol[i], f->s, i == CONFLICT ? DUP_ID : id, json);
+        if (f->async)
+            start_async(&f->fol[i], f->s, i == CONFLICT ? DUP_ID : id, json);
+        else
+            start(&f->fol[i], f->s, i == CONFLICT ? DUP_ID : id, json);
     }
     assert_true(tt_wait_until(all_queued, f->s, WAIT_MS));
     assert_int_equal(atomic_load(&f->lead.done), 0);   /* its fsync has not returned */
@@ -154,8 +202,16 @@ static void lead_through(fx *f)
 
 static void join_followers(fx *f)
 {
-    for (int i = 0; i < NFOLLOW; i++)
-        pthread_join(f->fol[i].th, NULL);
+    for (int i = 0; i < NFOLLOW; i++) {
+        writer *w = &f->fol[i];
+        if (!w->async) {
+            pthread_join(w->th, NULL);
+            continue;
+        }
+        assert_true(tt_wait_until(writer_done, w, WAIT_MS));
+        assert_int_equal(atomic_load(&w->landings), 1);
+        assert_false(pthread_equal(w->landed_on, pthread_self()));   /* not the starter */
+    }
 }
 
 static void assert_clean(once_store *s)
@@ -179,7 +235,8 @@ static void own_outcomes(void **state)
     for (int i = 0; i < NFOLLOW; i++) {
         if (i == CONFLICT) {
             assert_int_equal(f->fol[i].rc, ONCE_EEXISTS);
-            assert_string_equal(f->fol[i].winner, DUP_JSON);
+            if (!f->async)   /* a started create has no winner output */
+                assert_string_equal(f->fol[i].winner, DUP_JSON);
         } else if (f->fol[i].rc != ONCE_OK) {
             fail_msg("follower %d: %s", i, once_errname(f->fol[i].rc));
         }
@@ -227,11 +284,48 @@ static void failed_fsync(void **state)
     assert_clean(f->s);
 }
 
+static void own_outcomes_async(void **state)
+{
+    ((fx *)*state)->async = 1;
+    own_outcomes(state);
+}
+
+static void failed_fsync_async(void **state)
+{
+    ((fx *)*state)->async = 1;
+    failed_fsync(state);
+}
+
+/* Nobody leads: the started create is committed by another thread (the
+ * store's driver), and the starter returns before it lands. */
+static void lone_async(void **state)
+{
+    fx *f = *state;
+    writer w;
+    shim_hold_syncs(1);
+    start_async(&w, f->s, "lone", "{\"by\":\"lone\"}");
+    assert_true(shim_wait_held(WAIT_MS));   /* its commit is in its fsync ... */
+    assert_int_equal(atomic_load(&w.done), 0);   /* ... and it has not landed */
+    shim_hold_syncs(0);
+    shim_release(0);
+    assert_true(tt_wait_until(writer_done, &w, WAIT_MS));
+    assert_int_equal(w.rc, ONCE_OK);
+    assert_int_equal(atomic_load(&w.landings), 1);
+    assert_false(pthread_equal(w.landed_on, pthread_self()));
+    once_record_clear(&w.rec);
+    once_record r;
+    assert_int_equal(once_store_load(f->s, "p", "lone", &r, NULL), ONCE_OK);
+    once_record_clear(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(own_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_fsync, setup, teardown),
+        cmocka_unit_test_setup_teardown(own_outcomes_async, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_fsync_async, setup, teardown),
+        cmocka_unit_test_setup_teardown(lone_async, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
