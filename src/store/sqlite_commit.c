@@ -224,20 +224,24 @@ static void lead(sq_store *s, sq_op *mine)
 
         pthread_mutex_lock(&s->qmu);
         sq_op *next = s->qhead;   /* arrived during the commit */
+        sq_op *wake = NULL;       /* a waiting op handed the lead */
         int again = 0;
         if (!next) {
             s->leading = 0;
-        } else if (next->landed != NULL) {
-            if (mine == NULL) {
-                again = 1;
-            } else {
-                s->drive = 1;
-                pthread_cond_signal(&s->dcv);
-            }
+        } else if (next->landed == NULL) {
+            wake = next;
+        } else if (mine == NULL) {
+            again = 1;
+        } else {
+            s->drive = 1;
+            pthread_cond_signal(&s->dcv);
         }
         pthread_mutex_unlock(&s->qmu);
-        if (next && next->landed == NULL)
-            sem_post(&next->wake);   /* "you lead": done stays 0 */
+        /* Only a waiting op may be touched past the lock: it lives until
+         * posted. An asynchronous head may already be committed by the
+         * driver and freed by its landed(). */
+        if (wake)
+            sem_post(&wake->wake);   /* "you lead": done stays 0 */
         finish_batch(batch, n, mine);
         if (!again)
             return;
