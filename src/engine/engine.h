@@ -192,8 +192,10 @@ typedef struct once_send_res {
  * answer must not be sent: run the send again without req->hold (it decides
  * again from what is stored). h is freed. */
 void once__engine_held_start(once__held *h, void (*landed)(void *arg, int rc), void *arg);
-/* 1 if sends with req->hold can get a held write (the store starts writes
- * without waiting: store/store_async.h). */
+/* 1 if a send may run on a thread that must not wait for I/O
+ * (req->inline_only): the store starts writes without waiting
+ * (store/store_async.h) and is read without a round trip. Sends with
+ * req->hold get held writes on any store that starts writes. */
 int once__engine_holds(const once__engine *e);
 /* Free a held write without writing it (its answer is not sent). NULL ok. */
 void once__engine_held_drop(once__held *h);

@@ -360,8 +360,10 @@ int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task, o
 int once__dispatch_born(once__engine *e, const once_record *rec, json_t *task,
                         const once_event *ev, const json_t *msg, once_record *out, int *rc,
                         once__held **held, int held_only);
-/* held.c: 1 if the store can start a held write (store/store_async.h). */
+/* held.c: 1 if the store can start a held write (store/store_async.h);
+ * _rec: a held write of rec. */
 int once__held_can(const once__engine *e);
+int once__held_can_rec(const once__engine *e, const once_record *rec);
 /* A held write of rec (copied) and ev[0..nev) (payloads copied), counted in
  * e->inflight until started and landed, or dropped. ONCE_ERANGE past
  * ONCE__HELD_EVENTS events. */

@@ -55,11 +55,19 @@ int once__held_can(const once__engine *e)
     return once__store_async(e->store);
 }
 
+int once__held_can_rec(const once__engine *e, const once_record *rec)
+{
+    return once__store_async_rec(e->store, rec);
+}
+
 int once__engine_holds(const once__engine *e)
 {
-    /* Only a turn run before its task is stored (once__dispatch_born). */
+    /* Only a turn run before its task is stored (once__dispatch_born), on
+     * a store read without a round trip: the send's dedup read is made on
+     * the caller's thread too. */
     const unsigned born = ONCE_EXECUTOR_BATCH | ONCE_EXECUTOR_INLINE;
-    return once__held_can(e) && (e->ex->flags & born) == born && e->ex->quick != NULL;
+    return once__held_can(e) && once__store_local(e->store) && (e->ex->flags & born) == born &&
+           e->ex->quick != NULL;
 }
 
 int once__held_new(once__engine *e, once_record *rec, const once_event *ev, size_t nev,

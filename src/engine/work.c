@@ -431,7 +431,7 @@ static int commit_born(once_work *w)
         next.version = w->rec.version;
         next.generation = w->born->generation + (int64_t)nev - 1;
         next.updated_at = once__now(e);
-        if (w->t->hold && nev <= ONCE__HELD_EVENTS &&
+        if (w->t->hold && nev <= ONCE__HELD_EVENTS && once__held_can_rec(e, &next) &&
             (once_state_terminal(next.state) || once_state_interrupted(next.state))) {
             /* The turn's last write (nothing follows a final or
              * interrupted state, so no later write of the turn needs it

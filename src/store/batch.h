@@ -6,8 +6,11 @@
  * free leader place (fewer than max_leaders batches in flight) becomes a
  * leader: it takes every queued operation (up to max_ops), hands them to the
  * backend's run callback on one pooled connection, which sends them together
- * and sets each one's own outcome, then wakes them. No thread of its own: a batch is always
- * run by one of its callers, so a handle with no writers costs nothing.
+ * and sets each one's own outcome, then wakes them. A batch of waiting
+ * writers is run by one of them, so a handle with no writers costs nothing.
+ * An asynchronous operation (a new task's held create, engine/held.c) has
+ * nobody waiting: it is run by whichever leader takes it, a waiting writer
+ * or a driver thread, and told its outcome by a callback.
  *
  * The contract of run: every operation it was given gets op->rc, and an
  * operation is told ONCE_OK only after the store acknowledged it durably (the
@@ -22,7 +25,8 @@
 
 #include "store/pool.h"
 
-#define ONCE__BATCH_MAX 64 /* operations per batch at the most */
+#define ONCE__BATCH_MAX 64    /* operations per batch at the most */
+#define ONCE__BATCH_DRIVERS 16 /* driver threads at the most (batch.c) */
 
 /* One operation. The submitter owns it; arg is the backend's description of
  * the write. taken and done are guarded by the batch's mu; rc is written by
@@ -36,6 +40,9 @@ typedef struct once__batch_op {
     int taken; /* a leader has it */
     int done;  /* rc is final */
     pthread_cond_t cv;
+    /* An asynchronous op's completion (once__batch_submit_async): called
+     * once with rc final, by the thread that ran its batch, without mu. */
+    void (*landed)(struct once__batch_op *op);
 } once__batch_op;
 
 /* What a leader hands the backend: ops[0..n), n >= 1. */
@@ -45,7 +52,8 @@ typedef struct once__batch_slice {
 } once__batch_slice;
 
 /* pool, run, max_leaders and max_ops are set by init and read-only after;
- * mu guards the queue, leaders and every queued op's flags. */
+ * mu guards the queue, leaders, the drivers' state and every queued op's
+ * flags. */
 typedef struct once__batch {
     once__pool *pool;
     /* Runs a slice (its arg) on one connection of pool and sets every
@@ -57,11 +65,18 @@ typedef struct once__batch {
     pthread_mutex_t mu;
     once__batch_op *head, **tail;
     int leaders;
+    /* Drivers: threads that lead batches with asynchronous ops in them,
+     * which have no caller waiting to lead. Started by the first such op,
+     * up to max_leaders; they wait on dcv and stop at destroy. */
+    pthread_cond_t dcv;
+    pthread_t driver[ONCE__BATCH_DRIVERS];
+    int ndrivers, idle, stopping;
 } once__batch;
 
 void once__batch_init(once__batch *b, once__pool *pool, once__pool_fn run, int max_leaders,
                       size_t max_ops);
-/* No operation may be queued (every submitter has returned). */
+/* No operation may be queued (every submitter has returned, every
+ * asynchronous op landed). Stops the drivers. */
 void once__batch_destroy(once__batch *b);
 /*
  * The connections of a backend that batches (PostgreSQL, Redis): pool for
@@ -97,6 +112,14 @@ int once__batch_conns_start(once__pool *pool, once__pool *bpool, once__batch *b,
 /* Queue op (op->arg set by the caller), wait until its batch has run, and
  * return op->rc. */
 int once__batch_submit(once__batch *b, once__batch_op *op);
+
+/* Queue op (op->arg and op->landed set by the caller) and return at once:
+ * ONCE_OK, and op->landed(op) is called exactly once with op->rc final, on
+ * the thread that ran its batch (a driver, or a waiting submitter that
+ * led), never this one; or ONCE_ENOMEM (no driver could be started) and
+ * nothing was queued. landed must not wait for the store: the thread that
+ * calls it may be the one the next batch waits for. */
+int once__batch_submit_async(once__batch *b, once__batch_op *op);
 
 /* How many operations wait for a leader (tests use it to know that a batch
  * has formed). */

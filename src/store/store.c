@@ -195,7 +195,45 @@ int once_store_create(once_store *s, const once_record *rec, const once_event *e
     TIMED(s, ONCE__SOP_CREATE, s->m->create(s, rec, ev, nev, winner, tomb));
 }
 
+/* The backend's create_start, or NULL when s cannot start creates. */
+typedef int (*create_start_fn)(once_store *, const once_record *, const once_event *, size_t,
+                               void (*)(void *, int), void *);
+
+static create_start_fn starter(const once_store *s)
+{
+    if (s == NULL)
+        return NULL;
+    if (s->m == &once__store_sqlite)
+        return once__sqlite_create_start;
+#ifdef ONCE_HAVE_PG
+    if (s->m == &once__store_pg && once__pg_async(s))
+        return once__pg_create_start;
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (s->m == &once__store_redis && once__rd_async(s))
+        return once__rd_create_start;
+#endif
+    return NULL;
+}
+
 int once__store_async(const once_store *s)
+{
+    return starter(s) != NULL;
+}
+
+int once__store_async_rec(const once_store *s, const once_record *rec)
+{
+    if (!once__store_async(s))
+        return 0;
+#ifdef ONCE_HAVE_PG
+    if (s->m == &once__store_pg && rec->push_json != NULL)
+        return 0;   /* its delivery rows need a transaction of their own */
+#endif
+    (void)rec;
+    return 1;
+}
+
+int once__store_local(const once_store *s)
 {
     return s != NULL && s->m == &once__store_sqlite;
 }
@@ -205,12 +243,12 @@ int once__store_create_start(once_store *s, const once_record *rec, const once_e
 {
     if (!s || !rec || !done)
         return ONCE_EINVAL;
-    if (!once__store_async(s))
+    if (!once__store_async_rec(s, rec))
         return ONCE_EUNSUPPORTED;
     int rc = once__store_valid_create(s, rec, ev, nev);
     if (rc != ONCE_OK)
         return rc;
-    return once__sqlite_create_start(s, rec, ev, nev, done, arg);
+    return starter(s)(s, rec, ev, nev, done, arg);
 }
 
 /* What every read of one task's output checks first: out zeroed (size

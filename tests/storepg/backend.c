@@ -30,6 +30,18 @@
  *                            four creates of an ID wins and the others get
  *                            the winner, one of two CAS updates of a version
  *                            wins, a stale CAS fails alone, the rest succeed
+ *   batch_async              asynchronous creates (a new task's held write)
+ *                            held back with a waiting writer until they share
+ *                            one batch: each lands once, on another thread,
+ *                            with its own verdict: new keys OK and stored,
+ *                            one of three creates of an ID wins and the others
+ *                            are ECONFLICT (nothing stored), a taken key is
+ *                            ECONFLICT and untouched; PostgreSQL refuses to
+ *                            start a record with delivery rows, and batch=0
+ *                            starts none
+ *   batch_async_mixed        800 creates from four threads, three in four
+ *                            asynchronous, two batches in flight: each
+ *                            asynchronous one lands exactly once, OK, stored
  *   batch_lost_commit        PostgreSQL group commit: a batch whose server
  *                            process dies before COMMIT ran answers
  *                            ONCE_ESTORE to every caller (none hears OK for
@@ -73,6 +85,7 @@
 #include <hiredis/hiredis.h>
 #endif
 
+#include "store/store_async.h"
 #include "store/util.h"
 #include "timeout.h"
 #ifdef ONCE_HAVE_PG
@@ -1182,6 +1195,231 @@ static void keyed_plans(void **state)
     skip(); /* a PostgreSQL planner's case */
 }
 
+/* An asynchronous create (store/store_async.h): its outcome as its
+ * callback told it, how often and on which thread. */
+typedef struct acreate {
+    once_record rec;
+    st_events ev;
+    int rc;
+    int landed; /* landings, atomic */
+    pthread_t by;
+} acreate;
+
+static acreate *g_ac;
+static int g_nac;
+
+static void acreate_done(void *arg, int rc)
+{
+    acreate *a = arg;
+
+    a->rc = rc;
+    a->by = pthread_self();
+    __atomic_add_fetch(&a->landed, 1, __ATOMIC_ACQ_REL);
+}
+
+static int landed_are(long n)
+{
+    long k = 0;
+    int i;
+
+    for (i = 0; i < g_nac; i++)
+        k += __atomic_load_n(&g_ac[i].landed, __ATOMIC_ACQUIRE) > 0;
+    return k == n;
+}
+
+/* Start a's create of a finished task id (two events); what start said. */
+static int acreate_begin(once_store *s, acreate *a, const char *id, const char *ctx)
+{
+    memset(a, 0, sizeof *a);
+    if (st_rec(&a->rec, "p", id, ONCE_STATE_COMPLETED, T0, "{\"k\":2}") != 0)
+        return ONCE_ENOMEM;
+    snprintf(a->rec.context_id, sizeof a->rec.context_id, "%s", ctx);
+    st_mkev(&a->ev, 1, 2, id);
+    a->rec.generation = 2;
+    return once__store_create_start(s, &a->rec, a->ev.ev, 2, acreate_done, a);
+}
+
+static void acreate_start(once_store *s, acreate *a, const char *id, const char *ctx)
+{
+    assert_int_equal(acreate_begin(s, a, id, ctx), ONCE_OK);
+}
+
+static void batch_async(void **state)
+{
+    static const char *const uniq[] = {"a1", "a2", "a3"};
+    acreate ac[7];
+    bwrite lead, w;
+    int ok = 0, won = -1, i;
+    once_event_list el;
+    once_record r;
+    once_store *s;
+    void *lock;
+    char url[1024], err[256];
+
+    (void)state;
+    s = batch_held("batchasync", &lead, &lock);
+    assert_true(once__store_async(s));
+    g_ac = ac;
+    g_nac = 7;
+    for (i = 0; i < 3; i++)
+        acreate_start(s, &ac[i], uniq[i], "c");
+    for (i = 3; i < 6; i++) {
+        char ctx[16];
+        snprintf(ctx, sizeof ctx, "c%d", i);
+        acreate_start(s, &ac[i], "adup", ctx);
+    }
+    acreate_start(s, &ac[6], "r2", "other"); /* a key that holds a record */
+    bwrite_start(&w, s, 1, "s1", "c", 0);    /* a waiting writer among them */
+    wait_for(queued_are, 8, "eight writes in the batch queue");
+    assert_true(landed_are(0)); /* queued behind the held batch: none has landed */
+    batch_release(lock);
+
+    bwrite_join(&lead);
+    assert_int_equal(lead.rc, ONCE_OK);
+    bwrite_join(&w);
+    assert_int_equal(w.rc, ONCE_OK);
+    wait_for(landed_are, 7, "seven asynchronous creates landed");
+    for (i = 0; i < 7; i++)
+        assert_false(pthread_equal(ac[i].by, pthread_self()));
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(ac[i].rc, ONCE_OK);
+        EXPECT_RC(s, once_store_load(s, "p", uniq[i], &r, NULL), ONCE_OK);
+        assert_int_equal(r.state, ONCE_STATE_COMPLETED);
+        assert_int_equal(r.generation, 2);
+        once_record_clear(&r);
+        EXPECT_RC(s, once_store_events(s, "p", uniq[i], 0, 10, &el), ONCE_OK);
+        assert_int_equal(el.n, 2);
+        once_event_list_clear(&el);
+    }
+    for (i = 3; i < 6; i++) {
+        if (ac[i].rc == ONCE_OK)
+            won = i, ok++;
+        else
+            assert_int_equal(ac[i].rc, ONCE_ECONFLICT); /* nothing stored; decide again */
+    }
+    assert_int_equal(ok, 1);
+    EXPECT_RC(s, once_store_load(s, "p", "adup", &r, NULL), ONCE_OK);
+    {
+        char ctx[16];
+        snprintf(ctx, sizeof ctx, "c%d", won);
+        assert_string_equal(r.context_id, ctx); /* the winner's record, no other's */
+    }
+    once_record_clear(&r);
+    assert_int_equal(ac[6].rc, ONCE_ECONFLICT);
+    EXPECT_RC(s, once_store_load(s, "p", "r2", &r, NULL), ONCE_OK);
+    assert_int_equal(r.version, 1); /* untouched */
+    assert_string_not_equal(r.context_id, "other");
+    once_record_clear(&r);
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        /* One batch: one transaction for the held-back writes. */
+        assert_int_equal(pg_count("SELECT count(DISTINCT xmin::text) FROM batchasync.once_tasks "
+                                  "WHERE task_id IN ('a1'::bytea, 'a2'::bytea, 'a3'::bytea, "
+                                  "'adup'::bytea, 's1'::bytea)"),
+                         1);
+        /* A record with delivery rows is not started: its rows need a
+         * transaction of their own. Nothing is queued for it. */
+        acreate p;
+        memset(&p, 0, sizeof p);
+        assert_int_equal(st_rec(&p.rec, "p", "withpush", ONCE_STATE_COMPLETED, T0, "{}"), 0);
+        p.rec.push_json = once_strdup("[{\"id\":\"c1\",\"url\":\"http://127.0.0.1:1/\"}]");
+        assert_false(once__store_async_rec(s, &p.rec));
+        assert_int_equal(once__store_create_start(s, &p.rec, NULL, 0, acreate_done, &p),
+                         ONCE_EUNSUPPORTED);
+        assert_int_equal(p.landed, 0);
+        once_record_clear(&p.rec);
+    }
+#endif
+    once_store_close(s); /* its drivers stopped: no landing can follow */
+    for (i = 0; i < 7; i++) {
+        assert_int_equal(ac[i].landed, 1);
+        once_record_clear(&ac[i].rec);
+    }
+    /* Without group commit there is no create to start. */
+    url_for(url, sizeof url - 10, 0, "batchasync", 0);
+    snprintf(url + strlen(url), 10, "&batch=0");
+    assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_OK);
+    assert_false(once__store_async(s));
+    once_store_close(s);
+}
+
+/* Asynchronous and waiting creates from several threads at once, with two
+ * batches in flight: every asynchronous one lands exactly once, OK, and is
+ * stored. */
+#define AM_THREADS 4
+#define AM_EACH 200
+
+typedef struct amix {
+    once_store *s;
+    int t;
+    acreate *ac; /* AM_EACH */
+} amix;
+
+static void *amix_main(void *arg)
+{
+    amix *m = arg;
+    int i;
+
+    for (i = 0; i < AM_EACH; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "m%d-%d", m->t, i);
+        if (i % 4 == 3) { /* every fourth waits for its own commit */
+            acreate *a = &m->ac[i];
+            memset(a, 0, sizeof *a);
+            a->rc = st_rec(&a->rec, "p", id, ONCE_STATE_WORKING, T0, "{}") == 0
+                        ? once_store_create(m->s, &a->rec, NULL, 0, NULL, NULL)
+                        : ONCE_ENOMEM;
+            __atomic_store_n(&a->landed, 1, __ATOMIC_RELEASE);
+        } else {
+            int rc = acreate_begin(m->s, &m->ac[i], id, "c");
+            if (rc != ONCE_OK) { /* never landed: seen as a failed create */
+                m->ac[i].rc = rc;
+                __atomic_store_n(&m->ac[i].landed, 1, __ATOMIC_RELEASE);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void batch_async_mixed(void **state)
+{
+    static acreate ac[AM_THREADS * AM_EACH];
+    amix m[AM_THREADS];
+    pthread_t th[AM_THREADS];
+    char url[1024], err[256];
+    once_store *s = NULL;
+    int i;
+
+    (void)state;
+    url_for(url, sizeof url - 10, 0, "batchmixed", 1);
+    snprintf(url + strlen(url), 10, "&batch=2");
+    assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_OK);
+    g_ac = ac;
+    g_nac = AM_THREADS * AM_EACH;
+    for (i = 0; i < AM_THREADS; i++) {
+        m[i].s = s;
+        m[i].t = i;
+        m[i].ac = ac + i * AM_EACH;
+        assert_int_equal(pthread_create(&th[i], NULL, amix_main, &m[i]), 0);
+    }
+    for (i = 0; i < AM_THREADS; i++)
+        pthread_join(th[i], NULL);
+    wait_for(landed_are, AM_THREADS * AM_EACH, "every create landed");
+    once_store_close(s);
+    s = open_ns(0, "batchmixed", 0);
+    for (i = 0; i < AM_THREADS * AM_EACH; i++) {
+        once_record r;
+        char id[32];
+        assert_int_equal(ac[i].landed, 1);
+        assert_int_equal(ac[i].rc, ONCE_OK);
+        snprintf(id, sizeof id, "m%d-%d", i / AM_EACH, i % AM_EACH);
+        EXPECT_RC(s, once_store_load(s, "p", id, &r, NULL), ONCE_OK);
+        once_record_clear(&r);
+        once_record_clear(&ac[i].rec);
+    }
+    once_store_close(s);
+}
+
 static void batch_lost_commit(void **state)
 {
     (void)state;
@@ -1280,6 +1518,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(dropped_connections), cmocka_unit_test(concurrent_first_open),
         cmocka_unit_test(check_sees_damage),   cmocka_unit_test(push_writes_race_acks),
         cmocka_unit_test(batch_outcomes),      cmocka_unit_test(batch_lost_commit),
+        cmocka_unit_test(batch_async),         cmocka_unit_test(batch_async_mixed),
         cmocka_unit_test(keyed_plans),         cmocka_unit_test(backend_specific),
     };
 

@@ -23,6 +23,7 @@
 
 #include "core/decide.h"
 #include "store/pg/pg_int.h"
+#include "store/store_async.h"
 #include "store/store_int.h"
 
 static pg_store *pgs(once_store *s)
@@ -181,6 +182,73 @@ int once__pg_create(once_store *s, const once_record *rec, const once_event *ev,
     a.winner = winner;
     a.tomb = tomb;
     return write_record(pgs(s), PG_CREATE, &p, rec, 1, create_fn, &a);
+}
+
+/* An asynchronous create (store/store_async.h): its statement through the
+ * group commit, told by landed. It never runs alone: a create the batch
+ * did not write (the key taken or entombed, a batch rolled back, nothing
+ * sent) is ONCE_ECONFLICT, nothing stored, and the caller decides again
+ * from what is stored; one in doubt is ONCE_ESTORE. */
+typedef struct pg_async {
+    once__batch_op op;
+    pg_bop b;
+    pg_params p;
+    char fd[ONCE_DIGEST_HEX + 1];
+    void (*done)(void *arg, int rc);
+    void *arg;
+} pg_async;
+
+static void async_landed(once__batch_op *op)
+{
+    pg_async *a = (pg_async *)op;
+    void (*done)(void *, int) = a->done;
+    void *arg = a->arg;
+    int rc = op->rc;
+
+    if (rc == PG_ALONE || (rc == ONCE_OK && a->b.count != 1))
+        rc = ONCE_ECONFLICT;
+    once__pg_p_free(&a->p);
+    once_free(a);
+    done(arg, rc);
+}
+
+int once__pg_async(const once_store *s)
+{
+    return ((const pg_store *)s)->batch_leaders > 0;
+}
+
+int once__pg_create_start(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
+                          void (*done)(void *arg, int rc), void *arg)
+{
+    pg_async *a;
+    int rc;
+
+    if (!once__pg_async(s) || rec->push_json) /* its rows need their own transaction */
+        return ONCE_EUNSUPPORTED;
+    a = once_calloc(1, sizeof *a);
+    if (!a)
+        return ONCE_ENOMEM;
+    bind_record(&a->p, rec, a->fd);
+    rc = once__pg_p_payloads(&a->p, ev, nev);
+    if (rc != ONCE_OK) {
+        once__pg_p_free(&a->p);
+        once_free(a);
+        return rc;
+    }
+    a->b.id = PG_CREATE;
+    a->b.p = &a->p;
+    a->b.principal = rec->principal;
+    a->b.task_id = rec->task_id;
+    a->op.arg = &a->b;
+    a->op.landed = async_landed;
+    a->done = done;
+    a->arg = arg;
+    rc = once__batch_submit_async(&pgs(s)->batch, &a->op);
+    if (rc != ONCE_OK) {
+        once__pg_p_free(&a->p);
+        once_free(a);
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -20,6 +20,7 @@
 
 #include "core/decide.h"
 #include "store/redis/redis_int.h"
+#include "store/store_async.h"
 #include "store/store_int.h"
 
 static rd_store *rds(once_store *s)
@@ -126,67 +127,162 @@ static int create_fn(rd_store *s, rd_conn *c, void *arg)
     return rc == ONCE_OK ? create_verdict(s, a, r) : rc;
 }
 
+/* A create's script call and what its arguments point into. */
+typedef struct create_call {
+    char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
+    rd_push_write *push;
+    rd_task_keys k;
+    rd_cmd cmd;
+} create_call;
+
+static void create_call_free(create_call *cc)
+{
+    once__rd_cmd_free(&cc->cmd);
+    once__rd_task_keys_free(&cc->k);
+    once__rd_push_write_free(cc->push);
+}
+
+/* Build the create script call of rec and ev[0..nev) in cc (zeroed by the
+ * caller); on failure nothing is left to free. */
+static int create_call_build(rd_store *s, create_call *cc, const once_record *rec,
+                             const once_event *ev, size_t nev)
+{
+    size_t mlen, lmlen, i;
+    int rc;
+
+    if (rec->push_json) { /* a new key: its rows start fresh */
+        cc->push = once__rd_push_write_new();
+        if (!cc->push)
+            return ONCE_ENOMEM;
+        rc = once__rd_push_prepare(cc->push, rec, NULL, 0);
+        if (rc != ONCE_OK) {
+            once__rd_push_write_free(cc->push);
+            return rc;
+        }
+    }
+    rc = once__rd_task_keys(s, rec->principal, rec->task_id, &cc->k);
+    if (rc != ONCE_OK) {
+        once__rd_push_write_free(cc->push);
+        return rc;
+    }
+    mlen = once__rd_member(cc->member, rec->principal, rec->task_id);
+    lmlen = once__rd_list_member(cc->lmember, rec->created_at, rec->task_id);
+    once__digests_first(rec->digests, cc->fd);
+
+    once__rd_cmd_init(&cc->cmd);
+    once__rd_cmd_eval_keys(&cc->cmd, s, RD_CREATE, &cc->k, write_keys, NKEYS(write_keys));
+    once__rd_arg(&cc->cmd, cc->member, mlen);
+    once__rd_arg(&cc->cmd, cc->lmember, lmlen);
+    index_scores(&cc->cmd, rec);
+    once__rd_i64(&cc->cmd, once__rd_record_nfields(rec));
+    once__rd_record_fields(&cc->cmd, rec, cc->fd, cc->lmember, lmlen);
+    once__rd_push_section(&cc->cmd, cc->push);
+    for (i = 0; i < nev; i++)
+        once__rd_str(&cc->cmd, ev[i].payload);
+    return ONCE_OK;
+}
+
 int once__rd_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                     once_record *winner, once_tombstone *tomb)
 {
-    char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
-    rd_push_write *push = NULL;
-    size_t mlen, lmlen, i;
     redisReply *r;
-    rd_task_keys k;
+    create_call cc;
     write_arg a;
-    rd_cmd cmd;
-    int rc = ONCE_OK;
+    int rc;
 
     if (winner)
         memset(winner, 0, sizeof *winner);
     if (tomb)
         memset(tomb, 0, sizeof *tomb);
-    if (rec->push_json) { /* a new key: its rows start fresh */
-        push = once__rd_push_write_new();
-        if (!push)
-            return ONCE_ENOMEM;
-        rc = once__rd_push_prepare(push, rec, NULL, 0);
-        if (rc != ONCE_OK) {
-            once__rd_push_write_free(push);
-            return rc;
-        }
-    }
-    rc = once__rd_task_keys(rds(s), rec->principal, rec->task_id, &k);
-    if (rc != ONCE_OK) {
-        once__rd_push_write_free(push);
+    memset(&cc, 0, sizeof cc);
+    rc = create_call_build(rds(s), &cc, rec, ev, nev);
+    if (rc != ONCE_OK)
         return rc;
-    }
-    mlen = once__rd_member(member, rec->principal, rec->task_id);
-    lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
-    once__digests_first(rec->digests, fd);
-
-    once__rd_cmd_init(&cmd);
-    once__rd_cmd_eval_keys(&cmd, rds(s), RD_CREATE, &k, write_keys, NKEYS(write_keys));
-    once__rd_arg(&cmd, member, mlen);
-    once__rd_arg(&cmd, lmember, lmlen);
-    index_scores(&cmd, rec);
-    once__rd_i64(&cmd, once__rd_record_nfields(rec));
-    once__rd_record_fields(&cmd, rec, fd, lmember, lmlen);
-    once__rd_push_section(&cmd, push);
-    for (i = 0; i < nev; i++)
-        once__rd_str(&cmd, ev[i].payload);
-
     memset(&a, 0, sizeof a);
-    a.cmd = &cmd;
+    a.cmd = &cc.cmd;
     a.rec = rec;
     a.winner = winner;
     a.tomb = tomb;
-    rc = batched(rds(s), &cmd, &r);
+    rc = batched(rds(s), &cc.cmd, &r);
     if (rc == ONCE_OK) {
         create_reset(&a);
         rc = create_verdict(rds(s), &a, r);
     } else if (rc == RD_ALONE) {
         rc = once__rd_run(rds(s), create_fn, &a);
     }
-    once__rd_cmd_free(&cmd);
-    once__rd_task_keys_free(&k);
-    once__rd_push_write_free(push);
+    create_call_free(&cc);
+    return rc;
+}
+
+/* An asynchronous create (store/store_async.h): its script through the
+ * pipeline, told by landed. It never runs alone: a create whose script did
+ * not run (NOSCRIPT) or found the key taken is ONCE_ECONFLICT, nothing
+ * stored, and the caller decides again from what is stored; an error reply
+ * or a connection lost with the reply unread is ONCE_ESTORE. */
+typedef struct rd_async {
+    once__batch_op op;
+    rd_bop b;
+    create_call cc;
+    void (*done)(void *arg, int rc);
+    void *arg;
+} rd_async;
+
+static void async_landed(once__batch_op *op)
+{
+    rd_async *a = (rd_async *)op;
+    void (*done)(void *, int) = a->done;
+    void *arg = a->arg;
+    redisReply *r = a->b.reply;
+    int rc = op->rc;
+
+    if (rc == RD_ALONE) {
+        rc = ONCE_ECONFLICT;
+    } else if (rc == ONCE_OK) {
+        if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+            rc = ONCE_OK;
+        else if (r->type == REDIS_REPLY_ARRAY)
+            rc = ONCE_ECONFLICT;
+        else
+            rc = ONCE_ESTORE;
+    }
+    if (r)
+        freeReplyObject(r);
+    create_call_free(&a->cc);
+    once_free(a);
+    done(arg, rc);
+}
+
+int once__rd_async(const once_store *s)
+{
+    return ((const rd_store *)s)->batch_leaders > 0;
+}
+
+int once__rd_create_start(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
+                          void (*done)(void *arg, int rc), void *arg)
+{
+    rd_async *a;
+    int rc;
+
+    if (!once__rd_async(s))
+        return ONCE_EUNSUPPORTED;
+    a = once_calloc(1, sizeof *a);
+    if (!a)
+        return ONCE_ENOMEM;
+    rc = create_call_build(rds(s), &a->cc, rec, ev, nev);
+    if (rc != ONCE_OK) {
+        once_free(a);
+        return rc;
+    }
+    a->b.cmd = &a->cc.cmd;
+    a->op.arg = &a->b;
+    a->op.landed = async_landed;
+    a->done = done;
+    a->arg = arg;
+    rc = once__batch_submit_async(&rds(s)->batch, &a->op);
+    if (rc != ONCE_OK) {
+        create_call_free(&a->cc);
+        once_free(a);
+    }
     return rc;
 }
 
