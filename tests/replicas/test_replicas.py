@@ -17,7 +17,11 @@ that logs every start and every completed run (fleet.py):
   completed with exactly one completed run; tasks of the live replicas are
   never taken over (their heartbeats hold the lease for longer than a
   lease); sends that hit the dead replica, retried with the same message on
-  another one, make one task each.
+  another one, make one task each;
+- the built-in executor's tasks (stored with one create, started without
+  waiting for it where the store commits in groups), 30 each sent 3 times
+  at once, once to each replica: one task each, registered by exactly one
+  (once_sends_total{outcome="registered"} sums to 30).
 """
 import os
 import sys
@@ -27,8 +31,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleet import Agent, backend_of, list_all, namespaced, start_fleet, store_url_from_argv  # noqa
-from harness import (check, eq, new_id, rpc, run, scaled, scratch_dir, task_state,  # noqa
-                     user_message, wait_until, wait_until_value)
+from harness import (Onced, check, eq, http_get, new_id, rpc, run, scaled, scratch_dir,  # noqa
+                     task_state, user_message, wait_until, wait_until_value)
 
 BASE = store_url_from_argv()
 TMP = scratch_dir("once-replicas-%s-" % backend_of(BASE))
@@ -121,6 +125,66 @@ def test_duplicates_spread_across_replicas():
         check(len(ran_on) >= 2, "the work spread over the replicas: %r" % (ran_on,))
         for r in reps:
             check(r.proc.poll() is None, "replica %s still runs" % r.name)
+    finally:
+        for r in reps:
+            r.stop()
+
+
+def registered(port):
+    """once_sends_total{outcome="registered"} of the replica on port."""
+    st, _, body = http_get(port, "/metrics")
+    eq(st, 200, "GET /metrics")
+    for line in body.decode().splitlines():
+        if line.startswith('once_sends_total{outcome="registered"} '):
+            return int(float(line.split()[-1]))
+    check(False, "no registered sample in /metrics")
+
+
+def test_held_writes_race_across_replicas():
+    """The built-in executor's tasks finish in their first turn and are
+    stored with one create, started without waiting for it (held) where the
+    store commits in groups: 30 tasks, each sent 3 times at once, once to
+    each replica, still make one task each, registered by exactly one."""
+    tmp = tempfile.mkdtemp(dir=TMP)
+    url = namespaced(BASE, "held")
+    reps = []
+    try:
+        for name in ("a", "b", "c"):
+            o = Onced(args=["--replica-id", name], store=url, tmpdir=tmp)
+            o.name = name
+            reps.append(o)
+        ids = ["t-held-%d-%s" % (i, new_id()) for i in range(30)]
+        msgs = [user_message("hello", task_id=tid) for tid in ids]   # one message, 3 sends
+        answers = [[None] * 3 for _ in ids]
+
+        def one(i, r):
+            barriers[i].wait()
+            try:
+                answers[i][r] = send(reps[r].port, msgs[i], True)
+            except Exception as ex:  # asserted below
+                answers[i][r] = (0, {}, {"_exception": repr(ex)})
+        barriers = [threading.Barrier(3) for _ in ids]
+        for lo in range(0, len(ids), 10):
+            threads = [threading.Thread(target=one, args=(i, r))
+                       for i in range(lo, lo + 10) for r in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(scaled(90))
+        for i, tid in enumerate(ids):
+            fresh = 0
+            for st, hd, doc in answers[i]:
+                eq(st, 200, "task %d: every send answers 200 (%r)" % (i, doc))
+                check("result" in doc, "task %d: every send is a result: %r" % (i, doc))
+                eq(doc["result"]["task"]["id"], tid, "task %d: the client's ID" % i)
+                eq(task_state(doc), "TASK_STATE_COMPLETED", "task %d: the finished task" % i)
+                fresh += hd.get("idempotent-replayed") != "true"
+            eq(fresh, 1, "task %d: one send registered, two replayed" % i)
+        eq(sum(registered(r.port) for r in reps), len(ids),
+           "the replicas registered 30 tasks between them")
+        for r in reps:
+            got = sorted(t["id"] for t in list_all(r.port))
+            eq(got, sorted(ids), "ListTasks on replica %s: exactly the 30 tasks" % r.name)
     finally:
         for r in reps:
             r.stop()
@@ -272,4 +336,5 @@ def test_kill9_replica_under_load():
 
 
 if __name__ == "__main__":
-    run([test_duplicates_spread_across_replicas, test_kill9_replica_under_load])
+    run([test_duplicates_spread_across_replicas, test_held_writes_race_across_replicas,
+         test_kill9_replica_under_load])
