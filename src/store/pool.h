@@ -3,9 +3,12 @@
  * share, and the retry loop every slot of theirs runs in (not API).
  *
  * A caller takes an idle connection (dropping any the backend finds stale)
- * or opens a new one, up to max; past that it waits up to wait_ms. A failed
- * connect starts a backoff (min_ms doubling to max_ms) during which callers
- * get ONCE_ESTORE at once instead of piling onto a server that is down.
+ * or opens a new one, up to max; past that it waits up to wait_ms, in line:
+ * a released connection goes to the longest waiter, never to a caller that
+ * came later, so under a load of more callers than connections no caller
+ * waits for more than its turn. A failed connect starts a backoff (min_ms
+ * doubling to max_ms) during which callers get ONCE_ESTORE at once instead
+ * of piling onto a server that is down.
  * Connections embed once__pool_item as their first member.
  */
 #ifndef ONCE_STORE_POOL_H
@@ -40,9 +43,11 @@ typedef struct once__pool_ops {
     void (*tidy)(once__pool_item *it);
 } once__pool_ops;
 
+/* A caller waiting in line (pool.c). */
+typedef struct once__pool_waiter once__pool_waiter;
+
 /* ops, owner, base, max and the timings are set at init and read-only
- * afterwards; mu guards idle, nopen, down_until and backoff_ms; cv is
- * signalled when a connection is released or a slot to open one frees up. */
+ * afterwards; mu guards idle, the line, nopen, down_until and backoff_ms. */
 typedef struct once__pool {
     const once__pool_ops *ops;
     void *owner;
@@ -51,8 +56,9 @@ typedef struct once__pool {
     int wait_ms, backoff_min_ms, backoff_max_ms;
 
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_condattr_t cattr; /* CLOCK_MONOTONIC, for the waiters' conditions */
     once__pool_item *idle;
+    once__pool_waiter *line, **line_tail; /* callers waiting, oldest first */
     size_t nopen;       /* connections open or being opened */
     int64_t down_until; /* monotonic ms: no new connection attempt before */
     int backoff_ms;     /* last connect backoff (0 after a success) */
@@ -69,6 +75,8 @@ void once__pool_adopt(once__pool *p, once__pool_item *it);
 int once__pool_acquire(once__pool *p, once__pool_item **out);
 /* Give a connection back; broken: close it instead of keeping it. */
 void once__pool_release(once__pool *p, once__pool_item *it, int broken);
+/* How many callers wait in line (tests use it to know a caller waits). */
+size_t once__pool_waiting(once__pool *p);
 
 /* One slot's work on one connection; it must (re)initialise its outputs,
  * since it may run again on a fresh connection. */
