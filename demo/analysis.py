@@ -10,9 +10,14 @@ of a stop-the-world pause or a frozen VM -- and resumed (SIGCONT) after the
 orchestrator continued the task, so its write carries fence 1 while the
 task's fence is 2: the write is refused with ONCE_EFENCED and its
 half-result appears nowhere. The outcome goes to DEMO_DIR/journal.jsonl.
+With DEMO_ANALYSIS_FREEZE=1 (the story sets it) the pause is the process's
+own, right after it journals "analysing": the story's SIGSTOP, sent when
+it sees the process, could otherwise come after the analysis was due on a
+busy machine, and the story would have nothing to fence.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -39,6 +44,8 @@ def journal(what, **fields):
 
 def main():
     journal("analysing")
+    if os.environ.get("DEMO_ANALYSIS_FREEZE") == "1":
+        os.kill(os.getpid(), signal.SIGSTOP)   # runs on at the story's SIGCONT
     # The analysis is due at DEMO_ANALYSIS_DUE (time.monotonic(), set by the
     # reviewer when it started this process): after a pause longer than
     # that, the result is written as soon as the process runs again.

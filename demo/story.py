@@ -367,7 +367,7 @@ class Story:
                   "--push-timeout", "2s", "--push-backoff", "100ms"]
         env = {"DEMO_DIR": self.tmp, "DEMO_STORE": self.store, "DEMO_TOOLS": self.tools,
                "DEMO_SIGN_URL": "http://127.0.0.1:%d/sign" % self.sign_link,
-               "DEMO_ANALYSIS_SECONDS": "1.5" if q else "2"}
+               "DEMO_ANALYSIS_SECONDS": "1.5" if q else "2", "DEMO_ANALYSIS_FREEZE": "1"}
         for name in ("reviewer-a", "reviewer-b"):
             e = dict(env, DEMO_REPLICA=name)
             self.replicas.append(h.Onced(common + ["--replica-id", name], store=self.store,
@@ -696,12 +696,17 @@ class Story:
                    "in order" % (gens[0] if gens else "-", gens[-1] if gens else "-"))
 
     def pause_analysis(self):
-        """As soon as turn 1 started its background analysis, freeze it."""
+        """Turn 1's background analysis freezes (SIGSTOP) right after it
+        starts: it stops itself (DEMO_ANALYSIS_FREEZE), so the pause lands
+        before its result however late this process gets to look; here we
+        wait to see it stopped. (A SIGSTOP sent from here as well could land
+        before the process's own, which would then stop it again after the
+        story's SIGCONT.)"""
         pidfile = os.path.join(self.tmp, "analysis-%s.pid" % self.tid)
         if wait_for(lambda: os.path.exists(pidfile), 20, step=0.01):
             with open(pidfile) as f:
                 self.analysis_pid = int(f.read())
-            os.kill(self.analysis_pid, signal.SIGSTOP)
+            wait_for(lambda: _stopped(self.analysis_pid), 20, step=0.01)
             self.paused_at = time.monotonic()
             self.paused_gen = (self.row() or {}).get("generation")
 
@@ -724,6 +729,15 @@ class Story:
             print("%2d  %-*s  %s" % (i, width, text, paint("32", "held") if ok else paint("31", "FAILED")))
         print("%d of %d claims held" % (held, len(CLAIMS)))
         return held == len(CLAIMS)
+
+
+def _stopped(pid):
+    """1 if process pid is stopped (state T in /proc/PID/stat)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return False
 
 
 def _is_analysis(pid):
