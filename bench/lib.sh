@@ -61,13 +61,18 @@ stop() {
 load1() { cut -d' ' -f1 /proc/loadavg; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null; } # PID VmRSS|VmHWM
 
-# engine_stats PORT FIELD...: the named once/admin/stats engine counters, on one line.
+# engine_stats PORT FIELD...: the named once/admin/stats engine counters, on one line
+# (a dotted name reaches into an object: memoryStore.bytes; an absent one prints 0).
 engine_stats() {
   local port=$1
   shift
   curl -s --max-time 30 "http://127.0.0.1:$port/" -H 'Content-Type: application/json' \
     -d '{"jsonrpc":"2.0","id":1,"method":"once/admin/stats"}' |
-    python3 -c 'import json,sys; e=json.load(sys.stdin)["result"]["engine"]; print(*[e[k] for k in sys.argv[1:]])' "$@"
+    python3 -c '
+import functools, json, sys
+e = json.load(sys.stdin)["result"]["engine"]
+get = lambda k: functools.reduce(lambda o, p: o.get(p, {}) if isinstance(o, dict) else {}, k.split("."), e)
+print(*[v if isinstance(v, int) else 0 for v in map(get, sys.argv[1:])])' "$@"
 }
 
 # start_onced NAME ARGS...: a fresh onced on a free port; sets PORT and PID.

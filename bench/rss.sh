@@ -12,13 +12,15 @@
 # a store that slows down as it fills says so by not getting there); then it idles BENCH_AFTER more
 # seconds with no load (retention keeps sweeping). Every BENCH_SAMPLE
 # seconds VmRSS and VmHWM of onced and its engine counters
-# (once/admin/stats: registered, swept, purged) go into a CSV:
-#   tasks held      = registered - swept   (live records, in full)
-#   tombstones held = swept - purged
-# Prints a markdown table per setting: RSS at every 100k tasks, the peak,
-# and whether RSS is flat (the last quarter of the load grew it by less
-# than 10% of what it was at half the load). Raw CSVs and logs in
-# $B/bench-out/rss-<date-time>/.
+# (once/admin/stats: registered, swept, purged, and the memory store's own
+# count: tasks and tombstones held, the bytes its budget counts) go into a
+# CSV. Prints a markdown table per setting: RSS at every 100k tasks, the
+# peak, the rate the load reached and what wrk counted as errors (refusals
+# of a full store are non-2xx: 503), the store's peak bytes against its
+# budget, and whether RSS is flat (the last quarter of the load grew it by
+# less than 10% of what it was at half the load). A setting that is not
+# flat, or whose store passed its budget, is printed as FAILED and the
+# script exits 1. Raw CSVs and logs in $B/bench-out/rss-<date-time>/.
 #
 # Environment (all optional):
 #   BENCH_TASKS        new tasks per setting              (1000000)
@@ -50,15 +52,17 @@ run_config() {
   shift
   start_onced "$name" --store "$STORE_URL" --retention 1m "$@"
   local csv="$OUT/$name.csv" t0 wpid reg=0 sw pu
-  echo "t_s,phase,registered,swept,purged,tasks_held,tombstones_held,rss_kb,hwm_kb,load1" >"$csv"
+  echo "t_s,phase,registered,swept,purged,tasks_held,tombstones_held,store_bytes,max_bytes,rss_kb,hwm_kb,load1" >"$csv"
   t0=$(date +%s)
   wrk -t2 -c64 -d3600s --timeout 10s -s "$LUA" "http://127.0.0.1:$PORT/" -- new block \
     "r$name$(date +%s%N | tail -c 9)" >"$OUT/$name.wrk" 2>&1 &
   wpid=$!
   PIDS+=("$wpid")
   sample() { # PHASE
-    read -r reg sw pu <<<"$(engine_stats "$PORT" registered swept purged)"
-    echo "$(($(date +%s) - t0)),$1,$reg,$sw,$pu,$((reg - sw)),$((sw - pu)),$(status_kb "$PID" VmRSS),$(status_kb "$PID" VmHWM),$(load1)" >>"$csv"
+    local tasks tombs bytes maxb
+    read -r reg sw pu tasks tombs bytes maxb <<<"$(engine_stats "$PORT" registered swept purged \
+      memoryStore.tasks memoryStore.tombstones memoryStore.bytes memoryStore.maxBytes)"
+    echo "$(($(date +%s) - t0)),$1,$reg,$sw,$pu,$tasks,$tombs,$bytes,$maxb,$(status_kb "$PID" VmRSS),$(status_kb "$PID" VmHWM),$(load1)" >>"$csv"
   }
   log "$name: $NTASKS blocking new tasks (load1 $(load1))"
   while [ "${reg:-0}" -lt "$NTASKS" ] && [ $(($(date +%s) - t0)) -lt "$MAXS" ] && kill -0 "$wpid" 2>/dev/null && kill -0 "$PID" 2>/dev/null; do
@@ -100,10 +104,11 @@ for c in $CONFIGS; do
   echo
   echo "### --tombstone-retention $tomb"
   echo
-  python3 - "$OUT/$c.csv" "$NTASKS" <<'PY'
-import csv, sys
+  python3 - "$OUT/$c.csv" "$NTASKS" "$OUT/$c.wrk" <<'PY' || FAILED=1
+import csv, re, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 n = int(sys.argv[2])
+wrk = open(sys.argv[3]).read()
 load = [r for r in rows if r["phase"] == "load"]
 if not load:
     print("no samples"); sys.exit()
@@ -135,9 +140,26 @@ print()
 print("Peak VmHWM %s MiB (peak sampled VmRSS %s MiB); %s tasks in %s s (%.0f/s)." %
       (mib(max(int(r["hwm_kb"]) for r in rows)), mib(peak_rss), last["registered"], secs,
        int(last["registered"]) / secs))
+res = re.search(r"^RESULT (.*)$", wrk, re.M)
+res = dict(kv.split("=") for kv in res.group(1).split()) if res else {}
+print("wrk: %s requests at %s/s; errors: connect %s, read %s, write %s, timeout %s, non-2xx %s "
+      "(a full store's 503), JSON-RPC errors %s, not completed %s." %
+      tuple(res.get(k, "?") for k in ("requests", "rps", "connect", "read", "write", "timeout",
+                                      "non2xx", "rpc_err", "not_done")))
+maxb = int(rows[-1]["max_bytes"] or 0)
+peak_store = max(int(r["store_bytes"] or 0) for r in rows)
+within = maxb == 0 or peak_store <= maxb
+if maxb:
+    print("Store: peak %s MiB of a %s MiB budget (sampled; the store counts its own bytes)." %
+          (mib(peak_store // 1024), mib(maxb // 1024)))
+flat = growth < 0.10
 print("Flat: %s (the last quarter of the load raised RSS by %.0f%% of its value at half the load; flat = under 10%%)." %
-      ("yes" if growth < 0.10 else "no", 100 * growth))
+      ("yes" if flat else "NO", 100 * growth))
+if not flat or not within:
+    print("**FAILED: %s**" % ("RSS is not flat" if not flat else "the store passed its budget"))
+    sys.exit(1)
 PY
 done
 echo
 echo "Raw output: $OUT"
+[ -z "${FAILED:-}" ] || { echo "bench/rss.sh: FAILED (above)" >&2; exit 1; }

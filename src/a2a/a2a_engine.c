@@ -66,6 +66,13 @@ static void b_stats(void *ctx, json_t *obj)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         json_object_set_new(obj, rows[i].name, json_integer((json_int_t)rows[i].v));
     json_object_set_new(obj, "replicaId", json_string(once__engine_replica_id(ctx)));
+    if (s.mem_bytes > 0) {   /* a memory: store (its table alone is bytes) */
+        json_t *m = json_pack("{sI sI sI sI}", "bytes", (json_int_t)s.mem_bytes, "maxBytes",
+                              (json_int_t)s.mem_max_bytes, "tasks", (json_int_t)s.mem_tasks,
+                              "tombstones", (json_int_t)s.mem_tombstones);
+        if (m != NULL)
+            json_object_set_new(obj, "memoryStore", m);
+    }
     /* What the store really commits at (absent for stores without the
      * choice), so a test can hold onced to its documented default. */
     int level;

@@ -15,6 +15,7 @@
 #include "core/str.h"
 #include "core/errbuf.h"
 #include "engine/engine_int.h"
+#include "store/mem.h"
 
 #define DEFAULT_LEASE_MS 15000
 #define DEFAULT_RETENTION_MS (72LL * 3600 * 1000)
@@ -306,8 +307,16 @@ int64_t once__engine_tombstone_ms(const once__engine *e)
 
 void once__engine_get_stats(once__engine *e, once__engine_stats *out)
 {
+    once__mem_budget b;
+    int mem = once__budget_count(e, &b);   /* early_expired up to date first */
     const uint64_t *src = (const uint64_t *)&e->stats;
     uint64_t *dst = (uint64_t *)out;
     for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    if (mem) {
+        out->mem_bytes = b.bytes;
+        out->mem_max_bytes = b.max_bytes;
+        out->mem_tasks = b.live;
+        out->mem_tombstones = b.tombs;
+    }
 }

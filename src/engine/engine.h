@@ -272,7 +272,9 @@ typedef struct once__engine_stats {
         sweeps,         /* takeover + retention passes finished */
         waits_shed,     /* blocking sends answered at once: wait limits reached */
         admit_waits;    /* sends that found the queue full and waited for room */
-    uint64_t early_expired; /* of swept: expired before --retention, memory:?max */
+    uint64_t early_expired; /* expired before --retention because a memory: store
+                             * passed its budget (memory:?max): by a sweep (then
+                             * also in swept) or by the write that needed room */
     uint64_t queued;    /* turns waiting for a worker now (a gauge) */
     uint64_t waiting;   /* deferred blocking sends waiting now (a gauge) */
     /* `refused` by reason; they sum to it (overloaded is apart) */
@@ -291,6 +293,10 @@ typedef struct once__engine_stats {
      * journal-only update; tasks whose counts were dropped unwritten (more
      * tasks than the table holds) */
     uint64_t journal_flushes, journal_dropped;
+    /* A memory: store's own count of what it holds (gauges; 0 on other
+     * stores): bytes as its budget counts them, the budget (0: none),
+     * tasks and tombstones. Read from the store by once__engine_get_stats. */
+    uint64_t mem_bytes, mem_max_bytes, mem_tasks, mem_tombstones;
 } once__engine_stats;
 void once__engine_get_stats(once__engine *e, once__engine_stats *out);
 

@@ -426,6 +426,11 @@ void once__log_push_failure(const char *task_id, const char *config_id, int64_t 
 /* --- sweep.c --------------------------------------------------------------- */
 
 int once__sweeper_start(once__engine *e);
+/* The tasks a memory: store expired early since the last call, added to
+ * e's early_expired; 1 with *b filled if e's store is a memory: store,
+ * else 0 (sweep.c). */
+struct once__mem_budget;
+int once__budget_count(once__engine *e, struct once__mem_budget *b);
 
 /* --- send.c ---------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include "core/metrics.h"
 #include "engine/engine_int.h"
 #include "engine/push.h"
+#include "store/mem.h"
 
 #define PROCESS_LOCAL " Process-local: starts at 0 when the process starts."
 
@@ -138,8 +139,9 @@ static const single engine_rest[] = {
      PROCESS_LOCAL,
      ENGINE_AT(swept)},
     {"once_store_early_expired_total", "counter",
-     "Of those, finished tasks expired before --retention because the memory: store "
-     "held more than its budget (memory:?max)." PROCESS_LOCAL,
+     "Finished tasks expired before --retention to keep the memory: store within its "
+     "budget (memory:?max), by the write that needed the room or by a sweep (those also "
+     "count in once_retention_expiries_total)." PROCESS_LOCAL,
      ENGINE_AT(early_expired)},
     {"once_tombstones_purged_total", "counter",
      "Tombstones past --tombstone-retention deleted by this replica." PROCESS_LOCAL,
@@ -160,6 +162,20 @@ static const single push_more[] = {
      PUSH_AT(refused)},
 };
 
+/* ...and a memory: store's, only there. */
+static const single memory_store[] = {
+    {"once_memory_store_bytes", "gauge",
+     "Bytes the memory: store holds, as its budget counts them (records, events, push "
+     "rows, tombstones, its table).",
+     ENGINE_AT(mem_bytes)},
+    {"once_memory_store_budget_bytes", "gauge",
+     "The memory: store's budget (memory:?max); 0: none.", ENGINE_AT(mem_max_bytes)},
+    {"once_memory_store_tasks", "gauge", "Tasks the memory: store holds (not expired).",
+     ENGINE_AT(mem_tasks)},
+    {"once_memory_store_tombstones", "gauge", "Tombstones the memory: store holds.",
+     ENGINE_AT(mem_tombstones)},
+};
+
 void once__engine_metrics(once__engine *e, once__mtext *t)
 {
     once__engine_stats s;
@@ -176,6 +192,8 @@ void once__engine_metrics(once__engine *e, once__mtext *t)
            "went to another replica." PROCESS_LOCAL,
            turns_finished, NROWS(turns_finished), &s);
     singles(t, engine_rest, NROWS(engine_rest), &s);
+    if (once__mem_store(e->store))
+        singles(t, memory_store, NROWS(memory_store), &s);
 
     once_push_stats p;
     once__engine_push_stats(e, &p);

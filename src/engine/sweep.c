@@ -18,11 +18,13 @@
  * Retention: finished records older than retention_ms become tombstones;
  * tombstones older than tombstone_ms are purged. Both are bounded batches
  * so one pass never holds the store for long. A memory: store with a
- * budget (memory:?max) also expires finished tasks sooner in those batches
- * when it holds too much: they are counted apart (early_expired) and
- * logged with the window the store then keeps.
+ * budget (memory:?max) keeps it on its own, in the writes (store/mem.c);
+ * the tasks it expired early are counted apart (early_expired) and logged
+ * here with the window the store then keeps, and its sweeps, run at least
+ * every BUDGET_SWEEP_MS, deflate the finished tasks it keeps.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -48,8 +50,8 @@
  * swept many times a second. */
 #define TRIM_AFTER 1024
 #define TRIM_EVERY_MS 1000
-/* A memory: store with a budget is swept at least this often: what
- * arrives between two sweeps is what it may hold above its budget. */
+/* A memory: store with a budget is swept at least this often: under
+ * pressure its sweeps deflate what it keeps, so fewer tasks expire early. */
 #define BUDGET_SWEEP_MS 100
 
 /* Take one expired key. ONCE_OK also when someone else was faster. */
@@ -162,35 +164,54 @@ static int retention_rounds(once__engine *e, int tombstones, int64_t now, size_t
  * every pass for as long as the load lasts). */
 #define BUDGET_LOG_MS 60000
 
-/* After the sweep rounds: the tasks a memory: store over its budget
- * expired early, counted, and now and then a line with the window it
- * keeps (how long ago the newest of them finished). */
-static void budget_note(once__engine *e, int64_t now)
+/* Tasks expired early but not yet logged, over every engine of the
+ * process (one log for the process). */
+static uint64_t unlogged;
+
+int once__budget_count(once__engine *e, once__mem_budget *b)
 {
-    static int64_t logged_at;   /* any engine's last line: one log for the process */
-    static uint64_t unlogged;
+    if (!once__mem_budget_take(e->store, b))
+        return 0;
+    if (b->early_new) {
+        __atomic_fetch_add(&e->stats.early_expired, b->early_new, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&unlogged, b->early_new, __ATOMIC_RELAXED);
+    }
+    return 1;
+}
+
+/* After the sweep rounds: the tasks a memory: store over its budget
+ * expired early (by the writes that needed room, or by the sweep),
+ * counted, and now and then a line with the window it keeps (how long ago
+ * the newest of them finished). Returns how many the store expired early
+ * since the last call (memory freed, as trim counts it). */
+static size_t budget_note(once__engine *e, int64_t now)
+{
+    static int64_t logged_at;   /* any engine's last line */
+    static uint64_t early_seen; /* b.early at the last call: what trim was told */
     once__mem_budget b;
 
-    if (!once__mem_budget_take(e->store, &b) || b.early_new == 0)
-        return;
-    __atomic_fetch_add(&e->stats.early_expired, b.early_new, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&unlogged, b.early_new, __ATOMIC_RELAXED);
+    if (!once__budget_count(e, &b))
+        return 0;
+    size_t freed = (size_t)(b.early - __atomic_exchange_n(&early_seen, b.early, __ATOMIC_RELAXED));
+    if (__atomic_load_n(&unlogged, __ATOMIC_RELAXED) == 0)
+        return freed;
     int64_t last = __atomic_load_n(&logged_at, __ATOMIC_RELAXED);
     if (last && now - last < BUDGET_LOG_MS)
-        return;
+        return freed;
     if (!__atomic_compare_exchange_n(&logged_at, &last, now, 0, __ATOMIC_RELAXED,
                                      __ATOMIC_RELAXED))
-        return;   /* another engine's sweep is logging */
+        return freed;   /* another engine's sweep is logging */
     uint64_t n = __atomic_exchange_n(&unlogged, 0, __ATOMIC_RELAXED);
     once__logline l;
     if (!once__log_begin(&l, ONCE_LOG_WARN, "store_over_budget"))
-        return;
+        return freed;
     once__log_int(&l, "expired_early", (int64_t)n);
     once__log_int(&l, "window_ms", now - b.early_last);
     once__log_int(&l, "held_bytes", (int64_t)b.bytes);
     once__log_int(&l, "tombstone_bytes", (int64_t)b.tomb_bytes);
     once__log_int(&l, "max_bytes", (int64_t)b.max_bytes);
     once__log_end(&l);
+    return freed;
 }
 
 static int retention_pass(once__engine *e)
@@ -198,7 +219,7 @@ static int retention_pass(once__engine *e)
     int64_t now = once__now(e);
     size_t removed = 0;
     int rc = retention_rounds(e, 0, now, &removed);
-    budget_note(e, now);
+    removed += budget_note(e, now);   /* the writes' expiries free memory too */
     if (rc == ONCE_OK)
         rc = retention_rounds(e, 1, now, &removed);
     if (rc == ONCE_OK)
@@ -230,6 +251,12 @@ static void *sweeper_main(void *arg)
 
 int once__sweeper_start(once__engine *e)
 {
+    /* A test hook: with ONCE_TEST_SWEEPER=off no sweeper runs, so a test
+     * can show what holds without one (the memory budget) and what does
+     * not (takeovers, retention). */
+    const char *hook = getenv("ONCE_TEST_SWEEPER");
+    if (hook != NULL && strcmp(hook, "off") == 0)
+        return ONCE_OK;
     if (pthread_create(&e->sweeper, NULL, sweeper_main, e) != 0)
         return ONCE_ENOMEM;
     e->sweeper_started = 1;

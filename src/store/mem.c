@@ -49,15 +49,19 @@
  * memory:?max=SIZE is a budget for the bytes the store holds (`bytes`:
  * every allocation it keeps -- records, events, push rows, tombstones, the
  * table -- each counted as requested plus MEM_CHUNK_HEAD for the
- * allocator's header). Only the sweep acts on it, never a request: over the
- * budget it turns the oldest finished tasks into tombstones before their
- * retention, as retention would (counted in `early`), until the store is
- * back under it, and then deflates the finished tasks left without waiting
- * for cold_ms (a batch per call). A running task is never expired, and a tombstone is never
- * dropped before its own retention: when the tombstones alone hold more
- * than the budget, create refuses new keys (ONCE_EBUSY, a retryable 503)
- * until purge frees room. Between two sweeps the store may pass the budget
- * by what arrives meanwhile.
+ * allocator's header). The write that needs the room makes it, under the
+ * lock, so the bound holds at any rate of writes whatever the sweeper
+ * does (make_room): it turns the oldest finished tasks into tombstones
+ * before their retention, as retention would (counted in `early`), until
+ * what it adds fits. A running task is never expired and a tombstone is
+ * never dropped before its own retention, so a create that finds no room
+ * that way is refused (ONCE_EBUSY, a retryable 503) and stores nothing; an
+ * update of a task already admitted is never refused for room: what
+ * running tasks write once no finished task is left to expire is the only
+ * way past the budget (each task at most --max-task-size). A sweep over
+ * the budget, or after a write had to expire tasks early (`pressed`),
+ * deflates the finished tasks left without waiting for cold_ms (a batch
+ * per call), so that the store keeps more of them.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -179,6 +183,10 @@ typedef struct mem_store {
     size_t max_bytes;         /* memory:?max=SIZE; 0: no budget */
     size_t bytes;             /* held in all (see the file comment) */
     size_t tomb_bytes;        /* of bytes, held by tombstones */
+    size_t fin_bytes;         /* of bytes, held by finished entries (what make_room
+                                 may expire) */
+    size_t live;              /* live entries (the rest of count: tombstones) */
+    int pressed;              /* a write expired tasks early since the last sweep */
     uint64_t early;           /* finished tasks entombed before their retention */
     uint64_t early_told;      /* of early, reported by once__mem_budget_take */
     int64_t early_last;       /* finished_at of the last one entombed early */
@@ -267,6 +275,14 @@ static mem_entry *find_live(mem_store *ms, const char *principal, const char *ta
 
 /* Double the table when it is fuller than one node per bucket. A failed
  * allocation just leaves longer chains. */
+/* What maybe_grow would add to the store's bytes after one more node. */
+static size_t table_growth(const mem_store *ms)
+{
+    if (ms->count + 1 <= ms->ntab || ms->ntab > UINT32_MAX / 2)
+        return 0;
+    return chunk(2 * ms->ntab * sizeof *ms->tab) - chunk(ms->ntab * sizeof *ms->tab);
+}
+
 static void maybe_grow(mem_store *ms)
 {
     mem_node **nt;
@@ -453,6 +469,21 @@ static size_t entry_bytes(const mem_entry *e)
 static int over_budget(const mem_store *ms)
 {
     return ms->max_bytes && ms->bytes > ms->max_bytes;
+}
+
+/* Under the lock: e's bytes into the store's counts (add) or out of them,
+ * as its state stands (finished ones also in fin_bytes). */
+static void account(mem_store *ms, const mem_entry *e, int add)
+{
+    size_t b = entry_bytes(e), fin = rec_terminal(e->r) ? b : 0;
+
+    if (add) {
+        ms->bytes += b;
+        ms->fin_bytes += fin;
+    } else {
+        ms->bytes -= b;
+        ms->fin_bytes -= fin;
+    }
 }
 
 static void entry_free(mem_entry *e)
@@ -764,25 +795,28 @@ static int snapshot(const mem_entry *e, mem_entry *snap)
  * requests never wait for a deflate. An entry placed behind the cooler
  * (finished earlier than one it passed, or updated after it cooled) stays
  * warm until swept. Out of memory ends the pass where it was: the next
- * sweep starts there again; so does having deflated `max` entries. */
-static void cool_locked(mem_store *ms, int64_t cold_before, size_t max);
+ * sweep starts there again; so does having deflated `max` entries. 1 when
+ * the pass reached the end (every task finished before cold_before is
+ * cold), else 0. */
+static int cool_locked(mem_store *ms, int64_t cold_before, size_t max);
 
-static void cool(mem_store *ms, int64_t cold_before, size_t max)
+static int cool(mem_store *ms, int64_t cold_before, size_t max)
 {
     pthread_mutex_lock(&ms->cool_mu);
-    cool_locked(ms, cold_before, max);
+    int done = cool_locked(ms, cold_before, max);
     pthread_mutex_unlock(&ms->cool_mu);
+    return done;
 }
 
 /* cool, under cool_mu. */
-static void cool_locked(mem_store *ms, int64_t cold_before, size_t max)
+static int cool_locked(mem_store *ms, int64_t cold_before, size_t max)
 {
     for (size_t done = 0; done < max; done++) {
         pthread_mutex_lock(&ms->lock);
         mem_entry *e = ms->cooled ? ms->cooled->qnext : ms->finished.qnext;
         if (e == &ms->finished || e->r->finished_at >= cold_before) {
             pthread_mutex_unlock(&ms->lock);
-            return;
+            return 1;
         }
         if (e->r->zlen) {   /* cold already */
             ms->cooled = e;
@@ -795,7 +829,7 @@ static void cool_locked(mem_store *ms, int64_t cold_before, size_t max)
         int rc = snapshot(e, &snap);
         pthread_mutex_unlock(&ms->lock);
         if (rc != ONCE_OK)
-            return;
+            return 0;
         mem_rec *c = NULL;
         rc = cold_copy(ms, &snap, &c);
         pthread_mutex_lock(&ms->lock);
@@ -804,14 +838,14 @@ static void cool_locked(mem_store *ms, int64_t cold_before, size_t max)
         mem_entry *now = find_live(ms, rec_str(snap.r, S_PRINCIPAL), rec_str(snap.r, S_TASK_ID));
         if (rc == ONCE_OK && now == e && e->r == was && e->r->version == version) {
             if (c != NULL) {
-                ms->bytes -= entry_bytes(e);
+                account(ms, e, 0);
                 once_free(e->r);
                 once_free(e->ev);
                 e->r = c;
                 e->ev = NULL;
                 e->evcap = 0;
                 c = NULL;
-                ms->bytes += entry_bytes(e);
+                account(ms, e, 1);
                 ms->cools++;
             }
             ms->cooled = e;
@@ -821,8 +855,9 @@ static void cool_locked(mem_store *ms, int64_t cold_before, size_t max)
         once_free(snap.r);
         once_free(snap.ev);
         if (rc != ONCE_OK)
-            return;
+            return 0;
     }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -1161,24 +1196,30 @@ static int ctomb_held(mem_store *ms, const char *principal, const char *task_id,
     return c != NULL;
 }
 
+static int make_room(mem_store *ms, size_t need, const mem_entry *keep, int64_t now,
+                     mem_node **gone);
+
 /* Under the lock, for a key the table does not hold (h: its compact hash,
- * when ms->compact): ONCE_ETOMBSTONE when a compact tombstone holds it,
- * ONCE_EBUSY when the tombstones alone hold more than the budget (a new
- * task would only be expired early into one more), else ONCE_OK. */
+ * when ms->compact), before e is stored: ONCE_ETOMBSTONE when a compact
+ * tombstone holds it; ONCE_EBUSY when e does not fit the budget even with
+ * every finished task expired (tombstones and running tasks hold it all);
+ * ONCE_ENOMEM when a tombstone could not be made; else ONCE_OK. What
+ * make_room expired is on *gone either way. */
 static int refused(mem_store *ms, const char *principal, const char *task_id,
-                   const uint64_t h[2], once_tombstone *tomb)
+                   const uint64_t h[2], once_tombstone *tomb, const mem_entry *e, int64_t now,
+                   mem_node **gone)
 {
     if (ctomb_held(ms, principal, task_id, h, tomb))
         return ONCE_ETOMBSTONE;
-    if (ms->max_bytes && ms->tomb_bytes > ms->max_bytes) {
+    int rc = make_room(ms, entry_bytes(e) + table_growth(ms), NULL, now, gone);
+    if (rc == ONCE_EBUSY)
         once__store_seterr(&ms->base,
-                           "memory store full: tombstones hold %zu bytes of its %zu-byte "
-                           "budget (memory:?max); new tasks are refused until "
-                           "--tombstone-retention purges some",
-                           ms->tomb_bytes, ms->max_bytes);
-        return ONCE_EBUSY;
-    }
-    return ONCE_OK;
+                           "memory store full: %zu bytes held (%zu of them by tombstones) "
+                           "and no finished task left to expire within its %zu-byte budget "
+                           "(memory:?max); new tasks are refused until running tasks finish "
+                           "or --tombstone-retention purges tombstones",
+                           ms->bytes, ms->tomb_bytes, ms->max_bytes);
+    return rc;
 }
 
 static int mem_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
@@ -1214,23 +1255,32 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     if (ms->compact)
         once__mem_tombs_key(rec->principal, rec->task_id, h);
 
+    mem_node *gone = NULL;
     pthread_mutex_lock(&ms->lock);
     slot = find_slot(ms, rec->principal, rec->task_id, e->n.hash);
-    if (*slot || (rc = refused(ms, rec->principal, rec->task_id, h, tomb)) != ONCE_OK) {
+    if (*slot ||
+        (rc = refused(ms, rec->principal, rec->task_id, h, tomb, e, rec->updated_at, &gone)) !=
+            ONCE_OK) {
         if (*slot)
             rc = held(ms, *slot, winner, tomb);
         pthread_mutex_unlock(&ms->lock);
+        chain_free(gone);
         once_free(pp.rows);
         entry_free(e);
         return rc;
     }
+    /* make_room may have expired the key's chain neighbours: find the
+     * slot again (the key is still absent). */
+    slot = find_slot(ms, rec->principal, rec->task_id, e->n.hash);
     push_apply(ms, e, &pp);   /* no old rows: nothing comes back */
     *slot = &e->n;
     ms->count++;
+    ms->live++;
     list_place(ms, e);
-    ms->bytes += entry_bytes(e);
+    account(ms, e, 1);
     maybe_grow(ms);
     pthread_mutex_unlock(&ms->lock);
+    chain_free(gone);
     return ONCE_OK;
 }
 
@@ -1267,6 +1317,7 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
     char *nv = NULL;
     size_t nvlen = 0;
     push_prep pp = {.n = 0, .rows = NULL};
+    mem_node *gone = NULL;
     mem_entry *e;
     int rc;
 
@@ -1284,7 +1335,6 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
 
     pthread_mutex_lock(&ms->lock);
     e = find_live(ms, rec->principal, rec->task_id);
-    size_t was = e ? entry_bytes(e) : 0;
     if (!e || e->r->version != expect_version) {
         once__store_seterr(s, "update of %s: %s", rec->task_id,
                            !e ? "no record" : "version moved");
@@ -1292,6 +1342,14 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
     } else {
         rc = once__store_valid_events(s, e->r->generation, rec, ev, nev);
     }
+    if (rc == ONCE_OK && ms->max_bytes) {
+        /* Room for what the update adds, made as a create makes it; an
+         * admitted task's write is never refused for want of it. */
+        size_t grows = chunk(nr->size) > chunk(e->r->size) ? chunk(nr->size) - chunk(e->r->size) : 0;
+        (void)make_room(ms, grows + nvlen, e, rec->updated_at, &gone);
+    }
+    if (e)   /* out at what it holds now, in again at what it holds after */
+        account(ms, e, 0);
     if (rc == ONCE_OK)
         rc = ev_reserve(ms, e, nvlen);
     if (rc == ONCE_OK) {
@@ -1314,9 +1372,10 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
         }
     }
     if (e)   /* ev_reserve may have thawed it even when the update failed */
-        ms->bytes = ms->bytes - was + entry_bytes(e);
+        account(ms, e, 1);
     pthread_mutex_unlock(&ms->lock);
 
+    chain_free(gone);
     once_free(pp.rows);      /* the old rows, or the unused new ones */
     once_free(old);
     once_free(nr);
@@ -1460,9 +1519,52 @@ static int entomb(mem_store *ms, mem_entry *e, int64_t now)
         ms->bytes += tomb_bytes(t);
         ms->tomb_bytes += tomb_bytes(t);
     }
-    ms->bytes -= entry_bytes(e);
+    account(ms, e, 0);
+    ms->live--;
     queue_unlink(ms, e);
     ms->push_rows -= e->npush;
+    return ONCE_OK;
+}
+
+/* Under the lock: the oldest finished tasks (never keep) entombed at `now`
+ * until need more bytes fit the budget, each chained on *gone for the
+ * caller to free outside the lock. ONCE_OK when they fit (always without a
+ * budget); ONCE_EBUSY when they cannot: what running tasks and
+ * tombstones hold leaves no room (checked first, so nothing is expired in
+ * vain), or the finished tasks ran out; ONCE_ENOMEM when a tombstone
+ * could not be allocated. */
+static int make_room(mem_store *ms, size_t need, const mem_entry *keep, int64_t now,
+                     mem_node **gone)
+{
+    mem_entry *e = ms->finished.qnext;
+    int rc;
+
+    if (!ms->max_bytes)
+        return ONCE_OK;
+    while (ms->bytes + need > ms->max_bytes) {
+        /* What no expiry frees (running tasks, tombstones, the table, keep),
+         * with what the next tombstone adds: past the budget, expiring
+         * would only throw finished tasks away in vain. */
+        size_t fixed = ms->bytes - ms->fin_bytes +
+                       (keep && rec_terminal(keep->r) ? entry_bytes(keep) : 0) +
+                       (ms->compact ? once__mem_tombs_growth(&ms->ctombs) : 0);
+        if (fixed + need > ms->max_bytes)
+            return ONCE_EBUSY;
+        if (e == keep)
+            e = e->qnext;
+        if (e == &ms->finished)
+            return ONCE_EBUSY;
+        mem_entry *next = e->qnext;
+        ms->visits++;
+        if ((rc = entomb(ms, e, now)) != ONCE_OK)
+            return rc;
+        ms->early++;
+        ms->early_last = e->r->finished_at;
+        ms->pressed = 1;
+        e->n.next = *gone;
+        *gone = &e->n;
+        e = next;
+    }
     return ONCE_OK;
 }
 
@@ -1483,6 +1585,9 @@ static int sweep_front(mem_store *ms, int64_t finished_before, int64_t now, size
         ms->visits++;
         if (young && !over_budget(ms))
             break;
+        if (ms->max_bytes && ms->compact &&
+            ms->bytes - entry_bytes(e) + once__mem_tombs_growth(&ms->ctombs) > ms->max_bytes)
+            break;   /* the ring would grow past the budget: wait for purge */
         if ((rc = entomb(ms, e, now)) != ONCE_OK)
             break;
         if (young) {
@@ -1514,11 +1619,15 @@ static int mem_sweep(once_store *s, int64_t finished_before, int64_t now, size_t
     if (max == 0)
         return ONCE_OK;
     pthread_mutex_lock(&ms->lock);
-    over = over_budget(ms);
+    over = ms->pressed || over_budget(ms);
     pthread_mutex_unlock(&ms->lock);
     rc = sweep_front(ms, finished_before, now, max, n);
-    if (ms->cold_ms >= 0)
-        cool(ms, over ? INT64_MAX : now - ms->cold_ms, over ? max : SIZE_MAX);
+    if (ms->cold_ms >= 0 && cool(ms, over ? INT64_MAX : now - ms->cold_ms, over ? max : SIZE_MAX) &&
+        over) {
+        pthread_mutex_lock(&ms->lock);
+        ms->pressed = 0;   /* every finished task is cold: nothing more to deflate */
+        pthread_mutex_unlock(&ms->lock);
+    }
     return rc;
 }
 
@@ -1705,7 +1814,7 @@ static int check_entry(mem_store *ms, once_check_report *rep, const mem_entry *e
 static int mem_check(once_store *s, once_check_report *rep)
 {
     mem_store *ms = (mem_store *)s;
-    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0, bytes, tomb_b;
+    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0, bytes, tomb_b, fin_b = 0;
     const mem_entry *e;
     const mem_tomb *t;
     mem_node *n;
@@ -1728,12 +1837,16 @@ static int mem_check(once_store *s, once_check_report *rep)
                 rc = check_entry(ms, rep, (const mem_entry *)n);
                 live++;
                 bytes += entry_bytes((const mem_entry *)n);
+                if (rec_terminal(((const mem_entry *)n)->r))
+                    fin_b += entry_bytes((const mem_entry *)n);
             }
         }
     }
-    if (rc == ONCE_OK && (bytes != ms->bytes || tomb_b != ms->tomb_bytes))
-        once__check_problem(rep, "memory store: holds %zu bytes (%zu in tombstones), "
-                            "counted %zu (%zu)", bytes, tomb_b, ms->bytes, ms->tomb_bytes);
+    if (rc == ONCE_OK &&
+        (bytes != ms->bytes || tomb_b != ms->tomb_bytes || fin_b != ms->fin_bytes))
+        once__check_problem(rep, "memory store: holds %zu bytes (%zu in tombstones, %zu in "
+                            "finished tasks), counted %zu (%zu, %zu)", bytes, tomb_b, fin_b,
+                            ms->bytes, ms->tomb_bytes, ms->fin_bytes);
     for (e = ms->active.qnext; e != &ms->active; e = e->qnext, listed_n++)
         if (rec_terminal(e->r))
             once__check_problem(rep, "%s: a finished task on the active list",
@@ -1750,10 +1863,11 @@ static int mem_check(once_store *s, once_check_report *rep)
     if (!once__mem_tombs_consistent(&ms->ctombs))
         once__check_problem(rep, "memory store: the compact tombstones' index disagrees "
                             "with their ring");
-    if (rc == ONCE_OK && (listed_n != live || queued != tombs || live + tombs != ms->count))
+    if (rc == ONCE_OK && (listed_n != live || queued != tombs || live + tombs != ms->count ||
+                          live != ms->live))
         once__check_problem(rep, "memory store: %zu live and %zu tombstones in the table, "
-                            "%zu listed, %zu queued, count %zu", live, tombs, listed_n, queued,
-                            ms->count);
+                            "%zu listed, %zu queued, count %zu, live %zu", live, tombs, listed_n,
+                            queued, ms->count, ms->live);
     pthread_mutex_unlock(&ms->lock);
     return rc;
 }
@@ -1780,12 +1894,29 @@ uint64_t once__mem_cools(once_store *s)
     return counter(s, &((mem_store *)s)->cools);
 }
 
+static int budget_read(once_store *s, once__mem_budget *out, int take);
+
+int once__mem_store(const once_store *s)
+{
+    return s != NULL && s->m == &once__store_memory;
+}
+
 size_t once__mem_max_bytes(once_store *s)
 {
     return s != NULL && s->m == &once__store_memory ? ((mem_store *)s)->max_bytes : 0;
 }
 
 int once__mem_budget_take(once_store *s, once__mem_budget *out)
+{
+    return budget_read(s, out, 1);
+}
+
+int once__mem_budget_peek(once_store *s, once__mem_budget *out)
+{
+    return budget_read(s, out, 0);
+}
+
+static int budget_read(once_store *s, once__mem_budget *out, int take)
 {
     mem_store *ms = (mem_store *)s;
 
@@ -1799,7 +1930,10 @@ int once__mem_budget_take(once_store *s, once__mem_budget *out)
     out->early = ms->early;
     out->early_new = ms->early - ms->early_told;
     out->early_last = ms->early_last;
-    ms->early_told = ms->early;
+    out->live = ms->live;
+    out->tombs = ms->count - ms->live + ms->ctombs.n;
+    if (take)
+        ms->early_told = ms->early;
     pthread_mutex_unlock(&ms->lock);
     return 1;
 }

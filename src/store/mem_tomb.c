@@ -181,6 +181,15 @@ size_t once__mem_tombs_bytes(const mem_tombs *t)
     return t->cap * sizeof *t->ring + t->nidx * sizeof *t->idx;
 }
 
+size_t once__mem_tombs_growth(const mem_tombs *t)
+{
+    size_t nc = t->cap ? t->cap * 2 : MEM_TOMBS_FIRST;
+
+    if (t->n < t->cap)
+        return 0;
+    return (nc - t->cap) * sizeof *t->ring + (2 * nc - t->nidx) * sizeof *t->idx;
+}
+
 int once__mem_tombs_consistent(const mem_tombs *t)
 {
     size_t i, used = 0;

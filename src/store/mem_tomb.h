@@ -58,6 +58,9 @@ void once__mem_tombs_pop(mem_tombs *t);
 
 /* Bytes t holds (its two arrays). */
 size_t once__mem_tombs_bytes(const mem_tombs *t);
+/* Bytes the next once__mem_tombs_add would add to that (0 unless the ring
+ * is full and must grow). */
+size_t once__mem_tombs_growth(const mem_tombs *t);
 
 /* 1 if every tombstone of the ring is found through the index and the
  * index holds nothing else. */

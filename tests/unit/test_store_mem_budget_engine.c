@@ -5,9 +5,11 @@
  * whose tombstones fill the budget refuses new tasks ONCE_EBUSY (the
  * retryable 503) while every earlier ID still answers, none re-executed.
  *
- * The engine's sweeper runs on its own (every 100 ms with a budget), so
- * the tests wait for its counters rather than for a time.
+ * No sweeper runs (ONCE_TEST_SWEEPER=off, as if it had fallen behind for
+ * good): the budget holds on the writes alone, checked after every send.
  */
+#include <stdlib.h>
+
 #include "store/mem.h"
 #include "unit/engine_fixture.h"
 
@@ -22,14 +24,17 @@ static void open_budget(fx_env *env, const char *url)
     memset(&cfg, 0, sizeof cfg);
     cfg.retention_ms = 72 * HOUR;   /* nothing is due: whatever goes, goes early */
     cfg.tombstone_ms = 30 * 24 * HOUR;
+    assert_int_equal(setenv("ONCE_TEST_SWEEPER", "off", 1), 0);
     fx_env_open_url(env, &cfg, 1, NULL, url);
+    assert_int_equal(unsetenv("ONCE_TEST_SWEEPER"), 0);
 }
 
-static int early_seen(void *arg)
+static void assert_within(fx_env *env)
 {
-    once__engine_stats st;
-    once__engine_get_stats(arg, &st);
-    return st.early_expired > 0;
+    once__mem_budget b;
+    assert_int_equal(once__mem_budget_peek(env->store, &b), 1);
+    if (b.bytes > b.max_bytes)
+        fail_msg("the store holds %zu bytes of a %zu-byte budget", b.bytes, b.max_bytes);
 }
 
 /* One new echo task, a millisecond after the last; its ID into id. */
@@ -75,14 +80,19 @@ static void test_engine_expires_early(void **state)
     char ids[NTASKS][ONCE_ID_MAX + 1];
     open_budget(&env, "memory:?max=64K&cold=off&tombs=compact");
 
-    for (int i = 0; i < NTASKS; i++)   /* ~2 KiB each: three times the budget */
+    for (int i = 0; i < NTASKS; i++) {   /* ~2 KiB each: three times the budget */
         assert_int_equal(send_new(&env, i, ids[i]), ONCE_OK);
-    assert_true(tt_wait_until(early_seen, env.e, 10000));
-    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);   /* a whole pass since */
-
+        assert_within(&env);
+    }
     once__engine_stats st;
     once__engine_get_stats(env.e, &st);
-    assert_int_equal(st.swept, st.early_expired);   /* nothing was due by --retention */
+    assert_true(st.early_expired > 0);
+    assert_int_equal(st.swept, 0);   /* no sweep did it */
+    assert_int_equal(st.sweeps, 0);
+    assert_int_equal(st.mem_max_bytes, 64 * 1024);
+    assert_true(st.mem_bytes <= st.mem_max_bytes);
+    assert_int_equal(st.mem_tasks + st.mem_tombstones, NTASKS);
+    assert_int_equal(st.mem_tombstones, st.early_expired);
     int64_t expired_at = 0;
     json_t *task = NULL;
     assert_int_equal(once__engine_get(env.e, P, ids[0], -1, &task, &expired_at), ONCE_ETOMBSTONE);
@@ -92,14 +102,14 @@ static void test_engine_expires_early(void **state)
     int expired = 0;
     for (int i = 0; i < NTASKS; i++)
         expired += replay_expired(&env, i, ids[i]);
-    assert_true(expired > 0 && expired < NTASKS);
+    assert_int_equal((uint64_t)expired, st.early_expired);
     assert_int_equal(fx_runs(&env.fx), NTASKS);   /* not one ran twice */
     fx_env_close(&env);
 }
 
-/* Compact tombstones past a 64 KiB budget: a ring of 4096 (96 KiB and its
- * index) once 2048 are held; the loop sweeps every 64 sends, so the store
- * refuses well before FILL. */
+/* Compact tombstones in a 64 KiB budget: their ring of 1024 (24 KiB and
+ * its 8 KiB index) cannot double beside the tasks the store must hold, so
+ * once 1024 are held the store refuses new tasks, well before FILL. */
 #define FILL 4000
 
 static void test_engine_refuses_when_tombstones_fill(void **state)
@@ -112,15 +122,15 @@ static void test_engine_refuses_when_tombstones_fill(void **state)
 
     for (i = 0; i <= FILL && rc == ONCE_OK; i++) {
         rc = send_new(&env, i, ids[i]);
-        if (i % 64 == 63)   /* as the sweeper would: everything finished goes */
-            assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
+        assert_within(&env);
     }
     assert_int_equal(rc, ONCE_EBUSY);
     int made = i - 1;
-    assert_true(made > 2048 && made <= 2048 + 2 * 64);
+    assert_true(made > 1024 && made <= 1024 + 64);
     once__engine_stats st;
     once__engine_get_stats(env.e, &st);
     assert_true(st.store_errors > 0);
+    assert_int_equal(st.mem_tombstones, 1024);
 
     /* Every ID sent before answers as itself; none ran again. */
     for (i = 0; i < made; i++)
