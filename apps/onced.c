@@ -39,6 +39,25 @@ static const char usage[] =
     "                              \"sleep:N\" works N s, \"fail\" fails, else echoes\n"
     "  --exec CMD                  run CMD (/bin/sh -c) for each turn of a task\n"
     "                              (JSON-lines protocol: docs/protocol.md)\n"
+    "  --upstream URL              gateway: run every turn as an ordinary A2A 1.0\n"
+    "                              client of the existing agent at URL (its card is\n"
+    "                              read at start; onced does not start when it cannot\n"
+    "                              be read). One upstream task per once task: a turn\n"
+    "                              that runs again (takeover, lost answer) re-attaches\n"
+    "                              to it. The card served is the upstream's name,\n"
+    "                              description, skills, modes and security schemes\n"
+    "                              with onced's interfaces and the once extension\n"
+    "  --upstream-header 'N: V'    a header sent on every upstream request (e.g.\n"
+    "                              'Authorization: Bearer ...'); repeatable\n"
+    "  --upstream-header-file FILE more such headers, one 'Name: value' a line ('#'\n"
+    "                              comments): secrets stay off the command line\n"
+    "  --upstream-deadline DUR     how long one upstream call is retried (connection\n"
+    "                              refused, 5xx, timeouts; full-jitter backoff up to\n"
+    "                              5s, the client's retry budget) before the task\n"
+    "                              fails naming the upstream (60s)\n"
+    "  --upstream-principal-header NAME\n"
+    "                              send the caller's principal upstream in header NAME\n"
+    "                              (off: the upstream sees only onced's headers)\n"
     "  --exec-grace DUR            SIGTERM -> SIGKILL delay when a turn is canceled (5s)\n"
     "  --exec-deadline DUR         per-turn time limit, 0 = none (0)\n"
     "  --turn-workers N            turns that run at once, one thread each (16; 64 for\n"
@@ -164,6 +183,10 @@ typedef struct opts {
     const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url,
         *card,
         *plain_ids;
+    const char *upstream, *upstream_header_file, *upstream_principal_header;
+    const char *upstream_headers[32];
+    size_t nupstream_headers;
+    int64_t upstream_deadline_ms;
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body, max_task_size;
@@ -217,7 +240,7 @@ static int parse_count(const char *flag, const char *v, unsigned max, unsigned *
     return 0;
 }
 
-enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_SIZE, F_SECRET, F_ALLOW };
+enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_SIZE, F_SECRET, F_ALLOW, F_HEADER };
 
 static int parse_args(int argc, char **argv, opts *o)
 {
@@ -230,6 +253,11 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--store", F_STR, &o->store},
         {"--executor", F_STR, &o->executor},
         {"--exec", F_STR, &o->exec_cmd},
+        {"--upstream", F_STR, &o->upstream},
+        {"--upstream-header", F_HEADER, o->upstream_headers},
+        {"--upstream-header-file", F_STR, &o->upstream_header_file},
+        {"--upstream-principal-header", F_STR, &o->upstream_principal_header},
+        {"--upstream-deadline", F_DUR, &o->upstream_deadline_ms},
         {"--auth-tokens", F_STR, &o->auth_tokens},
         {"--replica-id", F_STR, &o->replica_id},
         {"--public-url", F_STR, &o->public_url},
@@ -324,6 +352,11 @@ static int parse_args(int argc, char **argv, opts *o)
                 return bad("%s: at most 8", f->name);
             o->push_secrets[o->npush_secrets++] = v;
             break;
+        case F_HEADER:
+            if (o->nupstream_headers == sizeof o->upstream_headers / sizeof o->upstream_headers[0])
+                return bad("%s: at most 32", f->name);
+            o->upstream_headers[o->nupstream_headers++] = v;
+            break;
         case F_ALLOW:
             if (o->npush_allow == sizeof o->push_allow / sizeof o->push_allow[0])
                 return bad("%s: at most 32", f->name);
@@ -339,8 +372,12 @@ static int parse_args(int argc, char **argv, opts *o)
         return bad("--listen HOST:PORT is required");
     if (o->store == NULL)
         return bad("--store URL is required");
-    if (o->executor != NULL && o->exec_cmd != NULL)
-        return bad("--executor and --exec are exclusive");
+    if ((o->executor != NULL) + (o->exec_cmd != NULL) + (o->upstream != NULL) > 1)
+        return bad("--executor, --exec and --upstream are exclusive: one agent per onced");
+    if (o->upstream == NULL && (o->nupstream_headers > 0 || o->upstream_header_file != NULL ||
+                                o->upstream_principal_header != NULL || o->upstream_deadline_ms))
+        return bad("--upstream-header, --upstream-header-file, --upstream-principal-header and "
+                   "--upstream-deadline need --upstream URL");
     if (o->plain_ids != NULL && strcmp(o->plain_ids, "derived") != 0 &&
         strcmp(o->plain_ids, "server") != 0)
         return bad("--plain-ids: expected derived or server, got %s", o->plain_ids);
@@ -383,6 +420,61 @@ static int load_card(const char *path, json_t **out)
     }
     if (rc != ONCE_OK)
         fprintf(stderr, "onced: --card %s\n", err[0] ? err : once_strerror(rc));
+    return rc;
+}
+
+/* The gateway (--upstream): its headers, from the flags and the file
+ * (lines "Name: value", '#' comments), then the executor, which reads the
+ * upstream's card; then the card members onced serves from it (unless
+ * --card describes the agent itself). */
+static int make_upstream(const opts *o, once_executor **ex, json_t **card)
+{
+    char err[512] = "", *text = NULL;
+    size_t len = 0, n = 0;
+    const char *hv[96];
+    for (; n < o->nupstream_headers; n++)
+        hv[n] = o->upstream_headers[n];
+    if (o->upstream_header_file != NULL &&
+        once__read_file(o->upstream_header_file, (size_t)1 << 16, &text, &len, err, sizeof err) !=
+            ONCE_OK) {
+        fprintf(stderr, "onced: --upstream-header-file %s\n", err);
+        return ONCE_EINVAL;
+    }
+    for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        size_t l = strlen(line);
+        while (l > 0 && (line[l - 1] == '\r' || line[l - 1] == ' '))
+            line[--l] = '\0';
+        if (l == 0 || line[0] == '#')
+            continue;
+        if (n == sizeof hv / sizeof hv[0]) {
+            fprintf(stderr, "onced: --upstream-header-file: at most 64 headers\n");
+            once_free(text);
+            return ONCE_EINVAL;
+        }
+        hv[n++] = line;
+    }
+    once_upstream_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.url = o->upstream;
+    cfg.headers = hv;
+    cfg.nheaders = n;
+    cfg.principal_header = o->upstream_principal_header;
+    cfg.deadline_ms = o->upstream_deadline_ms;
+    int rc = once_executor_upstream(&cfg, ex, err, sizeof err);
+    once_free(text);
+    if (rc != ONCE_OK) {
+        fprintf(stderr, "onced: --upstream: %s\n", err[0] ? err : once_strerror(rc));
+        return rc;
+    }
+    if (*card != NULL)
+        return ONCE_OK;
+    rc = once__a2a_card_from_upstream(once_executor_upstream_card(*ex), card, err, sizeof err);
+    if (rc != ONCE_OK)
+        fprintf(stderr, "onced: --upstream %s: its card: %s\n", o->upstream,
+                err[0] ? err : once_strerror(rc));
     return rc;
 }
 
@@ -565,6 +657,10 @@ int main(int argc, char **argv)
             goto out;
         }
         ex = sub;
+    } else if (o.upstream != NULL) {
+        if (make_upstream(&o, &sub, &card) != ONCE_OK)
+            goto out;
+        ex = sub;
     }
     once_serve_config sc;
     memset(&sc, 0, sizeof sc);
@@ -597,10 +693,11 @@ int main(int argc, char **argv)
     sc.engine.max_waits_per_principal = (int)o.max_waits_pp;
     sc.engine.max_task_bytes = (int64_t)o.max_task_size;
     sc.a2a.url = o.public_url; /* NULL: http://HOST:PORT/ */
-    sc.a2a.skill_id = o.exec_cmd ? "exec" : "echo";
+    sc.a2a.skill_id = o.exec_cmd ? "exec" : o.upstream ? "upstream" : "echo";
     sc.a2a.skill_description = o.exec_cmd ? "Runs the configured command for each turn of a task."
-                                          : "Echoes text; ask:Q asks Q, sleep:N works N seconds, "
-                                            "fail fails.";
+                               : o.upstream ? "Runs each turn on the upstream agent."
+                                            : "Echoes text; ask:Q asks Q, sleep:N works N seconds, "
+                                              "fail fails.";
     sc.a2a.card = card;
     sc.a2a.test_admin = o.test_admin;
     sc.a2a.clock = &clock;

@@ -19,6 +19,7 @@
 #ifndef ONCE_EXECUTOR_H
 #define ONCE_EXECUTOR_H
 
+#include "once/client.h"
 #include "once/once.h"
 
 #ifdef __cplusplus
@@ -128,6 +129,37 @@ ONCE_API const once_executor *once_executor_echo(void);
  * delay on cancel; deadline_ms: per-turn limit (0 = none). */
 ONCE_API int once_executor_subprocess(const char *command, int64_t grace_ms, int64_t deadline_ms,
                              once_executor **out);
+
+/* The gateway: every turn talks A2A 1.0, as an ordinary client, to an
+ * existing agent at url (docs: onced --upstream). One upstream task per
+ * once task: its ID is checkpointed (fenced) before anything else is
+ * written, and a turn that runs again re-attaches to it. Strings are
+ * copied by once_executor_upstream. */
+typedef struct once_upstream_cfg {
+    const char *url;                 /* the agent's A2A URL; its card is read from
+                                        <origin>/.well-known/agent-card.json */
+    const char *const *headers;      /* "Name: value" lines sent on every upstream
+                                        request (credentials); nheaders of them */
+    size_t nheaders;
+    const char *principal_header;    /* NULL: the caller's principal stays here;
+                                        else it is sent upstream in this header */
+    once_retry_policy retry;         /* per upstream call; zeroed = the client's
+                                        defaults (once_retry_policy_default), with
+                                        attempts bounded by the deadline alone and
+                                        backoff capped at 5 s */
+    int64_t deadline_ms;             /* > 0: overrides retry.deadline_ms */
+    int64_t poll_max_ms;             /* GetTask polling backs off up to this (2 s) */
+} once_upstream_cfg;
+
+/* Fetches the upstream's card (ONCE_EIO when it cannot be read: err says
+ * why, naming the URL), picks its binding (JSON-RPC, else HTTP+JSON) and
+ * what it offers for re-attaching. err may be NULL. */
+ONCE_API int once_executor_upstream(const once_upstream_cfg *cfg, once_executor **out, char *err,
+                                    size_t errlen);
+/* The upstream card the gateway read at start (JSON text), or NULL when ex
+ * is no gateway. Valid until once_executor_free(ex). */
+ONCE_API const char *once_executor_upstream_card(const once_executor *ex);
+
 ONCE_API void once_executor_free(once_executor *ex);   /* NULL ok; calls destroy */
 
 #ifdef __cplusplus

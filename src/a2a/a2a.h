@@ -224,6 +224,11 @@ int once__a2a_rest_handle(once__a2a *a, const once__a2a_rest_request *req, once_
  * once__a2a_config.card. ONCE_EINVAL (or ONCE_EPARSE) with err naming the
  * field ("skills[1].id"), ONCE_ENOMEM. */
 int once__a2a_card_parse(const char *text, size_t len, json_t **out, char *err, size_t errlen);
+/* The gateway's card members from the upstream card's text (onced
+ * --upstream): its descriptive members as --card would give them (a member
+ * a card file could not hold is dropped), plus its securitySchemes and
+ * securityRequirements. */
+int once__a2a_card_from_upstream(const char *text, json_t **out, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------
  * Deferred answers: a blocking SendMessage whose task has not settled waits

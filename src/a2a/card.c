@@ -12,6 +12,9 @@
  * --auth-tokens is configured. What --card describes (card_file.c) then
  * replaces the descriptive members: name, description, provider, version,
  * documentationUrl, iconUrl, skills, default modes; never the members above.
+ * In gateway mode (onced --upstream) the same members come from the
+ * upstream's card (card_file.c), with its security schemes, which a bearer
+ * scheme of --auth-tokens replaces.
  */
 #include "a2a/a2a_int.h"
 

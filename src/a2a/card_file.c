@@ -230,3 +230,77 @@ int once__a2a_card_parse(const char *text, size_t len, json_t **out, char *err, 
     *out = card;
     return ONCE_OK;
 }
+
+/* An upstream skill with only the members a card file may give it; tags
+ * are required by AgentSkill, so a skill without them gets the gateway's. */
+static json_t *upstream_skill(const json_t *sk)
+{
+    static const char *const keep[] = {"id",       "name",       "description", "tags",
+                                       "examples", "inputModes", "outputModes"};
+    json_t *out = json_object();
+    for (size_t i = 0; out != NULL && i < sizeof keep / sizeof keep[0]; i++) {
+        json_t *v = json_object_get(sk, keep[i]);
+        if (v != NULL && json_object_set(out, keep[i], v) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    if (out != NULL && json_object_get(out, "tags") == NULL &&
+        json_object_set_new(out, "tags", json_pack("[s]", "upstream")) != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+int once__a2a_card_from_upstream(const char *text, json_t **out, char *err, size_t errlen)
+{
+    static const char *const members[] = {
+        "name",     "description", "version",           "documentationUrl",  "iconUrl",
+        "provider", "skills",      "defaultInputModes", "defaultOutputModes"};
+    *out = NULL;
+    json_t *up = NULL, *card = json_object();
+    int rc = once__a2a_json_parse(text, strlen(text), &up, err, errlen);
+    if (rc != ONCE_OK || card == NULL) {
+        json_decref(card);
+        return card == NULL ? ONCE_ENOMEM : rc;
+    }
+    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
+        json_t *v = json_object_get(up, members[i]);
+        if (v == NULL)
+            continue;
+        if (strcmp(members[i], "skills") == 0) {
+            json_t *skills = json_array();
+            size_t k;
+            json_t *sk;
+            json_array_foreach(v, k, sk)
+                json_array_append_new(skills, upstream_skill(sk));
+            json_object_set_new(card, "skills", skills);
+        } else {
+            json_object_set(card, members[i], v);
+        }
+    }
+    /* A member the upstream fills in a way a card file may not is left
+     * out, not fatal: the gateway serves whatever the upstream describes. */
+    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
+        if (check_card(card, err, errlen) == ONCE_OK)
+            break;
+        json_object_del(card, members[sizeof members / sizeof members[0] - 1 - i]);
+    }
+    rc = check_card(card, err, errlen);
+    /* Security is onced's: the upstream's schemes are served as they are
+     * unless --auth-tokens replaces them (card.c). */
+    const char *sec[] = {"securitySchemes", "securityRequirements"};
+    for (size_t i = 0; rc == ONCE_OK && i < 2; i++) {
+        json_t *v = json_object_get(up, sec[i]);
+        if (v != NULL && json_object_set(card, sec[i], v) != 0)
+            rc = ONCE_ENOMEM;
+    }
+    json_decref(up);
+    if (rc != ONCE_OK) {
+        json_decref(card);
+        return rc;
+    }
+    *out = card;
+    return ONCE_OK;
+}

@@ -161,6 +161,10 @@ typedef struct once__http_req {
     const char *token;           /* bearer, or NULL */
     const once__tls_client *tls; /* NULL = verify against the system's CAs */
     int extension;               /* send A2A-Extensions: our URI */
+    /* More request header lines, "Name: value" each (the gateway's
+     * --upstream-header); borrowed, NULL when nheaders is 0. */
+    const char *const *headers;
+    size_t nheaders;
     int64_t timeout_ms, connect_timeout_ms;
     volatile sig_atomic_t *interrupted;
     /* Streaming (SSE). With on_data set, body bytes go to on_data as they
@@ -189,6 +193,8 @@ typedef struct once__http_resp {
     int replayed;                /* Idempotent-Replayed: true */
     int timed_out;
     int interrupted;
+    int unsent;                  /* no connection was made (refused, no such
+                                    host): the request never left */
     int untrusted;               /* the peer's certificate failed verification:
                                     a retry cannot fix it (not retried) */
     char error[256];             /* transport failure text */

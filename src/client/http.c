@@ -279,6 +279,12 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
         else
             hd = t;
     }
+    for (size_t i = 0; i < q->nheaders && rc == ONCE_OK; i++) {
+        if ((t = curl_slist_append(hd, q->headers[i])) == NULL)
+            rc = ONCE_ENOMEM;
+        else
+            hd = t;
+    }
     if (rc == ONCE_OK && q->token != NULL) {
         if ((size_t)snprintf(auth, sizeof auth, "Authorization: Bearer %s", q->token) >= sizeof auth)
             rc = ONCE_EINVAL;
@@ -326,6 +332,8 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
         r->status = 0;
         r->timed_out = cc == CURLE_OPERATION_TIMEDOUT || r->idle;
         r->interrupted = cc == CURLE_ABORTED_BY_CALLBACK && !r->idle;
+        r->unsent = cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+                    cc == CURLE_COULDNT_RESOLVE_PROXY;
         if (s.nomem)
             rc = ONCE_ENOMEM;
         else

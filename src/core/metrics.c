@@ -168,6 +168,53 @@ void once__metrics_http(const char *method, int status)
     __atomic_fetch_add(&http_count[m][status - STATUS_MIN], 1, __ATOMIC_RELAXED);
 }
 
+/* --- the gateway's counters --------------------------------------------------------- */
+
+static uint64_t gw_count[ONCE__GW_N];
+static int gw_on;
+
+void once__metrics_gateway_on(void)
+{
+    __atomic_store_n(&gw_on, 1, __ATOMIC_RELAXED);
+}
+
+void once__metrics_gateway(once__gw_stat s)
+{
+    if ((unsigned)s < ONCE__GW_N)
+        __atomic_fetch_add(&gw_count[s], 1, __ATOMIC_RELAXED);
+}
+
+static void write_gateway(once__mtext *t)
+{
+    static const struct {
+        const char *name, *help;
+    } fams[ONCE__GW_N] = {
+        [ONCE__GW_REATTACHED] = {"once_gateway_reattached_total",
+                                 "Re-run turns (takeover, lost answer) that found their upstream "
+                                 "task again instead of sending."},
+        [ONCE__GW_RESENT_EXACT] = {"once_gateway_replayed_resends_total",
+                                   "Re-sends to an upstream that replays them (it declares the "
+                                   "idempotency extension: rung 1)."},
+        [ONCE__GW_UNVERIFIED] = {"once_gateway_unverified_resends_total",
+                                 "Re-sends of a message whose first send may have reached the "
+                                 "upstream, which could not be checked (no ListTasks, or the "
+                                 "upstream ignored our contextId): each may have made a second "
+                                 "upstream task unless the upstream dedups messageId."},
+        [ONCE__GW_RETRIES] = {"once_gateway_upstream_retries_total",
+                              "Upstream calls retried after a transport failure, a timeout or "
+                              "HTTP 429/502/503/504."},
+    };
+    if (!__atomic_load_n(&gw_on, __ATOMIC_RELAXED))
+        return;
+    for (size_t i = 0; i < ONCE__GW_N; i++) {
+        char help[512];
+        snprintf(help, sizeof help, "%s Process-local: starts at 0 when the process starts.",
+                 fams[i].help);
+        once__mtext_family(t, fams[i].name, "counter", help);
+        once__mtext_sample(t, fams[i].name, NULL, __atomic_load_n(&gw_count[i], __ATOMIC_RELAXED));
+    }
+}
+
 /* --- exposition ----------------------------------------------------------------------- */
 
 void once__metrics_write_process(once__mtext *t)
@@ -191,6 +238,8 @@ void once__metrics_write_process(once__mtext *t)
             once__mtext_sample(t, "once_http_requests_total", l, v);
         }
     }
+
+    write_gateway(t);
 
     once__mtext_family(t, "once_store_operation_duration_seconds", "histogram",
                        "Time of one store call, by backend and operation (retries inside "

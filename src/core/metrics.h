@@ -70,6 +70,18 @@ void once__metrics_store(const char *scheme, once__store_op op, int64_t t0);
 /* One HTTP response with this status to a request with this method. */
 void once__metrics_http(const char *method, int status);
 
+/* The gateway executor's counters (src/exec/upstream*.c), shown only in a
+ * process that built one (once__metrics_gateway_on). */
+typedef enum once__gw_stat {
+    ONCE__GW_REATTACHED,         /* a re-run turn found its upstream task again */
+    ONCE__GW_RESENT_EXACT,       /* a re-send the upstream replays (rung 1) */
+    ONCE__GW_UNVERIFIED,         /* a re-send nothing could verify (rungs 3 and 4) */
+    ONCE__GW_RETRIES,            /* upstream calls retried after a failure */
+    ONCE__GW_N
+} once__gw_stat;
+void once__metrics_gateway_on(void);
+void once__metrics_gateway(once__gw_stat s);
+
 /* The process-wide families: the store histogram, the HTTP counter, the
  * build info. */
 void once__metrics_write_process(once__mtext *t);

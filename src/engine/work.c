@@ -743,6 +743,18 @@ static const char *message_text(once_work *w)
 const char *once_work_message(const once_work *w) { return message_text((once_work *)w); }
 const json_t *once__work_message_tree(const once_work *w) { return w->msg; }
 int once_work_resumed(const once_work *w) { return w->t->resumed; }
+
+int once__work_stored_state(const once_work *w, once_state *out)
+{
+    once_record rec;
+    int rc = once__store_rc(w->e, once_store_load(w->e->store, w->rec.principal, w->t->task_id,
+                                                  &rec, NULL));
+    if (rc != ONCE_OK)
+        return rc == ONCE_ETOMBSTONE ? ONCE_ENOTFOUND : rc;
+    *out = rec.state;
+    once_record_clear(&rec);
+    return ONCE_OK;
+}
 const char *once_work_traceparent(const once_work *w)
 {
     return w->t->traceparent[0] != '\0' ? w->t->traceparent : NULL;

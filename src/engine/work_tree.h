@@ -19,4 +19,11 @@ const json_t *once__work_message_tree(const once_work *w);
  * taken, whatever the outcome, and art must not change afterwards. */
 int once__work_artifact_tree(once_work *w, json_t *art, int append, int last_chunk);
 
+/* The task's state as stored now (one store read), not the turn's
+ * snapshot: after once_work_canceled() turns true, ONCE_STATE_CANCELED
+ * tells a cancel from a lost lease or a stopping engine (the gateway
+ * cancels its upstream task only for the first). A store error is
+ * returned as is; a task that is gone gives ONCE_ENOTFOUND. */
+int once__work_stored_state(const once_work *w, once_state *out);
+
 #endif /* ONCE_ENGINE_WORK_TREE_H */

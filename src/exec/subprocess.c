@@ -31,6 +31,7 @@
 #include "exec/jsonl.h"
 #include "exec/proc.h"
 #include "once/executor.h"
+#include "exec/upstream.h"
 
 #define POLL_MS 50             /* cancellation is noticed at least this often */
 #define DRAIN_MS 1000          /* output still read after the command exited */
@@ -747,9 +748,10 @@ void once_executor_free(once_executor *ex)
 {
     if (ex == NULL || ex == once_executor_echo())
         return;
+    /* Only the executors libonce made were allocated by it. */
+    int ours = ex->run == sub_run || once__exec_is_upstream(ex);
     if (ex->destroy)
         ex->destroy(ex);
-    /* Only executors made here were allocated here. */
-    if (ex->run == sub_run)
+    if (ours)
         once_free(ex);
 }

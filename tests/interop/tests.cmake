@@ -13,6 +13,9 @@ if(NODE_EXECUTABLE)
   add_test(NAME interop/js_server
            COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/interop/server_vs_once.mjs
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/interop)
+  add_test(NAME interop/upstream_agent
+           COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/interop/upstream_agent_check.mjs
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/interop)
 else()
   add_test(NAME interop/js_client
            COMMAND sh -c "echo 'interop/js_client: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
@@ -20,6 +23,8 @@ else()
            COMMAND sh -c "echo 'interop/js_client_server_ids: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
   add_test(NAME interop/js_server
            COMMAND sh -c "echo 'interop/js_server: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
+  add_test(NAME interop/upstream_agent
+           COMMAND sh -c "echo 'interop/upstream_agent: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
 endif()
 set_tests_properties(interop/js_client PROPERTIES TIMEOUT 150 LABELS interop
   ENVIRONMENT "ONCED=${CMAKE_BINARY_DIR}/onced")
@@ -30,3 +35,6 @@ set_tests_properties(interop/js_client_server_ids PROPERTIES TIMEOUT 150 LABELS 
 # the SDK's card does not declare the idempotency extension).
 set_tests_properties(interop/js_server PROPERTIES TIMEOUT 90 LABELS interop
   ENVIRONMENT "ONCE_BUILD=${CMAKE_BINARY_DIR}")
+# The upstream A2A peer the gateway (onced --upstream) is tested against,
+# upstream_agent.mjs, checked on its own with the SDK's client: no onced needed.
+set_tests_properties(interop/upstream_agent PROPERTIES TIMEOUT 150 LABELS interop)

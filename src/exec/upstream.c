@@ -1,0 +1,286 @@
+/*
+ * upstream.c -- the gateway executor (onced --upstream URL): built once at
+ * start from the upstream agent's card, then shared by every turn.
+ *
+ * At start: the card is read from <origin of URL>/.well-known/agent-card.json
+ * (an upstream that does not answer is an error naming it: onced does not
+ * start in front of nothing); the binding is the card's JSONRPC interface,
+ * else its HTTP+JSON one; the interface URL keeps its path but takes the
+ * configured URL's scheme, host and port, so that whatever sits between
+ * (a proxy, another name for the host) stays in the path of every call; and
+ * what the upstream offers for re-attaching a re-run turn is found out:
+ * the idempotency extension in its card (rung 1), else a ListTasks that
+ * answers (rung 2 once a task shows it kept our contextId), else none.
+ *
+ * Invariants: the gw context is read-only after once_executor_upstream
+ * returns, except its retry budget (under its mutex), so any number of
+ * turn workers share it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/jcs.h"
+#include "core/metrics.h"
+#include "core/str.h"
+#include "exec/upstream.h"
+
+#define CARD_MAX_ATTEMPT_MS 10000
+#define POLL_MAX_DEFAULT_MS 2000
+#define GW_ATTEMPTS_MAX 1000
+#define GW_BACKOFF_CAP_MS 5000
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err != NULL && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return ONCE_EIO;
+}
+
+static void gw_free(gw *g)
+{
+    if (g == NULL)
+        return;
+    for (size_t i = 0; i < g->nheaders; i++)
+        once_free(g->headers[i]);
+    once_free(g->headers);
+    once_free(g->url);
+    once_free(g->endpoint);
+    once_free(g->principal_header);
+    once_free(g->card);
+    pthread_mutex_destroy(&g->mu);
+    once_free(g);
+}
+
+static void gw_destroy(once_executor *ex)
+{
+    gw_free(ex->ctx);
+    ex->ctx = NULL;
+}
+
+/* Where the path of a URL starts ("" when it has none). */
+static const char *path_of(const char *url)
+{
+    const char *p = strstr(url, "://");
+    p = p ? strchr(p + 3, '/') : NULL;
+    return p ? p : "";
+}
+
+/* The interface URL's path under the configured URL's origin; trailing
+ * slashes dropped for HTTP+JSON, whose routes start with one. */
+static int set_endpoint(gw *g, const char *iface)
+{
+    size_t olen = strlen(g->url) - strlen(path_of(g->url));
+    const char *path = path_of(iface);
+    size_t plen = strlen(path);
+    if (g->binding == GW_REST)
+        while (plen > 0 && path[plen - 1] == '/')
+            plen--;
+    size_t n = olen + plen + 2;
+    if ((g->endpoint = once_malloc(n)) == NULL)
+        return ONCE_ENOMEM;
+    snprintf(g->endpoint, n, "%.*s%.*s%s", (int)olen, g->url, (int)plen, path,
+             g->binding == GW_JSONRPC && plen == 0 ? "/" : "");
+    return ONCE_OK;
+}
+
+/* The binding and the offers, from the card. */
+static int read_card(gw *g, const json_t *card, char *err, size_t errlen)
+{
+    const char *rpc = NULL, *rest = NULL;
+    size_t i;
+    json_t *itf;
+    json_array_foreach(json_object_get(card, "supportedInterfaces"), i, itf) {
+        const char *b = json_string_value(json_object_get(itf, "protocolBinding"));
+        const char *u = json_string_value(json_object_get(itf, "url"));
+        const char *v = json_string_value(json_object_get(itf, "protocolVersion"));
+        if (b == NULL || u == NULL || (v != NULL && strncmp(v, "1.", 2) != 0))
+            continue;
+        if (strcmp(b, "JSONRPC") == 0 && rpc == NULL)
+            rpc = u;
+        else if (strcmp(b, "HTTP+JSON") == 0 && rest == NULL)
+            rest = u;
+    }
+    if (rpc == NULL && rest == NULL)
+        return fail(err, errlen,
+                    "upstream %s: its card lists no JSONRPC or HTTP+JSON interface of "
+                    "protocol version 1.x in supportedInterfaces",
+                    g->url);
+    g->binding = rpc != NULL ? GW_JSONRPC : GW_REST;
+    const json_t *caps = json_object_get(card, "capabilities");
+    g->streaming = json_is_true(json_object_get(caps, "streaming"));
+    json_t *e;
+    json_array_foreach(json_object_get(caps, "extensions"), i, e) {
+        const char *uri = json_string_value(json_object_get(e, "uri"));
+        if (uri != NULL && strcmp(uri, ONCE_IDEMPOTENCY_EXTENSION) == 0)
+            g->ext = 1;
+    }
+    return set_endpoint(g, rpc != NULL ? rpc : rest);
+}
+
+static int fetch_card(gw *g, char *err, size_t errlen)
+{
+    char url[2048];
+    if (once__card_url(g->url, url, sizeof url) != ONCE_OK)
+        return fail(err, errlen, "upstream %s: not an http(s) URL", g->url);
+    const char **hv;
+    size_t nh;
+    char *line;
+    int rc = once__gw_headers(g, NULL, &hv, &nh, &line);
+    if (rc != ONCE_OK)
+        return rc;
+    once__http_req q = {.method = "GET",
+                        .url = url,
+                        .headers = hv,
+                        .nheaders = nh,
+                        .timeout_ms = g->retry.attempt_timeout_ms < CARD_MAX_ATTEMPT_MS
+                                          ? g->retry.attempt_timeout_ms
+                                          : CARD_MAX_ATTEMPT_MS,
+                        .connect_timeout_ms = g->retry.connect_timeout_ms};
+    once__http_resp h;
+    rc = once__http_do(&q, &h);
+    once_free(hv);
+    json_t *card = NULL;
+    if (rc == ONCE_OK && h.status == 200 && h.body != NULL)
+        rc = once__json_loadb(h.body, h.len, 0, &card, NULL);
+    if (rc == ONCE_ENOMEM) {
+        once__http_resp_clear(&h);
+        return rc;
+    }
+    if (!json_is_object(card)) {
+        rc = h.status == 0 ? fail(err, errlen, "upstream %s: cannot read its agent card %s: %s",
+                                  g->url, url, h.error)
+                           : fail(err, errlen, "upstream %s: its agent card %s: HTTP %ld%s",
+                                  g->url, url, h.status,
+                                  h.status == 200 ? ", not a JSON object" : "");
+    } else if ((rc = read_card(g, card, err, errlen)) == ONCE_OK) {
+        g->card = json_dumps(card, JSON_COMPACT);
+        rc = g->card ? ONCE_OK : ONCE_ENOMEM;
+    }
+    json_decref(card);
+    once__http_resp_clear(&h);
+    return rc;
+}
+
+/* Does the upstream serve ListTasks? One attempt, no retries. */
+static void probe_list(gw *g)
+{
+    once_retry_policy keep = g->retry;
+    g->retry.max_attempts = 1;
+    json_t *params = json_pack("{s:i}", "pageSize", 1);
+    gw_req q = {.method = "ListTasks", .params = params, .despite_cancel = 1};
+    gw_res r;
+    g->lists = params != NULL && once__gw_call(g, NULL, &q, &r) == ONCE_OK &&
+               json_is_array(json_object_get(r.result, "tasks"));
+    once__gw_res_clear(&r);
+    json_decref(params);
+    g->retry = keep;
+}
+
+/* "Name: value", a token name and no line breaks. */
+static int header_ok(const char *h)
+{
+    const char *colon = strchr(h, ':');
+    if (colon == NULL || colon == h || strpbrk(h, "\r\n") != NULL)
+        return 0;
+    for (const char *p = h; p < colon; p++)
+        if (*p <= ' ' || *p >= 0x7f)
+            return 0;
+    return 1;
+}
+
+static int copy_cfg(gw *g, const once_upstream_cfg *cfg, char *err, size_t errlen)
+{
+    char why[600];
+    if (once__agent_url_check(cfg->url, why, sizeof why) != ONCE_OK) {
+        fail(err, errlen, "%s", why);
+        return ONCE_EINVAL;
+    }
+    if ((g->url = once_strdup(cfg->url)) == NULL)
+        return ONCE_ENOMEM;
+    if (cfg->principal_header != NULL) {
+        const char *n = cfg->principal_header;
+        for (const char *p = n; *p != '\0'; p++) {
+            if (*p <= ' ' || *p >= 0x7f || *p == ':') {
+                fail(err, errlen, "the principal header must be a header name: %s", n);
+                return ONCE_EINVAL;
+            }
+        }
+        if (n[0] == '\0' || (g->principal_header = once_strdup(n)) == NULL)
+            return n[0] == '\0' ? ONCE_EINVAL : ONCE_ENOMEM;
+    }
+    if (cfg->nheaders > 0 && (g->headers = once_calloc(cfg->nheaders, sizeof *g->headers)) == NULL)
+        return ONCE_ENOMEM;
+    for (size_t i = 0; i < cfg->nheaders; i++) {
+        if (!header_ok(cfg->headers[i])) {
+            fail(err, errlen, "upstream header %zu is not \"Name: value\" on one line", i + 1);
+            return ONCE_EINVAL;
+        }
+        if ((g->headers[i] = once_strdup(cfg->headers[i])) == NULL)
+            return ONCE_ENOMEM;
+        g->nheaders++;
+    }
+    g->retry = cfg->retry;
+    if (g->retry.max_attempts == 0) {
+        /* A gateway rides out an upstream restart: the deadline bounds the
+         * attempts, not their count. */
+        once_retry_policy_default(&g->retry);
+        g->retry.max_attempts = GW_ATTEMPTS_MAX;
+        g->retry.backoff_cap_ms = GW_BACKOFF_CAP_MS;
+    }
+    if (cfg->deadline_ms > 0)
+        g->retry.deadline_ms = cfg->deadline_ms;
+    g->poll_max_ms = cfg->poll_max_ms > 0 ? cfg->poll_max_ms : POLL_MAX_DEFAULT_MS;
+    once__bucket_init(&g->budget, &g->retry, once_monotonic_ms());
+    return ONCE_OK;
+}
+
+int once_executor_upstream(const once_upstream_cfg *cfg, once_executor **out, char *err,
+                           size_t errlen)
+{
+    if (out == NULL || cfg == NULL)
+        return ONCE_EINVAL;
+    *out = NULL;
+    gw *g = once_calloc(1, sizeof *g);
+    once_executor *ex = once_calloc(1, sizeof *ex);
+    if (g == NULL || ex == NULL) {
+        once_free(g);
+        once_free(ex);
+        return ONCE_ENOMEM;
+    }
+    pthread_mutex_init(&g->mu, NULL);
+    int rc = copy_cfg(g, cfg, err, errlen);
+    if (rc == ONCE_OK)
+        rc = fetch_card(g, err, errlen);
+    if (rc != ONCE_OK) {
+        gw_free(g);
+        once_free(ex);
+        return rc;
+    }
+    probe_list(g);
+    once__metrics_gateway_on();
+    ex->name = "upstream";
+    ex->run = once__gw_run;
+    ex->destroy = gw_destroy;
+    ex->ctx = g;
+    *out = ex;
+    return ONCE_OK;
+}
+
+const char *once_executor_upstream_card(const once_executor *ex)
+{
+    if (ex == NULL || ex->run != once__gw_run || ex->ctx == NULL)
+        return NULL;
+    return ((const gw *)ex->ctx)->card;
+}
+
+int once__exec_is_upstream(const once_executor *ex)
+{
+    return ex != NULL && ex->run == once__gw_run;
+}

@@ -1,0 +1,127 @@
+/*
+ * upstream.h -- internals of the gateway executor (onced --upstream URL):
+ * each turn of a once task talks A2A 1.0, as an ordinary client, to an
+ * existing agent. Not API; the constructor is in include/once/executor.h.
+ *
+ *   upstream.c       the executor: the upstream card, the binding, what the
+ *                    upstream offers for re-attaching (the rung), the ids
+ *   upstream_call.c  one upstream call on either binding (JSON-RPC, HTTP+JSON),
+ *                    retried with the client's backoff, policy and budget
+ *   upstream_turn.c  one turn: the recovery ladder, the send, following the
+ *                    upstream task, cancel
+ *   upstream_map.c   an upstream Task or Message mapped to fenced writes
+ *
+ * The recovery ladder (what makes a re-run turn find its upstream task):
+ *   rung 1  the upstream declares urn:once:a2a:idempotency:v1: the gateway
+ *           mints the upstream task ID (once_child_id) and a re-send replays;
+ *   rung 2  the upstream keeps our contextId and serves ListTasks: a re-run
+ *           looks its task up by (derived contextId, derived messageId);
+ *   rung 3/4 anything else: the message is re-sent with the same derived
+ *           messageId (an upstream that dedups it replays: rung 3), and each
+ *           such re-send is counted (once_gateway_unverified_resends_total).
+ *
+ * The checkpoint (JSON, fenced like every write): {"upstream": {"rung": R,
+ * "taskId": ID or absent, "contextId": C, "sent": [messageId...], "pending":
+ * messageId or absent}}. "pending" is written before a send whose answer is
+ * not stored yet, so a re-run knows whether that send may have happened;
+ * taskId is written as soon as an answer names it, before any other write.
+ */
+#ifndef ONCE_EXEC_UPSTREAM_H
+#define ONCE_EXEC_UPSTREAM_H
+
+#include <pthread.h>
+
+#include <jansson.h>
+
+#include "client/client_int.h"
+#include "once/executor.h"
+
+typedef enum gw_binding {
+    GW_JSONRPC = 1,
+    GW_REST
+} gw_binding;
+
+/* The executor's context. Everything is set by once_executor_upstream and
+ * read-only afterwards, except the retry budget, which turns share under
+ * mu. */
+typedef struct gw {
+    char *url;                   /* as configured (named in every error) */
+    char *endpoint;              /* the chosen interface: its path under url's origin */
+    gw_binding binding;
+    int streaming;               /* card: capabilities.streaming */
+    int ext;                     /* card: the idempotency extension (rung 1) */
+    int lists;                   /* ListTasks answered at start (rung 2 possible) */
+    char **headers;              /* "Name: value" lines for every request */
+    size_t nheaders;
+    char *principal_header;      /* NULL = the principal is not sent */
+    once_retry_policy retry;
+    int64_t poll_max_ms;
+    char *card;                  /* the upstream card's text */
+    pthread_mutex_t mu;
+    once__bucket budget;
+} gw;
+
+/* ---------------------------------------------------------------------------
+ * upstream_call.c
+ */
+
+/* One call's request: the A2A method (its JSON-RPC name) and params. */
+typedef struct gw_req {
+    const char *method;          /* SendMessage, GetTask, ListTasks, CancelTask */
+    const json_t *params;
+    const char *principal;       /* sent in g->principal_header, or NULL */
+    int extension;               /* send A2A-Extensions (rung 1) */
+    int despite_cancel;          /* retry on after the turn was canceled */
+    int once_only;               /* a send: a failure after which the upstream may
+                                    have acted is returned (ONCE_EBUSY), not retried */
+} gw_req;
+
+/* Its outcome. ONCE_OK: result holds the answer (a new reference). Else
+ * error says what happened, naming the upstream URL: ONCE_EIO the upstream
+ * refused (code: its JSON-RPC code, or the HTTP status of HTTP+JSON),
+ * ONCE_ETIMEDOUT the retries ran out, ONCE_ECANCELED the turn was canceled
+ * while waiting, ONCE_EBUSY (once_only) the request may have reached the
+ * upstream and its answer was lost, ONCE_ENOMEM. */
+typedef struct gw_res {
+    json_t *result;
+    int code;
+    char error[600];
+} gw_res;
+
+int once__gw_call(gw *g, once_work *w, const gw_req *q, gw_res *r);
+void once__gw_res_clear(gw_res *r);
+/* The headers of one request: g's and the principal's line (once_free the
+ * array and line). */
+int once__gw_headers(const gw *g, const char *principal, const char ***out, size_t *n,
+                     char **line);
+
+/* ---------------------------------------------------------------------------
+ * upstream_map.c: what the once task shows, and the writes that bring it to
+ * the upstream task's state. Only the turn's thread touches it.
+ */
+typedef struct gw_view {
+    once_state state;            /* the once task's state as last written or read */
+    json_t *arts;                /* artifactId -> the artifact as last written */
+    char *status_mid;            /* messageId of the last status message written */
+    const char *url;             /* named in the reasons it writes */
+} gw_view;
+
+int once__gw_view_init(gw_view *v, once_work *w, const char *url);
+void once__gw_view_clear(gw_view *v);
+/* Bring the once task to the upstream Task's state. 1 when the turn ends
+ * (an interrupted or terminal state was written), 0 to keep following, or
+ * a write's error (ONCE_EFENCED: stop). */
+int once__gw_sync_task(gw_view *v, once_work *w, const json_t *task);
+/* A direct Message answer: the turn's reply. */
+int once__gw_reply(gw_view *v, once_work *w, const json_t *msg);
+/* Fail the once task with the upstream's error. */
+int once__gw_fail(once_work *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------------------
+ * upstream_turn.c
+ */
+int once__gw_run(const once_executor *ex, once_work *w);
+/* 1 when ex was made by once_executor_upstream (once_executor_free). */
+int once__exec_is_upstream(const once_executor *ex);
+
+#endif /* ONCE_EXEC_UPSTREAM_H */

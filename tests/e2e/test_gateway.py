@@ -1,0 +1,354 @@
+"""The gateway, `onced --upstream URL`, in front of a real A2A 1.0 agent built on
+@a2a-js/sdk 1.3.0 (tests/interop/upstream_agent.mjs, which counts what it is
+asked to do). Real processes only: the agent, onced, the fault-injecting proxy.
+
+- the card onced serves: the upstream's name and skills, onced's interfaces and
+  the once extension; an upstream that cannot be reached at start stops onced
+  with a message naming it;
+- on both upstream bindings (JSON-RPC, HTTP+JSON): a blocking send completes
+  with the upstream's artifact; "ask:Q" parks the task in input-required and
+  the continuation lands on the same upstream task (two messages, one task, one
+  upstream context per once context); "auth:Q" likewise; "fail" and "reject"
+  carry the upstream's message; "reply:T" is a direct Message; "chunks:N" one
+  artifact with every chunk; returnImmediately then GetTask; a stream through
+  onced ends completed;
+- a retried send (same task id) is replayed by onced: tasksCreated stays 1;
+- cancel: CancelTask on onced cancels the upstream task (counts.cancels);
+- the upstream's answer to SendMessage dropped by the proxy: the gateway finds
+  the task it made (ListTasks by its contextId, rung 2), one upstream task;
+- kill -9 of the gateway mid-turn ("sleep:N") on a shared SQLite file: a second
+  gateway takes the task over and re-attaches: still one upstream task;
+- the upstream down when a task arrives, back on the same port a moment later:
+  the task completes; down for good: the task fails naming the upstream URL.
+
+Every wait is a bound on a condition (scaled by ONCE_TEST_TIMEOUT_FACTOR).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (ROOT, ONCED, Onced, call, check, eq, free_port, http_request, new_id,
+                     result_task, run, scaled, scratch_dir, status_text, task_state,
+                     user_message, wait_until)
+
+TMP = scratch_dir("once-gateway-")
+AGENT = os.path.join(ROOT, "tests", "interop", "upstream_agent.mjs")
+PROXY = os.path.join(os.environ.get("ONCE_TOOLS", os.path.join(ROOT, "build", "tools")), "proxy")
+NODE = shutil.which("node") or shutil.which("nodejs")
+
+
+class Upstream:
+    """One upstream_agent.mjs process; port 0 picks one."""
+
+    def __init__(self, *flags, port=0):
+        self.log = open(os.path.join(TMP, "agent-%d.log" % time.time_ns()), "ab")
+        self.proc = subprocess.Popen([NODE, AGENT, "--port", str(port)] + list(flags),
+                                     stdout=subprocess.PIPE, stderr=self.log,
+                                     cwd=os.path.dirname(AGENT))
+        line = self.proc.stdout.readline().decode()
+        check(line.startswith("listening http://127.0.0.1:"), "agent started: %r" % line)
+        self.port = int(line.split(":")[2].strip("/\n"))
+        self.url = "http://127.0.0.1:%d/" % self.port
+
+    def counts(self):
+        st, _, data = http_request(self.port, "GET", "/counts")
+        return json.loads(data)
+
+    def requests(self):
+        return json.loads(http_request(self.port, "GET", "/requests")[2])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(scaled(10))
+        self.log.close()
+
+
+class Proxy:
+    def __init__(self, target_port, *flags):
+        self.log = os.path.join(TMP, "proxy-%d.log" % time.time_ns())
+        self.proc = subprocess.Popen([PROXY, "--listen", "0", "--to", "127.0.0.1:%d" % target_port]
+                                     + list(flags), stdout=subprocess.PIPE,
+                                     stderr=open(self.log, "ab"))
+        self.port = int(self.proc.stdout.readline())
+        self.url = "http://127.0.0.1:%d/" % self.port
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(scaled(10))
+
+
+def gateway(url, *args, store=None, tmpdir=None):
+    return Onced(["--upstream", url, "--lease", "2s"] + list(args), store=store, tmpdir=tmpdir)
+
+
+def send(srv, text, task_id=None, mid=None, blocking=True, context_id=None):
+    params = {"message": user_message(text, message_id=mid or new_id(),
+                                      task_id=task_id or new_id(), context_id=context_id)}
+    if not blocking:
+        params["configuration"] = {"returnImmediately": True}
+    st, hd, doc = srv.rpc("SendMessage", params, ext=True, timeout=60)
+    eq(st, 200, "SendMessage %s: HTTP status" % text)
+    check("result" in doc, "SendMessage %s answered: %r" % (text, doc))
+    return hd, doc["result"]
+
+
+def get(srv, task_id):
+    st, _, doc = srv.rpc("GetTask", {"id": task_id})
+    return doc.get("result") or {}
+
+
+def wait_state(srv, task_id, state, timeout=20):
+    return wait_until(lambda: get(srv, task_id).get("status", {}).get("state") == state and
+                      get(srv, task_id), timeout=timeout, step=0.1,
+                      what="task %s %s" % (task_id, state))
+
+
+def art_text(task):
+    return ["".join(p.get("text", "") for p in a.get("parts", [])) for a in task.get("artifacts", [])]
+
+
+def upstream_task_of(up, before):
+    """The one upstream task created since `before` (a set of ids)."""
+    new = [t for t in up.counts()["tasks"] if t not in before]
+    eq(len(new), 1, "upstream tasks made for one once task")
+    return new[0]
+
+
+def behaviours(binding):
+    up = Upstream("--bindings", binding)
+    try:
+        with gateway(up.url) as gw:
+            _, r = send(gw, "hello")
+            eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", binding + ": hello")
+            eq(art_text(r["task"]), ["hello"], binding + ": echo artifact")
+            methods = [q["method"] for q in up.requests()]
+            want = "SendMessage" if binding == "jsonrpc" else "REST POST /message:send"
+            check(want in methods, binding + ": the send on its binding: %r" % methods)
+            eq(all(m.startswith("REST") == (binding == "rest") for m in methods), True,
+               binding + ": every call on that binding: %r" % methods)
+
+            tid, ctx = new_id(), new_id()
+            before = set(up.counts()["tasks"])
+            _, r = send(gw, "ask:Which court?", task_id=tid, context_id=ctx)
+            eq(r["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", binding + ": ask")
+            eq(status_text(r["task"]), "Which court?", binding + ": the agent's question")
+            _, r = send(gw, "English", task_id=tid)
+            eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", binding + ": continuation")
+            eq(art_text(r["task"]), ["answer:English"], binding + ": the continuation's answer")
+            ut = upstream_task_of(up, before)
+            c = up.counts()
+            eq(c["tasks"][ut]["messages"], 2, binding + ": both messages on one upstream task")
+            # A second task of the same once context shares the upstream context.
+            before = set(c["tasks"])
+            send(gw, "hello again", context_id=ctx)
+            ut2 = upstream_task_of(up, before)
+            eq(up.counts()["tasks"][ut2]["contextId"], c["tasks"][ut]["contextId"],
+               binding + ": one upstream context per once context")
+
+            tid = new_id()
+            _, r = send(gw, "auth:Your token?", task_id=tid)
+            eq(r["task"]["status"]["state"], "TASK_STATE_AUTH_REQUIRED", binding + ": auth")
+            _, r = send(gw, "tok", task_id=tid)
+            eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", binding + ": after auth")
+
+            _, r = send(gw, "fail")
+            eq(r["task"]["status"]["state"], "TASK_STATE_FAILED", binding + ": fail")
+            eq(status_text(r["task"]), "upstream failed on purpose", binding + ": its message")
+            _, r = send(gw, "reject")
+            eq(r["task"]["status"]["state"], "TASK_STATE_REJECTED", binding + ": reject")
+            eq(status_text(r["task"]), "upstream rejected on purpose", binding + ": its message")
+            _, r = send(gw, "reply:straight answer")
+            check("message" in r, binding + ": a direct Message: %r" % r)
+            eq(r["message"]["parts"][0]["text"], "straight answer", binding + ": its text")
+            _, r = send(gw, "chunks:3")
+            eq(art_text(r["task"]), ["c1c2c3"], binding + ": every chunk of the artifact")
+
+            tid = new_id()
+            _, r = send(gw, "sleep:1", task_id=tid, blocking=False)
+            check(r["task"]["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"),
+                  binding + ": returnImmediately answers at once")
+            t = wait_state(gw, tid, "TASK_STATE_COMPLETED")
+            eq(art_text(t), ["slept 1"], binding + ": the slept artifact")
+    finally:
+        up.stop()
+
+
+def test_behaviours_jsonrpc():
+    behaviours("jsonrpc")
+
+
+def test_behaviours_rest():
+    behaviours("rest")
+
+
+def test_card_and_start():
+    up = Upstream("--card-name", "Contract reviewer")
+    try:
+        with gateway(up.url) as gw:
+            st, _, card = call(gw.port, "GET", "/.well-known/agent-card.json")
+            eq(card["name"], "Contract reviewer", "card: the upstream's name")
+            check(any(s["id"] == "scripted" for s in card["skills"]), "card: the upstream's skills")
+            eq(card["supportedInterfaces"][0]["url"], "http://127.0.0.1:%d/" % gw.port,
+               "card: onced's own URL")
+            check(any(e["uri"] == "urn:once:a2a:idempotency:v1"
+                      for e in card["capabilities"]["extensions"]), "card: the once extension")
+    finally:
+        up.stop()
+    dead = "http://127.0.0.1:%d/" % free_port()
+    p = subprocess.run([ONCED, "--listen", "127.0.0.1:%d" % free_port(), "--store", "memory:",
+                        "--upstream", dead], capture_output=True, timeout=scaled(30))
+    check(p.returncode != 0, "an unreachable upstream stops onced")
+    check(dead.encode() in p.stderr, "the message names the upstream: %r" % p.stderr)
+    p = subprocess.run([ONCED, "--listen", "127.0.0.1:1", "--store", "memory:", "--upstream", dead,
+                        "--exec", "true"], capture_output=True, timeout=scaled(30))
+    eq(p.returncode, 2, "--upstream and --exec are exclusive")
+
+
+def test_retry_replayed_and_headers():
+    up = Upstream()
+    try:
+        hf = os.path.join(TMP, "headers")
+        with open(hf, "w") as f:
+            f.write("# credentials\nX-From-File: filed\n")
+        with gateway(up.url, "--upstream-header", "Authorization: Bearer up-secret",
+                     "--upstream-header-file", hf, "--upstream-principal-header",
+                     "X-Once-Principal") as gw:
+            tid, mid = new_id(), new_id()
+            before = up.counts()["tasksCreated"]
+            send(gw, "effect:pay", task_id=tid, mid=mid)
+            hd, r = send(gw, "effect:pay", task_id=tid, mid=mid)
+            eq(hd.get("idempotent-replayed"), "true", "the retry is replayed by onced")
+            c = up.counts()
+            eq(c["tasksCreated"] - before, 1, "one upstream task for a send and its retry")
+            eq(c["effects"].get("pay"), 1, "the effect applied once")
+            sends = [q for q in up.requests() if q["method"] == "SendMessage"]
+            h = sends[-1]["headers"]
+            eq(h.get("authorization"), "Bearer up-secret", "--upstream-header sent")
+            eq(h.get("x-from-file"), "filed", "--upstream-header-file sent")
+            eq(h.get("x-once-principal"), "anonymous", "the principal sent when asked")
+    finally:
+        up.stop()
+
+
+def test_stream_and_cancel():
+    up = Upstream()
+    try:
+        with gateway(up.url) as gw:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                    "params": {"message": user_message("chunks:2", task_id=new_id())}}
+            st, hd, data = http_request(gw.port, "POST", "/", body=json.dumps(body).encode(),
+                                        headers={"Content-Type": "application/json",
+                                                 "A2A-Version": "1.0", "A2A-Extensions":
+                                                 "urn:once:a2a:idempotency:v1",
+                                                 "Accept": "text/event-stream"}, timeout=30)
+            eq(st, 200, "stream through onced")
+            events = [json.loads(l[5:]) for l in data.decode().splitlines() if l.startswith("data:")]
+            last = events[-1]["result"]
+            eq(last.get("statusUpdate", {}).get("status", {}).get("state"),
+               "TASK_STATE_COMPLETED", "the stream ends completed")
+            check(any("artifactUpdate" in e["result"] for e in events), "the stream had the artifact")
+
+            tid = new_id()
+            before = up.counts()["cancels"]
+            send(gw, "sleep:30", task_id=tid, blocking=False)
+            wait_until(lambda: get(gw, tid)["status"]["state"] == "TASK_STATE_WORKING",
+                       timeout=15, what="working")
+            st, _, doc = gw.rpc("CancelTask", {"id": tid})
+            eq(task_state(doc), "TASK_STATE_CANCELED", "once task canceled")
+            wait_until(lambda: up.counts()["cancels"] > before, timeout=15,
+                       what="CancelTask reached the upstream")
+            ut = [k for k, v in up.counts()["tasks"].items() if v["state"] == "TASK_STATE_CANCELED"]
+            eq(len(ut), 1, "the upstream task is canceled")
+    finally:
+        up.stop()
+
+
+def test_lost_answer_reattached():
+    up = Upstream()
+    # Connection 1 is the card, 2 the ListTasks probe, 3 the first SendMessage.
+    px = Proxy(up.port, "--drop-response", "3")
+    try:
+        with gateway(px.url) as gw:
+            before = up.counts()["tasksCreated"]
+            tid = new_id()
+            _, r = send(gw, "effect:lost", task_id=tid)
+            eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "completed despite the loss")
+            c = up.counts()
+            eq(c["tasksCreated"] - before, 1, "the lost answer's task re-attached, not re-created")
+            eq(c["effects"].get("lost"), 1, "the effect applied once")
+            st, _, m = http_request(gw.port, "GET", "/metrics")
+            check(b"once_gateway_reattached_total 1" in m, "re-attach counted")
+            check(b"once_gateway_unverified_resends_total 0" in m, "no unverified re-send")
+    finally:
+        px.stop()
+        up.stop()
+
+
+def test_takeover_one_upstream_task():
+    up = Upstream()
+    d = scratch_dir("once-gw-shared-")
+    store = "sqlite:" + os.path.join(d, "shared.db")
+    try:
+        a = gateway(up.url, store=store, tmpdir=d)
+        tid = new_id()
+        before = up.counts()["tasksCreated"]
+        send(a, "sleep:3", task_id=tid, blocking=False)
+        wait_until(lambda: up.counts()["tasksCreated"] > before, timeout=15,
+                   what="the upstream task exists")
+        a.kill9()
+        with gateway(up.url, store=store, tmpdir=d) as b:
+            t = wait_state(b, tid, "TASK_STATE_COMPLETED", timeout=40)
+            eq(art_text(t), ["slept 3"], "the taken-over task has the upstream's artifact")
+            eq(up.counts()["tasksCreated"] - before, 1, "one upstream task after the takeover")
+        a.stop()
+    finally:
+        up.stop()
+
+
+def _dead_gateway(port):
+    """A gateway started in front of an agent on port that then goes away for
+    good; its calls give up after 2 s."""
+    up = Upstream(port=port)
+    gw = gateway(up.url, "--upstream-deadline", "2s")
+    up.stop()
+    return gw
+
+
+def test_upstream_outage():
+    up = Upstream()
+    port = up.port
+    try:
+        with gateway(up.url, "--upstream-deadline", "%ds" % int(scaled(60))) as gw:
+            up.stop()
+            tid = new_id()
+            send(gw, "hello", task_id=tid, blocking=False)
+            wait_until(lambda: b"once_gateway_upstream_retries_total 0" not in
+                       http_request(gw.port, "GET", "/metrics")[2], timeout=15,
+                       what="the gateway met the outage")
+            up = Upstream(port=port)
+            t = wait_state(gw, tid, "TASK_STATE_COMPLETED", timeout=60)
+            eq(art_text(t), ["hello"], "completed once the upstream came back")
+            up.stop()
+        with _dead_gateway(port) as gw:
+            tid = new_id()
+            send(gw, "hello", task_id=tid, blocking=False)
+            t = wait_state(gw, tid, "TASK_STATE_FAILED", timeout=30)
+            check("127.0.0.1:%d" % port in (status_text(t) or ""),
+                  "the failure names the upstream: %r" % status_text(t))
+    finally:
+        up.stop()
+
+
+if __name__ == "__main__":
+    if NODE is None or not os.path.exists(AGENT):
+        print("node or %s missing: run scripts/deps.sh" % AGENT, file=sys.stderr)
+        print("0 passed, 1 failed")
+        sys.exit(1)
+    run([test_card_and_start, test_behaviours_jsonrpc, test_behaviours_rest,
+         test_retry_replayed_and_headers, test_stream_and_cancel, test_lost_answer_reattached,
+         test_takeover_one_upstream_task, test_upstream_outage])
