@@ -440,6 +440,15 @@ static int make_upstream(const opts *o, once_executor **ex, json_t **card)
         fprintf(stderr, "onced: --upstream-header-file %s\n", err);
         return ONCE_EINVAL;
     }
+    if (text != NULL) {   /* read as bytes: the lines below need its end marked */
+        char *z = once_realloc(text, len + 1);
+        if (z == NULL) {
+            once_free(text);
+            return ONCE_ENOMEM;
+        }
+        text = z;
+        text[len] = '\0';
+    }
     for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
         next = strchr(line, '\n');
         if (next != NULL)

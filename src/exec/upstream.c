@@ -19,13 +19,21 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
+#include "core/backoff.h"
 #include "core/jcs.h"
 #include "core/metrics.h"
 #include "core/str.h"
 #include "exec/upstream.h"
 
 #define CARD_MAX_ATTEMPT_MS 10000
+/* Attempts of each call made at start (the card, the ListTasks probe): a
+ * lost answer must neither stop onced nor decide what the upstream offers
+ * (an answer the network lost is not the upstream's "no"), yet an upstream
+ * that is not there stops onced within seconds. */
+#define START_ATTEMPTS 6
+#define START_BACKOFF_MS 100
 #define POLL_MAX_DEFAULT_MS 2000
 #define GW_ATTEMPTS_MAX 1000
 #define GW_BACKOFF_CAP_MS 5000
@@ -144,7 +152,19 @@ static int fetch_card(gw *g, char *err, size_t errlen)
                                           : CARD_MAX_ATTEMPT_MS,
                         .connect_timeout_ms = g->retry.connect_timeout_ms};
     once__http_resp h;
-    rc = once__http_do(&q, &h);
+    for (unsigned n = 1;; n++) {
+        rc = once__http_do(&q, &h);
+        /* An HTTP answer (even an error) is the upstream's; no answer, or a
+         * 5xx, may be the network's or a restart's: try again. */
+        if (rc == ONCE_ENOMEM || n >= START_ATTEMPTS || (h.status != 0 && h.status < 500))
+            break;
+        once__http_resp_clear(&h);
+        int64_t delay = 0;
+        once__backoff_jitter_ms(START_BACKOFF_MS, n - 1, GW_BACKOFF_CAP_MS, once_rng_system(),
+                                &delay);
+        struct timespec ts = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     once_free(hv);
     json_t *card = NULL;
     if (rc == ONCE_OK && h.status == 200 && h.body != NULL)
@@ -168,11 +188,13 @@ static int fetch_card(gw *g, char *err, size_t errlen)
     return rc;
 }
 
-/* Does the upstream serve ListTasks? One attempt, no retries. */
+/* Does the upstream serve ListTasks? Asked START_ATTEMPTS times at most:
+ * one lost answer must not put every task of this replica on rung 4. */
 static void probe_list(gw *g)
 {
     once_retry_policy keep = g->retry;
-    g->retry.max_attempts = 1;
+    g->retry.max_attempts = START_ATTEMPTS;
+    g->retry.backoff_base_ms = START_BACKOFF_MS;
     json_t *params = json_pack("{s:i}", "pageSize", 1);
     gw_req q = {.method = "ListTasks", .params = params, .despite_cancel = 1};
     gw_res r;

@@ -311,6 +311,17 @@ static json_t *upstream_message(const turn *t)
     return u;
 }
 
+/* May a send whose upstream task is unknown be looked for by ListTasks?
+ * Not at rung 1 (a minted ID is looked up directly); yes when the task's
+ * first send found ListTasks (rung 2), and also when only this replica
+ * finds it now: a replica whose probe at start failed stored rung 4 in
+ * the tasks it sent, and a takeover must not inherit that. */
+static int can_list(const turn *t)
+{
+    int rung = cp_int(t, "rung");
+    return cp_str(t, "taskId") == NULL && rung != 1 && (rung == 2 || t->g->lists);
+}
+
 /* A send whose answer was lost may have reached the upstream: what the
  * re-send that follows relies on, counted by rung. */
 static void note_resend(turn *t)
@@ -318,7 +329,7 @@ static void note_resend(turn *t)
     int rung = cp_int(t, "rung");
     if (rung == 1) {
         once__metrics_gateway(ONCE__GW_RESENT_EXACT);
-    } else if (cp_str(t, "taskId") == NULL && rung != 2) {
+    } else if (cp_str(t, "taskId") == NULL && !can_list(t)) {
         once__metrics_gateway(ONCE__GW_UNVERIFIED);
         log_line(t, ONCE_LOG_WARN, "gateway_unverified_resend",
                  "re-sending a message the upstream may have received: without ListTasks "
@@ -461,7 +472,7 @@ static int lookup(turn *t, json_t **found)
     *found = NULL;
     if (cp_str(t, "taskId") != NULL && cp_int(t, "rung") != 1)
         return find_in_task(t, found);
-    if (cp_str(t, "taskId") == NULL && cp_int(t, "rung") == 2)
+    if (can_list(t))
         return find_listed(t, found);
     return ONCE_OK;
 }

@@ -87,14 +87,16 @@ def test_bound_without_a_sweeper():
         eq(m["tasks"] + m["tombstones"], CLIENTS * PER_CLIENT, "every task is held or a tombstone")
         eq(m["tombstones"], e["earlyExpired"], "each expired task left a tombstone")
 
-        # The first task of a client is expired, its last one replays; none ran twice.
+        # The first task of a client is expired, the newest task replays; none ran twice.
         st, hd, doc = send(s, "m-mb-0-0000", "hello " + PAD, ext_id="mb-0-0000")
         eq(error_info(doc)[1], "TASK_EXPIRED", "a retry of the oldest task: %r" % (doc,))
-        last = "mb-0-%04d" % (PER_CLIENT - 1)
-        st, hd, doc = send(s, "m-" + last, "hello " + PAD, ext_id=last)
+        eq(e["executedTurns"], CLIENTS * PER_CLIENT, "one turn per task")
+        st, hd, doc = send(s, "m-mb-last", "hello " + PAD, ext_id="mb-last")
+        eq(task_state(doc), "TASK_STATE_COMPLETED", "a new task after the load")
+        st, hd, doc = send(s, "m-mb-last", "hello " + PAD, ext_id="mb-last")
         eq(st, 200, "a retry of the newest task")
         eq(hd.get("idempotent-replayed"), "true", "the newest task replays")
-        eq(e["executedTurns"], CLIENTS * PER_CLIENT, "one turn per task")
+        eq(stats(s)["executedTurns"], CLIENTS * PER_CLIENT + 1, "nothing ran twice")
 
         # Tasks waiting for input are never expired: they fill the budget,
         # then a new task is refused, retryable, and not stored.
