@@ -177,6 +177,11 @@ typedef struct once__http_req {
     int (*on_data)(void *ctx, const struct once__http_resp *r, const char *p, size_t len);
     void *data_ctx;
     int64_t idle_ms;
+    /* Polled while the transfer runs (about once a second, and as bytes
+     * arrive): nonzero aborts it as interrupted (r->interrupted). NULL =
+     * never; for a caller whose stop is not a signal flag (a canceled turn). */
+    int (*stop)(void *ctx);
+    void *stop_ctx;
 } once__http_req;
 
 /* Its answer, filled by once__http_do alone; the caller owns body. */
@@ -284,6 +289,12 @@ typedef struct once__stream_out {
  * the stream. A negative return is a hard failure that ends the call. */
 typedef int (*once__stream_event_fn)(void *ctx, int64_t generation, const json_t *result,
                                      once__end *end);
+
+/* The payload of a StreamResponse (task, statusUpdate, artifactUpdate or
+ * message; borrowed from result), or NULL when it has none. */
+const json_t *once__stream_body(const json_t *result);
+/* The answer is an event stream (HTTP 200, text/event-stream). */
+int once__http_is_event_stream(const once__http_resp *r);
 
 /* Open SubscribeToTask(task_id) at agent, resuming after generation
  * `after` (> 0: Last-Event-ID), and feed fn until the stream stops or

@@ -4,7 +4,8 @@
  * Each request gets a fresh easy handle, hence a fresh connection: a retry
  * never rides on a connection that just failed, and a fault-injecting proxy
  * sees one connection per request. The response body is capped at
- * ONCE__HTTP_MAX_BODY; an interrupt flag aborts a transfer in progress.
+ * ONCE__HTTP_MAX_BODY; an interrupt flag (or the caller's stop callback) aborts a
+ * transfer in progress.
  * Invariant: r->status is nonzero only when a complete HTTP answer arrived
  * (or a stream the caller stopped on purpose).
  *
@@ -120,6 +121,8 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 {
     sink *s = ud;
     if (s->interrupted != NULL && *s->interrupted)
+        return 1;
+    if (s->q->stop != NULL && s->q->stop(s->q->stop_ctx))
         return 1;
     if (s->q->idle_ms > 0) {
         struct timespec now;

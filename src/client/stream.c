@@ -42,12 +42,12 @@ typedef struct conn {
     int hard;                    /* a hard failure inside a callback (ENOMEM) */
 } conn;
 
-static int is_event_stream(const once__http_resp *r)
+int once__http_is_event_stream(const once__http_resp *r)
 {
     return r->seen_status == 200 && strncasecmp(r->content_type, "text/event-stream", 17) == 0;
 }
 
-static const json_t *stream_body(const json_t *result)
+const json_t *once__stream_body(const json_t *result)
 {
     static const char *const kinds[] = {"task", "statusUpdate", "artifactUpdate", "message"};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
@@ -67,7 +67,7 @@ static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t 
         return ONCE_ENOMEM;
     }
     const json_t *res = json_object_get(doc, "result");
-    if (!json_is_object(res) || stream_body(res) == NULL) {
+    if (!json_is_object(res) || once__stream_body(res) == NULL) {
         const json_t *err = json_object_get(doc, "error");
         const char *msg = json_string_value(json_object_get(err, "message"));
         snprintf(k->out->error, sizeof k->out->error, "the stream ended with %s%s",
@@ -77,7 +77,7 @@ static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t 
         json_decref(doc);
         return 1;
     }
-    int64_t gen = has_id ? id : once__generation_of(stream_body(res));
+    int64_t gen = has_id ? id : once__generation_of(once__stream_body(res));
     once__end end = ONCE__END_OPEN;
     int rc = k->fn(k->ctx, gen, res, &end);
     json_decref(doc);
@@ -97,7 +97,7 @@ static int on_data(void *ctx, const once__http_resp *r, const char *p, size_t le
     conn *k = ctx;
     if (!k->decided) {
         k->decided = 1;
-        k->is_sse = is_event_stream(r);
+        k->is_sse = once__http_is_event_stream(r);
     }
     if (k->is_sse) {
         int rc = once__sse_feed(&k->sse, p, len);
@@ -188,7 +188,7 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
     } else if (h.interrupted) {
         out->conn = ONCE__CONN_INTERRUPTED;
         rc = ONCE_OK;
-    } else if (is_event_stream(&h)) {
+    } else if (once__http_is_event_stream(&h)) {
         out->conn = ONCE__CONN_STREAM;
         out->clean = rc == ONCE_OK && !h.stopped;
         out->idle = h.idle;

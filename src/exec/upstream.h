@@ -7,8 +7,10 @@
  *                    upstream offers for re-attaching (the rung), the ids
  *   upstream_call.c  one upstream call on either binding (JSON-RPC, HTTP+JSON),
  *                    retried with the client's backoff, policy and budget
+ *   upstream_stream.c the receiving end of a streamed call (SSE through
+ *                    src/client's parser), one event at a time
  *   upstream_turn.c  one turn: the recovery ladder, the send, following the
- *                    upstream task, cancel
+ *                    upstream task (stream or poll), cancel
  *   upstream_map.c   an upstream Task or Message mapped to fenced writes
  *
  * The recovery ladder (what makes a re-run turn find its upstream task):
@@ -16,9 +18,22 @@
  *           mints the upstream task ID (once_child_id) and a re-send replays;
  *   rung 2  the upstream keeps our contextId and serves ListTasks: a re-run
  *           looks its task up by (derived contextId, derived messageId);
- *   rung 3/4 anything else: the message is re-sent with the same derived
- *           messageId (an upstream that dedups it replays: rung 3), and each
- *           such re-send is counted (once_gateway_unverified_resends_total).
+ *   rung 3/4 anything else (no extension, ListTasks refused by the probe at
+ *           start or our contextId not kept): the message is re-sent with the
+ *           same derived messageId. An upstream that dedups messageId replays
+ *           it (rung 3: still one upstream task); any other makes a second
+ *           task (rung 4). The gateway cannot tell the two apart (nothing in
+ *           a card says "dedups messageId", and a replayed answer looks like
+ *           a new one), so every such re-send is counted alike
+ *           (once_gateway_unverified_resends_total): at rung 4 it is the
+ *           number of duplicated upstream tasks, at rung 3 it counts re-sends
+ *           that duplicated nothing.
+ *
+ * Streams: when the card says capabilities.streaming, sends are
+ * SendStreamingMessage and a known task is followed by SubscribeToTask
+ * (upstream_stream.c receives, upstream_turn.c maps); a stream that breaks
+ * before its first event named the task is a lost answer like any other
+ * (the rung's look-up before a re-send), one cut later is re-attached.
  *
  * The checkpoint (JSON, fenced like every write): {"upstream": {"rung": R,
  * "taskId": ID or absent, "contextId": C, "sent": [messageId...], "pending":
@@ -65,10 +80,21 @@ typedef struct gw {
  * upstream_call.c
  */
 
+/* One event of a streamed call: the StreamResponse (its "task",
+ * "statusUpdate", "artifactUpdate" or "message" member), as it arrives.
+ * Return 0 to read on, 1 to end the stream (the turn is over), or a
+ * negative error, which also ends it (kept by the callback's context). */
+typedef int (*gw_event_fn)(void *ctx, const json_t *ev);
+
 /* One call's request: the A2A method (its JSON-RPC name) and params. */
 typedef struct gw_req {
-    const char *method;          /* SendMessage, GetTask, ListTasks, CancelTask */
+    const char *method;          /* SendMessage, SendStreamingMessage, GetTask,
+                                    SubscribeToTask, ListTasks, CancelTask */
     const json_t *params;
+    gw_event_fn on_event;        /* set for the two streamed methods */
+    void *event_ctx;
+    int (*stop)(void *ctx);      /* polled while a stream is open: nonzero aborts
+                                    it (a canceled turn); ctx is event_ctx */
     const char *principal;       /* sent in g->principal_header, or NULL */
     int extension;               /* send A2A-Extensions (rung 1) */
     int despite_cancel;          /* retry on after the turn was canceled */
@@ -85,6 +111,11 @@ typedef struct gw_req {
 typedef struct gw_res {
     json_t *result;
     int code;
+    int streamed;                /* ONCE_OK of a streamed call: the event stream
+                                    opened (result is NULL; the events went to
+                                    on_event), and ended as `cut` says */
+    int cut;                     /* it ended without a close in good order: cut,
+                                    idle, an error event, or stopped by `stop` */
     char error[600];
 } gw_res;
 
@@ -94,6 +125,31 @@ void once__gw_res_clear(gw_res *r);
  * array and line). */
 int once__gw_headers(const gw *g, const char *principal, const char ***out, size_t *n,
                      char **line);
+
+/* ---------------------------------------------------------------------------
+ * upstream_stream.c: the receiving end of one streamed attempt, between
+ * src/client's HTTP code (on_data) and its SSE parser. Lives on the
+ * attempt's stack.
+ */
+typedef struct gw_sink {
+    const gw *g;
+    const gw_req *q;
+    gw_res *r;
+    once__sse sse;
+    int decided, is_sse;         /* the answer's kind is known; an event stream */
+    char *body;                  /* a non-stream answer (an error), capped */
+    size_t len, cap;
+    int hard;                    /* the callback's error, or ONCE_ENOMEM */
+    int broken;                  /* an error event or one that was not a StreamResponse */
+} gw_sink;
+
+/* Point hq's streaming fields at k. */
+void once__gw_sink_arm(gw_sink *k, const gw *g, const gw_req *q, gw_res *r, once__http_req *hq);
+/* After once__http_do returned rc into h: 1 when an event stream opened
+ * (r->streamed and r->cut set), 0 for an ordinary answer (its body moved
+ * into h->body, to be judged like any call's), or a negative error (the
+ * callback's, ONCE_ENOMEM). Frees what k holds. */
+int once__gw_sink_done(gw_sink *k, int rc, once__http_resp *h);
 
 /* ---------------------------------------------------------------------------
  * upstream_map.c: what the once task shows, and the writes that bring it to
@@ -112,6 +168,11 @@ void once__gw_view_clear(gw_view *v);
  * (an interrupted or terminal state was written), 0 to keep following, or
  * a write's error (ONCE_EFENCED: stop). */
 int once__gw_sync_task(gw_view *v, once_work *w, const json_t *task);
+/* A streamed TaskStatusUpdateEvent (its status), as once__gw_sync_task. */
+int once__gw_sync_status(gw_view *v, once_work *w, const json_t *status, const char *up_id);
+/* A streamed TaskArtifactUpdateEvent: a chunk appended (append, lastChunk)
+ * to the artifact the view holds, else the artifact written whole. */
+int once__gw_sync_chunk(gw_view *v, once_work *w, const json_t *ev);
 /* A direct Message answer: the turn's reply. */
 int once__gw_reply(gw_view *v, once_work *w, const json_t *msg);
 /* Fail the once task with the upstream's error. */

@@ -12,6 +12,12 @@
  * the upstream marks retryable. Anything else the upstream answered is its
  * verdict and is returned at once.
  *
+ * A streamed call (SendStreamingMessage, SubscribeToTask: q->on_event set)
+ * hands each event to the caller as it arrives (upstream_stream.c) and
+ * returns once its stream ends, cut or not (r->streamed, r->cut): a stream
+ * that opened is never re-tried here, since the caller knows what it got;
+ * an answer that is not a stream is judged like any other.
+ *
  * Invariants: every attempt of one call sends the same bytes (built once),
  * so an upstream that dedups messageId sees the same message; the waits
  * between attempts end early when the turn is canceled, unless the call is
@@ -69,8 +75,16 @@ static int rest_request(const gw *g, const gw_req *q, char **url, char **body, c
     once__text_str(&t, g->endpoint);
     *verb = "POST";
     *body = NULL;
-    if (strcmp(q->method, "SendMessage") == 0) {
-        ONCE__TEXT_LIT(&t, "/message:send");
+    if (strcmp(q->method, "SendMessage") == 0 || strcmp(q->method, "SendStreamingMessage") == 0) {
+        if (q->method[4] == 'S')
+            ONCE__TEXT_LIT(&t, "/message:stream");
+        else
+            ONCE__TEXT_LIT(&t, "/message:send");
+        *body = json_dumps(q->params, JSON_COMPACT);
+    } else if (strcmp(q->method, "SubscribeToTask") == 0) {
+        ONCE__TEXT_LIT(&t, "/tasks/");
+        put_segment(&t, id);
+        ONCE__TEXT_LIT(&t, ":subscribe");
         *body = json_dumps(q->params, JSON_COMPACT);
     } else if (strcmp(q->method, "GetTask") == 0) {
         ONCE__TEXT_LIT(&t, "/tasks/");
@@ -233,12 +247,21 @@ static int attempts(gw *g, once_work *w, const gw_req *q, once__http_req *hq, gw
         }
         int64_t left = deadline - once_monotonic_ms();
         hq->timeout_ms = p->attempt_timeout_ms < left ? p->attempt_timeout_ms : left;
+        gw_sink k;
+        if (q->on_event != NULL)
+            once__gw_sink_arm(&k, g, q, r, hq);
         once__http_resp h;
         int rc = once__http_do(hq, &h);
-        once__verdict v = ONCE__RETRY;
-        if (rc == ONCE_ENOMEM) {
+        int streamed = q->on_event != NULL ? once__gw_sink_done(&k, rc, &h) : 0;
+        if (streamed != 0 || rc == ONCE_ENOMEM) {
             once__http_resp_clear(&h);
-            return rc;
+            return streamed < 0 ? streamed : streamed == 1 ? ONCE_OK : rc;
+        }
+        once__verdict v = ONCE__RETRY;
+        if (rc != ONCE_OK && h.interrupted && !q->despite_cancel && once_work_canceled(w)) {
+            once__http_resp_clear(&h);
+            say(r, "canceled");
+            return ONCE_ECANCELED;
         }
         if (rc != ONCE_OK)
             say(r, "%s%s", h.timed_out ? "timeout: " : "", h.error);
@@ -302,7 +325,7 @@ int once__gw_call(gw *g, once_work *w, const gw_req *q, gw_res *r)
                              .connect_timeout_ms = g->retry.connect_timeout_ms};
         rc = attempts(g, w, q, &hq, r);
     }
-    if (rc != ONCE_OK && rc != ONCE_ENOMEM) {
+    if ((rc != ONCE_OK && rc != ONCE_ENOMEM) || (rc == ONCE_OK && r->cut)) {
         char what[sizeof r->error];
         once__strlcpy(what, r->error, sizeof what);
         say(r, "upstream %s: %s: %s", g->url, q->method, what);

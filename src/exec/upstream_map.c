@@ -5,12 +5,19 @@
  * new progress message), INPUT_REQUIRED and AUTH_REQUIRED with the agent's
  * question, COMPLETED, FAILED and REJECTED with the upstream's own message;
  * an upstream task canceled by someone else fails the once task saying so.
- * A direct Message answer becomes the turn's reply.
+ * A direct Message answer becomes the turn's reply. A stream's events map
+ * the same way, one at a time: a status update as the Task's status, an
+ * artifact update with append as a chunk appended to what the view holds
+ * (the view then holds the artifact as the engine stored it: parts after
+ * parts), lastChunk passed on.
  *
  * Invariants: the view starts from the once task as stored (a re-run turn
- * writes only what the task does not show yet), and an artifact is
- * written whole under the upstream's artifactId (a replace, never a second
- * copy), so following the same upstream task twice writes nothing twice.
+ * writes only what the task does not show yet), and an artifact from a
+ * snapshot is written whole under the upstream's artifactId (a replace,
+ * never a second copy), so following the same upstream task twice writes
+ * nothing twice. A chunk is appended only to an artifact the view holds; a
+ * stream cut after some chunks is re-attached from a snapshot (SubscribeToTask's
+ * first event, GetTask), which replaces the artifact whole if it differs.
  * Messages lose the upstream's taskId and contextId, which name the
  * upstream's objects, not once's; once fills in its own.
  */
@@ -152,13 +159,18 @@ static int put_failure(gw_view *v, once_work *w, once_state s, const json_t *msg
 
 int once__gw_sync_task(gw_view *v, once_work *w, const json_t *task)
 {
-    const json_t *st = json_object_get(task, "status");
-    const json_t *msg = json_object_get(st, "message");
-    const char *up_id = json_string_value(json_object_get(task, "id"));
-    once_state s = once_state_parse(json_string_value(json_object_get(st, "state")));
     int rc = sync_artifacts(v, w, json_object_get(task, "artifacts"));
     if (rc != ONCE_OK)
         return rc;
+    return once__gw_sync_status(v, w, json_object_get(task, "status"),
+                                json_string_value(json_object_get(task, "id")));
+}
+
+int once__gw_sync_status(gw_view *v, once_work *w, const json_t *st, const char *up_id)
+{
+    const json_t *msg = json_object_get(st, "message");
+    once_state s = once_state_parse(json_string_value(json_object_get(st, "state")));
+    int rc;
     switch (s) {
     case ONCE_STATE_INPUT_REQUIRED:
     case ONCE_STATE_AUTH_REQUIRED:
@@ -178,6 +190,42 @@ int once__gw_sync_task(gw_view *v, once_work *w, const json_t *task)
     default:
         return ONCE_OK; /* submitted, or a state we do not know: wait */
     }
+}
+
+/* The artifact the view holds for id with ev's parts after its own, the
+ * engine's append (new reference). */
+static json_t *extended(const json_t *had, const json_t *chunk)
+{
+    json_t *a = json_deep_copy(had);
+    json_t *parts = json_object_get(a, "parts");
+    if (a == NULL || !json_is_array(parts) ||
+        json_array_extend(parts, json_object_get(chunk, "parts")) != 0) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
+int once__gw_sync_chunk(gw_view *v, once_work *w, const json_t *ev)
+{
+    const json_t *a = json_object_get(ev, "artifact");
+    const char *id = json_string_value(json_object_get(a, "artifactId"));
+    if (id == NULL || !json_is_array(json_object_get(a, "parts")))
+        return ONCE_OK;
+    const json_t *had = json_object_get(v->arts, id);
+    int append = json_is_true(json_object_get(ev, "append")) && had != NULL;
+    if (!append && had != NULL && json_equal((json_t *)had, (json_t *)a))
+        return ONCE_OK; /* a re-attached stream repeats what is written */
+    json_t *now = append ? extended(had, a) : json_incref((json_t *)a);
+    char *text = now ? dump(a) : NULL;
+    int rc =
+        text ? once_work_artifact(w, text, append, json_is_true(json_object_get(ev, "lastChunk")))
+             : ONCE_ENOMEM;
+    if (rc == ONCE_OK && json_object_set(v->arts, id, now) != 0)
+        rc = ONCE_ENOMEM;
+    once_free(text);
+    json_decref(now);
+    return rc;
 }
 
 int once__gw_reply(gw_view *v, once_work *w, const json_t *msg)

@@ -1,15 +1,20 @@
 /*
  * upstream_turn.c -- one turn of a once task run by the upstream agent.
  *
- * A turn sends the upstream message (SendMessage, returnImmediately, so the
- * answer names the upstream task at once) with a messageId derived from
+ * A turn sends the upstream message with a messageId derived from
  * (principal, once task ID, the client's messageId) and a contextId derived
  * from (principal, once contextId): one upstream context per once context.
- * A continuation goes to the stored upstream task with its contextId. The
- * upstream task ID is checkpointed before anything else is written; then
- * the turn follows the upstream task (GetTask polled with backoff) and maps
- * what it shows to fenced writes (upstream_map.c) until it is interrupted
- * or terminal.
+ * A continuation goes to the stored upstream task with its contextId. When
+ * the upstream's card says it streams, the send is SendStreamingMessage and
+ * each event is mapped as it arrives (upstream_map.c: status updates,
+ * artifact chunks appended, a Message); else SendMessage with
+ * returnImmediately, so the answer names the upstream task at once. The
+ * upstream task ID (the answer's, or the stream's first event's) is
+ * checkpointed before anything else is written. Then, until the task is
+ * interrupted or terminal, the turn follows it: by SubscribeToTask when the
+ * upstream streams (a cut stream is opened again), by GetTask polled with
+ * backoff when it does not or refuses to (a task already terminal). A
+ * stream that breaks before it named the upstream task is a lost answer.
  *
  * A turn that runs again (takeover, a lost answer, an outage) reads the
  * checkpoint: a message already answered is followed, never re-sent; one
@@ -26,7 +31,8 @@
  * rule's child of the once task.
  *
  * The turn holds its worker thread while it follows the upstream task,
- * sleeping between polls through once_work_sleep (a cancel wakes it).
+ * sleeping between polls through once_work_sleep (a cancel wakes it, and
+ * stops an open stream once its upstream task is known).
  */
 #include <stdio.h>
 #include <string.h>
@@ -49,7 +55,17 @@ typedef struct turn {
     json_t *cp;                   /* the checkpoint's "upstream" object (owned) */
     char mid[ONCE_UUID_LEN + 1];  /* the upstream messageId of this turn */
     gw_view view;
+    int no_sub;                   /* SubscribeToTask was refused: poll GetTask */
 } turn;
+
+/* One streamed call of a turn (on the caller's stack): what its events did. */
+typedef struct tap {
+    turn *t;
+    int named;                    /* the upstream task is known and checkpointed */
+    int ended;                    /* an event ended the turn (or a write failed) */
+    int events;
+    int rc;                       /* with ended: the turn's result */
+} tap;
 
 /* ---------------------------------------------------------------------------
  * Derived IDs and the checkpoint.
@@ -225,12 +241,128 @@ static int ended(turn *t, int rc, const gw_res *r)
     return rc == ONCE_OK ? 1 : rc;
 }
 
+/* The upstream task is known: checkpoint it before anything else. */
+static int name_task(turn *t, const char *id, const char *context_id)
+{
+    int rc = mark_sent(t, id, context_id);
+    return rc == ONCE_OK ? cp_store(t) : rc;
+}
+
+/* A write's result at the end of a turn: a fence moved by a cancel is
+ * the cancel's business. */
+static int finish(turn *t, int rc)
+{
+    return rc == ONCE_EFENCED && once_work_canceled(t->w) ? on_cancel(t) : rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Streams: SendStreamingMessage and SubscribeToTask.
+ */
+
+/* One event of a stream: the first names the upstream task (checkpointed
+ * before it is applied), each becomes the writes it implies. Never fails:
+ * a failed write ends the stream with s->rc. */
+static int on_event(void *ctx, const json_t *ev)
+{
+    tap *s = ctx;
+    turn *t = s->t;
+    s->events++;
+    const json_t *task = json_object_get(ev, "task"), *msg = json_object_get(ev, "message");
+    const json_t *su = json_object_get(ev, "statusUpdate");
+    const json_t *au = json_object_get(ev, "artifactUpdate");
+    int rc = ONCE_OK;
+    if (json_is_object(msg)) {
+        if (s->named)
+            return 0; /* a message inside the task's stream is not its state */
+        s->ended = 1;
+        s->rc = once__gw_reply(&t->view, t->w, msg);
+        return 1;
+    }
+    const json_t *body = task ? task : su ? su : au;
+    const char *id = json_string_value(json_object_get(body, task ? "id" : "taskId"));
+    if (!s->named && id == NULL) {
+        rc = once__gw_fail(t->w, "upstream %s: the stream's first event names no task", t->g->url);
+        rc = rc == ONCE_OK ? 1 : rc;
+    } else if (!s->named) {
+        rc = name_task(t, id, json_string_value(json_object_get(body, "contextId")));
+        s->named = rc == ONCE_OK;
+    }
+    if (rc == ONCE_OK && task != NULL)
+        rc = once__gw_sync_task(&t->view, t->w, task);
+    else if (rc == ONCE_OK && su != NULL)
+        rc = once__gw_sync_status(&t->view, t->w, json_object_get(su, "status"), id);
+    else if (rc == ONCE_OK && au != NULL)
+        rc = once__gw_sync_chunk(&t->view, t->w, au);
+    if (rc == ONCE_OK)
+        return 0;
+    s->ended = 1;
+    s->rc = rc == 1 ? ONCE_OK : rc;
+    return 1;
+}
+
+/* A stream stops when its turn is canceled, once the upstream task is
+ * known (before that, its first event is still owed: the send may have
+ * made a task, which a cancel must reach). */
+static int stop_stream(void *ctx)
+{
+    const tap *s = ctx;
+    return s->named && once_work_canceled(s->t->w);
+}
+
+static gw_req stream_req(const turn *t, const char *method, const json_t *params, tap *s)
+{
+    gw_req q = req_for(t, method, params);
+    q.on_event = on_event;
+    q.event_ctx = s;
+    q.stop = stop_stream;
+    return q;
+}
+
+/* Follow the upstream task by SubscribeToTask until the turn ends: its
+ * first event is the task as it is, then each change. A stream that is
+ * cut or closed early is opened again, after a pause that grows while
+ * nothing arrives. 2 when the upstream will not stream it (a terminal
+ * task, streaming refused): the caller polls. */
+static int watch(turn *t)
+{
+    int64_t delay = POLL_FIRST_MS;
+    for (;;) {
+        tap s = {.t = t, .named = 1};
+        json_t *params = json_pack("{s:s}", "id", cp_str(t, "taskId"));
+        gw_req q = stream_req(t, "SubscribeToTask", params, &s);
+        gw_res r = {.result = NULL};
+        int rc = params ? once__gw_call(t->g, t->w, &q, &r) : ONCE_ENOMEM;
+        json_decref(params);
+        int streamed = r.streamed;
+        once__gw_res_clear(&r);
+        if (s.ended)
+            return finish(t, s.rc);
+        if (rc == ONCE_EIO || (rc == ONCE_OK && !streamed)) {
+            log_line(t, ONCE_LOG_INFO, "gateway_poll", "SubscribeToTask refused: polling GetTask");
+            return 2;
+        }
+        if (rc != ONCE_OK)
+            return call_failed(t, rc, &r);
+        delay = s.events > 0                    ? POLL_FIRST_MS
+                : delay * 2 > t->g->poll_max_ms ? t->g->poll_max_ms
+                                                : delay * 2;
+        if (once_work_sleep(t->w, delay))
+            return on_cancel(t);
+    }
+}
+
 /* ---------------------------------------------------------------------------
  * Following the upstream task.
  */
 
 static int follow(turn *t)
 {
+    if (t->g->streaming && !t->no_sub) {
+        int rc = watch(t);
+        if (rc != 2)
+            return rc;
+        t->no_sub = 1;
+    }
     int64_t delay = POLL_FIRST_MS;
     json_t *last = NULL;
     for (;;) {
@@ -270,13 +402,9 @@ static int answered(turn *t, const json_t *result)
     if (id == NULL)
         return once__gw_fail(t->w, "upstream %s: SendMessage answered neither a Task with an id "
                                    "nor a Message", t->g->url);
-    int rc = mark_sent(t, id, json_string_value(json_object_get(task, "contextId")));
-    if (rc == ONCE_OK)
-        rc = cp_store(t);
-    if (rc == ONCE_EFENCED && once_work_canceled(t->w))
-        return on_cancel(t);
+    int rc = name_task(t, id, json_string_value(json_object_get(task, "contextId")));
     if (rc != ONCE_OK)
-        return rc;
+        return finish(t, rc);
     rc = once__gw_sync_task(&t->view, t->w, task);
     if (rc == 1)
         return ONCE_OK;
@@ -340,27 +468,52 @@ static void note_resend(turn *t)
 static int lookup(turn *t, json_t **found);
 static int reattach(turn *t, json_t *found);
 
-/* SendMessage, until an answer: a failure after which the upstream may
- * have acted is followed by a look-up (the rung's) before the next
- * attempt, so a lost answer is re-attached, not sent again. */
+/* One send: SendStreamingMessage when the upstream streams (its events
+ * mapped as they come, into s), else SendMessage with returnImmediately.
+ * ONCE_EBUSY when the upstream may have acted and nothing named its task:
+ * no answer, or a stream that broke before its first event. */
+static int send_once(turn *t, const gw_req *q, tap *s, gw_res *r)
+{
+    *s = (tap){.t = t};
+    int rc = once__gw_call(t->g, t->w, q, r);
+    if (q->on_event == NULL || rc != ONCE_OK || s->named || s->ended)
+        return rc;
+    if (!r->streamed && r->result != NULL) {
+        on_event(s, r->result); /* answered without a stream: one event */
+        return ONCE_OK;
+    }
+    if (r->error[0] == '\0')
+        snprintf(r->error, sizeof r->error,
+                 "upstream %s: SendStreamingMessage: the stream ended "
+                 "before it named a task",
+                 t->g->url);
+    return ONCE_EBUSY;
+}
+
+/* The send, until an answer: a failure after which the upstream may have
+ * acted is followed by a look-up (the rung's) before the next attempt, so
+ * a lost answer is re-attached, not sent again. */
 static int send(turn *t)
 {
     int rc = cp_set(t, "pending", json_string(t->mid));
     if (rc == ONCE_OK)
         rc = cp_store(t);
     if (rc != ONCE_OK)
-        return rc == ONCE_EFENCED && once_work_canceled(t->w) ? on_cancel(t) : rc;
+        return finish(t, rc);
     json_t *msg = upstream_message(t);
-    json_t *params = msg ? json_pack("{s:o,s:{s:b}}", "message", msg, "configuration",
-                                     "returnImmediately", 1)
-                         : NULL;
+    json_t *params = msg == NULL       ? NULL
+                     : t->g->streaming ? json_pack("{s:o}", "message", msg)
+                                       : json_pack("{s:o,s:{s:b}}", "message", msg, "configuration",
+                                                   "returnImmediately", 1);
     if (params == NULL)
         return ONCE_ENOMEM;
-    gw_req q = req_for(t, "SendMessage", params);
+    tap s;
+    gw_req q = t->g->streaming ? stream_req(t, "SendStreamingMessage", params, &s)
+                               : req_for(t, "SendMessage", params);
     q.once_only = 1;
     gw_res r;
     for (unsigned n = 1;; n++) {
-        rc = once__gw_call(t->g, t->w, &q, &r);
+        rc = send_once(t, &q, &s, &r);
         if (rc != ONCE_EBUSY || n >= t->g->retry.max_attempts)
             break;
         int64_t delay = 0;
@@ -382,9 +535,15 @@ static int send(turn *t)
     json_decref(params);
     if (rc != ONCE_OK)
         return call_failed(t, rc, &r);
-    rc = answered(t, r.result);
+    if (q.on_event == NULL) {
+        rc = answered(t, r.result);
+        once__gw_res_clear(&r);
+        return rc;
+    }
     once__gw_res_clear(&r);
-    return rc;
+    if (s.ended)
+        return finish(t, s.rc);
+    return once_work_canceled(t->w) ? on_cancel(t) : follow(t); /* cut or closed early */
 }
 
 /* First turn of a task: the rung, the contextId and (rung 1) the upstream

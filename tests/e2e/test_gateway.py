@@ -11,11 +11,22 @@ asked to do). Real processes only: the agent, onced, the fault-injecting proxy.
   upstream context per once context); "auth:Q" likewise; "fail" and "reject"
   carry the upstream's message; "reply:T" is a direct Message; "chunks:N" one
   artifact with every chunk; returnImmediately then GetTask; a stream through
-  onced ends completed;
+  onced ends completed; a streaming upstream is sent to by SendStreamingMessage
+  and never polled, one started with --no-streaming is polled (GetTask);
+- streams: "chunks:N" reaches onced's own SSE client as N artifact-update
+  events, appended; a stream cut mid-way by the proxy re-attaches
+  (SubscribeToTask, refused for a finished task, then GetTask): every chunk
+  once, one upstream task;
 - a retried send (same task id) is replayed by onced: tasksCreated stays 1;
 - cancel: CancelTask on onced cancels the upstream task (counts.cancels);
-- the upstream's answer to SendMessage dropped by the proxy: the gateway finds
+- the upstream's answer to the send dropped by the proxy: the gateway finds
   the task it made (ListTasks by its contextId, rung 2), one upstream task;
+  without ListTasks (--no-list-tasks) it re-sends and counts it in
+  once_gateway_unverified_resends_total: a second upstream task (rung 4), or a
+  replay when the upstream dedups messageId (rung 3), counted alike;
+- rung 1, another onced upstream: a re-send after a lost answer replays there
+  (registered 1, replayed), kill -9 of the front gateway mid-turn re-attaches,
+  and two gateways in a row make one task at the a2a-js leaf;
 - kill -9 of the gateway mid-turn ("sleep:N") on a shared SQLite file: a second
   gateway takes the task over and re-attaches: still one upstream task;
 - the upstream down when a task arrives, back on the same port a moment later:
@@ -31,9 +42,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (ROOT, ONCED, Onced, call, check, eq, free_port, http_request, new_id,
-                     result_task, run, scaled, scratch_dir, status_text, task_state,
-                     user_message, wait_until)
+from harness import (ROOT, ONCED, Onced, admin_stats, call, check, eq, free_port,
+                     http_request, new_id, result_task, run, scaled, scratch_dir, status_text,
+                     task_state, user_message, wait_until)
 
 TMP = scratch_dir("once-gateway-")
 AGENT = os.path.join(ROOT, "tests", "interop", "upstream_agent.mjs")
@@ -119,18 +130,31 @@ def upstream_task_of(up, before):
     return new[0]
 
 
-def behaviours(binding):
-    up = Upstream("--bindings", binding)
+SENDS = {("jsonrpc", True): "SendStreamingMessage", ("jsonrpc", False): "SendMessage",
+         ("rest", True): "REST POST /message:stream", ("rest", False): "REST POST /message:send"}
+POLLS = {"jsonrpc": "GetTask", "rest": "REST GET /tasks/"}
+
+
+def polled(up, binding):
+    return [m for m in (q["method"] for q in up.requests()) if m.startswith(POLLS[binding])]
+
+
+def behaviours(binding, streaming=True):
+    up = Upstream("--bindings", binding, *([] if streaming else ["--no-streaming"]))
+    binding_name, binding = binding + ("" if streaming else " polled"), binding
     try:
         with gateway(up.url) as gw:
             _, r = send(gw, "hello")
-            eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", binding + ": hello")
-            eq(art_text(r["task"]), ["hello"], binding + ": echo artifact")
+            eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", binding_name + ": hello")
+            eq(art_text(r["task"]), ["hello"], binding_name + ": echo artifact")
             methods = [q["method"] for q in up.requests()]
-            want = "SendMessage" if binding == "jsonrpc" else "REST POST /message:send"
-            check(want in methods, binding + ": the send on its binding: %r" % methods)
+            want = SENDS[(binding, streaming)]
+            check(want in methods, binding_name + ": the send on its binding: %r" % methods)
             eq(all(m.startswith("REST") == (binding == "rest") for m in methods), True,
-               binding + ": every call on that binding: %r" % methods)
+               binding_name + ": every call on that binding: %r" % methods)
+            if streaming:
+                eq(polled(up, binding), [], binding_name + ": a streaming upstream is not polled")
+            binding = binding_name
 
             tid, ctx = new_id(), new_id()
             before = set(up.counts()["tasks"])
@@ -174,6 +198,9 @@ def behaviours(binding):
                   binding + ": returnImmediately answers at once")
             t = wait_state(gw, tid, "TASK_STATE_COMPLETED")
             eq(art_text(t), ["slept 1"], binding + ": the slept artifact")
+            if not streaming:
+                check(polled(up, binding.split()[0]) != [],
+                      binding + ": without streaming the task is polled (GetTask)")
     finally:
         up.stop()
 
@@ -184,6 +211,77 @@ def test_behaviours_jsonrpc():
 
 def test_behaviours_rest():
     behaviours("rest")
+
+
+def test_behaviours_polled():
+    behaviours("jsonrpc", streaming=False)
+    behaviours("rest", streaming=False)
+
+
+def stream_through(gw, text, task_id=None):
+    """SendStreamingMessage to onced: every StreamResponse of its SSE answer."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+            "params": {"message": user_message(text, task_id=task_id or new_id())}}
+    st, hd, data = http_request(gw.port, "POST", "/", body=json.dumps(body).encode(),
+                                headers={"Content-Type": "application/json", "A2A-Version": "1.0",
+                                         "A2A-Extensions": "urn:once:a2a:idempotency:v1",
+                                         "Accept": "text/event-stream"}, timeout=scaled(30))
+    eq(st, 200, "stream through onced")
+    return [json.loads(l[5:])["result"] for l in data.decode().splitlines()
+            if l.startswith("data:")]
+
+
+def chunk_events(events):
+    return [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
+
+
+def test_stream_chunks():
+    for binding in ("jsonrpc", "rest"):
+        up = Upstream("--bindings", binding)
+        try:
+            with gateway(up.url) as gw:
+                events = stream_through(gw, "chunks:5")
+                chunks = chunk_events(events)
+                eq(len(chunks), 5, binding + ": five chunks reach onced's client as five events")
+                eq([c["artifact"]["parts"][0]["text"] for c in chunks],
+                   ["c1", "c2", "c3", "c4", "c5"], binding + ": each event one chunk, in order")
+                eq([bool(c.get("append")) for c in chunks], [False] + [True] * 4,
+                   binding + ": chunks after the first appended")
+                eq([bool(c.get("lastChunk")) for c in chunks], [False] * 4 + [True],
+                   binding + ": the last one says so")
+                eq(events[-1].get("statusUpdate", {}).get("status", {}).get("state"),
+                   "TASK_STATE_COMPLETED", binding + ": the stream ends completed")
+                eq(polled(up, binding), [], binding + ": no GetTask: the upstream streamed")
+        finally:
+            up.stop()
+
+
+def test_stream_cut_midway():
+    """The upstream's stream (connection 3: after the card and the ListTasks
+    probe) is cut by the proxy after its first events: the gateway re-attaches
+    (SubscribeToTask, refused for a finished task, then GetTask) and the once
+    task ends with every chunk once, on one upstream task."""
+    up = Upstream()
+    px = Proxy(up.port, "--cut", "3", "--cut-after", "1600")
+    try:
+        with gateway(px.url) as gw:
+            before = up.counts()["tasksCreated"]
+            tid = new_id()
+            _, r = send(gw, "chunks:8", task_id=tid)
+            t = wait_state(gw, tid, "TASK_STATE_COMPLETED")
+            eq(art_text(t), ["".join("c%d" % i for i in range(1, 9))], "every chunk once")
+            eq(up.counts()["tasksCreated"] - before, 1, "one upstream task after the cut")
+            methods = [q["method"] for q in up.requests()]
+            eq(methods.count("SendStreamingMessage"), 1, "sent once: %r" % methods)
+            check("SubscribeToTask" in methods, "re-attached by SubscribeToTask: %r" % methods)
+            with open(px.log) as f:
+                check("conn 3 cut" in f.read(), "the proxy cut the stream")
+            m = http_request(gw.port, "GET", "/metrics")[2].decode()
+            eq(metric(m, "once_gateway_reattached_total"), 0,
+               "cut after its first event named the task: followed, no look-up")
+    finally:
+        px.stop()
+        up.stop()
 
 
 def test_card_and_start():
@@ -226,7 +324,8 @@ def test_retry_replayed_and_headers():
             c = up.counts()
             eq(c["tasksCreated"] - before, 1, "one upstream task for a send and its retry")
             eq(c["effects"].get("pay"), 1, "the effect applied once")
-            sends = [q for q in up.requests() if q["method"] == "SendMessage"]
+            sends = [q for q in up.requests() if q["method"] in ("SendMessage",
+                                                                 "SendStreamingMessage")]
             h = sends[-1]["headers"]
             eq(h.get("authorization"), "Bearer up-secret", "--upstream-header sent")
             eq(h.get("x-from-file"), "filed", "--upstream-header-file sent")
@@ -268,25 +367,124 @@ def test_stream_and_cancel():
         up.stop()
 
 
-def test_lost_answer_reattached():
-    up = Upstream()
-    # Connection 1 is the card, 2 the ListTasks probe, 3 the first SendMessage.
+def lost_first_answer(text, *flags):
+    """The answer to the first send (connection 3: after the card and the
+    ListTasks probe) dropped by the proxy, the upstream started with flags.
+    Returns (upstream tasks created, its counts, the once task, onced's
+    /metrics text)."""
+    up = Upstream(*flags)
     px = Proxy(up.port, "--drop-response", "3")
     try:
         with gateway(px.url) as gw:
             before = up.counts()["tasksCreated"]
-            tid = new_id()
-            _, r = send(gw, "effect:lost", task_id=tid)
-            eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "completed despite the loss")
+            _, r = send(gw, text, task_id=new_id())
             c = up.counts()
-            eq(c["tasksCreated"] - before, 1, "the lost answer's task re-attached, not re-created")
-            eq(c["effects"].get("lost"), 1, "the effect applied once")
-            st, _, m = http_request(gw.port, "GET", "/metrics")
-            check(b"once_gateway_reattached_total 1" in m, "re-attach counted")
-            check(b"once_gateway_unverified_resends_total 0" in m, "no unverified re-send")
+            m = http_request(gw.port, "GET", "/metrics")[2].decode()
+            return c["tasksCreated"] - before, c, r["task"], m
     finally:
         px.stop()
         up.stop()
+
+
+def metric(text, name):
+    """The value of an unlabelled counter in a /metrics text."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    check(False, "/metrics has %s" % name)
+
+
+def test_lost_answer_reattached():
+    created, c, task, m = lost_first_answer("effect:lost")
+    eq(task["status"]["state"], "TASK_STATE_COMPLETED", "completed despite the loss")
+    eq(created, 1, "the lost answer's task re-attached, not re-created")
+    eq(c["effects"].get("lost"), 1, "the effect applied once")
+    eq(metric(m, "once_gateway_reattached_total"), 1, "re-attach counted")
+    eq(metric(m, "once_gateway_unverified_resends_total"), 0, "no unverified re-send")
+
+
+def test_rung4_duplicate_counted():
+    """No ListTasks (the probe at start fails): the gateway cannot look the
+    task up, re-sends, and counts it."""
+    created, _, task, m = lost_first_answer("effect:rung", "--no-list-tasks")
+    eq(task["status"]["state"], "TASK_STATE_COMPLETED", "rung 4: completed despite the loss")
+    eq(created, 2, "rung 4: the re-send made a second upstream task")
+    eq(metric(m, "once_gateway_unverified_resends_total"), 1, "rung 4: the duplicate is counted")
+
+
+def test_rung3_dedup_replays():
+    created, c, task, m = lost_first_answer("effect:rung", "--no-list-tasks", "--dedup-message-id")
+    eq(task["status"]["state"], "TASK_STATE_COMPLETED", "rung 3: completed despite the loss")
+    eq(created, 1, "rung 3: the upstream replayed the re-send")
+    eq(c["replays"], 1, "rung 3: one replay at the upstream")
+    eq(metric(m, "once_gateway_unverified_resends_total"), 1,
+       "rung 3: counted too (the gateway cannot tell rung 3 from 4)")
+
+
+def onced_upstream(*args):
+    """A plain onced (the echo executor) as the upstream, counting in
+    once/admin/stats."""
+    return Onced(["--test-admin", "--lease", "2s"] + list(args))
+
+
+def test_rung1_onced_upstream():
+    """Rung 1: the upstream is another onced. A lost answer re-sent replays
+    there (the gateway minted the upstream task ID); a delegation of two
+    gateways holds too."""
+    leaf = onced_upstream()
+    try:
+        px = Proxy(leaf.port, "--drop-response", "3")
+        try:
+            with gateway(px.url) as gw:
+                tid = new_id()
+                _, r = send(gw, "hello rung 1", task_id=tid)
+                eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "rung 1: completed")
+                eq(art_text(r["task"]), ["hello rung 1"], "rung 1: the leaf's artifact")
+                st = admin_stats(leaf)
+                eq(st.get("registered"), 1, "rung 1: one task registered at the upstream onced")
+                check(st.get("replayed", 0) >= 1, "rung 1: the re-send was replayed: %r" % st)
+                m = http_request(gw.port, "GET", "/metrics")[2].decode()
+                eq(metric(m, "once_gateway_replayed_resends_total"), 1, "rung 1: an exact re-send")
+                eq(metric(m, "once_gateway_unverified_resends_total"), 0, "rung 1: none unverified")
+        finally:
+            px.stop()
+        # Two gateways in a row: front -> middle -> a2a-js agent.
+        up = Upstream()
+        try:
+            with gateway(up.url) as middle, \
+                    gateway("http://127.0.0.1:%d/" % middle.port) as front:
+                before = up.counts()["tasksCreated"]
+                _, r = send(front, "effect:tree")
+                eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "delegation: completed")
+                eq(art_text(r["task"]), ["effect tree"], "delegation: the leaf's artifact")
+                eq(up.counts()["tasksCreated"] - before, 1, "delegation: one task at the leaf")
+                eq(up.counts()["effects"].get("tree"), 1, "delegation: the effect once")
+        finally:
+            up.stop()
+    finally:
+        leaf.stop()
+
+
+def test_rung1_kill9_front():
+    """kill -9 of the front gateway mid-turn, on a shared store: the next one
+    re-attaches to the task the first minted at the upstream onced."""
+    leaf = onced_upstream()
+    d = scratch_dir("once-gw-rung1-")
+    store = "sqlite:" + os.path.join(d, "shared.db")
+    try:
+        a = gateway("http://127.0.0.1:%d/" % leaf.port, store=store, tmpdir=d)
+        tid = new_id()
+        send(a, "sleep:2", task_id=tid, blocking=False)
+        wait_until(lambda: admin_stats(leaf).get("registered") == 1, timeout=15,
+                   what="the upstream onced has the task")
+        a.kill9()
+        with gateway("http://127.0.0.1:%d/" % leaf.port, store=store, tmpdir=d) as b:
+            t = wait_state(b, tid, "TASK_STATE_COMPLETED", timeout=40)
+            eq(art_text(t), ["sleep:2"], "rung 1 takeover: the leaf's artifact")
+            eq(admin_stats(leaf).get("registered"), 1, "rung 1 takeover: one upstream task")
+        a.stop()
+    finally:
+        leaf.stop()
 
 
 def test_takeover_one_upstream_task():
@@ -350,5 +548,7 @@ if __name__ == "__main__":
         print("0 passed, 1 failed")
         sys.exit(1)
     run([test_card_and_start, test_behaviours_jsonrpc, test_behaviours_rest,
-         test_retry_replayed_and_headers, test_stream_and_cancel, test_lost_answer_reattached,
+         test_behaviours_polled, test_stream_chunks, test_stream_cut_midway,
+         test_retry_replayed_and_headers, test_rung4_duplicate_counted, test_rung3_dedup_replays,
+         test_rung1_onced_upstream, test_rung1_kill9_front, test_stream_and_cancel, test_lost_answer_reattached,
          test_takeover_one_upstream_task, test_upstream_outage])

@@ -8,7 +8,9 @@ the demo relies on:
     Content-Length (a body that looks like a request head is not one);
   - --drop-hold MS: a dropped answer leaves the client waiting on an open,
     silent connection (its own timeout fires), while the server did the work;
-    without it the client sees the connection close at once.
+    without it the client sees the connection close at once;
+  - --cut N --cut-after BYTES: connection N's answer is cut after BYTES bytes
+    (a stream cut mid-way), the others are forwarded whole.
 """
 import http.client
 import json
@@ -172,5 +174,34 @@ def test_drop_hold():
         a.close()
 
 
+def test_cut():
+    """--cut N --cut-after B: connection N's answer reaches the client up to
+    its first B bytes, then the connection closes; the server did the work.
+    Other connections are forwarded whole."""
+    a = Backend("a")
+    px = Proxy("--to", "127.0.0.1:%d" % a.port, "--cut", "1", "--cut-after", "20")
+    try:
+        req = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+        got = []
+        for _ in range(2):
+            with socket.create_connection(("127.0.0.1", px.port), timeout=scaled(10)) as s:
+                s.sendall(req)
+                data = b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                got.append(data)
+        eq(len(got[0]), 20, "connection 1: the first 20 bytes of the answer, then closed")
+        check(got[0] == got[1][:20], "the bytes are the answer's own")
+        check(b'"n": 2' in got[1], "connection 2 is forwarded whole: %r" % got[1][-40:])
+        eq(len(a.bodies), 2, "the server did the work of both")
+        check("conn 1 cut" in "\n".join(px.lines(1, "cut")), "the log names the cut")
+    finally:
+        px.stop()
+        a.close()
+
+
 if __name__ == "__main__":
-    run([test_round_robin, test_log_header_keepalive, test_drop_hold])
+    run([test_round_robin, test_log_header_keepalive, test_drop_hold, test_cut])

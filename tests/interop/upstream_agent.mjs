@@ -5,7 +5,8 @@
 // running an executor of ours that COUNTS what it is asked to do.
 //
 //   node tests/interop/upstream_agent.mjs [--port N] [--bindings jsonrpc,rest]
-//        [--no-streaming] [--dedup-message-id] [--card-name NAME] [--delay-answer-ms N]
+//        [--no-streaming] [--dedup-message-id] [--no-list-tasks] [--card-name NAME]
+//        [--delay-answer-ms N]
 //
 // --port N            127.0.0.1 only; 0 (the default) picks a free port. When
 //                     ready, exactly one line goes to stdout:
@@ -22,6 +23,11 @@
 //                     is now; or the same direct Message): nothing runs, nothing
 //                     is counted as created or received (counts.replays + 1).
 //                     Models an upstream that deduplicates (A2A 1.0 3.3.1 MAY).
+// --no-list-tasks     ListTasks is refused as unsupported on both bindings (the
+//                     SDK's UnsupportedOperationError: JSON-RPC -32004, REST
+//                     GET /tasks HTTP 400 FAILED_PRECONDITION); nothing else
+//                     changes. Models an upstream without ListTasks (no rung 2
+//                     for the gateway: it falls to rung 3 or 4).
 // --card-name NAME    the card's name (default "Upstream test agent").
 // --delay-answer-ms N hold every SendMessage answer N ms after the turn
 //                     finished (and a SendStreamingMessage's first event N ms):
@@ -71,8 +77,8 @@
 // of band and the same execution to resume).
 //
 // What the SDK 1.3.0 itself provides here, unchanged:
-// - ListTasks (JSON-RPC "ListTasks", REST GET /tasks): filters by contextId and
-//   status, paginates (pageSize 1..100, default 50; nextPageToken), newest
+// - ListTasks (JSON-RPC "ListTasks", REST GET /tasks; unless --no-list-tasks):
+//   filters by contextId and status, paginates (pageSize 1..100, default 50; nextPageToken), newest
 //   status first; history in full unless historyLength; artifacts only with
 //   includeArtifacts=true.
 // - A contextId given by the client on a first message is kept on the task
@@ -85,6 +91,7 @@ import { randomUUID } from 'node:crypto';
 import process from 'node:process';
 
 import { AgentCard, Role, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
@@ -92,10 +99,10 @@ import express from 'express';
 // ---- the command line ----
 
 const USAGE = 'usage: node upstream_agent.mjs [--port N] [--bindings jsonrpc,rest] [--no-streaming] ' +
-              '[--dedup-message-id] [--card-name NAME] [--delay-answer-ms N]';
+              '[--dedup-message-id] [--no-list-tasks] [--card-name NAME] [--delay-answer-ms N]';
 
 function parseArgs(argv) {
-  const o = { port: 0, bindings: ['jsonrpc', 'rest'], streaming: true, dedup: false,
+  const o = { port: 0, bindings: ['jsonrpc', 'rest'], streaming: true, dedup: false, listTasks: true,
               cardName: 'Upstream test agent', delayMs: 0 };
   const value = (i, name) => {
     if (i + 1 >= argv.length) usage(`${name} needs a value`);
@@ -135,6 +142,7 @@ function parseArgs(argv) {
       }
       case '--no-streaming': o.streaming = false; break;
       case '--dedup-message-id': o.dedup = true; break;
+      case '--no-list-tasks': o.listTasks = false; break;
       case '--card-name': o.cardName = take(); break;
       case '--delay-answer-ms': o.delayMs = count(take(), a); break;
       case '-h': case '--help':
@@ -447,6 +455,11 @@ class UpstreamRequestHandler extends DefaultRequestHandler {
     counts.cancels++;
     return super.cancelTask(params, context);
   }
+
+  async listTasks(params, context) {
+    if (!opts.listTasks) throw new UnsupportedOperationError('ListTasks is not supported here (--no-list-tasks)');
+    return super.listTasks(params, context);
+  }
 }
 
 // ---- the card and the server ----
@@ -598,4 +611,5 @@ process.on('SIGINT', () => shutdown('SIGINT'));
 
 process.stdout.write(`listening ${base}\n`);
 log(`bindings=${opts.bindings.join(',')} streaming=${opts.streaming} dedup=${opts.dedup} ` +
+    `list-tasks=${opts.listTasks} ` +
     `delay-answer-ms=${opts.delayMs} card-name=${JSON.stringify(opts.cardName)}`);

@@ -1,7 +1,7 @@
 // upstream_agent_check.mjs -- the self-test of upstream_agent.mjs, the A2A 1.0
 // upstream peer the gateway (`onced --upstream URL`) is tested against.
 //
-// Starts the peer as a child process in four modes and drives it with the
+// Starts the peer as a child process in five modes and drives it with the
 // SDK's own client (@a2a-js/sdk 1.3.0: ClientFactory, sendMessage,
 // sendMessageStream, getTask, cancelTask, listTasks, resubscribeTask), plus a
 // few raw requests where the SDK client would not show the server's answer:
@@ -18,6 +18,8 @@
 //      replays (same task, nothing created or run), also concurrently, also
 //      for a direct Message and over a stream; SIGINT -> exit 0.
 //   D. --delay-answer-ms (large): the work is done while the answer waits.
+//   E. --no-list-tasks: ListTasks refused as unsupported on both bindings
+//      (SDK client, and raw: -32004, HTTP 400); sends still work.
 //
 // Every wait is a bound on a condition (scaled by ONCE_TEST_TIMEOUT_FACTOR),
 // never a duration an assertion relies on. Output ends with
@@ -612,6 +614,29 @@ async function d_delay() {
   await stopAgent(a);
 }
 
+// ---- E: no ListTasks ----
+
+async function e_no_list() {
+  const a = await startAgent(['--no-list-tasks']);
+  for (const transport of ['JSONRPC', 'HTTP+JSON']) {
+    const c = await client(a, transport);
+    const t = await c.sendMessage({ message: userMessage('hello') }, callOpts());
+    expectState(t, TaskState.TASK_STATE_COMPLETED, `--no-list-tasks, ${transport}: SendMessage works`);
+    await expectError(c.listTasks({ contextId: t.contextId, tenant: '', status: 0, pageToken: '' }, callOpts()),
+                      'UnsupportedOperationError', `--no-list-tasks, ${transport}: ListTasks refused`);
+  }
+  const rpc = await getJson(a, '/', {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }),
+  });
+  eq(rpc.error?.code, -32004, '--no-list-tasks: JSON-RPC ListTasks answers -32004 UnsupportedOperation');
+  const rest = await fetch(new URL('/tasks?pageSize=1', a.base), { headers: { 'A2A-Version': '1.0' } });
+  eq(rest.status, 400, '--no-list-tasks: GET /tasks answers 400');
+  check(JSON.stringify(await rest.json()).includes('UNSUPPORTED_OPERATION'), '--no-list-tasks: REST says why');
+  eq((await counts(a)).tasksCreated, 2, '--no-list-tasks: the sends were counted');
+  await stopAgent(a);
+}
+
 // ---- main ----
 
 async function run(name, fn) {
@@ -654,6 +679,7 @@ if (A) {
 await run('B: --bindings rest --no-streaming', b_rest_only);
 await run('C: --bindings jsonrpc --dedup-message-id', c_dedup);
 await run('D: --delay-answer-ms', d_delay);
+await run('E: --no-list-tasks', e_no_list);
 for (const a of agents) {
   if (tally.failed) console.error(`--- upstream_agent ${a.args.join(' ')} stderr:\n${a.stderr.slice(-3000)}`);
 }

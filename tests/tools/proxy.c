@@ -4,7 +4,7 @@
  *   proxy --listen PORT --to HOST:PORT [--to HOST:PORT ...]
  *         [--drop-response N[,M...]] [--drop-response-prob P --seed S]
  *         [--reset N[,M...]] [--delay MS [--delay-only N[,M...]]]
- *         [--drop-hold MS] [--log-header NAME]
+ *         [--drop-hold MS] [--log-header NAME] [--cut N[,M...] --cut-after BYTES]
  *
  * It carries real bytes and never forges an answer. Connections are
  * numbered from 1 in accept order (the once client opens one connection per
@@ -14,7 +14,11 @@
  *            swallowed, and the client's connection closed: the server did
  *            the work, the client never hears of it;
  *   reset    the request is read, never forwarded, and the client's
- *            connection reset (RST): the server never sees it.
+ *            connection reset (RST): the server never sees it;
+ *   cut      (--cut) the request is forwarded and the first BYTES bytes of
+ *            the response (--cut-after) reach the client, whose connection
+ *            then closes; the rest is read from the server and dropped: a
+ *            stream cut mid-way, the server went on.
  * --delay holds each connection's first response bytes back for MS (only
  * those of the listed connections with --delay-only).
  * --drop-hold MS: a dropped connection stays open and silent for MS (or
@@ -53,7 +57,7 @@
 #define MAX_TARGETS 16
 #define TAP_HEAD_MAX 16384
 
-enum { FORWARD, DROP, RESET };
+enum { FORWARD, DROP, RESET, CUT };
 
 /* Set once by main before the accept loop; read-only afterwards. */
 static struct {
@@ -63,6 +67,8 @@ static struct {
     unsigned nto;
     const char *log_header;      /* --log-header NAME, or NULL: no tap */
     unsigned drop[MAX_LIST], ndrop, reset[MAX_LIST], nreset, delay_only[MAX_LIST], ndelay_only;
+    unsigned cut[MAX_LIST], ncut;
+    long long cut_after; /* --cut-after BYTES; -1 = not given */
     double drop_prob;
     once_seeded_rng rng;   /* used under rng_lock */
     int64_t delay_ms;
@@ -93,10 +99,12 @@ typedef struct conn {
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "proxy: %s\nusage: proxy --listen PORT --to HOST:PORT [--to HOST:PORT ...]\n"
-                    "             [--drop-response N[,M...]] [--drop-response-prob P --seed S]\n"
-                    "             [--reset N[,M...]] [--delay MS [--delay-only N[,M...]]]\n"
-                    "             [--drop-hold MS] [--log-header NAME]\n",
+    fprintf(stderr,
+            "proxy: %s\nusage: proxy --listen PORT --to HOST:PORT [--to HOST:PORT ...]\n"
+            "             [--drop-response N[,M...]] [--drop-response-prob P --seed S]\n"
+            "             [--reset N[,M...]] [--delay MS [--delay-only N[,M...]]]\n"
+            "             [--drop-hold MS] [--log-header NAME]\n"
+            "             [--cut N[,M...] --cut-after BYTES]\n",
             why);
     return 2;
 }
@@ -293,6 +301,8 @@ static void pump(conn *c, int up)
 {
     char buf[65536];
     int c_open = 1, u_open = 1, first = 1;
+    long long passed = 0; /* response bytes forwarded (CUT) */
+    int cut = 0;          /* the client's connection was cut */
     while (c_open || u_open) {
         struct pollfd p[2] = {{.fd = c_open ? c->fd : -1, .events = POLLIN},
                               {.fd = u_open ? up : -1, .events = POLLIN}};
@@ -329,14 +339,27 @@ static void pump(conn *c, int up)
                     hold_silent(c->fd, cfg.drop_hold_ms);
                 return;
             }
+            if (cut)
+                continue; /* the rest of the answer is read and dropped */
             if (first && c->delay)
                 sleep_ms(cfg.delay_ms);
             first = 0;
+            int cut_now = c->mode == CUT && passed + got >= cfg.cut_after;
+            if (cut_now)
+                got = (ssize_t)(cfg.cut_after - passed);
+            passed += got;
             for (ssize_t off = 0; off < got;) {
                 ssize_t w = write(c->fd, buf + off, (size_t)(got - off));
                 if (w <= 0)
                     return;
                 off += w;
+            }
+            if (cut_now) {
+                /* The client's connection ends here; the server's answer is
+                 * still read to its end, so the server sees no reset. */
+                shutdown(c->fd, SHUT_RDWR);
+                c_open = 0;
+                cut = 1;
             }
         }
     }
@@ -345,7 +368,7 @@ static void pump(conn *c, int up)
 static void *serve(void *arg)
 {
     conn *c = arg;
-    static const char *const names[] = {"forward", "drop", "reset"};
+    static const char *const names[] = {"forward", "drop", "reset", "cut"};
     if (cfg.nto > 1) {
         char what[300];
         snprintf(what, sizeof what, "%s to %s:%s", names[c->mode], cfg.to[c->target].host,
@@ -386,6 +409,7 @@ int main(int argc, char **argv)
 {
     const char *listen_s = NULL;
     int have_seed = 0;
+    cfg.cut_after = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -422,6 +446,14 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--drop-response") == 0) {
             if (parse_list(v, cfg.drop, &cfg.ndrop) != 0)
                 return usage("--drop-response: a list of connection numbers (1,3,...)");
+        } else if (strcmp(a, "--cut") == 0) {
+            if (parse_list(v, cfg.cut, &cfg.ncut) != 0)
+                return usage("--cut: a list of connection numbers (1,3,...)");
+        } else if (strcmp(a, "--cut-after") == 0) {
+            errno = 0;
+            cfg.cut_after = strtoll(v, &end, 10);
+            if (errno || *end != '\0' || cfg.cut_after < 0)
+                return usage("--cut-after: a number of bytes");
         } else if (strcmp(a, "--reset") == 0) {
             if (parse_list(v, cfg.reset, &cfg.nreset) != 0)
                 return usage("--reset: a list of connection numbers (1,3,...)");
@@ -450,6 +482,8 @@ int main(int argc, char **argv)
     }
     if (listen_s == NULL || cfg.nto == 0)
         return usage("--listen and --to are required");
+    if ((cfg.ncut > 0) != (cfg.cut_after >= 0))
+        return usage("--cut and --cut-after go together");
     if (cfg.drop_prob > 0 && !have_seed)
         return usage("--drop-response-prob needs --seed (runs must be reproducible)");
     char *end;
@@ -501,6 +535,8 @@ int main(int argc, char **argv)
             c->mode = RESET;
         } else if (in_list(cfg.drop, cfg.ndrop, n)) {
             c->mode = DROP;
+        } else if (in_list(cfg.cut, cfg.ncut, n)) {
+            c->mode = CUT;
         } else if (cfg.drop_prob > 0) {
             uint64_t u = 0;
             pthread_mutex_lock(&rng_lock);
