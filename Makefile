@@ -71,6 +71,7 @@ amplify: build-demo
 SOAK_SECONDS ?= 120
 soak: build
 	@python3 tests/soak/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS) postgres redis
+	@python3 tests/soak/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS) --gateway postgres
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

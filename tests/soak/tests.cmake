@@ -6,6 +6,11 @@
 #       seconds; once clients killed mid-send and recovered; one side effect
 #       per task at a counting service. Every intent final, one task and one
 #       applied effect per intent, no acknowledged task lost.
+#   soak/gateway_postgres       the same, --gateway: the replicas are
+#       `onced --upstream` in front of tests/interop/upstream_agent.mjs
+#       (@a2a-js/sdk 1.3.0, answers held 300 ms) behind a proxy that loses
+#       answers too: one upstream task and one applied side effect per intent.
+#       Node and the SDK missing is a failure, never a skip (as interop/*).
 # `make soak` runs the long version (SOAK_SECONDS, on servers of its own).
 include_guard(GLOBAL)
 include(${CMAKE_SOURCE_DIR}/tests/storepg/services.cmake)
@@ -34,3 +39,12 @@ foreach(entry ${_once_soak_backends})
                        FIXTURES_REQUIRED once_services TIMEOUT 480
                        LABELS "soak;storepg" ENVIRONMENT "${_once_soak_env}")
 endforeach()
+
+if(_once_pg_built)
+  add_test(NAME soak/gateway_postgres
+           COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/soak.py --seconds 30 --clients 3 --gateway
+                   "${_once_pg_url}")
+  set_tests_properties(soak/gateway_postgres PROPERTIES
+                       FIXTURES_REQUIRED once_services TIMEOUT 480
+                       LABELS "soak;storepg" ENVIRONMENT "${_once_soak_env}")
+endif()
