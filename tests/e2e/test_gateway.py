@@ -542,6 +542,30 @@ def test_upstream_outage():
         up.stop()
 
 
+def test_start_answers_lost():
+    """Answers lost while the gateway starts decide nothing: the card's (1)
+    and the ListTasks probe's (3) are asked again, so the gateway still
+    knows the agent serves ListTasks, and the send whose answer is lost (5)
+    is re-attached by it, not sent again (one answer lost at start once put
+    a replica on rung 4 for good: the soak's gateway variant found it)."""
+    up = Upstream()
+    px = Proxy(up.port, "--drop-response", "1,3,5")
+    try:
+        with gateway(px.url) as gw:
+            before = up.counts()["tasksCreated"]
+            _, r = send(gw, "effect:start-lost")
+            eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "completed despite the losses")
+            c = up.counts()
+            eq(c["tasksCreated"] - before, 1, "one upstream task")
+            eq(c["effects"].get("start-lost"), 1, "the effect applied once")
+            st, _, m = http_request(gw.port, "GET", "/metrics")
+            check(b"once_gateway_reattached_total 1" in m, "the lost send re-attached")
+            check(b"once_gateway_unverified_resends_total 0" in m, "no unverified re-send")
+    finally:
+        px.stop()
+        up.stop()
+
+
 if __name__ == "__main__":
     if NODE is None or not os.path.exists(AGENT):
         print("node or %s missing: run scripts/deps.sh" % AGENT, file=sys.stderr)
@@ -551,4 +575,4 @@ if __name__ == "__main__":
          test_behaviours_polled, test_stream_chunks, test_stream_cut_midway,
          test_retry_replayed_and_headers, test_rung4_duplicate_counted, test_rung3_dedup_replays,
          test_rung1_onced_upstream, test_rung1_kill9_front, test_stream_and_cancel, test_lost_answer_reattached,
-         test_takeover_one_upstream_task, test_upstream_outage])
+         test_takeover_one_upstream_task, test_upstream_outage, test_start_answers_lost])
