@@ -7,7 +7,8 @@
  *
  * Retries follow the client's policy (once_retry_policy: attempts, attempt
  * timeout, deadline, full-jitter backoff from core/backoff.c, Retry-After)
- * and its retry budget, one token bucket per executor. Retried: no HTTP
+ * and its retry budget, one token bucket per executor: a spent budget slows
+ * the retries to the backoff's cap, and only the deadline ends them. Retried: no HTTP
  * answer (refused, reset, timeout), HTTP 429 and 5xx, and JSON-RPC errors
  * the upstream marks retryable. Anything else the upstream answered is its
  * verdict and is returned at once.
@@ -285,10 +286,19 @@ static int attempts(gw *g, once_work *w, const gw_req *q, once__http_req *hq, gw
                                 &delay);
         if (after > delay)
             delay = after;
-        const char *why = n >= p->max_attempts                        ? "every attempt failed"
-                          : once_monotonic_ms() + delay >= deadline ? "the deadline passed"
-                          : !budget_take(g)                         ? "the retry budget is spent"
-                                                                    : NULL;
+        /* A spent budget slows the retries to the slowest pace instead of
+         * ending them: many calls failing at once (a lossy or overloaded
+         * upstream) then retry at most once per cap each, and the deadline
+         * still ends them. Giving up at once failed tasks the upstream was
+         * finishing. */
+        int spent = n < p->max_attempts && !budget_take(g);
+        if (spent && delay < p->backoff_cap_ms)
+            delay = p->backoff_cap_ms;
+        const char *why = n >= p->max_attempts ? "every attempt failed"
+                          : once_monotonic_ms() + delay < deadline ? NULL
+                          : spent ? "the deadline passed (the retry budget was spent: retries "
+                                    "at the slowest pace)"
+                                  : "the deadline passed";
         if (why != NULL) {
             char last[sizeof r->error];
             once__strlcpy(last, r->error, sizeof last);
