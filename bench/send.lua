@@ -27,7 +27,9 @@
 --   rpc_err      a JSON-RPC error object (HTTP 200 or not)
 --   not_done     "block" mode, and the task in the answer is not completed
 --   not_replayed "replay" mode, and Idempotent-Replayed: true is missing
--- done() prints one machine-readable RESULT line that run.sh parses.
+-- done() prints one machine-readable RESULT line that run.sh parses; its
+-- ok= counts the 2xx answers that passed those checks (bench/gateway.sh
+-- counts only these as throughput).
 
 local threads = {}
 local counter = 0
@@ -42,7 +44,7 @@ function init(args)
    wait = args[2] or "block"
    prefix = args[3] or "b"
    tag = prefix .. "-" .. tostring(tindex)
-   rpc_err, not_done, not_replayed, checked = 0, 0, 0, 0
+   rpc_err, not_done, not_replayed, checked, ok = 0, 0, 0, 0, 0
    sample = ""
    wrk.method = "POST"
    wrk.headers["Content-Type"] = "application/json"
@@ -106,6 +108,9 @@ function response(status, headers, body)
       not_replayed = not_replayed + 1
       bad = true
    end
+   if not bad and status >= 200 and status < 300 then
+      ok = ok + 1
+   end
    if (bad or status ~= 200) and sample == "" then
       sample = "HTTP " .. status .. " " .. string.sub(body, 1, 400)
    end
@@ -113,23 +118,24 @@ end
 
 function done(summary, latency, requests)
    local e = summary.errors
-   local rerr, nd, nr, ck = 0, 0, 0, 0
+   local rerr, nd, nr, ck, okn = 0, 0, 0, 0, 0
    local samp = ""
    for _, t in ipairs(threads) do
       rerr = rerr + t:get("rpc_err")
       nd = nd + t:get("not_done")
       nr = nr + t:get("not_replayed")
       ck = ck + t:get("checked")
+      okn = okn + t:get("ok")
       if samp == "" then samp = t:get("sample") end
    end
    local secs = summary.duration / 1e6
    io.write(string.format(
       "RESULT requests=%d seconds=%.3f rps=%.0f p50_ms=%.3f p99_ms=%.3f max_ms=%.3f " ..
       "connect=%d read=%d write=%d non2xx=%d timeout=%d rpc_err=%d not_done=%d " ..
-      "not_replayed=%d checked=%d\n",
+      "not_replayed=%d checked=%d ok=%d\n",
       summary.requests, secs, summary.requests / secs,
       latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.max / 1000,
-      e.connect, e.read, e.write, e.status, e.timeout, rerr, nd, nr, ck))
+      e.connect, e.read, e.write, e.status, e.timeout, rerr, nd, nr, ck, okn))
    if samp ~= "" then
       io.write("SAMPLE " .. samp .. "\n")
    end
