@@ -58,12 +58,19 @@ static const char usage[] =
     "  --upstream-principal-header NAME\n"
     "                              send the caller's principal upstream in header NAME\n"
     "                              (off: the upstream sees only onced's headers)\n"
+    "  --upstream-card-refresh DUR read the upstream's card again this often, 0 = never\n"
+    "                              (5m; If-None-Match, a 304 changes nothing): a changed\n"
+    "                              card changes the card served and its ETag, never the\n"
+    "                              binding or rung chosen at start; a refresh that gets\n"
+    "                              no answer or a 5xx turns /readyz 503 naming the\n"
+    "                              upstream until one gets an answer again\n"
     "  --exec-grace DUR            SIGTERM -> SIGKILL delay when a turn is canceled (5s)\n"
     "  --exec-deadline DUR         per-turn time limit, 0 = none (0)\n"
     "  --turn-workers N            turns that run at once, one thread each (16; 64 for\n"
-    "                              the built-in executor on a store other than memory:);\n"
-    "                              more wait in a queue; a turn takes its lease when it\n"
-    "                              starts\n"
+    "                              the built-in executor and --upstream on a store\n"
+    "                              other than memory:; a gateway's turn holds its worker\n"
+    "                              while it follows the upstream task); more wait in a\n"
+    "                              queue; a turn takes its lease when it starts\n"
     "  --max-queue N               turns that may wait for a worker (16 per turn worker);\n"
     "                              past it a send that would start one waits up to 100 ms\n"
     "                              for room, then gets HTTP 503 + Retry-After, -32603\n"
@@ -156,8 +163,9 @@ static const char usage[] =
     "                              5m, full jitter; Retry-After wins when longer (1s)\n"
     "operations (docs/architecture.md, \"Observability\"; never behind --auth-tokens):\n"
     "  GET /healthz                200 while the process serves\n"
-    "  GET /readyz                 200 when the store answers and onced is not draining,\n"
-    "                              else 503\n"
+    "  GET /readyz                 200 when the store answers, onced is not draining\n"
+    "                              and (--upstream) the last card refresh reached the\n"
+    "                              upstream; else 503 with the reason\n"
     "  --metrics off|ADDR:PORT     GET /metrics (Prometheus text format) is served on\n"
     "                              --listen by default; off, or on this numeric address\n"
     "                              alone\n"
@@ -187,6 +195,7 @@ typedef struct opts {
     const char *upstream_headers[32];
     size_t nupstream_headers;
     int64_t upstream_deadline_ms;
+    int64_t upstream_card_refresh_ms;   /* -1 = not given */
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body, max_task_size;
@@ -258,6 +267,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--upstream-header-file", F_STR, &o->upstream_header_file},
         {"--upstream-principal-header", F_STR, &o->upstream_principal_header},
         {"--upstream-deadline", F_DUR, &o->upstream_deadline_ms},
+        {"--upstream-card-refresh", F_DUR, &o->upstream_card_refresh_ms},
         {"--auth-tokens", F_STR, &o->auth_tokens},
         {"--replica-id", F_STR, &o->replica_id},
         {"--public-url", F_STR, &o->public_url},
@@ -375,9 +385,10 @@ static int parse_args(int argc, char **argv, opts *o)
     if ((o->executor != NULL) + (o->exec_cmd != NULL) + (o->upstream != NULL) > 1)
         return bad("--executor, --exec and --upstream are exclusive: one agent per onced");
     if (o->upstream == NULL && (o->nupstream_headers > 0 || o->upstream_header_file != NULL ||
-                                o->upstream_principal_header != NULL || o->upstream_deadline_ms))
-        return bad("--upstream-header, --upstream-header-file, --upstream-principal-header and "
-                   "--upstream-deadline need --upstream URL");
+                                o->upstream_principal_header != NULL || o->upstream_deadline_ms ||
+                                o->upstream_card_refresh_ms >= 0))
+        return bad("--upstream-header, --upstream-header-file, --upstream-principal-header, "
+                   "--upstream-deadline and --upstream-card-refresh need --upstream URL");
     if (o->plain_ids != NULL && strcmp(o->plain_ids, "derived") != 0 &&
         strcmp(o->plain_ids, "server") != 0)
         return bad("--plain-ids: expected derived or server, got %s", o->plain_ids);
@@ -487,6 +498,24 @@ static int make_upstream(const opts *o, once_executor **ex, json_t **card)
     return rc;
 }
 
+/* The gateway's card refresh found another upstream card (on its thread):
+ * serve the members make_upstream would have taken from it at start. */
+static int upstream_card_changed(void *server, const char *text, char *err, size_t errlen)
+{
+    json_t *members = NULL;
+    int rc = once__a2a_card_from_upstream(text, &members, err, errlen);
+    if (rc == ONCE_OK)
+        rc = once__server_card_set(server, members);
+    json_decref(members);
+    return rc < 0 ? rc : ONCE_OK;
+}
+
+/* /readyz asks the gateway whether its upstream still answers. */
+static int upstream_ready(void *ex, char *why, size_t n)
+{
+    return once_executor_upstream_ready(ex, why, n);
+}
+
 /* Signals: the handler only writes to a pipe the main thread reads, so any
  * thread may take the signal. Handlers (unlike SIG_IGN or a blocked mask)
  * are reset in exec'd children, so executor subprocesses start clean. */
@@ -585,8 +614,11 @@ static void raise_fd_limit(void)
 }
 
 /* --workers' default with memory:: two per CPU, at least two. */
-/* Turn workers of the built-in executor on a store that waits for I/O. */
+/* Turn workers of the built-in executor and the gateway on a store that
+ * waits for I/O. */
 #define TURN_WORKERS_IO 64
+/* --upstream-card-refresh's default. */
+#define UPSTREAM_CARD_REFRESH_MS (5 * 60 * 1000)
 
 static unsigned memory_workers(void)
 {
@@ -602,6 +634,7 @@ int main(int argc, char **argv)
     o.retention_ms = -1;
     o.tombstone_ms = -1;
     o.drain_ms = 10000;
+    o.upstream_card_refresh_ms = -1;
     int rc = parse_args(argc, argv, &o);
     if (rc != 0)
         return rc;
@@ -691,8 +724,10 @@ int main(int argc, char **argv)
      * 16 capped returnImmediately sends on PostgreSQL and Redis below what
      * the requests admitted, the turn queue filled, and the refusals took
      * the CPU the turns needed (bench/backends.md, "Group commit on by
-     * default"); 64 threads that mostly sleep cost little. An --exec
-     * turn's time is its command's: those stay at the engine's 16. */
+     * default"); 64 threads that mostly sleep cost little. A gateway's
+     * turn holds its worker while it follows its upstream task, so 64
+     * bound those too. An --exec turn's time is its command's: those stay
+     * at the engine's 16. */
     int in_memory = strncmp(o.store, "memory:", 7) == 0;
     sc.engine.workers = o.turn_workers != 0 || in_memory || o.exec_cmd != NULL
                             ? (int)o.turn_workers /* 0 = the engine's default */
@@ -732,6 +767,10 @@ int main(int argc, char **argv)
     sc.http.ops.metrics_mode = mmode;
     sc.http.ops.metrics_host = mhost;
     sc.http.ops.metrics_port = mport;
+    if (o.upstream != NULL) {
+        sc.http.ops.also_ready = upstream_ready;
+        sc.http.ops.also_ctx = sub;
+    }
     sc.http.tls_cert_file = o.tls_cert;
     sc.http.tls_key_file = o.tls_key;
     sc.push.secrets = o.push_secrets;
@@ -743,6 +782,18 @@ int main(int argc, char **argv)
     sc.push.backoff_ms = o.push_backoff_ms;
     if ((rc = once__serve_start(&sc, &server, err, sizeof err)) != ONCE_OK) {
         fprintf(stderr, "onced: %s\n", err[0] ? err : once_strerror(rc));
+        goto out;
+    }
+    /* The refresh starts once the server it updates is up; it is stopped
+     * before the server goes (below). --card describes the agent itself:
+     * then a refresh only keeps /readyz honest. */
+    int64_t refresh_ms =
+        o.upstream_card_refresh_ms >= 0 ? o.upstream_card_refresh_ms : UPSTREAM_CARD_REFRESH_MS;
+    if (o.upstream != NULL && refresh_ms > 0 &&
+        (rc = once_executor_upstream_refresh(sub, refresh_ms,
+                                             o.card != NULL ? NULL : upstream_card_changed,
+                                             server)) != ONCE_OK) {
+        fprintf(stderr, "onced: --upstream-card-refresh: %s\n", once_strerror(rc));
         goto out;
     }
     char shown[512];
@@ -771,6 +822,7 @@ int main(int argc, char **argv)
     log_shutdown("stopping", NULL, -1);
     status = 0;
 out:
+    once_executor_upstream_refresh_stop(sub); /* it calls into the server */
     once_server_stop(server); /* HTTP first, then the engine's workers */
     once_executor_free(sub);
     int crc = once_store_close(store);

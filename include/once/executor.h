@@ -157,8 +157,37 @@ typedef struct once_upstream_cfg {
 ONCE_API int once_executor_upstream(const once_upstream_cfg *cfg, once_executor **out, char *err,
                                     size_t errlen);
 /* The upstream card the gateway read at start (JSON text), or NULL when ex
- * is no gateway. Valid until once_executor_free(ex). */
+ * is no gateway. Valid until once_executor_free(ex); a refresh never
+ * changes it (on_card below hands over the newer ones). */
 ONCE_API const char *once_executor_upstream_card(const once_executor *ex);
+
+/* A refreshed upstream card that differs from the last one taken (JSON
+ * text, valid during the call), on the refresh thread. ONCE_OK takes it;
+ * an error (err filled) leaves it untaken: logged, counted as a failed
+ * refresh, offered again by the next refresh. */
+typedef int (*once_upstream_card_fn)(void *arg, const char *card, char *err, size_t errlen);
+
+/* Re-read the upstream's card every every_ms (> 0) on a thread the gateway
+ * owns, with If-None-Match: the ETag it last got (a 304 changes nothing),
+ * calling on_card (may be NULL) with each changed card. What the gateway
+ * chose at start from the card (the binding, streaming, the rung) never
+ * changes: a card whose interfaces changed is logged as a warning. A
+ * refresh that gets no answer after a few attempts, or a 5xx, makes
+ * once_executor_upstream_ready say so until one gets an answer again.
+ * ONCE_EINVAL: ex is no gateway, every_ms <= 0, or a refresh runs already;
+ * ONCE_ENOMEM: no thread. Start it once everything on_card reaches is up. */
+ONCE_API int once_executor_upstream_refresh(once_executor *ex, int64_t every_ms,
+                                            once_upstream_card_fn on_card, void *arg);
+/* Stop the refresh and wait for its thread (a refresh in progress is cut
+ * short: stop returns within about a second); afterwards on_card is never
+ * called again. Call it before anything on_card reaches goes away; NULL, no
+ * gateway or no refresh: nothing. once_executor_free stops it too. */
+ONCE_API void once_executor_upstream_refresh_stop(once_executor *ex);
+/* ONCE_OK while the last card refresh reached the upstream (always without
+ * a refresh, and for an executor that is no gateway); else ONCE_EIO with why
+ * (one line, NUL-terminated; may be NULL) naming the upstream and the
+ * error. Any thread. */
+ONCE_API int once_executor_upstream_ready(const once_executor *ex, char *why, size_t n);
 
 ONCE_API void once_executor_free(once_executor *ex);   /* NULL ok; calls destroy */
 

@@ -107,6 +107,13 @@ const char *once__a2a_card(const once__a2a *a, size_t *len)
     return a->card;
 }
 
+int once__a2a_card_with(const once__a2a *a, const json_t *members, char **out, size_t *len)
+{
+    once__a2a_config c = a->cfg;
+    c.card = members;
+    return once__a2a_card_build(&c, out, len);
+}
+
 const once__a2a_backend *once__a2a_backend_of(const once__a2a *a)
 {
     return &a->cfg.backend;

@@ -254,8 +254,13 @@ void once__a2a_deferred_free(once__a2a_deferred *d);
  * on return every ready callback has returned. */
 void once__a2a_release_waits(once__a2a *a);
 
-/* The agent card JSON (built once at once__a2a_new; valid for a's lifetime). */
+/* The agent card JSON as built at once__a2a_new (valid for a's lifetime;
+ * what is served may have changed since: once__a2a_card_with). */
 const char *once__a2a_card(const once__a2a *a, size_t *len);
+/* The card a would build with other descriptive members (once__a2a_config
+ * .card: a gateway's refreshed upstream card); everything else as at
+ * once__a2a_new. *out is the caller's (once_free). */
+int once__a2a_card_with(const once__a2a *a, const json_t *members, char **out, size_t *len);
 
 /* Per-method counters: the i-th table row's name, calls and error answers.
  * ONCE_ERANGE past the end. */

@@ -14,7 +14,9 @@
  * documentationUrl, iconUrl, skills, default modes; never the members above.
  * In gateway mode (onced --upstream) the same members come from the
  * upstream's card (card_file.c), with its security schemes, which a bearer
- * scheme of --auth-tokens replaces.
+ * scheme of --auth-tokens replaces; when the gateway's refresh reads a
+ * changed upstream card, the card is built again with its members
+ * (once__a2a_card_with) and everything else as before.
  */
 #include "a2a/a2a_int.h"
 

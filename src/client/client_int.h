@@ -195,6 +195,7 @@ typedef struct once__http_resp {
     char *body;                  /* NUL-terminated, once_malloc'd */
     size_t len;
     char retry_after[64];        /* raw header value, "" if absent */
+    char etag[128];              /* raw ETag header value, "" if absent or longer */
     int replayed;                /* Idempotent-Replayed: true */
     int timed_out;
     int interrupted;

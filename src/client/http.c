@@ -89,6 +89,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
         if (sp != NULL && sp + 4 <= p + len) {
             s->r->seen_status = strtol(sp + 1, NULL, 10);
             s->r->content_type[0] = '\0';
+            s->r->etag[0] = '\0';
         }
         return len;
     }
@@ -108,6 +109,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
         s->r->retry_after[vlen] = '\0';
     } else if (nlen == 19 && strncasecmp(p, "Idempotent-Replayed", 19) == 0) {
         s->r->replayed = vlen == 4 && strncasecmp(v, "true", 4) == 0;
+    } else if (nlen == 4 && strncasecmp(p, "ETag", 4) == 0) {
+        /* A validator cut short would never match: keep none. */
+        if (vlen < sizeof s->r->etag) {
+            memcpy(s->r->etag, v, vlen);
+            s->r->etag[vlen] = '\0';
+        }
     } else if (nlen == 12 && strncasecmp(p, "Content-Type", 12) == 0) {
         if (vlen >= sizeof s->r->content_type)
             vlen = sizeof s->r->content_type - 1;

@@ -184,34 +184,48 @@ void once__metrics_gateway(once__gw_stat s)
         __atomic_fetch_add(&gw_count[s], 1, __ATOMIC_RELAXED);
 }
 
+/* One row per counter; a row without help is another sample (its labels)
+ * of the family of the row above it. */
 static void write_gateway(once__mtext *t)
 {
     static const struct {
-        const char *name, *help;
+        const char *name, *labels, *help;
     } fams[ONCE__GW_N] = {
-        [ONCE__GW_REATTACHED] = {"once_gateway_reattached_total",
+        [ONCE__GW_REATTACHED] = {"once_gateway_reattached_total", NULL,
                                  "Re-run turns (takeover, lost answer) that found their upstream "
                                  "task again instead of sending."},
-        [ONCE__GW_RESENT_EXACT] = {"once_gateway_replayed_resends_total",
+        [ONCE__GW_RESENT_EXACT] = {"once_gateway_replayed_resends_total", NULL,
                                    "Re-sends to an upstream that replays them (it declares the "
                                    "idempotency extension: rung 1)."},
-        [ONCE__GW_UNVERIFIED] = {"once_gateway_unverified_resends_total",
+        [ONCE__GW_UNVERIFIED] = {"once_gateway_unverified_resends_total", NULL,
                                  "Re-sends of a message whose first send may have reached the "
                                  "upstream, which could not be checked (no ListTasks, or the "
                                  "upstream ignored our contextId): each may have made a second "
                                  "upstream task unless the upstream dedups messageId."},
-        [ONCE__GW_RETRIES] = {"once_gateway_upstream_retries_total",
+        [ONCE__GW_RETRIES] = {"once_gateway_upstream_retries_total", NULL,
                               "Upstream calls retried after a transport failure, a timeout or "
                               "HTTP 429/502/503/504."},
+        [ONCE__GW_CARD_UNCHANGED] = {"once_gateway_card_refreshes_total", "result=\"unchanged\"",
+                                     "Re-reads of the upstream's card (--upstream-card-refresh) "
+                                     "by result: unchanged (304, or the same card), changed (the "
+                                     "card served follows it), failed (no answer, 5xx, or no "
+                                     "card that could be served)."},
+        [ONCE__GW_CARD_CHANGED] = {"once_gateway_card_refreshes_total", "result=\"changed\"",
+                                   NULL},
+        [ONCE__GW_CARD_FAILED] = {"once_gateway_card_refreshes_total", "result=\"failed\"",
+                                  NULL},
     };
     if (!__atomic_load_n(&gw_on, __ATOMIC_RELAXED))
         return;
     for (size_t i = 0; i < ONCE__GW_N; i++) {
-        char help[512];
-        snprintf(help, sizeof help, "%s Process-local: starts at 0 when the process starts.",
-                 fams[i].help);
-        once__mtext_family(t, fams[i].name, "counter", help);
-        once__mtext_sample(t, fams[i].name, NULL, __atomic_load_n(&gw_count[i], __ATOMIC_RELAXED));
+        if (fams[i].help != NULL) {
+            char help[512];
+            snprintf(help, sizeof help, "%s Process-local: starts at 0 when the process starts.",
+                     fams[i].help);
+            once__mtext_family(t, fams[i].name, "counter", help);
+        }
+        once__mtext_sample(t, fams[i].name, fams[i].labels,
+                           __atomic_load_n(&gw_count[i], __ATOMIC_RELAXED));
     }
 }
 

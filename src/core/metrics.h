@@ -77,6 +77,9 @@ typedef enum once__gw_stat {
     ONCE__GW_RESENT_EXACT,       /* a re-send the upstream replays (rung 1) */
     ONCE__GW_UNVERIFIED,         /* a re-send nothing could verify (rungs 3 and 4) */
     ONCE__GW_RETRIES,            /* upstream calls retried after a failure */
+    ONCE__GW_CARD_UNCHANGED,     /* a card refresh: 304, or the same card */
+    ONCE__GW_CARD_CHANGED,       /* a card refresh that took another card */
+    ONCE__GW_CARD_FAILED,        /* a card refresh without a card taken */
     ONCE__GW_N
 } once__gw_stat;
 void once__metrics_gateway_on(void);

@@ -3,35 +3,33 @@
  * start from the upstream agent's card, then shared by every turn.
  *
  * At start: the card is read from <origin of URL>/.well-known/agent-card.json
- * (an upstream that does not answer is an error naming it: onced does not
- * start in front of nothing); the binding is the card's JSONRPC interface,
- * else its HTTP+JSON one; the interface URL keeps its path but takes the
- * configured URL's scheme, host and port, so that whatever sits between
- * (a proxy, another name for the host) stays in the path of every call; and
- * what the upstream offers for re-attaching a re-run turn is found out:
- * the idempotency extension in its card (rung 1), else a ListTasks that
- * answers (rung 2 once a task shows it kept our contextId), else none.
+ * (upstream_card.c, which also re-reads it later; an upstream that does not
+ * answer is an error naming it: onced does not start in front of nothing);
+ * the binding is the card's JSONRPC interface, else its HTTP+JSON one; the
+ * interface URL keeps its path but takes the configured URL's scheme, host
+ * and port, so that whatever sits between (a proxy, another name for the
+ * host) stays in the path of every call; and what the upstream offers for
+ * re-attaching a re-run turn is found out: the idempotency extension in its
+ * card (rung 1), else a ListTasks that answers (rung 2 once a task shows it
+ * kept our contextId), else none.
  *
  * Invariants: the gw context is read-only after once_executor_upstream
- * returns, except its retry budget (under its mutex), so any number of
- * turn workers share it.
+ * returns, except its retry budget (under its mutex) and the card
+ * refresh's state (upstream_card.c, under its own), so any number of turn
+ * workers share it. A refresh never changes what was chosen here.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-#include "core/backoff.h"
 #include "core/jcs.h"
 #include "core/metrics.h"
 #include "core/str.h"
 #include "exec/upstream.h"
 
-#define CARD_MAX_ATTEMPT_MS 10000
-/* Attempts of each call made at start (the card, the ListTasks probe): a
- * lost answer must neither stop onced nor decide what the upstream offers
- * (an answer the network lost is not the upstream's "no"), yet an upstream
- * that is not there stops onced within seconds. */
+/* Attempts of the ListTasks probe at start (the card's: upstream_card.c):
+ * a lost answer must not decide what the upstream offers (an answer the
+ * network lost is not the upstream's "no"). */
 #define START_ATTEMPTS 6
 #define START_BACKOFF_MS 100
 #define POLL_MAX_DEFAULT_MS 2000
@@ -55,6 +53,7 @@ static void gw_free(gw *g)
 {
     if (g == NULL)
         return;
+    once__gw_card_clear(g);   /* first: the refresh thread reads the rest */
     for (size_t i = 0; i < g->nheaders; i++)
         once_free(g->headers[i]);
     once_free(g->headers);
@@ -134,57 +133,20 @@ static int read_card(gw *g, const json_t *card, char *err, size_t errlen)
 
 static int fetch_card(gw *g, char *err, size_t errlen)
 {
-    char url[2048];
-    if (once__card_url(g->url, url, sizeof url) != ONCE_OK)
-        return fail(err, errlen, "upstream %s: not an http(s) URL", g->url);
-    const char **hv;
-    size_t nh;
-    char *line;
-    int rc = once__gw_headers(g, NULL, &hv, &nh, &line);
-    if (rc != ONCE_OK)
-        return rc;
-    once__http_req q = {.method = "GET",
-                        .url = url,
-                        .headers = hv,
-                        .nheaders = nh,
-                        .timeout_ms = g->retry.attempt_timeout_ms < CARD_MAX_ATTEMPT_MS
-                                          ? g->retry.attempt_timeout_ms
-                                          : CARD_MAX_ATTEMPT_MS,
-                        .connect_timeout_ms = g->retry.connect_timeout_ms};
-    once__http_resp h;
-    for (unsigned n = 1;; n++) {
-        rc = once__http_do(&q, &h);
-        /* An HTTP answer (even an error) is the upstream's; no answer, or a
-         * 5xx, may be the network's or a restart's: try again. */
-        if (rc == ONCE_ENOMEM || n >= START_ATTEMPTS || (h.status != 0 && h.status < 500))
-            break;
-        once__http_resp_clear(&h);
-        int64_t delay = 0;
-        once__backoff_jitter_ms(START_BACKOFF_MS, n - 1, GW_BACKOFF_CAP_MS, once_rng_system(),
-                                &delay);
-        struct timespec ts = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    once_free(hv);
+    long status = 0;
     json_t *card = NULL;
-    if (rc == ONCE_OK && h.status == 200 && h.body != NULL)
-        rc = once__json_loadb(h.body, h.len, 0, &card, NULL);
-    if (rc == ONCE_ENOMEM) {
-        once__http_resp_clear(&h);
-        return rc;
-    }
-    if (!json_is_object(card)) {
-        rc = h.status == 0 ? fail(err, errlen, "upstream %s: cannot read its agent card %s: %s",
-                                  g->url, url, h.error)
-                           : fail(err, errlen, "upstream %s: its agent card %s: HTTP %ld%s",
-                                  g->url, url, h.status,
-                                  h.status == 200 ? ", not a JSON object" : "");
-    } else if ((rc = read_card(g, card, err, errlen)) == ONCE_OK) {
+    char etag[GW_ETAG_MAX];
+    int rc = once__gw_card_get(g, NULL, &status, &card, etag, err, errlen);
+    if (rc == ONCE_OK && card == NULL)
+        rc = ONCE_EIO;   /* err says what came instead */
+    if (rc == ONCE_OK)
+        rc = read_card(g, card, err, errlen);
+    if (rc == ONCE_OK) {
         g->card = json_dumps(card, JSON_COMPACT);
-        rc = g->card ? ONCE_OK : ONCE_ENOMEM;
+        if (g->card == NULL || (etag[0] != '\0' && (g->etag = once_strdup(etag)) == NULL))
+            rc = ONCE_ENOMEM;
     }
     json_decref(card);
-    once__http_resp_clear(&h);
     return rc;
 }
 
@@ -277,7 +239,14 @@ int once_executor_upstream(const once_upstream_cfg *cfg, once_executor **out, ch
         return ONCE_ENOMEM;
     }
     pthread_mutex_init(&g->mu, NULL);
-    int rc = copy_cfg(g, cfg, err, errlen);
+    int rc = once__gw_card_init(g);
+    if (rc != ONCE_OK) {
+        pthread_mutex_destroy(&g->mu);
+        once_free(g);
+        once_free(ex);
+        return rc;
+    }
+    rc = copy_cfg(g, cfg, err, errlen);
     if (rc == ONCE_OK)
         rc = fetch_card(g, err, errlen);
     if (rc != ONCE_OK) {

@@ -5,6 +5,8 @@
  *
  *   upstream.c       the executor: the upstream card, the binding, what the
  *                    upstream offers for re-attaching (the rung), the ids
+ *   upstream_card.c  the card read over HTTP (at start and by the refresh
+ *                    thread, If-None-Match), and the gateway's readiness
  *   upstream_call.c  one upstream call on either binding (JSON-RPC, HTTP+JSON),
  *                    retried with the client's backoff, policy and budget
  *   upstream_stream.c the receiving end of a streamed call (SSE through
@@ -51,6 +53,9 @@
 #include "client/client_int.h"
 #include "once/executor.h"
 
+/* The longest ETag kept (the client's once__http_resp.etag). */
+#define GW_ETAG_MAX 128
+
 typedef enum gw_binding {
     GW_JSONRPC = 1,
     GW_REST
@@ -58,7 +63,11 @@ typedef enum gw_binding {
 
 /* The executor's context. Everything is set by once_executor_upstream and
  * read-only afterwards, except the retry budget, which turns share under
- * mu. */
+ * mu, and the card refresh's state (upstream_card.c): `why` and `stopping`
+ * under cmu (readiness is asked from HTTP threads); etag and seen belong to
+ * the thread that reads the card (the constructor, then the refresh
+ * thread); refresh_ms, on_card, refresher and refreshing to the caller of
+ * the refresh's start and stop (one thread: onced's main). */
 typedef struct gw {
     char *url;                   /* as configured (named in every error) */
     char *endpoint;              /* the chosen interface: its path under url's origin */
@@ -71,9 +80,21 @@ typedef struct gw {
     char *principal_header;      /* NULL = the principal is not sent */
     once_retry_policy retry;
     int64_t poll_max_ms;
-    char *card;                  /* the upstream card's text */
+    char *card;                  /* the upstream card's text as read at start */
     pthread_mutex_t mu;
     once__bucket budget;
+    /* The card refresh. */
+    pthread_mutex_t cmu;
+    pthread_cond_t ccv;          /* wakes the refresh thread's naps on stop */
+    int stopping;                /* the refresh thread must end */
+    char why[600];               /* "" = ready; else why the upstream is not */
+    char *etag;                  /* the card's last ETag, NULL = none given */
+    char *seen;                  /* the card text last taken; NULL = card */
+    int64_t refresh_ms;
+    once_upstream_card_fn on_card;
+    void *on_card_arg;
+    pthread_t refresher;
+    int refreshing;              /* refresher runs (join it) */
 } gw;
 
 /* ---------------------------------------------------------------------------
@@ -121,10 +142,32 @@ typedef struct gw_res {
 
 int once__gw_call(gw *g, once_work *w, const gw_req *q, gw_res *r);
 void once__gw_res_clear(gw_res *r);
-/* The headers of one request: g's and the principal's line (once_free the
- * array and line). */
-int once__gw_headers(const gw *g, const char *principal, const char ***out, size_t *n,
-                     char **line);
+/* The headers of one request: g's, extra (one "Name: value" line, or NULL)
+ * and the principal's line (once_free the array and line). */
+int once__gw_headers(const gw *g, const char *principal, const char *extra, const char ***out,
+                     size_t *n, char **line);
+
+/* ---------------------------------------------------------------------------
+ * upstream_card.c: the upstream's card over HTTP, and its refresh.
+ */
+
+/* One read of the card (GET <origin>/.well-known/agent-card.json with g's
+ * headers, and If-None-Match: etag unless NULL), asked again with backoff
+ * while nothing answers or the answer is a 5xx, up to a few attempts.
+ * ONCE_OK: *status is the HTTP status, *card the parsed object of a 200
+ * (a new reference; NULL for any other answer, with err saying what came),
+ * etag_out the ETag it carried ("" = none; GW_ETAG_MAX bytes).
+ * ONCE_EIO: no answer or
+ * a 5xx after the attempts, err says which, naming the upstream and the
+ * card's URL. ONCE_ECANCELED: the refresh was stopped meanwhile.
+ * ONCE_ENOMEM. */
+int once__gw_card_get(gw *g, const char *etag, long *status, json_t **card, char *etag_out,
+                      char *err, size_t errlen);
+/* The refresh's lock and condition variable, ready before any read. */
+int once__gw_card_init(gw *g);
+/* Stop the refresh thread (if it runs) and free what the refresh holds;
+ * then the lock. */
+void once__gw_card_clear(gw *g);
 
 /* ---------------------------------------------------------------------------
  * upstream_stream.c: the receiving end of one streamed attempt, between

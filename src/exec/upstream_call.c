@@ -137,17 +137,20 @@ static int rpc_request(const gw *g, const gw_req *q, char **url, char **body)
     return ONCE_OK;
 }
 
-int once__gw_headers(const gw *g, const char *principal, const char ***out, size_t *n, char **line)
+int once__gw_headers(const gw *g, const char *principal, const char *extra, const char ***out,
+                     size_t *n, char **line)
 {
     *out = NULL;
     *n = 0;
     *line = NULL;
-    const char **v = once_calloc(g->nheaders + 1, sizeof *v);
+    const char **v = once_calloc(g->nheaders + 2, sizeof *v);
     if (v == NULL)
         return ONCE_ENOMEM;
     for (size_t i = 0; i < g->nheaders; i++)
         v[i] = g->headers[i];
     *n = g->nheaders;
+    if (extra != NULL)
+        v[(*n)++] = extra;
     if (g->principal_header != NULL && principal != NULL && strpbrk(principal, "\r\n") == NULL) {
         size_t len = strlen(g->principal_header) + strlen(principal) + 3;
         if ((*line = once_malloc(len)) == NULL) {
@@ -323,7 +326,7 @@ int once__gw_call(gw *g, once_work *w, const gw_req *q, gw_res *r)
     int rc = g->binding == GW_REST ? rest_request(g, q, &url, &body, &verb)
                                    : rpc_request(g, q, &url, &body);
     if (rc == ONCE_OK)
-        rc = once__gw_headers(g, q->principal, &hv, &nh, &line);
+        rc = once__gw_headers(g, q->principal, NULL, &hv, &nh, &line);
     if (rc == ONCE_OK) {
         once__http_req hq = {.method = verb,
                              .url = url,

@@ -3,10 +3,11 @@
  * an ETag and a Last-Modified for the card's bytes, and the conditional GET
  * that answers 304 when the client's copy is current (RFC 9110 section 13).
  *
- * The card is built once when the server starts and never changes while it
- * runs, so its validators are computed once too: the ETag from its content
+ * The card is built when the server starts and changes only when a gateway
+ * refreshes its upstream's card (once__http_card_set), so its validators
+ * are computed with it, never per request: the ETag from its content
  * (replicas serving the same card give the same ETag), Last-Modified the
- * time it was built.
+ * time it was built or replaced.
  */
 #ifndef ONCE_HTTP_CARD_CACHE_H
 #define ONCE_HTTP_CARD_CACHE_H

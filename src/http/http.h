@@ -106,6 +106,11 @@ typedef struct once_http_ops {
     void *ctx;
     /* ONCE_OK when the backend can serve (its store answers); NULL = always */
     int (*ready)(void *ctx);
+    /* Optional: what else must answer for /readyz to say ready, besides the
+     * backend (onced's gateway: its upstream). ONCE_OK when it does; else
+     * an error, with why (one line) naming it and what failed. */
+    int (*also_ready)(void *also_ctx, char *why, size_t n);
+    void *also_ctx;
     /* Append the backend's metric families; NULL = none */
     void (*metrics)(void *ctx, struct once__mtext *t);
     int metrics_mode;            /* ONCE_HTTP_METRICS_* */
@@ -174,6 +179,11 @@ void once__http_drain(once_http *h);
 /* JSON-RPC calls accepted and not yet answered (streams once open are not
  * counted). */
 long once__http_calls(const once_http *h);
+/* Serve card (len bytes, once_malloc'd; h takes it) as the agent card from
+ * now on, with validators of its own (a new ETag and Last-Modified): 1; or
+ * 0 when it is the card served already (freed, nothing changes). Any
+ * thread. */
+int once__http_card_set(once_http *h, char *card, size_t len);
 /* Stop accepting, finish the calls in progress, close. NULL ok. */
 void once__http_stop(once_http *h);
 

@@ -93,6 +93,12 @@ static enum MHD_Result readyz(once__ops *o, struct MHD_Connection *conn, const c
         snprintf(why, sizeof why, "store unavailable: %s\n", once_strerror(rc));
         return answer_str(conn, method, MHD_HTTP_SERVICE_UNAVAILABLE, why);
     }
+    char also[600] = "", body[sizeof also + 1];
+    if (o->cfg.also_ready != NULL &&
+        o->cfg.also_ready(o->cfg.also_ctx, also, sizeof also) != ONCE_OK) {
+        snprintf(body, sizeof body, "%s\n", also[0] != '\0' ? also : "not ready");
+        return answer_str(conn, method, MHD_HTTP_SERVICE_UNAVAILABLE, body);
+    }
     return answer_str(conn, method, MHD_HTTP_OK, "ready\n");
 }
 

@@ -5,7 +5,8 @@
  * listener that serves /metrics on an address of its own.
  *
  * /healthz  200 while the process serves HTTP at all (liveness).
- * /readyz   200 when the backend's probe answers and the server is not
+ * /readyz   200 when the backend's probe answers, the optional also_ready
+ *           hook agrees (a gateway's upstream) and the server is not
  *           draining; 503 with the reason otherwise (readiness: a load
  *           balancer stops sending new calls).
  * /metrics  the Prometheus text format (core/metrics.h): the process-wide

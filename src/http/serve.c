@@ -49,6 +49,14 @@ void once_server_stop(once_server *s)
     once_free(s);
 }
 
+int once__server_card_set(once_server *s, const json_t *members)
+{
+    char *card;
+    size_t len;
+    int rc = once__a2a_card_with(s->codec, members, &card, &len);
+    return rc != ONCE_OK ? rc : once__http_card_set(s->http, card, len);
+}
+
 static int ops_ready(void *ctx)
 {
     return once__engine_ping(ctx);

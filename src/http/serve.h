@@ -41,6 +41,12 @@ int once__serve_start(const once_serve_config *cfg, once_server **out, char *err
 /* The running engine (replica id, counters); valid until once_server_stop. */
 once__engine *once__server_engine(const once_server *s);
 
+/* Serve the card built from these descriptive members from now on (what
+ * once__a2a_config.card holds; a gateway's refreshed upstream card), with a
+ * new ETag: 1; 0 when that is the card served already; or ONCE_ENOMEM. Any
+ * thread, until once_server_stop. */
+int once__server_card_set(once_server *s, const json_t *members);
+
 /* JSON-RPC calls accepted and not yet answered (once__http_calls). */
 long once__server_calls(const once_server *s);
 

@@ -34,6 +34,7 @@
 #include <microhttpd.h>
 
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -71,7 +72,9 @@
 
 /* Set up by once__http_start; afterwards only `stopping` (set once by
  * once__http_stop), `inflight` (every request's ctx) and `calls` (JSON-RPC
- * calls not yet answered) change, all atomic. */
+ * calls not yet answered) change, all atomic, and the card served:
+ * card_text, card_len and card change together under card_mu
+ * (once__http_card_set: a gateway's refreshed upstream card). */
 struct once_http {
     once_http_config cfg;
     char *rpc_path;
@@ -81,7 +84,10 @@ struct once_http {
     once__guard *guard;
     once__ops *ops;            /* /healthz, /readyz, /metrics; draining */
     once__inspect *inspect;    /* /inspect/ (--inspect), or NULL */
-    once__card_cache card;
+    pthread_mutex_t card_mu;
+    char *card_text;           /* the card's bytes, owned */
+    size_t card_len;
+    once__card_cache card;     /* its validators */
     once__tls tls;             /* HTTPS: the PEM text MHD serves with */
     int port;
     int stopping;              /* atomic: set by once__http_stop */
@@ -215,28 +221,50 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, once__a2a_bindin
     return queue_refusal(conn, b, status, code, reason, message, 0, closing);
 }
 
-/* The card, or 304 when the client's copy is current (card_cache.h). */
+/* The card, or 304 when the client's copy is current (card_cache.h). The
+ * response takes a copy of the bytes and headers: the card may be replaced
+ * while it is sent. */
 static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
 {
-    size_t len;
-    const char *card = once__a2a_card(h->cfg.codec, &len);
-    int fresh = once__card_not_modified(
-        &h->card, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH),
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MODIFIED_SINCE));
-    struct MHD_Response *res =
-        MHD_create_response_from_buffer(fresh ? 0 : len, (void *)card, MHD_RESPMEM_PERSISTENT);
+    const char *inm =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    const char *ims =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MODIFIED_SINCE);
+    pthread_mutex_lock(&h->card_mu);
+    int fresh = once__card_not_modified(&h->card, inm, ims);
+    struct MHD_Response *res = MHD_create_response_from_buffer(
+        fresh ? 0 : h->card_len, h->card_text, MHD_RESPMEM_MUST_COPY);
+    if (res != NULL) {
+        MHD_add_response_header(res, MHD_HTTP_HEADER_ETAG, h->card.etag);
+        MHD_add_response_header(res, MHD_HTTP_HEADER_LAST_MODIFIED, h->card.last_modified);
+    }
+    pthread_mutex_unlock(&h->card_mu);
     if (res == NULL)
         return MHD_NO;
     if (!fresh)
         MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "max-age=60");
-    MHD_add_response_header(res, MHD_HTTP_HEADER_ETAG, h->card.etag);
-    MHD_add_response_header(res, MHD_HTTP_HEADER_LAST_MODIFIED, h->card.last_modified);
     once__metrics_http(tl_method, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK);
     enum MHD_Result ret =
         MHD_queue_response(conn, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ret;
+}
+
+int once__http_card_set(once_http *h, char *card, size_t len)
+{
+    pthread_mutex_lock(&h->card_mu);
+    int same = len == h->card_len && memcmp(card, h->card_text, len) == 0;
+    if (!same) {
+        once_free(h->card_text);
+        h->card_text = card;
+        h->card_len = len;
+        once__card_cache_init(&h->card, card, len, time(NULL));
+    }
+    pthread_mutex_unlock(&h->card_mu);
+    if (same)
+        once_free(card);
+    return !same;
 }
 
 /* application/json or application/a2a+json, charset (if any) UTF-8. A
@@ -665,9 +693,6 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
         h->cfg.sse_ping_ms = DEFAULT_SSE_PING_MS;
     if (h->cfg.sse_buffer == 0)
         h->cfg.sse_buffer = DEFAULT_SSE_BUFFER;
-    size_t card_len;
-    const char *card = once__a2a_card(h->cfg.codec, &card_len);
-    once__card_cache_init(&h->card, card, card_len, time(NULL));
     static const once_http_limits defaults = {ONCE_HTTP_REQUEST_TIMEOUT_MS,
                                               ONCE_HTTP_MAX_CONNECTIONS, ONCE_HTTP_MAX_PER_IP,
                                               ONCE_HTTP_MAX_BODY_MEMORY};
@@ -684,6 +709,15 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
         }
     }
     h->cfg.rpc_path = h->rpc_path;
+    const char *card = once__a2a_card(h->cfg.codec, &h->card_len);
+    if ((h->card_text = once_malloc(h->card_len + 1)) == NULL) {
+        once_free(h->rpc_path);
+        once_free(h);
+        return ONCE_ENOMEM;
+    }
+    memcpy(h->card_text, card, h->card_len + 1);
+    once__card_cache_init(&h->card, card, h->card_len, time(NULL));
+    pthread_mutex_init(&h->card_mu, NULL);
     struct sockaddr_storage ss;
     int v6 = 0, tls = cfg->tls_cert_file != NULL || cfg->tls_key_file != NULL;
     rc = tls ? once__tls_load(cfg->tls_cert_file, cfg->tls_key_file, &h->tls, err, errlen)
@@ -796,5 +830,7 @@ void once__http_stop(once_http *h)
     once__sse_free(h->sse);
     once__tls_clear(&h->tls);
     once_free(h->rpc_path);
+    once_free(h->card_text);
+    pthread_mutex_destroy(&h->card_mu);
     once_free(h);
 }

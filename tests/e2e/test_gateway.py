@@ -566,6 +566,89 @@ def test_start_answers_lost():
         up.stop()
 
 
+def served_card(gw):
+    """The name in the card onced serves, and its ETag."""
+    st, hd, body = http_request(gw.port, "GET", "/.well-known/agent-card.json")
+    eq(st, 200, "the card: HTTP status")
+    return json.loads(body)["name"], hd.get("etag")
+
+
+def readyz(gw):
+    st, _, body = http_request(gw.port, "GET", "/readyz")
+    return st, body.decode()
+
+
+def test_card_refresh():
+    """--upstream-card-refresh: the agent goes away and another, with another
+    card, comes up on its port. While the port is closed /readyz is 503
+    naming the upstream and the last card is still served; then onced serves
+    the new card under a new ETag and is ready again, without a restart."""
+    up = Upstream("--card-name", "A")
+    port = up.port
+    try:
+        with gateway(up.url, "--upstream-card-refresh", "200ms") as gw:
+            name, etag = served_card(gw)
+            eq(name, "A", "refresh: the first agent's card")
+            eq(readyz(gw), (200, "ready\n"), "refresh: ready in front of it")
+            up.stop()
+            st, why = wait_until(lambda: (lambda r: r[0] == 503 and r)(readyz(gw)), timeout=20,
+                                 what="/readyz 503 while the upstream is gone")
+            check(up.url in why and "agent card" in why, "/readyz names the upstream: %r" % why)
+            eq(served_card(gw), ("A", etag), "refresh: the last card is served meanwhile")
+            up = Upstream("--card-name", "B", port=port)
+            wait_until(lambda: served_card(gw)[0] == "B", timeout=20,
+                       what="onced serves the new agent's card")
+            name, etag_b = served_card(gw)
+            check(etag_b not in (None, etag), "a new ETag: %r after %r" % (etag_b, etag))
+            st, _, body = http_request(gw.port, "GET", "/.well-known/agent-card.json",
+                                       headers={"If-None-Match": etag})
+            eq((st, json.loads(body)["name"]), (200, "B"), "the old ETag gets the new card")
+            wait_until(lambda: readyz(gw) == (200, "ready\n"), timeout=20,
+                       what="/readyz 200 once the upstream answers again")
+            m = http_request(gw.port, "GET", "/metrics")[2].decode()
+            eq(metric(m, 'once_gateway_card_refreshes_total{result="changed"}'), 1,
+               "refresh: one change counted")
+            check(metric(m, 'once_gateway_card_refreshes_total{result="failed"}') >= 1,
+                  "refresh: the failures counted")
+    finally:
+        up.stop()
+
+
+def test_card_refresh_not_modified():
+    """An unchanged card costs a 304: each refresh asks with the ETag the
+    agent gave in If-None-Match (the proxy logs the header), which the agent
+    answers with 304; nothing changes at onced."""
+    up = Upstream()
+    px = Proxy(up.port, "--log-header", "If-None-Match")
+    try:
+        with gateway(px.url, "--upstream-card-refresh", "200ms") as gw:
+            served = served_card(gw)
+            before = up.counts()["cardFetches"]
+            wait_until(lambda: up.counts()["cardFetches"] >= before + 3, timeout=15,
+                       what="three card refreshes at the agent")
+            st, hd, _ = http_request(up.port, "GET", "/.well-known/agent-card.json")
+            up_etag = hd.get("etag")
+            check(st == 200 and up_etag, "the agent's card has an ETag: %r" % hd)
+            st = http_request(up.port, "GET", "/.well-known/agent-card.json",
+                              headers={"If-None-Match": up_etag})[0]
+            eq(st, 304, "the agent answers its own ETag with 304")
+            with open(px.log) as f:
+                asked = [l for l in f.read().splitlines() if "agent-card.json" in l]
+            check(len(asked) >= 4, "the start's read and the refreshes: %r" % asked)
+            check("If-None-Match" not in asked[0], "the first read is unconditional")
+            eq([l for l in asked[1:] if "If-None-Match: " + up_etag not in l], [],
+               "every refresh sends the agent's ETag")
+            m = http_request(gw.port, "GET", "/metrics")[2].decode()
+            check(metric(m, 'once_gateway_card_refreshes_total{result="unchanged"}') >= 3,
+                  "refreshes counted unchanged")
+            eq(metric(m, 'once_gateway_card_refreshes_total{result="changed"}'), 0, "no change")
+            eq(metric(m, 'once_gateway_card_refreshes_total{result="failed"}'), 0, "no failure")
+            eq(served_card(gw), served, "the card served and its ETag stay")
+    finally:
+        px.stop()
+        up.stop()
+
+
 if __name__ == "__main__":
     if NODE is None or not os.path.exists(AGENT):
         print("node or %s missing: run scripts/deps.sh" % AGENT, file=sys.stderr)
@@ -575,4 +658,5 @@ if __name__ == "__main__":
          test_behaviours_polled, test_stream_chunks, test_stream_cut_midway,
          test_retry_replayed_and_headers, test_rung4_duplicate_counted, test_rung3_dedup_replays,
          test_rung1_onced_upstream, test_rung1_kill9_front, test_stream_and_cancel, test_lost_answer_reattached,
-         test_takeover_one_upstream_task, test_upstream_outage, test_start_answers_lost])
+         test_takeover_one_upstream_task, test_upstream_outage, test_start_answers_lost,
+         test_card_refresh, test_card_refresh_not_modified])
