@@ -61,9 +61,11 @@ demo: build-demo
 
 # naive vs once on a 1 -> 2 -> 4 -> 8 delegation tree over lossy links;
 # prints the table and writes demo/amplify-results.md. QUICK=1: one row per
-# mode at p = 0.3 with 10 root tasks, table on stdout only.
+# mode at p = 0.3 with 10 root tasks, table on stdout only. GATEWAY=1: the
+# tree of plain @a2a-js/sdk agents, alone and each behind an onced gateway
+# (demo/amplify-gateway-results.md; needs scripts/deps.sh for Node and the SDK).
 amplify: build-demo
-	@bash demo/amplify.sh $(BUILD) $(if $(QUICK),--quick)
+	@bash demo/amplify.sh $(BUILD) $(if $(QUICK),--quick) $(if $(GATEWAY),--gateway)
 
 # The chaos soak (tests/soak/README.md): three replicas on PostgreSQL, then
 # on Redis, killed and restarted under lossy links and killed clients, for

@@ -9,6 +9,15 @@
 # table to demo/amplify-results.md as well as stdout. --quick is p = 0.3,
 # 10 root tasks, both modes (the ctest e2e/test_amplify); with --quick or
 # any other option only stdout gets the table.
+#
+# --gateway: the same tree made of plain @a2a-js/sdk agents
+# (demo/amplify_js_agent.mjs), modes js-naive, js-gateway (each agent behind
+# onced --upstream; losses on the hops a client sees) and js-gateway-up
+# (losses on the gateway -> agent hops too): p = 0, 0.1, 0.3, 100 root
+# tasks each, tables to demo/amplify-gateway-results.md and stdout.
+# --gateway --quick: js-naive and js-gateway at p = 0.3, 10 root tasks (the
+# ctest e2e/test_amplify_gateway), stdout only. Needs node and
+# tests/interop/node_modules (scripts/deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build
@@ -38,9 +47,28 @@ fi
 
 args=()
 quick=0
+gateway=0
 for a in "$@"; do
-  if [ "$a" = --quick ]; then quick=1; else args+=("$a"); fi
+  case $a in
+  --quick) quick=1 ;;
+  --gateway) gateway=1 ;;
+  *) args+=("$a") ;;
+  esac
 done
+if [ $gateway = 1 ]; then
+  [ -d "$here/../tests/interop/node_modules/@a2a-js/sdk" ] ||
+    { echo "amplify: tests/interop/node_modules has no @a2a-js/sdk (bash scripts/deps.sh)" >&2; exit 2; }
+  if [ $quick = 1 ]; then
+    exec python3 "$here/amplify.py" --build "$build" --ids "$ids" --modes js-naive,js-gateway \
+      --p 0.3 --roots 10 --concurrency 10 "${args[@]}"
+  fi
+  if [ ${#args[@]} -gt 0 ]; then
+    exec python3 "$here/amplify.py" --build "$build" --ids "$ids" \
+      --modes js-naive,js-gateway,js-gateway-up "${args[@]}"
+  fi
+  exec python3 "$here/amplify.py" --build "$build" --ids "$ids" \
+    --modes js-naive,js-gateway,js-gateway-up --out "$here/amplify-gateway-results.md"
+fi
 if [ $quick = 1 ]; then
   exec python3 "$here/amplify.py" --build "$build" --ids "$ids" --p 0.3 --roots 10 \
     --concurrency 10 "${args[@]}"
