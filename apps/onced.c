@@ -136,6 +136,8 @@ static const char usage[] =
     "                              is not PEM, or a key of another certificate stops\n"
     "                              onced naming it. --metrics ADDR:PORT stays HTTP\n"
     "  --tls-key FILE              the certificate's PEM private key (unencrypted)\n"
+    "  --tls-priority STRING       the GnuTLS priority string served (default: TLS 1.2\n"
+    "                              and 1.3, key exchanges with forward secrecy only)\n"
     "  --public-url URL            the URL the agent card advertises for both bindings\n"
     "                              (http://HOST:PORT/); its path also serves JSON-RPC\n"
     "                              (POST to it) and the HTTP+JSON routes below it\n"
@@ -212,7 +214,7 @@ typedef struct opts {
     const char *metrics;
     int64_t drain_ms;
     const char *log_format, *log_level;
-    const char *tls_cert, *tls_key;
+    const char *tls_cert, *tls_key, *tls_priority;
 } opts;
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -308,6 +310,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--log-level", F_STR, &o->log_level},
         {"--tls-cert", F_STR, &o->tls_cert},
         {"--tls-key", F_STR, &o->tls_key},
+        {"--tls-priority", F_STR, &o->tls_priority},
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -398,6 +401,8 @@ static int parse_args(int argc, char **argv, opts *o)
         return bad("--exec: empty command");
     if ((o->tls_cert == NULL) != (o->tls_key == NULL))
         return bad("--tls-cert and --tls-key go together: give both or neither");
+    if (o->tls_priority != NULL && o->tls_cert == NULL)
+        return bad("--tls-priority needs --tls-cert and --tls-key");
     return 0;
 }
 
@@ -773,6 +778,7 @@ int main(int argc, char **argv)
     }
     sc.http.tls_cert_file = o.tls_cert;
     sc.http.tls_key_file = o.tls_key;
+    sc.http.tls_priority = o.tls_priority;
     sc.push.secrets = o.push_secrets;
     sc.push.nsecrets = o.npush_secrets;
     sc.push.allow = o.push_allow;

@@ -47,6 +47,9 @@ typedef struct once_server_options {
      * file makes once_server_start fail with err naming it. */
     const char *tls_cert_file;
     const char *tls_key_file;
+    /* The GnuTLS priority string served; NULL = TLS 1.2 and 1.3 with
+     * forward secrecy only. Must outlive the server. */
+    const char *tls_priority;
     int64_t lease_ms;                 /* execution lease (15 s) */
     int64_t retention_ms;             /* finished tasks kept in full (72 h) */
     int64_t tombstone_ms;             /* then answered TASK_EXPIRED (30 d) */

@@ -277,9 +277,9 @@ int once__webhook_listen_limited(once_webhook *w, const once_webhook_listen_opti
         once_webhook_server_stop(s);
         return rc;
     }
-    struct MHD_OptionItem guarded[4], https[3];
+    struct MHD_OptionItem guarded[4], https[4];
     once__guard_mhd_options(s->guard, guarded);
-    flags |= once__tls_mhd(&s->tls, https);
+    flags |= once__tls_mhd(&s->tls, NULL, https);   /* TLS 1.2+, forward secrecy */
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY,

@@ -164,6 +164,8 @@ typedef struct once_http_config {
      * operations listener of ONCE_HTTP_METRICS_APART stays plain HTTP. */
     const char *tls_cert_file;   /* certificate, then intermediates */
     const char *tls_key_file;    /* its private key, unencrypted */
+    const char *tls_priority;    /* GnuTLS priority string; NULL = TLS 1.2+ with
+                                    forward secrecy (ONCE_TLS_PRIORITY_DEFAULT) */
     once_http_inspect inspect;   /* zeroed: no /inspect/ */
 } once_http_config;
 

@@ -190,5 +190,6 @@ int once_server_start(const once_server_options *o, once_server **out, char *err
     sc.http.port = port;
     sc.http.tls_cert_file = o->tls_cert_file;
     sc.http.tls_key_file = o->tls_key_file;
+    sc.http.tls_priority = o->tls_priority;
     return once__serve_start(&sc, out, err, errlen);
 }

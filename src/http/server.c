@@ -751,9 +751,9 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
-    struct MHD_OptionItem guarded[4], https[3];
+    struct MHD_OptionItem guarded[4], https[4];
     once__guard_mhd_options(h->guard, guarded);
-    flags |= once__tls_mhd(&h->tls, https);
+    flags |= once__tls_mhd(&h->tls, h->cfg.tls_priority, https);
     h->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
         on_log, h, MHD_OPTION_SOCK_ADDR,
@@ -762,8 +762,14 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
     if (h->d == NULL) {
-        snprintf(err, errlen, "cannot listen on %s:%d (address in use or not available)",
-                 cfg->host, cfg->port);
+        if (tls && cfg->tls_priority != NULL)
+            snprintf(err, errlen,
+                     "cannot listen on %s:%d (address in use or not available), or GnuTLS "
+                     "refused the priority string --tls-priority %s",
+                     cfg->host, cfg->port, cfg->tls_priority);
+        else
+            snprintf(err, errlen, "cannot listen on %s:%d (address in use or not available)",
+                     cfg->host, cfg->port);
         once__http_stop(h);
         return ONCE_EIO;
     }

@@ -1,8 +1,10 @@
 /*
  * tls.c -- load and check an HTTPS listener's certificate and key (tls.h).
  *
- * Each check gets its own message because each is a different operator
- * mistake: the wrong path, a file of the wrong kind (a key passed as the
+ * The protocol versions and key exchanges served are a GnuTLS priority
+ * string (tls.h: TLS 1.2+ with forward secrecy unless --tls-priority says
+ * otherwise). Each check gets its own message because each is a different
+ * operator mistake: the wrong path, a file of the wrong kind (a key passed as the
  * certificate, a DER file), an encrypted key (onced has nobody to ask for
  * the passphrase), or a certificate and key from two different pairs.
  */
@@ -27,12 +29,15 @@ int once__tls_supported(void)
     return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
 }
 
-unsigned once__tls_mhd(const once__tls *t, struct MHD_OptionItem opts[3])
+unsigned once__tls_mhd(const once__tls *t, const char *priority, struct MHD_OptionItem opts[4])
 {
     int on = t->cert != NULL;
+    /* MHD takes the priority string as it is (it never writes to it). */
+    char *prio = (char *)(priority != NULL ? priority : ONCE_TLS_PRIORITY_DEFAULT);
     opts[0] = (struct MHD_OptionItem){on ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, t->cert};
     opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, t->key};
-    opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    opts[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, prio};
+    opts[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     return on ? MHD_USE_TLS : 0;
 }
 

@@ -14,6 +14,9 @@ openssl command (scripts/deps.sh installs it). Checked:
   - a missing file, a file that is not PEM, an encrypted key, a key of
     another certificate, and one flag without the other stop onced before
     it serves, with a message naming the file;
+  - TLS 1.2+ with forward secrecy only by default: TLS 1.0, 1.1 and the
+    static RSA key exchange are refused (openssl s_client); --tls-priority
+    serves what an operator asks for, and a string GnuTLS refuses stops onced;
   - `once listen --tls-cert --tls-key` takes a signed webhook over https
     (and prints it), gives plain HTTP no HTTP answer, and refuses a key of
     another certificate at start.
@@ -96,10 +99,10 @@ class TlsOnced(Onced):
     """onced serving HTTPS with one of the certificates above; ready when its
     card answers over TLS."""
 
-    def __init__(self, cert="srv"):
+    def __init__(self, cert="srv", args=()):
         self.cert = cert
-        super().__init__(["--tls-cert", path(cert + ".pem"), "--tls-key", path(cert + ".key")],
-                         tmpdir=scratch_dir("once-tls-srv-"))
+        super().__init__(["--tls-cert", path(cert + ".pem"), "--tls-key", path(cert + ".key")] +
+                         list(args), tmpdir=scratch_dir("once-tls-srv-"))
 
     def wait_ready(self, timeout=15.0):
         end = time.time() + scaled(timeout)
@@ -287,6 +290,52 @@ def test_listen_over_https():
     check("does not belong to the certificate" in said, "naming the problem: %r" % said)
 
 
+def negotiated(port, *flags):
+    """What `openssl s_client` agrees with onced: "TLSv1.2 ECDHE-RSA-..."
+    or None when the handshake fails."""
+    p = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port] + list(flags),
+                       input="", capture_output=True, text=True, timeout=scaled(30))
+    for line in p.stdout.splitlines():
+        if line.startswith("New, "):   # "New, TLSv1.2, Cipher is X" or "New, (NONE), ..."
+            parts = line.split(", ")
+            if parts[1] == "(NONE)":
+                return None
+            return "%s %s" % (parts[1], parts[2].replace("Cipher is ", ""))
+    return None
+
+
+def test_old_protocols_and_static_rsa_refused():
+    """TLS 1.2+ with forward secrecy only, by default: the handshakes that
+    should work do (the positive signal), then TLS 1.0, TLS 1.1 and the
+    static RSA key exchange (no forward secrecy) are refused, even by a
+    client that offers nothing else; --tls-priority serves what an operator
+    asks for instead, and one GnuTLS refuses stops onced naming the flag."""
+    old = ["-cipher", "DEFAULT:@SECLEVEL=0"]   # let the client offer what it would not
+    with TlsOnced() as s:
+        got = negotiated(s.port, "-tls1_3")
+        check(got is not None and got.startswith("TLSv1.3"), "TLS 1.3 served: %r" % got)
+        got = negotiated(s.port, "-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256")
+        eq(got, "TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256", "TLS 1.2 with ECDHE served")
+        eq(negotiated(s.port, "-tls1", *old), None, "TLS 1.0 refused")
+        eq(negotiated(s.port, "-tls1_1", *old), None, "TLS 1.1 refused")
+        eq(negotiated(s.port, "-tls1_2", "-cipher", "AES128-GCM-SHA256"), None,
+           "the static RSA key exchange refused")
+        eq(negotiated(s.port, "-tls1_2", "-cipher", "AES256-SHA256:@SECLEVEL=0"), None,
+           "static RSA with CBC refused")
+        st, _ = https(s.port, "GET", "/.well-known/agent-card.json")
+        eq(st, 200, "onced still serves after the refusals")
+    with TlsOnced(args=["--tls-priority", "NORMAL:%SERVER_PRECEDENCE"]) as s:
+        eq(negotiated(s.port, "-tls1_2", "-cipher", "AES128-GCM-SHA256"),
+           "TLSv1.2 AES128-GCM-SHA256", "--tls-priority NORMAL serves static RSA again")
+    port = free_port()
+    p = subprocess.run([ONCED, "--listen", "127.0.0.1:%d" % port, "--store", "memory:",
+                        "--tls-cert", path("srv.pem"), "--tls-key", path("srv.key"),
+                        "--tls-priority", "NOT-A-PRIORITY"], capture_output=True, text=True,
+                       timeout=scaled(30))
+    eq(p.returncode, 1, "a priority string GnuTLS refuses stops onced: %s" % p.stderr)
+    check("--tls-priority" in p.stderr, "naming the flag: %r" % p.stderr)
+
+
 def test_bad_files_stop_onced():
     cases = [
         (["--tls-cert", path("missing.pem"), "--tls-key", path("srv.key")], 1, "missing.pem"),
@@ -299,6 +348,7 @@ def test_bad_files_stop_onced():
          "does not belong to the certificate"),
         (["--tls-cert", path("srv.pem")], 2, "go together"),
         (["--tls-key", path("srv.key")], 2, "go together"),
+        (["--tls-priority", "NORMAL"], 2, "--tls-priority needs --tls-cert"),
     ]
     for flags, status, words in cases:
         port = free_port()
@@ -313,4 +363,5 @@ if __name__ == "__main__":
     make_pki()
     run([test_card_and_bindings_over_https, test_send_with_cacert,
          test_untrusted_certificate_refused, test_wrong_host_name_refused, test_insecure,
-         test_plain_http_to_tls_port, test_bad_files_stop_onced, test_listen_over_https])
+         test_plain_http_to_tls_port, test_bad_files_stop_onced, test_listen_over_https,
+         test_old_protocols_and_static_rsa_refused])
