@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "client/show.h"
 #include "client/inspect.h"
 #include "client/webhook_listen.h"
 #include "core/generation.h"
@@ -111,7 +112,11 @@ static const char usage[] =
     "                         verification stops the call at once, nothing sent\n"
     "  --insecure             do not verify the agent's TLS certificate (tests)\n"
     "  --json                 machine-readable output only (one JSON document; after\n"
-    "                         a wait, \"generations\" lists the task generations seen)\n"
+    "                         a wait, \"generations\" lists the task generations seen);\n"
+    "                         the agent's text exact. Without it, text an agent chose\n"
+    "                         is shown with control characters as \\u001b (JSON's\n"
+    "                         spelling), bytes that are not UTF-8 as \\xNN, on a\n"
+    "                         terminal and a pipe alike\n"
     "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
     "  --poll                 wait by polling GetTask even if the agent streams\n"
     "  --out DIR              save the answer's file parts (raw: decoded; url: the\n"
@@ -431,8 +436,11 @@ static void print_status_texts(const char *json)
                        i, p)
     {
         const char *t = json_string_value(json_object_get(p, "text"));
-        if (t != NULL)
-            printf("  agent: %s\n", t);
+        if (t != NULL) {
+            fputs("  agent: ", stdout);
+            once__shows(stdout, t);
+            putchar('\n');
+        }
     }
     json_decref(v);
 }
@@ -462,25 +470,39 @@ static int show_part(void *ctx, const once_part *p)
                                                       kinds[p->kind], "file", name));
         return 0;
     }
+    /* Every text the agent chose is shown with its control characters
+     * visible (client/show.h); the saved name is ours and plain. */
     if (p->artifact == NULL && p->kind == ONCE_PART_TEXT) {
-        printf("  message: %.*s\n", (int)p->size, (const char *)p->bytes);
+        fputs("  message: ", stdout);
+        once__show(stdout, (const char *)p->bytes, p->size);
+        putchar('\n');
         return 0;
     }
-    if (p->artifact != NULL)
-        printf("  artifact %s: %s", p->artifact, kinds[p->kind]);
-    else
+    if (p->artifact != NULL) {
+        fputs("  artifact ", stdout);
+        once__shows(stdout, p->artifact);
+        printf(": %s", kinds[p->kind]);
+    } else
         printf("  message: %s", kinds[p->kind]);
-    if (p->filename != NULL)
-        printf(" %s", p->filename);
+    if (p->filename != NULL) {
+        putchar(' ');
+        once__shows(stdout, p->filename);
+    }
     printf(" (");
-    if (p->media_type != NULL)
-        printf("%s, ", p->media_type);
-    if (p->url != NULL)
-        printf("url %s)", p->url);
-    else
+    if (p->media_type != NULL) {
+        once__shows(stdout, p->media_type);
+        printf(", ");
+    }
+    if (p->url != NULL) {
+        printf("url ");
+        once__shows(stdout, p->url);
+        putchar(')');
+    } else
         printf("%zu bytes)", p->size);
-    if (p->kind == ONCE_PART_TEXT)
-        printf(": %.*s", (int)p->size, (const char *)p->bytes);
+    if (p->kind == ONCE_PART_TEXT) {
+        printf(": ");
+        once__show(stdout, (const char *)p->bytes, p->size);
+    }
     if (src == ONCE_OK)
         printf(" -> %s/%s", x->o->out, name);
     putchar('\n');
@@ -542,7 +564,12 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
         int ex = exit_for(rc, r, waited);
         return failed && ex == EXIT_OK ? EXIT_OTHER : ex;
     }
-    const char *id = r->task_id[0] ? r->task_id : "-";
+    /* What the agent said (its task ID, an error's text) is shown with
+     * control characters visible (client/show.h). */
+    char id[3 * ONCE_ID_MAX + 8], said[1024], why[256];
+    once__showbuf(r->task_id[0] ? r->task_id : "-", id, sizeof id);
+    once__showbuf(r->error, said, sizeof said);
+    once__showbuf(r->reason, why, sizeof why);
     switch (r->outcome) {
     case ONCE_OUTCOME_OK:
         if (rc != ONCE_OK)
@@ -555,8 +582,8 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
     case ONCE_OUTCOME_REFUSED:
         printf("%s\t%s\trefused\n", id,
                r->state != ONCE_STATE_UNKNOWN ? once_state_name(r->state) : "-");
-        fprintf(stderr, "once: refused by the agent: %s (code %d%s%s)\n", r->error ? r->error : "",
-                r->rpc_code, r->reason[0] ? ", " : "", r->reason);
+        fprintf(stderr, "once: refused by the agent: %s (code %d%s%s)\n", said, r->rpc_code,
+                r->reason[0] ? ", " : "", why);
         return EXIT_REFUSED;
     case ONCE_OUTCOME_EXHAUSTED:
         if (strcmp(r->reason, "WAIT_TIMEOUT") == 0) {
@@ -567,7 +594,7 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
                     r->intent > 0 ? " (the intent is acknowledged)" : "", id);
             return EXIT_EXHAUSTED;
         }
-        fprintf(stderr, "once: %s: %s\n", id, r->error ? r->error : r->reason);
+        fprintf(stderr, "once: %s: %s\n", id, r->error ? said : why);
         if (r->intent > 0)
             fprintf(stderr, "once: intent %lld stays pending in the outbox; `once recover` "
                             "sends it again, `once abandon %s` gives up on it\n",
@@ -585,7 +612,7 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
     /* Refused before anything was written (a bad agent URL, a bad ID):
      * the command line is at fault, and nothing is left to recover. */
     if (rc == ONCE_EINVAL && r->intent == 0 && r->error != NULL)
-        return bad("%s", r->error);
+        return bad("%s", said);
     if (r->http_status == 401) {
         fprintf(stderr, "once: %s: the agent %s (HTTP 401): pass --token or set ONCE_TOKEN\n", id,
                 o->token != NULL ? "does not accept this token" : "wants a token");
@@ -595,16 +622,19 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
         fprintf(stderr, "once: %s: the agent does not know this A2A 1.0 method; once speaks A2A "
                         "1.0 (an A2A 0.3 agent cannot answer it)\n", id);
     fprintf(stderr, "once: %s: %s\n", id,
-            r->error ? r->error : once_client_errmsg(o->c)[0] ? once_client_errmsg(o->c)
-                                                               : once_strerror(rc));
+            r->error ? said
+            : once_client_errmsg(o->c)[0]
+                ? once__showbuf(once_client_errmsg(o->c), said, sizeof said)
+                : once_strerror(rc));
     return EXIT_OTHER;
 }
 
 static void on_state(void *ctx, const char *task_id, once_state s, const char *json)
 {
     cli *o = ctx;
+    char id[3 * ONCE_ID_MAX + 8];
     if (o->tty && s != o->shown)
-        fprintf(stderr, "%s: %s\n", task_id, once_state_name(s));
+        fprintf(stderr, "%s: %s\n", once__showbuf(task_id, id, sizeof id), once_state_name(s));
     o->shown = s;
 }
 
@@ -727,9 +757,10 @@ static int then_wait(cli *o, int rc, once_call_result *r)
 {
     if (!o->wait || rc != ONCE_OK || r->outcome != ONCE_OUTCOME_OK || r->is_message)
         return report(o, rc, r, 0);
+    char shown[3 * ONCE_ID_MAX + 8];
     if (o->tty)
-        fprintf(stderr, "%s: %s%s\n", r->task_id, once_state_name(r->state),
-                r->replayed ? " (replayed)" : "");
+        fprintf(stderr, "%s: %s%s\n", once__showbuf(r->task_id, shown, sizeof shown),
+                once_state_name(r->state), r->replayed ? " (replayed)" : "");
     o->shown = r->state;
     if (once_state_terminal(r->state) || once_state_interrupted(r->state))
         return report(o, rc, r, 1);
@@ -808,8 +839,10 @@ static int cmd_inspect(cli *o)
     once_free(text);
     if (rc == ONCE_OK)
         return EXIT_OK;
+    char why[1024];
     fprintf(stderr, "once: %s\n",
-            rc == ONCE_EPARSE ? "the inspector's answer is not a timeline" : once_client_errmsg(o->c));
+            rc == ONCE_EPARSE ? "the inspector's answer is not a timeline"
+                              : once__showbuf(once_client_errmsg(o->c), why, sizeof why));
     return rc == ONCE_ENOTFOUND ? EXIT_REFUSED : EXIT_OTHER;
 }
 
@@ -840,14 +873,17 @@ static int list_one(void *ctx, const once_intent *it)
         json_array_append_new(arr, intent_json(it));
         return 0;
     }
-    char when[25];
+    char when[25], said[1024];
     once_format_time(it->created_ms, when);
+    const char *why = it->refusal ? it->refusal
+                      : it->last_error && it->state == ONCE_INTENT_PENDING ? it->last_error
+                                                                            : "";
     printf("%-6lld %-12s %-8s %3u  %-25s %-36s %s%s%s\n", (long long)it->seq,
            once_intent_state_name(it->state), it->kind, it->attempts,
            it->task_state ? once_state_name(it->task_state) : "-",
            it->task_id ? it->task_id : it->message_id, it->agent,
            it->refusal ? "  refused: " : it->last_error && it->state == ONCE_INTENT_PENDING ? "  last error: " : "",
-           it->refusal ? it->refusal : it->last_error && it->state == ONCE_INTENT_PENDING ? it->last_error : "");
+           once__showbuf(why, said, sizeof said));
     return 0;
 }
 
@@ -942,12 +978,15 @@ static void recovered(void *ctx, const once_intent *it, int rc, const once_call_
         json_array_append_new(x->arr, j);
         return;
     }
-    printf("%lld\t%s\t%s\t%s%s%s\n", (long long)it->seq, id, once_intent_state_name(it->state),
+    char shown[3 * ONCE_ID_MAX + 8];
+    printf("%lld\t%s\t%s\t%s%s%s\n", (long long)it->seq, once__showbuf(id, shown, sizeof shown),
+           once_intent_state_name(it->state),
            once_outcome_name(r->outcome),
            r->state != ONCE_STATE_UNKNOWN ? "\t" : "",
            r->state != ONCE_STATE_UNKNOWN ? once_state_name(r->state) : "");
+    char said[1024];
     if (r->outcome != ONCE_OUTCOME_OK && r->error != NULL)
-        fprintf(stderr, "once: %s: %s\n", id, r->error);
+        fprintf(stderr, "once: %s: %s\n", id, once__showbuf(r->error, said, sizeof said));
 }
 
 static int cmd_recover(cli *o)
@@ -1011,8 +1050,10 @@ static int print_event(void *arg, const once_webhook_event *ev)
             state = json_string_value(json_object_get(json_object_get(v, "status"), "state"));
             break;
         }
-        ok = printf("%s\t%lld\t%s\t%s\n", ev->task_id, (long long)ev->generation, kind,
-                    state ? state : "-") > 0;
+        char id[3 * ONCE_ID_MAX + 8], k[256], st[256];
+        ok = printf("%s\t%lld\t%s\t%s\n", once__showbuf(ev->task_id, id, sizeof id),
+                    (long long)ev->generation, once__showbuf(kind, k, sizeof k),
+                    once__showbuf(state ? state : "-", st, sizeof st)) > 0;
     }
     json_decref(body);
     return ok && fflush(stdout) == 0 ? ONCE_OK : ONCE_EIO;

@@ -75,6 +75,11 @@ static const char usage[] =
     "                              past it a send that would start one waits up to 100 ms\n"
     "                              for room, then gets HTTP 503 + Retry-After, -32603\n"
     "                              OVERLOADED, and nothing is stored\n"
+    "  --max-queue-per-principal N of those, per principal; past it that principal's\n"
+    "                              sends get OVERLOADED while others still get in\n"
+    "                              (with --auth-tokens a quarter of --max-queue, else\n"
+    "                              all of it). Workers take the oldest turn of the\n"
+    "                              principal with the fewest turns running\n"
     "  --max-task-size BYTES       largest stored task (4MiB); a send that would grow it\n"
     "                              past that gets -32602, an agent's output fails the task\n"
     "identity and time:\n"
@@ -114,6 +119,11 @@ static const char usage[] =
     "                              blocking send answers at once with the task as it\n"
     "                              stands (the client polls or subscribes from there)\n"
     "  --max-streams N             SSE streams served at once; past it HTTP 503 (256)\n"
+    "  --max-streams-per-principal N\n"
+    "                              of those, per principal; past it that principal's\n"
+    "                              streams get HTTP 503 while others still get slots\n"
+    "                              (with --auth-tokens a quarter of --max-streams,\n"
+    "                              else all of them)\n"
     "  --request-timeout DUR       a request's head and body must be in within DUR of\n"
     "                              the connection's accept or its previous response,\n"
     "                              else it is closed; SSE streams are not cut (30s)\n"
@@ -138,6 +148,18 @@ static const char usage[] =
     "  --tls-key FILE              the certificate's PEM private key (unencrypted)\n"
     "  --tls-priority STRING       the GnuTLS priority string served (default: TLS 1.2\n"
     "                              and 1.3, key exchanges with forward secrecy only)\n"
+    "  --allowed-hosts H1,H2       the names a request's Host may carry (any port;\n"
+    "                              repeatable; * = any); others get HTTP 421 (DNS\n"
+    "                              rebinding). Default: the --listen address,\n"
+    "                              localhost, 127.0.0.1 and [::1] when it is loopback,\n"
+    "                              any name otherwise; --public-url's host always.\n"
+    "                              /healthz, /readyz, /metrics also take IP addresses\n"
+    "                              and localhost\n"
+    "  --cors-origin ORIGIN        let web pages of ORIGIN (scheme://host[:port]) call\n"
+    "                              the A2A endpoints, with CORS answers; repeatable.\n"
+    "                              A call that changes state from a page of any other\n"
+    "                              origin gets HTTP 403, and a body must be sent as\n"
+    "                              application/json (else HTTP 415)\n"
     "  --public-url URL            the URL the agent card advertises for both bindings\n"
     "                              (http://HOST:PORT/); its path also serves JSON-RPC\n"
     "                              (POST to it) and the HTTP+JSON routes below it\n"
@@ -202,6 +224,7 @@ typedef struct opts {
         max_wait_ms;
     uint64_t max_body, max_task_size;
     unsigned threads, workers, max_streams, turn_workers, max_queue, max_waits, max_waits_pp;
+    unsigned max_queue_pp, max_streams_pp;
     int64_t sse_ping_ms;
     int64_t request_timeout_ms;
     unsigned max_connections, max_per_ip;
@@ -209,6 +232,8 @@ typedef struct opts {
     int test_admin, experiment_naive, inspect;
     const char *push_secrets[8], *push_allow[32];
     size_t npush_secrets, npush_allow;
+    const char *allowed_hosts[32], *cors_origins[32];
+    size_t nallowed_hosts, ncors_origins;
     unsigned push_attempts;
     int64_t push_timeout_ms, push_backoff_ms;
     const char *metrics;
@@ -251,7 +276,17 @@ static int parse_count(const char *flag, const char *v, unsigned max, unsigned *
     return 0;
 }
 
-enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_SIZE, F_SECRET, F_ALLOW, F_HEADER };
+/* One more value of a repeatable flag whose values are kept in v[32]. */
+static int add_value(const char *flag, const char *value, const char **v, size_t *n)
+{
+    if (*n == 32)
+        return bad("%s: at most 32", flag);
+    v[(*n)++] = value;
+    return 0;
+}
+
+enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_SIZE, F_SECRET, F_ALLOW, F_HEADER, F_HOSTS,
+       F_ORIGIN };
 
 static int parse_args(int argc, char **argv, opts *o)
 {
@@ -273,6 +308,8 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--auth-tokens", F_STR, &o->auth_tokens},
         {"--replica-id", F_STR, &o->replica_id},
         {"--public-url", F_STR, &o->public_url},
+        {"--allowed-hosts", F_HOSTS, o->allowed_hosts},
+        {"--cors-origin", F_ORIGIN, o->cors_origins},
         {"--card", F_STR, &o->card},
         {"--plain-ids", F_STR, &o->plain_ids},
         {"--retention", F_DUR, &o->retention_ms},
@@ -283,6 +320,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--exec-deadline", F_DUR, &o->deadline_ms},
         {"--turn-workers", F_COUNT, &o->turn_workers},
         {"--max-queue", F_COUNT, &o->max_queue},
+        {"--max-queue-per-principal", F_COUNT, &o->max_queue_pp},
         {"--max-waits", F_COUNT, &o->max_waits},
         {"--max-waits-per-principal", F_COUNT, &o->max_waits_pp},
         {"--max-task-size", F_SIZE, &o->max_task_size},
@@ -291,6 +329,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--workers", F_COUNT, &o->workers},
         {"--max-body", F_SIZE, &o->max_body},
         {"--max-streams", F_COUNT, &o->max_streams},
+        {"--max-streams-per-principal", F_COUNT, &o->max_streams_pp},
         {"--sse-ping", F_DUR, &o->sse_ping_ms},
         {"--request-timeout", F_DUR, &o->request_timeout_ms},
         {"--max-connections", F_COUNT, &o->max_connections},
@@ -374,6 +413,12 @@ static int parse_args(int argc, char **argv, opts *o)
             if (o->npush_allow == sizeof o->push_allow / sizeof o->push_allow[0])
                 return bad("%s: at most 32", f->name);
             o->push_allow[o->npush_allow++] = v;
+            break;
+        case F_HOSTS:
+            rc = add_value(f->name, v, o->allowed_hosts, &o->nallowed_hosts);
+            break;
+        case F_ORIGIN:
+            rc = add_value(f->name, v, o->cors_origins, &o->ncors_origins);
             break;
         default:
             break;
@@ -740,6 +785,11 @@ int main(int argc, char **argv)
     sc.engine.max_queue = (int)o.max_queue;  /* 0 = the engine's default */
     sc.engine.max_waits = (int)o.max_waits;
     sc.engine.max_waits_per_principal = (int)o.max_waits_pp;
+    /* Without --auth-tokens every caller is one principal: a share would
+     * only shrink the limit. */
+    sc.engine.max_queue_per_principal = o.max_queue_pp != 0 ? (int)o.max_queue_pp
+                                        : tokens != NULL   ? ONCE__SHARE_QUARTER
+                                                           : 0;
     sc.engine.max_task_bytes = (int64_t)o.max_task_size;
     sc.a2a.url = o.public_url; /* NULL: http://HOST:PORT/ */
     sc.a2a.skill_id = o.exec_cmd ? "exec" : o.upstream ? "upstream" : "echo";
@@ -753,6 +803,9 @@ int main(int argc, char **argv)
     sc.http.host = host;
     sc.http.port = port;
     sc.http.tokens = tokens;
+    sc.http.max_streams_per_principal = o.max_streams_pp != 0 ? (int)o.max_streams_pp
+                                        : tokens != NULL    ? ONCE__SHARE_QUARTER
+                                                            : 0;
     sc.http.inspect.on = o.inspect;
     sc.http.threads = o.threads;
     /* A call on memory: never waits for I/O, so threads past the CPUs
@@ -778,6 +831,10 @@ int main(int argc, char **argv)
     }
     sc.http.tls_cert_file = o.tls_cert;
     sc.http.tls_key_file = o.tls_key;
+    sc.http.allowed_hosts = o.allowed_hosts;
+    sc.http.nallowed_hosts = o.nallowed_hosts;
+    sc.http.cors_origins = o.cors_origins;
+    sc.http.ncors_origins = o.ncors_origins;
     sc.http.tls_priority = o.tls_priority;
     sc.push.secrets = o.push_secrets;
     sc.push.nsecrets = o.npush_secrets;
@@ -808,14 +865,14 @@ int main(int argc, char **argv)
            once__engine_replica_id(once__server_engine(server)), shown);
     fflush(stdout);
     if (o.experiment_naive)
-        fprintf(stderr, "onced: --experiment-naive: the idempotency layer is OFF (every send "
-                        "makes a new task); for the amplification experiment only\n");
+        once__log_note(ONCE_LOG_WARN, "config", "--experiment-naive: the idempotency layer is "
+                       "OFF (every send makes a new task); for the amplification experiment only");
     if (!once__engine_push_supported(once__server_engine(server)))
-        fprintf(stderr, "onced: this store keeps no push delivery state: push notifications "
-                        "are off\n");
+        once__log_note(ONCE_LOG_WARN, "config", "this store keeps no push delivery state: push "
+                                                "notifications are off");
     else if (o.npush_secrets == 0)
-        fprintf(stderr, "onced: no --push-secret: webhooks are sent without "
-                        "webhook-signature\n");
+        once__log_note(ONCE_LOG_WARN, "config", "no --push-secret: webhooks are sent without "
+                                                "webhook-signature");
 
     /* Under systemd (Type=notify) the unit is started only now, when the
      * port serves; elsewhere NOTIFY_SOCKET is unset and this does nothing. */

@@ -74,7 +74,7 @@ typedef struct once__a2a_backend {
     int (*head)(void *ctx, const char *principal, const char *task_id, int64_t *generation,
                 once_state *state);
     int (*wait)(void *ctx, const char *principal, const char *task_id, int64_t gen,
-                int64_t timeout_ms);
+                int64_t timeout_ms, const once__wait_stop *stop);
     /* Deferred blocking sends (once__engine_await, once__engine_await_release,
      * once__engine_send_answer). Optional: without all three a blocking
      * SendMessage waits in `send` on the calling thread. */
@@ -287,12 +287,19 @@ int once__a2a_extension_active(const char *header);
  */
 typedef struct once__a2a_stream once__a2a_stream;
 
-/* How many streams one server runs at once. `used` is changed only with
- * __atomic builtins (a stream holds one unit from the call that opens it
- * until once__a2a_stream_free); `max` is fixed. */
+/* How many streams one server runs at once, in all and per principal.
+ * `used` is changed only with __atomic builtins (a stream holds one unit
+ * from the call that opens it until once__a2a_stream_free); the rest is
+ * fixed. The per-principal counts are the owner's (the HTTP layer's hub):
+ * share_take counts one more stream of principal and returns 1 while it
+ * held fewer than `share`, else returns 0 counting nothing; share_give
+ * counts one less. NULL hooks: no shares. */
 typedef struct once__a2a_stream_slots {
     long used;
     long max;                    /* <= 0: no limit */
+    long share;                  /* one principal's share (the refusal names it) */
+    int (*share_take)(struct once__a2a_stream_slots *s, const char *principal);
+    void (*share_give)(struct once__a2a_stream_slots *s, const char *principal);
 } once__a2a_stream_slots;
 
 /* Append the frames of at most max events (max >= 1) to a fresh
@@ -303,8 +310,9 @@ typedef struct once__a2a_stream_slots {
 int once__a2a_stream_read(once__a2a_stream *s, size_t max, char **out, size_t *len, int *done);
 
 /* Block up to timeout_ms until a read may find something new. ONCE_OK,
- * ONCE_ETIMEDOUT, ONCE_ECLOSED (the engine stops), or a store error. */
-int once__a2a_stream_wait(once__a2a_stream *s, int64_t timeout_ms);
+ * ONCE_ETIMEDOUT, ONCE_ECLOSED (the engine stops), ONCE_ECANCELED (stop,
+ * NULL ok, said so), or a store error. */
+int once__a2a_stream_wait(once__a2a_stream *s, int64_t timeout_ms, const once__wait_stop *stop);
 
 /* A last frame for a stream that must end early: a JSON-RPC error response
  * (no "id:" line, so Last-Event-ID still names the last event sent).

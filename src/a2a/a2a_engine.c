@@ -117,9 +117,9 @@ static int b_head(void *ctx, const char *principal, const char *task_id, int64_t
 }
 
 static int b_wait(void *ctx, const char *principal, const char *task_id, int64_t gen,
-                  int64_t timeout_ms)
+                  int64_t timeout_ms, const once__wait_stop *stop)
 {
-    return once__engine_wait_generation(ctx, principal, task_id, gen, timeout_ms);
+    return once__engine_wait_generation_or(ctx, principal, task_id, gen, timeout_ms, stop);
 }
 
 static int b_await(void *ctx, const char *principal, const char *task_id, int64_t gen,

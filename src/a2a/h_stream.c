@@ -68,21 +68,29 @@ struct once__a2a_stream {
 
 /* --- slots ------------------------------------------------------------------ */
 
-static int slot_take(once__a2a_stream_slots *s)
+enum { SLOT_TAKEN, SLOT_NONE_FREE, SLOT_SHARE_USED };
+
+/* A unit for a stream of principal: SLOT_TAKEN, or why not. */
+static int slot_take(once__a2a_stream_slots *s, const char *principal)
 {
     if (s == NULL)
-        return 1;
+        return SLOT_TAKEN;
     long used = __atomic_add_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
-    if (s->max <= 0 || used <= s->max)
-        return 1;
-    __atomic_sub_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
-    return 0;
+    int why = s->max > 0 && used > s->max ? SLOT_NONE_FREE
+              : s->share_take != NULL && !s->share_take(s, principal) ? SLOT_SHARE_USED
+                                                                       : SLOT_TAKEN;
+    if (why != SLOT_TAKEN)
+        __atomic_sub_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
+    return why;
 }
 
-static void slot_give(once__a2a_stream_slots *s)
+static void slot_give(once__a2a_stream_slots *s, const char *principal)
 {
-    if (s != NULL)
-        __atomic_sub_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
+    if (s == NULL)
+        return;
+    if (s->share_give != NULL)
+        s->share_give(s, principal);
+    __atomic_sub_fetch(&s->used, 1, __ATOMIC_ACQ_REL);
 }
 
 /* --- frames ----------------------------------------------------------------- */
@@ -230,11 +238,11 @@ int once__a2a_stream_read(once__a2a_stream *s, size_t max, char **out, size_t *l
     return t.len > 0 ? ONCE_OK : rc;
 }
 
-int once__a2a_stream_wait(once__a2a_stream *s, int64_t timeout_ms)
+int once__a2a_stream_wait(once__a2a_stream *s, int64_t timeout_ms, const once__wait_stop *stop)
 {
     if (s->done || s->first != NULL)
         return ONCE_OK;
-    return s->b->wait(s->b->ctx, s->principal, s->task_id, s->after, timeout_ms);
+    return s->b->wait(s->b->ctx, s->principal, s->task_id, s->after, timeout_ms, stop);
 }
 
 int once__a2a_stream_error(once__a2a_stream *s, int rc, char **out, size_t *len)
@@ -291,7 +299,7 @@ void once__a2a_stream_free(once__a2a_stream *s)
 {
     if (s == NULL)
         return;
-    slot_give(s->slots);
+    slot_give(s->slots, s->principal);
     once_free(s->idtext);
     once_free(s->prefix);
     once_free(s->first);
@@ -366,13 +374,19 @@ static int last_event_id(a2a_call *c, int *has, int64_t *gen)
     return ONCE_OK;
 }
 
-static int too_many(a2a_call *c)
+static int too_many(a2a_call *c, int why)
 {
     once__a2a_stream_slots *s = c->req->slots;
-    once__a2a_fail(c, ONCE_RPC_INTERNAL, "TOO_MANY_STREAMS",
-               "The server already serves its maximum of %ld streams; retry later or poll "
-               "with GetTask",
-               s ? s->max : 0L);
+    if (why == SLOT_SHARE_USED)
+        once__a2a_fail(c, ONCE_RPC_INTERNAL, "TOO_MANY_STREAMS",
+                       "You already hold your share of %ld of the server's %ld streams; close "
+                       "one, retry later or poll with GetTask",
+                       s->share, s->max);
+    else
+        once__a2a_fail(c, ONCE_RPC_INTERNAL, "TOO_MANY_STREAMS",
+                       "The server already serves its maximum of %ld streams; retry later or "
+                       "poll with GetTask",
+                       s ? s->max : 0L);
     c->http_status = 503;
     c->retry_after = 1;
     return ONCE_EINVAL;
@@ -385,8 +399,9 @@ static int stream_admit(a2a_call *c, int *has_resume, int64_t *resume)
 {
     if (last_event_id(c, has_resume, resume) != ONCE_OK)
         return ONCE_EINVAL;
-    if (!slot_take(c->req->slots))
-        return too_many(c);
+    int why = slot_take(c->req->slots, c->req->principal);
+    if (why != SLOT_TAKEN)
+        return too_many(c, why);
     return ONCE_OK;
 }
 
@@ -505,7 +520,7 @@ int once__a2a_h_send_streaming(a2a_call *c)
 
     json_t *params = immediate_params(c->params);
     if (params == NULL) {
-        slot_give(c->req->slots);
+        slot_give(c->req->slots, c->req->principal);
         return ONCE_ENOMEM;
     }
     json_t *saved = c->params;
@@ -517,7 +532,7 @@ int once__a2a_h_send_streaming(a2a_call *c)
     if (rc == ONCE_OK)
         rc = open_send(c, &c->stream, has_resume, resume);
     if (rc != ONCE_OK) {
-        slot_give(c->req->slots);
+        slot_give(c->req->slots, c->req->principal);
         return rc;
     }
     c->stream->slots = c->req->slots;
@@ -560,7 +575,7 @@ int once__a2a_h_subscribe(a2a_call *c)
     }
     if (rc != ONCE_OK) {
         json_decref(task);
-        slot_give(c->req->slots);
+        slot_give(c->req->slots, c->req->principal);
         if (rc == ONCE_ENOTFOUND)
             return once__a2a_fail_not_found(c, id);
         if (rc == ONCE_ETOMBSTONE)
@@ -592,7 +607,7 @@ int once__a2a_h_subscribe(a2a_call *c)
     json_decref(task);
     if (rc != ONCE_OK) {
         once__a2a_stream_free(s);
-        slot_give(c->req->slots);
+        slot_give(c->req->slots, c->req->principal);
         return rc;
     }
     s->slots = c->req->slots;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "a2a/a2a_int.h"
+#include "core/quote.h"
 
 /* How a query parameter's text becomes its JSON value. */
 enum { Q_STR, Q_INT, Q_BOOL };
@@ -327,6 +328,12 @@ static int build_params(const rest_route *r, const capture *cap, const once__a2a
 int once__a2a_rest_handle(once__a2a *a, const once__a2a_rest_request *req, once__a2a_response *resp)
 {
     memset(resp, 0, sizeof *resp);
+    /* A NUL (%00, which the HTTP layer's unescaping turns into DEL, see
+     * once__url_unescape) or another control character in the path: the
+     * path a proxy in front checked is not the one a C string would read. */
+    if (once__has_control(req->path))
+        return refuse(resp, 400, ONCE_RPC_INVALID_REQUEST, "BAD_PATH",
+                      "The path holds a control character (a NUL, %00..%1F or %7F)", NULL);
     capture cap;
     int known;
     const rest_route *r = route_find(req->method, req->path, &cap, &known);

@@ -5,13 +5,14 @@
  * The inspector hangs at the root of the agent's origin (/inspect/), not
  * below its JSON-RPC path. Its own 404 names TASK_NOT_FOUND; any other 404
  * means the server serves no inspector. Nothing the server sends reaches
- * the terminal as a control character.
+ * the terminal as a control character (show.h).
  */
 #include <inttypes.h>
 #include <string.h>
 
 #include "client/client_int.h"
 #include "client/inspect.h"
+#include "client/show.h"
 #include "core/jcs.h"
 
 #define PATH "/inspect/api/task/"
@@ -92,11 +93,10 @@ int once__client_inspect(once_client *c, const char *agent, const char *task_id,
 
 /* ---- printing ---------------------------------------------------------------- */
 
-/* s with control characters shown as '?'; NULL as "-". */
+/* s with control characters made visible (show.h); NULL as "-". */
 static void put(FILE *f, const char *s)
 {
-    for (s = s != NULL ? s : "-"; *s != '\0'; s++)
-        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+    once__shows(f, s);
 }
 
 static const char *str(const json_t *o, const char *key)

@@ -23,7 +23,7 @@ int once__client_inspect(once_client *c, const char *agent, const char *task_id,
 
 /* Print a timeline (the JSON text above) for a terminal: the record, the
  * retention deadlines, the side-effect keys, push deliveries, then one line
- * per entry. Control characters from the task are shown as '?'.
+ * per entry. Control characters from the task are made visible (show.h).
  * ONCE_OK, or ONCE_EPARSE when text is not a timeline. */
 int once__inspect_print(FILE *f, const char *text);
 

@@ -7,12 +7,14 @@
  * and changing it needs no lock either.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/quote.h"
 #include "core/str.h"
 #include "core/log.h"
 
@@ -147,28 +149,60 @@ static void puts_(once__logline *l, const char *s)
     put(l, s, strlen(s));
 }
 
+/* Whether v[0..n) must be quoted in a text line: empty, or holding a
+ * space, '"', '=', '\\' or anything once__visible_seq escapes. */
+static int text_needs_quote(const unsigned char *v, size_t n)
+{
+    size_t take;
+    char esc[ONCE_VISIBLE_ESC];
+    if (n == 0)
+        return 1;
+    for (size_t i = 0; i < n; i += take)
+        if (v[i] == ' ' || v[i] == '"' || v[i] == '=' || v[i] == '\\' ||
+            once__visible_seq(v + i, n - i, &take, esc) > 0)
+            return 1;
+    return 0;
+}
+
 /* A value as JSON string contents, or as text: bare when it is a plain
  * token, else in double quotes with \ and " escaped. Control characters
- * become \uXXXX in both, so a value can never break the line. */
-static void put_value(once__logline *l, const char *v)
+ * (C0, DEL, C1) become \u00XX and bytes that are not UTF-8 the text \xNN
+ * (once__visible_seq) in both, so a value can never break the line, a
+ * JSON line is valid UTF-8, and no control byte reaches the log. Past
+ * `limit` (the line length the value may reach) the value is cut between
+ * characters and the line marked cut; SIZE_MAX: it fits whole or put()
+ * drops it. */
+static void put_value(once__logline *l, const char *v, size_t n, size_t limit)
 {
-    int quote = l->format == ONCE_LOG_JSON || v[0] == '\0' || strpbrk(v, " \"=\\") != NULL;
-    for (const unsigned char *p = (const unsigned char *)v; !quote && *p; p++)
-        quote = *p < 0x20 || *p == 0x7f;
+    const unsigned char *u = (const unsigned char *)v;
+    int json = l->format == ONCE_LOG_JSON;
+    int quote = json || text_needs_quote(u, n);
+    size_t take;
     if (quote)
         put(l, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        char esc[8];
-        if (*p == '"' || *p == '\\') {
+    for (size_t i = 0; i < n && !l->cut; i += take) {
+        char esc[2 * ONCE_VISIBLE_ESC];
+        size_t k = once__visible_seq(u + i, n - i, &take, esc + 1);
+        const char *piece = (const char *)u + i;
+        if (u[i] == '"' || u[i] == '\\') {
             esc[0] = '\\';
-            esc[1] = (char)*p;
-            put(l, esc, 2);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            snprintf(esc, sizeof esc, "\\u%04x", *p);
-            put(l, esc, 6);
+            esc[1] = (char)u[i];
+            piece = esc;
+            k = 2;
+        } else if (k > 0 && json && esc[2] == 'x') {
+            esc[0] = '\\';   /* the text \xNN, its backslash escaped */
+            piece = esc;
+            k++;
+        } else if (k > 0) {
+            piece = esc + 1;
         } else {
-            put(l, (const char *)p, 1);
+            k = take;
         }
+        if (limit != SIZE_MAX && l->len + k > limit) {
+            l->trunc = 1;
+            break;
+        }
+        put(l, piece, k);
     }
     if (quote)
         put(l, "\"", 1);
@@ -193,6 +227,7 @@ int once__log_begin(once__logline *l, int level, const char *event)
         return 0;
     l->len = 0;
     l->cut = 0;
+    l->trunc = 0;
     l->has_task = 0;
     l->format = log_format;
     struct timeval tv;
@@ -211,7 +246,7 @@ int once__log_begin(once__logline *l, int level, const char *event)
         puts_(l, "\",\"level\":\"");
         puts_(l, lv);
         puts_(l, "\",\"event\":");
-        put_value(l, event);
+        put_value(l, event, strlen(event), SIZE_MAX);
     } else {
         puts_(l, ts);
         put(l, " ", 1);
@@ -237,8 +272,27 @@ void once__log_str(once__logline *l, const char *key, const char *value)
     if (strcmp(key, "task") == 0)
         l->has_task = 1;
     put_key(l, key);
-    put_value(l, value);
+    put_value(l, value, strlen(value), SIZE_MAX);
     field_done(l, start);
+}
+
+void once__log_text(once__logline *l, const char *key, const char *value, size_t n)
+{
+    if (value == NULL || l->cut)
+        return;
+    size_t start = l->len;
+    put_key(l, key);
+    put_value(l, value, n, sizeof l->buf - TAIL - ONCE__LOG_TEXT_ROOM - 1);
+    field_done(l, start);
+}
+
+void once__log_note(int level, const char *event, const char *message)
+{
+    once__logline l;
+    if (!once__log_begin(&l, level, event))
+        return;
+    once__log_text(&l, "message", message, strlen(message));
+    once__log_end(&l);
 }
 
 void once__log_int(once__logline *l, const char *key, int64_t value)
@@ -259,7 +313,7 @@ void once__log_end(once__logline *l)
         once__log_str(l, "task", tl_ctx.task_id);
     if (tl_ctx.traceparent[0] != '\0')
         once__log_str(l, "traceparent", tl_ctx.traceparent);
-    if (l->cut) {
+    if (l->cut || l->trunc) {
         const char *mark = l->format == ONCE_LOG_JSON ? ",\"cut\":true" : " cut=true";
         memcpy(l->buf + l->len, mark, strlen(mark));   /* TAIL kept room for it */
         l->len += strlen(mark);

@@ -65,7 +65,8 @@ typedef struct once__logline {
     char buf[ONCE__LOG_LINE];
     size_t len;
     int format;
-    int cut;
+    int cut;     /* a field was left out: nothing more is added */
+    int trunc;   /* a text value was cut short (once__log_text) */
     int has_task;
 } once__logline;
 
@@ -74,6 +75,14 @@ typedef struct once__logline {
 int once__log_begin(once__logline *l, int level, const char *event);
 void once__log_str(once__logline *l, const char *key, const char *value);  /* NULL: skipped */
 void once__log_int(once__logline *l, const char *key, int64_t value);
+/* Text a peer supplied (an agent's log or stderr line): value[0..n), any
+ * bytes (NUL, control characters, invalid UTF-8 are escaped like every
+ * value). Cut short to fit, leaving ONCE__LOG_TEXT_ROOM for the fields
+ * after it (the task, the traceparent), instead of being left out. */
+#define ONCE__LOG_TEXT_ROOM 192
+void once__log_text(once__logline *l, const char *key, const char *value, size_t n);
+/* One line: event, with message as its "message" field. */
+void once__log_note(int level, const char *event, const char *message);
 /* Add the thread's task (unless a "task" field was given) and
  * traceparent, end the line and write it. */
 void once__log_end(once__logline *l);

@@ -36,3 +36,21 @@ int once__pct_decode(const char *src, size_t n, int plus_space, char *out, size_
     out[o] = '\0';
     return 1;
 }
+
+size_t once__pct_decode_inplace(char *s, char nul_as)
+{
+    size_t o = 0;
+    for (size_t i = 0; s[i] != '\0'; i++) {
+        int hi, lo;
+        char c = s[i];
+        if (c == '%' && (hi = hex(s[i + 1])) >= 0 && (lo = hex(s[i + 2])) >= 0) {
+            c = (char)(hi * 16 + lo);
+            i += 2;
+            if (c == '\0')
+                c = nul_as;
+        }
+        s[o++] = c;
+    }
+    s[o] = '\0';
+    return o;
+}

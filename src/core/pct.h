@@ -14,4 +14,10 @@
  * (which no C string can carry). n + 1 bytes always fit. */
 int once__pct_decode(const char *src, size_t n, int plus_space, char *out, size_t outlen);
 
+/* Decode s in place, leniently as libmicrohttpd decodes a request path (an
+ * escape that is cut short or not hex stays as it is), a decoded NUL
+ * written as nul_as instead (a C string could not carry it). Returns the
+ * decoded length; s is NUL-terminated there. */
+size_t once__pct_decode_inplace(char *s, char nul_as);
+
 #endif /* ONCE_CORE_PCT_H */

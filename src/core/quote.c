@@ -59,7 +59,8 @@ void once__quote(const char *s, size_t n, size_t max, char *out, size_t cap)
         size_t take = len ? len : 1;
         if (o + (len ? len : 1) > max)
             break;
-        if (len == 0 || (len == 1 && (u[i] < 0x20 || u[i] == 0x7F)))
+        if (len == 0 || (len == 1 && (u[i] < 0x20 || u[i] == 0x7F)) ||
+            (len == 2 && u[i] == 0xC2 && u[i + 1] < 0xA0))   /* C1 */
             out[o++] = '?';
         else {
             memcpy(out + o, s + i, len);
@@ -72,4 +73,40 @@ void once__quote(const char *s, size_t n, size_t max, char *out, size_t cap)
         o += 3;
     }
     out[o] = '\0';
+}
+
+size_t once__visible_seq(const unsigned char *s, size_t n, size_t *take,
+                         char esc[ONCE_VISIBLE_ESC])
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t len = once__utf8_seq(s, n);
+    unsigned cp;
+
+    *take = len ? len : 1;
+    if (len == 0) {
+        memcpy(esc, "\\x", 2);
+        esc[2] = hex[s[0] >> 4];
+        esc[3] = hex[s[0] & 15];
+        return 4;
+    }
+    if (len == 1 && s[0] >= 0x20 && s[0] != 0x7F)
+        return 0;
+    if (len == 2 && s[0] == 0xC2 && s[1] < 0xA0)
+        cp = s[1];   /* C1: U+0080..U+009F */
+    else if (len == 1)
+        cp = s[0];
+    else
+        return 0;
+    memcpy(esc, "\\u00", 4);
+    esc[4] = hex[cp >> 4];
+    esc[5] = hex[cp & 15];
+    return 6;
+}
+
+int once__has_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+        if (*p < 0x20 || *p == 0x7F)
+            return 1;
+    return 0;
 }

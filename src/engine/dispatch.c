@@ -3,8 +3,12 @@
  * heartbeat.
  *
  * A turn is queued by whoever won the write that gave this replica the
- * lease (register, continuation, takeover). Workers pop turns FIFO and run
- * them (work.c), which first renews the lease under the turn's fence: the
+ * lease (register, continuation, takeover). A worker takes the oldest
+ * queued turn of the principal with the fewest turns on workers now (one
+ * principal alone: FIFO), so a principal's backlog waits behind the other
+ * principals' turns, not in front of them; admission gives each principal
+ * at most its share of the queue (once__queue_room). The worker runs the
+ * turn (work.c), which first renews the lease under the turn's fence: the
  * lease is taken when a turn starts, not while it waits. The heartbeat
  * renews the leases of running turns only, with the store's lease-only
  * write (renew), whose cost does not depend on the task's size; when the
@@ -19,7 +23,8 @@
  * Invariants: a turn is on e->active from dispatch until its worker is done
  * with it (or shutdown frees it); a key has at most one turn on the queue
  * (a newer dispatch of the key replaces the queued one in place); e->queued
- * counts the queue; once `stopping` is set no new turn is accepted and
+ * counts the queue, and each tenant its principal's turns on the queue and
+ * on workers; once `stopping` is set no new turn is accepted and
  * queued turns never run (their leases expire and any replica takes them
  * over).
  */
@@ -70,6 +75,86 @@ static once__turn *queued_locked(once__engine *e, const char *principal, const c
 
 static int dispatch_turn(once__engine *e, const char *principal, const char *task_id,
                          int64_t fence, int resumed, json_t *task, once_record *rec);
+
+/* --- tenants (caller holds e->mu) ------------------------------------------- */
+
+static once__tenant *tenant_find(once__engine *e, const char *principal)
+{
+    for (once__tenant *n = e->tenants; n != NULL; n = n->next)
+        if (strcmp(n->principal, principal) == 0)
+            return n;
+    return NULL;
+}
+
+/* principal's tenant, made if it has none; NULL: no memory (the turn goes
+ * uncounted, which only loosens its principal's share). */
+static once__tenant *tenant_get(once__engine *e, const char *principal)
+{
+    once__tenant *n = tenant_find(e, principal);
+    if (n == NULL && (n = once_calloc(1, sizeof *n)) != NULL) {
+        once__strlcpy(n->principal, principal, sizeof n->principal);
+        n->next = e->tenants;
+        e->tenants = n;
+    }
+    return n;
+}
+
+/* t's turn left the worker: forget its tenant once it holds nothing. */
+static void tenant_leave(once__engine *e, once__turn *t)
+{
+    once__tenant *n = t->tenant;
+    t->tenant = NULL;
+    if (n == NULL || --n->running > 0 || n->queued > 0)
+        return;
+    for (once__tenant **pp = &e->tenants; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == n) {
+            *pp = n->next;
+            break;
+        }
+    }
+    once_free(n);
+}
+
+static int running_of(const once__turn *t)
+{
+    return t->tenant != NULL ? t->tenant->running : 0;
+}
+
+/* Unlink and return the turn a worker runs next (the queue is not empty):
+ * the oldest queued turn of the principal with the fewest turns on
+ * workers. Its tenant counts it as running from here. */
+static once__turn *pick_locked(once__engine *e)
+{
+    once__turn **best = &e->qhead, *before_best = NULL, *before = NULL;
+    int least = running_of(e->qhead);
+    for (once__turn **pp = &e->qhead; *pp != NULL && least > 0; pp = &(*pp)->qnext) {
+        if (running_of(*pp) < least) {
+            least = running_of(*pp);
+            best = pp;
+            before_best = before;
+        }
+        before = *pp;
+    }
+    once__turn *t = *best;
+    *best = t->qnext;
+    if (e->qtail == t)
+        e->qtail = before_best;
+    t->qnext = NULL;
+    if (t->tenant != NULL) {
+        t->tenant->queued--;
+        t->tenant->running++;
+    }
+    return t;
+}
+
+/* Room for one more queued turn of principal. */
+static int room_locked(once__engine *e, const char *principal)
+{
+    if (e->nqueued >= e->cfg.max_queue)
+        return 0;
+    const once__tenant *n = tenant_find(e, principal);
+    return n == NULL || n->queued < e->cfg.max_queue_per_principal;
+}
 
 /* What the dispatching write left the turn and the turn did not take. */
 static void turn_drop_start(once__turn *t)
@@ -177,6 +262,8 @@ static int enqueue(once__engine *e, once__turn *t)
     }
     t->anext = e->active;
     e->active = t;
+    if ((t->tenant = tenant_get(e, t->principal)) != NULL)
+        t->tenant->queued++;
     if (e->qtail != NULL)
         e->qtail->qnext = t;
     else
@@ -284,11 +371,19 @@ int once__queue_full(once__engine *e)
     return full;
 }
 
-int once__queue_admit(once__engine *e)
+int once__queue_room(once__engine *e, const char *principal)
 {
     pthread_mutex_lock(&e->mu);
-    int full = e->nqueued >= e->cfg.max_queue;
-    if (full && e->cfg.admit_wait_ms > 0 && !e->stopping) {
+    int room = room_locked(e, principal);
+    pthread_mutex_unlock(&e->mu);
+    return room;
+}
+
+int once__queue_admit(once__engine *e, const char *principal)
+{
+    pthread_mutex_lock(&e->mu);
+    int room = room_locked(e, principal);
+    if (!room && e->cfg.admit_wait_ms > 0 && !e->stopping) {
         ONCE__STAT(e, admit_waits);
         int64_t until = once_monotonic_ms() + e->cfg.admit_wait_ms;
         for (;;) {
@@ -296,13 +391,12 @@ int once__queue_admit(once__engine *e)
             if (left <= 0 || e->stopping)
                 break;
             once__cond_wait_ms(&e->room_cv, &e->mu, left);
-            full = e->nqueued >= e->cfg.max_queue;
-            if (!full)
+            if ((room = room_locked(e, principal)) != 0)
                 break;
         }
     }
     pthread_mutex_unlock(&e->mu);
-    return !full;
+    return room;
 }
 
 int once__queue_holds(once__engine *e, const char *principal, const char *task_id)
@@ -345,6 +439,7 @@ static void turn_done(once__engine *e, once__turn *t)
     turn_drop_start(t);
     pthread_mutex_lock(&e->mu);
     unlink_active(e, t);
+    tenant_leave(e, t);
     pthread_mutex_unlock(&e->mu);
     once_free(t);
 }
@@ -358,11 +453,7 @@ static void *worker_main(void *arg)
             pthread_cond_wait(&e->work_cv, &e->mu);
         if (e->stopping)
             break;
-        once__turn *t = e->qhead;
-        e->qhead = t->qnext;
-        if (e->qhead == NULL)
-            e->qtail = NULL;
-        t->qnext = NULL;
+        once__turn *t = pick_locked(e);
         t->running = 1;
         e->nqueued--;
         __atomic_store_n(&e->stats.queued, (uint64_t)e->nqueued, __ATOMIC_RELAXED);
@@ -502,7 +593,14 @@ void once__dispatch_stop(once__engine *e)
     e->active = NULL;
     e->qhead = e->qtail = NULL;
     e->nqueued = 0;
+    once__tenant *n = e->tenants;
+    e->tenants = NULL;
     pthread_mutex_unlock(&e->mu);
+    while (n != NULL) {
+        once__tenant *next = n->next;
+        once_free(n);
+        n = next;
+    }
     while (t != NULL) {
         once__turn *next = t->anext;
         if (!__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE))

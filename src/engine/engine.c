@@ -153,7 +153,8 @@ int once__engine_new(const once__engine_config *cfg, once__engine **out, char *e
     if (cfg->lease_ms < 0 || cfg->heartbeat_ms < 0 || cfg->retention_ms < 0 ||
         cfg->tombstone_ms < 0 || cfg->sweep_interval_ms < 0 || cfg->max_wait_ms < 0 ||
         cfg->workers < 0 || cfg->workers > MAX_WORKERS || cfg->max_queue < 0 ||
-        cfg->max_queue > MAX_QUEUE || cfg->max_task_bytes < 0 || cfg->admit_wait_ms < -1) {
+        cfg->max_queue > MAX_QUEUE || cfg->max_queue_per_principal < ONCE__SHARE_QUARTER ||
+        cfg->max_task_bytes < 0 || cfg->admit_wait_ms < -1) {
         snprintf(err, errlen, "negative or out-of-range engine setting");
         return ONCE_EINVAL;
     }
@@ -205,6 +206,7 @@ int once__engine_new(const once__engine_config *cfg, once__engine **out, char *e
         c->max_waits_per_principal = DEFAULT_MAX_WAITS_PER_PRINCIPAL;
     if (c->max_queue == 0)
         c->max_queue = DEFAULT_QUEUE_PER_WORKER * c->workers;
+    c->max_queue_per_principal = (int)once__share_of(c->max_queue_per_principal, c->max_queue);
     if (c->max_task_bytes == 0)
         c->max_task_bytes = DEFAULT_MAX_TASK_BYTES;
     if (c->admit_wait_ms == 0)

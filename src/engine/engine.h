@@ -50,6 +50,16 @@ typedef struct once__engine_config {
      * other replicas take the load instead of a queue that grows without
      * bound. */
     int max_queue;
+    /* The queue's share of one principal: past it that principal's sends
+     * that would start a turn are answered ONCE_EOVERLOAD (nothing written)
+     * while other principals still get in. 0: no share (one principal may
+     * fill the queue: right when every caller is one principal);
+     * ONCE__SHARE_QUARTER: a quarter of max_queue, at least 1. Takeovers
+     * are bounded by max_queue alone. Whatever the shares, a worker takes
+     * the oldest queued turn of the principal with the fewest turns on
+     * workers (dispatch.c), so a busy principal's backlog waits behind the
+     * others' turns instead of in front of them. */
+    int max_queue_per_principal;
     /* How long a send that would start a turn waits for room when the
      * queue is full before it is refused, in ms; default 100, -1: refuse at
      * once. A client that retries without pause (ignoring Retry-After)
@@ -84,6 +94,18 @@ typedef struct once__engine_config {
 } once__engine_config;
 
 enum { ONCE_PLAIN_IDS_DERIVED = 0, ONCE_PLAIN_IDS_SERVER = 1 };
+
+/* A per-principal share of a quarter of its limit (max_queue_per_principal,
+ * and the HTTP layer's max_streams_per_principal). */
+#define ONCE__SHARE_QUARTER (-1)
+/* The share a setting names: ONCE__SHARE_QUARTER resolved against limit,
+ * 0 (no share) as limit, else itself. */
+static inline long once__share_of(long setting, long limit)
+{
+    if (setting == ONCE__SHARE_QUARTER)
+        return limit / 4 > 0 ? limit / 4 : 1;
+    return setting > 0 && setting < limit ? setting : limit;
+}
 
 int once__engine_new(const once__engine_config *cfg, once__engine **out, char *err, size_t errlen);
 /* Start the worker pool and the sweeper thread. */
@@ -338,6 +360,17 @@ int once__engine_task_head(once__engine *e, const char *principal, const char *t
  * ONCE_ECLOSED (engine stopping) or a store error (retryable). */
 int once__engine_wait_generation(once__engine *e, const char *principal, const char *task_id,
                                 int64_t gen, int64_t timeout_ms);
+/* A waiter's own reason to stop early (a stream's client went away):
+ * fn(arg) is asked at every poll of the wait, about every 50 ms, and 1
+ * ends it with ONCE_ECANCELED. */
+typedef struct once__wait_stop {
+    int (*fn)(void *arg);
+    void *arg;
+} once__wait_stop;
+/* once__engine_wait_generation that also ends when stop says so (NULL:
+ * never). */
+int once__engine_wait_generation_or(once__engine *e, const char *principal, const char *task_id,
+                                    int64_t gen, int64_t timeout_ms, const once__wait_stop *stop);
 
 /* --- writes by a worker outside this engine's turns (external.c) ---------
  *

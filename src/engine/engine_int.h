@@ -23,6 +23,21 @@
 #include "engine/engine.h"
 
 /*
+ * A principal with turns on this replica's queue or on its workers: what
+ * admission (its share of the queue) and a worker's pick (the fewest turns
+ * on workers first) are fair by (dispatch.c). On e->tenants; every field
+ * under e->mu; freed when both counts are back to 0. Turns run on the
+ * thread that dispatched them (once__dispatch_here, _born) are not
+ * counted: they hold no worker and no queue slot.
+ */
+typedef struct once__tenant {
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    int queued;                 /* its turns on the queue */
+    int running;                /* its turns on a worker */
+    struct once__tenant *next;
+} once__tenant;
+
+/*
  * One turn: this replica runs the executor once for (principal, task_id)
  * under fence `fence`. Allocated by once__dispatch, freed by the worker that
  * ran it (or by engine shutdown when it never ran).
@@ -59,7 +74,9 @@ typedef struct once__turn {
     once_record *settled;       /* a turn run on the registering thread: where it leaves
                                  * the record as it last wrote or read it (untouched when
                                  * it stopped before reading one) */
-    struct once__turn *qnext;   /* FIFO of turns waiting for a worker */
+    once__tenant *tenant;       /* counted there while queued or on a worker (NULL: not
+                                 * counted: run in place, or no memory for the tenant) */
+    struct once__turn *qnext;   /* queue of turns waiting for a worker, oldest first */
     struct once__turn *anext;   /* every turn this engine holds (queued or running) */
 } once__turn;
 
@@ -116,6 +133,7 @@ struct once__engine {
     pthread_cond_t room_cv;     /* a worker took a queued turn (admission waits) */
     once__turn *qhead, *qtail;
     int nqueued;                /* turns on the queue (cfg.max_queue bounds new ones) */
+    once__tenant *tenants;      /* principals with turns queued or on workers */
     once__turn *active;         /* newest first: ids descend along anext */
     once__waiter *waiters;
     once__await *awaits;        /* deferred waits (await.c) */
@@ -380,10 +398,14 @@ void once__cancel_local(once__engine *e, const char *principal, const char *task
 /* 1 if the queue holds cfg.max_queue turns or more: sends that would start
  * a turn answer ONCE_EOVERLOAD, the sweeper takes nothing over. */
 int once__queue_full(once__engine *e);
-/* 1 if the queue has room for one more turn now, or gets it within
- * cfg.admit_wait_ms (a worker takes a queued turn); 0 when it stays full
- * (or the engine stops). Counts admit_waits when it had to wait. */
-int once__queue_admit(once__engine *e);
+/* 1 if the queue has room for one more turn of principal now: fewer than
+ * cfg.max_queue turns queued, and fewer than cfg.max_queue_per_principal
+ * of them principal's. */
+int once__queue_room(once__engine *e, const char *principal);
+/* 1 if there is room for one more turn of principal now, or within
+ * cfg.admit_wait_ms (a worker takes a queued turn); 0 when there stays
+ * none (or the engine stops). Counts admit_waits when it had to wait. */
+int once__queue_admit(once__engine *e, const char *principal);
 /* 1 if a turn of the key waits on this replica's queue. */
 int once__queue_holds(once__engine *e, const char *principal, const char *task_id);
 /* Renew this replica's lease on the key under fence (the store's renew

@@ -9,6 +9,8 @@
  * A poll asks for at most one event after the generation: an index probe
  * when nothing moved, never a load of the record, whose task JSON may be
  * large and which a stream does not need (its reads are event reads).
+ * Each poll also asks the caller's stop hook, if any (a stream whose
+ * client left ends its wait within a poll, not at its next ping).
  *
  * Invariants: both calls are read-only and scoped by the key (principal,
  * task_id), so another principal's task looks like a missing one; they
@@ -121,7 +123,8 @@ static int moved(once__engine *e, const char *principal, const char *task_id, in
 
 /* The wait proper, with w registered: a local write from here on sets
  * w->fired, so the first probe below cannot miss one. */
-static int wait_registered(once__engine *e, once__waiter *w, int64_t gen, int64_t timeout_ms)
+static int wait_registered(once__engine *e, once__waiter *w, int64_t gen, int64_t timeout_ms,
+                           const once__wait_stop *stop)
 {
     const char *principal = w->principal, *task_id = w->task_id;
     int m = moved(e, principal, task_id, gen);
@@ -146,6 +149,10 @@ static int wait_registered(once__engine *e, once__waiter *w, int64_t gen, int64_
             rc = ONCE_ECLOSED;
             break;
         }
+        if (stop != NULL && stop->fn(stop->arg)) {
+            rc = ONCE_ECANCELED;
+            break;
+        }
         /* Woken by a local write or not, the store says whether it moved:
          * a notification names the key, not the generation. */
         m = moved(e, principal, task_id, gen);
@@ -164,26 +171,32 @@ static int wait_registered(once__engine *e, once__waiter *w, int64_t gen, int64_
  * which a local write's notification finds no waiter, and the wait would
  * only see that write at the next poll. */
 static int wait_counted(once__engine *e, const char *principal, const char *task_id, int64_t gen,
-                        int64_t timeout_ms)
+                        int64_t timeout_ms, const once__wait_stop *stop)
 {
     once__waiter w;
     int rc = once__waiter_add(e, &w, principal, task_id);
     if (rc != ONCE_OK)
         return rc;
 
-    rc = wait_registered(e, &w, gen, timeout_ms);
+    rc = wait_registered(e, &w, gen, timeout_ms, stop);
 
     once__waiter_remove(e, &w);
+    return rc;
+}
+
+int once__engine_wait_generation_or(once__engine *e, const char *principal, const char *task_id,
+                                    int64_t gen, int64_t timeout_ms, const once__wait_stop *stop)
+{
+    int rc;
+    if (!enter_key(e, principal, task_id, ONCE_ETIMEDOUT /* no task: never moves */, &rc))
+        return rc;
+    rc = wait_counted(e, principal, task_id, gen, timeout_ms, stop);
+    leave(e);
     return rc;
 }
 
 int once__engine_wait_generation(once__engine *e, const char *principal, const char *task_id,
                                 int64_t gen, int64_t timeout_ms)
 {
-    int rc;
-    if (!enter_key(e, principal, task_id, ONCE_ETIMEDOUT /* no task: never moves */, &rc))
-        return rc;
-    rc = wait_counted(e, principal, task_id, gen, timeout_ms);
-    leave(e);
-    return rc;
+    return once__engine_wait_generation_or(e, principal, task_id, gen, timeout_ms, NULL);
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "core/civil.h"
 #include "core/jcs.h"
 #include "engine/engine_int.h"
@@ -127,30 +128,55 @@ static int append_text(char *buf, size_t cap, const char *s)
     return 0;
 }
 
-/* The text of a parts array, one space between parts; a file or data part
- * shows as [file NAME] / [data]; "..." marks a cut. */
+/* How a file part reads in a text: "[file NAME (TYPE, N bytes)]" for the
+ * bytes inline (A2A 1.0 `raw`, 0.3 `file.bytes`: N is the decoded size),
+ * "[file NAME (TYPE, url URL)]" for a reference (1.0 `url`, 0.3
+ * `file.uri`); NAME and TYPE when the part has them. 0 when p is no file. */
+static int file_text(const json_t *p, char *out, size_t cap)
+{
+    const json_t *f = json_object_get(p, "file");   /* A2A 0.3 */
+    const json_t *raw = f ? json_object_get(f, "bytes") : json_object_get(p, "raw");
+    const json_t *url = f ? json_object_get(f, "uri") : json_object_get(p, "url");
+    const json_t *from = f ? f : p;
+    const char *name = json_string_value(json_object_get(from, f ? "name" : "filename"));
+    const char *type = json_string_value(json_object_get(from, f ? "mimeType" : "mediaType"));
+    if (f == NULL && !json_is_string(raw) && !json_is_string(url))
+        return 0;
+    char what[64] = "";
+    if (json_is_string(raw)) {
+        long n = once__base64_decode(json_string_value(raw), json_string_length(raw), NULL, 0);
+        if (n >= 0)
+            snprintf(what, sizeof what, "%ld bytes", n);
+        else
+            snprintf(what, sizeof what, "bytes not base64");
+    }
+    const char *u = json_is_string(url) ? json_string_value(url) : NULL;
+    int detail = type != NULL || u != NULL || what[0] != '\0';
+    int w = snprintf(out, cap, "[file%s%s%s%s%s%s%s%s]", name ? " " : "", name ? name : "",
+                     detail ? " (" : "", type ? type : "", type && (u || what[0]) ? ", " : "",
+                     u ? "url " : what, u ? u : "", detail ? ")" : "");
+    return w >= 0;
+}
+
+/* The text of a parts array, one space between parts; a file part shows
+ * as file_text says, a data part as [data]; "..." marks a cut. */
 static void parts_text(const json_t *parts, char out[ONCE_INSPECT_TEXT_MAX + 1])
 {
-    char buf[ONCE_INSPECT_TEXT_MAX - 2];
+    char buf[ONCE_INSPECT_TEXT_MAX - 2], file[ONCE_INSPECT_TEXT_MAX];
     buf[0] = '\0';
     size_t i;
     const json_t *p;
     int fit = 1;
     json_array_foreach (parts, i, p) {
         const char *s = json_string_value(json_object_get(p, "text"));
-        const json_t *file = json_object_get(p, "file");
         if (fit && i > 0)
             fit = append_text(buf, sizeof buf, " ");
-        if (fit && s != NULL) {
+        if (fit && s != NULL)
             fit = append_text(buf, sizeof buf, s);
-        } else if (fit && file != NULL) {
-            const char *name = json_string_value(json_object_get(file, "name"));
-            fit = append_text(buf, sizeof buf, "[file ") &&
-                  append_text(buf, sizeof buf, name != NULL ? name : "") &&
-                  append_text(buf, sizeof buf, "]");
-        } else if (fit) {
+        else if (fit && file_text(p, file, sizeof file))
+            fit = append_text(buf, sizeof buf, file);
+        else if (fit)
             fit = append_text(buf, sizeof buf, "[data]");
-        }
     }
     size_t n = strlen(buf);
     memcpy(out, buf, n);

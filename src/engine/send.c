@@ -11,7 +11,8 @@
  *   - a store failure (ESTORE / EBUSY) is returned as such, never turned
  *     into a verdict;
  *   - a send that would start a turn while this replica's turn queue is
- *     full writes nothing and answers ONCE_EOVERLOAD (retryable); one whose
+ *     full, or holds its principal's share, writes nothing and answers
+ *     ONCE_EOVERLOAD (retryable); one whose
  *     task ID was minted here is refused before it reads the store (no
  *     record can have that ID), any other after its load, so that a
  *     replay is answered whatever the queue holds;
@@ -488,10 +489,12 @@ static int send_counted(once__engine *e, const once_send_req *req, once_send_res
     return rc;
 }
 
-/* Room in the turn queue; a caller that may not wait only looks. */
+/* Room in the turn queue, within the principal's share; a caller that may
+ * not wait only looks. */
 static int admit(once__engine *e, const once_send_req *req)
 {
-    return req->inline_only ? !once__queue_full(e) : once__queue_admit(e);
+    return req->inline_only ? once__queue_room(e, req->principal)
+                            : once__queue_admit(e, req->principal);
 }
 
 /* Load, decide, apply; again after a lost race. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "core/jcs.h"
+#include "core/log.h"
 #include "core/quote.h"
 #include "exec/jsonl.h"
 #include "exec/proc.h"
@@ -37,7 +38,7 @@
 #define DRAIN_MS 1000          /* output still read after the command exited */
 #define END_GRACE_MIN_MS 1000  /* time to exit after a line that ended the turn */
 #define READ_CHUNK 65536
-#define ERR_LINE_MAX 4096      /* stderr lines are passed through in pieces of this */
+#define ERR_LINE_MAX 1024      /* stderr lines are logged in pieces of this */
 #define REASON_MAX 768
 
 /* Set by once_executor_subprocess, read-only afterwards (shared by all
@@ -88,35 +89,19 @@ static int64_t sweep_at(const turn *t)
 
 /* ------------------------------------------------------------ diagnostics */
 
-static void write_all(int fd, const char *s, size_t n)
+/* One line in onced's log about this turn (core/log.h), never written
+ * past it: the agent's text goes in as one escaped value, so no byte it
+ * prints (a newline, a JSON object, a terminal escape) can end the line or
+ * forge a record, in text or JSON format alike. */
+static void emit(const turn *t, int level, const char *event, const char *key, const char *s,
+                 size_t n)
 {
-    while (n > 0) {
-        ssize_t r = write(fd, s, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return;
-        s += r;
-        n -= (size_t)r;
-    }
-}
-
-/* One line on onced's stderr, prefixed with the task id, in one write. */
-static void emit(const turn *t, const char *kind, const char *s, size_t n)
-{
-    char buf[ERR_LINE_MAX + 256];
-    int k = snprintf(buf, sizeof buf, "[task %s] %s", t->task_id, kind);
-    size_t len;
-
-    if (k < 0)
+    once__logline l;
+    if (!once__log_begin(&l, level, event))
         return;
-    len = (size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1;
-    if (n > sizeof buf - len - 1)
-        n = sizeof buf - len - 1;
-    memcpy(buf + len, s, n);
-    len += n;
-    buf[len++] = '\n';
-    write_all(2, buf, len);
+    once__log_str(&l, "task", t->task_id);
+    once__log_text(&l, key, s, n);
+    once__log_end(&l);
 }
 
 #if defined(__GNUC__)
@@ -129,7 +114,7 @@ static void say(const turn *t, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    emit(t, "exec: ", msg, strlen(msg));
+    emit(t, ONCE_LOG_WARN, "exec", "message", msg, strlen(msg));
 }
 
 /* ------------------------------------------------------------ termination */
@@ -161,7 +146,7 @@ static void fail(turn *t, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
-    emit(t, "", reason, strlen(reason));
+    emit(t, ONCE_LOG_WARN, "exec", "message", reason, strlen(reason));
     rc = once_work_fail(t->w, reason);
     /* ONCE_EILLEGAL: the task already ended; nothing more to say. */
     t->rc = (rc == ONCE_OK || rc == ONCE_EILLEGAL) ? ONCE_OK : rc;
@@ -273,7 +258,7 @@ static void on_line(turn *t, const char *s, size_t n)
         return;
     }
     if (c.kind == ONCE__EXEC_LOG) {
-        emit(t, "log: ", c.text, strlen(c.text));
+        emit(t, ONCE_LOG_INFO, "agent_log", "text", c.text, strlen(c.text));
     } else if (c.kind == ONCE__EXEC_BLANK) {
         /* tolerated: print("") and friends */
     } else if (t->ph == PH_ENDED) {
@@ -422,8 +407,26 @@ static void read_stdout(turn *t)
 static void flush_err(turn *t)
 {
     if (t->err_len > 0)
-        emit(t, "", t->err, t->err_len);
+        emit(t, ONCE_LOG_INFO, "agent_stderr", "text", t->err, t->err_len);
     t->err_len = 0;
+}
+
+/* A stderr line longer than ERR_LINE_MAX goes out in pieces, each cut
+ * before a UTF-8 character that would not fit, not in its middle. */
+static void flush_err_piece(turn *t)
+{
+    const unsigned char *e = (const unsigned char *)t->err;
+    size_t back = 0, cut = t->err_len;
+    while (back < 3 && back + 1 < t->err_len && (e[t->err_len - 1 - back] & 0xC0) == 0x80)
+        back++;
+    size_t lead = t->err_len - 1 - back;
+    if (lead > 0 && e[lead] >= 0xC0 && once__utf8_seq(e + lead, t->err_len - lead) == 0)
+        cut = lead;   /* carried over to the next piece */
+    size_t rest = t->err_len - cut;
+    t->err_len = cut;
+    flush_err(t);
+    memmove(t->err, t->err + cut, rest);
+    t->err_len = rest;
 }
 
 static void read_stderr(turn *t)
@@ -440,12 +443,11 @@ static void read_stderr(turn *t)
     }
     for (ssize_t i = 0; i < r; i++) {
         if (buf[i] == '\n') {
-            emit(t, "", t->err, t->err_len);
-            t->err_len = 0;
+            flush_err(t);
             continue;
         }
         if (t->err_len == sizeof t->err)
-            flush_err(t);
+            flush_err_piece(t);
         t->err[t->err_len++] = buf[i];
     }
 }

@@ -24,6 +24,7 @@
 #include "core/grow.h"
 #include "core/list.h"
 #include "core/str.h"
+#include "core/log.h"
 #include "http/guard.h"
 
 /* At most one log line about cut connections this often. */
@@ -259,10 +260,18 @@ static void log_cuts(once__guard *g, int64_t now)
     unsigned long *n = g->cuts;
     if (n[CUT_DEADLINE] + n[CUT_ROOM] + n[CUT_MEMORY] == 0 || now - g->logged_at < LOG_EVERY_MS)
         return;
-    fprintf(stderr,
-            "%s: closed %lu connection(s) past the request timeout, %lu to make room for new "
-            "clients, %lu to stay within the request body memory\n",
-            g->who, n[CUT_DEADLINE], n[CUT_ROOM], n[CUT_MEMORY]);
+    once__logline l;
+    if (!once__log_enabled(ONCE_LOG_ERROR)) {   /* the program keeps no log (once listen) */
+        fprintf(stderr,
+                "%s: closed %lu connection(s) past the request timeout, %lu to make room for "
+                "new clients, %lu to stay within the request body memory\n",
+                g->who, n[CUT_DEADLINE], n[CUT_ROOM], n[CUT_MEMORY]);
+    } else if (once__log_begin(&l, ONCE_LOG_WARN, "connections_closed")) {
+        once__log_int(&l, "past_request_timeout", (int64_t)n[CUT_DEADLINE]);
+        once__log_int(&l, "for_room", (int64_t)n[CUT_ROOM]);
+        once__log_int(&l, "for_body_memory", (int64_t)n[CUT_MEMORY]);
+        once__log_end(&l);
+    }
     memset(g->cuts, 0, sizeof g->cuts);
     g->logged_at = now;
 }

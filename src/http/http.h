@@ -155,6 +155,9 @@ typedef struct once_http_config {
     /* SSE (sse.c): streams served at once (past it: 503 TOO_MANY_STREAMS),
      * the keep-alive comment interval, the per-stream buffer cap. */
     unsigned max_streams;        /* 0 = 256 */
+    int max_streams_per_principal; /* one principal's share of them (past it 503
+                                    * TOO_MANY_STREAMS for it alone): 0 = none;
+                                    * ONCE__SHARE_QUARTER = a quarter */
     int64_t sse_ping_ms;         /* 0 = 15000 */
     size_t sse_buffer;           /* 0 = 64 KiB */
     once_http_ops ops;           /* zeroed: always ready, /metrics with the
@@ -167,6 +170,18 @@ typedef struct once_http_config {
     const char *tls_priority;    /* GnuTLS priority string; NULL = TLS 1.2+ with
                                     forward secrecy (ONCE_TLS_PRIORITY_DEFAULT) */
     once_http_inspect inspect;   /* zeroed: no /inspect/ */
+    /* Request admission (admit.c). The names a request's Host may carry
+     * (--allowed-hosts: host names or IP literals, any port; "*" = any);
+     * NULL = the listen address, localhost, 127.0.0.1 and ::1 when bound to
+     * loopback, any name otherwise. The public URL's host always passes. */
+    const char *const *allowed_hosts;
+    size_t nallowed_hosts;
+    /* Origins ("scheme://host[:port]") whose browser pages may call the A2A
+     * endpoints, with CORS answers (--cors-origin); others are refused. */
+    const char *const *cors_origins;
+    size_t ncors_origins;
+    const char *public_url;      /* the card's URL when set (--public-url);
+                                    its origin is onced's own */
 } once_http_config;
 
 typedef struct once_http once_http;

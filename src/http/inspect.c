@@ -17,6 +17,7 @@
 #include "core/jcs.h"
 #include "core/metrics.h"
 #include "core/pct.h"
+#include "core/quote.h"
 #include "http/inspect.h"
 #include "http/ops.h"
 
@@ -279,6 +280,16 @@ int once__inspect_route(once__inspect *in, struct MHD_Connection *conn, const ch
         (url[strlen(PREFIX)] != '\0' && url[strlen(PREFIX)] != '/'))
         return ONCE__INSPECT_NOT_MINE;
     const char *path = url + strlen(PREFIX);
+    if (once__has_control(path)) {
+        /* A NUL (%00, turned into DEL by once__url_unescape) or another
+         * control character: what a proxy in front matched is not what a
+         * C string here would read, so nothing is served for it. */
+        *ret = strncmp(path, "/api/", 5) == 0
+                   ? json_error(conn, method, MHD_HTTP_BAD_REQUEST, "BAD_PATH")
+                   : plain(conn, method, MHD_HTTP_BAD_REQUEST,
+                           "The path holds a control character.\n", NULL);
+        return ONCE__INSPECT_ANSWERED;
+    }
     if (strcmp(path, "/login") == 0 && strcmp(method, MHD_HTTP_METHOD_POST) == 0)
         return ONCE__INSPECT_LOGIN;
     static const char *const allow[] = {MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL};

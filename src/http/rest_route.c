@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "core/pct.h"
 #include "http/rest_route.h"
 
 #define MAX_QUERY 64
@@ -92,4 +93,11 @@ void once__rest_clear(once__rest *r)
     once_free(r->method);
     once_free(r->path);
     memset(r, 0, sizeof *r);
+}
+
+size_t once__url_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    return once__pct_decode_inplace(s, 0x7F);
 }

@@ -35,4 +35,13 @@ void once__rest_request(const once__rest *r, const once__a2a_request *base,
 
 void once__rest_clear(once__rest *r); /* NULL ok */
 
+/* libmicrohttpd's unescape callback (MHD_OPTION_UNESCAPE_CALLBACK, with
+ * a NULL cls) for the request path: percent-escapes decoded in place, as
+ * libmicrohttpd's own does, except that a NUL (%00) is written as DEL
+ * (0x7F). A C string would end at the NUL, so "/tasks/x-1%00junk" would
+ * read as task x-1; as DEL, the routes see a control character and answer
+ * 400 (once__has_control), whatever a proxy in front made of the path.
+ * Returns the decoded length. */
+size_t once__url_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
 #endif /* ONCE_HTTP_REST_ROUTE_H */

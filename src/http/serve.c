@@ -149,6 +149,7 @@ int once__serve_start(const once_serve_config *cfg, once_server **out, char *err
     hc.inspect.timeline = inspect_timeline;
     if (hc.rpc_path == NULL)
         hc.rpc_path = rpc_path;
+    hc.public_url = cfg->a2a.url;
     if (!hc.inline_calls)
         hc.inline_first = once__engine_holds(s->engine);
     if ((rc = once__http_start(&hc, &s->http, err, errlen)) != ONCE_OK)

@@ -45,6 +45,7 @@
 #include "core/str.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "http/admit.h"
 #include "http/card_cache.h"
 #include "http/guard.h"
 #include "http/http.h"
@@ -89,6 +90,7 @@ struct once_http {
     size_t card_len;
     once__card_cache card;     /* its validators */
     once__tls tls;             /* HTTPS: the PEM text MHD serves with */
+    once__admit admit;         /* which requests are taken at all */
     int port;
     int stopping;              /* atomic: set by once__http_stop */
     long inflight;             /* atomic: live req_ctx count */
@@ -99,6 +101,19 @@ struct once_http {
  * request counter (queue_json and queue_card run only inside the access
  * handler, on that thread). */
 static __thread const char *tl_method;
+/* The same request's Origin when --cors-origin allows it (its answers carry
+ * the CORS headers), and whether any origin is allowed (then every answer
+ * varies by Origin). */
+static __thread const char *tl_cors;
+static __thread int tl_vary;
+
+static void cors_headers(struct MHD_Response *res)
+{
+    if (tl_cors != NULL)
+        once__admit_cors_headers(res, tl_cors);
+    if (tl_vary)
+        MHD_add_response_header(res, "Vary", "Origin");
+}
 
 /* One JSON-RPC request. The MHD thread serving the connection owns it,
  * except between suspend and resume when the worker owns it (see the file
@@ -109,6 +124,8 @@ typedef struct req_ctx {
     once__body body;
     int dispatched;
     int inspect_login;         /* POST /inspect/login: the body is a form */
+    const once__refusal *refusal; /* refused by its head (admit.h): the body
+                                     is drained, not kept, then refused */
     int counted;               /* in h->calls until answered or freed */
     int done;                  /* atomic: the worker finished (hand-over) */
     char principal[ONCE_PRINCIPAL_MAX + 1];
@@ -158,7 +175,10 @@ static void on_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(line);
     while (n > 0 && line[n - 1] == '\n')
         line[--n] = '\0';
-    fprintf(stderr, "onced: http: %s\n", line);
+    if (once__log_enabled(ONCE_LOG_ERROR))   /* a log is kept: one of its records */
+        once__log_note(ONCE_LOG_WARN, "http", line);
+    else
+        fprintf(stderr, "onced: http: %s\n", line);
 }
 
 /* Queue body (ownership taken; once_malloc'd) with our standard headers. */
@@ -193,6 +213,7 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char 
                                 meta != NULL && meta->allow != NULL ? meta->allow : "POST");
     if (closing)
         MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close");
+    cors_headers(res);
     once__metrics_http(tl_method, status);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, res);
     MHD_destroy_response(res);
@@ -244,6 +265,7 @@ static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
     if (!fresh)
         MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "max-age=60");
+    cors_headers(res);
     once__metrics_http(tl_method, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK);
     enum MHD_Result ret =
         MHD_queue_response(conn, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, res);
@@ -265,29 +287,6 @@ int once__http_card_set(once_http *h, char *card, size_t len)
     if (same)
         once_free(card);
     return !same;
-}
-
-/* application/json or application/a2a+json, charset (if any) UTF-8. A
- * missing Content-Type is accepted. */
-static int content_type_ok(const char *ct)
-{
-    if (ct == NULL)
-        return 1;
-    while (*ct == ' ' || *ct == '\t')
-        ct++;
-    size_t n = strcspn(ct, ";");
-    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
-        n--;
-    if (!((n == 16 && strncasecmp(ct, "application/json", 16) == 0) ||
-          (n == 20 && strncasecmp(ct, "application/a2a+json", 20) == 0)))
-        return 0;
-    const char *cs = strcasestr(ct, "charset=");
-    if (cs == NULL)
-        return 1;
-    cs += 8;
-    if (*cs == '"')
-        cs++;
-    return strncasecmp(cs, "utf-8", 5) == 0 || strncasecmp(cs, "utf8", 4) == 0;
 }
 
 static char *dup_value(struct MHD_Connection *conn, enum MHD_ValueKind kind, const char *key)
@@ -437,6 +436,41 @@ static int is_rpc_path(const once_http *h, const char *url)
     return strcmp(url, "/") == 0 || (h->rpc_path != NULL && strcmp(url, h->rpc_path) == 0);
 }
 
+/* Which of the admission rules (admit.h) apply to url. */
+static once__route_kind route_kind(const once_http *h, const char *url, const char *rest)
+{
+    if (rest != NULL || is_rpc_path(h, url))
+        return ONCE__ROUTE_A2A;
+    if (strcmp(url, CARD_PATH) == 0)
+        return ONCE__ROUTE_CARD;
+    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0 ||
+        strcmp(url, "/metrics") == 0)
+        return ONCE__ROUTE_OPS;
+    return ONCE__ROUTE_OTHER;
+}
+
+/* The declared body is too large to drain before an answer: answer at
+ * once and close. */
+static int too_large_to_drain(const once_http *h, struct MHD_Connection *conn)
+{
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    uint64_t n;
+    return cl != NULL && once__parse_size(cl, &n) == ONCE_OK &&
+           n > (uint64_t)h->cfg.max_body * DRAIN_FACTOR;
+}
+
+/* r becomes the request's context on conn. */
+static enum MHD_Result ctx_attach(once_http *h, struct MHD_Connection *conn, req_ctx *r,
+                                  void **con_cls)
+{
+    r->h = h;
+    r->conn = conn;
+    __atomic_add_fetch(&h->inflight, 1, __ATOMIC_ACQ_REL);
+    *con_cls = r;
+    return MHD_YES;
+}
+
 static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, const char *url,
                                   const char *method, void **con_cls)
 {
@@ -450,7 +484,26 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
         return queue_error(conn, b, MHD_HTTP_BAD_REQUEST, ONCE_RPC_INVALID_REQUEST,
                            "BAD_FRAMING", msg, 1);
     }
+    /* Admission, before any route: a refused request with a body is
+     * answered once its body is drained (answering before it would close a
+     * connection with unread bytes, which can lose the answer). */
+    once__route_kind kind = route_kind(h, url, rest);
+    const once__refusal *no = once__admit_check(&h->admit, conn, method, kind);
+    if (no != NULL && (!once__admit_has_body(conn) || too_large_to_drain(h, conn)))
+        return queue_error(conn, b, no->status, no->code, no->reason, no->message,
+                           once__admit_has_body(conn));
+    if (no != NULL) {
+        req_ctx *r = once_calloc(1, sizeof *r);
+        if (r == NULL)
+            return MHD_NO;
+        r->binding = b;
+        r->refusal = no;
+        return ctx_attach(h, conn, r, con_cls);
+    }
     enum MHD_Result ops_ret;
+    if ((kind == ONCE__ROUTE_A2A || kind == ONCE__ROUTE_CARD) &&
+        once__admit_preflight(&h->admit, conn, method, &ops_ret))
+        return ops_ret;
     if (once__ops_route(h->ops, conn, url, method, &ops_ret))
         return ops_ret;
     int login = once__inspect_route(h->inspect, conn, url, method, &ops_ret);
@@ -472,14 +525,9 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
     if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE) || once__ops_draining(h->ops))
         return queue_error(conn, b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
                            "SHUTTING_DOWN", "The server is shutting down; retry elsewhere", 1);
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl != NULL) {
-        uint64_t n;
-        if (once__parse_size(cl, &n) == ONCE_OK && n > (uint64_t)h->cfg.max_body * DRAIN_FACTOR)
-            return queue_error(conn, b, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
-                               "PAYLOAD_TOO_LARGE", "Request body too large", 1);
-    }
+    if (too_large_to_drain(h, conn))
+        return queue_error(conn, b, MHD_HTTP_CONTENT_TOO_LARGE, ONCE_RPC_INVALID_REQUEST,
+                           "PAYLOAD_TOO_LARGE", "Request body too large", 1);
     req_ctx *r = once_calloc(1, sizeof *r);
     if (r == NULL)
         return MHD_NO;
@@ -493,11 +541,7 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
         return queue_error(conn, b, MHD_HTTP_BAD_REQUEST, ONCE_RPC_INVALID_PARAMS,
                            "INVALID_PARAMS", "Invalid parameters: too many query parameters", 1);
     }
-    r->h = h;
-    r->conn = conn;
-    __atomic_add_fetch(&h->inflight, 1, __ATOMIC_ACQ_REL);
-    *con_cls = r;
-    return MHD_YES;
+    return ctx_attach(h, conn, r, con_cls);
 }
 
 /* Queue the answer of a call that is done (r->done): its stream, or its
@@ -539,6 +583,9 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     struct MHD_Connection *conn = r->conn;
     once__guard_busy(conn);
     once__a2a_binding b = r->binding;
+    if (r->refusal != NULL)
+        return queue_error(conn, b, r->refusal->status, r->refusal->code, r->refusal->reason,
+                           r->refusal->message, 0);
     if (r->body.no_memory)
         return queue_refusal(conn, b, MHD_HTTP_SERVICE_UNAVAILABLE, ONCE_RPC_INTERNAL,
                              "OVERLOADED",
@@ -553,11 +600,6 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     }
     if (r->inspect_login)
         return once__inspect_login(h->inspect, conn, r->body.data, r->body.len);
-    if (!content_type_ok(
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
-        return queue_error(conn, b, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-                           ONCE_RPC_CONTENT_TYPE_NOT_SUPPORTED, "CONTENT_TYPE_NOT_SUPPORTED",
-                           "Content type not supported: send application/json (UTF-8)", 0);
     if (h->cfg.tokens != NULL) {
         const char *p = once__tokens_principal(
             h->cfg.tokens,
@@ -627,6 +669,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     once_http *h = cls;
     req_ctx *r = *con_cls;
     tl_method = method;
+    tl_cors = once__admit_cors(&h->admit, conn);
+    tl_vary = h->admit.norigins > 0;
     if (r == NULL) {
         enum MHD_Result ret = first_call(h, conn, url, method, con_cls);
         if (*con_cls == NULL) /* answered at once: the request is in */
@@ -634,8 +678,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return ret;
     }
     if (*upload_data_size > 0) {
-        if (once__body_append(conn, &r->body, h->cfg.max_body, upload_data,
-                              *upload_data_size) != ONCE_OK)
+        if (r->refusal == NULL && once__body_append(conn, &r->body, h->cfg.max_body, upload_data,
+                                                    *upload_data_size) != ONCE_OK)
             return MHD_NO;
         *upload_data_size = 0;
         return MHD_YES;
@@ -724,6 +768,17 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
              : ONCE_OK;
     if (rc == ONCE_OK)
         rc = resolve(cfg->host, cfg->port, &ss, &v6, err, errlen);
+    if (rc == ONCE_OK)
+        rc = once__admit_init(&h->admit, &h->cfg, (struct sockaddr *)&ss, err, errlen);
+    if (rc == ONCE_OK && cfg->tokens == NULL && !once__admit_loopback((struct sockaddr *)&ss))
+        once__log_note(ONCE_LOG_WARN, "unauthenticated",
+                       h->admit.any_host
+                           ? "no --auth-tokens on a non-loopback address: anyone who reaches "
+                             "it may send tasks, and any Host name is taken, so a web page "
+                             "can reach it by DNS rebinding; set --auth-tokens, or "
+                             "--allowed-hosts with the names it is reached by"
+                           : "no --auth-tokens on a non-loopback address: anyone who reaches "
+                             "it may send tasks; set --auth-tokens");
     if (rc == ONCE_OK) {
         /* Calls queue behind busy workers up to this depth, then get 503. */
         rc = once__http_pool_new(h->cfg.workers, (size_t)h->cfg.limits.max_connections,
@@ -732,7 +787,8 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
             snprintf(err, errlen, "cannot start the worker pool: %s", once_strerror(rc));
     }
     if (rc == ONCE_OK) {
-        rc = once__sse_new(h->cfg.max_streams, h->cfg.sse_buffer, h->cfg.sse_ping_ms, &h->sse);
+        rc = once__sse_new(h->cfg.max_streams, h->cfg.max_streams_per_principal,
+                           h->cfg.sse_buffer, h->cfg.sse_ping_ms, &h->sse);
         if (rc != ONCE_OK)
             snprintf(err, errlen, "bad streaming settings: %s", once_strerror(rc));
     }
@@ -760,7 +816,10 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->cfg.threads,
         MHD_OPTION_ARRAY, guarded, MHD_OPTION_ARRAY, https, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+        (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        /* Our unescaping: a %00 becomes DEL, so the routes refuse the path
+         * instead of reading it cut short at the NUL (rest_route.h). */
+        MHD_OPTION_UNESCAPE_CALLBACK, once__url_unescape, NULL, MHD_OPTION_END);
     if (h->d == NULL) {
         if (tls && cfg->tls_priority != NULL)
             snprintf(err, errlen,
@@ -835,6 +894,7 @@ void once__http_stop(once_http *h)
     once__guard_free(h->guard);
     once__sse_free(h->sse);
     once__tls_clear(&h->tls);
+    once__admit_clear(&h->admit);
     once_free(h->rpc_path);
     once_free(h->card_text);
     pthread_mutex_destroy(&h->card_mu);

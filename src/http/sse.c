@@ -29,7 +29,10 @@
  * let each slow stream park megabytes in the kernel). A consumer that stops
  * reading altogether is cut by MHD's idle timeout. Threads are bounded by
  * the stream slots (max_streams): the codec takes a slot before it opens a
- * stream and the cursor gives it back when the producer exits. (A thread
+ * stream and the cursor gives it back when the producer exits. A principal
+ * holds at most its share of them (max_streams_per_principal), counted
+ * here per principal under the hub's lock, so one tenant's subscriptions
+ * cannot refuse every other tenant's stream. (A thread
  * per stream keeps waiting simple, one blocking wait each; glibc gives
  * such threads arenas of their own, whose freed memory stays resident:
  * MALLOC_ARENA_MAX bounds that on servers with many streams.)
@@ -38,19 +41,28 @@
  * terminal or interrupted status, a Message); the producer then marks EOF,
  * and the reader answers END_OF_STREAM once the buffer is drained. A store
  * that keeps failing (5 s) ends it with a JSON-RPC error frame; the client
- * resumes by Last-Event-ID. A client that leaves while its stream waits is
- * noticed at the next ping: MHD does not watch a suspended socket.
+ * resumes by Last-Event-ID. A client that leaves while its stream waits
+ * (its connection suspended) is seen by the producer: MHD watches no
+ * suspended socket, and would learn it only when the next ping failed to
+ * go out, up to --sse-ping later, holding the slot meanwhile. So the
+ * producer's wait asks at every poll (about 50 ms) whether the socket
+ * reports the peer's hang-up (POLLRDHUP; a half-close counts as leaving,
+ * as it does for MHD), and if so ends the stream: EOF, the connection
+ * resumed for MHD to close, the slot given back as the producer exits.
  *
  * Shutdown (once__sse_stop): producers see `stopping` within a second,
  * mark EOF, resume their connection and exit; the stop waits for all of
  * them, so no connection stays suspended when MHD_stop_daemon runs.
  */
+#include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #include "core/grow.h"
+#include "core/str.h"
 #include "core/condwait.h"
 #include "http/sse.h"
 #include "once/once.h"
@@ -69,14 +81,23 @@
 #define RETRY_FOR_MS 5000        /* a store failing this long ends the stream */
 #define RETRY_PAUSE_MS 100
 
-/* The hub. `slots`, `cap`, `ping_ms` are fixed at creation; `live` and the
- * `idle` signal are under mu; `stopping` is set once under mu and read with
- * __atomic loads anywhere. */
+/* Streams one principal holds (the slots' per-principal counts), on the
+ * hub's `holders` while n > 0. */
+typedef struct holder {
+    struct holder *next;
+    long n;
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+} holder;
+
+/* The hub. `slots` (but its atomic `used`), `cap`, `ping_ms` are fixed at
+ * creation; `live`, `holders` and the `idle` signal are under mu;
+ * `stopping` is set once under mu and read with __atomic loads anywhere. */
 struct once__sse {
     pthread_mutex_t mu;
     pthread_cond_t idle;          /* signalled when a producer exits */
     int live;                     /* producer threads running */
     int stopping;
+    holder *holders;
     once__a2a_stream_slots slots;
     size_t cap;
     int64_t ping_ms;
@@ -195,6 +216,28 @@ static void on_free(void *cls)
     pthread_cond_signal(&s->room);
     pthread_mutex_unlock(&s->mu);
     release(s);
+}
+
+/* --- the client leaving -------------------------------------------------------- */
+
+/* The producer's stop hook (once__wait_stop): 1 once the stream is closed
+ * or its client hung up. The socket is looked at only while the connection
+ * is suspended, under s->mu: MHD then neither uses nor closes it, so the
+ * descriptor is still this connection's. */
+static int client_gone(void *arg)
+{
+    sse_conn *s = arg;
+    pthread_mutex_lock(&s->mu);
+    int gone = s->closed;
+    if (!gone && s->suspended) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(s->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct pollfd p = {.fd = ci != NULL ? ci->connect_fd : -1, .events = POLLRDHUP};
+        gone = ci != NULL && poll(&p, 1, 0) == 1 &&
+               (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return gone;
 }
 
 /* --- the producer ----------------------------------------------------------- */
@@ -334,9 +377,14 @@ static void produce(sse_conn *s)
             continue;
         }
         int64_t slice = last + h->ping_ms - now;
-        rc = once__a2a_stream_wait(s->src, slice < SLICE_MS ? slice : SLICE_MS);
+        once__wait_stop stop = {client_gone, s};
+        rc = once__a2a_stream_wait(s->src, slice < SLICE_MS ? slice : SLICE_MS, &stop);
         if (rc == ONCE_ECLOSED) {
             end_stream(s);   /* the engine is going away */
+            return;
+        }
+        if (rc == ONCE_ECANCELED) {
+            push(s, NULL, 0, 1);   /* the client left: resumed, MHD closes it */
             return;
         }
         if (rc != ONCE_OK && rc != ONCE_ETIMEDOUT) {
@@ -368,9 +416,55 @@ static void *producer_main(void *arg)
     return NULL;
 }
 
+/* --- per-principal shares (the slots' hooks) -------------------------------- */
+
+static once__sse *hub_of(once__a2a_stream_slots *s)
+{
+    return (once__sse *)(void *)((char *)s - offsetof(once__sse, slots));
+}
+
+/* Caller holds h->mu. The link that holds principal's count (or the end). */
+static holder **holder_at(once__sse *h, const char *principal)
+{
+    holder **pp = &h->holders;
+    while (*pp != NULL && strcmp((*pp)->principal, principal) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static int share_take(once__a2a_stream_slots *s, const char *principal)
+{
+    once__sse *h = hub_of(s);
+    pthread_mutex_lock(&h->mu);
+    holder **pp = holder_at(h, principal);
+    if (*pp == NULL && (*pp = once_calloc(1, sizeof **pp)) != NULL)
+        once__strlcpy((*pp)->principal, principal, sizeof (*pp)->principal);
+    /* A new holder starts at 0 < share; no memory for one: refused (503,
+     * retryable) rather than uncounted. */
+    int ok = *pp != NULL && (*pp)->n < s->share;
+    if (ok)
+        (*pp)->n++;
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}
+
+static void share_give(once__a2a_stream_slots *s, const char *principal)
+{
+    once__sse *h = hub_of(s);
+    pthread_mutex_lock(&h->mu);
+    holder **pp = holder_at(h, principal);
+    holder *x = *pp;
+    if (x != NULL && --x->n <= 0) {
+        *pp = x->next;
+        once_free(x);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
 /* --- the hub ----------------------------------------------------------------- */
 
-int once__sse_new(unsigned max_streams, size_t buffer_cap, int64_t ping_ms, once__sse **out)
+int once__sse_new(unsigned max_streams, int share, size_t buffer_cap, int64_t ping_ms,
+                  once__sse **out)
 {
     *out = NULL;
     if (max_streams == 0 || buffer_cap < 1024 || ping_ms < 1)
@@ -383,6 +477,11 @@ int once__sse_new(unsigned max_streams, size_t buffer_cap, int64_t ping_ms, once
         return ONCE_ENOMEM;
     }
     h->slots.max = (long)max_streams;
+    h->slots.share = once__share_of(share, (long)max_streams);
+    if (h->slots.share < h->slots.max) {
+        h->slots.share_take = share_take;
+        h->slots.share_give = share_give;
+    }
     h->cap = buffer_cap;
     h->ping_ms = ping_ms;
     *out = h;
@@ -513,6 +612,11 @@ void once__sse_free(once__sse *h)
 {
     if (h == NULL)
         return;
+    while (h->holders != NULL) {   /* none once every stream ended */
+        holder *x = h->holders;
+        h->holders = x->next;
+        once_free(x);
+    }
     pthread_cond_destroy(&h->idle);
     pthread_mutex_destroy(&h->mu);
     once_free(h);

@@ -11,8 +11,12 @@
 
 typedef struct once__sse once__sse;
 
-/* max_streams >= 1, buffer_cap >= 1024 bytes, ping_ms >= 1. */
-int once__sse_new(unsigned max_streams, size_t buffer_cap, int64_t ping_ms, once__sse **out);
+/* max_streams >= 1, buffer_cap >= 1024 bytes, ping_ms >= 1. share: the
+ * streams one principal may hold (0: no share; ONCE__SHARE_QUARTER: a
+ * quarter of max_streams); past it its stream calls get 503
+ * TOO_MANY_STREAMS while other principals still get slots. */
+int once__sse_new(unsigned max_streams, int share, size_t buffer_cap, int64_t ping_ms,
+                  once__sse **out);
 
 /* The stream budget the codec takes a unit of for every stream it opens
  * (once__a2a_request.slots). Lives as long as the hub. */

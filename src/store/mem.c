@@ -1,6 +1,8 @@
 /*
  * mem.c -- the "memory:" store backend: one process, nothing durable, every
- * open a fresh empty store ("memory:" or "memory:<label>", label ignored).
+ * open a fresh empty store ("memory:", settings after '?'; anything else
+ * between "memory:" and '?' is refused, so "memory:max=1G" is not taken
+ * for a store without a budget).
  *
  * A chained hash table maps (principal, task_id) to one node: a live entry
  * (its record and events) or a tombstone, never both. One mutex guards
@@ -1073,6 +1075,14 @@ static int mem_open(const char *url, const once_store_options *opt, once_store *
     size_t max_bytes = 0, size;
     int compact = 0;
     const char *q = strchr(url, '?');
+    size_t label = q != NULL ? (size_t)(q - url) - 7 : strlen(url + 7);
+    if (label > 0) {
+        once__store_errbuf(errbuf, errlen,
+                           "memory store URL: unknown text %.*s after memory: (the settings "
+                           "go after '?': memory:?max=64M&cold=off)",
+                           (int)(label > 64 ? 64 : label), url + 7);
+        return ONCE_EINVAL;
+    }
     q = q != NULL ? q + 1 : NULL;
     once__url_param p;
     while (once__url_param_next(&q, &p)) {

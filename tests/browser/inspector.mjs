@@ -32,18 +32,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { check, CheckFailed, eq, freePort, scaled, tally } from '../js/harness.mjs';
+import { CHROMIUM, endRun, puppeteerOrSkip } from './chromium.mjs';
+import { check, CheckFailed, eq, freePort, reaperGuard, scaled, tally } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
-const CHROMIUM = process.env.ONCE_CHROMIUM || '/usr/bin/chromium';
 const EXT = 'urn:once:a2a:idempotency:v1';
 const TOKEN = `tok-${randomUUID()}`;
 const QUESTION = 'ask:Which jurisdiction governs this contract?';
 const ANSWER = 'Swiss law (canton of Zurich)';
 const JUMP_MS = 73 * 3600 * 1000;
-const SKIP = 77;
 
 let browser = null;
 let tmpdir = null;
@@ -76,25 +75,12 @@ async function finish() {
   for (const srv of servers) {
     await stopOnced(srv).catch((e) => { tally.failed++; console.error(`FAIL: stopping ${srv.name}:`, e); });
   }
-  if (tally.failed === 0 && tmpdir) fs.rmSync(tmpdir, { recursive: true, force: true });
-  else if (tmpdir) console.error(`onced logs kept in ${tmpdir}`);
-  console.log(`${tally.passed} passed, ${tally.failed} failed`);
-  process.exit(tally.failed ? 1 : 0);
+  endRun(tmpdir);
 }
 
 // ---- preconditions: skip (77) where the browser or its driver is missing ----
 
-let puppeteer;
-try {
-  puppeteer = (await import('puppeteer-core')).default;
-} catch {
-  console.error(`puppeteer-core is not installed in ${HERE}: run "bash scripts/deps.sh"; skipped`);
-  process.exit(SKIP);
-}
-if (!fs.existsSync(CHROMIUM)) {
-  console.error(`no Chromium at ${CHROMIUM} (Debian package chromium): skipped`);
-  process.exit(SKIP);
-}
+const puppeteer = await puppeteerOrSkip();
 if (!fs.existsSync(ONCED)) {
   console.error(`onced binary not found at ${ONCED}`);
   tally.failed++;
@@ -102,14 +88,6 @@ if (!fs.existsSync(ONCED)) {
 }
 
 // ---- onced ----
-
-// Every process this script starts ends with it (scripts/reaper.py).
-function guard() {
-  const line = execFileSync('python3', [path.join(ROOT, 'scripts', 'reaper.py'), 'guard',
-    String(process.pid)]).toString().trim();
-  const m = /^export (ONCE_REAP_\w+)=1$/.exec(line);
-  if (m) process.env[m[1]] = '1';
-}
 
 async function waitFor(fn, ms, what) {
   const end = Date.now() + scaled(ms);
@@ -124,7 +102,7 @@ async function waitFor(fn, ms, what) {
 
 // The scratch folder, the token file and the reaper's watch: once per run.
 function setUp() {
-  guard();
+  reaperGuard(ROOT);   // every process this script starts ends with it
   tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), 'once-browser-'));
   fs.writeFileSync(path.join(tmpdir, 'tokens'), `${TOKEN} orchestrator\n`);
 }

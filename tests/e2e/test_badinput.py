@@ -237,7 +237,7 @@ def test_http_errors():
     still_fine("an oversized header")
     # a client that disconnects in the middle of a body
     s = socket.create_connection(("127.0.0.1", srv.port))
-    s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
               b"Content-Length: 1000\r\n\r\n{\"jsonrpc\":")
     s.close()
     still_fine("a half-sent body")

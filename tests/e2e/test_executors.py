@@ -179,6 +179,12 @@ def read_log(srv):
         return f.read().decode(errors="replace")
 
 
+def agent_stderr_line(tid, text):
+    """How onced's JSON log (its format when stderr is a file) holds a
+    line the agent wrote on stderr: the event, the task, the text."""
+    return '"event":"agent_stderr","task":"%s","text":"%s"' % (tid, text)
+
+
 # --- the servers ----------------------------------------------------------------
 
 AGENTS = []   # (name, server): both example agents
@@ -443,7 +449,7 @@ def test_cancel_observed(name, srv):
     want = task_json(t, "TASK_STATE_CANCELED", [sent(m, tid, cid), working], 4)
     same(c, want, name + ": the canceled task")
     note = ("c_agent: task %s canceled while sleeping; stopping" % tid if name == "c_agent"
-            else "[task %s] review_agent: SIGTERM, stopping" % tid)
+            else agent_stderr_line(tid, "review_agent: SIGTERM, stopping"))
     wait_until(lambda: note in read_log(srv), timeout=10,
                what=name + ": the agent to notice the cancel (%s)" % note)
     check(time.time() - t0 < scaled(5), name + ": it stopped at once, not after its 30 s")
@@ -461,7 +467,7 @@ def test_cancel_fences_late_writes(name, srv):
                      [sent(m, tid, cid), agent_text(tid, cid, "calling a slow service (1 s)")], 4)
     # The agent ignores the cancel and writes after its call.
     note = ("c_agent: task %s: the late artifact was fenced off" % tid if name == "c_agent"
-            else "[task %s] review_agent: slow call done, publishing" % tid)
+            else agent_stderr_line(tid, "review_agent: slow call done, publishing"))
     wait_until(lambda: note in read_log(srv), timeout=10,
                what=name + ": the agent to write after the cancel (%s)" % note)
     # c_agent logs after its write was refused; review_agent (a process of

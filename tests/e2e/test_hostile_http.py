@@ -221,7 +221,7 @@ def slowloris(port, served_fn, what):
     keeps being served."""
     fds_available(16, what)
     att = Attack(port)
-    head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head = b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
     heads = [att.open(attacker(0), head) for _ in range(4)]  # one header line at a time
     bodies = [att.open(attacker(1), head + b"Content-Length: 4000\r\n\r\n{\"jsonrpc\":")
               for _ in range(4)]  # the body declared, then one byte at a time
@@ -382,7 +382,7 @@ def test_onced_stalled_bodies_hold_bounded_memory():
         before = vm_rss_kib(srv.proc.pid)
         att = Attack(srv.port)
         try:
-            head = (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            head = (b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                     b"Content-Length: %d\r\n\r\n" % size)
             chunk = b" " * (size - 64)  # all but the last 64 bytes, then silence
             for i in range(n):
@@ -428,7 +428,7 @@ def send_request(tid, lengths=None):
     """(head, body) of a SendMessage of a new task tid; lengths: the values
     of its Content-Length headers (default: one, the body's)."""
     body = rpc_body("SendMessage", {"message": user_message("hello", task_id=tid)})
-    head = (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head = (b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"A2A-Version: 1.0\r\nA2A-Extensions: " + EXT.encode() + b"\r\n" +
             content_lengths(body, lengths) + b"\r\n")
     return head, body
@@ -439,7 +439,7 @@ DEFECTS = (
     ("a space before a header's colon", lambda h: h[:-2] + b"X-Note : 1\r\n\r\n"),
     ("a space before Content-Length's colon",
      lambda h: h.replace(b"Content-Length:", b"Content-Length :")),
-    ("a NUL in a header value", lambda h: h.replace(b"Host: x", b"X-Note: a\x00b\r\nHost: x")),
+    ("a NUL in a header value", lambda h: h.replace(b"Host: localhost", b"X-Note: a\x00b\r\nHost: localhost")),
     ("a NUL in the last header's value", lambda h: h[:-2] + b"X-Last: a\x00b\r\n\r\n"),
 )
 
@@ -474,12 +474,12 @@ def test_onced_framing():
 
         # The same requests without the defects run: the checks refuse
         # nothing a client sends in good faith (also bare LF line ends).
-        good = b"Host: x\r\nConnection: close\r\nX-Note: a b\tc \r\nCookie: k=v\r\nX-Empty:\r\n"
+        good = b"Host: localhost\r\nConnection: close\r\nX-Note: a b\tc \r\nCookie: k=v\r\nX-Empty:\r\n"
         for what, fix in (("a well-framed send", lambda h: h),
                           ("a send with bare LF line ends", lambda h: h.replace(b"\r\n", b"\n"))):
             tid = new_id()
             head, body = send_request(tid)
-            out, _ = raw_exchange(srv.port, fix(head.replace(b"Host: x\r\n", good)) + body)
+            out, _ = raw_exchange(srv.port, fix(head.replace(b"Host: localhost\r\n", good)) + body)
             eq(parse_response(out)[0], 200, "%s is served" % what)
             check(not not_found(srv, tid), "%s runs" % what)
 
@@ -582,7 +582,7 @@ class Capture:
 def delivery(hd, body, lengths=None):
     """(head, body) of a webhook delivery with headers hd (a list of pairs);
     lengths as in send_request."""
-    head = b"POST /hook HTTP/1.1\r\nHost: x\r\n" + b"".join(
+    head = b"POST /hook HTTP/1.1\r\nHost: localhost\r\n" + b"".join(
         ("%s: %s\r\n" % kv).encode() for kv in hd)
     return head + content_lengths(body, lengths) + b"\r\n", body
 

@@ -20,8 +20,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (GatedAgent, Onced, check, eq, error_info, generation, new_id, result_task, run,
-                     scaled, scratch_dir, task_state, user_message, wait_until)
+from harness import (GatedAgent, Onced, check, eq, error_info, generation, http_get, new_id,
+                     result_task, run, scaled, scratch_dir, task_state, user_message, wait_until)
 
 TMP = scratch_dir("once-sse-")
 # A task that stays live until the test lets it finish: a subscription to it
@@ -411,7 +411,7 @@ def slow_subscriber(port, tid):
     sk.connect(("127.0.0.1", port))
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
                        "params": {"id": tid}}).encode()
-    head = ("POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head = ("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             "A2A-Version: 1.0\r\nLast-Event-ID: 0\r\nContent-Length: %d\r\n\r\n" % len(body))
     sk.sendall(head.encode() + body)
     got = b""
@@ -517,7 +517,7 @@ def test_stream_limit_and_pings():
                    what="': ping' comments while the task works")
         check("ev" not in box, "and no event: %r" % (box,))
         check(all(c.startswith(": ping") for c in one.comments), "comment lines only")
-        # A client that leaves frees its slot (seen at the next ping).
+        # A client that leaves frees its slot.
         two.close()
 
         def can_open():
@@ -537,8 +537,79 @@ def test_stream_limit_and_pings():
         check(time.time() - t0 < scaled(20), "in time")
 
 
+def open_streams(srv):
+    """The once_sse_streams_open gauge on /metrics."""
+    st, _, body = http_get(srv.port, "/metrics")
+    eq(st, 200, "/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith("once_sse_streams_open "):
+            return int(line.split()[1])
+    check(False, "/metrics has once_sse_streams_open")
+
+
+def test_stream_share_per_principal():
+    """One principal's subscriptions take at most its share of the stream
+    slots (a quarter of --max-streams with --auth-tokens): past it that
+    principal alone is refused, others still get streams; and a stream whose
+    client hangs up gives its slot back at once, not at the next ping (60 s
+    here, so only the hang-up can free it within the test's bounds)."""
+    tokens = os.path.join(TMP, "tokens-share")
+    toks = {"alice": "tok-alice-" + new_id()[:8], "bob": "tok-bob-" + new_id()[:8]}
+    with open(tokens, "w") as f:
+        for who, tok in toks.items():
+            f.write("%s %s\n" % (tok, who))
+    auth = dict((who, {"Authorization": "Bearer " + tok}) for who, tok in toks.items())
+    share = 16 // 4
+    with Onced(tmpdir=TMP, args=["--max-streams", "16", "--auth-tokens", tokens,
+                                 "--sse-ping", "60s"]) as s:
+        tids = {}
+        for who in toks:
+            _, _, doc = s.rpc("SendMessage", {"message": user_message("sleep:120"),
+                                              "configuration": {"returnImmediately": True}},
+                              token=toks[who])
+            tids[who] = result_task(doc)["id"]
+            wait_until(lambda: s.rpc("GetTask", {"id": tids[who]}, token=toks[who])[2]
+                       ["result"]["status"]["state"] == "TASK_STATE_WORKING", timeout=10,
+                       what="%s's task to be working" % who)
+
+        def subscribe(who):
+            return Stream(s.port, "SubscribeToTask", {"id": tids[who]}, headers=auth[who])
+
+        alice = [subscribe("alice") for _ in range(share)]
+        for st in alice:
+            check(st.sse, "Alice's streams within her share open")
+            st.next()
+        over = subscribe("alice")
+        eq(over.status, 503, "Alice's stream past her share: HTTP 503")
+        eq(error_info(over.doc)[:2], (-32603, "TOO_MANY_STREAMS"), "and the reason")
+        check(over.headers.get("retry-after") is not None, "with Retry-After")
+        bob = subscribe("bob")
+        check(bob.sse, "Bob still gets a stream: %r" % (bob.doc,))
+        bob.next()
+        eq(open_streams(s), share + 1, "the streams open")
+
+        # Alice hangs up one stream: its slot comes back when the socket
+        # closes (the gauge drops), and a new stream of hers is accepted.
+        alice.pop().close()
+        wait_until(lambda: open_streams(s) == share, timeout=10,
+                   what="the closed stream's slot to come back (the gauge to drop)")
+
+        def alice_again():
+            st = subscribe("alice")
+            if st.sse:
+                alice.append(st)
+                return True
+            return False
+        wait_until(alice_again, timeout=10, what="a new stream of Alice's to be accepted")
+        for who in toks:
+            s.rpc("CancelTask", {"id": tids[who]}, token=toks[who])
+        for st in alice + [bob]:
+            st.close()
+
+
 if __name__ == "__main__":
     run([test_card_says_streaming, test_streaming_send_events, test_cut_and_resume,
          test_streaming_replay, test_subscribe_live_task,
          test_subscribe_interrupted_and_continue, test_errors_before_the_stream,
-         test_two_replicas, test_slow_subscribers_bounded, test_stream_limit_and_pings])
+         test_two_replicas, test_slow_subscribers_bounded, test_stream_limit_and_pings,
+         test_stream_share_per_principal])

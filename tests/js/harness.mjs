@@ -2,7 +2,9 @@
 // the suite's timeout factor, the pass/fail tally behind check and eq, a
 // free loopback port and the watchdog. Node built-ins only, so each peer
 // keeps its own node_modules and this file needs none.
+import { execFileSync } from 'node:child_process';
 import net from 'node:net';
+import path from 'node:path';
 
 // The suite's one timeout factor (tests/e2e/harness.py, tests/timeout.h): every
 // bound a peer sets is multiplied by it; ctest sets it (more in sanitizer builds).
@@ -51,4 +53,16 @@ export function watchdog(ms, finish) {
     tally.failed++;
     finish();
   }, ms).unref();
+}
+
+// Whatever ends a peer (a failure, a ctest timeout, SIGKILL), the processes it
+// starts end with it: scripts/reaper.py watches this process and ends every
+// process whose environment carries the marker it hands out (root: the
+// source tree). False when the reaper gave no marker.
+export function reaperGuard(root) {
+  const line = execFileSync('python3', [path.join(root, 'scripts', 'reaper.py'), 'guard',
+    String(process.pid)]).toString().trim();
+  const m = /^export (ONCE_REAP_\w+)=1$/.exec(line);
+  if (m) process.env[m[1]] = '1';
+  return m !== null;
 }

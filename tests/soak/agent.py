@@ -19,7 +19,7 @@ name/incarnation, e.g. r2/3 for the third process of replica r2:
     done <task> <fence> <replica>
 "done" is written only after onced took the completion line (a turn whose
 onced died meets a broken pipe and writes no "done"). Each event is also a
-line on stderr, which onced puts in its own log as "[task <id>] ...", so a
+line on stderr, which onced puts in its own log (an agent_stderr line with its task), so a
 replica's log tells what its turns did. Python 3 standard library only.
 """
 import json

@@ -64,8 +64,9 @@ static int s_head(void *ctx, const char *principal, const char *task_id, int64_t
 }
 
 static int s_wait(void *ctx, const char *principal, const char *task_id, int64_t gen,
-                  int64_t timeout_ms)
+                  int64_t timeout_ms, const once__wait_stop *stop)
 {
+    (void)stop;
     sfake *s = ctx;
     (void)principal;
     (void)task_id;
@@ -227,7 +228,7 @@ static void test_subscribe_snapshot_then_events(void **state)
     /* The task moves: the stream picks up 5 and 6 and ends at the terminal one
      * (an artifact naming a state does not end it). */
     S.gen = 6;
-    assert_int_equal(once__a2a_stream_wait(r.stream, 10), ONCE_OK);
+    assert_int_equal(once__a2a_stream_wait(r.stream, 10, NULL), ONCE_OK);
     text = drain(r.stream, 8);
     ids_of(text, ids, sizeof ids);
     assert_string_equal(ids, "5,6");
@@ -324,7 +325,7 @@ static void test_subscribe_interrupted(void **state)
     S.gen = 6;   /* continued: working (4), the artifact (5), completed (6) */
     for (int i = 0; i < 2; i++) {
         once__a2a_stream *st = i == 0 ? r.stream : rr.stream;
-        assert_int_equal(once__a2a_stream_wait(st, 10), ONCE_OK);
+        assert_int_equal(once__a2a_stream_wait(st, 10, NULL), ONCE_OK);
         text = drain(st, 8);
         ids_of(text, ids, sizeof ids);
         assert_string_equal(ids, "4,5,6");

@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "core/log.h"
 #include "engine/engine.h"
 #include "once/executor.h"
 #include "once/store.h"
@@ -417,18 +418,21 @@ static void test_agent_killed_under_shell(void **state)
     fx_stop(&f);
 }
 
-/* fd 2 redirected for the length of a test; restored by stderr_restore. */
+/* fd 2 redirected, and onced's log (core/log.h) on it, for the length of
+ * a test; restored (the log off again) by stderr_restore. */
 static int stderr_redirect(int fd)
 {
     int saved = dup(2);
     assert_true(saved >= 0);
     fflush(stderr);
     assert_int_equal(dup2(fd, 2), 2);
+    once__log_setup(ONCE_LOG_INFO, ONCE_LOG_TEXT, 2);
     return saved;
 }
 
 static void stderr_restore(int saved)
 {
+    once__log_setup(-1, ONCE_LOG_TEXT, 2);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -749,19 +753,17 @@ static void test_stderr_and_log_pass_through(void **state)
 
     fx_start(&f, "echo oops >&2; echo '{\"log\":\"note to self\"}'; printf 'no newline' >&2", 500,
              0);
-    fflush(stderr);
-    saved = dup(2);
     snprintf(want, sizeof want, "%s/stderr", f.dir);
     fd = open(want, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    assert_true(saved >= 0 && fd >= 0);
-    dup2(fd, 2);
+    assert_true(fd >= 0);
+    saved = stderr_redirect(fd);
     close(fd);
     task = run_one(&f, "go", &res);
     /* The answer may come before the turn passed on the command's last
      * stderr bytes: wait for them (the unterminated line, flushed at exit). */
     {
         int64_t end = once_monotonic_ms() + tt_ms(5000);
-        snprintf(want, sizeof want, "[task %s] no newline\n", res.task_id);
+        snprintf(want, sizeof want, " agent_stderr task=%s text=\"no newline\"\n", res.task_id);
         for (;;) {
             log = read_file(f.dir, "stderr");
             int got = log != NULL && strstr(log, want) != NULL;
@@ -771,18 +773,18 @@ static void test_stderr_and_log_pass_through(void **state)
             usleep(10000);
         }
     }
-    dup2(saved, 2);
-    close(saved);
+    stderr_restore(saved);
     assert_int_equal(state_of(task), ONCE_STATE_COMPLETED);
     json_decref(task);
 
+    /* Each is one line of onced's log (text format here), the task named. */
     log = read_file(f.dir, "stderr");
     assert_non_null(log);
-    snprintf(want, sizeof want, "[task %s] oops\n", res.task_id);
+    snprintf(want, sizeof want, " info agent_stderr task=%s text=oops\n", res.task_id);
     assert_non_null(strstr(log, want));
-    snprintf(want, sizeof want, "[task %s] log: note to self\n", res.task_id);
+    snprintf(want, sizeof want, " info agent_log task=%s text=\"note to self\"\n", res.task_id);
     assert_non_null(strstr(log, want));
-    snprintf(want, sizeof want, "[task %s] no newline\n", res.task_id);
+    snprintf(want, sizeof want, " info agent_stderr task=%s text=\"no newline\"\n", res.task_id);
     assert_non_null(strstr(log, want));
     free(log);
     fx_stop(&f);

@@ -228,7 +228,8 @@ static void test_allocation_faults(void **state)
 }
 
 /* memory:?cold=MS|off, max=SIZE|off and tombs=full|compact are read;
- * anything else is refused, named. */
+ * anything else, and any text between "memory:" and '?', is refused,
+ * named. */
 static void test_url_settings(void **state)
 {
     (void)state;
@@ -252,6 +253,22 @@ static void test_url_settings(void **state)
         assert_null(s);
         assert_non_null(strstr(err, "cold=MILLISECONDS|off, max=SIZE[K|M|G]|off"));
     }
+    /* Text between "memory:" and '?' was once ignored: "memory:max=1G" (a
+     * '?' forgotten) opened a store without a budget. Refused, named. */
+    static const char *const label[][2] = {
+        {"memory:junk", "junk"}, {"memory:max=1G", "max=1G"}, {"memory:x?cold=off", "x"}};
+    for (size_t i = 0; i < sizeof label / sizeof label[0]; i++) {
+        once_store *s = NULL;
+        char err[256] = "";
+        assert_int_equal(once_store_open(label[i][0], NULL, &s, err, sizeof err), ONCE_EINVAL);
+        assert_null(s);
+        assert_non_null(strstr(err, label[i][1]));
+    }
+    /* An unknown parameter names itself. */
+    once_store *s = NULL;
+    char err[256] = "";
+    assert_int_equal(once_store_open("memory:?junk=1", NULL, &s, err, sizeof err), ONCE_EINVAL);
+    assert_non_null(strstr(err, "parameter junk"));
 }
 
 int main(void)
