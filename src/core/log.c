@@ -2,9 +2,11 @@
  * log.c -- the structured log (log.h): settings, the per-thread context,
  * the line builder and its one write(2).
  *
- * Settings are plain globals written once by once__log_setup before other
- * threads exist, then only read. The context is thread-local, so reading
- * and changing it needs no lock either.
+ * Settings are globals written by once__log_setup, before other threads
+ * exist in onced, but switched at run time by tests that capture the log
+ * while threads write to it: they are read and written atomically (relaxed:
+ * a line takes the settings of the moment it starts). The context is
+ * thread-local, so reading and changing it needs no lock either.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -45,14 +47,14 @@ int once__log_format_parse(const char *s)
 
 void once__log_setup(int level, int format, int fd)
 {
-    log_level = level;
-    log_format = format;
-    log_fd = fd;
+    __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
+    __atomic_store_n(&log_format, format, __ATOMIC_RELAXED);
+    __atomic_store_n(&log_fd, fd, __ATOMIC_RELAXED);
 }
 
 int once__log_enabled(int level)
 {
-    return level <= log_level;
+    return level <= __atomic_load_n(&log_level, __ATOMIC_RELAXED);
 }
 
 /* --- trace context ------------------------------------------------------------ */
@@ -229,7 +231,7 @@ int once__log_begin(once__logline *l, int level, const char *event)
     l->cut = 0;
     l->trunc = 0;
     l->has_task = 0;
-    l->format = log_format;
+    l->format = __atomic_load_n(&log_format, __ATOMIC_RELAXED);
     struct timeval tv;
     gettimeofday(&tv, NULL);
     struct tm tm;
@@ -323,6 +325,6 @@ void once__log_end(once__logline *l)
     l->buf[l->len++] = '\n';
     /* One write: a short write or EINTR is not retried, so two threads'
      * lines can never interleave (a lost log line is the lesser harm). */
-    ssize_t n = write(log_fd, l->buf, l->len);
+    ssize_t n = write(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), l->buf, l->len);
     (void)n;
 }
