@@ -91,6 +91,28 @@ ONCE_API int once_work_canceled(const once_work *w);
 /* Sleep up to ms, waking early on cancellation; returns once_work_canceled(). */
 ONCE_API int once_work_sleep(once_work *w, int64_t ms);
 
+/* --- parking: a turn that waits on something outside the process (an
+ * upstream task that works for minutes) need not hold its worker thread
+ * while it waits --- */
+/* Park the turn: when run() returns next, the task stays WORKING with its
+ * lease kept by this replica (the heartbeat renews it), the worker thread
+ * is let go, and after ms the engine runs the turn again: run() once more,
+ * with the task, its message and the checkpoint as stored, and
+ * once_work_parks() one higher. run() should return right after parking;
+ * the park is dropped (the turn ends as any turn does) if the task is no
+ * longer WORKING or the turn was canceled by then. While parked, a cancel
+ * of the task or a lost lease makes the turn due at once, and it runs one
+ * last time with once_work_canceled() already true and every write
+ * refused: time to undo what the turn started outside (the gateway cancels
+ * its upstream task), then return. A continuation of the task replaces the
+ * parked turn. ONCE_EINVAL: ms <= 0, or a turn that cannot park (a
+ * batching executor's, or one run on the thread that registered its task);
+ * ONCE_ECANCELED: the turn is canceled already. */
+ONCE_API int once_work_park(once_work *w, int64_t ms);
+/* How many times in a row this turn was parked and ran again (0: it was
+ * never parked), e.g. to back off between looks at what it waits for. */
+ONCE_API int once_work_parks(const once_work *w);
+
 /* --- fenced writes; each returns ONCE_OK, ONCE_EFENCED, ONCE_EILLEGAL (an
  * illegal state transition), ONCE_EINVAL (malformed JSON, or not the A2A 1.0
  * shape: the rules of docs/protocol.md section 4 for messages, artifacts and

@@ -53,6 +53,8 @@ static void b_stats(void *ctx, json_t *obj)
         {"overloaded", s.overloaded},
         {"leaseLost", s.lease_lost},
         {"queued", s.queued},
+        {"parked", s.parked},
+        {"parks", s.parks},
         {"sweeps", s.sweeps},
         {"waiting", s.waiting},
         {"waitsShed", s.waits_shed},

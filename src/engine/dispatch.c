@@ -20,8 +20,21 @@
  * (this one's sweeper leaves keys it already holds queued alone); when the
  * turn finally starts, its renewal meets the new fence and it is dropped.
  *
+ * Parked turns (once_work_park): a turn whose run() asked to be parked
+ * leaves its worker with the task still WORKING and its lease kept: it
+ * stays on e->active as running (the heartbeat renews it and a cancel or a
+ * lost lease flags it) and waits on e->parked, a min-heap on the time it is
+ * due, holding no thread. Workers wait for the queue or the earliest due
+ * time; a due turn goes to the queue's tail like any other (so a parked
+ * principal's re-runs take their turn behind the others'), and runs again
+ * with once_work_parks() one higher. A parked turn that is canceled or
+ * loses its lease is due at once and runs once more with once_work_canceled()
+ * already true (work.c), so its executor can undo what it started outside;
+ * a newer dispatch of its key takes its place instead, as for a queued turn.
+ *
  * Invariants: a turn is on e->active from dispatch until its worker is done
  * with it (or shutdown frees it); a key has at most one turn on the queue
+ * or parked
  * (a newer dispatch of the key replaces the queued one in place); e->queued
  * counts the queue, and each tenant its principal's turns on the queue and
  * on workers; once `stopping` is set no new turn is accepted and
@@ -31,6 +44,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "core/str.h"
 #include "engine/engine_int.h"
 
@@ -42,6 +56,79 @@ static int same_key(const once__turn *t, const char *principal, const char *task
     return strcmp(t->task_id, task_id) == 0 && strcmp(t->principal, principal) == 0;
 }
 
+/* --- parked turns: a binary min-heap on parked_until (caller holds e->mu) --- */
+
+static void heap_put(once__engine *e, size_t i, once__turn *t)
+{
+    e->parked[i] = t;
+    t->park_at = i;
+}
+
+static void sift_up(once__engine *e, size_t i)
+{
+    once__turn *t = e->parked[i];
+    while (i > 0 && e->parked[(i - 1) / 2]->parked_until > t->parked_until) {
+        heap_put(e, i, e->parked[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_put(e, i, t);
+}
+
+static void sift_down(once__engine *e, size_t i)
+{
+    once__turn *t = e->parked[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= e->nparked)
+            break;
+        if (c + 1 < e->nparked && e->parked[c + 1]->parked_until < e->parked[c]->parked_until)
+            c++;
+        if (e->parked[c]->parked_until >= t->parked_until)
+            break;
+        heap_put(e, i, e->parked[c]);
+        i = c;
+    }
+    heap_put(e, i, t);
+}
+
+/* Park t until `until`; ONCE_ENOMEM: no room in the heap. */
+static int park_locked(once__engine *e, once__turn *t, int64_t until)
+{
+    if (e->nparked == e->capparked &&
+        once__grow(&e->parked, &e->capparked, sizeof *e->parked, 16) != ONCE_OK)
+        return ONCE_ENOMEM;
+    t->parked_until = until;
+    heap_put(e, e->nparked++, t);
+    sift_up(e, t->park_at);
+    __atomic_store_n(&e->stats.parked, (uint64_t)e->nparked, __ATOMIC_RELAXED);
+    return ONCE_OK;
+}
+
+/* Take t (parked) off the heap. */
+static void unpark_locked(once__engine *e, once__turn *t)
+{
+    size_t i = t->park_at;
+    once__turn *last = e->parked[--e->nparked];
+    t->parked_until = 0;
+    __atomic_store_n(&e->stats.parked, (uint64_t)e->nparked, __ATOMIC_RELAXED);
+    if (last == t)
+        return;
+    heap_put(e, i, last);
+    sift_up(e, i);
+    sift_down(e, last->park_at);
+}
+
+/* Flag t canceled; a parked t falls due at once (its executor hears of it). */
+static void flag_locked(once__engine *e, once__turn *t)
+{
+    __atomic_store_n(&t->canceled, 1, __ATOMIC_RELEASE);
+    if (t->parked_until != 0) {
+        t->parked_until = 1;
+        sift_up(e, t->park_at);
+        pthread_cond_signal(&e->work_cv);
+    }
+}
+
 /* Caller holds e->mu. */
 static void cancel_locked(once__engine *e, const char *principal, const char *task_id,
                           uint64_t except_id)
@@ -49,7 +136,7 @@ static void cancel_locked(once__engine *e, const char *principal, const char *ta
     int any = 0;
     for (once__turn *t = e->active; t != NULL; t = t->anext) {
         if (t->id != except_id && same_key(t, principal, task_id)) {
-            __atomic_store_n(&t->canceled, 1, __ATOMIC_RELEASE);
+            flag_locked(e, t);
             any = 1;
         }
     }
@@ -70,6 +157,15 @@ static once__turn *queued_locked(once__engine *e, const char *principal, const c
     for (once__turn *t = e->qhead; t != NULL; t = t->qnext)
         if (same_key(t, principal, task_id))
             return t;
+    return NULL;
+}
+
+/* Caller holds e->mu. The parked turn of the key, or NULL. */
+static once__turn *parked_of_locked(once__engine *e, const char *principal, const char *task_id)
+{
+    for (size_t i = 0; i < e->nparked; i++)
+        if (same_key(e->parked[i], principal, task_id))
+            return e->parked[i];
     return NULL;
 }
 
@@ -230,7 +326,38 @@ static once__turn *turn_new(const char *principal, const char *task_id, int64_t 
     return t;
 }
 
-/* Queue t (taken over), or let it replace the queued turn of its key. */
+/* Append t (on e->active already) to the queue. Caller holds e->mu. */
+static void queue_locked(once__engine *e, once__turn *t)
+{
+    if ((t->tenant = tenant_get(e, t->principal)) != NULL)
+        t->tenant->queued++;
+    if (e->qtail != NULL)
+        e->qtail->qnext = t;
+    else
+        e->qhead = t;
+    e->qtail = t;
+    e->nqueued++;
+    __atomic_store_n(&e->stats.queued, (uint64_t)e->nqueued, __ATOMIC_RELAXED);
+    pthread_cond_signal(&e->work_cv);
+}
+
+/* Move the parked turns that are due to the queue. The monotonic time the
+ * next one falls due, or 0 when none is parked. Caller holds e->mu. */
+static int64_t unpark_due_locked(once__engine *e)
+{
+    if (e->nparked == 0)
+        return 0;
+    int64_t now = once_monotonic_ms();
+    while (e->nparked > 0 && e->parked[0]->parked_until <= now) {
+        once__turn *t = e->parked[0];
+        unpark_locked(e, t);
+        queue_locked(e, t);
+    }
+    return e->nparked > 0 ? e->parked[0]->parked_until : 0;
+}
+
+/* Queue t (taken over), or let it replace the queued (or parked) turn of
+ * its key. */
 static int enqueue(once__engine *e, once__turn *t)
 {
     pthread_mutex_lock(&e->mu);
@@ -242,12 +369,19 @@ static int enqueue(once__engine *e, once__turn *t)
     t->id = ++e->next_turn_id;
     cancel_locked(e, t->principal, t->task_id, t->id);
     once__turn *old = queued_locked(e, t->principal, t->task_id);
+    if (old == NULL && e->nparked > 0 && (old = parked_of_locked(e, t->principal, t->task_id))) {
+        /* A parked turn of the key: it leaves the heap for the queue and is
+         * replaced there, so the key is never queued and parked at once. */
+        unpark_locked(e, old);
+        queue_locked(e, old);
+    }
     if (old != NULL) {
         /* Its fence is stale: the new turn takes its place in the queue and
          * its entry on the active list, so the queue never holds a key twice.
          * The entry keeps its id: e->active stays ordered by id. */
         old->fence = t->fence;
         old->resumed = t->resumed;
+        old->parks = 0;
         memcpy(old->traceparent, t->traceparent, sizeof old->traceparent);
         json_t *stale = old->task;
         old->task = t->task;
@@ -262,16 +396,7 @@ static int enqueue(once__engine *e, once__turn *t)
     }
     t->anext = e->active;
     e->active = t;
-    if ((t->tenant = tenant_get(e, t->principal)) != NULL)
-        t->tenant->queued++;
-    if (e->qtail != NULL)
-        e->qtail->qnext = t;
-    else
-        e->qhead = t;
-    e->qtail = t;
-    e->nqueued++;
-    __atomic_store_n(&e->stats.queued, (uint64_t)e->nqueued, __ATOMIC_RELAXED);
-    pthread_cond_signal(&e->work_cv);
+    queue_locked(e, t);
     pthread_mutex_unlock(&e->mu);
     return ONCE_OK;
 }
@@ -444,13 +569,47 @@ static void turn_done(once__engine *e, once__turn *t)
     once_free(t);
 }
 
+/* After t ran on a worker: park it if its run() asked to be and it may
+ * be (not canceled, the engine not stopping), else forget it as
+ * turn_done does. */
+static void turn_after(once__engine *e, once__turn *t)
+{
+    if (t->park_ms > 0 && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE)) {
+        turn_drop_start(t);   /* a re-run reads the record afresh */
+        pthread_mutex_lock(&e->mu);
+        int rc = e->stopping ? ONCE_ECLOSED
+                             : park_locked(e, t, once_monotonic_ms() + t->park_ms);
+        if (rc == ONCE_OK) {
+            /* Off its worker: its principal's running count drops. */
+            tenant_leave(e, t);
+            t->park_ms = 0;
+            t->parks++;
+            ONCE__STAT(e, parks);
+            pthread_cond_signal(&e->work_cv);   /* a sleeper may wake sooner now */
+            pthread_mutex_unlock(&e->mu);
+            return;
+        }
+        pthread_mutex_unlock(&e->mu);
+        /* Stopping (its lease is released) or no memory (its lease runs
+         * out and a takeover resumes it). */
+    }
+    turn_done(e, t);
+}
+
 static void *worker_main(void *arg)
 {
     once__engine *e = arg;
     pthread_mutex_lock(&e->mu);
     for (;;) {
-        while (!e->stopping && e->qhead == NULL)
-            pthread_cond_wait(&e->work_cv, &e->mu);
+        for (;;) {
+            int64_t due = e->stopping ? 0 : unpark_due_locked(e);
+            if (e->stopping || e->qhead != NULL)
+                break;
+            if (due == 0)
+                pthread_cond_wait(&e->work_cv, &e->mu);
+            else
+                once__cond_wait_ms(&e->work_cv, &e->mu, due - once_monotonic_ms());
+        }
         if (e->stopping)
             break;
         once__turn *t = pick_locked(e);
@@ -465,7 +624,7 @@ static void *worker_main(void *arg)
         once__log_ctx_task(t->task_id);
         once__log_ctx_traceparent(t->traceparent);
         once__run_turn(e, t);
-        turn_done(e, t);
+        turn_after(e, t);
         once__log_ctx_clear();
         pthread_mutex_lock(&e->mu);
     }
@@ -488,7 +647,7 @@ static void lose_turn(once__engine *e, uint64_t id)
     pthread_mutex_lock(&e->mu);
     for (once__turn *t = e->active; t != NULL; t = t->anext) {
         if (t->id == id && !__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE)) {
-            __atomic_store_n(&t->canceled, 1, __ATOMIC_RELEASE);
+            flag_locked(e, t);
             ONCE__STAT(e, lease_lost);
             pthread_cond_broadcast(&e->cancel_cv);
         }
@@ -593,6 +752,10 @@ void once__dispatch_stop(once__engine *e)
     e->active = NULL;
     e->qhead = e->qtail = NULL;
     e->nqueued = 0;
+    once_free(e->parked);   /* its turns are on the active list */
+    e->parked = NULL;
+    e->nparked = e->capparked = 0;
+    __atomic_store_n(&e->stats.parked, 0, __ATOMIC_RELAXED);
     once__tenant *n = e->tenants;
     e->tenants = NULL;
     pthread_mutex_unlock(&e->mu);

@@ -298,6 +298,8 @@ typedef struct once__engine_stats {
                              * passed its budget (memory:?max): by a sweep (then
                              * also in swept) or by the write that needed room */
     uint64_t queued;    /* turns waiting for a worker now (a gauge) */
+    uint64_t parked;    /* turns parked now, holding no worker (a gauge) */
+    uint64_t parks;     /* turns parked so far (once_work_park) */
     uint64_t waiting;   /* deferred blocking sends waiting now (a gauge) */
     /* `refused` by reason; they sum to it (overloaded is apart) */
     uint64_t refused_not_found, refused_expired, refused_conflict, refused_busy,

@@ -57,7 +57,13 @@ typedef struct once__turn {
     char traceparent[ONCE_TRACEPARENT_LEN + 1]; /* the W3C trace context of the request that
                                  * started the turn ("" for a takeover) */
     int canceled;               /* __atomic */
-    int running;                /* popped by a worker (the heartbeat renews only these) */
+    int running;                /* popped by a worker, or parked (the heartbeat renews
+                                 * only these) */
+    int64_t park_ms;            /* the turn's run() asked to be parked this long
+                                 * (once_work_park); 0: it ended */
+    int64_t parked_until;       /* monotonic ms: on e->parked until then (0: not parked) */
+    size_t park_at;             /* its index in e->parked while parked */
+    int parks;                  /* times in a row this turn was parked and ran again */
     json_t *task;               /* the task tree of rec (NULL: none), so the turn need
                                  * not parse it again */
     once_record *rec;           /* the record the dispatching write stored (NULL: none),
@@ -110,10 +116,11 @@ typedef struct once__settled {
 /*
  * The engine. Everything in `cfg` (defaults filled in), clock, rng, ex,
  * replica_id and secret is set by once__engine_new and read-only afterwards.
- * e->mu guards the queue, the active list, the waiter list, `stopping`,
+ * e->mu guards the queue, the parked turns, the active list, the waiter list, `stopping`,
  * `started`, `inflight` (sends and follow calls in progress, so free can
  * wait for blocked ones to leave) and `next_turn_id`. Condition variables (CLOCK_MONOTONIC):
- *   work_cv    a turn was queued, or stopping;
+ *   work_cv    a turn was queued or parked, a parked turn was canceled, or
+ *              stopping;
  *   cancel_cv  a turn was canceled, or stopping (sleeping executors and
  *              background threads wait on it).
  * `stats` fields are only touched with __atomic builtins.
@@ -135,6 +142,8 @@ struct once__engine {
     int nqueued;                /* turns on the queue (cfg.max_queue bounds new ones) */
     once__tenant *tenants;      /* principals with turns queued or on workers */
     once__turn *active;         /* newest first: ids descend along anext */
+    once__turn **parked;        /* parked turns, a binary min-heap on parked_until */
+    size_t nparked, capparked;
     once__waiter *waiters;
     once__await *awaits;        /* deferred waits (await.c) */
     int nawaits;

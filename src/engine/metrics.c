@@ -108,6 +108,14 @@ static const single turns_started[] = {
 static const single engine_rest[] = {
     {"once_turns_queued", "gauge", "Turns waiting for a turn worker now.",
      ENGINE_AT(queued)},
+    {"once_turns_parked", "gauge",
+     "Turns parked now: their task is working and their lease kept, and they hold no "
+     "turn worker until they are due again (the gateway following a slow upstream task).",
+     ENGINE_AT(parked)},
+    {"once_turns_parks_total", "counter",
+     "Times a turn was parked (let go of its turn worker to run again later)."
+     PROCESS_LOCAL,
+     ENGINE_AT(parks)},
     {"once_sends_waiting", "gauge",
      "Blocking sends waiting for their task to settle now (they hold no thread).",
      ENGINE_AT(waiting)},

@@ -787,6 +787,23 @@ const char *once_work_effect_key(once_work *w)
     return w->effect_key;
 }
 
+int once_work_park(once_work *w, int64_t ms)
+{
+    /* A turn run on the thread that registered its task has no worker to
+     * let go of, and a batching turn's writes wait for its end. */
+    if (ms <= 0 || w->t->settled != NULL || w->batch)
+        return ONCE_EINVAL;
+    if (once_work_canceled(w))
+        return ONCE_ECANCELED;
+    w->t->park_ms = ms;
+    return ONCE_OK;
+}
+
+int once_work_parks(const once_work *w)
+{
+    return w->t->parks;
+}
+
 int once_work_canceled(const once_work *w)
 {
     return __atomic_load_n(&w->t->canceled, __ATOMIC_ACQUIRE) || once__stopping(w->e);
@@ -1057,9 +1074,33 @@ int once__turn_quick(once__engine *e, const once_record *rec, const json_t *msg)
     return quick;
 }
 
+/* 1 when the record leaves this replica the lease under the turn's fence
+ * with at least half of the lease period left. */
+static int lease_fresh(const once__engine *e, const once_record *r, int64_t fence)
+{
+    return r->fence == fence && strcmp(r->lease_owner, e->replica_id) == 0 &&
+           r->lease_until - once__now(e) >= e->cfg.lease_ms / 2;
+}
+
+/* A parked turn running again: its record, read before any lease renewal,
+ * since the heartbeat kept the lease while it was parked (renewed only if
+ * less than half of it is left). One that was canceled or lost its lease
+ * meanwhile (notice) reads the record as it is and renews nothing. */
+static int reload_parked(once_work *w, int notice)
+{
+    int rc = reload(w, &w->rec);
+    if (rc != ONCE_OK || notice || lease_fresh(w->e, &w->rec, w->t->fence))
+        return rc;
+    rc = once__renew_lease(w->e, w->t->principal, w->t->task_id, w->t->fence);
+    return rc == ONCE_OK ? reload(w, &w->rec) : rc;
+}
+
 void once__run_turn(once__engine *e, once__turn *t)
 {
-    if (__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE) || once__stopping(e))
+    /* A parked turn that was canceled runs once more, canceled from its
+     * start: its executor hears of it (see once_work_park). */
+    int notice = t->parks > 0 && __atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE);
+    if ((__atomic_load_n(&t->canceled, __ATOMIC_ACQUIRE) && !notice) || once__stopping(e))
         return;
     /* On the stack: the context lives exactly as long as this call, and
      * at about 2 KiB a heap block of it cost a sweep of malloc's free
@@ -1079,6 +1120,8 @@ void once__run_turn(once__engine *e, once__turn *t)
         w->born = t->born;
     } else if (t->born != NULL) {
         rc = ONCE_EINVAL;   /* a record not stored cannot be loaded */
+    } else if (t->parks > 0) {
+        rc = reload_parked(w, notice);
     } else {
         /* Take the lease now: a queued turn held only what its registering
          * write set, and if that ran out another replica may own the task. */
@@ -1100,8 +1143,9 @@ void once__run_turn(once__engine *e, once__turn *t)
         w->task = t->task;
         t->task = NULL;
     }
-    if (w->rec.fence != t->fence || w->rec.kind != ONCE_KIND_TASK ||
-        once_state_terminal(w->rec.state) || once_state_interrupted(w->rec.state)) {
+    if (w->rec.kind != ONCE_KIND_TASK ||
+        (!notice && (w->rec.fence != t->fence || once_state_terminal(w->rec.state) ||
+                     once_state_interrupted(w->rec.state)))) {
         work_free(w);
         return;
     }
@@ -1118,16 +1162,18 @@ void once__run_turn(once__engine *e, once__turn *t)
         return;
     }
 
-    if (w->born == NULL)
-        ONCE__STAT(e, executed_turns);   /* else once its record is stored */
+    if (w->born == NULL && t->parks == 0)
+        ONCE__STAT(e, executed_turns);   /* else once its record is stored, or
+                                          * when it started before its park */
     rc = e->ex->run(e->ex, w);
     /* What a batching turn wrote last is committed before the turn ends
      * (a failure shows in the record and the cancel flag checked next). */
     (void)flush(w);
 
-    /* run() left the task running: finish it, unless the turn lost its
-     * fence or the engine is shutting down (then a takeover resumes it). */
-    if (!once_work_canceled(w) && w->rec.kind == ONCE_KIND_TASK &&
+    /* run() left the task running: finish it, unless it parked the turn,
+     * the turn lost its fence or the engine is shutting down (then a
+     * takeover resumes it). */
+    if (!once_work_canceled(w) && t->park_ms == 0 && w->rec.kind == ONCE_KIND_TASK &&
         (w->rec.state == ONCE_STATE_SUBMITTED || w->rec.state == ONCE_STATE_WORKING)) {
         if (rc == ONCE_OK) {
             once_work_complete(w);
@@ -1138,7 +1184,12 @@ void once__run_turn(once__engine *e, once__turn *t)
             once_work_fail(w, reason);
         }
     }
-    if (w->born == NULL && t->held == NULL)
+    /* Parked: the turn goes on later (the engine checks the task is still
+     * running, not canceled). */
+    if (t->park_ms > 0 && (once_work_canceled(w) || w->rec.kind != ONCE_KIND_TASK ||
+                           w->rec.state != ONCE_STATE_WORKING))
+        t->park_ms = 0;
+    if (w->born == NULL && t->held == NULL && t->park_ms == 0)
         count_turn_end(w);   /* a held write counts when it lands (held.c) */
     t->born_stored = t->born != NULL && w->born == NULL;
     if (t->settled != NULL && w->born == NULL) {

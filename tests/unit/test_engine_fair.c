@@ -98,12 +98,7 @@ typedef struct fair_env {
 static void fair_open(fair_env *f, int workers, int max_queue, int share)
 {
     memset(f, 0, sizeof *f);
-    pthread_mutex_init(&f->g.mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->g.cv, &ca);
-    pthread_condattr_destroy(&ca);
+    assert_int_equal(once__lock_init(&f->g.mu, &f->g.cv), ONCE_OK);
     f->g.ex.name = "gate";
     f->g.ex.run = gate_run;
     f->g.ex.ctx = &f->g;
