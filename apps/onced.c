@@ -68,8 +68,8 @@ static const char usage[] =
     "  --exec-deadline DUR         per-turn time limit, 0 = none (0)\n"
     "  --turn-workers N            turns that run at once, one thread each (16; 64 for\n"
     "                              the built-in executor and --upstream on a store\n"
-    "                              other than memory:; a gateway's turn holds its worker\n"
-    "                              while it follows the upstream task); more wait in a\n"
+    "                              other than memory:; a gateway's turn parks, holding no\n"
+    "                              worker, while its upstream task is quiet); more wait in a\n"
     "                              queue; a turn takes its lease when it starts\n"
     "  --max-queue N               turns that may wait for a worker (16 per turn worker);\n"
     "                              past it a send that would start one waits up to 100 ms\n"
@@ -775,9 +775,9 @@ int main(int argc, char **argv)
      * the requests admitted, the turn queue filled, and the refusals took
      * the CPU the turns needed (bench/backends.md, "Group commit on by
      * default"); 64 threads that mostly sleep cost little. A gateway's
-     * turn holds its worker while it follows its upstream task, so 64
-     * bound those too. An --exec turn's time is its command's: those stay
-     * at the engine's 16. */
+     * turn holds its worker while its upstream task changes (it parks
+     * while the task is quiet), so 64 bound those too. An --exec turn's
+     * time is its command's: those stay at the engine's 16. */
     int in_memory = strncmp(o.store, "memory:", 7) == 0;
     sc.engine.workers = o.turn_workers != 0 || in_memory || o.exec_cmd != NULL
                             ? (int)o.turn_workers /* 0 = the engine's default */

@@ -202,6 +202,7 @@ typedef struct gw_view {
     once_state state;            /* the once task's state as last written or read */
     json_t *arts;                /* artifactId -> the artifact as last written */
     char *status_mid;            /* messageId of the last status message written */
+    int writes;                  /* writes made so far (a look that changed something) */
     const char *url;             /* named in the reasons it writes */
 } gw_view;
 

@@ -114,6 +114,7 @@ static int sync_artifacts(gw_view *v, once_work *w, const json_t *arts)
         once_free(text);
         if (rc != ONCE_OK)
             return rc;
+        v->writes++;
         json_object_set(v->arts, id, a);
     }
     return ONCE_OK;
@@ -133,6 +134,7 @@ static int put_status(gw_view *v, once_work *w, once_state s, const json_t *msg)
     once_free(text);
     if (rc == ONCE_OK) {
         v->state = s;
+        v->writes++;
         if (fresh) {
             once_free(v->status_mid);
             v->status_mid = once_strdup(mid);
@@ -221,6 +223,8 @@ int once__gw_sync_chunk(gw_view *v, once_work *w, const json_t *ev)
     int rc =
         text ? once_work_artifact(w, text, append, json_is_true(json_object_get(ev, "lastChunk")))
              : ONCE_ENOMEM;
+    if (rc == ONCE_OK)
+        v->writes++;
     if (rc == ONCE_OK && json_object_set(v->arts, id, now) != 0)
         rc = ONCE_ENOMEM;
     once_free(text);

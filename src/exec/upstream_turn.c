@@ -30,9 +30,18 @@
  * upstream task ID is once_child_id(<derived task key>, 1), the delegation
  * rule's child of the once task.
  *
- * The turn holds its worker thread while it follows the upstream task,
- * sleeping between polls through once_work_sleep (a cancel wakes it, and
- * stops an open stream once its upstream task is known).
+ * A slow upstream task does not hold a worker thread: the turn holds it
+ * while something happens (a stream delivers events; polls find changes,
+ * the first pauses short), and parks the turn (once_work_park) once the
+ * upstream task goes quiet: a stream without an event for HOLD_MS is
+ * closed, a poll pause that reaches PARK_FROM_MS is spent parked. A parked
+ * turn runs again after its pause and looks with GetTask: nothing new parks
+ * it again for longer (up to the poll ceiling), a change takes it back to
+ * following (by SubscribeToTask when the upstream streams). A cancel while
+ * parked runs the turn at once, canceled, and it sends CancelTask upstream
+ * as any canceled turn does. Sleeps shorter than a park go through
+ * once_work_sleep (a cancel wakes it, and stops an open stream once its
+ * upstream task is known).
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +55,10 @@
 
 #define POLL_FIRST_MS 100
 #define LIST_PAGES_MAX 20
+/* A pause this long or longer is spent parked, not on the worker. */
+#define PARK_FROM_MS 400
+/* A stream without an event this long is closed and the turn parked. */
+#define HOLD_MS 1000
 
 /* One turn; only its worker thread touches it. */
 typedef struct turn {
@@ -65,6 +78,8 @@ typedef struct tap {
     int ended;                    /* an event ended the turn (or a write failed) */
     int events;
     int rc;                       /* with ended: the turn's result */
+    int64_t last_ms;              /* monotonic: the stream opened or its last event */
+    int quiet;                    /* closed after HOLD_MS without an event */
 } tap;
 
 /* ---------------------------------------------------------------------------
@@ -267,6 +282,7 @@ static int on_event(void *ctx, const json_t *ev)
     tap *s = ctx;
     turn *t = s->t;
     s->events++;
+    s->last_ms = once_monotonic_ms();
     const json_t *task = json_object_get(ev, "task"), *msg = json_object_get(ev, "message");
     const json_t *su = json_object_get(ev, "statusUpdate");
     const json_t *au = json_object_get(ev, "artifactUpdate");
@@ -300,17 +316,24 @@ static int on_event(void *ctx, const json_t *ev)
     return 1;
 }
 
-/* A stream stops when its turn is canceled, once the upstream task is
- * known (before that, its first event is still owed: the send may have
- * made a task, which a cancel must reach). */
+/* A stream stops when its turn is canceled, or after HOLD_MS without an
+ * event (the turn parks), once the upstream task is known (before that,
+ * its first event is still owed: the send may have made a task, which a
+ * cancel must reach). */
 static int stop_stream(void *ctx)
 {
-    const tap *s = ctx;
-    return s->named && once_work_canceled(s->t->w);
+    tap *s = ctx;
+    if (!s->named)
+        return 0;
+    if (once_work_canceled(s->t->w))
+        return 1;
+    s->quiet = once_monotonic_ms() - s->last_ms >= HOLD_MS;
+    return s->quiet;
 }
 
 static gw_req stream_req(const turn *t, const char *method, const json_t *params, tap *s)
 {
+    s->last_ms = once_monotonic_ms();
     gw_req q = req_for(t, method, params);
     q.on_event = on_event;
     q.event_ctx = s;
@@ -318,11 +341,39 @@ static gw_req stream_req(const turn *t, const char *method, const json_t *params
     return q;
 }
 
+/* Wait ms before the next look at the upstream task: parked when ms
+ * reaches PARK_FROM_MS (the worker is let go; the turn runs again then),
+ * else asleep on the worker. 1: parked, run() returns now; 0: look again;
+ * 2: canceled. */
+static int rest(turn *t, int64_t ms)
+{
+    if (ms >= PARK_FROM_MS && once_work_park(t->w, ms) == ONCE_OK)
+        return 1;
+    return once_work_sleep(t->w, ms) ? 2 : 0;
+}
+
+/* The pause after a look that changed nothing, from the last one: doubled,
+ * up to the poll ceiling. A turn that runs again after a park starts from
+ * PARK_FROM_MS doubled once per park in a row. */
+static int64_t longer(const turn *t, int64_t delay)
+{
+    return delay * 2 > t->g->poll_max_ms ? t->g->poll_max_ms : delay * 2;
+}
+
+static int64_t after_parks(const turn *t)
+{
+    int64_t d = PARK_FROM_MS;
+    for (int i = 1; i < once_work_parks(t->w) && d < t->g->poll_max_ms; i++)
+        d *= 2;
+    return d > t->g->poll_max_ms ? t->g->poll_max_ms : d;
+}
+
 /* Follow the upstream task by SubscribeToTask until the turn ends: its
  * first event is the task as it is, then each change. A stream that is
  * cut or closed early is opened again, after a pause that grows while
- * nothing arrives. 2 when the upstream will not stream it (a terminal
- * task, streaming refused): the caller polls. */
+ * nothing arrives; one quiet for HOLD_MS parks the turn. 2 when the
+ * upstream will not stream it (a terminal task, streaming refused): the
+ * caller polls. */
 static int watch(turn *t)
 {
     int64_t delay = POLL_FIRST_MS;
@@ -343,11 +394,13 @@ static int watch(turn *t)
         }
         if (rc != ONCE_OK)
             return call_failed(t, rc, &r);
-        delay = s.events > 0                    ? POLL_FIRST_MS
-                : delay * 2 > t->g->poll_max_ms ? t->g->poll_max_ms
-                                                : delay * 2;
-        if (once_work_sleep(t->w, delay))
-            return on_cancel(t);
+        if (s.quiet && !once_work_canceled(t->w))
+            delay = PARK_FROM_MS;
+        else
+            delay = s.events > 0 ? POLL_FIRST_MS : longer(t, delay);
+        int how = rest(t, delay);
+        if (how != 0)
+            return how == 1 ? ONCE_OK : on_cancel(t);
     }
 }
 
@@ -355,24 +408,29 @@ static int watch(turn *t)
  * Following the upstream task.
  */
 
+/* Until the turn ends or parks: a turn that runs again after a park (or
+ * an upstream that does not stream) looks by GetTask; a look that finds a
+ * change goes back to the stream when the upstream streams. */
 static int follow(turn *t)
 {
-    if (t->g->streaming && !t->no_sub) {
+    int parked = once_work_parks(t->w) > 0;
+    if (!parked && t->g->streaming && !t->no_sub) {
         int rc = watch(t);
         if (rc != 2)
             return rc;
         t->no_sub = 1;
     }
-    int64_t delay = POLL_FIRST_MS;
+    int64_t delay = parked ? after_parks(t) : POLL_FIRST_MS;
     json_t *last = NULL;
-    for (;;) {
+    for (int looks = 0;; looks++) {
         gw_res r;
         int rc = call(t, "GetTask", json_pack("{s:s}", "id", cp_str(t, "taskId")), &r);
         if (rc != ONCE_OK) {
             json_decref(last);
             return call_failed(t, rc, &r);
         }
-        int changed = last == NULL || !json_equal(last, r.result);
+        int writes = t->view.writes;
+        int changed = last != NULL && !json_equal(last, r.result);
         json_decref(last);
         last = r.result;
         rc = once__gw_sync_task(&t->view, t->w, last);
@@ -382,11 +440,20 @@ static int follow(turn *t)
                 return on_cancel(t);
             return rc == 1 ? ONCE_OK : rc;
         }
-        delay = changed ? POLL_FIRST_MS : delay * 2 > t->g->poll_max_ms ? t->g->poll_max_ms
-                                                                        : delay * 2;
-        if (once_work_sleep(t->w, delay)) {
+        changed |= t->view.writes > writes;
+        if (changed && t->g->streaming && !t->no_sub) {
+            json_decref(last); /* at work again: follow its events */
+            rc = watch(t);
+            if (rc != 2)
+                return rc;
+            t->no_sub = 1;
+            last = NULL;
+        }
+        delay = changed ? POLL_FIRST_MS : looks == 0 ? delay : longer(t, delay);
+        int how = rest(t, delay);
+        if (how != 0) {
             json_decref(last);
-            return on_cancel(t);
+            return how == 1 ? ONCE_OK : on_cancel(t);
         }
     }
 }
@@ -543,7 +610,14 @@ static int send(turn *t)
     once__gw_res_clear(&r);
     if (s.ended)
         return finish(t, s.rc);
-    return once_work_canceled(t->w) ? on_cancel(t) : follow(t); /* cut or closed early */
+    if (once_work_canceled(t->w))
+        return on_cancel(t);
+    if (s.quiet) { /* the task works on quietly: park */
+        int how = rest(t, PARK_FROM_MS);
+        if (how != 0)
+            return how == 1 ? ONCE_OK : on_cancel(t);
+    }
+    return follow(t); /* cut or closed early */
 }
 
 /* First turn of a task: the rung, the contextId and (rung 1) the upstream
@@ -666,8 +740,10 @@ static int recover(turn *t)
 
 static int drive(turn *t)
 {
+    if (once_work_canceled(t->w))
+        return on_cancel(t); /* a parked turn canceled: its last run */
     if (cp_str(t, "taskId") != NULL && was_sent(t)) {
-        if (once_work_resumed(t->w))
+        if (once_work_resumed(t->w) && once_work_parks(t->w) == 0)
             once__metrics_gateway(ONCE__GW_REATTACHED);
         return follow(t);
     }

@@ -56,12 +56,16 @@
 //                         headers = every request header (lowercased names),
 //                         body = the parsed JSON body (null for GET/DELETE)
 //     POST /counts/reset  zeroes the counts and the request log (the tasks stay)
+//     POST /release/K     completes every hold:K task, now and to come
 //
 // The executor, by the first text part of the user message:
 //   ask:Q       input-required, agent message Q; the next message to the task
 //               completes it with artifact text "answer:" + that message's text
 //   auth:Q      auth-required, agent message Q; the next message: as for ask
 //   sleep:N     working, then completed after N s with artifact "slept N";
+//               CancelTask meanwhile -> canceled
+//   hold:K      working until POST /release/K, then completed with artifact
+//               "released K" (a release before the task comes is kept);
 //               CancelTask meanwhile -> canceled
 //   fail        working, then failed, agent message "upstream failed on purpose"
 //   reject      rejected, agent message "upstream rejected on purpose"
@@ -209,6 +213,15 @@ const TERMINAL = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_F
 // message, for --dedup-message-id.
 const firstMessages = new Map();
 
+// hold:K: the released keys, and the turns waiting for one (K -> [resolve]).
+const released = new Set();
+const holding = new Map();
+function release(key) {
+  released.add(key);
+  for (const resolve of holding.get(key) ?? []) resolve();
+  holding.delete(key);
+}
+
 class CountingExecutor {
   constructor() {
     this.awaiting = new Set();      // tasks whose next message is the answer (ask:, auth:)
@@ -306,6 +319,16 @@ class CountingExecutor {
         });
         this.cancelers.delete(taskId);
         if (!this.canceled.has(taskId)) complete('sleep', `slept ${n}`);
+      } else if (text.startsWith('hold:')) {
+        const key = text.slice(5);
+        if (!released.has(key)) {
+          await new Promise((resolve) => {
+            (holding.get(key) ?? holding.set(key, []).get(key)).push(resolve);
+            this.cancelers.set(taskId, resolve);
+          });
+        }
+        this.cancelers.delete(taskId);
+        if (!this.canceled.has(taskId)) complete('released', `released ${key}`);
       } else if (text === 'fail') {
         bus.publish(status(TaskState.TASK_STATE_FAILED, 'upstream failed on purpose'));
       } else if (text.startsWith('chunks:')) {
@@ -550,6 +573,10 @@ const publicEntry = (e) => {
 };
 app.get('/counts', (_req, res) => res.json(counts));
 app.get('/requests', (_req, res) => res.json(requestLog.map(publicEntry)));
+app.post('/release/:key', (req, res) => {
+  release(req.params.key);
+  res.json({ released: req.params.key });
+});
 app.post('/counts/reset', (_req, res) => {
   counts = freshCounts();
   requestLog = [];

@@ -50,6 +50,8 @@ static const struct {
     {"once_turns_finished_total{result=\"stopped\"}", ONCE__STAT_AT(turns_stopped)},
     {"once_turns_finished_total{result=\"lost\"}", ONCE__STAT_AT(turns_lost)},
     {"once_turns_queued", ONCE__STAT_AT(queued)},
+    {"once_turns_parked", ONCE__STAT_AT(parked)},
+    {"once_turns_parks_total", ONCE__STAT_AT(parks)},
     {"once_sends_waiting", ONCE__STAT_AT(waiting)},
     {"once_sends_wait_shed_total", ONCE__STAT_AT(waits_shed)},
     {"once_sends_admission_waits_total", ONCE__STAT_AT(admit_waits)},
