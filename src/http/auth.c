@@ -6,6 +6,14 @@
  * without stopping at the first match, so neither timing nor a memory dump
  * of the table gives a token away. The table is immutable after parsing:
  * any number of threads may look up at once.
+ *
+ * Sessions (the inspector's login cookie) never carry a token:
+ * "v1.<expiry, unix seconds>.<principal, hex>.<mac, hex>", the MAC an
+ * HMAC-SHA256 keyed by the digest of the token that signed in, over
+ * SESSION_LABEL and the fields before it. A session is good while it has
+ * not expired and one of its principal's tokens in the table signs it the
+ * same: a tokens file without that token (onced reads it at start) revokes
+ * every session it signed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -176,6 +184,99 @@ const char *once__tokens_principal(const once_tokens *t, const char *authorizati
     const char *found = NULL;
     for (size_t i = 0; i < t->n; i++) {
         if (once_ct_equal(d, t->v[i].digest, ONCE_SHA256_LEN) && found == NULL)
+            found = t->v[i].principal;
+    }
+    return found;
+}
+
+/* --- sessions ------------------------------------------------------------ */
+
+#define SESSION_LABEL "once-inspect-session."
+
+/* The MAC of head ("v1.<exp>.<phex>") under key, as hex. */
+static void session_mac(const uint8_t key[ONCE_SHA256_LEN], const char *head, size_t len,
+                        char hex[2 * ONCE_SHA256_LEN + 1])
+{
+    char msg[sizeof SESSION_LABEL + ONCE__SESSION_MAX];
+    size_t k = sizeof SESSION_LABEL - 1;
+    memcpy(msg, SESSION_LABEL, k);
+    memcpy(msg + k, head, len);
+    uint8_t mac[ONCE_SHA256_LEN];
+    once_hmac_sha256(key, ONCE_SHA256_LEN, msg, k + len, mac);
+    once_hex(mac, sizeof mac, hex);
+}
+
+int once__session_make(const once_tokens *t, const char *token, int64_t now_s, int64_t ttl_s,
+                       char *out, size_t n)
+{
+    if (t == NULL || token == NULL || ttl_s <= 0)
+        return ONCE_EINVAL;
+    uint8_t d[ONCE_SHA256_LEN];
+    once_sha256(token, strlen(token), d);
+    const token_entry *e = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        if (once_ct_equal(d, t->v[i].digest, ONCE_SHA256_LEN) && e == NULL)
+            e = &t->v[i];
+    }
+    if (e == NULL)
+        return ONCE_ENOTFOUND;
+    char phex[2 * ONCE_PRINCIPAL_MAX + 1];
+    once_hex((const uint8_t *)e->principal, strlen(e->principal), phex);
+    char head[ONCE__SESSION_MAX];
+    int len = snprintf(head, sizeof head, "v1.%lld.%s", (long long)(now_s + ttl_s), phex);
+    if (len < 0 || (size_t)len >= sizeof head)
+        return ONCE_ERANGE;
+    char mac[2 * ONCE_SHA256_LEN + 1];
+    session_mac(e->digest, head, (size_t)len, mac);
+    if ((size_t)snprintf(out, n, "%s.%s", head, mac) >= n)
+        return ONCE_ERANGE;
+    return ONCE_OK;
+}
+
+static int unhex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+const char *once__session_principal(const once_tokens *t, const char *value, int64_t now_s)
+{
+    if (t == NULL || value == NULL || strncmp(value, "v1.", 3) != 0)
+        return NULL;
+    const char *exp = value + 3, *dot1 = strchr(exp, '.');
+    const char *dot2 = dot1 != NULL ? strchr(dot1 + 1, '.') : NULL;
+    if (dot2 == NULL || dot1 == exp || dot1 - exp > 18 || (size_t)(dot2 - value) >= ONCE__SESSION_MAX)
+        return NULL;
+    int64_t expiry = 0;
+    for (const char *p = exp; p < dot1; p++) {
+        if (*p < '0' || *p > '9')
+            return NULL;
+        expiry = expiry * 10 + (*p - '0');
+    }
+    if (expiry <= now_s)
+        return NULL;
+    /* The principal, from hex. */
+    size_t hl = (size_t)(dot2 - dot1 - 1);
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    if (hl == 0 || hl % 2 != 0 || hl / 2 > ONCE_PRINCIPAL_MAX)
+        return NULL;
+    for (size_t i = 0; i < hl / 2; i++) {
+        int hi = unhex(dot1[1 + 2 * i]), lo = unhex(dot1[2 + 2 * i]);
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+            return NULL;
+        principal[i] = (char)(hi << 4 | lo);
+    }
+    principal[hl / 2] = '\0';
+    const char *mac = dot2 + 1;
+    if (strlen(mac) != 2 * ONCE_SHA256_LEN)
+        return NULL;
+    /* Every token of that principal is tried, to the end. */
+    const char *found = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        if (strcmp(t->v[i].principal, principal) != 0)
+            continue;
+        char want[2 * ONCE_SHA256_LEN + 1];
+        session_mac(t->v[i].digest, value, (size_t)(dot2 - value), want);
+        if (once_ct_equal(want, mac, 2 * ONCE_SHA256_LEN) && found == NULL)
             found = t->v[i].principal;
     }
     return found;

@@ -63,6 +63,18 @@ size_t once__tokens_count(const once_tokens *t);
  * long as t. */
 const char *once__tokens_principal(const once_tokens *t, const char *authorization);
 
+/* Sessions (the inspector's login cookie; auth.c): a value that names a
+ * principal without carrying its token, signed with the token's digest,
+ * good until now_s + ttl_s. The longest value, NUL included: */
+#define ONCE__SESSION_MAX (3 + 20 + 1 + 2 * ONCE_PRINCIPAL_MAX + 1 + 64 + 1)
+/* ONCE_OK with the value in out; ONCE_ENOTFOUND: token is not in t;
+ * ONCE_EINVAL; ONCE_ERANGE: out too small. */
+int once__session_make(const once_tokens *t, const char *token, int64_t now_s, int64_t ttl_s,
+                       char *out, size_t n);
+/* The principal a session value names (living as long as t), or NULL:
+ * malformed, expired at now_s, or signed by no token t holds now. */
+const char *once__session_principal(const once_tokens *t, const char *value, int64_t now_s);
+
 /* ---------------------------------------------------------------------------
  * Limits against hostile clients (guard.c), shared by onced's server and
  * the webhook receiver of `once listen`; 0 = that server's default.

@@ -4,7 +4,8 @@
  * by inspect_html.c.
  *
  * Invariants: every answer carries CSP_HEADER and Cache-Control: no-store;
- * the principal comes from the Authorization header or the login cookie,
+ * the principal comes from the Authorization header or the login cookie (a
+ * session signed with the token's digest, never the token: auth.c),
  * checked against the same token table as JSON-RPC, never from the URL;
  * the list goes through the codec's ListTasks (the same validation, page
  * tokens and principal scoping as any client's), the timeline through the
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "core/jcs.h"
 #include "core/metrics.h"
@@ -22,7 +24,9 @@
 #include "http/ops.h"
 
 #define PREFIX "/inspect"
-#define COOKIE "once_token"
+#define COOKIE "once_session"
+/* A login lasts this long (seconds), or until its token leaves the file. */
+#define SESSION_TTL_S (12 * 3600)
 #define HTML "text/html; charset=utf-8"
 #define JSON "application/json"
 /* Nothing but this origin, no inline script or style, no framing. */
@@ -36,10 +40,11 @@ struct once__inspect {
     once_http_inspect cfg;
     const once_tokens *tokens;
     once__a2a *codec;
+    int secure;                 /* served over TLS: the cookie says Secure */
 };
 
 int once__inspect_new(const once_http_inspect *cfg, const once_tokens *tokens, once__a2a *codec,
-                      once__inspect **out)
+                      int secure, once__inspect **out)
 {
     *out = NULL;
     if (cfg == NULL || !cfg->on)
@@ -50,6 +55,7 @@ int once__inspect_new(const once_http_inspect *cfg, const once_tokens *tokens, o
     in->cfg = *cfg;
     in->tokens = tokens;
     in->codec = codec;
+    in->secure = secure;
     *out = in;
     return ONCE_OK;
 }
@@ -118,15 +124,6 @@ static enum MHD_Result json_error(struct MHD_Connection *conn, const char *metho
     return answer(conn, method, status, JSON, body, (size_t)n, NULL);
 }
 
-/* The principal behind token (a bearer token's text), or NULL. */
-static const char *principal_of_token(const once__inspect *in, const char *token)
-{
-    char auth[TOKEN_MAX + 8];
-    if ((size_t)snprintf(auth, sizeof auth, "Bearer %s", token) >= sizeof auth)
-        return NULL;
-    return once__tokens_principal(in->tokens, auth);
-}
-
 /* Who asks: "anonymous" without --auth-tokens, else the principal of the
  * Authorization header or of the login cookie; NULL = nobody known. */
 static const char *principal_of(const once__inspect *in, struct MHD_Connection *conn)
@@ -137,9 +134,8 @@ static const char *principal_of(const once__inspect *in, struct MHD_Connection *
         in->tokens, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                 MHD_HTTP_HEADER_AUTHORIZATION));
     const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, COOKIE);
-    char token[TOKEN_MAX];
-    if (p == NULL && cookie != NULL && once__pct_decode(cookie, strlen(cookie), 1, token, sizeof token))
-        p = principal_of_token(in, token);
+    if (p == NULL && cookie != NULL)
+        p = once__session_principal(in->tokens, cookie, (int64_t)time(NULL));
     return p;
 }
 
@@ -274,7 +270,7 @@ static enum MHD_Result authed(once__inspect *in, struct MHD_Connection *conn, co
 }
 
 int once__inspect_route(once__inspect *in, struct MHD_Connection *conn, const char *url,
-                        const char *method, enum MHD_Result *ret)
+                        const char *method, enum MHD_Result *ret, once__inspect_stream *stream)
 {
     if (in == NULL || strncmp(url, PREFIX, strlen(PREFIX)) != 0 ||
         (url[strlen(PREFIX)] != '\0' && url[strlen(PREFIX)] != '/'))
@@ -292,6 +288,19 @@ int once__inspect_route(once__inspect *in, struct MHD_Connection *conn, const ch
     }
     if (strcmp(path, "/login") == 0 && strcmp(method, MHD_HTTP_METHOD_POST) == 0)
         return ONCE__INSPECT_LOGIN;
+    if (strncmp(path, "/api/stream/", 12) == 0 && path[12] != '\0' &&
+        strcmp(method, MHD_HTTP_METHOD_GET) == 0) {
+        /* The task page's live stream: SubscribeToTask as the signed-in
+         * principal (the script never holds a token). */
+        const char *principal = principal_of(in, conn);
+        if (principal == NULL) {
+            *ret = json_error(conn, method, MHD_HTTP_UNAUTHORIZED, "UNAUTHENTICATED");
+            return ONCE__INSPECT_ANSWERED;
+        }
+        stream->principal = principal;
+        stream->task_id = path + 12;
+        return ONCE__INSPECT_STREAM;
+    }
     static const char *const allow[] = {MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL};
     if (!is_get(method))
         *ret = plain(conn, method, MHD_HTTP_METHOD_NOT_ALLOWED, "GET\n", allow);
@@ -350,19 +359,23 @@ enum MHD_Result once__inspect_login(once__inspect *in, struct MHD_Connection *co
                     "The form was sent from another site.");
     if (in->tokens == NULL)
         return plain(conn, method, MHD_HTTP_SEE_OTHER, PREFIX "/\n", to_list);
-    if (body == NULL || !form_token(body, len, token, sizeof token) ||
-        principal_of_token(in, token) == NULL)
+    char session[ONCE__SESSION_MAX];
+    int ok = body != NULL && form_token(body, len, token, sizeof token) &&
+             once__session_make(in->tokens, token, (int64_t)time(NULL), SESSION_TTL_S, session,
+                                sizeof session) == ONCE_OK;
+    memset(token, 0, sizeof token);
+    if (!ok)
         return note(conn, method, MHD_HTTP_UNAUTHORIZED, "Sign in",
                     "That token is not known here. Give your bearer token.");
-    /* The cookie holds the token percent-encoded (a cookie value cannot
-     * hold every character a token may); Path=/inspect keeps it off the
-     * A2A endpoints, SameSite=Strict off other sites' requests. The
-     * task page's script reads it to open the task's stream. */
+    /* The cookie holds a session, never the token (auth.c): it expires,
+     * and a tokens file without the token revokes it. Path=/inspect keeps
+     * it off the A2A endpoints, SameSite=Strict off other sites' requests,
+     * HttpOnly out of every script (the task page's stream is served
+     * under /inspect with it), Secure off plain HTTP when onced serves
+     * TLS. */
     once__mtext c = {0};
-    once__mtext_printf(&c, COOKIE "=");
-    once__url_text(&c, token);
-    once__mtext_printf(&c, "; Path=" PREFIX "; SameSite=Strict");
-    memset(token, 0, sizeof token);
+    once__mtext_printf(&c, COOKIE "=%s; Path=" PREFIX "; Max-Age=%d; HttpOnly; SameSite=Strict%s",
+                       session, SESSION_TTL_S, in->secure ? "; Secure" : "");
     enum MHD_Result ret;
     if (c.oom) {
         ret = note(conn, method, MHD_HTTP_INTERNAL_SERVER_ERROR, "Sign in", "Out of memory.");

@@ -6,12 +6,14 @@
  *                                   HTML, filters and pages through ListTasks
  *   GET  /inspect/task/ID           one task's timeline, as HTML
  *   GET  /inspect/api/task/ID       the same timeline as JSON
+ *   GET  /inspect/api/stream/ID     the task's SSE stream (SubscribeToTask)
  *   GET  /inspect/login             a form that takes a bearer token
- *   POST /inspect/login             sets it as a cookie, back to the list
+ *   POST /inspect/login             sets a session cookie, back to the list
  *   GET  /inspect/inspect.js, .css  the one script and style sheet
  *
  * Authentication is the JSON-RPC endpoint's: an Authorization: Bearer
- * header, or the token in the cookie the login form sets; a principal sees
+ * header, or the session the login form sets as an HttpOnly cookie (signed
+ * with the token's digest, expiring, never the token itself); a principal sees
  * only its own tasks (another's answers 404, as GetTask does). Every answer
  * carries a Content-Security-Policy that allows nothing but this origin
  * and no inline script or style. Everything taken from a task is
@@ -30,22 +32,33 @@
 typedef struct once__inspect once__inspect;
 
 /* cfg is copied; tokens (NULL: no authentication) and codec are borrowed
- * and outlive it. *out is NULL (and ONCE_OK) when cfg->on is 0. */
+ * and outlive it; secure: onced serves TLS (the cookie is Secure). *out is
+ * NULL (and ONCE_OK) when cfg->on is 0. */
 int once__inspect_new(const once_http_inspect *cfg, const once_tokens *tokens, once__a2a *codec,
-                      once__inspect **out);
+                      int secure, once__inspect **out);
 void once__inspect_free(once__inspect *in);   /* NULL ok */
 
 /* What once__inspect_route did with a request. */
 enum {
     ONCE__INSPECT_NOT_MINE = 0,   /* not below /inspect, or the inspector is off */
     ONCE__INSPECT_ANSWERED = 1,   /* answered: MHD's result in *ret */
-    ONCE__INSPECT_LOGIN = 2       /* POST /inspect/login: read the body, then
+    ONCE__INSPECT_LOGIN = 2,      /* POST /inspect/login: read the body, then
                                      call once__inspect_login */
+    ONCE__INSPECT_STREAM = 3      /* GET /inspect/api/stream/ID: serve it as the
+                                     JSON-RPC SubscribeToTask of *stream */
 };
+
+/* A task stream the inspector asks the server for: the signed-in
+ * principal (it lives as long as the token table) and the task ID (in the
+ * request's URL). */
+typedef struct once__inspect_stream {
+    const char *principal;
+    const char *task_id;
+} once__inspect_stream;
 
 /* The first call for a request (in may be NULL: off). */
 int once__inspect_route(once__inspect *in, struct MHD_Connection *conn, const char *url,
-                        const char *method, enum MHD_Result *ret);
+                        const char *method, enum MHD_Result *ret, once__inspect_stream *stream);
 
 /* Answer POST /inspect/login with its form body body[0..len). */
 enum MHD_Result once__inspect_login(once__inspect *in, struct MHD_Connection *conn,

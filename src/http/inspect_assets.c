@@ -3,12 +3,12 @@
  * binary: the style sheet and the one script. No framework, no build step,
  * no request to anything but this origin (the pages' CSP forbids it).
  *
- * The script makes a task page live. It follows the task's SSE stream the
- * way any A2A client does (SubscribeToTask on the JSON-RPC endpoint,
- * resuming after the last event id it saw with Last-Event-ID) and, after
+ * The script makes a task page live. It follows the task's SSE stream
+ * (GET /inspect/api/stream/ID: SubscribeToTask as the signed-in principal,
+ * resumed after the last event id it saw with Last-Event-ID) and, after
  * each event, fetches the page again and swaps in its <main id="live">: the
- * server draws every view, the script draws none. The bearer token, when
- * onced needs one, comes from the login cookie. A stream that breaks is
+ * server draws every view, the script draws none. It holds no token: the
+ * HttpOnly session cookie goes with its requests. A stream that breaks is
  * reopened (backoff up to 10 s) until the page says the task is finished.
  */
 #include "http/inspect.h"
@@ -21,14 +21,6 @@ const char once__inspect_js[] =
     "  if (!task || body.dataset.live !== '1') return;\n"
     "  let last = body.dataset.generation || '0';\n"
     "  let delay = 250;\n"
-    "  function token() {\n"
-    "    for (const c of document.cookie.split(';')) {\n"
-    "      const i = c.indexOf('=');\n"
-    "      if (i > 0 && c.slice(0, i).trim() === 'once_token')\n"
-    "        return decodeURIComponent(c.slice(i + 1).trim());\n"
-    "    }\n"
-    "    return null;\n"
-    "  }\n"
     "  async function refresh() {\n"
     "    const r = await fetch(location.pathname, {cache: 'no-store'});\n"
     "    if (!r.ok) return false;\n"
@@ -41,12 +33,8 @@ const char once__inspect_js[] =
     "    return body.dataset.live === '1';\n"
     "  }\n"
     "  async function follow() {\n"
-    "    const headers = {'Content-Type': 'application/json', 'A2A-Version': '1.0',\n"
-    "                     'Last-Event-ID': last};\n"
-    "    const tok = token();\n"
-    "    if (tok) headers.Authorization = 'Bearer ' + tok;\n"
-    "    const res = await fetch('/', {method: 'POST', headers, body: JSON.stringify(\n"
-    "      {jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: {id: task}})});\n"
+    "    const res = await fetch('/inspect/api/stream/' + encodeURIComponent(task),\n"
+    "                            {cache: 'no-store', headers: {'Last-Event-ID': last}});\n"
     "    const type = res.headers.get('Content-Type') || '';\n"
     "    if (!res.ok || !type.startsWith('text/event-stream')) return;\n"
     "    const reader = res.body.getReader();\n"

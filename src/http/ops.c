@@ -15,6 +15,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "http/admit.h"
 #include "http/ops.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
@@ -22,11 +23,12 @@
 #define PROM_TEXT "text/plain; version=0.0.4; charset=utf-8"
 
 /* cfg and sse are set by once__ops_new and read-only after; `draining` is
- * atomic; `d` belongs to start/free. */
+ * atomic; `d` and `admit` belong to start/free. */
 struct once__ops {
     once_http_ops cfg;
     once__sse *sse;
     struct MHD_Daemon *d;   /* the separate /metrics listener, or NULL */
+    once__admit admit;      /* its Host rule (DNS rebinding), from its own bind */
     int draining;
 };
 
@@ -181,6 +183,12 @@ static enum MHD_Result on_metrics_request(void *cls, struct MHD_Connection *conn
         *upload_data_size = 0;   /* a body is read and ignored */
         return MHD_YES;
     }
+    /* The Host rule of the main listener's probes: IP literals and
+     * localhost pass, a name only when onced is reached by it. */
+    const once__refusal *no = once__admit_check(&((once__ops *)cls)->admit, conn, method,
+                                                ONCE__ROUTE_OPS);
+    if (no != NULL)
+        return answer_str(conn, method, no->status, no->message);
     if (strcmp(url, "/metrics") != 0)
         return answer_str(conn, method, MHD_HTTP_NOT_FOUND, "only GET /metrics is served here\n");
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
@@ -210,7 +218,7 @@ static int numeric_addr(const char *host, int port, struct sockaddr_storage *ss,
     return ONCE_EINVAL;
 }
 
-int once__ops_start(once__ops *o, char *err, size_t errlen)
+int once__ops_start(once__ops *o, const once_http_config *hc, char *err, size_t errlen)
 {
     if (o->cfg.metrics_mode != ONCE_HTTP_METRICS_APART)
         return ONCE_OK;
@@ -221,6 +229,13 @@ int once__ops_start(once__ops *o, char *err, size_t errlen)
         snprintf(err, errlen, "metrics: %s is not a numeric IP address", host);
         return ONCE_EINVAL;
     }
+    /* The names it may be reached by: as for the main listener
+     * (--allowed-hosts, --public-url), with its own address. */
+    once_http_config mc = *hc;
+    mc.host = host;
+    int rc = once__admit_init(&o->admit, &mc, (struct sockaddr *)&ss, err, errlen);
+    if (rc != ONCE_OK)
+        return rc;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
                      (v6 ? MHD_USE_IPv6 : 0);
     o->d = MHD_start_daemon(flags, (uint16_t)o->cfg.metrics_port, NULL, NULL, on_metrics_request,
@@ -241,5 +256,6 @@ void once__ops_free(once__ops *o)
         return;
     if (o->d != NULL)
         MHD_stop_daemon(o->d);
+    once__admit_clear(&o->admit);
     once_free(o);
 }

@@ -24,8 +24,9 @@ typedef struct once__ops once__ops;
 
 /* cfg is copied; sse may be NULL (no streams gauge). */
 int once__ops_new(const once_http_ops *cfg, once__sse *sse, once__ops **out);
-/* Start the separate /metrics listener when cfg->metrics asks for one. */
-int once__ops_start(once__ops *o, char *err, size_t errlen);
+/* Start the separate /metrics listener when cfg->metrics asks for one;
+ * hc gives the names it may be reached by (allowed_hosts, public_url). */
+int once__ops_start(once__ops *o, const once_http_config *hc, char *err, size_t errlen);
 /* Stop that listener and free. NULL ok. */
 void once__ops_free(once__ops *o);
 

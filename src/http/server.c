@@ -42,9 +42,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/str.h"
+#include "core/jcs.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/str.h"
 #include "http/admit.h"
 #include "http/card_cache.h"
 #include "http/guard.h"
@@ -124,6 +125,8 @@ typedef struct req_ctx {
     once__body body;
     int dispatched;
     int inspect_login;         /* POST /inspect/login: the body is a form */
+    int inspect_stream;        /* GET /inspect/api/stream/ID: principal set, the
+                                  body a SubscribeToTask made here */
     const once__refusal *refusal; /* refused by its head (admit.h): the body
                                      is drained, not kept, then refused */
     int counted;               /* in h->calls until answered or freed */
@@ -471,6 +474,33 @@ static enum MHD_Result ctx_attach(once_http *h, struct MHD_Connection *conn, req
     return MHD_YES;
 }
 
+/* GET /inspect/api/stream/ID: the JSON-RPC SubscribeToTask of the task,
+ * as the principal the inspector signed in (resumed by Last-Event-ID as
+ * any stream), so the task page's script needs no token. */
+static enum MHD_Result inspect_stream(once_http *h, struct MHD_Connection *conn,
+                                      const once__inspect_stream *st, void **con_cls)
+{
+    json_t *call = json_pack("{s:s, s:i, s:s, s:{s:s}}", "jsonrpc", "2.0", "id", 1, "method",
+                             "SubscribeToTask", "params", "id", st->task_id);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = call != NULL ? once__json_write(call, &text, &len) : ONCE_ENOMEM;
+    json_decref(call);
+    req_ctx *r = rc == ONCE_OK ? once_calloc(1, sizeof *r) : NULL;
+    if (r == NULL || once__body_append(conn, &r->body, h->cfg.max_body, text, len) != ONCE_OK) {
+        if (r != NULL)
+            once__body_free(conn, &r->body);
+        once_free(r);
+        once_free(text);
+        return MHD_NO;
+    }
+    once_free(text);
+    r->binding = ONCE_A2A_JSONRPC;
+    r->inspect_stream = 1;
+    once__strlcpy(r->principal, st->principal, sizeof r->principal);
+    return ctx_attach(h, conn, r, con_cls);
+}
+
 static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, const char *url,
                                   const char *method, void **con_cls)
 {
@@ -506,9 +536,12 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
         return ops_ret;
     if (once__ops_route(h->ops, conn, url, method, &ops_ret))
         return ops_ret;
-    int login = once__inspect_route(h->inspect, conn, url, method, &ops_ret);
+    once__inspect_stream istream = {NULL, NULL};
+    int login = once__inspect_route(h->inspect, conn, url, method, &ops_ret, &istream);
     if (login == ONCE__INSPECT_ANSWERED)
         return ops_ret;
+    if (login == ONCE__INSPECT_STREAM)
+        return inspect_stream(h, conn, &istream, con_cls);
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
               strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (strcmp(url, CARD_PATH) == 0 && get)
@@ -556,7 +589,7 @@ static enum MHD_Result answer(once_http *h, req_ctx *r)
     }
     if (r->resp.stream != NULL) {
         enum MHD_Result ret;
-        int rc = once__sse_start(h->sse, conn, &r->resp, &ret);
+        int rc = once__sse_start(h->sse, conn, &r->resp, cors_headers, &ret);
         if (rc == ONCE_OK) {
             once__metrics_http(method, MHD_HTTP_OK);
             return ret;
@@ -600,7 +633,9 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     }
     if (r->inspect_login)
         return once__inspect_login(h->inspect, conn, r->body.data, r->body.len);
-    if (h->cfg.tokens != NULL) {
+    if (r->inspect_stream) {
+        /* signed in through the inspector: principal and body are set */
+    } else if (h->cfg.tokens != NULL) {
         const char *p = once__tokens_principal(
             h->cfg.tokens,
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
@@ -615,6 +650,8 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     r->version = dup_value(conn, MHD_HEADER_KIND, "A2A-Version");
     if (r->version == NULL)
         r->version = dup_value(conn, MHD_GET_ARGUMENT_KIND, "A2A-Version");
+    if (r->version == NULL && r->inspect_stream)
+        r->version = once_strdup("1.0");
     r->extensions = dup_value(conn, MHD_HEADER_KIND, "A2A-Extensions");
     r->last_event_id = dup_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
     const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
@@ -798,9 +835,9 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
             snprintf(err, errlen, "cannot start the connection guard: %s", once_strerror(rc));
     }
     if (rc == ONCE_OK)
-        rc = once__inspect_new(&cfg->inspect, cfg->tokens, cfg->codec, &h->inspect);
+        rc = once__inspect_new(&cfg->inspect, cfg->tokens, cfg->codec, tls, &h->inspect);
     if (rc == ONCE_OK && (rc = once__ops_new(&cfg->ops, h->sse, &h->ops)) == ONCE_OK)
-        rc = once__ops_start(h->ops, err, errlen);
+        rc = once__ops_start(h->ops, &h->cfg, err, errlen);
     if (rc != ONCE_OK) {
         once__http_stop(h);
         return rc;

@@ -537,7 +537,7 @@ static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once__a2a_s
 }
 
 int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_response *resp,
-                    enum MHD_Result *ret)
+                    void (*decorate)(struct MHD_Response *), enum MHD_Result *ret)
 {
     once__a2a_stream *src = resp->stream;
     resp->stream = NULL;
@@ -581,6 +581,8 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_respons
         MHD_add_response_header(res, "Idempotent-Replayed", "true");
     if (resp->extension)
         MHD_add_response_header(res, "A2A-Extensions", ONCE_A2A_EXTENSION_URI);
+    if (decorate != NULL)
+        decorate(res);
     cap_send_buffer(h, conn);
     /* If queueing fails the response dies here, on_free marks the stream
      * closed and the producer ends by itself. */

@@ -24,12 +24,13 @@ once__a2a_stream_slots *once__sse_slots(once__sse *h);
 
 /* Answer resp (a successful streaming call: resp->stream set) on conn, from
  * the MHD access handler: queue a text/event-stream response and start its
- * producer. The cursor is taken from resp in every case. ONCE_OK with
+ * producer; decorate (NULL: none) adds the caller's headers (CORS) to the
+ * response. The cursor is taken from resp in every case. ONCE_OK with
  * *ret = MHD's answer; ONCE_ECLOSED (stopping), ONCE_EBUSY (no thread) or
  * ONCE_ENOMEM: nothing was queued and the caller answers with an error (the
  * send behind the stream is already applied; the client's retry replays). */
 int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_response *resp,
-                    enum MHD_Result *ret);
+                    void (*decorate)(struct MHD_Response *), enum MHD_Result *ret);
 
 /* Streams open now (a gauge for /metrics). */
 unsigned once__sse_open(once__sse *h);

@@ -8,8 +8,9 @@
 // clock jump past --retention. At each point it checks what the pages show:
 // the list, the task's state, fence, step, side-effect key, generations and
 // events, the retention deadlines, the expired state; that the open task
-// page follows the task by itself (its script's SubscribeToTask stream)
-// without a reload; that every page carries the CSP and that the browser
+// page follows the task by itself (its script's stream, SubscribeToTask
+// under /inspect as the signed-in principal) without a reload; that the
+// login cookie is a session no script can read, holding no token; that every page carries the CSP and that the browser
 // makes no request to anything but onced (request interception). With
 // ONCE_SCREENSHOT=PATH it saves the completed task's page there
 // (demo/inspector.png is one).
@@ -157,7 +158,7 @@ async function openPage(base) {
       req.abort();
       return;
     }
-    if (req.method() === 'POST' && (req.postData() || '').includes('SubscribeToTask')) {
+    if (req.method() === 'GET' && req.url().startsWith(base + '/inspect/api/stream/')) {
       streams.push(req.headers()['last-event-id']);
     }
     req.continue();
@@ -167,13 +168,18 @@ async function openPage(base) {
   return { page, outside, streams, scriptErrors };
 }
 
-// Log page in on onced at base through its login form: it sets the token's
-// cookie and leads to the list.
+// Log page in on onced at base through its login form: it sets the session
+// cookie (HttpOnly: no script sees it; no token in it) and leads to the list.
 async function login(page, base) {
   await page.goto(`${base}/inspect/login`);
   await page.type('#token', TOKEN);
   await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
   eq(new URL(page.url()).pathname, '/inspect/', 'the login leads to the list');
+  eq(await page.evaluate(() => document.cookie), '', 'the session cookie is out of scripts\' reach');
+  const cookies = await page.cookies(`${base}/inspect/`);
+  const session = cookies.find((c) => c.name === 'once_session');
+  check(session && session.httpOnly && session.sameSite === 'Strict' && !session.value.includes(TOKEN),
+    `the session cookie: ${JSON.stringify(cookies)}`);
 }
 
 // ---- the story ----

@@ -14,8 +14,9 @@ may call"), seen from raw HTTP:
   same-site without one, is 403 on a call that changes state; a body
   without a JSON Content-Type is 415; clients that send neither header
   pass; --cors-origin answers its origin's preflight and calls with the
-  CORS headers.
+  CORS headers, streams (SSE) included.
 """
+import json
 import os
 import sys
 import urllib.parse
@@ -97,6 +98,16 @@ def test_rebinding_refused_on_every_route():
             for name in ("10.20.30.40:9", "localhost", "[::1]:%d" % p):
                 st, _, _ = http_request(p, "GET", path, headers={"Host": name})
                 eq(st, 200, "%s with Host %s (a probe names an address)" % (path, name))
+        # The --metrics listener of its own keeps the same rule.
+        mport = harness.free_port()
+        with Onced(["--metrics", "127.0.0.1:%d" % mport], tmpdir=tmp) as m:
+            harness.wait_until(lambda: http_request(mport, "GET", "/metrics")[0] == 200,
+                               what="the metrics listener")
+            st, _, _ = http_request(mport, "GET", "/metrics", headers={"Host": EVIL})
+            eq(st, 421, "--metrics ADDR:PORT from a rebound page")
+            for name in ("127.0.0.1:%d" % mport, "localhost", "10.20.30.40:9"):
+                st, _, _ = http_request(mport, "GET", "/metrics", headers={"Host": name})
+                eq(st, 200, "--metrics with Host %s" % name)
         # The names a loopback onced is reached by.
         for name in ("127.0.0.1:%d" % p, "localhost:%d" % p, "LOCALHOST", "[::1]:%d" % p,
                      "127.0.0.1:1"):
@@ -237,6 +248,19 @@ def test_cors_origin():
         check("Idempotent-Replayed" in exposed and "A2A-Extensions" in exposed,
               "Expose-Headers: %r" % exposed)
         check("Origin" in hd.get("vary", ""), "Vary: Origin")
+        # A stream's answer too: a page there reads its events.
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                           "params": {"message": user_message("streamed", task_id=new_id())}})
+        st, hd, data = http_request(p, "POST", "/", body=body.encode(), headers={
+            "Origin": app, "Sec-Fetch-Site": "cross-site", "Content-Type": "application/json",
+            "A2A-Version": "1.0", "A2A-Extensions": "urn:once:a2a:idempotency:v1",
+            "Accept": "text/event-stream"})
+        eq((st, hd.get("content-type", "").split(";")[0]), (200, "text/event-stream"),
+           "a stream from the allowed origin")
+        eq(hd.get("access-control-allow-origin"), app, "the stream carries Allow-Origin")
+        check("Origin" in hd.get("vary", ""), "and Vary: Origin")
+        check("A2A-Extensions" in hd.get("access-control-expose-headers", ""),
+              "and Expose-Headers")
         st, hd, doc = rpc(p, "SendMessage", {"message": user_message("hi")},
                           headers={"Origin": "http://app.example:3001"})
         eq((st, "access-control-allow-origin" in hd), (403, False), "another origin")

@@ -10,6 +10,7 @@ ran the task, the retry of a send whose answer was lost counted as a replay
 (written by the sweeper, not by the replay), a reused messageId counted as a
 refusal by reason.
 """
+import http.client
 import json
 import os
 import subprocess
@@ -107,8 +108,11 @@ def test_auth_and_tenants():
         eq(st, 303, "login: See Other")
         eq(hd.get("location"), "/inspect/", "login: back to the list")
         cookie = hd.get("set-cookie", "")
-        check(cookie.startswith("once_token=") and "SameSite=Strict" in cookie and
-              "Path=/inspect" in cookie, "login sets the cookie: %r" % cookie)
+        check(cookie.startswith("once_session=v1.") and "SameSite=Strict" in cookie and
+              "Path=/inspect" in cookie and "HttpOnly" in cookie and "Max-Age=" in cookie,
+              "login sets the session cookie: %r" % cookie)
+        check(BOB not in cookie and "Secure" not in cookie,
+              "the cookie holds no token (and is not Secure over plain HTTP): %r" % cookie)
         st, _, page = get(srv, "/inspect/", cookie=cookie.split(";")[0])
         eq(st, 200, "the list with the cookie")
         check(bobs in page.decode(), "the cookie is Bob's")
@@ -124,7 +128,86 @@ def test_auth_and_tenants():
                                  headers={"Content-Type": "application/x-www-form-urlencoded",
                                           "Origin": "http://127.0.0.1:%d" % srv.port})
         eq(st, 303, "login from the inspector's own form")
-        eq(get(srv, "/inspect/", cookie="once_token=nope")[0], 401, "an unknown cookie")
+        eq(get(srv, "/inspect/", cookie="once_session=nope")[0], 401, "an unknown cookie")
+        # the raw token in the old cookie's place is no session
+        eq(get(srv, "/inspect/", cookie="once_token=" + BOB)[0], 401, "a token as a cookie")
+        eq(get(srv, "/inspect/", cookie="once_session=" + BOB)[0], 401, "a token as a session")
+
+
+def login(srv, token):
+    st, hd, _ = http_request(srv.port, "POST", "/inspect/login", body=b"token=" + token.encode(),
+                             headers={"Content-Type": "application/x-www-form-urlencoded"})
+    eq(st, 303, "login")
+    return hd.get("set-cookie", "").split(";")[0]
+
+
+def first_event(srv, path, cookie=None):
+    """GET path; (status, content type, the first SSE frame or the body)."""
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=scaled(10))
+    try:
+        c.request("GET", path, headers={"Cookie": cookie} if cookie else {})
+        r = c.getresponse()
+        kind = r.getheader("Content-Type", "")
+        if not kind.startswith("text/event-stream"):
+            return r.status, kind, r.read().decode()
+        buf = b""
+        while b"\n\n" not in buf:
+            chunk = r.read1(4096)
+            if not chunk:
+                break
+            buf += chunk
+        return r.status, kind, buf.decode()
+    finally:
+        c.close()
+
+
+def forged(cookie, principal):
+    """The session with another principal's name in it (the MAC kept)."""
+    name, value = cookie.split("=", 1)
+    v, exp, _, mac = value.split(".")
+    return "%s=%s.%s.%s.%s" % (name, v, exp, principal.encode().hex(), mac)
+
+
+def test_session_cookie():
+    """The login cookie is a session, not the token: tampering with it, or
+    a tokens file without the token that signed it, makes it worthless; the
+    task page's stream is served under /inspect with it, as its principal."""
+    tmp = scratch_dir("once-inspect-session-")
+    alice2 = "tok-alice2-" + new_id()
+    with Onced(["--inspect", "--auth-tokens", tokens_file()], tmpdir=tmp) as srv:
+        bob = login(srv, BOB)
+        eq(get(srv, "/inspect/", cookie=bob)[0], 200, "the session works")
+        eq(get(srv, "/inspect/", cookie=forged(bob, "alice"))[0], 401,
+           "a session renamed to another principal")
+        name, value = bob.split("=", 1)
+        flipped = value[:-1] + ("0" if value[-1] != "0" else "1")
+        eq(get(srv, "/inspect/", cookie="%s=%s" % (name, flipped))[0], 401, "a changed MAC")
+        v, exp, ph, mac = value.split(".")
+        eq(get(srv, "/inspect/", cookie="%s=%s.%d.%s.%s" % (name, v, int(exp) + 3600, ph, mac))[0],
+           401, "a later expiry")
+        # the task page's live stream: SubscribeToTask as the session's principal
+        bobs = send(srv, "ask:which one?", token=BOB)["id"]
+        alices = send(srv, "ask:hers", token=ALICE)["id"]
+        st, kind, frame = first_event(srv, "/inspect/api/stream/" + bobs, bob)
+        eq((st, kind.split(";")[0]), (200, "text/event-stream"), "the stream with the session")
+        check(bobs in frame and "TASK_STATE_INPUT_REQUIRED" in frame,
+              "Bob's task, as it stands: %r" % frame[:300])
+        eq(first_event(srv, "/inspect/api/stream/" + bobs)[0], 401, "the stream without a session")
+        st, kind, body = first_event(srv, "/inspect/api/stream/" + alices, bob)
+        eq(kind.split(";")[0], "application/json", "no stream of Alice's task for Bob")
+        check("TASK_NOT_FOUND" in body and "TASK_STATE_INPUT_REQUIRED" not in body,
+              "Alice's task is not Bob's to follow: %r" % body[:300])
+    # The same tokens file later: the session still holds (it is no
+    # server-side state) ...
+    with Onced(["--inspect", "--auth-tokens", tokens_file()], tmpdir=tmp) as srv:
+        eq(get(srv, "/inspect/", cookie=bob)[0], 200, "the session across a restart")
+    # ... and a file where bob has another token revokes it.
+    path = os.path.join(tmp, "tokens-rotated")
+    with open(path, "w") as f:
+        f.write("%s alice\n%s bob\n" % (ALICE, alice2))
+    with Onced(["--inspect", "--auth-tokens", path], tmpdir=tmp) as srv:
+        eq(get(srv, "/inspect/", cookie=bob)[0], 401, "the token left the file: the session too")
+        eq(get(srv, "/inspect/", cookie=login(srv, alice2))[0], 200, "the new token signs in")
 
 
 def test_escaping_and_csp():
@@ -294,5 +377,5 @@ def test_journal_turn_replay_refusal():
 
 
 if __name__ == "__main__":
-    run([test_off_by_default, test_auth_and_tenants, test_escaping_and_csp,
+    run([test_off_by_default, test_auth_and_tenants, test_session_cookie, test_escaping_and_csp,
          test_list_filters_and_pages, test_timeline_json_and_cli, test_journal_turn_replay_refusal])

@@ -39,7 +39,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EXT, ONCED, Onced, check, eq, free_port, run, scaled,  # noqa: E402
+from harness import (EXT, ONCED, Onced, check, eq, free_port, new_id, run, scaled,  # noqa: E402
                      scratch_dir, user_message)
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.dirname(ONCED))
@@ -155,6 +155,29 @@ def test_card_and_bindings_over_https():
         st, data = https(srv.port, "POST", "/", {"jsonrpc": "2.0", "id": 1, "method": "GetTask",
                                                  "params": {"id": "tls-rest-1"}})
         eq((st, "result" in json.loads(data)), (200, True), "JSON-RPC GetTask over https")
+
+
+def test_inspector_cookie_secure():
+    """Over TLS the inspector's session cookie is Secure (never sent over
+    plain HTTP), HttpOnly, and holds no token."""
+    token = "tok-tls-" + new_id()
+    tokens = os.path.join(scratch_dir("once-tls-tokens-"), "tokens")
+    with open(tokens, "w") as f:
+        f.write("%s tls-user\n" % token)
+    with TlsOnced(args=["--inspect", "--auth-tokens", tokens]) as srv:
+        ctx = ssl.create_default_context(cafile=path("ca.pem"))
+        c = http.client.HTTPSConnection("127.0.0.1", srv.port, timeout=scaled(10), context=ctx)
+        try:
+            c.request("POST", "/inspect/login", body="token=" + token,
+                      headers={"Content-Type": "application/x-www-form-urlencoded"})
+            r = c.getresponse()
+            cookie = r.getheader("Set-Cookie", "")
+            r.read()
+        finally:
+            c.close()
+        eq(r.status, 303, "login over https")
+        check(cookie.startswith("once_session=") and "; Secure" in cookie and "HttpOnly" in cookie
+              and token not in cookie, "a Secure session cookie: %r" % cookie)
 
 
 def test_send_with_cacert():
@@ -361,7 +384,7 @@ def test_bad_files_stop_onced():
 
 if __name__ == "__main__":
     make_pki()
-    run([test_card_and_bindings_over_https, test_send_with_cacert,
+    run([test_card_and_bindings_over_https, test_inspector_cookie_secure, test_send_with_cacert,
          test_untrusted_certificate_refused, test_wrong_host_name_refused, test_insecure,
          test_plain_http_to_tls_port, test_bad_files_stop_onced, test_listen_over_https,
          test_old_protocols_and_static_rsa_refused])

@@ -93,12 +93,59 @@ static void test_load(void **state)
     assert_null(t);
 }
 
+/* The inspector's sessions (auth.c): signed by a token's digest, naming
+ * its principal, good until their expiry, worthless once tampered with or
+ * once the table no longer holds the token that signed them. */
+static void test_sessions(void **state)
+{
+    (void)state;
+    once_tokens *t = parse("secret-1 tenant-a\nsecret-2 tenant-b\nsecret-3 tenant-a\n", ONCE_OK,
+                           NULL);
+    char s[ONCE__SESSION_MAX], s3[ONCE__SESSION_MAX];
+    assert_int_equal(once__session_make(t, "secret-1", 1000, 60, s, sizeof s), ONCE_OK);
+    assert_null(strstr(s, "secret-1"));
+    assert_string_equal(once__session_principal(t, s, 1000), "tenant-a");
+    assert_string_equal(once__session_principal(t, s, 1059), "tenant-a");
+    assert_null(once__session_principal(t, s, 1060));         /* expired */
+    /* Another token of the same principal signs its own. */
+    assert_int_equal(once__session_make(t, "secret-3", 1000, 60, s3, sizeof s3), ONCE_OK);
+    assert_string_equal(once__session_principal(t, s3, 1000), "tenant-a");
+    assert_int_equal(once__session_make(t, "nope", 1000, 60, s3, sizeof s3), ONCE_ENOTFOUND);
+    assert_int_equal(once__session_make(t, "secret-1", 1000, 60, s3, 20), ONCE_ERANGE);
+    /* Tampering: the expiry, the principal (tenant-b), the MAC. */
+    char bad[ONCE__SESSION_MAX];
+    snprintf(bad, sizeof bad, "v1.2000%s", strchr(s + 3, '.'));
+    assert_null(once__session_principal(t, bad, 1000));
+    snprintf(bad, sizeof bad, "%s", s);
+    char *ph = strchr(bad + 3, '.') + 1;
+    memcpy(ph, "74656e616e742d62", 16);                   /* "tenant-b" */
+    assert_null(once__session_principal(t, bad, 1000));
+    snprintf(bad, sizeof bad, "%s", s);
+    bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+    assert_null(once__session_principal(t, bad, 1000));
+    const char *junk[] = {"", "v1", "v1.", "v1..", "v1.1.2.3", "v2.9999.61.00", "secret-1",
+                          "v1.99999999999999999999.74.00"};
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
+        assert_null(once__session_principal(t, junk[i], 1000));
+    assert_null(once__session_principal(NULL, s, 1000));
+    once__tokens_free(t);
+    /* A table without secret-1 (rotated): its session is revoked; one with
+     * it again (the same file later) takes it. */
+    t = parse("secret-9 tenant-a\n", ONCE_OK, NULL);
+    assert_null(once__session_principal(t, s, 1000));
+    once__tokens_free(t);
+    t = parse("secret-1 tenant-a\n", ONCE_OK, NULL);
+    assert_string_equal(once__session_principal(t, s, 1000), "tenant-a");
+    once__tokens_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_format),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_load),
+        cmocka_unit_test(test_sessions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
