@@ -8,7 +8,8 @@
  *   -32600 batch, not an object, notification, bad id, jsonrpc != "2.0",
  *          method missing or not a string, params not structured
  *   -32601 unknown method (also admin methods without --test-admin)
- *   -32009 A2A-Version missing/empty (= 0.3) or not 1.0, except 0.1 names
+ *   -32009 A2A-Version missing/empty (= 0.3) or not 1.0, except 0.1 and
+ *          0.3 names (h_v03.c)
  *   -32602 params given by position
  *   then the handler's own validation and verdicts.
  *
@@ -325,27 +326,6 @@ static void utf8_trim(char *s)
 }
 
 /* A valid JSON-RPC id: string, number or null. */
-/* A2A 0.3 method names (not served: 0.3 and 1.0 differ in shapes, not only
- * names) and what a 1.0 client calls instead, so that a 0.3 client learns
- * why it is refused. tasks/get, tasks/cancel: served as A2A 0.1. */
-static const char *a2a03_successor(const char *name)
-{
-    static const char *const names[][2] = {
-        {"message/send", "SendMessage"},
-        {"message/stream", "SendStreamingMessage"},
-        {"tasks/resubscribe", "SubscribeToTask"},
-        {"tasks/pushNotificationConfig/set", "CreateTaskPushNotificationConfig"},
-        {"tasks/pushNotificationConfig/get", "GetTaskPushNotificationConfig"},
-        {"tasks/pushNotificationConfig/list", "ListTaskPushNotificationConfigs"},
-        {"tasks/pushNotificationConfig/delete", "DeleteTaskPushNotificationConfig"},
-        {"agent/getAuthenticatedExtendedCard", "GetExtendedAgentCard"},
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(name, names[i][0]) == 0)
-            return names[i][1];
-    return NULL;
-}
-
 static int id_ok(const json_t *id)
 {
     return json_is_string(id) || json_is_number(id) || json_is_null(id);
@@ -385,7 +365,8 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
 
     json_t *empty = NULL;
     int rc;
-    if (!(m->flags & (A2A_M_LEGACY | A2A_M_NOVERSION)) && !once__a2a_version_ok(req->version)) {
+    if (!(m->flags & (A2A_M_LEGACY | A2A_M_V03 | A2A_M_NOVERSION)) &&
+        !once__a2a_version_ok(req->version)) {
         /* Echo what the client sent, as printable ASCII (it is a header). */
         char v[33] = "0.3";
         if (req->version != NULL && req->version[0] != '\0') {
@@ -452,6 +433,9 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
     json_t *id = c.id;
     once__a2a_binding b = c.binding;
     int out;
+    /* A 0.3 call's answer in 0.3 shape (a stream converts its frames). */
+    if (rc == ONCE_OK && c.v03 && c.result != NULL && c.deferred == NULL && c.stream == NULL)
+        rc = once__a2a_v03_result(c.m->name, &c.result);
     if (c.result_text != NULL && (rc != ONCE_OK || c.deferred != NULL || c.stream != NULL)) {
         /* Only a plain answer goes out as text. */
         once_free(c.result_text);
@@ -555,6 +539,7 @@ int once__a2a_deferred_finish(once__a2a_deferred *d, once__a2a_response *resp)
     c.id = d->id;
     c.binding = d->binding;
     c.extension = d->extension;
+    c.v03 = d->v03;
     resp->extension = c.extension;
     once__log_ctx_method(c.m->name);
     int rc = once__a2a_h_send_answer(&c, d);
@@ -639,12 +624,7 @@ int once__a2a_handle(once__a2a *a, const once__a2a_request *req, once__a2a_respo
         once__strlcpy(name, json_string_value(method), sizeof name);
         utf8_trim(name);
         json_t *meta = json_pack("{s:s}", "method", name);
-        const char *now = a2a03_successor(name);
-        if (now != NULL)
-            snprintf(msg, sizeof msg, "Method not found: %s is A2A 0.3; this agent speaks A2A 1.0 "
-                     "(and 0.1): use %s", name, now);
-        else
-            snprintf(msg, sizeof msg, "Method not found: %s", name);
+        snprintf(msg, sizeof msg, "Method not found: %s", name);
         rc = respond_error(resp, ONCE_A2A_JSONRPC, id, ONCE_RPC_METHOD_NOT_FOUND,
                            "METHOD_NOT_FOUND", msg, meta);
         json_decref(meta);

@@ -35,6 +35,8 @@
 #define ONCE_A2A_ERROR_DOMAIN "a2a-protocol.org"
 #define ONCE_ERROR_DOMAIN "once"
 #define ONCE_A2A_PROTOCOL_VERSION "1.0"
+/* The A2A 0.3 interface (h_v03.c), as the card names its version. */
+#define ONCE_A2A_V03_VERSION "0.3"
 
 /* JSON-RPC and A2A 1.0 error codes. */
 enum {

@@ -87,6 +87,7 @@ typedef struct a2a_call {
     json_t *params;          /* borrowed; an object (empty when absent) */
     once__a2a_binding binding; /* the envelope of the answer (and of stream frames) */
     int extension;           /* idempotency extension active */
+    int v03;                 /* an A2A 0.3 call (h_v03.c): answered in 0.3 shapes */
     /* success */
     json_t *result;          /* new reference */
     char *result_text;       /* or the result as JSON text, once_malloc'd (SendMessage) */
@@ -116,6 +117,7 @@ struct once__a2a_deferred {
     once__a2a_binding binding;
     int extension;
     int legacy;              /* 0.1 tasks/send: answered in 0.1 shape */
+    int v03;                 /* 0.3 message/send: answered in 0.3 shape */
     int history;
     once_verdict verdict;
     int replayed;
@@ -195,7 +197,8 @@ enum {
     A2A_M_NOVERSION = 1u << 2, /* no A2A-Version check (our own namespace) */
     A2A_M_STREAM = 1u << 3,    /* answers with a stream: once__a2a_run refuses it
                                   (once__a2a_h_streaming) when the backend cannot stream */
-    A2A_M_INLINE = 1u << 4     /* may run with req->inline_only (a2a.h) */
+    A2A_M_INLINE = 1u << 4,    /* may run with req->inline_only (a2a.h) */
+    A2A_M_V03 = 1u << 5        /* A2A 0.3 name (h_v03.c): no A2A-Version needed */
 };
 
 /* One row of the method table; rows are const. */
@@ -222,9 +225,7 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
 int once__a2a_h_send(a2a_call *c);
 int once__a2a_h_legacy_send(a2a_call *c);
 int once__a2a_h_get(a2a_call *c);
-int once__a2a_h_legacy_get(a2a_call *c);
 int once__a2a_h_cancel(a2a_call *c);
-int once__a2a_h_legacy_cancel(a2a_call *c);
 int once__a2a_h_list(a2a_call *c);
 int once__a2a_h_streaming(a2a_call *c);
 int once__a2a_h_send_streaming(a2a_call *c);
@@ -242,6 +243,17 @@ int once__a2a_check_push_config(const json_t *cfg, const char *field, int need_t
 int once__a2a_h_extended_card(a2a_call *c);
 int once__a2a_h_admin_clock(a2a_call *c);
 int once__a2a_h_admin_stats(a2a_call *c);
+/* Any A2A 0.3 method, by the 1.0 handler of its successor (h_v03.c). */
+int once__a2a_h_v03(a2a_call *c);
+/* The 1.0 method a 0.3 name is served by, or NULL. */
+const char *once__a2a_v03_successor(const char *name);
+/* Convert a 1.0 result (*result, replaced) to what the 0.3 method name
+ * answers; ONCE_OK (nothing to do for other names), ONCE_ENOMEM. */
+int once__a2a_v03_result(const char *name, json_t **result);
+/* A stored 1.0 StreamResponse payload as the 0.3 event it carries
+ * (once_malloc'd text), a status update "final" when last (the stream ends
+ * with it), or NULL (no memory, or not JSON). */
+char *once__a2a_v03_frame(const char *payload, int last);
 
 /* Accessors the handlers need from the handle (a2a.c). */
 const once__a2a_backend *once__a2a_backend_of(const once__a2a *a);

@@ -116,6 +116,7 @@ static int defer(a2a_call *c, const once_send_res *res, int history, int legacy)
     d->binding = c->binding;
     d->extension = c->extension;
     d->legacy = legacy;
+    d->v03 = c->v03;
     d->history = history;
     d->verdict = res->verdict;
     d->replayed = res->replayed || res->verdict == ONCE_V_REPLAY;
@@ -242,7 +243,7 @@ int once__a2a_h_send_answer(a2a_call *c, const once__a2a_deferred *d)
     memset(&res, 0, sizeof res);
     res.verdict = d->verdict;
     res.replayed = d->replayed;
-    res.text_result = !d->legacy;
+    res.text_result = !d->legacy && !d->v03;
     once__strlcpy(res.task_id, d->task_id, sizeof res.task_id);
     once_send_req req;   /* only map_send's refusals read it: none here */
     memset(&req, 0, sizeof req);

@@ -58,6 +58,7 @@ struct once__a2a_stream {
     char *prefix;                   /* {"jsonrpc":"2.0","id":<id>,"result": ("" for HTTP+JSON) */
     size_t prefix_len;
     once__a2a_binding binding;       /* JSON-RPC wraps each payload, HTTP+JSON does not */
+    int v03;                        /* an A2A 0.3 stream: each payload converted */
     char *first;                    /* payload produced before any stored event */
     int64_t first_gen;              /* its generation; < 0: a frame without id */
     int64_t after;                  /* last generation produced */
@@ -128,9 +129,16 @@ static void puts_(text *t, const char *s)
 }
 
 /* One SSE frame; gen < 0 omits the id line. A stored payload is compact
- * JSON (no raw line breaks), so it fits one data line as it is. */
-static void frame(text *t, const once__a2a_stream *s, int64_t gen, const char *payload)
+ * JSON (no raw line breaks), so it fits one data line as it is. A 0.3
+ * stream's payload is converted, its status update "final" when it is the
+ * stream's last (last). */
+static void frame(text *t, const once__a2a_stream *s, int64_t gen, const char *payload, int last)
 {
+    char *v03 = NULL;
+    if (s->v03 && (payload = v03 = once__a2a_v03_frame(payload, last)) == NULL) {
+        t->fail = 1; /* the read fails: the client resumes by Last-Event-ID */
+        return;
+    }
     char id[40];
     if (gen >= 0) {
         snprintf(id, sizeof id, "id: %" PRId64 "\n", gen);
@@ -140,6 +148,7 @@ static void frame(text *t, const once__a2a_stream *s, int64_t gen, const char *p
     put(t, s->prefix, s->prefix_len);
     puts_(t, payload);
     puts_(t, s->binding == ONCE_A2A_HTTP_JSON ? "\n\n" : "}\n\n");
+    once_free(v03);
 }
 
 /* 1 if the StreamResponse ends a stream: a Message, or a Task / status
@@ -178,10 +187,10 @@ static int settles(const char *payload, int past_interrupts)
 /* Produce one event; marks the stream done when it ends it. */
 static void emit(text *t, once__a2a_stream *s, int64_t gen, const char *payload)
 {
-    frame(t, s, gen, payload);
+    int end = gen < 0 ? 1 : gen >= s->floor ? settles(payload, s->past_interrupts) : 0;
+    frame(t, s, gen, payload, end > 0);
     if (gen >= 0)
         s->after = gen;
-    int end = gen < 0 ? 1 : gen >= s->floor ? settles(payload, s->past_interrupts) : 0;
     if (end < 0)
         t->fail = 1; /* the read fails: the client resumes by Last-Event-ID */
     else if (end)
@@ -328,6 +337,7 @@ static once__a2a_stream *stream_new(a2a_call *c, const char *task_id)
     once__strlcpy(s->task_id, task_id ? task_id : "", sizeof s->task_id);
     s->first_gen = -1;
     s->binding = c->binding;
+    s->v03 = c->v03;
     s->idtext = dump(c->id ? c->id : json_null());
     text t = {0};
     if (s->idtext == NULL)

@@ -1,6 +1,6 @@
 /*
- * h_task.c -- GetTask, CancelTask, ListTasks (A2A 1.0) and tasks/get,
- * tasks/cancel (A2A 0.1).
+ * h_task.c -- GetTask, CancelTask, ListTasks (A2A 1.0; 0.3's tasks/get and
+ * tasks/cancel run these through h_v03.c).
  *
  * Invariant: the engine keys every task by (principal, task_id), so another
  * principal's task comes back ONCE_ENOTFOUND and is answered exactly like a
@@ -27,10 +27,9 @@ void once__a2a_trim_history(json_t *task, int n)
 }
 
 /* What GetTask and CancelTask answer once the backend returned rc and task
- * (owned here): the task, in 0.1's shape for legacy; a missing or expired
- * task's error; or the engine's failure. */
-static int task_answer(a2a_call *c, const char *id, int rc, json_t *task, int64_t expired_at,
-                       int legacy)
+ * (owned here): the task; a missing or expired task's error; or the
+ * engine's failure. */
+static int task_answer(a2a_call *c, const char *id, int rc, json_t *task, int64_t expired_at)
 {
     if (rc != ONCE_OK || task == NULL) {
         json_decref(task);
@@ -40,16 +39,11 @@ static int task_answer(a2a_call *c, const char *id, int rc, json_t *task, int64_
             return once__a2a_fail_expired(c, id, expired_at);
         return once__a2a_fail_engine(c, rc == ONCE_OK ? ONCE_ERROR : rc);
     }
-    if (legacy) {
-        c->result = once__a2a_legacy_task_out(task, id);
-        json_decref(task);
-        return c->result ? ONCE_OK : ONCE_ENOMEM;
-    }
     c->result = task;
     return ONCE_OK;
 }
 
-static int get_common(a2a_call *c, int legacy)
+int once__a2a_h_get(a2a_call *c)
 {
     const char *id = NULL;
     a2a_verr e;
@@ -65,20 +59,10 @@ static int get_common(a2a_call *c, int legacy)
     int rc = b->get(b->ctx, c->req->principal, id, history, &task, &expired_at);
     if (rc == ONCE_OK)
         once__a2a_trim_history(task, history);
-    return task_answer(c, id, rc, task, expired_at, legacy);
+    return task_answer(c, id, rc, task, expired_at);
 }
 
-int once__a2a_h_get(a2a_call *c)
-{
-    return get_common(c, 0);
-}
-
-int once__a2a_h_legacy_get(a2a_call *c)
-{
-    return get_common(c, 1);
-}
-
-static int cancel_common(a2a_call *c, int legacy)
+int once__a2a_h_cancel(a2a_call *c)
 {
     const char *id = NULL;
     if (once__a2a_id_param(c, "id", NULL, &id) != ONCE_OK)
@@ -99,17 +83,7 @@ static int cancel_common(a2a_call *c, int legacy)
         return once__a2a_fail_state(c, ONCE_RPC_TASK_NOT_CANCELABLE, "TASK_NOT_CANCELABLE", id,
                                     once_state_name(state), " and cannot be canceled");
     }
-    return task_answer(c, id, rc, task, expired_at, legacy);
-}
-
-int once__a2a_h_cancel(a2a_call *c)
-{
-    return cancel_common(c, 0);
-}
-
-int once__a2a_h_legacy_cancel(a2a_call *c)
-{
-    return cancel_common(c, 1);
+    return task_answer(c, id, rc, task, expired_at);
 }
 
 /* ListTasksRequest.status: a TASK_STATE_* name or its proto enum number

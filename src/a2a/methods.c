@@ -3,8 +3,8 @@
  * as data (Redis' command table). The dispatcher (a2a.c) looks a name up
  * here; nothing else branches on method names.
  *
- * Flags: LEGACY names predate the A2A-Version header and are accepted
- * without it; ADMIN rows exist only when onced runs with --test-admin
+ * Flags: LEGACY (0.1) and V03 (0.3) names predate the A2A-Version header
+ * and are accepted without it; ADMIN rows exist only when onced runs with --test-admin
  * (otherwise they answer -32601 like any unknown name); NOVERSION rows are
  * our own namespace and skip the version check. STREAM rows answer with a
  * stream and are refused (UNSUPPORTED_OPERATION) before their handler runs
@@ -28,10 +28,20 @@ const a2a_method once__a2a_methods[] = {
     {"ListTaskPushNotificationConfigs", once__a2a_h_push_list, 0},
     {"DeleteTaskPushNotificationConfig", once__a2a_h_push_delete, 0},
     {"GetExtendedAgentCard", once__a2a_h_extended_card, 0},
-    /* A2A 0.1 compatibility: the client chooses the task id */
+    /* A2A 0.3: shapes converted at the edge, the 1.0 handlers behind */
+    {"message/send", once__a2a_h_v03, A2A_M_V03 | A2A_M_INLINE},
+    {"message/stream", once__a2a_h_v03, A2A_M_V03 | A2A_M_STREAM},
+    {"tasks/get", once__a2a_h_v03, A2A_M_V03 | A2A_M_INLINE},
+    {"tasks/cancel", once__a2a_h_v03, A2A_M_V03},
+    {"tasks/resubscribe", once__a2a_h_v03, A2A_M_V03 | A2A_M_STREAM},
+    {"tasks/pushNotificationConfig/set", once__a2a_h_v03, A2A_M_V03},
+    {"tasks/pushNotificationConfig/get", once__a2a_h_v03, A2A_M_V03},
+    {"tasks/pushNotificationConfig/list", once__a2a_h_v03, A2A_M_V03},
+    {"tasks/pushNotificationConfig/delete", once__a2a_h_v03, A2A_M_V03},
+    {"agent/getAuthenticatedExtendedCard", once__a2a_h_v03, A2A_M_V03},
+    /* A2A 0.1 compatibility: the client chooses the task id (its
+     * tasks/get and tasks/cancel share 0.3's names and are answered so) */
     {"tasks/send", once__a2a_h_legacy_send, A2A_M_LEGACY},
-    {"tasks/get", once__a2a_h_legacy_get, A2A_M_LEGACY},
-    {"tasks/cancel", once__a2a_h_legacy_cancel, A2A_M_LEGACY},
     /* test configuration only */
     {"once/admin/setClockOffset", once__a2a_h_admin_clock, A2A_M_ADMIN | A2A_M_NOVERSION},
     {"once/admin/stats", once__a2a_h_admin_stats, A2A_M_ADMIN | A2A_M_NOVERSION},

@@ -653,6 +653,8 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     if (r->version == NULL && r->inspect_stream)
         r->version = once_strdup("1.0");
     r->extensions = dup_value(conn, MHD_HEADER_KIND, "A2A-Extensions");
+    if (r->extensions == NULL) /* A2A 0.3's name */
+        r->extensions = dup_value(conn, MHD_HEADER_KIND, "X-A2A-Extensions");
     r->last_event_id = dup_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
     const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
     if (once__traceparent_valid(tp))

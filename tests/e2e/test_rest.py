@@ -107,7 +107,8 @@ def test_card_declares_both_bindings():
     url = "http://127.0.0.1:%d/" % srv.port
     got = sorted((i["protocolBinding"], i["url"], i["protocolVersion"])
                  for i in card["supportedInterfaces"])
-    eq(got, [("HTTP+JSON", url, "1.0"), ("JSONRPC", url, "1.0")], "supportedInterfaces")
+    eq(got, [("HTTP+JSON", url, "1.0"), ("JSONRPC", url, "0.3"), ("JSONRPC", url, "1.0")],
+       "supportedInterfaces: 1.0 on both bindings, 0.3 on JSON-RPC")
 
 
 def test_send_get_list():
@@ -146,8 +147,8 @@ def test_below_the_public_url():
     base = "http://127.0.0.1:%d/v1/a2a/" % port
     with Onced(GATED.args + ["--public-url", base], port=port) as s:
         st, _, data = http_request(port, "GET", "/.well-known/agent-card.json")
-        eq(sorted(i["url"] for i in json.loads(data)["supportedInterfaces"]), [base, base],
-           "both interfaces at --public-url")
+        eq(sorted(i["url"] for i in json.loads(data)["supportedInterfaces"]), [base] * 3,
+           "every interface at --public-url")
         task = finished(port, prefix="/v1/a2a")
         st, _, doc = rest(port, "GET", "/v1/a2a/tasks/" + task["id"])
         eq((st, doc.get("id")), (200, task["id"]), "GET <path of --public-url>/tasks/{id}")

@@ -204,7 +204,10 @@ static void test_id_echo(void **state)
 static void test_unknown_and_admin_methods(void **state)
 {
     (void)state;
+    /* a 0.3 name is served (h_v03.c): its params are checked as 1.0's */
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"message/send\",\"params\":{}}",
+                 ONCE_RPC_INVALID_PARAMS, "INVALID_PARAMS", 0);
+    expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tasks/list\",\"params\":{}}",
                  ONCE_RPC_METHOD_NOT_FOUND, "METHOD_NOT_FOUND", 0);
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sendmessage\",\"params\":{}}",
                  ONCE_RPC_METHOD_NOT_FOUND, "METHOD_NOT_FOUND", 0);
