@@ -188,7 +188,14 @@ int once__a2a_h_push_create(a2a_call *c)
     const char *task_id = json_string_value(json_object_get(c->params, "taskId"));
     once_push_res res;
     json_t *out = NULL;
-    int rc = b->push_create(b->ctx, c->req->principal, c->params, c->extension, &out, &res);
+    /* Set over A2A 0.3: its deliveries carry 0.3 bodies (engine/push.h). */
+    json_t *cfg = c->v03 ? json_copy(c->params) : json_incref(c->params);
+    if (cfg == NULL || (c->v03 && json_object_set_new(cfg, ONCE__PUSH_V03, json_true()) != 0)) {
+        json_decref(cfg);
+        return ONCE_ENOMEM;
+    }
+    int rc = b->push_create(b->ctx, c->req->principal, cfg, c->extension, &out, &res);
+    json_decref(cfg);
     return push_answer(c, rc, out, &res, task_id, NULL);
 }
 

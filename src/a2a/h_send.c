@@ -291,6 +291,7 @@ int once__a2a_h_send(a2a_call *c)
     req.text_result = !c->tree_result;
     req.metadata = json_is_object(md) ? md : NULL;
     req.push_config = push;
+    req.push_v03 = c->v03;
 
     once_send_res res;
     memset(&res, 0, sizeof res);

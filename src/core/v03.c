@@ -499,3 +499,114 @@ json_t *once__v03_send_params_out(const json_t *params)
     }
     return built(out, bad);
 }
+
+/* --- the agent card ------------------------------------------------------ */
+
+/* A 1.0 SecurityScheme ({httpAuthSecurityScheme: {...}} and the like) as
+ * 0.3's flat one ({type: "http", ...}). */
+static json_t *scheme_out(const json_t *s)
+{
+    static const char *const types[][2] = {
+        {"httpAuthSecurityScheme", "http"},       {"apiKeySecurityScheme", "apiKey"},
+        {"oauth2SecurityScheme", "oauth2"},       {"openIdConnectSecurityScheme", "openIdConnect"},
+        {"mtlsSecurityScheme", "mutualTLS"},
+    };
+    for (size_t i = 0; json_is_object(s) && i < sizeof types / sizeof types[0]; i++) {
+        const json_t *v = json_object_get(s, types[i][0]);
+        if (!json_is_object(v))
+            continue;
+        static const char *const skip[] = {"location", NULL};
+        json_t *out = copy_except(v, skip);
+        int bad = out == NULL || put(out, "type", json_string(types[i][1]));
+        const json_t *loc = json_object_get(v, "location");
+        if (!bad && loc != NULL) /* apiKey: 1.0 "location", 0.3 "in" */
+            bad = json_object_set(out, "in", (json_t *)loc) != 0;
+        return built(out, bad);
+    }
+    return json_incref((json_t *)s);
+}
+
+json_t *once__v03_card_out(const json_t *card)
+{
+    const json_t *itfs = json_object_get(card, "supportedInterfaces");
+    const json_t *primary = NULL;
+    json_t *more = json_array();
+    size_t i;
+    json_t *itf;
+    int bad = more == NULL;
+    json_array_foreach(itfs, i, itf) {
+        const char *v = json_string_value(json_object_get(itf, "protocolVersion"));
+        if (bad || v == NULL || strncmp(v, "0.", 2) != 0)
+            continue;
+        if (primary == NULL)
+            primary = itf;
+        else
+            bad = json_array_append_new(more, json_pack("{s:O, s:O}", "url",
+                                                         json_object_get(itf, "url"), "transport",
+                                                         json_object_get(itf, "protocolBinding"))) != 0;
+    }
+    if (bad || primary == NULL) {
+        json_decref(more);
+        return NULL;
+    }
+    static const char *const keep[] = {"name", "description", "version", "provider",
+                                       "documentationUrl", "iconUrl", "defaultInputModes",
+                                       "defaultOutputModes", "skills", "signatures",
+                                       "supportedInterfaces"};
+    json_t *out = json_object();
+    bad = out == NULL;
+    for (size_t k = 0; !bad && k < sizeof keep / sizeof keep[0]; k++) {
+        json_t *v = json_object_get(card, keep[k]);
+        bad = v != NULL && json_object_set(out, keep[k], v) != 0;
+    }
+    const json_t *caps = json_object_get(card, "capabilities");
+    static const char *const cskip[] = {"extendedAgentCard", NULL};
+    if (!bad)
+        bad = put(out, "url", json_incref(json_object_get(primary, "url"))) |
+              put(out, "preferredTransport", json_incref(json_object_get(primary, "protocolBinding"))) |
+              put(out, "protocolVersion", json_string("0.3.0")) |
+              put(out, "capabilities", json_is_object(caps) ? copy_except(caps, cskip) : json_object()) |
+              put(out, "supportsAuthenticatedExtendedCard",
+                  json_boolean(json_is_true(json_object_get(caps, "extendedAgentCard"))));
+    if (!bad && json_array_size(more) > 0)
+        bad = json_object_set(out, "additionalInterfaces", more) != 0;
+    const json_t *schemes = json_object_get(card, "securitySchemes");
+    if (!bad && json_is_object(schemes)) {
+        json_t *s = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)schemes, k, v) {
+            if (s != NULL && json_object_set_new(s, k, scheme_out(v)) != 0) {
+                json_decref(s);
+                s = NULL;
+            }
+        }
+        bad = put(out, "securitySchemes", s);
+    }
+    /* securityRequirements [{schemes: {name: {list: [...]}}}] -> security [{name: [...]}] */
+    const json_t *reqs = json_object_get(card, "securityRequirements");
+    if (!bad && json_is_array(reqs)) {
+        json_t *sec = json_array();
+        json_t *r;
+        json_array_foreach(reqs, i, r) {
+            json_t *one = json_object();
+            const char *k;
+            json_t *v;
+            json_object_foreach(json_object_get(r, "schemes"), k, v) {
+                json_t *list = json_object_get(v, "list");
+                if (one != NULL &&
+                    json_object_set_new(one, k, list ? json_incref(list) : json_array()) != 0) {
+                    json_decref(one);
+                    one = NULL;
+                }
+            }
+            if (sec != NULL && json_array_append_new(sec, one) != 0) {
+                json_decref(sec);
+                sec = NULL;
+            }
+        }
+        bad = put(out, "security", sec);
+    }
+    json_decref(more);
+    return built(out, bad);
+}

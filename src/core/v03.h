@@ -66,5 +66,11 @@ json_t *once__v03_event_out(const json_t *ev);
 json_t *once__v03_push_out(const json_t *cfg);
 /* SendMessage params as message/send params. */
 json_t *once__v03_send_params_out(const json_t *params);
+/* A 1.0 agent card as the 0.3 card of its first 0.x interface (url,
+ * preferredTransport, additionalInterfaces, protocolVersion "0.3.0",
+ * supportsAuthenticatedExtendedCard, flat securitySchemes and security),
+ * with its supportedInterfaces kept (as @a2a-js/sdk serves it); NULL when
+ * it lists no 0.x interface, or no memory. */
+json_t *once__v03_card_out(const json_t *card);
 
 #endif /* ONCE_CORE_V03_H */

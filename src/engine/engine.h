@@ -167,6 +167,8 @@ typedef struct once_send_req {
      * ONCE_EINVAL with field
      * "configuration.taskPushNotificationConfig.url". */
     const json_t *push_config;
+    int push_v03;           /* push_config came over A2A 0.3: its deliveries
+                             * carry 0.3 bodies (push.h, ONCE__PUSH_V03) */
 } once_send_req;
 
 /* The outcome. On ONCE_OK, verdict says what happened:

@@ -316,6 +316,11 @@ int once__push_elem_make(once__engine *e, const json_t *cfg, int64_t since, json
                 rc = ONCE_ENOMEM;
         }
     }
+    /* A config set over A2A 0.3 gets 0.3 bodies (the codec says so, after
+     * the shape check). */
+    if (rc == ONCE_OK && json_is_true(json_object_get(cfg, ONCE__PUSH_V03)) &&
+        json_object_set_new(out, ONCE__PUSH_V03, json_true()) != 0)
+        rc = ONCE_ENOMEM;
     /* The trace context of the request that subscribed travels with every
      * delivery (a traceparent header), whichever replica makes it. */
     const char *tp = once__log_ctx()->traceparent;

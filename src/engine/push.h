@@ -54,6 +54,11 @@ typedef struct once_push_res {
     int64_t expired_at; /* ONCE_ETOMBSTONE */
 } once_push_res;
 
+/* The member a config handed to create carries (true) when it was set over
+ * A2A 0.3: kept with it, never shown, and its deliveries' bodies are the
+ * 0.3 events (core/v03.h) instead of 1.0 StreamResponses. */
+#define ONCE__PUSH_V03 "once:a2a03"
+
 /* The A2A TaskPushNotificationConfig objects handed in and out:
  *   {id, taskId, url, token?, authentication?: {scheme, credentials?}}
  * With `status` set, each one also carries our "delivery" member

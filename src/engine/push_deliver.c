@@ -44,6 +44,7 @@
 #include "core/str.h"
 #include "core/backoff.h"
 #include "core/jcs.h"
+#include "core/v03.h"
 #include "engine/push_int.h"
 #include "once/webhook.h"
 
@@ -127,6 +128,19 @@ static json_t *find_config(const once_record *r, const char *id)
     return found;
 }
 
+/* The 0.3 body of a stored 1.0 StreamResponse (once_malloc'd), or NULL. */
+static char *v03_body(const char *payload)
+{
+    json_t *ev = NULL, *out = NULL;
+    char *text = NULL;
+    size_t len;
+    if (once__json_loads(payload, 0, &ev, NULL) == ONCE_OK && (out = once__v03_event_out(ev)))
+        (void)once__json_write(out, &text, &len);
+    json_decref(ev);
+    json_decref(out);
+    return text;
+}
+
 /* One POST of event ev; the outcome reported. Returns 1 to go on with the
  * next generation, 0 to stop working on this row. */
 static int attempt(once__engine *e, void *http, const once_push_claim *c, const json_t *cfg,
@@ -141,10 +155,15 @@ static int attempt(once__engine *e, void *http, const once_push_claim *c, const 
     once__strlcpy(id.task_id, c->task_id, sizeof id.task_id);
     if (once_webhook_id_format(&id, wid) != ONCE_OK)
         return 0; /* never: every part was checked when stored; the lease lapses */
+    /* A config set over A2A 0.3: the 0.3 event the payload carries. */
+    char *body03 = NULL;
+    if (json_is_true(json_object_get(cfg, ONCE__PUSH_V03)) &&
+        (body03 = v03_body(ev->payload)) == NULL)
+        return 0; /* no memory: the lease lapses and the event is sent later */
     once__push_post q = {
         .url = json_string_value(json_object_get(cfg, "url")),
-        .body = ev->payload,
-        .len = strlen(ev->payload),
+        .body = body03 != NULL ? body03 : ev->payload,
+        .len = strlen(body03 != NULL ? body03 : ev->payload),
         .webhook_id = wid,
         .since = since,
         .token = json_string_value(json_object_get(cfg, "token")),
@@ -156,6 +175,7 @@ static int attempt(once__engine *e, void *http, const once_push_claim *c, const 
     ONCE__PUSH_STAT(p, attempts);
     if (once__push_http_post(p, http, &q, &r) != ONCE_OK)
         snprintf(r.error, sizeof r.error, "out of memory before sending");
+    once_free(body03);
     if (r.refused)
         ONCE__PUSH_STAT(p, refused);
 

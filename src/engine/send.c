@@ -73,6 +73,9 @@ static int prepare_push(once__engine *e, const once_send_req *req, send_ctx *c,
     once_push_res pr;
     memset(&pr, 0, sizeof pr);
     int rc = once__push_elem_make(e, req->push_config, 0, &c->push, &pr);
+    if (rc == ONCE_OK && req->push_v03 &&
+        json_object_set_new(c->push, ONCE__PUSH_V03, json_true()) != 0)
+        rc = ONCE_ENOMEM;
     if (rc != ONCE_EINVAL)
         return rc;
     res->field = PUSH_FIELD;

@@ -46,6 +46,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/str.h"
+#include "core/v03.h"
 #include "http/admit.h"
 #include "http/card_cache.h"
 #include "http/guard.h"
@@ -58,6 +59,8 @@
 #include "http/tls.h"
 
 #define CARD_PATH "/.well-known/agent-card.json"
+/* Where clients before A2A 1.0 also read the card: its 0.3 form. */
+#define CARD03_PATH "/.well-known/agent.json"
 #define DEFAULT_MAX_BODY ((size_t)1 << 20)
 /* A declared body larger than this many times max_body is not drained:
  * answer 413 at once and let the connection close. */
@@ -248,21 +251,52 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, once__a2a_bindin
 /* The card, or 304 when the client's copy is current (card_cache.h). The
  * response takes a copy of the bytes and headers: the card may be replaced
  * while it is sent. */
-static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn)
+/* The A2A 0.3 form of the card text (core/v03.h), once_malloc'd, or NULL. */
+static char *card03(const char *card, size_t len)
+{
+    json_t *c = NULL, *out = NULL;
+    char *text = NULL;
+    size_t n;
+    if (once__json_loadb(card, len, 0, &c, NULL) == ONCE_OK && (out = once__v03_card_out(c)))
+        (void)once__json_write(out, &text, &n);
+    json_decref(c);
+    json_decref(out);
+    return text;
+}
+
+/* 1 when a card request asks for A2A 0.3's card: at the path earlier
+ * clients read (/.well-known/agent.json), or with an A2A-Version 0.x. */
+static int wants_card03(struct MHD_Connection *conn, const char *url)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "A2A-Version");
+    return strcmp(url, CARD03_PATH) == 0 || (v != NULL && strncmp(v, "0.", 2) == 0);
+}
+
+static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn, int v03)
 {
     const char *inm =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
     const char *ims =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_MODIFIED_SINCE);
     pthread_mutex_lock(&h->card_mu);
-    int fresh = once__card_not_modified(&h->card, inm, ims);
-    struct MHD_Response *res = MHD_create_response_from_buffer(
-        fresh ? 0 : h->card_len, h->card_text, MHD_RESPMEM_MUST_COPY);
+    /* The 0.3 card follows the 1.0 one: converted per request (rare),
+     * validated by its own bytes, dated as the card it comes from. */
+    once__card_cache cc = h->card;
+    char *text = v03 ? card03(h->card_text, h->card_len) : NULL;
+    if (text != NULL)
+        once__card_cache_init(&cc, text, strlen(text), h->card.built);
+    int fresh = (!v03 || text != NULL) && once__card_not_modified(&cc, inm, ims);
+    struct MHD_Response *res = NULL;
+    if (!v03 || text != NULL)
+        res = MHD_create_response_from_buffer(fresh ? 0 : text ? strlen(text) : h->card_len,
+                                              text ? text : h->card_text, MHD_RESPMEM_MUST_COPY);
     if (res != NULL) {
-        MHD_add_response_header(res, MHD_HTTP_HEADER_ETAG, h->card.etag);
-        MHD_add_response_header(res, MHD_HTTP_HEADER_LAST_MODIFIED, h->card.last_modified);
+        MHD_add_response_header(res, MHD_HTTP_HEADER_ETAG, cc.etag);
+        MHD_add_response_header(res, MHD_HTTP_HEADER_LAST_MODIFIED, cc.last_modified);
+        MHD_add_response_header(res, "Vary", "A2A-Version");
     }
     pthread_mutex_unlock(&h->card_mu);
+    once_free(text);
     if (res == NULL)
         return MHD_NO;
     if (!fresh)
@@ -444,7 +478,7 @@ static once__route_kind route_kind(const once_http *h, const char *url, const ch
 {
     if (rest != NULL || is_rpc_path(h, url))
         return ONCE__ROUTE_A2A;
-    if (strcmp(url, CARD_PATH) == 0)
+    if (strcmp(url, CARD_PATH) == 0 || strcmp(url, CARD03_PATH) == 0)
         return ONCE__ROUTE_CARD;
     if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0 ||
         strcmp(url, "/metrics") == 0)
@@ -544,8 +578,8 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
         return inspect_stream(h, conn, &istream, con_cls);
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
               strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-    if (strcmp(url, CARD_PATH) == 0 && get)
-        return queue_card(h, conn);
+    if ((strcmp(url, CARD_PATH) == 0 || strcmp(url, CARD03_PATH) == 0) && get)
+        return queue_card(h, conn, wants_card03(conn, url));
     if (rest == NULL && !is_rpc_path(h, url) && !login)
         return queue_error(conn, b, MHD_HTTP_NOT_FOUND, ONCE_RPC_INVALID_REQUEST, "NOT_FOUND",
                            "No such path: JSON-RPC is served by POST /, the HTTP+JSON binding "

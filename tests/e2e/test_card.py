@@ -13,7 +13,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ONCED, Onced, check, eq, free_port, http_get, run, scaled, scratch_dir
+from harness import (ONCED, Onced, check, eq, free_port, http_get, http_request, run, scaled,
+                     scratch_dir)
 
 TMP = scratch_dir("once-card-")
 
@@ -87,6 +88,40 @@ def refused(path, names, what):
           what + ": the message names %r: %r" % (names, err))
 
 
+def test_card_for_a2a_03():
+    """The 0.3 card where a 0.3 client asks for it (/.well-known/agent.json,
+    or A2A-Version 0.x): url, preferredTransport and protocolVersion of the
+    0.3 interface, the descriptive members and capabilities of the 1.0 card,
+    the bearer scheme flat, its own ETag; the 1.0 card stays the default."""
+    tokens = os.path.join(TMP, "tokens")
+    with open(tokens, "w") as f:
+        f.write("tok-card alice\n")
+    with Onced(["--card", write("good03.json", GOOD), "--auth-tokens", tokens]) as srv:
+        url = "http://127.0.0.1:%d/" % srv.port
+        st, hd, data = http_request(srv.port, "GET", "/.well-known/agent.json")
+        eq(st, 200, "the 0.3 card's path")
+        c03 = json.loads(data)
+        eq((c03.get("url"), c03.get("preferredTransport"), c03.get("protocolVersion")),
+           (url, "JSONRPC", "0.3.0"), "the 0.3 interface")
+        for k in ("name", "description", "version", "skills", "defaultInputModes"):
+            eq(c03.get(k), GOOD[k], "card." + k)
+        eq(c03["capabilities"]["streaming"], True, "capabilities")
+        eq(c03.get("supportsAuthenticatedExtendedCard"), False, "no extended card")
+        eq(c03["securitySchemes"]["bearer"]["type"], "http", "a flat 0.3 security scheme")
+        eq(c03.get("security"), [{"bearer": []}], "the 0.3 security requirement")
+        check("Vary" in hd or "vary" in hd, "Vary: A2A-Version: %r" % hd)
+        st, hd2, data = http_request(srv.port, "GET", "/.well-known/agent-card.json",
+                                     headers={"A2A-Version": "0.3"})
+        eq(json.loads(data), c03, "A2A-Version 0.3 gets the same card")
+        st, hd1, data = http_request(srv.port, "GET", "/.well-known/agent-card.json")
+        c10 = json.loads(data)
+        check("url" not in c10 and "supportedInterfaces" in c10, "the 1.0 card by default")
+        check(hd1.get("etag") != hd2.get("etag"), "each card its own ETag")
+        st, _, _ = http_request(srv.port, "GET", "/.well-known/agent.json",
+                                headers={"If-None-Match": hd2.get("etag")})
+        eq(st, 304, "the 0.3 card's ETag validates")
+
+
 def test_bad_files_are_refused():
     def skill(**kw):
         s = {"id": "s", "name": "S", "description": "d", "tags": ["t"]}
@@ -118,4 +153,5 @@ def test_bad_files_are_refused():
 
 if __name__ == "__main__":
     run([test_good_file_is_reflected, test_partial_file_keeps_the_defaults, test_no_file_defaults,
+         test_card_for_a2a_03,
          test_bad_files_are_refused])
