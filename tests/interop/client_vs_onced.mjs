@@ -12,91 +12,30 @@
 // killed (scripts/reaper.py marks its environment); a missing SDK, node_modules or
 // onced binary is a FAILURE (never a skip); output ends with
 // "N passed, N failed" and the exit status is non-zero on any failure.
-import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { check, CheckFailed, eq, freePort, scaled, tally, watchdog } from '../js/harness.mjs';
+import { check, CheckFailed, eq, scaled, tally } from '../js/harness.mjs';
+import { oncedUnderTest, pinnedSdkVersion } from '../js/interop_harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
 // onced --plain-ids (docs/wire.md, "Identity"): derived (the default) or server.
 const PLAIN_IDS = process.env.ONCE_PLAIN_IDS || 'derived';
-const SDK_DIR = path.join(HERE, 'node_modules', '@a2a-js', 'sdk');
 const SDK_VERSION = '1.3.0';
 const EXT = 'urn:once:a2a:idempotency:v1';
 const CALL_TIMEOUT_MS = scaled(30000);
 const WATCHDOG_MS = scaled(110000);
 
-// A fatal setup problem: count it, explain it, stop.
-function fatal(msg) {
-  tally.failed++;
-  console.error('FAIL:', msg);
-  finish();
-}
-
-let onced = null;
-let tmpdir = null;
-
-function killOnced() {
-  if (onced && onced.exitCode === null && onced.signalCode === null) {
-    try {
-      onced.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
-
-function onceLogTail() {
-  try {
-    const t = fs.readFileSync(path.join(tmpdir, 'onced.log'), 'utf8');
-    return t.slice(-3000);
-  } catch {
-    return '(no log)';
-  }
-}
-
-function finish() {
-  killOnced();
-  if (tally.failed === 0 && tmpdir) {
-    fs.rmSync(tmpdir, { recursive: true, force: true });
-  } else if (tmpdir) {
-    console.error(`onced log and store kept in ${tmpdir}; log tail:\n${onceLogTail()}`);
-  }
-  console.log(`${tally.passed} passed, ${tally.failed} failed`);
-  process.exit(tally.failed ? 1 : 0);
-}
-
-process.on('exit', killOnced);
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    console.error(`interrupted by ${sig}`);
-    tally.failed++;
-    finish();
-  });
-}
-watchdog(WATCHDOG_MS, finish);
+const { finish, fatal, requireBinary, start } = oncedUnderTest({
+  binary: ONCED, tmpPrefix: 'once-interop-', watchdogMs: WATCHDOG_MS,
+});
 
 // ---- preconditions: the SDK and the server binary must both be present ----
 
-function loadSdkVersion() {
-  const pj = path.join(SDK_DIR, 'package.json');
-  if (!fs.existsSync(pj)) {
-    fatal(`@a2a-js/sdk is not installed (${SDK_DIR} missing). ` +
-          `Run "npm ci" (or "npm install") in ${HERE}, or "bash scripts/deps.sh".`);
-  }
-  return JSON.parse(fs.readFileSync(pj, 'utf8')).version;
-}
-
-const sdkVersion = loadSdkVersion();
-if (sdkVersion !== SDK_VERSION) {
-  fatal(`@a2a-js/sdk ${sdkVersion} installed, this test pins ${SDK_VERSION} (see package.json)`);
-}
+const sdkVersion = pinnedSdkVersion(HERE, SDK_VERSION, fatal);
 let sdk;
 try {
   sdk = {
@@ -109,9 +48,7 @@ try {
 }
 const { ClientFactory, Role, TaskState } = sdk;
 
-if (!fs.existsSync(ONCED)) {
-  fatal(`onced binary not found at ${ONCED} (set ONCED or build it: cmake --build build --target onced)`);
-}
+requireBinary();
 
 // ---- recording fetch: what the SDK sends, what onced answers ----
 
@@ -143,55 +80,6 @@ function lastRpc(method) {
   for (let i = wire.length - 1; i >= 0; i--) {
     if (rpcMethodOf(wire[i]) === method) return wire[i];
   }
-  return null;
-}
-
-// ---- onced lifecycle ----
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// Whatever ends this script (a failure, a ctest timeout, SIGKILL), the onced
-// it starts ends with it: scripts/reaper.py watches this process and ends
-// every process whose environment carries the marker it hands out.
-function guard() {
-  const line = execFileSync('python3', [path.join(ROOT, 'scripts', 'reaper.py'), 'guard',
-                                        String(process.pid)]).toString().trim();
-  const m = /^export (ONCE_REAP_\w+)=1$/.exec(line);
-  if (!m) fatal(`scripts/reaper.py guard answered ${JSON.stringify(line)}`);
-  process.env[m[1]] = '1';
-}
-
-async function startOnced() {
-  guard();
-  tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), 'once-interop-'));
-  const port = await freePort();
-  const log = fs.openSync(path.join(tmpdir, 'onced.log'), 'a');
-  const args = ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${path.join(tmpdir, 'registry.db')}`,
-                '--executor', 'echo', '--plain-ids', PLAIN_IDS,
-                // one turn at a time: a task sent after another's turn runs
-                // only once that turn is over (scenario 6)
-                '--turn-workers', '1'];
-  onced = spawn(ONCED, args, { stdio: ['ignore', log, log] });
-  fs.closeSync(log);
-  onced.on('error', (e) => console.error(`spawn ${ONCED}: ${e.message}`));
-  const base = `http://127.0.0.1:${port}`;
-  const end = Date.now() + scaled(15000);
-  while (Date.now() < end) {
-    if (onced.exitCode !== null || onced.signalCode !== null) {
-      fatal(`onced exited early (status ${onced.exitCode}, signal ${onced.signalCode}): ${args.join(' ')}`);
-    }
-    try {
-      const r = await realFetch(`${base}/.well-known/agent-card.json`, { signal: AbortSignal.timeout(scaled(1000)) });
-      if (r.status === 200) {
-        await r.arrayBuffer();
-        return base;
-      }
-    } catch {
-      // not listening yet
-    }
-    await sleep(50);
-  }
-  fatal(`onced did not serve its agent card within ${scaled(15000)} ms`);
   return null;
 }
 
@@ -416,7 +304,10 @@ const scenarios = [
   s7_same_message_twice,
 ];
 
-base = await startOnced();
+base = (await start(['--executor', 'echo', '--plain-ids', PLAIN_IDS,
+                     // one turn at a time: a task sent after another's turn runs
+                     // only once that turn is over (scenario 6)
+                     '--turn-workers', '1'])).url;
 console.log(`info: @a2a-js/sdk ${sdkVersion}, node ${process.version}, onced ${ONCED} --plain-ids ${PLAIN_IDS} at ${base}`);
 for (const s of scenarios) {
   if (!client && s !== s1_client_from_agent_card) {

@@ -26,19 +26,18 @@
 // "N passed, N failed"; the exit status is non-zero on any failure; a missing
 // SDK or express is a failure, never a skip. The peers started here end with
 // this script, however it ends (scripts/reaper.py marks their environment).
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { check, CheckFailed, eq, freePort, scaled, tally, watchdog } from '../js/harness.mjs';
+import { check, CheckFailed, ending, eq, freePort, reaperGuard, scaled, tally } from '../js/harness.mjs';
+import { pinnedSdkVersion } from '../js/interop_harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const AGENT = path.join(HERE, 'upstream_agent.mjs');
-const SDK_DIR = path.join(HERE, 'node_modules', '@a2a-js', 'sdk');
 const SDK_VERSION = '1.3.0';
 const CALL_MS = scaled(20000);
 const WAIT_MS = scaled(15000);
@@ -58,36 +57,11 @@ function killAll() {
   }
 }
 
-function finish() {
-  killAll();
-  console.log(`${tally.passed} passed, ${tally.failed} failed`);
-  process.exit(tally.failed ? 1 : 0);
-}
-
-function fatal(msg) {
-  tally.failed++;
-  console.error('FAIL:', msg);
-  finish();
-}
-
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    console.error(`interrupted by ${sig}`);
-    tally.failed++;
-    finish();
-  });
-}
-watchdog(WATCHDOG_MS, finish);
+const { finish, fatal } = ending({ watchdogMs: WATCHDOG_MS, kill: killAll });
 
 // ---- preconditions ----
 
-const pj = path.join(SDK_DIR, 'package.json');
-if (!fs.existsSync(pj)) {
-  fatal(`@a2a-js/sdk is not installed (${SDK_DIR} missing): run "npm ci" in ${HERE} or scripts/deps.sh`);
-}
-const sdkVersion = JSON.parse(fs.readFileSync(pj, 'utf8')).version;
-if (sdkVersion !== SDK_VERSION) fatal(`@a2a-js/sdk ${sdkVersion} installed, this test pins ${SDK_VERSION}`);
+pinnedSdkVersion(HERE, SDK_VERSION, fatal);
 let sdk;
 try {
   sdk = {
@@ -121,15 +95,6 @@ async function waitFor(cond, what, ms = WAIT_MS) {
     }
     await sleep(20);
   }
-}
-
-// Whatever ends this script, the peers it starts end with it.
-function guard() {
-  const line = execFileSync('python3', [path.join(ROOT, 'scripts', 'reaper.py'), 'guard',
-                                        String(process.pid)]).toString().trim();
-  const m = /^export (ONCE_REAP_\w+)=1$/.exec(line);
-  if (!m) fatal(`scripts/reaper.py guard answered ${JSON.stringify(line)}`);
-  process.env[m[1]] = '1';
 }
 
 async function startAgent(args) {
@@ -653,7 +618,8 @@ async function run(name, fn) {
   }
 }
 
-guard();
+// Whatever ends this script, the peers it starts end with it.
+if (!reaperGuard(ROOT)) fatal('scripts/reaper.py guard handed out no marker');
 let A = null;
 await run('A: start', async () => { A = await startAgent([]); });
 if (A) {

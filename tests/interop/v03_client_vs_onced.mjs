@@ -22,92 +22,35 @@
 // for a condition, bounded by a scaled timeout; a failed check names what
 // was expected and what came, and the next scenario still runs; output ends
 // with "N passed, N failed" and the exit status is non-zero on any failure.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { check, CheckFailed, eq, freePort, reaperGuard, scaled, tally, watchdog } from '../js/harness.mjs';
+import { check, CheckFailed, eq, freePort, scaled, tally } from '../js/harness.mjs';
+import { oncedUnderTest, pinnedSdkVersion } from '../js/interop_harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
-const SDK_DIR = path.join(HERE, 'node_modules', '@a2a-js', 'sdk');
 const SDK_VERSION = '1.3.0';
 const EXT = 'urn:once:a2a:idempotency:v1';
 const CALL_TIMEOUT_MS = scaled(30000);
 const WATCHDOG_MS = scaled(130000);
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-// A fatal setup problem: count it, explain it, stop.
-function fatal(msg) {
-  tally.failed++;
-  console.error('FAIL:', msg);
-  finish();
-}
-
-let onced = null;
-let tmpdir = null;
 let hook = null; // the webhook receiver: { server, port, posts: [{headers, body}] }
 
-function killOnced() {
-  if (onced && onced.exitCode === null && onced.signalCode === null) {
-    try {
-      onced.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
-
-function onceLogTail() {
-  try {
-    return fs.readFileSync(path.join(tmpdir, 'onced.log'), 'utf8').slice(-3000);
-  } catch {
-    return '(no log)';
-  }
-}
-
-function finish() {
-  killOnced();
-  if (hook) hook.server.close();
-  if (tally.failed === 0 && tmpdir) {
-    fs.rmSync(tmpdir, { recursive: true, force: true });
-  } else if (tmpdir) {
-    console.error(`onced log and store kept in ${tmpdir}; log tail:\n${onceLogTail()}`);
-  }
-  console.log(`${tally.passed} passed, ${tally.failed} failed`);
-  process.exit(tally.failed ? 1 : 0);
-}
-
-process.on('exit', killOnced);
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    console.error(`interrupted by ${sig}`);
-    tally.failed++;
-    finish();
-  });
-}
-watchdog(WATCHDOG_MS, finish);
+const { finish, fatal, requireBinary, start } = oncedUnderTest({
+  binary: ONCED, tmpPrefix: 'once-interop-v03-', watchdogMs: WATCHDOG_MS,
+  onFinish: () => {
+    if (hook) hook.server.close();
+  },
+});
 
 // ---- preconditions: the SDK and the server binary must both be present ----
 
-function loadSdkVersion() {
-  const pj = path.join(SDK_DIR, 'package.json');
-  if (!fs.existsSync(pj)) {
-    fatal(`@a2a-js/sdk is not installed (${SDK_DIR} missing). ` +
-          `Run "npm ci" (or "npm install") in ${HERE}, or "bash scripts/deps.sh".`);
-  }
-  return JSON.parse(fs.readFileSync(pj, 'utf8')).version;
-}
-
-const sdkVersion = loadSdkVersion();
-if (sdkVersion !== SDK_VERSION) {
-  fatal(`@a2a-js/sdk ${sdkVersion} installed, this test pins ${SDK_VERSION} (see package.json)`);
-}
+const sdkVersion = pinnedSdkVersion(HERE, SDK_VERSION, fatal);
 let sdk;
 try {
   sdk = {
@@ -124,9 +67,7 @@ for (const [name, v] of Object.entries({ LegacyJsonRpcTransport, isLegacyAgentCa
   if (typeof v !== 'function') fatal(`@a2a-js/sdk/compat/v0_3/client does not export ${name}`);
 }
 
-if (!fs.existsSync(ONCED)) {
-  fatal(`onced binary not found at ${ONCED} (set ONCED or build it: cmake --build build --target onced)`);
-}
+requireBinary();
 
 // ---- recording fetch, given to the SDK transport as its fetchImpl ----
 
@@ -220,9 +161,7 @@ async function rpc10(method, params) {
   return body.result;
 }
 
-// ---- onced and the webhook receiver ----
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// ---- the webhook receiver ----
 
 async function startHook() {
   const port = await freePort();
@@ -241,37 +180,6 @@ async function startHook() {
     server.listen(port, '127.0.0.1', resolve);
   });
   return { server, port, posts };
-}
-
-// Starts onced; answers its base URL and the agent card it serves.
-async function startOnced() {
-  if (!reaperGuard(ROOT)) fatal('scripts/reaper.py guard handed out no marker');
-  tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), 'once-interop-v03-'));
-  const port = await freePort();
-  const log = fs.openSync(path.join(tmpdir, 'onced.log'), 'a');
-  const args = ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${path.join(tmpdir, 'registry.db')}`,
-                '--executor', 'echo', '--plain-ids', 'derived',
-                // scenario 8's webhook listens on loopback (SSRF guard)
-                '--push-allow', '127.0.0.0/8'];
-  onced = spawn(ONCED, args, { stdio: ['ignore', log, log] });
-  fs.closeSync(log);
-  onced.on('error', (e) => console.error(`spawn ${ONCED}: ${e.message}`));
-  const url = `http://127.0.0.1:${port}`;
-  const end = Date.now() + scaled(15000);
-  while (Date.now() < end) {
-    if (onced.exitCode !== null || onced.signalCode !== null) {
-      fatal(`onced exited early (status ${onced.exitCode}, signal ${onced.signalCode}): ${args.join(' ')}`);
-    }
-    try {
-      const r = await realFetch(`${url}/.well-known/agent-card.json`, { signal: AbortSignal.timeout(scaled(1000)) });
-      if (r.status === 200) return { url, card: await r.json() };
-    } catch {
-      // not listening yet
-    }
-    await sleep(50);
-  }
-  fatal(`onced did not serve its agent card within ${scaled(15000)} ms`);
-  return null;
 }
 
 // ---- SDK-shaped helpers (the transport takes the SDK's 1.0 core types) ----
@@ -751,7 +659,9 @@ async function run(name, fn) {
 }
 
 hook = await startHook();
-const started = await startOnced();
+const started = await start(['--executor', 'echo', '--plain-ids', 'derived',
+                             // scenario 8's webhook listens on loopback (SSRF guard)
+                             '--push-allow', '127.0.0.0/8']);
 base = started.url;
 console.log(`info: @a2a-js/sdk ${sdkVersion}, node ${process.version}, onced ${ONCED} at ${base}, webhook on port ${hook.port}`);
 if (!(await run('s0_endpoint_from_card', () => s0_endpoint_from_card(started.card))) || !transport) {

@@ -1,7 +1,7 @@
 // harness.mjs -- what the Node test peers share (tests/browser, tests/interop):
 // the suite's timeout factor, the pass/fail tally behind check and eq, a
-// free loopback port and the watchdog. Node built-ins only, so each peer
-// keeps its own node_modules and this file needs none.
+// free loopback port, the watchdog and the way a peer ends. Node built-ins
+// only, so each peer keeps its own node_modules and this file needs none.
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
@@ -53,6 +53,37 @@ export function watchdog(ms, finish) {
     tally.failed++;
     finish();
   }, ms).unref();
+}
+
+// How a peer ends, however it ends: finish() ends what the peer started
+// (kill), runs its own cleanup, prints "N passed, N failed" last and exits,
+// non-zero on any failure; fatal(msg) counts a setup problem (a missing
+// package or binary: a failure, never a skip) as one failure, says it and
+// finishes. Neither returns. kill also runs on any exit of the process;
+// SIGINT, SIGTERM and the watchdog (watchdogMs) count one more failure and
+// finish. Call it once, first, so nothing the peer starts can outlive it.
+export function ending({ watchdogMs, kill = () => {}, cleanup = () => {} }) {
+  function finish() {
+    kill();
+    cleanup();
+    console.log(`${tally.passed} passed, ${tally.failed} failed`);
+    process.exit(tally.failed ? 1 : 0);
+  }
+  function fatal(msg) {
+    tally.failed++;
+    console.error('FAIL:', msg);
+    finish();
+  }
+  process.on('exit', kill);
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      console.error(`interrupted by ${sig}`);
+      tally.failed++;
+      finish();
+    });
+  }
+  watchdog(watchdogMs, finish);
+  return { finish, fatal };
 }
 
 // Whatever ends a peer (a failure, a ctest timeout, SIGKILL), the processes it
