@@ -613,7 +613,30 @@ async function s8_push_configs() {
   eq(keysOf(l2.configs, 'id'), JSON.stringify([b.id]), 'list after delete: the other config only');
   await expectSdkError(transport.getTaskPushNotificationConfig({ tenant: '', taskId: r.id, id: 'v03-hook-a' }, opts()),
                        sdk.errors.TaskNotFoundError, -32001, 'get of the deleted config');
-  console.log(`info: the webhook received ${hook.posts.length} POSTs so far`);
+
+  // deliveries: the continuation completes the task; config b (set over
+  // 0.3) gets each event as a 0.3 body, read by the SDK's own 0.3 parser.
+  const before = hook.posts.length;
+  const done = await transport.sendMessage(
+    sendReq(userMessage('the answer', { taskId: r.id, contextId: r.contextId }),
+            sendConfig({ returnImmediately: false })), opts());
+  expectState(done, TaskState.TASK_STATE_COMPLETED, 'the continuation completes the task');
+  const parsed = () => hook.posts.slice(before).map((post) => {
+    try {
+      return sdk.compat.legacyPushNotificationToV1StreamResponse(JSON.parse(post.body));
+    } catch (e) {
+      return { error: String(e), body: post.body };
+    }
+  });
+  const completed = (list) => list.some((ev) => ev.payload && ev.payload.$case === 'statusUpdate' &&
+    ev.payload.value.status.state === TaskState.TASK_STATE_COMPLETED);
+  const until = Date.now() + scaled(20000);
+  while (!completed(parsed()) && Date.now() < until) await new Promise((res) => setTimeout(res, 50));
+  const got = parsed();
+  check(completed(got), `the webhook got the completion as a 0.3 body (got ${JSON.stringify(got).slice(0, 400)})`);
+  eq(got.filter((ev) => ev.error).length, 0, 'every delivered body is a 0.3 event the SDK reads');
+  check(hook.posts.slice(before).every((post) => post.headers['x-a2a-notification-token'] === 'tok-b'),
+        'each delivery carries config b\'s token');
 }
 
 // 9. Errors: an unknown task; a cancel of a completed task.
