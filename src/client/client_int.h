@@ -128,10 +128,12 @@ int once__outbox_list(once__outbox *o, once_intent_state st, once_intent_fn fn, 
 int once__outbox_prune(once__outbox *o, int64_t cutoff_ms, unsigned *removed);
 int once__outbox_agent_of(once__outbox *o, const char *task_id, char *out, size_t outlen);
 
-/* Agent-mode cache: ext = the card declares the extension. ONCE_ENOTFOUND
- * when absent or checked before min_checked_ms. */
-int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checked_ms, int *ext);
-int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int64_t now);
+/* Agent-mode cache: ext = the card declares the extension, v03 = the agent
+ * speaks A2A 0.3 only. ONCE_ENOTFOUND when absent or checked before
+ * min_checked_ms. */
+int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checked_ms, int *ext,
+                          int *v03);
+int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int v03, int64_t now);
 
 /* The retry budget of agent, read-modify-written in one IMMEDIATE
  * transaction: op 0 deposits (a call starts), op 1 takes (a retry wants
@@ -161,6 +163,8 @@ typedef struct once__http_req {
     const char *token;           /* bearer, or NULL */
     const once__tls_client *tls; /* NULL = verify against the system's CAs */
     int extension;               /* send A2A-Extensions: our URI */
+    int v03;                     /* an A2A 0.3 agent: A2A-Version 0.3, and the
+                                    extension under 0.3's name too */
     /* More request header lines, "Name: value" each (the gateway's
      * --upstream-header); borrowed, NULL when nheaders is 0. */
     const char *const *headers;
@@ -331,6 +335,19 @@ int once__client_sleep(once_client *c, int64_t ms);
 /* A GET of url with c's token, TLS, connect timeout and interrupt flag,
  * limited to timeout_ms. url must outlive the request. */
 once__http_req once__client_get(const once_client *c, const char *url, int64_t timeout_ms);
+
+/* ---------------------------------------------------------------------------
+ * card.c: what the client takes from an agent's card.
+ */
+/* The card says: the idempotency extension (ext); A2A 0.3 only (v03: no
+ * 1.0 interface, a 0.x one or a 0.3 card). */
+void once__card_info(const json_t *card, int *ext, int *v03);
+/* Does the agent speak A2A 0.3 only? From the outbox's fresh entry, else
+ * from its card, read once now (and remembered); a card that cannot be
+ * read says 1.0. */
+int once__agent_v03(once_client *c, const char *agent);
+/* How long a card read is trusted. */
+#define ONCE__CARD_TTL_MS (10 * 60 * 1000)
 
 /* ---------------------------------------------------------------------------
  * answer.c: filling a once_call_result from an attempt.

@@ -278,8 +278,12 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
     snprintf(accept, sizeof accept, "Accept: %s", q->accept ? q->accept : "application/json");
     if (q->last_event_id != NULL)
         snprintf(lei, sizeof lei, "Last-Event-ID: %s", q->last_event_id);
-    const char *lines[] = {"Content-Type: application/json", accept, "A2A-Version: 1.0", "Expect:",
+    /* An A2A 0.3 agent reads the extension under 0.3's name; both go. */
+    const char *lines[] = {"Content-Type: application/json", accept,
+                           q->v03 ? "A2A-Version: 0.3" : "A2A-Version: 1.0", "Expect:",
                            q->extension ? "A2A-Extensions: " ONCE_IDEMPOTENCY_EXTENSION : NULL,
+                           q->extension && q->v03 ? "X-A2A-Extensions: " ONCE_IDEMPOTENCY_EXTENSION
+                                                  : NULL,
                            q->last_event_id ? lei : NULL};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0] && rc == ONCE_OK; i++) {
         if (lines[i] == NULL)

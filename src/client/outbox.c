@@ -26,7 +26,7 @@
 #include "client/outbox_int.h"
 #include "db/db.h"
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 /* How long a writer waits for another process's lock on the file. */
 #define BUSY_MS 10000
 #define ONCE__XSTR(x) #x
@@ -64,7 +64,7 @@
 static const char schema_new[] =
     INTENTS_TABLE("intents") INTENTS_INDEXES
     "CREATE TABLE agents("
-    " agent TEXT PRIMARY KEY, ext INTEGER NOT NULL, checked_ms INTEGER NOT NULL);"
+    " agent TEXT PRIMARY KEY, ext INTEGER NOT NULL, checked_ms INTEGER NOT NULL, a2a TEXT);"
     "CREATE TABLE budget("
     " agent TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL);";
 
@@ -84,6 +84,11 @@ static const char schema_v1[] =
 
 /* Version 2 -> 3. */
 static const char schema_v2[] = "ALTER TABLE intents ADD COLUMN push TEXT;";
+
+/* Version 3 -> 4: the A2A version the agent's card says it speaks ('1.0',
+ * '0.3'; NULL: read by an older once, taken as 1.0 until the card is read
+ * again). */
+static const char schema_v3[] = "ALTER TABLE agents ADD COLUMN a2a TEXT;";
 
 int once__ob_fail(once__outbox *o, int src, const char *what)
 {
@@ -201,6 +206,8 @@ static int schema(once__outbox *o)
         rc = once__ob_exec(o, schema_v1);
     if (rc == ONCE_OK && v == 2)
         rc = once__ob_exec(o, schema_v2);
+    if (rc == ONCE_OK && v <= 3 && v >= 1)
+        rc = once__ob_exec(o, schema_v3);
     if (rc == ONCE_OK && v != SCHEMA_VERSION)
         rc = once__ob_exec(o, "PRAGMA user_version=" ONCE__STR(SCHEMA_VERSION));
     return once__ob_end(o, rc);

@@ -90,21 +90,26 @@ int once__outbox_agent_of(once__outbox *o, const char *task_id, char *out, size_
     return rc;
 }
 
-int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checked_ms, int *ext)
+int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checked_ms, int *ext,
+                          int *v03)
 {
     sqlite3_stmt *q;
-    int rc = once__ob_one(o, &q, "SELECT ext FROM agents WHERE agent=? AND checked_ms>=?", "si",
-                          agent, min_checked_ms);
-    if (rc == ONCE_OK)
+    int rc = once__ob_one(o, &q, "SELECT ext, a2a FROM agents WHERE agent=? AND checked_ms>=?",
+                          "si", agent, min_checked_ms);
+    if (rc == ONCE_OK) {
+        const char *a2a = (const char *)sqlite3_column_text(q, 1);
         *ext = sqlite3_column_int(q, 0) != 0;
+        *v03 = a2a != NULL && strcmp(a2a, "0.3") == 0;
+    }
     sqlite3_finalize(q);
     return rc;
 }
 
-int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int64_t now)
+int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int v03, int64_t now)
 {
-    return once__ob_run(o, "INSERT OR REPLACE INTO agents(agent,ext,checked_ms) VALUES(?,?,?)", "sii",
-                        agent, (int64_t)(ext != 0), now);
+    return once__ob_run(o,
+                        "INSERT OR REPLACE INTO agents(agent,ext,checked_ms,a2a) VALUES(?,?,?,?)",
+                        "siis", agent, (int64_t)(ext != 0), now, v03 ? "0.3" : "1.0");
 }
 
 int once__outbox_budget(once__outbox *o, const char *agent, int op, const once_retry_policy *p,

@@ -16,6 +16,7 @@
 #include "core/str.h"
 #include "client/client_int.h"
 #include "core/jcs.h"
+#include "core/v03.h"
 
 /* The call stops short of an answer; the last failure stays in the text. */
 static int exhausted(once_call_result *r, const char *reason, unsigned attempts)
@@ -134,17 +135,61 @@ int once__retry_run(once_client *c, const char *agent, int64_t intent, once__att
     return rc;
 }
 
+/* The 0.3 name of a 1.0 method the client calls, and the conversions of
+ * its params (out) and result (in); NULL: the same name, no conversion. */
+static const struct {
+    const char *v10, *v03;
+    json_t *(*out)(const json_t *);
+    json_t *(*in)(const json_t *);
+} methods03[] = {
+    {"SendMessage", "message/send", once__v03_send_params_out, once__v03_event_in},
+    {"GetTask", "tasks/get", NULL, once__v03_task_in},
+    {"CancelTask", "tasks/cancel", NULL, once__v03_task_in},
+};
+
+static int method03(const char *name)
+{
+    for (size_t i = 0; i < sizeof methods03 / sizeof methods03[0]; i++)
+        if (strcmp(name, methods03[i].v10) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* params (JSON text) converted by fn, as JSON text (once_malloc'd), or NULL. */
+static char *params03(const char *params, json_t *(*fn)(const json_t *))
+{
+    json_t *p = NULL, *out = NULL;
+    char *text = NULL;
+    size_t len;
+    if (once__json_loadb(params, strlen(params), 0, &p, NULL) == ONCE_OK && (out = fn(p)))
+        (void)once__json_write(out, &text, &len);
+    json_decref(p);
+    json_decref(out);
+    return text;
+}
+
 int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_result *r)
 {
+    /* An A2A 0.3 agent (its card says so): the same call under 0.3's
+     * method name and shapes (card.c). */
+    int m03 = once__agent_v03(c, q->agent) ? method03(q->method) : -1;
+    const char *method = m03 >= 0 ? methods03[m03].v03 : q->method;
+    char *conv = m03 >= 0 && methods03[m03].out ? params03(q->params, methods03[m03].out) : NULL;
+    if (m03 >= 0 && methods03[m03].out && conv == NULL)
+        return ONCE_ENOMEM;
+    const char *params = conv != NULL ? conv : q->params;
     /* The envelope's id is constant: the server's dedup looks at the
      * message, and a constant id keeps every attempt's body identical. */
     static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"";
-    size_t plen = strlen(q->params), mlen = strlen(q->method);
+    size_t plen = strlen(params), mlen = strlen(method);
     size_t n = sizeof head - 1 + mlen + 12 + plen + 2;
     char *body = once_malloc(n);
-    if (body == NULL)
+    if (body == NULL) {
+        once_free(conv);
         return ONCE_ENOMEM;
-    int blen = snprintf(body, n, "%s%s\",\"params\":%s}", head, q->method, q->params);
+    }
+    int blen = snprintf(body, n, "%s%s\",\"params\":%s}", head, method, params);
+    once_free(conv);
     if (blen < 0 || (size_t)blen >= n) {
         once_free(body);
         return ONCE_ERROR;
@@ -156,6 +201,7 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
                          .token = c->token,
                          .tls = &c->tls,
                          .extension = q->extension,
+                         .v03 = m03 >= 0,
                          .timeout_ms = a->timeout_ms,
                          .connect_timeout_ms = c->retry.connect_timeout_ms,
                          .interrupted = c->interrupted};
@@ -194,7 +240,13 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
         once__result_from_error(r, err);
     } else if (a->verdict == ONCE__OK) {
         json_decref(q->result);
-        q->result = json_incref(json_object_get(doc, "result"));
+        const json_t *res = json_object_get(doc, "result");
+        q->result = m03 >= 0 ? methods03[m03].in(res) : json_incref((json_t *)res);
+        if (q->result == NULL && res != NULL) {
+            json_decref(doc);
+            once__http_resp_clear(&hr);
+            return ONCE_ENOMEM;
+        }
     } else {
         once__result_set_error(r, "HTTP %ld%s", hr.status,
                                doc == NULL && hr.len > 0 ? " (body is not JSON)" : "");

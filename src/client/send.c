@@ -21,8 +21,6 @@
 #include "client/client_int.h"
 #include "core/jcs.h"
 
-#define CARD_TTL_MS (10 * 60 * 1000)
-
 /* One delivery of one intent, on the caller's stack: prepare() fills ext
  * and params on the first attempt that gets that far; the attempts reuse
  * them unchanged. */
@@ -41,7 +39,8 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
 {
     const char *agent = s->row->agent;
     int64_t now = once__client_now(c);
-    if (once__outbox_mode_get(c->outbox, agent, now - CARD_TTL_MS, ext) == ONCE_OK)
+    int v03 = 0;
+    if (once__outbox_mode_get(c->outbox, agent, now - ONCE__CARD_TTL_MS, ext, &v03) == ONCE_OK)
         return ONCE_OK;
     char url[2048];
     if (once__card_url(agent, url, sizeof url) != ONCE_OK) {
@@ -75,18 +74,10 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
         once__http_resp_clear(&h);
         return ONCE_ENOMEM;
     }
-    const json_t *exts = json_object_get(json_object_get(card, "capabilities"), "extensions");
-    size_t i;
-    const json_t *e;
-    json_array_foreach(exts, i, e)
-    {
-        const char *uri = json_string_value(json_object_get(e, "uri"));
-        if (uri != NULL && strcmp(uri, ONCE_IDEMPOTENCY_EXTENSION) == 0)
-            *ext = 1;
-    }
+    once__card_info(card, ext, &v03);
     json_decref(card);
     once__http_resp_clear(&h);
-    once__outbox_mode_put(c->outbox, agent, *ext, now);
+    once__outbox_mode_put(c->outbox, agent, *ext, v03, now);
     return ONCE_OK;
 }
 

@@ -26,6 +26,7 @@
 #include "client/client_int.h"
 #include "core/generation.h"
 #include "core/jcs.h"
+#include "core/v03.h"
 
 #define STREAM_MAX_ERROR (1u << 20)
 
@@ -40,6 +41,7 @@ typedef struct conn {
     char *body;                  /* a non-stream answer */
     size_t len, cap;
     int hard;                    /* a hard failure inside a callback (ENOMEM) */
+    int v03;                     /* an A2A 0.3 agent: events converted to 1.0 */
 } conn;
 
 int once__http_is_event_stream(const once__http_resp *r)
@@ -67,6 +69,12 @@ static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t 
         return ONCE_ENOMEM;
     }
     const json_t *res = json_object_get(doc, "result");
+    json_t *res10 = NULL; /* an A2A 0.3 event, as the 1.0 StreamResponse */
+    if (k->v03 && res != NULL && (res = res10 = once__v03_event_in(res)) == NULL) {
+        json_decref(doc);
+        k->hard = ONCE_ENOMEM;
+        return ONCE_ENOMEM;
+    }
     if (!json_is_object(res) || once__stream_body(res) == NULL) {
         const json_t *err = json_object_get(doc, "error");
         const char *msg = json_string_value(json_object_get(err, "message"));
@@ -74,12 +82,14 @@ static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t 
                  err ? "an error: " : "an event that is not a StreamResponse",
                  err ? (msg ? msg : "(no message)") : "");
         k->out->end = ONCE__END_BROKEN;
+        json_decref(res10);
         json_decref(doc);
         return 1;
     }
     int64_t gen = has_id ? id : once__generation_of(once__stream_body(res));
     once__end end = ONCE__END_OPEN;
     int rc = k->fn(k->ctx, gen, res, &end);
+    json_decref(res10);
     json_decref(doc);
     if (rc != ONCE_OK) {
         k->hard = rc;
@@ -155,15 +165,17 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
 {
     memset(out, 0, sizeof *out);
     out->retry_after_ms = -1;
+    /* An A2A 0.3 agent: its name for it, its events converted (on_event). */
+    int v03 = once__agent_v03(c, agent);
     json_t *req = json_pack("{s:s,s:i,s:s,s:{s:s}}", "jsonrpc", "2.0", "id", 1, "method",
-                            "SubscribeToTask", "params", "id", task_id);
+                            v03 ? "tasks/resubscribe" : "SubscribeToTask", "params", "id", task_id);
     char *body = req ? json_dumps(req, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(req);
     if (body == NULL)
         return ONCE_ENOMEM;
     char lei[32];
     snprintf(lei, sizeof lei, "%lld", (long long)after);
-    conn k = {.out = out, .fn = fn, .ctx = ctx};
+    conn k = {.out = out, .fn = fn, .ctx = ctx, .v03 = v03};
     once__sse_init(&k.sse, ONCE__HTTP_MAX_BODY, on_event, &k);
     once__http_req q = {.method = "POST",
                         .url = agent,
@@ -174,6 +186,7 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
                         .timeout_ms = timeout_ms,
                         .connect_timeout_ms = c->retry.connect_timeout_ms,
                         .interrupted = c->interrupted,
+                        .v03 = v03,
                         .accept = "text/event-stream",
                         .last_event_id = after > 0 ? lei : NULL,
                         .on_data = on_data,

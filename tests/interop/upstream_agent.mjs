@@ -6,7 +6,7 @@
 //
 //   node tests/interop/upstream_agent.mjs [--port N] [--bindings jsonrpc,rest]
 //        [--no-streaming] [--dedup-message-id] [--no-list-tasks] [--card-name NAME]
-//        [--delay-answer-ms N]
+//        [--delay-answer-ms N] [--a2a-version 1.0|0.3]
 //
 // --port N            127.0.0.1 only; 0 (the default) picks a free port. When
 //                     ready, exactly one line goes to stdout:
@@ -29,6 +29,14 @@
 //                     changes. Models an upstream without ListTasks (no rung 2
 //                     for the gateway: it falls to rung 3 or 4).
 // --card-name NAME    the card's name (default "Upstream test agent").
+// --a2a-version V     1.0 (the default), or 0.3: an A2A 0.3 agent as the SDK
+//                     serves one (its legacyCompat): every interface on the
+//                     card says protocolVersion 0.3, the card is served in
+//                     0.3 form to a request without A2A-Version (or 0.3) and
+//                     as 1.0 JSON to one that asks for 1.0, and only the 0.3
+//                     methods and routes are served (a 1.0 request is refused
+//                     VersionNotSupported, since the card names no 1.0
+//                     interface).
 // --delay-answer-ms N hold every SendMessage answer N ms after the turn
 //                     finished (and a SendStreamingMessage's first event N ms):
 //                     the work is done, the answer is late -- a gateway with a
@@ -98,15 +106,17 @@ import { AgentCard, Role, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { legacyAgentCardRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
 import express from 'express';
 
 // ---- the command line ----
 
 const USAGE = 'usage: node upstream_agent.mjs [--port N] [--bindings jsonrpc,rest] [--no-streaming] ' +
-              '[--dedup-message-id] [--no-list-tasks] [--card-name NAME] [--delay-answer-ms N]';
+              '[--dedup-message-id] [--no-list-tasks] [--card-name NAME] [--delay-answer-ms N] ' +
+              '[--a2a-version 1.0|0.3]';
 
 function parseArgs(argv) {
-  const o = { port: 0, bindings: ['jsonrpc', 'rest'], streaming: true, dedup: false, listTasks: true,
+  const o = { port: 0, bindings: ['jsonrpc', 'rest'], streaming: true, dedup: false, listTasks: true, version: '1.0',
               cardName: 'Upstream test agent', delayMs: 0 };
   const value = (i, name) => {
     if (i + 1 >= argv.length) usage(`${name} needs a value`);
@@ -149,6 +159,10 @@ function parseArgs(argv) {
       case '--no-list-tasks': o.listTasks = false; break;
       case '--card-name': o.cardName = take(); break;
       case '--delay-answer-ms': o.delayMs = count(take(), a); break;
+      case '--a2a-version':
+        o.version = take();
+        if (o.version !== '1.0' && o.version !== '0.3') usage('--a2a-version: 1.0 or 0.3');
+        break;
       case '-h': case '--help':
         process.stdout.write(`${USAGE}\n`);
         process.exit(0);
@@ -597,7 +611,12 @@ app.use(CARD_PATH, (req, _res, next) => {
     delete req.headers.pragma;
   }
   next();
-}, agentCardHandler({
+}, ...(opts.version === '0.3'
+  // The 0.3 card is converted from the card object itself (the SDK's own
+  // legacy router, which agentCardHandler's legacyCompat would mount with
+  // the 1.0 JSON provider below, where it fails on the security scheme).
+  ? [legacyAgentCardRouter({ agentCardProvider: () => handler.getAgentCard(), cache: { maxAge: 0 } })]
+  : []), agentCardHandler({
   agentCardProvider: async () => AgentCard.toJSON(await handler.getAgentCard()),
   cache: { maxAge: 0 },
 }));
@@ -605,11 +624,13 @@ app.use(CARD_PATH, (req, _res, next) => {
 if (opts.bindings.includes('jsonrpc')) {
   // Only POST / : the JSON-RPC router's content-type guard must not see the
   // HTTP+JSON routes.
-  const rpc = jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication });
+  const rpc = jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication,
+                               legacyCompat: { enabled: opts.version === '0.3' } });
   app.post('/', rpc);
 }
 if (opts.bindings.includes('rest')) {
-  app.use('/', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication,
+                             legacyCompat: { enabled: opts.version === '0.3' } }));
 }
 
 const server = await new Promise((resolve, reject) => {
@@ -621,7 +642,7 @@ const server = await new Promise((resolve, reject) => {
 });
 const base = `http://127.0.0.1:${server.address().port}/`;
 card.supportedInterfaces = opts.bindings.map((b) => ({
-  url: base, protocolBinding: BINDING_NAME[b], tenant: '', protocolVersion: '1.0',
+  url: base, protocolBinding: BINDING_NAME[b], tenant: '', protocolVersion: opts.version,
 }));
 
 let closing = false;
@@ -639,4 +660,5 @@ process.on('SIGINT', () => shutdown('SIGINT'));
 process.stdout.write(`listening ${base}\n`);
 log(`bindings=${opts.bindings.join(',')} streaming=${opts.streaming} dedup=${opts.dedup} ` +
     `list-tasks=${opts.listTasks} ` +
-    `delay-answer-ms=${opts.delayMs} card-name=${JSON.stringify(opts.cardName)}`);
+    `delay-answer-ms=${opts.delayMs} card-name=${JSON.stringify(opts.cardName)} ` +
+    `a2a-version=${opts.version}`);

@@ -1,0 +1,62 @@
+/*
+ * card.c -- what the client takes from an agent's card: whether it declares
+ * the idempotency extension, and which A2A it speaks (docs/wire.md, "A2A
+ * versions"). An agent that lists a 1.0 interface, or says nothing about
+ * versions, is spoken to in 1.0; one whose card lists only 0.x interfaces,
+ * or is an A2A 0.3 card (top-level url and protocolVersion 0.x, no
+ * supportedInterfaces), in 0.3: the same calls under 0.3's method names
+ * and shapes (core/v03.h), converted in retry.c and stream.c.
+ */
+#include <string.h>
+
+#include "client/client_int.h"
+#include "core/jcs.h"
+
+void once__card_info(const json_t *card, int *ext, int *v03)
+{
+    *ext = 0;
+    *v03 = 0;
+    const json_t *exts = json_object_get(json_object_get(card, "capabilities"), "extensions");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(exts, i, e) {
+        const char *uri = json_string_value(json_object_get(e, "uri"));
+        if (uri != NULL && strcmp(uri, ONCE_IDEMPOTENCY_EXTENSION) == 0)
+            *ext = 1;
+    }
+    const json_t *itfs = json_object_get(card, "supportedInterfaces");
+    int v10 = 0, v0x = 0;
+    json_array_foreach(itfs, i, e) {
+        const char *v = json_string_value(json_object_get(e, "protocolVersion"));
+        if (v != NULL && strncmp(v, "0.", 2) == 0)
+            v0x = 1;
+        else
+            v10 = 1; /* 1.x, or no version said: 1.0 */
+    }
+    const char *top = json_string_value(json_object_get(card, "protocolVersion"));
+    if (json_array_size(itfs) == 0)
+        v0x = top != NULL && strncmp(top, "0.", 2) == 0;
+    *v03 = v0x && !v10;
+}
+
+int once__agent_v03(once_client *c, const char *agent)
+{
+    int ext = 0, v03 = 0;
+    int64_t now = once__client_now(c);
+    if (once__outbox_mode_get(c->outbox, agent, now - ONCE__CARD_TTL_MS, &ext, &v03) == ONCE_OK)
+        return v03;
+    char url[2048];
+    if (once__card_url(agent, url, sizeof url) != ONCE_OK)
+        return 0;
+    once__http_req q = once__client_get(c, url, c->retry.attempt_timeout_ms);
+    once__http_resp h;
+    json_t *card = NULL;
+    if (once__http_do(&q, &h) == ONCE_OK && h.status == 200 && h.body != NULL &&
+        once__json_loadb(h.body, h.len, 0, &card, NULL) == ONCE_OK) {
+        once__card_info(card, &ext, &v03);
+        (void)once__outbox_mode_put(c->outbox, agent, ext, v03, now);
+    }
+    json_decref(card);
+    once__http_resp_clear(&h);
+    return v03;
+}
