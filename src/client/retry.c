@@ -135,26 +135,6 @@ int once__retry_run(once_client *c, const char *agent, int64_t intent, once__att
     return rc;
 }
 
-/* The 0.3 name of a 1.0 method the client calls, and the conversions of
- * its params (out) and result (in); NULL: the same name, no conversion. */
-static const struct {
-    const char *v10, *v03;
-    json_t *(*out)(const json_t *);
-    json_t *(*in)(const json_t *);
-} methods03[] = {
-    {"SendMessage", "message/send", once__v03_send_params_out, once__v03_event_in},
-    {"GetTask", "tasks/get", NULL, once__v03_task_in},
-    {"CancelTask", "tasks/cancel", NULL, once__v03_task_in},
-};
-
-static int method03(const char *name)
-{
-    for (size_t i = 0; i < sizeof methods03 / sizeof methods03[0]; i++)
-        if (strcmp(name, methods03[i].v10) == 0)
-            return (int)i;
-    return -1;
-}
-
 /* params (JSON text) converted by fn, as JSON text (once_malloc'd), or NULL. */
 static char *params03(const char *params, json_t *(*fn)(const json_t *))
 {
@@ -172,10 +152,10 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
 {
     /* An A2A 0.3 agent (its card says so): the same call under 0.3's
      * method name and shapes (card.c). */
-    int m03 = once__agent_v03(c, q->agent) ? method03(q->method) : -1;
-    const char *method = m03 >= 0 ? methods03[m03].v03 : q->method;
-    char *conv = m03 >= 0 && methods03[m03].out ? params03(q->params, methods03[m03].out) : NULL;
-    if (m03 >= 0 && methods03[m03].out && conv == NULL)
+    const once__v03_call *m03 = once__agent_v03(c, q->agent) ? once__v03_call_of(q->method) : NULL;
+    const char *method = m03 != NULL ? m03->v03 : q->method;
+    char *conv = m03 != NULL && m03->params_out ? params03(q->params, m03->params_out) : NULL;
+    if (m03 != NULL && m03->params_out && conv == NULL)
         return ONCE_ENOMEM;
     const char *params = conv != NULL ? conv : q->params;
     /* The envelope's id is constant: the server's dedup looks at the
@@ -201,7 +181,7 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
                          .token = c->token,
                          .tls = &c->tls,
                          .extension = q->extension,
-                         .v03 = m03 >= 0,
+                         .v03 = m03 != NULL,
                          .timeout_ms = a->timeout_ms,
                          .connect_timeout_ms = c->retry.connect_timeout_ms,
                          .interrupted = c->interrupted};
@@ -241,7 +221,7 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
     } else if (a->verdict == ONCE__OK) {
         json_decref(q->result);
         const json_t *res = json_object_get(doc, "result");
-        q->result = m03 >= 0 ? methods03[m03].in(res) : json_incref((json_t *)res);
+        q->result = m03 != NULL ? m03->result_in(res) : json_incref((json_t *)res);
         if (q->result == NULL && res != NULL) {
             json_decref(doc);
             once__http_resp_clear(&hr);

@@ -610,3 +610,21 @@ json_t *once__v03_card_out(const json_t *card)
     json_decref(more);
     return built(out, bad);
 }
+
+/* --- calls ------------------------------------------------------------------ */
+
+static const once__v03_call calls[] = {
+    {"SendMessage", "message/send", once__v03_send_params_out, once__v03_event_in},
+    {"SendStreamingMessage", "message/stream", once__v03_send_params_out, once__v03_event_in},
+    {"GetTask", "tasks/get", NULL, once__v03_task_in},
+    {"CancelTask", "tasks/cancel", NULL, once__v03_task_in},
+    {"SubscribeToTask", "tasks/resubscribe", NULL, once__v03_event_in},
+};
+
+const once__v03_call *once__v03_call_of(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < sizeof calls / sizeof calls[0]; i++)
+        if (strcmp(name, calls[i].v10) == 0)
+            return &calls[i];
+    return NULL;
+}

@@ -73,4 +73,15 @@ json_t *once__v03_send_params_out(const json_t *params);
  * it lists no 0.x interface, or no memory. */
 json_t *once__v03_card_out(const json_t *card);
 
+/* A call a client of a 0.3 agent makes (the once client, the gateway): the
+ * 1.0 method, its 0.3 name, the conversion of its params (NULL: the same)
+ * and of its result (of each event, for the streamed ones). */
+typedef struct once__v03_call {
+    const char *v10, *v03;
+    json_t *(*params_out)(const json_t *);
+    json_t *(*result_in)(const json_t *);
+} once__v03_call;
+/* The call of 1.0 method name, or NULL (none in 0.3: ListTasks). */
+const once__v03_call *once__v03_call_of(const char *name);
+
 #endif /* ONCE_CORE_V03_H */

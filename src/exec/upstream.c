@@ -5,7 +5,9 @@
  * At start: the card is read from <origin of URL>/.well-known/agent-card.json
  * (upstream_card.c, which also re-reads it later; an upstream that does not
  * answer is an error naming it: onced does not start in front of nothing);
- * the binding is the card's JSONRPC interface, else its HTTP+JSON one; the
+ * the binding is the card's JSONRPC interface, else its HTTP+JSON one (of
+ * A2A 1.x; an agent that speaks only A2A 0.3 is called over its 0.3
+ * JSONRPC interface, in 0.3's names and shapes, and cannot be listed); the
  * interface URL keeps its path but takes the configured URL's scheme, host
  * and port, so that whatever sits between (a proxy, another name for the
  * host) stays in the path of every call; and what the upstream offers for
@@ -97,6 +99,26 @@ static int set_endpoint(gw *g, const char *iface)
     return ONCE_OK;
 }
 
+/* The JSON-RPC URL of an agent that speaks A2A 0.3: its 0.x JSONRPC
+ * interface, or a 0.3 card's url (preferredTransport JSONRPC, the
+ * default); NULL: none. */
+static const char *v03_endpoint(const json_t *card)
+{
+    size_t i;
+    json_t *itf;
+    json_array_foreach(json_object_get(card, "supportedInterfaces"), i, itf) {
+        const char *b = json_string_value(json_object_get(itf, "protocolBinding"));
+        const char *v = json_string_value(json_object_get(itf, "protocolVersion"));
+        if (b != NULL && strcmp(b, "JSONRPC") == 0 && v != NULL && strncmp(v, "0.", 2) == 0)
+            return json_string_value(json_object_get(itf, "url"));
+    }
+    const char *v = json_string_value(json_object_get(card, "protocolVersion"));
+    const char *t = json_string_value(json_object_get(card, "preferredTransport"));
+    if (v != NULL && strncmp(v, "0.", 2) == 0 && (t == NULL || strcmp(t, "JSONRPC") == 0))
+        return json_string_value(json_object_get(card, "url"));
+    return NULL;
+}
+
 /* The binding and the offers, from the card. */
 static int read_card(gw *g, const json_t *card, char *err, size_t errlen)
 {
@@ -114,10 +136,12 @@ static int read_card(gw *g, const json_t *card, char *err, size_t errlen)
         else if (strcmp(b, "HTTP+JSON") == 0 && rest == NULL)
             rest = u;
     }
+    if (rpc == NULL && rest == NULL && (rpc = v03_endpoint(card)) != NULL)
+        g->v03 = 1;
     if (rpc == NULL && rest == NULL)
         return fail(err, errlen,
                     "upstream %s: its card lists no JSONRPC or HTTP+JSON interface of "
-                    "protocol version 1.x in supportedInterfaces",
+                    "protocol version 1.x in supportedInterfaces (nor a JSONRPC one of 0.3)",
                     g->url);
     g->binding = rpc != NULL ? GW_JSONRPC : GW_REST;
     const json_t *caps = json_object_get(card, "capabilities");
@@ -154,6 +178,8 @@ static int fetch_card(gw *g, char *err, size_t errlen)
  * one lost answer must not put every task of this replica on rung 4. */
 static void probe_list(gw *g)
 {
+    if (g->v03)
+        return; /* A2A 0.3 has no ListTasks */
     once_retry_policy keep = g->retry;
     g->retry.max_attempts = START_ATTEMPTS;
     g->retry.backoff_base_ms = START_BACKOFF_MS;

@@ -73,6 +73,8 @@ typedef struct gw {
     char *endpoint;              /* the chosen interface: its path under url's origin */
     gw_binding binding;
     int streaming;               /* card: capabilities.streaming */
+    int v03;                     /* card: A2A 0.3 only (JSON-RPC): every call under
+                                    0.3's names and shapes (upstream_call.c) */
     int ext;                     /* card: the idempotency extension (rung 1) */
     int lists;                   /* ListTasks answered at start (rung 2 possible) */
     char **headers;              /* "Name: value" lines for every request */
@@ -141,6 +143,10 @@ typedef struct gw_res {
 } gw_res;
 
 int once__gw_call(gw *g, once_work *w, const gw_req *q, gw_res *r);
+/* A result (or a streamed event) of method from a 0.3 upstream, in its 1.0
+ * form; from any other upstream, the value itself. A new reference, or
+ * NULL (no memory). */
+json_t *once__gw_v03_in(const gw *g, const char *method, const json_t *v);
 void once__gw_res_clear(gw_res *r);
 /* The headers of one request: g's, extra (one "Name: value" line, or NULL)
  * and the principal's line (once_free the array and line). */

@@ -31,6 +31,7 @@
 
 #include "core/backoff.h"
 #include "core/jcs.h"
+#include "core/v03.h"
 #include "core/metrics.h"
 #include "core/str.h"
 #include "exec/upstream.h"
@@ -122,10 +123,28 @@ static int rest_request(const gw *g, const gw_req *q, char **url, char **body, c
     return ONCE_OK;
 }
 
+/* A 0.3 upstream's form of a call (core/v03.h), or NULL. ListTasks has
+ * none: a 0.3 upstream is never listed (upstream.c). */
+static const once__v03_call *call03(const gw *g, const char *name)
+{
+    return g->v03 ? once__v03_call_of(name) : NULL;
+}
+
+json_t *once__gw_v03_in(const gw *g, const char *method, const json_t *v)
+{
+    const once__v03_call *m = call03(g, method);
+    return m == NULL ? json_incref((json_t *)v) : m->result_in(v);
+}
+
 static int rpc_request(const gw *g, const gw_req *q, char **url, char **body)
 {
-    json_t *env = json_pack("{s:s,s:i,s:s,s:O}", "jsonrpc", "2.0", "id", 1, "method", q->method,
-                            "params", q->params);
+    const once__v03_call *m = call03(g, q->method);
+    json_t *params = m != NULL && m->params_out ? m->params_out(q->params)
+                                                : json_incref((json_t *)q->params);
+    json_t *env = params == NULL ? NULL
+                                 : json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", 1,
+                                             "method", m != NULL ? m->v03 : q->method, "params",
+                                             params);
     *body = env ? json_dumps(env, JSON_COMPACT) : NULL;
     json_decref(env);
     *url = once_strdup(g->endpoint);
@@ -179,7 +198,7 @@ static const char *error_text(const json_t *doc, int *code)
 
 /* Classify one answer: ONCE__OK (r->result set), RETRY, or REFUSED (the
  * upstream's verdict, r->error set). */
-static once__verdict judge(const gw *g, const once__http_resp *h, gw_res *r)
+static once__verdict judge(const gw *g, const gw_req *q, const once__http_resp *h, gw_res *r)
 {
     json_t *doc = NULL;
     if (h->body != NULL && once__json_loadb(h->body, h->len, 0, &doc, NULL) == ONCE_ENOMEM)
@@ -193,7 +212,9 @@ static once__verdict judge(const gw *g, const once__http_resp *h, gw_res *r)
         if (v == ONCE__OK && !json_is_object(json_object_get(doc, "result")))
             v = ONCE__ERROR;
         if (v == ONCE__OK) {
-            r->result = json_incref(json_object_get(doc, "result"));
+            r->result = once__gw_v03_in(g, q->method, json_object_get(doc, "result"));
+            if (r->result == NULL)
+                v = ONCE__INTERRUPTED; /* read as "out of memory" by the caller */
         } else if (json_is_object(json_object_get(doc, "error"))) {
             const char *m = error_text(doc, &r->code);
             say(r, "%s (code %d)", m, r->code);
@@ -270,7 +291,7 @@ static int attempts(gw *g, once_work *w, const gw_req *q, once__http_req *hq, gw
         if (rc != ONCE_OK)
             say(r, "%s%s", h.timed_out ? "timeout: " : "", h.error);
         else
-            v = judge(g, &h, r);
+            v = judge(g, q, &h, r);
         int64_t after = -1;
         if (h.retry_after[0] != '\0')
             once__retry_after_ms(h.retry_after, 0, p->backoff_cap_ms * 6, &after);
@@ -333,6 +354,7 @@ int once__gw_call(gw *g, once_work *w, const gw_req *q, gw_res *r)
                              .body = body,
                              .len = body ? strlen(body) : 0,
                              .extension = q->extension,
+                             .v03 = g->v03,
                              .headers = hv,
                              .nheaders = nh,
                              .connect_timeout_ms = g->retry.connect_timeout_ms};

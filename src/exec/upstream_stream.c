@@ -38,6 +38,12 @@ static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t 
         return ONCE_ENOMEM;
     }
     const json_t *ev = k->g->binding == GW_JSONRPC ? json_object_get(doc, "result") : doc;
+    json_t *ev10 = NULL; /* an A2A 0.3 event, as the 1.0 StreamResponse */
+    if (k->g->v03 && ev != NULL && (ev = ev10 = once__gw_v03_in(k->g, k->q->method, ev)) == NULL) {
+        json_decref(doc);
+        k->hard = ONCE_ENOMEM;
+        return ONCE_ENOMEM;
+    }
     if (!json_is_object(ev) || once__stream_body(ev) == NULL) {
         const json_t *err = json_object_get(doc, "error");
         const char *msg = json_string_value(json_object_get(err, "message"));
@@ -45,10 +51,12 @@ static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t 
                  err ? "an error: " : "an event that is not a StreamResponse",
                  err ? (msg ? msg : "(no message)") : "");
         k->broken = 1;
+        json_decref(ev10);
         json_decref(doc);
         return 1;
     }
     int rc = k->q->on_event(k->q->event_ctx, ev);
+    json_decref(ev10);
     json_decref(doc);
     if (rc < 0)
         k->hard = rc;

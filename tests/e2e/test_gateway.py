@@ -133,22 +133,27 @@ def upstream_task_of(up, before):
 SENDS = {("jsonrpc", True): "SendStreamingMessage", ("jsonrpc", False): "SendMessage",
          ("rest", True): "REST POST /message:stream", ("rest", False): "REST POST /message:send"}
 POLLS = {"jsonrpc": "GetTask", "rest": "REST GET /tasks/"}
+# An A2A 0.3 upstream (JSON-RPC): the same calls under 0.3's names.
+SENDS03 = {True: "message/stream", False: "message/send"}
+V03 = {"message/send", "message/stream", "tasks/get", "tasks/cancel", "tasks/resubscribe"}
 
 
 def polled(up, binding):
-    return [m for m in (q["method"] for q in up.requests()) if m.startswith(POLLS[binding])]
+    return [m for m in (q["method"] for q in up.requests())
+            if m.startswith(POLLS[binding]) or m == "tasks/get"]
 
 
-def behaviours(binding, streaming=True):
-    up = Upstream("--bindings", binding, *([] if streaming else ["--no-streaming"]))
-    binding_name, binding = binding + ("" if streaming else " polled"), binding
+def behaviours(binding, streaming=True, version="1.0"):
+    up = Upstream("--bindings", binding, "--a2a-version", version,
+                  *([] if streaming else ["--no-streaming"]))
+    binding_name = binding + ("" if streaming else " polled") + (" 0.3" if version == "0.3" else "")
     try:
         with gateway(up.url) as gw:
             _, r = send(gw, "hello")
             eq(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", binding_name + ": hello")
             eq(art_text(r["task"]), ["hello"], binding_name + ": echo artifact")
             methods = [q["method"] for q in up.requests()]
-            want = SENDS[(binding, streaming)]
+            want = SENDS03[streaming] if version == "0.3" else SENDS[(binding, streaming)]
             check(want in methods, binding_name + ": the send on its binding: %r" % methods)
             eq(all(m.startswith("REST") == (binding == "rest") for m in methods), True,
                binding_name + ": every call on that binding: %r" % methods)
@@ -201,6 +206,9 @@ def behaviours(binding, streaming=True):
             if not streaming:
                 check(polled(up, binding.split()[0]) != [],
                       binding + ": without streaming the task is polled (GetTask)")
+            if version == "0.3":
+                names = {q["method"] for q in up.requests()}
+                check(names <= V03, binding + ": only 0.3 methods upstream: %r" % sorted(names))
     finally:
         up.stop()
 
@@ -216,6 +224,13 @@ def test_behaviours_rest():
 def test_behaviours_polled():
     behaviours("jsonrpc", streaming=False)
     behaviours("rest", streaming=False)
+
+
+def test_behaviours_v03():
+    """An A2A 0.3 upstream (the SDK's legacyCompat, a 0.3-only card): every
+    behaviour through its 0.3 JSON-RPC methods, streamed and polled."""
+    behaviours("jsonrpc", version="0.3")
+    behaviours("jsonrpc", streaming=False, version="0.3")
 
 
 def stream_through(gw, text, task_id=None):
@@ -655,7 +670,7 @@ if __name__ == "__main__":
         print("0 passed, 1 failed")
         sys.exit(1)
     run([test_card_and_start, test_behaviours_jsonrpc, test_behaviours_rest,
-         test_behaviours_polled, test_stream_chunks, test_stream_cut_midway,
+         test_behaviours_polled, test_behaviours_v03, test_stream_chunks, test_stream_cut_midway,
          test_retry_replayed_and_headers, test_rung4_duplicate_counted, test_rung3_dedup_replays,
          test_rung1_onced_upstream, test_rung1_kill9_front, test_stream_and_cancel, test_lost_answer_reattached,
          test_takeover_one_upstream_task, test_upstream_outage, test_start_answers_lost,
