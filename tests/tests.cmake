@@ -7,6 +7,8 @@ foreach(src ${ONCE_UNIT_TESTS})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  # Files the tests share with other checkers (conformance/vectors/).
+  target_compile_definitions(${name} PRIVATE ONCE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_link_libraries(${name} PRIVATE libonce PkgConfig::CMOCKA)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   add_test(NAME unit/${name} COMMAND ${name})
