@@ -279,23 +279,17 @@ static int respond_text(once__a2a_response *resp, once__a2a_binding b, json_t *i
     return rc;
 }
 
-static int respond_error(once__a2a_response *resp, once__a2a_binding b, json_t *id, int code,
-                         const char *reason, const char *message, json_t *meta)
+json_t *once__a2a_rpc_error(int code, const char *reason, const char *message, json_t *meta)
 {
     /* Text JSON cannot carry (a cut multi-byte sequence) is cleaned first. */
     char clean[sizeof((a2a_call *)0)->message];
     once__a2a_utf8_clean(message, clean, sizeof clean);
-    if (b == ONCE_A2A_HTTP_JSON) {
-        resp->http_status = once__a2a_rest_status(code, resp->http_status);
-        return respond(resp, b, NULL, NULL,
-                       once__a2a_rest_error(resp->http_status, code, reason, clean, meta));
-    }
     json_t *err = json_object();
     json_t *data = once__a2a_error_info(code, reason, meta);
     if (err == NULL || data == NULL) {
         json_decref(err);
         json_decref(data);
-        return ONCE_ENOMEM;
+        return NULL;
     }
     json_t *ms = json_string(clean);
     int bad = json_object_set_new(err, "code", json_integer(code));
@@ -303,11 +297,38 @@ static int respond_error(once__a2a_response *resp, once__a2a_binding b, json_t *
     bad |= json_object_set_new(err, "data", data);
     if (bad != 0) {
         json_decref(err);
-        return ONCE_ENOMEM;
+        return NULL;
     }
+    return err;
+}
+
+static int respond_error(once__a2a_response *resp, once__a2a_binding b, json_t *id, int code,
+                         const char *reason, const char *message, json_t *meta)
+{
+    if (b == ONCE_A2A_HTTP_JSON) {
+        char clean[sizeof((a2a_call *)0)->message];
+        once__a2a_utf8_clean(message, clean, sizeof clean);
+        resp->http_status = once__a2a_rest_status(code, resp->http_status);
+        return respond(resp, b, NULL, NULL,
+                       once__a2a_rest_error(resp->http_status, code, reason, clean, meta));
+    }
+    json_t *err = once__a2a_rpc_error(code, reason, message, meta);
+    if (err == NULL)
+        return ONCE_ENOMEM;
     if (resp->http_status == 0)
         resp->http_status = 200;
     return respond(resp, b, id, "error", err);
+}
+
+/* The error answer of call c: in its binding's shape, or, for a call on
+ * 0.3's HTTP+JSON routes, the JSON-RPC error object with 0.3's statuses. */
+static int respond_call_error(once__a2a_response *resp, const a2a_call *c, int code,
+                              const char *reason, const char *message, json_t *meta)
+{
+    if (c->binding != ONCE_A2A_HTTP_JSON || c->v03 != A2A_V03_PROTO)
+        return respond_error(resp, c->binding, c->id, code, reason, message, meta);
+    resp->http_status = once__a2a_v03_rest_status(code, resp->http_status);
+    return respond(resp, c->binding, NULL, NULL, once__a2a_rpc_error(code, reason, message, meta));
 }
 
 /* Cut a possibly truncated multi-byte sequence off the end of s (snprintf
@@ -361,6 +382,7 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
     c.m = m;
     c.id = id;
     c.extension = once__a2a_extension_active(req->extensions);
+    c.v03 = (m->flags & A2A_M_V03) ? once__a2a_v03_form(b) : A2A_V03_NO;
     __atomic_add_fetch(&a->calls[idx], 1, __ATOMIC_RELAXED);
 
     json_t *empty = NULL;
@@ -435,7 +457,7 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
     int out;
     /* A 0.3 call's answer in 0.3 shape (a stream converts its frames). */
     if (rc == ONCE_OK && c.v03 && c.result != NULL && c.deferred == NULL && c.stream == NULL)
-        rc = once__a2a_v03_result(c.m->name, &c.result);
+        rc = once__a2a_v03_result(c.m->name, c.v03, &c.result);
     if (c.result_text != NULL && (rc != ONCE_OK || c.deferred != NULL || c.stream != NULL)) {
         /* Only a plain answer goes out as text. */
         once_free(c.result_text);
@@ -485,8 +507,8 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
                      "Internal error: the answer could not be written as JSON (%s%s)",
                      once_errname(out),
                      out == ONCE_ERANGE ? ": nested too deep" : "");
-            out = respond_error(resp, b, id, ONCE_RPC_INTERNAL, "RESPONSE_NOT_WRITABLE", why,
-                                NULL);
+            out = respond_call_error(resp, &c, ONCE_RPC_INTERNAL, "RESPONSE_NOT_WRITABLE", why,
+                                     NULL);
         }
     } else {
         if (c.code == 0) /* a handler bug: failed without saying why */
@@ -505,7 +527,7 @@ static int conclude(once__a2a *a, once__a2a_response *resp, a2a_call *cp, size_t
         json_decref(c.result);
         once__a2a_stream_free(c.stream);
         once__a2a_deferred_free(c.deferred);
-        out = respond_error(resp, b, id, c.code, c.reason, c.message, c.meta);
+        out = respond_call_error(resp, &c, c.code, c.reason, c.message, c.meta);
     }
     once__engine_held_drop(c.held);   /* not answered as written: not stored */
     json_decref(c.meta);

@@ -75,6 +75,18 @@ int once__a2a_check_history(const json_t *v, const char *field, int *out, a2a_ve
 int once__a2a_parse_time(const char *s, int64_t *ms);
 
 /* ---------------------------------------------------------------------------
+ * The A2A 0.3 form a call is answered in (h_v03.c): none (a 1.0 call), the
+ * 0.3 JSON-RPC objects (core/v03.h), or, on 0.3's HTTP+JSON routes, the
+ * JSON mapping of 0.3's proto (core/v03_proto.h). True exactly when the
+ * call is a 0.3 one, whichever form.
+ */
+typedef enum a2a_v03 {
+    A2A_V03_NO = 0,
+    A2A_V03_RPC = 1,
+    A2A_V03_PROTO = 2
+} a2a_v03;
+
+/* ---------------------------------------------------------------------------
  * One JSON-RPC call in progress. The dispatcher owns it; a handler reads
  * params and either sets result (ONCE_OK) or fails with once__a2a_fail().
  */
@@ -87,7 +99,7 @@ typedef struct a2a_call {
     json_t *params;          /* borrowed; an object (empty when absent) */
     once__a2a_binding binding; /* the envelope of the answer (and of stream frames) */
     int extension;           /* idempotency extension active */
-    int v03;                 /* an A2A 0.3 call (h_v03.c): answered in 0.3 shapes */
+    a2a_v03 v03;             /* an A2A 0.3 call: set by once__a2a_run for the 0.3 rows */
     /* success */
     json_t *result;          /* new reference */
     char *result_text;       /* or the result as JSON text, once_malloc'd (SendMessage) */
@@ -117,7 +129,7 @@ struct once__a2a_deferred {
     once__a2a_binding binding;
     int extension;
     int legacy;              /* 0.1 tasks/send: answered in 0.1 shape */
-    int v03;                 /* 0.3 message/send: answered in 0.3 shape */
+    a2a_v03 v03;             /* 0.3 message/send: answered in that 0.3 form */
     int history;
     once_verdict verdict;
     int replayed;
@@ -170,6 +182,11 @@ int once__a2a_fail_unsupported(a2a_call *c, int code, const char *reason, const 
  * reason (errors.c says which entries, in which domains). meta is borrowed
  * (NULL = {}); reason NULL = the A2A type. New reference. */
 json_t *once__a2a_error_info(int code, const char *reason, json_t *meta);
+
+/* The JSON-RPC error object {"code", "message", "data": [ErrorInfo]} (a2a.c);
+ * message is cleaned to valid UTF-8 first. meta borrowed. New reference;
+ * NULL on ENOMEM. */
+json_t *once__a2a_rpc_error(int code, const char *reason, const char *message, json_t *meta);
 
 /* HTTP+JSON errors (A2A 1.0 sections 5.4 and 11.6). The HTTP status of a
  * JSON-RPC / A2A error code; http_status, when not 0 or 200, is one a
@@ -247,13 +264,25 @@ int once__a2a_h_admin_stats(a2a_call *c);
 int once__a2a_h_v03(a2a_call *c);
 /* The 1.0 method a 0.3 name is served by, or NULL. */
 const char *once__a2a_v03_successor(const char *name);
+/* The 0.3 form of a call of a 0.3 row on binding b: 0.3's HTTP+JSON
+ * routes (rest.c) carry proto JSON, its JSON-RPC methods their own. */
+a2a_v03 once__a2a_v03_form(once__a2a_binding b);
 /* Convert a 1.0 result (*result, replaced) to what the 0.3 method name
- * answers; ONCE_OK (nothing to do for other names), ONCE_ENOMEM. */
-int once__a2a_v03_result(const char *name, json_t **result);
-/* A stored 1.0 StreamResponse payload as the 0.3 event it carries
- * (once_malloc'd text), a status update "final" when last (the stream ends
- * with it), or NULL (no memory, or not JSON). */
-char *once__a2a_v03_frame(const char *payload, int last);
+ * answers in form v03; ONCE_OK (nothing to do for other names), ONCE_ENOMEM. */
+int once__a2a_v03_result(const char *name, a2a_v03 v03, json_t **result);
+/* A stored 1.0 StreamResponse payload as the 0.3 event it carries in form
+ * v03 (once_malloc'd text), a status update "final" when last (the stream
+ * ends with it), or NULL (no memory, or not JSON). */
+char *once__a2a_v03_frame(const char *payload, int last, a2a_v03 v03);
+/* 0.3's HTTP+JSON errors (@a2a-js/sdk's toLegacyHTTPError): the body is the
+ * JSON-RPC error object (once__a2a_rpc_error), the HTTP status the one its
+ * code maps to (404 TaskNotFound, 501 MethodNotFound, 500 internal, 400 the
+ * rest); http_status, when not 0 or 200, is one chosen on purpose (503,
+ * 413, 405, ...) and wins. */
+int once__a2a_v03_rest_status(int code, int http_status);
+/* The whole answer, as once__a2a_error_answer for the other bindings. */
+int once__a2a_v03_rest_answer(int http_status, int code, const char *reason, const char *message,
+                              json_t *meta, once__a2a_response *resp);
 
 /* Accessors the handlers need from the handle (a2a.c). */
 const once__a2a_backend *once__a2a_backend_of(const once__a2a *a);

@@ -4,9 +4,10 @@
  * Built once at startup from the configuration; it says only what the
  * server does: two interfaces at protocol version 1.0, JSONRPC and
  * HTTP+JSON, on the same URL (the routes of rest.c hang below it, the
- * JSON-RPC endpoint is the URL itself), then JSONRPC at 0.3 on it too
- * (h_v03.c; listed last, so a client taking the first interface of a
- * binding it speaks takes 1.0), streaming on
+ * JSON-RPC endpoint is the URL itself), then JSONRPC and HTTP+JSON at 0.3
+ * on it too (h_v03.c; 0.3's routes are rest.c's below /v1; listed last,
+ * so a client taking the first interface of a binding it speaks takes
+ * 1.0, and the 0.3 card names JSONRPC its url), streaming on
  * when the backend can follow events (SSE), push notifications on when the
  * backend has the push config slots (a store with ONCE_STORE_PUSH), the
  * idempotency extension with its
@@ -44,14 +45,15 @@ int once__a2a_card_build(const once__a2a_config *cfg, char **out, size_t *len)
         "required", 0, "params", "retentionSeconds", (json_int_t)(cfg->retention_ms / 1000),
         "tombstoneSeconds", (json_int_t)(cfg->tombstone_ms / 1000));
     json_t *card = json_pack(
-        "{s:s, s:s, s:s, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}],"
+        "{s:s, s:s, s:s, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}],"
         " s:{s:b, s:b, s:b, s:o}, s:[s], s:[s], s:[{s:s, s:s, s:s, s:[s, s]}]}",
         "name", name, "description", desc, "version", ONCE_VERSION_STRING,
         "supportedInterfaces", "url", cfg->url, "protocolBinding", "JSONRPC", "protocolVersion",
         ONCE_A2A_PROTOCOL_VERSION, "url", cfg->url, "protocolBinding", "HTTP+JSON",
         "protocolVersion", ONCE_A2A_PROTOCOL_VERSION, "url", cfg->url, "protocolBinding",
-        "JSONRPC", "protocolVersion", ONCE_A2A_V03_VERSION, "capabilities", "streaming", streaming,
-        "pushNotifications", push,
+        "JSONRPC", "protocolVersion", ONCE_A2A_V03_VERSION, "url", cfg->url, "protocolBinding",
+        "HTTP+JSON", "protocolVersion", ONCE_A2A_V03_VERSION, "capabilities", "streaming",
+        streaming, "pushNotifications", push,
         "extendedAgentCard", 0, "extensions", ext, "defaultInputModes", "text/plain",
         "defaultOutputModes", "text/plain", "skills", "id", skill, "name", skill,
         "description", skill_desc, "tags", "once", "idempotent");

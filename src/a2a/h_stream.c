@@ -5,9 +5,10 @@
  * What a stream carries (docs/design.md section 6; docs/wire.md "Streaming"):
  *   - every frame is "id: <generation>" plus one data line holding a whole
  *     JSON-RPC response whose result is a StreamResponse (HTTP+JSON: the
- *     StreamResponse itself); the generation is
- *     the task's, so ids are consecutive and Last-Event-ID resumes exactly
- *     after the last frame the client saw: no gap, no duplicate;
+ *     StreamResponse itself; a 0.3 call's: the 0.3 event, h_v03.c); the
+ *     generation is the task's, so ids are consecutive and Last-Event-ID
+ *     resumes exactly after the last frame the client saw: no gap, no
+ *     duplicate;
  *   - a fresh stream starts with a Task snapshot at the task's current
  *     generation G (the send's own write, or the task as SubscribeToTask
  *     found it), then the stored events G+1, G+2, ...;
@@ -58,7 +59,7 @@ struct once__a2a_stream {
     char *prefix;                   /* {"jsonrpc":"2.0","id":<id>,"result": ("" for HTTP+JSON) */
     size_t prefix_len;
     once__a2a_binding binding;       /* JSON-RPC wraps each payload, HTTP+JSON does not */
-    int v03;                        /* an A2A 0.3 stream: each payload converted */
+    a2a_v03 v03;                    /* an A2A 0.3 stream: each payload converted */
     char *first;                    /* payload produced before any stored event */
     int64_t first_gen;              /* its generation; < 0: a frame without id */
     int64_t after;                  /* last generation produced */
@@ -135,7 +136,7 @@ static void puts_(text *t, const char *s)
 static void frame(text *t, const once__a2a_stream *s, int64_t gen, const char *payload, int last)
 {
     char *v03 = NULL;
-    if (s->v03 && (payload = v03 = once__a2a_v03_frame(payload, last)) == NULL) {
+    if (s->v03 && (payload = v03 = once__a2a_v03_frame(payload, last, s->v03)) == NULL) {
         t->fail = 1; /* the read fails: the client resumes by Last-Event-ID */
         return;
     }
@@ -263,11 +264,12 @@ int once__a2a_stream_error(once__a2a_stream *s, int rc, char **out, size_t *len)
              "GetTask",
              once_strerror(rc));
     const char *reason = retryable ? "STORE_UNAVAILABLE" : "INTERNAL";
-    json_t *err = s->binding == ONCE_A2A_HTTP_JSON
-                      ? once__a2a_rest_error(retryable ? 503 : 500, ONCE_RPC_INTERNAL, reason,
-                                             msg, NULL)
-                      : json_pack("{s:i, s:s, s:o}", "code", ONCE_RPC_INTERNAL, "message", msg,
-                                  "data", once__a2a_error_info(ONCE_RPC_INTERNAL, reason, NULL));
+    /* 1.0's HTTP+JSON: AIP-193; JSON-RPC and 0.3's HTTP+JSON: the JSON-RPC
+     * error object (0.3's as an SSE "error" event, as @a2a-js/sdk reads it). */
+    int aip193 = s->binding == ONCE_A2A_HTTP_JSON && s->v03 != A2A_V03_PROTO;
+    json_t *err = aip193 ? once__a2a_rest_error(retryable ? 503 : 500, ONCE_RPC_INTERNAL, reason,
+                                                msg, NULL)
+                         : once__a2a_rpc_error(ONCE_RPC_INTERNAL, reason, msg, NULL);
     char *body = NULL;
     size_t blen = 0;
     int wrc = err != NULL ? once__a2a_json_dump(err, &body, &blen) : ONCE_ENOMEM;
@@ -278,6 +280,8 @@ int once__a2a_stream_error(once__a2a_stream *s, int rc, char **out, size_t *len)
         return wrc;
     text t = {0};
     if (s->binding == ONCE_A2A_HTTP_JSON) {
+        if (!aip193)
+            puts_(&t, "event: error\n");
         puts_(&t, "data: ");
         put(&t, body, blen);
         puts_(&t, "\n\n");

@@ -23,12 +23,21 @@
  * config id answers the task's first config; list answers a bare array,
  * delete null; "metadata" on the task queries has no 1.0 place and is
  * dropped.
+ *
+ * The same rows answer 0.3's HTTP+JSON routes (rest.c), whose path
+ * members carry the JSON-RPC params' names: there the bodies and answers
+ * are the JSON mapping of 0.3's proto (core/v03_proto.c; the call's v03
+ * is A2A_V03_PROTO), list answers {configs, nextPageToken}, delete {}
+ * (google.protobuf.Empty), and errors are the JSON-RPC error object with
+ * the HTTP status its code maps to, as @a2a-js/sdk's 0.3 REST server
+ * answers them.
  */
 #include <string.h>
 
 #include "a2a/a2a_int.h"
 #include "core/jcs.h"
 #include "core/v03.h"
+#include "core/v03_proto.h"
 
 enum { P_SEND, P_TASK, P_PUSH_SET, P_PUSH_ONE, P_PUSH_LIST, P_CARD };
 enum { R_EVENT, R_TASK, R_PUSH, R_PUSH_LIST, R_NULL, R_AS_IS };
@@ -70,9 +79,11 @@ const char *once__a2a_v03_successor(const char *name)
  * method's {id|taskId, ...}. */
 static json_t *task_params(const json_t *p, int kind)
 {
-    json_t *out = json_copy((json_t *)p);
-    if (out == NULL)
+    json_t *out = json_object(); /* not json_copy: it may leave members out */
+    if (out == NULL || json_object_update(out, (json_t *)p) != 0) {
+        json_decref(out);
         return NULL;
+    }
     (void)json_object_del(out, "metadata");
     int bad = 0;
     if (kind == P_PUSH_ONE || kind == P_PUSH_LIST) {
@@ -92,13 +103,14 @@ static json_t *task_params(const json_t *p, int kind)
     return out;
 }
 
-static json_t *params_in(int kind, const json_t *p)
+static json_t *params_in(int kind, const json_t *p, a2a_v03 v03)
 {
     switch (kind) {
     case P_SEND:
-        return once__v03_send_params_in(p);
+        return v03 == A2A_V03_PROTO ? once__v03_proto_send_params_in(p)
+                                    : once__v03_send_params_in(p);
     case P_PUSH_SET:
-        return once__v03_push_in(p);
+        return v03 == A2A_V03_PROTO ? once__v03_proto_push_in(p) : once__v03_push_in(p);
     case P_TASK:
     case P_PUSH_ONE:
     case P_PUSH_LIST:
@@ -153,12 +165,11 @@ int once__a2a_h_v03(a2a_call *c)
     const a2a_method *m = r < 0 ? NULL : method10(c->a, rows[r].name10);
     if (m == NULL)
         return once__a2a_fail(c, ONCE_RPC_INTERNAL, "INTERNAL", "Internal error (no 1.0 method)");
-    json_t *p = params_in(rows[r].params, c->params);
+    json_t *p = params_in(rows[r].params, c->params, c->v03);
     if (p == NULL)
         return ONCE_ENOMEM;
     json_t *saved = c->params;
     c->params = p;
-    c->v03 = 1;
     c->tree_result = 1;   /* converted in conclude(): a tree, not text */
     int rc;
     if (rows[r].params == P_PUSH_ONE && rows[r].result == R_PUSH &&
@@ -171,7 +182,12 @@ int once__a2a_h_v03(a2a_call *c)
     return rc;
 }
 
-/* A 1.0 ListTaskPushNotificationConfigs result as 0.3's array. */
+a2a_v03 once__a2a_v03_form(once__a2a_binding b)
+{
+    return b == ONCE_A2A_HTTP_JSON ? A2A_V03_PROTO : A2A_V03_RPC;
+}
+
+/* A 1.0 ListTaskPushNotificationConfigs result as 0.3 JSON-RPC's array. */
 static json_t *push_list_out(const json_t *res)
 {
     json_t *out = json_array();
@@ -186,31 +202,34 @@ static json_t *push_list_out(const json_t *res)
     return out;
 }
 
-int once__a2a_v03_result(const char *name, json_t **result)
+static json_t *null_out(const json_t *res)
+{
+    (void)res;
+    return json_null();
+}
+
+static json_t *empty_out(const json_t *res)
+{
+    (void)res;
+    return json_object();
+}
+
+/* Each result kind's conversion, per 0.3 form: [R_*][0] JSON-RPC, [1] proto
+ * JSON (R_AS_IS: none). */
+static json_t *(*const results_out[][2])(const json_t *) = {
+    [R_EVENT] = {once__v03_event_out, once__v03_proto_event_out},
+    [R_TASK] = {once__v03_task_out, once__v03_proto_task_out},
+    [R_PUSH] = {once__v03_push_out, once__v03_proto_push_out},
+    [R_PUSH_LIST] = {push_list_out, once__v03_proto_push_list_out},
+    [R_NULL] = {null_out, empty_out},
+};
+
+int once__a2a_v03_result(const char *name, a2a_v03 v03, json_t **result)
 {
     int r = row_of(name);
-    if (r < 0 || *result == NULL)
+    if (r < 0 || *result == NULL || rows[r].result == R_AS_IS)
         return ONCE_OK;
-    json_t *out;
-    switch (rows[r].result) {
-    case R_EVENT:
-        out = once__v03_event_out(*result);
-        break;
-    case R_TASK:
-        out = once__v03_task_out(*result);
-        break;
-    case R_PUSH:
-        out = once__v03_push_out(*result);
-        break;
-    case R_PUSH_LIST:
-        out = push_list_out(*result);
-        break;
-    case R_NULL:
-        out = json_null();
-        break;
-    default:
-        return ONCE_OK;
-    }
+    json_t *out = results_out[rows[r].result][v03 == A2A_V03_PROTO](*result);
     if (out == NULL)
         return ONCE_ENOMEM;
     json_decref(*result);
@@ -218,16 +237,53 @@ int once__a2a_v03_result(const char *name, json_t **result)
     return ONCE_OK;
 }
 
-char *once__a2a_v03_frame(const char *payload, int last)
+char *once__a2a_v03_frame(const char *payload, int last, a2a_v03 v03)
 {
     json_t *ev = NULL, *out = NULL;
     char *text = NULL;
     size_t len;
-    if (once__json_loads(payload, 0, &ev, NULL) == ONCE_OK && (out = once__v03_event_out(ev)) &&
-        (json_object_get(out, "final") == NULL ||
-         json_object_set_new(out, "final", json_boolean(last)) == 0))
+    if (once__json_loads(payload, 0, &ev, NULL) != ONCE_OK ||
+        (out = results_out[R_EVENT][v03 == A2A_V03_PROTO](ev)) == NULL) {
+        json_decref(ev);
+        return NULL;
+    }
+    /* The status update proto JSON wraps; JSON-RPC's is the event itself. */
+    json_t *su = v03 == A2A_V03_PROTO ? json_object_get(out, "statusUpdate") : out;
+    if (json_object_get(su, "final") == NULL ||
+        json_object_set_new(su, "final", json_boolean(last)) == 0)
         (void)once__a2a_json_dump(out, &text, &len);
     json_decref(ev);
     json_decref(out);
     return text;
+}
+
+/* --- 0.3 HTTP+JSON errors ------------------------------------------------ */
+
+int once__a2a_v03_rest_status(int code, int http_status)
+{
+    if (http_status != 0 && http_status != 200)
+        return http_status;
+    switch (code) {
+    case ONCE_RPC_TASK_NOT_FOUND:
+        return 404;
+    case ONCE_RPC_METHOD_NOT_FOUND:
+        return 501;
+    case ONCE_RPC_INTERNAL:
+    case -32006: /* InvalidAgentResponse */
+        return 500;
+    default:
+        return code <= -32000 && code >= -32768 ? 400 : 500;
+    }
+}
+
+int once__a2a_v03_rest_answer(int http_status, int code, const char *reason, const char *message,
+                              json_t *meta, once__a2a_response *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    json_t *err = once__a2a_rpc_error(code, reason, message, meta);
+    int rc = err != NULL ? once__a2a_json_dump(err, &resp->body, &resp->len) : ONCE_ENOMEM;
+    json_decref(err);
+    if (rc == ONCE_OK)
+        resp->http_status = once__a2a_v03_rest_status(code, http_status);
+    return rc;
 }

@@ -11,9 +11,17 @@
  * AIP-193 object with the section 5.4 HTTP status, a stream's data lines
  * are bare StreamResponses.
  *
+ * A2A 0.3's routes (its a2a.proto at v0.3.0: everything below /v1, no
+ * tenant) sit in a table of their own, onto the 0.3 JSON-RPC rows
+ * (h_v03.c), whose params their path members are named after; those rows
+ * convert the proto JSON bodies and answers and write 0.3's errors. A
+ * request takes them when it says no A2A-Version or a 0.x one (0.3
+ * clients send none); with A2A-Version 1.0, "/v1/..." stays what it was,
+ * the 1.0 routes below the tenant "v1".
+ *
  * Invariants: a path parameter and a body member of the same name must
  * agree (else -32602 naming it); a query parameter the route does not take
- * is refused, not ignored; every route is also served below a leading
+ * is refused, not ignored; every 1.0 route is also served below a leading
  * /{tenant} segment (the proto's additional_bindings), which becomes
  * params.tenant. Immutable; any thread.
  */
@@ -71,7 +79,30 @@ static const rest_route routes[] = {
     {"GET", "/extendedAgentCard", "GetExtendedAgentCard", NULL},
 };
 
+static const rest_param q03_get_task[] = {
+    {"historyLength", Q_INT}, {"history_length", Q_INT}, {NULL, 0}};
+
+/* As @a2a-js/sdk's LegacyRestTransport calls them; its server (and 0.3's
+ * specification) also takes :subscribe by POST. */
+static const rest_route routes03[] = {
+    {"POST", "/v1/message:send", "message/send", NULL},
+    {"POST", "/v1/message:stream", "message/stream", NULL},
+    {"POST", "/v1/tasks/{id}:cancel", "tasks/cancel", NULL},
+    {"GET", "/v1/tasks/{id}:subscribe", "tasks/resubscribe", NULL},
+    {"POST", "/v1/tasks/{id}:subscribe", "tasks/resubscribe", NULL},
+    {"GET", "/v1/tasks/{id}", "tasks/get", q03_get_task},
+    {"POST", "/v1/tasks/{taskId}/pushNotificationConfigs", "tasks/pushNotificationConfig/set",
+     NULL},
+    {"GET", "/v1/tasks/{id}/pushNotificationConfigs", "tasks/pushNotificationConfig/list", NULL},
+    {"GET", "/v1/tasks/{id}/pushNotificationConfigs/{pushNotificationConfigId}",
+     "tasks/pushNotificationConfig/get", NULL},
+    {"DELETE", "/v1/tasks/{id}/pushNotificationConfigs/{pushNotificationConfigId}",
+     "tasks/pushNotificationConfig/delete", NULL},
+    {"GET", "/v1/card", "agent/getAuthenticatedExtendedCard", NULL},
+};
+
 #define NROUTES (sizeof routes / sizeof routes[0])
+#define NROUTES03 (sizeof routes03 / sizeof routes03[0])
 #define MAX_SEGS 8
 #define MAX_CAPS 3
 
@@ -142,23 +173,25 @@ static int match_pattern(const char *pattern, const segs *ps, size_t from, captu
     return 1;
 }
 
-/* The route for (verb, path), or NULL. *known: some route has the path. */
-static const rest_route *route_find(const char *verb, const char *path, capture *cap, int *known)
+/* Whose route has a path: none, 1.0's, 0.3's. */
+enum { UNKNOWN, KNOWN10, KNOWN03 };
+
+/* The route of table rt (n rows) for (verb, path segments ps), tried
+ * below at most `tenants` leading segments, or NULL. *known: some route of
+ * the table has the path. */
+static const rest_route *find_in(const rest_route *rt, size_t n, size_t tenants, const char *verb,
+                                 const segs *ps, capture *cap, int *known)
 {
-    segs ps;
-    *known = 0;
-    if (!split(path, &ps))
-        return NULL;
     /* Without a tenant first: "/tasks/x" is GetTask, not tenant "tasks". */
-    for (size_t from = 0; from < 2 && from < ps.count; from++) {
-        for (size_t i = 0; i < NROUTES; i++) {
-            if (!match_pattern(routes[i].pattern, &ps, from, cap))
+    for (size_t from = 0; from <= tenants && from < ps->count; from++) {
+        for (size_t i = 0; i < n; i++) {
+            if (!match_pattern(rt[i].pattern, ps, from, cap))
                 continue;
-            *known = 1;
-            if (verb != NULL && strcmp(verb, routes[i].verb) == 0) {
-                cap->tenant = from ? ps.s[0] : NULL;
-                cap->tenant_len = from ? ps.n[0] : 0;
-                return &routes[i];
+            *known = KNOWN10;
+            if (verb != NULL && strcmp(verb, rt[i].verb) == 0) {
+                cap->tenant = from ? ps->s[0] : NULL;
+                cap->tenant_len = from ? ps->n[0] : 0;
+                return &rt[i];
             }
         }
         if (*known)
@@ -167,23 +200,48 @@ static const rest_route *route_find(const char *verb, const char *path, capture 
     return NULL;
 }
 
+/* The route for (verb, path), or NULL: 0.3's first when v03 (and the path
+ * is one of its), then 1.0's. *known: whose route has the path. */
+static const rest_route *route_find(const char *verb, const char *path, int v03, capture *cap,
+                                    int *known)
+{
+    segs ps;
+    *known = UNKNOWN;
+    if (!split(path, &ps))
+        return NULL;
+    const rest_route *r = v03 ? find_in(routes03, NROUTES03, 0, verb, &ps, cap, known) : NULL;
+    if (*known != UNKNOWN) {
+        *known = KNOWN03;
+        return r;
+    }
+    return find_in(routes, NROUTES, 1, verb, &ps, cap, known);
+}
+
+/* A request that takes 0.3's routes: no A2A-Version, or a 0.x one. */
+static int wants_v03(const char *version)
+{
+    while (version != NULL && (*version == ' ' || *version == '\t'))
+        version++;
+    return version == NULL || *version == '\0' || strncmp(version, "0.", 2) == 0;
+}
+
 int once__a2a_rest_known(const char *path)
 {
     capture cap;
     int known;
-    route_find(NULL, path, &cap, &known);
+    route_find(NULL, path, 1, &cap, &known);
     return known;
 }
 
 /* The methods a known path takes, for the Allow header of a 405. */
-static const char *allowed(const char *path)
+static const char *allowed(const char *path, int v03)
 {
     static const char *const sets[] = {"GET", "POST", "GET, POST", "GET, DELETE"};
     capture cap;
     int known, get, post, del;
-    get = route_find("GET", path, &cap, &known) != NULL;
-    post = route_find("POST", path, &cap, &known) != NULL;
-    del = route_find("DELETE", path, &cap, &known) != NULL;
+    get = route_find("GET", path, v03, &cap, &known) != NULL;
+    post = route_find("POST", path, v03, &cap, &known) != NULL;
+    del = route_find("DELETE", path, v03, &cap, &known) != NULL;
     if (del)
         return sets[3];
     return get && post ? sets[2] : post ? sets[1] : sets[0];
@@ -191,18 +249,23 @@ static const char *allowed(const char *path)
 
 /* --- params ------------------------------------------------------------------ */
 
-/* A failed request before any handler ran: the same answer shape. */
-static int refuse(once__a2a_response *resp, int http, int code, const char *reason,
+/* A failed request before any handler ran: the same answer shape as the
+ * route's handler would give (v03: 0.3's; code 0 there: no method). */
+static int refuse(once__a2a_response *resp, int v03, int http, int code, const char *reason,
                   const char *message, json_t *meta)
 {
+    if (v03)
+        return once__a2a_v03_rest_answer(http, code ? code : ONCE_RPC_METHOD_NOT_FOUND, reason,
+                                         message, meta, resp);
     return once__a2a_error_answer(ONCE_A2A_HTTP_JSON, http, code, reason, message, meta, resp);
 }
 
-static int refuse_param(once__a2a_response *resp, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int refuse_param(once__a2a_response *resp, int v03, const char *field, const char *fmt,
+                        ...) __attribute__((format(printf, 4, 5)));
 
 /* -32602 INVALID_PARAMS (HTTP 400) naming field. */
-static int refuse_param(once__a2a_response *resp, const char *field, const char *fmt, ...)
+static int refuse_param(once__a2a_response *resp, int v03, const char *field, const char *fmt,
+                        ...)
 {
     char msg[300];
     va_list ap;
@@ -212,7 +275,7 @@ static int refuse_param(once__a2a_response *resp, const char *field, const char 
     json_t *meta = json_pack("{s:s}", "field", field);
     if (meta == NULL)
         return ONCE_ENOMEM;
-    int rc = refuse(resp, 400, ONCE_RPC_INVALID_PARAMS, "INVALID_PARAMS", msg, meta);
+    int rc = refuse(resp, v03, 400, ONCE_RPC_INVALID_PARAMS, "INVALID_PARAMS", msg, meta);
     json_decref(meta);
     return rc;
 }
@@ -240,14 +303,14 @@ static json_t *query_value(const char *text, size_t n, int type)
 
 /* Set params[name] from text (a path or query parameter). A body member
  * of that name must hold the same value. ONCE_OK, ONCE_ENOMEM, or
- * ONCE_EINVAL with the answer written to resp. */
+ * ONCE_EINVAL with the answer (in 0.3's shape when v03) written to resp. */
 static int put_param(json_t *params, const char *name, const char *text, size_t n, int type,
-                     once__a2a_response *resp)
+                     int v03, once__a2a_response *resp)
 {
     char field[64];
     once__a2a_utf8_clean(name, field, sizeof field);
     if (!once__a2a_utf8_valid(text, n)) {
-        int rc = refuse_param(resp, field, "Invalid parameters: %s is not valid UTF-8", field);
+        int rc = refuse_param(resp, v03, field, "Invalid parameters: %s is not valid UTF-8", field);
         return rc == ONCE_OK ? ONCE_EINVAL : rc;
     }
     json_t *value = query_value(text, n, type);
@@ -260,16 +323,18 @@ static int put_param(json_t *params, const char *name, const char *text, size_t 
     json_decref(value);
     if (same)
         return ONCE_OK;
-    int rc = refuse_param(resp, field,
+    int rc = refuse_param(resp, v03, field,
                           "Invalid parameters: %s is given twice (path, query or body) with "
                           "different values",
                           field);
     return rc == ONCE_OK ? ONCE_EINVAL : rc;
 }
 
-/* The request's params: body (POST), path parameters, tenant, query. */
-static int build_params(const rest_route *r, const capture *cap, const once__a2a_rest_request *req,
-                        once__a2a_response *resp, json_t **out)
+/* The request's params: body (POST), path parameters, tenant, query. A
+ * 0.3 route (v03) also takes the body "null" for none, as the 0.3 Go and
+ * Python clients send it on an empty POST. */
+static int build_params(const rest_route *r, int v03, const capture *cap,
+                        const once__a2a_rest_request *req, once__a2a_response *resp, json_t **out)
 {
     *out = NULL;
     json_t *params = NULL;
@@ -280,12 +345,16 @@ static int build_params(const rest_route *r, const capture *cap, const once__a2a
             return rc;
         if (rc != ONCE_OK) {
             snprintf(msg, sizeof msg, "Parse error: %s", why);
-            rc = refuse(resp, 400, ONCE_RPC_PARSE_ERROR, "PARSE_ERROR", msg, NULL);
+            rc = refuse(resp, v03, 400, ONCE_RPC_PARSE_ERROR, "PARSE_ERROR", msg, NULL);
             return rc == ONCE_OK ? ONCE_EINVAL : rc;
         }
-        if (!json_is_object(params)) {
+        if (v03 && json_is_null(params)) {
+            params = json_object();
+            if (params == NULL)
+                return ONCE_ENOMEM;
+        } else if (!json_is_object(params)) {
             json_decref(params);
-            rc = refuse(resp, 400, ONCE_RPC_INVALID_REQUEST, "INVALID_REQUEST",
+            rc = refuse(resp, v03, 400, ONCE_RPC_INVALID_REQUEST, "INVALID_REQUEST",
                         "Invalid request: the body must be a JSON object", NULL);
             return rc == ONCE_OK ? ONCE_EINVAL : rc;
         }
@@ -296,10 +365,10 @@ static int build_params(const rest_route *r, const capture *cap, const once__a2a
     char name[40];
     for (size_t i = 0; rc == ONCE_OK && i < cap->n; i++) {
         snprintf(name, sizeof name, "%.*s", (int)cap->name_len[i], cap->name[i]);
-        rc = put_param(params, name, cap->val[i], cap->val_len[i], Q_STR, resp);
+        rc = put_param(params, name, cap->val[i], cap->val_len[i], Q_STR, v03, resp);
     }
     if (rc == ONCE_OK && cap->tenant != NULL)
-        rc = put_param(params, "tenant", cap->tenant, cap->tenant_len, Q_STR, resp);
+        rc = put_param(params, "tenant", cap->tenant, cap->tenant_len, Q_STR, v03, resp);
     for (const char *const *q = req->query; rc == ONCE_OK && q != NULL && q[0] != NULL; q += 2) {
         const char *qn = q[0], *qv = q[1] ? q[1] : "";
         if (strcmp(qn, "A2A-Version") == 0)
@@ -310,11 +379,11 @@ static int build_params(const rest_route *r, const capture *cap, const once__a2a
         if (p == NULL || p->name == NULL) {
             char field[64];
             once__a2a_utf8_clean(qn, field, sizeof field);
-            rc = refuse_param(resp, field,
+            rc = refuse_param(resp, v03, field,
                               "Invalid parameters: this method takes no query parameter %s", field);
             rc = rc == ONCE_OK ? ONCE_EINVAL : rc;
         } else {
-            rc = put_param(params, qn, qv, strlen(qv), p->type, resp);
+            rc = put_param(params, qn, qv, strlen(qv), p->type, v03, resp);
         }
     }
     if (rc != ONCE_OK) {
@@ -328,27 +397,30 @@ static int build_params(const rest_route *r, const capture *cap, const once__a2a
 int once__a2a_rest_handle(once__a2a *a, const once__a2a_rest_request *req, once__a2a_response *resp)
 {
     memset(resp, 0, sizeof *resp);
+    int v03 = wants_v03(req->base.version);
     /* A NUL (%00, which the HTTP layer's unescaping turns into DEL, see
      * once__url_unescape) or another control character in the path: the
      * path a proxy in front checked is not the one a C string would read. */
     if (once__has_control(req->path))
-        return refuse(resp, 400, ONCE_RPC_INVALID_REQUEST, "BAD_PATH",
+        return refuse(resp, 0, 400, ONCE_RPC_INVALID_REQUEST, "BAD_PATH",
                       "The path holds a control character (a NUL, %00..%1F or %7F)", NULL);
     capture cap;
     int known;
-    const rest_route *r = route_find(req->method, req->path, &cap, &known);
-    if (r == NULL && !known)
-        return refuse(resp, 404, 0, "NOT_FOUND",
+    const rest_route *r = route_find(req->method, req->path, v03, &cap, &known);
+    int shape03 = known == KNOWN03;
+    if (r == NULL && known == UNKNOWN)
+        return refuse(resp, 0, 404, 0, "NOT_FOUND",
                       "No such path: see docs/wire.md for the HTTP+JSON routes", NULL);
     if (r == NULL) {
         char msg[120];
-        snprintf(msg, sizeof msg, "Method not allowed on this path; use %s", allowed(req->path));
-        int rc = refuse(resp, 405, 0, "METHOD_NOT_ALLOWED", msg, NULL);
-        resp->allow = allowed(req->path);
+        snprintf(msg, sizeof msg, "Method not allowed on this path; use %s",
+                 allowed(req->path, v03));
+        int rc = refuse(resp, shape03, 405, 0, "METHOD_NOT_ALLOWED", msg, NULL);
+        resp->allow = allowed(req->path, v03);
         return rc;
     }
     json_t *params = NULL;
-    int rc = build_params(r, &cap, req, resp, &params);
+    int rc = build_params(r, shape03, &cap, req, resp, &params);
     if (rc == ONCE_EINVAL)
         return ONCE_OK; /* refused: resp holds the answer */
     if (rc != ONCE_OK)

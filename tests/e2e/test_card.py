@@ -56,7 +56,7 @@ def test_good_file_is_reflected():
         eq(card.get(k), v, "card." + k + " comes from the file")
     url = "http://127.0.0.1:%d/" % srv.port
     eq(sorted(i["protocolBinding"] for i in card["supportedInterfaces"]),
-       ["HTTP+JSON", "JSONRPC", "JSONRPC"], "interfaces stay onced's")
+       ["HTTP+JSON", "HTTP+JSON", "JSONRPC", "JSONRPC"], "interfaces stay onced's")
     check(all(i["url"] == url for i in card["supportedInterfaces"]), "with onced's URL")
     eq(card["capabilities"]["streaming"], True, "capabilities stay onced's")
     eq([e["uri"] for e in card["capabilities"]["extensions"]], ["urn:once:a2a:idempotency:v1"],
@@ -103,6 +103,8 @@ def test_card_for_a2a_03():
         c03 = json.loads(data)
         eq((c03.get("url"), c03.get("preferredTransport"), c03.get("protocolVersion")),
            (url, "JSONRPC", "0.3.0"), "the 0.3 interface")
+        eq(c03.get("additionalInterfaces"), [{"url": url, "transport": "HTTP+JSON"}],
+           "0.3's HTTP+JSON routes as its additional interface")
         for k in ("name", "description", "version", "skills", "defaultInputModes"):
             eq(c03.get(k), GOOD[k], "card." + k)
         eq(c03["capabilities"]["streaming"], True, "capabilities")

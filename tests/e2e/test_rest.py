@@ -107,8 +107,11 @@ def test_card_declares_both_bindings():
     url = "http://127.0.0.1:%d/" % srv.port
     got = sorted((i["protocolBinding"], i["url"], i["protocolVersion"])
                  for i in card["supportedInterfaces"])
-    eq(got, [("HTTP+JSON", url, "1.0"), ("JSONRPC", url, "0.3"), ("JSONRPC", url, "1.0")],
-       "supportedInterfaces: 1.0 on both bindings, 0.3 on JSON-RPC")
+    eq(got, [("HTTP+JSON", url, "0.3"), ("HTTP+JSON", url, "1.0"), ("JSONRPC", url, "0.3"),
+             ("JSONRPC", url, "1.0")],
+       "supportedInterfaces: 1.0 and 0.3 on both bindings")
+    eq([i["protocolVersion"] for i in card["supportedInterfaces"]][:2], ["1.0", "1.0"],
+       "the 1.0 interfaces first")
 
 
 def test_send_get_list():
@@ -147,7 +150,7 @@ def test_below_the_public_url():
     base = "http://127.0.0.1:%d/v1/a2a/" % port
     with Onced(GATED.args + ["--public-url", base], port=port) as s:
         st, _, data = http_request(port, "GET", "/.well-known/agent-card.json")
-        eq(sorted(i["url"] for i in json.loads(data)["supportedInterfaces"]), [base] * 3,
+        eq(sorted(i["url"] for i in json.loads(data)["supportedInterfaces"]), [base] * 4,
            "every interface at --public-url")
         task = finished(port, prefix="/v1/a2a")
         st, _, doc = rest(port, "GET", "/v1/a2a/tasks/" + task["id"])
@@ -225,6 +228,52 @@ def test_errors():
     aip193(rest(p, "POST", "/message:send", {"message": m2, "configuration": now}), 400,
            "INVALID_ARGUMENT",
            "MESSAGE_ID_REUSED", "its messageId with other content")
+
+
+def v03_error(answer, status, code, what):
+    """A2A 0.3's HTTP+JSON error: HTTP `status`, the JSON-RPC error object."""
+    st, hd, doc = answer
+    eq(st, status, what + ": HTTP status (body %r)" % (doc,))
+    check(isinstance(doc, dict) and "error" not in doc and "jsonrpc" not in doc,
+          what + ": no envelope, no AIP-193 object: %r" % (doc,))
+    eq(doc.get("code"), code, what + ": code")
+    check(isinstance(doc.get("message"), str) and isinstance(doc.get("data"), list),
+          what + ": message and data")
+
+
+def test_a2a_03_routes():
+    """0.3's routes below /v1 (docs/wire.md "A2A versions"): proto JSON
+    bodies, taken without A2A-Version; with A2A-Version 1.0 "/v1" is a
+    tenant of the 1.0 routes, as before."""
+    p = srv.port
+    tid = new_id()
+    GATED.release(tid, "go")
+    msg = {"messageId": new_id(), "role": "ROLE_USER", "taskId": tid, "content": [{"text": "hi"}]}
+    st, hd, doc = rest(p, "POST", "/v1/message:send", {"message": msg}, ext=True, version=None)
+    eq(st, 200, "POST /v1/message:send: %r" % (doc,))
+    eq((doc["task"]["id"], doc["task"]["status"]["state"]), (tid, "TASK_STATE_COMPLETED"),
+       "a SendMessageResponse {task}, blocking without a configuration")
+    eq(doc["task"]["history"][0]["content"], [{"text": "hi"}], "messages hold content")
+    st, hd, again = rest(p, "POST", "/v1/message:send", {"message": msg}, ext=True, version=None)
+    eq((st, hd.get("idempotent-replayed"), again), (200, "true", doc), "the retry replays")
+    st, _, got = rest(p, "GET", "/v1/tasks/" + tid, version=None)
+    eq((st, got), (200, doc["task"]), "GET /v1/tasks/{id}: the bare Task")
+    st, _, t10 = rest(p, "GET", "/v1/tasks/" + tid)
+    eq((st, t10.get("id"), "parts" in t10["history"][0]), (200, tid, True),
+       "A2A-Version 1.0: GET /{tenant}/tasks/{id} with the tenant v1, in 1.0's shape")
+    v03_error(rest(p, "GET", "/v1/tasks/" + new_id(), version=None), 404, -32001, "an unknown task")
+    ans = rest(p, "DELETE", "/v1/message:send", version="0.3")
+    v03_error(ans, 405, -32601, "DELETE /v1/message:send")
+    eq(ans[1].get("allow"), "POST", "405 names the methods the path takes")
+    v03_error(rest(p, "POST", "/v1/message:send", "[1]", version=None), 400, -32600,
+              "a body that is not an object")
+    live_id = live(p)
+    st, _, c = rest(p, "POST", "/v1/tasks/%s:cancel" % live_id, "null", version=None)
+    eq((st, c["status"]["state"]), (200, "TASK_STATE_CANCELLED"),
+       "a cancel with the body null (Go and Python 0.3 clients), in 0.3's spelling")
+    v03_error(rest(p, "POST", "/v1/tasks/%s:cancel" % tid, version=None), 400, -32002,
+              "cancel of a completed task: 400, as 0.3 maps TaskNotCancelable")
+    v03_error(rest(p, "GET", "/v1/card", version=None), 400, -32007, "no extended card")
 
 
 def test_streaming_and_resume():
@@ -311,5 +360,5 @@ if __name__ == "__main__":
                                 "--max-streams", "1"]) as guarded:
         run([test_card_declares_both_bindings, test_send_get_list, test_tenant_routes,
              test_below_the_public_url, test_cancel_and_not_cancelable, test_push_config_crud, test_extended_card,
-             test_errors, test_streaming_and_resume, test_extension_dedup,
+             test_errors, test_a2a_03_routes, test_streaming_and_resume, test_extension_dedup,
              test_auth_and_limits])

@@ -148,7 +148,7 @@ def test_card_and_bindings_over_https():
         st, data = https(srv.port, "GET", "/.well-known/agent-card.json")
         eq(st, 200, "the card over https")
         urls = [i["url"] for i in json.loads(data)["supportedInterfaces"]]
-        eq(urls, [srv.url()] * 3, "every interface advertises the https URL")
+        eq(urls, [srv.url()] * 4, "every interface advertises the https URL")
         msg = {"message": user_message("over tls", task_id="tls-rest-1")}
         st, data = https(srv.port, "POST", "/message:send", msg, {"A2A-Extensions": EXT})
         eq(st, 200, "HTTP+JSON SendMessage over https: %r" % data[:200])
