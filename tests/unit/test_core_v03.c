@@ -16,45 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unit/json_fixture.h"
 #include "core/v03.h"
-
-static json_t *j(const char *text)
-{
-    json_error_t err;
-    json_t *v = json_loads(text, JSON_DECODE_ANY, &err);
-    if (v == NULL)
-        fail_msg("bad test JSON: %s: %s", text, err.text);
-    return v;
-}
-
-/* fn(in) equals want; in and the result released. */
-static void expect(json_t *(*fn)(const json_t *), const char *in, const char *want)
-{
-    json_t *i = j(in), *w = j(want), *got = fn(i);
-    assert_non_null(got);
-    if (!json_equal(got, w)) {
-        char *g = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT);
-        fail_msg("from %s\n got  %s\n want %s", in, g, want);
-    }
-    json_decref(i);
-    json_decref(w);
-    json_decref(got);
-}
-
-/* out(in(x)) == x. */
-static void round_trip(json_t *(*in)(const json_t *), json_t *(*out)(const json_t *),
-                       const char *x03)
-{
-    json_t *x = j(x03), *mid = in(x), *back = mid ? out(mid) : NULL;
-    assert_non_null(back);
-    if (!json_equal(back, x)) {
-        char *b = json_dumps(back, JSON_SORT_KEYS | JSON_COMPACT);
-        fail_msg("round trip of %s gave %s", x03, b);
-    }
-    json_decref(x);
-    json_decref(mid);
-    json_decref(back);
-}
 
 #define MSG03                                                                                  \
     "{\"kind\":\"message\",\"messageId\":\"m1\",\"role\":\"user\",\"contextId\":\"c1\","       \

@@ -19,45 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unit/json_fixture.h"
 #include "core/v03_proto.h"
-
-static json_t *j(const char *text)
-{
-    json_error_t err;
-    json_t *v = json_loads(text, JSON_DECODE_ANY, &err);
-    if (v == NULL)
-        fail_msg("bad test JSON: %s: %s", text, err.text);
-    return v;
-}
-
-/* fn(in) equals want; in and the result released. */
-static void expect(json_t *(*fn)(const json_t *), const char *in, const char *want)
-{
-    json_t *i = j(in), *w = j(want), *got = fn(i);
-    assert_non_null(got);
-    if (!json_equal(got, w)) {
-        char *g = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT);
-        fail_msg("from %s\n got  %s\n want %s", in, g, want);
-    }
-    json_decref(i);
-    json_decref(w);
-    json_decref(got);
-}
-
-/* second(first(x)) == x. */
-static void round_trip(json_t *(*first)(const json_t *), json_t *(*second)(const json_t *),
-                       const char *x)
-{
-    json_t *v = j(x), *mid = first(v), *back = mid ? second(mid) : NULL;
-    assert_non_null(back);
-    if (!json_equal(back, v)) {
-        char *b = json_dumps(back, JSON_SORT_KEYS | JSON_COMPACT);
-        fail_msg("round trip of %s gave %s", x, b);
-    }
-    json_decref(v);
-    json_decref(mid);
-    json_decref(back);
-}
 
 /* A message as the SDK's Message.toJSON writes it, and its 1.0 form. */
 #define MSGP                                                                                   \
