@@ -97,6 +97,12 @@ typedef struct once__a2a_backend {
                      json_t **out, once_push_res *res);
     int (*push_delete)(void *ctx, const char *principal, const char *task_id, const char *id,
                        once_push_res *res);
+    /* Watching a task without a thread (once__engine_watch_add and _remove,
+     * same contracts; *handle is the watch). Optional: without both, a
+     * stream learns of local writes only by polling. */
+    int (*watch)(void *ctx, const char *principal, const char *task_id, void (*fn)(void *arg),
+                 void *arg, void **handle);
+    void (*unwatch)(void *ctx, void *handle);
 } once__a2a_backend;
 
 /* Bind a backend to a running engine (a2a_engine.c). */
@@ -326,6 +332,17 @@ int64_t once__a2a_stream_position(const once__a2a_stream *s);
 
 /* Free the cursor and give its slot back. NULL ok. */
 void once__a2a_stream_free(once__a2a_stream *s);
+
+/* Call fn(arg) after every write this process makes to the cursor's task,
+ * from the writing thread under the engine's lock (fn must not block nor
+ * call the codec or the engine): a read may then find something new.
+ * Other replicas' writes are the caller's to poll for (a read finds them).
+ * ONCE_OK with *handle (NULL: the backend cannot watch, or the stream has
+ * no task: poll), or ONCE_ENOMEM / ONCE_ECLOSED. Remove the watch with
+ * once__a2a_stream_unwatch before freeing the cursor. */
+int once__a2a_stream_watch(once__a2a_stream *s, void (*fn)(void *arg), void *arg, void **handle);
+/* Remove a watch; after this fn is never called again. NULL handle ok. */
+void once__a2a_stream_unwatch(once__a2a_stream *s, void *handle);
 
 /* 1 if the A2A-Version value asks for 1.0 ("1.0", or "1.0.x": patch
  * numbers do not count). NULL or empty -> 0 (means 0.3). */

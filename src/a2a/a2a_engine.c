@@ -131,6 +131,20 @@ static int b_await(void *ctx, const char *principal, const char *task_id, int64_
     return once__engine_await(ctx, principal, task_id, gen, seq, until, ready, arg);
 }
 
+static int b_watch(void *ctx, const char *principal, const char *task_id, void (*fn)(void *arg),
+                   void *arg, void **handle)
+{
+    once__engine_watch *w = NULL;
+    int rc = once__engine_watch_add(ctx, principal, task_id, fn, arg, &w);
+    *handle = w;
+    return rc;
+}
+
+static void b_unwatch(void *ctx, void *handle)
+{
+    once__engine_watch_remove(ctx, handle);
+}
+
 static void b_await_release(void *ctx)
 {
     once__engine_await_release(ctx);
@@ -153,6 +167,8 @@ void once__a2a_backend_engine(once__engine *e, once__a2a_backend *out)
     out->events = b_events;
     out->head = b_head;
     out->wait = b_wait;
+    out->watch = b_watch;
+    out->unwatch = b_unwatch;
     out->await = b_await;
     out->await_release = b_await_release;
     out->send_answer = b_send_answer;

@@ -628,3 +628,19 @@ int once__a2a_h_subscribe(a2a_call *c)
     c->stream = s;
     return ONCE_OK;
 }
+
+/* --- watching without a thread (the SSE hub) ---------------------------------- */
+
+int once__a2a_stream_watch(once__a2a_stream *s, void (*fn)(void *arg), void *arg, void **handle)
+{
+    *handle = NULL;
+    if (s->b->watch == NULL || s->b->unwatch == NULL || s->task_id[0] == '\0' || s->done)
+        return ONCE_OK;
+    return s->b->watch(s->b->ctx, s->principal, s->task_id, fn, arg, handle);
+}
+
+void once__a2a_stream_unwatch(once__a2a_stream *s, void *handle)
+{
+    if (handle != NULL)
+        s->b->unwatch(s->b->ctx, handle);
+}

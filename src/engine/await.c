@@ -70,15 +70,20 @@ int once__record_settled(const once_record *r)
            once_state_interrupted(r->state);
 }
 
-static once__settled *settled_slot(once__engine *e, const char *principal, const char *task_id)
+uint32_t once__key_hash(const char *principal, const char *task_id)
 {
-    uint32_t h = 2166136261u; /* FNV-1a over principal NUL task_id */
+    uint32_t h = 2166136261u;
     for (const char *p = principal; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
     h *= 16777619u;
     for (const char *p = task_id; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
-    return &e->settled[h % ONCE__SETTLED_SLOTS];
+    return h;
+}
+
+static once__settled *settled_slot(once__engine *e, const char *principal, const char *task_id)
+{
+    return &e->settled[once__key_hash(principal, task_id) % ONCE__SETTLED_SLOTS];
 }
 
 /* Under e->mu: a local write of r reached the waits on its key. */
@@ -113,6 +118,7 @@ void once__await_notify(once__engine *e, const once_record *r)
     }
     if (wake)
         pthread_cond_signal(&e->await_cv);
+    once__follow_notify(e, r);   /* streams following the key */
 }
 
 uint64_t once__await_seq(once__engine *e)

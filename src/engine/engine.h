@@ -375,6 +375,20 @@ typedef struct once__wait_stop {
  * never). */
 int once__engine_wait_generation_or(once__engine *e, const char *principal, const char *task_id,
                                     int64_t gen, int64_t timeout_ms, const once__wait_stop *stop);
+/* Watch a task without a thread (the SSE hub's streams): fn(arg) is
+ * called after every write this process makes to (principal, task_id),
+ * under the engine's lock, so it must not block nor call the engine: it
+ * only marks its follower due. Other replicas' writes are not seen: the
+ * watcher polls for those (once__engine_events_after). Register before
+ * the first read, or a write in between is seen only at the next poll.
+ * *out is removed with once__engine_watch_remove (after which fn is never
+ * called again), before once__engine_free. ONCE_OK, ONCE_EINVAL (a key too
+ * long), ONCE_ENOMEM, ONCE_ECLOSED (the engine stops). */
+typedef struct once__engine_watch once__engine_watch;
+int once__engine_watch_add(once__engine *e, const char *principal, const char *task_id,
+                           void (*fn)(void *arg), void *arg, once__engine_watch **out);
+/* Remove and free w; NULL ok. */
+void once__engine_watch_remove(once__engine *e, once__engine_watch *w);
 
 /* --- writes by a worker outside this engine's turns (external.c) ---------
  *

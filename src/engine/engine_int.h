@@ -102,6 +102,11 @@ typedef struct once__waiter {
 /* A deferred wait (await.c). */
 typedef struct once__await once__await;
 
+/* Watches on tasks (follow.c, once__engine_watch_add): a hash table of
+ * lists by key, so a local write finds its key's watches without walking
+ * every stream's. Under e->mu. */
+#define ONCE__WATCH_BUCKETS 1024
+
 /* Which task a local write settled last, per hash of its key (await.c),
  * under e->mu: a wait registered after its task settled here finds it,
  * and a slot written by another key since the send (seq past the send's)
@@ -145,6 +150,7 @@ struct once__engine {
     once__turn **parked;        /* parked turns, a binary min-heap on parked_until */
     size_t nparked, capparked;
     once__waiter *waiters;
+    struct once__engine_watch *watches[ONCE__WATCH_BUCKETS]; /* follow.c */
     once__await *awaits;        /* deferred waits (await.c) */
     int nawaits;
     int awaits_closed;          /* once__engine_await_release ran: refuse new ones */
@@ -232,6 +238,14 @@ void once__await_notify(once__engine *e, const once_record *r);
  * it before its first look at the task (res->wait_seq), so its wait can
  * tell whether the task settled here since. */
 uint64_t once__await_seq(once__engine *e);
+/* FNV-1a over principal, NUL, task_id: the hash that places a key in the
+ * settled slots and the watch buckets. */
+uint32_t once__key_hash(const char *principal, const char *task_id);
+
+/* --- follow.c -------------------------------------------------------------- */
+
+/* Under e->mu: r was just written by this process; call its key's watches. */
+void once__follow_notify(once__engine *e, const once_record *r);
 
 /* --- journal.c ------------------------------------------------------------- */
 

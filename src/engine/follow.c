@@ -12,10 +12,16 @@
  * Each poll also asks the caller's stop hook, if any (a stream whose
  * client left ends its wait within a poll, not at its next ping).
  *
- * Invariants: both calls are read-only and scoped by the key (principal,
- * task_id), so another principal's task looks like a missing one; they
- * count in e->inflight, so once__engine_free waits for a blocked follower to
- * leave before it tears the engine down.
+ * A watch (once__engine_watch_add) is the same local wake-up without a
+ * waiting thread: a callback per followed key, found by hash of the key
+ * (e->watches) and called by once__notify under e->mu; whoever holds the
+ * watch polls for other replicas' writes itself (the SSE hub's timers).
+ *
+ * Invariants: every call is read-only and scoped by the key (principal,
+ * task_id), so another principal's task looks like a missing one; reads
+ * and waits count in e->inflight, so once__engine_free waits for a blocked
+ * follower to leave before it tears the engine down; a watch holds no
+ * thread and is removed by its owner before once__engine_free.
  */
 #include <string.h>
 
@@ -199,4 +205,75 @@ int once__engine_wait_generation(once__engine *e, const char *principal, const c
                                 int64_t gen, int64_t timeout_ms)
 {
     return once__engine_wait_generation_or(e, principal, task_id, gen, timeout_ms, NULL);
+}
+
+/* --- watches ------------------------------------------------------------------ */
+
+/* Linked in e->watches[hash of key] under e->mu; the key and callback
+ * never change. */
+struct once__engine_watch {
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+    void (*fn)(void *arg);
+    void *arg;
+    struct once__engine_watch *next;
+};
+
+static once__engine_watch **bucket(once__engine *e, const char *principal, const char *task_id)
+{
+    return &e->watches[once__key_hash(principal, task_id) % ONCE__WATCH_BUCKETS];
+}
+
+int once__engine_watch_add(once__engine *e, const char *principal, const char *task_id,
+                           void (*fn)(void *arg), void *arg, once__engine_watch **out)
+{
+    *out = NULL;
+    if (e == NULL || fn == NULL || !key_ok(principal, task_id) ||
+        strlen(task_id) > ONCE_ID_MAX)
+        return ONCE_EINVAL;
+    once__engine_watch *w = once_calloc(1, sizeof *w);
+    if (w == NULL)
+        return ONCE_ENOMEM;
+    memcpy(w->principal, principal, strlen(principal) + 1);
+    memcpy(w->task_id, task_id, strlen(task_id) + 1);
+    w->fn = fn;
+    w->arg = arg;
+    pthread_mutex_lock(&e->mu);
+    int stopping = e->stopping;
+    if (!stopping) {
+        once__engine_watch **b = bucket(e, principal, task_id);
+        w->next = *b;
+        *b = w;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (stopping) {
+        once_free(w);
+        return ONCE_ECLOSED;
+    }
+    *out = w;
+    return ONCE_OK;
+}
+
+void once__engine_watch_remove(once__engine *e, once__engine_watch *w)
+{
+    if (e == NULL || w == NULL)
+        return;
+    pthread_mutex_lock(&e->mu);
+    for (once__engine_watch **pp = bucket(e, w->principal, w->task_id); *pp != NULL;
+         pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    once_free(w);
+}
+
+void once__follow_notify(once__engine *e, const once_record *r)
+{
+    for (once__engine_watch *w = *bucket(e, r->principal, r->task_id); w != NULL; w = w->next) {
+        if (strcmp(w->task_id, r->task_id) == 0 && strcmp(w->principal, r->principal) == 0)
+            w->fn(w->arg);
+    }
 }

@@ -7,59 +7,88 @@
  * again at once (a busy loop) unless it suspends the connection first, and
  * a callback that blocks stalls every connection of its thread. So each
  * stream is two halves around one capped byte buffer:
- *   - the producer, a detached thread per stream, reads the task's events
- *     through the codec cursor (once__a2a_stream: store reads after the last
- *     generation it produced), appends whole SSE frames to the buffer, waits
- *     for the task to move (once__engine_wait_generation: local writes wake
- *     it, other replicas' writes are polled), and adds a ": ping" comment
- *     after ping_ms without bytes;
+ *   - the pump reads the task's events through the codec cursor
+ *     (once__a2a_stream: store reads after the last generation it
+ *     produced), appends whole SSE frames to the buffer, or a ": ping"
+ *     comment after ping_ms without bytes, and returns: it never waits;
  *   - the reader, MHD's callback on its own thread, copies bytes out of the
  *     buffer; when the buffer is empty it suspends the connection (the only
  *     place libmicrohttpd allows that besides the access handler) and
- *     returns 0; the producer resumes it when it appends.
+ *     returns 0; whoever appends resumes it.
  * Suspend and resume happen under the stream's mutex and are recorded in
  * `suspended`, so a resume always follows its suspend (resuming a running
  * connection is undefined in libmicrohttpd).
  *
- * Bounded memory: the producer reads only while the buffer holds at most
+ * Threads do not grow with streams. A hub (one per server) runs
+ * PUMP_WORKERS workers and one watcher:
+ *   - a stream is due when something may have changed for it; due streams
+ *     wait on the run queue (each at most once) and a worker pumps one at a
+ *     time; a stream that produced bytes goes to the back of the queue, so
+ *     a busy task cannot starve an idle one;
+ *   - this replica's writes make a stream due at once: the stream watches
+ *     its task (once__a2a_stream_watch -> once__engine_watch_add), and the
+ *     engine calls it back, under its lock, from the writing thread;
+ *   - other replicas' writes are found by polling: a caught-up stream sits
+ *     in the watcher's timer heap until the next poll tick (POLL_MS, the
+ *     cadence the thread per stream had: one store read per stream per
+ *     tick) or its ping, whichever comes first; ticks are aligned, so one
+ *     wake-up of the watcher makes every idle stream due together;
+ *   - a client that hangs up is seen at once: the socket of every suspended
+ *     connection is in the watcher's epoll set (EPOLLRDHUP, one shot), and
+ *     the watcher marks the stream gone and due; the pump ends it and gives
+ *     its slot back. A running connection is MHD's to watch: a failed send
+ *     closes it and on_free makes the stream due.
+ * A stream's scheduling `state` moves QUEUED -> RUNNING -> (QUEUED |
+ * TIMED | ROOM | DONE) under the hub's lock; a wake-up that arrives while
+ * it runs sets `again`, and the worker queues it once more instead of
+ * parking it, so no wake-up is lost between a read that found nothing and
+ * the parking.
+ *
+ * Bounded memory: the pump reads only while the buffer holds at most
  * cap/2 bytes, and sizes each read (in events) to the room left, so a slow
  * consumer costs at most about cap plus one event per stream; what it has
- * not taken stays in the store and is read again when it catches up. The
- * socket's kernel send buffer is fixed at the cap as well (autotuning would
- * let each slow stream park megabytes in the kernel). A consumer that stops
- * reading altogether is cut by MHD's idle timeout. Threads are bounded by
- * the stream slots (max_streams): the codec takes a slot before it opens a
- * stream and the cursor gives it back when the producer exits. A principal
- * holds at most its share of them (max_streams_per_principal), counted
- * here per principal under the hub's lock, so one tenant's subscriptions
- * cannot refuse every other tenant's stream. (A thread
- * per stream keeps waiting simple, one blocking wait each; glibc gives
- * such threads arenas of their own, whose freed memory stays resident:
- * MALLOC_ARENA_MAX bounds that on servers with many streams.)
+ * not taken stays in the store and is read again when it catches up. A
+ * stream whose buffer is fuller parks in ROOM until the reader drains it
+ * below cap/2. The buffer is freed whenever the reader empties it, so an
+ * idle stream holds no buffer at all. The socket's kernel send buffer is
+ * fixed at the cap as well (autotuning would let each slow stream park
+ * megabytes in the kernel). A consumer that stops reading altogether is
+ * cut by MHD's idle timeout. Streams are bounded by the stream slots
+ * (max_streams): the codec takes a slot before it opens a stream and the
+ * cursor gives it back when the stream ends. A principal holds at most its
+ * share of them (max_streams_per_principal), counted here per principal
+ * under the hub's lock, so one tenant's subscriptions cannot refuse every
+ * other tenant's stream.
  *
  * End of a stream: the cursor says when it produced the last frame (a
- * terminal or interrupted status, a Message); the producer then marks EOF,
+ * terminal or interrupted status, a Message); the pump then marks EOF,
  * and the reader answers END_OF_STREAM once the buffer is drained. A store
  * that keeps failing (5 s) ends it with a JSON-RPC error frame; the client
- * resumes by Last-Event-ID. A client that leaves while its stream waits
- * (its connection suspended) is seen by the producer: MHD watches no
- * suspended socket, and would learn it only when the next ping failed to
- * go out, up to --sse-ping later, holding the slot meanwhile. So the
- * producer's wait asks at every poll (about 50 ms) whether the socket
- * reports the peer's hang-up (POLLRDHUP; a half-close counts as leaving,
- * as it does for MHD), and if so ends the stream: EOF, the connection
- * resumed for MHD to close, the slot given back as the producer exits.
+ * resumes by Last-Event-ID. An ended stream leaves the hub's structures at
+ * once (slot given back, `live` counted down); its memory is released by
+ * the watcher at the top of its next round, after the epoll events it may
+ * still hold for the stream's socket have been handled (the socket left
+ * the epoll set before the connection was resumed, so no later round can
+ * name it).
  *
- * Shutdown (once__sse_stop): producers see `stopping` within a second,
- * mark EOF, resume their connection and exit; the stop waits for all of
- * them, so no connection stays suspended when MHD_stop_daemon runs.
+ * Shutdown (once__sse_stop): every stream is made due; the pump sees
+ * `stopping`, queues the shutdown frame, marks EOF and resumes the
+ * connection; the stop waits until no stream is live, then ends the
+ * threads, so no connection stays suspended when MHD_stop_daemon runs.
+ *
+ * Locks, outermost first: the engine's (its watch callback), a stream's mu
+ * (MHD's reader holds it), the hub's mu. Nothing is called on the engine
+ * or the codec with either of ours held.
  */
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "core/grow.h"
 #include "core/str.h"
@@ -68,9 +97,11 @@
 #include "once/once.h"
 
 #define READ_BLOCK 4096          /* MHD's scratch size for callback content */
-#define SLICE_MS 1000            /* producers re-check `stopping` this often */
+#define PUMP_WORKERS 4           /* threads that pump due streams */
+#define POLL_MS 50               /* a caught-up stream reads the store this often */
+#define EPOLL_BATCH 64
 #define MAX_BATCH 64             /* events per store read */
-#define PRODUCER_STACK (512 * 1024)
+#define BUF_FIRST 1024           /* a buffer's first size (grows up to the cap) */
 #define PING_FRAME ": ping\n\n"
 /* The last frame of a stream that ends because onced stops: a named event
  * without data (SSE clients dispatch no event without data, so a client
@@ -89,47 +120,195 @@ typedef struct holder {
     char principal[ONCE_PRINCIPAL_MAX + 1];
 } holder;
 
-/* The hub. `slots` (but its atomic `used`), `cap`, `ping_ms` are fixed at
- * creation; `live`, `holders` and the `idle` signal are under mu;
- * `stopping` is set once under mu and read with __atomic loads anywhere. */
+typedef struct sse_conn sse_conn;
+
+/* A stream's place in the hub (sse_conn.state, under the hub's mu). */
+enum {
+    S_QUEUED,   /* on the run queue */
+    S_RUNNING,  /* a worker pumps it */
+    S_TIMED,    /* caught up: in the timer heap until its poll, ping or retry */
+    S_ROOM,     /* its buffer is full: waits for the reader to drain it */
+    S_DONE      /* ended: on the reap list */
+};
+
+/* What a pump asks for next. */
+enum { P_AGAIN, P_TIMED, P_ROOM, P_END };
+
+/* The hub. `slots` (but its atomic `used`), `cap`, `ping_ms`, `epfd`,
+ * `evfd` and the threads are fixed at creation; every other field is under
+ * mu, and `stopping` (set once) is also read with __atomic loads. */
 struct once__sse {
     pthread_mutex_t mu;
-    pthread_cond_t idle;          /* signalled when a producer exits */
-    int live;                     /* producer threads running */
+    pthread_cond_t idle;          /* `live` went down */
+    pthread_cond_t work;          /* a stream was queued, or quit */
+    int live;                     /* streams started and not ended */
     int stopping;
+    int quit;                     /* the threads end */
     holder *holders;
     once__a2a_stream_slots slots;
     size_t cap;
     int64_t ping_ms;
+    sse_conn *all;                /* every stream not yet reaped (anext/aprev) */
+    sse_conn *qhead, *qtail;      /* the run queue (qnext) */
+    sse_conn *reap;               /* ended, for the watcher to release (qnext) */
+    sse_conn **heap;              /* S_TIMED streams, a binary min-heap on `due` */
+    size_t nheap, capheap;
+    int watcher_asleep;
+    int64_t watcher_wake;         /* while asleep: when it wakes by itself */
+    int epfd, evfd;
+    pthread_t workers[PUMP_WORKERS];
+    int nworkers;
+    pthread_t watcher;
+    int watcher_started;
 };
 
 /*
- * One stream. `src` belongs to the producer thread alone. Everything else
- * is under mu: the buffer buf[off..len) (producer appends, reader takes),
- * `eof` (set by the producer: nothing more will be appended), `suspended`
- * (set by the reader when it suspends, cleared by whoever resumes),
- * `closed` (set when MHD released the response: the connection is gone)
- * and `refs` (the producer and the response each hold one; the last
- * release frees). The producer sleeps on `room`.
+ * One stream. The pump's fields (src, watch, avg, last, failing) belong to
+ * the worker that pumps it: one at a time, handed over under the hub's mu.
+ * state, again, due, heap_at and the links are under the hub's mu. The
+ * rest is under the stream's mu: the buffer buf[off..len) (pump appends,
+ * reader takes), `eof` (nothing more will be appended), `suspended` (set by
+ * the reader when it suspends, cleared by whoever resumes), `polled` (the
+ * socket is in the epoll set: only while suspended), `closed` (MHD released
+ * the response: the connection is gone), `gone` (the client hung up),
+ * `want_room` (the pump waits for the buffer to drain) and `refs` (the hub
+ * and the response each hold one; the last release frees). `fd` is the
+ * connection's socket, used only while suspended (MHD neither uses nor
+ * closes it then).
  */
-typedef struct sse_conn {
+struct sse_conn {
     once__sse *hub;
     struct MHD_Connection *conn;
+    int fd;
     once__a2a_stream *src;
+    void *watch;
+    size_t avg;                   /* running mean frame size: sizes the next read */
+    int64_t last;                 /* monotonic ms of the last bytes queued */
+    int64_t failing;              /* since when the store fails (0: it does not) */
+    int state, again;
+    int64_t due;
+    size_t heap_at;
+    sse_conn *qnext, *anext, *aprev;
     pthread_mutex_t mu;
-    pthread_cond_t room;
     char *buf;
     size_t off, len, size;
-    int eof, suspended, closed, refs;
-} sse_conn;
+    int eof, suspended, polled, closed, gone, want_room, refs;
+};
 
 static int stopping(const once__sse *h)
 {
     return __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE);
 }
 
+/* --- the timer heap (caller holds h->mu) ------------------------------------- */
 
-/* --- the buffer (caller holds s->mu) --------------------------------------- */
+static void heap_put(once__sse *h, size_t i, sse_conn *s)
+{
+    h->heap[i] = s;
+    s->heap_at = i;
+}
+
+/* Move the entry at i to where its due time belongs. */
+static void heap_fix(once__sse *h, size_t i)
+{
+    sse_conn *s = h->heap[i];
+    while (i > 0 && h->heap[(i - 1) / 2]->due > s->due) {
+        heap_put(h, i, h->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->nheap)
+            break;
+        if (c + 1 < h->nheap && h->heap[c + 1]->due < h->heap[c]->due)
+            c++;
+        if (h->heap[c]->due >= s->due)
+            break;
+        heap_put(h, i, h->heap[c]);
+        i = c;
+    }
+    heap_put(h, i, s);
+}
+
+static int heap_add(once__sse *h, sse_conn *s)
+{
+    size_t bytes = h->capheap * sizeof *h->heap, need = (h->nheap + 1) * sizeof *h->heap;
+    char *p = (char *)h->heap;
+    if (once__grow_to(&p, &bytes, once__grow_size(bytes, need, 64 * sizeof *h->heap,
+                                                  (size_t)-1)) != ONCE_OK)
+        return ONCE_ENOMEM;
+    h->heap = (sse_conn **)(void *)p;
+    h->capheap = bytes / sizeof *h->heap;
+    heap_put(h, h->nheap++, s);
+    heap_fix(h, s->heap_at);
+    return ONCE_OK;
+}
+
+static void heap_remove(once__sse *h, sse_conn *s)
+{
+    size_t i = s->heap_at;
+    sse_conn *last = h->heap[--h->nheap];
+    if (last != s) {
+        heap_put(h, i, last);
+        heap_fix(h, i);
+    }
+}
+
+/* --- scheduling (caller holds h->mu) ----------------------------------------- */
+
+static void kick_watcher(once__sse *h)
+{
+    uint64_t one = 1;
+    ssize_t n = write(h->evfd, &one, sizeof one);
+    (void)n;   /* full (EAGAIN): a wake-up is pending anyway */
+}
+
+static void enqueue(once__sse *h, sse_conn *s)
+{
+    s->state = S_QUEUED;
+    s->qnext = NULL;
+    if (h->qtail != NULL)
+        h->qtail->qnext = s;
+    else
+        h->qhead = s;
+    h->qtail = s;
+    pthread_cond_signal(&h->work);
+}
+
+/* Something may have changed for s: pump it soon. */
+static void due_now(once__sse *h, sse_conn *s)
+{
+    switch (s->state) {
+    case S_RUNNING:
+        s->again = 1;   /* its worker queues it again instead of parking it */
+        break;
+    case S_TIMED:
+        heap_remove(h, s);
+        enqueue(h, s);
+        break;
+    case S_ROOM:
+        enqueue(h, s);
+        break;
+    default:            /* queued already, or ended */
+        break;
+    }
+}
+
+static void schedule(sse_conn *s)
+{
+    once__sse *h = s->hub;
+    pthread_mutex_lock(&h->mu);
+    due_now(h, s);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* The engine's watch callback: this replica wrote to the stream's task. */
+static void on_write(void *arg)
+{
+    schedule(arg);
+}
+
+/* --- the buffer and the socket (caller holds s->mu) --------------------------- */
 
 static int append(sse_conn *s, const char *p, size_t n)
 {
@@ -138,22 +317,47 @@ static int append(sse_conn *s, const char *p, size_t n)
         s->len -= s->off;
         s->off = 0;
     }
-    /* Past the cap only for one event larger than the cap itself. */
-    size_t size = s->len + n > s->hub->cap ? s->len + n : s->hub->cap;
-    if (s->len + n > s->size && once__grow_to(&s->buf, &s->size, size) != ONCE_OK)
+    /* Doubling up to the cap; past it only for one event larger than the
+     * cap itself. */
+    size_t size = once__grow_size(s->size, s->len + n, BUF_FIRST, s->hub->cap);
+    if (once__grow_to(&s->buf, &s->size, size) != ONCE_OK)
         return ONCE_ENOMEM;
     memcpy(s->buf + s->len, p, n);
     s->len += n;
     return ONCE_OK;
 }
 
-/* Let MHD call the reader again if it is waiting for bytes. */
+/* Put the suspended connection's socket in the watcher's epoll set, for
+ * the peer's hang-up. Best effort: without it a hang-up is seen when the
+ * next ping fails to go out. */
+static void poll_socket(sse_conn *s)
+{
+    struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT, .data.ptr = s};
+    int op = s->polled ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (s->fd >= 0 && epoll_ctl(s->hub->epfd, op, s->fd, &ev) == 0)
+        s->polled = 1;
+}
+
+/* Let MHD call the reader again if it is waiting for bytes. The socket
+ * leaves the epoll set first: once resumed, MHD may close it. */
 static void wake(sse_conn *s)
 {
-    if (s->suspended) {
-        s->suspended = 0;
-        MHD_resume_connection(s->conn);
+    if (!s->suspended)
+        return;
+    s->suspended = 0;
+    if (s->polled) {
+        (void)epoll_ctl(s->hub->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+        s->polled = 0;
     }
+    MHD_resume_connection(s->conn);
+}
+
+/* 1 if the peer hung up (or half-closed: that counts as leaving, as it
+ * does for MHD) or the socket failed. */
+static int peer_left(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 static void release(sse_conn *s)
@@ -163,7 +367,6 @@ static void release(sse_conn *s)
     pthread_mutex_unlock(&s->mu);
     if (!last)
         return;
-    pthread_cond_destroy(&s->room);
     pthread_mutex_destroy(&s->mu);
     once_free(s->buf);
     once_free(s);
@@ -181,15 +384,15 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
         size_t n = have < max ? have : max;
         memcpy(out, s->buf + s->off, n);
         s->off += n;
-        if (s->off == s->len) {
-            s->off = s->len = 0;
-            if (s->size > s->hub->cap) { /* an oversized event went out */
-                once_free(s->buf);
-                s->buf = NULL;
-                s->size = 0;
-            }
+        if (s->off == s->len) {   /* drained: an idle stream holds no buffer */
+            once_free(s->buf);
+            s->buf = NULL;
+            s->off = s->len = s->size = 0;
         }
-        pthread_cond_signal(&s->room);
+        if (s->want_room && s->len - s->off <= s->hub->cap / 2) {
+            s->want_room = 0;
+            schedule(s);
+        }
         pthread_mutex_unlock(&s->mu);
         return (ssize_t)n;
     }
@@ -199,7 +402,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
     }
     MHD_suspend_connection(s->conn);
     s->suspended = 1;
-    pthread_cond_signal(&s->room);
+    poll_socket(s);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -213,34 +416,12 @@ static void on_free(void *cls)
     pthread_mutex_lock(&s->mu);
     s->closed = 1;
     s->suspended = 0;
-    pthread_cond_signal(&s->room);
     pthread_mutex_unlock(&s->mu);
+    schedule(s);   /* ends it now: the slot comes back */
     release(s);
 }
 
-/* --- the client leaving -------------------------------------------------------- */
-
-/* The producer's stop hook (once__wait_stop): 1 once the stream is closed
- * or its client hung up. The socket is looked at only while the connection
- * is suspended, under s->mu: MHD then neither uses nor closes it, so the
- * descriptor is still this connection's. */
-static int client_gone(void *arg)
-{
-    sse_conn *s = arg;
-    pthread_mutex_lock(&s->mu);
-    int gone = s->closed;
-    if (!gone && s->suspended) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(s->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        struct pollfd p = {.fd = ci != NULL ? ci->connect_fd : -1, .events = POLLRDHUP};
-        gone = ci != NULL && poll(&p, 1, 0) == 1 &&
-               (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return gone;
-}
-
-/* --- the producer ----------------------------------------------------------- */
+/* --- the pump (a worker) ------------------------------------------------------ */
 
 /* Queue text (may be NULL) and, if last, the end of the stream. */
 static void push(sse_conn *s, const char *text, size_t n, int last)
@@ -276,144 +457,263 @@ static size_t frames(const char *t, size_t n)
     return k > 0 ? k : 1;
 }
 
-/* Wait until the buffer holds at most cap/2 bytes. Returns the bytes it
- * holds, or (size_t)-1 when the stream must end (closed or stopping). */
-static size_t wait_room(sse_conn *s)
-{
-    once__sse *h = s->hub;
-    pthread_mutex_lock(&s->mu);
-    while (!s->closed && !stopping(h) && s->len - s->off > h->cap / 2)
-        once__cond_wait_ms(&s->room, &s->mu, SLICE_MS);
-    size_t fill = (s->closed || stopping(h)) ? (size_t)-1 : s->len - s->off;
-    pthread_mutex_unlock(&s->mu);
-    return fill;
-}
-
-/* Sleep up to ms, unless the stream closes or the hub stops. */
-static void pause_ms(sse_conn *s, int64_t ms)
-{
-    pthread_mutex_lock(&s->mu);
-    if (!s->closed && !stopping(s->hub))
-        once__cond_wait_ms(&s->room, &s->mu, ms);
-    pthread_mutex_unlock(&s->mu);
-}
-
 /* A store that cannot answer right now (ESTORE / EBUSY) is retried for a
  * while before the stream ends with an error frame: a busy moment should
- * not cost every client a reconnect. *since is when the failures began. */
-static int keep_trying(sse_conn *s, int rc, int64_t *since)
+ * not cost every client a reconnect. 1 with *due set: try again then. */
+static int retry_at(sse_conn *s, int rc, int64_t now, int64_t *due)
 {
     if (rc != ONCE_ESTORE && rc != ONCE_EBUSY)
         return 0;
-    int64_t now = once_monotonic_ms();
-    if (*since == 0)
-        *since = now;
-    if (now - *since >= RETRY_FOR_MS)
+    if (s->failing == 0)
+        s->failing = now;
+    if (now - s->failing >= RETRY_FOR_MS)
         return 0;
-    pause_ms(s, RETRY_PAUSE_MS);
+    *due = now + RETRY_PAUSE_MS;
     return 1;
 }
 
-/* End the stream: EOF after what is queued, and the shutdown frame first
- * when onced is stopping (not when the client went away). */
-static void end_stream(sse_conn *s)
+/* When a caught-up stream is due again: the next poll tick, or its ping if
+ * that comes first. */
+static int64_t idle_due(const sse_conn *s, int64_t now)
 {
-    pthread_mutex_lock(&s->mu);
-    int closed = s->closed;
-    pthread_mutex_unlock(&s->mu);
-    if (!closed)
-        push(s, SHUTDOWN_FRAME, sizeof SHUTDOWN_FRAME - 1, 1);
-    else
-        push(s, NULL, 0, 1);
+    int64_t tick = (now / POLL_MS + 1) * POLL_MS;
+    int64_t ping = s->last + s->hub->ping_ms;
+    return ping < tick ? ping : tick;
 }
 
-/* One stream's life; returns when it ended. */
-static void produce(sse_conn *s)
+/* The stream's room: its buffer's fill, or (size_t)-1 when it must end
+ * (*why: 1 closed or gone, 2 stopping). A fill past cap/2 asks the reader
+ * for room. */
+static size_t room(sse_conn *s, int *why)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t fill = s->len - s->off;
+    *why = s->closed || s->gone ? 1 : stopping(s->hub) ? 2 : 0;
+    if (*why == 0 && fill > s->hub->cap / 2)
+        s->want_room = 1;
+    pthread_mutex_unlock(&s->mu);
+    return *why ? (size_t)-1 : fill;
+}
+
+/* The ping after ping_ms without bytes, unless bytes wait to go out. */
+static void ping(sse_conn *s, int64_t now)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->len == s->off && append(s, PING_FRAME, sizeof PING_FRAME - 1) == ONCE_OK)
+        wake(s);
+    pthread_mutex_unlock(&s->mu);
+    s->last = now;
+}
+
+/* Pump s once: read what the cursor has (as much as the buffer has room
+ * for), or ping; never waits. Returns what s needs next (P_TIMED: *due). */
+static int pump(sse_conn *s, int64_t *due)
 {
     once__sse *h = s->hub;
-    size_t avg = h->cap / 4;   /* running mean frame size: sizes the next read */
-    int64_t last = once_monotonic_ms();
-    int64_t failing = 0;
-    for (;;) {
-        size_t fill = wait_room(s);
-        if (fill == (size_t)-1) {
-            end_stream(s);
-            return;
-        }
-        size_t max = (h->cap - fill) / avg;
-        max = max < 1 ? 1 : max > MAX_BATCH ? MAX_BATCH : max;
-        char *t = NULL;
-        size_t n = 0;
-        int done = 0;
-        int rc = once__a2a_stream_read(s->src, max, &t, &n, &done);
-        if (n > 0) {
-            push(s, t, n, done);
-            avg = (avg + n / frames(t, n) + 1) / 2;
-            last = once_monotonic_ms();
-        }
-        once_free(t);
-        if (done) {
+    int why;
+    size_t fill = room(s, &why);
+    if (why != 0) {
+        /* Stopping: the shutdown frame, unless the client is gone. A
+         * client that left gets EOF: resumed, MHD closes it. */
+        if (why == 2)
+            push(s, SHUTDOWN_FRAME, sizeof SHUTDOWN_FRAME - 1, 1);
+        else
             push(s, NULL, 0, 1);
+        return P_END;
+    }
+    if (fill > h->cap / 2)
+        return P_ROOM;
+    size_t max = (h->cap - fill) / s->avg;
+    max = max < 1 ? 1 : max > MAX_BATCH ? MAX_BATCH : max;
+    char *t = NULL;
+    size_t n = 0;
+    int done = 0;
+    int rc = once__a2a_stream_read(s->src, max, &t, &n, &done);
+    int64_t now = once_monotonic_ms();
+    if (n > 0) {
+        push(s, t, n, done);
+        s->avg = (s->avg + n / frames(t, n) + 1) / 2;
+        s->last = now;
+    }
+    once_free(t);
+    if (done) {
+        push(s, NULL, 0, 1);
+        return P_END;
+    }
+    if (rc == ONCE_ECLOSED) {   /* the engine is going away */
+        push(s, SHUTDOWN_FRAME, sizeof SHUTDOWN_FRAME - 1, 1);
+        return P_END;
+    }
+    if (rc != ONCE_OK) {
+        if (retry_at(s, rc, now, due))
+            return P_TIMED;
+        push_error(s, rc);
+        return P_END;
+    }
+    s->failing = 0;
+    if (n > 0)
+        return P_AGAIN;
+    if (now >= s->last + h->ping_ms)
+        ping(s, now);
+    *due = idle_due(s, now);
+    return P_TIMED;
+}
+
+/* Caller holds h->mu: s ended; out of the hub's lists, onto the reap list. */
+static void retire(once__sse *h, sse_conn *s)
+{
+    s->state = S_DONE;
+    if (s->aprev != NULL)
+        s->aprev->anext = s->anext;
+    else
+        h->all = s->anext;
+    if (s->anext != NULL)
+        s->anext->aprev = s->aprev;
+    s->qnext = h->reap;
+    if (h->reap == NULL)
+        kick_watcher(h);
+    h->reap = s;
+    h->live--;
+    pthread_cond_broadcast(&h->idle);
+}
+
+/* Caller holds h->mu: put s where its pump's answer says. */
+static void park(once__sse *h, sse_conn *s, int next, int64_t due)
+{
+    if (next == P_END) {
+        retire(h, s);
+    } else if (next == P_AGAIN || s->again) {
+        enqueue(h, s);
+    } else if (next == P_ROOM) {
+        s->state = S_ROOM;
+    } else {
+        s->state = S_TIMED;
+        s->due = due;
+        if (heap_add(h, s) != ONCE_OK) {
+            enqueue(h, s);   /* no memory for the heap: poll at once */
             return;
         }
-        if (rc != ONCE_OK) {
-            if (keep_trying(s, rc, &failing))
-                continue;
-            push_error(s, rc);
-            return;
+        if (h->watcher_asleep && due < h->watcher_wake) {
+            h->watcher_wake = due;
+            kick_watcher(h);
         }
-        failing = 0;
-        if (n > 0)
-            continue;
-        /* Caught up: wait for the task to move, a ping keeping the
-         * connection (and any proxy) alive meanwhile. */
-        int64_t now = once_monotonic_ms();
-        if (now >= last + h->ping_ms) {
-            pthread_mutex_lock(&s->mu);
-            if (s->len == s->off && append(s, PING_FRAME, sizeof PING_FRAME - 1) == ONCE_OK)
-                wake(s);
-            pthread_mutex_unlock(&s->mu);
-            last = now;
-            continue;
-        }
-        int64_t slice = last + h->ping_ms - now;
-        once__wait_stop stop = {client_gone, s};
-        rc = once__a2a_stream_wait(s->src, slice < SLICE_MS ? slice : SLICE_MS, &stop);
-        if (rc == ONCE_ECLOSED) {
-            end_stream(s);   /* the engine is going away */
-            return;
-        }
-        if (rc == ONCE_ECANCELED) {
-            push(s, NULL, 0, 1);   /* the client left: resumed, MHD closes it */
-            return;
-        }
-        if (rc != ONCE_OK && rc != ONCE_ETIMEDOUT) {
-            if (keep_trying(s, rc, &failing))
-                continue;
-            push_error(s, rc);
-            return;
-        }
-        pthread_mutex_lock(&s->mu);
-        int closed = s->closed;
-        pthread_mutex_unlock(&s->mu);
-        if (closed)
-            return;
     }
 }
 
-static void *producer_main(void *arg)
+/* The end of a stream, outside every lock: no more local wake-ups, the
+ * slot given back. */
+static void finish(sse_conn *s)
 {
-    sse_conn *s = arg;
-    once__sse *h = s->hub;
-    produce(s);
-    once__a2a_stream_free(s->src);   /* gives the stream slot back */
+    once__a2a_stream_unwatch(s->src, s->watch);
+    s->watch = NULL;
+    once__a2a_stream_free(s->src);
     s->src = NULL;
-    release(s);
+}
+
+static void *worker_main(void *arg)
+{
+    once__sse *h = arg;
     pthread_mutex_lock(&h->mu);
-    h->live--;
-    pthread_cond_broadcast(&h->idle);
+    for (;;) {
+        while (h->qhead == NULL && !h->quit)
+            pthread_cond_wait(&h->work, &h->mu);
+        if (h->qhead == NULL)
+            break;   /* quit */
+        sse_conn *s = h->qhead;
+        h->qhead = s->qnext;
+        if (h->qhead == NULL)
+            h->qtail = NULL;
+        s->state = S_RUNNING;
+        s->again = 0;
+        pthread_mutex_unlock(&h->mu);
+
+        int64_t due = 0;
+        int next = pump(s, &due);
+        if (next == P_END)
+            finish(s);
+
+        pthread_mutex_lock(&h->mu);
+        park(h, s, next, due);
+    }
     pthread_mutex_unlock(&h->mu);
     return NULL;
+}
+
+/* --- the watcher ---------------------------------------------------------------- */
+
+/* An epoll event for s's socket: if the connection is still suspended and
+ * its peer left, end the stream; else (a stale event) watch again. */
+static void on_socket(sse_conn *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int left = s->suspended && peer_left(s->fd);
+    if (left)
+        s->gone = 1;
+    else if (s->suspended)
+        poll_socket(s);
+    pthread_mutex_unlock(&s->mu);
+    if (left)
+        schedule(s);
+}
+
+/* Caller holds h->mu: queue every timed stream that is due by now; how
+ * long until the next one (-1: none). */
+static int take_due(once__sse *h, int64_t now)
+{
+    while (h->nheap > 0 && h->heap[0]->due <= now) {
+        sse_conn *s = h->heap[0];
+        heap_remove(h, s);
+        enqueue(h, s);
+    }
+    if (h->nheap == 0)
+        return -1;
+    int64_t left = h->heap[0]->due - now;
+    return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+static void reap(sse_conn *list)
+{
+    while (list != NULL) {
+        sse_conn *s = list;
+        list = s->qnext;
+        release(s);   /* the hub's reference */
+    }
+}
+
+static void *watcher_main(void *arg)
+{
+    once__sse *h = arg;
+    struct epoll_event ev[EPOLL_BATCH];
+    for (;;) {
+        /* The events of the last round are handled: what ended since can
+         * be released (its socket left the set before it ended). */
+        pthread_mutex_lock(&h->mu);
+        sse_conn *dead = h->reap;
+        h->reap = NULL;
+        int quit = h->quit;
+        int64_t now = once_monotonic_ms();
+        int timeout = take_due(h, now);
+        h->watcher_asleep = 1;
+        h->watcher_wake = timeout < 0 ? INT64_MAX : now + timeout;
+        pthread_mutex_unlock(&h->mu);
+        reap(dead);
+        if (quit)
+            return NULL;
+
+        int n = epoll_wait(h->epfd, ev, EPOLL_BATCH, timeout);
+        pthread_mutex_lock(&h->mu);
+        h->watcher_asleep = 0;
+        pthread_mutex_unlock(&h->mu);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.ptr == NULL) {
+                uint64_t v;
+                ssize_t r = read(h->evfd, &v, sizeof v);
+                (void)r;
+            } else {
+                on_socket(ev[i].data.ptr);
+            }
+        }
+    }
 }
 
 /* --- per-principal shares (the slots' hooks) -------------------------------- */
@@ -463,6 +763,39 @@ static void share_give(once__a2a_stream_slots *s, const char *principal)
 
 /* --- the hub ----------------------------------------------------------------- */
 
+/* End the threads (after every stream ended) and join them. */
+static void threads_stop(once__sse *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->quit = 1;
+    pthread_cond_broadcast(&h->work);
+    kick_watcher(h);
+    pthread_mutex_unlock(&h->mu);
+    for (int i = 0; i < h->nworkers; i++)
+        pthread_join(h->workers[i], NULL);
+    h->nworkers = 0;
+    if (h->watcher_started)
+        pthread_join(h->watcher, NULL);
+    h->watcher_started = 0;
+}
+
+static int threads_start(once__sse *h)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    h->epfd = epoll_create1(EPOLL_CLOEXEC);
+    h->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (h->epfd < 0 || h->evfd < 0 || epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->evfd, &ev) != 0)
+        return ONCE_ENOMEM;
+    if (pthread_create(&h->watcher, NULL, watcher_main, h) != 0)
+        return ONCE_ENOMEM;
+    h->watcher_started = 1;
+    for (; h->nworkers < PUMP_WORKERS; h->nworkers++) {
+        if (pthread_create(&h->workers[h->nworkers], NULL, worker_main, h) != 0)
+            return ONCE_ENOMEM;
+    }
+    return ONCE_OK;
+}
+
 int once__sse_new(unsigned max_streams, int share, size_t buffer_cap, int64_t ping_ms,
                   once__sse **out)
 {
@@ -472,7 +805,14 @@ int once__sse_new(unsigned max_streams, int share, size_t buffer_cap, int64_t pi
     once__sse *h = once_calloc(1, sizeof *h);
     if (h == NULL)
         return ONCE_ENOMEM;
+    h->epfd = h->evfd = -1;
     if (once__lock_init(&h->mu, &h->idle) != ONCE_OK) {
+        once_free(h);
+        return ONCE_ENOMEM;
+    }
+    if (pthread_cond_init(&h->work, NULL) != 0) {
+        pthread_cond_destroy(&h->idle);
+        pthread_mutex_destroy(&h->mu);
         once_free(h);
         return ONCE_ENOMEM;
     }
@@ -484,6 +824,11 @@ int once__sse_new(unsigned max_streams, int share, size_t buffer_cap, int64_t pi
     }
     h->cap = buffer_cap;
     h->ping_ms = ping_ms;
+    int rc = threads_start(h);
+    if (rc != ONCE_OK) {
+        once__sse_free(h);
+        return rc;
+    }
     *out = h;
     return ONCE_OK;
 }
@@ -493,31 +838,24 @@ once__a2a_stream_slots *once__sse_slots(once__sse *h)
     return &h->slots;
 }
 
-/* The kernel's send buffer counts too: left to autotuning, a stream to a
- * client that does not read parks up to tcp_wmem[2] (4 MiB) per socket.
- * Fixing it at the buffer cap keeps each slow stream at about twice the
- * cap in all, and makes the producer wait instead. Best effort. */
-static void cap_send_buffer(const once__sse *h, struct MHD_Connection *conn)
+/* The connection's socket, or -1. */
+static int socket_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci == NULL)
-        return;
-    int size = h->cap > (size_t)(1 << 30) ? 1 << 30 : (int)h->cap;
-    (void)setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    return ci != NULL ? ci->connect_fd : -1;
 }
 
-static int spawn(sse_conn *s)
+/* The kernel's send buffer counts too: left to autotuning, a stream to a
+ * client that does not read parks up to tcp_wmem[2] (4 MiB) per socket.
+ * Fixing it at the buffer cap keeps each slow stream at about twice the
+ * cap in all, and makes the pump wait instead. Best effort. */
+static void cap_send_buffer(const once__sse *h, int fd)
 {
-    pthread_attr_t a;
-    if (pthread_attr_init(&a) != 0)
-        return ONCE_EBUSY;
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&a, PRODUCER_STACK);
-    pthread_t t;
-    int rc = pthread_create(&t, &a, producer_main, s);
-    pthread_attr_destroy(&a);
-    return rc == 0 ? ONCE_OK : ONCE_EBUSY;
+    if (fd < 0)
+        return;
+    int size = h->cap > (size_t)(1 << 30) ? 1 << 30 : (int)h->cap;
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
 }
 
 static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once__a2a_stream *src)
@@ -525,15 +863,28 @@ static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once__a2a_s
     sse_conn *s = once_calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
-    if (once__lock_init(&s->mu, &s->room) != ONCE_OK) {
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
         once_free(s);
         return NULL;
     }
     s->hub = h;
     s->conn = conn;
+    s->fd = socket_of(conn);
     s->src = src;
+    s->avg = h->cap / 4;
+    s->last = once_monotonic_ms();
     s->refs = 2;
     return s;
+}
+
+/* Caller holds h->mu: a new stream joins the hub, due at once. */
+static void join(once__sse *h, sse_conn *s)
+{
+    s->anext = h->all;
+    if (h->all != NULL)
+        h->all->aprev = s;
+    h->all = s;
+    enqueue(h, s);
 }
 
 int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_response *resp,
@@ -552,27 +903,22 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_respons
         return ONCE_ECLOSED;
     }
 
-    int rc = ONCE_ENOMEM;
     struct MHD_Response *res = NULL;
     sse_conn *s = conn_new(h, conn, src);
     if (s != NULL)
         res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, READ_BLOCK, reader, s,
                                                 on_free);
-    if (res != NULL)
-        rc = spawn(s);
-    if (rc != ONCE_OK) {
+    if (res == NULL) {
         once__a2a_stream_free(src);        /* the stream never opened: slot back */
-        if (res != NULL)
-            MHD_destroy_response(res);    /* on_free: the response's reference */
-        else if (s != NULL)
-            release(s);
-        if (s != NULL)
-            release(s);                   /* the producer's reference */
+        if (s != NULL) {
+            pthread_mutex_destroy(&s->mu);
+            once_free(s);
+        }
         pthread_mutex_lock(&h->mu);
         h->live--;
         pthread_cond_broadcast(&h->idle);
         pthread_mutex_unlock(&h->mu);
-        return rc;
+        return ONCE_ENOMEM;
     }
     MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
@@ -583,9 +929,16 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_respons
         MHD_add_response_header(res, "A2A-Extensions", ONCE_A2A_EXTENSION_URI);
     if (decorate != NULL)
         decorate(res);
-    cap_send_buffer(h, conn);
+    cap_send_buffer(h, s->fd);
+    /* Watch before the first read, so no local write falls between. No
+     * watch (no memory, the engine stopping): the stream polls, and a
+     * stopping engine ends it at its first read. */
+    (void)once__a2a_stream_watch(src, on_write, s, &s->watch);
+    pthread_mutex_lock(&h->mu);
+    join(h, s);
+    pthread_mutex_unlock(&h->mu);
     /* If queueing fails the response dies here, on_free marks the stream
-     * closed and the producer ends by itself. */
+     * closed and its pump ends it. */
     *ret = MHD_queue_response(conn, MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ONCE_OK;
@@ -605,20 +958,30 @@ void once__sse_stop(once__sse *h)
         return;
     pthread_mutex_lock(&h->mu);
     __atomic_store_n(&h->stopping, 1, __ATOMIC_RELEASE);
+    for (sse_conn *s = h->all; s != NULL; s = s->anext)
+        due_now(h, s);
     while (h->live > 0)
-        once__cond_wait_ms(&h->idle, &h->mu, SLICE_MS);
+        pthread_cond_wait(&h->idle, &h->mu);
     pthread_mutex_unlock(&h->mu);
+    threads_stop(h);
 }
 
 void once__sse_free(once__sse *h)
 {
     if (h == NULL)
         return;
+    threads_stop(h);   /* none left after once__sse_stop */
     while (h->holders != NULL) {   /* none once every stream ended */
         holder *x = h->holders;
         h->holders = x->next;
         once_free(x);
     }
+    if (h->epfd >= 0)
+        close(h->epfd);
+    if (h->evfd >= 0)
+        close(h->evfd);
+    once_free(h->heap);
+    pthread_cond_destroy(&h->work);
     pthread_cond_destroy(&h->idle);
     pthread_mutex_destroy(&h->mu);
     once_free(h);

@@ -1,6 +1,7 @@
 /*
  * sse.h -- Server-Sent Events for the streaming A2A methods (internal to
- * src/http): one hub per server, one producer thread per open stream.
+ * src/http): one hub per server, whose few threads (a pool of pumps and a
+ * watcher: sse.c) feed every open stream; threads do not grow with streams.
  */
 #ifndef ONCE_HTTP_SSE_H
 #define ONCE_HTTP_SSE_H
@@ -11,7 +12,8 @@
 
 typedef struct once__sse once__sse;
 
-/* max_streams >= 1, buffer_cap >= 1024 bytes, ping_ms >= 1. share: the
+/* max_streams >= 1, buffer_cap >= 1024 bytes, ping_ms >= 1. Starts the
+ * hub's threads (ONCE_ENOMEM if it cannot). share: the
  * streams one principal may hold (0: no share; ONCE__SHARE_QUARTER: a
  * quarter of max_streams); past it its stream calls get 503
  * TOO_MANY_STREAMS while other principals still get slots. */
@@ -24,10 +26,10 @@ once__a2a_stream_slots *once__sse_slots(once__sse *h);
 
 /* Answer resp (a successful streaming call: resp->stream set) on conn, from
  * the MHD access handler: queue a text/event-stream response and start its
- * producer; decorate (NULL: none) adds the caller's headers (CORS) to the
+ * feed; decorate (NULL: none) adds the caller's headers (CORS) to the
  * response. The cursor is taken from resp in every case. ONCE_OK with
- * *ret = MHD's answer; ONCE_ECLOSED (stopping), ONCE_EBUSY (no thread) or
- * ONCE_ENOMEM: nothing was queued and the caller answers with an error (the
+ * *ret = MHD's answer; ONCE_ECLOSED (stopping) or ONCE_ENOMEM: nothing
+ * was queued and the caller answers with an error (the
  * send behind the stream is already applied; the client's retry replays). */
 int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_response *resp,
                     void (*decorate)(struct MHD_Response *), enum MHD_Result *ret);
@@ -35,12 +37,14 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_respons
 /* Streams open now (a gauge for /metrics). */
 unsigned once__sse_open(once__sse *h);
 
-/* End every stream (each gets EOF after what it already queued) and wait
- * until their producers have resumed their connections and exited. After
- * this, once__sse_start refuses. Call before MHD_stop_daemon. */
+/* End every stream (each gets the shutdown frame and EOF after what it
+ * already queued) and wait until every one has resumed its connection and
+ * ended, then end the hub's threads. After this, once__sse_start refuses.
+ * Call before MHD_stop_daemon. */
 void once__sse_stop(once__sse *h);
 
-/* Free the hub; after once__sse_stop and MHD_stop_daemon. NULL ok. */
+/* Free the hub; after once__sse_stop and MHD_stop_daemon (or with no stream
+ * ever started). NULL ok. */
 void once__sse_free(once__sse *h);
 
 #endif /* ONCE_HTTP_SSE_H */
