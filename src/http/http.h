@@ -7,8 +7,9 @@
  * requests; every JSON-RPC call runs on a separate worker pool while its
  * connection is suspended, because a blocking SendMessage may wait for a
  * task for up to a minute and must not stall the other connections an
- * epoll thread serves. An SSE stream gets its own producer thread that
- * reads the store and suspends / resumes the connection (sse.c).
+ * epoll thread serves. SSE streams are fed by a small fixed hub (sse.c: a
+ * few pump workers and one watcher thread), not a thread each; a stream
+ * waiting for its task holds no thread.
  */
 #ifndef ONCE_HTTP_HTTP_H
 #define ONCE_HTTP_HTTP_H

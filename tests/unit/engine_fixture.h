@@ -324,6 +324,19 @@ static FX_UNUSED void fx_res_clear(once_send_res *res)
     memset(res, 0, sizeof *res);
 }
 
+/* Register a task of alice's with text (returnImmediately); its ID into
+ * id[0..idlen). */
+static FX_UNUSED void fx_start(once__engine *e, const char *mid, const char *text, char *id,
+                               size_t idlen)
+{
+    once_send_res res;
+    json_t *m = fx_msg(mid, text, NULL, NULL);
+    assert_int_equal(fx_send(e, "alice", m, 0, 1, &res), ONCE_OK);
+    snprintf(id, idlen, "%s", res.task_id);
+    fx_res_clear(&res);
+    json_decref(m);
+}
+
 /* Send one more plain task through e (an engine with ONE worker) and wait
  * until it completed: the worker has then finished every turn queued before
  * it, including what the engine does after the executor returned. The

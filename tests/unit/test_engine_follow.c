@@ -47,23 +47,13 @@ static void *opener(void *p)
 }
 
 /* Register a task with text and return its id (res cleared). */
-static void start(once__engine *e, const char *mid, const char *text, char *id, size_t idlen)
-{
-    once_send_res res;
-    json_t *m = fx_msg(mid, text, NULL, NULL);
-    assert_int_equal(fx_send(e, "alice", m, 0, 1, &res), ONCE_OK);
-    snprintf(id, idlen, "%s", res.task_id);
-    fx_res_clear(&res);
-    json_decref(m);
-}
-
 static void test_events_and_head(void **state)
 {
     (void)state;
     fx_env env;
     fx_env_open(&env, NULL, 0);
     char id[ONCE_ID_MAX + 1];
-    start(env.e, "m-1", "hello", id, sizeof id);
+    fx_start(env.e, "m-1", "hello", id, sizeof id);
     fx_wait_state(env.store, "alice", id, ONCE_STATE_COMPLETED);
 
     int64_t gen = 0;
@@ -107,7 +97,7 @@ static void test_events_and_head(void **state)
 
     /* A direct Message is not a task, for the head as for GetTask. */
     char mid[ONCE_ID_MAX + 1];
-    start(env.e, "m-2", "reply", mid, sizeof mid);
+    fx_start(env.e, "m-2", "reply", mid, sizeof mid);
     fx_wait_state(env.store, "alice", mid, ONCE_STATE_COMPLETED);
     assert_int_equal(once__engine_task_head(env.e, "alice", mid, &gen, &st), ONCE_ENOTFOUND);
     fx_env_close(&env);
@@ -119,7 +109,7 @@ static void test_wait_local_write(void **state)
     fx_env env;
     fx_env_open(&env, NULL, 0);
     char id[ONCE_ID_MAX + 1];
-    start(env.e, "m-1", "block", id, sizeof id);   /* works until the gate opens */
+    fx_start(env.e, "m-1", "block", id, sizeof id);   /* works until the gate opens */
     fx_wait_blocked(&env.fx, 1);
     int64_t gen;
     once_state st;
@@ -168,7 +158,7 @@ static void test_wait_other_replica(void **state)
     once__engine *b = fx_engine_beside(&env, "replica-b");
 
     char id[ONCE_ID_MAX + 1];
-    start(env.e, "m-1", "sleep:200", id, sizeof id);
+    fx_start(env.e, "m-1", "sleep:200", id, sizeof id);
     int64_t gen = 0;
     once_state st;
     assert_int_equal(once__engine_task_head(b, "alice", id, &gen, &st), ONCE_OK);
@@ -237,7 +227,7 @@ static void test_write_between_look_and_wait(void **state)
     fx_env env;
     fx_env_open_with(&env, NULL, 0, gap_install);
     char id[ONCE_ID_MAX + 1];
-    start(env.e, "m-1", "ask:which?", id, sizeof id);
+    fx_start(env.e, "m-1", "ask:which?", id, sizeof id);
     fx_wait_state(env.store, "alice", id, ONCE_STATE_INPUT_REQUIRED);
     int64_t gen;
     once_state st;
@@ -281,7 +271,7 @@ static void test_wait_ends_at_shutdown(void **state)
     fx_env env;
     fx_env_open(&env, NULL, 0);
     char id[ONCE_ID_MAX + 1];
-    start(env.e, "m-1", "hello", id, sizeof id);
+    fx_start(env.e, "m-1", "hello", id, sizeof id);
     fx_wait_state(env.store, "alice", id, ONCE_STATE_COMPLETED);
     fx_wait_done(&env.fx, 1);
     waiter_arg a = {env.e, id, 0, 0};

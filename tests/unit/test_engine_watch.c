@@ -28,26 +28,16 @@ static int called(void *arg)
     return counted(arg) > 0;
 }
 
-static void start(once__engine *e, const char *mid, const char *text, char *id, size_t idlen)
-{
-    once_send_res res;
-    json_t *m = fx_msg(mid, text, NULL, NULL);
-    assert_int_equal(fx_send(e, "alice", m, 0, 1, &res), ONCE_OK);
-    snprintf(id, idlen, "%s", res.task_id);
-    fx_res_clear(&res);
-    json_decref(m);
-}
-
 static void test_local_writes_call_the_watch(void **state)
 {
     (void)state;
     fx_env env;
     fx_env_open(&env, NULL, 0);
     char id[ONCE_ID_MAX + 1], gone[ONCE_ID_MAX + 1], other[ONCE_ID_MAX + 1];
-    start(env.e, "m-1", "block", id, sizeof id);   /* both work until the gate opens */
-    start(env.e, "m-2", "block", gone, sizeof gone);
+    fx_start(env.e, "m-1", "block", id, sizeof id);   /* both work until the gate opens */
+    fx_start(env.e, "m-2", "block", gone, sizeof gone);
     fx_wait_blocked(&env.fx, 2);
-    start(env.e, "m-3", "sleep:1", other, sizeof other);
+    fx_start(env.e, "m-3", "sleep:1", other, sizeof other);
     fx_wait_state(env.store, "alice", other, ONCE_STATE_COMPLETED);
 
     counter mine = {0}, removed = {0}, bob = {0}, elsewhere = {0};
