@@ -23,7 +23,7 @@
  * Parked turns (once_work_park): a turn whose run() asked to be parked
  * leaves its worker with the task still WORKING and its lease kept: it
  * stays on e->active as running (the heartbeat renews it and a cancel or a
- * lost lease flags it) and waits on e->parked, a min-heap on the time it is
+ * lost lease flags it) and waits on e->parked, a min-heap (core/heap.h) on the time it is
  * due, holding no thread. Workers wait for the queue or the earliest due
  * time; a due turn goes to the queue's tail like any other (so a parked
  * principal's re-runs take their turn behind the others'), and runs again
@@ -41,10 +41,10 @@
  * queued turns never run (their leases expire and any replica takes them
  * over).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc_int.h"
 #include "core/str.h"
 #include "engine/engine_int.h"
 
@@ -56,75 +56,36 @@ static int same_key(const once__turn *t, const char *principal, const char *task
     return strcmp(t->task_id, task_id) == 0 && strcmp(t->principal, principal) == 0;
 }
 
-/* --- parked turns: a binary min-heap on parked_until (caller holds e->mu) --- */
+/* --- parked turns: e->parked, by when they are due (caller holds e->mu) --- */
 
-static void heap_put(once__engine *e, size_t i, once__turn *t)
-{
-    e->parked[i] = t;
-    t->park_at = i;
-}
-
-static void sift_up(once__engine *e, size_t i)
-{
-    once__turn *t = e->parked[i];
-    while (i > 0 && e->parked[(i - 1) / 2]->parked_until > t->parked_until) {
-        heap_put(e, i, e->parked[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-    heap_put(e, i, t);
-}
-
-static void sift_down(once__engine *e, size_t i)
-{
-    once__turn *t = e->parked[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= e->nparked)
-            break;
-        if (c + 1 < e->nparked && e->parked[c + 1]->parked_until < e->parked[c]->parked_until)
-            c++;
-        if (e->parked[c]->parked_until >= t->parked_until)
-            break;
-        heap_put(e, i, e->parked[c]);
-        i = c;
-    }
-    heap_put(e, i, t);
-}
+#define TURN_OF(node) ((once__turn *)(void *)((char *)(node) - offsetof(once__turn, park)))
 
 /* Park t until `until`; ONCE_ENOMEM: no room in the heap. */
 static int park_locked(once__engine *e, once__turn *t, int64_t until)
 {
-    if (e->nparked == e->capparked &&
-        once__grow(&e->parked, &e->capparked, sizeof *e->parked, 16) != ONCE_OK)
+    t->park.key = until;
+    if (once__heap_add(&e->parked, &t->park) != ONCE_OK)
         return ONCE_ENOMEM;
-    t->parked_until = until;
-    heap_put(e, e->nparked++, t);
-    sift_up(e, t->park_at);
-    __atomic_store_n(&e->stats.parked, (uint64_t)e->nparked, __ATOMIC_RELAXED);
+    t->parked = 1;
+    __atomic_store_n(&e->stats.parked, (uint64_t)e->parked.n, __ATOMIC_RELAXED);
     return ONCE_OK;
 }
 
 /* Take t (parked) off the heap. */
 static void unpark_locked(once__engine *e, once__turn *t)
 {
-    size_t i = t->park_at;
-    once__turn *last = e->parked[--e->nparked];
-    t->parked_until = 0;
-    __atomic_store_n(&e->stats.parked, (uint64_t)e->nparked, __ATOMIC_RELAXED);
-    if (last == t)
-        return;
-    heap_put(e, i, last);
-    sift_up(e, i);
-    sift_down(e, last->park_at);
+    once__heap_remove(&e->parked, &t->park);
+    t->parked = 0;
+    __atomic_store_n(&e->stats.parked, (uint64_t)e->parked.n, __ATOMIC_RELAXED);
 }
 
 /* Flag t canceled; a parked t falls due at once (its executor hears of it). */
 static void flag_locked(once__engine *e, once__turn *t)
 {
     __atomic_store_n(&t->canceled, 1, __ATOMIC_RELEASE);
-    if (t->parked_until != 0) {
-        t->parked_until = 1;
-        sift_up(e, t->park_at);
+    if (t->parked) {
+        t->park.key = 1;
+        once__heap_fix(&e->parked, &t->park);
         pthread_cond_signal(&e->work_cv);
     }
 }
@@ -163,9 +124,9 @@ static once__turn *queued_locked(once__engine *e, const char *principal, const c
 /* Caller holds e->mu. The parked turn of the key, or NULL. */
 static once__turn *parked_of_locked(once__engine *e, const char *principal, const char *task_id)
 {
-    for (size_t i = 0; i < e->nparked; i++)
-        if (same_key(e->parked[i], principal, task_id))
-            return e->parked[i];
+    for (size_t i = 0; i < e->parked.n; i++)
+        if (same_key(TURN_OF(e->parked.v[i]), principal, task_id))
+            return TURN_OF(e->parked.v[i]);
     return NULL;
 }
 
@@ -345,15 +306,17 @@ static void queue_locked(once__engine *e, once__turn *t)
  * next one falls due, or 0 when none is parked. Caller holds e->mu. */
 static int64_t unpark_due_locked(once__engine *e)
 {
-    if (e->nparked == 0)
+    if (e->parked.n == 0)
         return 0;
     int64_t now = once_monotonic_ms();
-    while (e->nparked > 0 && e->parked[0]->parked_until <= now) {
-        once__turn *t = e->parked[0];
+    once__heap_node *top;
+    while ((top = once__heap_top(&e->parked)) != NULL && top->key <= now) {
+        once__turn *t = TURN_OF(top);
         unpark_locked(e, t);
         queue_locked(e, t);
     }
-    return e->nparked > 0 ? e->parked[0]->parked_until : 0;
+    top = once__heap_top(&e->parked);
+    return top != NULL ? top->key : 0;
 }
 
 /* Queue t (taken over), or let it replace the queued (or parked) turn of
@@ -369,7 +332,7 @@ static int enqueue(once__engine *e, once__turn *t)
     t->id = ++e->next_turn_id;
     cancel_locked(e, t->principal, t->task_id, t->id);
     once__turn *old = queued_locked(e, t->principal, t->task_id);
-    if (old == NULL && e->nparked > 0 && (old = parked_of_locked(e, t->principal, t->task_id))) {
+    if (old == NULL && e->parked.n > 0 && (old = parked_of_locked(e, t->principal, t->task_id))) {
         /* A parked turn of the key: it leaves the heap for the queue and is
          * replaced there, so the key is never queued and parked at once. */
         unpark_locked(e, old);
@@ -752,9 +715,7 @@ void once__dispatch_stop(once__engine *e)
     e->active = NULL;
     e->qhead = e->qtail = NULL;
     e->nqueued = 0;
-    once_free(e->parked);   /* its turns are on the active list */
-    e->parked = NULL;
-    e->nparked = e->capparked = 0;
+    once__heap_clear(&e->parked);   /* its turns are on the active list */
     __atomic_store_n(&e->stats.parked, 0, __ATOMIC_RELAXED);
     once__tenant *n = e->tenants;
     e->tenants = NULL;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "core/condwait.h"
+#include "core/heap.h"
 #include "core/log.h"
 #include "engine/engine.h"
 
@@ -61,8 +62,8 @@ typedef struct once__turn {
                                  * only these) */
     int64_t park_ms;            /* the turn's run() asked to be parked this long
                                  * (once_work_park); 0: it ended */
-    int64_t parked_until;       /* monotonic ms: on e->parked until then (0: not parked) */
-    size_t park_at;             /* its index in e->parked while parked */
+    int parked;                 /* on e->parked, until park.key (monotonic ms) */
+    once__heap_node park;
     int parks;                  /* times in a row this turn was parked and ran again */
     json_t *task;               /* the task tree of rec (NULL: none), so the turn need
                                  * not parse it again */
@@ -147,8 +148,7 @@ struct once__engine {
     int nqueued;                /* turns on the queue (cfg.max_queue bounds new ones) */
     once__tenant *tenants;      /* principals with turns queued or on workers */
     once__turn *active;         /* newest first: ids descend along anext */
-    once__turn **parked;        /* parked turns, a binary min-heap on parked_until */
-    size_t nparked, capparked;
+    once__heap parked;          /* parked turns, by when they are due */
     once__waiter *waiters;
     struct once__engine_watch *watches[ONCE__WATCH_BUCKETS]; /* follow.c */
     once__await *awaits;        /* deferred waits (await.c) */

@@ -91,6 +91,7 @@
 #include <unistd.h>
 
 #include "core/grow.h"
+#include "core/heap.h"
 #include "core/str.h"
 #include "core/condwait.h"
 #include "http/sse.h"
@@ -151,8 +152,7 @@ struct once__sse {
     sse_conn *all;                /* every stream not yet reaped (anext/aprev) */
     sse_conn *qhead, *qtail;      /* the run queue (qnext) */
     sse_conn *reap;               /* ended, for the watcher to release (qnext) */
-    sse_conn **heap;              /* S_TIMED streams, a binary min-heap on `due` */
-    size_t nheap, capheap;
+    once__heap heap;              /* S_TIMED streams, by when they are due (timer.key) */
     int watcher_asleep;
     int64_t watcher_wake;         /* while asleep: when it wakes by itself */
     int epfd, evfd;
@@ -165,7 +165,7 @@ struct once__sse {
 /*
  * One stream. The pump's fields (src, watch, avg, last, failing) belong to
  * the worker that pumps it: one at a time, handed over under the hub's mu.
- * state, again, due, heap_at and the links are under the hub's mu. The
+ * state, again, timer and the links are under the hub's mu. The
  * rest is under the stream's mu: the buffer buf[off..len) (pump appends,
  * reader takes), `eof` (nothing more will be appended), `suspended` (set by
  * the reader when it suspends, cleared by whoever resumes), `polled` (the
@@ -186,8 +186,7 @@ struct sse_conn {
     int64_t last;                 /* monotonic ms of the last bytes queued */
     int64_t failing;              /* since when the store fails (0: it does not) */
     int state, again;
-    int64_t due;
-    size_t heap_at;
+    once__heap_node timer;        /* key: when it is due (S_TIMED) */
     sse_conn *qnext, *anext, *aprev;
     pthread_mutex_t mu;
     char *buf;
@@ -200,58 +199,18 @@ static int stopping(const once__sse *h)
     return __atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE);
 }
 
-/* --- the timer heap (caller holds h->mu) ------------------------------------- */
+/* --- the timer heap (caller holds h->mu; core/heap.h) ----------------------- */
 
-static void heap_put(once__sse *h, size_t i, sse_conn *s)
-{
-    h->heap[i] = s;
-    s->heap_at = i;
-}
-
-/* Move the entry at i to where its due time belongs. */
-static void heap_fix(once__sse *h, size_t i)
-{
-    sse_conn *s = h->heap[i];
-    while (i > 0 && h->heap[(i - 1) / 2]->due > s->due) {
-        heap_put(h, i, h->heap[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->nheap)
-            break;
-        if (c + 1 < h->nheap && h->heap[c + 1]->due < h->heap[c]->due)
-            c++;
-        if (h->heap[c]->due >= s->due)
-            break;
-        heap_put(h, i, h->heap[c]);
-        i = c;
-    }
-    heap_put(h, i, s);
-}
+#define CONN_OF(node) ((sse_conn *)(void *)((char *)(node) - offsetof(sse_conn, timer)))
 
 static int heap_add(once__sse *h, sse_conn *s)
 {
-    size_t bytes = h->capheap * sizeof *h->heap, need = (h->nheap + 1) * sizeof *h->heap;
-    char *p = (char *)h->heap;
-    if (once__grow_to(&p, &bytes, once__grow_size(bytes, need, 64 * sizeof *h->heap,
-                                                  (size_t)-1)) != ONCE_OK)
-        return ONCE_ENOMEM;
-    h->heap = (sse_conn **)(void *)p;
-    h->capheap = bytes / sizeof *h->heap;
-    heap_put(h, h->nheap++, s);
-    heap_fix(h, s->heap_at);
-    return ONCE_OK;
+    return once__heap_add(&h->heap, &s->timer);
 }
 
 static void heap_remove(once__sse *h, sse_conn *s)
 {
-    size_t i = s->heap_at;
-    sse_conn *last = h->heap[--h->nheap];
-    if (last != s) {
-        heap_put(h, i, last);
-        heap_fix(h, i);
-    }
+    once__heap_remove(&h->heap, &s->timer);
 }
 
 /* --- scheduling (caller holds h->mu) ----------------------------------------- */
@@ -588,7 +547,7 @@ static void park(once__sse *h, sse_conn *s, int next, int64_t due)
         s->state = S_ROOM;
     } else {
         s->state = S_TIMED;
-        s->due = due;
+        s->timer.key = due;
         if (heap_add(h, s) != ONCE_OK) {
             enqueue(h, s);   /* no memory for the heap: poll at once */
             return;
@@ -660,14 +619,15 @@ static void on_socket(sse_conn *s)
  * long until the next one (-1: none). */
 static int take_due(once__sse *h, int64_t now)
 {
-    while (h->nheap > 0 && h->heap[0]->due <= now) {
-        sse_conn *s = h->heap[0];
+    once__heap_node *top;
+    while ((top = once__heap_top(&h->heap)) != NULL && top->key <= now) {
+        sse_conn *s = CONN_OF(top);
         heap_remove(h, s);
         enqueue(h, s);
     }
-    if (h->nheap == 0)
+    if (top == NULL)
         return -1;
-    int64_t left = h->heap[0]->due - now;
+    int64_t left = top->key - now;
     return left > INT_MAX ? INT_MAX : (int)left;
 }
 
@@ -980,7 +940,7 @@ void once__sse_free(once__sse *h)
         close(h->epfd);
     if (h->evfd >= 0)
         close(h->evfd);
-    once_free(h->heap);
+    once__heap_clear(&h->heap);
     pthread_cond_destroy(&h->work);
     pthread_cond_destroy(&h->idle);
     pthread_mutex_destroy(&h->mu);
