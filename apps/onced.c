@@ -265,6 +265,9 @@ static int parse_dur(const char *flag, const char *v, int neg, int64_t *out)
     return 0;
 }
 
+/* The bound of the counts of things held without a thread each. */
+#define MANY_MAX 1000000
+
 static int parse_count(const char *flag, const char *v, unsigned max, unsigned *out)
 {
     char *end;
@@ -285,8 +288,8 @@ static int add_value(const char *flag, const char *value, const char **v, size_t
     return 0;
 }
 
-enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_SIZE, F_SECRET, F_ALLOW, F_HEADER, F_HOSTS,
-       F_ORIGIN };
+enum { F_NONE, F_STR, F_DUR, F_SDUR, F_COUNT, F_MANY, F_SIZE, F_SECRET, F_ALLOW, F_HEADER,
+       F_HOSTS, F_ORIGIN };
 
 static int parse_args(int argc, char **argv, opts *o)
 {
@@ -321,19 +324,19 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--turn-workers", F_COUNT, &o->turn_workers},
         {"--max-queue", F_COUNT, &o->max_queue},
         {"--max-queue-per-principal", F_COUNT, &o->max_queue_pp},
-        {"--max-waits", F_COUNT, &o->max_waits},
-        {"--max-waits-per-principal", F_COUNT, &o->max_waits_pp},
+        {"--max-waits", F_MANY, &o->max_waits},
+        {"--max-waits-per-principal", F_MANY, &o->max_waits_pp},
         {"--max-task-size", F_SIZE, &o->max_task_size},
         {"--max-wait", F_DUR, &o->max_wait_ms},
         {"--threads", F_COUNT, &o->threads},
         {"--workers", F_COUNT, &o->workers},
         {"--max-body", F_SIZE, &o->max_body},
-        {"--max-streams", F_COUNT, &o->max_streams},
-        {"--max-streams-per-principal", F_COUNT, &o->max_streams_pp},
+        {"--max-streams", F_MANY, &o->max_streams},
+        {"--max-streams-per-principal", F_MANY, &o->max_streams_pp},
         {"--sse-ping", F_DUR, &o->sse_ping_ms},
         {"--request-timeout", F_DUR, &o->request_timeout_ms},
-        {"--max-connections", F_COUNT, &o->max_connections},
-        {"--max-connections-per-ip", F_COUNT, &o->max_per_ip},
+        {"--max-connections", F_MANY, &o->max_connections},
+        {"--max-connections-per-ip", F_MANY, &o->max_per_ip},
         {"--max-body-memory", F_SIZE, &o->max_body_memory},
         {"--test-admin", F_NONE, &o->test_admin},
         {"--inspect", F_NONE, &o->inspect},
@@ -393,6 +396,10 @@ static int parse_args(int argc, char **argv, opts *o)
             break;
         case F_COUNT:
             rc = parse_count(f->name, v, 4096, f->dst);
+            break;
+        case F_MANY: /* streams, waits, connections: what one replica holds
+                      * without a thread each (bench/README.md) */
+            rc = parse_count(f->name, v, MANY_MAX, f->dst);
             break;
         case F_SIZE:
             if (once__parse_size(v, &sz) != ONCE_OK || sz < 1024 || sz > ((uint64_t)1 << 30))
