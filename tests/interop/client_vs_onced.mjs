@@ -13,20 +13,15 @@
 // onced binary is a FAILURE (never a skip); output ends with
 // "N passed, N failed" and the exit status is non-zero on any failure.
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-import { check, CheckFailed, eq, scaled, tally } from '../js/harness.mjs';
-import { oncedUnderTest, pinnedSdkVersion } from '../js/interop_harness.mjs';
+import { check, eq, scaled, tally } from '../js/harness.mjs';
+import { lastRpc, oncedBinary, oncedUnderTest, recordingFetch, runScenario } from '../js/interop_harness.mjs';
+import { expectEcho, expectSdkError, expectState, EXT, isTask, loadSdk, opts, SDK_VERSION, stateName } from './a2a_sdk_helpers.mjs';
+import { texts, userMessage } from './a2a_sdk_helpers.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '..', '..');
-const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
+const ONCED = oncedBinary();
 // onced --plain-ids (docs/wire.md, "Identity"): derived (the default) or server.
 const PLAIN_IDS = process.env.ONCE_PLAIN_IDS || 'derived';
-const SDK_VERSION = '1.3.0';
-const EXT = 'urn:once:a2a:idempotency:v1';
-const CALL_TIMEOUT_MS = scaled(30000);
 const WATCHDOG_MS = scaled(110000);
 
 const { finish, fatal, requireBinary, start } = oncedUnderTest({
@@ -35,88 +30,19 @@ const { finish, fatal, requireBinary, start } = oncedUnderTest({
 
 // ---- preconditions: the SDK and the server binary must both be present ----
 
-const sdkVersion = pinnedSdkVersion(HERE, SDK_VERSION, fatal);
-let sdk;
-try {
-  sdk = {
-    ...(await import('@a2a-js/sdk')),
-    ...(await import('@a2a-js/sdk/client')),
-    errors: await import('@a2a-js/sdk/errors'),
-  };
-} catch (e) {
-  fatal(`cannot load @a2a-js/sdk: ${e && e.stack ? e.stack : e}`);
-}
+// The 1.0 client takes a Message with only the ids it has, and its isTask
+// takes what has an id and a status (a2a_sdk_helpers.mjs, loadSdk).
+const sdk = await loadSdk('@a2a-js/sdk/client', fatal, { blankIds: false, rejectMessages: false });
 const { ClientFactory, Role, TaskState } = sdk;
 
 requireBinary();
 
 // ---- recording fetch: what the SDK sends, what onced answers ----
 
-const wire = []; // {method, url, reqHeaders: Headers, body, status, resHeaders: Headers}
-const realFetch = globalThis.fetch;
-globalThis.fetch = async (input, init = {}) => {
-  const rec = {
-    method: init.method || 'GET',
-    url: String(input),
-    reqHeaders: new Headers(init.headers || {}),
-    body: typeof init.body === 'string' ? init.body : null,
-  };
-  const res = await realFetch(input, init);
-  rec.status = res.status;
-  rec.resHeaders = res.headers;
-  wire.push(rec);
-  return res;
-};
-
-function rpcMethodOf(rec) {
-  try {
-    return JSON.parse(rec.body).method;
-  } catch {
-    return null;
-  }
-}
-
-function lastRpc(method) {
-  for (let i = wire.length - 1; i >= 0; i--) {
-    if (rpcMethodOf(wire[i]) === method) return wire[i];
-  }
-  return null;
-}
-
-// ---- SDK-shaped helpers (types from the SDK's d.ts: ts-proto style) ----
-
-function userMessage(text, { messageId, taskId, contextId } = {}) {
-  const m = {
-    messageId: messageId || randomUUID(),
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-  if (taskId) m.taskId = taskId;
-  if (contextId) m.contextId = contextId;
-  return m;
-}
-
-const opts = () => ({ signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
-
-function isTask(r) {
-  return r && typeof r === 'object' && typeof r.id === 'string' && r.id !== '' && 'status' in r;
-}
-
-function stateName(s) {
-  return TaskState[s] ?? String(s);
-}
-
-function texts(parts) {
-  return (parts || []).filter((p) => p.content && p.content.$case === 'text').map((p) => p.content.value);
-}
-
-function expectState(task, want, what) {
-  check(isTask(task), `${what}: result is a Task (got ${JSON.stringify(task)})`);
-  eq(stateName(task.status && task.status.state), stateName(want), `${what}: task state`);
-}
+// Every fetch of the process goes through it (interop_harness.mjs,
+// recordingFetch): {method, url, reqHeaders: Headers, body, status, resHeaders: Headers}.
+const wire = [];
+globalThis.fetch = recordingFetch(wire, { answers: false });
 
 // The A2A ErrorInfo inside a JSON-RPC error.data, as onced sends it.
 function errorInfos(err) {
@@ -125,15 +51,7 @@ function errorInfos(err) {
 }
 
 async function expectRpcError(promise, code, reason, meta, what) {
-  let err = null;
-  let result;
-  try {
-    result = await promise;
-  } catch (e) {
-    err = e;
-  }
-  check(err !== null, `${what}: the SDK raised an error (it returned ${JSON.stringify(result)})`);
-  check(err instanceof sdk.errors.A2AError, `${what}: error is an SDK A2AError (got ${err && err.name}: ${err && err.message})`);
+  const err = await expectSdkError(promise, null, what);
   eq(err.transport, 'jsonrpc', `${what}: error transport`);
   eq(err.envelopeCode, code, `${what}: JSON-RPC error code`);
   // A2A's own ErrorInfo first (A2A 1.0 section 9.5), once's finer reason, if
@@ -175,18 +93,15 @@ async function s2_send_hello_completes() {
   try {
     r = await client.sendMessage({ message: msg }, opts());
   } finally {
-    const rec = lastRpc('SendMessage');
+    const rec = lastRpc(wire, 'SendMessage');
     if (rec) {
       console.log(`info: SendMessage sent A2A-Version=${JSON.stringify(rec.reqHeaders.get('a2a-version'))}, ` +
                   `A2A-Extensions=${JSON.stringify(rec.reqHeaders.get('a2a-extensions'))}, ` +
                   `body=${rec.body}; onced answered HTTP ${rec.status}`);
     }
   }
-  eq(lastRpc('SendMessage').reqHeaders.get('a2a-version'), '1.0', 'SDK sent A2A-Version: 1.0 on SendMessage');
-  expectState(r, TaskState.TASK_STATE_COMPLETED, 'send "hello"');
-  check(r.contextId !== '', 'task has a contextId');
-  const echoed = (r.artifacts || []).flatMap((a) => texts(a.parts));
-  check(echoed.includes('hello'), `an artifact echoes "hello" (artifact texts: ${JSON.stringify(echoed)})`);
+  eq(lastRpc(wire, 'SendMessage').reqHeaders.get('a2a-version'), '1.0', 'SDK sent A2A-Version: 1.0 on SendMessage');
+  expectEcho(r, 'hello', 'send "hello"');
   st.hello = { task: r, messageId: msg.messageId };
 }
 
@@ -274,9 +189,9 @@ async function s6_cancel() {
 async function s7_same_message_twice() {
   const id = randomUUID();
   const a = await client.sendMessage({ message: userMessage('hello twice', { messageId: id }) }, opts());
-  const aHdr = lastRpc('SendMessage').resHeaders.get('idempotent-replayed');
+  const aHdr = lastRpc(wire, 'SendMessage').resHeaders.get('idempotent-replayed');
   const b = await client.sendMessage({ message: userMessage('hello twice', { messageId: id }) }, opts());
-  const bHdr = lastRpc('SendMessage').resHeaders.get('idempotent-replayed');
+  const bHdr = lastRpc(wire, 'SendMessage').resHeaders.get('idempotent-replayed');
   expectState(a, TaskState.TASK_STATE_COMPLETED, 'first send');
   expectState(b, TaskState.TASK_STATE_COMPLETED, 'resend with the same messageId');
   check(aHdr === null || aHdr === 'false', `first answer is not marked replayed (Idempotent-Replayed: ${aHdr})`);
@@ -308,24 +223,13 @@ base = (await start(['--executor', 'echo', '--plain-ids', PLAIN_IDS,
                      // one turn at a time: a task sent after another's turn runs
                      // only once that turn is over (scenario 6)
                      '--turn-workers', '1'])).url;
-console.log(`info: @a2a-js/sdk ${sdkVersion}, node ${process.version}, onced ${ONCED} --plain-ids ${PLAIN_IDS} at ${base}`);
+console.log(`info: @a2a-js/sdk ${SDK_VERSION}, node ${process.version}, onced ${ONCED} --plain-ids ${PLAIN_IDS} at ${base}`);
 for (const s of scenarios) {
   if (!client && s !== s1_client_from_agent_card) {
     tally.failed++;
     console.error(`FAIL ${s.name}: no client (scenario 1 failed)`);
     continue;
   }
-  try {
-    await s();
-    console.log('ok  ', s.name);
-  } catch (e) {
-    if (!(e instanceof CheckFailed)) {
-      tally.failed++; // an unexpected exception, e.g. an SDK error where a result was expected
-      const extra = e && e.envelopeCode !== undefined ? ` (code ${e.envelopeCode}, data ${JSON.stringify(e.data)})` : '';
-      console.error(`FAIL ${s.name}: ${e && e.name}: ${e && e.message}${extra}`);
-    } else {
-      console.error(`FAIL ${s.name}`);
-    }
-  }
+  await runScenario(s.name, s);
 }
 finish();

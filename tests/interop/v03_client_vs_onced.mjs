@@ -23,98 +23,45 @@
 // was expected and what came, and the next scenario still runs; output ends
 // with "N passed, N failed" and the exit status is non-zero on any failure.
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-import { check, CheckFailed, eq, freePort, scaled, tally } from '../js/harness.mjs';
-import { oncedUnderTest, pinnedSdkVersion } from '../js/interop_harness.mjs';
+import { check, eq, scaled } from '../js/harness.mjs';
+import { lastRpc, oncedBinary, oncedUnderTest, parseJson, recordingFetch, sseEvents, webhookReceiver } from '../js/interop_harness.mjs';
+import { collect, eventState, eventSummary, eventTaskId, expectAskAnswered, expectEcho } from './a2a_sdk_helpers.mjs';
+import { expectLegacyDeliveries, expectLive, expectMintedIdReplays, expectResendReplays } from './a2a_sdk_helpers.mjs';
+import { expectSameOver10, expectSdkError, expectState, expectStreamedEcho, EXT, keysOf, listReq } from './a2a_sdk_helpers.mjs';
+import { loadSdk, opts, runV03Peer, sendConfig, sendLogged, sendReq, stateName, streamCall, userMessage } from './a2a_sdk_helpers.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '..', '..');
-const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
-const SDK_VERSION = '1.3.0';
-const EXT = 'urn:once:a2a:idempotency:v1';
-const CALL_TIMEOUT_MS = scaled(30000);
 const WATCHDOG_MS = scaled(130000);
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-let hook = null; // the webhook receiver: { server, port, posts: [{headers, body}] }
-
+const hook = webhookReceiver(); // scenario 8's push configs point at it
 const { finish, fatal, requireBinary, start } = oncedUnderTest({
-  binary: ONCED, tmpPrefix: 'once-interop-v03-', watchdogMs: WATCHDOG_MS,
-  onFinish: () => {
-    if (hook) hook.server.close();
-  },
+  binary: oncedBinary(), tmpPrefix: 'once-interop-v03-', watchdogMs: WATCHDOG_MS, onFinish: hook.close,
 });
 
 // ---- preconditions: the SDK and the server binary must both be present ----
 
-const sdkVersion = pinnedSdkVersion(HERE, SDK_VERSION, fatal);
-let sdk;
-try {
-  sdk = {
-    ...(await import('@a2a-js/sdk')),
-    ...(await import('@a2a-js/sdk/compat/v0_3/client')),
-    compat: await import('@a2a-js/sdk/compat/v0_3'),
-    errors: await import('@a2a-js/sdk/errors'),
-  };
-} catch (e) {
-  fatal(`cannot load @a2a-js/sdk: ${e && e.stack ? e.stack : e}`);
-}
-const { LegacyJsonRpcTransport, isLegacyAgentCard, parseLegacyAgentCard, Role, TaskState } = sdk;
+const sdk = await loadSdk('@a2a-js/sdk/compat/v0_3/client', fatal);
+const { LegacyJsonRpcTransport, isLegacyAgentCard, parseLegacyAgentCard, TaskState } = sdk;
 for (const [name, v] of Object.entries({ LegacyJsonRpcTransport, isLegacyAgentCard, parseLegacyAgentCard })) {
   if (typeof v !== 'function') fatal(`@a2a-js/sdk/compat/v0_3/client does not export ${name}`);
 }
 
 requireBinary();
 
-// ---- recording fetch, given to the SDK transport as its fetchImpl ----
+// ---- what went on the wire: the SDK transport's fetchImpl records it ----
 
-// {method, url, reqHeaders: Headers, body, status, resHeaders: Headers,
-//  text: Promise<string|null> (the answer's body, read from a clone)}
+// interop_harness.mjs, recordingFetch: {method, url, reqHeaders, body,
+// status, resHeaders, text}.
 const wire = [];
-const realFetch = globalThis.fetch;
-async function recordingFetch(input, init = {}) {
-  const rec = {
-    method: init.method || 'GET',
-    url: String(input),
-    reqHeaders: new Headers(init.headers || {}),
-    body: typeof init.body === 'string' ? init.body : null,
-  };
-  wire.push(rec);
-  const res = await realFetch(input, init);
-  rec.status = res.status;
-  rec.resHeaders = res.headers;
-  // A clone, read to its end beside the SDK's own read; an aborted call
-  // (a stream the test leaves) rejects it, hence the catch.
-  rec.text = res.clone().text().catch(() => null);
-  return res;
-}
-
-function parseJson(s) {
-  try {
-    return JSON.parse(s);
-  } catch {
-    return null;
-  }
-}
 
 function rpcMethodOf(rec) {
   const b = parseJson(rec.body);
   return b ? b.method : null;
 }
 
-function lastRpc(method) {
-  for (let i = wire.length - 1; i >= 0; i--) {
-    if (rpcMethodOf(wire[i]) === method) return wire[i];
-  }
-  return null;
-}
-
 // The last request of `method`: it must exist (a check), and its params.
 function sentParams(method, what) {
-  const rec = lastRpc(method);
+  const rec = lastRpc(wire, method);
   check(rec !== null, `${what}: the SDK sent a JSON-RPC "${method}" request (requests seen: ` +
         `${JSON.stringify(wire.map(rpcMethodOf))})`);
   return parseJson(rec.body).params;
@@ -123,7 +70,7 @@ function sentParams(method, what) {
 // What onced answered to the last `method` request: the JSON-RPC result
 // member of its (non-stream) body.
 async function answeredResult(method, what) {
-  const rec = lastRpc(method);
+  const rec = lastRpc(wire, method);
   check(rec !== null, `${what}: a "${method}" request was sent`);
   const text = await rec.text;
   const body = parseJson(text);
@@ -132,187 +79,38 @@ async function answeredResult(method, what) {
   return body.result;
 }
 
-// The JSON-RPC envelopes in an SSE body: one per event's data lines.
-function sseFrames(text) {
-  const frames = [];
-  for (const block of String(text || '').split(/\r?\n\r?\n/)) {
-    const data = block.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, ''));
-    if (data.length) frames.push(parseJson(data.join('\n')));
-  }
-  return frames;
-}
-
-// ---- raw A2A 1.0 JSON-RPC, only to cross-check a task created over 0.3 ----
-
-let base;
-let endpoint;
-
-async function rpc10(method, params) {
-  const res = await realFetch(endpoint, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
-  });
-  const text = await res.text();
-  const body = parseJson(text);
-  check(body !== null && 'result' in body,
-        `1.0 ${method} answers a JSON-RPC result (HTTP ${res.status}, body ${text.slice(0, 400)})`);
-  return body.result;
-}
-
-// ---- the webhook receiver ----
-
-async function startHook() {
-  const port = await freePort();
-  const posts = [];
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      posts.push({ url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end('{}');
-    });
-  });
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', resolve);
-  });
-  return { server, port, posts };
-}
-
-// ---- SDK-shaped helpers (the transport takes the SDK's 1.0 core types) ----
-
-function userMessage(text, { messageId, taskId, contextId } = {}) {
-  return {
-    messageId: messageId || randomUUID(),
-    contextId: contextId || '',
-    taskId: taskId || '',
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
-
-function sendConfig({ returnImmediately }) {
-  return { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately };
-}
-
-// A SendMessageRequest (1.0 core shape); no configuration unless given.
-const sendReq = (message, configuration) => ({ tenant: '', message, configuration, metadata: undefined });
-const listReq = (taskId) => ({ tenant: '', taskId, pageSize: 0, pageToken: '' });
-// The `key` of each entry, as one comparable string.
-const keysOf = (list, key) => JSON.stringify((list || []).map((x) => x[key]));
-
-const opts = (extra = {}) => ({ signal: AbortSignal.timeout(CALL_TIMEOUT_MS), ...extra });
-const withExt = (header) => opts({ serviceParameters: { [header]: EXT } });
-
-function isTask(r) {
-  return r && typeof r === 'object' && typeof r.id === 'string' && r.id !== '' && 'status' in r && !('messageId' in r);
-}
-
-function stateName(s) {
-  return TaskState[s] ?? String(s);
-}
-
-function texts(parts) {
-  return (parts || []).filter((p) => p.content && p.content.$case === 'text').map((p) => p.content.value);
-}
-
-function expectState(task, want, what) {
-  check(isTask(task), `${what}: result is a Task (got ${JSON.stringify(task)})`);
-  eq(stateName(task.status && task.status.state), stateName(want), `${what}: task state`);
-}
-
 function replayedHeader(method) {
-  const rec = lastRpc(method);
+  const rec = lastRpc(wire, method);
   return rec && rec.resHeaders ? rec.resHeaders.get('idempotent-replayed') : null;
 }
 
+// What the checks both 0.3 peers share (a2a_sdk_helpers.mjs) read off this
+// binding's wire: the last message/send.
+const onWire = {
+  lastSend: () => lastRpc(wire, 'message/send'),
+  sentMessage: (what) => sentParams('message/send', what).message,
+  replayed: () => replayedHeader('message/send'),
+};
+
 // A 0.3 call that must fail with the SDK's error class `cls` carrying JSON-RPC
 // code `code`.
-async function expectSdkError(promise, cls, code, what) {
-  let err = null;
-  let result;
-  try {
-    result = await promise;
-  } catch (e) {
-    err = e;
-  }
-  check(err !== null, `${what}: the SDK raised an error (it returned ${JSON.stringify(result)})`);
-  check(err instanceof sdk.errors.A2AError,
-        `${what}: the error is an SDK A2AError (got ${err && err.name}: ${err && err.message})`);
-  check(err instanceof cls, `${what}: the error is a ${cls.name} (got ${err.name}, code ${err.envelopeCode}: ${err.message})`);
+async function expectRpcError(promise, cls, code, what) {
+  const err = await expectSdkError(promise, cls, what);
   eq(err.transport, 'jsonrpc', `${what}: error transport`);
   eq(err.envelopeCode, code, `${what}: JSON-RPC error code`);
   return err;
 }
 
-// Runs an SDK stream to its end (or until stopAfter(events) says enough),
-// bounded by CALL_TIMEOUT_MS. Answers {events, ended}: ended is true
-// when the server closed the stream, false when the test left it.
-async function collect(gen, ac, stopAfter, what) {
-  const events = [];
-  let ended = true;
-  try {
-    for await (const ev of gen) {
-      events.push(ev);
-      if (stopAfter && stopAfter(events)) {
-        ended = false;
-        break;
-      }
-    }
-  } catch (e) {
-    if (ac.signal.aborted || (e && e.name === 'TimeoutError') || (e && e.name === 'AbortError')) {
-      check(false, `${what}: the stream ended within ${CALL_TIMEOUT_MS} ms (it gave ${events.length} events: ` +
-            `${JSON.stringify(events.map(eventSummary))})`);
-    }
-    throw e;
-  } finally {
-    ac.abort(); // lets go of the connection (and the recording's clone)
-  }
-  return { events, ended };
-}
-
-// A StreamResponse event (1.0 core shape, as the SDK yields it) in a word.
-function eventSummary(ev) {
-  const p = ev && ev.payload;
-  if (!p) return JSON.stringify(ev);
-  if (p.$case === 'task') return `task ${stateName(p.value.status && p.value.status.state)}`;
-  if (p.$case === 'statusUpdate') return `statusUpdate ${stateName(p.value.status && p.value.status.state)}`;
-  if (p.$case === 'artifactUpdate') return `artifactUpdate ${JSON.stringify(texts(p.value.artifact && p.value.artifact.parts))}`;
-  return p.$case;
-}
-
-function eventTaskId(ev) {
-  const p = ev.payload;
-  if (p.$case === 'task') return p.value.id;
-  if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') return p.value.taskId;
-  return p.value && p.value.taskId;
-}
-
-function eventState(ev) {
-  const p = ev.payload;
-  if (p.$case === 'task' || p.$case === 'statusUpdate') return p.value.status && p.value.status.state;
-  return undefined;
-}
-
-function streamCall(start) {
-  const ac = new AbortController();
-  const signal = AbortSignal.any([ac.signal, AbortSignal.timeout(CALL_TIMEOUT_MS)]);
-  return { ac, gen: start({ signal }) };
-}
-
 // ---- scenarios ----
 
+let base;
+let endpoint;
 let transport;
 const st = {}; // state carried between scenarios
 
-// 0. The card names the JSON-RPC endpoint; the SDK's 0.3 transport is built on it.
-async function s0_endpoint_from_card(card) {
+// 0. The card names the JSON-RPC endpoint; the SDK's 0.3 transport is built on it (and answered).
+async function s0_endpoint_from_card({ url, card }) {
+  base = url;
   const legacy = isLegacyAgentCard(card);
   // A 0.3-shaped card (url + preferredTransport) goes through the SDK's own
   // translation; a 1.0 card (supportedInterfaces) is read as it is.
@@ -324,26 +122,18 @@ async function s0_endpoint_from_card(card) {
   const v03 = jsonrpc.find((i) => String(i.protocolVersion || '').startsWith('0.'));
   endpoint = (v03 || jsonrpc[0]).url;
   eq(endpoint, `${base}/`, 'the JSON-RPC endpoint (0.3 is served on the 1.0 URL)');
-  transport = new LegacyJsonRpcTransport({ endpoint, fetchImpl: recordingFetch });
+  transport = new LegacyJsonRpcTransport({ endpoint, fetchImpl: recordingFetch(wire) });
   eq(transport.protocolName, 'JSONRPC', 'LegacyJsonRpcTransport.protocolName');
   eq(transport.protocolVersion, '0.3', 'LegacyJsonRpcTransport.protocolVersion');
   const exts = (card.capabilities && card.capabilities.extensions) || [];
   check(exts.some((x) => x.uri === EXT), `the card declares ${EXT} (got ${JSON.stringify(exts.map((x) => x.uri))})`);
+  return transport;
 }
 
 // 1. message/send "hello" (no configuration: 0.3's default is blocking).
 async function s1_send_hello_completes() {
   const msg = userMessage('hello');
-  let r;
-  try {
-    r = await transport.sendMessage(sendReq(msg), opts());
-  } finally {
-    const rec = lastRpc('message/send');
-    if (rec) {
-      console.log(`info: message/send request headers ${JSON.stringify(Object.fromEntries(rec.reqHeaders))}, ` +
-                  `body ${rec.body}; onced answered HTTP ${rec.status}: ${String(await rec.text).slice(0, 600)}`);
-    }
-  }
+  const r = await sendLogged(transport, sendReq(msg), onWire, 'message/send');
   const p = sentParams('message/send', 'send "hello"');
   eq(p.message && p.message.kind, 'message', 'the SDK sent message.kind');
   eq(p.message && p.message.role, 'user', 'the SDK sent message.role');
@@ -356,64 +146,19 @@ async function s1_send_hello_completes() {
   check(wparts.some((x) => x.kind === 'text' && x.text === 'hello'),
         `onced's artifacts carry {kind:"text",text:"hello"} (got ${JSON.stringify(w.artifacts)})`);
 
-  expectState(r, TaskState.TASK_STATE_COMPLETED, 'send "hello"');
-  check(r.contextId !== '', 'the task has a contextId');
-  const echoed = (r.artifacts || []).flatMap((a) => texts(a.parts));
-  check(echoed.includes('hello'), `an artifact echoes "hello" (artifact texts: ${JSON.stringify(echoed)})`);
+  expectEcho(r, 'hello', 'send "hello"');
   st.hello = { task: r, message: msg };
 }
 
 // 2. The same message again (same messageId, no taskId): the same task, replayed.
 async function s2_same_message_replays() {
-  const msg = userMessage('hello again');
-  const a = await transport.sendMessage(sendReq(msg), opts());
-  const aHdr = replayedHeader('message/send');
-  expectState(a, TaskState.TASK_STATE_COMPLETED, 'first send');
-  check(aHdr === null || aHdr === 'false', `the first answer is not marked replayed (Idempotent-Replayed: ${aHdr})`);
-
-  const b = await transport.sendMessage(sendReq(msg), opts());
-  const bHdr = replayedHeader('message/send');
-  check(!('taskId' in sentParams('message/send', 'resend').message), 'the resend carries no taskId');
-  expectState(b, TaskState.TASK_STATE_COMPLETED, 'resend with the same messageId');
-  eq(b.id, a.id, 'the resend answers the same (derived) task id');
-  eq(b.contextId, a.contextId, 'the resend answers the same contextId');
-  eq(bHdr, 'true', 'the resend\'s answer carries Idempotent-Replayed');
-  eq(b.status.timestamp, a.status.timestamp, 'the replayed task\'s status.timestamp (nothing new stored)');
-  eq(keysOf(b.history, 'messageId'), keysOf(a.history, 'messageId'), 'the replayed task\'s history messageIds');
-  eq((b.artifacts || []).length, (a.artifacts || []).length, 'the replayed task\'s artifact count');
-
-  const g = await transport.getTask({ tenant: '', id: a.id }, opts());
-  const mine = (g.history || []).filter((m) => m.messageId === msg.messageId);
-  eq(mine.length, 1, 'tasks/get: the message is in the history once (the agent ran once)');
-  eq((g.artifacts || []).length, (a.artifacts || []).length, 'tasks/get: the artifact count is unchanged');
-  const echoed = (g.artifacts || []).flatMap((x) => texts(x.parts));
-  eq(echoed.filter((t) => t === 'hello again').length, 1, 'tasks/get: one echo of the text');
+  await expectResendReplays(transport, onWire, { getLabel: 'tasks/get', counts: true });
 }
 
 // 3. The extension: a client-minted UUIDv4 taskId is the task's id; a retry replays.
 async function s3_extension_client_task_id() {
-  // 0.3's spelling, then 1.0's: onced takes either.
-  for (const header of [sdk.compat.LEGACY_HTTP_EXTENSION_HEADER, sdk.HTTP_EXTENSION_HEADER]) {
-    const id = randomUUID();
-    check(UUID_V4.test(id), `the minted task id is a UUIDv4 (${id})`);
-    const msg = userMessage(`minted under ${header}`, { taskId: id });
-    const a = await transport.sendMessage(sendReq(msg), withExt(header));
-    const rec = lastRpc('message/send');
-    eq(rec.reqHeaders.get(header), EXT, `${header}: the SDK sent the header`);
-    eq(sentParams('message/send', header).message.taskId, id, `${header}: the SDK sent message.taskId`);
-    const aHdr = replayedHeader('message/send');
-    expectState(a, TaskState.TASK_STATE_COMPLETED, `${header}: first send`);
-    eq(a.id, id, `${header}: the task's id is the client's`);
-    check(aHdr === null || aHdr === 'false', `${header}: the first answer is not marked replayed (Idempotent-Replayed: ${aHdr})`);
-
-    const b = await transport.sendMessage(sendReq(msg), withExt(header));
-    expectState(b, TaskState.TASK_STATE_COMPLETED, `${header}: retry`);
-    eq(b.id, id, `${header}: the retry answers the same task`);
-    eq(replayedHeader('message/send'), 'true', `${header}: the retry's answer carries Idempotent-Replayed`);
-    eq(b.status.timestamp, a.status.timestamp, `${header}: the replayed status.timestamp (nothing new stored)`);
-    eq((b.history || []).length, (a.history || []).length, `${header}: the replayed history length`);
-    eq((b.artifacts || []).length, (a.artifacts || []).length, `${header}: the replayed artifact count`);
-  }
+  // 0.3's spelling of the header, then 1.0's; also the replay's counts.
+  await expectMintedIdReplays(transport, onWire, { counts: true });
 }
 
 // 4. input-required, then a continuation completes the task.
@@ -428,19 +173,7 @@ async function s4_input_required_then_continue() {
   eq(w.status && w.status.message && w.status.message.kind, 'message', 'onced answered result.status.message.kind');
   eq(w.status && w.status.message && w.status.message.role, 'agent', 'onced answered result.status.message.role');
 
-  expectState(r1, TaskState.TASK_STATE_INPUT_REQUIRED, 'send "ask:which?"');
-  const q = r1.status.message;
-  check(q !== undefined && q !== null, 'the input-required status carries a message');
-  eq(q.role, Role.ROLE_AGENT, 'the question comes from the agent');
-  check(texts(q.parts).includes('which?'), `status.message asks "which?" (got ${JSON.stringify(texts(q.parts))})`);
-
-  const answer = userMessage('that one', { taskId: r1.id, contextId: r1.contextId });
-  const r2 = await transport.sendMessage(sendReq(answer, sendConfig({ returnImmediately: false })), opts());
-  eq(sentParams('message/send', 'continuation').message.taskId, r1.id, 'the continuation carried message.taskId');
-  expectState(r2, TaskState.TASK_STATE_COMPLETED, 'continuation');
-  eq(r2.id, r1.id, 'the continuation stays on the same task');
-  eq(r2.contextId, r1.contextId, 'the continuation keeps the contextId');
-  st.asked = { task: r2, askId: ask.messageId, answerId: answer.messageId };
+  st.asked = await expectAskAnswered(transport, onWire, ask, r1, 'which?', 'that one');
 }
 
 // 5. tasks/get over 0.3 and GetTask over 1.0 return the same task.
@@ -459,19 +192,7 @@ async function s5_get_task_both_versions() {
   check(roles.every((x) => x === 'user' || x === 'agent'), `history roles are "user"/"agent" (got ${JSON.stringify(roles)})`);
 
   expectState(g, TaskState.TASK_STATE_COMPLETED, 'tasks/get');
-  const v1 = await rpc10('GetTask', { id: t.id });
-  eq(v1.id, g.id, '1.0 GetTask id');
-  eq(v1.contextId, g.contextId, '1.0 GetTask contextId');
-  eq(v1.status && v1.status.state, stateName(g.status.state), '1.0 GetTask state (0.3 "completed" = TASK_STATE_COMPLETED)');
-  eq(v1.status && v1.status.timestamp, w.status && w.status.timestamp, '1.0 and 0.3 status.timestamp');
-  eq(keysOf(v1.history, 'messageId'), keysOf(g.history, 'messageId'), '1.0 and 0.3 history messageIds');
-  eq(keysOf(v1.artifacts, 'artifactId'), keysOf(g.artifacts, 'artifactId'), '1.0 and 0.3 artifact ids');
-  if (st.asked) {
-    const userIds = (g.history || []).filter((m) => m.role === Role.ROLE_USER).map((m) => m.messageId);
-    const iAsk = userIds.indexOf(st.asked.askId);
-    check(iAsk >= 0 && userIds.indexOf(st.asked.answerId) > iAsk,
-          `the history holds the question's message, then the answer (user messageIds: ${JSON.stringify(userIds)})`);
-  }
+  await expectSameOver10(endpoint, t.id, g, w.status, st.asked);
 }
 
 // 6. sleep:30 sent non-blocking, then tasks/cancel.
@@ -481,10 +202,7 @@ async function s6_cancel() {
   const took = Date.now() - t0;
   eq(sentParams('message/send', 'sleep:30').configuration.blocking, false,
      'returnImmediately:true went out as configuration.blocking');
-  check(isTask(r), `sleep:30 non-blocking returns a Task (got ${JSON.stringify(r)})`);
-  const s = stateName(r.status.state);
-  check(s === 'TASK_STATE_SUBMITTED' || s === 'TASK_STATE_WORKING', `sleep:30 returned at once in a live state (got ${s})`);
-  check(took < scaled(10000), `the non-blocking send did not block (${took} ms)`);
+  expectLive(r, took);
 
   const c = await transport.cancelTask({ tenant: '', id: r.id, metadata: undefined }, opts());
   eq(sentParams('tasks/cancel', 'tasks/cancel').id, r.id, 'the SDK sent params.id');
@@ -502,31 +220,16 @@ async function s7_stream_and_resubscribe() {
   const msg = userMessage('hello stream');
   const { ac, gen } = streamCall((o) => transport.sendMessageStream({ tenant: '', message: msg }, o));
   const { events, ended } = await collect(gen, ac, null, 'message/stream');
-  const rec = lastRpc('message/stream');
+  const rec = lastRpc(wire, 'message/stream');
   console.log(`info: message/stream request headers ${JSON.stringify(Object.fromEntries(rec.reqHeaders))}; ` +
               `onced answered HTTP ${rec.status}, Content-Type ${rec.resHeaders && rec.resHeaders.get('content-type')}`);
   console.log(`info: message/stream events: ${JSON.stringify(events.map(eventSummary))}`);
   eq(rec.reqHeaders.get('accept'), 'text/event-stream', 'the SDK asked for text/event-stream');
-  check(ended, 'onced ended the stream');
-  check(events.length > 0, 'the stream yielded events');
-  const ids = [...new Set(events.map(eventTaskId))];
-  check(ids.length === 1 && ids[0], `every event names the one task (task ids: ${JSON.stringify(ids)})`);
-  const states = events.map(eventState).filter((x) => x !== undefined);
-  check(states.length > 0, 'the stream carried a task state');
-  eq(stateName(states[states.length - 1]), 'TASK_STATE_COMPLETED', 'the last state in the stream');
-  const last = events[events.length - 1];
-  eq(stateName(eventState(last)), 'TASK_STATE_COMPLETED', `the last event (${eventSummary(last)}) is the completed state`);
-  const echoed = events.flatMap((ev) => {
-    const p = ev.payload;
-    if (p.$case === 'artifactUpdate') return texts(p.value.artifact.parts);
-    if (p.$case === 'task') return (p.value.artifacts || []).flatMap((a) => texts(a.parts));
-    return [];
-  });
-  check(echoed.includes('hello stream'), `the stream carries the echo artifact (texts: ${JSON.stringify(echoed)})`);
+  expectStreamedEcho(events, ended, 'hello stream', { states: true });
 
   // On the wire: 0.3 events, and the terminal status-update says final.
-  const frames = sseFrames(await rec.text);
-  const results = frames.map((f) => f && f.result).filter(Boolean);
+  const frames = sseEvents(await rec.text);
+  const results = frames.map((f) => f.data && f.data.result).filter(Boolean);
   const wkinds = results.map((x) => x.kind);
   check(wkinds.length > 0 && wkinds.every((k) => ['task', 'message', 'status-update', 'artifact-update'].includes(k)),
         `every SSE frame's result is a 0.3 kind (got ${JSON.stringify(wkinds)})`);
@@ -611,86 +314,27 @@ async function s8_push_configs() {
      JSON.stringify({ id: r.id, pushNotificationConfigId: 'v03-hook-a' }), 'delete: the SDK sent params');
   const l2 = await transport.listTaskPushNotificationConfig(listReq(r.id), opts());
   eq(keysOf(l2.configs, 'id'), JSON.stringify([b.id]), 'list after delete: the other config only');
-  await expectSdkError(transport.getTaskPushNotificationConfig({ tenant: '', taskId: r.id, id: 'v03-hook-a' }, opts()),
+  await expectRpcError(transport.getTaskPushNotificationConfig({ tenant: '', taskId: r.id, id: 'v03-hook-a' }, opts()),
                        sdk.errors.TaskNotFoundError, -32001, 'get of the deleted config');
 
   // deliveries: the continuation completes the task; config b (set over
   // 0.3) gets each event as a 0.3 body, read by the SDK's own 0.3 parser.
-  const before = hook.posts.length;
-  const done = await transport.sendMessage(
-    sendReq(userMessage('the answer', { taskId: r.id, contextId: r.contextId }),
-            sendConfig({ returnImmediately: false })), opts());
-  expectState(done, TaskState.TASK_STATE_COMPLETED, 'the continuation completes the task');
-  const parsed = () => hook.posts.slice(before).map((post) => {
-    try {
-      return sdk.compat.legacyPushNotificationToV1StreamResponse(JSON.parse(post.body));
-    } catch (e) {
-      return { error: String(e), body: post.body };
-    }
-  });
-  const completed = (list) => list.some((ev) => ev.payload && ev.payload.$case === 'statusUpdate' &&
-    ev.payload.value.status.state === TaskState.TASK_STATE_COMPLETED);
-  const until = Date.now() + scaled(20000);
-  while (!completed(parsed()) && Date.now() < until) await new Promise((res) => setTimeout(res, 50));
-  const got = parsed();
-  check(completed(got), `the webhook got the completion as a 0.3 body (got ${JSON.stringify(got).slice(0, 400)})`);
-  eq(got.filter((ev) => ev.error).length, 0, 'every delivered body is a 0.3 event the SDK reads');
-  check(hook.posts.slice(before).every((post) => post.headers['x-a2a-notification-token'] === 'tok-b'),
-        'each delivery carries config b\'s token');
+  await expectLegacyDeliveries(transport, hook, r, 'tok-b');
 }
 
 // 9. Errors: an unknown task; a cancel of a completed task.
 async function s9_errors() {
-  await expectSdkError(transport.getTask({ tenant: '', id: randomUUID() }, opts()),
+  await expectRpcError(transport.getTask({ tenant: '', id: randomUUID() }, opts()),
                        sdk.errors.TaskNotFoundError, -32001, 'tasks/get of an unknown id');
-  await expectSdkError(transport.cancelTask({ tenant: '', id: randomUUID(), metadata: undefined }, opts()),
+  await expectRpcError(transport.cancelTask({ tenant: '', id: randomUUID(), metadata: undefined }, opts()),
                        sdk.errors.TaskNotFoundError, -32001, 'tasks/cancel of an unknown id');
   const done = await transport.sendMessage(sendReq(userMessage('done already')), opts());
   expectState(done, TaskState.TASK_STATE_COMPLETED, 'send "done already"');
-  await expectSdkError(transport.cancelTask({ tenant: '', id: done.id, metadata: undefined }, opts()),
+  await expectRpcError(transport.cancelTask({ tenant: '', id: done.id, metadata: undefined }, opts()),
                        sdk.errors.TaskNotCancelableError, -32002, 'tasks/cancel of a completed task');
 }
 
-const scenarios = [
-  s1_send_hello_completes,
-  s2_same_message_replays,
-  s3_extension_client_task_id,
-  s4_input_required_then_continue,
-  s5_get_task_both_versions,
-  s6_cancel,
-  s7_stream_and_resubscribe,
-  s8_push_configs,
-  s9_errors,
-];
-
-async function run(name, fn) {
-  try {
-    await fn();
-    console.log('ok  ', name);
-    return true;
-  } catch (e) {
-    if (!(e instanceof CheckFailed)) {
-      tally.failed++; // an unexpected exception, e.g. an SDK error where a result was expected
-      const extra = e && e.envelopeCode !== undefined ? ` (JSON-RPC code ${e.envelopeCode}, data ${JSON.stringify(e.data)})` : '';
-      const cause = e && e.cause ? ` (cause: ${e.cause.name}: ${e.cause.message})` : '';
-      console.error(`FAIL ${name}: ${e && e.name}: ${e && e.message}${extra}${cause}`);
-    } else {
-      console.error(`FAIL ${name}`);
-    }
-    return false;
-  }
-}
-
-hook = await startHook();
-const started = await start(['--executor', 'echo', '--plain-ids', 'derived',
-                             // scenario 8's webhook listens on loopback (SSRF guard)
-                             '--push-allow', '127.0.0.0/8']);
-base = started.url;
-console.log(`info: @a2a-js/sdk ${sdkVersion}, node ${process.version}, onced ${ONCED} at ${base}, webhook on port ${hook.port}`);
-if (!(await run('s0_endpoint_from_card', () => s0_endpoint_from_card(started.card))) || !transport) {
-  fatal('no 0.3 transport (scenario 0 failed)');
-}
-for (const s of scenarios) {
-  await run(s.name, s);
-}
-finish();
+await runV03Peer({ hook, start, fatal, finish }, s0_endpoint_from_card, '0.3 transport', [
+  s1_send_hello_completes, s2_same_message_replays, s3_extension_client_task_id, s4_input_required_then_continue,
+  s5_get_task_both_versions, s6_cancel, s7_stream_and_resubscribe, s8_push_configs, s9_errors,
+]);
