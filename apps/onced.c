@@ -193,7 +193,10 @@ static const char usage[] =
     "  --metrics off|ADDR:PORT     GET /metrics (Prometheus text format) is served on\n"
     "                              --listen by default; off, or on this numeric address\n"
     "                              alone\n"
-    "  --drain DUR                 on SIGTERM/SIGINT: /readyz turns 503 and new calls get\n"
+    "  --drain-delay DUR           on SIGTERM/SIGINT, first: /readyz turns 503 while calls\n"
+    "                              are still served, this long (3s), so that a load\n"
+    "                              balancer stops sending here; 0 = none\n"
+    "  --drain DUR                 then: /readyz stays 503 and new calls get\n"
     "                              503 at once; calls in progress get up to DUR to finish\n"
     "                              (10s); then running turns stop and their leases are\n"
     "                              released for another replica, blocked sends answer\n"
@@ -238,6 +241,7 @@ typedef struct opts {
     int64_t push_timeout_ms, push_backoff_ms;
     const char *metrics;
     int64_t drain_ms;
+    int64_t drain_delay_ms;
     const char *log_format, *log_level;
     const char *tls_cert, *tls_key, *tls_priority;
 } opts;
@@ -264,6 +268,9 @@ static int parse_dur(const char *flag, const char *v, int neg, int64_t *out)
         return bad("%s: not a duration: %s (use e.g. 500ms, 30s, 5m, 72h, 30d)", flag, v);
     return 0;
 }
+
+/* The default --drain-delay: a few of a load balancer's readiness probes. */
+#define DRAIN_DELAY_MS 3000
 
 /* The bound of the counts of things held without a thread each. */
 #define MANY_MAX 1000000
@@ -348,6 +355,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--push-backoff", F_DUR, &o->push_backoff_ms},
         {"--metrics", F_STR, &o->metrics},
         {"--drain", F_DUR, &o->drain_ms},
+        {"--drain-delay", F_DUR, &o->drain_delay_ms},
         {"--log-format", F_STR, &o->log_format},
         {"--log-level", F_STR, &o->log_level},
         {"--tls-cert", F_STR, &o->tls_cert},
@@ -637,6 +645,16 @@ static void log_shutdown(const char *event, const char *signal_name, int64_t dra
     once__log_end(&l);
 }
 
+/* Sleep ms (a second signal ends the process meanwhile: on_signal). */
+static void pause_ms(int64_t ms)
+{
+    int64_t until = once_monotonic_ms() + ms;
+    for (int64_t left = ms; left > 0; left = until - once_monotonic_ms()) {
+        struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* The first signal's grace period: refuse new calls (readyz 503) and wait
  * until the calls in progress are answered or grace_ms passed, whichever
  * comes first; once_server_stop does the rest. (A second signal ends the
@@ -691,6 +709,7 @@ int main(int argc, char **argv)
     o.retention_ms = -1;
     o.tombstone_ms = -1;
     o.drain_ms = 10000;
+    o.drain_delay_ms = DRAIN_DELAY_MS;
     o.upstream_card_refresh_ms = -1;
     int rc = parse_args(argc, argv, &o);
     if (rc != 0)
@@ -886,8 +905,16 @@ int main(int argc, char **argv)
     sd_notifyf(0, "READY=1\nSTATUS=serving on %s", once_server_url(server));
 
     int sig = wait_for_signal();
+    const char *signal_name = sig == SIGINT ? "SIGINT" : "SIGTERM";
     sd_notify(0, "STOPPING=1\nSTATUS=draining");
-    log_shutdown("draining", sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_ms);
+    if (o.drain_delay_ms > 0) {
+        /* Not ready while still serving: a load balancer polling /readyz
+         * stops sending here before the drain refuses what still comes. */
+        once_server_unready(server);
+        log_shutdown("not_ready", signal_name, o.drain_delay_ms);
+        pause_ms(o.drain_delay_ms);
+    }
+    log_shutdown("draining", signal_name, o.drain_ms);
     drain(server, o.drain_ms);
     log_shutdown("stopping", NULL, -1);
     status = 0;

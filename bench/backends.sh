@@ -182,7 +182,7 @@ row() {
   port=$(free_port)
   # --log-level warn: no request log (as when the rows were measured)
   # shellcheck disable=SC2086 # BENCH_ONCED_ARGS: words, split on purpose
-  "$ONCED" --listen "127.0.0.1:$port" --store "$store" --log-level warn ${BENCH_ONCED_ARGS:-} \
+  "$ONCED" --drain-delay 0 --listen "127.0.0.1:$port" --store "$store" --log-level warn ${BENCH_ONCED_ARGS:-} \
     >"$OUT/$name.log" 2>&1 &
   pid=$!; PIDS+=("$pid")
   wait_http "$port" "$pid" || { tail "$OUT/$name.log" >&2; die "onced ($store) did not start"; }

@@ -140,7 +140,7 @@ for store in $STORES; do
   esac
   port=$(free_port)
   if [ "${CG_SWITCHES:-0}" = 1 ]; then
-    "$B/onced" --listen "127.0.0.1:$port" --store "$url" --log-level warn \
+    "$B/onced" --drain-delay 0 --listen "127.0.0.1:$port" --store "$url" --log-level warn \
       >"$OUT/sw-$store.log" 2>&1 &
     pid=$!
     PIDS+=("$pid")
@@ -155,7 +155,7 @@ for store in $STORES; do
     continue
   fi
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg-$store.%p.out" \
-    "$B/onced" --listen "127.0.0.1:$port" --store "$url" --log-level warn \
+    "$B/onced" --drain-delay 0 --listen "127.0.0.1:$port" --store "$url" --log-level warn \
     >"$OUT/cg-$store.log" 2>&1 &
   pid=$!
   PIDS+=("$pid")

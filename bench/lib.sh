@@ -80,7 +80,7 @@ start_onced() {
   local name=$1
   shift
   PORT=$(free_port)
-  "$ONCED" --listen "127.0.0.1:$PORT" --test-admin --log-level warn "$@" >"$OUT/$name.log" 2>&1 &
+  "$ONCED" --drain-delay 0 --listen "127.0.0.1:$PORT" --test-admin --log-level warn "$@" >"$OUT/$name.log" 2>&1 &
   PID=$!
   PIDS+=("$PID")
   wait_http "$PORT" "$PID" || { tail "$OUT/$name.log" >&2; die "onced ($name) did not start"; }

@@ -279,7 +279,7 @@ onced_row() {
   port=$(free_port)
   # --log-level warn: the rows measure serving, as they did before onced
   # had a request log (one line per call at the default level, info).
-  "$ONCED" --listen "127.0.0.1:$port" --store "$store" --test-admin --log-level warn \
+  "$ONCED" --drain-delay 0 --listen "127.0.0.1:$port" --store "$store" --test-admin --log-level warn \
     >"$OUT/$name.log" 2>&1 &
   pid=$!; PIDS+=("$pid")
   wait_http "$port" "$pid" || { tail "$OUT/$name.log" >&2; die "onced ($store) did not start"; }
@@ -366,7 +366,7 @@ stop "$pid" peer-dedup
 
 # The same check against onced (plain A2A 1.0: no taskId, no extension).
 port=$(free_port)
-"$ONCED" --listen "127.0.0.1:$port" --store memory: --log-level warn >"$OUT/onced-dedup.log" 2>&1 &
+"$ONCED" --drain-delay 0 --listen "127.0.0.1:$port" --store memory: --log-level warn >"$OUT/onced-dedup.log" 2>&1 &
 pid=$!; PIDS+=("$pid")
 wait_http "$port" "$pid" || die "onced did not start"
 oa=$(rpc "$port" "$dup_body" | task_id)
@@ -440,8 +440,8 @@ callgrind_count() {
 CG=(sqlite)
 every && CG=(mem sqlite hello)
 log "callgrind: $NREPLAY replays or posts each on: ${CG[*]}"
-every && callgrind_count mem 'code=200 replayed=true' "$ONCED" --listen 127.0.0.1:@PORT@ --store memory:
-callgrind_count sqlite 'code=200 replayed=true' "$ONCED" --listen 127.0.0.1:@PORT@ \
+every && callgrind_count mem 'code=200 replayed=true' "$ONCED" --drain-delay 0 --listen 127.0.0.1:@PORT@ --store memory:
+callgrind_count sqlite 'code=200 replayed=true' "$ONCED" --drain-delay 0 --listen 127.0.0.1:@PORT@ \
   --store "sqlite:$DATA/cg.db$SQ_TAIL"
 every && callgrind_count hello 'code=200 replayed=' "$B/bench/mhd_hello" @PORT@ 2 64
 

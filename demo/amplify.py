@@ -223,7 +223,8 @@ class Stack:
         # then try another one.
         for _ in range(3):
             port = free_port()
-            args = [os.path.join(build, "onced"), "--listen", "127.0.0.1:%d" % port, "--store",
+            args = [os.path.join(build, "onced"), "--drain-delay", "0",
+                    "--listen", "127.0.0.1:%d" % port, "--store",
                     "sqlite:" + os.path.join(self.tmp, "level%d.db" % level), "--exec",
                     "sh " + os.path.join(HERE, "amplify_agent.sh") + " turn",
                     "--exec-grace", "1s", "--max-wait", "120s", "--turn-workers", "256",
@@ -276,7 +277,8 @@ class Stack:
         for attempt in range(20):
             seen = len(lines())   # this start's connections are logged after these
             port = free_port()
-            args = [os.path.join(build, "onced"), "--listen", "127.0.0.1:%d" % port, "--store",
+            args = [os.path.join(build, "onced"), "--drain-delay", "0",
+                    "--listen", "127.0.0.1:%d" % port, "--store",
                     "sqlite:" + os.path.join(self.tmp, "gw-level%d-%d.db" % (level, attempt)),
                     "--upstream", "http://127.0.0.1:%d/" % upstream_port,
                     "--max-wait", "120s", "--turn-workers", "256", "--workers", "256",

@@ -70,6 +70,11 @@ ONCE_API const char *once_server_url(const once_server *s);
 /* The bound port. */
 ONCE_API int once_server_port(const once_server *s);
 
+/* Say the server is going away before refusing anything: /readyz answers
+ * 503 from now on while calls are still served, so that a load balancer
+ * stops sending here before once_server_drain refuses what still comes. */
+ONCE_API void once_server_unready(once_server *s);
+
 /* Begin a graceful stop: /readyz answers 503, new calls are refused with
  * 503 SHUTTING_DOWN (clients retry elsewhere), calls in progress and
  * running turns go on. Optional before once_server_stop. */

@@ -206,6 +206,8 @@ int once__http_port(const once_http *h);
  * calls get 503 SHUTTING_DOWN (Connection: close); calls in progress, open
  * streams and the operations endpoints go on. */
 void once__http_drain(once_http *h);
+/* /readyz answers 503 from now on; calls are still served (ops.h). */
+void once__http_unready(once_http *h);
 /* JSON-RPC calls accepted and not yet answered (streams once open are not
  * counted). */
 long once__http_calls(const once_http *h);

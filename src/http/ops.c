@@ -28,6 +28,7 @@ struct once__ops {
     once_http_ops cfg;
     once__sse *sse;
     struct MHD_Daemon *d;   /* the separate /metrics listener, or NULL */
+    int unready;            /* /readyz answers 503 while calls are still served */
     once__admit admit;      /* its Host rule (DNS rebinding), from its own bind */
     int draining;
 };
@@ -48,6 +49,11 @@ int once__ops_new(const once_http_ops *cfg, once__sse *sse, once__ops **out)
 void once__ops_drain(once__ops *o)
 {
     __atomic_store_n(&o->draining, 1, __ATOMIC_RELEASE);
+}
+
+void once__ops_unready(once__ops *o)
+{
+    __atomic_store_n(&o->unready, 1, __ATOMIC_RELEASE);
 }
 
 int once__ops_draining(const once__ops *o)
@@ -89,6 +95,9 @@ static enum MHD_Result readyz(once__ops *o, struct MHD_Connection *conn, const c
 {
     if (once__ops_draining(o))
         return answer_str(conn, method, MHD_HTTP_SERVICE_UNAVAILABLE, "draining\n");
+    if (__atomic_load_n(&o->unready, __ATOMIC_ACQUIRE))
+        return answer_str(conn, method, MHD_HTTP_SERVICE_UNAVAILABLE,
+                          "stopping: not ready, still serving until the drain begins\n");
     int rc = o->cfg.ready != NULL ? o->cfg.ready(o->cfg.ctx) : ONCE_OK;
     if (rc != ONCE_OK) {
         char why[128];

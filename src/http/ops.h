@@ -32,6 +32,9 @@ void once__ops_free(once__ops *o);
 
 /* Readiness goes to 503 for good (the server is draining). */
 void once__ops_drain(once__ops *o);
+/* Readiness goes to 503 for good while calls are still served (the delay
+ * before a drain, for load balancers to notice). */
+void once__ops_unready(once__ops *o);
 int once__ops_draining(const once__ops *o);
 
 /* One "request" log line (core/log.h) for an answered call. NULL method or

@@ -29,6 +29,7 @@ struct once_server {
 
 once__engine *once__server_engine(const once_server *s) { return s->engine; }
 void once_server_drain(once_server *s) { once__http_drain(s->http); }
+void once_server_unready(once_server *s) { once__http_unready(s->http); }
 long once__server_calls(const once_server *s) { return once__http_calls(s->http); }
 const char *once_server_url(const once_server *s) { return s->url; }
 int once_server_port(const once_server *s) { return once__http_port(s->http); }

@@ -922,6 +922,12 @@ void once__http_drain(once_http *h)
         once__ops_drain(h->ops);
 }
 
+void once__http_unready(once_http *h)
+{
+    if (h != NULL)
+        once__ops_unready(h->ops);
+}
+
 long once__http_calls(const once_http *h)
 {
     return h != NULL ? __atomic_load_n(&h->calls, __ATOMIC_ACQUIRE) : 0;

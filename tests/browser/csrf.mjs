@@ -110,7 +110,7 @@ async function listen(answer) {
 async function startOnced(name, args) {
   const port = await freePort();
   const log = fs.openSync(path.join(tmpdir, `${name}.log`), 'a');
-  const proc = spawn(ONCED, ['--listen', `127.0.0.1:${port}`, '--store', 'memory:',
+  const proc = spawn(ONCED, ['--listen', `127.0.0.1:${port}`, '--drain-delay', '0', '--store', 'memory:',
     '--push-allow', '127.0.0.1/32', ...args], { stdio: ['ignore', log, log] });
   fs.closeSync(log);
   servers.push({ name, proc });

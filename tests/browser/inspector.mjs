@@ -114,7 +114,7 @@ function setUp() {
 async function startOnced(name, store, args = []) {
   const port = await freePort();
   const log = fs.openSync(path.join(tmpdir, `${name}.log`), 'a');
-  const proc = spawn(ONCED, ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${store}`,
+  const proc = spawn(ONCED, ['--listen', `127.0.0.1:${port}`, '--drain-delay', '0', '--store', `sqlite:${store}`,
     '--inspect', '--test-admin', '--auth-tokens', path.join(tmpdir, 'tokens'), ...args],
   { stdio: ['ignore', log, log] });
   fs.closeSync(log);

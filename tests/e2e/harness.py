@@ -59,7 +59,11 @@ class Onced:
         self.tmp = tmpdir or tempfile.mkdtemp(prefix="once-e2e-")
         self.port = port or free_port()
         self.store = store or "sqlite:" + os.path.join(self.tmp, "registry.db")
-        self.args = [ONCED, "--listen", "127.0.0.1:%d" % self.port, "--store", self.store] + list(args)
+        # A stop is a drain at once unless a test asks for the not-ready
+        # delay onced keeps by default (--drain-delay, for load balancers).
+        delay = [] if "--drain-delay" in args else ["--drain-delay", "0"]
+        self.args = ([ONCED, "--listen", "127.0.0.1:%d" % self.port, "--store", self.store] + delay +
+                     list(args))
         self.log = open(os.path.join(self.tmp, "onced-%d.log" % self.port), "ab")
         e = dict(os.environ)
         e.update(env or {})

@@ -80,7 +80,8 @@ class TracedOnced:
         self.log = open(os.path.join(self.dir, "onced.log"), "ab")
         self.proc = subprocess.Popen(
             ["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", self.out,
-             ONCED, "--listen", "127.0.0.1:%d" % self.port, "--store", store],
+             ONCED, "--listen", "127.0.0.1:%d" % self.port, "--store", store,
+             "--drain-delay", "0"],
             stdout=self.log, stderr=self.log)
         end = time.time() + scaled(30)
         while time.time() < end:

@@ -394,6 +394,37 @@ def test_second_signal_exits_at_once():
         srv.stop()
 
 
+def test_drain_delay():
+    """--drain-delay: on SIGTERM /readyz turns 503 first while calls are
+    still served (a load balancer polling it stops sending here), and only
+    then does the drain refuse; at the delay's end onced drains and exits 0."""
+    srv = Onced(["--drain-delay", "%ds" % scaled(60)])
+    try:
+        eq(http_get(srv.port, "/readyz")[0], 200, "ready before the signal")
+        srv.signal(signal.SIGTERM)
+        wait_until(lambda: http_get(srv.port, "/readyz")[0] == 503, timeout=30,
+                   what="not ready after SIGTERM")
+        st, _, doc = srv.rpc("SendMessage", {"message": user_message("still served")}, ext=True)
+        eq((st, task_state(doc)), (200, "TASK_STATE_COMPLETED"),
+           "a call during the delay is served: %r" % (doc,))
+        check("not ready" in http_get(srv.port, "/readyz")[2].decode(), "readyz says why")
+        check('"not_ready"' in srv.logtext() or "not_ready" in srv.logtext(),
+              "the log names the delay: %s" % srv.logtext()[-400:])
+        srv.signal(signal.SIGTERM)
+        eq(srv.proc.wait(scaled(30)), 128 + signal.SIGTERM, "a second signal still ends it")
+    finally:
+        srv.stop()
+    quick = Onced(["--drain-delay", "1s"])
+    try:
+        quick.signal(signal.SIGTERM)
+        eq(quick.proc.wait(scaled(60)), 0, "after the delay, the drain and exit 0")
+        log = quick.logtext()
+        check(log.find("not_ready") >= 0 and log.find("draining") > log.find("not_ready"),
+              "not ready, then draining: %s" % log[-600:])
+    finally:
+        quick.stop()
+
+
 # --- structured logs and trace context -------------------------------------------
 
 TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -506,5 +537,6 @@ def test_log_format_and_level():
 
 if __name__ == "__main__":
     run([test_version, test_health_outside_auth, test_metrics_counts, test_metrics_off_and_apart,
+         test_drain_delay,
          test_sigterm_drains_and_hands_over, test_second_signal_exits_at_once,
          test_logs_carry_the_trace, test_log_format_and_level])

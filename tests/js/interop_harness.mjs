@@ -103,7 +103,8 @@ export function oncedUnderTest({ binary, tmpPrefix, watchdogMs, onFinish = () =>
     tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix));
     const port = await freePort();
     const log = fs.openSync(path.join(tmpdir, 'onced.log'), 'a');
-    const argv = ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${path.join(tmpdir, 'registry.db')}`, ...args];
+    const argv = ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${path.join(tmpdir, 'registry.db')}`,
+                  '--drain-delay', '0', ...args];
     proc = spawn(binary, argv, { stdio: ['ignore', log, log] });
     fs.closeSync(log);
     proc.on('error', (e) => console.error(`spawn ${binary}: ${e.message}`));

@@ -32,7 +32,7 @@ def test_ready_then_stopping():
     port = free_port()
     env = dict(os.environ, NOTIFY_SOCKET=path)
     log = open(os.path.join(TMP, "onced.log"), "w+")
-    p = subprocess.Popen([ONCED, "--listen", "127.0.0.1:%d" % port, "--store", "memory:"],
+    p = subprocess.Popen([ONCED, "--listen", "127.0.0.1:%d" % port, "--store", "memory:", "--drain-delay", "0"],
                          stdout=log, stderr=log, env=env)
     try:
         msg = receive(sock, "READY=1")
