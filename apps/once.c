@@ -58,7 +58,8 @@ static const char usage[] =
     "                         generation, side-effect keys, push deliveries and the\n"
     "                         retention deadlines; --json prints the JSON as served\n"
     "  recover                re-send every pending intent (same ID, same body) and\n"
-    "                         poll every acknowledged one (abandoned ones: never)\n"
+    "                         poll every acknowledged one (abandoned ones: never);\n"
+    "                         with none it says so\n"
     "  abandon ID             give up on the pending or acknowledged intents of ID\n"
     "                         (a task ID, or the message ID `once outbox` shows):\n"
     "                         they become abandoned, stay listed, and are never\n"
@@ -999,6 +1000,9 @@ static int cmd_recover(cli *o)
                              (int)st.polled, "acknowledged", (int)st.acknowledged, "final",
                              (int)st.final, "refused", (int)st.refused, "exhausted",
                              (int)st.exhausted, "errors", (int)st.errors, "intents", x.arr));
+    } else if (rc == ONCE_OK && st.resent + st.polled + st.errors == 0) {
+        /* Said on any stream: a script that recovers learns it too. */
+        fprintf(stderr, "nothing to recover: no intent is pending or acknowledged\n");
     } else if (o->tty) {
         fprintf(stderr, "recovered: %u re-sent, %u polled; now %u acknowledged, %u final, "
                         "%u refused, %u still pending, %u errors\n",

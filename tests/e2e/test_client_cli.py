@@ -55,6 +55,14 @@ def test_bad_agent_url_writes_nothing():
     eq(outbox_intents(outbox), [], "nothing was written to the outbox")
 
 
+def test_recover_nothing_to_do():
+    """`once recover` with nothing pending says so (and exits 0)."""
+    outbox = os.path.join(TMP, "nothing.db")
+    rc, out, err = once(outbox, "recover")
+    eq(rc, 0, "nothing to recover is no error (%s)" % err)
+    check("nothing to recover" in err, "it says so: %r" % err)
+
+
 def test_abandon():
     outbox = os.path.join(TMP, "abandon.db")
     gone = "http://127.0.0.1:%d/" % dead_port()
@@ -291,7 +299,7 @@ if __name__ == "__main__":
         print("FAIL: %s is missing (build first)" % ONCE, file=sys.stderr)
         sys.exit(1)
     try:
-        run([test_bad_agent_url_writes_nothing, test_abandon, test_messages,
-             test_artifacts_shown_and_saved, test_push_url_subscribes])
+        run([test_bad_agent_url_writes_nothing, test_recover_nothing_to_do, test_abandon,
+             test_messages, test_artifacts_shown_and_saved, test_push_url_subscribes])
     finally:
         shutil.rmtree(test_client.TMP, ignore_errors=True)

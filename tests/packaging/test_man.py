@@ -52,6 +52,30 @@ def same(prog, page):
     check(not got - want, "%s: on the page but not in --help: %s" % (page, sorted(got - want)))
 
 
+TEST_ONLY = ("--clock-offset", "--test-admin", "--experiment-naive")
+
+
+def test_onced_testing_section_and_stores():
+    """onced's test-only flags stand apart, after every other one, in --help
+    and on the page; the page names every store scheme --help names."""
+    p = subprocess.run([os.path.join(BUILD, "onced"), "--help"], capture_output=True, text=True,
+                       timeout=scaled(30))
+    head, sep, tail = p.stdout.partition("testing only")
+    check(sep != "", "--help has a testing-only section: %r" % p.stdout[-400:])
+    for flag in TEST_ONLY:
+        check(flag in tail and flag not in head, "%s only in the testing section" % flag)
+    with open(os.path.join(SOURCE, "man", "onced.8")) as f:
+        page = f.read().replace("\\-", "-")
+    mhead, msep, mtail = page.partition(".SS Testing only")
+    check(msep != "", "onced.8 has a Testing only section")
+    for flag in TEST_ONLY:
+        check(flag in mtail.split(".SH")[0] and flag not in mhead,
+              "onced.8: %s only in the testing section" % flag)
+    for scheme in ("memory:", "sqlite:", "postgres://", "redis://", "dynamodb://"):
+        check(scheme in p.stdout and scheme in page, "store scheme %s in --help and on the page"
+              % scheme)
+
+
 def test_once_1():
     same("once", "once.1")
 
@@ -61,4 +85,4 @@ def test_onced_8():
 
 
 if __name__ == "__main__":
-    run([test_once_1, test_onced_8])
+    run([test_once_1, test_onced_8, test_onced_testing_section_and_stores])
