@@ -28,6 +28,15 @@ static int called(void *arg)
     return counted(arg) > 0;
 }
 
+/* The engine has finished a turn: its last write, and that write's
+ * notification of local followers, are over. */
+static int one_turn_finished(void *arg)
+{
+    once__engine_stats st;
+    once__engine_get_stats(arg, &st);
+    return st.turns_completed >= 1;
+}
+
 static void test_local_writes_call_the_watch(void **state)
 {
     (void)state;
@@ -39,6 +48,10 @@ static void test_local_writes_call_the_watch(void **state)
     fx_wait_blocked(&env.fx, 2);
     fx_start(env.e, "m-3", "sleep:1", other, sizeof other);
     fx_wait_state(env.store, "alice", other, ONCE_STATE_COMPLETED);
+    /* Stored is not yet notified: the turn counts as finished only after
+     * its last write notified the followers, so no write of it is left to
+     * reach the watches added below. */
+    assert_true(tt_wait_until(one_turn_finished, env.e, 5000));
 
     counter mine = {0}, removed = {0}, bob = {0}, elsewhere = {0};
     once__engine_watch *w = NULL, *wr = NULL, *wb = NULL, *wo = NULL;
