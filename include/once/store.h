@@ -163,6 +163,7 @@ typedef struct once_check_report {
 #define ONCE_STORE_SHARED  0x1u  /* several processes/hosts may share the data */
 #define ONCE_STORE_DURABLE 0x2u  /* an acknowledged write survives a crash */
 #define ONCE_STORE_PUSH    0x4u  /* keeps push delivery rows (the push_* slots) */
+#define ONCE_STORE_FEED    0x8u  /* tells of every writer's updates (the feed_* slots) */
 
 /*
  * Durability of a commit, for a backend that has the choice (SQLite's PRAGMA
@@ -287,7 +288,13 @@ typedef struct once_store once_store;
  * built against another store.h may take other arguments or promise other
  * things than this libonce calls its slots for. Bumped whenever a slot's
  * arguments or contract change. */
-#define ONCE_STORE_METHODS_VERSION 1
+#define ONCE_STORE_METHODS_VERSION 2
+
+/* A backend's change feed (the feed_* slots): its own struct, whose first
+ * member is this base (set by once_store_feed_open). */
+typedef struct once_store_feed {
+    once_store *store;
+} once_store_feed;
 
 /*
  * The vtable, read like sqlite3_io_methods: each slot below says what it
@@ -463,6 +470,33 @@ typedef struct once_store_methods {
      * the common codes. */
     int (*push_rows)(once_store *s, const char *principal, const char *task_id,
                      once_push_row_list *out);
+
+    /* ---- the change feed; NULL unless caps has ONCE_STORE_FEED ----
+     *
+     * How a replica learns of other replicas' writes without asking about
+     * every task it follows (PostgreSQL LISTEN/NOTIFY, Redis pub/sub): the
+     * store tells the feed the key of every record an update (the update
+     * slot, by any process) wrote with events. Creates, renewals, sweeps
+     * and purges are not told: nobody follows a task before it exists, and
+     * none of the others moves a generation. */
+
+    /* A new feed on s (*out; freed by feed_close). It need not reach the
+     * store yet: its first feed_next does. ONCE_ENOMEM only. */
+    int (*feed_open)(once_store *s, once_store_feed **out);
+
+    /* Wait up to wait_ms for keys (*out; a key may come twice, or come
+     * although its generation did not move: the caller reads the store to
+     * see). Returns as soon as it has any, else ONCE_OK with an empty list
+     * after wait_ms. *lost = 1 says updates may have been missed before
+     * this answer (the first answer, and the first after a failure:
+     * the subscription is in place again, and the caller looks at
+     * everything it follows once). ONCE_ESTORE: the feed is down (the
+     * connection failed); until an answer with *lost = 1, the caller
+     * polls. Called from one thread at a time. */
+    int (*feed_next)(once_store_feed *f, int64_t wait_ms, once_key_list *out, int *lost);
+
+    /* Release the feed (its connection). Never NULL. */
+    void (*feed_close)(once_store_feed *f);
 } once_store_methods;
 
 /* The base every backend struct starts with. `m` is set by open; errmsg is a
@@ -514,6 +548,12 @@ ONCE_API int once_store_push_claim(once_store *s, const char *owner, int64_t now
 ONCE_API int once_store_push_ack(once_store *s, const once_push_ack *ack);
 ONCE_API int once_store_push_rows(once_store *s, const char *principal, const char *task_id,
                          once_push_row_list *out);
+/* Feed slots; ONCE_EUNSUPPORTED when the backend lacks ONCE_STORE_FEED.
+ * once_store_feed_close(NULL) is a no-op. */
+ONCE_API int once_store_feed_open(once_store *s, once_store_feed **out);
+ONCE_API int once_store_feed_next(once_store_feed *f, int64_t wait_ms, once_key_list *out,
+                                  int *lost);
+ONCE_API void once_store_feed_close(once_store_feed *f);
 
 #ifdef __cplusplus
 }

@@ -103,6 +103,9 @@ typedef struct once__a2a_backend {
     int (*watch)(void *ctx, const char *principal, const char *task_id, void (*fn)(void *arg),
                  void *arg, void **handle);
     void (*unwatch)(void *ctx, void *handle);
+    /* once__engine_follow_poll_ms: 0 while a watch is also told of other
+     * replicas' writes. Optional with watch: without it, a watcher polls. */
+    int64_t (*follow_poll_ms)(void *ctx);
 } once__a2a_backend;
 
 /* Bind a backend to a running engine (a2a_engine.c). */
@@ -336,13 +339,19 @@ void once__a2a_stream_free(once__a2a_stream *s);
 /* Call fn(arg) after every write this process makes to the cursor's task,
  * from the writing thread under the engine's lock (fn must not block nor
  * call the codec or the engine): a read may then find something new.
- * Other replicas' writes are the caller's to poll for (a read finds them).
+ * Other replicas' writes call it too while once__a2a_stream_poll_ms is 0;
+ * else they are the caller's to poll for (a read finds them).
  * ONCE_OK with *handle (NULL: the backend cannot watch, or the stream has
  * no task: poll), or ONCE_ENOMEM / ONCE_ECLOSED. Remove the watch with
  * once__a2a_stream_unwatch before freeing the cursor. */
 int once__a2a_stream_watch(once__a2a_stream *s, void (*fn)(void *arg), void *arg, void **handle);
 /* Remove a watch; after this fn is never called again. NULL handle ok. */
 void once__a2a_stream_unwatch(once__a2a_stream *s, void *handle);
+/* How often the holder of watch (NULL: none) must read the stream to see
+ * other replicas' writes: 0 while the watch is told of them, else
+ * `polling` (the holder's own interval). Asked after every read: when it
+ * changes, the watch is called. */
+int64_t once__a2a_stream_poll_ms(const once__a2a_stream *s, const void *watch, int64_t polling);
 
 /* 1 if the A2A-Version value asks for 1.0 ("1.0", or "1.0.x": patch
  * numbers do not count). NULL or empty -> 0 (means 0.3). */

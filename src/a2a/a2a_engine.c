@@ -145,6 +145,11 @@ static void b_unwatch(void *ctx, void *handle)
     once__engine_watch_remove(ctx, handle);
 }
 
+static int64_t b_follow_poll_ms(void *ctx)
+{
+    return once__engine_follow_poll_ms(ctx);
+}
+
 static void b_await_release(void *ctx)
 {
     once__engine_await_release(ctx);
@@ -169,6 +174,7 @@ void once__a2a_backend_engine(once__engine *e, once__a2a_backend *out)
     out->wait = b_wait;
     out->watch = b_watch;
     out->unwatch = b_unwatch;
+    out->follow_poll_ms = b_follow_poll_ms;
     out->await = b_await;
     out->await_release = b_await_release;
     out->send_answer = b_send_answer;

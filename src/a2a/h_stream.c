@@ -644,3 +644,10 @@ void once__a2a_stream_unwatch(once__a2a_stream *s, void *handle)
     if (handle != NULL)
         s->b->unwatch(s->b->ctx, handle);
 }
+
+int64_t once__a2a_stream_poll_ms(const once__a2a_stream *s, const void *watch, int64_t polling)
+{
+    if (watch == NULL || s->b->follow_poll_ms == NULL)
+        return polling;
+    return s->b->follow_poll_ms(s->b->ctx) > 0 ? polling : 0;
+}

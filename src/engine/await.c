@@ -12,9 +12,12 @@
  *     the waits on its key: a settled record marks them ready at once and
  *     is handed to the callback, so the answer needs no store read; any
  *     other record moves their generation on;
- *   - writes by other replicas are found by polling: every WAIT_POLL_MS per
- *     wait, a one-event probe after the wait's generation (an index lookup),
- *     and only when it finds one, a load of the record to see its state;
+ *   - writes by other replicas are told by the store's change feed
+ *     (feed.c -> once__await_told): the waits on the key probe the store
+ *     at once (a one-event probe after the wait's generation, an index
+ *     lookup, and only when it finds one, a load of the record to see its
+ *     state); where the engine has no feed up (once__engine_follow_poll_ms), each
+ *     wait probes so every ONCE__POLL_MS instead;
  *   - the deadline, a poll the store cannot answer, and release (the
  *     server stops) make a wait ready too.
  *
@@ -48,15 +51,17 @@
 #include "core/str.h"
 #include "engine/engine_int.h"
 
-#define WAIT_POLL_MS 50
 #define POLL_BATCH 64          /* probes between two looks at ready waits */
+#define NEVER INT64_MAX        /* next_poll of a wait that waits to be told */
 
 struct once__await {
     char principal[ONCE_PRINCIPAL_MAX + 1];
     char task_id[ONCE_ID_MAX + 1];
     int64_t gen;               /* the last generation seen (under e->mu) */
     int64_t until;             /* monotonic ms */
-    int64_t next_poll;         /* monotonic ms; the await thread's own */
+    int64_t next_poll;         /* under e->mu: monotonic ms; NEVER: wait to be told */
+    int told;                  /* under e->mu: the change feed named the key since
+                                * the last probe began */
     int ready;                 /* under e->mu: settled, deadline, or release */
     once_record *rec;          /* under e->mu: the settled record handed over, or NULL */
     once__engine_ready_fn fn;
@@ -93,6 +98,7 @@ void once__await_notify(once__engine *e, const once_record *r)
     if (settled) {
         once__settled *s = settled_slot(e, r->principal, r->task_id);
         s->seq = e->settle_seq + 1;
+        s->told = 0;
         memcpy(s->principal, r->principal, sizeof s->principal);
         memcpy(s->task_id, r->task_id, sizeof s->task_id);
         __atomic_store_n(&e->settle_seq, s->seq, __ATOMIC_RELEASE);
@@ -118,7 +124,43 @@ void once__await_notify(once__engine *e, const once_record *r)
     }
     if (wake)
         pthread_cond_signal(&e->await_cv);
-    once__follow_notify(e, r);   /* streams following the key */
+    once__follow_notify(e, r->principal, r->task_id);   /* streams following the key */
+}
+
+/* When a wait probes next after a probe now: an interval on, or NEVER
+ * while the change feed tells of every update. */
+static int64_t next_poll(once__engine *e)
+{
+    int64_t poll = once__engine_follow_poll_ms(e);
+    return poll > 0 ? once_monotonic_ms() + poll : NEVER;
+}
+
+void once__await_told(once__engine *e, const char *principal, const char *task_id)
+{
+    /* A registration racing this tell, by a send that looked at the task
+     * before, probes at once (settled_since says it cannot tell). */
+    uint64_t seq = e->settle_seq + 1;
+    if (principal == NULL) {
+        e->told_all_seq = seq;
+    } else {
+        once__settled *s = settled_slot(e, principal, task_id);
+        s->seq = seq;
+        s->told = 1;
+        memcpy(s->principal, principal, strlen(principal) + 1);
+        memcpy(s->task_id, task_id, strlen(task_id) + 1);
+    }
+    __atomic_store_n(&e->settle_seq, seq, __ATOMIC_RELEASE);
+    int wake = 0;
+    for (once__await *a = e->awaits; a != NULL; a = a->next) {
+        if (principal != NULL &&
+            (strcmp(a->task_id, task_id) != 0 || strcmp(a->principal, principal) != 0))
+            continue;
+        a->told = 1;
+        a->next_poll = 0;
+        wake = 1;
+    }
+    if (wake)
+        pthread_cond_signal(&e->await_cv);
 }
 
 uint64_t once__await_seq(once__engine *e)
@@ -159,7 +201,7 @@ static int poll_one(once__engine *e, once__await *a)
  * something is due among those left (deadline or poll). */
 static int64_t take_ready(once__engine *e, int64_t now, once__await **fire)
 {
-    int64_t due = now + WAIT_POLL_MS;
+    int64_t due = now + ONCE__POLL_MS;
     for (once__await **pp = &e->awaits; *pp != NULL;) {
         once__await *a = *pp;
         if (a->ready || a->until <= now || e->awaits_closed) {
@@ -204,6 +246,7 @@ static int poll_due(once__engine *e, int64_t now)
             more = 1;
             break;
         }
+        a->told = 0;   /* a tell from here on probes again */
         due[n++] = a;
     }
     pthread_mutex_unlock(&e->mu);
@@ -211,16 +254,17 @@ static int poll_due(once__engine *e, int64_t now)
     for (size_t i = 0; i < n; i++) {
         int settled = poll_one(e, due[i]);
         /* Poll again a whole interval after this one ended: a slow store
-         * stretches the rounds instead of stacking them up. */
-        due[i]->next_poll = once_monotonic_ms() + WAIT_POLL_MS;
+         * stretches the rounds instead of stacking them up. Told while
+         * probing: probe again. */
+        int64_t next = next_poll(e);
+        pthread_mutex_lock(&e->mu);
+        due[i]->next_poll = due[i]->told ? 0 : next;
         /* A store that cannot be read ends the wait too: the answer then
          * says so (retryable), as a blocking wait always has, rather than
          * hold the client through an outage until the deadline. */
-        if (settled != 0) {
-            pthread_mutex_lock(&e->mu);
+        if (settled != 0)
             due[i]->ready = 1;
-            pthread_mutex_unlock(&e->mu);
-        }
+        pthread_mutex_unlock(&e->mu);
     }
     return more;
 }
@@ -259,14 +303,18 @@ static void *await_main(void *arg)
 
 /* Under e->mu: did a local write settle the task since the send that saw
  * settle_seq == seq? 1 yes, 0 no, -1 cannot tell (its slot went to another
- * key since). */
+ * key since, or the change feed told of the key, or of every key). */
 static int settled_since(once__engine *e, const char *principal, const char *task_id,
                          uint64_t seq)
 {
+    if (e->told_all_seq > seq)
+        return -1;
     const once__settled *s = settled_slot(e, principal, task_id);
     if (s->seq <= seq)
         return 0;
-    return strcmp(s->principal, principal) == 0 && strcmp(s->task_id, task_id) == 0 ? 1 : -1;
+    return !s->told && strcmp(s->principal, principal) == 0 && strcmp(s->task_id, task_id) == 0
+               ? 1
+               : -1;
 }
 
 int once__engine_await(once__engine *e, const char *principal, const char *task_id, int64_t gen,
@@ -288,8 +336,9 @@ int once__engine_await(once__engine *e, const char *principal, const char *task_
     int rc = ONCE_OK;
     pthread_mutex_lock(&e->mu);
     int since = settled_since(e, principal, task_id, seq);
-    /* Unsure, probe at once; else the first probe waits its interval. */
-    a->next_poll = since < 0 ? 0 : once_monotonic_ms() + WAIT_POLL_MS;
+    /* Unsure, probe at once; else the first probe waits its interval (or
+     * waits to be told). */
+    a->next_poll = since < 0 ? 0 : next_poll(e);
     if (e->awaits_closed || e->stopping) {
         rc = ONCE_ECLOSED;
     } else if (since > 0) {

@@ -240,6 +240,8 @@ int once__engine_start(once__engine *e)
     if (rc == ONCE_OK)
         rc = once__sweeper_start(e);
     if (rc == ONCE_OK)
+        rc = once__feed_start(e);
+    if (rc == ONCE_OK)
         rc = once__push_start(e);
     return rc;
 }
@@ -267,6 +269,7 @@ void once__engine_stop(once__engine *e)
         return;
     if (e->sweeper_started)
         pthread_join(e->sweeper, NULL);
+    once__feed_stop(e);
     once__dispatch_stop(e);
     once__push_stop(e);   /* after the workers: their writes still kick it */
 }

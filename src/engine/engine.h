@@ -323,6 +323,9 @@ typedef struct once__engine_stats {
      * stores): bytes as its budget counts them, the budget (0: none),
      * tasks and tombstones. Read from the store by once__engine_get_stats. */
     uint64_t mem_bytes, mem_max_bytes, mem_tasks, mem_tombstones;
+    /* feed.c: the store's change feed is up now (a gauge: 1 or 0), times
+     * it went down, and keys it told of */
+    uint64_t feed_up, feed_lost, feed_keys;
 } once__engine_stats;
 void once__engine_get_stats(once__engine *e, once__engine_stats *out);
 
@@ -377,10 +380,13 @@ int once__engine_wait_generation_or(once__engine *e, const char *principal, cons
                                     int64_t gen, int64_t timeout_ms, const once__wait_stop *stop);
 /* Watch a task without a thread (the SSE hub's streams): fn(arg) is
  * called after every write this process makes to (principal, task_id),
- * under the engine's lock, so it must not block nor call the engine: it
- * only marks its follower due. Other replicas' writes are not seen: the
- * watcher polls for those (once__engine_events_after). Register before
- * the first read, or a write in between is seen only at the next poll.
+ * for every update of it the store's change feed tells of, and for every
+ * task when the feed goes up or down, under the engine's lock, so it must
+ * not block nor call the engine: it only marks its follower due. While
+ * once__engine_follow_poll_ms says so, other replicas' writes are not told
+ * and the watcher polls for them (once__engine_events_after). Register
+ * before the first read, or a write in between is seen only at the next
+ * poll.
  * *out is removed with once__engine_watch_remove (after which fn is never
  * called again), before once__engine_free. ONCE_OK, ONCE_EINVAL (a key too
  * long), ONCE_ENOMEM, ONCE_ECLOSED (the engine stops). */
@@ -389,6 +395,12 @@ int once__engine_watch_add(once__engine *e, const char *principal, const char *t
                            void (*fn)(void *arg), void *arg, once__engine_watch **out);
 /* Remove and free w; NULL ok. */
 void once__engine_watch_remove(once__engine *e, once__engine_watch *w);
+/* How often a follower of a task must read the store to see other
+ * replicas' writes: 0 when it is told of them (a watch, a wait), else
+ * the interval (while the store's change feed is down, or for a store
+ * that others share and that has none). When the feed goes up or down,
+ * every watch and wait is told, and asks again. */
+int64_t once__engine_follow_poll_ms(once__engine *e);
 
 /* --- writes by a worker outside this engine's turns (external.c) ---------
  *

@@ -115,6 +115,7 @@ typedef struct once__await once__await;
 #define ONCE__SETTLED_SLOTS 64
 typedef struct once__settled {
     uint64_t seq;               /* e->settle_seq when written; 0: never */
+    int told;                   /* written by a tell of the change feed, not a settle */
     char principal[ONCE_PRINCIPAL_MAX + 1];
     char task_id[ONCE_ID_MAX + 1];
 } once__settled;
@@ -175,6 +176,10 @@ struct once__engine {
     int heartbeat_started;
     pthread_t sweeper;
     int sweeper_started;
+    pthread_t feeder;           /* feed.c: the store's change feed */
+    int feeder_started;
+    int feed_live;              /* __atomic: the feed tells of every update now */
+    uint64_t told_all_seq;      /* under e->mu: settle_seq when every key was told */
 
     once__engine_stats stats;
     int64_t takeover_after;     /* __atomic: engine-clock ms before which the sweeper takes nothing over */
@@ -227,6 +232,19 @@ int once__load_found(once__engine *e, const char *principal, const char *task_id
 void once__hold_takeovers(once__engine *e);
 int once__takeovers_held(const once__engine *e);
 
+/* --- feed.c ---------------------------------------------------------------- */
+
+/* Followers poll the store this often for other replicas' writes while the
+ * engine has no change feed that tells of them. */
+#define ONCE__POLL_MS 50
+/* once__engine_follow_poll_ms (engine.h) is 0 when a follower need not
+ * read the store on its own (its change feed is up), else ONCE__POLL_MS;
+ * every follower is told when the feed goes up or down, and asks again. */
+/* Start the feed thread if the store has a change feed. */
+int once__feed_start(once__engine *e);
+/* Join it (after `stopping` is set). */
+void once__feed_stop(once__engine *e);
+
 /* --- await.c -------------------------------------------------------------- */
 
 /* 1 if a blocking send stops waiting at r: terminal, interrupted, or a
@@ -234,6 +252,11 @@ int once__takeovers_held(const once__engine *e);
 int once__record_settled(const once_record *r);
 /* Under e->mu: r was just written by this process. */
 void once__await_notify(once__engine *e, const once_record *r);
+/* Under e->mu: another writer may have moved the key's task (the change
+ * feed said so), or any task (principal NULL: the feed came up or went
+ * down): its waits probe the store at once, and a wait registered after
+ * this by a send that looked before it probes at once too. */
+void once__await_told(once__engine *e, const char *principal, const char *task_id);
 /* How many settled records this process has written so far: a send takes
  * it before its first look at the task (res->wait_seq), so its wait can
  * tell whether the task settled here since. */
@@ -244,8 +267,10 @@ uint32_t once__key_hash(const char *principal, const char *task_id);
 
 /* --- follow.c -------------------------------------------------------------- */
 
-/* Under e->mu: r was just written by this process; call its key's watches. */
-void once__follow_notify(once__engine *e, const once_record *r);
+/* Under e->mu: the key's task may have moved (a write by this process, or
+ * one the change feed told of); call its watches. principal NULL: every
+ * watch (the feed came up or went down). */
+void once__follow_notify(once__engine *e, const char *principal, const char *task_id);
 
 /* --- journal.c ------------------------------------------------------------- */
 

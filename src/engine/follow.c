@@ -4,18 +4,20 @@
  * until the task's generation moves past one.
  *
  * The wait is woken at once by writes of this process (the waiter list that
- * blocking sends use, signalled by once__notify) and sees other replicas'
- * writes by polling the store every FOLLOW_POLL_MS (docs/design.md section 13).
- * A poll asks for at most one event after the generation: an index probe
- * when nothing moved, never a load of the record, whose task JSON may be
- * large and which a stream does not need (its reads are event reads).
- * Each poll also asks the caller's stop hook, if any (a stream whose
- * client left ends its wait within a poll, not at its next ping).
+ * blocking sends use, signalled by once__notify) and by other replicas'
+ * writes the store's change feed tells of (feed.c); without a feed up, it
+ * sees those by polling the store every ONCE__POLL_MS (once__engine_follow_poll_ms,
+ * docs/design.md section 13). A look asks for at most one event after the
+ * generation: an index probe when nothing moved, never a load of the
+ * record, whose task JSON may be large and which a stream does not need
+ * (its reads are event reads). The caller's stop hook, if any, is asked
+ * at every poll, or every STOP_CHECK_MS when not polling.
  *
- * A watch (once__engine_watch_add) is the same local wake-up without a
- * waiting thread: a callback per followed key, found by hash of the key
- * (e->watches) and called by once__notify under e->mu; whoever holds the
- * watch polls for other replicas' writes itself (the SSE hub's timers).
+ * A watch (once__engine_watch_add) is the same wake-up without a waiting
+ * thread: a callback per followed key, found by hash of the key
+ * (e->watches) and called under e->mu by once__notify and by the feed;
+ * whoever holds the watch polls for other replicas' writes itself while
+ * once__engine_follow_poll_ms says so (the SSE hub's timers).
  *
  * Invariants: every call is read-only and scoped by the key (principal,
  * task_id), so another principal's task looks like a missing one; reads
@@ -27,7 +29,7 @@
 
 #include "engine/engine_int.h"
 
-#define FOLLOW_POLL_MS 50
+#define STOP_CHECK_MS 250   /* how often a wait that is not polling asks its stop hook */
 
 /* Count a follow call in e->inflight; ONCE_ECLOSED once the engine stops. */
 static int enter(once__engine *e)
@@ -145,9 +147,14 @@ static int wait_registered(once__engine *e, once__waiter *w, int64_t gen, int64_
         int64_t left = deadline - once_monotonic_ms();
         if (left <= 0)
             break;
+        /* Polling, or waiting to be told (the change feed, or a store of
+         * this process's own): then only the stop hook is asked between. */
+        int64_t poll = once__engine_follow_poll_ms(e);
+        int64_t step = poll > 0 ? poll : STOP_CHECK_MS;
         pthread_mutex_lock(&e->mu);
         if (!w->fired && !e->stopping)
-            once__cond_wait_ms(&w->cv, &e->mu, left < FOLLOW_POLL_MS ? left : FOLLOW_POLL_MS);
+            once__cond_wait_ms(&w->cv, &e->mu, left < step ? left : step);
+        int fired = w->fired;
         w->fired = 0;
         int stopping = e->stopping;
         pthread_mutex_unlock(&e->mu);
@@ -159,8 +166,10 @@ static int wait_registered(once__engine *e, once__waiter *w, int64_t gen, int64_
             rc = ONCE_ECANCELED;
             break;
         }
-        /* Woken by a local write or not, the store says whether it moved:
-         * a notification names the key, not the generation. */
+        if (!fired && poll == 0)
+            continue;
+        /* Woken by a write or a poll, the store says whether it moved: a
+         * notification names the key, not the generation. */
         m = moved(e, principal, task_id, gen);
         if (m > 0) {
             rc = ONCE_OK;
@@ -270,10 +279,17 @@ void once__engine_watch_remove(once__engine *e, once__engine_watch *w)
     once_free(w);
 }
 
-void once__follow_notify(once__engine *e, const once_record *r)
+void once__follow_notify(once__engine *e, const char *principal, const char *task_id)
 {
-    for (once__engine_watch *w = *bucket(e, r->principal, r->task_id); w != NULL; w = w->next) {
-        if (strcmp(w->task_id, r->task_id) == 0 && strcmp(w->principal, r->principal) == 0)
+    if (principal == NULL) {
+        for (size_t i = 0; i < ONCE__WATCH_BUCKETS; i++) {
+            for (once__engine_watch *w = e->watches[i]; w != NULL; w = w->next)
+                w->fn(w->arg);
+        }
+        return;
+    }
+    for (once__engine_watch *w = *bucket(e, principal, task_id); w != NULL; w = w->next) {
+        if (strcmp(w->task_id, task_id) == 0 && strcmp(w->principal, principal) == 0)
             w->fn(w->arg);
     }
 }

@@ -158,6 +158,19 @@ static const single engine_rest[] = {
      "Store calls of the engine that failed because the store could not answer."
      PROCESS_LOCAL,
      ENGINE_AT(store_errors)},
+    {"once_store_feed_up", "gauge",
+     "1 while the store's change feed (PostgreSQL LISTEN, Redis SUBSCRIBE) tells this "
+     "replica of other replicas' writes; 0 while followers poll the store instead (no "
+     "feed on this store, or its connection is down).",
+     ENGINE_AT(feed_up)},
+    {"once_store_feed_lost_total", "counter",
+     "Times the store's change feed went down (followers polled until it was back)."
+     PROCESS_LOCAL,
+     ENGINE_AT(feed_lost)},
+    {"once_store_feed_keys_total", "counter",
+     "Task keys the store's change feed told this replica of (updates by any replica)."
+     PROCESS_LOCAL,
+     ENGINE_AT(feed_keys)},
 };
 
 /* ...and push delivery's, after its family (read from once_push_stats). */

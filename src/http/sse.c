@@ -28,11 +28,15 @@
  *   - this replica's writes make a stream due at once: the stream watches
  *     its task (once__a2a_stream_watch -> once__engine_watch_add), and the
  *     engine calls it back, under its lock, from the writing thread;
- *   - other replicas' writes are found by polling: a caught-up stream sits
- *     in the watcher's timer heap until the next poll tick (POLL_MS, the
- *     cadence the thread per stream had: one store read per stream per
- *     tick) or its ping, whichever comes first; ticks are aligned, so one
- *     wake-up of the watcher makes every idle stream due together;
+ *   - other replicas' writes make it due too when the store's change feed
+ *     tells of them (the same watch: engine/feed.c); a caught-up stream
+ *     then sits in the watcher's timer heap until its ping only. Without
+ *     a feed up (once__a2a_stream_poll_ms), they are found by polling: a
+ *     caught-up stream sits there until the next poll tick (POLL_MS, one
+ *     store read per stream per tick) or its ping, whichever comes first;
+ *     ticks are aligned, so one wake-up of the watcher makes every idle
+ *     stream due together. The feed going up or down calls every watch,
+ *     so each stream reads once and parks by the new rule;
  *   - a client that hangs up is seen at once: the socket of every suspended
  *     connection is in the watcher's epoll set (EPOLLRDHUP, one shot), and
  *     the watcher marks the stream gone and due; the pump ends it and gives
@@ -186,6 +190,8 @@ struct sse_conn {
     int64_t last;                 /* monotonic ms of the last bytes queued */
     int64_t failing;              /* since when the store fails (0: it does not) */
     int state, again;
+    int told;                     /* under the hub's mu: something may have changed
+                                   * since its pump last read (a read is due) */
     once__heap_node timer;        /* key: when it is due (S_TIMED) */
     sse_conn *qnext, *anext, *aprev;
     pthread_mutex_t mu;
@@ -237,6 +243,7 @@ static void enqueue(once__sse *h, sse_conn *s)
 /* Something may have changed for s: pump it soon. */
 static void due_now(once__sse *h, sse_conn *s)
 {
+    s->told = 1;
     switch (s->state) {
     case S_RUNNING:
         s->again = 1;   /* its worker queues it again instead of parking it */
@@ -431,12 +438,15 @@ static int retry_at(sse_conn *s, int rc, int64_t now, int64_t *due)
     return 1;
 }
 
-/* When a caught-up stream is due again: the next poll tick, or its ping if
- * that comes first. */
+/* When a caught-up stream is due again: its ping, or the next poll tick
+ * first while it must poll (no watch, or one not told of other replicas'
+ * writes). */
 static int64_t idle_due(const sse_conn *s, int64_t now)
 {
-    int64_t tick = (now / POLL_MS + 1) * POLL_MS;
     int64_t ping = s->last + s->hub->ping_ms;
+    if (once__a2a_stream_poll_ms(s->src, s->watch, POLL_MS) == 0)
+        return ping;
+    int64_t tick = (now / POLL_MS + 1) * POLL_MS;
     return ping < tick ? ping : tick;
 }
 
@@ -465,8 +475,11 @@ static void ping(sse_conn *s, int64_t now)
 }
 
 /* Pump s once: read what the cursor has (as much as the buffer has room
- * for), or ping; never waits. Returns what s needs next (P_TIMED: *due). */
-static int pump(sse_conn *s, int64_t *due)
+ * for), or ping; never waits. A stream nothing was told of since its last
+ * read, that is told of every write (once__a2a_stream_poll_ms 0), is due
+ * only for its ping: it pings without a read, so an idle stream costs the
+ * store nothing. Returns what s needs next (P_TIMED: *due). */
+static int pump(sse_conn *s, int told, int64_t *due)
 {
     once__sse *h = s->hub;
     int why;
@@ -487,7 +500,9 @@ static int pump(sse_conn *s, int64_t *due)
     char *t = NULL;
     size_t n = 0;
     int done = 0;
-    int rc = once__a2a_stream_read(s->src, max, &t, &n, &done);
+    int rc = ONCE_OK;
+    if (told || s->failing || once__a2a_stream_poll_ms(s->src, s->watch, POLL_MS) > 0)
+        rc = once__a2a_stream_read(s->src, max, &t, &n, &done);
     int64_t now = once_monotonic_ms();
     if (n > 0) {
         push(s, t, n, done);
@@ -542,6 +557,7 @@ static void park(once__sse *h, sse_conn *s, int next, int64_t due)
     if (next == P_END) {
         retire(h, s);
     } else if (next == P_AGAIN || s->again) {
+        s->told = 1;   /* more to read, or told while it ran */
         enqueue(h, s);
     } else if (next == P_ROOM) {
         s->state = S_ROOM;
@@ -584,10 +600,12 @@ static void *worker_main(void *arg)
             h->qtail = NULL;
         s->state = S_RUNNING;
         s->again = 0;
+        int told = s->told;
+        s->told = 0;
         pthread_mutex_unlock(&h->mu);
 
         int64_t due = 0;
-        int next = pump(s, &due);
+        int next = pump(s, told, &due);
         if (next == P_END)
             finish(s);
 
@@ -832,6 +850,7 @@ static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once__a2a_s
     s->fd = socket_of(conn);
     s->src = src;
     s->avg = h->cap / 4;
+    s->told = 1;   /* its first pump reads */
     s->last = once_monotonic_ms();
     s->refs = 2;
     return s;

@@ -50,6 +50,11 @@
     .push_claim = once__##P##_push_claim, .push_ack = once__##P##_push_ack,                        \
     .push_rows = once__##P##_push_rows
 
+/* The change feed's open slot, for a backend whose feed is a connection
+ * of its own (store/feed.h: the next and close slots are the shared ones). */
+#define ONCE__STORE_CONN_FEED_SLOTS(P)                                                             \
+    int once__##P##_feed_open(once_store *s, once_store_feed **out)
+
 /* The head of a methods table whose backend opens through
  * ONCE__STORE_OPEN(P, ...) and closes through P##_release, its release
  * hook: every field but the data slots. */
@@ -72,5 +77,16 @@
 #define ONCE__STORE_BACKEND(TABLE, P, SCHEME, CAPS, B)                                             \
     ONCE__STORE_OPEN(P, B)                                                                         \
     const once_store_methods TABLE = {ONCE__STORE_HEAD(P, SCHEME, CAPS), ONCE__STORE_SLOT_TABLE(P)}
+
+/* ONCE__STORE_BACKEND for a backend with a change feed over a connection
+ * of its own (ONCE__STORE_CONN_FEED_SLOTS; the file that expands it
+ * includes store/feed.h): CAPS gets ONCE_STORE_FEED. */
+#define ONCE__STORE_BACKEND_CONN_FEED(TABLE, P, SCHEME, CAPS, B)                                   \
+    ONCE__STORE_OPEN(P, B)                                                                         \
+    const once_store_methods TABLE = {ONCE__STORE_HEAD(P, SCHEME, (CAPS) | ONCE_STORE_FEED),       \
+                                      ONCE__STORE_SLOT_TABLE(P),                                   \
+                                      .feed_open = once__##P##_feed_open,                          \
+                                      .feed_next = once__conn_feed_next,                           \
+                                      .feed_close = once__conn_feed_close}
 
 #endif

@@ -89,6 +89,8 @@ static const char *missing_slot(const once_store_methods *m)
         return "a required slot";
     if ((m->caps & ONCE_STORE_PUSH) && (!m->push_claim || !m->push_ack || !m->push_rows))
         return "a push slot (caps has ONCE_STORE_PUSH)";
+    if ((m->caps & ONCE_STORE_FEED) && (!m->feed_open || !m->feed_next || !m->feed_close))
+        return "a feed slot (caps has ONCE_STORE_FEED)";
     return NULL;
 }
 
@@ -408,4 +410,38 @@ int once_store_push_rows(once_store *s, const char *principal, const char *task_
     if (rc != ONCE_OK)
         return rc;
     TIMED(s, ONCE__SOP_PUSH_ROWS, s->m->push_rows(s, principal, task_id, out));
+}
+
+int once_store_feed_open(once_store *s, once_store_feed **out)
+{
+    if (out)
+        *out = NULL;
+    if (!s || !out)
+        return ONCE_EINVAL;
+    if (!(s->m->caps & ONCE_STORE_FEED))
+        return ONCE_EUNSUPPORTED;
+    int rc = s->m->feed_open(s, out);
+    if (rc != ONCE_OK) {
+        *out = NULL;
+        return rc;
+    }
+    (*out)->store = s;
+    return ONCE_OK;
+}
+
+int once_store_feed_next(once_store_feed *f, int64_t wait_ms, once_key_list *out, int *lost)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (lost)
+        *lost = 0;
+    if (!f || !out || !lost || wait_ms < 0)
+        return ONCE_EINVAL;
+    return f->store->m->feed_next(f, wait_ms, out, lost);
+}
+
+void once_store_feed_close(once_store_feed *f)
+{
+    if (f)
+        f->store->m->feed_close(f);
 }

@@ -126,6 +126,25 @@ def state_of(ev):
     return body.get("status", {}).get("state")
 
 
+def open_streams_on(srv, tids, cls=Client):
+    """A SubscribeToTask stream (cls) on srv per input-required task, each
+    open with its snapshot: (selector, clients)."""
+    sel = selectors.DefaultSelector()
+    clients = []
+    for i, tid in enumerate(tids):
+        c = cls(srv.port, tid, rid=i + 1)
+        clients.append(c)
+        sel.register(c.sock, selectors.EVENT_READ, c)
+    pump_until(sel, lambda: all(c.events or c.eof for c in clients),
+               "every stream's first event")
+    for i, c in enumerate(clients):
+        check(c.head is not None and " 200 " in c.head.split("\r\n")[0],
+              "stream %d answered 200: %r" % (i, c.head))
+        check(not c.eof, "stream %d stays open" % i)
+        eq(state_of(c.events[0]), "TASK_STATE_INPUT_REQUIRED", "stream %d's snapshot" % i)
+    return sel, clients
+
+
 def test_thousand_idle_streams():
     raise_nofile(2 * STREAMS + 1024)
     n = STREAMS
@@ -142,19 +161,7 @@ def test_thousand_idle_streams():
         pid = s.proc.pid
         before = threads_of(pid)
 
-        sel = selectors.DefaultSelector()
-        clients = []
-        for i, tid in enumerate(tids):
-            c = Client(s.port, tid, rid=i + 1)
-            clients.append(c)
-            sel.register(c.sock, selectors.EVENT_READ, c)
-        pump_until(sel, lambda: all(c.events or c.eof for c in clients),
-                   "every stream's first event")
-        for i, c in enumerate(clients):
-            check(c.head is not None and " 200 " in c.head.split("\r\n")[0],
-                  "stream %d answered 200: %r" % (i, c.head))
-            check(not c.eof, "stream %d stays open" % i)
-            eq(state_of(c.events[0]), "TASK_STATE_INPUT_REQUIRED", "stream %d's snapshot" % i)
+        sel, clients = open_streams_on(s, tids)
         eq(open_streams(s), n, "the streams open")
         after = threads_of(pid)
         print("onced threads: %d before %d streams, %d with them" % (before, n, after))

@@ -52,6 +52,13 @@
  *                            a pooled connection caches, on a primary key,
  *                            never on the list index (whose scan for one key
  *                            walks every task of the principal)
+ *   change_feed              the feed (PostgreSQL LISTEN/NOTIFY, Redis pub/sub)
+ *                            of a handle behind a proxy tells of another
+ *                            handle's updates with events, by key, and of
+ *                            nothing else (creates, updates without events);
+ *                            when its connection is cut it answers
+ *                            ONCE_ESTORE, then subscribes again and says
+ *                            lost, and tells of updates again
  *   backend_specific         PostgreSQL: a schema migrated by a newer once is
  *                            refused; Redis: scripts flushed from the server are
  *                            reloaded (NOSCRIPT) transparently; PostgreSQL: a
@@ -650,6 +657,87 @@ static void dropped_connections(void **state)
         }
     }
     once_store_close(s);
+    px_stop(px);
+}
+
+/* An update of p/id by w with nev events (0: none). */
+static void bump(once_store *w, const char *id, size_t nev)
+{
+    once_record r;
+    st_events e;
+
+    EXPECT_RC(w, once_store_load(w, "p", id, &r, NULL), ONCE_OK);
+    st_mkev(&e, r.generation + 1, nev, id);
+    r.version++;
+    r.generation += (int64_t)nev;
+    EXPECT_RC(w, once_store_update(w, &r, r.version - 1, nev ? e.ev : NULL, nev), ONCE_OK);
+    once_record_clear(&r);
+}
+
+/* The next key f tells of (waiting up to the suite's bound), as "id". */
+static void feed_expect(once_store *s, once_store_feed *f, const char *id)
+{
+    int64_t until = once_monotonic_ms() + tt_ms(10000);
+    for (;;) {
+        once_key_list l;
+        int lost = 0;
+        EXPECT_RC(s, once_store_feed_next(f, 200, &l, &lost), ONCE_OK);
+        assert_int_equal(lost, 0);
+        if (l.n > 0) {
+            assert_string_equal(l.v[0].principal, "p");
+            if (strcmp(l.v[0].task_id, id) != 0)
+                fail_msg("the feed told of %s first, want %s", l.v[0].task_id, id);
+            once_key_list_clear(&l);
+            return;
+        }
+        if (once_monotonic_ms() > until)
+            fail_msg("the feed told nothing of %s", id);
+    }
+}
+
+static void change_feed(void **state)
+{
+    proxy *px = &g_px;
+    once_store *w, *s;
+    once_store_feed *f = NULL;
+    once_key_list l;
+    int lost = 0, rc;
+
+    (void)state;
+    w = open_ns(0, "feed", 1);
+    px_start(px);
+    s = open_ns(px->port, "feed", 0);
+    assert_true(once_store_caps(s) & ONCE_STORE_FEED);
+    assert_int_equal(once_store_feed_open(s, &f), ONCE_OK);
+    /* The first answer subscribes and says lost: nothing before it is told. */
+    EXPECT_RC(s, once_store_feed_next(f, 0, &l, &lost), ONCE_OK);
+    assert_int_equal(lost, 1);
+    assert_int_equal(l.n, 0);
+
+    put(w, "t-1", ONCE_STATE_WORKING, 0, 1);   /* a create: not told */
+    put(w, "t-2", ONCE_STATE_WORKING, 0, 1);
+    bump(w, "t-1", 0);                         /* no events: not told */
+    bump(w, "t-2", 2);                         /* the first thing told */
+    feed_expect(s, f, "t-2");
+    bump(w, "t-1", 1);
+    feed_expect(s, f, "t-1");
+
+    /* Cut: the feed says it is down, then subscribes again and says lost. */
+    px_set(px, &px->drop, 1);
+    rc = ONCE_OK;
+    for (int i = 0; i < 50 && rc == ONCE_OK; i++) {
+        rc = once_store_feed_next(f, 100, &l, &lost);
+        once_key_list_clear(&l);
+    }
+    assert_int_equal(rc, ONCE_ESTORE);
+    EXPECT_RC(s, once_store_feed_next(f, 0, &l, &lost), ONCE_OK);
+    assert_int_equal(lost, 1);
+    bump(w, "t-1", 1);
+    feed_expect(s, f, "t-1");
+
+    once_store_feed_close(f);
+    once_store_close(s);
+    once_store_close(w);
     px_stop(px);
 }
 
@@ -1519,7 +1607,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(check_sees_damage),   cmocka_unit_test(push_writes_race_acks),
         cmocka_unit_test(batch_outcomes),      cmocka_unit_test(batch_lost_commit),
         cmocka_unit_test(batch_async),         cmocka_unit_test(batch_async_mixed),
-        cmocka_unit_test(keyed_plans),         cmocka_unit_test(backend_specific),
+        cmocka_unit_test(keyed_plans),         cmocka_unit_test(change_feed),
+        cmocka_unit_test(backend_specific),
     };
 
     if (argc < 2 || split_url(argv[1]) != 0) {

@@ -68,7 +68,7 @@ static void test_version_guards_the_table(void **state)
     (void)state;
     once_store_methods m = outside();
     m.version = ONCE_STORE_METHODS_VERSION + 1;
-    expect_refused(&m, ONCE_EUNSUPPORTED, "vtable version 2, want 1");
+    expect_refused(&m, ONCE_EUNSUPPORTED, "vtable version 3, want 2");
     m.version = 0;
     expect_refused(&m, ONCE_EUNSUPPORTED, "vtable version 0");
 
@@ -92,12 +92,19 @@ static void test_missing_slots_refused(void **state)
     m.caps |= ONCE_STORE_PUSH;
     m.push_ack = NULL;
     expect_refused(&m, ONCE_EINVAL, "lacks a push slot");
+    m = outside();
+    m.caps |= ONCE_STORE_FEED;   /* a feed needs all three of its slots */
+    expect_refused(&m, ONCE_EINVAL, "lacks a feed slot");
+    m = outside();
     m.caps &= ~ONCE_STORE_PUSH;   /* without the capability the slot may stay NULL */
     m.push_claim = NULL;
     m.push_ack = NULL;
     m.push_rows = NULL;
     once_store *s = NULL;
     assert_int_equal(once_store_open_methods(&m, "outside:", NULL, &s, NULL, 0), ONCE_OK);
+    once_store_feed *f = (once_store_feed *)&m;
+    assert_int_equal(once_store_feed_open(s, &f), ONCE_EUNSUPPORTED);   /* no feed: followers poll */
+    assert_null(f);
     close_rc = ONCE_OK;
     assert_int_equal(once_store_close(s), ONCE_OK);
 }

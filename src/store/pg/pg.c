@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/feed.h"
 #include "store/pg/pg_int.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
@@ -148,5 +149,5 @@ static int pg_start(once_store *base, char *errbuf, size_t errlen)
 static const once__backend pg_backend = {"postgres", sizeof(pg_store), pg_parse, pg_start,
                                          pg_release};
 
-ONCE__STORE_BACKEND(once__store_pg, pg, "postgres",
+ONCE__STORE_BACKEND_CONN_FEED(once__store_pg, pg, "postgres",
                     ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, pg_backend);

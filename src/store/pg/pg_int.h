@@ -10,6 +10,7 @@
  *   pg_check.c   the integrity check
  *   pg_push.c    push delivery rows: sync with push_json, claim, ack, rows,
  *                and their part of the integrity check
+ *   pg_feed.c    the change feed: LISTEN on the channel updates NOTIFY
  *   pg_batch.c   group commit: concurrent creates and updates share one
  *                pipelined round trip and one COMMIT (store/batch.h)
  *
@@ -80,6 +81,13 @@ extern const char *const once__pg_sql[PG_NSTMT];
 /* 1 for statements that write: if the connection breaks while one is in
  * flight, nobody knows whether it committed. */
 extern const unsigned char once__pg_writes[PG_NSTMT];
+
+/* The change feed (pg_feed.c): updates with events NOTIFY the channel
+ * "once.<schema>" (current_schema(): connections set search_path to it)
+ * with the key as "<hex principal>:<hex task_id>" (a payload is text:
+ * hex keeps any byte of a key). */
+#define PG_FEED_CHANNEL_SQL "'once.' || current_schema()"
+#define PG_FEED_PAYLOAD_SQL "encode($1::bytea, 'hex') || ':' || encode($2::bytea, 'hex')"
 
 /* Columns of a task row as selected by PG_LOAD and the list queries, in
  * this order (once__pg_row_record reads them from column col0 on). */
@@ -234,6 +242,7 @@ int once__pg_read_key(pg_store *s, pg_conn *c, const char *principal, const char
                       once_record *out, once_tombstone *tomb);
 
 ONCE__STORE_SLOTS(pg);
+ONCE__STORE_CONN_FEED_SLOTS(pg);
 
 /* ---- pg_push.c ---- */
 

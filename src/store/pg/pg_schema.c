@@ -68,7 +68,9 @@ const char *const once__pg_sql[PG_NSTMT] = {
      * events continue from. A concurrent writer that got the row lock first
      * makes this one re-check its WHERE against the new row and match nothing.
      * A record without push_json loses its delivery rows here; one with
-     * push_json has them reshaped by pg_push.c in the same transaction. */
+     * push_json has them reshaped by pg_push.c in the same transaction.
+     * An update with events tells the change feeds (pg_feed.c) at COMMIT;
+     * a SELECT in a WITH runs only when read, hence the join on `told`. */
     [PG_UPDATE] =
         "WITH up AS (UPDATE once_tasks SET context_id = $3::bytea, state = $4::int2, "
         "kind = $5::int2, version = $6::int8, generation = $7::int8, fence = $8::int8, "
@@ -82,8 +84,10 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "SELECT $1::bytea, $2::bytea, $23::int8 + e.i, e.p FROM up, "
         "unnest($21::bytea[]) WITH ORDINALITY AS e(p, i)), "
         "pd AS (DELETE FROM once_push d USING up WHERE $18::bytea IS NULL "
-        "AND d.principal = $1::bytea AND d.task_id = $2::bytea) "
-        "SELECT count(*) FROM up",
+        "AND d.principal = $1::bytea AND d.task_id = $2::bytea), "
+        "nt AS (SELECT pg_notify(" PG_FEED_CHANNEL_SQL ", " PG_FEED_PAYLOAD_SQL ") FROM up "
+        "WHERE cardinality($21::bytea[]) > 0) "
+        "SELECT count(*) FROM up, (SELECT count(*) FROM nt) AS told",
     /* $1 $2 the key, $3 owner, $4 fence, $5 until. Returns (renewed, live):
      * the EXISTS reads the statement's snapshot, so a key that holds a
      * record which did not match answers EFENCED and an absent or tombstoned

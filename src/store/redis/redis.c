@@ -85,6 +85,7 @@
 #include <string.h>
 
 #include "core/pct.h"
+#include "store/feed.h"
 #include "store/redis/redis_int.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
@@ -254,5 +255,5 @@ static int rd_start(once_store *base, char *errbuf, size_t errlen)
 static const once__backend rd_backend = {"redis", sizeof(rd_store), rd_parse, rd_start,
                                          rd_release};
 
-ONCE__STORE_BACKEND(once__store_redis, rd, "redis", ONCE_STORE_SHARED | ONCE_STORE_PUSH,
+ONCE__STORE_BACKEND_CONN_FEED(once__store_redis, rd, "redis", ONCE_STORE_SHARED | ONCE_STORE_PUSH,
                     rd_backend);

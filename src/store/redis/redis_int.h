@@ -14,6 +14,8 @@
  *                    hash and the due index, what record writes and acks
  *                    send, their part of the integrity check
  *   redis_push_ops.c the push slots: claim, ack, rows
+ *   redis_feed.c     the change feed: SUBSCRIBE to the channel updates
+ *                    PUBLISH to
  *   redis_batch.c    pipelining: concurrent create and update scripts share
  *                    one connection and one round trip (store/batch.h)
  */
@@ -223,6 +225,7 @@ typedef enum rd_task_key {
     RD_K_TOMBS,
     RD_K_PUSH,
     RD_K_PUSHQ,
+    RD_K_CHANGES, /* not a key: the change feed's channel (redis_feed.c) */
     RD_K_N
 } rd_task_key;
 typedef struct rd_task_keys {
@@ -266,6 +269,7 @@ int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *t
 /* ---- slots (redis_write.c, redis_read.c, redis_check.c, redis_push_ops.c: slots.h) ---- */
 
 ONCE__STORE_SLOTS(rd);
+ONCE__STORE_CONN_FEED_SLOTS(rd);
 /* Delete every key under the prefix (open with reset=1; tests only). */
 int once__rd_reset(rd_store *s, rd_conn *c);
 

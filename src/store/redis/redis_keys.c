@@ -93,6 +93,7 @@ int once__rd_task_keys(const rd_store *s, const char *principal, const char *tas
     k->v[RD_K_TOMBS] = once__rd_key_global(s, "tombs");
     k->v[RD_K_PUSH] = once__rd_key_push(s, principal, task_id);
     k->v[RD_K_PUSHQ] = once__rd_key_global(s, "pushq");
+    k->v[RD_K_CHANGES] = once__rd_key_global(s, "changes");
     for (i = 0; i < RD_K_N; i++) {
         if (!k->v[i]) {
             once__rd_task_keys_free(k);

@@ -104,11 +104,13 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "redis.call('ZADD', KEYS[5], 0, ARGV[2])\n"
         "return 1\n",
 
-    /* KEYS: as create. ARGV: member, list member, lease score|'',
+    /* KEYS: as create, then the change feed's channel (not a key).
+     * ARGV: member, list member, lease score|'',
      * finished score|'', expected version, base generation, nf, fields, the
      * push section (put_push), then the payloads of generations base+1 ...
      * Returns 1 (done), 0 (no record, or the version moved), or the stored
-     * generation as a string when the events do not continue it. */
+     * generation as a string when the events do not continue it. An update
+     * with events PUBLISHes the member to the channel (redis_feed.c). */
     [RD_UPDATE] =
         "#!lua\n"
         LUA_PUSH
@@ -119,11 +121,13 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "redis.call('HDEL', KEYS[1], 'x', 'pj', 'jn')\n"
         "redis.call('HSET', KEYS[1], unpack(ARGV, 8, 7 + nf))\n"
         "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 8 + nf)\n"
+        "local told = i <= #ARGV\n"
         "while i <= #ARGV do\n"
         "  local j = math.min(i + 499, #ARGV)\n"
         "  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, j))\n"
         "  i = j + 1\n"
         "end\n"
+        "if told then redis.call('PUBLISH', KEYS[8], ARGV[1]) end\n"
         "if ARGV[3] ~= '' then redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])\n"
         "else redis.call('ZREM', KEYS[3], ARGV[1]) end\n"
         "if ARGV[4] ~= '' then redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])\n"

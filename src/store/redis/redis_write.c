@@ -32,6 +32,9 @@ static rd_store *rds(once_store *s)
  * entomb takes them all. */
 static const rd_task_key write_keys[] = {RD_K_H,    RD_K_EV,   RD_K_LEASES, RD_K_FINISHED,
                                          RD_K_LIST, RD_K_PUSH, RD_K_PUSHQ};
+/* The update script's: the create's, and the change feed's channel. */
+static const rd_task_key update_keys[] = {RD_K_H,    RD_K_EV,   RD_K_LEASES, RD_K_FINISHED,
+                                          RD_K_LIST, RD_K_PUSH, RD_K_PUSHQ,  RD_K_CHANGES};
 static const rd_task_key purge_keys[] = {RD_K_H, RD_K_EV, RD_K_TOMBS};
 #define NKEYS(a) ((int)(sizeof a / sizeof a[0]))
 
@@ -292,7 +295,7 @@ static void build_update(rd_cmd *cmd, rd_store *s, const write_arg *a, const upd
     const once_record *rec = a->rec;
     size_t i;
 
-    once__rd_cmd_eval_keys(cmd, s, RD_UPDATE, u->k, write_keys, NKEYS(write_keys));
+    once__rd_cmd_eval_keys(cmd, s, RD_UPDATE, u->k, update_keys, NKEYS(update_keys));
     once__rd_arg(cmd, u->member, u->mlen);
     once__rd_arg(cmd, u->lmember, u->lmlen);
     index_scores(cmd, rec);
