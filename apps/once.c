@@ -120,14 +120,18 @@ static const char usage[] =
     "                         terminal and a pipe alike\n"
     "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
     "  --poll                 wait by polling GetTask even if the agent streams\n"
-    "  --out DIR              save the answer's file parts (raw: decoded; url: the\n"
-    "                         URL itself, NAME.url, nothing is fetched) and data\n"
-    "                         parts (NAME.json) in DIR (created if missing). NAME\n"
+    "  --out DIR              save every part of the answer in DIR (created if\n"
+    "                         missing): text parts as NAME.txt, raw file parts\n"
+    "                         decoded, url parts as the URL itself (NAME.url,\n"
+    "                         nothing is fetched), data parts as NAME.json. NAME\n"
     "                         is the part's filename, else the artifact's name,\n"
     "                         made safe (only [A-Za-z0-9._-], no leading dot: never\n"
-    "                         a path from the agent); an existing file is never\n"
-    "                         overwritten (exit 1). Every artifact part is listed\n"
-    "                         by name, kind (text, file, data) and size\n"
+    "                         a path from the agent). Nothing is overwritten: a\n"
+    "                         file that holds the part already is left as it is\n"
+    "                         (\"already saved\": saving again is a no-op), a name\n"
+    "                         taken by another file gets -2, -3, ... Every part is\n"
+    "                         listed by name, kind (text, file, data) and size,\n"
+    "                         with the file it is in\n"
     "  --version              print the version and exit\n"
     "retry policy (per call):\n"
     "  --attempts N           attempts, the first included (5)\n"
@@ -451,24 +455,36 @@ typedef struct parts_ctx {
     cli *o;
     json_t *saved;               /* --json: what was saved */
     int failed;                  /* a part could not be saved */
+    size_t parts;                /* parts seen */
 } parts_ctx;
+
+/* Where --out put name: one '/' between them whether or not DIR ends in one. */
+static const char *out_path(const cli *o, const char *name, char *buf, size_t len)
+{
+    size_t d = strlen(o->out);
+    snprintf(buf, len, "%s%s%s", o->out, d > 0 && o->out[d - 1] == '/' ? "" : "/", name);
+    return buf;
+}
 
 static int show_part(void *ctx, const once_part *p)
 {
     parts_ctx *x = ctx;
     static const char *const kinds[] = {"", "text", "file", "data"};
-    char name[128] = "", err[512] = "";
+    char name[128] = "", err[512] = "", path[4096];
     int src = x->o->out ? once_part_save(x->o->out, p, name, sizeof name, err, sizeof err)
                         : ONCE_ENOTFOUND;
-    if (src != ONCE_OK && src != ONCE_ENOTFOUND) {
+    int saved = src == ONCE_OK || src == ONCE_EEXISTS;
+    x->parts++;
+    if (!saved && src != ONCE_ENOTFOUND) {
         fprintf(stderr, "once: --out: %s\n", err);
         x->failed = 1;
     }
     if (x->saved != NULL) {
-        if (src == ONCE_OK)
-            json_array_append_new(x->saved, json_pack("{s:s?,s:I,s:s,s:s}", "artifact", p->artifact,
-                                                      "part", (json_int_t)p->index, "kind",
-                                                      kinds[p->kind], "file", name));
+        if (saved)
+            json_array_append_new(x->saved,
+                                  json_pack("{s:s?,s:I,s:s,s:s,s:b}", "artifact", p->artifact,
+                                            "part", (json_int_t)p->index, "kind", kinds[p->kind],
+                                            "file", name, "unchanged", src == ONCE_EEXISTS));
         return 0;
     }
     /* Every text the agent chose is shown with its control characters
@@ -476,36 +492,41 @@ static int show_part(void *ctx, const once_part *p)
     if (p->artifact == NULL && p->kind == ONCE_PART_TEXT) {
         fputs("  message: ", stdout);
         once__show(stdout, (const char *)p->bytes, p->size);
-        putchar('\n');
-        return 0;
+    } else {
+        if (p->artifact != NULL) {
+            fputs("  artifact ", stdout);
+            once__shows(stdout, p->artifact);
+            printf(": %s", kinds[p->kind]);
+        } else
+            printf("  message: %s", kinds[p->kind]);
+        if (p->filename != NULL) {
+            putchar(' ');
+            once__shows(stdout, p->filename);
+        }
+        printf(" (");
+        if (p->media_type != NULL) {
+            once__shows(stdout, p->media_type);
+            printf(", ");
+        }
+        if (p->url != NULL) {
+            printf("url ");
+            once__shows(stdout, p->url);
+            putchar(')');
+        } else
+            printf("%zu bytes)", p->size);
+        if (p->kind == ONCE_PART_TEXT) {
+            printf(": ");
+            once__show(stdout, (const char *)p->bytes, p->size);
+        }
     }
-    if (p->artifact != NULL) {
-        fputs("  artifact ", stdout);
-        once__shows(stdout, p->artifact);
-        printf(": %s", kinds[p->kind]);
-    } else
-        printf("  message: %s", kinds[p->kind]);
-    if (p->filename != NULL) {
-        putchar(' ');
-        once__shows(stdout, p->filename);
-    }
-    printf(" (");
-    if (p->media_type != NULL) {
-        once__shows(stdout, p->media_type);
-        printf(", ");
-    }
-    if (p->url != NULL) {
-        printf("url ");
-        once__shows(stdout, p->url);
+    /* Where it went, and why not under its first name: a second save of
+     * the same answer writes nothing and says so. */
+    if (saved)
+        printf(" -> %s%s%s%s", out_path(x->o, name, path, sizeof path),
+               src == ONCE_EEXISTS ? " (already saved: unchanged)" : "", err[0] ? " (" : "",
+               err[0] ? err : "");
+    if (saved && err[0])
         putchar(')');
-    } else
-        printf("%zu bytes)", p->size);
-    if (p->kind == ONCE_PART_TEXT) {
-        printf(": ");
-        once__show(stdout, (const char *)p->bytes, p->size);
-    }
-    if (src == ONCE_OK)
-        printf(" -> %s/%s", x->o->out, name);
     putchar('\n');
     return 0;
 }
@@ -522,6 +543,9 @@ static int show_parts(cli *o, const char *json, json_t *doc)
         fprintf(stderr, "once: the answer has a part this client cannot read%s\n",
                 o->out ? ": not saved" : "");
         x.failed |= o->out != NULL;
+    } else if (o->out != NULL && x.parts == 0) {
+        fprintf(stderr, "once: --out: the answer has no artifacts: nothing saved in %s\n",
+                o->out);
     }
     if (doc != NULL && o->out != NULL)
         json_object_set_new(doc, "saved", x.saved);

@@ -15,13 +15,23 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/once DESTINATION ${CMAKE_INSTALL_I
         FILES_MATCHING PATTERN "*.h")
 
 # pkg-config: `pkg-config --cflags --libs once` (shared), `--static` for
-# libonce.a with everything it links.
-set(ONCE_PC_REQUIRES "")
+# libonce.a with everything it links. The libraries libonce links are
+# Libs.private, resolved now, not Requires.private: pkg-config adds the
+# Cflags of every Requires.private module to `--cflags`, and once's headers
+# need none of them (only libc's), so a consumer's Cflags are
+# -I${includedir} alone, never a backend's include paths (libpq's, hiredis').
+# Each library's flags are kept at their last place, after everything that
+# links it, as a static link needs them.
+set(ONCE_PC_LIBS_PRIVATE "")
 foreach(pair ${ONCE_PC_MODULES})
-  string(REGEX REPLACE "^[^=]*=" "" module "${pair}")
-  list(APPEND ONCE_PC_REQUIRES ${module})
+  string(REGEX REPLACE "=.*$" "" prefix "${pair}")
+  list(APPEND ONCE_PC_LIBS_PRIVATE ${${prefix}_STATIC_LDFLAGS})
 endforeach()
-string(JOIN ", " ONCE_PC_REQUIRES ${ONCE_PC_REQUIRES})
+list(APPEND ONCE_PC_LIBS_PRIVATE -pthread -lm)
+list(REVERSE ONCE_PC_LIBS_PRIVATE)
+list(REMOVE_DUPLICATES ONCE_PC_LIBS_PRIVATE)
+list(REVERSE ONCE_PC_LIBS_PRIVATE)
+string(JOIN " " ONCE_PC_LIBS_PRIVATE ${ONCE_PC_LIBS_PRIVATE})
 file(RELATIVE_PATH ONCE_PC_UP "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
 string(REGEX REPLACE "/$" "" ONCE_PC_UP "${ONCE_PC_UP}")
 configure_file(${CMAKE_SOURCE_DIR}/packaging/once.pc.in ${CMAKE_BINARY_DIR}/once.pc @ONLY)

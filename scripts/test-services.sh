@@ -4,18 +4,26 @@
 # store tests (ctest fixtures in tests/storepg/tests.cmake) and for trying
 # the shared backends by hand.
 #
-#   scripts/test-services.sh start    start all three (no-op for one already running)
+#   scripts/test-services.sh start [NAME...]
+#                                     start them (no-op for one already running)
 #   scripts/test-services.sh stop     stop them and remove their data
 #   scripts/test-services.sh env      print the URLs (does not start anything)
 #   scripts/test-services.sh status   exit 0 if all answer
 #
-# start and env print shell assignments, e.g. `eval "$(scripts/test-services.sh start)"`:
+# start with no NAME starts what it can: each one that cannot start (not
+# installed, or it failed) is named on stderr with the reason, the others
+# still start; it exits 0 when at least one runs, 1 when none does. With
+# NAMEs (postgres, redis, dynamodb) it starts only those, and every one of
+# them must run (else exit 1): the ctest fixture names what the build tests.
+#
+# start prints shell assignments for what runs, and env for all three, e.g.
+# `eval "$(scripts/test-services.sh start)"`:
 #   ONCE_TEST_PG_URL=postgres://postgres@127.0.0.1:25432/once
 #   ONCE_TEST_REDIS_URL=redis://127.0.0.1:26379/0
 #   ONCE_TEST_DYNAMO_URL=dynamodb://once?region=us-east-1&endpoint=http://127.0.0.1:27432&create=1
 # (dynalite checks no signature: any AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY do.)
-# Without node on PATH dynalite is not started (a note on stderr says so) and
-# the DynamoDB tests are not registered (tests/storepg/services.cmake).
+# Without node on PATH dynalite cannot start and the DynamoDB tests are not
+# registered (tests/storepg/services.cmake).
 #
 # Settings (environment):
 #   ONCE_PG_PORT      PostgreSQL TCP port (default 25432)
@@ -25,6 +33,8 @@
 #                     PostgreSQL data, its unix socket, Redis' dir and both logs live here
 #   ONCE_PG_BIN       PostgreSQL binaries (default /usr/lib/postgresql/15/bin, else the
 #                     newest /usr/lib/postgresql/*/bin, else pg_ctl's directory on PATH)
+#   ONCE_DYNALITE     dynalite's cli.js (default tests/dynamo/node_modules/dynalite/cli.js,
+#                     which scripts/deps.sh installs)
 #
 # Both listen on 127.0.0.1 only. PostgreSQL trusts every local and loopback
 # connection (initdb -A trust) and runs with fsync=off: a killed server
@@ -39,7 +49,7 @@ PG_PORT=${ONCE_PG_PORT:-25432}
 REDIS_PORT=${ONCE_REDIS_PORT:-26379}
 DYNAMO_PORT=${ONCE_DYNAMO_PORT:-27432}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DYNALITE=$ROOT/tests/dynamo/node_modules/dynalite/cli.js
+DYNALITE=${ONCE_DYNALITE:-$ROOT/tests/dynamo/node_modules/dynalite/cli.js}
 DIR=${ONCE_SVC_DIR:-/tmp/once-svc-$PG_PORT-$REDIS_PORT}
 PG_BIN=${ONCE_PG_BIN:-/usr/lib/postgresql/15/bin}
 if [ -z "${ONCE_PG_BIN:-}" ] && [ ! -x "$PG_BIN/pg_ctl" ]; then
@@ -54,9 +64,15 @@ DYNAMO_DIR=$DIR/dynamo
 
 die() { echo "test-services: $*" >&2; exit 1; }
 
-urls() {
+pg_url() {
   echo "ONCE_TEST_PG_URL=postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB"
+}
+
+redis_url() {
   echo "ONCE_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0"
+}
+
+dynamo_url() {
   echo "ONCE_TEST_DYNAMO_URL='dynamodb://once?region=us-east-1&endpoint=http://127.0.0.1:$DYNAMO_PORT&create=1'"
 }
 
@@ -180,11 +196,8 @@ dynamo_running() {
 }
 
 dynamo_start() {
-  if ! command -v node >/dev/null 2>&1; then
-    echo "test-services: node is not installed: dynalite not started (DynamoDB tests skip)" >&2
-    return 0
-  fi
-  [ -f "$DYNALITE" ] || die "no dynalite in tests/dynamo (run scripts/deps.sh)"
+  command -v node >/dev/null 2>&1 || die "node is not installed: no dynalite (DynamoDB tests skip)"
+  [ -f "$DYNALITE" ] || die "no dynalite at $DYNALITE (scripts/deps.sh installs it)"
   if dynamo_running; then
     return 0
   fi
@@ -201,13 +214,58 @@ dynamo_stop() {
   stop_pid "$DYNAMO_DIR/dynalite.pid"
 }
 
+# start's NAMEs and their functions' prefix: postgres -> pg_start, pg_url.
+svc_fn() {
+  case "$1" in
+    postgres) echo pg ;;
+    redis) echo redis ;;
+    dynamodb) echo dynamo ;;
+    *) return 1 ;;
+  esac
+}
+
+# Start each NAME in turn, in a subshell of its own, so that one that cannot
+# start (die) leaves the others to try; print the URLs of those that run.
+# $1 is 1 when every one must run.
+start() {
+  local all=$1 name fn rc started=() missing=()
+  shift
+  mkdir -p "$DIR"
+  for name in "$@"; do
+    fn=$(svc_fn "$name")
+    set +e
+    (set -e; "${fn}_start")
+    rc=$?
+    set -e
+    if [ "$rc" = 0 ]; then
+      started+=("$name")
+    else
+      missing+=("$name")
+    fi
+  done
+  for name in "${started[@]}"; do
+    "$(svc_fn "$name")_url"
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "test-services: not started: ${missing[*]} (the reason is above); running:" \
+      "${started[*]:-none}" >&2
+  fi
+  if [ "${#started[@]}" = 0 ] || { [ "$all" = 1 ] && [ "${#missing[@]}" -gt 0 ]; }; then
+    exit 1
+  fi
+}
+
 case "${1:-}" in
   start)
-    mkdir -p "$DIR"
-    pg_start
-    redis_start
-    dynamo_start
-    urls
+    shift
+    if [ "$#" = 0 ]; then
+      start 0 postgres redis dynamodb
+    else
+      for name in "$@"; do
+        svc_fn "$name" >/dev/null || { echo "usage: $0 start [postgres] [redis] [dynamodb]" >&2; exit 2; }
+      done
+      start 1 "$@"
+    fi
     ;;
   stop)
     pg_stop
@@ -219,13 +277,15 @@ case "${1:-}" in
     esac
     ;;
   env)
-    urls
+    pg_url
+    redis_url
+    dynamo_url
     ;;
   status)
     pg_running && redis_running && { ! command -v node >/dev/null 2>&1 || dynamo_running; }
     ;;
   *)
-    echo "usage: $0 start|stop|env|status" >&2
+    echo "usage: $0 start [postgres] [redis] [dynamodb] | stop | env | status" >&2
     exit 2
     ;;
 esac

@@ -259,13 +259,17 @@ typedef int (*once_part_fn)(void *ctx, const once_part *p);
 ONCE_API int once_parts_each(const char *json, once_part_fn fn, void *ctx);
 
 /* Save part p as a file in dir (created, 0700, when missing); its name
- * goes to name (namelen >= 108). The name is the part's filename, else the
+ * goes to name (namelen >= 112). The name is the part's filename, else the
  * artifact's name, reduced to [A-Za-z0-9._-] without leading dots: never a
  * path the agent chose. Data parts are saved as JSON (name ends in .json),
  * url parts as the URL (.url: nothing is fetched), raw parts decoded, text
- * parts only when they carry a filename (else ONCE_ENOTFOUND: nothing
- * written). An existing name is never overwritten: ONCE_EEXISTS. Other
- * failures: ONCE_EIO with the reason in err. */
+ * parts as their text (.txt unless the part has a filename; a Message's:
+ * message.txt). An existing file is never overwritten: one that holds
+ * exactly these bytes already is the part (ONCE_EEXISTS, nothing written,
+ * name is that file: saving an answer twice is a no-op); a name taken by
+ * anything else gets "-2", "-3", ... before its extension, and err says
+ * which name was taken (on ONCE_OK err is empty otherwise). Failures:
+ * ONCE_EIO with the reason in err. */
 ONCE_API int once_part_save(const char *dir, const once_part *p, char *name, size_t namelen,
                             char *err, size_t errlen);
 

@@ -177,13 +177,16 @@ static void print_keys_push(FILE *f, const json_t *tl)
     }
 }
 
-static void print_entry(FILE *f, const json_t *e)
+/* One timeline line; 1 when it carries the '*' mark (an event shown at the
+ * time of the one before), which the legend under the timeline explains. */
+static int print_entry(FILE *f, const json_t *e)
 {
     const char *kind = str(e, "kind") != NULL ? str(e, "kind") : "";
+    int untimed = strcmp(kind, "event") == 0 && json_is_false(json_object_get(e, "timed"));
     put_time(f, "  ", e, "at");
     if (strcmp(kind, "event") == 0) {
-        fprintf(f, "%s gen %-4" PRId64 " %-15s ", json_is_false(json_object_get(e, "timed")) ? "*" : " ",
-                num(e, "generation"), str(e, "event") != NULL ? str(e, "event") : "?");
+        fprintf(f, "%s gen %-4" PRId64 " %-15s ", untimed ? "*" : " ", num(e, "generation"),
+                str(e, "event") != NULL ? str(e, "event") : "?");
         put(f, str(e, "state") != NULL ? str(e, "state") : "");
         if (str(e, "artifact") != NULL) {
             fputs(" artifact ", f);
@@ -212,6 +215,7 @@ static void print_entry(FILE *f, const json_t *e)
         }
     }
     fputc('\n', f);
+    return untimed;
 }
 
 int once__inspect_print(FILE *f, const char *text)
@@ -258,8 +262,11 @@ int once__inspect_print(FILE *f, const char *text)
         fprintf(f, "  (%" PRId64 " earlier events not shown)\n", num(tl, "eventsOmitted"));
     size_t i;
     const json_t *e;
+    int marked = 0;
     json_array_foreach (json_object_get(tl, "entries"), i, e)
-        print_entry(f, e);
+        marked |= print_entry(f, e);
+    if (marked)   /* the same words as the web inspector's hint */
+        fputs("  * no timestamp in the event: shown at the time of the one before\n", f);
     json_decref(tl);
     return ONCE_OK;
 }

@@ -1,7 +1,7 @@
 /*
  * parts.c -- what an agent produced, part by part: every part of a Task's
  * artifacts or of a direct Message, by kind (text, file, data) and size,
- * and saving file and data parts into a folder.
+ * and saving every part into a folder.
  *
  * Invariants of saving: the name written is never a path the agent chose.
  * It is built from the part's filename (else the artifact's name) reduced
@@ -10,6 +10,11 @@
  * to the folder's descriptor, so an existing file (or a link planted there)
  * is never overwritten or followed. A url part is saved as the URL itself:
  * nothing is fetched from an address an agent named.
+ *
+ * Saving the same answer twice into one folder is a no-op: a file that
+ * already holds exactly the part's bytes is the part, saved. A name taken
+ * by anything else gets "-2", "-3", ... before its extension, so nothing a
+ * user edited (or another task saved) is lost.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -148,18 +153,99 @@ static void safe_name(const char *want, const char *suffix, char *out, size_t ou
         snprintf(out + n, outlen - n, "%s", suffix);
 }
 
+/* What a part's file holds: its bytes, and a newline after a URL. */
+typedef struct content {
+    const unsigned char *bytes;
+    size_t n;
+    int newline;
+} content;
+
+/* dir and name joined with one '/' (dir may end in one). */
+static void joined(char *out, size_t outlen, const char *dir, const char *name)
+{
+    size_t d = strlen(dir);
+    snprintf(out, outlen, "%s%s%s", dir, d > 0 && dir[d - 1] == '/' ? "" : "/", name);
+}
+
+/* 1 when name in dfd is a regular file holding exactly c (never a link:
+ * O_NOFOLLOW; never blocks on a FIFO planted there: O_NONBLOCK). */
+static int holds(int dfd, const char *name, const content *c)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+               (uint64_t)st.st_size == (uint64_t)c->n + (c->newline ? 1 : 0);
+    unsigned char buf[4096];
+    size_t off = 0;
+    while (same && off < c->n) {
+        size_t want = c->n - off < sizeof buf ? c->n - off : sizeof buf;
+        ssize_t got = read(fd, buf, want);
+        same = got == (ssize_t)want && memcmp(buf, c->bytes + off, want) == 0;
+        off += want;
+    }
+    if (same && c->newline)
+        same = read(fd, buf, 1) == 1 && buf[0] == '\n';
+    close(fd);
+    return same;
+}
+
+/* name with "-k" before its extension (the last '.' not at the start),
+ * into out. */
+static void numbered(const char *name, unsigned k, char *out, size_t outlen)
+{
+    const char *dot = strrchr(name, '.');
+    size_t stem = dot != NULL && dot != name ? (size_t)(dot - name) : strlen(name);
+    snprintf(out, outlen, "%.*s-%u%s", (int)stem, name, k, name + stem);
+}
+
+/* Create name in dfd (O_EXCL) and write c into it; errno-style result:
+ * 0, EEXIST when the name is taken, else why it failed (nothing is left
+ * behind: half a file is worse than none). */
+static int create(int dfd, const char *name, const content *c)
+{
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return errno;
+    FILE *f = fdopen(fd, "wb");
+    int bad = f == NULL || (c->n > 0 && fwrite(c->bytes, 1, c->n, f) != c->n) ||
+              (c->newline && fputc('\n', f) == EOF) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int e = errno;
+    if (f == NULL)
+        close(fd);
+    else if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad)
+        return 0;
+    unlinkat(dfd, name, 0);
+    return e != 0 && e != EEXIST ? e : EIO;
+}
+
+#define MAX_NUMBERED 99
+
 int once_part_save(const char *dir, const once_part *p, char *name, size_t namelen, char *err,
                    size_t errlen)
 {
     err[0] = '\0';
-    if (namelen < NAME_MAX_LEN + 8) {
+    if (namelen < NAME_MAX_LEN + 12) {
         snprintf(err, errlen, "name buffer too small");
         return ONCE_EINVAL;
     }
-    if (p->kind == ONCE_PART_TEXT && p->filename == NULL)
-        return ONCE_ENOTFOUND;   /* a message, not a file */
+    char first[NAME_MAX_LEN + 8], path[4096];
     const char *want = p->filename ? p->filename : p->artifact;
-    safe_name(want, p->kind == ONCE_PART_DATA ? ".json" : p->url ? ".url" : "", name, namelen);
+    const char *suffix = p->kind == ONCE_PART_DATA ? ".json"
+                         : p->url != NULL          ? ".url"
+                         : p->kind == ONCE_PART_TEXT && p->filename == NULL ? ".txt"
+                                                                            : "";
+    safe_name(want != NULL && want[0] != '\0' ? want : p->kind == ONCE_PART_TEXT ? "message"
+                                                                                 : NULL,
+              suffix, first, sizeof first);
+    content c = {.bytes = p->url != NULL ? (const unsigned char *)p->url : p->bytes,
+                 .n = p->url != NULL ? strlen(p->url) : p->size,
+                 .newline = p->url != NULL};
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));
         return ONCE_EIO;
@@ -169,32 +255,29 @@ int once_part_save(const char *dir, const once_part *p, char *name, size_t namel
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));
         return ONCE_EIO;
     }
-    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    int rc = ONCE_OK;
-    if (fd < 0) {
-        rc = errno == EEXIST ? ONCE_EEXISTS : ONCE_EIO;
-        snprintf(err, errlen, "%s/%s %s", dir, name,
-                 errno == EEXIST ? "exists: not overwritten" : strerror(errno));
-    } else {
-        FILE *f = fdopen(fd, "wb");
-        const void *bytes = p->url ? (const void *)p->url : (const void *)p->bytes;
-        size_t n = p->url ? strlen(p->url) : p->size;
-        int bad = f == NULL || (n > 0 && fwrite(bytes, 1, n, f) != n) ||
-                  (p->url != NULL && fputc('\n', f) == EOF) || fflush(f) != 0 ||
-                  fsync(fileno(f)) != 0;
-        int e = errno;
-        if (f == NULL)
-            close(fd);
-        else if (fclose(f) != 0 && !bad) {
-            bad = 1;
-            e = errno;
+    int rc = ONCE_EIO, e = EEXIST;
+    for (unsigned k = 1; k <= MAX_NUMBERED && e == EEXIST; k++) {
+        if (k == 1)
+            snprintf(name, namelen, "%s", first);
+        else
+            numbered(first, k, name, namelen);
+        if (holds(dfd, name, &c)) {
+            rc = ONCE_EEXISTS;   /* saved before: nothing to write */
+            e = 0;
+        } else if ((e = create(dfd, name, &c)) == 0) {
+            rc = ONCE_OK;
         }
-        if (bad) {
-            /* Half a file is worse than none: the caller is told. */
-            snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(e));
-            unlinkat(dfd, name, 0);
-            rc = ONCE_EIO;
-        }
+    }
+    if (rc == ONCE_OK && strcmp(name, first) != 0) {
+        joined(path, sizeof path, dir, first);
+        snprintf(err, errlen, "%s holds something else: not overwritten", path);
+    } else if (rc == ONCE_EIO && e == EEXIST) {
+        joined(path, sizeof path, dir, first);
+        snprintf(err, errlen, "%s and %u numbered names are taken: not saved", path,
+                 MAX_NUMBERED - 1);
+    } else if (rc == ONCE_EIO) {
+        joined(path, sizeof path, dir, name);
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
     }
     close(dfd);
     return rc;

@@ -15,10 +15,13 @@
   method (message/send) in 0.3 shape; an unknown name is "Method not
   found"; an agent that does not know SendMessage is named as not speaking 1.0;
 - every artifact part is listed by name, kind (text, file, data) and size;
-  `--out DIR` saves raw parts decoded, url parts as the URL, data parts as
-  JSON, under names the agent cannot turn into a path (`../x`, `/etc/x`,
-  `..`, a dot file all land inside DIR, visible); a second save refuses to
-  overwrite (exit 1) and leaves the files as they were;
+  `--out DIR` saves text parts as .txt, raw parts decoded, url parts as the
+  URL, data parts as JSON, under names the agent cannot turn into a path
+  (`../x`, `/etc/x`, `..`, a dot file all land inside DIR, visible), each
+  line naming its file with one '/' (also for `DIR/`); a second save of the
+  same answer writes nothing, exits 0 and says "already saved"; a file the
+  user changed is never overwritten: the part goes beside it, numbered, and
+  the line says why; an answer with no parts says nothing was saved;
 - `once send --push-url URL --push-token T` subscribes `once listen --token T`
   in the same send: the receiver gets every generation of the task, in
   order, up to completed; a send killed after its outbox write subscribes
@@ -196,7 +199,8 @@ parts = [{"text": "plain words"},
           "mediaType": "application/octet-stream"},
          {"url": "https://example.com/c.pdf", "filename": "/etc/passwd"},
          {"data": {"score": 1, "flags": ["ok"]}},
-         {"text": "set -x", "filename": ".bashrc"}]
+         {"text": "set -x", "filename": ".bashrc"},
+         {"data": {"second": True}}]
 print(json.dumps({"artifact": {"artifactId": "a1", "name": "..", "parts": parts}, "lastChunk": True}))
 print(json.dumps({"artifact": {"artifactId": "a2", "name": "sub/report",
                                "parts": [{"data": [1, 2, 3]}]}, "lastChunk": True}))
@@ -227,27 +231,52 @@ def test_artifacts_shown_and_saved():
                   "listed by name, kind and size: %r in %r" % (want, out))
         eq(os.listdir(base), ["out"], "nothing was written beside --out")
         names = sorted(os.listdir(out_dir))
-        eq(names, sorted(["_escape.bin", "_etc_passwd.url", "part.json", "bashrc", "sub_report.json"]),
-           "safe names, all inside --out")
+        eq(names, sorted(["part.txt", "_escape.bin", "_etc_passwd.url", "part.json", "bashrc",
+                          "part-2.json", "sub_report.json"]),
+           "safe names, all inside --out; a name taken in the same answer is numbered")
+        with open(os.path.join(out_dir, "part.txt")) as f:
+            eq(f.read(), "plain words", "a text part is saved as .txt")
         with open(os.path.join(out_dir, "_escape.bin"), "rb") as f:
             eq(f.read(), bytes(range(256)), "a raw part is saved decoded")
         with open(os.path.join(out_dir, "_etc_passwd.url")) as f:
             eq(f.read(), "https://example.com/c.pdf\n", "a url part is saved as the URL")
         with open(os.path.join(out_dir, "part.json")) as f:
             eq(json.load(f), {"score": 1, "flags": ["ok"]}, "a data part is saved as JSON")
+        with open(os.path.join(out_dir, "part-2.json")) as f:
+            eq(json.load(f), {"second": True}, "the second data part")
         with open(os.path.join(out_dir, "bashrc")) as f:
             eq(f.read(), "set -x", "a text part with a filename is a file")
+        check("out//" not in out and out_dir + "/part.txt" in out,
+              "paths are joined with one slash: %r" % out)
+
+        rc, out, err = once(outbox, "get", tid, "--out", out_dir + "/")
+        eq(rc, 0, "saving the same answer again is no error (%s)" % err)
+        saved_lines = [ln for ln in out.splitlines() if " -> " in ln]
+        eq(len(saved_lines), len(names), "every part says where it is: %r" % out)
+        check(all(ln.endswith("(already saved: unchanged)") for ln in saved_lines),
+              "each says it was saved before: %r" % out)
+        check("out//" not in out and out_dir + "/part.txt" in out,
+              "DIR/ and a name make one path: %r" % out)
+        eq(sorted(os.listdir(out_dir)), names, "nothing new was written")
 
         with open(os.path.join(out_dir, "part.json"), "w") as f:
             f.write("mine")
         rc, out, err = once(outbox, "get", tid, "--out", out_dir)
-        eq(rc, 1, "saving again refuses to overwrite (%s)" % err)
-        check("not overwritten" in err, "it says so: %r" % err)
+        eq(rc, 0, "a name taken by another file is no error (%s)" % err)
+        check(out_dir + "/part-3.json (" + out_dir + "/part.json holds something else: "
+              "not overwritten)" in out, "it says where the part went, and why: %r" % out)
         with open(os.path.join(out_dir, "part.json")) as f:
             eq(f.read(), "mine", "the existing file is untouched")
+        with open(os.path.join(out_dir, "part-3.json")) as f:
+            eq(json.load(f), {"score": 1, "flags": ["ok"]}, "the part is beside it")
         rc, doc = once_json(outbox, "get", tid, "--out", os.path.join(base, "again"))
         eq(rc, 0, "get --json --out")
         eq(sorted(s["file"] for s in doc["saved"]), names, "--json lists what was saved")
+        check(not any(s["unchanged"] for s in doc["saved"]), "all of it new: %r" % doc["saved"])
+
+        rc, doc = once_json(outbox, "send", "--agent", url, "--text", "x")
+        rc, out, err = once(outbox, "get", doc["taskId"], "--out", os.path.join(base, "none"))
+        check("nothing saved" in err, "an answer without parts says nothing was saved: %r" % err)
 
 
 def test_push_url_subscribes():

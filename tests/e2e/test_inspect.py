@@ -12,6 +12,7 @@ refusal by reason.
 """
 import http.client
 import json
+import re
 import os
 import subprocess
 import sys
@@ -263,6 +264,8 @@ def test_list_filters_and_pages():
 def test_timeline_json_and_cli():
     script = ("printf '{\"status\":\"working\",\"text\":\"step one\"}\\n'; "
               "printf '{\"checkpoint\":\"c\",\"step\":2}\\n'; "
+              "printf '{\"artifact\":{\"artifactId\":\"a1\",\"name\":\"notes\","
+              "\"parts\":[{\"text\":\"n\"}]},\"lastChunk\":true}\\n'; "
               "printf '{\"status\":\"completed\",\"text\":\"done\"}\\n'")
     dead = "http://127.0.0.1:%d/hook" % free_port()   # nothing listens: every delivery fails
     args = ["--inspect", "--test-admin", "--retention", "1h", "--tombstone-retention", "2h",
@@ -318,6 +321,15 @@ def test_timeline_json_and_cli():
         for want in ("TASK_STATE_COMPLETED", "fence 1  step 2", "%s:step-2  (current step)" % tid,
                      "becomes a tombstone", '"step one"', "cfg-1"):
             check(want in out, "once inspect prints %r:\n%s" % (want, out))
+        # An event without a timestamp of its own (an artifact update) is
+        # marked '*', and a legend under the timeline says what that means.
+        untimed = [e for e in timeline(srv, tid)["entries"] if e.get("timed") is False]
+        check(untimed, "the task has an event with no timestamp of its own")
+        marked = [ln for ln in out.splitlines() if re.match(r"  \S+Z\* gen ", ln)]
+        eq(len(marked), len(untimed), "once inspect marks each such event with '*':\n%s" % out)
+        check(out.rstrip("\n").endswith(
+                  "  * no timestamp in the event: shown at the time of the one before"),
+              "the timeline ends with the mark's legend:\n%s" % out)
         rc, out, _ = once_cli(srv, "--json", "inspect", tid)
         eq(rc, 0, "once --json inspect: exit status")
         eq(json.loads(out)["task"]["generation"], task["generation"], "--json: the timeline")

@@ -5,7 +5,9 @@ Checked:
     headers (server.h among them), once.pc, onceConfig.cmake and
     onceConfigVersion.cmake, LICENSE and CHANGELOG.md; the installed
     binaries run (--version), and the newest CHANGELOG entry names the
-    version they print;
+    version they print; `pkg-config --cflags once` is the prefix's include
+    dir alone (with --static too), and `--static --libs` names what
+    libonce.a links;
   - examples/c_agent.c and tests/packaging/tiny_client.c, copied out of the
     source tree, build with `pkg-config --cflags --libs once` (the agent
     adds jansson, its own choice) and link the installed libonce.so;
@@ -89,6 +91,16 @@ def test_install_tree():
     eq(sh([os.path.join(PREFIX, "bin/once"), "--version"]).split()[1], version.split()[1],
        "once runs")
     eq(pkg_config("--modversion", "once"), [version.split()[1]], "once.pc's version")
+    # once's headers include only libc's: a consumer's Cflags are the
+    # prefix's include dir alone, never a backend's (libpq's, hiredis').
+    include = os.path.join(PREFIX, "include")
+    for args in (["--cflags"], ["--static", "--cflags"]):
+        got = pkg_config(*(args + ["once"]))
+        eq([os.path.normpath(f[2:]) if f.startswith("-I") else f for f in got], [include],
+           "pkg-config %s once: -I of the prefix's include dir alone (%r)" % (" ".join(args), got))
+    libs = pkg_config("--static", "--libs", "once")
+    check("-lonce" in libs and "-ljansson" in libs and "-lsqlite3" in libs,
+          "pkg-config --static --libs once names what libonce.a links: %r" % libs)
     with open(os.path.join(PREFIX, "share/doc/once/CHANGELOG.md")) as f:
         newest = next(line for line in f if line.startswith("## ["))
     eq(newest.split("]")[0][4:], version.split()[1], "the newest CHANGELOG entry")

@@ -1,6 +1,7 @@
 # Packaging: what `cmake --install` puts in a prefix is enough to build and
 # run an in-process agent and a client (pkg-config and find_package), and
-# the systemd unit passes systemd-analyze verify.
+# the systemd unit passes systemd-analyze verify, and the sample settings
+# agree with its defaults.
 find_program(PYTHON3 python3 REQUIRED)
 set(_once_pkg_env "ONCE_BUILD=${CMAKE_BINARY_DIR};ONCE_SOURCE=${CMAKE_SOURCE_DIR}")
 if(ONCE_ASAN)
@@ -20,4 +21,7 @@ set_tests_properties(packaging/man PROPERTIES TIMEOUT 60 LABELS packaging
                      ENVIRONMENT "${_once_pkg_env}")
 add_test(NAME packaging/unit COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_unit.py)
 set_tests_properties(packaging/unit PROPERTIES TIMEOUT 120 LABELS packaging SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${_once_pkg_env}")
+add_test(NAME packaging/env COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_env.py)
+set_tests_properties(packaging/env PROPERTIES TIMEOUT 60 LABELS packaging
                      ENVIRONMENT "${_once_pkg_env}")
