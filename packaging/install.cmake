@@ -69,6 +69,10 @@ install(CODE "
   file(WRITE \"\${_dir}/onced.service\" \"\${_unit}\")
 ")
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/onced.env DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Monitoring to start from: Prometheus alert rules, a Grafana dashboard.
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/prometheus-alerts.yml
+              ${CMAKE_SOURCE_DIR}/packaging/grafana-dashboard.json
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 install(FILES ${CMAKE_SOURCE_DIR}/man/once.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${CMAKE_SOURCE_DIR}/man/onced.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)

@@ -7,7 +7,8 @@
 #                           suite and the benchmarks start or use (PostgreSQL,
 #                           Redis, valgrind, clang, spin, wrk, strace, openssl, node,
 #                           the @a2a-js/sdk peer, dynalite, and Chromium with
-#                           puppeteer-core for the inspector's browser test)
+#                           puppeteer-core for the inspector's browser test,
+#                           and promtool from prometheus for the alert rules)
 #
 # Idempotent and quiet when everything is present. Run as root (or with sudo).
 set -euo pipefail
@@ -25,6 +26,7 @@ DEMO_PKGS=(
 TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server
   valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm chromium
+  prometheus
 )
 
 case "$profile" in
@@ -53,8 +55,29 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
+  # The tests want prometheus' promtool, never its server, which the
+  # package would start at once on :9090 and at every boot after. A
+  # policy-rc.d answering 101 (action forbidden) keeps the install from
+  # starting it (invoke-rc.d and deb-systemd-invoke both ask it); one the
+  # machine already has is left as it is.
+  policy=""
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    trap '$SUDO rm -f "$policy"' EXIT
+  fi
   $SUDO apt-get update -q >/dev/null
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+    # Not at boot either (the package enabled it for both init systems).
+    $SUDO update-rc.d prometheus disable >/dev/null 2>&1 || true
+    $SUDO deb-systemd-helper disable prometheus.service >/dev/null 2>&1 || true
+  fi
+  if [ -n "$policy" ]; then
+    $SUDO rm -f "$policy"
+    trap - EXIT
+  fi
 fi
 
 [ "$profile" = all ] || exit 0

@@ -72,6 +72,43 @@ void once__mtext_sample(once__mtext *t, const char *name, const char *labels, ui
         once__mtext_printf(t, "%s %llu\n", name, (unsigned long long)value);
 }
 
+/* %.15g: the digits a double holds for sure, without a tail of binary
+ * noise (0.1, not 0.10000000000000001). */
+void once__mtext_sample_f(once__mtext *t, const char *name, const char *labels, double value)
+{
+    if (labels != NULL && labels[0] != '\0')
+        once__mtext_printf(t, "%s{%s} %.15g\n", name, labels, value);
+    else
+        once__mtext_printf(t, "%s %.15g\n", name, value);
+}
+
+void once__mlabel(char *buf, size_t n, const char *name, const char *value)
+{
+    size_t len = strnlen(buf, n);
+    int w = snprintf(buf + len, n - len, "%s%s=\"", len > 0 ? "," : "", name);
+    if (w < 0 || (size_t)w >= n - len)
+        goto drop;
+    size_t at = len + (size_t)w;
+    for (const char *c = value; *c != '\0'; c++) {
+        const char *esc = *c == '\\' ? "\\\\" : *c == '"' ? "\\\"" : *c == '\n' ? "\\n" : NULL;
+        size_t need = esc != NULL ? 2 : 1;
+        if (at + need + 2 > n) /* room for it, the closing quote and the NUL */
+            goto drop;
+        if (esc != NULL)
+            memcpy(buf + at, esc, 2);
+        else
+            buf[at] = *c;
+        at += need;
+    }
+    if (at + 2 > n)
+        goto drop;
+    buf[at++] = '"';
+    buf[at] = '\0';
+    return;
+drop:
+    buf[len] = '\0';
+}
+
 void once__mtext_hist(once__mtext *t, const char *name, const char *labels, const once__hist *h)
 {
     const char *sep = labels != NULL && labels[0] != '\0' ? "," : "";
@@ -231,13 +268,19 @@ static void write_gateway(once__mtext *t)
 
 /* --- exposition ----------------------------------------------------------------------- */
 
-void once__metrics_write_process(once__mtext *t)
+void once__metrics_write_process(once__mtext *t, const char *replica)
 {
     once__mtext_family(t, "once_build_info", "gauge",
-                       "Always 1; the version label is this onced's version.");
+                       "Always 1; the version label is this onced's version, the replica label "
+                       "its replica id (--replica-id: the name its leases carry).");
+    /* Room for a replica id of ONCE_OWNER_MAX (64) bytes, each escaped. */
+    char bl[256] = "";
+    once__mlabel(bl, sizeof bl, "version", once_version());
+    if (replica != NULL)
+        once__mlabel(bl, sizeof bl, "replica", replica);
+    once__mtext_sample(t, "once_build_info", bl, 1);
+
     char l[64];
-    snprintf(l, sizeof l, "version=\"%s\"", once_version());
-    once__mtext_sample(t, "once_build_info", l, 1);
 
     once__mtext_family(t, "once_http_requests_total", "counter",
                        "HTTP responses by request method and status code (health, metrics "
@@ -273,4 +316,6 @@ void once__metrics_write_process(once__mtext *t)
             once__mtext_hist(t, "once_store_operation_duration_seconds", hl, h);
         }
     }
+
+    once__metrics_write_os(t);
 }

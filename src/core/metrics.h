@@ -45,6 +45,12 @@ void once__mtext_family(once__mtext *t, const char *name, const char *type, cons
 /* One sample: name{labels} value (labels: the text between the braces,
  * already escaped, or NULL / "" for none). */
 void once__mtext_sample(once__mtext *t, const char *name, const char *labels, uint64_t value);
+/* The same with a value that is not a whole number (seconds). */
+void once__mtext_sample_f(once__mtext *t, const char *name, const char *labels, double value);
+/* Append `name="value"` to the label text in buf[0..n), value escaped as
+ * the format wants (backslash, double quote, newline); a label that does
+ * not fit is left out whole. */
+void once__mlabel(char *buf, size_t n, const char *name, const char *value);
 /* A histogram's _bucket (cumulative, le in seconds), _sum and _count lines
  * for one label set. */
 void once__mtext_hist(once__mtext *t, const char *name, const char *labels, const once__hist *h);
@@ -85,8 +91,15 @@ typedef enum once__gw_stat {
 void once__metrics_gateway_on(void);
 void once__metrics_gateway(once__gw_stat s);
 
-/* The process-wide families: the store histogram, the HTTP counter, the
- * build info. */
-void once__metrics_write_process(once__mtext *t);
+/* The process-wide families: the build info (with a replica label when
+ * replica is not NULL), the HTTP counter, the gateway's counters, the
+ * store histogram, and the process_* families (once__metrics_write_os). */
+void once__metrics_write_process(once__mtext *t, const char *replica);
+
+/* The standard process_* families every Prometheus client exports (CPU
+ * time, resident and virtual memory, open and allowed descriptors, start
+ * time), read from /proc/self (procstat.c). Where /proc cannot be read,
+ * the families it feeds are left out, as the Go and Python clients do. */
+void once__metrics_write_os(once__mtext *t);
 
 #endif /* ONCE_CORE_METRICS_H */

@@ -373,6 +373,14 @@ static int dispatch_turn(once__engine *e, const char *principal, const char *tas
 
 static void turn_done(once__engine *e, once__turn *t);
 
+/* Run t's executor, counted in the running gauge meanwhile. */
+static void run_counted(once__engine *e, once__turn *t)
+{
+    __atomic_fetch_add(&e->stats.running, 1, __ATOMIC_RELAXED);
+    once__run_turn(e, t);
+    __atomic_fetch_sub(&e->stats.running, 1, __ATOMIC_RELAXED);
+}
+
 /* Run t (taken over) here, on this thread, as a running turn from the
  * start: on the active list (a cancel or a newer dispatch of the key flags
  * it; the heartbeat renews it), never queued. The record it left goes to
@@ -396,7 +404,7 @@ static int run_here(once__engine *e, once__turn *t, once_record *out)
     memset(out, 0, sizeof *out);
     t->settled = out;
     ONCE__STAT(e, inline_turns);
-    once__run_turn(e, t);
+    run_counted(e, t);
     t->settled = NULL;
     return 1;
 }
@@ -586,7 +594,7 @@ static void *worker_main(void *arg)
         once__log_ctx_clear();
         once__log_ctx_task(t->task_id);
         once__log_ctx_traceparent(t->traceparent);
-        once__run_turn(e, t);
+        run_counted(e, t);
         turn_after(e, t);
         once__log_ctx_clear();
         pthread_mutex_lock(&e->mu);

@@ -211,6 +211,8 @@ int once__engine_new(const once__engine_config *cfg, once__engine **out, char *e
         c->max_task_bytes = DEFAULT_MAX_TASK_BYTES;
     if (c->admit_wait_ms == 0)
         c->admit_wait_ms = DEFAULT_ADMIT_WAIT_MS;
+    e->stats.workers = (uint64_t)c->workers;
+    e->stats.queue_max = (uint64_t)c->max_queue;
 
     if (init_sync(e, err, errlen) != ONCE_OK) {
         once_free(e);

@@ -303,6 +303,11 @@ typedef struct once__engine_stats {
     uint64_t parked;    /* turns parked now, holding no worker (a gauge) */
     uint64_t parks;     /* turns parked so far (once_work_park) */
     uint64_t waiting;   /* deferred blocking sends waiting now (a gauge) */
+    uint64_t running;   /* turns whose executor runs now, on a worker or inline
+                         * (a gauge; parked turns are not running) */
+    /* --turn-workers and --max-queue (gauges that never move: set by
+     * once__engine_new, so a dashboard can show the queue's fill) */
+    uint64_t workers, queue_max;
     /* `refused` by reason; they sum to it (overloaded is apart) */
     uint64_t refused_not_found, refused_expired, refused_conflict, refused_busy,
         refused_terminal;

@@ -5,7 +5,9 @@
  * One source of truth: every value here is read from once__engine_stats and
  * once_push_stats, the counters once/admin/stats reports; this file only
  * names them. Reading them takes no lock (once__engine_get_stats loads each
- * with an atomic load).
+ * with an atomic load). The store's connection pools are the exception:
+ * the store counts those itself (store/pool_stats.h), and each pool's
+ * numbers are read under its own lock, briefly.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "engine/engine_int.h"
 #include "engine/push.h"
 #include "store/mem.h"
+#include "store/pool_stats.h"
 
 #define PROCESS_LOCAL " Process-local: starts at 0 when the process starts."
 
@@ -22,6 +25,7 @@
  * so the tables are static and a scrape builds none. */
 #define ENGINE_AT(field) offsetof(once__engine_stats, field)
 #define PUSH_AT(field) offsetof(once_push_stats, field)
+#define POOL_AT(field) offsetof(once__pool_stats, field)
 
 static uint64_t stat_at(const void *stats, size_t at)
 {
@@ -108,6 +112,17 @@ static const single turns_started[] = {
 static const single engine_rest[] = {
     {"once_turns_queued", "gauge", "Turns waiting for a turn worker now.",
      ENGINE_AT(queued)},
+    {"once_turns_queue_capacity", "gauge",
+     "Turns that may wait for a turn worker (--max-queue); a send that finds the queue full "
+     "waits briefly for room, then is refused OVERLOADED.",
+     ENGINE_AT(queue_max)},
+    {"once_turns_running", "gauge",
+     "Turns whose agent runs now, on a turn worker or on the thread that accepted the "
+     "request (parked turns are not running).",
+     ENGINE_AT(running)},
+    {"once_turn_workers", "gauge", "Turn workers (--turn-workers): the turns that run at once "
+     "on workers.",
+     ENGINE_AT(workers)},
     {"once_turns_parked", "gauge",
      "Turns parked now: their task is working and their lease kept, and they hold no "
      "turn worker until they are due again (the gateway following a slow upstream task).",
@@ -183,6 +198,45 @@ static const single push_more[] = {
      PUSH_AT(refused)},
 };
 
+/* ...and a PostgreSQL or Redis store's connection pools, only there, one
+ * sample per pool (pool_stats.h; "batch" only with group commit on). */
+static const single pool_rows[] = {
+    {"once_store_pool_connections_max", "gauge",
+     "Connections the store's pool may open (the store URL's pool=; the batch pool: batch=).",
+     POOL_AT(max)},
+    {"once_store_pool_connections_open", "gauge",
+     "Connections of the store's pool open now (or being opened).", POOL_AT(open)},
+    {"once_store_pool_connections_in_use", "gauge",
+     "Of them, connections a store call holds now; the rest are idle.", POOL_AT(in_use)},
+    {"once_store_pool_waiting", "gauge",
+     "Store calls waiting in line for a connection now (every one was in use).",
+     POOL_AT(waiting)},
+    {"once_store_pool_waits_total", "counter",
+     "Store calls that had to wait in line for a connection." PROCESS_LOCAL, POOL_AT(waits)},
+};
+
+static const char *const pool_labels[] = {"pool=\"calls\"", "pool=\"batch\""};
+
+static void pools(once__engine *e, once__mtext *t)
+{
+    once__pool_stats p[2];
+    if (!once__store_pool_stats(e->store, &p[0], &p[1]))
+        return;
+    size_t n = p[1].max > 0 ? 2 : 1;
+    for (size_t r = 0; r < NROWS(pool_rows); r++) {
+        once__mtext_family(t, pool_rows[r].name, pool_rows[r].type, pool_rows[r].help);
+        for (size_t i = 0; i < n; i++)
+            once__mtext_sample(t, pool_rows[r].name, pool_labels[i],
+                               stat_at(&p[i], pool_rows[r].at));
+    }
+    once__mtext_family(t, "once_store_pool_wait_seconds_total", "counter",
+                       "Time store calls spent waiting in line for a connection, in all (those "
+                       "that gave up after the pool's wait included)." PROCESS_LOCAL);
+    for (size_t i = 0; i < n; i++)
+        once__mtext_sample_f(t, "once_store_pool_wait_seconds_total", pool_labels[i],
+                             (double)p[i].wait_ns / 1e9);
+}
+
 /* ...and a memory: store's, only there. */
 static const single memory_store[] = {
     {"once_memory_store_bytes", "gauge",
@@ -215,6 +269,7 @@ void once__engine_metrics(once__engine *e, once__mtext *t)
     singles(t, engine_rest, NROWS(engine_rest), &s);
     if (once__mem_store(e->store))
         singles(t, memory_store, NROWS(memory_store), &s);
+    pools(e, t);
 
     once_push_stats p;
     once__engine_push_stats(e, &p);

@@ -126,6 +126,8 @@ typedef struct once_http_ops {
     void *also_ctx;
     /* Append the backend's metric families; NULL = none */
     void (*metrics)(void *ctx, struct once__mtext *t);
+    const char *replica;         /* once_build_info's replica label; NULL = none.
+                                    Borrowed: outlives the server */
     int metrics_mode;            /* ONCE_HTTP_METRICS_* */
     const char *metrics_host;    /* ONCE_HTTP_METRICS_APART: where */
     int metrics_port;

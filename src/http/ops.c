@@ -117,7 +117,7 @@ static enum MHD_Result metrics(once__ops *o, struct MHD_Connection *conn, const 
 {
     once__mtext t;
     memset(&t, 0, sizeof t);
-    once__metrics_write_process(&t);
+    once__metrics_write_process(&t, o->cfg.replica);
     if (o->sse != NULL) {
         once__mtext_family(&t, "once_sse_streams_open", "gauge",
                            "SSE streams (SendStreamingMessage, SubscribeToTask) open now.");

@@ -146,6 +146,7 @@ int once__serve_start(const once_serve_config *cfg, once_server **out, char *err
     hc.ops.ctx = s->engine;
     hc.ops.ready = ops_ready;
     hc.ops.metrics = ops_metrics;
+    hc.ops.replica = once__engine_replica_id(s->engine);
     hc.inspect.ctx = s->engine;
     hc.inspect.timeline = inspect_timeline;
     if (hc.rpc_path == NULL)

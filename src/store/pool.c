@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/pool_stats.h"
 #include "store/store_int.h"
 
 void once__pool_init(once__pool *p, const once__pool_ops *ops, void *owner, once_store *base,
@@ -35,6 +36,8 @@ void once__pool_init(once__pool *p, const once__pool_ops *ops, void *owner, once
     p->nopen = 0;
     p->down_until = 0;
     p->backoff_ms = 0;
+    p->waits = 0;
+    p->wait_ns = 0;
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_init(&p->cattr);
     pthread_condattr_setclock(&p->cattr, CLOCK_MONOTONIC);
@@ -69,6 +72,14 @@ static void deadline_ts(struct timespec *ts, int ms)
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000L;
     }
+}
+
+/* Monotonic nanoseconds: the waits are summed finer than once_monotonic_ms. */
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 struct once__pool_waiter {
@@ -177,6 +188,7 @@ int once__pool_acquire(once__pool *p, once__pool_item **out)
             return ONCE_OK;
         }
         /* In line, behind whoever came first. */
+        int64_t queued = now_ns();
         w.next = NULL;
         w.it = NULL;
         w.turn = 0;
@@ -189,6 +201,8 @@ int once__pool_acquire(once__pool *p, once__pool_item **out)
         if (!w.it && !w.turn)
             line_remove(p, &w); /* timed out, still in line */
         pthread_cond_destroy(&w.cv);
+        p->waits++;
+        p->wait_ns += (uint64_t)(now_ns() - queued);
         if (w.it) {
             pthread_mutex_unlock(&p->mu);
             if (!p->ops->stale(w.it)) {
@@ -268,4 +282,42 @@ size_t once__pool_waiting(once__pool *p)
         n++;
     pthread_mutex_unlock(&p->mu);
     return n;
+}
+
+void once__pool_stats_read(once__pool *p, once__pool_stats *out)
+{
+    size_t idle = 0, waiting = 0;
+
+    pthread_mutex_lock(&p->mu);
+    for (once__pool_item *it = p->idle; it; it = it->next)
+        idle++;
+    for (once__pool_waiter *w = p->line; w; w = w->next)
+        waiting++;
+    out->max = p->max;
+    out->open = p->nopen;
+    out->in_use = p->nopen - idle;
+    out->waiting = waiting;
+    out->waits = p->waits;
+    out->wait_ns = p->wait_ns;
+    pthread_mutex_unlock(&p->mu);
+}
+
+int once__store_pool_stats(once_store *s, once__pool_stats *calls, once__pool_stats *batch)
+{
+#ifdef ONCE_HAVE_PG
+    if (s != NULL && s->m == &once__store_pg) {
+        once__pg_pool_stats(s, calls, batch);
+        return 1;
+    }
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (s != NULL && s->m == &once__store_redis) {
+        once__rd_pool_stats(s, calls, batch);
+        return 1;
+    }
+#endif
+    (void)s;
+    (void)calls;
+    (void)batch;
+    return 0;
 }

@@ -15,6 +15,7 @@
 #define ONCE_STORE_POOL_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "once/store.h"
 
@@ -47,7 +48,8 @@ typedef struct once__pool_ops {
 typedef struct once__pool_waiter once__pool_waiter;
 
 /* ops, owner, base, max and the timings are set at init and read-only
- * afterwards; mu guards idle, the line, nopen, down_until and backoff_ms. */
+ * afterwards; mu guards idle, the line, nopen, down_until, backoff_ms and
+ * the wait totals. */
 typedef struct once__pool {
     const once__pool_ops *ops;
     void *owner;
@@ -62,6 +64,8 @@ typedef struct once__pool {
     size_t nopen;       /* connections open or being opened */
     int64_t down_until; /* monotonic ms: no new connection attempt before */
     int backoff_ms;     /* last connect backoff (0 after a success) */
+    uint64_t waits;     /* callers that joined the line, in all */
+    uint64_t wait_ns;   /* the time they spent in it, in all */
 } once__pool;
 
 void once__pool_init(once__pool *p, const once__pool_ops *ops, void *owner, once_store *base,
@@ -77,6 +81,9 @@ int once__pool_acquire(once__pool *p, once__pool_item **out);
 void once__pool_release(once__pool *p, once__pool_item *it, int broken);
 /* How many callers wait in line (tests use it to know a caller waits). */
 size_t once__pool_waiting(once__pool *p);
+/* The pool's numbers now (store/pool_stats.h). */
+struct once__pool_stats;
+void once__pool_stats_read(once__pool *p, struct once__pool_stats *out);
 
 /* One slot's work on one connection; it must (re)initialise its outputs,
  * since it may run again on a fresh connection. */

@@ -84,7 +84,8 @@ def test_install_tree():
                 "include/once/webhook_sig.h",
                 "lib/pkgconfig/once.pc", "lib/cmake/once/onceConfig.cmake",
                 "lib/cmake/once/onceConfigVersion.cmake", "share/doc/once/LICENSE",
-                "share/doc/once/CHANGELOG.md"):
+                "share/doc/once/CHANGELOG.md", "share/doc/once/prometheus-alerts.yml",
+                "share/doc/once/grafana-dashboard.json"):
         check(os.path.exists(os.path.join(PREFIX, rel)), "installed: " + rel)
     version = sh([os.path.join(BUILD, "onced"), "--version"]).strip()
     eq(sh([os.path.join(PREFIX, "sbin/onced"), "--version"]).strip(), version, "onced runs")

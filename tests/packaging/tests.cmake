@@ -1,7 +1,8 @@
 # Packaging: what `cmake --install` puts in a prefix is enough to build and
-# run an in-process agent and a client (pkg-config and find_package), and
-# the systemd unit passes systemd-analyze verify, and the sample settings
-# agree with its defaults.
+# run an in-process agent and a client (pkg-config and find_package), the
+# systemd unit passes systemd-analyze verify, the sample settings agree
+# with its defaults, and the alert rules and the Grafana dashboard load and
+# name only metrics onced exports.
 find_program(PYTHON3 python3 REQUIRED)
 set(_once_pkg_env "ONCE_BUILD=${CMAKE_BINARY_DIR};ONCE_SOURCE=${CMAKE_SOURCE_DIR}")
 if(ONCE_ASAN)
@@ -25,3 +26,18 @@ set_tests_properties(packaging/unit PROPERTIES TIMEOUT 120 LABELS packaging SKIP
 add_test(NAME packaging/env COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_env.py)
 set_tests_properties(packaging/env PROPERTIES TIMEOUT 60 LABELS packaging
                      ENVIRONMENT "${_once_pkg_env}")
+# On the shared test servers (fixture "once_services", tests/storepg): a
+# store with connection pools, for the pool gauges the rules name.
+include(${CMAKE_SOURCE_DIR}/tests/storepg/services.cmake)
+set(_once_mon_args)
+set(_once_mon_props)
+if(_once_pooled_backends)
+  list(GET _once_pooled_backends 0 _once_mon_backend)
+  set(_once_mon_args "${_once_url_${_once_mon_backend}}")
+  set(_once_mon_props FIXTURES_REQUIRED once_services)
+endif()
+add_test(NAME packaging/monitoring
+         COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_monitoring.py ${_once_mon_args})
+set_tests_properties(packaging/monitoring PROPERTIES TIMEOUT 120 LABELS packaging
+                     SKIP_RETURN_CODE 77 ${_once_mon_props}
+                     ENVIRONMENT "ONCED=${CMAKE_BINARY_DIR}/onced;ONCE_BUILD=${CMAKE_BINARY_DIR}")

@@ -439,7 +439,7 @@ static void metrics_row(void **state)
     assert_int_equal(st_rec(&r, "p", "m", ONCE_STATE_WORKING, T0, "{}"), 0);
     assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
     assert_int_equal(once_store_load(s, "p", "m", &got, NULL), ONCE_OK);
-    once__metrics_write_process(&m);
+    once__metrics_write_process(&m, NULL);
     assert_non_null(m.buf);
     if (!strstr(m.buf, "backend=\"dynamodb\",operation=\"create\"") ||
         strstr(m.buf, "backend=\"other\""))

@@ -44,3 +44,14 @@ set(_once_redis_url "redis://127.0.0.1:${ONCE_TEST_REDIS_PORT}/0")
 set(_once_dynamo_url
     "dynamodb://once?region=us-east-1&endpoint=http://127.0.0.1:${ONCE_TEST_DYNAMO_PORT}&create=1")
 set(_once_dynamo_env "AWS_ACCESS_KEY_ID=once-test;AWS_SECRET_ACCESS_KEY=once-test")
+# The built backends with connection pools (store/pool.h), by name, and
+# each one's URL as _once_url_<name>.
+set(_once_pooled_backends)
+if(_once_pg_built)
+  list(APPEND _once_pooled_backends postgres)
+endif()
+if(_once_redis_built)
+  list(APPEND _once_pooled_backends redis)
+endif()
+set(_once_url_postgres "${_once_pg_url}")
+set(_once_url_redis "${_once_redis_url}")

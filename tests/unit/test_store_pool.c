@@ -4,7 +4,9 @@
  *
  *   line_is_fifo             three callers waiting for the one connection
  *                            get it in the order they came, each from the
- *                            release before, never a later one first
+ *                            release before, never a later one first; the
+ *                            pool's numbers (/metrics) count them in line,
+ *                            then as waits that took time
  *   freed_slot_to_the_head   a connection released broken frees its slot:
  *                            the head waiter opens a new one
  *   stale_handoff_reopens    a connection handed over that the backend
@@ -14,7 +16,8 @@
  *                            ONCE_ESTORE (none waits out wait_ms)
  *   timeout_leaves_the_line  a waiter past wait_ms gets ONCE_EBUSY and
  *                            leaves the line; the next release pools the
- *                            connection instead of handing it to nobody
+ *                            connection instead of handing it to nobody;
+ *                            its wait is counted all the same
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -27,6 +30,7 @@
 #include <cmocka.h>
 
 #include "store/pool.h"
+#include "store/pool_stats.h"
 #include "timeout.h"
 
 typedef struct fake_conn {
@@ -169,6 +173,13 @@ static void line_is_fifo(void **state)
         caller_start(&w[i]);
         wait_waiting((size_t)i + 1);
     }
+    once__pool_stats ps;
+    once__pool_stats_read(&g_pool, &ps);
+    assert_int_equal(ps.max, 1);
+    assert_int_equal(ps.open, 1);
+    assert_int_equal(ps.in_use, 1);
+    assert_int_equal(ps.waiting, 3);
+    assert_int_equal(ps.waits, 0); /* a wait is counted when it ends */
     caller_let_go(&holder, 1);
     for (int i = 0; i < 3; i++) {
         assert_true(tt_wait_until(has_order, &w[i], 10000));
@@ -184,6 +195,12 @@ static void line_is_fifo(void **state)
         pthread_join(w[i].th, NULL);
     assert_int_equal(g_connects, 1);
     assert_int_equal(waiting(), 0);
+    once__pool_stats_read(&g_pool, &ps);
+    assert_int_equal(ps.open, 1);
+    assert_int_equal(ps.in_use, 0); /* idle again */
+    assert_int_equal(ps.waiting, 0);
+    assert_int_equal(ps.waits, 3);
+    assert_true(ps.wait_ns > 0);
     once__pool_destroy(&g_pool);
     assert_int_equal(g_closes, 1);
 }
@@ -282,6 +299,10 @@ static void timeout_leaves_the_line(void **state)
     assert_true(tt_wait_until(is_done, &w, 10000));
     assert_int_equal(w.rc, ONCE_EBUSY);
     assert_int_equal(waiting(), 0);
+    once__pool_stats ps;
+    once__pool_stats_read(&g_pool, &ps);
+    assert_int_equal(ps.waits, 1);
+    assert_true(ps.wait_ns > 0); /* a wait that gave up counts too */
     caller_let_go(&holder, 1);
     pthread_join(holder.th, NULL);
     pthread_join(w.th, NULL);

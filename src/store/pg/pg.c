@@ -35,6 +35,7 @@
 
 #include "store/feed.h"
 #include "store/pg/pg_int.h"
+#include "store/pool_stats.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
 
@@ -47,6 +48,13 @@ static int pg_release(once_store *base)
     once_free(s->conninfo);
     once_free(s);
     return ONCE_OK;
+}
+
+void once__pg_pool_stats(once_store *base, once__pool_stats *calls, once__pool_stats *batch)
+{
+    pg_store *s = (pg_store *)base;
+    once__pool_stats_read(&s->pool, calls);
+    once__pool_stats_read(&s->bpool, batch);
 }
 
 /* An SQL identifier that needs no quoting: no leading digit. */

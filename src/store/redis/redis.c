@@ -86,6 +86,7 @@
 
 #include "core/pct.h"
 #include "store/feed.h"
+#include "store/pool_stats.h"
 #include "store/redis/redis_int.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
@@ -106,6 +107,13 @@ static int rd_release(once_store *base)
 }
 
 /* Percent-decoded copy of p[0..n); NULL on OOM or a bad escape / NUL. */
+void once__rd_pool_stats(once_store *base, once__pool_stats *calls, once__pool_stats *batch)
+{
+    rd_store *s = (rd_store *)base;
+    once__pool_stats_read(&s->pool, calls);
+    once__pool_stats_read(&s->bpool, batch);
+}
+
 static char *decode(const char *p, size_t n)
 {
     char *out = once_malloc(n + 1);
