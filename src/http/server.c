@@ -922,6 +922,11 @@ int once__http_port(const once_http *h)
     return h->port;
 }
 
+const once_http_config *once__http_cfg(const once_http *h)
+{
+    return &h->cfg;
+}
+
 void once__http_drain(once_http *h)
 {
     if (h != NULL)
