@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -493,47 +492,6 @@ static int parse_args(int argc, char **argv, opts *o)
     if (o->tls_priority != NULL && o->tls_cert == NULL)
         return bad("--tls-priority needs --tls-cert and --tls-key");
     return 0;
-}
-
-/* Append s[0..n) to out[0..*o), cut to what outlen holds. */
-static void put_cut(char *out, size_t outlen, size_t *o, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n && *o + 1 < outlen; i++)
-        out[(*o)++] = s[i];
-}
-
-/* The store URL as the start-up line shows it: the password of the user
- * part ("postgres://user:***@host/db", "redis://:***@host") and the value
- * of a query parameter named password (libpq takes one) become ***. */
-static void redact_url(const char *url, char *out, size_t outlen)
-{
-    const char *auth = strstr(url, "://");
-    auth = auth != NULL ? auth + 3 : url;
-    size_t alen = strcspn(auth, "/?#"), o = 0;
-    const char *at = memchr(auth, '@', alen);
-    const char *colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    const char *p = url, *end = url + strlen(url);
-    if (colon != NULL) {
-        put_cut(out, outlen, &o, url, (size_t)(colon + 1 - url));
-        put_cut(out, outlen, &o, "***", 3);
-        p = at;
-    }
-    const char *q = strchr(p, '?');
-    put_cut(out, outlen, &o, p, (size_t)((q != NULL ? q : end) - p));
-    while (q != NULL) {   /* each "?name=value" or "&name=value" */
-        const char *next = strchr(q + 1, '&');
-        const char *stop = next != NULL ? next : end;
-        const char *eq = memchr(q + 1, '=', (size_t)(stop - q - 1));
-        if (eq != NULL && eq - q - 1 == 8 && strncasecmp(q + 1, "password", 8) == 0) {
-            put_cut(out, outlen, &o, q, (size_t)(eq + 1 - q));
-            put_cut(out, outlen, &o, "***", 3);
-        } else {
-            put_cut(out, outlen, &o, q, (size_t)(stop - q));
-        }
-        q = next;
-    }
-    if (outlen > 0)
-        out[o] = '\0';
 }
 
 /* The --card file, checked (once__a2a_card_parse): a message naming the
@@ -1022,7 +980,7 @@ int main(int argc, char **argv)
         goto out;
     }
     char shown[512];
-    redact_url(o.store, shown, sizeof shown);
+    once__store_url_redact(o.store, shown, sizeof shown);
     /* In text, the line a person at a terminal starts onced to see, on
      * stdout; in json stdout stays empty, and the start line says it all. */
     if (log_format == ONCE_LOG_TEXT) {

@@ -5,6 +5,8 @@
 #ifndef ONCE_STORE_INFO_H
 #define ONCE_STORE_INFO_H
 
+#include <stddef.h>
+
 #include "once/store.h"
 
 /* The version of the schema s is kept in: a store this libonce opened was
@@ -12,5 +14,11 @@
  * 0 for a backend whose layout has no version (memory, Redis, DynamoDB, a
  * backend built outside libonce) and for NULL. */
 int once__store_schema_version(const once_store *s);
+
+/* url as it may be shown (a log line): the password of its user part
+ * ("postgres://user:***@host/db", "redis://:***@host") and the value of a
+ * query parameter named password (libpq takes one) become ***; the rest
+ * is kept. Cut to fit out[0..n), always NUL-terminated when n > 0. */
+void once__store_url_redact(const char *url, char *out, size_t n);
 
 #endif /* ONCE_STORE_INFO_H */
