@@ -19,10 +19,12 @@
 #include <systemd/sd-daemon.h>
 
 #include "core/log.h"
+#include "core/metrics.h"
 #include "http/http.h"
 #include "http/serve.h"
 #include "once/executor.h"
 #include "once/store.h"
+#include "store/store_info.h"
 
 static const char usage[] =
     "usage: onced --listen HOST:PORT --store URL [options]\n"
@@ -193,12 +195,17 @@ static const char usage[] =
     "                              released for another replica, blocked sends answer\n"
     "                              with the task as it stands, streams end; exit 0. A\n"
     "                              second signal exits at once (status 128 + signal)\n"
-    "  --log-format text|json      structured log lines on stderr: one per JSON-RPC call\n"
+    "  --log-format text|json      structured log lines on stderr: start-up (version,\n"
+    "                              addresses, store, limits), one per JSON-RPC call\n"
     "                              (method, principal, task, outcome, status,\n"
-    "                              duration_ms), takeover, fence rejection, store error\n"
-    "                              and webhook failure, each naming its task and the\n"
-    "                              request's W3C traceparent; text on a terminal, json\n"
-    "                              otherwise (journald, files, collectors)\n"
+    "                              duration_ms, path, client, request_id: the\n"
+    "                              X-Request-Id given, else a new one, sent back),\n"
+    "                              takeover, fence rejection, store error, webhook\n"
+    "                              failure and the shutdown summary, each naming its\n"
+    "                              task and the request's W3C traceparent; text on a\n"
+    "                              terminal, json otherwise (journald, files,\n"
+    "                              collectors). In json every line is JSON, a refused\n"
+    "                              command line too, and stdout stays empty\n"
     "  --log-level LEVEL           error, warn, info (default; every request) or debug\n"
     "  --version                   print the version and exit\n"
     "  --help                      this text\n"
@@ -247,18 +254,38 @@ typedef struct opts {
     const char *tls_cert, *tls_key, *tls_priority;
 } opts;
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The log format (core/log.h). Every line onced writes to stderr is in it,
+ * the refusal of a bad command line included: main takes it from a first
+ * look for --log-format, before any flag is checked. */
+static int log_format;
 
-static int bad(const char *fmt, ...)
+/* What stops onced, on stderr; returns status (the exit status): in json
+ * one log line (event "refused", level error); in text "onced: MESSAGE",
+ * as a person at a terminal reads it. */
+static int refuse(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int refuse(int status, const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "onced: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'onced --help'.\n");
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return 2;
+    once__logline l;
+    if (log_format != ONCE_LOG_JSON) {
+        fprintf(stderr, "onced: %s\n%s", msg, status == 2 ? "Try 'onced --help'.\n" : "");
+    } else if (once__log_begin(&l, ONCE_LOG_ERROR, "refused")) {
+        once__log_text(&l, "message", msg, strlen(msg));
+        once__log_int(&l, "exit", status);
+        once__log_end(&l);
+    }
+    return status;
 }
+
+/* A bad command line (exit status 2); start-up failed: a file, the store,
+ * the port (exit status 1). */
+#define bad(...) refuse(2, __VA_ARGS__)
+#define fail(...) (void)refuse(1, __VA_ARGS__)
 
 static int parse_dur(const char *flag, const char *v, int neg, int64_t *out)
 {
@@ -467,20 +494,6 @@ static int parse_args(int argc, char **argv, opts *o)
     return 0;
 }
 
-/* "postgres://user:secret@host/db" -> "postgres://user:***@host/db", so the
- * startup line never prints a password. */
-static void redact_url(const char *url, char *out, size_t outlen)
-{
-    const char *scheme = strstr(url, "://");
-    const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
-    const char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
-    if (at == NULL || colon == NULL || colon > at) {
-        snprintf(out, outlen, "%s", url);
-        return;
-    }
-    snprintf(out, outlen, "%.*s:***%s", (int)(colon - url), url, at);
-}
-
 /* The --card file, checked (once__a2a_card_parse): a message naming the
  * file and the field when it is refused. */
 static int load_card(const char *path, json_t **out)
@@ -496,7 +509,7 @@ static int load_card(const char *path, json_t **out)
         once_free(text);
     }
     if (rc != ONCE_OK)
-        fprintf(stderr, "onced: --card %s\n", err[0] ? err : once_strerror(rc));
+        fail("--card %s", err[0] ? err : once_strerror(rc));
     return rc;
 }
 
@@ -514,7 +527,7 @@ static int make_upstream(const opts *o, once_executor **ex, json_t **card)
     if (o->upstream_header_file != NULL &&
         once__read_file(o->upstream_header_file, (size_t)1 << 16, &text, &len, err, sizeof err) !=
             ONCE_OK) {
-        fprintf(stderr, "onced: --upstream-header-file %s\n", err);
+        fail("--upstream-header-file %s", err);
         return ONCE_EINVAL;
     }
     if (text != NULL) {   /* read as bytes: the lines below need its end marked */
@@ -536,7 +549,7 @@ static int make_upstream(const opts *o, once_executor **ex, json_t **card)
         if (l == 0 || line[0] == '#')
             continue;
         if (n == sizeof hv / sizeof hv[0]) {
-            fprintf(stderr, "onced: --upstream-header-file: at most 64 headers\n");
+            fail("--upstream-header-file: at most 64 headers");
             once_free(text);
             return ONCE_EINVAL;
         }
@@ -552,14 +565,14 @@ static int make_upstream(const opts *o, once_executor **ex, json_t **card)
     int rc = once_executor_upstream(&cfg, ex, err, sizeof err);
     once_free(text);
     if (rc != ONCE_OK) {
-        fprintf(stderr, "onced: --upstream: %s\n", err[0] ? err : once_strerror(rc));
+        fail("--upstream: %s", err[0] ? err : once_strerror(rc));
         return rc;
     }
     if (*card != NULL)
         return ONCE_OK;
     rc = once__a2a_card_from_upstream(once_executor_upstream_card(*ex), card, err, sizeof err);
     if (rc != ONCE_OK)
-        fprintf(stderr, "onced: --upstream %s: its card: %s\n", o->upstream,
+        fail("--upstream %s: its card: %s", o->upstream,
                 err[0] ? err : once_strerror(rc));
     return rc;
 }
@@ -634,6 +647,25 @@ static int wait_for_signal(void)
     }
 }
 
+/* --log-format's value, looked for before the flags are checked (the last
+ * one given wins, as in parse_args), else the default: text on a terminal,
+ * json otherwise. A value that is neither leaves the default, in which its
+ * refusal is written. */
+static int early_log_format(int argc, char **argv)
+{
+    int format = isatty(2) ? ONCE_LOG_TEXT : ONCE_LOG_JSON;
+    const char *v = NULL;
+    static const char flag[] = "--log-format";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], flag) == 0 && i + 1 < argc)
+            v = argv[++i];
+        else if (strncmp(argv[i], flag, sizeof flag - 1) == 0 && argv[i][sizeof flag - 1] == '=')
+            v = argv[i] + sizeof flag;
+    }
+    int given = once__log_format_parse(v);
+    return given >= 0 ? given : format;
+}
+
 /* A shutdown step as a log line (a second signal exits at once). */
 static void log_shutdown(const char *event, const char *signal_name, int64_t drain_ms)
 {
@@ -643,6 +675,60 @@ static void log_shutdown(const char *event, const char *signal_name, int64_t dra
     once__log_str(&l, "signal", signal_name);
     if (drain_ms >= 0)
         once__log_int(&l, "drain_ms", drain_ms);
+    once__log_end(&l);
+}
+
+/* The start-up line: what this replica is, where it serves, what it keeps
+ * its tasks in and the limits it runs with (each default filled in). */
+static void log_start(const opts *o, const once_server *server, const once_store *store,
+                      const char *shown_store)
+{
+    once__logline l;
+    if (!once__log_begin(&l, ONCE_LOG_INFO, "start"))
+        return;
+    once__log_str(&l, "version", once_version());
+    once__log_str(&l, "listen", o->listen);
+    once__log_str(&l, "url", once_server_url(server));
+    once__log_str(&l, "metrics", o->metrics != NULL ? o->metrics : o->listen);
+    once__log_str(&l, "store", shown_store);
+    int schema = once__store_schema_version(store);
+    if (schema > 0)
+        once__log_int(&l, "schema_version", schema);
+    once__log_str(&l, "replica", once__engine_replica_id(once__server_engine(server)));
+    once__log_str(&l, "agent", o->exec_cmd != NULL ? "exec" : o->upstream != NULL ? "upstream"
+                                                                                : "echo");
+    once__log_str(&l, "auth", o->auth_tokens != NULL ? "tokens" : "none");
+    once__log_int(&l, "pid", (int64_t)getpid());
+    once__server_log_limits(server, &l);
+    once__log_end(&l);
+}
+
+/* The shutdown summary, the last line of a replica that served: how long it
+ * ran and what it did (the engine's counters once it had stopped). A second
+ * signal ends the process before it. */
+static void log_stopped(int64_t started_ms, const once__engine_stats *st, int status)
+{
+    once__logline l;
+    if (!once__log_begin(&l, ONCE_LOG_INFO, "stopped"))
+        return;
+    const struct {
+        const char *key;
+        int64_t value;
+    } f[] = {
+        {"uptime_ms", once_monotonic_ms() - started_ms},
+        {"http_responses", (int64_t)once__metrics_http_total()},
+        {"tasks_registered", (int64_t)st->registered},
+        {"messages_continued", (int64_t)st->continued},
+        {"sends_replayed", (int64_t)st->replayed},
+        {"sends_refused", (int64_t)st->refused},
+        {"turns", (int64_t)st->executed_turns},
+        {"takeovers", (int64_t)st->takeovers},
+        {"leases_released", (int64_t)st->leases_released},
+        {"store_errors", (int64_t)st->store_errors},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        once__log_int(&l, f[i].key, f[i].value);
+    once__log_int(&l, "exit", status);
     once__log_end(&l);
 }
 
@@ -685,8 +771,11 @@ static void raise_fd_limit(void)
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
         return;
     rl.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-        fprintf(stderr, "onced: could not raise the open-file limit: %s\n", strerror(errno));
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "could not raise the open-file limit: %s", strerror(errno));
+        once__log_note(ONCE_LOG_WARN, "config", msg);
+    }
 }
 
 /* --workers' default with memory:: two per CPU, at least two. */
@@ -712,6 +801,9 @@ int main(int argc, char **argv)
     o.drain_ms = 10000;
     o.drain_delay_ms = DRAIN_DELAY_MS;
     o.upstream_card_refresh_ms = -1;
+    int64_t started_ms = once_monotonic_ms();
+    log_format = early_log_format(argc, argv);
+    once__log_setup(ONCE_LOG_INFO, log_format, 2);
     int rc = parse_args(argc, argv, &o);
     if (rc != 0)
         return rc;
@@ -719,9 +811,8 @@ int main(int argc, char **argv)
     int port = 0;
     if (once__parse_listen(o.listen, host, sizeof host, &port) != ONCE_OK || port == 0)
         return bad("--listen: expected HOST:PORT with a port from 1 to 65535, got %s", o.listen);
-    int log_format = isatty(2) ? ONCE_LOG_TEXT : ONCE_LOG_JSON;
     int log_level = ONCE_LOG_INFO;
-    if (o.log_format != NULL && (log_format = once__log_format_parse(o.log_format)) < 0)
+    if (o.log_format != NULL && once__log_format_parse(o.log_format) < 0)
         return bad("--log-format: expected text or json, got %s", o.log_format);
     if (o.log_level != NULL && (log_level = once__log_level_parse(o.log_level)) < 0)
         return bad("--log-level: expected error, warn, info or debug, got %s", o.log_level);
@@ -736,13 +827,15 @@ int main(int argc, char **argv)
         mmode = ONCE_HTTP_METRICS_APART;
     }
     if (install_signals() != 0) {
-        perror("onced: signals");
+        fail("signals: %s", strerror(errno));
         return 1;
     }
     raise_fd_limit();
 
     char err[512] = "";
-    int status = 1;
+    int status = 1, serving = 0;
+    once__engine_stats last;
+    memset(&last, 0, sizeof last);
     once_tokens *tokens = NULL;
     once_store *store = NULL;
     once_executor *sub = NULL;
@@ -753,7 +846,7 @@ int main(int argc, char **argv)
 
     if (o.auth_tokens != NULL &&
         once__tokens_load(o.auth_tokens, &tokens, err, sizeof err) != ONCE_OK) {
-        fprintf(stderr, "onced: --auth-tokens %s\n", err);
+        fail("--auth-tokens %s", err);
         goto out;
     }
     if (o.card != NULL && load_card(o.card, &card) != ONCE_OK)
@@ -764,7 +857,7 @@ int main(int argc, char **argv)
     memset(&so, 0, sizeof so);
     so.clock = &clock.base;
     if ((rc = once_store_open(o.store, &so, &store, err, sizeof err)) != ONCE_OK) {
-        fprintf(stderr, "onced: --store: %s (%s)\n", err[0] ? err : "cannot open",
+        fail("--store: %s (%s)", err[0] ? err : "cannot open",
                 once_strerror(rc));
         goto out;
     }
@@ -772,7 +865,7 @@ int main(int argc, char **argv)
     if (o.exec_cmd != NULL) {
         if ((rc = once_executor_subprocess(o.exec_cmd, o.grace_ms, o.deadline_ms, &sub)) !=
             ONCE_OK) {
-            fprintf(stderr, "onced: --exec: %s\n", once_strerror(rc));
+            fail("--exec: %s", once_strerror(rc));
             goto out;
         }
         ex = sub;
@@ -871,7 +964,7 @@ int main(int argc, char **argv)
     sc.push.timeout_ms = o.push_timeout_ms;
     sc.push.backoff_ms = o.push_backoff_ms;
     if ((rc = once__serve_start(&sc, &server, err, sizeof err)) != ONCE_OK) {
-        fprintf(stderr, "onced: %s\n", err[0] ? err : once_strerror(rc));
+        fail("%s", err[0] ? err : once_strerror(rc));
         goto out;
     }
     /* The refresh starts once the server it updates is up; it is stopped
@@ -883,14 +976,20 @@ int main(int argc, char **argv)
         (rc = once_executor_upstream_refresh(sub, refresh_ms,
                                              o.card != NULL ? NULL : upstream_card_changed,
                                              server)) != ONCE_OK) {
-        fprintf(stderr, "onced: --upstream-card-refresh: %s\n", once_strerror(rc));
+        fail("--upstream-card-refresh: %s", once_strerror(rc));
         goto out;
     }
     char shown[512];
-    redact_url(o.store, shown, sizeof shown);
-    printf("onced listening on %s replica=%s store=%s\n", once_server_url(server),
-           once__engine_replica_id(once__server_engine(server)), shown);
-    fflush(stdout);
+    once__store_url_redact(o.store, shown, sizeof shown);
+    /* In text, the line a person at a terminal starts onced to see, on
+     * stdout; in json stdout stays empty, and the start line says it all. */
+    if (log_format == ONCE_LOG_TEXT) {
+        printf("onced listening on %s replica=%s store=%s\n", once_server_url(server),
+               once__engine_replica_id(once__server_engine(server)), shown);
+        fflush(stdout);
+    }
+    log_start(&o, server, store, shown);
+    serving = 1;
     if (o.experiment_naive)
         once__log_note(ONCE_LOG_WARN, "config", "--experiment-naive: the idempotency layer is "
                        "OFF (every send makes a new task); for the amplification experiment only");
@@ -921,14 +1020,16 @@ int main(int argc, char **argv)
     status = 0;
 out:
     once_executor_upstream_refresh_stop(sub); /* it calls into the server */
-    once_server_stop(server); /* HTTP first, then the engine's workers */
+    once__server_stop(server, &last); /* HTTP first, then the engine's workers */
     once_executor_free(sub);
     int crc = once_store_close(store);
     if (crc != ONCE_OK) {
-        fprintf(stderr, "onced: closing the store: %s\n", once_strerror(crc));
+        once__log_note(ONCE_LOG_ERROR, "store_error", "closing the store failed");
         status = 1;
     }
     once__tokens_free(tokens);
     json_decref(card);
+    if (serving)
+        log_stopped(started_ms, &last, status);
     return status;
 }

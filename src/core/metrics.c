@@ -205,6 +205,15 @@ void once__metrics_http(const char *method, int status)
     __atomic_fetch_add(&http_count[m][status - STATUS_MIN], 1, __ATOMIC_RELAXED);
 }
 
+uint64_t once__metrics_http_total(void)
+{
+    uint64_t n = 0;
+    for (size_t m = 0; m < NMETHODS; m++)
+        for (size_t i = 0; i < STATUS_N; i++)
+            n += __atomic_load_n(&http_count[m][i], __ATOMIC_RELAXED);
+    return n;
+}
+
 /* --- the gateway's counters --------------------------------------------------------- */
 
 static uint64_t gw_count[ONCE__GW_N];

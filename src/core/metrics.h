@@ -75,6 +75,8 @@ void once__metrics_store(const char *scheme, once__store_op op, int64_t t0);
 
 /* One HTTP response with this status to a request with this method. */
 void once__metrics_http(const char *method, int status);
+/* HTTP responses so far, every method and status (onced's shutdown line). */
+uint64_t once__metrics_http_total(void);
 
 /* The gateway executor's counters (src/exec/upstream*.c), shown only in a
  * process that built one (once__metrics_gateway_on). */

@@ -297,6 +297,11 @@ const char *once__engine_replica_id(const once__engine *e)
     return e->replica_id;
 }
 
+const once__engine_config *once__engine_cfg(const once__engine *e)
+{
+    return &e->cfg;
+}
+
 int once__engine_store_synchronous(once__engine *e, int *level)
 {
     return once_store_synchronous(e->store, level);

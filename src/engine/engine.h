@@ -121,6 +121,9 @@ void once__engine_stop(once__engine *e);
 void once__engine_free(once__engine *e);
 
 const char *once__engine_replica_id(const once__engine *e);
+/* The configuration e runs with, every default filled in; valid until
+ * once__engine_free. */
+const once__engine_config *once__engine_cfg(const once__engine *e);
 /* The commit durability the engine's store reports, read back from it
  * (once_store_synchronous): ONCE_SYNC_* in *level, or ONCE_EUNSUPPORTED
  * for a store without the choice. */

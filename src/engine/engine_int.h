@@ -483,10 +483,12 @@ void once__push_kick(once__engine *e);
 
 /* --- logs.c ---------------------------------------------------------------- */
 
-/* One log line each (core/log.h), naming the task. resumed_here: the
- * takeover dispatched a turn here (else the task waits for input). */
-void once__log_takeover(const once__engine *e, const char *principal, const char *task_id,
-                        int64_t fence, int resumed_here);
+/* One log line each (core/log.h), naming the task. A takeover names the
+ * replica whose lease expired (lost, the record as found) and the new
+ * fence (taken, as written); resumed_here: the takeover dispatched a turn
+ * here (else the task waits for input). */
+void once__log_takeover(const once__engine *e, const once_record *lost, const once_record *taken,
+                        int64_t now, int resumed_here);
 /* A write under fence `held` refused; stored: the fence found (0: unknown). */
 void once__log_fenced(const char *task_id, int64_t held, int64_t stored);
 void once__log_store_error(int rc);

@@ -10,16 +10,19 @@
 #include "core/log.h"
 #include "engine/engine_int.h"
 
-void once__log_takeover(const once__engine *e, const char *principal, const char *task_id,
-                        int64_t fence, int resumed_here)
+void once__log_takeover(const once__engine *e, const once_record *lost, const once_record *taken,
+                        int64_t now, int resumed_here)
 {
     once__logline l;
     if (!once__log_begin(&l, ONCE_LOG_INFO, "takeover"))
         return;
-    once__log_str(&l, "task", task_id);
-    once__log_str(&l, "principal", principal);
-    once__log_int(&l, "fence", fence);
+    once__log_str(&l, "task", taken->task_id);
+    once__log_str(&l, "principal", taken->principal);
+    once__log_int(&l, "fence", taken->fence);
     once__log_str(&l, "replica", e->replica_id);
+    /* Whose lease ran out, and how long ago: the replica to look at. */
+    once__log_str(&l, "lost_owner", lost->lease_owner[0] ? lost->lease_owner : "-");
+    once__log_int(&l, "lease_expired_ms", now - lost->lease_until);
     once__log_str(&l, "runs", resumed_here ? "here" : "nowhere (waits for input)");
     once__log_end(&l);
 }

@@ -84,7 +84,7 @@ static int take_over(once__engine *e, const once_key *k, int64_t now)
     if (rc == ONCE_OK)
         rc = once__write(e, &cur, &next, NULL);
     if (rc == ONCE_OK)
-        once__log_takeover(e, next.principal, next.task_id, next.fence, run);
+        once__log_takeover(e, &cur, &next, now, run);
     if (rc == ONCE_OK && run) {
         ONCE__STAT(e, takeovers);
         (void)once__dispatch(e, next.principal, next.task_id, next.fence, 1);

@@ -37,6 +37,7 @@
 #include "core/metrics.h"
 #include "core/str.h"
 #include "http/admit.h"
+#include "http/reqlog.h"
 
 #define HOST_MAX 256
 
@@ -367,7 +368,7 @@ int once__admit_preflight(const once__admit *a, struct MHD_Connection *conn, con
     MHD_add_response_header(res, "Vary",
                             "Origin, Access-Control-Request-Method, Access-Control-Request-Headers");
     once__metrics_http(method, MHD_HTTP_NO_CONTENT);
-    *ret = MHD_queue_response(conn, MHD_HTTP_NO_CONTENT, res);
+    *ret = once__http_queue(conn, MHD_HTTP_NO_CONTENT, res);
     MHD_destroy_response(res);
     return 1;
 }

@@ -204,6 +204,9 @@ typedef struct once_http once_http;
 int once__http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 int once__http_port(const once_http *h);
+/* The configuration h serves with, every default filled in; valid until
+ * once__http_stop. */
+const once_http_config *once__http_cfg(const once_http *h);
 /* Begin a graceful stop: /readyz answers 503 from now on and new JSON-RPC
  * calls get 503 SHUTTING_DOWN (Connection: close); calls in progress, open
  * streams and the operations endpoints go on. */

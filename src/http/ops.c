@@ -74,7 +74,7 @@ enum MHD_Result once__ops_answer(struct MHD_Connection *conn, const char *method
     for (size_t i = 0; extra != NULL && extra[i] != NULL; i += 2)
         MHD_add_response_header(res, extra[i], extra[i + 1]);
     once__metrics_http(method, status);
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, res);
+    enum MHD_Result ret = once__http_queue(conn, (unsigned)status, res);
     MHD_destroy_response(res);
     return ret;
 }
@@ -154,8 +154,8 @@ int once__ops_route(once__ops *o, struct MHD_Connection *conn, const char *url,
     return 1;
 }
 
-void once__ops_log_request(const char *method, const char *principal, const char *outcome,
-                           int status, int64_t t0)
+void once__ops_log_request(const once__reqinfo *ri, const char *method, const char *principal,
+                           const char *outcome, int status, int64_t t0)
 {
     once__logline l;
     if (!once__log_begin(&l, ONCE_LOG_INFO, "request"))
@@ -168,13 +168,21 @@ void once__ops_log_request(const char *method, const char *principal, const char
     else if (outcome == NULL)
         outcome = status == 200 ? "ok" : "error";
     once__log_str(&l, "method", method);
-    once__log_str(&l, "principal", principal);
+    once__log_str(&l, "principal", principal != NULL ? principal : "-");
     if (c->task_id[0] != '\0')
         once__log_str(&l, "task", c->task_id);
     once__log_str(&l, "outcome", outcome);
     once__log_int(&l, "status", status);
     if (t0 >= 0)
         once__log_int(&l, "duration_ms", once_monotonic_ms() - t0);
+    if (ri != NULL) {
+        once__log_str(&l, "auth", ri->auth);
+        once__log_str(&l, "path", ri->path);
+        if (ri->client[0] != '\0')
+            once__log_str(&l, "client", ri->client);
+        if (ri->id[0] != '\0')
+            once__log_str(&l, "request_id", ri->id);
+    }
     once__log_end(&l);
 }
 
@@ -192,6 +200,8 @@ static enum MHD_Result on_metrics_request(void *cls, struct MHD_Connection *conn
         *upload_data_size = 0;   /* a body is read and ignored */
         return MHD_YES;
     }
+    once__reqinfo_take(once__reqinfo_slot(), conn, url);
+    once__reqinfo_use(once__reqinfo_slot());
     /* The Host rule of the main listener's probes: IP literals and
      * localhost pass, a name only when onced is reached by it. */
     const once__refusal *no = once__admit_check(&((once__ops *)cls)->admit, conn, method,
@@ -250,7 +260,8 @@ int once__ops_start(once__ops *o, const once_http_config *hc, char *err, size_t 
     o->d = MHD_start_daemon(flags, (uint16_t)o->cfg.metrics_port, NULL, NULL, on_metrics_request,
                             o, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                            MHD_OPTION_EXTERNAL_LOGGER, once__http_mhd_log, o, MHD_OPTION_END);
     if (o->d == NULL) {
         snprintf(err, errlen, "metrics: cannot listen on %s:%d (address in use or not available)",
                  host, o->cfg.metrics_port);

@@ -18,6 +18,7 @@
 #include <microhttpd.h>
 
 #include "http/http.h"
+#include "http/reqlog.h"
 #include "http/sse.h"
 
 typedef struct once__ops once__ops;
@@ -40,9 +41,11 @@ int once__ops_draining(const once__ops *o);
 /* One "request" log line (core/log.h) for an answered call. NULL method or
  * outcome: what the codec and the engine noted in this thread's log
  * context (outcome: else "ok" for 200, "error" otherwise); principal NULL:
- * not known (a refusal before authentication); t0 < 0: no duration. */
-void once__ops_log_request(const char *method, const char *principal, const char *outcome,
-                           int status, int64_t t0);
+ * not known (a refusal before authentication: logged as "-"); t0 < 0: no
+ * duration; ri: the request's path, client, id and a 401's why (NULL:
+ * none). */
+void once__ops_log_request(const once__reqinfo *ri, const char *method, const char *principal,
+                           const char *outcome, int status, int64_t t0);
 
 /* Queue text (copied) with a status, a content type, Cache-Control:
  * no-store and the name/value pairs of extra (NULL-terminated; NULL =

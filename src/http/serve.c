@@ -36,6 +36,11 @@ int once_server_port(const once_server *s) { return once__http_port(s->http); }
 
 void once_server_stop(once_server *s)
 {
+    once__server_stop(s, NULL);
+}
+
+void once__server_stop(once_server *s, once__engine_stats *last)
+{
     if (s == NULL)
         return;
     /* Refuse new calls, then stop the engine first: blocked sends answer
@@ -45,9 +50,44 @@ void once_server_stop(once_server *s)
     once__http_drain(s->http);
     once__engine_stop(s->engine);   /* turns stopped, leases released */
     once__http_stop(s->http);       /* no call runs after this */
+    if (last != NULL)
+        once__engine_get_stats(s->engine, last);
     once__engine_free(s->engine);
     once__a2a_free(s->codec);
     once_free(s);
+}
+
+void once__server_log_limits(const once_server *s, once__logline *l)
+{
+    const once__engine_config *e = once__engine_cfg(s->engine);
+    const once_http_config *h = once__http_cfg(s->http);
+    const struct {
+        const char *key;
+        int64_t value;
+    } f[] = {
+        {"lease_ms", e->lease_ms},
+        {"retention_ms", e->retention_ms},
+        {"tombstone_ms", e->tombstone_ms},
+        {"turn_workers", e->workers},
+        {"max_queue", e->max_queue},
+        {"max_queue_per_principal", e->max_queue_per_principal},
+        {"max_task_size", e->max_task_bytes},
+        {"max_wait_ms", e->max_wait_ms},
+        {"max_waits", e->max_waits},
+        {"max_waits_per_principal", e->max_waits_per_principal},
+        {"threads", h->threads},
+        {"workers", h->workers},
+        {"max_body", (int64_t)h->max_body},
+        {"max_body_memory", (int64_t)h->limits.max_body_memory},
+        {"max_streams", h->max_streams},
+        {"max_streams_per_principal",
+         once__share_of(h->max_streams_per_principal, (long)h->max_streams)},
+        {"max_connections", h->limits.max_connections},
+        {"max_connections_per_ip", h->limits.max_per_ip},
+        {"request_timeout_ms", h->limits.request_timeout_ms},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        once__log_int(l, f[i].key, f[i].value);
 }
 
 int once__server_card_set(once_server *s, const json_t *members)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "a2a/a2a.h"
+#include "core/log.h"
 #include "engine/engine.h"
 #include "engine/push.h"
 #include "http/http.h"
@@ -49,5 +50,14 @@ int once__server_card_set(once_server *s, const json_t *members);
 
 /* JSON-RPC calls accepted and not yet answered (once__http_calls). */
 long once__server_calls(const once_server *s);
+
+/* The limits s runs with, each layer's defaults filled in, as fields of l
+ * (onced's start-up log line). */
+void once__server_log_limits(const once_server *s, once__logline *l);
+
+/* once_server_stop; with last != NULL, the engine's counters as they stood
+ * once every call was answered and every turn stopped (onced's shutdown
+ * summary). */
+void once__server_stop(once_server *s, once__engine_stats *last);
 
 #endif /* ONCE_HTTP_SERVE_H */

@@ -54,6 +54,7 @@
 #include "http/inspect.h"
 #include "http/ops.h"
 #include "http/pool.h"
+#include "http/reqlog.h"
 #include "http/rest_route.h"
 #include "http/sse.h"
 #include "http/tls.h"
@@ -144,6 +145,7 @@ typedef struct req_ctx {
     int64_t t0;                /* monotonic ms when the request was complete */
     int no_hold;               /* run again after its held write failed: hold none */
     once__logctx logctx;       /* the call's log context, while its held write is out */
+    once__reqinfo info;        /* its id, path and client (reqlog.h) */
     once__a2a_response resp;    /* written by the worker */
 } req_ctx;
 
@@ -171,20 +173,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     ctx_free(*con_cls);
     *con_cls = NULL;
     once__guard_idle(conn);
-}
-
-static void on_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char line[512];
-    vsnprintf(line, sizeof line, fmt, ap);
-    size_t n = strlen(line);
-    while (n > 0 && line[n - 1] == '\n')
-        line[--n] = '\0';
-    if (once__log_enabled(ONCE_LOG_ERROR))   /* a log is kept: one of its records */
-        once__log_note(ONCE_LOG_WARN, "http", line);
-    else
-        fprintf(stderr, "onced: http: %s\n", line);
 }
 
 /* Queue body (ownership taken; once_malloc'd) with our standard headers. */
@@ -221,7 +209,7 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, int status, char 
         MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close");
     cors_headers(res);
     once__metrics_http(tl_method, status);
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, res);
+    enum MHD_Result ret = once__http_queue(conn, (unsigned)status, res);
     MHD_destroy_response(res);
     return ret;
 }
@@ -232,7 +220,7 @@ static enum MHD_Result queue_refusal(struct MHD_Connection *conn, once__a2a_bind
                                      int code, const char *reason, const char *message,
                                      int retry_after, int closing)
 {
-    once__ops_log_request(tl_method, NULL, reason, status, -1);
+    once__ops_log_request(once__reqinfo_current(), tl_method, NULL, reason, status, -1);
     once__a2a_response r;
     if (once__a2a_error_response_as(b, status, code, reason, message, &r) != ONCE_OK)
         return queue_json(conn, 500, NULL, 0, NULL, 1);
@@ -305,7 +293,7 @@ static enum MHD_Result queue_card(once_http *h, struct MHD_Connection *conn, int
     cors_headers(res);
     once__metrics_http(tl_method, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK);
     enum MHD_Result ret =
-        MHD_queue_response(conn, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, res);
+        once__http_queue(conn, fresh ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ret;
 }
@@ -340,7 +328,7 @@ static void conclude(req_ctx *r, int rc)
         once__a2a_error_response_as(r->binding, 500, ONCE_RPC_INTERNAL, "INTERNAL",
                                    "Internal error (out of memory)", &r->resp);
     }
-    once__ops_log_request(NULL, r->principal, r->resp.stream != NULL ? "stream" : NULL,
+    once__ops_log_request(&r->info, NULL, r->principal, r->resp.stream != NULL ? "stream" : NULL,
                           r->resp.http_status ? r->resp.http_status : 500, r->t0);
     once__log_ctx_clear();
 }
@@ -503,6 +491,8 @@ static enum MHD_Result ctx_attach(once_http *h, struct MHD_Connection *conn, req
 {
     r->h = h;
     r->conn = conn;
+    r->info = *once__reqinfo_slot();
+    once__reqinfo_use(&r->info);
     __atomic_add_fetch(&h->inflight, 1, __ATOMIC_ACQ_REL);
     *con_cls = r;
     return MHD_YES;
@@ -645,6 +635,17 @@ static enum MHD_Result answer(once_http *h, req_ctx *r)
                       r->resp.len, &r->resp, closing);
 }
 
+/* Why a request got 401, for its line in the log: which part of the
+ * credentials failed, never the token itself. */
+static const char *auth_failure(const char *authorization)
+{
+    if (authorization == NULL)
+        return "no_credentials";
+    if (strncasecmp(authorization, "Bearer ", 7) != 0)
+        return "not_bearer";
+    return "unknown_token";
+}
+
 static enum MHD_Result dispatch(once_http *h, req_ctx *r)
 {
     struct MHD_Connection *conn = r->conn;
@@ -670,13 +671,15 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     if (r->inspect_stream) {
         /* signed in through the inspector: principal and body are set */
     } else if (h->cfg.tokens != NULL) {
-        const char *p = once__tokens_principal(
-            h->cfg.tokens,
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
-        if (p == NULL)
+        const char *authz =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        const char *p = once__tokens_principal(h->cfg.tokens, authz);
+        if (p == NULL) {
+            r->info.auth = auth_failure(authz);
             return queue_error(conn, b, MHD_HTTP_UNAUTHORIZED, ONCE_RPC_INVALID_REQUEST,
                                "UNAUTHENTICATED",
                                "Unauthenticated: send Authorization: Bearer <token>", 0);
+        }
         once__strlcpy(r->principal, p, sizeof r->principal);
     } else {
         snprintf(r->principal, sizeof r->principal, "anonymous");
@@ -745,6 +748,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     tl_cors = once__admit_cors(&h->admit, conn);
     tl_vary = h->admit.norigins > 0;
     if (r == NULL) {
+        once__reqinfo_take(once__reqinfo_slot(), conn, url);
+        once__reqinfo_use(once__reqinfo_slot());
         enum MHD_Result ret = first_call(h, conn, url, method, con_cls);
         if (*con_cls == NULL) /* answered at once: the request is in */
             once__guard_busy(conn);
@@ -757,6 +762,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
+    once__reqinfo_use(&r->info);
     if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
         return answer(h, r);
     if (r->dispatched) /* spurious wake-up while the worker runs */
@@ -885,7 +891,7 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
     flags |= once__tls_mhd(&h->tls, h->cfg.tls_priority, https);
     h->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
-        on_log, h, MHD_OPTION_SOCK_ADDR,
+        once__http_mhd_log, h, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->cfg.threads,
         MHD_OPTION_ARRAY, guarded, MHD_OPTION_ARRAY, https, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE,
@@ -914,6 +920,11 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
 int once__http_port(const once_http *h)
 {
     return h->port;
+}
+
+const once_http_config *once__http_cfg(const once_http *h)
+{
+    return &h->cfg;
 }
 
 void once__http_drain(once_http *h)

@@ -98,6 +98,7 @@
 #include "core/heap.h"
 #include "core/str.h"
 #include "core/condwait.h"
+#include "http/reqlog.h"
 #include "http/sse.h"
 #include "once/once.h"
 
@@ -918,7 +919,7 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_respons
     pthread_mutex_unlock(&h->mu);
     /* If queueing fails the response dies here, on_free marks the stream
      * closed and its pump ends it. */
-    *ret = MHD_queue_response(conn, MHD_HTTP_OK, res);
+    *ret = once__http_queue(conn, MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ONCE_OK;
 }

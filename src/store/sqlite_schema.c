@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "store/sqlite_int.h"
+#include "store/store_int.h"
 
 /* The events of one write go in as one statement of up to four rows (a new
  * task's write has four): each statement costs ~9k instructions besides its
@@ -140,6 +141,11 @@ static const char *const migrate[SQ_SCHEMA_VERSION] = {
 };
 
 /* One-row PRAGMA: its first column as text (journal_mode) or integer. */
+int once__sq_schema_version(void)
+{
+    return SQ_SCHEMA_VERSION;
+}
+
 static int pragma_row(sq_conn *c, const char *sql, char *text, size_t cap, int64_t *num)
 {
     sqlite3_stmt *st;

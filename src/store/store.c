@@ -14,6 +14,7 @@
 
 #include "core/metrics.h"
 #include "store/store_async.h"
+#include "store/store_info.h"
 #include "store/store_int.h"
 
 /* Return a slot's answer, its time recorded in the store latency
@@ -238,6 +239,17 @@ int once__store_async_rec(const once_store *s, const once_record *rec)
 int once__store_local(const once_store *s)
 {
     return s != NULL && s->m == &once__store_sqlite;
+}
+
+int once__store_schema_version(const once_store *s)
+{
+    if (s != NULL && s->m == &once__store_sqlite)
+        return once__sq_schema_version();
+#ifdef ONCE_HAVE_PG
+    if (s != NULL && s->m == &once__store_pg)
+        return once__pg_schema_version();
+#endif
+    return 0;
 }
 
 int once__store_create_start(once_store *s, const once_record *rec, const once_event *ev,

@@ -30,6 +30,13 @@ extern const once_store_methods once__store_pg;
 extern const once_store_methods once__store_redis;
 #endif
 
+/* The schema versions the SQLite and PostgreSQL backends migrate to
+ * (store_info.h). */
+int once__sq_schema_version(void);
+#ifdef ONCE_HAVE_PG
+int once__pg_schema_version(void);
+#endif
+
 /*
  * What a backend with a handle of its own gives once__backend_open
  * (backend.c): the handle's size (once_store first) and three hooks.

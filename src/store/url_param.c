@@ -1,12 +1,14 @@
 /*
- * url_param.c -- reading "key=value&..." store URL settings (url_param.h).
- * Pure string work on the caller's URL: nothing is allocated, so a bad
- * setting is reported before a backend has anything to undo.
+ * url_param.c -- reading "key=value&..." store URL settings (url_param.h),
+ * and a store URL with its secrets left out (store_info.h). Pure string
+ * work on the caller's URL: nothing is allocated, so a bad setting is
+ * reported before a backend has anything to undo.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "store/store_info.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
 
@@ -109,4 +111,42 @@ int once__url_param_setting(const once__url_param *p, const once__url_num *nums,
         return 0;
     }
     return 1;
+}
+
+/* Append s[0..n) to out[0..*o), cut to what cap holds with its NUL. */
+static void put_cut(char *out, size_t cap, size_t *o, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && *o + 1 < cap; i++)
+        out[(*o)++] = s[i];
+}
+
+void once__store_url_redact(const char *url, char *out, size_t n)
+{
+    if (n == 0)
+        return;
+    const char *auth = strstr(url, "://");
+    auth = auth != NULL ? auth + 3 : url;
+    size_t alen = strcspn(auth, "/?#"), o = 0;
+    const char *at = memchr(auth, '@', alen);
+    const char *colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *p = url;
+    if (colon != NULL) {
+        put_cut(out, n, &o, url, (size_t)(colon + 1 - url));
+        put_cut(out, n, &o, "***", 3);
+        p = at;
+    }
+    const char *q = strchr(p, '?');
+    put_cut(out, n, &o, p, q != NULL ? (size_t)(q + 1 - p) : strlen(p));
+    static const char pw[] = "password=";
+    for (const char *seg = q != NULL ? q + 1 : NULL; seg != NULL;) {
+        size_t len = strcspn(seg, "&");
+        int secret = len >= sizeof pw - 1 && strncmp(seg, pw, sizeof pw - 1) == 0;
+        put_cut(out, n, &o, seg, secret ? sizeof pw - 1 : len);
+        if (secret)
+            put_cut(out, n, &o, "***", 3);
+        seg = seg[len] == '&' ? seg + len + 1 : NULL;
+        if (seg != NULL)
+            put_cut(out, n, &o, "&", 1);
+    }
+    out[o] = '\0';
 }

@@ -159,6 +159,16 @@ def http_request(port, method, path, body=None, headers=None, timeout=30):
         c.close()
 
 
+def read_all(s):
+    """Everything a socket receives until the peer closes it."""
+    out = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return out
+        out += d
+
+
 def http_get(port, path, timeout=30):
     return http_request(port, "GET", path, timeout=timeout)
 

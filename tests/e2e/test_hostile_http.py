@@ -31,8 +31,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EXT, ROOT, Onced, check, eq, error_info, new_id, run, scaled, scratch_dir,
-                     user_message, wait_until)
+from harness import (EXT, ROOT, Onced, check, eq, error_info, new_id, read_all, run, scaled,
+                     scratch_dir, user_message, wait_until)
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 ONCE = os.path.join(BUILD, "once")
@@ -164,15 +164,6 @@ def http_call(port, method, path, body=None, headers=None):
         return parse_response(read_all(s))
     finally:
         s.close()
-
-
-def read_all(s):
-    out = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            return out
-        out += d
 
 
 def parse_response(raw):

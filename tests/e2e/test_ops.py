@@ -520,7 +520,8 @@ def test_log_format_and_level():
         eq(len(lines), 1, "one text line for the request: %r" % lines)
         check(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info request "
                        r"method=SendMessage principal=anonymous task=%s outcome=registered "
-                       r"status=200 duration_ms=\d+$" % re.escape(tid), lines[0]) is not None,
+                       r"status=200 duration_ms=\d+ path=/ client=127\.0\.0\.1 "
+                       r"request_id=[0-9a-f-]{36}$" % re.escape(tid), lines[0]) is not None,
               "the text line: %r" % lines[0])
     with Onced(["--log-format", "json", "--log-level", "warn"]) as srv:
         # The request line is written before the answer leaves, so once the

@@ -35,6 +35,11 @@
 
 #define PG_SCHEMA_VERSION 3
 
+int once__pg_schema_version(void)
+{
+    return PG_SCHEMA_VERSION;
+}
+
 #define P_KEY "principal = $1::bytea AND task_id = $2::bytea"
 /* One live record by its key. tomb is NOT NULL, so this is NOT tomb, but
  * written so that the planner cannot answer it from the partial index

@@ -1,0 +1,24 @@
+/*
+ * store_info.h -- what onced says about the store it opened, in its
+ * start-up log line (core/log.h).
+ */
+#ifndef ONCE_STORE_INFO_H
+#define ONCE_STORE_INFO_H
+
+#include <stddef.h>
+
+#include "once/store.h"
+
+/* The version of the schema s is kept in: a store this libonce opened was
+ * migrated to it, or refused (an older or newer layout is never written).
+ * 0 for a backend whose layout has no version (memory, Redis, DynamoDB, a
+ * backend built outside libonce) and for NULL. */
+int once__store_schema_version(const once_store *s);
+
+/* url as it may be shown (a log line): the password of its user part
+ * ("postgres://user:***@host/db", "redis://:***@host") and the value of a
+ * query parameter named password (libpq takes one) become ***; the rest
+ * is kept. Cut to fit out[0..n), always NUL-terminated when n > 0. */
+void once__store_url_redact(const char *url, char *out, size_t n);
+
+#endif /* ONCE_STORE_INFO_H */
