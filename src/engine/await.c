@@ -40,6 +40,11 @@
  * answers ONCE_EBUSY and the caller answers with the task as it stands
  * (a true answer: the client polls or subscribes from there).
  *
+ * Cost with many waits: a write (or a key the feed tells of) finds its
+ * key's waits by hash (e->await_keys), and a registration its principal's
+ * count by hash (e->await_owners), so neither walks every wait; only the
+ * await thread does, once per wake-up (ready waits, deadlines, polls).
+ *
  * Ownership: nodes are allocated by once__engine_await and freed only by
  * the await thread, after their callback; every field that another thread
  * changes (gen, ready) is read and written under e->mu. The thread reads
@@ -66,8 +71,71 @@ struct once__await {
     once_record *rec;          /* under e->mu: the settled record handed over, or NULL */
     once__engine_ready_fn fn;
     void *arg;
-    struct once__await *next;
+    struct once__await *next;  /* e->awaits, under e->mu */
+    struct once__await *knext, **kprev;  /* its key's bucket, e->await_keys */
 };
+
+/* How many waits one principal holds, while it holds any: e->await_owners
+ * by hash of the principal, so a registration counts its principal's waits
+ * without walking every wait. */
+struct once__await_owner {
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    int n;
+    struct once__await_owner *next;
+};
+
+static once__await **key_bucket(once__engine *e, const char *principal, const char *task_id)
+{
+    return &e->await_keys[once__key_hash(principal, task_id) % ONCE__WATCH_BUCKETS];
+}
+
+static once__await_owner **owner_at(once__engine *e, const char *principal)
+{
+    once__await_owner **pp = &e->await_owners[once__key_hash(principal, "") % ONCE__WATCH_BUCKETS];
+    while (*pp != NULL && strcmp((*pp)->principal, principal) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+/* Under e->mu: a's links into its key's bucket and its principal's count.
+ * ONCE_ENOMEM (nothing linked) when the principal's count cannot be kept. */
+static int link_wait(once__engine *e, once__await *a)
+{
+    once__await_owner **op = owner_at(e, a->principal);
+    if (*op == NULL) {
+        once__await_owner *o = once_calloc(1, sizeof *o);
+        if (o == NULL)
+            return ONCE_ENOMEM;
+        memcpy(o->principal, a->principal, strlen(a->principal) + 1);
+        *op = o;
+    }
+    (*op)->n++;
+    once__await **b = key_bucket(e, a->principal, a->task_id);
+    a->knext = *b;
+    a->kprev = b;
+    if (*b != NULL)
+        (*b)->kprev = &a->knext;
+    *b = a;
+    return ONCE_OK;
+}
+
+static void unlink_wait(once__engine *e, once__await *a)
+{
+    *a->kprev = a->knext;
+    if (a->knext != NULL)
+        a->knext->kprev = a->kprev;
+    once__await_owner **op = owner_at(e, a->principal);
+    if (*op != NULL && --(*op)->n == 0) {
+        once__await_owner *o = *op;
+        *op = o->next;
+        once_free(o);
+    }
+}
+
+static int same_key(const once__await *a, const char *principal, const char *task_id)
+{
+    return strcmp(a->task_id, task_id) == 0 && strcmp(a->principal, principal) == 0;
+}
 
 int once__record_settled(const once_record *r)
 {
@@ -104,8 +172,8 @@ void once__await_notify(once__engine *e, const once_record *r)
         __atomic_store_n(&e->settle_seq, s->seq, __ATOMIC_RELEASE);
     }
     int wake = 0;
-    for (once__await *a = e->awaits; a != NULL; a = a->next) {
-        if (strcmp(a->task_id, r->task_id) != 0 || strcmp(a->principal, r->principal) != 0)
+    for (once__await *a = *key_bucket(e, r->principal, r->task_id); a != NULL; a = a->knext) {
+        if (!same_key(a, r->principal, r->task_id))
             continue;
         if (settled) {
             if (!a->ready && a->rec == NULL) {
@@ -151,9 +219,9 @@ void once__await_told(once__engine *e, const char *principal, const char *task_i
     }
     __atomic_store_n(&e->settle_seq, seq, __ATOMIC_RELEASE);
     int wake = 0;
-    for (once__await *a = e->awaits; a != NULL; a = a->next) {
-        if (principal != NULL &&
-            (strcmp(a->task_id, task_id) != 0 || strcmp(a->principal, principal) != 0))
+    once__await *a = principal != NULL ? *key_bucket(e, principal, task_id) : e->awaits;
+    for (; a != NULL; a = principal != NULL ? a->knext : a->next) {
+        if (principal != NULL && !same_key(a, principal, task_id))
             continue;
         a->told = 1;
         a->next_poll = 0;
@@ -206,6 +274,7 @@ static int64_t take_ready(once__engine *e, int64_t now, once__await **fire)
         once__await *a = *pp;
         if (a->ready || a->until <= now || e->awaits_closed) {
             *pp = a->next;
+            unlink_wait(e, a);
             a->next = *fire;
             *fire = a;
             e->nawaits--;
@@ -346,10 +415,8 @@ int once__engine_await(once__engine *e, const char *principal, const char *task_
     } else if (e->nawaits >= e->cfg.max_waits) {
         rc = ONCE_EBUSY;
     } else {
-        int mine = 0;
-        for (once__await *o = e->awaits; o != NULL; o = o->next)
-            mine += strcmp(o->principal, principal) == 0;
-        if (mine >= e->cfg.max_waits_per_principal)
+        const once__await_owner *o = *owner_at(e, principal);
+        if (o != NULL && o->n >= e->cfg.max_waits_per_principal)
             rc = ONCE_EBUSY;
     }
     if (rc == ONCE_OK && !e->await_started) {
@@ -358,6 +425,8 @@ int once__engine_await(once__engine *e, const char *principal, const char *task_
         else
             e->await_started = 1;
     }
+    if (rc == ONCE_OK)
+        rc = link_wait(e, a);
     if (rc == ONCE_OK) {
         a->next = e->awaits;
         e->awaits = a;

@@ -100,8 +100,9 @@ typedef struct once__waiter {
     struct once__waiter *next;
 } once__waiter;
 
-/* A deferred wait (await.c). */
+/* A deferred wait, and a principal's count of them (await.c). */
 typedef struct once__await once__await;
+typedef struct once__await_owner once__await_owner;
 
 /* Watches on tasks (follow.c, once__engine_watch_add): a hash table of
  * lists by key, so a local write finds its key's watches without walking
@@ -153,6 +154,8 @@ struct once__engine {
     once__waiter *waiters;
     struct once__engine_watch *watches[ONCE__WATCH_BUCKETS]; /* follow.c */
     once__await *awaits;        /* deferred waits (await.c) */
+    once__await *await_keys[ONCE__WATCH_BUCKETS];      /* the same, by hash of key */
+    once__await_owner *await_owners[ONCE__WATCH_BUCKETS]; /* their count, by principal */
     int nawaits;
     int awaits_closed;          /* once__engine_await_release ran: refuse new ones */
     int await_quit;
