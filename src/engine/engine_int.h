@@ -300,6 +300,10 @@ void once__journal_lease_refused(once__engine *e, const char *principal, const c
                                  int64_t fence);
 /* Write the counts and notes held so far, one journal-only CAS per task. */
 int once__journal_flush(once__engine *e);
+/* The task was written (here, or elsewhere as the change feed tells): the
+ * counts waiting on its lease may be flushed at the next pass. Not under
+ * e->mu. */
+void once__journal_touch(once__engine *e, const char *principal, const char *task_id);
 void once__journal_free(once__engine *e);
 
 /* --- write.c --------------------------------------------------------------- */

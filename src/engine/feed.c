@@ -97,6 +97,8 @@ static void *feeder_main(void *arg)
             for (size_t i = 0; i < keys.n; i++)
                 told(e, keys.v[i].principal, keys.v[i].task_id);
             pthread_mutex_unlock(&e->mu);
+            for (size_t i = 0; i < keys.n; i++)
+                once__journal_touch(e, keys.v[i].principal, keys.v[i].task_id);
         }
         once_key_list_clear(&keys);
     }

@@ -84,6 +84,9 @@ typedef struct pending {
     size_t nfenced;
     delivery_note deliv[DELIVERIES_MAX];
     size_t ndeliv;
+    int64_t not_before;               /* engine ms: no load of its task before (its
+                                       * lease ran until then; a write of the task
+                                       * seen here clears it: once__journal_touch) */
 } pending;
 
 struct once__journal {
@@ -342,7 +345,7 @@ static void unlink_pending(struct once__journal *j, pending *p)
         pp = &(*pp)->hnext;
     *pp = p->hnext;
     once__list_unlink(&j->age, &p->age);
-    j->n--;
+    __atomic_fetch_sub(&j->n, 1, __ATOMIC_RELAXED);   /* touch reads it unlocked */
 }
 
 /* The key's entry, made (and the oldest dropped at the bound) if it has
@@ -368,7 +371,7 @@ static pending *pending_get(once__engine *e, struct once__journal *j, const char
     p->hnext = j->bucket[h];
     j->bucket[h] = p;
     once__list_append(&j->age, &p->age);
-    j->n++;
+    __atomic_fetch_add(&j->n, 1, __ATOMIC_RELAXED);
     return p;
 }
 
@@ -496,8 +499,9 @@ static int lease_live(const once__engine *e, const once_record *rec)
 
 /* Write p into its task's journal: CAS on the version, nothing else
  * changed, reloading after a lost race. ONCE_OK also when the task is gone
- * (its counts go with it); FLUSH_LATER while a turn holds its lease. */
-static int flush_one(once__engine *e, const pending *p)
+ * (its counts go with it); FLUSH_LATER while a turn holds its lease, with
+ * *until the lease's end as stored. */
+static int flush_one(once__engine *e, const pending *p, int64_t *until)
 {
     for (int i = 0; i < FLUSH_TRIES; i++) {
         once_record cur, next;
@@ -505,6 +509,7 @@ static int flush_one(once__engine *e, const pending *p)
         if (rc != ONCE_OK)
             return rc == ONCE_ENOTFOUND ? ONCE_OK : rc;   /* gone: its counts went with it */
         if (lease_live(e, &cur)) {
+            *until = cur.lease_until;
             once_record_clear(&cur);
             return FLUSH_LATER;
         }
@@ -530,6 +535,7 @@ static void requeue(once__engine *e, struct once__journal *j, pending *p)
     pthread_mutex_lock(&j->mu);
     pending *q = pending_get(e, j, p->principal, p->task_id);
     if (q != NULL) {
+        q->not_before = p->not_before;
         count_merge(&q->replays, &p->replays);
         for (size_t r = 0; r < NREASONS; r++)
             count_merge(&q->refused[r], &p->refused[r]);
@@ -568,8 +574,20 @@ int once__journal_flush(once__engine *e)
         pthread_mutex_unlock(&j->mu);
         if (p == NULL)
             break;
-        rc = flush_one(e, p);
+        int64_t now = once__now(e);
+        if (p->not_before > now) {
+            requeue(e, j, p);   /* its task was leased a moment ago: not yet */
+            continue;
+        }
+        int64_t until = 0;
+        rc = flush_one(e, p, &until);
         if (rc == FLUSH_LATER) {
+            /* A turn holds the task (a long one, or one queued behind
+             * others): look again when the lease it holds now runs out,
+             * or as soon as a write of the task shows here (the turn may
+             * have ended), not at every pass: counts waiting on many
+             * leased tasks would cost a load each per pass. */
+            p->not_before = until;
             requeue(e, j, p);
             rc = ONCE_OK;
             continue;
@@ -593,4 +611,22 @@ void once__journal_free(once__engine *e)
     pthread_mutex_destroy(&j->mu);
     once_free(j);
     e->journal = NULL;
+}
+
+void once__journal_touch(once__engine *e, const char *principal, const char *task_id)
+{
+    struct once__journal *j = __atomic_load_n(&e->journal, __ATOMIC_ACQUIRE);
+    /* Most writes find no counts waiting: no lock for them. */
+    if (j == NULL || __atomic_load_n(&j->n, __ATOMIC_RELAXED) == 0)
+        return;
+    pthread_mutex_lock(&j->mu);
+    {
+        for (pending *p = j->bucket[key_hash(principal, task_id)]; p != NULL; p = p->hnext) {
+            if (strcmp(p->task_id, task_id) == 0 && strcmp(p->principal, principal) == 0) {
+                p->not_before = 0;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
 }

@@ -95,6 +95,7 @@ void once__notify(once__engine *e, const once_record *r)
         }
     }
     pthread_mutex_unlock(&e->mu);
+    once__journal_touch(e, r->principal, r->task_id);
     /* Only a record with push configs has deliveries a write can make due;
      * waking the delivery threads for any other (most tasks: no webhooks)
      * costs each of them a store scan that finds nothing. */

@@ -16,7 +16,15 @@ static struct {
     const once_store_methods *inner;
     once_store_methods m;
     int updates; /* __atomic */
+    int loads;   /* __atomic */
 } wr;
+
+static int counted_load(once_store *s, const char *principal, const char *task_id,
+                        once_record *out, once_tombstone *tomb)
+{
+    __atomic_fetch_add(&wr.loads, 1, __ATOMIC_SEQ_CST);
+    return wr.inner->load(s, principal, task_id, out, tomb);
+}
 
 static int counted_update(once_store *s, const once_record *rec, int64_t expect_version,
                           const once_event *ev, size_t nev)
@@ -31,6 +39,7 @@ static void count_install(once_store *s)
     wr.inner = s->m;
     wr.m = *wr.inner;
     wr.m.update = counted_update;
+    wr.m.load = counted_load;
     s->m = &wr.m;
 }
 
@@ -144,8 +153,9 @@ static void replays_counted_then_flushed(void **state)
 /* A replay of a task whose turn holds a live lease is counted, but not
  * flushed while the lease lives: a journal-only update writes back the
  * lease_until it loaded, and a renewal (which does not move the version)
- * landing between its load and its CAS would be undone. Once the turn
- * ends, the next sweep writes the count. */
+ * landing between its load and its CAS would be undone. Later passes do
+ * not load the task again until its lease runs out or it is written; once
+ * the turn ends (a write), the next sweep writes the count. */
 static void live_lease_waits(void **state)
 {
     (void)state;
@@ -165,6 +175,11 @@ static void live_lease_waits(void **state)
     fx_res_clear(&res);
     assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
     assert_int_equal(updates(), writes); /* the sweep passed; nothing written */
+    /* Nor does the next pass load the task again while its lease runs:
+     * the count waits for the lease's end or a write of the task. */
+    int loads = __atomic_load_n(&wr.loads, __ATOMIC_SEQ_CST);
+    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
+    assert_int_equal(__atomic_load_n(&wr.loads, __ATOMIC_SEQ_CST), loads);
     json_t *j = fx_journal_of(env.store, P, tid);
     assert_null(json_object_get(j, "replays"));
     json_decref(j);
