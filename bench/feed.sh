@@ -118,9 +118,10 @@ def gauge(port, name):
             return float(l.split()[1])
     return None
 
-class Call:
+class Call(Client):
     """One JSON-RPC call on a raw socket (a blocking SendMessage: a wait):
-    `events` gets the answer's bytes once its head came."""
+    `events` holds its answer's head once that came (the stream Client's
+    reading, without the event stream)."""
     def __init__(self, port, method, params, rid):
         b = body(method, params, rid)
         head = ("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
@@ -129,23 +130,11 @@ class Call:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
         self.sock.sendall(head + b)
         self.sock.setblocking(False)
-        self.raw = b""
-        self.eof = False
-        self.events = []
-    def feed(self):
-        try:
-            got = self.sock.recv(65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            got = b""
-        if not got:
-            self.eof = True
-        self.raw += got
-        if b"\r\n\r\n" in self.raw and not self.events:
-            self.events.append(self.raw)
-    def close(self):
-        self.sock.close()
+        self.raw, self.head, self.text, self.events, self.eof = b"", None, b"", [], False
+    def dechunk(self):
+        pass
+    def frames(self):
+        self.events = [self.head] if self.head is not None else []
 
 def pump(sel, cond, limit, what):
     end = time.time() + limit
