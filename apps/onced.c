@@ -7,6 +7,7 @@
  * 1 when startup fails, 2 for a bad command line.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -107,11 +108,12 @@ static const char usage[] =
     "                              larger bodies get HTTP 413\n"
     "  --max-wait DUR              longest a blocking SendMessage waits (60s); a waiting\n"
     "                              send holds its connection but no thread\n"
-    "  --max-waits N               blocking sends waiting at once (4096)\n"
-    "  --max-waits-per-principal N of those, per principal (256); past either a\n"
-    "                              blocking send answers at once with the task as it\n"
-    "                              stands (the client polls or subscribes from there)\n"
-    "  --max-streams N             SSE streams served at once; past it HTTP 503 (256)\n"
+    "  --max-waits N               blocking sends waiting at once (10000)\n"
+    "  --max-waits-per-principal N of those, per principal (with --auth-tokens a\n"
+    "                              quarter of --max-waits, else all of them); past\n"
+    "                              either a blocking send answers at once with the\n"
+    "                              task as it stands (the client polls or subscribes)\n"
+    "  --max-streams N             SSE streams served at once; past it HTTP 503 (10000)\n"
     "  --max-streams-per-principal N\n"
     "                              of those, per principal; past it that principal's\n"
     "                              streams get HTTP 503 while others still get slots\n"
@@ -122,7 +124,8 @@ static const char usage[] =
     "                              else it is closed; SSE streams are not cut (30s)\n"
     "  --max-connections N         connections at once; past it the oldest one still\n"
     "                              waiting for its request is closed to make room\n"
-    "                              (1024)\n"
+    "                              (16384; onced raises its open-file limit to the\n"
+    "                              hard limit, which should leave room for them)\n"
     "  --max-connections-per-ip N  connections at once from one client address; behind\n"
     "                              a load balancer raise it to --max-connections (128)\n"
     "  --max-body-memory BYTES     request bodies held at once; past it the oldest\n"
@@ -904,9 +907,11 @@ int main(int argc, char **argv)
                             : TURN_WORKERS_IO;
     sc.engine.max_queue = (int)o.max_queue;  /* 0 = the engine's default */
     sc.engine.max_waits = (int)o.max_waits;
-    sc.engine.max_waits_per_principal = (int)o.max_waits_pp;
     /* Without --auth-tokens every caller is one principal: a share would
      * only shrink the limit. */
+    sc.engine.max_waits_per_principal = o.max_waits_pp != 0 ? (int)o.max_waits_pp
+                                        : tokens != NULL   ? ONCE__SHARE_QUARTER
+                                                           : (int)INT_MAX;
     sc.engine.max_queue_per_principal = o.max_queue_pp != 0 ? (int)o.max_queue_pp
                                         : tokens != NULL   ? ONCE__SHARE_QUARTER
                                                            : 0;

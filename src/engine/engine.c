@@ -23,8 +23,7 @@
 #define DEFAULT_SWEEP_MS 1000
 #define DEFAULT_MAX_WAIT_MS 60000
 #define DEFAULT_WORKERS 16
-#define DEFAULT_MAX_WAITS 4096
-#define DEFAULT_MAX_WAITS_PER_PRINCIPAL 256
+#define DEFAULT_MAX_WAITS 10000
 #define MAX_WORKERS 1024
 #define DEFAULT_QUEUE_PER_WORKER 16
 #define DEFAULT_ADMIT_WAIT_MS 100
@@ -202,8 +201,10 @@ int once__engine_new(const once__engine_config *cfg, once__engine **out, char *e
         c->workers = DEFAULT_WORKERS;
     if (c->max_waits <= 0)
         c->max_waits = DEFAULT_MAX_WAITS;
-    if (c->max_waits_per_principal <= 0)
-        c->max_waits_per_principal = DEFAULT_MAX_WAITS_PER_PRINCIPAL;
+    c->max_waits_per_principal =
+        (int)once__share_of(c->max_waits_per_principal == 0 ? ONCE__SHARE_QUARTER
+                                                            : c->max_waits_per_principal,
+                            c->max_waits);
     if (c->max_queue == 0)
         c->max_queue = DEFAULT_QUEUE_PER_WORKER * c->workers;
     c->max_queue_per_principal = (int)once__share_of(c->max_queue_per_principal, c->max_queue);

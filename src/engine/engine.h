@@ -38,8 +38,9 @@ typedef struct once__engine_config {
     int64_t sweep_interval_ms;      /* takeover + retention sweep period; default 1000 */
     int64_t max_wait_ms;            /* cap on a blocking SendMessage; default 60000 */
     /* Deferred waits (once__engine_await) at once, in all and per principal;
-     * defaults 4096 and 256. Past either a blocking send is answered with
-     * the task as it stands instead of waiting (counted in waits_shed). */
+     * defaults 10000 and a quarter of max_waits (0 and ONCE__SHARE_QUARTER:
+     * a quarter). Past either a blocking send is answered with the task as
+     * it stands instead of waiting (counted in waits_shed). */
     int max_waits;
     int max_waits_per_principal;
     int workers;                    /* executor threads; default 16 */

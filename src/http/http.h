@@ -92,7 +92,7 @@ typedef struct once_http_limits {
 
 /* onced's defaults (`once listen` has smaller ones: webhook_listen.h). */
 #define ONCE_HTTP_REQUEST_TIMEOUT_MS 30000
-#define ONCE_HTTP_MAX_CONNECTIONS 1024
+#define ONCE_HTTP_MAX_CONNECTIONS 16384
 #define ONCE_HTTP_MAX_PER_IP 128
 #define ONCE_HTTP_MAX_BODY_MEMORY ((size_t)64 << 20)
 

@@ -66,7 +66,7 @@
 /* A declared body larger than this many times max_body is not drained:
  * answer 413 at once and let the connection close. */
 #define DRAIN_FACTOR 8
-#define DEFAULT_MAX_STREAMS 256
+#define DEFAULT_MAX_STREAMS 10000
 #define DEFAULT_SSE_PING_MS 15000
 #define DEFAULT_SSE_BUFFER ((size_t)64 * 1024)
 /* Each connection's libmicrohttpd memory pool: the request line, headers
