@@ -36,6 +36,8 @@
 #   BENCH_N           followers                             (10000)
 #   BENCH_SETTLE      idle seconds measured                 (5)
 #   BENCH_PROBES      writes through A timed to B           (200)
+#   BENCH_FEED        off: both replicas run without the change feed
+#                     (ONCE_TEST_FEED=off: followers poll, as before it)
 #   BENCH_ONCED, BENCH_SKIP_BUILD, BENCH_BUILD: as in bench/lib.sh
 TAG=feed
 source "$(dirname "$0")/lib.sh"
@@ -59,6 +61,7 @@ esac
 sep='?'; case "$URL" in *\?*) sep='&' ;; esac
 STORE="$URL${sep}$key=$ns"
 
+[ "${BENCH_FEED:-on}" = off ] && export ONCE_TEST_FEED=off
 lim=$((2 * N + 64))
 common=(--store "$STORE" --max-connections "$lim" --max-connections-per-ip "$lim"
         --max-streams "$lim" --max-streams-per-principal "$lim"
@@ -146,8 +149,10 @@ def pump(sel, cond, limit, what):
             if key.data.eof:
                 sel.unregister(key.fileobj)
 
-if gauge(pb, "once_store_feed_up") != 1:
-    time.sleep(2)
+if os.environ.get("ONCE_TEST_FEED") != "off":
+    end = time.time() + 30
+    while gauge(pb, "once_store_feed_up") != 1 and time.time() < end:
+        time.sleep(0.1)
 feed_up = gauge(pb, "once_store_feed_up")
 
 tids, msgs = [], []

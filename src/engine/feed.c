@@ -25,6 +25,7 @@
  * update is missed in either direction, and none is reported twice (a
  * follower reports what it reads, by generation).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_int.h"
@@ -111,6 +112,11 @@ static void *feeder_main(void *arg)
 int once__feed_start(once__engine *e)
 {
     if (!(once_store_caps(e->store) & ONCE_STORE_FEED))
+        return ONCE_OK;
+    /* A test and benchmark hook: with ONCE_TEST_FEED=off no feed runs, so
+     * a run can show what followers cost without one (they poll). */
+    const char *hook = getenv("ONCE_TEST_FEED");
+    if (hook != NULL && strcmp(hook, "off") == 0)
         return ONCE_OK;
     if (pthread_create(&e->feeder, NULL, feeder_main, e) != 0)
         return ONCE_ENOMEM;
