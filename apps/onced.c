@@ -1,10 +1,12 @@
 /*
  * onced.c -- the once A2A server: parse flags, wire store -> engine ->
- * codec -> HTTP, run until SIGTERM/SIGINT, shut down in reverse order.
+ * codec -> HTTP, run until SIGTERM/SIGINT (SIGHUP reads the files again:
+ * http/reload.h), shut down in reverse order.
  *
  * Thin on purpose: every behaviour lives in libonce (src/http, src/a2a,
  * src/engine, src/store, src/exec). Exit status: 0 after a clean shutdown,
- * 1 when startup fails, 2 for a bad command line.
+ * 1 when startup fails, 2 for a bad command line (and for a --check-config
+ * that found a problem).
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,7 +24,9 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "http/http.h"
+#include "http/reload.h"
 #include "http/serve.h"
+#include "http/tls.h"
 #include "once/executor.h"
 #include "once/store.h"
 #include "store/store_info.h"
@@ -210,6 +214,19 @@ static const char usage[] =
     "                              collectors). In json every line is JSON, a refused\n"
     "                              command line too, and stdout stays empty\n"
     "  --log-level LEVEL           error, warn, info (default; every request) or debug\n"
+    "  --log-level-file FILE       the level, one word in FILE, read at start and at\n"
+    "                              every SIGHUP (instead of --log-level)\n"
+    "reload (SIGHUP; docs/production.md, \"Reload\"):\n"
+    "                              SIGHUP reads --auth-tokens, --tls-cert/--tls-key,\n"
+    "                              --card and --log-level-file again. Each is checked\n"
+    "                              whole before it replaces the one served; a bad file\n"
+    "                              keeps the old and logs why (event reload). New TLS\n"
+    "                              connections get the new certificate, open ones keep\n"
+    "                              theirs. Other flags need a restart\n"
+    "  --check-config              check the flags and read every file they name as\n"
+    "                              start-up would (the store URL by its scheme only:\n"
+    "                              nothing is opened or connected to); print each\n"
+    "                              problem, or \"configuration OK\", and exit 0 or 2\n"
     "  --version                   print the version and exit\n"
     "  --help                      this text\n"
     "testing only (never in production):\n"
@@ -253,8 +270,9 @@ typedef struct opts {
     const char *metrics;
     int64_t drain_ms;
     int64_t drain_delay_ms;
-    const char *log_format, *log_level;
+    const char *log_format, *log_level, *log_level_file;
     const char *tls_cert, *tls_key, *tls_priority;
+    int check_config;
 } opts;
 
 /* The log format (core/log.h). Every line onced writes to stderr is in it,
@@ -389,6 +407,8 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--drain-delay", F_DUR, &o->drain_delay_ms},
         {"--log-format", F_STR, &o->log_format},
         {"--log-level", F_STR, &o->log_level},
+        {"--log-level-file", F_STR, &o->log_level_file},
+        {"--check-config", F_NONE, &o->check_config},
         {"--tls-cert", F_STR, &o->tls_cert},
         {"--tls-key", F_STR, &o->tls_key},
         {"--tls-priority", F_STR, &o->tls_priority},
@@ -494,26 +514,80 @@ static int parse_args(int argc, char **argv, opts *o)
         return bad("--tls-cert and --tls-key go together: give both or neither");
     if (o->tls_priority != NULL && o->tls_cert == NULL)
         return bad("--tls-priority needs --tls-cert and --tls-key");
+    if (o->log_level != NULL && o->log_level_file != NULL)
+        return bad("--log-level and --log-level-file are exclusive: the file's level is the "
+                   "one SIGHUP reads again");
     return 0;
 }
 
-/* The --card file, checked (once__a2a_card_parse): a message naming the
+/* The --card file, checked (once__card_file_load): a message naming the
  * file and the field when it is refused. */
 static int load_card(const char *path, json_t **out)
 {
-    char err[512] = "", *text = NULL;
-    size_t len = 0;
-    int rc = once__read_file(path, (size_t)1 << 20, &text, &len, err, sizeof err);
-    if (rc == ONCE_OK) {
-        char why[400] = "";
-        rc = once__a2a_card_parse(text, len, out, why, sizeof why);
-        if (rc != ONCE_OK)
-            snprintf(err, sizeof err, "%s: %s", path, why[0] ? why : once_strerror(rc));
-        once_free(text);
-    }
+    char err[512] = "";
+    int rc = once__card_file_load(path, out, err, sizeof err);
     if (rc != ONCE_OK)
         fail("--card %s", err[0] ? err : once_strerror(rc));
     return rc;
+}
+
+/* --check-config: one problem, on stderr (a person or a deploy script reads
+ * it: plain text whatever --log-format says). */
+static void problem(int *n, const char *flag, const char *err, int rc)
+{
+    fprintf(stderr, "onced: %s%s%s\n", flag != NULL ? flag : "", flag != NULL ? " " : "",
+            err[0] ? err : once_strerror(rc));
+    ++*n;
+}
+
+/* --check-config: every file a flag names is read and checked as start-up
+ * and SIGHUP would, each problem reported (not only the first); the store
+ * URL by its scheme only, since opening it would create a SQLite file or
+ * wait for the network, and --upstream is not asked for its card. 0 with
+ * "configuration OK" on stdout, else 2. */
+static int check_config(const opts *o)
+{
+    char err[512];
+    int n = 0, rc;
+    err[0] = '\0';
+    if ((rc = once__store_url_check(o->store, err, sizeof err)) != ONCE_OK)
+        problem(&n, "--store:", err, rc);
+    once_tokens *tokens = NULL;
+    err[0] = '\0';
+    if (o->auth_tokens != NULL &&
+        (rc = once__tokens_load(o->auth_tokens, &tokens, err, sizeof err)) != ONCE_OK)
+        problem(&n, "--auth-tokens", err, rc);
+    once__tokens_free(tokens);
+    once__tls_live *tls = NULL;
+    err[0] = '\0';
+    if (o->tls_cert != NULL &&
+        (rc = once__tls_live_new(o->tls_cert, o->tls_key, &tls, err, sizeof err)) != ONCE_OK)
+        problem(&n, NULL, err, rc);   /* it names the flag */
+    once__tls_live_free(tls);
+    json_t *card = NULL;
+    err[0] = '\0';
+    if (o->card != NULL && (rc = once__card_file_load(o->card, &card, err, sizeof err)) != ONCE_OK)
+        problem(&n, "--card", err, rc);
+    json_decref(card);
+    int level;
+    err[0] = '\0';
+    if (o->log_level_file != NULL &&
+        (rc = once__log_level_file_load(o->log_level_file, &level, err, sizeof err)) != ONCE_OK)
+        problem(&n, "--log-level-file", err, rc);
+    char *text = NULL;
+    size_t len;
+    err[0] = '\0';
+    if (o->upstream_header_file != NULL &&
+        (rc = once__read_file(o->upstream_header_file, (size_t)1 << 16, &text, &len, err,
+                              sizeof err)) != ONCE_OK)
+        problem(&n, "--upstream-header-file", err, rc);
+    once_free(text);
+    if (n > 0) {
+        fprintf(stderr, "onced: configuration has %d problem%s\n", n, n == 1 ? "" : "s");
+        return 2;
+    }
+    printf("configuration OK\n");
+    return 0;
 }
 
 /* The gateway (--upstream): its headers, from the flags and the file
@@ -599,7 +673,8 @@ static int upstream_ready(void *ex, char *why, size_t n)
 }
 
 /* Signals: the handler only writes to a pipe the main thread reads, so any
- * thread may take the signal. Handlers (unlike SIG_IGN or a blocked mask)
+ * thread may take the signal, and the main thread does the work (a reload,
+ * a shutdown) as ordinary code. Handlers (unlike SIG_IGN or a blocked mask)
  * are reset in exec'd children, so executor subprocesses start clean. */
 static int sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t signals_seen;
@@ -618,6 +693,17 @@ static void on_signal(int sig)
     errno = saved;
 }
 
+/* SIGHUP: a reload, as many as are asked for (not counted as a stop). */
+static void on_sighup(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(sig_pipe[1], &b, 1) < 0) {
+        /* the pipe is full: reloads are pending already */
+    }
+    errno = saved;
+}
+
 static void on_sigpipe(int sig)
 {
     (void)sig; /* a peer closed a pipe or socket: the write reports EPIPE */
@@ -632,6 +718,9 @@ static int install_signals(void)
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = on_signal;
     if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
+        return -1;
+    sa.sa_handler = on_sighup;
+    if (sigaction(SIGHUP, &sa, NULL) != 0)
         return -1;
     sa.sa_handler = on_sigpipe;
     return sigaction(SIGPIPE, &sa, NULL);
@@ -819,6 +908,14 @@ int main(int argc, char **argv)
         return bad("--log-format: expected text or json, got %s", o.log_format);
     if (o.log_level != NULL && (log_level = once__log_level_parse(o.log_level)) < 0)
         return bad("--log-level: expected error, warn, info or debug, got %s", o.log_level);
+    char err[512] = "";
+    if (o.log_level_file != NULL &&
+        once__log_level_file_load(o.log_level_file, &log_level, err, sizeof err) != ONCE_OK) {
+        if (o.check_config)
+            log_level = ONCE_LOG_INFO;   /* check_config reports it with the rest */
+        else
+            return refuse(1, "--log-level-file %s", err);
+    }
     once__log_setup(log_level, log_format, 2);
     char mhost[256];
     int mport = 0, mmode = ONCE_HTTP_METRICS_HERE;
@@ -829,13 +926,14 @@ int main(int argc, char **argv)
             return bad("--metrics: expected off or ADDR:PORT, got %s", o.metrics);
         mmode = ONCE_HTTP_METRICS_APART;
     }
+    if (o.check_config)
+        return check_config(&o);
     if (install_signals() != 0) {
         fail("signals: %s", strerror(errno));
         return 1;
     }
     raise_fd_limit();
 
-    char err[512] = "";
     int status = 1, serving = 0;
     once__engine_stats last;
     memset(&last, 0, sizeof last);
@@ -1009,7 +1107,14 @@ int main(int argc, char **argv)
      * port serves; elsewhere NOTIFY_SOCKET is unset and this does nothing. */
     sd_notifyf(0, "READY=1\nSTATUS=serving on %s", once_server_url(server));
 
-    int sig = wait_for_signal();
+    once__reload_files reload = {tokens, o.auth_tokens, o.tls_cert != NULL, o.card,
+                                 o.log_level_file};
+    int sig;
+    while ((sig = wait_for_signal()) == SIGHUP) {
+        sd_notify(0, "RELOADING=1\nSTATUS=reloading");
+        once__server_reload(server, &reload);
+        sd_notifyf(0, "READY=1\nSTATUS=serving on %s", once_server_url(server));
+    }
     const char *signal_name = sig == SIGINT ? "SIGINT" : "SIGTERM";
     sd_notify(0, "STOPPING=1\nSTATUS=draining");
     if (o.drain_delay_ms > 0) {

@@ -21,7 +21,7 @@ profile=${1:-all}
 DEMO_PKGS=(
   build-essential cmake pkg-config ca-certificates curl python3
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libhiredis-dev
-  libcurl4-openssl-dev libssl-dev libcmocka-dev libsystemd-dev zlib1g-dev
+  libcurl4-openssl-dev libssl-dev libgnutls28-dev libcmocka-dev libsystemd-dev zlib1g-dev
 )
 TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server

@@ -52,6 +52,16 @@ void once__log_setup(int level, int format, int fd)
     __atomic_store_n(&log_fd, fd, __ATOMIC_RELAXED);
 }
 
+int once__log_level(void)
+{
+    return __atomic_load_n(&log_level, __ATOMIC_RELAXED);
+}
+
+void once__log_set_level(int level)
+{
+    __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
+}
+
 int once__log_enabled(int level)
 {
     return level <= __atomic_load_n(&log_level, __ATOMIC_RELAXED);

@@ -33,6 +33,10 @@ int once__log_format_parse(const char *s);
  * this format, to fd. Until it is called nothing is logged. */
 void once__log_setup(int level, int format, int fd);
 int once__log_enabled(int level);
+/* The level in force, and a new one (SIGHUP's --log-level-file): any
+ * thread; lines already begun are written whole. */
+int once__log_level(void);
+void once__log_set_level(int level);
 
 /* A version-00 traceparent is exactly this long: 00-<32>-<16>-<2>. */
 #define ONCE_TRACEPARENT_LEN 55

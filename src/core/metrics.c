@@ -275,6 +275,42 @@ static void write_gateway(once__mtext *t)
     }
 }
 
+/* --- configuration reloads (SIGHUP) ---------------------------------------------- */
+
+static uint64_t reloads[2];       /* [0] every piece taken, [1] one or more kept */
+static int64_t reload_ok_at;      /* unix seconds of the last full success; 0 = none */
+static int reload_last_failed;
+
+void once__metrics_reload(int ok)
+{
+    __atomic_fetch_add(&reloads[!ok], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&reload_last_failed, !ok, __ATOMIC_RELAXED);
+    if (ok)
+        __atomic_store_n(&reload_ok_at, (int64_t)time(NULL), __ATOMIC_RELAXED);
+}
+
+static void write_reloads(once__mtext *t)
+{
+    once__mtext_family(t, "once_config_reloads_total", "counter",
+                       "Configuration reloads (SIGHUP) by result: ok (every file read again "
+                       "was taken), failed (one or more kept the old one; the log says why). "
+                       "Process-local: starts at 0 when the process starts.");
+    once__mtext_sample(t, "once_config_reloads_total", "result=\"ok\"",
+                       __atomic_load_n(&reloads[0], __ATOMIC_RELAXED));
+    once__mtext_sample(t, "once_config_reloads_total", "result=\"failed\"",
+                       __atomic_load_n(&reloads[1], __ATOMIC_RELAXED));
+    once__mtext_family(t, "once_config_last_reload_successful", "gauge",
+                       "0 when the last reload kept an old file (the configuration on disk "
+                       "is not the one served), else 1.");
+    once__mtext_sample(t, "once_config_last_reload_successful", NULL,
+                       !__atomic_load_n(&reload_last_failed, __ATOMIC_RELAXED));
+    once__mtext_family(t, "once_config_last_reload_success_timestamp_seconds", "gauge",
+                       "Unix time of the last reload that took every file; 0 = none since "
+                       "the process started.");
+    once__mtext_sample(t, "once_config_last_reload_success_timestamp_seconds", NULL,
+                       (uint64_t)__atomic_load_n(&reload_ok_at, __ATOMIC_RELAXED));
+}
+
 /* --- exposition ----------------------------------------------------------------------- */
 
 void once__metrics_write_process(once__mtext *t, const char *replica)
@@ -306,6 +342,7 @@ void once__metrics_write_process(once__mtext *t, const char *replica)
     }
 
     write_gateway(t);
+    write_reloads(t);
 
     once__mtext_family(t, "once_store_operation_duration_seconds", "histogram",
                        "Time of one store call, by backend and operation (retries inside "

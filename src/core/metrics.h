@@ -93,9 +93,12 @@ typedef enum once__gw_stat {
 void once__metrics_gateway_on(void);
 void once__metrics_gateway(once__gw_stat s);
 
+/* One configuration reload (SIGHUP): ok = every file was taken. */
+void once__metrics_reload(int ok);
+
 /* The process-wide families: the build info (with a replica label when
  * replica is not NULL), the HTTP counter, the gateway's counters, the
- * store histogram, and the process_* families (once__metrics_write_os). */
+ * configuration reloads, the store histogram, and the process_* families (once__metrics_write_os). */
 void once__metrics_write_process(once__mtext *t, const char *replica);
 
 /* The standard process_* families every Prometheus client exports (CPU

@@ -4,17 +4,23 @@
  * Only SHA-256 digests of the tokens are kept in memory, and a lookup
  * compares the presented token's digest with every entry in constant time
  * without stopping at the first match, so neither timing nor a memory dump
- * of the table gives a token away. The table is immutable after parsing:
- * any number of threads may look up at once.
+ * of the table gives a token away.
+ *
+ * A table is immutable once parsed. once__tokens_swap (SIGHUP re-reads the
+ * file) puts another one in its place: a lookup holds a reference to the
+ * table it started with, so it finishes on it while new lookups see the new
+ * one, and the old table is freed by whoever drops its last reference.
+ * Lookups copy the principal out for the same reason.
  *
  * Sessions (the inspector's login cookie) never carry a token:
  * "v1.<expiry, unix seconds>.<principal, hex>.<mac, hex>", the MAC an
  * HMAC-SHA256 keyed by the digest of the token that signed in, over
  * SESSION_LABEL and the fields before it. A session is good while it has
  * not expired and one of its principal's tokens in the table signs it the
- * same: a tokens file without that token (onced reads it at start) revokes
- * every session it signed.
+ * same: a tokens file without that token (read at start and at every
+ * SIGHUP) revokes every session it signed.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -22,16 +28,45 @@
 #include "core/alloc_int.h"
 #include "http/http.h"
 
-/* Filled by once__tokens_parse, immutable afterwards: lookups take no lock. */
 typedef struct token_entry {
     uint8_t digest[ONCE_SHA256_LEN];
     char principal[ONCE_PRINCIPAL_MAX + 1];
 } token_entry;
 
-struct once_tokens {
+/* Filled by once__tokens_parse, immutable afterwards; refs (atomic) counts
+ * the handle that serves it and every lookup running on it. */
+typedef struct token_table {
     token_entry *v;
     size_t n, cap;
+    long refs;
+} token_table;
+
+/* cur changes only under mu (once__tokens_swap); a lookup takes mu only
+ * long enough to take a reference to cur. */
+struct once_tokens {
+    pthread_mutex_t mu;
+    token_table *cur;
 };
+
+static void table_release(token_table *tb)
+{
+    if (tb == NULL || __atomic_sub_fetch(&tb->refs, 1, __ATOMIC_ACQ_REL) > 0)
+        return;
+    once_free(tb->v);
+    once_free(tb);
+}
+
+/* The table served now, with a reference the caller releases. The lock is
+ * not part of the handle's value: a const handle may still be locked. */
+static token_table *table_acquire(const once_tokens *t)
+{
+    pthread_mutex_t *mu = (pthread_mutex_t *)&t->mu;
+    pthread_mutex_lock(mu);
+    token_table *tb = t->cur;
+    __atomic_add_fetch(&tb->refs, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(mu);
+    return tb;
+}
 
 static int is_blank(char c)
 {
@@ -53,7 +88,7 @@ static size_t next_word(const char **q, const char *eol, const char **word)
     return len;
 }
 
-static int add_entry(once_tokens *t, const char *tok, size_t toklen, const char *pr,
+static int add_entry(token_table *t, const char *tok, size_t toklen, const char *pr,
                      size_t prlen)
 {
     if (t->n == t->cap && once__grow(&t->v, &t->cap, sizeof *t->v, 8) != ONCE_OK)
@@ -73,9 +108,10 @@ static int add_entry(once_tokens *t, const char *tok, size_t toklen, const char 
 int once__tokens_parse(const char *text, size_t n, once_tokens **out, char *err, size_t errlen)
 {
     *out = NULL;
-    once_tokens *t = once_calloc(1, sizeof *t);
+    token_table *t = once_calloc(1, sizeof *t);
     if (t == NULL)
         return ONCE_ENOMEM;
+    t->refs = 1;
     size_t lineno = 0;
     const char *p = text, *end = text + n;
     int rc = ONCE_OK;
@@ -124,11 +160,16 @@ int once__tokens_parse(const char *text, size_t n, once_tokens **out, char *err,
         snprintf(err, errlen, "no tokens in the file");
         rc = ONCE_EINVAL;
     }
+    once_tokens *h = rc == ONCE_OK ? once_calloc(1, sizeof *h) : NULL;
+    if (rc == ONCE_OK && h == NULL)
+        rc = ONCE_ENOMEM;
     if (rc != ONCE_OK) {
-        once__tokens_free(t);
+        table_release(t);
         return rc;
     }
-    *out = t;
+    pthread_mutex_init(&h->mu, NULL);
+    h->cur = t;
+    *out = h;
     return ONCE_OK;
 }
 
@@ -153,16 +194,45 @@ void once__tokens_free(once_tokens *t)
 {
     if (t == NULL)
         return;
-    once_free(t->v);
+    table_release(t->cur);
+    pthread_mutex_destroy(&t->mu);
     once_free(t);
+}
+
+void once__tokens_swap(once_tokens *t, once_tokens *fresh)
+{
+    pthread_mutex_lock(&t->mu);
+    token_table *old = t->cur;
+    t->cur = fresh->cur;
+    pthread_mutex_unlock(&t->mu);
+    fresh->cur = old;   /* released below, or by the last lookup on it */
+    once__tokens_free(fresh);
 }
 
 size_t once__tokens_count(const once_tokens *t)
 {
-    return t ? t->n : 0;
+    if (t == NULL)
+        return 0;
+    token_table *tb = table_acquire(t);
+    size_t n = tb->n;
+    table_release(tb);
+    return n;
 }
 
-const char *once__tokens_principal(const once_tokens *t, const char *authorization)
+/* The entry in tb whose digest is d, compared with every entry in constant
+ * time; NULL if none. */
+static const token_entry *find_digest(const token_table *tb, const uint8_t d[ONCE_SHA256_LEN])
+{
+    const token_entry *found = NULL;
+    for (size_t i = 0; i < tb->n; i++) {
+        if (once_ct_equal(d, tb->v[i].digest, ONCE_SHA256_LEN) && found == NULL)
+            found = &tb->v[i];
+    }
+    return found;
+}
+
+const char *once__tokens_principal(const once_tokens *t, const char *authorization,
+                                   char out[ONCE_PRINCIPAL_MAX + 1])
 {
     if (t == NULL || authorization == NULL)
         return NULL;
@@ -181,12 +251,12 @@ const char *once__tokens_principal(const once_tokens *t, const char *authorizati
         return NULL;
     uint8_t d[ONCE_SHA256_LEN];
     once_sha256(p, len, d);
-    const char *found = NULL;
-    for (size_t i = 0; i < t->n; i++) {
-        if (once_ct_equal(d, t->v[i].digest, ONCE_SHA256_LEN) && found == NULL)
-            found = t->v[i].principal;
-    }
-    return found;
+    token_table *tb = table_acquire(t);
+    const token_entry *e = find_digest(tb, d);
+    if (e != NULL)
+        memcpy(out, e->principal, strlen(e->principal) + 1);
+    table_release(tb);
+    return e != NULL ? out : NULL;
 }
 
 /* --- sessions ------------------------------------------------------------ */
@@ -206,24 +276,13 @@ static void session_mac(const uint8_t key[ONCE_SHA256_LEN], const char *head, si
     once_hex(mac, sizeof mac, hex);
 }
 
-int once__session_make(const once_tokens *t, const char *token, int64_t now_s, int64_t ttl_s,
-                       char *out, size_t n)
+/* The session value for entry e, good until expiry, into out[0..n). */
+static int session_sign(const token_entry *e, int64_t expiry, char *out, size_t n)
 {
-    if (t == NULL || token == NULL || ttl_s <= 0)
-        return ONCE_EINVAL;
-    uint8_t d[ONCE_SHA256_LEN];
-    once_sha256(token, strlen(token), d);
-    const token_entry *e = NULL;
-    for (size_t i = 0; i < t->n; i++) {
-        if (once_ct_equal(d, t->v[i].digest, ONCE_SHA256_LEN) && e == NULL)
-            e = &t->v[i];
-    }
-    if (e == NULL)
-        return ONCE_ENOTFOUND;
     char phex[2 * ONCE_PRINCIPAL_MAX + 1];
     once_hex((const uint8_t *)e->principal, strlen(e->principal), phex);
     char head[ONCE__SESSION_MAX];
-    int len = snprintf(head, sizeof head, "v1.%lld.%s", (long long)(now_s + ttl_s), phex);
+    int len = snprintf(head, sizeof head, "v1.%lld.%s", (long long)expiry, phex);
     if (len < 0 || (size_t)len >= sizeof head)
         return ONCE_ERANGE;
     char mac[2 * ONCE_SHA256_LEN + 1];
@@ -233,12 +292,27 @@ int once__session_make(const once_tokens *t, const char *token, int64_t now_s, i
     return ONCE_OK;
 }
 
+int once__session_make(const once_tokens *t, const char *token, int64_t now_s, int64_t ttl_s,
+                       char *out, size_t n)
+{
+    if (t == NULL || token == NULL || ttl_s <= 0)
+        return ONCE_EINVAL;
+    uint8_t d[ONCE_SHA256_LEN];
+    once_sha256(token, strlen(token), d);
+    token_table *tb = table_acquire(t);
+    const token_entry *e = find_digest(tb, d);
+    int rc = e != NULL ? session_sign(e, now_s + ttl_s, out, n) : ONCE_ENOTFOUND;
+    table_release(tb);
+    return rc;
+}
+
 static int unhex(char c)
 {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-const char *once__session_principal(const once_tokens *t, const char *value, int64_t now_s)
+const char *once__session_principal(const once_tokens *t, const char *value, int64_t now_s,
+                                    char out[ONCE_PRINCIPAL_MAX + 1])
 {
     if (t == NULL || value == NULL || strncmp(value, "v1.", 3) != 0)
         return NULL;
@@ -270,14 +344,18 @@ const char *once__session_principal(const once_tokens *t, const char *value, int
     if (strlen(mac) != 2 * ONCE_SHA256_LEN)
         return NULL;
     /* Every token of that principal is tried, to the end. */
-    const char *found = NULL;
-    for (size_t i = 0; i < t->n; i++) {
-        if (strcmp(t->v[i].principal, principal) != 0)
+    int found = 0;
+    token_table *tb = table_acquire(t);
+    for (size_t i = 0; i < tb->n; i++) {
+        if (strcmp(tb->v[i].principal, principal) != 0)
             continue;
         char want[2 * ONCE_SHA256_LEN + 1];
-        session_mac(t->v[i].digest, value, (size_t)(dot2 - value), want);
-        if (once_ct_equal(want, mac, 2 * ONCE_SHA256_LEN) && found == NULL)
-            found = t->v[i].principal;
+        session_mac(tb->v[i].digest, value, (size_t)(dot2 - value), want);
+        found |= once_ct_equal(want, mac, 2 * ONCE_SHA256_LEN);
     }
-    return found;
+    table_release(tb);
+    if (!found)
+        return NULL;
+    memcpy(out, principal, hl / 2 + 1);
+    return out;
 }

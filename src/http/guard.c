@@ -45,10 +45,12 @@ typedef struct guard_conn {
 
 enum { CUT_DEADLINE, CUT_ROOM, CUT_MEMORY, CUT_KINDS };
 
-/* lim, who and hard_cap are set at creation; everything else is guarded
- * by mu. The sweeper sleeps on cv until the head's deadline. */
+/* lim, who, hard_cap and owner are set before the daemon starts;
+ * everything else is guarded by mu. The sweeper sleeps on cv until the
+ * head's deadline. */
 struct once__guard {
     once_http_limits lim;
+    void *owner;
     char who[32];
     unsigned hard_cap;             /* MHD's limit: live + closing ones */
     pthread_mutex_t mu;
@@ -109,6 +111,17 @@ static guard_conn *record_of(struct MHD_Connection *c)
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci != NULL ? ci->socket_context : NULL;
+}
+
+void once__guard_set_owner(once__guard *g, void *owner)
+{
+    g->owner = owner;
+}
+
+void *once__guard_owner(struct MHD_Connection *c)
+{
+    guard_conn *r = record_of(c);
+    return r != NULL ? r->g->owner : NULL;
 }
 
 void once__guard_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,

@@ -39,6 +39,13 @@ int once__guard_new(const once_http_limits *lim, const char *who, once__guard **
 /* Stop the sweeper and free; after MHD_stop_daemon. NULL ok. */
 void once__guard_free(once__guard *g);
 
+/* Whom the guard serves (onced's server: its once_http), for the callbacks
+ * MHD gives nothing but the connection (GnuTLS's certificate callback). Set
+ * before the daemon starts; read from any thread afterwards. */
+void once__guard_set_owner(once__guard *g, void *owner);
+/* The owner of the guard of connection c; NULL when c is not guarded. */
+void *once__guard_owner(struct MHD_Connection *c);
+
 /* The MHD_OPTION_NOTIFY_CONNECTION callback; cls is the guard. */
 void once__guard_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                                enum MHD_ConnectionNotificationCode toe);

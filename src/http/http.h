@@ -57,12 +57,16 @@ int once__tokens_parse(const char *text, size_t n, once_tokens **out, char *err,
 int once__tokens_load(const char *path, once_tokens **out, char *err, size_t errlen);
 void once__tokens_free(once_tokens *t);   /* NULL ok */
 size_t once__tokens_count(const once_tokens *t);
+/* Serve fresh's tokens in t from now on (SIGHUP re-read the file) and free
+ * fresh. Any thread: a lookup already running finishes on the old tokens,
+ * which are freed when the last such lookup ends. */
+void once__tokens_swap(once_tokens *t, once_tokens *fresh);
 
 /* The principal for an Authorization header value ("Bearer TOKEN", scheme
- * case-insensitive), or NULL when the header is absent, malformed or the
- * token unknown. Compares in constant time per entry. The string lives as
- * long as t. */
-const char *once__tokens_principal(const once_tokens *t, const char *authorization);
+ * case-insensitive), copied into out; NULL when the header is absent,
+ * malformed or the token unknown. Compares in constant time per entry. */
+const char *once__tokens_principal(const once_tokens *t, const char *authorization,
+                                   char out[ONCE_PRINCIPAL_MAX + 1]);
 
 /* Sessions (the inspector's login cookie; auth.c): a value that names a
  * principal without carrying its token, signed with the token's digest,
@@ -72,9 +76,10 @@ const char *once__tokens_principal(const once_tokens *t, const char *authorizati
  * ONCE_EINVAL; ONCE_ERANGE: out too small. */
 int once__session_make(const once_tokens *t, const char *token, int64_t now_s, int64_t ttl_s,
                        char *out, size_t n);
-/* The principal a session value names (living as long as t), or NULL:
+/* The principal a session value names, copied into out; or NULL:
  * malformed, expired at now_s, or signed by no token t holds now. */
-const char *once__session_principal(const once_tokens *t, const char *value, int64_t now_s);
+const char *once__session_principal(const once_tokens *t, const char *value, int64_t now_s,
+                                    char out[ONCE_PRINCIPAL_MAX + 1]);
 
 /* ---------------------------------------------------------------------------
  * Limits against hostile clients (guard.c), shared by onced's server and
@@ -221,6 +226,13 @@ long once__http_calls(const once_http *h);
  * 0 when it is the card served already (freed, nothing changes). Any
  * thread. */
 int once__http_card_set(once_http *h, char *card, size_t len);
+/* Read the TLS certificate and key files again (SIGHUP) and serve the new
+ * pair to the connections that handshake from now on; a connection keeps
+ * the pair it has. ONCE_OK with the new certificate's SHA-256 (of its DER,
+ * hex) in sha256; else the old pair stays and err says why (naming the
+ * file). Any thread. */
+int once__http_tls_reload(once_http *h, char sha256[2 * ONCE_SHA256_LEN + 1], char *err,
+                          size_t errlen);
 /* Stop accepting, finish the calls in progress, close. NULL ok. */
 void once__http_stop(once_http *h);
 

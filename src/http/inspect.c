@@ -124,18 +124,22 @@ static enum MHD_Result json_error(struct MHD_Connection *conn, const char *metho
     return answer(conn, method, status, JSON, body, (size_t)n, NULL);
 }
 
-/* Who asks: "anonymous" without --auth-tokens, else the principal of the
- * Authorization header or of the login cookie; NULL = nobody known. */
-static const char *principal_of(const once__inspect *in, struct MHD_Connection *conn)
+/* Who asks, copied into out: "anonymous" without --auth-tokens, else the
+ * principal of the Authorization header or of the login cookie; NULL =
+ * nobody known. */
+static const char *principal_of(const once__inspect *in, struct MHD_Connection *conn,
+                                char out[ONCE_PRINCIPAL_MAX + 1])
 {
-    if (in->tokens == NULL)
-        return "anonymous";
+    if (in->tokens == NULL) {
+        snprintf(out, ONCE_PRINCIPAL_MAX + 1, "anonymous");
+        return out;
+    }
     const char *p = once__tokens_principal(
         in->tokens, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                MHD_HTTP_HEADER_AUTHORIZATION));
+                                                MHD_HTTP_HEADER_AUTHORIZATION), out);
     const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, COOKIE);
     if (p == NULL && cookie != NULL)
-        p = once__session_principal(in->tokens, cookie, (int64_t)time(NULL));
+        p = once__session_principal(in->tokens, cookie, (int64_t)time(NULL), out);
     return p;
 }
 
@@ -251,7 +255,8 @@ static enum MHD_Result authed(once__inspect *in, struct MHD_Connection *conn, co
 {
     const char *path = url + strlen(PREFIX);
     int api = strncmp(path, "/api/", 5) == 0;
-    const char *principal = principal_of(in, conn);
+    char who[ONCE_PRINCIPAL_MAX + 1];
+    const char *principal = principal_of(in, conn, who);
     if (principal == NULL) {
         if (api)
             return json_error(conn, method, MHD_HTTP_UNAUTHORIZED, "UNAUTHENTICATED");
@@ -292,12 +297,10 @@ int once__inspect_route(once__inspect *in, struct MHD_Connection *conn, const ch
         strcmp(method, MHD_HTTP_METHOD_GET) == 0) {
         /* The task page's live stream: SubscribeToTask as the signed-in
          * principal (the script never holds a token). */
-        const char *principal = principal_of(in, conn);
-        if (principal == NULL) {
+        if (principal_of(in, conn, stream->principal) == NULL) {
             *ret = json_error(conn, method, MHD_HTTP_UNAUTHORIZED, "UNAUTHENTICATED");
             return ONCE__INSPECT_ANSWERED;
         }
-        stream->principal = principal;
         stream->task_id = path + 12;
         return ONCE__INSPECT_STREAM;
     }

@@ -49,10 +49,10 @@ enum {
 };
 
 /* A task stream the inspector asks the server for: the signed-in
- * principal (it lives as long as the token table) and the task ID (in the
- * request's URL). */
+ * principal (a copy: the tokens may be re-read meanwhile) and the task ID
+ * (in the request's URL). */
 typedef struct once__inspect_stream {
-    const char *principal;
+    char principal[ONCE_PRINCIPAL_MAX + 1];
     const char *task_id;
 } once__inspect_stream;
 

@@ -90,6 +90,17 @@ void once__server_log_limits(const once_server *s, once__logline *l)
         once__log_int(l, f[i].key, f[i].value);
 }
 
+const once_http_config *once__server_http_cfg(const once_server *s)
+{
+    return once__http_cfg(s->http);
+}
+
+int once__server_tls_reload(once_server *s, char sha256[2 * ONCE_SHA256_LEN + 1], char *err,
+                            size_t errlen)
+{
+    return once__http_tls_reload(s->http, sha256, err, errlen);
+}
+
 int once__server_card_set(once_server *s, const json_t *members)
 {
     char *card;

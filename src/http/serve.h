@@ -48,6 +48,14 @@ once__engine *once__server_engine(const once_server *s);
  * thread, until once_server_stop. */
 int once__server_card_set(once_server *s, const json_t *members);
 
+/* The HTTP configuration s serves with (once__http_cfg). */
+const once_http_config *once__server_http_cfg(const once_server *s);
+
+/* Serve the TLS pair read again from the files s was started with to new
+ * connections (once__http_tls_reload). Any thread. */
+int once__server_tls_reload(once_server *s, char sha256[2 * ONCE_SHA256_LEN + 1], char *err,
+                            size_t errlen);
+
 /* JSON-RPC calls accepted and not yet answered (once__http_calls). */
 long once__server_calls(const once_server *s);
 

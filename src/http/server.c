@@ -80,7 +80,8 @@
  * once__http_stop), `inflight` (every request's ctx) and `calls` (JSON-RPC
  * calls not yet answered) change, all atomic, and the card served:
  * card_text, card_len and card change together under card_mu
- * (once__http_card_set: a gateway's refreshed upstream card). */
+ * (once__http_card_set: a gateway's refreshed upstream card, or --card read
+ * again at SIGHUP); the TLS pair changes inside tls (tls.h). */
 struct once_http {
     once_http_config cfg;
     char *rpc_path;
@@ -94,7 +95,7 @@ struct once_http {
     char *card_text;           /* the card's bytes, owned */
     size_t card_len;
     once__card_cache card;     /* its validators */
-    once__tls tls;             /* HTTPS: the PEM text MHD serves with */
+    once__tls_live *tls;       /* HTTPS: the pair served (SIGHUP replaces it) */
     once__admit admit;         /* which requests are taken at all */
     int port;
     int stopping;              /* atomic: set by once__http_stop */
@@ -560,7 +561,7 @@ static enum MHD_Result first_call(once_http *h, struct MHD_Connection *conn, con
         return ops_ret;
     if (once__ops_route(h->ops, conn, url, method, &ops_ret))
         return ops_ret;
-    once__inspect_stream istream = {NULL, NULL};
+    once__inspect_stream istream = {"", NULL};
     int login = once__inspect_route(h->inspect, conn, url, method, &ops_ret, &istream);
     if (login == ONCE__INSPECT_ANSWERED)
         return ops_ret;
@@ -673,14 +674,12 @@ static enum MHD_Result dispatch(once_http *h, req_ctx *r)
     } else if (h->cfg.tokens != NULL) {
         const char *authz =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        const char *p = once__tokens_principal(h->cfg.tokens, authz);
-        if (p == NULL) {
+        if (once__tokens_principal(h->cfg.tokens, authz, r->principal) == NULL) {
             r->info.auth = auth_failure(authz);
             return queue_error(conn, b, MHD_HTTP_UNAUTHORIZED, ONCE_RPC_INVALID_REQUEST,
                                "UNAUTHENTICATED",
                                "Unauthenticated: send Authorization: Bearer <token>", 0);
         }
-        once__strlcpy(r->principal, p, sizeof r->principal);
     } else {
         snprintf(r->principal, sizeof r->principal, "anonymous");
     }
@@ -791,6 +790,34 @@ static int resolve(const char *host, int port, struct sockaddr_storage *ss, int 
     return ONCE_OK;
 }
 
+/* GnuTLS asks for the certificate of each handshake (tls.h): the pair
+ * served now. MHD made the connection the session's pointer. */
+static int pick_cert(gnutls_session_t s, const gnutls_datum_t *req_ca, int nreq,
+                     const gnutls_pk_algorithm_t *algos, int nalgos, gnutls_pcert_st **pcert,
+                     unsigned *n, gnutls_privkey_t *key)
+{
+    (void)req_ca;
+    (void)nreq;
+    (void)algos;
+    (void)nalgos;
+    once_http *h = once__guard_owner(gnutls_session_get_ptr(s));
+    if (h == NULL || h->tls == NULL)
+        return -1;   /* an unguarded connection is being closed anyway */
+    once__tls_live_pick(h->tls, pcert, n, key);
+    return 0;
+}
+
+int once__http_tls_reload(once_http *h, char sha256[2 * ONCE_SHA256_LEN + 1], char *err,
+                          size_t errlen)
+{
+    if (h->tls == NULL) {
+        snprintf(err, errlen, "onced serves plain HTTP (no --tls-cert)");
+        return ONCE_EINVAL;
+    }
+    return once__tls_live_reload(h->tls, h->cfg.tls_cert_file, h->cfg.tls_key_file, sha256, err,
+                                 errlen);
+}
+
 int once__http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -843,7 +870,7 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
     pthread_mutex_init(&h->card_mu, NULL);
     struct sockaddr_storage ss;
     int v6 = 0, tls = cfg->tls_cert_file != NULL || cfg->tls_key_file != NULL;
-    rc = tls ? once__tls_load(cfg->tls_cert_file, cfg->tls_key_file, &h->tls, err, errlen)
+    rc = tls ? once__tls_live_new(cfg->tls_cert_file, cfg->tls_key_file, &h->tls, err, errlen)
              : ONCE_OK;
     if (rc == ONCE_OK)
         rc = resolve(cfg->host, cfg->port, &ss, &v6, err, errlen);
@@ -886,9 +913,11 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
-    struct MHD_OptionItem guarded[4], https[4];
+    struct MHD_OptionItem guarded[4], https[3] = {{MHD_OPTION_END, 0, NULL}};
     once__guard_mhd_options(h->guard, guarded);
-    flags |= once__tls_mhd(&h->tls, h->cfg.tls_priority, https);
+    once__guard_set_owner(h->guard, h);   /* pick_cert finds h through it */
+    if (tls)
+        flags |= once__tls_live_mhd(pick_cert, h->cfg.tls_priority, https);
     h->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
         once__http_mhd_log, h, MHD_OPTION_SOCK_ADDR,
@@ -983,7 +1012,7 @@ void once__http_stop(once_http *h)
     once__inspect_free(h->inspect);
     once__guard_free(h->guard);
     once__sse_free(h->sse);
-    once__tls_clear(&h->tls);
+    once__tls_live_free(h->tls);
     once__admit_clear(&h->admit);
     once_free(h->rpc_path);
     once_free(h->card_text);

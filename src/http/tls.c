@@ -7,7 +7,12 @@
  * operator mistake: the wrong path, a file of the wrong kind (a key passed as the
  * certificate, a DER file), an encrypted key (onced has nobody to ask for
  * the passphrase), or a certificate and key from two different pairs.
+ *
+ * onced's own server serves its pair through once__tls_live (tls.h), which
+ * SIGHUP loads again; the webhook receiver of `once listen` hands MHD the
+ * PEM text once.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -120,4 +125,140 @@ int once__tls_load(const char *cert_file, const char *key_file, once__tls *t, ch
     if (rc != ONCE_OK)
         once__tls_clear(t);
     return rc;
+}
+
+/* --- credentials that change (tls.h) ------------------------------------- */
+
+/* The longest chain served: the certificate and its intermediates. */
+#define CHAIN_MAX 16
+
+/* One pair, as GnuTLS takes it from the certificate callback; immutable. */
+typedef struct tls_pair {
+    gnutls_pcert_st chain[CHAIN_MAX];
+    unsigned n;
+    gnutls_privkey_t key;
+    struct tls_pair *older;   /* the retired list, newest first */
+} tls_pair;
+
+/* now changes under mu (once__tls_live_reload); every pair ever served is
+ * on the list from now through `older` until once__tls_live_free. */
+struct once__tls_live {
+    pthread_mutex_t mu;
+    tls_pair *now;
+};
+
+static void pair_free(tls_pair *p)
+{
+    for (unsigned i = 0; i < p->n; i++)
+        gnutls_pcert_deinit(&p->chain[i]);
+    if (p->key != NULL)
+        gnutls_privkey_deinit(p->key);
+    once_free(p);
+}
+
+/* The checked PEM text of t, imported for GnuTLS. */
+static int pair_import(const once__tls *t, const char *cert_file, const char *key_file,
+                       tls_pair **out, char *err, size_t errlen)
+{
+    tls_pair *p = once_calloc(1, sizeof *p);
+    if (p == NULL)
+        return ONCE_ENOMEM;
+    gnutls_datum_t c = {(unsigned char *)t->cert, (unsigned)strlen(t->cert)};
+    gnutls_datum_t k = {(unsigned char *)t->key, (unsigned)strlen(t->key)};
+    p->n = CHAIN_MAX;
+    int g = gnutls_pcert_list_import_x509_raw(p->chain, &p->n, &c, GNUTLS_X509_FMT_PEM, 0);
+    if (g < 0) {
+        p->n = 0;
+        snprintf(err, errlen, "--tls-cert %s: %s", cert_file,
+                 g == GNUTLS_E_SHORT_MEMORY_BUFFER ? "more than 16 certificates in the chain"
+                                                   : gnutls_strerror(g));
+    } else if ((g = gnutls_privkey_init(&p->key)) < 0 ||
+               (g = gnutls_privkey_import_x509_raw(p->key, &k, GNUTLS_X509_FMT_PEM, NULL, 0)) <
+                   0) {
+        snprintf(err, errlen, "--tls-key %s: %s", key_file, gnutls_strerror(g));
+    }
+    if (g < 0) {
+        pair_free(p);
+        return ONCE_EINVAL;
+    }
+    *out = p;
+    return ONCE_OK;
+}
+
+/* Read, check and import the pair in these files. */
+static int pair_load(const char *cert_file, const char *key_file, tls_pair **out, char *err,
+                     size_t errlen)
+{
+    once__tls t;
+    int rc = once__tls_load(cert_file, key_file, &t, err, errlen);
+    if (rc == ONCE_OK)
+        rc = pair_import(&t, cert_file, key_file, out, err, errlen);
+    once__tls_clear(&t);   /* GnuTLS holds its own copies now */
+    return rc;
+}
+
+int once__tls_live_new(const char *cert_file, const char *key_file, once__tls_live **out,
+                       char *err, size_t errlen)
+{
+    *out = NULL;
+    once__tls_live *l = once_calloc(1, sizeof *l);
+    if (l == NULL)
+        return ONCE_ENOMEM;
+    int rc = pair_load(cert_file, key_file, &l->now, err, errlen);
+    if (rc != ONCE_OK) {
+        once_free(l);
+        return rc;
+    }
+    pthread_mutex_init(&l->mu, NULL);
+    *out = l;
+    return ONCE_OK;
+}
+
+int once__tls_live_reload(once__tls_live *l, const char *cert_file, const char *key_file,
+                          char sha256[2 * 32 + 1], char *err, size_t errlen)
+{
+    tls_pair *p;
+    int rc = pair_load(cert_file, key_file, &p, err, errlen);
+    if (rc != ONCE_OK)
+        return rc;
+    uint8_t d[ONCE_SHA256_LEN];
+    once_sha256(p->chain[0].cert.data, p->chain[0].cert.size, d);
+    once_hex(d, sizeof d, sha256);
+    pthread_mutex_lock(&l->mu);
+    p->older = l->now;
+    l->now = p;
+    pthread_mutex_unlock(&l->mu);
+    return ONCE_OK;
+}
+
+void once__tls_live_pick(once__tls_live *l, gnutls_pcert_st **pcert, unsigned *n,
+                         gnutls_privkey_t *key)
+{
+    pthread_mutex_lock(&l->mu);
+    *pcert = l->now->chain;
+    *n = l->now->n;
+    *key = l->now->key;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void once__tls_live_free(once__tls_live *l)
+{
+    if (l == NULL)
+        return;
+    for (tls_pair *p = l->now, *next; p != NULL; p = next) {
+        next = p->older;
+        pair_free(p);
+    }
+    pthread_mutex_destroy(&l->mu);
+    once_free(l);
+}
+
+unsigned once__tls_live_mhd(gnutls_certificate_retrieve_function2 *pick, const char *priority,
+                            struct MHD_OptionItem opts[3])
+{
+    char *prio = (char *)(priority != NULL ? priority : ONCE_TLS_PRIORITY_DEFAULT);
+    opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)pick};
+    opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, prio};
+    opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    return MHD_USE_TLS;
 }

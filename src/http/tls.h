@@ -47,4 +47,43 @@ unsigned once__tls_mhd(const once__tls *t, const char *priority, struct MHD_Opti
 /* 1 when this libmicrohttpd can serve HTTPS (built with GnuTLS). */
 int once__tls_supported(void);
 
+/* ---------------------------------------------------------------------------
+ * Credentials that change while the server runs (onced's SIGHUP). MHD keeps
+ * the PEM text of MHD_OPTION_HTTPS_MEM_CERT for the daemon's life; instead
+ * GnuTLS asks for the certificate at each handshake
+ * (MHD_OPTION_HTTPS_CERT_CALLBACK), and once__tls_live answers with the pair
+ * loaded last: new connections get a new certificate, a connection keeps the
+ * one it was handshaken with.
+ *
+ * Replaced pairs stay in memory until once__tls_live_free: a connection's
+ * GnuTLS session refers to its pair until it closes, and nothing tells when
+ * the last one that used it did. A pair is a few KiB and a reload is an
+ * operator's act, so this is bounded by how often certificates are rotated.
+ */
+#include <gnutls/abstract.h>
+
+typedef struct once__tls_live once__tls_live;
+
+/* Load and check the pair (once__tls_load's checks, then GnuTLS's own
+ * import): ONCE_OK with *out serving it, or an error with err naming the
+ * file and the problem. */
+int once__tls_live_new(const char *cert_file, const char *key_file, once__tls_live **out,
+                       char *err, size_t errlen);
+/* Load the pair again from these files; serve it from the next handshake on
+ * (ONCE_OK, with the SHA-256 of the new certificate's DER, hex, in sha256),
+ * or keep the pair served and say why in err. Any thread. */
+int once__tls_live_reload(once__tls_live *l, const char *cert_file, const char *key_file,
+                          char sha256[2 * 32 + 1], char *err, size_t errlen);
+/* The pair served now, as a gnutls_certificate_retrieve_function2 returns
+ * it; valid until once__tls_live_free. Any thread. */
+void once__tls_live_pick(once__tls_live *l, gnutls_pcert_st **pcert, unsigned *n,
+                         gnutls_privkey_t *key);
+void once__tls_live_free(once__tls_live *l);   /* after MHD_stop_daemon; NULL ok */
+
+/* MHD's options for a daemon that serves l: the flag to OR in, and opts
+ * with the certificate callback pick (which finds l through the
+ * connection) and the priority string (NULL: ONCE_TLS_PRIORITY_DEFAULT). */
+unsigned once__tls_live_mhd(gnutls_certificate_retrieve_function2 *pick, const char *priority,
+                            struct MHD_OptionItem opts[3]);
+
 #endif /* ONCE_HTTP_TLS_H */

@@ -130,24 +130,18 @@ int once_store_open_methods(const once_store_methods *m, const char *url,
     return ONCE_OK;
 }
 
-int once_store_open(const char *url, const once_store_options *opt, once_store **out,
-                    char *errbuf, size_t errlen)
+/* The backend of url's scheme, or NULL with errbuf saying why (rc). */
+static const backend *find_backend(const char *url, int *rc, char *errbuf, size_t errlen)
 {
     const char *colon;
     size_t slen;
     size_t i;
 
-    if (errbuf && errlen)
-        errbuf[0] = '\0';
-    if (!out) {
-        once__store_errbuf(errbuf, errlen, "once_store_open: out is NULL");
-        return ONCE_EINVAL;
-    }
-    *out = NULL;
+    *rc = ONCE_EINVAL;
     if (!url || !(colon = strchr(url, ':')) || colon == url) {
         once__store_errbuf(errbuf, errlen,
                            "store URL must start with a scheme (memory:, sqlite:PATH, ...)");
-        return ONCE_EINVAL;
+        return NULL;
     }
     slen = (size_t)(colon - url);
     for (i = 0; i < sizeof backends / sizeof backends[0]; i++) {
@@ -157,15 +151,41 @@ int once_store_open(const char *url, const once_store_options *opt, once_store *
         if (!b->m) {
             once__store_errbuf(errbuf, errlen,
                                "store scheme '%s' is not built into this libonce", b->scheme);
-            return ONCE_EUNSUPPORTED;
+            *rc = ONCE_EUNSUPPORTED;
+            return NULL;
         }
-        return once_store_open_methods(b->m, url, opt, out, errbuf, errlen);
+        *rc = ONCE_OK;
+        return b;
     }
     once__store_errbuf(errbuf, errlen,
                        "unknown store scheme '%.*s' "
                        "(known: memory, sqlite, postgres, redis, dynamodb)",
                        (int)(slen > 32 ? 32 : slen), url);
-    return ONCE_EINVAL;
+    return NULL;
+}
+
+int once__store_url_check(const char *url, char *errbuf, size_t errlen)
+{
+    int rc;
+    if (errbuf && errlen)
+        errbuf[0] = '\0';
+    (void)find_backend(url, &rc, errbuf, errlen);
+    return rc;
+}
+
+int once_store_open(const char *url, const once_store_options *opt, once_store **out,
+                    char *errbuf, size_t errlen)
+{
+    if (errbuf && errlen)
+        errbuf[0] = '\0';
+    if (!out) {
+        once__store_errbuf(errbuf, errlen, "once_store_open: out is NULL");
+        return ONCE_EINVAL;
+    }
+    *out = NULL;
+    int rc;
+    const backend *b = find_backend(url, &rc, errbuf, errlen);
+    return b != NULL ? once_store_open_methods(b->m, url, opt, out, errbuf, errlen) : rc;
 }
 
 int once_store_close(once_store *s)

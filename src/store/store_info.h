@@ -1,6 +1,6 @@
 /*
  * store_info.h -- what onced says about the store it opened, in its
- * start-up log line (core/log.h).
+ * start-up log line (core/log.h), and what --check-config says of a URL.
  */
 #ifndef ONCE_STORE_INFO_H
 #define ONCE_STORE_INFO_H
@@ -20,5 +20,12 @@ int once__store_schema_version(const once_store *s);
  * query parameter named password (libpq takes one) become ***; the rest
  * is kept. Cut to fit out[0..n), always NUL-terminated when n > 0. */
 void once__store_url_redact(const char *url, char *out, size_t n);
+
+/* Whether once_store_open could take url, judged without opening it
+ * (onced --check-config: opening would create a SQLite file or wait for
+ * the network): a scheme this libonce has built in. ONCE_OK; else
+ * ONCE_EINVAL or ONCE_EUNSUPPORTED with errbuf saying why, in
+ * once_store_open's words. */
+int once__store_url_check(const char *url, char *errbuf, size_t errlen);
 
 #endif /* ONCE_STORE_INFO_H */
