@@ -2,7 +2,10 @@
  * recover.c -- recovery of the outbox after a crash (once_client_recover):
  * pending intents are delivered again (same ID, same body, so the agent
  * replays what it already has); acknowledged ones are polled once with
- * GetTask and become final when their task is.
+ * GetTask and become final when their task is. Each goes to its agent's
+ * endpoints in turn (endpoints.c), so a replica that died does not hold
+ * its intents. The counts of states are read back from the outbox after
+ * each intent: what they say is what the outbox holds.
  */
 #include <string.h>
 
@@ -11,18 +14,10 @@
 static void count(once_recover_stats *st, int rc, const once_call_result *r, once__outbox *o,
                   int64_t seq)
 {
-    if (rc == ONCE_OK && r->outcome == ONCE_OUTCOME_REFUSED) {
-        st->refused++;
-        return;
-    }
-    if (r->outcome == ONCE_OUTCOME_EXHAUSTED) {
+    if (r->outcome == ONCE_OUTCOME_EXHAUSTED)
         st->exhausted++;
-        return;
-    }
-    if (rc != ONCE_OK) {
+    else if (rc != ONCE_OK && r->outcome != ONCE_OUTCOME_REFUSED)
         st->errors++;
-        return;
-    }
     once__intent_row now;
     if (once__outbox_load(o, seq, &now) == ONCE_OK) {
         if (now.it.state == ONCE_INTENT_FINAL)
@@ -31,6 +26,8 @@ static void count(once_recover_stats *st, int rc, const once_call_result *r, onc
             st->acknowledged++;
         else if (now.it.state == ONCE_INTENT_REFUSED)
             st->refused++;
+        else if (now.it.state == ONCE_INTENT_PENDING)
+            st->pending++;
     }
     once__intent_row_clear(&now);
 }
@@ -65,7 +62,7 @@ static int recover_state(once_client *c, once_intent_state which, once_recover_f
                 crc = once_client_get(c, row.agent, row.task_id, &r);
                 r.intent = row.it.seq;
                 if (crc == ONCE_OK && r.outcome == ONCE_OUTCOME_REFUSED)
-                    once__outbox_refuse(c->outbox, row.it.seq, r.reason, r.state,
+                    once__outbox_refuse(c->outbox, row.it.seq, r.reason, r.state, r.endpoint,
                                         once__client_now(c));
             }
             count(st, crc, &r, c->outbox, row.it.seq);

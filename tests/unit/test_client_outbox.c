@@ -129,15 +129,15 @@ static void test_lifecycle_survives_reopen(void **state)
     assert_int_equal(once__outbox_set_mode(f->o, seq, 0, 1005, &ext), ONCE_OK);
     assert_int_equal(ext, 1);
 
-    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, 1010), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, NULL, 1010), ONCE_OK);
     assert_int_equal(state_of(f->o, seq), ONCE_INTENT_ACKNOWLEDGED);
     /* An acknowledged intent is never sent again. */
     assert_int_equal(once__outbox_attempt(f->o, seq, 1011), ONCE_EILLEGAL);
 
-    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_INPUT_REQUIRED, 1020),
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_INPUT_REQUIRED, NULL, 1020),
                      ONCE_OK);
     assert_int_equal(state_of(f->o, seq), ONCE_INTENT_ACKNOWLEDGED);
-    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_COMPLETED, 1030), ONCE_OK);
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_COMPLETED, NULL, 1030), ONCE_OK);
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
     assert_int_equal(r.it.state, ONCE_INTENT_FINAL);
     assert_int_equal(r.it.task_state, ONCE_STATE_COMPLETED);
@@ -147,8 +147,8 @@ static void test_lifecycle_survives_reopen(void **state)
     once__intent_row_clear(&r);
 
     /* Final is final. */
-    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, 1040), ONCE_EILLEGAL);
-    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, 1040),
+    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, NULL, 1040), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, NULL, 1040),
                      ONCE_EILLEGAL);
     assert_int_equal(once__outbox_attempt(f->o, seq, 1040), ONCE_EILLEGAL);
     assert_int_equal(state_of(f->o, seq), ONCE_INTENT_FINAL);
@@ -159,19 +159,19 @@ static void test_refused_is_final(void **state)
     fx *f = *state;
     int64_t seq;
     assert_int_equal(once__outbox_add(f->o, "continue", "http://a/", "T2", "M2", MSG, NULL, 1, &seq), ONCE_OK);
-    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, 2), ONCE_OK);
+    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, NULL, 2), ONCE_OK);
     once__intent_row r;
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
     assert_int_equal(r.it.state, ONCE_INTENT_REFUSED);
     assert_string_equal(r.it.refusal, "TASK_TERMINAL");
     assert_int_equal(r.it.task_state, ONCE_STATE_COMPLETED);
     once__intent_row_clear(&r);
-    assert_int_equal(once__outbox_ack(f->o, seq, "T2", ONCE_STATE_COMPLETED, 0, 3), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_ack(f->o, seq, "T2", ONCE_STATE_COMPLETED, 0, NULL, 3), ONCE_EILLEGAL);
     assert_int_equal(once__outbox_attempt(f->o, seq, 3), ONCE_EILLEGAL);
     /* Observing the task does not touch a refused intent. */
-    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T2", ONCE_STATE_CANCELED, 4), ONCE_OK);
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T2", ONCE_STATE_CANCELED, NULL, 4), ONCE_OK);
     assert_int_equal(state_of(f->o, seq), ONCE_INTENT_REFUSED);
-    assert_int_equal(once__outbox_ack(f->o, 999999, "x", ONCE_STATE_WORKING, 0, 5), ONCE_ENOTFOUND);
+    assert_int_equal(once__outbox_ack(f->o, 999999, "x", ONCE_STATE_WORKING, 0, NULL, 5), ONCE_ENOTFOUND);
 }
 
 static void test_terminal_answer_goes_straight_to_final(void **state)
@@ -179,11 +179,11 @@ static void test_terminal_answer_goes_straight_to_final(void **state)
     fx *f = *state;
     int64_t s1, s2;
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T3", "T3", MSG, NULL, 1, &s1), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, s1, "T3", ONCE_STATE_COMPLETED, 0, 2), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, s1, "T3", ONCE_STATE_COMPLETED, 0, NULL, 2), ONCE_OK);
     assert_int_equal(state_of(f->o, s1), ONCE_INTENT_FINAL);
     /* A direct Message answer is final too, whatever the state. */
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T4", "T4", MSG, NULL, 1, &s2), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, s2, NULL, ONCE_STATE_UNKNOWN, 1, 2), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, s2, NULL, ONCE_STATE_UNKNOWN, 1, NULL, 2), ONCE_OK);
     assert_int_equal(state_of(f->o, s2), ONCE_INTENT_FINAL);
 }
 
@@ -202,7 +202,7 @@ static void test_plain_mode_learns_the_task_id(void **state)
     assert_string_equal(r.message_id, "01MINTED"); /* the minted ID lives on */
     assert_string_equal(r.mode, "plain");
     once__intent_row_clear(&r);
-    assert_int_equal(once__outbox_ack(f->o, seq, "server-id", ONCE_STATE_SUBMITTED, 0, 3), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, seq, "server-id", ONCE_STATE_SUBMITTED, 0, NULL, 3), ONCE_OK);
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
     assert_string_equal(r.task_id, "server-id");
     once__intent_row_clear(&r);
@@ -233,10 +233,10 @@ static void test_prune_and_list(void **state)
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F1", "F1", MSG, NULL, 10, &fin_old), ONCE_OK);
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F2", "F2", MSG, NULL, 10, &fin_new), ONCE_OK);
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "R", "R", MSG, NULL, 10, &ref_old), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, 20), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, fin_old, "F1", ONCE_STATE_FAILED, 0, 100), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, fin_new, "F2", ONCE_STATE_COMPLETED, 0, 5000), ONCE_OK);
-    assert_int_equal(once__outbox_refuse(f->o, ref_old, "TASK_EXPIRED", ONCE_STATE_UNKNOWN, 200), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, NULL, 20), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin_old, "F1", ONCE_STATE_FAILED, 0, NULL, 100), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin_new, "F2", ONCE_STATE_COMPLETED, 0, NULL, 5000), ONCE_OK);
+    assert_int_equal(once__outbox_refuse(f->o, ref_old, "TASK_EXPIRED", ONCE_STATE_UNKNOWN, NULL, 200), ONCE_OK);
 
     seen s = {0};
     assert_int_equal(once__outbox_list(f->o, ONCE_INTENT_FINAL, collect, &s), ONCE_OK);
@@ -290,9 +290,9 @@ static void test_abandon(void **state)
     int ext = 1;
     assert_int_equal(once__outbox_set_mode(f->o, plain, 0, 11, &ext), ONCE_OK);
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "A", "A", MSG, NULL, 10, &ack), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, 20), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, NULL, 20), ONCE_OK);
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F", "F", MSG, NULL, 10, &fin), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, fin, "F", ONCE_STATE_COMPLETED, 0, 20), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin, "F", ONCE_STATE_COMPLETED, 0, NULL, 20), ONCE_OK);
 
     unsigned n = 99;
     seen s = {0};
@@ -315,7 +315,7 @@ static void test_abandon(void **state)
 
     /* A sender that still holds the intent can neither send nor record it. */
     assert_int_equal(once__outbox_attempt(f->o, pend, 40), ONCE_EILLEGAL);
-    assert_int_equal(once__outbox_ack(f->o, pend, "P", ONCE_STATE_WORKING, 0, 40), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_ack(f->o, pend, "P", ONCE_STATE_WORKING, 0, NULL, 40), ONCE_EILLEGAL);
     int64_t *seqs;
     size_t k;
     assert_int_equal(once__outbox_seqs(f->o, ONCE_INTENT_PENDING, &seqs, &k), ONCE_OK);
