@@ -32,16 +32,11 @@ static void count(once_recover_stats *st, int rc, const once_call_result *r, onc
     once__intent_row_clear(&now);
 }
 
-static int recover_state(once_client *c, once_intent_state which, once_recover_fn fn, void *ctx,
-                         once_recover_stats *st)
+/* Handle the intents seqs that are still in state `which`. */
+static int recover_state(once_client *c, once_intent_state which, const int64_t *seqs, size_t n,
+                         once_recover_fn fn, void *ctx, once_recover_stats *st)
 {
-    int64_t *seqs;
-    size_t n;
-    int rc = once__outbox_seqs(c->outbox, which, &seqs, &n);
-    if (rc != ONCE_OK) {
-        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
-        return rc;
-    }
+    int rc = ONCE_OK;
     for (size_t i = 0; i < n && !once__client_stopped(c); i++) {
         once__intent_row row;
         rc = once__outbox_load(c->outbox, seqs[i], &row);
@@ -78,7 +73,6 @@ static int recover_state(once_client *c, once_intent_state which, once_recover_f
         once__intent_row_clear(&row);
         rc = ONCE_OK;
     }
-    once_free(seqs);
     return rc;
 }
 
@@ -88,9 +82,21 @@ int once_client_recover(once_client *c, once_recover_fn fn, void *ctx, once_reco
     if (st == NULL)
         st = &local;
     memset(st, 0, sizeof *st);
-    int rc = recover_state(c, ONCE_INTENT_PENDING, fn, ctx, st);
+    /* Both lists as they stand now: an intent re-sent here has its answer
+     * and is not polled again, so each is handled (and counted) once. */
+    int64_t *pending = NULL, *acked = NULL;
+    size_t np = 0, na = 0;
+    int rc = once__outbox_seqs(c->outbox, ONCE_INTENT_PENDING, &pending, &np);
     if (rc == ONCE_OK)
-        rc = recover_state(c, ONCE_INTENT_ACKNOWLEDGED, fn, ctx, st);
+        rc = once__outbox_seqs(c->outbox, ONCE_INTENT_ACKNOWLEDGED, &acked, &na);
+    if (rc != ONCE_OK)
+        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+    if (rc == ONCE_OK)
+        rc = recover_state(c, ONCE_INTENT_PENDING, pending, np, fn, ctx, st);
+    if (rc == ONCE_OK)
+        rc = recover_state(c, ONCE_INTENT_ACKNOWLEDGED, acked, na, fn, ctx, st);
+    once_free(pending);
+    once_free(acked);
     if (rc == ONCE_OK && once__client_stopped(c))
         rc = ONCE_ECANCELED;
     return rc;

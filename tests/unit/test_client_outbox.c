@@ -7,8 +7,10 @@
  * acknowledged intent of it; prune removes only finished intents older than
  * the age; abandon ends pending and acknowledged intents (by task or
  * message ID), refuses finished ones and unknown IDs, and a sender can no
- * longer attempt an abandoned intent; version 1 and 2 files are upgraded in
- * place, their intents and sequence kept; an intent keeps its push config.
+ * longer attempt an abandoned intent; version 1, 2 and 4 files are upgraded
+ * in place, their intents and sequence kept, each agent URL they name
+ * becoming that agent's one endpoint; an intent keeps its push config and
+ * records the endpoint that answered.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 #include <cmocka.h>
 
 #include "client/client_int.h"
+#include "client/outbox_int.h"
 
 static const char *const MSG = "{\"messageId\":\"m\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"x\"}]}";
 
@@ -329,8 +332,8 @@ static void test_abandon(void **state)
 }
 
 /* An outbox as an older schema wrote it (version 1: no 'abandoned'; 2: no
- * push column), holding intent 7 (pending, 3 attempts) and a sequence that
- * already handed out 9. */
+ * push column; 4: no endpoints), holding intent 7 (pending, 3 attempts) and
+ * a sequence that already handed out 9. */
 static void old_file(fx *f, int version)
 {
     once__outbox_close(f->o);
@@ -357,8 +360,14 @@ static void old_file(fx *f, int version)
              "INSERT INTO intents(seq,kind,agent,task_id,message_id,message,state,"
              " created_ms,updated_ms) VALUES(9,'send','http://a/','T9','T9','{}','pending',1,2);"
              "DELETE FROM intents WHERE seq=9;"
+             "%s%s"
              "PRAGMA user_version=%d;",
-             version >= 2 ? ",'abandoned'" : "", version);
+             version >= 2 ? ",'abandoned'" : "",
+             version >= 3 ? "ALTER TABLE intents ADD COLUMN push TEXT;" : "",
+             version >= 4 ? "ALTER TABLE agents ADD COLUMN a2a TEXT;"
+                            "INSERT INTO agents VALUES('http://card-only/',1,1,'1.0');"
+                          : "",
+             version);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
@@ -388,6 +397,24 @@ static void check_upgraded(fx *f)
     assert_int_equal(seq, 10);   /* 9 was handed out before (then pruned) */
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
     assert_string_equal(r.push, "{\"url\":\"http://h/\"}");
+    assert_null(r.endpoint);
+    once__intent_row_clear(&r);
+
+    /* The old agent URL is its agent's one endpoint, and an answer
+     * records the endpoint it came from. */
+    sqlite3_stmt *q;
+    assert_int_equal(once__ob_one(f->o, &q, "SELECT agent, pos FROM endpoints WHERE url=?", "s",
+                                  "http://a/"),
+                     ONCE_OK);
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "http://a/");
+    assert_int_equal(sqlite3_column_int(q, 1), 0);
+    sqlite3_finalize(q);
+    assert_int_equal(once__outbox_ack(f->o, seq, "T", ONCE_STATE_WORKING, 0, "http://b/", 7),
+                     ONCE_OK);
+    assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
+    assert_string_equal(r.endpoint, "http://b/");
+    assert_string_equal(r.it.endpoint, "http://b/");
+    assert_string_equal(r.agent, "http://a/");
     once__intent_row_clear(&r);
 
     /* Opening it again finds it up to date and changes nothing. */
@@ -408,6 +435,22 @@ static void test_upgrade_from_v2(void **state)
     check_upgraded(*state);
 }
 
+static void test_upgrade_from_v4(void **state)
+{
+    fx *f = *state;
+    old_file(f, 4);
+    check_upgraded(f);
+    /* An agent only the card cache knew is an agent with one endpoint too. */
+    sqlite3_stmt *q;
+    assert_int_equal(once__ob_one(f->o, &q, "SELECT agent FROM endpoints WHERE url=?", "s",
+                                  "http://card-only/"),
+                     ONCE_OK);
+    sqlite3_finalize(q);
+    int ext = 0, v03 = 1;
+    assert_int_equal(once__outbox_mode_get(f->o, "http://card-only/", 0, &ext, &v03), ONCE_OK);
+    assert_true(ext && !v03);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +464,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_from_v4, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
