@@ -58,8 +58,10 @@ static const char usage[] =
     "                         generation, side-effect keys, push deliveries and the\n"
     "                         retention deadlines; --json prints the JSON as served\n"
     "  recover                re-send every pending intent (same ID, same body) and\n"
-    "                         poll every acknowledged one (abandoned ones: never);\n"
-    "                         with none it says so\n"
+    "                         poll every acknowledged one (abandoned ones: never),\n"
+    "                         each through its agent's stored endpoints; --agent\n"
+    "                         URLs are tried first, for this run (say, a live\n"
+    "                         replica when the stored one died); with none it says so\n"
     "  abandon ID             give up on the pending or acknowledged intents of ID\n"
     "                         (a task ID, or the message ID `once outbox` shows):\n"
     "                         they become abandoned, stay listed, and are never\n"
@@ -103,8 +105,16 @@ static const char usage[] =
     "                         SIGINT/SIGTERM, then exits 0.\n"
     "\n"
     "options:\n"
-    "  --agent URL            the agent's JSON-RPC URL (get/cancel/continue/wait:\n"
-    "                         default: the agent the outbox sent ID to)\n"
+    "  --agent URL[,URL...]   the agent's JSON-RPC URL, or the URLs of its replicas\n"
+    "                         (one agent, several endpoints). A send stores them as\n"
+    "                         the agent's endpoints; every call tries the next one\n"
+    "                         when one cannot be reached, times out or answers\n"
+    "                         502/503/504 (the same task ID and message: replicas\n"
+    "                         sharing a store dedup), and starts where the agent\n"
+    "                         last answered. get/cancel/continue/wait/inspect:\n"
+    "                         default: the agent the outbox sent ID to, at its\n"
+    "                         stored endpoints; URLs given are tried first, for\n"
+    "                         this run only (a note says so when they are new)\n"
     "  --outbox PATH          the outbox (default $XDG_STATE_HOME/once/outbox.db,\n"
     "                         else ~/.local/state/once/outbox.db)\n"
     "  --token TOKEN          bearer token (default $ONCE_TOKEN)\n"
@@ -146,6 +156,9 @@ static const char usage[] =
     "  Retried: connection and transport errors, timeouts, HTTP 429/502/503/504,\n"
     "  JSON-RPC errors the agent marks retryable; Retry-After is honoured. A\n"
     "  refusal (terminal task, busy, conflict, expired, not found) never is.\n"
+    "  With several endpoints, the attempts after a connection error, timeout\n"
+    "  or 502/503/504 go to the next one; the attempts, backoff and budget are\n"
+    "  shared by all of them.\n"
     "  A wait's stream reconnects under the same backoff, attempts and budget;\n"
     "  a stream that delivered events starts the count afresh.\n"
     "\n"
@@ -162,8 +175,10 @@ static const char usage[] =
     "  3    the agent refused (the error's reason and the task's state are printed)\n"
     "  4    retries exhausted: attempts, deadline or retry budget (a send stays\n"
     "       pending in the outbox: `once recover` finishes it, `once abandon ID`\n"
-    "       gives up on it); or --wait-timeout passed (the agent has the task and\n"
-    "       the intent is acknowledged: `once wait ID` waits again)\n"
+    "       gives up on it); or --wait-timeout passed, or a wait lost the\n"
+    "       agent (it has the task and the intent is acknowledged: `once wait\n"
+    "       ID` waits again). The message names the intent's state as `once\n"
+    "       outbox` shows it\n"
     "  5    with --wait / wait: the task ended failed, canceled or rejected\n"
     "  6    abandon: every intent of ID is already final, refused or abandoned\n"
     "       (nothing changed; the message names its state)\n"
@@ -409,6 +424,8 @@ static json_t *result_json(const once_call_result *r)
     json_object_set_new(o, "elapsedMs", json_integer(r->elapsed_ms));
     if (r->intent > 0)
         json_object_set_new(o, "intent", json_integer(r->intent));
+    if (r->endpoint != NULL)
+        json_object_set_new(o, "endpoint", json_string(r->endpoint));
     if (r->json != NULL) {
         json_error_t je;
         json_t *v = json_loads(r->json, 0, &je);
@@ -575,11 +592,48 @@ static int exit_for(int rc, const once_call_result *r, int waited)
     }
 }
 
+static int intent_state_of(void *ctx, const once_intent *it)
+{
+    *(once_intent_state *)ctx = it->state;
+    return 0;
+}
+
+/* The state the outbox holds for intent seq now; 0 when it cannot say. */
+static once_intent_state intent_now(cli *o, int64_t seq)
+{
+    once_intent_state st = 0;
+    if (seq <= 0 || once_client_intent(o->c, seq, intent_state_of, &st) != ONCE_OK)
+        return 0;
+    return st;
+}
+
+/* Say where intent seq stands and what finishes it, from what the outbox
+ * holds after the command (never from what the command meant to do), so
+ * that every message about an intent matches `once outbox`. */
+static void say_intent(cli *o, int64_t seq, const char *id)
+{
+    once_intent_state st = intent_now(o, seq);
+    if (st == ONCE_INTENT_PENDING)
+        fprintf(stderr, "once: intent %lld stays pending in the outbox; `once recover` "
+                        "sends it again, `once abandon %s` gives up on it\n",
+                (long long)seq, id);
+    else if (st == ONCE_INTENT_ACKNOWLEDGED)
+        fprintf(stderr, "once: intent %lld is acknowledged in the outbox: the agent has the "
+                        "task; `once wait %s` waits again, `once recover` polls it\n",
+                (long long)seq, id);
+    else if (st != 0)
+        fprintf(stderr, "once: intent %lld is %s in the outbox\n", (long long)seq,
+                once_intent_state_name(st));
+}
+
 /* Print r (human or JSON) and return the exit status. */
 static int report(cli *o, int rc, const once_call_result *r, int waited)
 {
     if (o->json) {
         json_t *doc = result_json(r);
+        once_intent_state st = intent_now(o, r->intent);
+        if (st != 0)
+            json_object_set_new(doc, "intentState", json_string(once_intent_state_name(st)));
         if (waited && o->gens != NULL) {
             json_object_set(doc, "generations", o->gens);
             json_object_set_new(doc, "streamed", json_boolean(o->streamed));
@@ -615,21 +669,19 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
             /* The agent holds the task: only the waiting stopped. */
             fprintf(stderr, "once: %s: gave up waiting after --wait-timeout; the task is still %s\n",
                     id, once_state_name(r->state));
-            fprintf(stderr, "once: the agent has it%s: `once wait %s` waits again\n",
-                    r->intent > 0 ? " (the intent is acknowledged)" : "", id);
+            if (r->intent > 0)
+                say_intent(o, r->intent, id);
+            else
+                fprintf(stderr, "once: the agent has it: `once wait %s` waits again\n", id);
             return EXIT_EXHAUSTED;
         }
         fprintf(stderr, "once: %s: %s\n", id, r->error ? said : why);
-        if (r->intent > 0)
-            fprintf(stderr, "once: intent %lld stays pending in the outbox; `once recover` "
-                            "sends it again, `once abandon %s` gives up on it\n",
-                    (long long)r->intent, id);
+        say_intent(o, r->intent, id);
         return EXIT_EXHAUSTED;
     case ONCE_OUTCOME_INTERRUPTED:
         fprintf(stderr, "once: interrupted\n");
-        if (r->intent > 0 && r->attempts > 0)
-            fprintf(stderr, "once: intent %lld may still be pending; `once recover` finishes it\n",
-                    (long long)r->intent);
+        if (r->attempts > 0)
+            say_intent(o, r->intent, id);
         return EXIT_INTERRUPTED;
     default:
         break;
@@ -651,6 +703,7 @@ static int report(cli *o, int rc, const once_call_result *r, int waited)
             : once_client_errmsg(o->c)[0]
                 ? once__showbuf(once_client_errmsg(o->c), said, sizeof said)
                 : once_strerror(rc));
+    say_intent(o, r->intent, id);
     return EXIT_OTHER;
 }
 
@@ -762,20 +815,43 @@ static int parts_from_args(cli *o, char **out)
     return -1;
 }
 
-/* The agent for a task command: --agent, else the outbox's (kept in
- * o->agent_buf for the rest of the command). */
+/* --agent URLs, tried first for this run by the agent they belong to
+ * (agent: its name, or NULL to let the outbox tell). A note says so when
+ * they are new to it: they are not stored. */
+static int prefer(cli *o, const char *agent)
+{
+    char note[2048];
+    int rc = once_client_prefer(o->c, o->agent, agent, note, sizeof note);
+    if (rc == ONCE_EINVAL)
+        return bad("--agent: %s", once_client_errmsg(o->c));
+    if (rc != ONCE_OK) {
+        fprintf(stderr, "once: %s\n", once_client_errmsg(o->c));
+        return EXIT_OTHER;
+    }
+    if (note[0] != '\0')
+        fprintf(stderr, "once: %s\n", note);
+    return -1;
+}
+
+/* The agent for a task command: the one the outbox sent ID to (kept in
+ * o->agent_buf for the rest of the command), at --agent first when given;
+ * for a task the outbox does not know, --agent. */
 static int agent_for(cli *o)
 {
     char *buf = o->agent_buf;
     size_t len = sizeof o->agent_buf;
     if (o->id == NULL)
         return bad("%s needs a task ID", o->cmd);
-    if (o->agent != NULL)
+    if (once_client_agent_of(o->c, o->id, buf, len) != ONCE_OK) {
+        if (o->agent == NULL)
+            return bad("the outbox does not know task %s: give --agent URL", o->id);
         return -1;
-    if (once_client_agent_of(o->c, o->id, buf, len) != ONCE_OK)
-        return bad("the outbox does not know task %s: give --agent URL", o->id);
+    }
+    /* The outbox's intents of ID learn whatever the call sees only when
+     * it is made as their agent, whichever URL answers. */
+    int ex = o->agent != NULL ? prefer(o, buf) : -1;
     o->agent = buf;
-    return -1;
+    return ex;
 }
 
 static int then_wait(cli *o, int rc, once_call_result *r)
@@ -888,6 +964,7 @@ static json_t *intent_json(const once_intent *it)
     json_object_set_new(j, "updatedMs", json_integer(it->updated_ms));
     json_object_set_new(j, "ackedMs", it->acked_ms ? json_integer(it->acked_ms) : json_null());
     json_object_set_new(j, "finishedMs", it->finished_ms ? json_integer(it->finished_ms) : json_null());
+    json_object_set_new(j, "endpoint", it->endpoint ? json_string(it->endpoint) : json_null());
     return j;
 }
 
@@ -1000,6 +1077,9 @@ static void recovered(void *ctx, const once_intent *it, int rc, const once_call_
         json_t *j = result_json(r);
         json_object_set_new(j, "was", json_string(once_intent_state_name(it->state)));
         json_object_set_new(j, "taskId", json_string(id));
+        once_intent_state now = intent_now(x->o, it->seq);
+        if (now != 0)
+            json_object_set_new(j, "intentState", json_string(once_intent_state_name(now)));
         json_array_append_new(x->arr, j);
         return;
     }
@@ -1016,22 +1096,27 @@ static void recovered(void *ctx, const once_intent *it, int rc, const once_call_
 
 static int cmd_recover(cli *o)
 {
+    int ex = o->agent != NULL ? prefer(o, NULL) : -1;
+    if (ex >= 0)
+        return ex;
     recover_ctx x = {.o = o, .arr = o->json ? json_array() : NULL};
     once_recover_stats st;
     int rc = once_client_recover(o->c, recovered, &x, &st);
     if (o->json) {
-        print_json(json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:o}", "resent", (int)st.resent, "polled",
-                             (int)st.polled, "acknowledged", (int)st.acknowledged, "final",
-                             (int)st.final, "refused", (int)st.refused, "exhausted",
-                             (int)st.exhausted, "errors", (int)st.errors, "intents", x.arr));
+        print_json(json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:o}", "resent", (int)st.resent,
+                             "polled", (int)st.polled, "acknowledged", (int)st.acknowledged,
+                             "final", (int)st.final, "refused", (int)st.refused, "pending",
+                             (int)st.pending, "exhausted", (int)st.exhausted, "errors",
+                             (int)st.errors, "intents", x.arr));
     } else if (rc == ONCE_OK && st.resent + st.polled + st.errors == 0) {
         /* Said on any stream: a script that recovers learns it too. */
         fprintf(stderr, "nothing to recover: no intent is pending or acknowledged\n");
     } else if (o->tty) {
-        fprintf(stderr, "recovered: %u re-sent, %u polled; now %u acknowledged, %u final, "
-                        "%u refused, %u still pending, %u errors\n",
-                st.resent, st.polled, st.acknowledged, st.final, st.refused, st.exhausted,
-                st.errors);
+        fprintf(stderr, "recovered: %u re-sent, %u polled; the outbox now holds %u "
+                        "acknowledged, %u final, %u refused, %u pending of them (%u calls "
+                        "exhausted, %u errors)\n",
+                st.resent, st.polled, st.acknowledged, st.final, st.refused, st.pending,
+                st.exhausted, st.errors);
     }
     if (rc == ONCE_ECANCELED)
         return EXIT_INTERRUPTED;

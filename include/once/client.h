@@ -139,6 +139,8 @@ typedef struct once_call_result {
     unsigned retries_denied;     /* retries the budget refused (0 or 1) */
     int64_t elapsed_ms;
     int64_t intent;              /* outbox row of the intent, 0 if none */
+    char *endpoint;              /* the agent's URL that answered (one of its
+                                    endpoints); NULL when none did */
 } once_call_result;
 
 ONCE_API void once_call_result_clear(once_call_result *r);   /* NULL ok; zeroes */
@@ -151,7 +153,9 @@ ONCE_API const char *once_outcome_name(once_outcome o);      /* "ok", "refused",
  * failed), ONCE_EINVAL, ONCE_ENOMEM. */
 
 typedef struct once_send_spec {
-    const char *agent;           /* the agent's JSON-RPC URL */
+    const char *agent;           /* the agent's JSON-RPC URL, or several of its
+                                    replicas' separated by commas: stored as its
+                                    endpoints, tried in turn (see once_client_prefer) */
     const char *parts_json;      /* JSON array of A2A Parts, e.g. [{"text":"hi"}] */
     const char *task_id;         /* NULL = mint one; else use it (needs the extension) */
     const char *metadata_json;   /* optional message metadata object; NULL = none */
@@ -301,12 +305,31 @@ typedef struct once_intent {
     const char *last_error;      /* NULL if none */
     const char *refusal;         /* the refusal's reason, NULL unless refused */
     int64_t created_ms, updated_ms, acked_ms, finished_ms;   /* 0 = not yet */
+    const char *endpoint;        /* the URL of the agent that last answered about
+                                    it; NULL until one did */
 } once_intent;
 
 /* Intents in seq order; state 0 = all. The callback returns 0 to go on. */
 typedef int (*once_intent_fn)(void *ctx, const once_intent *it);
 ONCE_API int once_client_outbox(once_client *c, once_intent_state state, once_intent_fn fn,
                                 void *ctx);
+
+/* The intent at seq (once_call_result.intent), shown to fn as the outbox
+ * holds it now. ONCE_ENOTFOUND when there is none (pruned). */
+ONCE_API int once_client_intent(once_client *c, int64_t seq, once_intent_fn fn, void *ctx);
+
+/* Reach an agent at these URLs first, for the rest of this handle's life:
+ * urls is one URL or several separated by commas (replicas of one agent).
+ * Which agent: `agent` when not NULL (the name once_client_agent_of gives);
+ * else the one the outbox knows any of the URLs by; else, when the
+ * outbox's open intents are all of one agent, that one (say, the URL of a
+ * live replica when the stored one died); else a new one. Nothing is
+ * stored: a send stores the URLs it names. note, if not NULL, gets a
+ * sentence for the user when some URLs are new to the agent ("" else).
+ * ONCE_EINVAL (errmsg says why) for a URL the client cannot use, or URLs
+ * the outbox cannot tie to one agent. */
+ONCE_API int once_client_prefer(once_client *c, const char *urls, const char *agent, char *note,
+                                size_t notelen);
 
 /* The agent of the newest intent for task_id, into out. ONCE_ENOTFOUND if
  * the outbox does not know the task. */
@@ -330,10 +353,15 @@ ONCE_API int once_client_abandon(once_client *c, const char *id, once_intent_fn 
 
 /* Recovery: every pending intent is sent again with its ID and body;
  * every acknowledged one is polled once (GetTask) and becomes final when its
- * task is terminal. fn, if not NULL, sees each intent's result. Returns
- * ONCE_OK when every intent was handled (see the counts). */
+ * task is terminal. Each goes to its agent's endpoints in turn, the
+ * preferred ones (once_client_prefer) first. fn, if not NULL, sees each
+ * intent's result. Returns ONCE_OK when every intent was handled (see the
+ * counts). acknowledged, final, refused and pending count the intents
+ * handled by the state the outbox holds for them afterwards; exhausted
+ * and errors count the calls that got no answer. */
 typedef struct once_recover_stats {
     unsigned resent, polled, acknowledged, final, refused, exhausted, errors;
+    unsigned pending;
 } once_recover_stats;
 typedef void (*once_recover_fn)(void *ctx, const once_intent *it, int rc, const once_call_result *r);
 ONCE_API int once_client_recover(once_client *c, once_recover_fn fn, void *ctx,

@@ -16,6 +16,7 @@ void once_call_result_clear(once_call_result *r)
         return;
     once_free(r->json);
     once_free(r->error);
+    once_free(r->endpoint);
     memset(r, 0, sizeof *r);
 }
 

@@ -39,16 +39,16 @@ void once__card_info(const json_t *card, int *ext, int *v03)
     *v03 = v0x && !v10;
 }
 
-int once__agent_v03(once_client *c, const char *agent)
+int once__agent_v03(once_client *c, const char *agent, const char *url)
 {
     int ext = 0, v03 = 0;
     int64_t now = once__client_now(c);
     if (once__outbox_mode_get(c->outbox, agent, now - ONCE__CARD_TTL_MS, &ext, &v03) == ONCE_OK)
         return v03;
-    char url[2048];
-    if (once__card_url(agent, url, sizeof url) != ONCE_OK)
+    char card_url[2048];
+    if (once__card_url(url, card_url, sizeof card_url) != ONCE_OK)
         return 0;
-    once__http_req q = once__client_get(c, url, c->retry.attempt_timeout_ms);
+    once__http_req q = once__client_get(c, card_url, c->retry.attempt_timeout_ms);
     once__http_resp h;
     json_t *card = NULL;
     if (once__http_do(&q, &h) == ONCE_OK && h.status == 200 && h.body != NULL &&

@@ -4,7 +4,8 @@
  * policy with no outbox row), and the outbox accessors.
  *
  * Every observed task state is written back to the outbox, so an
- * acknowledged intent becomes final whichever call first sees its task end.
+ * acknowledged intent becomes final whichever call first sees its task end,
+ * through whichever of the agent's endpoints.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +58,7 @@ void once_client_free(once_client *c)
     if (c == NULL)
         return;
     once__outbox_close(c->outbox);
+    once__agent_close(&c->prefer);
     once_free(c->token);
     once_free(c->tls.cacert);
     once_free(c);
@@ -146,8 +148,16 @@ static int task_method(once_client *c, const char *agent, const char *method, co
     json_decref(p);
     if (params == NULL)
         return ONCE_ENOMEM;
-    task_call t = {.rpc = {.agent = agent, .method = method, .params = params}};
-    int rc = once__retry_run(c, agent, 0, task_attempt, &t, r);
+    once__agent ag;
+    int rc = once__agent_open(c, agent, 0, &ag);
+    if (rc != ONCE_OK) {
+        once_free(params);
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "%s", c->errmsg);
+        return rc;
+    }
+    task_call t = {.rpc = {.agent = ag.name, .method = method, .params = params}};
+    rc = once__retry_run(c, &ag, 0, task_attempt, &t, r);
     once_free(params); /* json_dumps allocates through once_malloc */
     if (rc == ONCE_OK && r->outcome == ONCE_OUTCOME_OK) {
         rc = once__result_from_task(r, t.rpc.result);
@@ -158,8 +168,11 @@ static int task_method(once_client *c, const char *agent, const char *method, co
         }
     }
     json_decref(t.rpc.result);
+    /* Whichever endpoint answered, the agent's intents learn it. */
     if (rc == ONCE_OK && r->state != ONCE_STATE_UNKNOWN)
-        once__outbox_observe(c->outbox, agent, task_id, r->state, once__client_now(c));
+        once__outbox_observe(c->outbox, ag.name, task_id, r->state, r->endpoint,
+                             once__client_now(c));
+    once__agent_close(&ag);
     return rc;
 }
 
@@ -182,6 +195,18 @@ int once_client_outbox(once_client *c, once_intent_state state, once_intent_fn f
     int rc = once__outbox_list(c->outbox, state, fn, ctx);
     if (rc != ONCE_OK)
         once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+    return rc;
+}
+
+int once_client_intent(once_client *c, int64_t seq, once_intent_fn fn, void *ctx)
+{
+    once__intent_row row;
+    int rc = once__outbox_load(c->outbox, seq, &row);
+    if (rc == ONCE_OK)
+        fn(ctx, &row.it);
+    else if (rc != ONCE_ENOTFOUND)
+        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+    once__intent_row_clear(&row);
     return rc;
 }
 

@@ -16,6 +16,7 @@
  *   wait.c      following a task: the stream, resumed by Last-Event-ID, or
  *               GetTask polled with backoff
  *   recover.c   recovery of the outbox after a crash
+ *   endpoints.c the URLs one agent answers at: naming, storing, failover
  *   parts.c     the parts of an answer: listing, and saving files safely
  */
 #ifndef ONCE_CLIENT_CLIENT_INT_H
@@ -97,7 +98,8 @@ int once__outbox_add(once__outbox *o, const char *kind, const char *agent, const
  * a snapshot, owned by whoever loaded it and never updated in place. */
 typedef struct once__intent_row {
     once_intent it;   /* pointers into the owned copies below */
-    char *kind, *agent, *task_id, *message_id, *mode, *last_error, *refusal, *message, *push;
+    char *kind, *agent, *task_id, *message_id, *mode, *last_error, *refusal, *message, *push,
+        *endpoint;
 } once__intent_row;
 void once__intent_row_clear(once__intent_row *r);
 int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row);
@@ -108,16 +110,18 @@ int once__outbox_error(once__outbox *o, int64_t seq, const char *err, int64_t no
 int once__outbox_set_mode(once__outbox *o, int64_t seq, int ext, int64_t now, int *ext_out);
 /* The agent answered: pending|acknowledged -> acknowledged, or final when
  * st is terminal or the answer was a Message (final != 0). task_id fills a
- * still-unknown ID. ONCE_EILLEGAL if the intent is already finished. */
+ * still-unknown ID. ONCE_EILLEGAL if the intent is already finished.
+ * endpoint (NULL: unchanged), here and below: the URL that answered. */
 int once__outbox_ack(once__outbox *o, int64_t seq, const char *task_id, once_state st, int final,
-                     int64_t now);
+                     const char *endpoint, int64_t now);
 /* pending|acknowledged -> refused. */
 int once__outbox_refuse(once__outbox *o, int64_t seq, const char *reason, once_state st,
-                        int64_t now);
+                        const char *endpoint, int64_t now);
 /* A task's state was observed (GetTask, CancelTask): every acknowledged
- * intent of (agent, task_id) records it and becomes final if terminal. */
+ * intent of (agent, task_id) records it and becomes final if terminal.
+ * agent is the agent's name (once__agent.name), whatever URL answered. */
 int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id, once_state st,
-                         int64_t now);
+                         const char *endpoint, int64_t now);
 /* once_client_abandon, in one IMMEDIATE transaction. */
 int once__outbox_abandon(once__outbox *o, const char *id, int64_t now, once_intent_fn fn,
                          void *ctx, unsigned *abandoned);
@@ -301,12 +305,47 @@ const json_t *once__stream_body(const json_t *result);
 /* The answer is an event stream (HTTP 200, text/event-stream). */
 int once__http_is_event_stream(const once__http_resp *r);
 
-/* Open SubscribeToTask(task_id) at agent, resuming after generation
- * `after` (> 0: Last-Event-ID), and feed fn until the stream stops or
- * timeout_ms (0 = none) passes. ONCE_OK with *out filled, or ONCE_ENOMEM. */
-int once__stream_subscribe(once_client *c, const char *agent, const char *task_id, int64_t after,
-                           int64_t timeout_ms, once__stream_event_fn fn, void *ctx,
-                           once__stream_out *out);
+/* Open SubscribeToTask(task_id) at url, an endpoint of agent (its name),
+ * resuming after generation `after` (> 0: Last-Event-ID), and feed fn
+ * until the stream stops or timeout_ms (0 = none) passes. ONCE_OK with
+ * *out filled, or ONCE_ENOMEM. */
+int once__stream_subscribe(once_client *c, const char *agent, const char *url,
+                           const char *task_id, int64_t after, int64_t timeout_ms,
+                           once__stream_event_fn fn, void *ctx, once__stream_out *out);
+
+/* ---------------------------------------------------------------------------
+ * endpoints.c: an agent is one name in the outbox and the URLs it answers
+ * at (replicas addressed directly), stored in order in the endpoints table.
+ */
+#define ONCE__MAX_ENDPOINTS 16
+
+/* One call's view of an agent, on the call's stack (once__agent_close
+ * frees): name keys its intents, mode cache and budget; urls are tried
+ * from cur on, wrapping around. */
+typedef struct once__agent {
+    char *name;
+    char *urls[ONCE__MAX_ENDPOINTS];
+    size_t n, cur;
+} once__agent;
+
+/* spec: an agent's name, or URLs separated by commas. The name is the
+ * agent the outbox knows the first of them as (by name or as an
+ * endpoint), else the first URL. The URLs: the handle's preferred ones for
+ * that agent (once_client_prefer) first, then spec's, then the stored
+ * ones, none twice; the call starts at the first preferred one, else at
+ * the one that answered last. store != 0 (a send): spec's URLs are stored
+ * as the agent's first endpoints, the others kept after them. ONCE_EINVAL
+ * (why in c's errmsg) for a spec with a URL the client cannot use. */
+int once__agent_open(once_client *c, const char *spec, int store, once__agent *a);
+void once__agent_close(once__agent *a);   /* NULL ok; zeroes */
+const char *once__agent_url(const once__agent *a);
+/* The URL in use failed over: the next one is in use (the same when n = 1). */
+void once__agent_next(once__agent *a);
+/* The URL in use answered: remembered, so the next call starts there. */
+void once__agent_answered(once_client *c, const once__agent *a);
+/* ONCE_OK when every URL of spec (comma-separated, at most
+ * ONCE__MAX_ENDPOINTS) is one the client can use; else ONCE_EINVAL and why. */
+int once__agent_spec_check(const char *spec, char *why, size_t whylen);
 
 /* ---------------------------------------------------------------------------
  * The handle. Owned by one thread at a time; nothing here is shared.
@@ -324,6 +363,7 @@ struct once_client {
     void *sleep_ctx;
     void (*hook)(void *ctx, once_client_point p);
     void *hook_ctx;
+    once__agent prefer;          /* once_client_prefer's; name NULL = none */
     char errmsg[512];
 };
 
@@ -342,10 +382,10 @@ once__http_req once__client_get(const once_client *c, const char *url, int64_t t
 /* The card says: the idempotency extension (ext); A2A 0.3 only (v03: no
  * 1.0 interface, a 0.x one or a 0.3 card). */
 void once__card_info(const json_t *card, int *ext, int *v03);
-/* Does the agent speak A2A 0.3 only? From the outbox's fresh entry, else
- * from its card, read once now (and remembered); a card that cannot be
- * read says 1.0. */
-int once__agent_v03(once_client *c, const char *agent);
+/* Does the agent (its name: the cache's key) speak A2A 0.3 only? From the
+ * outbox's fresh entry, else from its card at url, read once now (and
+ * remembered); a card that cannot be read says 1.0. */
+int once__agent_v03(once_client *c, const char *agent, const char *url);
 /* How long a card read is trusted. */
 #define ONCE__CARD_TTL_MS (10 * 60 * 1000)
 
@@ -368,8 +408,13 @@ void once__result_from_error(once_call_result *r, const json_t *error);
  * attempt sets the rest. */
 typedef struct once__attempt {
     int64_t timeout_ms;          /* in: this attempt's budget of time */
+    const char *url;             /* in: the agent's endpoint to use */
     once__verdict verdict;       /* out */
     int64_t retry_after_ms;      /* out: -1 = none */
+    int answered;                /* out: the endpoint answered (not 502/503/504) */
+    int failover;                /* out: the endpoint is unreachable or unavailable
+                                    (transport failure, timeout, 502/503/504): the
+                                    next attempt goes to the agent's next one */
 } once__attempt;
 
 /* An attempt fills r (result or error) and a->verdict. Returns ONCE_OK or
@@ -377,15 +422,18 @@ typedef struct once__attempt {
 typedef int (*once__attempt_fn)(once_client *c, void *ctx, once__attempt *a, once_call_result *r);
 
 /* Run fn until it succeeds, is refused, fails for good, or the policy
- * (attempts, deadline, budget) says stop. intent > 0: attempts and errors
+ * (attempts, deadline, budget) says stop; each attempt goes to ag's
+ * endpoint in use, and one that fails over moves it to the next.
+ * r->endpoint names the URL that answered. intent > 0: attempts and errors
  * are recorded on that outbox row. */
-int once__retry_run(once_client *c, const char *agent, int64_t intent, once__attempt_fn fn,
+struct once__agent;
+int once__retry_run(once_client *c, struct once__agent *ag, int64_t intent, once__attempt_fn fn,
                     void *ctx, once_call_result *r);
 
 /* One JSON-RPC call as an attempt: POST {jsonrpc,id,method,params}; on
  * success *result holds the "result" member (new reference). */
 typedef struct once__rpc {   /* the caller's; inputs borrowed, result owned */
-    const char *agent;
+    const char *agent;           /* the agent's name (the A2A version cache's key) */
     const char *method;
     const char *params;          /* JSON text */
     int extension;

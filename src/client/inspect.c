@@ -40,9 +40,8 @@ static int timeline_url(const char *agent, const char *task_id, char *out, size_
     return ONCE_OK;
 }
 
-int once__client_inspect(once_client *c, const char *agent, const char *task_id, char **text)
+static int inspect_at(once_client *c, const char *agent, const char *task_id, char **text)
 {
-    *text = NULL;
     char url[2048], why[256];
     if (once__agent_url_check(agent, why, sizeof why) != ONCE_OK) {
         once__client_seterr(c, "%s", why);
@@ -269,4 +268,18 @@ int once__inspect_print(FILE *f, const char *text)
         fputs("  * no timestamp in the event: shown at the time of the one before\n", f);
     json_decref(tl);
     return ONCE_OK;
+}
+
+int once__client_inspect(once_client *c, const char *agent, const char *task_id, char **text)
+{
+    *text = NULL;
+    /* One of the agent's endpoints: the one that answered last (replicas
+     * sharing a store show the same timeline). */
+    once__agent ag;
+    int rc = once__agent_open(c, agent, 0, &ag);
+    if (rc != ONCE_OK)
+        return rc;
+    rc = inspect_at(c, once__agent_url(&ag), task_id, text);
+    once__agent_close(&ag);
+    return rc;
 }

@@ -26,7 +26,7 @@
 #include "client/outbox_int.h"
 #include "db/db.h"
 
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 /* How long a writer waits for another process's lock on the file. */
 #define BUSY_MS 10000
 #define ONCE__XSTR(x) #x
@@ -34,7 +34,9 @@
 
 /* The intents table as this version writes it. Version 2 added
  * 'abandoned' to the state check, version 3 the push column (the
- * configuration.taskPushNotificationConfig sent with the message, JSON). */
+ * configuration.taskPushNotificationConfig sent with the message, JSON),
+ * version 5 the endpoint column (the URL of the agent that last answered
+ * about the intent; agent stays the agent's name, see ENDPOINTS_TABLE). */
 #define INTENTS_TABLE(name)                                                                       \
     "CREATE TABLE " name "("                                                                      \
     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"                                                     \
@@ -54,15 +56,26 @@
     " updated_ms INTEGER NOT NULL,"                                                               \
     " acked_ms INTEGER,"                                                                          \
     " finished_ms INTEGER,"                                                                       \
-    " push TEXT);"
+    " push TEXT,"                                                                                 \
+    " endpoint TEXT);"
 
 #define INTENTS_INDEXES                                                                           \
     "CREATE INDEX IF NOT EXISTS intents_state ON intents(state, seq);"                            \
     "CREATE INDEX IF NOT EXISTS intents_task ON intents(task_id);"
 
+/* The URLs an agent answers at (replicas addressed directly), in the
+ * order they are tried: url belongs to one agent; agent is the name the
+ * intents, the mode cache and the budget know it by (its first URL when it
+ * was first named); answered_ms is when the URL last answered, so that a
+ * call starts where the last one got through. */
+#define ENDPOINTS_TABLE                                                                           \
+    "CREATE TABLE endpoints("                                                                     \
+    " url TEXT PRIMARY KEY, agent TEXT NOT NULL, pos INTEGER NOT NULL, answered_ms INTEGER);"    \
+    "CREATE INDEX endpoints_agent ON endpoints(agent, pos);"
+
 /* A new file. */
 static const char schema_new[] =
-    INTENTS_TABLE("intents") INTENTS_INDEXES
+    INTENTS_TABLE("intents") INTENTS_INDEXES ENDPOINTS_TABLE
     "CREATE TABLE agents("
     " agent TEXT PRIMARY KEY, ext INTEGER NOT NULL, checked_ms INTEGER NOT NULL, a2a TEXT);"
     "CREATE TABLE budget("
@@ -89,6 +102,14 @@ static const char schema_v2[] = "ALTER TABLE intents ADD COLUMN push TEXT;";
  * '0.3'; NULL: read by an older once, taken as 1.0 until the card is read
  * again). */
 static const char schema_v3[] = "ALTER TABLE agents ADD COLUMN a2a TEXT;";
+
+/* Version 4 -> 5 (from 1, INTENTS_TABLE has the column already): every
+ * agent an older once wrote was one URL, its only endpoint. */
+static const char schema_v4_column[] = "ALTER TABLE intents ADD COLUMN endpoint TEXT;";
+static const char schema_v4[] =
+    ENDPOINTS_TABLE
+    "INSERT OR IGNORE INTO endpoints(url,agent,pos)"
+    " SELECT agent, agent, 0 FROM intents UNION SELECT agent, agent, 0 FROM agents;";
 
 int once__ob_fail(once__outbox *o, int src, const char *what)
 {
@@ -208,6 +229,10 @@ static int schema(once__outbox *o)
         rc = once__ob_exec(o, schema_v2);
     if (rc == ONCE_OK && v <= 3 && v >= 1)
         rc = once__ob_exec(o, schema_v3);
+    if (rc == ONCE_OK && v <= 4 && v >= 2)
+        rc = once__ob_exec(o, schema_v4_column);
+    if (rc == ONCE_OK && v <= 4 && v >= 1)
+        rc = once__ob_exec(o, schema_v4);
     if (rc == ONCE_OK && v != SCHEMA_VERSION)
         rc = once__ob_exec(o, "PRAGMA user_version=" ONCE__STR(SCHEMA_VERSION));
     return once__ob_end(o, rc);
@@ -344,30 +369,31 @@ static const char *stored_state(once_state st)
 }
 
 int once__outbox_ack(once__outbox *o, int64_t seq, const char *task_id, once_state st, int final,
-                     int64_t now)
+                     const char *endpoint, int64_t now)
 {
     final = final || once_state_terminal(st);
     once_intent_state to = final ? ONCE_INTENT_FINAL : ONCE_INTENT_ACKNOWLEDGED;
     return move(o, seq, to,
                 "UPDATE intents SET state=?, task_id=COALESCE(task_id, ?), task_state=?,"
                 " last_error=NULL, acked_ms=COALESCE(acked_ms, ?), updated_ms=?,"
-                " finished_ms=CASE WHEN ? THEN ? ELSE NULL END WHERE seq=?",
-                "sssiiiii", once_intent_state_name(to), task_id, stored_state(st), now, now,
-                (int64_t)final, now, seq);
+                " finished_ms=CASE WHEN ? THEN ? ELSE NULL END,"
+                " endpoint=COALESCE(?, endpoint) WHERE seq=?",
+                "sssiiiisi", once_intent_state_name(to), task_id, stored_state(st), now, now,
+                (int64_t)final, now, endpoint, seq);
 }
 
 int once__outbox_refuse(once__outbox *o, int64_t seq, const char *reason, once_state st,
-                        int64_t now)
+                        const char *endpoint, int64_t now)
 {
     return move(o, seq, ONCE_INTENT_REFUSED,
                 "UPDATE intents SET state='refused', refusal=?,"
-                " task_state=COALESCE(?, task_state), updated_ms=?, finished_ms=?"
-                " WHERE seq=?",
-                "ssiii", reason ? reason : "REFUSED", stored_state(st), now, now, seq);
+                " task_state=COALESCE(?, task_state), updated_ms=?, finished_ms=?,"
+                " endpoint=COALESCE(?, endpoint) WHERE seq=?",
+                "ssiisi", reason ? reason : "REFUSED", stored_state(st), now, now, endpoint, seq);
 }
 
 int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id, once_state st,
-                         int64_t now)
+                         const char *endpoint, int64_t now)
 {
     if (st == ONCE_STATE_UNKNOWN)
         return ONCE_OK;
@@ -375,10 +401,11 @@ int once__outbox_observe(once__outbox *o, const char *agent, const char *task_id
     return once__ob_run(o,
                         "UPDATE intents SET task_state=?, updated_ms=?,"
                         " state=CASE WHEN ? THEN 'final' ELSE state END,"
-                        " finished_ms=CASE WHEN ? THEN ? ELSE finished_ms END"
+                        " finished_ms=CASE WHEN ? THEN ? ELSE finished_ms END,"
+                        " endpoint=COALESCE(?, endpoint)"
                         " WHERE agent=? AND task_id=? AND state='acknowledged'",
-                        "siiiiss", once_state_name(st), now, (int64_t)final, (int64_t)final, now,
-                        agent, task_id);
+                        "siiiisss", once_state_name(st), now, (int64_t)final, (int64_t)final, now,
+                        endpoint, agent, task_id);
 }
 
 int once__outbox_abandon(once__outbox *o, const char *id, int64_t now, once_intent_fn fn,
@@ -452,6 +479,7 @@ static const struct row_string {
     {10, offsetof(once__intent_row, refusal), offsetof(once_intent, refusal)},
     {15, offsetof(once__intent_row, message), NO_VIEW},
     {16, offsetof(once__intent_row, push), NO_VIEW},
+    {17, offsetof(once__intent_row, endpoint), offsetof(once_intent, endpoint)},
 };
 #define NROW_STRINGS (sizeof row_strings / sizeof row_strings[0])
 
@@ -471,7 +499,7 @@ void once__intent_row_clear(once__intent_row *r)
 
 const char once__ob_columns[] =
     "seq,kind,agent,task_id,message_id,mode,state,task_state,attempts,last_error,refusal,"
-    "created_ms,updated_ms,acked_ms,finished_ms,message,push";
+    "created_ms,updated_ms,acked_ms,finished_ms,message,push,endpoint";
 
 void once__ob_row_view(sqlite3_stmt *q, once_intent *it)
 {
@@ -492,6 +520,7 @@ void once__ob_row_view(sqlite3_stmt *q, once_intent *it)
     it->updated_ms = sqlite3_column_int64(q, 12);
     it->acked_ms = sqlite3_column_int64(q, 13);
     it->finished_ms = sqlite3_column_int64(q, 14);
+    it->endpoint = (const char *)sqlite3_column_text(q, 17);
 }
 
 int once__outbox_load(once__outbox *o, int64_t seq, once__intent_row *row)

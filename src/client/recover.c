@@ -2,7 +2,10 @@
  * recover.c -- recovery of the outbox after a crash (once_client_recover):
  * pending intents are delivered again (same ID, same body, so the agent
  * replays what it already has); acknowledged ones are polled once with
- * GetTask and become final when their task is.
+ * GetTask and become final when their task is. Each goes to its agent's
+ * endpoints in turn (endpoints.c), so a replica that died does not hold
+ * its intents. The counts of states are read back from the outbox after
+ * each intent: what they say is what the outbox holds.
  */
 #include <string.h>
 
@@ -11,18 +14,10 @@
 static void count(once_recover_stats *st, int rc, const once_call_result *r, once__outbox *o,
                   int64_t seq)
 {
-    if (rc == ONCE_OK && r->outcome == ONCE_OUTCOME_REFUSED) {
-        st->refused++;
-        return;
-    }
-    if (r->outcome == ONCE_OUTCOME_EXHAUSTED) {
+    if (r->outcome == ONCE_OUTCOME_EXHAUSTED)
         st->exhausted++;
-        return;
-    }
-    if (rc != ONCE_OK) {
+    else if (rc != ONCE_OK && r->outcome != ONCE_OUTCOME_REFUSED)
         st->errors++;
-        return;
-    }
     once__intent_row now;
     if (once__outbox_load(o, seq, &now) == ONCE_OK) {
         if (now.it.state == ONCE_INTENT_FINAL)
@@ -31,20 +26,17 @@ static void count(once_recover_stats *st, int rc, const once_call_result *r, onc
             st->acknowledged++;
         else if (now.it.state == ONCE_INTENT_REFUSED)
             st->refused++;
+        else if (now.it.state == ONCE_INTENT_PENDING)
+            st->pending++;
     }
     once__intent_row_clear(&now);
 }
 
-static int recover_state(once_client *c, once_intent_state which, once_recover_fn fn, void *ctx,
-                         once_recover_stats *st)
+/* Handle the intents seqs that are still in state `which`. */
+static int recover_state(once_client *c, once_intent_state which, const int64_t *seqs, size_t n,
+                         once_recover_fn fn, void *ctx, once_recover_stats *st)
 {
-    int64_t *seqs;
-    size_t n;
-    int rc = once__outbox_seqs(c->outbox, which, &seqs, &n);
-    if (rc != ONCE_OK) {
-        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
-        return rc;
-    }
+    int rc = ONCE_OK;
     for (size_t i = 0; i < n && !once__client_stopped(c); i++) {
         once__intent_row row;
         rc = once__outbox_load(c->outbox, seqs[i], &row);
@@ -65,7 +57,7 @@ static int recover_state(once_client *c, once_intent_state which, once_recover_f
                 crc = once_client_get(c, row.agent, row.task_id, &r);
                 r.intent = row.it.seq;
                 if (crc == ONCE_OK && r.outcome == ONCE_OUTCOME_REFUSED)
-                    once__outbox_refuse(c->outbox, row.it.seq, r.reason, r.state,
+                    once__outbox_refuse(c->outbox, row.it.seq, r.reason, r.state, r.endpoint,
                                         once__client_now(c));
             }
             count(st, crc, &r, c->outbox, row.it.seq);
@@ -81,7 +73,6 @@ static int recover_state(once_client *c, once_intent_state which, once_recover_f
         once__intent_row_clear(&row);
         rc = ONCE_OK;
     }
-    once_free(seqs);
     return rc;
 }
 
@@ -91,9 +82,21 @@ int once_client_recover(once_client *c, once_recover_fn fn, void *ctx, once_reco
     if (st == NULL)
         st = &local;
     memset(st, 0, sizeof *st);
-    int rc = recover_state(c, ONCE_INTENT_PENDING, fn, ctx, st);
+    /* Both lists as they stand now: an intent re-sent here has its answer
+     * and is not polled again, so each is handled (and counted) once. */
+    int64_t *pending = NULL, *acked = NULL;
+    size_t np = 0, na = 0;
+    int rc = once__outbox_seqs(c->outbox, ONCE_INTENT_PENDING, &pending, &np);
     if (rc == ONCE_OK)
-        rc = recover_state(c, ONCE_INTENT_ACKNOWLEDGED, fn, ctx, st);
+        rc = once__outbox_seqs(c->outbox, ONCE_INTENT_ACKNOWLEDGED, &acked, &na);
+    if (rc != ONCE_OK)
+        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+    if (rc == ONCE_OK)
+        rc = recover_state(c, ONCE_INTENT_PENDING, pending, np, fn, ctx, st);
+    if (rc == ONCE_OK)
+        rc = recover_state(c, ONCE_INTENT_ACKNOWLEDGED, acked, na, fn, ctx, st);
+    once_free(pending);
+    once_free(acked);
     if (rc == ONCE_OK && once__client_stopped(c))
         rc = ONCE_ECANCELED;
     return rc;

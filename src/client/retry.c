@@ -8,7 +8,10 @@
  * at a non-retryable error, or when the attempts, the deadline (a sleep that
  * would cross it is not started) or the budget run out.
  * Invariant: the body of every attempt of one call is byte-identical (the
- * caller builds it once), so the server can recognise a retry.
+ * caller builds it once), so the server can recognise a retry, whichever
+ * of the agent's endpoints it reaches: an attempt that finds its endpoint
+ * unreachable or unavailable hands the next one to the agent's next
+ * endpoint (endpoints.c), under the same attempts, backoff and budget.
  */
 #include <stdio.h>
 #include <string.h>
@@ -52,10 +55,21 @@ static const struct {
     [ONCE__INTERRUPTED] = {ONCE_OUTCOME_INTERRUPTED, ONCE_ECANCELED},
 };
 
-static int run(once_client *c, const char *agent, int64_t intent, once__attempt_fn fn, void *ctx,
+/* The URL in use answered: the agent's next call starts there, and r says
+ * which one it was. */
+static int answered(once_client *c, const once__agent *ag, once_call_result *r)
+{
+    once__agent_answered(c, ag);
+    once_free(r->endpoint);
+    r->endpoint = once_strdup(once__agent_url(ag));
+    return r->endpoint != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
+
+static int run(once_client *c, once__agent *ag, int64_t intent, once__attempt_fn fn, void *ctx,
                once_call_result *r)
 {
     const once_retry_policy *p = &c->retry;
+    const char *agent = ag->name;
     int64_t start = once__client_now(c);
     int64_t deadline = start + (p->deadline_ms > 0 ? p->deadline_ms : INT64_MAX / 4);
     unsigned max = p->max_attempts > 0 ? p->max_attempts : 1;
@@ -80,12 +94,15 @@ static int run(once_client *c, const char *agent, int64_t intent, once__attempt_
         once__attempt a = {.timeout_ms = p->attempt_timeout_ms > 0 && p->attempt_timeout_ms < deadline - now
                                              ? p->attempt_timeout_ms
                                              : deadline - now,
+                           .url = once__agent_url(ag),
                            .verdict = ONCE__ERROR,
                            .retry_after_ms = -1};
         r->attempts = ++attempt;
         rc = fn(c, ctx, &a, r);
         now = once__client_now(c);
         r->elapsed_ms = now - start;
+        if (rc == ONCE_OK && a.answered)
+            rc = answered(c, ag, r);
         if (rc != ONCE_OK)
             return rc;
         if (a.verdict != ONCE__RETRY) {
@@ -96,6 +113,10 @@ static int run(once_client *c, const char *agent, int64_t intent, once__attempt_
             once__outbox_error(c->outbox, intent, r->error, now);
         if (attempt >= max)
             return exhausted(r, "ATTEMPTS_EXHAUSTED", attempt);
+        if (a.failover && ag->n > 1) {
+            once__agent_next(ag);
+            a.retry_after_ms = -1;   /* the failed endpoint's wish, not the next one's */
+        }
         int64_t delay;
         if ((rc = once__backoff_delay(p, attempt - 1, c->rng, &delay)) != ONCE_OK)
             return rc;
@@ -121,11 +142,11 @@ static int run(once_client *c, const char *agent, int64_t intent, once__attempt_
     }
 }
 
-int once__retry_run(once_client *c, const char *agent, int64_t intent, once__attempt_fn fn,
+int once__retry_run(once_client *c, once__agent *ag, int64_t intent, once__attempt_fn fn,
                     void *ctx, once_call_result *r)
 {
     c->errmsg[0] = '\0';
-    int rc = run(c, agent, intent, fn, ctx, r);
+    int rc = run(c, ag, intent, fn, ctx, r);
     if (rc != ONCE_OK && r->outcome == ONCE_OUTCOME_OK) {
         /* A hard failure (outbox, memory) ended the call: never report it
          * as an answer. */
@@ -152,7 +173,8 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
 {
     /* An A2A 0.3 agent (its card says so): the same call under 0.3's
      * method name and shapes (card.c). */
-    const once__v03_call *m03 = once__agent_v03(c, q->agent) ? once__v03_call_of(q->method) : NULL;
+    const once__v03_call *m03 =
+        once__agent_v03(c, q->agent, a->url) ? once__v03_call_of(q->method) : NULL;
     const char *method = m03 != NULL ? m03->v03 : q->method;
     char *conv = m03 != NULL && m03->params_out ? params03(q->params, m03->params_out) : NULL;
     if (m03 != NULL && m03->params_out && conv == NULL)
@@ -175,7 +197,7 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
         return ONCE_ERROR;
     }
     once__http_req hq = {.method = "POST",
-                         .url = q->agent,
+                         .url = a->url,
                          .body = body,
                          .len = (size_t)blen,
                          .token = c->token,
@@ -198,11 +220,16 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
     }
     if (rc != ONCE_OK) {
         a->verdict = once__http_failure_verdict(&hr);
-        once__result_set_error(r, "%s%s", hr.timed_out ? "timeout: " : "", hr.error);
+        a->failover = a->verdict == ONCE__RETRY;
+        once__result_set_error(r, "%s: %s%s", a->url, hr.timed_out ? "timeout: " : "", hr.error);
         once__http_resp_clear(&hr);
         return ONCE_OK;
     }
     q->answered = 1;
+    /* A gateway's or a draining replica's 5xx is its endpoint's trouble,
+     * not the agent's answer: another replica may take the call. */
+    a->failover = hr.status == 502 || hr.status == 503 || hr.status == 504;
+    a->answered = !a->failover;
     if (hr.retry_after[0] != '\0') {
         int64_t ms;
         if (once__retry_after_parse(hr.retry_after, once__client_now(c), &ms) == ONCE_OK)

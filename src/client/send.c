@@ -43,9 +43,9 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
     if (once__outbox_mode_get(c->outbox, agent, now - ONCE__CARD_TTL_MS, ext, &v03) == ONCE_OK)
         return ONCE_OK;
     char url[2048];
-    if (once__card_url(agent, url, sizeof url) != ONCE_OK) {
+    if (once__card_url(a->url, url, sizeof url) != ONCE_OK) {
         a->verdict = ONCE__ERROR;
-        once__result_set_error(r, "not an http(s) URL: %s", agent);
+        once__result_set_error(r, "not an http(s) URL: %s", a->url);
         return ONCE_EINVAL;
     }
     once__http_req q = once__client_get(c, url, a->timeout_ms);
@@ -56,7 +56,8 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
     r->http_status = (int)h.status;
     if (rc != ONCE_OK || h.status == 429 || h.status >= 500) {
         a->verdict = rc != ONCE_OK ? once__http_failure_verdict(&h) : ONCE__RETRY;
-        once__result_set_error(r, "agent card: %s%s", h.timed_out ? "timeout: " : "",
+        a->failover = a->verdict == ONCE__RETRY && h.status != 429;
+        once__result_set_error(r, "%s: agent card: %s%s", a->url, h.timed_out ? "timeout: " : "",
                                rc != ONCE_OK ? h.error : "server error");
         if (h.retry_after[0] != '\0') {
             int64_t ms;
@@ -162,14 +163,23 @@ static int hopeless(const once_call_result *r)
            strcmp(r->reason, "EXTENSION_UNSUPPORTED") == 0;
 }
 
-/* Deliver the intent at row (pending) and record the answer. */
+/* Deliver the intent at row (pending), through any of its agent's
+ * endpoints, and record the answer. */
 static int deliver(once_client *c, const once__intent_row *row, int user_id, once_call_result *r)
 {
     send_call s = {.row = row, .user_id = user_id, .ext = -1, .seq = row->it.seq};
     r->intent = row->it.seq;
     if (row->task_id != NULL && r->task_id[0] == '\0')
         once__strlcpy(r->task_id, row->task_id, sizeof r->task_id);
-    int rc = once__retry_run(c, row->agent, row->it.seq, send_attempt, &s, r);
+    once__agent ag;
+    int rc = once__agent_open(c, row->agent, 0, &ag);
+    if (rc != ONCE_OK) {
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "%s", c->errmsg);
+        return rc;
+    }
+    rc = once__retry_run(c, &ag, row->it.seq, send_attempt, &s, r);
+    once__agent_close(&ag);
     once_free(s.params); /* json_dumps allocates through once_malloc */
     int64_t now = once__client_now(c);
     int orc = ONCE_OK;
@@ -180,14 +190,14 @@ static int deliver(once_client *c, const once__intent_row *row, int user_id, onc
             rc = ONCE_EIO;
         } else {
             orc = once__outbox_ack(c->outbox, row->it.seq, r->task_id[0] ? r->task_id : NULL,
-                                   r->state, r->is_message, now);
+                                   r->state, r->is_message, r->endpoint, now);
         }
     } else if (rc == ONCE_OK && r->outcome == ONCE_OUTCOME_REFUSED) {
         orc = once__outbox_refuse(c->outbox, row->it.seq, r->reason[0] ? r->reason : NULL,
-                                  r->state, now);
+                                  r->state, r->endpoint, now);
     } else if (r->outcome == ONCE_OUTCOME_ERROR && hopeless(r)) {
         orc = once__outbox_refuse(c->outbox, row->it.seq, r->reason[0] ? r->reason : "INVALID",
-                                  ONCE_STATE_UNKNOWN, now);
+                                  ONCE_STATE_UNKNOWN, r->endpoint, now);
     } else if (r->error != NULL) {
         once__outbox_error(c->outbox, row->it.seq, r->error, now);
     }
@@ -205,20 +215,29 @@ int once__client_deliver(once_client *c, const once__intent_row *row, once_call_
     return deliver(c, row, 0, r);
 }
 
-/* Write an intent and deliver it. */
+/* Write an intent and deliver it. agent: the URLs the caller named, stored
+ * as the agent's endpoints; the intent keeps the agent's name. */
 static int add_and_deliver(once_client *c, const char *kind, const char *agent, const char *task_id,
                            const char *message_id, json_t *msg, const char *push, int user_id,
                            once_call_result *r)
 {
-    char *text = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (text == NULL)
-        return ONCE_ENOMEM;
+    c->errmsg[0] = '\0';
+    once__agent ag;
+    int rc = once__agent_open(c, agent, 1, &ag);
+    char *text = rc == ONCE_OK ? json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     int64_t seq = 0;
-    int rc = once__outbox_add(c->outbox, kind, agent, task_id, message_id, text, push,
+    if (rc == ONCE_OK && text == NULL)
+        rc = ONCE_ENOMEM;
+    if (rc == ONCE_OK)
+        rc = once__outbox_add(c->outbox, kind, ag.name, task_id, message_id, text, push,
                               once__client_now(c), &seq);
     once_free(text); /* json_dumps allocates through once_malloc */
+    once__agent_close(&ag);
+    if (rc == ONCE_ENOMEM)
+        return rc;
     if (rc != ONCE_OK) {
-        once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
+        if (c->errmsg[0] == '\0')
+            once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
         r->outcome = ONCE_OUTCOME_ERROR;
         once__result_set_error(r, "%s", c->errmsg);
         return rc;
@@ -283,15 +302,25 @@ static int build_message(const char *message_id, const char *task_id, const char
 /* An agent URL that can never be reached is refused before the outbox
  * holds an intent for it: such an intent could only stay pending. what
  * names the URL in the message ("" for the agent's). */
-static int bad_url(const char *url, const char *what, once_call_result *r)
+static int refuse_url(const char *what, const char *why, once_call_result *r)
 {
-    char why[600];
-    if (once__agent_url_check(url, why, sizeof why) == ONCE_OK)
-        return 0;
     r->outcome = ONCE_OUTCOME_ERROR;
     snprintf(r->reason, sizeof r->reason, "INVALID_URL");
     once__result_set_error(r, "%s%s", what, why);
     return 1;
+}
+
+static int bad_url(const char *url, const char *what, once_call_result *r)
+{
+    char why[600];
+    return once__agent_url_check(url, why, sizeof why) != ONCE_OK && refuse_url(what, why, r);
+}
+
+/* The agent: one URL or several (its replicas), each checked. */
+static int bad_agent(const char *spec, once_call_result *r)
+{
+    char why[600];
+    return once__agent_spec_check(spec, why, sizeof why) != ONCE_OK && refuse_url("", why, r);
 }
 
 /* The TaskPushNotificationConfig of a send, as JSON text (once_free), or
@@ -313,7 +342,7 @@ int once_client_send(once_client *c, const once_send_spec *s, once_call_result *
 {
     memset(r, 0, sizeof *r);
     char id[ONCE_ID_MAX + 1];
-    if (bad_url(s->agent, "", r))
+    if (bad_agent(s->agent, r))
         return ONCE_EINVAL;
     if (s->task_id != NULL) {
         if (!once_id_valid(s->task_id)) {
@@ -348,7 +377,7 @@ int once_client_continue(once_client *c, const char *agent, const char *task_id,
                          const char *parts_json, once_call_result *r)
 {
     memset(r, 0, sizeof *r);
-    if (bad_url(agent, "", r))
+    if (bad_agent(agent, r))
         return ONCE_EINVAL;
     if (task_id == NULL || !once_id_valid(task_id)) {
         r->outcome = ONCE_OUTCOME_ERROR;

@@ -159,14 +159,14 @@ static void classify_answer(once_client *c, conn *k, const once__http_resp *h)
     json_decref(doc);
 }
 
-int once__stream_subscribe(once_client *c, const char *agent, const char *task_id, int64_t after,
-                           int64_t timeout_ms, once__stream_event_fn fn, void *ctx,
-                           once__stream_out *out)
+int once__stream_subscribe(once_client *c, const char *agent, const char *url,
+                           const char *task_id, int64_t after, int64_t timeout_ms,
+                           once__stream_event_fn fn, void *ctx, once__stream_out *out)
 {
     memset(out, 0, sizeof *out);
     out->retry_after_ms = -1;
     /* An A2A 0.3 agent: its name for it, its events converted (on_event). */
-    int v03 = once__agent_v03(c, agent);
+    int v03 = once__agent_v03(c, agent, url);
     json_t *req = json_pack("{s:s,s:i,s:s,s:{s:s}}", "jsonrpc", "2.0", "id", 1, "method",
                             v03 ? "tasks/resubscribe" : "SubscribeToTask", "params", "id", task_id);
     char *body = req ? json_dumps(req, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -178,7 +178,7 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
     conn k = {.out = out, .fn = fn, .ctx = ctx, .v03 = v03};
     once__sse_init(&k.sse, ONCE__HTTP_MAX_BODY, on_event, &k);
     once__http_req q = {.method = "POST",
-                        .url = agent,
+                        .url = url,
                         .body = body,
                         .len = strlen(body),
                         .token = c->token,
@@ -212,7 +212,7 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *task_i
     } else if (rc != ONCE_OK) {
         out->conn = ONCE__CONN_RETRY;
         out->timed_out = h.timed_out;
-        snprintf(out->error, sizeof out->error, "SubscribeToTask: %s%s",
+        snprintf(out->error, sizeof out->error, "SubscribeToTask at %.200s: %s%.250s", url,
                  h.timed_out ? "timeout: " : "", h.error);
         rc = ONCE_OK;
     } else {

@@ -17,6 +17,11 @@
  * answers without a stream, or closes one in good order with nothing new,
  * is polled from then on.
  *
+ * Replicas: a connection that fails, or a stream that is cut, hands the
+ * next connection to the agent's next endpoint (endpoints.c), resumed by
+ * the same Last-Event-ID: replicas sharing a store number a task's events
+ * alike. Each GetTask fails over the same way (retry.c).
+ *
  * Polling: the interval doubles from 100 ms to 2 s while nothing changes
  * and drops back to 100 ms on every change; each interval is jittered in
  * [i/2, i] so many waiters do not poll in lockstep. Each poll is a call
@@ -45,6 +50,7 @@ typedef struct follow {
     unsigned attempts;           /* connections and GetTask attempts */
     unsigned conn_events;        /* new events on the current connection */
     json_t *last;                /* the last streamed event's body */
+    once__agent ag;              /* the agent's endpoints; the stream's is ag's in use */
 } follow;
 
 static void take(once_call_result *dst, once_call_result *src)
@@ -181,18 +187,18 @@ static int follow_poll(follow *f, int sleep_first)
  * Streaming.
  */
 
-/* Does the agent's card say capabilities.streaming? Anything unreadable
- * means no: polling works with every agent. */
-static int agent_streams(once_client *c, const char *agent)
+/* Does the card at this endpoint say capabilities.streaming? -1 when it
+ * cannot be read, 0 when it says no or cannot be parsed. */
+static int card_streams(once_client *c, const char *endpoint)
 {
     char url[2048];
-    if (once__card_url(agent, url, sizeof url) != ONCE_OK)
-        return 0;
+    if (once__card_url(endpoint, url, sizeof url) != ONCE_OK)
+        return -1;
     once__http_req q = once__client_get(c, url, c->retry.attempt_timeout_ms);
     once__http_resp h;
     if (once__http_do(&q, &h) != ONCE_OK || h.status != 200 || h.body == NULL) {
         once__http_resp_clear(&h);
-        return 0;
+        return -1;
     }
     json_t *card = NULL;
     (void)once__json_loadb(h.body, h.len, 0, &card, NULL); /* unread: poll instead */
@@ -200,6 +206,20 @@ static int agent_streams(once_client *c, const char *agent)
     json_decref(card);
     once__http_resp_clear(&h);
     return yes;
+}
+
+/* Does the agent stream? Its endpoints are asked in turn until one's card
+ * is read (that one is then in use). Anything unreadable means no: polling
+ * works with every agent. */
+static int agent_streams(once_client *c, once__agent *ag)
+{
+    for (size_t i = 0; i < ag->n && !once__client_stopped(c); i++) {
+        int yes = card_streams(c, once__agent_url(ag));
+        if (yes >= 0)
+            return yes;
+        once__agent_next(ag);
+    }
+    return 0;
 }
 
 static int on_stream_event(void *ctx, int64_t gen, const json_t *result, once__end *end)
@@ -257,8 +277,8 @@ static int end_terminal(follow *f)
     f->r->outcome = ONCE_OUTCOME_OK;
     f->r->state = f->state;
     f->r->json = f->last ? json_dumps(f->last, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    once__outbox_observe(f->c->outbox, f->w->agent, f->w->task_id, f->state,
-                         once__client_now(f->c));
+    once__outbox_observe(f->c->outbox, f->ag.name, f->w->task_id, f->state,
+                         once__agent_url(&f->ag), once__client_now(f->c));
     return finish(f, ONCE_OK);
 }
 
@@ -299,7 +319,7 @@ static int follow_stream(follow *f)
     const once_retry_policy *p = &c->retry;
     unsigned max = p->max_attempts > 0 ? p->max_attempts : 1;
     unsigned failures = 0;
-    int rc = once__outbox_budget(c->outbox, f->w->agent, 0, p, once__client_now(c), NULL, NULL);
+    int rc = once__outbox_budget(c->outbox, f->ag.name, 0, p, once__client_now(c), NULL, NULL);
     if (rc != ONCE_OK) {
         once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
         return finish(f, rc);
@@ -315,8 +335,8 @@ static int follow_stream(follow *f)
         }
         f->conn_events = 0;
         once__stream_out out;
-        rc = once__stream_subscribe(c, f->w->agent, f->w->task_id, f->gen, left, on_stream_event,
-                                    f, &out);
+        rc = once__stream_subscribe(c, f->ag.name, once__agent_url(&f->ag), f->w->task_id, f->gen,
+                                    left, on_stream_event, f, &out);
         f->attempts++;
         if (rc != ONCE_OK) {
             f->r->outcome = ONCE_OUTCOME_ERROR;
@@ -328,6 +348,7 @@ static int follow_stream(follow *f)
         if (out.conn == ONCE__CONN_UNSUPPORTED)
             return follow_poll(f, 0);
         if (out.conn == ONCE__CONN_STREAM) {
+            once__agent_answered(c, &f->ag);
             if (out.end == ONCE__END_TERMINAL)
                 return end_terminal(f);
             if (out.end == ONCE__END_MESSAGE)
@@ -344,6 +365,8 @@ static int follow_stream(follow *f)
                 return wait_timeout(f);
             if (f->conn_events > 0 || out.idle) {
                 failures = 0;   /* progress: resume at once */
+                if (!out.clean)
+                    once__agent_next(&f->ag);   /* cut: its replica may be going away */
                 continue;
             }
             if (out.clean && out.end == ONCE__END_OPEN)
@@ -363,13 +386,15 @@ static int follow_stream(follow *f)
         int64_t delay;
         if ((rc = once__backoff_delay(p, failures - 1, c->rng, &delay)) != ONCE_OK)
             return finish(f, rc);
-        if (out.retry_after_ms > delay)
+        if (f->ag.n > 1)
+            once__agent_next(&f->ag);   /* the failed endpoint's Retry-After is its own */
+        else if (out.retry_after_ms > delay)
             delay = out.retry_after_ms;
         int64_t now = once__client_now(c);
         if (f->w->timeout_ms > 0 && now + delay > f->start + f->w->timeout_ms)
             delay = f->start + f->w->timeout_ms - now;
         int allowed = 0;
-        rc = once__outbox_budget(c->outbox, f->w->agent, 1, p, now, &allowed, NULL);
+        rc = once__outbox_budget(c->outbox, f->ag.name, 1, p, now, &allowed, NULL);
         if (rc != ONCE_OK) {
             once__client_seterr(c, "%s", once__outbox_errmsg(c->outbox));
             return finish(f, rc);
@@ -396,7 +421,12 @@ int once_client_follow(once_client *c, const once_wait_spec *w, once_call_result
         return ONCE_EINVAL;
     }
     follow f = {.c = c, .w = w, .r = r, .start = once__client_now(c)};
-    int rc;
+    int rc = once__agent_open(c, w->agent, 0, &f.ag);
+    if (rc != ONCE_OK) {
+        r->outcome = ONCE_OUTCOME_ERROR;
+        once__result_set_error(r, "%s", c->errmsg);
+        return rc;
+    }
     if (w->after_generation > 0) {
         f.gen = w->after_generation;
         f.state = w->state;
@@ -404,21 +434,22 @@ int once_client_follow(once_client *c, const once_wait_spec *w, once_call_result
     } else {
         once_call_result g;
         rc = get(&f, &g);
-        if (rc != ONCE_OK || g.outcome != ONCE_OUTCOME_OK) {
-            take(r, &g);
+        int done = rc != ONCE_OK || g.outcome != ONCE_OUTCOME_OK;
+        if (!done)
+            report_task(&f, &g);
+        done = done || done_state(g.state);
+        take(r, &g);
+        if (done) {
+            once__agent_close(&f.ag);
             return finish(&f, rc);
         }
-        report_task(&f, &g);
-        int done = done_state(g.state);
-        take(r, &g);
-        if (done)
-            return finish(&f, ONCE_OK);
     }
-    if (!w->poll && agent_streams(c, w->agent))
+    if (!w->poll && agent_streams(c, &f.ag))
         rc = follow_stream(&f);
     else
         rc = follow_poll(&f, w->after_generation <= 0);
     json_decref(f.last);
+    once__agent_close(&f.ag);
     return rc;
 }
 

@@ -143,6 +143,19 @@ def wait_finished(srv, ids):
     wait_until(finished, timeout=20, what="every task to finish")
 
 
+def run_client_tests(tests, tools=()):
+    """The main of a client test program: the binaries it needs must be
+    built; the client's scratch folder goes when it ends."""
+    for exe in (ONCE,) + tuple(tools):
+        if not os.path.exists(exe):
+            print("FAIL: %s is missing (build first)" % exe, file=sys.stderr)
+            sys.exit(1)
+    try:
+        run(tests)
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+
+
 # ---------------------------------------------------------------------------
 
 def test_response_loss_converges():

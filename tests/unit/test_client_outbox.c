@@ -7,8 +7,10 @@
  * acknowledged intent of it; prune removes only finished intents older than
  * the age; abandon ends pending and acknowledged intents (by task or
  * message ID), refuses finished ones and unknown IDs, and a sender can no
- * longer attempt an abandoned intent; version 1 and 2 files are upgraded in
- * place, their intents and sequence kept; an intent keeps its push config.
+ * longer attempt an abandoned intent; version 1, 2 and 4 files are upgraded
+ * in place, their intents and sequence kept, each agent URL they name
+ * becoming that agent's one endpoint; an intent keeps its push config and
+ * records the endpoint that answered.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 #include <cmocka.h>
 
 #include "client/client_int.h"
+#include "client/outbox_int.h"
 
 static const char *const MSG = "{\"messageId\":\"m\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"x\"}]}";
 
@@ -129,15 +132,15 @@ static void test_lifecycle_survives_reopen(void **state)
     assert_int_equal(once__outbox_set_mode(f->o, seq, 0, 1005, &ext), ONCE_OK);
     assert_int_equal(ext, 1);
 
-    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, 1010), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, NULL, 1010), ONCE_OK);
     assert_int_equal(state_of(f->o, seq), ONCE_INTENT_ACKNOWLEDGED);
     /* An acknowledged intent is never sent again. */
     assert_int_equal(once__outbox_attempt(f->o, seq, 1011), ONCE_EILLEGAL);
 
-    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_INPUT_REQUIRED, 1020),
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_INPUT_REQUIRED, NULL, 1020),
                      ONCE_OK);
     assert_int_equal(state_of(f->o, seq), ONCE_INTENT_ACKNOWLEDGED);
-    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_COMPLETED, 1030), ONCE_OK);
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T1", ONCE_STATE_COMPLETED, NULL, 1030), ONCE_OK);
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
     assert_int_equal(r.it.state, ONCE_INTENT_FINAL);
     assert_int_equal(r.it.task_state, ONCE_STATE_COMPLETED);
@@ -147,8 +150,8 @@ static void test_lifecycle_survives_reopen(void **state)
     once__intent_row_clear(&r);
 
     /* Final is final. */
-    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, 1040), ONCE_EILLEGAL);
-    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, 1040),
+    assert_int_equal(once__outbox_ack(f->o, seq, "T1", ONCE_STATE_WORKING, 0, NULL, 1040), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, NULL, 1040),
                      ONCE_EILLEGAL);
     assert_int_equal(once__outbox_attempt(f->o, seq, 1040), ONCE_EILLEGAL);
     assert_int_equal(state_of(f->o, seq), ONCE_INTENT_FINAL);
@@ -159,19 +162,19 @@ static void test_refused_is_final(void **state)
     fx *f = *state;
     int64_t seq;
     assert_int_equal(once__outbox_add(f->o, "continue", "http://a/", "T2", "M2", MSG, NULL, 1, &seq), ONCE_OK);
-    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, 2), ONCE_OK);
+    assert_int_equal(once__outbox_refuse(f->o, seq, "TASK_TERMINAL", ONCE_STATE_COMPLETED, NULL, 2), ONCE_OK);
     once__intent_row r;
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
     assert_int_equal(r.it.state, ONCE_INTENT_REFUSED);
     assert_string_equal(r.it.refusal, "TASK_TERMINAL");
     assert_int_equal(r.it.task_state, ONCE_STATE_COMPLETED);
     once__intent_row_clear(&r);
-    assert_int_equal(once__outbox_ack(f->o, seq, "T2", ONCE_STATE_COMPLETED, 0, 3), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_ack(f->o, seq, "T2", ONCE_STATE_COMPLETED, 0, NULL, 3), ONCE_EILLEGAL);
     assert_int_equal(once__outbox_attempt(f->o, seq, 3), ONCE_EILLEGAL);
     /* Observing the task does not touch a refused intent. */
-    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T2", ONCE_STATE_CANCELED, 4), ONCE_OK);
+    assert_int_equal(once__outbox_observe(f->o, "http://a/", "T2", ONCE_STATE_CANCELED, NULL, 4), ONCE_OK);
     assert_int_equal(state_of(f->o, seq), ONCE_INTENT_REFUSED);
-    assert_int_equal(once__outbox_ack(f->o, 999999, "x", ONCE_STATE_WORKING, 0, 5), ONCE_ENOTFOUND);
+    assert_int_equal(once__outbox_ack(f->o, 999999, "x", ONCE_STATE_WORKING, 0, NULL, 5), ONCE_ENOTFOUND);
 }
 
 static void test_terminal_answer_goes_straight_to_final(void **state)
@@ -179,11 +182,11 @@ static void test_terminal_answer_goes_straight_to_final(void **state)
     fx *f = *state;
     int64_t s1, s2;
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T3", "T3", MSG, NULL, 1, &s1), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, s1, "T3", ONCE_STATE_COMPLETED, 0, 2), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, s1, "T3", ONCE_STATE_COMPLETED, 0, NULL, 2), ONCE_OK);
     assert_int_equal(state_of(f->o, s1), ONCE_INTENT_FINAL);
     /* A direct Message answer is final too, whatever the state. */
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "T4", "T4", MSG, NULL, 1, &s2), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, s2, NULL, ONCE_STATE_UNKNOWN, 1, 2), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, s2, NULL, ONCE_STATE_UNKNOWN, 1, NULL, 2), ONCE_OK);
     assert_int_equal(state_of(f->o, s2), ONCE_INTENT_FINAL);
 }
 
@@ -202,7 +205,7 @@ static void test_plain_mode_learns_the_task_id(void **state)
     assert_string_equal(r.message_id, "01MINTED"); /* the minted ID lives on */
     assert_string_equal(r.mode, "plain");
     once__intent_row_clear(&r);
-    assert_int_equal(once__outbox_ack(f->o, seq, "server-id", ONCE_STATE_SUBMITTED, 0, 3), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, seq, "server-id", ONCE_STATE_SUBMITTED, 0, NULL, 3), ONCE_OK);
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
     assert_string_equal(r.task_id, "server-id");
     once__intent_row_clear(&r);
@@ -233,10 +236,10 @@ static void test_prune_and_list(void **state)
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F1", "F1", MSG, NULL, 10, &fin_old), ONCE_OK);
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F2", "F2", MSG, NULL, 10, &fin_new), ONCE_OK);
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "R", "R", MSG, NULL, 10, &ref_old), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, 20), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, fin_old, "F1", ONCE_STATE_FAILED, 0, 100), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, fin_new, "F2", ONCE_STATE_COMPLETED, 0, 5000), ONCE_OK);
-    assert_int_equal(once__outbox_refuse(f->o, ref_old, "TASK_EXPIRED", ONCE_STATE_UNKNOWN, 200), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, NULL, 20), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin_old, "F1", ONCE_STATE_FAILED, 0, NULL, 100), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin_new, "F2", ONCE_STATE_COMPLETED, 0, NULL, 5000), ONCE_OK);
+    assert_int_equal(once__outbox_refuse(f->o, ref_old, "TASK_EXPIRED", ONCE_STATE_UNKNOWN, NULL, 200), ONCE_OK);
 
     seen s = {0};
     assert_int_equal(once__outbox_list(f->o, ONCE_INTENT_FINAL, collect, &s), ONCE_OK);
@@ -290,9 +293,9 @@ static void test_abandon(void **state)
     int ext = 1;
     assert_int_equal(once__outbox_set_mode(f->o, plain, 0, 11, &ext), ONCE_OK);
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "A", "A", MSG, NULL, 10, &ack), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, 20), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, ack, "A", ONCE_STATE_WORKING, 0, NULL, 20), ONCE_OK);
     assert_int_equal(once__outbox_add(f->o, "send", "http://a/", "F", "F", MSG, NULL, 10, &fin), ONCE_OK);
-    assert_int_equal(once__outbox_ack(f->o, fin, "F", ONCE_STATE_COMPLETED, 0, 20), ONCE_OK);
+    assert_int_equal(once__outbox_ack(f->o, fin, "F", ONCE_STATE_COMPLETED, 0, NULL, 20), ONCE_OK);
 
     unsigned n = 99;
     seen s = {0};
@@ -315,7 +318,7 @@ static void test_abandon(void **state)
 
     /* A sender that still holds the intent can neither send nor record it. */
     assert_int_equal(once__outbox_attempt(f->o, pend, 40), ONCE_EILLEGAL);
-    assert_int_equal(once__outbox_ack(f->o, pend, "P", ONCE_STATE_WORKING, 0, 40), ONCE_EILLEGAL);
+    assert_int_equal(once__outbox_ack(f->o, pend, "P", ONCE_STATE_WORKING, 0, NULL, 40), ONCE_EILLEGAL);
     int64_t *seqs;
     size_t k;
     assert_int_equal(once__outbox_seqs(f->o, ONCE_INTENT_PENDING, &seqs, &k), ONCE_OK);
@@ -329,8 +332,8 @@ static void test_abandon(void **state)
 }
 
 /* An outbox as an older schema wrote it (version 1: no 'abandoned'; 2: no
- * push column), holding intent 7 (pending, 3 attempts) and a sequence that
- * already handed out 9. */
+ * push column; 4: no endpoints), holding intent 7 (pending, 3 attempts) and
+ * a sequence that already handed out 9. */
 static void old_file(fx *f, int version)
 {
     once__outbox_close(f->o);
@@ -357,8 +360,14 @@ static void old_file(fx *f, int version)
              "INSERT INTO intents(seq,kind,agent,task_id,message_id,message,state,"
              " created_ms,updated_ms) VALUES(9,'send','http://a/','T9','T9','{}','pending',1,2);"
              "DELETE FROM intents WHERE seq=9;"
+             "%s%s"
              "PRAGMA user_version=%d;",
-             version >= 2 ? ",'abandoned'" : "", version);
+             version >= 2 ? ",'abandoned'" : "",
+             version >= 3 ? "ALTER TABLE intents ADD COLUMN push TEXT;" : "",
+             version >= 4 ? "ALTER TABLE agents ADD COLUMN a2a TEXT;"
+                            "INSERT INTO agents VALUES('http://card-only/',1,1,'1.0');"
+                          : "",
+             version);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
@@ -388,6 +397,24 @@ static void check_upgraded(fx *f)
     assert_int_equal(seq, 10);   /* 9 was handed out before (then pruned) */
     assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
     assert_string_equal(r.push, "{\"url\":\"http://h/\"}");
+    assert_null(r.endpoint);
+    once__intent_row_clear(&r);
+
+    /* The old agent URL is its agent's one endpoint, and an answer
+     * records the endpoint it came from. */
+    sqlite3_stmt *q;
+    assert_int_equal(once__ob_one(f->o, &q, "SELECT agent, pos FROM endpoints WHERE url=?", "s",
+                                  "http://a/"),
+                     ONCE_OK);
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "http://a/");
+    assert_int_equal(sqlite3_column_int(q, 1), 0);
+    sqlite3_finalize(q);
+    assert_int_equal(once__outbox_ack(f->o, seq, "T", ONCE_STATE_WORKING, 0, "http://b/", 7),
+                     ONCE_OK);
+    assert_int_equal(once__outbox_load(f->o, seq, &r), ONCE_OK);
+    assert_string_equal(r.endpoint, "http://b/");
+    assert_string_equal(r.it.endpoint, "http://b/");
+    assert_string_equal(r.agent, "http://a/");
     once__intent_row_clear(&r);
 
     /* Opening it again finds it up to date and changes nothing. */
@@ -408,6 +435,22 @@ static void test_upgrade_from_v2(void **state)
     check_upgraded(*state);
 }
 
+static void test_upgrade_from_v4(void **state)
+{
+    fx *f = *state;
+    old_file(f, 4);
+    check_upgraded(f);
+    /* An agent only the card cache knew is an agent with one endpoint too. */
+    sqlite3_stmt *q;
+    assert_int_equal(once__ob_one(f->o, &q, "SELECT agent FROM endpoints WHERE url=?", "s",
+                                  "http://card-only/"),
+                     ONCE_OK);
+    sqlite3_finalize(q);
+    int ext = 0, v03 = 1;
+    assert_int_equal(once__outbox_mode_get(f->o, "http://card-only/", 0, &ext, &v03), ONCE_OK);
+    assert_true(ext && !v03);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +464,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_from_v4, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
