@@ -7,7 +7,10 @@
 // question the agent asks, the follow-up that answers it, and the 73-hour
 // clock jump past --retention. At each point it checks what the pages show:
 // the list, the task's state, fence, step, side-effect key, generations and
-// events, the retention deadlines, the expired state; that the open task
+// events, the retention deadlines, the expired state; that the page reads
+// as the story (the timeline above the record, the user's question and
+// answer quoted in their rows, the time since the row before, a line on
+// fence, version and generation); that the open task
 // page follows the task by itself (its script's stream, SubscribeToTask
 // under /inspect as the signed-in principal) without a reload; that the
 // login cookie is a session no script can read, holding no token; that every page carries the CSP and that the browser
@@ -20,7 +23,9 @@
 // appears, A frozen with SIGSTOP, B taking the task over (fence 2), A's late
 // output refused after SIGCONT. B's task page (B never ran the first turn)
 // must show the takeover from A at fence 1 to B at fence 2 and A's refused
-// write naming its fence 1 and the task's 2.
+// write naming its fence 1 and the task's 2, and B's artifact's file part
+// must download (its link fetched from the page) as an attachment holding
+// its bytes.
 //
 // Exit 77 (ctest: skipped) when Node's puppeteer-core or Chromium is not
 // installed (scripts/deps.sh installs both); otherwise the output ends with
@@ -140,6 +145,7 @@ async function timeline(base, id) {
 }
 
 const text = (page, sel) => page.$eval(sel, (e) => e.textContent.trim());
+const rowTexts = (page, sel) => page.$$eval(sel, (rows) => rows.map((r) => r.textContent));
 const generations = (page) => page.$$eval('#timeline tr[data-generation]',
   (rows) => rows.map((r) => Number(r.dataset.generation)));
 
@@ -180,6 +186,49 @@ async function login(page, base) {
   const session = cookies.find((c) => c.name === 'once_session');
   check(session && session.httpOnly && session.sameSite === 'Strict' && !session.value.includes(TOKEN),
     `the session cookie: ${JSON.stringify(cookies)}`);
+}
+
+// The task page reads as the story: the timeline above the record, the
+// user's question in the first row and the answer in the continuation's row
+// (its event is a bare working status: the text comes from the history),
+// the time since the row before on every row after the first, and a line on
+// fence, version and generation (a tooltip and the legend).
+async function storyRows(page) {
+  const order = await page.evaluate(() => {
+    const tl = document.getElementById('timeline');
+    const rec = document.getElementById('f-fence');
+    return { before: Boolean(tl.compareDocumentPosition(rec) & Node.DOCUMENT_POSITION_FOLLOWING),
+      above: tl.getBoundingClientRect().top < rec.getBoundingClientRect().top };
+  });
+  check(order.before && order.above, `the timeline above the record: ${JSON.stringify(order)}`);
+  const users = await rowTexts(page, '#timeline tr.k-event q.user');
+  eq(JSON.stringify(users), JSON.stringify([QUESTION, ANSWER]), "the user's messages in their rows");
+  const answered = await page.$$eval('#timeline tr.k-event', (rows) => rows
+    .filter((r) => r.textContent.includes('The user answered'))
+    .map((r) => ({ gen: Number(r.dataset.generation), state: r.querySelector('.state')?.textContent })));
+  eq(JSON.stringify(answered), JSON.stringify([{ gen: 4, state: 'TASK_STATE_WORKING' }]),
+    "the continuation's row (generation 4, working) quotes the answer");
+  const dts = await page.$$eval('#timeline td.dt', (cells) => cells.map((c) => c.textContent));
+  check(dts[0] === '' && dts.length > 4 && dts.slice(1).every((d) => /^\+\d+(\.\d)? (ms|s|min|h|d)/.test(d)),
+    `elapsed times: ${dts.join(' | ')}`);
+  for (const word of ['Fence', 'Version', 'Generation']) {
+    const tip = await page.$$eval('table.facts th[title]', (th, w) => th.some((t) => t.textContent === w &&
+      t.title.length > 40), word);
+    const line = await page.$$eval('#legend dt', (dt, w) => dt.some((d) => d.textContent === w &&
+      d.nextElementSibling.textContent.length > 40), word);
+    check(tip && line, `${word}: a tooltip and a line in the legend`);
+  }
+}
+
+// The download link of each file part of the page: fetched from the page
+// (its session cookie goes along), its bytes and headers.
+async function downloads(page) {
+  return page.$$eval('#artifacts li.p-file a.download[download]', (links) => Promise.all(links.map(async (a) => {
+    const r = await fetch(a.href);
+    return { name: a.textContent, status: r.status, type: r.headers.get('content-type'),
+      disposition: r.headers.get('content-disposition'), nosniff: r.headers.get('x-content-type-options'),
+      body: await r.text() };
+  })));
 }
 
 // ---- the story ----
@@ -232,6 +281,7 @@ async function story() {
   const after = await generations(page);
   check(after.length > 3 && after.every((g, i) => g === i + 1), `generations 1..${after.length}`);
   check((await text(page, '#timeline')).includes(ANSWER), 'the follow-up in the timeline');
+  await storyRows(page);
   check(/\d{4}-\d\d-\d\dT/.test(await text(page, '#r-tombstone')), 'the tombstone deadline');
   check(/\d{4}-\d\d-\d\dT/.test(await text(page, '#r-forget')), 'the forget deadline');
   // The lost answer's retry: counted in memory, written by the sweeper's
@@ -269,7 +319,7 @@ async function story() {
 // prints its artifact and completion, named after $ONCE_FENCE, and writes
 // printed-FENCE with the pid of the shell onced started it under.
 const AGENT = `
-import json, os, sys, time
+import base64, json, os, sys, time
 folder, bound = sys.argv[1], float(sys.argv[2])
 sys.stdin.readline()
 fence = os.environ["ONCE_FENCE"]
@@ -282,7 +332,10 @@ if os.environ["ONCE_RESUMED"] != "1":
     end = time.time() + bound
     while not os.path.exists(os.path.join(folder, "release")) and time.time() < end:
         time.sleep(0.05)
-emit({"artifact": {"artifactId": "by-fence-" + fence, "parts": [{"text": "fence " + fence}]},
+report = base64.b64encode(("report of fence " + fence + "\\n").encode()).decode()
+emit({"artifact": {"artifactId": "by-fence-" + fence, "name": "report",
+                   "parts": [{"text": "fence " + fence},
+                             {"raw": report, "filename": "report-" + fence + ".txt", "mediaType": "text/plain"}]},
       "lastChunk": True})
 emit({"status": "completed", "text": "done by fence " + fence})
 with open(os.path.join(folder, "printed.tmp"), "w") as f:
@@ -326,7 +379,6 @@ async function getTask(base, id) {
   return (await rpc(base, 'GetTask', { id })).doc.result;
 }
 
-const rowTexts = (page, sel) => page.$$eval(sel, (rows) => rows.map((r) => r.textContent));
 
 // Two replicas on one SQLite file with a short lease. A's agent holds the
 // turn (fence 1); A is frozen; B takes the task over (fence 2) and completes
@@ -383,6 +435,11 @@ async function takeover() {
   const turns = await rowTexts(page, '#timeline tr.k-turn');
   check(turns.length === 2 && turns[0].includes('new turn on replica-a, fence 1') &&
     turns[1].includes('resumed turn on replica-b, fence 2'), `the turns: ${turns.join(' | ')}`);
+  // B's artifact (A's was refused): its file part downloads as an attachment.
+  const files = await downloads(page);
+  eq(JSON.stringify(files), JSON.stringify([{ name: 'report-2.txt', status: 200, type: 'text/plain',
+    disposition: 'attachment; filename="report-2.txt"', nosniff: 'nosniff', body: 'report of fence 2\n' }]),
+  'the artifact\'s file: its bytes, as an attachment');
   eq(outside.length, 0, `requests outside onced: ${outside.join(' ')}`);
   eq(scriptErrors.length, 0, `script errors: ${scriptErrors.join(' ')}`);
 }
