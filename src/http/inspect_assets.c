@@ -95,6 +95,7 @@ const char once__inspect_css[] =
     ".expired { background: #efe9fa; border-left: 4px solid #7b5bc4; padding: .6em 1em; }\n"
     ".error { color: #a4161a; }\n"
     "tr.k-deadline td, tr.k-expired td { color: #5a4a8a; }\n"
+    "#timeline time { white-space: nowrap; }\n"
     ".filter { margin: .5em 0 1em; } .filter input { width: 14em; }\n"
     ".hint { color: #55606b; font-size: .85em; }\n"
     "td.dt { color: #55606b; white-space: nowrap; font-variant-numeric: tabular-nums; }\n"

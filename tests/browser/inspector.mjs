@@ -14,9 +14,8 @@
 // page follows the task by itself (its script's stream, SubscribeToTask
 // under /inspect as the signed-in principal) without a reload; that the
 // login cookie is a session no script can read, holding no token; that every page carries the CSP and that the browser
-// makes no request to anything but onced (request interception). With
-// ONCE_SCREENSHOT=PATH it saves the completed task's page there
-// (demo/inspector.png is one).
+// makes no request to anything but onced (request interception). The
+// pictures in docs/img come from screenshots.mjs, not from this test.
 //
 // Then the takeover of tests/e2e/test_fencing.py: two replicas on one
 // SQLite file, A's --exec agent holding the turn (fence 1) until a file
@@ -31,56 +30,31 @@
 // installed (scripts/deps.sh installs both); otherwise the output ends with
 // "N passed, N failed". Every wait is for a condition, bounded by a timeout
 // scaled by ONCE_TEST_TIMEOUT_FACTOR.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { CHROMIUM, endRun, puppeteerOrSkip } from './chromium.mjs';
-import { check, CheckFailed, eq, freePort, reaperGuard, scaled, tally } from '../js/harness.mjs';
+import { CHROMIUM, endRun, puppeteerOrSkip, runSteps } from './chromium.mjs';
+import { Rig, rpc as rpcAs, signIn, timeline as timelineAs, waitFor } from './rig.mjs';
+import { check, eq, scaled, tally } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
-const EXT = 'urn:once:a2a:idempotency:v1';
 const TOKEN = `tok-${randomUUID()}`;
 const QUESTION = 'ask:Which jurisdiction governs this contract?';
 const ANSWER = 'Swiss law (canton of Zurich)';
 const JUMP_MS = 73 * 3600 * 1000;
 
 let browser = null;
+let rig = null;
 let tmpdir = null;
-// Every onced this script started: { name, proc }. finish() ends them all.
-const servers = [];
-
-// Stop one onced with SIGTERM (so a sanitizer build reports leaks; SIGCONT
-// first, in case a check failed while it was frozen) and fail on any
-// sanitizer report in its log.
-async function stopOnced({ name, proc }) {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGCONT');
-  proc.kill('SIGTERM');
-  const timer = setTimeout(() => proc.kill('SIGKILL'), scaled(10000));
-  await exited;
-  clearTimeout(timer);
-  const log = fs.readFileSync(path.join(tmpdir, `${name}.log`), 'utf8');
-  const report = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|\.c:\d+:\d+: runtime error:/.exec(log);
-  if (report) {
-    tally.failed++;
-    console.error(`FAIL: ${name} reported:`, log.slice(Math.max(0, report.index - 200), report.index + 3000));
-  } else {
-    tally.passed++;
-  }
-}
 
 async function finish() {
   if (browser) await browser.close().catch(() => {});
-  for (const srv of servers) {
-    await stopOnced(srv).catch((e) => { tally.failed++; console.error(`FAIL: stopping ${srv.name}:`, e); });
-  }
+  if (rig) await rig.stop();
   endRun(tmpdir);
 }
 
@@ -95,54 +69,15 @@ if (!fs.existsSync(ONCED)) {
 
 // ---- onced ----
 
-async function waitFor(fn, ms, what) {
-  const end = Date.now() + scaled(ms);
-  while (Date.now() < end) {
-    const v = await fn().catch(() => null);
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  check(false, `timed out waiting for ${what}`);
-  return null;
-}
-
 // The scratch folder, the token file and the reaper's watch: once per run.
 function setUp() {
-  reaperGuard(ROOT);   // every process this script starts ends with it
-  tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), 'once-browser-'));
-  fs.writeFileSync(path.join(tmpdir, 'tokens'), `${TOKEN} orchestrator\n`);
+  rig = new Rig(ROOT, ONCED, [[TOKEN, 'orchestrator']]);
+  tmpdir = rig.dir;
 }
 
-// One onced --inspect --test-admin on a free port, logging to NAME.log in
-// the scratch folder, with the extra flags in args; its base URL once it
-// serves.
-async function startOnced(name, store, args = []) {
-  const port = await freePort();
-  const log = fs.openSync(path.join(tmpdir, `${name}.log`), 'a');
-  const proc = spawn(ONCED, ['--listen', `127.0.0.1:${port}`, '--drain-delay', '0', '--store', `sqlite:${store}`,
-    '--inspect', '--test-admin', '--auth-tokens', path.join(tmpdir, 'tokens'), ...args],
-  { stdio: ['ignore', log, log] });
-  fs.closeSync(log);
-  servers.push({ name, proc });
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${base}/healthz`)).ok, 15000, `${name} to serve`);
-  return { base, proc };
-}
-
-async function rpc(base, method, params) {
-  const res = await fetch(`${base}/`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', 'A2A-Extensions': EXT,
-      Authorization: `Bearer ${TOKEN}` },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  return { replayed: res.headers.get('idempotent-replayed') === 'true', doc: await res.json() };
-}
-
-async function timeline(base, id) {
-  const res = await fetch(`${base}/inspect/api/task/${id}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
-  return res.ok ? res.json() : null;
-}
+const startOnced = (name, store, args = []) => rig.start(name, store, args);
+const rpc = (base, method, params) => rpcAs(base, TOKEN, method, params);
+const timeline = (base, id) => timelineAs(base, TOKEN, id);
 
 const text = (page, sel) => page.$eval(sel, (e) => e.textContent.trim());
 const rowTexts = (page, sel) => page.$$eval(sel, (rows) => rows.map((r) => r.textContent));
@@ -177,9 +112,7 @@ async function openPage(base) {
 // Log page in on onced at base through its login form: it sets the session
 // cookie (HttpOnly: no script sees it; no token in it) and leads to the list.
 async function login(page, base) {
-  await page.goto(`${base}/inspect/login`);
-  await page.type('#token', TOKEN);
-  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  await signIn(page, base, TOKEN);
   eq(new URL(page.url()).pathname, '/inspect/', 'the login leads to the list');
   eq(await page.evaluate(() => document.cookie), '', 'the session cookie is out of scripts\' reach');
   const cookies = await page.cookies(`${base}/inspect/`);
@@ -295,9 +228,6 @@ async function story() {
   const turns = await page.$$eval('#timeline tr.k-turn', (rows) => rows.map((r) => r.textContent));
   eq(turns.length, 2, 'two turns: the question and the follow-up');
   check(turns.every((t) => t.includes('new turn on') && t.includes('fence')), `the turns: ${turns.join(' | ')}`);
-  if (process.env.ONCE_SCREENSHOT) {
-    await page.screenshot({ path: process.env.ONCE_SCREENSHOT, fullPage: true });
-  }
 
   // The clock jump: 73 hours later the ID is a tombstone.
   const jump = await rpc(base, 'once/admin/setClockOffset', { offsetMs: JUMP_MS });
@@ -444,14 +374,4 @@ async function takeover() {
   eq(scriptErrors.length, 0, `script errors: ${scriptErrors.join(' ')}`);
 }
 
-try {
-  setUp();
-  await story();
-  await takeover();
-} catch (e) {
-  if (!(e instanceof CheckFailed)) {
-    tally.failed++;
-    console.error('FAIL:', e && e.stack ? e.stack : e);
-  }
-}
-await finish();
+await runSteps([setUp, story, takeover], finish);
