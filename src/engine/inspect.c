@@ -2,7 +2,8 @@
  * inspect.c -- one task's timeline for the inspector (inspect.h), built
  * from store reads alone: the record (or the tombstone), its events, its
  * push delivery rows, its journal (journal.c: turns, takeovers, refused
- * writes, replay and refusal counts). Nothing is taken from this replica's memory, so any
+ * writes, replay and refusal counts), its artifacts; and one artifact's part
+ * for a download. Nothing is taken from this replica's memory, so any
  * replica on any backend shows the same timeline.
  *
  * Invariants: the JSON has the version ONCE_INSPECT_VERSION and the shape
