@@ -31,6 +31,7 @@ Everything it does is also appended to DEMO_DIR/journal.jsonl (one JSON
 object per line: who, replica, task, fence, step, what), which the demo
 checks. Python 3 standard library only.
 """
+import base64
 import json
 import os
 import subprocess
@@ -164,10 +165,16 @@ def turn_two(turn):
         emit({"status": "failed", "text": "the signing service did not sign"})
         return
     checkpoint({"phase": "signed", "signatureId": answer["signatureId"]}, step + 1)
+    # The review as a file too: the inspector lists it by name and type and
+    # offers it for download.
+    review = ("# Contract review\n\nTask: %s\nGoverning law: %s\nBlocking issues: none\n"
+              "Signature: %s\n" % (task_id, jurisdiction, answer["signatureId"]))
     emit({"artifact": {"artifactId": "signed-contract", "name": "signed-contract",
                        "description": "the reviewed contract, signed",
                        "parts": [{"text": "Contract reviewed under %s: no blocking issues. "
                                           "Signed as %s." % (jurisdiction, answer["signatureId"])},
+                                 {"raw": base64.b64encode(review.encode()).decode(),
+                                  "filename": "review.md", "mediaType": "text/markdown"},
                                  {"data": answer, "mediaType": "application/json"}]},
           "lastChunk": True})
     journal("completed", step=step + 1, signatureId=answer["signatureId"])

@@ -2,7 +2,8 @@
  * inspect.c -- one task's timeline for the inspector (inspect.h), built
  * from store reads alone: the record (or the tombstone), its events, its
  * push delivery rows, its journal (journal.c: turns, takeovers, refused
- * writes, replay and refusal counts). Nothing is taken from this replica's memory, so any
+ * writes, replay and refusal counts), its artifacts; and one artifact's part
+ * for a download. Nothing is taken from this replica's memory, so any
  * replica on any backend shows the same timeline.
  *
  * Invariants: the JSON has the version ONCE_INSPECT_VERSION and the shape
@@ -128,29 +129,49 @@ static int append_text(char *buf, size_t cap, const char *s)
     return 0;
 }
 
-/* How a file part reads in a text: "[file NAME (TYPE, N bytes)]" for the
- * bytes inline (A2A 1.0 `raw`, 0.3 `file.bytes`: N is the decoded size),
- * "[file NAME (TYPE, url URL)]" for a reference (1.0 `url`, 0.3
- * `file.uri`); NAME and TYPE when the part has them. 0 when p is no file. */
-static int file_text(const json_t *p, char *out, size_t cap)
+/* The file fields of a part: A2A 1.0 `raw` (base64), `url`, `filename`,
+ * `mediaType`; 0.3 `file.bytes`, `file.uri`, `file.name`, `file.mimeType`.
+ * 0 when p is no file part. */
+typedef struct file_fields {
+    const json_t *raw, *url;
+    const char *name, *type;
+} file_fields;
+
+static int file_of(const json_t *p, file_fields *ff)
 {
     const json_t *f = json_object_get(p, "file");   /* A2A 0.3 */
-    const json_t *raw = f ? json_object_get(f, "bytes") : json_object_get(p, "raw");
-    const json_t *url = f ? json_object_get(f, "uri") : json_object_get(p, "url");
     const json_t *from = f ? f : p;
-    const char *name = json_string_value(json_object_get(from, f ? "name" : "filename"));
-    const char *type = json_string_value(json_object_get(from, f ? "mimeType" : "mediaType"));
-    if (f == NULL && !json_is_string(raw) && !json_is_string(url))
+    ff->raw = json_object_get(from, f ? "bytes" : "raw");
+    ff->url = json_object_get(from, f ? "uri" : "url");
+    ff->name = json_string_value(json_object_get(from, f ? "name" : "filename"));
+    ff->type = json_string_value(json_object_get(from, f ? "mimeType" : "mediaType"));
+    return f != NULL || json_is_string(ff->raw) || json_is_string(ff->url);
+}
+
+/* The decoded size of a base64 string, -1 when it is not base64. */
+static long raw_size(const json_t *raw)
+{
+    return once__base64_decode(json_string_value(raw), json_string_length(raw), NULL, 0);
+}
+
+/* How a file part reads in a text: "[file NAME (TYPE, N bytes)]" for the
+ * bytes inline (N is the decoded size), "[file NAME (TYPE, url URL)]" for a
+ * reference; NAME and TYPE when the part has them. 0 when p is no file. */
+static int file_text(const json_t *p, char *out, size_t cap)
+{
+    file_fields ff;
+    if (!file_of(p, &ff))
         return 0;
+    const char *name = ff.name, *type = ff.type;
     char what[64] = "";
-    if (json_is_string(raw)) {
-        long n = once__base64_decode(json_string_value(raw), json_string_length(raw), NULL, 0);
+    if (json_is_string(ff.raw)) {
+        long n = raw_size(ff.raw);
         if (n >= 0)
             snprintf(what, sizeof what, "%ld bytes", n);
         else
             snprintf(what, sizeof what, "bytes not base64");
     }
-    const char *u = json_is_string(url) ? json_string_value(url) : NULL;
+    const char *u = json_is_string(ff.url) ? json_string_value(ff.url) : NULL;
     int detail = type != NULL || u != NULL || what[0] != '\0';
     int w = snprintf(out, cap, "[file%s%s%s%s%s%s%s%s]", name ? " " : "", name ? name : "",
                      detail ? " (" : "", type ? type : "", type && (u || what[0]) ? ", " : "",
@@ -199,9 +220,79 @@ static int copy(json_t *to, const json_t *from, const char *key)
     return v != NULL && json_object_set(to, key, v) != 0;
 }
 
+/* What the events before the next one tell about it: the task's stored
+ * history (borrowed from the record's task_json), the index in it of the
+ * newest message an event named (-1: unknown), and whether the task was
+ * waiting for input (input-required, auth-required). The message that
+ * continued a task is in the history, not in its event (a working status
+ * with no message): the first user message after the one the agent asked
+ * with. */
+typedef struct story {
+    const json_t *hist;
+    long at;
+    int waiting;
+} story;
+
+static long history_index(const json_t *hist, const json_t *msg)
+{
+    const char *id = json_string_value(json_object_get(msg, "messageId"));
+    for (size_t i = 0; id != NULL && i < json_array_size(hist); i++) {
+        const char *h = json_string_value(json_object_get(json_array_get(hist, i), "messageId"));
+        if (h != NULL && strcmp(h, id) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+static int is_user(const json_t *msg)
+{
+    const char *role = json_string_value(json_object_get(msg, "role"));
+    return role != NULL && (strcmp(role, "ROLE_USER") == 0 || strcmp(role, "user") == 0);
+}
+
+/* Name msg (a user's message) in j: "user" its text, "messageId". */
+static int set_user(json_t *j, const json_t *msg)
+{
+    return set_text(j, "user", json_object_get(msg, "parts")) || copy(j, msg, "messageId");
+}
+
+/* Follow one event's body through s; for a continuation, name the user's
+ * message that made it in j. */
+static int follow_story(story *s, json_t *j, const char *type, const json_t *body)
+{
+    const json_t *status = json_object_get(body, "status");
+    const json_t *hist = json_object_get(body, "history");
+    const json_t *msg = json_object_get(status, "message");
+    const char *state = json_string_value(json_object_get(status, "state"));
+    int bad = 0;
+    if (type != NULL && strcmp(type, "message") == 0)
+        msg = body;
+    else if (type != NULL && strcmp(type, "task") == 0 && json_array_size(hist) > 0) {
+        msg = json_array_get(hist, json_array_size(hist) - 1);
+        if (is_user(msg))
+            bad = set_user(j, msg);
+    }
+    if (msg != NULL) {
+        s->at = history_index(s->hist, msg);
+    } else if (s->waiting && s->at >= 0 && state != NULL &&
+               strcmp(state, once_state_name(ONCE_STATE_WORKING)) == 0) {
+        long k = s->at + 1;
+        while (k < (long)json_array_size(s->hist) && !is_user(json_array_get(s->hist, (size_t)k)))
+            k++;
+        s->at = k < (long)json_array_size(s->hist) ? k : -1;
+        if (s->at >= 0)
+            bad = set_user(j, json_array_get(s->hist, (size_t)k)) ||
+                  json_object_set_new(j, "continued", json_true()) != 0;
+    }
+    if (state != NULL)
+        s->waiting = strcmp(state, once_state_name(ONCE_STATE_INPUT_REQUIRED)) == 0 ||
+                     strcmp(state, once_state_name(ONCE_STATE_AUTH_REQUIRED)) == 0;
+    return bad;
+}
+
 /* The entry of one event. *at: in, the time of the event before; out, this
  * event's time (its status timestamp, else the same). */
-static json_t *event_entry(const once_event *ev, int64_t *at)
+static json_t *event_entry(const once_event *ev, int64_t *at, story *s)
 {
     json_t *j = json_pack("{s:s, s:I}", "kind", "event", "generation",
                           (json_int_t)ev->generation);
@@ -227,8 +318,8 @@ static json_t *event_entry(const once_event *ev, int64_t *at)
     if (!bad && art != NULL) {
         const json_t *name = json_object_get(art, "name");
         bad = (json_is_string(name) && json_object_set(j, "artifact", (json_t *)name) != 0) ||
-              set_text(j, "text", json_object_get(art, "parts")) || copy(j, body, "append") ||
-              copy(j, body, "lastChunk");
+              copy(j, art, "artifactId") || set_text(j, "text", json_object_get(art, "parts")) ||
+              copy(j, body, "append") || copy(j, body, "lastChunk");
     }
     if (!bad && type != NULL && strcmp(type, "message") == 0)
         bad = set_text(j, "text", json_object_get(body, "parts"));
@@ -238,7 +329,8 @@ static json_t *event_entry(const once_event *ev, int64_t *at)
         bad = set_text(j, "text",
                        json_object_get(json_array_get(hist, json_array_size(hist) - 1), "parts"));
     if (!bad)
-        bad = json_object_set_new(j, "timed", json_boolean(timed)) != 0;
+        bad = follow_story(s, j, type, body) ||
+              json_object_set_new(j, "timed", json_boolean(timed)) != 0;
     json_decref(p);
     if (bad) {
         json_decref(j);
@@ -258,9 +350,11 @@ static int add_events(once__engine *e, const once_record *rec, int64_t after, ti
         once_event_list_clear(&l);
         return once__store_rc(e, rc);
     }
+    json_t *task = rec->task_json != NULL ? once__json_parse(rec->task_json) : NULL;
+    story s = {json_object_get(task, "history"), -1, 0};
     int64_t at = rec->created_at;
     for (size_t i = 0; i < l.n; i++) {
-        json_t *j = event_entry(&l.v[i], &at);
+        json_t *j = event_entry(&l.v[i], &at, &s);
         if (l.v[i].generation > after)
             add(t, at, j);
         else if (j == NULL)
@@ -268,6 +362,7 @@ static int add_events(once__engine *e, const once_record *rec, int64_t after, ti
         else
             json_decref(j);
     }
+    json_decref(task);
     once_event_list_clear(&l);
     return ONCE_OK;
 }
@@ -293,6 +388,77 @@ static json_t *record_json(const once_record *rec, int64_t now)
                      (json_int_t)rec->step, "lease", lease, "createdAt",
                      (json_int_t)rec->created_at, "updatedAt", (json_int_t)rec->updated_at,
                      "finishedAt", opt_time(rec->finished_at));
+}
+
+/* One part of an artifact as the timeline lists it: "index", "kind"
+ * (text, file or data), a text part's "text" (cut as an event's), a file's
+ * "filename", "mediaType", "size" (decoded bytes, when inline) or "url" (a
+ * reference). */
+static json_t *part_json(const json_t *p, size_t index)
+{
+    file_fields ff;
+    const char *text = json_string_value(json_object_get(p, "text"));
+    int file = text == NULL && file_of(p, &ff);
+    json_t *j = json_pack("{s:I, s:s}", "index", (json_int_t)index, "kind",
+                          text != NULL ? "text" : file ? "file" : "data");
+    int bad = j == NULL;
+    if (!bad && text != NULL) {
+        json_t *one = json_pack("[O]", p);
+        bad = one == NULL || set_text(j, "text", one);
+        json_decref(one);
+    }
+    if (!bad && file) {
+        long n = json_is_string(ff.raw) ? raw_size(ff.raw) : -1;
+        bad = (ff.name != NULL && json_object_set_new(j, "filename", json_string(ff.name))) ||
+              (ff.type != NULL && json_object_set_new(j, "mediaType", json_string(ff.type))) ||
+              (n >= 0 && json_object_set_new(j, "size", json_integer(n))) ||
+              (json_is_string(ff.url) && json_object_set(j, "url", (json_t *)ff.url));
+    }
+    if (!bad && !file && text == NULL)
+        bad = copy(j, p, "mediaType");
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* The task's artifacts (the first ONCE_INSPECT_MAX_ARTIFACTS, each with
+ * its first ONCE_INSPECT_MAX_PARTS parts) into out["artifacts"]. */
+static int artifacts_json(const once_record *rec, json_t *out)
+{
+    json_t *task = rec->task_json != NULL ? once__json_parse(rec->task_json) : NULL;
+    const json_t *arts = json_object_get(task, "artifacts");
+    json_t *list = json_array();
+    int bad = list == NULL || json_object_set_new(out, "artifacts", list) != 0 ||
+              json_object_set_new(out, "artifactsOmitted",
+                                  json_integer(json_array_size(arts) > ONCE_INSPECT_MAX_ARTIFACTS
+                                                   ? (json_int_t)(json_array_size(arts) -
+                                                                  ONCE_INSPECT_MAX_ARTIFACTS)
+                                                   : 0)) != 0;
+    size_t i, k;
+    const json_t *a, *p;
+    json_array_foreach (arts, i, a) {
+        if (bad || i >= ONCE_INSPECT_MAX_ARTIFACTS)
+            break;
+        const json_t *parts = json_object_get(a, "parts");
+        size_t np = json_array_size(parts);
+        json_t *j = json_pack("{s:O?, s:O?, s:O?, s:I}", "artifactId",
+                              json_object_get(a, "artifactId"), "name", json_object_get(a, "name"),
+                              "description", json_object_get(a, "description"), "partsOmitted",
+                              (json_int_t)(np > ONCE_INSPECT_MAX_PARTS ? np - ONCE_INSPECT_MAX_PARTS
+                                                                       : 0));
+        bad = j == NULL || json_array_append_new(list, j) != 0;
+        json_t *pl = bad ? NULL : json_array();   /* j is list's now; pl becomes j's */
+        bad = bad || json_object_set_new(j, "parts", pl) != 0;
+        json_array_foreach (parts, k, p) {
+            if (bad || k >= ONCE_INSPECT_MAX_PARTS)
+                break;
+            bad = json_array_append_new(pl, part_json(p, k)) != 0;
+        }
+    }
+    json_decref(task);
+    return bad ? ONCE_ENOMEM : ONCE_OK;
 }
 
 /* The side-effect keys <task>:step-<n> for n = 0..step: the ones before
@@ -514,6 +680,8 @@ static int live(once__engine *e, const once_record *rec, json_t *out, timeline *
     if (rc == ONCE_OK)
         rc = retention(e, rec->finished_at, 0, out, t);
     if (rc == ONCE_OK)
+        rc = artifacts_json(rec, out);
+    if (rc == ONCE_OK)
         rc = add_events(e, rec, after, t);
     if (rc == ONCE_OK)
         rc = journal(rec, out, t);
@@ -531,6 +699,8 @@ static int expired(once__engine *e, const once_tombstone *tb, json_t *out, timel
         json_object_set_new(out, "effectKeys", json_array()) != 0 ||
         json_object_set_new(out, "keysOmitted", json_integer(0)) != 0 ||
         json_object_set_new(out, "push", json_array()) != 0 ||
+        json_object_set_new(out, "artifacts", json_array()) != 0 ||
+        json_object_set_new(out, "artifactsOmitted", json_integer(0)) != 0 ||
         json_object_set_new(out, "replays", json_null()) != 0 ||
         json_object_set_new(out, "journalDropped", json_integer(0)) != 0)
         return ONCE_ENOMEM;
@@ -539,8 +709,10 @@ static int expired(once__engine *e, const once_tombstone *tb, json_t *out, timel
     return retention(e, tb->finished_at, tb->expired_at, out, t);
 }
 
-int once__engine_inspect(once__engine *e, const char *principal, const char *task_id,
-                         json_t **out)
+/* Load (principal, task_id) for the inspector: ONCE_OK (rec filled),
+ * ONCE_ETOMBSTONE (tomb filled), or the error its callers answer. */
+static int load(once__engine *e, const char *principal, const char *task_id, json_t **out,
+                once_record *rec, once_tombstone *tomb)
 {
     if (out == NULL)
         return ONCE_EINVAL;
@@ -550,11 +722,20 @@ int once__engine_inspect(once__engine *e, const char *principal, const char *tas
         return ONCE_EINVAL;
     if (task_id == NULL || !once_id_valid(task_id))
         return ONCE_ENOTFOUND;
+    int rc = once_store_load(e->store, principal, task_id, rec, tomb);
+    if (rc != ONCE_OK && rc != ONCE_ETOMBSTONE && rc != ONCE_ENOTFOUND)
+        rc = once__store_rc(e, rc);
+    return rc;
+}
+
+int once__engine_inspect(once__engine *e, const char *principal, const char *task_id,
+                         json_t **out)
+{
     once_record rec;
     once_tombstone tomb;
-    int rc = once_store_load(e->store, principal, task_id, &rec, &tomb);
+    int rc = load(e, principal, task_id, out, &rec, &tomb);
     if (rc != ONCE_OK && rc != ONCE_ETOMBSTONE)
-        return rc == ONCE_ENOTFOUND ? rc : once__store_rc(e, rc);
+        return rc;
     timeline t;
     memset(&t, 0, sizeof t);
     json_t *j = json_pack("{s:i, s:s, s:s, s:I, s:s}", "inspect", ONCE_INSPECT_VERSION,
@@ -579,4 +760,59 @@ int once__engine_inspect(once__engine *e, const char *principal, const char *tas
     }
     *out = j;
     return ONCE_OK;
+}
+
+/* The part as once__engine_inspect_part gives it (engine/inspect.h). */
+static json_t *part_out(const json_t *art, const json_t *p)
+{
+    file_fields ff;
+    const json_t *text = json_object_get(p, "text");
+    int file = !json_is_string(text) && file_of(p, &ff);
+    const json_t *data = json_object_get(p, "data");
+    json_t *j = json_pack("{s:s, s:O?}", "kind",
+                          json_is_string(text) ? "text" : file ? "file" : "data", "artifact",
+                          json_object_get(art, "name"));
+    int bad = j == NULL;
+    if (!bad && json_is_string(text))
+        bad = json_object_set(j, "text", (json_t *)text) != 0;
+    else if (!bad && file)
+        bad = (ff.name != NULL && json_object_set_new(j, "filename", json_string(ff.name))) ||
+              (ff.type != NULL && json_object_set_new(j, "mediaType", json_string(ff.type))) ||
+              (json_is_string(ff.raw) && json_object_set(j, "raw", (json_t *)ff.raw)) ||
+              (json_is_string(ff.url) && json_object_set(j, "url", (json_t *)ff.url));
+    else if (!bad)
+        bad = json_object_set(j, "data", data != NULL ? (json_t *)data : json_null()) != 0;
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+int once__engine_inspect_part(once__engine *e, const char *principal, const char *task_id,
+                              const char *artifact_id, size_t index, json_t **out)
+{
+    once_record rec;
+    once_tombstone tomb;
+    int rc = artifact_id != NULL ? load(e, principal, task_id, out, &rec, &tomb) : ONCE_EINVAL;
+    if (rc != ONCE_OK)
+        return rc == ONCE_ETOMBSTONE ? ONCE_ENOTFOUND : rc;
+    json_t *task = rec.task_json != NULL ? once__json_parse(rec.task_json) : NULL;
+    once_record_clear(&rec);
+    if (task == NULL)
+        return ONCE_ECORRUPT;
+    rc = ONCE_ENOTFOUND;
+    size_t i;
+    const json_t *a;
+    json_array_foreach (json_object_get(task, "artifacts"), i, a) {
+        const char *id = json_string_value(json_object_get(a, "artifactId"));
+        const json_t *p = json_array_get(json_object_get(a, "parts"), index);
+        if (id == NULL || strcmp(id, artifact_id) != 0 || p == NULL)
+            continue;
+        *out = part_out(a, p);
+        rc = *out != NULL ? ONCE_OK : ONCE_ENOMEM;
+        break;
+    }
+    json_decref(task);
+    return rc;
 }

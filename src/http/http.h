@@ -140,13 +140,18 @@ typedef struct once_http_ops {
 
 /* ---------------------------------------------------------------------------
  * The task inspector (inspect.h), off unless `on` (--inspect). The backend
- * answers a task's timeline through `timeline` (serve.c wires the engine's
- * in): ONCE_OK with *out a new reference, ONCE_ENOTFOUND, or a store error.
+ * answers a task's timeline through `timeline` and an artifact's part through
+ * `part` (serve.c wires the engine's in): ONCE_OK with *out a new
+ * reference, ONCE_ENOTFOUND, or a store error.
  */
 typedef struct once_http_inspect {
     int on;
     void *ctx;
     int (*timeline)(void *ctx, const char *principal, const char *task_id, json_t **out);
+    /* One part of an artifact, for its download link: the same answers,
+     * *out as engine/inspect.h's once__engine_inspect_part gives it. */
+    int (*part)(void *ctx, const char *principal, const char *task_id, const char *artifact_id,
+                size_t index, json_t **out);
 } once_http_inspect;
 
 /* ---------------------------------------------------------------------------

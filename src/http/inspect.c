@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/base64.h"
 #include "core/jcs.h"
 #include "core/metrics.h"
 #include "core/pct.h"
@@ -65,16 +66,17 @@ void once__inspect_free(once__inspect *in)
     once_free(in);
 }
 
-/* Queue text (copied) with our headers, plus the name/value pairs of
- * extra (NULL-terminated, at most EXTRA_MAX of them; NULL = none). */
+/* Queue text (copied) with our headers and the policy csp, plus the
+ * name/value pairs of extra (NULL-terminated, at most EXTRA_MAX of them;
+ * NULL = none). */
 #define EXTRA_MAX 4
-static enum MHD_Result answer(struct MHD_Connection *conn, const char *method, int status,
-                              const char *type, const char *text, size_t len,
-                              const char *const *extra)
+static enum MHD_Result answer_csp(struct MHD_Connection *conn, const char *method, int status,
+                                  const char *csp, const char *type, const char *text,
+                                  size_t len, const char *const *extra)
 {
-    const char *h[2 * (EXTRA_MAX + 4) + 1] = {
-        "Content-Security-Policy", CSP_HEADER, "X-Content-Type-Options", "nosniff",
-        "Referrer-Policy", "same-origin"};
+    const char *h[2 * (EXTRA_MAX + 4) + 1] = {"Content-Security-Policy", csp,
+                                              "X-Content-Type-Options", "nosniff",
+                                              "Referrer-Policy", "same-origin"};
     size_t n = 6;
     if (status == MHD_HTTP_UNAUTHORIZED) {
         h[n++] = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
@@ -84,6 +86,13 @@ static enum MHD_Result answer(struct MHD_Connection *conn, const char *method, i
         h[n++] = extra[i];
     h[n] = NULL;
     return once__ops_answer(conn, method, status, type, text, len, h);
+}
+
+static enum MHD_Result answer(struct MHD_Connection *conn, const char *method, int status,
+                              const char *type, const char *text, size_t len,
+                              const char *const *extra)
+{
+    return answer_csp(conn, method, status, CSP_HEADER, type, text, len, extra);
 }
 
 static enum MHD_Result plain(struct MHD_Connection *conn, const char *method, int status,
@@ -179,6 +188,118 @@ static enum MHD_Result task(once__inspect *in, struct MHD_Connection *conn, cons
     return answer_text(conn, method, MHD_HTTP_OK, as_json ? JSON : HTML, &t);
 }
 
+/* ---- an artifact's part, downloaded ------------------------------------- */
+
+/* The media types a file part keeps when served: none that a browser runs
+ * or renders as a page of this origin (no HTML, SVG, XML or script). Any
+ * other is served as application/octet-stream. */
+static const char *const kept_types[] = {"text/plain", "text/csv", "application/json",
+                                         "application/pdf", "application/zip", "image/png",
+                                         "image/jpeg", "image/gif", "image/webp"};
+
+static const char *part_type(const char *kind, const char *media)
+{
+    if (strcmp(kind, "text") == 0)
+        return "text/plain; charset=utf-8";
+    if (strcmp(kind, "data") == 0)
+        return JSON;
+    size_t n = media != NULL ? strcspn(media, "; \t") : 0;
+    for (size_t i = 0; i < sizeof kept_types / sizeof kept_types[0]; i++)
+        if (n > 0 && strlen(kept_types[i]) == n && strncasecmp(media, kept_types[i], n) == 0)
+            return kept_types[i];
+    return "application/octet-stream";
+}
+
+/* The file name of a download: the part's own (else the artifact's name,
+ * else "part"), with every byte but A-Z a-z 0-9 . _ - as '_', no leading
+ * dot, at most FILENAME_MAX_LEN bytes; "-N" and an extension for a text or
+ * data part that had no file name. */
+#define FILENAME_MAX_LEN 96
+static void part_filename(const json_t *part, const char *kind, size_t index, char *out,
+                          size_t cap)
+{
+    const char *own = json_string_value(json_object_get(part, "filename"));
+    const char *base = own != NULL ? own : json_string_value(json_object_get(part, "artifact"));
+    size_t n = 0;
+    for (const char *c = base != NULL ? base : ""; *c != '\0' && n < FILENAME_MAX_LEN; c++) {
+        unsigned char ch = (unsigned char)*c;
+        int ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                 (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+        if (n == 0 && ch == '.')
+            continue;
+        out[n++] = ok ? (char)ch : '_';
+    }
+    out[n] = '\0';
+    if (own != NULL && n > 0)
+        return;
+    snprintf(out + n, cap - n, "%s%zu%s", n > 0 ? "-" : "part-", index,
+             strcmp(kind, "text") == 0 ? ".txt" : strcmp(kind, "data") == 0 ? ".json" : "");
+}
+
+/* GET /inspect/file/ID?artifact=A&part=N: the part's bytes, as an
+ * attachment the browser saves, never a page it renders: a type of
+ * part_type, nosniff, and a policy that sandboxes it if opened anyway. */
+static enum MHD_Result download(once__inspect *in, struct MHD_Connection *conn,
+                                const char *method, const char *principal, const char *id)
+{
+    const char *artifact = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "artifact");
+    const char *num = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "part");
+    size_t index = 0, digits = num != NULL ? strspn(num, "0123456789") : 0;
+    if (artifact == NULL || digits == 0 || digits > 4 || num[digits] != '\0')
+        return note(conn, method, MHD_HTTP_BAD_REQUEST, "Not a part",
+                    "Give the artifact (artifact=ID) and the part's number (part=N).");
+    for (size_t i = 0; i < digits; i++)
+        index = index * 10 + (size_t)(num[i] - '0');
+    json_t *part = NULL;
+    int rc = in->cfg.part != NULL ? in->cfg.part(in->cfg.ctx, principal, id, artifact, index, &part)
+                                  : ONCE_ENOTFOUND;
+    if (rc != ONCE_OK)
+        return note(conn, method,
+                    rc == ONCE_ENOTFOUND ? MHD_HTTP_NOT_FOUND : MHD_HTTP_SERVICE_UNAVAILABLE,
+                    rc == ONCE_ENOTFOUND ? "No such part" : "Not available",
+                    rc == ONCE_ENOTFOUND ? "You have no task with this ID, artifact and part."
+                                         : "The store did not answer; reload to try again.");
+    const char *kind = json_string_value(json_object_get(part, "kind"));
+    const json_t *raw = json_object_get(part, "raw");
+    char *bytes = NULL;
+    size_t len = 0;
+    long n = -1;
+    if (strcmp(kind, "text") == 0) {
+        rc = (bytes = once_strdup(json_string_value(json_object_get(part, "text")))) != NULL
+                 ? ONCE_OK : ONCE_ENOMEM;
+        len = bytes != NULL ? strlen(bytes) : 0;
+    } else if (strcmp(kind, "data") == 0) {
+        rc = once__json_write(json_object_get(part, "data"), &bytes, &len);
+    } else if (json_is_string(raw) &&
+               (n = once__base64_decode(json_string_value(raw), json_string_length(raw), NULL,
+                                        0)) >= 0) {
+        bytes = once_malloc((size_t)n + 1);
+        rc = bytes != NULL ? ONCE_OK : ONCE_ENOMEM;
+        if (bytes != NULL)
+            len = (size_t)once__base64_decode(json_string_value(raw), json_string_length(raw),
+                                              (uint8_t *)bytes, (size_t)n + 1);
+    } else {
+        json_decref(part);
+        return note(conn, method, MHD_HTTP_NOT_FOUND, "Not stored here",
+                    "The agent gave this file by reference (a URL), not its bytes.");
+    }
+    enum MHD_Result ret;
+    if (rc != ONCE_OK) {
+        ret = plain(conn, method, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
+    } else {
+        char name[FILENAME_MAX_LEN + 32], disposition[FILENAME_MAX_LEN + 64];
+        part_filename(part, kind, index, name, sizeof name);
+        snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", name);
+        const char *const extra[] = {"Content-Disposition", disposition, NULL};
+        ret = answer_csp(conn, method, MHD_HTTP_OK, "default-src 'none'; sandbox",
+                         part_type(kind, json_string_value(json_object_get(part, "mediaType"))),
+                         bytes != NULL ? bytes : "", len, extra);
+    }
+    once_free(bytes);
+    json_decref(part);
+    return ret;
+}
+
 /* Set a member of the ListTasks params from a query argument. */
 static int set_arg(json_t *params, const char *member, const char *value)
 {
@@ -269,6 +390,8 @@ static enum MHD_Result authed(once__inspect *in, struct MHD_Connection *conn, co
         return task(in, conn, method, principal, path + 6, 0);
     if (strncmp(path, "/api/task/", 10) == 0 && path[10] != '\0')
         return task(in, conn, method, principal, path + 10, 1);
+    if (strncmp(path, "/file/", 6) == 0 && path[6] != '\0')
+        return download(in, conn, method, principal, path + 6);
     if (api)
         return json_error(conn, method, MHD_HTTP_NOT_FOUND, "NOT_FOUND");
     return note(conn, method, MHD_HTTP_NOT_FOUND, "Not found", "No such page of the inspector.");

@@ -6,6 +6,9 @@
  *                                   HTML, filters and pages through ListTasks
  *   GET  /inspect/task/ID           one task's timeline, as HTML
  *   GET  /inspect/api/task/ID       the same timeline as JSON
+ *   GET  /inspect/file/ID?artifact=A&part=N
+ *                                   one part of an artifact, as an attachment
+ *                                   of a type that renders nothing
  *   GET  /inspect/api/stream/ID     the task's SSE stream (SubscribeToTask)
  *   GET  /inspect/login             a form that takes a bearer token
  *   POST /inspect/login             sets a session cookie, back to the list

@@ -95,5 +95,13 @@ const char once__inspect_css[] =
     ".expired { background: #efe9fa; border-left: 4px solid #7b5bc4; padding: .6em 1em; }\n"
     ".error { color: #a4161a; }\n"
     "tr.k-deadline td, tr.k-expired td { color: #5a4a8a; }\n"
+    "#timeline time { white-space: nowrap; }\n"
     ".filter { margin: .5em 0 1em; } .filter input { width: 14em; }\n"
-    ".hint { color: #55606b; font-size: .85em; }\n";
+    ".hint { color: #55606b; font-size: .85em; }\n"
+    "td.dt { color: #55606b; white-space: nowrap; font-variant-numeric: tabular-nums; }\n"
+    "q.user { font-weight: 600; } .ev { color: #55606b; font-size: .85em; }\n"
+    "th[title] { text-decoration: underline dotted; cursor: help; }\n"
+    ".legend { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; "
+    "max-width: 60em; color: #55606b; font-size: .9em; } .legend dt { font-weight: 600; }\n"
+    ".legend dd { margin: 0; }\n"
+    "ul.parts { margin: .3em 0 .8em; } .part .type { color: #55606b; }\n";

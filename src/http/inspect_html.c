@@ -216,6 +216,22 @@ static void fact(once__mtext *t, const char *name, const char *id)
     P(t, "<tr><th>%s</th><td id=\"%s\">", name, id);
 }
 
+/* One line on each of the record's counters, for whoever does not know the
+ * model yet: a tooltip on its name, and the legend under the table. */
+static const char *const counters[][4] = {
+    {"Fence", "f-fence", "fence",
+     "raised each time a replica takes the task's lease for a turn; a write that carries an "
+     "older fence is refused, so a stalled worker cannot overwrite its successor"},
+    {"Step", "f-step", "step",
+     "the agent's checkpointed progress; each step's side effects use the key "
+     "TASK:step-N, so a retried step is recognised"},
+    {"Version", "f-version", "version",
+     "the record's write counter: every write compares it and adds one, so two replicas "
+     "never both apply a change"},
+    {"Generation", "f-generation", "generation",
+     "the number of an event: one per change of the task (status, artifact), in order; the "
+     "record shows the latest, and a stream resumes after the last one it saw"}};
+
 static void facts(once__mtext *t, const json_t *tl, const json_t *task)
 {
     const json_t *lease = json_object_get(task, "lease");
@@ -227,13 +243,9 @@ static void facts(once__mtext *t, const json_t *tl, const json_t *task)
     fact(t, "Kind", "f-kind");
     once__html_text(t, str(task, "kind"));
     P(t, "</td></tr>");
-    static const char *const counters[][3] = {{"Fence", "f-fence", "fence"},
-                                              {"Step", "f-step", "step"},
-                                              {"Version", "f-version", "version"},
-                                              {"Generation", "f-generation", "generation"}};
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
-        fact(t, counters[i][0], counters[i][1]);
-        P(t, "%" PRId64 "</td></tr>", num(task, counters[i][2]));
+        P(t, "<tr><th title=\"%s\">%s</th><td id=\"%s\">%" PRId64 "</td></tr>",
+          counters[i][3], counters[i][0], counters[i][1], num(task, counters[i][2]));
     }
     fact(t, "Lease", "f-lease");
     if (json_is_object(lease)) {
@@ -267,7 +279,10 @@ static void facts(once__mtext *t, const json_t *tl, const json_t *task)
     once__html_text(t, str(tl, "replica"));
     P(t, " at ");
     when(t, json_object_get(tl, "now"), "-");
-    P(t, "</td></tr></tbody></table>\n");
+    P(t, "</td></tr></tbody></table>\n<dl class=\"legend\" id=\"legend\">");
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        P(t, "<dt>%s</dt><dd>%s.</dd>", counters[i][0], counters[i][3]);
+    P(t, "</dl>\n");
 }
 
 static void retention(once__mtext *t, const json_t *tl)
@@ -353,19 +368,130 @@ static void detail(once__mtext *t, const json_t *e, const char *kind)
         once__html_text(t, str(e, "lastError"));
     } else if (str(e, "summary") != NULL) {   /* the journal's kinds (inspect.c) */
         once__html_text(t, str(e, "summary"));
-    } else {
+    } else if (str(e, "user") != NULL) {
+        P(t, "%s <q class=\"user\">",
+          json_is_true(json_object_get(e, "continued")) ? "The user answered:"
+                                                        : "The user's message:");
+        once__html_text(t, str(e, "user"));
+        P(t, "</q> <span class=\"ev\">");
         once__html_text(t, str(e, "event"));
+        P(t, "</span>");
+    } else {
+        const char *ev = str(e, "event") != NULL ? str(e, "event") : "";
+        int agent = strcmp(ev, "statusUpdate") == 0 || strcmp(ev, "message") == 0;
         if (str(e, "artifact") != NULL) {
-            P(t, " <b>");
+            P(t, "Artifact <b>");
             once__html_text(t, str(e, "artifact"));
             P(t, "</b>");
+        } else if (agent && str(e, "text") != NULL) {
+            P(t, "The agent");
         }
         if (str(e, "text") != NULL) {
-            P(t, ": <q>");
+            P(t, "%s<q>", str(e, "artifact") != NULL || agent ? ": " : "");
             once__html_text(t, str(e, "text"));
-            P(t, "</q>");
+            P(t, "</q> ");
         }
+        P(t, "<span class=\"ev\">");
+        once__html_text(t, ev);
+        P(t, "</span>");
     }
+}
+
+/* "+340 ms", "+1.2 s", "+4 min 5 s", "+2 h 10 min", "+3 d 0 h". */
+static void elapsed(once__mtext *t, int64_t ms)
+{
+    int64_t s = ms / 1000, m = s / 60, h = m / 60;
+    if (ms < 1000)
+        P(t, "+%" PRId64 " ms", ms);
+    else if (s < 60)
+        P(t, "+%" PRId64 ".%" PRId64 " s", s, ms % 1000 / 100);
+    else if (m < 60)
+        P(t, "+%" PRId64 " min %" PRId64 " s", m, s % 60);
+    else if (h < 24)
+        P(t, "+%" PRId64 " h %" PRId64 " min", h, m % 60);
+    else
+        P(t, "+%" PRId64 " d %" PRId64 " h", h / 24, h % 24);
+}
+
+/* The link that downloads part `index` of artifact aid of task id. */
+static void part_href(once__mtext *t, const char *id, const char *aid, int64_t index)
+{
+    once__mtext u = {0};
+    P(&u, "/inspect/file/");
+    once__url_text(&u, id);
+    P(&u, "?artifact=");
+    once__url_text(&u, aid);
+    P(&u, "&part=%" PRId64, index);
+    P(t, "<a class=\"download\" download href=\"");
+    once__html_text(t, u.buf);
+    P(t, "\">");
+    t->oom |= u.oom;
+    once__mtext_free(&u);
+}
+
+/* The task's artifacts: a text part shown (cut as in the timeline), a file
+ * or data part by name and type with a link that downloads it. */
+static void artifacts(once__mtext *t, const json_t *tl)
+{
+    const json_t *arts = json_object_get(tl, "artifacts");
+    const char *id = str(tl, "taskId");
+    if (json_array_size(arts) == 0)
+        return;
+    P(t, "<h2>Artifacts</h2><ul id=\"artifacts\">");
+    size_t i, k;
+    const json_t *a, *p;
+    json_array_foreach (arts, i, a) {
+        const char *aid = str(a, "artifactId");
+        P(t, "<li class=\"artifact\"><b>");
+        once__html_text(t, str(a, "name") != NULL ? str(a, "name") : aid);
+        P(t, "</b> <code>");
+        once__html_text(t, aid);
+        P(t, "</code>");
+        if (str(a, "description") != NULL) {
+            P(t, " ");
+            once__html_text(t, str(a, "description"));
+        }
+        P(t, "<ul class=\"parts\">");
+        json_array_foreach (json_object_get(a, "parts"), k, p) {
+            const char *kind = str(p, "kind") != NULL ? str(p, "kind") : "";
+            int bytes = strcmp(kind, "file") != 0 || json_is_integer(json_object_get(p, "size"));
+            P(t, "<li class=\"part p-%s\">", strcmp(kind, "text") == 0   ? "text"
+                                               : strcmp(kind, "file") == 0 ? "file"
+                                                                           : "data");
+            if (strcmp(kind, "text") == 0) {
+                P(t, "<q>");
+                once__html_text(t, str(p, "text"));
+                P(t, "</q> ");
+            }
+            if (bytes && aid != NULL)
+                part_href(t, id, aid, num(p, "index"));
+            once__html_text(t, str(p, "filename") != NULL ? str(p, "filename")
+                               : strcmp(kind, "text") == 0 ? "text"
+                               : strcmp(kind, "data") == 0 ? "data (JSON)"
+                                                           : "file");
+            P(t, "%s", bytes && aid != NULL ? "</a>" : "");
+            if (str(p, "mediaType") != NULL || json_is_integer(json_object_get(p, "size"))) {
+                P(t, " <span class=\"type\">(");
+                once__html_text(t, str(p, "mediaType"));
+                if (json_is_integer(json_object_get(p, "size")))
+                    P(t, "%s%" PRId64 " bytes", str(p, "mediaType") != NULL ? ", " : "",
+                      num(p, "size"));
+                P(t, ")</span>");
+            }
+            if (str(p, "url") != NULL) {
+                P(t, " at <code>");
+                once__html_text(t, str(p, "url"));
+                P(t, "</code>");
+            }
+            P(t, "</li>");
+        }
+        if (num(a, "partsOmitted") > 0)
+            P(t, "<li>%" PRId64 " more parts not shown.</li>", num(a, "partsOmitted"));
+        P(t, "</ul></li>");
+    }
+    P(t, "</ul>\n");
+    if (num(tl, "artifactsOmitted") > 0)
+        P(t, "<p>%" PRId64 " more artifacts not shown.</p>\n", num(tl, "artifactsOmitted"));
 }
 
 static void entries(once__mtext *t, const json_t *tl)
@@ -373,10 +499,12 @@ static void entries(once__mtext *t, const json_t *tl)
     P(t, "<h2>Timeline</h2>");
     if (num(tl, "eventsOmitted") > 0)
         P(t, "<p>%" PRId64 " earlier events not shown.</p>", num(tl, "eventsOmitted"));
-    P(t, "<table id=\"timeline\"><thead><tr><th>Time</th><th>Generation</th><th>State</th>"
-         "<th>What</th></tr></thead><tbody>\n");
+    P(t, "<table id=\"timeline\"><thead><tr><th>Time</th><th title=\"since the row before\">"
+         "Elapsed</th><th title=\"%s\">Generation</th><th>State</th><th>What</th></tr></thead>"
+         "<tbody>\n", counters[3][3]);
     size_t i;
     const json_t *e;
+    int64_t before = 0;
     json_array_foreach (json_object_get(tl, "entries"), i, e) {
         const char *kind = str(e, "kind") != NULL ? str(e, "kind") : "";
         P(t, "<tr class=\"k-");
@@ -386,7 +514,11 @@ static void entries(once__mtext *t, const json_t *tl)
             P(t, " data-generation=\"%" PRId64 "\"", num(e, "generation"));
         P(t, "><td>");
         when(t, json_object_get(e, "at"), "-");
-        P(t, "%s</td><td>", json_is_false(json_object_get(e, "timed")) ? "*" : "");
+        P(t, "%s</td><td class=\"dt\">", json_is_false(json_object_get(e, "timed")) ? "*" : "");
+        if (i > 0)
+            elapsed(t, num(e, "at") - before);
+        before = num(e, "at");
+        P(t, "</td><td>");
         if (strcmp(kind, "event") == 0)
             P(t, "%" PRId64, num(e, "generation"));
         P(t, "</td><td>");
@@ -424,12 +556,15 @@ void once__inspect_task_page(once__mtext *t, const json_t *tl)
         P(t, ", a tombstone since ");
         when(t, json_object_get(expired, "expiredAt"), "-");
         P(t, ". A message for this ID is answered TASK_EXPIRED; nothing runs again.</p>\n");
-    } else {
+    }
+    entries(t, tl);
+    artifacts(t, tl);
+    if (!json_is_object(expired)) {
+        P(t, "<h2>The record</h2>");
         facts(t, tl, task);
     }
     retention(t, tl);
     keys(t, tl);
     push(t, tl);
-    entries(t, tl);
     P(t, "</main><script src=\"/inspect/inspect.js\"></script></body></html>\n");
 }

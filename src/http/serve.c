@@ -124,6 +124,12 @@ static int inspect_timeline(void *ctx, const char *principal, const char *task_i
     return once__engine_inspect(ctx, principal, task_id, out);
 }
 
+static int inspect_part(void *ctx, const char *principal, const char *task_id,
+                        const char *artifact_id, size_t index, json_t **out)
+{
+    return once__engine_inspect_part(ctx, principal, task_id, artifact_id, index, out);
+}
+
 /* The card URL, and the path of it that serves JSON-RPC besides "/". */
 static int card_url(const once_serve_config *cfg, char *url, char *path, char *err,
                     size_t errlen)
@@ -200,6 +206,7 @@ int once__serve_start(const once_serve_config *cfg, once_server **out, char *err
     hc.ops.replica = once__engine_replica_id(s->engine);
     hc.inspect.ctx = s->engine;
     hc.inspect.timeline = inspect_timeline;
+    hc.inspect.part = inspect_part;
     if (hc.rpc_path == NULL)
         hc.rpc_path = rpc_path;
     hc.public_url = cfg->a2a.url;

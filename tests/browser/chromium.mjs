@@ -1,13 +1,14 @@
 // chromium.mjs -- what the browser tests share: puppeteer-core (from this
 // folder's node_modules) and Debian's headless Chromium, or exit 77 (ctest:
 // skipped) where either is missing (scripts/deps.sh installs both); and the
-// end of a run: the scratch folder removed when every check passed (kept and
+// run of steps (a failed check stops it; any other exception counts one
+// more failure), and the end of a run: the scratch folder removed when every check passed (kept and
 // named otherwise), "N passed, N failed", the exit status.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { tally } from '../js/harness.mjs';
+import { CheckFailed, tally } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const CHROMIUM = process.env.ONCE_CHROMIUM || '/usr/bin/chromium';
@@ -33,4 +34,17 @@ export function endRun(tmpdir) {
   else if (tmpdir) console.error(`onced logs kept in ${tmpdir}`);
   console.log(`${tally.passed} passed, ${tally.failed} failed`);
   process.exit(tally.failed ? 1 : 0);
+}
+
+// Run steps (async functions) in order until one fails, then finish().
+export async function runSteps(steps, finish) {
+  try {
+    for (const step of steps) await step();
+  } catch (e) {
+    if (!(e instanceof CheckFailed)) {
+      tally.failed++;
+      console.error('FAIL:', e && e.stack ? e.stack : e);
+    }
+  }
+  await finish();
 }

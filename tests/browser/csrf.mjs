@@ -33,8 +33,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { CHROMIUM, endRun, puppeteerOrSkip } from './chromium.mjs';
-import { check, CheckFailed, eq, freePort, reaperGuard, scaled, tally, watchdog } from '../js/harness.mjs';
+import { CHROMIUM, endRun, puppeteerOrSkip, runSteps } from './chromium.mjs';
+import { check, eq, freePort, reaperGuard, scaled, tally, watchdog } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -286,12 +286,4 @@ async function main() {
     JSON.stringify([id, `${id}-rest`].sort()), 'the allowed page registered its two tasks, its Blob none');
 }
 
-try {
-  await main();
-} catch (e) {
-  if (!(e instanceof CheckFailed)) {
-    tally.failed++;
-    console.error('FAIL:', e && e.stack ? e.stack : e);
-  }
-}
-await finish();
+await runSteps([main], finish);

@@ -7,75 +7,54 @@
 // question the agent asks, the follow-up that answers it, and the 73-hour
 // clock jump past --retention. At each point it checks what the pages show:
 // the list, the task's state, fence, step, side-effect key, generations and
-// events, the retention deadlines, the expired state; that the open task
+// events, the retention deadlines, the expired state; that the page reads
+// as the story (the timeline above the record, the user's question and
+// answer quoted in their rows, the time since the row before, a line on
+// fence, version and generation); that the open task
 // page follows the task by itself (its script's stream, SubscribeToTask
 // under /inspect as the signed-in principal) without a reload; that the
 // login cookie is a session no script can read, holding no token; that every page carries the CSP and that the browser
-// makes no request to anything but onced (request interception). With
-// ONCE_SCREENSHOT=PATH it saves the completed task's page there
-// (demo/inspector.png is one).
+// makes no request to anything but onced (request interception). The
+// pictures in docs/img come from screenshots.mjs, not from this test.
 //
 // Then the takeover of tests/e2e/test_fencing.py: two replicas on one
 // SQLite file, A's --exec agent holding the turn (fence 1) until a file
 // appears, A frozen with SIGSTOP, B taking the task over (fence 2), A's late
 // output refused after SIGCONT. B's task page (B never ran the first turn)
 // must show the takeover from A at fence 1 to B at fence 2 and A's refused
-// write naming its fence 1 and the task's 2.
+// write naming its fence 1 and the task's 2, and B's artifact's file part
+// must download (its link fetched from the page) as an attachment holding
+// its bytes.
 //
 // Exit 77 (ctest: skipped) when Node's puppeteer-core or Chromium is not
 // installed (scripts/deps.sh installs both); otherwise the output ends with
 // "N passed, N failed". Every wait is for a condition, bounded by a timeout
 // scaled by ONCE_TEST_TIMEOUT_FACTOR.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { CHROMIUM, endRun, puppeteerOrSkip } from './chromium.mjs';
-import { check, CheckFailed, eq, freePort, reaperGuard, scaled, tally } from '../js/harness.mjs';
+import { CHROMIUM, endRun, puppeteerOrSkip, runSteps } from './chromium.mjs';
+import { Rig, rpc as rpcAs, signIn, timeline as timelineAs, waitFor } from './rig.mjs';
+import { check, eq, scaled, tally } from '../js/harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const ONCED = process.env.ONCED || path.join(ROOT, 'build', 'onced');
-const EXT = 'urn:once:a2a:idempotency:v1';
 const TOKEN = `tok-${randomUUID()}`;
 const QUESTION = 'ask:Which jurisdiction governs this contract?';
 const ANSWER = 'Swiss law (canton of Zurich)';
 const JUMP_MS = 73 * 3600 * 1000;
 
 let browser = null;
+let rig = null;
 let tmpdir = null;
-// Every onced this script started: { name, proc }. finish() ends them all.
-const servers = [];
-
-// Stop one onced with SIGTERM (so a sanitizer build reports leaks; SIGCONT
-// first, in case a check failed while it was frozen) and fail on any
-// sanitizer report in its log.
-async function stopOnced({ name, proc }) {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGCONT');
-  proc.kill('SIGTERM');
-  const timer = setTimeout(() => proc.kill('SIGKILL'), scaled(10000));
-  await exited;
-  clearTimeout(timer);
-  const log = fs.readFileSync(path.join(tmpdir, `${name}.log`), 'utf8');
-  const report = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|\.c:\d+:\d+: runtime error:/.exec(log);
-  if (report) {
-    tally.failed++;
-    console.error(`FAIL: ${name} reported:`, log.slice(Math.max(0, report.index - 200), report.index + 3000));
-  } else {
-    tally.passed++;
-  }
-}
 
 async function finish() {
   if (browser) await browser.close().catch(() => {});
-  for (const srv of servers) {
-    await stopOnced(srv).catch((e) => { tally.failed++; console.error(`FAIL: stopping ${srv.name}:`, e); });
-  }
+  if (rig) await rig.stop();
   endRun(tmpdir);
 }
 
@@ -90,56 +69,18 @@ if (!fs.existsSync(ONCED)) {
 
 // ---- onced ----
 
-async function waitFor(fn, ms, what) {
-  const end = Date.now() + scaled(ms);
-  while (Date.now() < end) {
-    const v = await fn().catch(() => null);
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  check(false, `timed out waiting for ${what}`);
-  return null;
-}
-
 // The scratch folder, the token file and the reaper's watch: once per run.
 function setUp() {
-  reaperGuard(ROOT);   // every process this script starts ends with it
-  tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), 'once-browser-'));
-  fs.writeFileSync(path.join(tmpdir, 'tokens'), `${TOKEN} orchestrator\n`);
+  rig = new Rig(ROOT, ONCED, [[TOKEN, 'orchestrator']]);
+  tmpdir = rig.dir;
 }
 
-// One onced --inspect --test-admin on a free port, logging to NAME.log in
-// the scratch folder, with the extra flags in args; its base URL once it
-// serves.
-async function startOnced(name, store, args = []) {
-  const port = await freePort();
-  const log = fs.openSync(path.join(tmpdir, `${name}.log`), 'a');
-  const proc = spawn(ONCED, ['--listen', `127.0.0.1:${port}`, '--drain-delay', '0', '--store', `sqlite:${store}`,
-    '--inspect', '--test-admin', '--auth-tokens', path.join(tmpdir, 'tokens'), ...args],
-  { stdio: ['ignore', log, log] });
-  fs.closeSync(log);
-  servers.push({ name, proc });
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${base}/healthz`)).ok, 15000, `${name} to serve`);
-  return { base, proc };
-}
-
-async function rpc(base, method, params) {
-  const res = await fetch(`${base}/`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', 'A2A-Extensions': EXT,
-      Authorization: `Bearer ${TOKEN}` },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  return { replayed: res.headers.get('idempotent-replayed') === 'true', doc: await res.json() };
-}
-
-async function timeline(base, id) {
-  const res = await fetch(`${base}/inspect/api/task/${id}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
-  return res.ok ? res.json() : null;
-}
+const startOnced = (name, store, args = []) => rig.start(name, store, args);
+const rpc = (base, method, params) => rpcAs(base, TOKEN, method, params);
+const timeline = (base, id) => timelineAs(base, TOKEN, id);
 
 const text = (page, sel) => page.$eval(sel, (e) => e.textContent.trim());
+const rowTexts = (page, sel) => page.$$eval(sel, (rows) => rows.map((r) => r.textContent));
 const generations = (page) => page.$$eval('#timeline tr[data-generation]',
   (rows) => rows.map((r) => Number(r.dataset.generation)));
 
@@ -171,15 +112,56 @@ async function openPage(base) {
 // Log page in on onced at base through its login form: it sets the session
 // cookie (HttpOnly: no script sees it; no token in it) and leads to the list.
 async function login(page, base) {
-  await page.goto(`${base}/inspect/login`);
-  await page.type('#token', TOKEN);
-  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  await signIn(page, base, TOKEN);
   eq(new URL(page.url()).pathname, '/inspect/', 'the login leads to the list');
   eq(await page.evaluate(() => document.cookie), '', 'the session cookie is out of scripts\' reach');
   const cookies = await page.cookies(`${base}/inspect/`);
   const session = cookies.find((c) => c.name === 'once_session');
   check(session && session.httpOnly && session.sameSite === 'Strict' && !session.value.includes(TOKEN),
     `the session cookie: ${JSON.stringify(cookies)}`);
+}
+
+// The task page reads as the story: the timeline above the record, the
+// user's question in the first row and the answer in the continuation's row
+// (its event is a bare working status: the text comes from the history),
+// the time since the row before on every row after the first, and a line on
+// fence, version and generation (a tooltip and the legend).
+async function storyRows(page) {
+  const order = await page.evaluate(() => {
+    const tl = document.getElementById('timeline');
+    const rec = document.getElementById('f-fence');
+    return { before: Boolean(tl.compareDocumentPosition(rec) & Node.DOCUMENT_POSITION_FOLLOWING),
+      above: tl.getBoundingClientRect().top < rec.getBoundingClientRect().top };
+  });
+  check(order.before && order.above, `the timeline above the record: ${JSON.stringify(order)}`);
+  const users = await rowTexts(page, '#timeline tr.k-event q.user');
+  eq(JSON.stringify(users), JSON.stringify([QUESTION, ANSWER]), "the user's messages in their rows");
+  const answered = await page.$$eval('#timeline tr.k-event', (rows) => rows
+    .filter((r) => r.textContent.includes('The user answered'))
+    .map((r) => ({ gen: Number(r.dataset.generation), state: r.querySelector('.state')?.textContent })));
+  eq(JSON.stringify(answered), JSON.stringify([{ gen: 4, state: 'TASK_STATE_WORKING' }]),
+    "the continuation's row (generation 4, working) quotes the answer");
+  const dts = await page.$$eval('#timeline td.dt', (cells) => cells.map((c) => c.textContent));
+  check(dts[0] === '' && dts.length > 4 && dts.slice(1).every((d) => /^\+\d+(\.\d)? (ms|s|min|h|d)/.test(d)),
+    `elapsed times: ${dts.join(' | ')}`);
+  for (const word of ['Fence', 'Version', 'Generation']) {
+    const tip = await page.$$eval('table.facts th[title]', (th, w) => th.some((t) => t.textContent === w &&
+      t.title.length > 40), word);
+    const line = await page.$$eval('#legend dt', (dt, w) => dt.some((d) => d.textContent === w &&
+      d.nextElementSibling.textContent.length > 40), word);
+    check(tip && line, `${word}: a tooltip and a line in the legend`);
+  }
+}
+
+// The download link of each file part of the page: fetched from the page
+// (its session cookie goes along), its bytes and headers.
+async function downloads(page) {
+  return page.$$eval('#artifacts li.p-file a.download[download]', (links) => Promise.all(links.map(async (a) => {
+    const r = await fetch(a.href);
+    return { name: a.textContent, status: r.status, type: r.headers.get('content-type'),
+      disposition: r.headers.get('content-disposition'), nosniff: r.headers.get('x-content-type-options'),
+      body: await r.text() };
+  })));
 }
 
 // ---- the story ----
@@ -232,6 +214,7 @@ async function story() {
   const after = await generations(page);
   check(after.length > 3 && after.every((g, i) => g === i + 1), `generations 1..${after.length}`);
   check((await text(page, '#timeline')).includes(ANSWER), 'the follow-up in the timeline');
+  await storyRows(page);
   check(/\d{4}-\d\d-\d\dT/.test(await text(page, '#r-tombstone')), 'the tombstone deadline');
   check(/\d{4}-\d\d-\d\dT/.test(await text(page, '#r-forget')), 'the forget deadline');
   // The lost answer's retry: counted in memory, written by the sweeper's
@@ -245,9 +228,6 @@ async function story() {
   const turns = await page.$$eval('#timeline tr.k-turn', (rows) => rows.map((r) => r.textContent));
   eq(turns.length, 2, 'two turns: the question and the follow-up');
   check(turns.every((t) => t.includes('new turn on') && t.includes('fence')), `the turns: ${turns.join(' | ')}`);
-  if (process.env.ONCE_SCREENSHOT) {
-    await page.screenshot({ path: process.env.ONCE_SCREENSHOT, fullPage: true });
-  }
 
   // The clock jump: 73 hours later the ID is a tombstone.
   const jump = await rpc(base, 'once/admin/setClockOffset', { offsetMs: JUMP_MS });
@@ -269,7 +249,7 @@ async function story() {
 // prints its artifact and completion, named after $ONCE_FENCE, and writes
 // printed-FENCE with the pid of the shell onced started it under.
 const AGENT = `
-import json, os, sys, time
+import base64, json, os, sys, time
 folder, bound = sys.argv[1], float(sys.argv[2])
 sys.stdin.readline()
 fence = os.environ["ONCE_FENCE"]
@@ -282,7 +262,10 @@ if os.environ["ONCE_RESUMED"] != "1":
     end = time.time() + bound
     while not os.path.exists(os.path.join(folder, "release")) and time.time() < end:
         time.sleep(0.05)
-emit({"artifact": {"artifactId": "by-fence-" + fence, "parts": [{"text": "fence " + fence}]},
+report = base64.b64encode(("report of fence " + fence + "\\n").encode()).decode()
+emit({"artifact": {"artifactId": "by-fence-" + fence, "name": "report",
+                   "parts": [{"text": "fence " + fence},
+                             {"raw": report, "filename": "report-" + fence + ".txt", "mediaType": "text/plain"}]},
       "lastChunk": True})
 emit({"status": "completed", "text": "done by fence " + fence})
 with open(os.path.join(folder, "printed.tmp"), "w") as f:
@@ -326,7 +309,6 @@ async function getTask(base, id) {
   return (await rpc(base, 'GetTask', { id })).doc.result;
 }
 
-const rowTexts = (page, sel) => page.$$eval(sel, (rows) => rows.map((r) => r.textContent));
 
 // Two replicas on one SQLite file with a short lease. A's agent holds the
 // turn (fence 1); A is frozen; B takes the task over (fence 2) and completes
@@ -383,18 +365,13 @@ async function takeover() {
   const turns = await rowTexts(page, '#timeline tr.k-turn');
   check(turns.length === 2 && turns[0].includes('new turn on replica-a, fence 1') &&
     turns[1].includes('resumed turn on replica-b, fence 2'), `the turns: ${turns.join(' | ')}`);
+  // B's artifact (A's was refused): its file part downloads as an attachment.
+  const files = await downloads(page);
+  eq(JSON.stringify(files), JSON.stringify([{ name: 'report-2.txt', status: 200, type: 'text/plain',
+    disposition: 'attachment; filename="report-2.txt"', nosniff: 'nosniff', body: 'report of fence 2\n' }]),
+  'the artifact\'s file: its bytes, as an attachment');
   eq(outside.length, 0, `requests outside onced: ${outside.join(' ')}`);
   eq(scriptErrors.length, 0, `script errors: ${scriptErrors.join(' ')}`);
 }
 
-try {
-  setUp();
-  await story();
-  await takeover();
-} catch (e) {
-  if (!(e instanceof CheckFailed)) {
-    tally.failed++;
-    console.error('FAIL:', e && e.stack ? e.stack : e);
-  }
-}
-await finish();
+await runSteps([setUp, story, takeover], finish);

@@ -2,8 +2,8 @@
 # puppeteer-core (tests/browser/package.json) against onced --inspect: the
 # demo story's task and a takeover between two replicas. Exit 77
 # (skipped) where Node, puppeteer-core or Chromium is absent; scripts/deps.sh
-# installs all three. ONCE_SCREENSHOT=PATH in the environment saves the story
-# task's page there (demo/inspector.png).
+# installs all three. The pictures in docs/img are made by
+# scripts/inspector-screenshots.sh (tests/browser/screenshots.mjs), not here.
 #
 # browser/csrf: a page of another loopback origin tries every request a page
 # can send to onced without a preflight (tests/browser/csrf.mjs); nothing is

@@ -8,7 +8,11 @@ deadlines, then the tombstone after the clock jump; `once inspect` prints
 it for a terminal and, with --json, as served. The journal: the turn that
 ran the task, the retry of a send whose answer was lost counted as a replay
 (written by the sweeper, not by the replay), a reused messageId counted as a
-refusal by reason.
+refusal by reason. The page as a story: the user's messages in the rows of
+the first event and of a continuation, elapsed times, the timeline above the
+record, a line on each counter. An artifact's part downloaded from
+/inspect/file/ID: auth, another principal's task a 404, an attachment with
+a safe name and a type that renders nothing.
 """
 import http.client
 import json
@@ -388,6 +392,111 @@ def test_journal_turn_replay_refusal():
             check(want in out, "once inspect prints %r:\n%s" % (want, out))
 
 
+def test_story_rows():
+    """The rows read as the task's story: the user's message in the row of
+    the first event and in the row of the continuation (a working status
+    with no message of its own: the text comes from the history), the time
+    since the row before, the timeline above the record, a line on each
+    counter."""
+    with Onced(["--inspect"], tmpdir=scratch_dir()) as srv:
+        tid = "story-" + new_id()
+        eq(send(srv, "ask:Which law?", tid=tid)["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+           "the agent asks")
+        eq(send(srv, "Swiss " + EVIL, tid=tid)["status"]["state"], "TASK_STATE_COMPLETED",
+           "the answer completes the task")
+        ev = [e for e in timeline(srv, tid)["entries"] if e["kind"] == "event"]
+        users = [(e["generation"], e.get("user"), e.get("continued", False)) for e in ev
+                 if "user" in e]
+        eq(users, [(1, "ask:Which law?", False), (4, "Swiss " + EVIL, True)],
+           "the user's messages: the first and the continuation")
+        eq((ev[3]["event"], ev[3]["state"]), ("statusUpdate", "TASK_STATE_WORKING"),
+           "the continuation's own event is a bare working status")
+        _, _, page = get(srv, "/inspect/task/" + tid)
+        page = page.decode()
+        check('The user answered: <q class="user">Swiss &lt;script&gt;' in page,
+              "the continuation's row quotes the answer, escaped")
+        check(page.index('id="timeline"') < page.index('id="f-fence"'), "the timeline first")
+        dts = re.findall(r'<td class="dt">([^<]*)</td>', page)
+        eq(dts[0], "", "no elapsed time on the first row")
+        check(len(dts) > 4 and all(re.match(r"^\+\d+(\.\d)? (ms|s|min|h|d)", d) for d in dts[1:]),
+              "every later row says how long after the one before: %r" % dts)
+        for word in ("Fence", "Version", "Generation"):
+            check(re.search(r"<th title=\"[^\"]{40,}\">%s</th>" % word, page) and
+                  re.search(r"<dt>%s</dt><dd>[^<]{40,}</dd>" % word, page),
+                  "%s has a tooltip and a line in the legend" % word)
+
+
+# The agent of test_artifact_download: an artifact with a text part (with
+# markup), a file inline (HTML with a script, a name that climbs
+# directories), a data part and a file by reference.
+ARTIFACT_AGENT = r"""read line
+printf '{"artifact":{"artifactId":"review","name":"review","parts":[{"text":"Clause 4 <b>caps</b> it."},{"raw":"%s","filename":"../../x\"y.html","mediaType":"text/html"},{"data":{"risk":"low"}},{"url":"https://files.example/r.pdf","filename":"r.pdf","mediaType":"application/pdf"}]},"lastChunk":true}
+'
+printf '{"status":"completed","text":"done"}
+'
+"""
+HOSTILE_FILE = b"<html><script>alert(1)</script></html>"
+
+
+def test_artifact_download():
+    """GET /inspect/file/ID?artifact=A&part=N: a part's bytes as an
+    attachment, behind the inspector's auth and principal scoping (another
+    principal's task is a 404 like a missing one), never rendered: a type
+    that runs nothing (an agent's text/html is application/octet-stream),
+    nosniff, a sandboxing CSP and a file name of safe bytes only."""
+    import base64
+    agent = ARTIFACT_AGENT % base64.b64encode(HOSTILE_FILE).decode()
+    with Onced(["--inspect", "--auth-tokens", tokens_file(), "--exec", agent],
+               tmpdir=scratch_dir()) as srv:
+        tid = "art-" + new_id()
+        send(srv, "review it", tid=tid, token=ALICE)
+        tl = wait_until(lambda: (lambda t: t if t["task"]["terminal"] else None)(
+            timeline(srv, tid, token=ALICE)), timeout=30, what="the task to finish")
+        parts = tl["artifacts"][0]["parts"]
+        eq([(p["kind"], p.get("filename"), p.get("mediaType"), p.get("size")) for p in parts],
+           [("text", None, None, None), ("file", '../../x"y.html', "text/html", len(HOSTILE_FILE)),
+            ("data", None, None, None), ("file", "r.pdf", "application/pdf", None)],
+           "the timeline lists the parts")
+        path = "/inspect/file/%s?artifact=review&part=" % tid
+        st, hd, _ = get(srv, path + "1")
+        eq(st, 401, "a download without a token")
+        check(hd.get("www-authenticate", "").startswith("Bearer"), "the challenge")
+        st_b, _, body_b = get(srv, path + "1", token=BOB)
+        st_n, _, body_n = get(srv, "/inspect/file/no-such-%s?artifact=review&part=1" % new_id(),
+                              token=BOB)
+        eq((st_b, st_n), (404, 404), "another principal's part and a missing task's")
+        eq(body_b.replace(b"no-such", b""), body_n.replace(b"no-such", b""), "the same page")
+        for cred in ({"token": ALICE}, {"cookie": login(srv, ALICE)}):
+            st, hd, body = get(srv, path + "1", **cred)
+            eq(st, 200, "the file part (%s)" % list(cred)[0])
+            eq(body, HOSTILE_FILE, "its bytes, decoded")
+        eq(hd.get("content-type"), "application/octet-stream", "the agent's text/html is not served")
+        eq(hd.get("x-content-type-options"), "nosniff", "no sniffing")
+        check("sandbox" in hd.get("content-security-policy", ""), "a sandboxing CSP: %r" % hd)
+        disp = hd.get("content-disposition", "")
+        check(re.fullmatch(r'attachment; filename="[A-Za-z0-9_-][A-Za-z0-9._-]*"', disp) and
+              "/" not in disp, "an attachment named in safe bytes: %r" % disp)
+        st, hd, body = get(srv, path + "0", token=ALICE)
+        eq((st, body), (200, b"Clause 4 <b>caps</b> it."), "the text part")
+        eq(hd.get("content-type"), "text/plain; charset=utf-8", "as plain text")
+        eq(hd.get("content-disposition"), 'attachment; filename="review-0.txt"', "named after it")
+        st, hd, body = get(srv, path + "2", token=ALICE)
+        eq((st, hd.get("content-type"), json.loads(body)), (200, "application/json", {"risk": "low"}),
+           "the data part as JSON")
+        for bad, want in (("3", 404), ("4", 404), ("99999", 400), ("x", 400), ("-1", 400)):
+            eq(get(srv, path + bad, token=ALICE)[0], want, "part=%s" % bad)
+        eq(get(srv, "/inspect/file/%s?artifact=other&part=0" % tid, token=ALICE)[0], 404,
+           "an artifact the task does not have")
+        _, _, page = get(srv, "/inspect/task/" + tid, token=ALICE)
+        page = page.decode()
+        check('href="/inspect/file/%s?artifact=review&amp;part=1">../../x&quot;y.html</a>' % tid
+              in page, "the page links the file by its name, escaped")
+        check("<q>Clause 4 &lt;b&gt;caps&lt;/b&gt; it.</q>" in page, "the text part shown, escaped")
+        check("https://files.example/r.pdf" in page and 'href="https://files.example' not in page,
+              "a file by reference: its URL shown, not linked")
+
+
 if __name__ == "__main__":
     run([test_off_by_default, test_auth_and_tenants, test_session_cookie, test_escaping_and_csp,
-         test_list_filters_and_pages, test_timeline_json_and_cli, test_journal_turn_replay_refusal])
+         test_list_filters_and_pages, test_timeline_json_and_cli, test_journal_turn_replay_refusal,
+         test_story_rows, test_artifact_download])

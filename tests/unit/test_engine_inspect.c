@@ -4,7 +4,8 @@
  * ONCE_INSPECT_MAX_EVENTS events, the newest ONCE_INSPECT_MAX_KEYS keys,
  * texts cut on a UTF-8 boundary), times taken from the event before when an
  * event has none, entries sorted by time, another principal's task and a
- * tombstone.
+ * tombstone; the user's message of a continuation, the artifacts and
+ * one part for a download.
  */
 #include "engine_fixture.h"
 #include "engine/inspect.h"
@@ -175,11 +176,94 @@ static void test_finished_then_tombstone(void **state)
     fx_env_close(&env);
 }
 
+/* The story of a task that asked and was answered: the continuation's
+ * event (a working status with no message) names the user's answer, found
+ * in the history after the agent's question, even though a progress message
+ * before it was replaced in the history; the artifacts are listed and one
+ * part is given for its download, to its principal only. */
+static void test_story_and_parts(void **state)
+{
+    (void)state;
+    fx_env env;
+    fx_env_open(&env, NULL, 1);
+    static const char *const payloads[] = {
+        "{\"task\":{\"id\":\"t-s\",\"status\":{\"state\":\"TASK_STATE_SUBMITTED\"},"
+        "\"history\":[{\"messageId\":\"u1\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":"
+        "\"first\"}]}]}}",
+        "{\"statusUpdate\":{\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}",
+        "{\"statusUpdate\":{\"status\":{\"state\":\"TASK_STATE_WORKING\",\"message\":"
+        "{\"messageId\":\"p1\",\"role\":\"ROLE_AGENT\",\"parts\":[{\"text\":\"busy\"}]}}}}",
+        "{\"statusUpdate\":{\"status\":{\"state\":\"TASK_STATE_INPUT_REQUIRED\",\"message\":"
+        "{\"messageId\":\"q1\",\"role\":\"ROLE_AGENT\",\"parts\":[{\"text\":\"which?\"}]}}}}",
+        "{\"statusUpdate\":{\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}",
+        "{\"statusUpdate\":{\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}"};
+    once_event ev[6];
+    for (int g = 0; g < 6; g++)
+        ev[g] = (once_event){.generation = g + 1, .payload = (char *)payloads[g]};
+    once_record r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.principal, sizeof r.principal, "alice");
+    snprintf(r.task_id, sizeof r.task_id, "t-s");
+    snprintf(r.context_id, sizeof r.context_id, "ctx-1");
+    r.state = ONCE_STATE_COMPLETED;
+    r.version = 1;
+    r.generation = 6;
+    r.created_at = T0;
+    r.updated_at = T0;
+    r.finished_at = T0;
+    r.digests = "";
+    r.task_json =
+        "{\"id\":\"t-s\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},\"history\":["
+        "{\"messageId\":\"u1\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"first\"}]},"
+        "{\"messageId\":\"q1\",\"role\":\"ROLE_AGENT\",\"parts\":[{\"text\":\"which?\"}]},"
+        "{\"messageId\":\"u2\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"this one\"}]}],"
+        "\"artifacts\":[{\"artifactId\":\"a1\",\"name\":\"report\",\"parts\":[{\"text\":\"ok\"},"
+        "{\"raw\":\"aGk=\",\"filename\":\"r.txt\",\"mediaType\":\"text/plain\"}]}]}";
+    assert_int_equal(once_store_create(env.store, &r, ev, 6, NULL, NULL), ONCE_OK);
+
+    json_t *tl = NULL;
+    assert_int_equal(once__engine_inspect(env.e, "alice", "t-s", &tl), ONCE_OK);
+    const char *users[7] = {0};
+    size_t i;
+    const json_t *e;
+    json_array_foreach (json_object_get(tl, "entries"), i, e) {
+        int64_t g = json_integer_value(json_object_get(e, "generation"));
+        if (g >= 1 && g <= 6)
+            users[g] = json_string_value(json_object_get(e, "user"));
+    }
+    assert_string_equal(users[1], "first");
+    assert_null(users[2]);
+    assert_null(users[3]);
+    assert_string_equal(users[5], "this one");
+    assert_null(users[6]);
+    const json_t *parts =
+        json_object_get(json_array_get(json_object_get(tl, "artifacts"), 0), "parts");
+    assert_int_equal(json_array_size(parts), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(parts, 1), "size")), 2);
+    json_decref(tl);
+
+    json_t *part = NULL;
+    assert_int_equal(once__engine_inspect_part(env.e, "alice", "t-s", "a1", 1, &part), ONCE_OK);
+    assert_string_equal(json_string_value(json_object_get(part, "kind")), "file");
+    assert_string_equal(json_string_value(json_object_get(part, "raw")), "aGk=");
+    assert_string_equal(json_string_value(json_object_get(part, "filename")), "r.txt");
+    json_decref(part);
+    assert_int_equal(once__engine_inspect_part(env.e, "alice", "t-s", "a1", 2, &part),
+                     ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_inspect_part(env.e, "alice", "t-s", "zz", 0, &part),
+                     ONCE_ENOTFOUND);
+    assert_int_equal(once__engine_inspect_part(env.e, "bob", "t-s", "a1", 1, &part),
+                     ONCE_ENOTFOUND);
+    assert_null(part);
+    fx_env_close(&env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bounds_and_order),
         cmocka_unit_test(test_finished_then_tombstone),
+        cmocka_unit_test(test_story_and_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
