@@ -11,9 +11,10 @@
 #   one selector, tests/e2e/test_sse_threads.py's Client) and waits for
 #   every first event.
 # BENCH_MODE=waits: A registers N tasks that stay queued (one turn worker
-#   busy with "sleep:3600"); the client sends each again, blocking, to B
-#   (the same task ID: a replay), and waits until B's once_sends_waiting
-#   gauge counts N deferred waits.
+#   busy with "sleep:3600"; leases of an hour, so B takes none of them
+#   over); the client sends each again, blocking, to B (the same task ID: a
+#   replay), and waits until B's once_sends_waiting gauge counts N deferred
+#   waits.
 # Then, both modes: B's threads, VmRSS (before and with the followers),
 # CPU and store calls (the once_store_operation_duration_seconds counts on
 # its /metrics) over BENCH_SETTLE idle seconds; then BENCH_PROBES writes
@@ -66,7 +67,7 @@ lim=$((2 * N + 64))
 common=(--store "$STORE" --max-connections "$lim" --max-connections-per-ip "$lim"
         --max-streams "$lim" --max-streams-per-principal "$lim"
         --max-waits "$lim" --max-waits-per-principal "$lim" --max-wait 30m
-        --max-queue "$lim" --sse-ping 1h)
+        --max-queue "$lim" --sse-ping 1h --lease 1h)
 start_onced a "${common[@]}" --replica-id a --turn-workers 1
 PA=$PORT PIDA=$PID
 start_onced b "${common[@]}" --replica-id b

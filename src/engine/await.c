@@ -159,6 +159,17 @@ static once__settled *settled_slot(once__engine *e, const char *principal, const
     return &e->settled[once__key_hash(principal, task_id) % ONCE__SETTLED_SLOTS];
 }
 
+/* Under e->mu: a wait is ready or due now. A thread that is not asleep
+ * (it is polling, or answering) looks again before it sleeps; one asleep
+ * is woken. */
+static void wake_thread(once__engine *e)
+{
+    if (e->await_asleep)
+        pthread_cond_signal(&e->await_cv);
+    else
+        e->await_kick = 1;
+}
+
 /* Under e->mu: a local write of r reached the waits on its key. */
 void once__await_notify(once__engine *e, const once_record *r)
 {
@@ -191,7 +202,7 @@ void once__await_notify(once__engine *e, const once_record *r)
         }
     }
     if (wake)
-        pthread_cond_signal(&e->await_cv);
+        wake_thread(e);
     once__follow_notify(e, r->principal, r->task_id);   /* streams following the key */
 }
 
@@ -228,7 +239,7 @@ void once__await_told(once__engine *e, const char *principal, const char *task_i
         wake = 1;
     }
     if (wake)
-        pthread_cond_signal(&e->await_cv);
+        wake_thread(e);
 }
 
 uint64_t once__await_seq(once__engine *e)
@@ -269,7 +280,9 @@ static int poll_one(once__engine *e, once__await *a)
  * something is due among those left (deadline or poll). */
 static int64_t take_ready(once__engine *e, int64_t now, once__await **fire)
 {
-    int64_t due = now + ONCE__POLL_MS;
+    /* With the change feed up nothing polls: the thread wakes to be told,
+     * or for a deadline, or once a second. */
+    int64_t due = now + (once__engine_follow_poll_ms(e) > 0 ? ONCE__POLL_MS : 1000);
     for (once__await **pp = &e->awaits; *pp != NULL;) {
         once__await *a = *pp;
         if (a->ready || a->until <= now || e->awaits_closed) {
