@@ -30,23 +30,24 @@
 typedef struct backend {
     const char *scheme;
     const once_store_methods *m;   /* NULL: known scheme, not in this build */
+    const once__backend *hooks;    /* NULL: no schema (memory) */
 } backend;
 
 static const backend backends[] = {
-    {"memory", &once__store_memory},
-    {"sqlite", &once__store_sqlite},
-    {"dynamodb", &once__store_dynamo},
+    {"memory", &once__store_memory, NULL},
+    {"sqlite", &once__store_sqlite, &once__sq_backend},
+    {"dynamodb", &once__store_dynamo, &once__dy_backend},
 #ifdef ONCE_HAVE_PG
-    {"postgres", &once__store_pg},
-    {"postgresql", &once__store_pg},
+    {"postgres", &once__store_pg, &once__pg_backend},
+    {"postgresql", &once__store_pg, &once__pg_backend},
 #else
-    {"postgres", NULL},
-    {"postgresql", NULL},
+    {"postgres", NULL, NULL},
+    {"postgresql", NULL, NULL},
 #endif
 #ifdef ONCE_HAVE_REDIS
-    {"redis", &once__store_redis},
+    {"redis", &once__store_redis, &once__rd_backend},
 #else
-    {"redis", NULL},
+    {"redis", NULL, NULL},
 #endif
 };
 
@@ -130,20 +131,13 @@ int once_store_open_methods(const once_store_methods *m, const char *url,
     return ONCE_OK;
 }
 
-int once_store_open(const char *url, const once_store_options *opt, once_store **out,
-                    char *errbuf, size_t errlen)
+int once__store_find(const char *url, const once_store_methods **m, const once__backend **hooks,
+                     char *errbuf, size_t errlen)
 {
     const char *colon;
     size_t slen;
     size_t i;
 
-    if (errbuf && errlen)
-        errbuf[0] = '\0';
-    if (!out) {
-        once__store_errbuf(errbuf, errlen, "once_store_open: out is NULL");
-        return ONCE_EINVAL;
-    }
-    *out = NULL;
     if (!url || !(colon = strchr(url, ':')) || colon == url) {
         once__store_errbuf(errbuf, errlen,
                            "store URL must start with a scheme (memory:, sqlite:PATH, ...)");
@@ -159,13 +153,32 @@ int once_store_open(const char *url, const once_store_options *opt, once_store *
                                "store scheme '%s' is not built into this libonce", b->scheme);
             return ONCE_EUNSUPPORTED;
         }
-        return once_store_open_methods(b->m, url, opt, out, errbuf, errlen);
+        *m = b->m;
+        if (hooks)
+            *hooks = b->hooks;
+        return ONCE_OK;
     }
     once__store_errbuf(errbuf, errlen,
                        "unknown store scheme '%.*s' "
                        "(known: memory, sqlite, postgres, redis, dynamodb)",
                        (int)(slen > 32 ? 32 : slen), url);
     return ONCE_EINVAL;
+}
+
+int once_store_open(const char *url, const once_store_options *opt, once_store **out,
+                    char *errbuf, size_t errlen)
+{
+    const once_store_methods *m;
+
+    if (errbuf && errlen)
+        errbuf[0] = '\0';
+    if (!out) {
+        once__store_errbuf(errbuf, errlen, "once_store_open: out is NULL");
+        return ONCE_EINVAL;
+    }
+    *out = NULL;
+    int rc = once__store_find(url, &m, NULL, errbuf, errlen);
+    return rc == ONCE_OK ? once_store_open_methods(m, url, opt, out, errbuf, errlen) : rc;
 }
 
 int once_store_close(once_store *s)
@@ -243,12 +256,10 @@ int once__store_local(const once_store *s)
 
 int once__store_schema_version(const once_store *s)
 {
-    if (s != NULL && s->m == &once__store_sqlite)
-        return once__sq_schema_version();
-#ifdef ONCE_HAVE_PG
-    if (s != NULL && s->m == &once__store_pg)
-        return once__pg_schema_version();
-#endif
+    for (size_t i = 0; s != NULL && i < sizeof backends / sizeof backends[0]; i++) {
+        if (backends[i].m == s->m && backends[i].hooks)
+            return backends[i].hooks->schema_version;
+    }
     return 0;
 }
 
