@@ -42,6 +42,7 @@ static const char usage[] =
     "                              (replicas sharing one store cooperate). Its schema\n"
     "                              is created or migrated at start (the start-up line\n"
     "                              names its schema_version)\n"
+    "store schema:\n"
     "  --no-migrate                change no schema: refuse to start (exit 1) on a store\n"
     "                              whose schema is older than this once's, or absent,\n"
     "                              naming both versions; run onced migrate first\n"
