@@ -6,7 +6,8 @@
  * Thin on purpose: every behaviour lives in libonce (src/http, src/a2a,
  * src/engine, src/store, src/exec). Exit status: 0 after a clean shutdown,
  * 1 when startup fails, 2 for a bad command line (and for a --check-config
- * that found a problem).
+ * that found a problem). `onced migrate` runs the store's schema step alone
+ * and exits (0 done, 1 failed, 2 bad command line).
  */
 #include <errno.h>
 #include <limits.h>
@@ -33,6 +34,7 @@
 
 static const char usage[] =
     "usage: onced --listen HOST:PORT --store URL [options]\n"
+    "       onced migrate --store URL [--dry-run]\n"
     "\n"
     "The once A2A 1.0 server: idempotent task sends over JSON-RPC and HTTP+JSON.\n"
     "\n"
@@ -40,7 +42,14 @@ static const char usage[] =
     "  --listen HOST:PORT          address to serve on ([v6addr]:PORT for IPv6)\n"
     "  --store URL                 task registry: memory:, sqlite:PATH, postgres://...,\n"
     "                              redis://..., dynamodb://TABLE?region=R\n"
-    "                              (replicas sharing one store cooperate)\n"
+    "                              (replicas sharing one store cooperate). Its schema\n"
+    "                              is created or migrated at start (the start-up line\n"
+    "                              names its schema_version)\n"
+    "store schema:\n"
+    "  --no-migrate                change no schema: refuse to start (exit 1) on a store\n"
+    "                              whose schema is older than this once's, or absent,\n"
+    "                              naming both versions; run onced migrate first\n"
+    "                              (docs/production.md, \"Upgrade\")\n"
     "agent:\n"
     "  --executor echo             built-in test agent (default): \"ask:Q\" asks Q,\n"
     "                              \"sleep:N\" works N s, \"fail\" fails, else echoes\n"
@@ -240,7 +249,30 @@ static const char usage[] =
     "                              IDs are refused (TASK_NOT_FOUND). The baseline the\n"
     "                              amplification experiment measures once against\n"
     "\n"
-    "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d (or combined: 1h30m).\n";
+    "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d (or combined: 1h30m).\n"
+    "\n"
+    "onced migrate --store URL [--dry-run]\n"
+    "  apply the store's pending schema migrations and exit: prints \"store at version\n"
+    "  N; applied N+1..M\" or \"up to date (version M)\"; --dry-run only says which\n"
+    "  are pending and writes nothing. Exit status 0 when the store is (or, dry, could\n"
+    "  be) at this once's version; 1 when it cannot be opened or a newer once migrated\n"
+    "  it; 2 for a bad command line\n";
+
+static const char migrate_usage[] =
+    "usage: onced migrate --store URL [--dry-run]\n"
+    "\n"
+    "Apply the store's pending schema migrations, then exit, so that a rollout\n"
+    "migrates once before replicas started with --no-migrate come up\n"
+    "(docs/production.md, \"Upgrade\").\n"
+    "\n"
+    "  --store URL    the store, as onced --store takes it\n"
+    "  --dry-run      only say which migrations are pending; write nothing\n"
+    "\n"
+    "Prints \"store at version N; applied N+1..M (now at version M)\", or with\n"
+    "--dry-run \"store at version N; would apply N+1..M\", or \"up to date (version\n"
+    "M)\". Version 0 is a store with no schema yet. Exit status: 0 done (or up to\n"
+    "date); 1 the store cannot be opened, or a newer once migrated it; 2 a bad\n"
+    "command line.\n";
 
 typedef struct opts {
     const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url,
@@ -260,7 +292,7 @@ typedef struct opts {
     int64_t request_timeout_ms;
     unsigned max_connections, max_per_ip;
     uint64_t max_body_memory;
-    int test_admin, experiment_naive, inspect;
+    int test_admin, experiment_naive, inspect, no_migrate;
     const char *push_secrets[8], *push_allow[32];
     size_t npush_secrets, npush_allow;
     const char *allowed_hosts[32], *cors_origins[32];
@@ -356,6 +388,7 @@ static int parse_args(int argc, char **argv, opts *o)
     } flags[] = {
         {"--listen", F_STR, &o->listen},
         {"--store", F_STR, &o->store},
+        {"--no-migrate", F_NONE, &o->no_migrate},
         {"--executor", F_STR, &o->executor},
         {"--exec", F_STR, &o->exec_cmd},
         {"--upstream", F_STR, &o->upstream},
@@ -517,6 +550,60 @@ static int parse_args(int argc, char **argv, opts *o)
     if (o->log_level != NULL && o->log_level_file != NULL)
         return bad("--log-level and --log-level-file are exclusive: the file's level is the "
                    "one SIGHUP reads again");
+    return 0;
+}
+
+/* The versions a migration went through, as the command prints them:
+ * "3" or "2..3". */
+static void version_range(int from, int to, char *out, size_t n)
+{
+    if (to == from + 1)
+        snprintf(out, n, "%d", to);
+    else
+        snprintf(out, n, "%d..%d", from + 1, to);
+}
+
+/* `onced migrate`: the store's schema step alone (store_info.h), its
+ * outcome on stdout. */
+static int migrate_main(int argc, char **argv)
+{
+    const char *store = NULL;
+    int dry_run = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(migrate_usage, stdout);
+            return 0;
+        }
+        if (strcmp(arg, "--dry-run") == 0) {
+            dry_run = 1;
+        } else if (strncmp(arg, "--store=", 8) == 0) {
+            store = arg + 8;
+        } else if (strcmp(arg, "--store") == 0 || strcmp(arg, "--log-format") == 0) {
+            if (i + 1 == argc)
+                return bad("migrate: %s needs a value", arg);
+            if (arg[2] == 's')
+                store = argv[i + 1];
+            i++;   /* --log-format was read before (early_log_format) */
+        } else if (strncmp(arg, "--log-format=", 13) != 0) {
+            return bad("migrate: unknown option %s (migrate takes --store URL and --dry-run)",
+                       arg);
+        }
+    }
+    if (store == NULL)
+        return bad("migrate: --store URL is required");
+    char err[512] = "", range[32];
+    int from = 0, to = 0;
+    int rc = once__store_migrate(store, dry_run, &from, &to, err, sizeof err);
+    if (rc != ONCE_OK)
+        return refuse(1, "migrate: %s (%s)", err[0] ? err : "cannot open", once_strerror(rc));
+    version_range(from, to, range, sizeof range);
+    if (from == to)
+        printf("up to date (version %d)\n", to);
+    else if (dry_run)
+        printf("store at version %d; would apply %s (dry run: nothing written)\n", from, range);
+    else
+        printf("store at version %d; applied %s (now at version %d)\n", from, range, to);
     return 0;
 }
 
@@ -896,6 +983,8 @@ int main(int argc, char **argv)
     int64_t started_ms = once_monotonic_ms();
     log_format = early_log_format(argc, argv);
     once__log_setup(ONCE_LOG_INFO, log_format, 2);
+    if (argc > 1 && strcmp(argv[1], "migrate") == 0)
+        return migrate_main(argc - 1, argv + 1);
     int rc = parse_args(argc, argv, &o);
     if (rc != 0)
         return rc;
@@ -953,10 +1042,11 @@ int main(int argc, char **argv)
     if (o.card != NULL && load_card(o.card, &card) != ONCE_OK)
         goto out;
     /* Durability and lock waits come from the store URL (defaults: FULL,
-     * 5 s); only the clock is onced's to give. */
+     * 5 s); only the clock and whether to migrate are onced's to give. */
     once_store_options so;
     memset(&so, 0, sizeof so);
     so.clock = &clock.base;
+    so.flags = o.no_migrate ? ONCE_STORE_OPEN_NO_MIGRATE : 0u;
     if ((rc = once_store_open(o.store, &so, &store, err, sizeof err)) != ONCE_OK) {
         fail("--store: %s (%s)", err[0] ? err : "cannot open",
                 once_strerror(rc));

@@ -186,10 +186,21 @@ typedef struct once_check_report {
 #define ONCE_SYNC_NORMAL 2
 #define ONCE_SYNC_FULL 3
 
+/* Open flags (once_store_options.flags).
+ *   NO_MIGRATE  open changes no schema: a store whose schema is older than
+ *               this once's, or not there yet, is refused with
+ *               ONCE_EUNSUPPORTED ("store schema is at version N, this once
+ *               needs M: run onced migrate") instead of migrated, so that
+ *               replicas of a rollout start only on a store migrated
+ *               beforehand (`onced migrate`). A store without a schema
+ *               (memory:) ignores it. */
+#define ONCE_STORE_OPEN_NO_MIGRATE 0x1u
+
 /* What the caller, not the URL, gives a store: only what a URL cannot
- * carry. */
+ * carry. Zero it before setting fields: a zero field is the default. */
 typedef struct once_store_options {
     const once_clock *clock;     /* NULL = system clock */
+    unsigned flags;              /* ONCE_STORE_OPEN_* bits; 0 = migrate at open */
 } once_store_options;
 
 struct once_store;
@@ -327,11 +338,15 @@ typedef struct once_store_methods {
     /* Open the store named by url (the whole URL, scheme included). On
      * success *out points at a struct whose first member is once_store. On
      * failure *out is NULL, nothing needs closing, and errbuf (if non-NULL)
-     * holds a message. Creates the schema if absent.
+     * holds a message. Creates the schema if absent and migrates an older
+     * one, unless opt->flags has ONCE_STORE_OPEN_NO_MIGRATE. opt may be
+     * NULL (all defaults).
      *   ONCE_EINVAL        the URL or one of its settings is malformed or
      *                      unknown (the message names it): fix the URL;
-     *   ONCE_EUNSUPPORTED  the data was written by a newer once, or the
-     *                      server lacks a feature: do not start;
+     *   ONCE_EUNSUPPORTED  the data was written by a newer once, the
+     *                      server lacks a feature, or opt->flags has
+     *                      ONCE_STORE_OPEN_NO_MIGRATE and the schema needs
+     *                      a migration: do not start;
      *   ONCE_ESTORE        the store cannot be reached or read: onced exits
      *                      (its supervisor restarts it). */
     int (*open)(const char *url, const once_store_options *opt, once_store **out,

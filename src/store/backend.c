@@ -12,8 +12,8 @@
  */
 #include "store/store_int.h"
 
-int once__backend_open(const once__backend *b, const char *url, once_store **out, char *errbuf,
-                       size_t errlen)
+int once__backend_open(const once__backend *b, const char *url, once__schema *sc,
+                       once_store **out, char *errbuf, size_t errlen)
 {
     *out = NULL;
     once_store *s = once_calloc(1, b->size);
@@ -23,7 +23,9 @@ int once__backend_open(const once__backend *b, const char *url, once_store **out
     }
     int rc = b->parse(s, url, errbuf, errlen);
     if (rc == ONCE_OK) {
-        rc = b->start(s, errbuf, errlen);
+        sc->found = 0;
+        sc->target = b->schema_version;
+        rc = b->start(s, sc, errbuf, errlen);
         /* A start that failed inside a slot helper left its reason in errmsg. */
         if (rc != ONCE_OK && errbuf && errlen && !errbuf[0] && s->errmsg[0])
             once__store_errbuf(errbuf, errlen, "%s", s->errmsg);

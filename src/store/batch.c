@@ -76,7 +76,7 @@ int once__batch_conns_start(once__pool *pool, once__pool *bpool, once__batch *b,
     rc = cfg->ops->connect(cfg->owner, &first, errbuf, errlen);
     if (rc != ONCE_OK)
         return rc;
-    rc = cfg->setup(cfg->owner, first);
+    rc = cfg->setup(cfg->owner, first, cfg->setup_arg);
     if (rc != ONCE_OK) {
         cfg->ops->close(first);
         return rc;

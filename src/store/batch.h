@@ -95,9 +95,10 @@ typedef struct once__batch_conns_cfg {
     once__pool_fn run;
     int wait_ms, backoff_min_ms, backoff_max_ms; /* for both pools */
     /* What open does on its first connection before the pool keeps it
-     * (schema migrations, script loading): ONCE_OK or an error in the
-     * store's errmsg. */
-    int (*setup)(void *owner, once__pool_item *first);
+     * (schema migrations, script loading), given setup_arg (the open's
+     * once__schema): ONCE_OK or an error in the store's errmsg. */
+    int (*setup)(void *owner, once__pool_item *first, void *setup_arg);
+    void *setup_arg;
 } once__batch_conns_cfg;
 
 void once__batch_conns_init(once__pool *pool, once__pool *bpool, once__batch *b,

@@ -63,13 +63,14 @@
     .close = P##_release
 
 /* Define P##_open_slot, the open slot over once__backend_open(&B); the
- * clock in opt reaches the slots as arguments, so no backend keeps it. */
+ * clock in opt reaches the slots as arguments, so no backend keeps it, and
+ * of its flags only the public ones reach the schema step. */
 #define ONCE__STORE_OPEN(P, B)                                                                     \
     static int P##_open_slot(const char *url, const once_store_options *opt, once_store **out,    \
                              char *errbuf, size_t errlen)                                          \
     {                                                                                              \
-        (void)opt;                                                                                 \
-        return once__backend_open(&B, url, out, errbuf, errlen);                                   \
+        once__schema sc = {opt ? opt->flags & ONCE_STORE_OPEN_NO_MIGRATE : 0u, 0, 0};              \
+        return once__backend_open(&B, url, &sc, out, errbuf, errlen);                              \
     }
 
 /* Define TABLE: ONCE__STORE_OPEN and a table of the slots that

@@ -250,13 +250,22 @@ static int sq_parse(once_store *base, const char *url, char *errbuf, size_t errl
 }
 
 /* The start hook: the file (0600 whatever the umask allows, so we create
- * it ourselves), the writer's connection and the schema. */
-static int sq_start(once_store *base, char *errbuf, size_t errlen)
+ * it ourselves), the writer's connection and the schema. An open that may
+ * not migrate creates nothing: a missing file is a store at version 0. */
+static int sq_start(once_store *base, once__schema *sc, char *errbuf, size_t errlen)
 {
     sq_store *s = sq(base);
     const char *path = s->path;
+    int keep = (sc->flags & (ONCE__OPEN_PROBE | ONCE_STORE_OPEN_NO_MIGRATE)) != 0;
 
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int fd = open(path, (keep ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC, 0600);
+    int rc = ONCE_OK;
+    if (fd < 0 && keep && errno == ENOENT) {
+        rc = once__schema_gate(base, sc, NULL, 0, SQ_SCHEMA_VERSION);
+        if (rc < 0)
+            once__store_errbuf(errbuf, errlen, "%s (%s)", s->base.errmsg, path);
+        return rc < 0 ? rc : ONCE_OK;
+    }
     if (fd < 0) {
         once__store_errbuf(errbuf, errlen, "sqlite: cannot open %s: %s", path, strerror(errno));
         return ONCE_ESTORE;
@@ -264,9 +273,9 @@ static int sq_start(once_store *base, char *errbuf, size_t errlen)
     close(fd);
 
     sq_conn *w;
-    int rc = once__sq_conn_open(s, 1, 1, &w);
+    rc = once__sq_conn_open(s, 1, !keep, &w);
     if (rc == ONCE_OK) {
-        rc = once__sq_schema(s, w);
+        rc = once__sq_schema(s, w, sc);
         if (rc != ONCE_OK)
             once__sq_conn_close(w);
         else
@@ -277,10 +286,10 @@ static int sq_start(once_store *base, char *errbuf, size_t errlen)
     return rc;
 }
 
-static const once__backend sq_backend = {"sqlite", sizeof(sq_store), sq_parse, sq_start,
-                                         sq_release};
+const once__backend once__sq_backend = {"sqlite", sizeof(sq_store), SQ_SCHEMA_VERSION, sq_parse,
+                                        sq_start, sq_release};
 
-ONCE__STORE_OPEN(sq, sq_backend)
+ONCE__STORE_OPEN(sq, once__sq_backend)
 
 static int sq_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                      once_record *winner, once_tombstone *tomb)

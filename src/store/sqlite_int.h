@@ -28,6 +28,7 @@
 
 #include "db/db.h"
 #include "once/store.h"
+#include "store/store_int.h"
 
 #define SQ_SCHEMA_VERSION 3   /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal */
 #define SQ_BATCH_MAX 256      /* ops per group commit */
@@ -270,8 +271,9 @@ int once__sq_with_reader(sq_store *s, const char *what, sq_read_fn fn, void *arg
 void once__sq_seterr(sq_store *s, sqlite3 *db, const char *what, int rc);
 
 /* ---- sqlite_schema.c ---- */
-/* Create or verify the schema on a fresh writer-capable connection. */
-int once__sq_schema(sq_store *s, sq_conn *c);
+/* Create, migrate or verify the schema on a fresh writer-capable
+ * connection, as sc says (store_int.h, once__schema). */
+int once__sq_schema(sq_store *s, sq_conn *c, once__schema *sc);
 
 /* ---- sqlite_commit.c ---- */
 /* Queue op, wait for a leader (maybe this thread) to run it; op->rc. */

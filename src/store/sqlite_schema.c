@@ -17,6 +17,7 @@
  * once_state's: 5..8 are the terminal states. push_due is a partial index
  * over exactly the rows a claim may want (enabled, behind their task).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -141,11 +142,6 @@ static const char *const migrate[SQ_SCHEMA_VERSION] = {
 };
 
 /* One-row PRAGMA: its first column as text (journal_mode) or integer. */
-int once__sq_schema_version(void)
-{
-    return SQ_SCHEMA_VERSION;
-}
-
 static int pragma_row(sq_conn *c, const char *sql, char *text, size_t cap, int64_t *num)
 {
     sqlite3_stmt *st;
@@ -204,24 +200,19 @@ static int wal_on(sq_store *s, sq_conn *c)
     return ONCE_OK;
 }
 
-static int read_version(sq_store *s, sq_conn *c, int64_t *v)
+/* The file's version, and what once__schema_gate says about it: 1 migrate,
+ * 0 leave it, or an error (s->errmsg set). */
+static int gate(sq_store *s, sq_conn *c, once__schema *sc, int64_t *v)
 {
     int rc = pragma_row(c, "PRAGMA user_version", NULL, 0, v);
     if (rc != SQLITE_OK) {
         once__sq_seterr(s, c->db, "read user_version", once__db_err(rc));
         return once__db_err(rc);
     }
-    if (*v > SQ_SCHEMA_VERSION || *v < 0) {
-        char what[96];
-        snprintf(what, sizeof what, "schema version %lld is not %d (newer once?)",
-                 (long long)*v, SQ_SCHEMA_VERSION);
-        once__sq_seterr(s, NULL, what, ONCE_EUNSUPPORTED);
-        return ONCE_EUNSUPPORTED;
-    }
-    return ONCE_OK;
+    return once__schema_gate(&s->base, sc, NULL, *v > INT_MAX ? -1 : (int)*v, SQ_SCHEMA_VERSION);
 }
 
-static int create_tables(sq_store *s, sq_conn *c)
+static int create_tables(sq_store *s, sq_conn *c, once__schema *sc)
 {
     int rc = ONCE_EBUSY;
     for (int i = 0; i <= SQ_BUSY_RETRIES && rc == ONCE_EBUSY; i++) {
@@ -234,8 +225,8 @@ static int create_tables(sq_store *s, sq_conn *c)
         return rc;
     }
     int64_t v = 0;
-    rc = read_version(s, c, &v);   /* another process may have won the race */
-    if (rc == ONCE_OK && v < SQ_SCHEMA_VERSION) {
+    rc = gate(s, c, sc, &v);   /* another process may have won the race */
+    if (rc == 1) {
         /* 0: a new file gets everything; 1, 2: add what the later versions brought. */
         char sql[sizeof ddl + sizeof ddl_push + 64];
         snprintf(sql, sizeof sql, "%s%sPRAGMA user_version=%d;", v == 0 ? ddl : migrate[v],
@@ -256,14 +247,17 @@ static int create_tables(sq_store *s, sq_conn *c)
     return rc;
 }
 
-int once__sq_schema(sq_store *s, sq_conn *c)
+/* The version is read before the switch to WAL, which writes the file: a
+ * probe and a refusal leave it as it was. */
+int once__sq_schema(sq_store *s, sq_conn *c, once__schema *sc)
 {
-    int rc = wal_on(s, c);
-    if (rc != ONCE_OK)
-        return rc;
     int64_t v = 0;
-    rc = read_version(s, c, &v);
-    if (rc != ONCE_OK || v == SQ_SCHEMA_VERSION)
+    int rc = gate(s, c, sc, &v);
+    if (rc < 0 || (sc->flags & ONCE__OPEN_PROBE))
+        return rc < 0 ? rc : ONCE_OK;
+    int apply = rc;
+    rc = wal_on(s, c);
+    if (rc != ONCE_OK || !apply)
         return rc;
-    return create_tables(s, c);
+    return create_tables(s, c, sc);
 }

@@ -30,23 +30,24 @@
 typedef struct backend {
     const char *scheme;
     const once_store_methods *m;   /* NULL: known scheme, not in this build */
+    const once__backend *hooks;    /* NULL: no schema (memory) */
 } backend;
 
 static const backend backends[] = {
-    {"memory", &once__store_memory},
-    {"sqlite", &once__store_sqlite},
-    {"dynamodb", &once__store_dynamo},
+    {"memory", &once__store_memory, NULL},
+    {"sqlite", &once__store_sqlite, &once__sq_backend},
+    {"dynamodb", &once__store_dynamo, &once__dy_backend},
 #ifdef ONCE_HAVE_PG
-    {"postgres", &once__store_pg},
-    {"postgresql", &once__store_pg},
+    {"postgres", &once__store_pg, &once__pg_backend},
+    {"postgresql", &once__store_pg, &once__pg_backend},
 #else
-    {"postgres", NULL},
-    {"postgresql", NULL},
+    {"postgres", NULL, NULL},
+    {"postgresql", NULL, NULL},
 #endif
 #ifdef ONCE_HAVE_REDIS
-    {"redis", &once__store_redis},
+    {"redis", &once__store_redis, &once__rd_backend},
 #else
-    {"redis", NULL},
+    {"redis", NULL, NULL},
 #endif
 };
 
@@ -130,18 +131,17 @@ int once_store_open_methods(const once_store_methods *m, const char *url,
     return ONCE_OK;
 }
 
-/* The backend of url's scheme, or NULL with errbuf saying why (rc). */
-static const backend *find_backend(const char *url, int *rc, char *errbuf, size_t errlen)
+int once__store_find(const char *url, const once_store_methods **m, const once__backend **hooks,
+                     char *errbuf, size_t errlen)
 {
     const char *colon;
     size_t slen;
     size_t i;
 
-    *rc = ONCE_EINVAL;
     if (!url || !(colon = strchr(url, ':')) || colon == url) {
         once__store_errbuf(errbuf, errlen,
                            "store URL must start with a scheme (memory:, sqlite:PATH, ...)");
-        return NULL;
+        return ONCE_EINVAL;
     }
     slen = (size_t)(colon - url);
     for (i = 0; i < sizeof backends / sizeof backends[0]; i++) {
@@ -151,31 +151,33 @@ static const backend *find_backend(const char *url, int *rc, char *errbuf, size_
         if (!b->m) {
             once__store_errbuf(errbuf, errlen,
                                "store scheme '%s' is not built into this libonce", b->scheme);
-            *rc = ONCE_EUNSUPPORTED;
-            return NULL;
+            return ONCE_EUNSUPPORTED;
         }
-        *rc = ONCE_OK;
-        return b;
+        *m = b->m;
+        if (hooks)
+            *hooks = b->hooks;
+        return ONCE_OK;
     }
     once__store_errbuf(errbuf, errlen,
                        "unknown store scheme '%.*s' "
                        "(known: memory, sqlite, postgres, redis, dynamodb)",
                        (int)(slen > 32 ? 32 : slen), url);
-    return NULL;
+    return ONCE_EINVAL;
 }
 
 int once__store_url_check(const char *url, char *errbuf, size_t errlen)
 {
-    int rc;
+    const once_store_methods *m;
     if (errbuf && errlen)
         errbuf[0] = '\0';
-    (void)find_backend(url, &rc, errbuf, errlen);
-    return rc;
+    return once__store_find(url, &m, NULL, errbuf, errlen);
 }
 
 int once_store_open(const char *url, const once_store_options *opt, once_store **out,
                     char *errbuf, size_t errlen)
 {
+    const once_store_methods *m;
+
     if (errbuf && errlen)
         errbuf[0] = '\0';
     if (!out) {
@@ -183,9 +185,8 @@ int once_store_open(const char *url, const once_store_options *opt, once_store *
         return ONCE_EINVAL;
     }
     *out = NULL;
-    int rc;
-    const backend *b = find_backend(url, &rc, errbuf, errlen);
-    return b != NULL ? once_store_open_methods(b->m, url, opt, out, errbuf, errlen) : rc;
+    int rc = once__store_find(url, &m, NULL, errbuf, errlen);
+    return rc == ONCE_OK ? once_store_open_methods(m, url, opt, out, errbuf, errlen) : rc;
 }
 
 int once_store_close(once_store *s)
@@ -263,12 +264,10 @@ int once__store_local(const once_store *s)
 
 int once__store_schema_version(const once_store *s)
 {
-    if (s != NULL && s->m == &once__store_sqlite)
-        return once__sq_schema_version();
-#ifdef ONCE_HAVE_PG
-    if (s != NULL && s->m == &once__store_pg)
-        return once__pg_schema_version();
-#endif
+    for (size_t i = 0; s != NULL && i < sizeof backends / sizeof backends[0]; i++) {
+        if (backends[i].m == s->m && backends[i].hooks)
+            return backends[i].hooks->schema_version;
+    }
     return 0;
 }
 

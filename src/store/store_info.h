@@ -1,6 +1,7 @@
 /*
  * store_info.h -- what onced says about the store it opened, in its
- * start-up log line (core/log.h), and what --check-config says of a URL.
+ * start-up log line (core/log.h), what --check-config says of a URL, and
+ * its `migrate` command.
  */
 #ifndef ONCE_STORE_INFO_H
 #define ONCE_STORE_INFO_H
@@ -11,9 +12,18 @@
 
 /* The version of the schema s is kept in: a store this libonce opened was
  * migrated to it, or refused (an older or newer layout is never written).
- * 0 for a backend whose layout has no version (memory, Redis, DynamoDB, a
- * backend built outside libonce) and for NULL. */
+ * 0 for a backend whose layout has no version (memory, a backend built
+ * outside libonce) and for NULL. */
 int once__store_schema_version(const once_store *s);
+
+/* `onced migrate`: open url's store, apply its pending schema migrations
+ * (dry_run = 0) or only look (dry_run = 1: nothing is written, not even a
+ * file or a schema created), and close it. *from = the version found
+ * (0 = no schema yet), *to = the version this once keeps; from == to: up to
+ * date. ONCE_EUNSUPPORTED for a store a newer once migrated past *to, and
+ * for memory: (no schema); otherwise open's codes, errbuf saying why. */
+int once__store_migrate(const char *url, int dry_run, int *from, int *to, char *errbuf,
+                        size_t errlen);
 
 /* url as it may be shown (a log line): the password of its user part
  * ("postgres://user:***@host/db", "redis://:***@host") and the value of a

@@ -30,21 +30,47 @@ extern const once_store_methods once__store_pg;
 extern const once_store_methods once__store_redis;
 #endif
 
-/* The schema versions the SQLite and PostgreSQL backends migrate to
- * (store_info.h). */
-int once__sq_schema_version(void);
-#ifdef ONCE_HAVE_PG
-int once__pg_schema_version(void);
-#endif
+/*
+ * The schema step of an open (store/migrate.c). Every backend with a handle
+ * of its own keeps a schema version: SQLite in PRAGMA user_version,
+ * PostgreSQL in once_migrations, Redis in the key "<prefix>:schema",
+ * DynamoDB in the meta item "schema_version". Version 0 is a store with no
+ * schema yet. start reads the version found, asks once__schema_gate what
+ * to do, and applies versions found+1 .. target only when told to.
+ *   flags   in: ONCE_STORE_OPEN_NO_MIGRATE (refuse rather than migrate) or
+ *           ONCE__OPEN_PROBE (neither: read the version and change
+ *           nothing; the handle then serves close and nothing else: its
+ *           layout may be older than the slots expect);
+ *   found   out: the version before this open;
+ *   target  out: the version this once keeps (the backend's
+ *           schema_version).
+ */
+#define ONCE__OPEN_PROBE 0x100u
+
+typedef struct once__schema {
+    unsigned flags;
+    int found;
+    int target;
+} once__schema;
+
+/* What start does with a store at version found (sets sc->found and
+ * sc->target): 1 apply the migrations found+1 .. target; 0 nothing to
+ * write (up to date, or a probe); ONCE_EUNSUPPORTED with s->errmsg set for
+ * a version above target (a newer once wrote it) and, under NO_MIGRATE,
+ * below it. where names the store in the message ("schema \"public\"",
+ * "prefix once"); may be NULL. */
+int once__schema_gate(once_store *s, once__schema *sc, const char *where, int found, int target);
 
 /*
  * What a backend with a handle of its own gives once__backend_open
- * (backend.c): the handle's size (once_store first) and three hooks.
+ * (backend.c): the handle's size (once_store first), the schema version
+ * it keeps its data in, and three hooks.
  *   parse    reads url into the zeroed handle s: defaults, settings, checks
  *            that need no server or file. ONCE_EINVAL with a message in
  *            errbuf for a bad URL.
- *   start    connects, creates or migrates the schema. Its error may sit in
- *            errbuf or in s->errmsg (copied to errbuf when errbuf is empty).
+ *   start    connects, creates or migrates the schema as sc says (see
+ *            once__schema). Its error may sit in errbuf or in s->errmsg
+ *            (copied to errbuf when errbuf is empty).
  *   release  frees everything parse and start made, whatever point either
  *            stopped at; it is also the backend's close slot, so its answer
  *            is close's (ONCE_OK, or ONCE_ESTORE when a last flush failed).
@@ -53,14 +79,33 @@ int once__pg_schema_version(void);
 typedef struct once__backend {
     const char *name;
     size_t size;
+    int schema_version;
     int (*parse)(once_store *s, const char *url, char *errbuf, size_t errlen);
-    int (*start)(once_store *s, char *errbuf, size_t errlen);
+    int (*start)(once_store *s, once__schema *sc, char *errbuf, size_t errlen);
     int (*release)(once_store *s);
 } once__backend;
 
-/* Allocate, parse, start; on failure release and leave *out NULL. */
-int once__backend_open(const once__backend *b, const char *url, once_store **out, char *errbuf,
-                       size_t errlen);
+/* The hooks of the built-in backends (once__store_migrate finds them by
+ * scheme; store_info.h reads their schema_version). */
+extern const once__backend once__sq_backend;
+extern const once__backend once__dy_backend;
+#ifdef ONCE_HAVE_PG
+extern const once__backend once__pg_backend;
+#endif
+#ifdef ONCE_HAVE_REDIS
+extern const once__backend once__rd_backend;
+#endif
+
+/* The built-in backend of url's scheme: its methods table in *m and its
+ * hooks in *hooks (if non-NULL; NULL for memory:). ONCE_EINVAL for an
+ * unknown scheme, ONCE_EUNSUPPORTED for one not built in (errbuf says). */
+int once__store_find(const char *url, const once_store_methods **m, const once__backend **hooks,
+                     char *errbuf, size_t errlen);
+
+/* Allocate, parse, start (sc: in flags, out the versions); on failure
+ * release and leave *out NULL. */
+int once__backend_open(const once__backend *b, const char *url, once__schema *sc,
+                       once_store **out, char *errbuf, size_t errlen);
 
 /*
  * The integer fields of a record and of a push row (fields.c), in one

@@ -6,7 +6,9 @@
  * tables, user_version), refusal of a newer schema, two handles sharing one
  * file, several processes creating the schema of one new file at once, and
  * several processes migrating a version-1 file (before push delivery) at
- * once without losing what it held, and a version-2 file gaining the journal.
+ * once without losing what it held, and a version-2 file gaining the journal
+ * (refused unmigrated under ONCE_STORE_OPEN_NO_MIGRATE, untouched by a dry
+ * run of once__store_migrate).
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -19,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "store/sqlite_fault.h"
+#include "store/store_info.h"
 #include "store/util.h"
 
 #define T0 INT64_C(1700000000000)
@@ -256,7 +259,7 @@ static void schema_on_disk(void **state)
     once_store *s = (once_store *)1;
     assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "schema version 4"));
+    assert_non_null(strstr(err, "schema is at version 4, this once knows up to 3"));
     st_remove_db(path);
 }
 
@@ -470,6 +473,23 @@ static void version_2_gains_journal(void **state)
                      SQLITE_OK);
     sqlite3_close(db);
 
+    /* Told not to migrate, open refuses it, naming both versions, and a
+     * dry run reports the step; neither writes the file. */
+    once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
+    char err[256] = "";
+    s = (once_store *)1;
+    assert_int_equal(once_store_open(url, &keep, &s, err, sizeof err), ONCE_EUNSUPPORTED);
+    assert_null(s);
+    assert_non_null(strstr(err, "store schema is at version 2, this once needs 3: "
+                                "run onced migrate"));
+    int from = -1, to = -1;
+    assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 2);
+    assert_int_equal(to, 3);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    sqlite3_close(db);
+
     s = open_ok(url, NULL);
     assert_int_equal(once_store_load(s, "p", "t2", &r, NULL), ONCE_OK);
     assert_null(r.journal);
@@ -484,6 +504,8 @@ static void version_2_gains_journal(void **state)
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
     sqlite3_close(db);
+    /* Migrated, it opens under NO_MIGRATE. */
+    once_store_close(open_ok(url, &keep));
     st_remove_db(path);
 }
 

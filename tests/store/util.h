@@ -16,6 +16,21 @@
 
 #define ST_UNUSED __attribute__((unused))
 
+/* Whether an open of url under ONCE_STORE_OPEN_NO_MIGRATE is refused
+ * (ONCE_EUNSUPPORTED, no handle) with a message holding want; the message
+ * in err either way. */
+ST_UNUSED static int st_no_migrate_refused(const char *url, const char *want, char *err, size_t n)
+{
+    once_store_options o;
+    once_store *s = NULL;
+
+    memset(&o, 0, sizeof o);
+    o.flags = ONCE_STORE_OPEN_NO_MIGRATE;
+    int rc = once_store_open(url, &o, &s, err, n);
+    once_store_close(s);
+    return rc == ONCE_EUNSUPPORTED && s == NULL && strstr(err, want) != NULL;
+}
+
 /* A digest line's hex part: 64 copies of c. */
 ST_UNUSED static void st_hex(char out[ONCE_DIGEST_HEX + 1], char c)
 {

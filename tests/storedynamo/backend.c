@@ -9,6 +9,13 @@
  *                           which table, where, and how to create it
  *   missing_index_named     a table with the right keys but no indexes is
  *                           refused, naming the three indexes and their keys
+ *   schema_marker           the meta item schema_version: absent table or
+ *                           item is version 0, refused under
+ *                           ONCE_STORE_OPEN_NO_MIGRATE (no table created,
+ *                           nor by a dry run); once__store_migrate creates
+ *                           and marks, a plain open marks an unmarked
+ *                           table; a newer marker is refused by open,
+ *                           migrate and a dry run
  *   item_limit              a record over DynamoDB's 400 KB item limit is
  *                           ONCE_ERANGE (create and update) with nothing
  *                           written; just under it, the text comes back whole
@@ -54,6 +61,7 @@
 
 #include "core/metrics.h"
 #include "store/dynamo/dy_int.h"
+#include "store/store_info.h"
 #include "store/util.h"
 #include "timeout.h"
 
@@ -179,6 +187,90 @@ static void missing_index_named(void **state)
                      "RANGE)") ||
         !strstr(err, "missing global secondary index \"push\" on pq (S, HASH) + pt (S, RANGE)"))
         fail_msg("the message names the three missing indexes and their keys: %s", err);
+}
+
+/* The schema marker item set to version v (0: deleted), behind the
+ * backend's back. */
+static void marker_set(once_store *s, int v)
+{
+    char num[16];
+    json_t *req;
+
+    snprintf(num, sizeof num, "%d", v);
+    req = v ? json_pack("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}", "TableName", dys(s)->table,
+                        "Item", "pk", "S", "m:" DY_META_SCHEMA, "sk", "S", DY_SK_META, "val", "S",
+                        num)
+            : json_pack("{s:s, s:{s:{s:s}, s:{s:s}}}", "TableName", dys(s)->table, "Key", "pk",
+                        "S", "m:" DY_META_SCHEMA, "sk", "S", DY_SK_META);
+    assert_non_null(req);
+    assert_int_equal(once__dy_call(dys(s), v ? "PutItem" : "DeleteItem", req, DY_IDEMPOTENT, NULL,
+                                   NULL),
+                     ONCE_OK);
+    json_decref(req);
+}
+
+/* open under ONCE_STORE_OPEN_NO_MIGRATE: refused, the message holding want. */
+static void refused_with(const char *url, const char *want)
+{
+    char err[512] = "";
+
+    if (!st_no_migrate_refused(url, want, err, sizeof err))
+        fail_msg("open of %s under NO_MIGRATE: \"%s\", not refused with \"%s\"", url, err, want);
+}
+
+static void schema_marker(void **state)
+{
+    once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
+    char url[768], bare[768], table[64], err[512];
+    once_store *s = NULL;
+    char *v = NULL;
+    int from = -1, to = -1;
+
+    (void)state;
+    url_for(url, sizeof url, "schema", NULL);
+    snprintf(table, sizeof table, "schema_%d_%d", (int)getpid(), g_case);
+    url_nocreate(bare, sizeof bare, table);
+
+    /* No table: not created under NO_MIGRATE nor by a dry run. */
+    refused_with(url, "schema is at version 0, this once needs 1: run onced migrate");
+    assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, DY_SCHEMA_VERSION);
+    s = (once_store *)1;
+    assert_int_equal(once_store_open(bare, NULL, &s, err, sizeof err), ONCE_EINVAL);
+    assert_non_null(strstr(err, "does not exist"));
+
+    /* migrate makes the table and marks it; it then opens under NO_MIGRATE
+     * and says its version. */
+    assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, DY_SCHEMA_VERSION);
+    s = NULL;
+    assert_int_equal(once_store_open(bare, &keep, &s, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__store_schema_version(s), DY_SCHEMA_VERSION);
+    assert_int_equal(once_store_meta(s, DY_META_SCHEMA, NULL, &v), ONCE_OK);
+    assert_string_equal(v, "1");
+    once_free(v);
+
+    /* A table from before the marker is version 0: refused under
+     * NO_MIGRATE, marked by a plain open. */
+    marker_set(s, 0);
+    refused_with(bare, "schema is at version 0, this once needs 1");
+    once_store_close(open_ok(bare));
+    v = NULL;
+    assert_int_equal(once_store_meta(s, DY_META_SCHEMA, NULL, &v), ONCE_OK);
+    assert_string_equal(v, "1");
+    once_free(v);
+
+    /* A newer once's marker: refused by open, migrate and a dry run. */
+    marker_set(s, 2);
+    refused_with(bare, "schema is at version 2, this once knows up to 1: upgrade once");
+    for (int dry = 0; dry <= 1; dry++) {
+        assert_int_equal(once__store_migrate(bare, dry, &from, &to, err, sizeof err),
+                         ONCE_EUNSUPPORTED);
+        assert_non_null(strstr(err, "knows up to 1"));
+    }
+    once_store_close(s);
 }
 
 /* A record whose task_json is n bytes of JSON. */
@@ -592,6 +684,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(missing_table_named, setup),
         cmocka_unit_test_setup(missing_index_named, setup),
+        cmocka_unit_test_setup(schema_marker, setup),
         cmocka_unit_test_setup(item_limit, setup),
         cmocka_unit_test_setup(expired_ttl_still_known, setup),
         cmocka_unit_test_setup(commit_rule, setup),

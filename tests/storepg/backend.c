@@ -59,6 +59,13 @@
  *                            when its connection is cut it answers
  *                            ONCE_ESTORE, then subscribes again and says
  *                            lost, and tells of updates again
+ *   schema_step              the schema version (PostgreSQL: once_migrations,
+ *                            Redis: the key <prefix>:schema): a store not
+ *                            there is refused under ONCE_STORE_OPEN_NO_MIGRATE
+ *                            and left untouched by a dry run; once__store_migrate
+ *                            creates it at the backend's version, which then
+ *                            opens under NO_MIGRATE; a newer version is refused
+ *                            by open, migrate and a dry run
  *   backend_specific         PostgreSQL: a schema migrated by a newer once is
  *                            refused; Redis: scripts flushed from the server are
  *                            reloaded (NOSCRIPT) transparently; PostgreSQL: a
@@ -93,6 +100,7 @@
 #endif
 
 #include "store/store_async.h"
+#include "store/store_info.h"
 #include "store/util.h"
 #include "timeout.h"
 #ifdef ONCE_HAVE_PG
@@ -467,7 +475,8 @@ static long pg_count(const char *sql)
 #endif
 
 #ifdef ONCE_HAVE_REDIS
-static void rd_admin(int argc, const char **argv, const size_t *len)
+/* A connection of the test's own to the URL's database. */
+static redisContext *rd_connect(void)
 {
     redisContext *c = redisConnect(g_host, g_port);
     redisReply *r;
@@ -477,7 +486,13 @@ static void rd_admin(int argc, const char **argv, const size_t *len)
     r = redisCommand(c, "SELECT %s", g_tail[0] == '/' && g_tail[1] ? g_tail + 1 : "0");
     assert_non_null(r);
     freeReplyObject(r);
-    r = redisCommandArgv(c, argc, argv, len);
+    return c;
+}
+
+static void rd_admin(int argc, const char **argv, const size_t *len)
+{
+    redisContext *c = rd_connect();
+    redisReply *r = redisCommandArgv(c, argc, argv, len);
     assert_non_null(r);
     if (r->type == REDIS_REPLY_ERROR)
         fail_msg("redis admin %s: %s", argv[0], r->str);
@@ -490,6 +505,17 @@ static void rd_admin3(const char *a, const char *b, const char *c3, size_t c3len
     const char *argv[3] = {a, b, c3};
     size_t len[3] = {strlen(a), strlen(b), c3len};
     rd_admin(c3 ? 3 : 2, argv, len);
+}
+
+/* GET key into out ("" when absent). */
+static void rd_get(const char *key, char *out, size_t n)
+{
+    redisContext *c = rd_connect();
+    redisReply *r = redisCommand(c, "GET %s", key);
+    assert_non_null(r);
+    snprintf(out, n, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    redisFree(c);
 }
 #endif
 
@@ -1557,6 +1583,107 @@ static void batch_lost_commit(void **state)
     skip(); /* a PostgreSQL transaction's case */
 }
 
+/* What the schema of namespace "schema_step" holds: its version as the
+ * backend keeps it (PostgreSQL: once_migrations, Redis: the marker key),
+ * -1 when there is no trace of it. */
+static int step_version(void)
+{
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        if (pg_count("SELECT count(*) FROM pg_namespace WHERE nspname = 'schema_step'") == 0)
+            return -1;
+        return (int)pg_count("SELECT coalesce(max(version), 0) FROM schema_step.once_migrations");
+    }
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (!g_pg) {
+        char v[32];
+        rd_get("schema_step:schema", v, sizeof v);
+        return v[0] ? (int)strtol(v, NULL, 10) : -1;
+    }
+#endif
+    return -2;
+}
+
+static void step_forget(void)
+{
+#ifdef ONCE_HAVE_PG
+    if (g_pg)
+        pg_admin("DROP SCHEMA IF EXISTS schema_step CASCADE");
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (!g_pg)
+        rd_admin3("DEL", "schema_step:schema", NULL, 0);
+#endif
+}
+
+/* open under ONCE_STORE_OPEN_NO_MIGRATE: refused, the message holding want. */
+static void refused_with(const char *url, const char *want)
+{
+    char err[512] = "";
+
+    if (!st_no_migrate_refused(url, want, err, sizeof err))
+        fail_msg("open of %s under NO_MIGRATE: \"%s\", not refused with \"%s\"", url, err, want);
+}
+
+static void schema_step(void **state)
+{
+    const int target = g_pg ? 3 : 1;
+    once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
+    char url[1024], err[256], want[128];
+    once_store *s = NULL;
+    int from = -1, to = -1;
+
+    (void)state;
+    step_forget();
+    url_for(url, sizeof url, 0, "schema_step", 0);
+
+    /* Nothing there: refused without migrating, a dry run writes nothing. */
+    snprintf(want, sizeof want, "schema is at version 0, this once needs %d: run onced migrate",
+             target);
+    refused_with(url, want);
+    assert_int_equal(step_version(), -1);
+    assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, target);
+    assert_int_equal(step_version(), -1);
+
+    /* The migration, then a store that opens under NO_MIGRATE and says its
+     * version (the start-up line's schema_version). */
+    assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, target);
+    assert_int_equal(step_version(), target);
+    assert_int_equal(once_store_open(url, &keep, &s, err, sizeof err), ONCE_OK);
+    assert_int_equal(once__store_schema_version(s), target);
+    once_store_close(s);
+    assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, target);
+
+    /* A newer once's schema: refused by open, migrate and a dry run alike. */
+#ifdef ONCE_HAVE_PG
+    if (g_pg)
+        pg_admin("INSERT INTO schema_step.once_migrations(version) VALUES (%d)", target + 1);
+#endif
+#ifdef ONCE_HAVE_REDIS
+    if (!g_pg)
+        rd_admin3("SET", "schema_step:schema", "2", 1);
+#endif
+    snprintf(want, sizeof want, "schema is at version %d, this once knows up to %d: upgrade once",
+             target + 1, target);
+    refused_with(url, want);
+    s = (once_store *)1;
+    assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
+    assert_null(s);
+    for (int dry = 0; dry <= 1; dry++) {
+        assert_int_equal(once__store_migrate(url, dry, &from, &to, err, sizeof err),
+                         ONCE_EUNSUPPORTED);
+        assert_non_null(strstr(err, want));
+    }
+    assert_int_equal(step_version(), target + 1);
+    step_forget();
+}
+
 static void backend_specific(void **state)
 {
     once_store *s;
@@ -1608,7 +1735,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(batch_outcomes),      cmocka_unit_test(batch_lost_commit),
         cmocka_unit_test(batch_async),         cmocka_unit_test(batch_async_mixed),
         cmocka_unit_test(keyed_plans),         cmocka_unit_test(change_feed),
-        cmocka_unit_test(backend_specific),
+        cmocka_unit_test(backend_specific),    cmocka_unit_test(schema_step),
     };
 
     if (argc < 2 || split_url(argv[1]) != 0) {

@@ -23,6 +23,7 @@
 #include "once/store.h"
 #include "store/pool.h"
 #include "store/slots.h"
+#include "store/store_int.h"
 
 #define DY_TABLE_MAX 255
 #define DY_REGION_MAX 32
@@ -117,6 +118,10 @@ char *once__dy_task_pk(const char *principal, const char *task_id);
 /* The sort key of event g ("e" and 20 digits) and of the record item. */
 #define DY_SK_RECORD "r"
 #define DY_SK_META "m"
+/* The meta item holding the layout's version (dy_table.c): the item layout
+ * dynamo.c describes is version 1. */
+#define DY_META_SCHEMA "schema_version"
+#define DY_SCHEMA_VERSION 1
 void once__dy_event_sk(char out[24], int64_t g);
 
 /* An item (or key, or value map) being built: attributes are added to o and
@@ -186,8 +191,15 @@ int once__dy_sync_rows(const once_record *rec, const once_push_row *old, size_t 
 
 /* With s->create: create the table and its indexes if absent and wait until
  * they are active. Then (always) check that they exist with the expected
- * key schema; errbuf says exactly what is missing. */
+ * key schema; errbuf says exactly what is missing (ONCE_ENOTFOUND: the
+ * table itself). */
 int once__dy_table_ready(dy_store *s, char *errbuf, size_t errlen);
+
+/* The schema step (store_int.h, once__schema) on a ready table (or none:
+ * have_table = 0 is version 0): read the meta item DY_META_SCHEMA, and
+ * unless refused or probing, empty the table when s->reset is set and
+ * write the marker. */
+int once__dy_schema(dy_store *s, once__schema *sc, int have_table);
 
 /* ---- the slots (dy_write.c, dy_read.c) ---- */
 

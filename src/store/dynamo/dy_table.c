@@ -11,7 +11,9 @@
  *   TTL            on attribute "ttl" (tombstones; enabled by ?create=1
  *                  when tomb_ttl_ms is set, where the endpoint offers it)
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -255,7 +257,7 @@ int once__dy_table_ready(dy_store *s, char *errbuf, size_t errlen)
                            "dynamodb: table \"%s\" does not exist in %s at %s (add ?create=1 to "
                            "create it with its indexes \"%s\", \"%s\" and \"%s\")",
                            s->table, s->region, s->endpoint, DY_IDX_DUE, DY_IDX_LIST, DY_IDX_PUSH);
-        return ONCE_EINVAL;
+        return ONCE_ENOTFOUND;
     }
     if (rc != ONCE_OK) {
         once__store_errbuf(errbuf, errlen, "dynamodb: cannot read table \"%s\" at %s: %s", s->table,
@@ -264,5 +266,54 @@ int once__dy_table_ready(dy_store *s, char *errbuf, size_t errlen)
     }
     rc = check_schema(s, t, errbuf, errlen);
     json_decref(t);
+    return rc;
+}
+
+/* The marker's version (0 when absent); ONCE_ECORRUPT when its value is
+ * not one: something other than once wrote the item. */
+static int read_marker(dy_store *s, const char *init, int *v)
+{
+    char *val = NULL, *end;
+    int rc = once__dy_meta(&s->base, DY_META_SCHEMA, init, &val);
+
+    *v = 0;
+    if (rc == ONCE_ENOTFOUND)
+        return ONCE_OK;
+    if (rc != ONCE_OK)
+        return rc;
+    errno = 0;
+    long n = strtol(val, &end, 10);
+    if (errno || end == val || *end || n < 1 || n > 1000000) {
+        once__store_seterr(&s->base, "dynamodb: meta item \"%s\" holds \"%.32s\", not a schema "
+                           "version", DY_META_SCHEMA, val);
+        rc = ONCE_ECORRUPT;
+    }
+    *v = (int)n;
+    once_free(val);
+    return rc;
+}
+
+int once__dy_schema(dy_store *s, once__schema *sc, int have_table)
+{
+    char where[DY_TABLE_MAX + 16], init[24];
+    int v = 0, rc = ONCE_OK;
+
+    snprintf(where, sizeof where, "table %s", s->table);
+    if (have_table)
+        rc = read_marker(s, NULL, &v);
+    if (rc == ONCE_OK)
+        rc = once__schema_gate(&s->base, sc, where, v, DY_SCHEMA_VERSION);
+    if (rc < 0 || (sc->flags & ONCE__OPEN_PROBE) || (rc == 0 && !s->reset))
+        return rc < 0 ? rc : ONCE_OK;
+    /* The reset deletes every item, the marker with it: mark it again.
+     * Insert-if-absent, read back: another first open may have won. */
+    rc = s->reset ? once__dy_reset(s) : ONCE_OK;
+    snprintf(init, sizeof init, "%d", DY_SCHEMA_VERSION);
+    if (rc == ONCE_OK)
+        rc = read_marker(s, init, &v);
+    if (rc == ONCE_OK && v != DY_SCHEMA_VERSION) {
+        once__schema again = {sc->flags | ONCE_STORE_OPEN_NO_MIGRATE, 0, 0};
+        rc = once__schema_gate(&s->base, &again, where, v, DY_SCHEMA_VERSION);
+    }
     return rc;
 }

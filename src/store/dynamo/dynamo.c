@@ -23,7 +23,8 @@
  *   sk "r"        the record, or the tombstone it became (attribute tb):
  *                 "a key holds at most one of them" is structural
  *   sk "e<gen>"   one event (20-digit generation, so they sort)
- *   pk "m:<name>", sk "m"   a meta value
+ *   pk "m:<name>", sk "m"   a meta value; "m:schema_version" holds the
+ *                 layout's version (DY_SCHEMA_VERSION, dy_table.c)
  * Three sparse global secondary indexes replace scans:
  *   due           dk/dt: "L"/lease_until on an unfinished record with a
  *                 lease (expired_leases), "F"/finished_at on a finished
@@ -203,22 +204,33 @@ static int dy_parse(once_store *base, const char *url, char *errbuf, size_t errl
     return rc;
 }
 
-/* The start hook: the table exists (or is created), and a test's reset. */
-static int dy_start(once_store *base, char *errbuf, size_t errlen)
+/* The start hook: the table exists (or is created), the schema marker,
+ * and a test's reset. Creating the table is part of the schema step: a
+ * probe or an open that may not migrate creates none, and a missing table
+ * is a store at version 0. */
+static int dy_start(once_store *base, once__schema *sc, char *errbuf, size_t errlen)
 {
     dy_store *s = dys(base);
-    int rc = once__dy_table_ready(s, errbuf, errlen);
 
-    if (rc == ONCE_OK && s->reset)
-        rc = once__dy_reset(s);
-    return rc;
+    if (sc->flags & (ONCE__OPEN_PROBE | ONCE_STORE_OPEN_NO_MIGRATE))
+        s->create = 0;
+    int rc = once__dy_table_ready(s, errbuf, errlen);
+    int have_table = rc == ONCE_OK;
+    if (rc == ONCE_ENOTFOUND && sc->flags) {
+        if (errbuf && errlen)
+            errbuf[0] = '\0'; /* the schema step says what is wrong */
+        rc = ONCE_OK;
+    }
+    if (rc == ONCE_OK)
+        rc = once__dy_schema(s, sc, have_table);
+    return rc == ONCE_ENOTFOUND ? ONCE_EINVAL : rc;
 }
 
-static const once__backend dy_backend = {"dynamodb", sizeof(dy_store), dy_parse, dy_start,
-                                         dy_release};
+const once__backend once__dy_backend = {"dynamodb", sizeof(dy_store), DY_SCHEMA_VERSION, dy_parse,
+                                        dy_start, dy_release};
 
 /* DURABLE: DynamoDB acknowledges a write once it is stored in several
  * availability zones. PUSH: delivery rows live in the record item
  * (dy_push.c). */
 ONCE__STORE_BACKEND(once__store_dynamo, dy, "dynamodb",
-                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, dy_backend);
+                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, once__dy_backend);

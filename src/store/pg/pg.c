@@ -137,25 +137,26 @@ static int pg_parse(once_store *base, const char *url, char *errbuf, size_t errl
 }
 
 /* The first connection's setup: the schema migrations (and a test's reset). */
-static int pg_setup(void *owner, once__pool_item *first)
+static int pg_setup(void *owner, once__pool_item *first, void *sc)
 {
     pg_store *s = owner;
-    return once__pg_migrate(s, (pg_conn *)first, s->reset);
+    return once__pg_migrate(s, (pg_conn *)first, sc, s->reset);
 }
 
-/* The start hook: the pools and the first connection (store/batch.h). */
-static int pg_start(once_store *base, char *errbuf, size_t errlen)
+/* The start hook: the pools and the first connection (store/batch.h),
+ * whose setup is the schema step. */
+static int pg_start(once_store *base, once__schema *sc, char *errbuf, size_t errlen)
 {
     pg_store *s = (pg_store *)base;
     const once__batch_conns_cfg cfg = {&once__pg_pool_ops, s, &s->base, s->pool_max,
                                        s->batch_leaders, once__pg_batch_run, PG_POOL_WAIT_MS,
-                                       PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS, pg_setup};
+                                       PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS, pg_setup, sc};
 
     return once__batch_conns_start(&s->pool, &s->bpool, &s->batch, &cfg, errbuf, errlen);
 }
 
-static const once__backend pg_backend = {"postgres", sizeof(pg_store), pg_parse, pg_start,
-                                         pg_release};
+const once__backend once__pg_backend = {"postgres", sizeof(pg_store), PG_SCHEMA_VERSION, pg_parse,
+                                        pg_start, pg_release};
 
 ONCE__STORE_BACKEND_CONN_FEED(once__store_pg, pg, "postgres",
-                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, pg_backend);
+                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, once__pg_backend);

@@ -43,8 +43,10 @@
 #include "store/batch.h"
 #include "store/pool.h"
 #include "store/slots.h"
+#include "store/store_int.h"
 
 #define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
+#define PG_SCHEMA_VERSION 3   /* migrations in pg_schema.c */
 #define PG_POOL_DEFAULT 16    /* connections per handle */
 #define PG_POOL_WAIT_MS 30000 /* a caller waits this long for a free connection */
 #define PG_BACKOFF_MIN_MS 50
@@ -230,9 +232,9 @@ int once__pg_batch_write(pg_store *s, pg_bop *op);
 
 /* ---- pg_schema.c ---- */
 
-/* Apply the pending migrations on c (under an advisory lock), then empty
- * every table when reset is set. */
-int once__pg_migrate(pg_store *s, pg_conn *c, int reset);
+/* Apply the pending migrations on c (under an advisory lock) as sc says
+ * (store_int.h, once__schema), then empty every table when reset is set. */
+int once__pg_migrate(pg_store *s, pg_conn *c, once__schema *sc, int reset);
 
 /* ---- slots (pg_write.c, pg_read.c, pg_check.c, pg_push.c; store/slots.h) ---- */
 

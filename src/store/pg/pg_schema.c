@@ -18,6 +18,9 @@
  * starting at once serialise on the lock, the first applies, the others
  * find nothing to do. A database migrated by a newer once (a version above
  * PG_SCHEMA_VERSION) is refused rather than written with an old layout.
+ * The version is read before anything is created, so that a probe (`onced
+ * migrate --dry-run`) and a refusal (--no-migrate) leave the database as
+ * they found it (store/migrate.c).
  *
  * Push delivery rows (version 2) live in once_push, one per element of a
  * live record's push_json (store.h, "Push delivery"); their partial index
@@ -32,13 +35,6 @@
 
 #include "store/pg/pg_int.h"
 #include "store/store_int.h"
-
-#define PG_SCHEMA_VERSION 3
-
-int once__pg_schema_version(void)
-{
-    return PG_SCHEMA_VERSION;
-}
 
 #define P_KEY "principal = $1::bytea AND task_id = $2::bytea"
 /* One live record by its key. tomb is NOT NULL, so this is NOT tomb, but
@@ -270,12 +266,58 @@ static int simple(pg_store *s, pg_conn *c, const char *sql)
     return ONCE_OK;
 }
 
-static int migrate_locked(pg_store *s, pg_conn *c, int reset)
+/* The version the schema is at: 0 when once_migrations is not there. */
+static int read_version(pg_store *s, pg_conn *c, int have_table, int64_t *have)
+{
+    PGresult *r;
+    int rc;
+
+    *have = 0;
+    if (!have_table)
+        return ONCE_OK;
+    rc = once__pg_simple(s, c, "SELECT coalesce(max(version), 0)::int8 FROM once_migrations", &r);
+    if (rc != ONCE_OK)
+        return rc;
+    *have = PQntuples(r) == 1 ? once__pg_i64(r, 0, 0) : 0;
+    PQclear(r);
+    return ONCE_OK;
+}
+
+/* Versions have+1 .. PG_SCHEMA_VERSION, the schema and the migrations
+ * table first when they are not there. */
+static int apply(pg_store *s, pg_conn *c, int have_schema, int have_table, int64_t have)
 {
     char sql[512];
+    int rc, v;
+
+    if (!have_schema) {
+        snprintf(sql, sizeof sql, "CREATE SCHEMA IF NOT EXISTS \"%s\"", s->schema);
+        if ((rc = simple(s, c, sql)) != ONCE_OK)
+            return rc;
+    }
+    if (!have_table) {
+        rc = simple(s, c,
+                    "CREATE TABLE IF NOT EXISTS once_migrations("
+                    " version int4 PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+        if (rc != ONCE_OK)
+            return rc;
+    }
+    for (v = (int)have + 1; v <= PG_SCHEMA_VERSION; v++) {
+        if ((rc = simple(s, c, migrations[v - 1])) != ONCE_OK)
+            return rc;
+        snprintf(sql, sizeof sql, "INSERT INTO once_migrations(version) VALUES(%d)", v);
+        if ((rc = simple(s, c, sql)) != ONCE_OK)
+            return rc;
+    }
+    return ONCE_OK;
+}
+
+static int migrate_locked(pg_store *s, pg_conn *c, once__schema *sc, int reset)
+{
+    char sql[512], where[PG_SCHEMA_MAX + 16];
     PGresult *r;
     int64_t have;
-    int rc, v, have_schema, have_table;
+    int rc, have_schema, have_table;
 
     snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%lld)", (long long)lock_key(s->schema));
     if ((rc = simple(s, c, sql)) != ONCE_OK)
@@ -293,43 +335,21 @@ static int migrate_locked(pg_store *s, pg_conn *c, int reset)
     have_schema = PQntuples(r) == 1 && once__pg_i64(r, 0, 0);
     have_table = PQntuples(r) == 1 && once__pg_i64(r, 0, 1);
     PQclear(r);
-    if (!have_schema) {
-        snprintf(sql, sizeof sql, "CREATE SCHEMA IF NOT EXISTS \"%s\"", s->schema);
-        if ((rc = simple(s, c, sql)) != ONCE_OK)
-            return rc;
-    }
-    if (!have_table) {
-        rc = simple(s, c,
-                    "CREATE TABLE IF NOT EXISTS once_migrations("
-                    " version int4 PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
-        if (rc != ONCE_OK)
-            return rc;
-    }
-    rc = once__pg_simple(s, c, "SELECT coalesce(max(version), 0)::int8 FROM once_migrations", &r);
-    if (rc != ONCE_OK)
+    /* Decide before creating anything: a probe or a refusal writes nothing. */
+    if ((rc = read_version(s, c, have_table, &have)) != ONCE_OK)
         return rc;
-    have = PQntuples(r) == 1 ? once__pg_i64(r, 0, 0) : 0;
-    PQclear(r);
-    if (have > PG_SCHEMA_VERSION) {
-        once__store_seterr(&s->base,
-                           "schema \"%s\" is at version %lld, this once knows up to %d: "
-                           "upgrade once",
-                           s->schema, (long long)have, PG_SCHEMA_VERSION);
-        return ONCE_EUNSUPPORTED;
-    }
-    for (v = (int)have + 1; v <= PG_SCHEMA_VERSION; v++) {
-        if ((rc = simple(s, c, migrations[v - 1])) != ONCE_OK)
-            return rc;
-        snprintf(sql, sizeof sql, "INSERT INTO once_migrations(version) VALUES(%d)", v);
-        if ((rc = simple(s, c, sql)) != ONCE_OK)
-            return rc;
-    }
+    snprintf(where, sizeof where, "\"%s\"", s->schema);
+    rc = once__schema_gate(&s->base, sc, where, (int)have, PG_SCHEMA_VERSION);
+    if (rc < 0 || (sc->flags & ONCE__OPEN_PROBE))
+        return rc < 0 ? rc : ONCE_OK;
+    if (rc == 1 && (rc = apply(s, c, have_schema, have_table, have)) != ONCE_OK)
+        return rc;
     if (reset)
         rc = simple(s, c, "TRUNCATE once_tasks, once_events, once_meta, once_push");
     return rc;
 }
 
-int once__pg_migrate(pg_store *s, pg_conn *c, int reset)
+int once__pg_migrate(pg_store *s, pg_conn *c, once__schema *sc, int reset)
 {
     int rc;
 
@@ -342,7 +362,7 @@ int once__pg_migrate(pg_store *s, pg_conn *c, int reset)
     rc = simple(s, c, "BEGIN");
     if (rc != ONCE_OK)
         return rc;
-    rc = migrate_locked(s, c, reset);
+    rc = migrate_locked(s, c, sc, reset);
     if (rc == ONCE_OK)
         rc = simple(s, c, "COMMIT");
     if (rc != ONCE_OK && !c->item.broken) {

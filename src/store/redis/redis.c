@@ -29,6 +29,8 @@
  *   P:l:<principal>  zset (lexicographic): the principal's records by
  *                (created_at, task_id), for ListTasks paging
  *   P:meta       hash: store-wide values (meta)
+ *   P:schema     string: the layout's version, RD_SCHEMA_VERSION
+ *                (redis_schema.c)
  *   P:{<len>:<principal>:<task_id>}:push hash: the task's push delivery
  *                rows, fields "<config_id>\0<f>" (redis_push.c)
  *   P:pushq      zset: delivery rows that may become due, member
@@ -241,27 +243,28 @@ static int rd_parse(once_store *base, const char *url, char *errbuf, size_t errl
     return parse_url(s, url, &s->reset, errbuf, errlen);
 }
 
-/* The first connection's setup: the scripts, and a test's reset. */
-static int rd_setup(void *owner, once__pool_item *first)
+/* The first connection's setup: the scripts, the schema marker, and a
+ * test's reset. */
+static int rd_setup(void *owner, once__pool_item *first, void *sc)
 {
     rd_store *s = owner;
     int rc = once__rd_load_scripts(s, (rd_conn *)first);
-    return rc == ONCE_OK && s->reset ? once__rd_reset(s, (rd_conn *)first) : rc;
+    return rc == ONCE_OK ? once__rd_schema(s, (rd_conn *)first, sc, s->reset) : rc;
 }
 
 /* The start hook: the pools and the first connection (store/batch.h). */
-static int rd_start(once_store *base, char *errbuf, size_t errlen)
+static int rd_start(once_store *base, once__schema *sc, char *errbuf, size_t errlen)
 {
     rd_store *s = (rd_store *)base;
     const once__batch_conns_cfg cfg = {&once__rd_pool_ops, s, &s->base, s->pool_max,
                                        s->batch_leaders, once__rd_batch_run, RD_POOL_WAIT_MS,
-                                       RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS, rd_setup};
+                                       RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS, rd_setup, sc};
 
     return once__batch_conns_start(&s->pool, &s->bpool, &s->batch, &cfg, errbuf, errlen);
 }
 
-static const once__backend rd_backend = {"redis", sizeof(rd_store), rd_parse, rd_start,
-                                         rd_release};
+const once__backend once__rd_backend = {"redis", sizeof(rd_store), RD_SCHEMA_VERSION, rd_parse,
+                                        rd_start, rd_release};
 
 ONCE__STORE_BACKEND_CONN_FEED(once__store_redis, rd, "redis", ONCE_STORE_SHARED | ONCE_STORE_PUSH,
-                    rd_backend);
+                    once__rd_backend);

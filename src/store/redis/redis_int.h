@@ -31,6 +31,7 @@
 #include "store/batch.h"
 #include "store/pool.h"
 #include "store/slots.h"
+#include "store/store_int.h"
 
 #define RD_PREFIX_MAX 64
 #define RD_POOL_DEFAULT 16
@@ -42,6 +43,7 @@
 #define RD_ATTEMPTS 3
 #define RD_BATCH_DEFAULT 2 /* pipelines in flight per handle (URL batch=N; 0: none) */
 #define RD_BATCH_MAX 16
+#define RD_SCHEMA_VERSION 1 /* the key layout of redis.c (redis_schema.c) */
 
 /* The Lua scripts; texts in redis_scripts.c. */
 typedef enum rd_script_id {
@@ -272,6 +274,12 @@ ONCE__STORE_SLOTS(rd);
 ONCE__STORE_CONN_FEED_SLOTS(rd);
 /* Delete every key under the prefix (open with reset=1; tests only). */
 int once__rd_reset(rd_store *s, rd_conn *c);
+
+/* ---- redis_schema.c ---- */
+/* The schema step on the first connection (store_int.h, once__schema): read
+ * the marker P:schema, and unless refused or probing, empty the prefix
+ * when reset is set and write the marker. */
+int once__rd_schema(rd_store *s, rd_conn *c, once__schema *sc, int reset);
 
 /* ---- redis_push.c ---- */
 
