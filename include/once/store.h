@@ -164,6 +164,10 @@ typedef struct once_check_report {
 #define ONCE_STORE_DURABLE 0x2u  /* an acknowledged write survives a crash */
 #define ONCE_STORE_PUSH    0x4u  /* keeps push delivery rows (the push_* slots) */
 #define ONCE_STORE_FEED    0x8u  /* tells of every writer's updates (the feed_* slots) */
+#define ONCE_STORE_GENERATIONS 0x10u /* reads many keys' generations at once (generations) */
+
+/* The most keys one generations call takes (DynamoDB's BatchGetItem). */
+#define ONCE_STORE_GENERATIONS_MAX 100
 
 /*
  * Durability of a commit, for a backend that has the choice (SQLite's PRAGMA
@@ -512,6 +516,18 @@ typedef struct once_store_methods {
 
     /* Release the feed (its connection). Never NULL. */
     void (*feed_close)(once_store_feed *f);
+
+    /* ---- batched heads; NULL unless caps has ONCE_STORE_GENERATIONS ----
+     *
+     * How a replica on a store without a feed learns of other writers'
+     * updates without a read per follower: one shared poller asks for the
+     * generations of every followed task in as few requests as the store
+     * allows (one SQLite statement, one DynamoDB BatchGetItem per
+     * ONCE_STORE_GENERATIONS_MAX keys). gens[i] receives the generation of
+     * keys[i]'s live record, or -1 where the key holds none (absent or a
+     * tombstone). 1 <= n <= ONCE_STORE_GENERATIONS_MAX. Only the common
+     * codes. */
+    int (*generations)(once_store *s, const once_key *keys, size_t n, int64_t *gens);
 } once_store_methods;
 
 /* The base every backend struct starts with. `m` is set by open; errmsg is a
@@ -569,6 +585,10 @@ ONCE_API int once_store_feed_open(once_store *s, once_store_feed **out);
 ONCE_API int once_store_feed_next(once_store_feed *f, int64_t wait_ms, once_key_list *out,
                                   int *lost);
 ONCE_API void once_store_feed_close(once_store_feed *f);
+/* The generations slot; ONCE_EUNSUPPORTED without ONCE_STORE_GENERATIONS,
+ * ONCE_EINVAL for n outside 1..ONCE_STORE_GENERATIONS_MAX or a bad key. */
+ONCE_API int once_store_generations(once_store *s, const once_key *keys, size_t n,
+                                    int64_t *gens);
 
 #ifdef __cplusplus
 }

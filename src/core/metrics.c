@@ -147,7 +147,7 @@ static const char *const backend_names[] = {"memory", "sqlite",   "postgres",
 
 static const char *const store_op_names[ONCE__SOP_N] = {
     "create", "load",   "update", "events", "expired_leases", "sweep",    "purge",
-    "list",   "meta",   "renew",  "push_claim", "push_ack",   "push_rows"};
+    "list",   "meta",   "renew",  "push_claim", "push_ack",   "push_rows", "generations"};
 
 static once__hist store_hist[NBACKENDS][ONCE__SOP_N];
 

@@ -65,7 +65,7 @@ typedef enum once__store_op {
     ONCE__SOP_CREATE, ONCE__SOP_LOAD, ONCE__SOP_UPDATE, ONCE__SOP_EVENTS,
     ONCE__SOP_EXPIRED_LEASES, ONCE__SOP_SWEEP, ONCE__SOP_PURGE, ONCE__SOP_LIST,
     ONCE__SOP_META, ONCE__SOP_RENEW, ONCE__SOP_PUSH_CLAIM, ONCE__SOP_PUSH_ACK,
-    ONCE__SOP_PUSH_ROWS, ONCE__SOP_N
+    ONCE__SOP_PUSH_ROWS, ONCE__SOP_GENERATIONS, ONCE__SOP_N
 } once__store_op;
 
 /* A monotonic timestamp in nanoseconds, to pass back to once__metrics_store. */

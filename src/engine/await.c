@@ -389,14 +389,13 @@ static void *await_main(void *arg)
 static int settled_since(once__engine *e, const char *principal, const char *task_id,
                          uint64_t seq)
 {
+    const once__settled *s = settled_slot(e, principal, task_id);
+    if (s->seq > seq && !s->told && strcmp(s->principal, principal) == 0 &&
+        strcmp(s->task_id, task_id) == 0)
+        return 1;   /* settled here since: whatever else was told */
     if (e->told_all_seq > seq)
         return -1;
-    const once__settled *s = settled_slot(e, principal, task_id);
-    if (s->seq <= seq)
-        return 0;
-    return !s->told && strcmp(s->principal, principal) == 0 && strcmp(s->task_id, task_id) == 0
-               ? 1
-               : -1;
+    return s->seq <= seq ? 0 : -1;
 }
 
 int once__engine_await(once__engine *e, const char *principal, const char *task_id, int64_t gen,
@@ -478,4 +477,10 @@ void once__engine_await_release(once__engine *e)
     pthread_mutex_unlock(&e->mu);
     if (started)
         pthread_join(e->await_thread, NULL);
+}
+
+void once__await_each_key(once__engine *e, once__key_fn fn, void *arg)
+{
+    for (once__await *a = e->awaits; a != NULL; a = a->next)
+        fn(arg, a->principal, a->task_id);
 }

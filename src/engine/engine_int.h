@@ -250,6 +250,10 @@ void once__feed_stop(once__engine *e);
 
 /* --- await.c -------------------------------------------------------------- */
 
+/* A key of a followed task, visited under e->mu (the shared poller's
+ * round: feed.c). */
+typedef void (*once__key_fn)(void *arg, const char *principal, const char *task_id);
+
 /* 1 if a blocking send stops waiting at r: terminal, interrupted, or a
  * direct Message. */
 int once__record_settled(const once_record *r);
@@ -260,6 +264,8 @@ void once__await_notify(once__engine *e, const once_record *r);
  * down): its waits probe the store at once, and a wait registered after
  * this by a send that looked before it probes at once too. */
 void once__await_told(once__engine *e, const char *principal, const char *task_id);
+/* Under e->mu: fn on every deferred wait's key. */
+void once__await_each_key(once__engine *e, once__key_fn fn, void *arg);
 /* How many settled records this process has written so far: a send takes
  * it before its first look at the task (res->wait_seq), so its wait can
  * tell whether the task settled here since. */
@@ -269,6 +275,9 @@ uint64_t once__await_seq(once__engine *e);
 uint32_t once__key_hash(const char *principal, const char *task_id);
 
 /* --- follow.c -------------------------------------------------------------- */
+
+/* Under e->mu: fn on every watch's key (duplicates included). */
+void once__follow_each_key(once__engine *e, once__key_fn fn, void *arg);
 
 /* Under e->mu: the key's task may have moved (a write by this process, or
  * one the change feed told of); call its watches. principal NULL: every

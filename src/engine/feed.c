@@ -12,12 +12,17 @@
  * key, not a generation), so a key told twice or told for nothing costs a
  * read and nothing else.
  *
- * Polling is the fallback, never gone: once__engine_follow_poll_ms says
- * whether a follower must still read the store on its own every
- * ONCE__POLL_MS. It must while the feed is down (not yet connected, or its
- * connection failed), and on a store without a feed (SQLite and DynamoDB,
- * which other processes share, and memory:, which other engines of this
- * process may share). The feed going up or down
+ * A store without a feed (SQLite and DynamoDB, which other processes
+ * share, and memory:, which other engines of this process may share) has
+ * the shared poller instead (below): one round per tick asks for the
+ * generations of every followed task at once and tells the keys that
+ * moved.
+ *
+ * Polling on one's own is the fallback, never gone: once__engine_follow_poll_ms
+ * says whether a follower must still read the store itself every
+ * ONCE__POLL_MS. It must while the feed (or the poller) is down (not yet
+ * connected, its connection failed, a round failed), and where neither
+ * runs (ONCE_TEST_FEED=off). The feed going up or down
  * tells every follower at once (told(NULL)), after the switch: going
  * down, each reads the store and then polls; coming up (the subscription
  * already in place), each reads the store once, which catches what was
@@ -25,9 +30,11 @@
  * update is missed in either direction, and none is reported twice (a
  * follower reports what it reads, by generation).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "engine/engine_int.h"
 
 #define FEED_WAIT_MS 100          /* a feed read's longest wait: how soon stop is seen */
@@ -51,6 +58,21 @@ static void told(once__engine *e, const char *principal, const char *task_id)
         }
     }
     once__follow_notify(e, principal, task_id);
+}
+
+/* Tell the followers of each key in l (counted), and let the journal's
+ * counts waiting on those tasks go at the next pass. */
+static void tell_keys(once__engine *e, const once_key_list *l)
+{
+    if (l->n == 0)
+        return;
+    __atomic_fetch_add(&e->stats.feed_keys, (uint64_t)l->n, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&e->mu);
+    for (size_t i = 0; i < l->n; i++)
+        told(e, l->v[i].principal, l->v[i].task_id);
+    pthread_mutex_unlock(&e->mu);
+    for (size_t i = 0; i < l->n; i++)
+        once__journal_touch(e, l->v[i].principal, l->v[i].task_id);
 }
 
 /* The feed went up (1) or down (0): switch, then tell everyone. */
@@ -92,15 +114,7 @@ static void *feeder_main(void *arg)
             live = 1;
             set_live(e, 1);
         }
-        if (keys.n > 0) {
-            __atomic_fetch_add(&e->stats.feed_keys, (uint64_t)keys.n, __ATOMIC_RELAXED);
-            pthread_mutex_lock(&e->mu);
-            for (size_t i = 0; i < keys.n; i++)
-                told(e, keys.v[i].principal, keys.v[i].task_id);
-            pthread_mutex_unlock(&e->mu);
-            for (size_t i = 0; i < keys.n; i++)
-                once__journal_touch(e, keys.v[i].principal, keys.v[i].task_id);
-        }
+        tell_keys(e, &keys);
         once_key_list_clear(&keys);
     }
     if (live)
@@ -109,16 +123,190 @@ static void *feeder_main(void *arg)
     return NULL;
 }
 
+/* --- the shared poller: stores without a feed ----------------------------------
+ *
+ * SQLite, DynamoDB and memory: (which other engines of this process may
+ * share) tell nobody of their writes, so one thread per engine asks for
+ * the generations of every followed task, ONCE_STORE_GENERATIONS_MAX per
+ * call (one statement's read, one BatchGetItem), every POLL tick, and
+ * tells the followers of each key whose generation moved, or that it sees
+ * for the first time (a follower registered before it looked, so a write
+ * between its look and this round is told). While its rounds succeed
+ * followers do not poll on their own (the same `feed_live`); a failed
+ * round makes them poll until one succeeds, as a lost feed does. Rounds
+ * are paced so a replica makes at most ROUND_CALLS_PER_S calls a second:
+ * a tick of n keys is at least n / 100 / ROUND_CALLS_PER_S seconds. */
+
+#define ROUND_CALLS_PER_S 100
+
+/* What the poller saw of a key at its last round: a small open-addressed
+ * table, rebuilt every round from the keys followed then. */
+typedef struct seen {
+    once_key key;
+    int64_t gen;
+    int used;
+} seen;
+
+typedef struct seen_map {
+    seen *v;
+    size_t cap;   /* a power of two, at least twice the keys held */
+    size_t n;
+} seen_map;
+
+static seen *map_slot(const seen_map *m, const char *principal, const char *task_id)
+{
+    size_t i = once__key_hash(principal, task_id) & (m->cap - 1);
+    while (m->v[i].used && (strcmp(m->v[i].key.task_id, task_id) != 0 ||
+                            strcmp(m->v[i].key.principal, principal) != 0))
+        i = (i + 1) & (m->cap - 1);
+    return &m->v[i];
+}
+
+static const seen *map_find(const seen_map *m, const once_key *k)
+{
+    if (m->cap == 0)
+        return NULL;
+    const seen *x = map_slot(m, k->principal, k->task_id);
+    return x->used ? x : NULL;
+}
+
+/* A round's keys: the table (deduplicated) and the list to ask for. */
+typedef struct round {
+    seen_map map;
+    once_key *keys;
+    size_t n, cap;
+    int oom;
+} round;
+
+static void round_add(void *arg, const char *principal, const char *task_id)
+{
+    round *r = arg;
+    if (r->oom)
+        return;
+    if (2 * (r->map.n + 1) > r->map.cap) {   /* grow, rehashing what is held */
+        seen_map big = {.cap = r->map.cap ? 2 * r->map.cap : 64};
+        big.v = once_calloc(big.cap, sizeof *big.v);
+        if (big.v == NULL) {
+            r->oom = 1;
+            return;
+        }
+        for (size_t i = 0; i < r->map.cap; i++)
+            if (r->map.v[i].used)
+                *map_slot(&big, r->map.v[i].key.principal, r->map.v[i].key.task_id) = r->map.v[i];
+        big.n = r->map.n;
+        once_free(r->map.v);
+        r->map = big;
+    }
+    seen *x = map_slot(&r->map, principal, task_id);
+    if (x->used)
+        return;
+    if (r->n == r->cap && once__grow(&r->keys, &r->cap, sizeof *r->keys, 64) != ONCE_OK) {
+        r->oom = 1;
+        return;
+    }
+    x->used = 1;
+    x->gen = -2;
+    snprintf(x->key.principal, sizeof x->key.principal, "%s", principal);
+    snprintf(x->key.task_id, sizeof x->key.task_id, "%s", task_id);
+    r->map.n++;
+    r->keys[r->n++] = x->key;
+}
+
+static void round_free(round *r)
+{
+    once_free(r->map.v);
+    once_free(r->keys);
+    memset(r, 0, sizeof *r);
+}
+
+/* One round: ask, compare with what the last round saw, tell. ONCE_OK
+ * with *cur the new picture, or the store's error (nothing told). */
+static int poll_round(once__engine *e, const seen_map *last, round *cur)
+{
+    pthread_mutex_lock(&e->mu);
+    once__follow_each_key(e, round_add, cur);
+    once__await_each_key(e, round_add, cur);
+    for (once__waiter *w = e->waiters; w != NULL; w = w->next)
+        round_add(cur, w->principal, w->task_id);
+    pthread_mutex_unlock(&e->mu);
+    if (cur->oom)
+        return ONCE_ENOMEM;
+    once_key_list moved = {NULL, 0};
+    size_t cap = 0;
+    int rc = ONCE_OK;
+    for (size_t i = 0; rc == ONCE_OK && i < cur->n; i += ONCE_STORE_GENERATIONS_MAX) {
+        size_t n = cur->n - i < ONCE_STORE_GENERATIONS_MAX ? cur->n - i
+                                                           : ONCE_STORE_GENERATIONS_MAX;
+        int64_t gens[ONCE_STORE_GENERATIONS_MAX];
+        rc = once__store_rc(e, once_store_generations(e->store, cur->keys + i, n, gens));
+        for (size_t j = 0; rc == ONCE_OK && j < n; j++) {
+            const once_key *k = &cur->keys[i + j];
+            map_slot(&cur->map, k->principal, k->task_id)->gen = gens[j];
+            const seen *was = map_find(last, k);
+            if (was != NULL && was->gen == gens[j])
+                continue;
+            if (moved.n == cap && once__grow(&moved.v, &cap, sizeof *moved.v, 16) != ONCE_OK)
+                rc = ONCE_ENOMEM;
+            else
+                moved.v[moved.n++] = *k;
+        }
+    }
+    if (rc == ONCE_OK)
+        tell_keys(e, &moved);
+    once_key_list_clear(&moved);
+    return rc;
+}
+
+static void *poller_main(void *arg)
+{
+    once__engine *e = arg;
+    round last = {{NULL, 0, 0}, NULL, 0, 0, 0};
+    int live = 0;
+    int64_t backoff = FEED_BACKOFF_MIN_MS;
+    for (;;) {
+        round cur = {{NULL, 0, 0}, NULL, 0, 0, 0};
+        int rc = poll_round(e, &last.map, &cur);
+        int64_t pause = ONCE__POLL_MS;
+        if (rc != ONCE_OK) {
+            round_free(&cur);
+            if (live)
+                set_live(e, 0);
+            live = 0;
+            pause = backoff;
+            backoff = backoff * 2 > FEED_BACKOFF_MAX_MS ? FEED_BACKOFF_MAX_MS : backoff * 2;
+        } else {
+            backoff = FEED_BACKOFF_MIN_MS;
+            if (!live)
+                set_live(e, 1);   /* every follower reads once, then waits to be told */
+            live = 1;
+            round_free(&last);
+            last = cur;
+            int64_t calls = (int64_t)(last.n + ONCE_STORE_GENERATIONS_MAX - 1) /
+                            ONCE_STORE_GENERATIONS_MAX;
+            if (calls * 1000 / ROUND_CALLS_PER_S > pause)
+                pause = calls * 1000 / ROUND_CALLS_PER_S;
+        }
+        if (once__engine_pause(e, pause))
+            break;
+    }
+    round_free(&last);
+    __atomic_store_n(&e->feed_live, 0, __ATOMIC_RELEASE);
+    return NULL;
+}
+
 int once__feed_start(once__engine *e)
 {
-    if (!(once_store_caps(e->store) & ONCE_STORE_FEED))
+    if (!(once_store_caps(e->store) & (ONCE_STORE_FEED | ONCE_STORE_GENERATIONS)))
         return ONCE_OK;
-    /* A test and benchmark hook: with ONCE_TEST_FEED=off no feed runs, so
-     * a run can show what followers cost without one (they poll). */
+    /* A test and benchmark hook: with ONCE_TEST_FEED=off neither the feed
+     * nor the shared poller runs, so a run can show what followers cost
+     * without them (each polls on its own). */
     const char *hook = getenv("ONCE_TEST_FEED");
     if (hook != NULL && strcmp(hook, "off") == 0)
         return ONCE_OK;
-    if (pthread_create(&e->feeder, NULL, feeder_main, e) != 0)
+    void *(*main_fn)(void *) = (once_store_caps(e->store) & ONCE_STORE_FEED) ? feeder_main
+                                                                            : poller_main;
+    if (pthread_create(&e->feeder, NULL, main_fn, e) != 0)
         return ONCE_ENOMEM;
     e->feeder_started = 1;
     return ONCE_OK;

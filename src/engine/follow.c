@@ -293,3 +293,10 @@ void once__follow_notify(once__engine *e, const char *principal, const char *tas
             w->fn(w->arg);
     }
 }
+
+void once__follow_each_key(once__engine *e, once__key_fn fn, void *arg)
+{
+    for (size_t i = 0; i < ONCE__WATCH_BUCKETS; i++)
+        for (once__engine_watch *w = e->watches[i]; w != NULL; w = w->next)
+            fn(arg, w->principal, w->task_id);
+}

@@ -1319,6 +1319,21 @@ static int mem_load(once_store *s, const char *principal, const char *task_id, o
     return rc;
 }
 
+/* Every key's generation under one hold of the lock: several engines in
+ * one process may share a memory store, and each learns of the others'
+ * writes through its shared poller (engine/feed.c). */
+static int mem_generations(once_store *s, const once_key *keys, size_t n, int64_t *gens)
+{
+    mem_store *ms = (mem_store *)s;
+    pthread_mutex_lock(&ms->lock);
+    for (size_t i = 0; i < n; i++) {
+        const mem_entry *e = find_live(ms, keys[i].principal, keys[i].task_id);
+        gens[i] = e != NULL ? e->r->generation : -1;
+    }
+    pthread_mutex_unlock(&ms->lock);
+    return ONCE_OK;
+}
+
 static int mem_update(once_store *s, const once_record *rec, int64_t expect_version,
                       const once_event *ev, size_t nev)
 {
@@ -2077,7 +2092,7 @@ static int mem_push_rows(once_store *s, const char *principal, const char *task_
 const once_store_methods once__store_memory = {
     .version = ONCE_STORE_METHODS_VERSION,
     .scheme = "memory",
-    .caps = ONCE_STORE_PUSH,
+    .caps = ONCE_STORE_PUSH | ONCE_STORE_GENERATIONS,
     .open = mem_open,
     .close = mem_close,
     .create = mem_create,
@@ -2094,4 +2109,5 @@ const once_store_methods once__store_memory = {
     .push_claim = mem_push_claim,
     .push_ack = mem_push_ack,
     .push_rows = mem_push_rows,
+    .generations = mem_generations,
 };

@@ -79,6 +79,14 @@
     ONCE__STORE_OPEN(P, B)                                                                         \
     const once_store_methods TABLE = {ONCE__STORE_HEAD(P, SCHEME, CAPS), ONCE__STORE_SLOT_TABLE(P)}
 
+/* ONCE__STORE_BACKEND for a backend with the generations slot
+ * (once__##P##_generations): CAPS gets ONCE_STORE_GENERATIONS. */
+#define ONCE__STORE_BACKEND_GENERATIONS(TABLE, P, SCHEME, CAPS, B)                                 \
+    ONCE__STORE_OPEN(P, B)                                                                         \
+    const once_store_methods TABLE = {                                                             \
+        ONCE__STORE_HEAD(P, SCHEME, (CAPS) | ONCE_STORE_GENERATIONS), ONCE__STORE_SLOT_TABLE(P),   \
+        .generations = once__##P##_generations}
+
 /* ONCE__STORE_BACKEND for a backend with a change feed over a connection
  * of its own (ONCE__STORE_CONN_FEED_SLOTS; the file that expands it
  * includes store/feed.h): CAPS gets ONCE_STORE_FEED. */

@@ -353,6 +353,11 @@ static int sq_update(once_store *s, const once_record *rec, int64_t expect_versi
     return once__sq_submit(sq(s), &op);
 }
 
+static int sq_generations(once_store *s, const once_key *keys, size_t n, int64_t *gens)
+{
+    return once__sq_generations(sq(s), keys, n, gens);
+}
+
 static int sq_events(once_store *s, const char *principal, const char *task_id, int64_t after,
                      size_t max, once_event_list *out)
 {
@@ -448,7 +453,9 @@ int once_store_synchronous(once_store *s, int *level)
 }
 
 const once_store_methods once__store_sqlite = {
-    ONCE__STORE_HEAD(sq, "sqlite", ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH),
+    ONCE__STORE_HEAD(sq, "sqlite",
+                     ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
+                         ONCE_STORE_GENERATIONS),
     .create = sq_create,
     .load = sq_load,
     .update = sq_update,
@@ -463,4 +470,5 @@ const once_store_methods once__store_sqlite = {
     .push_claim = sq_push_claim,
     .push_ack = sq_push_ack,
     .push_rows = sq_push_rows,
+    .generations = sq_generations,
 };

@@ -266,6 +266,8 @@ void once__sq_release(sq_store *s, sq_conn *c);
  * the handle's errmsg under what. */
 typedef int (*sq_read_fn)(sq_conn *c, void *arg);
 int once__sq_with_reader(sq_store *s, const char *what, sq_read_fn fn, void *arg);
+/* The generations slot (sqlite_read.c). */
+int once__sq_generations(sq_store *s, const once_key *keys, size_t n, int64_t *gens);
 /* base.errmsg: what failed, rc's text and db's last message (db may be
  * NULL; only the thread owning db may pass it). */
 void once__sq_seterr(sq_store *s, sqlite3 *db, const char *what, int rc);

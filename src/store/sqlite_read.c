@@ -402,3 +402,33 @@ int once__sq_meta_get(sq_store *s, const char *name, char **out)
     meta_arg a = {name, out};
     return once__sq_with_reader(s, "meta", meta_fn, &a);
 }
+
+typedef struct gens_arg {
+    const once_key *keys;
+    size_t n;
+    int64_t *gens;
+} gens_arg;
+
+/* Each key's head on one reader connection inside one read transaction:
+ * every generation from the same snapshot, and one connection and
+ * prepared statement for the shared poller's whole round. */
+static int gens_fn(sq_conn *c, void *p)
+{
+    gens_arg *a = p;
+    int rc = once__sq_run(c, SQ_BEGIN_READ);
+    for (size_t i = 0; rc == ONCE_OK && i < a->n; i++) {
+        sqlite3_stmt *st = NULL;
+        rc = keyed_row(c, SQ_TASK_HEAD, a->keys[i].principal, a->keys[i].task_id, &st);
+        a->gens[i] = rc == ONCE_OK ? sqlite3_column_int64(st, 1) : -1;
+        rc = end_stmt(st, rc);
+        if (rc == ONCE_ENOTFOUND)
+            rc = ONCE_OK;
+    }
+    return once__sq_abort(c) == 0 ? rc : ONCE_ESTORE;   /* ends the read */
+}
+
+int once__sq_generations(sq_store *s, const once_key *keys, size_t n, int64_t *gens)
+{
+    gens_arg a = {keys, n, gens};
+    return once__sq_with_reader(s, "generations", gens_fn, &a);
+}

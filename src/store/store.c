@@ -93,6 +93,8 @@ static const char *missing_slot(const once_store_methods *m)
         return "a push slot (caps has ONCE_STORE_PUSH)";
     if ((m->caps & ONCE_STORE_FEED) && (!m->feed_open || !m->feed_next || !m->feed_close))
         return "a feed slot (caps has ONCE_STORE_FEED)";
+    if ((m->caps & ONCE_STORE_GENERATIONS) && !m->generations)
+        return "the generations slot (caps has ONCE_STORE_GENERATIONS)";
     return NULL;
 }
 
@@ -475,4 +477,19 @@ void once_store_feed_close(once_store_feed *f)
 {
     if (f)
         f->store->m->feed_close(f);
+}
+
+int once_store_generations(once_store *s, const once_key *keys, size_t n, int64_t *gens)
+{
+    if (!s || !keys || !gens || n == 0 || n > ONCE_STORE_GENERATIONS_MAX)
+        return ONCE_EINVAL;
+    if (!(s->m->caps & ONCE_STORE_GENERATIONS))
+        return ONCE_EUNSUPPORTED;
+    for (size_t i = 0; i < n; i++) {
+        int rc = once__store_valid_key(s, keys[i].principal, keys[i].task_id);
+        if (rc != ONCE_OK)
+            return rc;
+        gens[i] = -1;
+    }
+    TIMED(s, ONCE__SOP_GENERATIONS, s->m->generations(s, keys, n, gens));
 }

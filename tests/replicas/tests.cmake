@@ -10,10 +10,10 @@
 #       of the delivering replica mid-delivery, the other one completes it
 #       after the lease; many tasks on both replicas: every event handled
 #       once, in order
-#   replicas/feed/{postgres,redis}               tests/replicas/test_feed.py
+#   replicas/feed/{postgres,redis,dynamodb,sqlite} tests/replicas/test_feed.py
 #       2 replicas: a thousand idle streams on one cost the store ~nothing
-#       (the change feed tells of the other's writes); a feed session killed
-#       by the server loses no event
+#       (the change feed, or the shared poller, tells of the other's
+#       writes); a feed session killed by the server loses no event
 #   replicas/outage/{postgres,redis,dynamodb}    tests/replicas/test_outage.py
 #       restart of the store under load, on a server of the test's own
 #       (restarting the shared one would break the tests using it): no
@@ -52,13 +52,17 @@ foreach(entry ${_once_replica_backends})
   set_tests_properties(replicas/push/${backend} PROPERTIES
                        FIXTURES_REQUIRED once_services TIMEOUT 60
                        LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
-  if(NOT backend STREQUAL "dynamodb")   # the stores with a change feed
-    add_test(NAME replicas/feed/${backend}
-             COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_feed.py "${shared_url}")
-    set_tests_properties(replicas/feed/${backend} PROPERTIES
-                         FIXTURES_REQUIRED once_services TIMEOUT 180
-                         LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
+  # DynamoDB (dynalite, an emulator) with fewer streams: each task costs it
+  # milliseconds to register.
+  set(_once_feed_env ${_once_replica_env})
+  if(backend STREQUAL "dynamodb")
+    list(APPEND _once_feed_env "ONCE_FEED_STREAMS=200")
   endif()
+  add_test(NAME replicas/feed/${backend}
+           COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_feed.py "${shared_url}")
+  set_tests_properties(replicas/feed/${backend} PROPERTIES
+                       FIXTURES_REQUIRED once_services TIMEOUT 180
+                       LABELS "replicas;storepg" ENVIRONMENT "${_once_feed_env}")
   # The outage test starts (and restarts) its own server: argv[1] only names
   # the backend.
   add_test(NAME replicas/outage/${backend}
@@ -66,3 +70,10 @@ foreach(entry ${_once_replica_backends})
   set_tests_properties(replicas/outage/${backend} PROPERTIES TIMEOUT 120
                        LABELS "replicas;storepg" ENVIRONMENT "${_once_replica_env}")
 endforeach()
+
+# The shared poller on SQLite: two replicas on one file (no server needed).
+add_test(NAME replicas/feed/sqlite
+         COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_feed.py "sqlite:")
+set_tests_properties(replicas/feed/sqlite PROPERTIES TIMEOUT 180
+                     LABELS "replicas" ENVIRONMENT "${_once_replica_env}")
+

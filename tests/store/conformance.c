@@ -917,6 +917,62 @@ static void sweep_makes_tombstones(void **state)
     assert_int_equal(rep.events, 6);
 }
 
+/* The generations slot (ONCE_STORE_GENERATIONS): a live record's
+ * generation, -1 for an absent key, a tombstone and another principal's
+ * key, in the order asked, including the same key twice; after an update
+ * the new generation; bad calls refused. A backend without the capability
+ * answers ONCE_EUNSUPPORTED. */
+static void generations_batch(void **state)
+{
+    fx *f = *state;
+    once_key k[6];
+    int64_t g[ONCE_STORE_GENERATIONS_MAX + 1];
+    size_t n;
+
+    memset(k, 0, sizeof k);
+    put(f, "p", "live", ONCE_STATE_WORKING, T0, NULL, 2);
+    put_finished(f, "p", "gone", ONCE_STATE_COMPLETED, T0 - 100);
+    EXPECT_RC(f, once_store_sweep(f->s, T0, T0 + 1000, 10, &n), ONCE_OK);
+    assert_int_equal(n, 1);
+    const char *ask[6][2] = {{"p", "live"}, {"p", "absent"}, {"p", "gone"},
+                             {"q", "live"}, {"p", "live"}, {"p", "absent2"}};
+    for (int i = 0; i < 6; i++) {
+        snprintf(k[i].principal, sizeof k[i].principal, "%s", ask[i][0]);
+        snprintf(k[i].task_id, sizeof k[i].task_id, "%s", ask[i][1]);
+    }
+    if (!(once_store_caps(f->s) & ONCE_STORE_GENERATIONS)) {
+        assert_int_equal(once_store_generations(f->s, k, 6, g), ONCE_EUNSUPPORTED);
+        return;
+    }
+    EXPECT_RC(f, once_store_generations(f->s, k, 6, g), ONCE_OK);
+    assert_int_equal(g[0], 2);
+    assert_int_equal(g[1], -1);
+    assert_int_equal(g[2], -1);
+    assert_int_equal(g[3], -1);
+    assert_int_equal(g[4], 2);
+    assert_int_equal(g[5], -1);
+
+    once_record r;
+    st_events e;
+    get(f, "p", "live", &r);
+    st_mkev(&e, 3, 3, "live");
+    r.version++;
+    r.generation = 5;
+    EXPECT_RC(f, once_store_update(f->s, &r, r.version - 1, e.ev, 3), ONCE_OK);
+    once_record_clear(&r);
+    EXPECT_RC(f, once_store_generations(f->s, k, 1, g), ONCE_OK);
+    assert_int_equal(g[0], 5);
+
+    assert_int_equal(once_store_generations(f->s, k, 0, g), ONCE_EINVAL);
+    once_key many[ONCE_STORE_GENERATIONS_MAX + 1];
+    for (size_t i = 0; i <= ONCE_STORE_GENERATIONS_MAX; i++)
+        many[i] = k[0];
+    assert_int_equal(once_store_generations(f->s, many, ONCE_STORE_GENERATIONS_MAX + 1, g),
+                     ONCE_EINVAL);
+    EXPECT_RC(f, once_store_generations(f->s, many, ONCE_STORE_GENERATIONS_MAX, g), ONCE_OK);
+    assert_int_equal(g[ONCE_STORE_GENERATIONS_MAX - 1], 5);
+}
+
 static void purge_forgets_tombstones(void **state)
 {
     fx *f = *state;
@@ -1529,6 +1585,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(expired_leases_only_live_expired, setup, teardown),
         cmocka_unit_test_setup_teardown(sweep_makes_tombstones, setup, teardown),
         cmocka_unit_test_setup_teardown(purge_forgets_tombstones, setup, teardown),
+        cmocka_unit_test_setup_teardown(generations_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(renew_sets_lease_only, setup, teardown),
         cmocka_unit_test_setup_teardown(renew_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(renew_moves_expired_leases, setup, teardown),

@@ -491,3 +491,86 @@ int once__dy_delete_events(dy_store *s, const char *pk)
                            1),
         0, delete_item, NULL);
 }
+
+static int same_key(const once_key *a, const once_key *b)
+{
+    return strcmp(a->task_id, b->task_id) == 0 && strcmp(a->principal, b->principal) == 0;
+}
+
+/* A returned item's generation (-1: a tombstone) into every place of
+ * keys[0..n) it answers (a key may be asked twice). */
+static void take_gen(json_t *item, const once_key *keys, size_t n, int64_t *gens)
+{
+    once_key k;
+    const char *p = once__dy_get_s(item, "pr"), *t = once__dy_get_s(item, "id");
+    if (p == NULL || t == NULL || snprintf(k.principal, sizeof k.principal, "%s", p) < 0 ||
+        snprintf(k.task_id, sizeof k.task_id, "%s", t) < 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (same_key(&keys[i], &k))
+            gens[i] = once__dy_get_n(item, "tb") ? -1 : once__dy_get_n(item, "g");
+}
+
+/* 1 if keys[i] was asked before it (BatchGetItem refuses duplicates). */
+static int asked_before(const once_key *keys, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (same_key(&keys[j], &keys[i]))
+            return 1;
+    return 0;
+}
+
+/* The records' heads in one BatchGetItem (consistent reads, only the
+ * attributes that say the key, the generation and a tombstone), and again
+ * for any keys DynamoDB left unprocessed (throttling), a few times. */
+int once__dy_generations(once_store *base, const once_key *keys, size_t n, int64_t *gens)
+{
+    dy_store *s = dys(base);
+    json_t *list = json_array();
+    int rc = list != NULL ? ONCE_OK : ONCE_ENOMEM;
+    for (size_t i = 0; rc == ONCE_OK && i < n; i++) {
+        if (asked_before(keys, i))
+            continue;
+        dy_item key;
+        rc = once__dy_key(&key, keys[i].principal, keys[i].task_id, NULL);
+        if (rc == ONCE_OK && json_array_append_new(list, key.o) != 0)
+            rc = ONCE_ENOMEM;
+    }
+    json_t *ask = rc == ONCE_OK
+                      ? json_pack("{s:{s:o, s:s, s:{s:s, s:s, s:s, s:s}, s:b}}", s->table, "Keys",
+                                  json_incref(list), "ProjectionExpression", "#p, #i, #g, #t",
+                                  "ExpressionAttributeNames", "#p", "pr", "#i", "id", "#g", "g",
+                                  "#t", "tb", "ConsistentRead", 1)
+                      : NULL;
+    json_decref(list);
+    if (rc == ONCE_OK && ask == NULL)
+        rc = ONCE_ENOMEM;
+    for (int tries = 0; rc == ONCE_OK && ask != NULL; tries++) {
+        json_t *req = json_pack("{s:O}", "RequestItems", ask), *reply = NULL;
+        rc = req != NULL ? once__dy_call(s, "BatchGetItem", req, DY_IDEMPOTENT, &reply, NULL)
+                         : ONCE_ENOMEM;
+        json_decref(req);
+        json_decref(ask);
+        ask = NULL;
+        if (rc != ONCE_OK)
+            break;
+        json_t *items = json_object_get(json_object_get(reply, "Responses"), s->table);
+        size_t k;
+        json_t *item;
+        json_array_foreach(items, k, item)
+            take_gen(item, keys, n, gens);
+        json_t *left = json_object_get(reply, "UnprocessedKeys");
+        if (json_is_object(left) && json_object_size(left) > 0) {
+            if (tries + 1 >= DY_ATTEMPTS) {
+                once__store_seterr(&s->base, "dynamodb: BatchGetItem left keys unprocessed");
+                rc = ONCE_EBUSY;
+            } else {
+                ask = json_incref(left);
+                once__dy_pause_ms(DY_BACKOFF_BASE_MS << tries);
+            }
+        }
+        json_decref(reply);
+    }
+    json_decref(ask);
+    return rc;
+}

@@ -232,5 +232,5 @@ const once__backend once__dy_backend = {"dynamodb", sizeof(dy_store), DY_SCHEMA_
 /* DURABLE: DynamoDB acknowledges a write once it is stored in several
  * availability zones. PUSH: delivery rows live in the record item
  * (dy_push.c). */
-ONCE__STORE_BACKEND(once__store_dynamo, dy, "dynamodb",
+ONCE__STORE_BACKEND_GENERATIONS(once__store_dynamo, dy, "dynamodb",
                     ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, once__dy_backend);
