@@ -47,3 +47,36 @@ int once__engine_replica_alive(const once__engine *e, const once_replica *r, int
 {
     return !r->stopped && now - r->beat_at <= ONCE__ALIVE_BEATS * e->cfg.heartbeat_ms;
 }
+
+int once__engine_replicas_json(once__engine *e, json_t **out)
+{
+    once_replica_list l;
+    *out = NULL;
+    int rc = once__engine_replicas(e, &l);
+    if (rc != ONCE_OK)
+        return rc;
+    int64_t now = once__now(e);
+    char t[25];
+    json_t *rows = json_array(), *doc = NULL;
+    for (size_t i = 0; rows != NULL && i < l.n; i++) {
+        const once_replica *r = &l.v[i];
+        char started[25];
+        once_format_time(r->started_at, started);
+        once_format_time(r->beat_at, t);
+        json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:I}", "id", r->id, "version",
+                                r->version, "startedAt", started, "lastBeat", t, "alive",
+                                once__engine_replica_alive(e, r, now), "stopped", r->stopped,
+                                "leases", (json_int_t)r->leases);
+        if (row == NULL || json_array_append_new(rows, row) != 0) {
+            json_decref(rows);
+            rows = NULL;
+        }
+    }
+    once_replica_list_clear(&l);
+    once_format_time(now, t);
+    if (rows != NULL)
+        doc = json_pack("{s:o, s:I, s:s}", "replicas", rows, "aliveWithinMs",
+                        (json_int_t)(ONCE__ALIVE_BEATS * e->cfg.heartbeat_ms), "now", t);
+    *out = doc;
+    return doc != NULL ? ONCE_OK : ONCE_ENOMEM;
+}
