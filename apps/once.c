@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "client/show.h"
+#include "client/admin.h"
 #include "client/inspect.h"
 #include "client/webhook_listen.h"
 #include "core/generation.h"
@@ -57,6 +58,10 @@ static const char usage[] =
     "                         --inspect): state, fence, step, lease, every event by\n"
     "                         generation, side-effect keys, push deliveries and the\n"
     "                         retention deadlines; --json prints the JSON as served\n"
+    "  admin replicas         the cluster view: every replica that beats into the\n"
+    "                         agent's store (id, version, started, last beat, alive,\n"
+    "                         leases held); --agent URL names the onced, whose\n"
+    "                         --admin-principals must list the token's principal\n"
     "  recover                re-send every pending intent (same ID, same body) and\n"
     "                         poll every acknowledged one (abandoned ones: never),\n"
     "                         each through its agent's stored endpoints; --agent\n"
@@ -926,6 +931,19 @@ static int cmd_task(cli *o)
     return ex;
 }
 
+/* The exit of a read from the agent (inspect, admin): rc said on stderr
+ * (unparsed for ONCE_EPARSE), EXIT_REFUSED for the refusal code. */
+static int read_exit(cli *o, int rc, const char *unparsed, int refusal)
+{
+    if (rc == ONCE_OK)
+        return EXIT_OK;
+    char why[1024];
+    fprintf(stderr, "once: %s\n",
+            rc == ONCE_EPARSE ? unparsed
+                              : once__showbuf(once_client_errmsg(o->c), why, sizeof why));
+    return rc == refusal ? EXIT_REFUSED : EXIT_OTHER;
+}
+
 static int cmd_inspect(cli *o)
 {
     int ex = agent_for(o);
@@ -938,13 +956,28 @@ static int cmd_inspect(cli *o)
     else if (rc == ONCE_OK)
         rc = once__inspect_print(stdout, text);
     once_free(text);
-    if (rc == ONCE_OK)
-        return EXIT_OK;
-    char why[1024];
-    fprintf(stderr, "once: %s\n",
-            rc == ONCE_EPARSE ? "the inspector's answer is not a timeline"
-                              : once__showbuf(once_client_errmsg(o->c), why, sizeof why));
-    return rc == ONCE_ENOTFOUND ? EXIT_REFUSED : EXIT_OTHER;
+    return read_exit(o, rc, "the inspector's answer is not a timeline", ONCE_ENOTFOUND);
+}
+
+/* `once admin WHAT`: an operator method of the agent, printed as a table
+ * (or its JSON with --json). */
+static int cmd_admin(cli *o)
+{
+    if (o->id == NULL || strcmp(o->id, "replicas") != 0)
+        return bad("admin takes one of: replicas");
+    if (o->agent == NULL)
+        return bad("admin needs --agent URL (the onced to ask)");
+    json_t *result = NULL;
+    int rc = once__client_admin(o->c, o->agent, "once/admin/replicas", NULL, &result);
+    if (rc == ONCE_OK && o->json) {
+        char *text = json_dumps(result, JSON_COMPACT);
+        printf("%s\n", text ? text : "null");
+        once_free(text);
+    } else if (rc == ONCE_OK) {
+        rc = once__admin_print_replicas(stdout, result);
+    }
+    json_decref(result);
+    return read_exit(o, rc, "the agent's answer is not a replica list", ONCE_EINVAL);
 }
 
 static json_t *intent_json(const once_intent *it)
@@ -1302,6 +1335,7 @@ static const command commands[] = {
     {"outbox", cmd_outbox, NEEDS_CLIENT},
     {"abandon", cmd_abandon, NEEDS_CLIENT | TAKES_ID},
     {"listen", cmd_listen, 0},
+    {"admin", cmd_admin, NEEDS_CLIENT | TAKES_ID},
 };
 
 int main(int argc, char **argv)

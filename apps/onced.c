@@ -101,6 +101,10 @@ static const char usage[] =
     "identity and time:\n"
     "  --auth-tokens FILE          bearer tokens, one \"TOKEN PRINCIPAL\" per line ('#'\n"
     "                              comments); without it every caller is \"anonymous\"\n"
+    "  --admin-principals P1,P2    principals allowed the operator methods\n"
+    "                              (once/admin/replicas), each call logged as an\n"
+    "                              \"admin\" line; nobody by default (403). Without\n"
+    "                              --auth-tokens only \"anonymous\" opens them, to all\n"
     "  --plain-ids derived|server  the task ID of a plain first message (no extension,\n"
     "                              no taskId): derived from (principal, messageId), so\n"
     "                              its retry replays (derived, the default); or a fresh\n"
@@ -276,7 +280,7 @@ static const char migrate_usage[] =
 
 typedef struct opts {
     const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url,
-        *card,
+        *card, *admin_principals,
         *plain_ids;
     const char *upstream, *upstream_header_file, *upstream_principal_header;
     const char *upstream_headers[32];
@@ -398,6 +402,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--upstream-deadline", F_DUR, &o->upstream_deadline_ms},
         {"--upstream-card-refresh", F_DUR, &o->upstream_card_refresh_ms},
         {"--auth-tokens", F_STR, &o->auth_tokens},
+        {"--admin-principals", F_STR, &o->admin_principals},
         {"--replica-id", F_STR, &o->replica_id},
         {"--public-url", F_STR, &o->public_url},
         {"--allowed-hosts", F_HOSTS, o->allowed_hosts},
@@ -1112,6 +1117,7 @@ int main(int argc, char **argv)
                                               "fail fails.";
     sc.a2a.card = card;
     sc.a2a.test_admin = o.test_admin;
+    sc.a2a.admin_principals = o.admin_principals;
     sc.a2a.clock = &clock;
     sc.http.host = host;
     sc.http.port = port;

@@ -165,6 +165,7 @@ typedef struct once_check_report {
 #define ONCE_STORE_PUSH    0x4u  /* keeps push delivery rows (the push_* slots) */
 #define ONCE_STORE_FEED    0x8u  /* tells of every writer's updates (the feed_* slots) */
 #define ONCE_STORE_GENERATIONS 0x10u /* reads many keys' generations at once (generations) */
+#define ONCE_STORE_REPLICAS 0x20u /* keeps replica heartbeat rows (the replica_* slots) */
 
 /* The most keys one generations call takes (DynamoDB's BatchGetItem). */
 #define ONCE_STORE_GENERATIONS_MAX 100
@@ -296,6 +297,33 @@ typedef struct once_push_ack {
     const char *error;          /* RETRY, DISABLE: why (truncated); may be NULL */
 } once_push_ack;
 
+/*
+ * Replica heartbeats (ONCE_STORE_REPLICAS): one row per onced process that
+ * ran on the store, keyed by its replica id (the lease owner name its
+ * turns write), written by that replica's heartbeat every beat and read by
+ * the cluster view (once/admin/replicas, /inspect/). A row says what the
+ * replica last told; whether it is alive is the reader's call from beat_at
+ * (the engine: within 3 heartbeat intervals, engine.h). Rows are never
+ * deleted by the store: a replica that stops cleanly marks its row
+ * stopped, one that crashes leaves it as it last beat.
+ */
+#define ONCE_REPLICA_VERSION_MAX 31
+
+typedef struct once_replica {
+    char id[ONCE_OWNER_MAX + 1];                 /* 1..ONCE_OWNER_MAX bytes */
+    char version[ONCE_REPLICA_VERSION_MAX + 1];  /* the once version it runs */
+    int64_t started_at;   /* ms since epoch: when the replica's engine started */
+    int64_t beat_at;      /* ms since epoch: its last beat */
+    int64_t leases;       /* task leases it held at that beat (turns running there) */
+    int stopped;          /* 1: it stopped cleanly (its last write said so) */
+} once_replica;
+
+typedef struct once_replica_list {
+    once_replica *v;
+    size_t n;
+} once_replica_list;
+ONCE_API void once_replica_list_clear(once_replica_list *l);
+
 typedef struct once_store once_store;
 
 /* The layout and meaning of once_store_methods. once_store_open_methods
@@ -303,7 +331,7 @@ typedef struct once_store once_store;
  * built against another store.h may take other arguments or promise other
  * things than this libonce calls its slots for. Bumped whenever a slot's
  * arguments or contract change. */
-#define ONCE_STORE_METHODS_VERSION 2
+#define ONCE_STORE_METHODS_VERSION 3
 
 /* A backend's change feed (the feed_* slots): its own struct, whose first
  * member is this base (set by once_store_feed_open). */
@@ -528,6 +556,20 @@ typedef struct once_store_methods {
      * tombstone). 1 <= n <= ONCE_STORE_GENERATIONS_MAX. Only the common
      * codes. */
     int (*generations)(once_store *s, const once_key *keys, size_t n, int64_t *gens);
+
+    /* ---- replica heartbeats; NULL unless caps has ONCE_STORE_REPLICAS ---- */
+
+    /* Upsert the row of r->id with every field of r (the last writer of an
+     * id wins; only that replica writes it). once_store_replica_beat
+     * checks r first (ONCE_EINVAL: an id of 0 or more than ONCE_OWNER_MAX
+     * bytes, a version past ONCE_REPLICA_VERSION_MAX, negative times or
+     * leases). Only the common codes: the heartbeat writes again at its
+     * next beat. */
+    int (*replica_beat)(once_store *s, const once_replica *r);
+
+    /* Every replica row, by id ascending (byte order). Only the common
+     * codes. */
+    int (*replicas)(once_store *s, once_replica_list *out);
 } once_store_methods;
 
 /* The base every backend struct starts with. `m` is set by open; errmsg is a
@@ -589,6 +631,11 @@ ONCE_API void once_store_feed_close(once_store_feed *f);
  * ONCE_EINVAL for n outside 1..ONCE_STORE_GENERATIONS_MAX or a bad key. */
 ONCE_API int once_store_generations(once_store *s, const once_key *keys, size_t n,
                                     int64_t *gens);
+
+/* Replica slots; ONCE_EUNSUPPORTED when the backend lacks
+ * ONCE_STORE_REPLICAS. */
+ONCE_API int once_store_replica_beat(once_store *s, const once_replica *r);
+ONCE_API int once_store_replicas(once_store *s, once_replica_list *out);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,7 @@ static const size_t config_strings[] = {
     offsetof(once__a2a_config, description),
     offsetof(once__a2a_config, skill_id),
     offsetof(once__a2a_config, skill_description),
+    offsetof(once__a2a_config, admin_principals),
 };
 #define NSTRINGS (sizeof config_strings / sizeof config_strings[0])
 
@@ -118,6 +119,11 @@ int once__a2a_card_with(const once__a2a *a, const json_t *members, char **out, s
 const once__a2a_backend *once__a2a_backend_of(const once__a2a *a)
 {
     return &a->cfg.backend;
+}
+
+const once__a2a_config *once__a2a_cfg(const once__a2a *a)
+{
+    return &a->cfg;
 }
 
 size_t once__a2a_max_parts(const once__a2a *a)
@@ -416,6 +422,9 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
         rc = params ? once__a2a_json_names(params, &e) : ONCE_ENOMEM;
         if (rc == ONCE_EINVAL)
             once__a2a_fail_params(&c, &e);
+        else if (rc == ONCE_OK && (m->flags & A2A_M_OPS) &&
+                 !once__a2a_admin_allowed(a, req->principal))
+            rc = once__a2a_admin_refuse(&c);
         else if (rc == ONCE_OK && (m->flags & A2A_M_STREAM) &&
                  !once__a2a_backend_streams(once__a2a_backend_of(a)))
             rc = once__a2a_h_streaming(&c);
@@ -441,6 +450,8 @@ int once__a2a_run(once__a2a *a, const once__a2a_request *req, once__a2a_response
     once__log_ctx_method(m->name);
     if (c.reason != NULL)
         once__log_ctx_outcome(c.reason);
+    if (m->flags & A2A_M_OPS)
+        once__a2a_admin_audit(&c, rc);
 
     rc = conclude(a, resp, &c, idx, rc);
     json_decref(empty);

@@ -67,6 +67,9 @@ typedef struct once__a2a_backend {
     int (*list)(void *ctx, const once_list_req *req, json_t **tasks, char next_token[256]);
     /* Add engine counters to obj (admin stats). */
     void (*stats)(void *ctx, json_t *obj);
+    /* The cluster view (once__engine_replicas_json). Optional: without it
+     * once/admin/replicas answers an empty list. */
+    int (*replicas)(void *ctx, json_t **out);
     /* Following a task's events (once__engine_events_after,
      * once__engine_task_head, once__engine_wait_generation). Optional:
      * without all three, streaming methods answer -32004 and the card says
@@ -121,7 +124,13 @@ typedef struct once__a2a_config {
     int64_t retention_ms;        /* advertised in the extension params */
     int64_t tombstone_ms;
     int auth;                    /* bearer auth configured: card says so */
-    int test_admin;              /* once/admin/ methods exist */
+    int test_admin;              /* the test-only once/admin/ methods exist */
+    /* Who may call the operator methods (once/admin/replicas ...): a comma
+     * separated list of principals (--admin-principals); NULL or "" =
+     * nobody, so they answer 403 until an operator names someone. Without
+     * --auth-tokens every caller is "anonymous", which must be named
+     * explicitly to open them to anyone who reaches the port. */
+    const char *admin_principals;
     once_offset_clock *clock;    /* what once/admin/setClockOffset moves; may be NULL */
     size_t max_parts;            /* 0 = ONCE_A2A_MAX_PARTS */
     int64_t wait_ms;             /* blocking SendMessage bound; 0 = engine default */

@@ -28,6 +28,11 @@ static int b_list(void *ctx, const once_list_req *req, json_t **tasks, char next
     return once__engine_list(ctx, req, tasks, next_token);
 }
 
+static int b_replicas(void *ctx, json_t **out)
+{
+    return once__engine_replicas_json(ctx, out);
+}
+
 static void b_stats(void *ctx, json_t *obj)
 {
     once__engine_stats s;
@@ -169,6 +174,7 @@ void once__a2a_backend_engine(once__engine *e, once__a2a_backend *out)
     out->cancel = b_cancel;
     out->list = b_list;
     out->stats = b_stats;
+    out->replicas = b_replicas;
     out->events = b_events;
     out->head = b_head;
     out->wait = b_wait;

@@ -215,7 +215,10 @@ enum {
     A2A_M_STREAM = 1u << 3,    /* answers with a stream: once__a2a_run refuses it
                                   (once__a2a_h_streaming) when the backend cannot stream */
     A2A_M_INLINE = 1u << 4,    /* may run with req->inline_only (a2a.h) */
-    A2A_M_V03 = 1u << 5        /* A2A 0.3 name (h_v03.c): no A2A-Version needed */
+    A2A_M_V03 = 1u << 5,       /* A2A 0.3 name (h_v03.c): no A2A-Version needed */
+    A2A_M_OPS = 1u << 6        /* operator method (h_admin.c): answers only the
+                                  --admin-principals (403 otherwise), and every
+                                  call writes an "admin" audit line */
 };
 
 /* One row of the method table; rows are const. */
@@ -260,6 +263,14 @@ int once__a2a_check_push_config(const json_t *cfg, const char *field, int need_t
 int once__a2a_h_extended_card(a2a_call *c);
 int once__a2a_h_admin_clock(a2a_call *c);
 int once__a2a_h_admin_stats(a2a_call *c);
+/* Operator methods (h_admin.c). */
+int once__a2a_h_admin_replicas(a2a_call *c);
+/* Whether principal is one of cfg.admin_principals. */
+int once__a2a_admin_allowed(const once__a2a *a, const char *principal);
+/* Refuse the call: 403 PERMISSION_DENIED naming the rule. */
+int once__a2a_admin_refuse(a2a_call *c);
+/* The call's audit line (event "admin"): principal, method, params, outcome. */
+void once__a2a_admin_audit(const a2a_call *c, int rc);
 /* Any A2A 0.3 method, by the 1.0 handler of its successor (h_v03.c). */
 int once__a2a_h_v03(a2a_call *c);
 /* The 1.0 method a 0.3 name is served by, or NULL. */
@@ -286,6 +297,8 @@ int once__a2a_v03_rest_answer(int http_status, int code, const char *reason, con
 
 /* Accessors the handlers need from the handle (a2a.c). */
 const once__a2a_backend *once__a2a_backend_of(const once__a2a *a);
+/* The configuration a runs with (strings a's own copies). */
+const once__a2a_config *once__a2a_cfg(const once__a2a *a);
 /* b serves events, head and wait: what every A2A_M_STREAM method needs and
  * what the card's capabilities.streaming announces (h_stream.c). */
 int once__a2a_backend_streams(const once__a2a_backend *b);

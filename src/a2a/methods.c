@@ -6,7 +6,9 @@
  * Flags: LEGACY (0.1) and V03 (0.3) names predate the A2A-Version header
  * and are accepted without it; ADMIN rows exist only when onced runs with --test-admin
  * (otherwise they answer -32601 like any unknown name); NOVERSION rows are
- * our own namespace and skip the version check. STREAM rows answer with a
+ * our own namespace and skip the version check. OPS rows always exist but
+ * answer only the principals --admin-principals names (403 otherwise) and
+ * log every call (h_admin.c). STREAM rows answer with a
  * stream and are refused (UNSUPPORTED_OPERATION) before their handler runs
  * when the backend cannot stream.
  *
@@ -42,6 +44,8 @@ const a2a_method once__a2a_methods[] = {
     /* A2A 0.1 compatibility: the client chooses the task id (its
      * tasks/get and tasks/cancel share 0.3's names and are answered so) */
     {"tasks/send", once__a2a_h_legacy_send, A2A_M_LEGACY},
+    /* operator methods: --admin-principals only, audited (h_admin.c) */
+    {"once/admin/replicas", once__a2a_h_admin_replicas, A2A_M_OPS | A2A_M_NOVERSION},
     /* test configuration only */
     {"once/admin/setClockOffset", once__a2a_h_admin_clock, A2A_M_ADMIN | A2A_M_NOVERSION},
     {"once/admin/stats", once__a2a_h_admin_stats, A2A_M_ADMIN | A2A_M_NOVERSION},

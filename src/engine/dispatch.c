@@ -676,11 +676,13 @@ static void *heartbeat_main(void *arg)
 {
     once__engine *e = arg;
     int64_t pause = e->cfg.heartbeat_ms;
+    once__replica_beat(e, 0);   /* the cluster view shows a replica from its start */
     while (!once__engine_pause(e, pause)) {
         /* After a beat the store could not answer, beat again soon: the
          * leases must be renewed as soon as it is back, before they run
          * out. */
         int failed = heartbeat_pass(e);
+        once__replica_beat(e, 0);
         pause = failed && RETRY_BEAT_MS < e->cfg.heartbeat_ms ? RETRY_BEAT_MS : e->cfg.heartbeat_ms;
     }
     return NULL;

@@ -238,6 +238,7 @@ int once__engine_start(once__engine *e)
     pthread_mutex_unlock(&e->mu);
     if (already)
         return ONCE_OK;
+    e->started_at = once__now(e);
     once__hold_takeovers(e);
     int rc = once__dispatch_start(e);
     if (rc == ONCE_OK)
@@ -255,7 +256,7 @@ void once__engine_stop(once__engine *e)
         return;
     once__engine_await_release(e);   /* deferred sends answer now, as they stand */
     pthread_mutex_lock(&e->mu);
-    int already = e->stopped;
+    int already = e->stopped, started = e->started;
     e->stopped = 1;
     __atomic_store_n(&e->stopping, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&e->work_cv);
@@ -275,6 +276,8 @@ void once__engine_stop(once__engine *e)
     once__feed_stop(e);
     once__dispatch_stop(e);
     once__push_stop(e);   /* after the workers: their writes still kick it */
+    if (started)
+        once__replica_beat(e, 1);   /* leases released: say so before leaving */
 }
 
 void once__engine_free(once__engine *e)

@@ -122,6 +122,20 @@ void once__engine_stop(once__engine *e);
 void once__engine_free(once__engine *e);
 
 const char *once__engine_replica_id(const once__engine *e);
+
+/* The cluster view (replicas.c). Every replica's heartbeat row in *out
+ * (once_replica_list_clear it), by id; ONCE_OK with none on a store
+ * without ONCE_STORE_REPLICAS; the store's errors otherwise. */
+int once__engine_replicas(once__engine *e, once_replica_list *out);
+/* A replica is alive while it has not stopped and its last beat is at most
+ * ONCE__ALIVE_BEATS of e's heartbeat intervals older than now. */
+#define ONCE__ALIVE_BEATS 3
+int once__engine_replica_alive(const once__engine *e, const once_replica *r, int64_t now);
+/* The cluster view as JSON (*out, new reference): {"replicas": [{"id",
+ * "version", "startedAt", "lastBeat" (RFC 3339), "alive", "stopped",
+ * "leases"}], "aliveWithinMs": ONCE__ALIVE_BEATS heartbeats, "now"}.
+ * Errors as once__engine_replicas. */
+int once__engine_replicas_json(once__engine *e, json_t **out);
 /* The configuration e runs with, every default filled in; valid until
  * once__engine_free. */
 const once__engine_config *once__engine_cfg(const once__engine *e);

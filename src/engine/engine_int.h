@@ -171,6 +171,8 @@ struct once__engine {
     int stopping;               /* also read with __atomic outside the lock */
     int stopped;                /* once__engine_stop ran (it runs once) */
     int started;
+    int64_t started_at;         /* once__now at start (the replica row's); set before
+                                 * the heartbeat thread exists */
     int inflight;
 
     pthread_t *workers;
@@ -220,6 +222,10 @@ int once__engine_pause(once__engine *e, int64_t ms);
 /* Count store failures in the stats (and note when the last one was seen);
  * returns rc. */
 int once__store_rc(once__engine *e, int rc);
+/* Write this replica's heartbeat row (replicas.c): leases = turns running
+ * now, or 0 and stopped with stopped = 1. A store without
+ * ONCE_STORE_REPLICAS is skipped; a failed write waits for the next beat. */
+void once__replica_beat(once__engine *e, int stopped);
 /* Load a key's record for a pass of the engine's own (takeover, journal
  * flush, deferred wait): ONCE_OK with *rec, ONCE_ENOTFOUND when there is
  * none to act on (missing or a tombstone), or the store's error, counted as

@@ -77,6 +77,7 @@
 #include "store/url_param.h"
 #include "store/mem_zip.h"
 #include "store/mem_tomb.h"
+#include "store/replica.h"
 #include "store/store_int.h"
 
 /* The head of every node in the hash table. Guarded by mem_store.lock. */
@@ -180,6 +181,7 @@ typedef struct mem_store {
     uint64_t cools;           /* entries deflated so far */
     mem_zip zip;
     mem_meta *meta;
+    once_replica_list replicas; /* heartbeat rows, any order */
     int compact;              /* memory:?tombs=compact: tombstones in ctombs */
     mem_tombs ctombs;
     size_t max_bytes;         /* memory:?max=SIZE; 0: no budget */
@@ -1171,6 +1173,7 @@ static int mem_close(once_store *s)
         once_free(m);
     }
     once_free(ms->tab);
+    once_replica_list_clear(&ms->replicas);
     once__mem_tombs_free(&ms->ctombs);
     once__mem_zip_free(&ms->zip);
     pthread_mutex_destroy(&ms->cool_mu);
@@ -2089,10 +2092,28 @@ static int mem_push_rows(once_store *s, const char *principal, const char *task_
     return rc;
 }
 
+static int mem_replica_beat(once_store *s, const once_replica *r)
+{
+    mem_store *ms = (mem_store *)s;
+    pthread_mutex_lock(&ms->lock);
+    int rc = once__replica_upsert(&ms->replicas, r);
+    pthread_mutex_unlock(&ms->lock);
+    return rc;
+}
+
+static int mem_replicas(once_store *s, once_replica_list *out)
+{
+    mem_store *ms = (mem_store *)s;
+    pthread_mutex_lock(&ms->lock);
+    int rc = once__replica_copy(out, &ms->replicas);
+    pthread_mutex_unlock(&ms->lock);
+    return rc;
+}
+
 const once_store_methods once__store_memory = {
     .version = ONCE_STORE_METHODS_VERSION,
     .scheme = "memory",
-    .caps = ONCE_STORE_PUSH | ONCE_STORE_GENERATIONS,
+    .caps = ONCE_STORE_PUSH | ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS,
     .open = mem_open,
     .close = mem_close,
     .create = mem_create,
@@ -2110,4 +2131,6 @@ const once_store_methods once__store_memory = {
     .push_ack = mem_push_ack,
     .push_rows = mem_push_rows,
     .generations = mem_generations,
+    .replica_beat = mem_replica_beat,
+    .replicas = mem_replicas,
 };

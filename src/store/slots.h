@@ -3,7 +3,7 @@
  * their own files (PostgreSQL, Redis, DynamoDB), named once for all of
  * them (not API).
  *
- * ONCE__STORE_SLOTS(pg) declares once__pg_create .. once__pg_push_rows with
+ * ONCE__STORE_SLOTS(pg) declares once__pg_create .. once__pg_replicas with
  * the signatures of once_store_methods (include/once/store.h), and
  * ONCE__STORE_SLOT_TABLE(pg) names them in that table's initialiser.
  * ONCE__STORE_BACKEND(once__store_pg, pg, "postgres", CAPS, pg_backend)
@@ -40,7 +40,9 @@
                                size_t max, once_push_claim_list *out);                             \
     int once__##P##_push_ack(once_store *s, const once_push_ack *ack);                             \
     int once__##P##_push_rows(once_store *s, const char *principal, const char *task_id,           \
-                              once_push_row_list *out)
+                              once_push_row_list *out);                                            \
+    int once__##P##_replica_beat(once_store *s, const once_replica *r);                            \
+    int once__##P##_replicas(once_store *s, once_replica_list *out)
 
 #define ONCE__STORE_SLOT_TABLE(P)                                                                  \
     .create = once__##P##_create, .load = once__##P##_load, .update = once__##P##_update,          \
@@ -48,7 +50,8 @@
     .sweep = once__##P##_sweep, .purge = once__##P##_purge, .list = once__##P##_list,              \
     .meta = once__##P##_meta, .check = once__##P##_check, .renew = once__##P##_renew,              \
     .push_claim = once__##P##_push_claim, .push_ack = once__##P##_push_ack,                        \
-    .push_rows = once__##P##_push_rows
+    .push_rows = once__##P##_push_rows, .replica_beat = once__##P##_replica_beat,                 \
+    .replicas = once__##P##_replicas
 
 /* The change feed's open slot, for a backend whose feed is a connection
  * of its own (store/feed.h: the next and close slots are the shared ones). */

@@ -455,7 +455,7 @@ int once_store_synchronous(once_store *s, int *level)
 const once_store_methods once__store_sqlite = {
     ONCE__STORE_HEAD(sq, "sqlite",
                      ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
-                         ONCE_STORE_GENERATIONS),
+                         ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS),
     .create = sq_create,
     .load = sq_load,
     .update = sq_update,
@@ -471,4 +471,6 @@ const once_store_methods once__store_sqlite = {
     .push_ack = sq_push_ack,
     .push_rows = sq_push_rows,
     .generations = sq_generations,
+    .replica_beat = once__sq_replica_beat,
+    .replicas = once__sq_replicas,
 };

@@ -30,7 +30,8 @@
 #include "once/store.h"
 #include "store/store_int.h"
 
-#define SQ_SCHEMA_VERSION 3   /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal */
+/* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal; 3 -> 4: replicas */
+#define SQ_SCHEMA_VERSION 4
 #define SQ_BATCH_MAX 256      /* ops per group commit */
 #define SQ_STMT_SPILL (1 << 20) /* savepoint journal bytes kept in memory (sqlite_call.c) */
 /* Idle reader connections kept open: as many as onced runs calls at once
@@ -95,6 +96,8 @@ typedef enum sq_stmt_id {
     SQ_PUSH_DUE,        /* due rows, oldest next_attempt_at first */
     SQ_PUSH_LEASE,
     SQ_TASK_RENEW,      /* text in sqlite_lease.c, which prepares it itself */
+    SQ_REPLICA_PUT,     /* upsert one heartbeat row */
+    SQ_REPLICAS,        /* every heartbeat row, by id */
     SQ_NSTMT
 } sq_stmt_id;
 
@@ -132,7 +135,8 @@ typedef enum sq_op_kind {
     SQ_OP_SYNC,         /* test hook: read the writer's PRAGMA synchronous */
     SQ_OP_PUSH_CLAIM,
     SQ_OP_PUSH_ACK,
-    SQ_OP_RENEW
+    SQ_OP_RENEW,
+    SQ_OP_REPLICA
 } sq_op_kind;
 
 /* A queued write. The caller fills the arguments and waits; the leader
@@ -163,6 +167,7 @@ typedef struct sq_op {
     int64_t lease_ms;
     once_push_claim_list *claims;     /* push claim output */
     const once_push_ack *ack;         /* push ack */
+    const once_replica *replica;      /* replica beat */
 
     int rc;
     int done;
@@ -338,5 +343,11 @@ int once__sq_check_push(sq_conn *c, once_check_report *rep);
 int once__sq_renew(once_store *s, const char *principal, const char *task_id, const char *owner,
                    int64_t fence, int64_t until);
 int once__sq_op_renew(sq_store *s, sq_conn *w, sq_op *op);
+
+/* ---- sqlite_replica.c ---- */
+/* The replica slots (store.h) and the beat's op. */
+int once__sq_replica_beat(once_store *s, const once_replica *r);
+int once__sq_replicas(once_store *s, once_replica_list *out);
+int once__sq_op_replica(sq_store *s, sq_conn *w, sq_op *op);
 
 #endif

@@ -6,9 +6,9 @@
  * switch to WAL is retried while another opener holds the lock, and the
  * tables are created inside BEGIN IMMEDIATE after re-reading user_version,
  * so exactly one opener creates them and the others see the final version.
- * Migration from version 1 (no push delivery) runs the same way: one
- * opener adds the column and the table in one transaction with the version
- * bump, the others wait on the lock and find version 2.
+ * Migration from an older version runs the same way: one opener adds what
+ * the later versions brought (migrate[v]) in one transaction with the
+ * version bump, the others wait on the lock and find the new version.
  *
  * Index choices follow the queries: tasks_lease is a covering partial index
  * for expired_leases (non-terminal rows with a lease), tasks_sweep a partial
@@ -91,6 +91,10 @@ const char *const once__sq_sql[SQ_NSTMT] = {
                     "ORDER BY next_attempt_at, principal, task_id, config_id LIMIT ?2",
     [SQ_PUSH_LEASE] = "UPDATE push_deliveries SET lease_owner=?4, lease_until=?5 "
                       "WHERE principal=?1 AND task_id=?2 AND config_id=?3",
+    [SQ_REPLICA_PUT] = "INSERT OR REPLACE INTO replicas(id, version, started_at, beat_at, "
+                       "leases, stopped) VALUES(?1,?2,?3,?4,?5,?6)",
+    [SQ_REPLICAS] = "SELECT id, version, started_at, beat_at, leases, stopped FROM replicas "
+                    "ORDER BY id",
 };
 
 static const char ddl[] =
@@ -133,12 +137,20 @@ static const char ddl[] =
     "CREATE INDEX IF NOT EXISTS push_due ON push_deliveries(next_attempt_at, principal," \
     " task_id, config_id) WHERE disabled=0 AND delivered<target;"
 
-static const char ddl_push[] = PUSH_TABLE;
+/* What version 4 adds: the replicas' heartbeat rows (store.h). */
+#define REPLICA_TABLE                                                                     \
+    "CREATE TABLE IF NOT EXISTS replicas("                                               \
+    " id TEXT NOT NULL PRIMARY KEY, version TEXT NOT NULL, started_at INTEGER NOT NULL," \
+    " beat_at INTEGER NOT NULL, leases INTEGER NOT NULL, stopped INTEGER NOT NULL)"      \
+    " STRICT, WITHOUT ROWID;"
+
+static const char ddl_later[] = PUSH_TABLE REPLICA_TABLE;
 /* What each older version lacks: a file at version v runs migrate[v]. */
 #define JOURNAL_COLUMN "ALTER TABLE tasks ADD COLUMN journal TEXT;"
 static const char *const migrate[SQ_SCHEMA_VERSION] = {
-    [1] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE JOURNAL_COLUMN,
-    [2] = JOURNAL_COLUMN,
+    [1] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE JOURNAL_COLUMN REPLICA_TABLE,
+    [2] = JOURNAL_COLUMN REPLICA_TABLE,
+    [3] = REPLICA_TABLE,
 };
 
 /* One-row PRAGMA: its first column as text (journal_mode) or integer. */
@@ -227,14 +239,14 @@ static int create_tables(sq_store *s, sq_conn *c, once__schema *sc)
     int64_t v = 0;
     rc = gate(s, c, sc, &v);   /* another process may have won the race */
     if (rc == 1) {
-        /* 0: a new file gets everything; 1, 2: add what the later versions brought. */
-        char sql[sizeof ddl + sizeof ddl_push + 64];
+        /* 0: a new file gets everything; 1..3: add what the later versions brought. */
+        char sql[sizeof ddl + sizeof ddl_later + 64];
         snprintf(sql, sizeof sql, "%s%sPRAGMA user_version=%d;", v == 0 ? ddl : migrate[v],
-                 v == 0 ? ddl_push : "", SQ_SCHEMA_VERSION);
+                 v == 0 ? ddl_later : "", SQ_SCHEMA_VERSION);
         int src = once__sq_exec(c->db, sql);
         rc = src == SQLITE_OK ? ONCE_OK : once__db_err(src);
         if (rc != ONCE_OK)
-            once__sq_seterr(s, c->db, v == 0 ? "schema: create tables" : "schema: migrate to 3",
+            once__sq_seterr(s, c->db, v == 0 ? "schema: create tables" : "schema: migrate",
                             rc);
     }
     if (rc == ONCE_OK) {

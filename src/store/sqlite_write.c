@@ -326,6 +326,7 @@ static const sq_op_fn op_fns[] = {
     [SQ_OP_PUSH_CLAIM] = once__sq_op_push_claim,
     [SQ_OP_PUSH_ACK] = once__sq_op_push_ack,
     [SQ_OP_RENEW] = once__sq_op_renew,
+    [SQ_OP_REPLICA] = once__sq_op_replica,
 };
 
 int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/metrics.h"
+#include "store/replica.h"
 #include "store/store_async.h"
 #include "store/store_info.h"
 #include "store/store_int.h"
@@ -81,8 +82,8 @@ void once__store_errbuf(char *errbuf, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The slots every backend must fill (the push slots only with
- * ONCE_STORE_PUSH): a table missing one would crash at its first call. */
+/* The slots every backend must fill (the push, feed and replica slots
+ * only with their caps): a table missing one would crash at its first call. */
 static const char *missing_slot(const once_store_methods *m)
 {
     if (!m->open || !m->close || !m->create || !m->load || !m->update || !m->events ||
@@ -95,6 +96,8 @@ static const char *missing_slot(const once_store_methods *m)
         return "a feed slot (caps has ONCE_STORE_FEED)";
     if ((m->caps & ONCE_STORE_GENERATIONS) && !m->generations)
         return "the generations slot (caps has ONCE_STORE_GENERATIONS)";
+    if ((m->caps & ONCE_STORE_REPLICAS) && (!m->replica_beat || !m->replicas))
+        return "a replica slot (caps has ONCE_STORE_REPLICAS)";
     return NULL;
 }
 
@@ -492,4 +495,28 @@ int once_store_generations(once_store *s, const once_key *keys, size_t n, int64_
         gens[i] = -1;
     }
     TIMED(s, ONCE__SOP_GENERATIONS, s->m->generations(s, keys, n, gens));
+}
+
+int once_store_replica_beat(once_store *s, const once_replica *r)
+{
+    if (!s || !r)
+        return ONCE_EINVAL;
+    if (!(s->m->caps & ONCE_STORE_REPLICAS))
+        return ONCE_EUNSUPPORTED;
+    int rc = once__store_valid_replica(s, r);
+    return rc == ONCE_OK ? s->m->replica_beat(s, r) : rc;
+}
+
+int once_store_replicas(once_store *s, once_replica_list *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !out)
+        return ONCE_EINVAL;
+    if (!(s->m->caps & ONCE_STORE_REPLICAS))
+        return ONCE_EUNSUPPORTED;
+    int rc = s->m->replicas(s, out);
+    if (rc != ONCE_OK)
+        once_replica_list_clear(out);
+    return rc;
 }

@@ -13,7 +13,7 @@ from harness import (ONCED, Onced, check, eq, free_port, result_task, run, scale
                      user_message)
 
 TMP = scratch_dir()
-VERSION = 3   # src/store/sqlite_int.h, SQ_SCHEMA_VERSION
+VERSION = 4   # src/store/sqlite_int.h, SQ_SCHEMA_VERSION
 
 
 def migrate(url, *flags):
@@ -71,23 +71,24 @@ def test_older_store():
 
     # A dry run says what is pending and writes nothing.
     eq(migrate(url, "--dry-run"),
-       (0, "store at version 2; would apply 3 (dry run: nothing written)\n", ""),
+       (0, "store at version 2; would apply 3..%d (dry run: nothing written)\n" % VERSION, ""),
        "onced migrate --dry-run on a version-2 file")
     check(file_bytes(path) == before, "the dry run left the file as it was")
 
     # A replica told not to migrate refuses it, naming both versions.
     status, message = refused_start(url, "--no-migrate")
     eq(status, 1, "onced --no-migrate on a version-2 file exits 1")
-    check("store schema is at version 2, this once needs 3: run onced migrate" in message,
+    check("store schema is at version 2, this once needs %d: run onced migrate" % VERSION in message,
           "the refusal says why and what to do: %r" % message)
     check(file_bytes(path) == before, "the refusal left the file as it was")
 
     # The migration, then nothing more to do.
-    eq(migrate(url), (0, "store at version 2; applied 3 (now at version 3)\n", ""),
+    eq(migrate(url),
+       (0, "store at version 2; applied 3..%d (now at version %d)\n" % (VERSION, VERSION), ""),
        "onced migrate on a version-2 file")
     eq(user_version(path), VERSION, "the file is at this once's version")
-    eq(migrate(url), (0, "up to date (version 3)\n", ""), "onced migrate once more")
-    eq(migrate(url, "--dry-run"), (0, "up to date (version 3)\n", ""),
+    eq(migrate(url), (0, "up to date (version %d)\n" % VERSION, ""), "onced migrate once more")
+    eq(migrate(url, "--dry-run"), (0, "up to date (version %d)\n" % VERSION, ""),
        "onced migrate --dry-run on a migrated file")
 
     # Now a --no-migrate replica starts, names the version, and serves what
@@ -106,15 +107,16 @@ def test_store_not_there_yet():
     path = os.path.join(TMP, "new.db")
     url = "sqlite:" + path
     eq(migrate(url, "--dry-run"),
-       (0, "store at version 0; would apply 1..3 (dry run: nothing written)\n", ""),
+       (0, "store at version 0; would apply 1..%d (dry run: nothing written)\n" % VERSION, ""),
        "onced migrate --dry-run on a missing file")
     check(not os.path.exists(path), "the dry run created no file")
     status, message = refused_start(url, "--no-migrate")
     eq(status, 1, "onced --no-migrate on a missing file exits 1")
-    check("store schema is at version 0, this once needs 3: run onced migrate" in message,
+    check("store schema is at version 0, this once needs %d: run onced migrate" % VERSION in message,
           "the refusal: %r" % message)
     check(not os.path.exists(path), "the refusal created no file")
-    eq(migrate(url), (0, "store at version 0; applied 1..3 (now at version 3)\n", ""),
+    eq(migrate(url),
+       (0, "store at version 0; applied 1..%d (now at version %d)\n" % (VERSION, VERSION), ""),
        "onced migrate creates the schema")
     eq(user_version(path), VERSION, "the new file's version")
 
@@ -127,7 +129,7 @@ def test_newer_store():
     db.execute("PRAGMA user_version=9")
     db.close()
     before = file_bytes(path)
-    want = "store schema is at version 9, this once knows up to 3: upgrade once"
+    want = "store schema is at version 9, this once knows up to %d: upgrade once" % VERSION
     for flags in ((), ("--dry-run",)):
         status, out, err = migrate(url, "--log-format", "text", *flags)
         eq((status, out), (1, ""), "onced migrate %s on a newer file" % " ".join(flags))

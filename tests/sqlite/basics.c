@@ -61,7 +61,8 @@ static void url_forms_and_sharing(void **state)
     snprintf(url2, sizeof url2, "sqlite://%s", path);   /* sqlite:///tmp/... */
     once_store *a = open_ok(url1, NULL), *b = open_ok(url2, NULL);
     assert_int_equal(once_store_caps(a),
-                     ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH);
+                     ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
+                         ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS);
 
     put(a, "t-a");   /* written through one handle, visible through the other */
     once_record r;
@@ -231,14 +232,14 @@ static void schema_on_disk(void **state)
 
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_journal_mode WHERE "
                                  "journal_mode='wal'"),
                      1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND "
                                  "name IN ('tasks','events','tombstones','meta',"
-                                 "'push_deliveries') AND sql LIKE '%STRICT%'"),
-                     5);
+                                 "'push_deliveries','replicas') AND sql LIKE '%STRICT%'"),
+                     6);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name='events' AND "
                                  "sql LIKE '%WITHOUT ROWID%'"),
                      1);
@@ -253,13 +254,13 @@ static void schema_on_disk(void **state)
                          SQLITE_OK);
 
     /* A file from a newer once is refused cleanly. */
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=4", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=5", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     char err[256] = "";
     once_store *s = (once_store *)1;
     assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "schema is at version 4, this once knows up to 3"));
+    assert_non_null(strstr(err, "schema is at version 5, this once knows up to 4"));
     st_remove_db(path);
 }
 
@@ -446,9 +447,25 @@ static void processes_migrate_v1_at_once(void **state)
     once_store_close(s);
 
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
     sqlite3_close(db);
     st_remove_db(path);
+}
+
+/* A fresh file at path holding the WORKING task "p"/id, taken back to an
+ * older version by the SQL older (url: its store URL). */
+static void older_file(char *path, size_t n, char *url, size_t un, const char *tag,
+                       const char *id, const char *older)
+{
+    fresh_path(path, n, tag);
+    snprintf(url, un, "sqlite:%s", path);
+    once_store *s = open_ok(url, NULL);
+    put(s, id);
+    once_store_close(s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, older, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
 }
 
 /* A version-2 file (push delivery, no journal) gains the journal column at
@@ -458,20 +475,11 @@ static void version_2_gains_journal(void **state)
 {
     (void)state;
     char path[4096], url[4200];
-    fresh_path(path, sizeof path, "v2");
-    snprintf(url, sizeof url, "sqlite:%s", path);
-    once_store *s = open_ok(url, NULL);
+    older_file(path, sizeof path, url, sizeof url, "v2", "t2",
+               "ALTER TABLE tasks DROP COLUMN journal; PRAGMA user_version=2;");
+    once_store *s;
     once_record r;
-    assert_int_equal(st_rec(&r, "p", "t2", ONCE_STATE_WORKING, T0, "{}"), 0);
-    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
-    once_record_clear(&r);
-    once_store_close(s);
     sqlite3 *db;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN journal;"
-                                      "PRAGMA user_version=2;", NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
 
     /* Told not to migrate, open refuses it, naming both versions, and a
      * dry run reports the step; neither writes the file. */
@@ -480,12 +488,12 @@ static void version_2_gains_journal(void **state)
     s = (once_store *)1;
     assert_int_equal(once_store_open(url, &keep, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "store schema is at version 2, this once needs 3: "
+    assert_non_null(strstr(err, "store schema is at version 2, this once needs 4: "
                                 "run onced migrate"));
     int from = -1, to = -1;
     assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 2);
-    assert_int_equal(to, 3);
+    assert_int_equal(to, 4);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
     sqlite3_close(db);
@@ -502,10 +510,38 @@ static void version_2_gains_journal(void **state)
     once_record_clear(&r);
     once_store_close(s);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
     sqlite3_close(db);
     /* Migrated, it opens under NO_MIGRATE. */
     once_store_close(open_ok(url, &keep));
+    st_remove_db(path);
+}
+
+/* A version-3 file (no replica rows) gains the replicas table at open,
+ * keeping its tasks, and then takes heartbeats. */
+static void version_3_gains_replicas(void **state)
+{
+    (void)state;
+    char path[4096], url[4200], err[256] = "";
+    int from = -1, to = -1;
+    older_file(path, sizeof path, url, sizeof url, "v3", "t3",
+               "DROP TABLE replicas; PRAGMA user_version=3;");
+    assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 3);
+    assert_int_equal(to, 4);
+    once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
+    once_store *s = open_ok(url, &keep);
+    once_record r;
+    assert_int_equal(once_store_load(s, "p", "t3", &r, NULL), ONCE_OK);
+    once_record_clear(&r);
+    once_replica x = {.id = "h-1", .version = "v", .started_at = T0, .beat_at = T0 + 1};
+    assert_int_equal(once_store_replica_beat(s, &x), ONCE_OK);
+    once_replica_list l;
+    assert_int_equal(once_store_replicas(s, &l), ONCE_OK);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.v[0].id, "h-1");
+    once_replica_list_clear(&l);
+    once_store_close(s);
     st_remove_db(path);
 }
 
@@ -520,6 +556,7 @@ int main(void)
         cmocka_unit_test(processes_create_schema_at_once),
         cmocka_unit_test(processes_migrate_v1_at_once),
         cmocka_unit_test(version_2_gains_journal),
+        cmocka_unit_test(version_3_gains_replicas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,8 +10,9 @@
  *                      backends with a server reset themselves in open)
  *
  * Every case ends with check(): whatever a case did, the store must report
- * no integrity problem. The push delivery cases live in push_cases.h; on a
- * backend without ONCE_STORE_PUSH they are reported as skipped. Thread races run on one handle (the contract says
+ * no integrity problem. The push delivery cases live in push_cases.h, the
+ * replica heartbeat cases in replica_cases.h; on a backend without
+ * ONCE_STORE_PUSH (ONCE_STORE_REPLICAS) they are reported as skipped. Thread races run on one handle (the contract says
  * every slot is safe from many threads at once); the cross-process races
  * live in race_procs.c and kill9.c.
  */
@@ -1568,6 +1569,7 @@ static void open_errors(void **state)
 }
 
 #include "store/push_cases.h"
+#include "store/replica_cases.h"
 
 int main(int argc, char **argv)
 {
@@ -1596,6 +1598,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(principals_are_independent, setup, teardown),
         cmocka_unit_test_setup_teardown(open_errors, setup, teardown),
         PUSH_CASES,
+        REPLICA_CASES,
     };
 
     if (argc > 1)

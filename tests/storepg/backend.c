@@ -912,7 +912,8 @@ static void push_writes_race_acks(void **state)
 
 #ifdef ONCE_HAVE_PG
 /* Take schema "specific" back to version 1 (what a once without push
- * delivery and journal left), then open it again: migrations 2 and 3 apply, under the same
+ * delivery, journal and replica rows left), then open it again: migrations
+ * 2 to 4 apply, under the same
  * advisory lock, keeping the records; push rows then work. s stays open
  * across it (its pooled connections must cope with the new column). */
 static void migrate_from_v1(once_store *s)
@@ -924,10 +925,10 @@ static void migrate_from_v1(once_store *s)
     once_store *s2;
 
     pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN push_json, DROP COLUMN journal; "
-             "DROP TABLE specific.once_push; "
+             "DROP TABLE specific.once_push; DROP TABLE specific.once_replicas; "
              "DELETE FROM specific.once_migrations WHERE version > 1");
     s2 = open_ns(0, "specific", 0);
-    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"), 3);
+    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"), 4);
     EXPECT_RC(s2, once_store_load(s2, "p", "t-1", &r, NULL), ONCE_OK);
     assert_null(r.push_json);
     assert_null(r.journal);
@@ -1628,7 +1629,7 @@ static void refused_with(const char *url, const char *want)
 
 static void schema_step(void **state)
 {
-    const int target = g_pg ? 3 : 1;
+    const int target = g_pg ? 4 : 1;
     once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
     char url[1024], err[256], want[128];
     once_store *s = NULL;

@@ -118,6 +118,8 @@ char *once__dy_task_pk(const char *principal, const char *task_id);
 /* The sort key of event g ("e" and 20 digits) and of the record item. */
 #define DY_SK_RECORD "r"
 #define DY_SK_META "m"
+/* The partition of the replica heartbeat rows (dy_replica.c). */
+#define DY_PK_REPLICAS "r:"
 /* The meta item holding the layout's version (dy_table.c): the item layout
  * dynamo.c describes is version 1. */
 #define DY_META_SCHEMA "schema_version"

@@ -452,7 +452,8 @@ int once__dy_check(once_store *base, once_check_report *rep)
         const char *pk = once__dy_get_s(v[i], "pk");
         for (j = i + 1; j < n && strcmp(once__dy_get_s(v[j], "pk"), pk) == 0; j++)
             ;
-        if (strcmp(once__dy_get_s(v[i], "sk"), DY_SK_META) == 0)
+        if (strcmp(once__dy_get_s(v[i], "sk"), DY_SK_META) == 0 ||
+            strcmp(pk, DY_PK_REPLICAS) == 0)
             continue;
         rc = check_task(rep, v + i, j - i);
     }

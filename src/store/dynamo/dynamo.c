@@ -25,6 +25,8 @@
  *   sk "e<gen>"   one event (20-digit generation, so they sort)
  *   pk "m:<name>", sk "m"   a meta value; "m:schema_version" holds the
  *                 layout's version (DY_SCHEMA_VERSION, dy_table.c)
+ *   pk "r:", sk "<replica id>"   a replica's heartbeat row (dy_replica.c):
+ *                 one partition, so the list is one Query
  * Three sparse global secondary indexes replace scans:
  *   due           dk/dt: "L"/lease_until on an unfinished record with a
  *                 lease (expired_leases), "F"/finished_at on a finished
@@ -233,4 +235,6 @@ const once__backend once__dy_backend = {"dynamodb", sizeof(dy_store), DY_SCHEMA_
  * availability zones. PUSH: delivery rows live in the record item
  * (dy_push.c). */
 ONCE__STORE_BACKEND_GENERATIONS(once__store_dynamo, dy, "dynamodb",
-                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, once__dy_backend);
+                                ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
+                                    ONCE_STORE_REPLICAS,
+                                once__dy_backend);

@@ -159,4 +159,6 @@ const once__backend once__pg_backend = {"postgres", sizeof(pg_store), PG_SCHEMA_
                                         pg_start, pg_release};
 
 ONCE__STORE_BACKEND_CONN_FEED(once__store_pg, pg, "postgres",
-                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH, once__pg_backend);
+                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
+                        ONCE_STORE_REPLICAS,
+                    once__pg_backend);

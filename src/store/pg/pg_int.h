@@ -46,7 +46,7 @@
 #include "store/store_int.h"
 
 #define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
-#define PG_SCHEMA_VERSION 3   /* migrations in pg_schema.c */
+#define PG_SCHEMA_VERSION 4   /* migrations in pg_schema.c */
 #define PG_POOL_DEFAULT 16    /* connections per handle */
 #define PG_POOL_WAIT_MS 30000 /* a caller waits this long for a free connection */
 #define PG_BACKOFF_MIN_MS 50
@@ -76,6 +76,8 @@ typedef enum pg_stmt_id {
     PG_PUSH_DROP,
     PG_PUSH_CLAIM,
     PG_RENEW,
+    PG_REPLICA_PUT,
+    PG_REPLICAS,
     PG_NSTMT
 } pg_stmt_id;
 

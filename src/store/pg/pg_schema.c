@@ -189,6 +189,15 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "d.next_attempt_at) "
         "SELECT principal, task_id, config_id, delivered, target, attempts FROM up "
         "ORDER BY next_attempt_at, principal, task_id, config_id",
+    /* $1 id, $2 version, $3 started_at, $4 beat_at, $5 leases, $6 stopped. */
+    [PG_REPLICA_PUT] =
+        "INSERT INTO once_replicas(id, version, started_at, beat_at, leases, stopped) "
+        "VALUES($1::bytea, $2::bytea, $3::int8, $4::int8, $5::int8, $6::int2 <> 0) "
+        "ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, "
+        "started_at = EXCLUDED.started_at, beat_at = EXCLUDED.beat_at, "
+        "leases = EXCLUDED.leases, stopped = EXCLUDED.stopped",
+    [PG_REPLICAS] = "SELECT id, version, started_at, beat_at, leases, stopped "
+                    "FROM once_replicas ORDER BY id",
 };
 /* clang-format on */
 
@@ -196,8 +205,9 @@ const unsigned char once__pg_writes[PG_NSTMT] = {
     [PG_CREATE] = 1,   [PG_UPDATE] = 1,   [PG_SWEEP] = 1,     [PG_PURGE] = 1,
     [PG_META_INSERT] = 1, [PG_PUSH_PUT] = 1, [PG_PUSH_DROP] = 1, [PG_PUSH_CLAIM] = 1,
     /* PG_PUSH_*LOCK lock rows but write nothing a retry could duplicate;
-     * PG_RENEW writes, but running it twice leaves what running
-     * it once does, so a renewal whose reply was lost is simply retried. */
+     * PG_RENEW and PG_REPLICA_PUT write, but running either twice leaves
+     * what running it once does, so one whose reply was lost is simply
+     * retried. */
 };
 
 /* Migration n brings the schema from version n-1 to n. Never edit one that
@@ -237,6 +247,10 @@ static const char *const migrations[PG_SCHEMA_VERSION] = {
     " WHERE NOT disabled AND delivered < target;",
     /* 3: the journal on records (the inspector's turns, replays, refusals). */
     "ALTER TABLE once_tasks ADD COLUMN journal bytea;",
+    /* 4: the replicas' heartbeat rows (the cluster view). */
+    "CREATE TABLE once_replicas("
+    " id bytea PRIMARY KEY, version bytea NOT NULL, started_at int8 NOT NULL,"
+    " beat_at int8 NOT NULL, leases int8 NOT NULL, stopped bool NOT NULL);",
 };
 
 /* A 63-bit FNV-1a of the schema name: the advisory lock key, so that
@@ -345,7 +359,7 @@ static int migrate_locked(pg_store *s, pg_conn *c, once__schema *sc, int reset)
     if (rc == 1 && (rc = apply(s, c, have_schema, have_table, have)) != ONCE_OK)
         return rc;
     if (reset)
-        rc = simple(s, c, "TRUNCATE once_tasks, once_events, once_meta, once_push");
+        rc = simple(s, c, "TRUNCATE once_tasks, once_events, once_meta, once_push, once_replicas");
     return rc;
 }
 

@@ -29,6 +29,8 @@
  *   P:l:<principal>  zset (lexicographic): the principal's records by
  *                (created_at, task_id), for ListTasks paging
  *   P:meta       hash: store-wide values (meta)
+ *   P:replicas   hash: replica heartbeat rows by replica id
+ *                (redis_replica.c)
  *   P:schema     string: the layout's version, RD_SCHEMA_VERSION
  *                (redis_schema.c)
  *   P:{<len>:<principal>:<task_id>}:push hash: the task's push delivery
@@ -266,5 +268,6 @@ static int rd_start(once_store *base, once__schema *sc, char *errbuf, size_t err
 const once__backend once__rd_backend = {"redis", sizeof(rd_store), RD_SCHEMA_VERSION, rd_parse,
                                         rd_start, rd_release};
 
-ONCE__STORE_BACKEND_CONN_FEED(once__store_redis, rd, "redis", ONCE_STORE_SHARED | ONCE_STORE_PUSH,
+ONCE__STORE_BACKEND_CONN_FEED(once__store_redis, rd, "redis",
+                              ONCE_STORE_SHARED | ONCE_STORE_PUSH | ONCE_STORE_REPLICAS,
                     once__rd_backend);
