@@ -274,7 +274,16 @@ def test_artifacts_shown_and_saved():
         eq(sorted(s["file"] for s in doc["saved"]), names, "--json lists what was saved")
         check(not any(s["unchanged"] for s in doc["saved"]), "all of it new: %r" % doc["saved"])
 
-        rc, doc = once_json(outbox, "send", "--agent", url, "--text", "x")
+    # An agent that completes with no artifact at all: the final answer has
+    # no part to save, and says so.
+    plain = os.path.join(TMP, "plain_agent.py")
+    with open(plain, "w") as f:
+        f.write("import json, sys\nsys.stdin.readline()\n"
+                "print(json.dumps({'status': 'completed'}))\n")
+    with Onced(["--exec", "python3 " + plain]) as srv:
+        url = "http://127.0.0.1:%d/" % srv.port
+        rc, doc = once_json(outbox, "send", "--agent", url, "--text", "x", "--wait")
+        eq(doc.get("state"), "TASK_STATE_COMPLETED", "the plain task finished: %r" % doc)
         rc, out, err = once(outbox, "get", doc["taskId"], "--out", os.path.join(base, "none"))
         check("nothing saved" in err, "an answer without parts says nothing was saved: %r" % err)
 
