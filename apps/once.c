@@ -62,6 +62,13 @@ static const char usage[] =
     "                         agent's store (id, version, started, last beat, alive,\n"
     "                         leases held); --agent URL names the onced, whose\n"
     "                         --admin-principals must list the token's principal\n"
+    "  admin leases           leases that ran out and were not taken over yet\n"
+    "  admin release --principal P --task ID\n"
+    "                         the agent takes the task over now (fence + 1: its\n"
+    "                         holder's next write is refused) and runs its turn\n"
+    "  admin cancel --principal P [--context C] [--state TASK_STATE_*] [--dry-run]\n"
+    "                         cancel every task of P that the filter selects (the\n"
+    "                         first 10000); --dry-run lists them only\n"
     "  recover                re-send every pending intent (same ID, same body) and\n"
     "                         poll every acknowledged one (abandoned ones: never),\n"
     "                         each through its agent's stored endpoints; --agent\n"
@@ -198,6 +205,8 @@ static const char usage[] =
 typedef struct cli {
     const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune, *out;
     const char *push_url, *push_token;
+    const char *principal, *context, *task;   /* admin's filters and target */
+    int dry_run;
     char agent_buf[2048];   /* the outbox's agent URL for a task command */
     const char *exec, *host, *secrets[MAX_SECRETS];
     size_t nsecrets;
@@ -281,6 +290,10 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--push-url", STR, &o->push_url},
         {"--push-token", STR, &o->push_token},
         {"--json", FLAG, &o->json},
+        {"--principal", STR, &o->principal},
+        {"--context", STR, &o->context},
+        {"--task", STR, &o->task},
+        {"--dry-run", FLAG, &o->dry_run},
         {"--wait", FLAG, &o->wait},
         {"--uuid", FLAG, &o->uuid},
         {"--wait-timeout", DUR, &o->wait_timeout_ms},
@@ -963,21 +976,47 @@ static int cmd_inspect(cli *o)
  * (or its JSON with --json). */
 static int cmd_admin(cli *o)
 {
-    if (o->id == NULL || strcmp(o->id, "replicas") != 0)
-        return bad("admin takes one of: replicas");
+    const char *what = o->id ? o->id : "";
+    const char *method = strcmp(what, "replicas") == 0  ? "once/admin/replicas"
+                         : strcmp(what, "leases") == 0  ? "once/admin/leases"
+                         : strcmp(what, "release") == 0 ? "once/admin/releaseLease"
+                         : strcmp(what, "cancel") == 0  ? "once/admin/cancelTasks"
+                                                        : NULL;
+    if (method == NULL)
+        return bad("admin takes one of: replicas, leases, release, cancel");
     if (o->agent == NULL)
         return bad("admin needs --agent URL (the onced to ask)");
+    json_t *params = json_object();
+    if (params == NULL)
+        return EXIT_FAILURE;
+    if (strcmp(what, "release") == 0 || strcmp(what, "cancel") == 0) {
+        if (o->principal == NULL || (strcmp(what, "release") == 0 && o->task == NULL)) {
+            json_decref(params);
+            return bad("admin %s needs --principal P%s", what,
+                       strcmp(what, "release") == 0 ? " and --task ID" : "");
+        }
+        json_object_set_new(params, "principal", json_string(o->principal));
+        if (o->task != NULL)
+            json_object_set_new(params, "id", json_string(o->task));
+        if (o->context != NULL)
+            json_object_set_new(params, "contextId", json_string(o->context));
+        if (o->state != NULL)
+            json_object_set_new(params, "status", json_string(o->state));
+        if (o->dry_run)
+            json_object_set_new(params, "dryRun", json_true());
+    }
     json_t *result = NULL;
-    int rc = once__client_admin(o->c, o->agent, "once/admin/replicas", NULL, &result);
+    int rc = once__client_admin(o->c, o->agent, method, params, &result);
+    json_decref(params);
     if (rc == ONCE_OK && o->json) {
         char *text = json_dumps(result, JSON_COMPACT);
         printf("%s\n", text ? text : "null");
         once_free(text);
     } else if (rc == ONCE_OK) {
-        rc = once__admin_print_replicas(stdout, result);
+        rc = once__admin_print(stdout, what, result);
     }
     json_decref(result);
-    return read_exit(o, rc, "the agent's answer is not a replica list", ONCE_EINVAL);
+    return read_exit(o, rc, "the agent's answer is not what admin expects", ONCE_EINVAL);
 }
 
 static json_t *intent_json(const once_intent *it)

@@ -70,6 +70,11 @@ typedef struct once__a2a_backend {
     /* The cluster view (once__engine_replicas_json). Optional: without it
      * once/admin/replicas answers an empty list. */
     int (*replicas)(void *ctx, json_t **out);
+    /* Expired leases, and an operator's release of one
+     * (once__engine_leases_json, once__engine_take_over_now). Optional:
+     * without them those methods answer -32004. */
+    int (*leases)(void *ctx, json_t **out);
+    int (*release)(void *ctx, const char *principal, const char *task_id, int64_t *fence);
     /* Following a task's events (once__engine_events_after,
      * once__engine_task_head, once__engine_wait_generation). Optional:
      * without all three, streaming methods answer -32004 and the card says
@@ -195,6 +200,8 @@ void once__a2a_response_clear(once__a2a_response *r);   /* NULL ok */
 /* Handle one request body. Always produces a response (ONCE_OK), except
  * ONCE_ENOMEM when not even an error body could be built. */
 int once__a2a_handle(once__a2a *a, const once__a2a_request *req, once__a2a_response *resp);
+/* 1 if principal may call the operator methods (--admin-principals). */
+int once__a2a_is_admin(const once__a2a *a, const char *principal);
 
 /* The two bindings (A2A 1.0 sections 9 and 11). */
 typedef enum once__a2a_binding {

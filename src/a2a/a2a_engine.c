@@ -28,6 +28,16 @@ static int b_list(void *ctx, const once_list_req *req, json_t **tasks, char next
     return once__engine_list(ctx, req, tasks, next_token);
 }
 
+static int b_leases(void *ctx, json_t **out)
+{
+    return once__engine_leases_json(ctx, out);
+}
+
+static int b_release(void *ctx, const char *principal, const char *task_id, int64_t *fence)
+{
+    return once__engine_take_over_now(ctx, principal, task_id, fence);
+}
+
 static int b_replicas(void *ctx, json_t **out)
 {
     return once__engine_replicas_json(ctx, out);
@@ -175,6 +185,8 @@ void once__a2a_backend_engine(once__engine *e, once__a2a_backend *out)
     out->list = b_list;
     out->stats = b_stats;
     out->replicas = b_replicas;
+    out->leases = b_leases;
+    out->release = b_release;
     out->events = b_events;
     out->head = b_head;
     out->wait = b_wait;

@@ -265,6 +265,12 @@ int once__a2a_h_admin_clock(a2a_call *c);
 int once__a2a_h_admin_stats(a2a_call *c);
 /* Operator methods (h_admin.c). */
 int once__a2a_h_admin_replicas(a2a_call *c);
+int once__a2a_h_admin_leases(a2a_call *c);
+int once__a2a_h_admin_release(a2a_call *c);
+int once__a2a_h_admin_cancel(a2a_call *c);
+/* A ListTasks "status" (a TASK_STATE_* name or its proto number; null or
+ * absent: ONCE_STATE_UNKNOWN, any) into *out; ONCE_EINVAL otherwise. */
+int once__a2a_parse_status(const json_t *v, once_state *out);
 /* Whether principal is one of cfg.admin_principals. */
 int once__a2a_admin_allowed(const once__a2a *a, const char *principal);
 /* Refuse the call: 403 PERMISSION_DENIED naming the rule. */

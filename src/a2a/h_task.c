@@ -88,7 +88,7 @@ int once__a2a_h_cancel(a2a_call *c)
 
 /* ListTasksRequest.status: a TASK_STATE_* name or its proto enum number
  * (ProtoJSON accepts both). UNSPECIFIED means any. */
-static int parse_status(const json_t *v, once_state *out)
+int once__a2a_parse_status(const json_t *v, once_state *out)
 {
     /* a2a.proto TaskState numbers -> once_state */
     static const once_state by_proto[] = {
@@ -139,7 +139,7 @@ int once__a2a_h_list(a2a_call *c)
             return once__a2a_fail_params(c, &e);
         lr.context_id = json_string_value(ctx);
     }
-    if (parse_status(json_object_get(p, "status"), &lr.state) != ONCE_OK) {
+    if (once__a2a_parse_status(json_object_get(p, "status"), &lr.state) != ONCE_OK) {
         once__a2a_verr(&e, "status", "status must be a TASK_STATE_* name");
         return once__a2a_fail_params(c, &e);
     }

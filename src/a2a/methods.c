@@ -46,6 +46,9 @@ const a2a_method once__a2a_methods[] = {
     {"tasks/send", once__a2a_h_legacy_send, A2A_M_LEGACY},
     /* operator methods: --admin-principals only, audited (h_admin.c) */
     {"once/admin/replicas", once__a2a_h_admin_replicas, A2A_M_OPS | A2A_M_NOVERSION},
+    {"once/admin/leases", once__a2a_h_admin_leases, A2A_M_OPS | A2A_M_NOVERSION},
+    {"once/admin/releaseLease", once__a2a_h_admin_release, A2A_M_OPS | A2A_M_NOVERSION},
+    {"once/admin/cancelTasks", once__a2a_h_admin_cancel, A2A_M_OPS | A2A_M_NOVERSION},
     /* test configuration only */
     {"once/admin/setClockOffset", once__a2a_h_admin_clock, A2A_M_ADMIN | A2A_M_NOVERSION},
     {"once/admin/stats", once__a2a_h_admin_stats, A2A_M_ADMIN | A2A_M_NOVERSION},

@@ -80,7 +80,7 @@ static const char *str(const json_t *o, const char *key)
     return s ? s : "-";
 }
 
-int once__admin_print_replicas(FILE *f, const json_t *result)
+static int print_replicas(FILE *f, const json_t *result)
 {
     const json_t *rows = json_object_get(result, "replicas");
     if (!json_is_array(rows))
@@ -101,5 +101,72 @@ int once__admin_print_replicas(FILE *f, const json_t *result)
                 str(row, "startedAt"), str(row, "lastBeat"), alive,
                 (long long)json_integer_value(json_object_get(row, "leases")));
     }
+    return ONCE_OK;
+}
+
+static int print_leases(FILE *f, const json_t *result)
+{
+    const json_t *rows = json_object_get(result, "expired");
+    if (!json_is_array(rows))
+        return ONCE_EPARSE;
+    if (json_array_size(rows) == 0) {
+        fprintf(f, "no expired lease waits for a takeover\n");
+        return ONCE_OK;
+    }
+    fprintf(f, "%-20s %-38s %-22s %-20s %-6s %s\n", "PRINCIPAL", "TASK", "STATE", "OWNER",
+            "FENCE", "EXPIRED FOR");
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        char p[256], t[256], w[256];
+        fprintf(f, "%-20s %-38s %-22s %-20s %-6lld %.1f s\n",
+                once__showbuf(str(row, "principal"), p, sizeof p),
+                once__showbuf(str(row, "taskId"), t, sizeof t), str(row, "state"),
+                once__showbuf(str(row, "leaseOwner"), w, sizeof w),
+                (long long)json_integer_value(json_object_get(row, "fence")),
+                (double)json_integer_value(json_object_get(row, "expiredForMs")) / 1000.0);
+    }
+    return ONCE_OK;
+}
+
+static int print_cancel(FILE *f, const json_t *result)
+{
+    const json_t *done = json_object_get(result, "canceled"), *failed = json_object_get(result, "failed");
+    if (!json_is_array(done) || !json_is_array(failed))
+        return ONCE_EPARSE;
+    int dry = json_is_true(json_object_get(result, "dryRun"));
+    size_t i;
+    const json_t *v;
+    char b[256];
+    json_array_foreach(done, i, v)
+        fprintf(f, "%s %s\n", dry ? "would cancel" : "canceled",
+                once__showbuf(json_string_value(v) ? json_string_value(v) : "-", b, sizeof b));
+    json_array_foreach(failed, i, v)
+        fprintf(f, "not canceled %s: %s\n", once__showbuf(str(v, "id"), b, sizeof b),
+                str(v, "reason"));
+    fprintf(f, "%lld matched, %zu %s, %zu not%s\n",
+            (long long)json_integer_value(json_object_get(result, "matched")),
+            json_array_size(done), dry ? "would be canceled (dry run)" : "canceled",
+            json_array_size(failed),
+            json_is_true(json_object_get(result, "more")) ? "; more match: run it again" : "");
+    return ONCE_OK;
+}
+
+int once__admin_print(FILE *f, const char *what, const json_t *result)
+{
+    if (strcmp(what, "replicas") == 0)
+        return print_replicas(f, result);
+    if (strcmp(what, "leases") == 0)
+        return print_leases(f, result);
+    if (strcmp(what, "cancel") == 0)
+        return print_cancel(f, result);
+    char p[256], t[256];
+    if (!json_is_integer(json_object_get(result, "fence")))
+        return ONCE_EPARSE;
+    fprintf(f, "task %s of %s taken over by the agent with fence %lld\n",
+            once__showbuf(str(result, "taskId"), t, sizeof t),
+            once__showbuf(str(result, "principal"), p, sizeof p),
+            (long long)json_integer_value(json_object_get(result, "fence")));
     return ONCE_OK;
 }

@@ -23,8 +23,11 @@
 int once__client_admin(once_client *c, const char *agent, const char *method, json_t *params,
                        json_t **result);
 
-/* The once/admin/replicas answer as a table: id, version, started, last
- * beat, alive, leases. ONCE_OK, or ONCE_EPARSE when it is not one. */
-int once__admin_print_replicas(FILE *f, const json_t *result);
+/* An operator method's answer for a terminal: `what` is the admin
+ * command (replicas: a table of id, version, started, last beat, alive,
+ * leases; leases: a table of the expired ones; release: the new fence;
+ * cancel: what was canceled and what failed). ONCE_OK, or ONCE_EPARSE
+ * when the answer is not one. */
+int once__admin_print(FILE *f, const char *what, const json_t *result);
 
 #endif /* ONCE_CLIENT_ADMIN_H */

@@ -136,6 +136,17 @@ int once__engine_replica_alive(const once__engine *e, const once_replica *r, int
  * "leases"}], "aliveWithinMs": ONCE__ALIVE_BEATS heartbeats, "now"}.
  * Errors as once__engine_replicas. */
 int once__engine_replicas_json(once__engine *e, json_t **out);
+/* Leases that ran out and were not taken over yet (at most 100, oldest
+ * first): {"expired": [{principal, taskId, state, leaseOwner, fence,
+ * leaseUntil, expiredForMs}], "now"}. */
+int once__engine_leases_json(once__engine *e, json_t **out);
+/* An operator's release of the key's lease: this replica takes the task
+ * over now, live lease or not (fence + 1: the holder's next write is
+ * refused and its turn stops), and runs its turn. ONCE_OK with *fence;
+ * ONCE_ENOTFOUND (no live task), ONCE_ECONFLICT (no lease held: finished
+ * or waiting for input), or the store's error. */
+int once__engine_take_over_now(once__engine *e, const char *principal, const char *task_id,
+                               int64_t *fence);
 /* The configuration e runs with, every default filled in; valid until
  * once__engine_free. */
 const once__engine_config *once__engine_cfg(const once__engine *e);

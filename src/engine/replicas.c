@@ -80,3 +80,41 @@ int once__engine_replicas_json(once__engine *e, json_t **out)
     *out = doc;
     return doc != NULL ? ONCE_OK : ONCE_ENOMEM;
 }
+
+int once__engine_leases_json(once__engine *e, json_t **out)
+{
+    *out = NULL;
+    int64_t now = once__now(e);
+    once_key_list keys;
+    int rc = once__store_rc(e, once_store_expired_leases(e->store, now, 100, &keys));
+    json_t *rows = rc == ONCE_OK ? json_array() : NULL;
+    if (rc == ONCE_OK && rows == NULL)
+        rc = ONCE_ENOMEM;
+    for (size_t i = 0; rc == ONCE_OK && i < keys.n; i++) {
+        once_record r;
+        int lrc = once__load_found(e, keys.v[i].principal, keys.v[i].task_id, &r);
+        if (lrc == ONCE_ENOTFOUND)
+            continue;   /* gone since the scan */
+        if (lrc != ONCE_OK) {
+            rc = lrc;
+            break;
+        }
+        char until[25];
+        once_format_time(r.lease_until, until);
+        json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:I}", "principal", r.principal,
+                                "taskId", r.task_id, "state", once_state_name(r.state),
+                                "leaseOwner", r.lease_owner, "fence", (json_int_t)r.fence,
+                                "leaseUntil", until, "expiredForMs",
+                                (json_int_t)(now - r.lease_until));
+        once_record_clear(&r);
+        if (row == NULL || json_array_append_new(rows, row) != 0)
+            rc = ONCE_ENOMEM;
+    }
+    once_key_list_clear(&keys);
+    char t[25];
+    once_format_time(now, t);
+    if (rc == ONCE_OK && (*out = json_pack("{s:O, s:s}", "expired", rows, "now", t)) == NULL)
+        rc = ONCE_ENOMEM;
+    json_decref(rows);
+    return rc;
+}

@@ -54,16 +54,22 @@
  * pressure its sweeps deflate what it keeps, so fewer tasks expire early. */
 #define BUDGET_SWEEP_MS 100
 
-/* Take one expired key. ONCE_OK also when someone else was faster. */
-static int take_over(once__engine *e, const once_key *k, int64_t now)
+/* Take one key over: an expired lease (the sweep), or with force a live
+ * one (an operator's release: the holder's next write meets the new fence
+ * and its turn stops). ONCE_OK also when someone else was faster, or,
+ * without force, the key was re-leased since the scan; with force,
+ * ONCE_ENOTFOUND for no live task and ONCE_ECONFLICT for one that holds no
+ * lease (finished, or waiting for input). *fence (NULL ok): the new one. */
+static int take_over(once__engine *e, const once_key *k, int64_t now, int force, int64_t *fence)
 {
     once_record cur, next;
     int rc = once__load_found(e, k->principal, k->task_id, &cur);
     if (rc != ONCE_OK)
-        return rc == ONCE_ENOTFOUND ? ONCE_OK : rc;   /* gone: nothing to take over */
-    if (once_state_terminal(cur.state) || cur.lease_until == 0 || cur.lease_until >= now) {
+        return rc == ONCE_ENOTFOUND && !force ? ONCE_OK : rc;   /* gone: nothing to take over */
+    if (once_state_terminal(cur.state) || cur.lease_until == 0 ||
+        (!force && cur.lease_until >= now)) {
         once_record_clear(&cur);
-        return ONCE_OK;   /* finished or re-leased since the scan */
+        return force ? ONCE_ECONFLICT : ONCE_OK;   /* finished or re-leased since the scan */
     }
     rc = once_record_copy(&next, &cur);
     if (rc != ONCE_OK) {
@@ -89,9 +95,22 @@ static int take_over(once__engine *e, const once_key *k, int64_t now)
         ONCE__STAT(e, takeovers);
         (void)once__dispatch(e, next.principal, next.task_id, next.fence, 1);
     }
+    if (rc == ONCE_OK && fence != NULL)
+        *fence = next.fence;
     once_record_clear(&cur);
     once_record_clear(&next);
-    return rc == ONCE_ECONFLICT ? ONCE_OK : rc;
+    return rc == ONCE_ECONFLICT && !force ? ONCE_OK : rc;
+}
+
+int once__engine_take_over_now(once__engine *e, const char *principal, const char *task_id,
+                               int64_t *fence)
+{
+    once_key k;
+    if (strlen(principal) >= sizeof k.principal || strlen(task_id) >= sizeof k.task_id)
+        return ONCE_ENOTFOUND;
+    memcpy(k.principal, principal, strlen(principal) + 1);
+    memcpy(k.task_id, task_id, strlen(task_id) + 1);
+    return take_over(e, &k, once__now(e), 1, fence);
 }
 
 static int takeover_pass(once__engine *e)
@@ -109,7 +128,7 @@ static int takeover_pass(once__engine *e)
     for (size_t i = 0; i < keys.n && !once__stopping(e) && !once__queue_full(e); i++) {
         if (once__queue_holds(e, keys.v[i].principal, keys.v[i].task_id))
             continue;
-        rc = take_over(e, &keys.v[i], now);
+        rc = take_over(e, &keys.v[i], now, 0, NULL);
         if (rc != ONCE_OK && first_err == ONCE_OK)
             first_err = rc;
     }

@@ -309,6 +309,28 @@ static int set_arg(json_t *params, const char *member, const char *value)
 }
 
 /* GET /inspect/: one page of ListTasks, through the codec. */
+/* For an operator (--admin-principals), the once/admin/replicas answer
+ * (audited as every such call is); NULL for everyone else, or when it
+ * fails: the list page is the caller's tasks first. */
+static json_t *cluster_of(once__inspect *in, const char *principal)
+{
+    if (!once__a2a_is_admin(in->codec, principal))
+        return NULL;
+    static const char body[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"once/admin/replicas\",\"params\":{}}";
+    once__a2a_request q = {.principal = principal, .version = "1.0", .body = body,
+                           .len = sizeof body - 1};
+    once__a2a_response resp;
+    memset(&resp, 0, sizeof resp);
+    json_t *doc = NULL, *out = NULL;
+    if (once__a2a_handle(in->codec, &q, &resp) == ONCE_OK && resp.body != NULL &&
+        once__json_loads(resp.body, 0, &doc, NULL) == ONCE_OK)
+        out = json_incref(json_object_get(doc, "result"));
+    json_decref(doc);
+    once__a2a_response_clear(&resp);
+    return out;
+}
+
 static enum MHD_Result list(once__inspect *in, struct MHD_Connection *conn, const char *method,
                             const char *principal)
 {
@@ -355,10 +377,12 @@ static enum MHD_Result list(once__inspect *in, struct MHD_Connection *conn, cons
         status = MHD_HTTP_BAD_REQUEST;
     else if (result == NULL && status == MHD_HTTP_OK)
         status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+    json_t *cluster = cluster_of(in, principal);
     once__mtext t = {0};
     once__inspect_list_page(&t, &f, result,
                             result != NULL ? NULL : error != NULL ? error : "ListTasks failed",
-                            principal);
+                            principal, cluster);
+    json_decref(cluster);
     json_decref(doc);
     return answer_text(conn, method, result != NULL ? MHD_HTTP_OK : status, HTML, &t);
 }

@@ -80,9 +80,10 @@ typedef struct once__inspect_filter {
 } once__inspect_filter;
 
 /* The list page from a ListTasks result ({tasks, nextPageToken}) or, when
- * error is non-NULL, with that message instead of the table. */
+ * error is non-NULL, with that message instead of the table; cluster: the
+ * once/admin/replicas answer, shown first for an operator (NULL: none). */
 void once__inspect_list_page(once__mtext *t, const once__inspect_filter *f, const json_t *result,
-                             const char *error, const char *principal);
+                             const char *error, const char *principal, const json_t *cluster);
 /* The task page from a timeline (engine/inspect.h's JSON). */
 void once__inspect_task_page(once__mtext *t, const json_t *timeline);
 /* A page with a title and one paragraph of text (errors, the login form

@@ -155,13 +155,46 @@ static void filter_form(once__mtext *t, const once__inspect_filter *f)
     P(t, "\"></label> <button type=\"submit\">Filter</button></form>\n");
 }
 
+/* The replicas that beat into the store, for an operator (h_admin.c's
+ * once/admin/replicas answer); every value escaped. */
+static void cluster_table(once__mtext *t, const json_t *cluster)
+{
+    const json_t *rows = json_object_get(cluster, "replicas");
+    if (!json_is_array(rows))
+        return;
+    P(t, "<section id=\"cluster\"><h2>Replicas</h2><table><thead><tr><th>Replica</th>"
+         "<th>Version</th><th>Started</th><th>Last beat</th><th>Alive</th>"
+         "<th title=\"turns running there at its last beat\">Leases</th></tr></thead><tbody>\n");
+    size_t i;
+    const json_t *r;
+    json_array_foreach (rows, i, r) {
+        const char *alive = json_is_true(json_object_get(r, "alive"))     ? "yes"
+                            : json_is_true(json_object_get(r, "stopped")) ? "stopped"
+                                                                          : "no";
+        P(t, "<tr><td><code>");
+        once__html_text(t, str(r, "id"));
+        P(t, "</code></td><td>");
+        once__html_text(t, str(r, "version"));
+        P(t, "</td><td><time>");
+        once__html_text(t, str(r, "startedAt"));
+        P(t, "</time></td><td><time>");
+        once__html_text(t, str(r, "lastBeat"));
+        P(t, "</time></td><td class=\"alive-%s\">%s</td><td>%lld</td></tr>\n", alive, alive,
+          (long long)num(r, "leases"));
+    }
+    P(t, "</tbody></table></section>\n");
+}
+
 void once__inspect_list_page(once__mtext *t, const once__inspect_filter *f, const json_t *result,
-                             const char *error, const char *principal)
+                             const char *error, const char *principal, const json_t *cluster)
 {
     head(t, "Tasks");
     P(t, "<body>");
     bar(t, principal);
-    P(t, "<main><h1>Tasks</h1>\n");
+    P(t, "<main>");
+    if (cluster != NULL)
+        cluster_table(t, cluster);
+    P(t, "<h1>Tasks</h1>\n");
     filter_form(t, f);
     if (error != NULL) {
         P(t, "<p class=\"error\" id=\"error\">");
