@@ -32,7 +32,8 @@
 #
 # Environment (all optional but the store):
 #   BENCH_STORE_URL   postgres://... or redis://... (a fresh schema / key
-#                     prefix is added)
+#                     prefix is added), or sqlite: (a fresh file: the shared
+#                     poller instead of a feed)
 #   BENCH_MODE        streams | waits                       (streams)
 #   BENCH_N           followers                             (10000)
 #   BENCH_SETTLE      idle seconds measured                 (5)
@@ -57,10 +58,15 @@ ns="bench_$(date +%s)_$$"
 case "$URL" in
   postgres*) key=schema ;;
   redis*) key=prefix ;;
-  *) die "BENCH_STORE_URL must be postgres:// or redis://" ;;
+  sqlite:) key= ;;   # a fresh file in the run's folder: the shared poller's store
+  *) die "BENCH_STORE_URL must be postgres://, redis:// or sqlite:" ;;
 esac
-sep='?'; case "$URL" in *\?*) sep='&' ;; esac
-STORE="$URL${sep}$key=$ns"
+if [ -z "$key" ]; then
+  STORE="sqlite:$OUT/$ns.db"
+else
+  sep='?'; case "$URL" in *\?*) sep='&' ;; esac
+  STORE="$URL${sep}$key=$ns"
+fi
 
 [ "${BENCH_FEED:-on}" = off ] && export ONCE_TEST_FEED=off
 lim=$((2 * N + 64))
