@@ -123,6 +123,10 @@ static const char usage[] =
     "                              two per CPU)\n"
     "  --max-body BYTES            largest request body, e.g. 1MiB, 512k (1MiB);\n"
     "                              larger bodies get HTTP 413\n"
+    "  --conn-memory BYTES         each connection's memory for the request's head and\n"
+    "                              the reply's (4KiB-1MiB): about 1KiB less of request\n"
+    "                              headers is served, larger heads get HTTP 431; most\n"
+    "                              of what an idle SSE stream costs (12KiB)\n"
     "  --max-wait DUR              longest a blocking SendMessage waits (60s); a waiting\n"
     "                              send holds its connection but no thread\n"
     "  --max-waits N               blocking sends waiting at once (10000)\n"
@@ -289,7 +293,7 @@ typedef struct opts {
     int64_t upstream_card_refresh_ms;   /* -1 = not given */
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
-    uint64_t max_body, max_task_size;
+    uint64_t max_body, max_task_size, conn_memory;
     unsigned threads, workers, max_streams, turn_workers, max_queue, max_waits, max_waits_pp;
     unsigned max_queue_pp, max_streams_pp;
     int64_t sse_ping_ms;
@@ -425,6 +429,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"--threads", F_COUNT, &o->threads},
         {"--workers", F_COUNT, &o->workers},
         {"--max-body", F_SIZE, &o->max_body},
+        {"--conn-memory", F_SIZE, &o->conn_memory},
         {"--max-streams", F_MANY, &o->max_streams},
         {"--max-streams-per-principal", F_MANY, &o->max_streams_pp},
         {"--sse-ping", F_DUR, &o->sse_ping_ms},
@@ -534,6 +539,8 @@ static int parse_args(int argc, char **argv, opts *o)
         return bad("--listen HOST:PORT is required");
     if (o->store == NULL)
         return bad("--store URL is required");
+    if (o->conn_memory != 0 && (o->conn_memory < 4096 || o->conn_memory > 1024 * 1024))
+        return bad("--conn-memory: expected a size from 4KiB to 1MiB");
     if ((o->executor != NULL) + (o->exec_cmd != NULL) + (o->upstream != NULL) > 1)
         return bad("--executor, --exec and --upstream are exclusive: one agent per onced");
     if (o->upstream == NULL && (o->nupstream_headers > 0 || o->upstream_header_file != NULL ||
@@ -1135,6 +1142,7 @@ int main(int argc, char **argv)
     /* The same reason runs its calls on the HTTP threads themselves. */
     sc.http.inline_calls = in_memory;
     sc.http.max_body = (size_t)o.max_body;
+    sc.http.conn_memory = (size_t)o.conn_memory;
     sc.http.max_streams = o.max_streams;
     sc.http.sse_ping_ms = o.sse_ping_ms;
     sc.http.limits.request_timeout_ms = o.request_timeout_ms; /* 0 = the defaults */

@@ -322,11 +322,19 @@ void once__a2a_stream_free(once__a2a_stream *s)
 /* --- opening a stream --------------------------------------------------------- */
 
 /* Compact JSON text of v (once_malloc'd), NULL on ENOMEM. */
+/* A cursor lives as long as its stream (hours, ten thousand at once): what
+ * it keeps is cut to its size. */
+static char *fit(char *p, size_t len)
+{
+    char *q = p != NULL ? once_realloc(p, len + 1) : NULL;
+    return q != NULL ? q : p;
+}
+
 static char *dump(const json_t *v)
 {
     char *out = NULL;
     size_t len;
-    return once__a2a_json_dump(v, &out, &len) == ONCE_OK ? out : NULL;
+    return once__a2a_json_dump(v, &out, &len) == ONCE_OK ? fit(out, len) : NULL;
 }
 
 /* A cursor for the call. It takes no slot: the handler hands the one it
@@ -358,7 +366,7 @@ static once__a2a_stream *stream_new(a2a_call *c, const char *task_id)
         once__a2a_stream_free(s);
         return NULL;
     }
-    s->prefix = t.p;
+    s->prefix = fit(t.p, t.len);
     s->prefix_len = t.len;
     return s;
 }

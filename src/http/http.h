@@ -175,6 +175,9 @@ typedef struct once_http_config {
                                     caller (the SQLite store), a replay, a
                                     read; the others go to a worker */
     size_t max_body;             /* 0 = 1 MiB */
+    size_t conn_memory;          /* each connection's head memory (request line,
+                                    headers, the reply's headers): 4 KiB to
+                                    1 MiB; 0 = 12 KiB */
     once_http_limits limits;     /* zero fields: the ONCE_HTTP_* defaults */
     unsigned idle_timeout_s;     /* keep-alive idle timeout; 0 = 30 */
     /* SSE (sse.c): streams served at once (past it: 503 TOO_MANY_STREAMS),

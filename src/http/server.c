@@ -69,12 +69,16 @@
 #define DEFAULT_MAX_STREAMS 10000
 #define DEFAULT_SSE_PING_MS 15000
 #define DEFAULT_SSE_BUFFER ((size_t)64 * 1024)
-/* Each connection's libmicrohttpd memory pool: the request line, headers
- * and the reply's headers (bodies are kept outside it, in our own buffers).
- * libmicrohttpd clears the whole pool after every request, so its size is a
- * cost per request, not only per connection: 16 KiB holds what A2A clients
- * send (the header limit of Node's HTTP server, too); larger heads get 431. */
-#define CONN_MEMORY ((size_t)16 * 1024)
+/* Each connection's libmicrohttpd memory pool (--conn-memory): the request
+ * line, headers and the reply's headers (bodies are kept outside it, in our
+ * own buffers). libmicrohttpd clears the whole pool after every request, so
+ * its size is a cost per request, and it is kept for as long as the
+ * connection lives, so it is most of what an idle SSE stream costs. 12 KiB
+ * holds about 11 KiB of request headers (nginx's and Apache's limit is 8 KiB
+ * a line; Node's 16 KiB in all); larger heads get 431. */
+#define CONN_MEMORY ((size_t)12 * 1024)
+#define CONN_MEMORY_MIN ((size_t)4 * 1024)
+#define CONN_MEMORY_MAX ((size_t)1024 * 1024)
 
 /* Set up by once__http_start; afterwards only `stopping` (set once by
  * once__http_stop), `inflight` (every request's ctx) and `calls` (JSON-RPC
@@ -616,6 +620,10 @@ static enum MHD_Result answer(once_http *h, req_ctx *r)
         enum MHD_Result ret;
         int rc = once__sse_start(h->sse, conn, &r->resp, cors_headers, &ret);
         if (rc == ONCE_OK) {
+            /* The call is done with its request; a stream may stay open
+             * for hours, so it keeps only what its log line needs. */
+            once__body_free(conn, &r->body);
+            once__rest_clear(&r->rest);
             once__metrics_http(method, MHD_HTTP_OK);
             return ret;
         }
@@ -835,6 +843,13 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
         h->cfg.workers = 64;
     if (h->cfg.max_body == 0)
         h->cfg.max_body = DEFAULT_MAX_BODY;
+    if (h->cfg.conn_memory == 0)
+        h->cfg.conn_memory = CONN_MEMORY;
+    if (h->cfg.conn_memory < CONN_MEMORY_MIN || h->cfg.conn_memory > CONN_MEMORY_MAX) {
+        snprintf(err, errlen, "--conn-memory must be 4KiB to 1MiB");
+        once_free(h);
+        return ONCE_EINVAL;
+    }
     if (h->cfg.idle_timeout_s == 0)
         h->cfg.idle_timeout_s = 30;
     if (h->cfg.max_streams == 0)
@@ -923,7 +938,7 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
         once__http_mhd_log, h, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)h->cfg.threads,
         MHD_OPTION_ARRAY, guarded, MHD_OPTION_ARRAY, https, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->cfg.idle_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, h->cfg.conn_memory, MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         /* Our unescaping: a %00 becomes DEL, so the routes refuse the path
          * instead of reading it cut short at the NUL (rest_route.h). */

@@ -102,7 +102,7 @@
 #include "http/sse.h"
 #include "once/once.h"
 
-#define READ_BLOCK 4096          /* MHD's scratch size for callback content */
+#define READ_BLOCK 1024          /* MHD's scratch size for callback content */
 #define PUMP_WORKERS 4           /* threads that pump due streams */
 #define POLL_MS 50               /* a caught-up stream reads the store this often */
 #define EPOLL_BATCH 64

@@ -8,10 +8,11 @@ created by any refused request.
 import json
 import os
 import socket
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EXT, Onced, check, eq, error_info, http_request, new_id, rpc, run, scaled,
+from harness import (EXT, ONCED, Onced, check, free_port, eq, error_info, http_request, new_id, rpc, run, scaled,
                      user_message)
 
 srv = None
@@ -42,6 +43,41 @@ def post_raw(body, headers=None, version="1.0"):
     except ValueError:
         doc = None
     return st, hd, doc
+
+
+def big_head_refused(port, body, size):
+    """onced answers a head over its connection memory with 431 and closes;
+    if it closes before the client has sent all of its request, the client
+    sees the connection closed instead."""
+    try:
+        st, hd, data = http_request(port, "POST", "/", body=body,
+                                    headers={"Content-Type": "application/json",
+                                             "A2A-Version": "1.0", "X-Big": "a" * size})
+        eq(st, 431, "a %d KiB header: 431" % (size // 1024))
+    except OSError:
+        pass   # refused: closed while the client was still sending
+
+
+def test_conn_memory():
+    """--conn-memory sizes the head a connection may carry; out of its range
+    onced refuses to start, naming the flag."""
+    body = envelope("GetTask", {"id": BASE_ID}).encode()
+    big = Onced(["--conn-memory", "32KiB"])
+    try:
+        st, hd, data = http_request(big.port, "POST", "/", body=body,
+                                    headers={"Content-Type": "application/json",
+                                             "A2A-Version": "1.0", "X-Big": "a" * (20 * 1024)})
+        eq(st, 200, "--conn-memory 32KiB: a 20 KiB header is served")
+        big_head_refused(big.port, body, 40 * 1024)
+    finally:
+        big.stop()
+    for bad in ("1KiB", "2MiB"):
+        out = subprocess.run([ONCED, "--listen", "127.0.0.1:%d" % free_port(), "--store",
+                              "memory:", "--conn-memory", bad], capture_output=True, text=True,
+                             timeout=scaled(30))
+        check(out.returncode != 0, "--conn-memory %s: onced does not start" % bad)
+        check("--conn-memory" in out.stderr, "--conn-memory %s: the error names the flag (%r)"
+              % (bad, out.stderr[-300:]))
 
 
 def expect(st, doc, http, code, what, field=None):
@@ -215,18 +251,13 @@ def test_http_errors():
     eq(st, 405, "GET / is not JSON-RPC")
     st, hd, data = http_request(srv.port, "POST", "/nope", body=body)
     eq(st, 404, "unknown path")
-    # The request head's limit (docs/wire.md, Limits): 12 KiB of headers are
-    # served, 20 KiB are not (the connection's memory is sized to what A2A
-    # requests need: libmicrohttpd clears all of it after every request).
-    # onced answers 431 and closes; if it closes before the client has sent
-    # all of its request, the client sees the connection closed instead.
-    st, hd, doc = post_raw(body, headers={"X-Big": "a" * (12 * 1024)})
-    eq(st, 200, "a 12 KiB header is served")
-    try:
-        st, hd, doc = post_raw(body, headers={"X-Big": "a" * (20 * 1024)})
-        eq(st, 431, "a 20 KiB header: 431")
-    except OSError:
-        pass   # refused: closed while the client was still sending
+    # The request head's limit (docs/wire.md, Limits; --conn-memory, 12 KiB
+    # by default): 10 KiB of headers are served, 20 KiB are not (the
+    # connection's memory is sized to what A2A requests need: libmicrohttpd
+    # clears all of it after every request, and an open stream keeps it).
+    st, hd, doc = post_raw(body, headers={"X-Big": "a" * (10 * 1024)})
+    eq(st, 200, "a 10 KiB header is served")
+    big_head_refused(srv.port, body, 20 * 1024)
     still_fine("a 20 KiB header")
     # a header larger than the per-connection memory limit
     try:
@@ -267,7 +298,8 @@ def main():
     srv = Onced()
     try:
         run([test_setup, test_body_limits, test_json_errors, test_envelope_errors,
-             test_param_errors, test_http_errors, test_keepalive_after_errors])
+             test_param_errors, test_http_errors, test_keepalive_after_errors,
+             test_conn_memory])
     finally:
         srv.stop()
 
