@@ -139,89 +139,127 @@ static void *feeder_main(void *arg)
 
 #define ROUND_CALLS_PER_S 100
 
-/* What the poller saw of a key at its last round: a small open-addressed
- * table, rebuilt every round from the keys followed then. */
-typedef struct seen {
-    once_key key;
-    int64_t gen;
-    int used;
-} seen;
-
-typedef struct seen_map {
-    seen *v;
-    size_t cap;   /* a power of two, at least twice the keys held */
-    size_t n;
-} seen_map;
-
-static seen *map_slot(const seen_map *m, const char *principal, const char *task_id)
-{
-    size_t i = once__key_hash(principal, task_id) & (m->cap - 1);
-    while (m->v[i].used && (strcmp(m->v[i].key.task_id, task_id) != 0 ||
-                            strcmp(m->v[i].key.principal, principal) != 0))
-        i = (i + 1) & (m->cap - 1);
-    return &m->v[i];
-}
-
-static const seen *map_find(const seen_map *m, const once_key *k)
-{
-    if (m->cap == 0)
-        return NULL;
-    const seen *x = map_slot(m, k->principal, k->task_id);
-    return x->used ? x : NULL;
-}
-
-/* A round's keys: the table (deduplicated) and the list to ask for. */
+/* What a round follows: every key once, packed ("principal\0task_id\0" in
+ * one text), with the generation the store answered, found by an
+ * open-addressed table of key indices. A round is rebuilt from the keys
+ * followed at its start and kept until the next one compares with it, so
+ * each followed task costs two rounds of this: about 60 bytes plus its IDs
+ * each, not two fixed-size once_keys (ten thousand streams are ten thousand
+ * keys). */
 typedef struct round {
-    seen_map map;
-    once_key *keys;
+    char *text;          /* the keys' strings */
+    size_t len, size;
+    uint32_t *at;        /* key i's principal at text + at[i], its task ID after it */
+    int64_t *gen;        /* key i's generation; -2 = not asked yet */
     size_t n, cap;
+    uint32_t *slot;      /* key index + 1, 0 = empty; a power of two, >= 2 n */
+    size_t slots;
     int oom;
 } round;
+
+static const char *key_task(const round *r, size_t i)
+{
+    const char *p = r->text + r->at[i];
+    return p + strlen(p) + 1;
+}
+
+/* The slot of (principal, task_id): holding its index + 1, or empty. */
+static uint32_t *round_slot(const round *r, const char *principal, const char *task_id)
+{
+    size_t i = once__key_hash(principal, task_id) & (r->slots - 1);
+    for (; r->slot[i] != 0; i = (i + 1) & (r->slots - 1)) {
+        size_t k = r->slot[i] - 1;
+        if (strcmp(r->text + r->at[k], principal) == 0 && strcmp(key_task(r, k), task_id) == 0)
+            break;
+    }
+    return &r->slot[i];
+}
+
+/* Key index of (principal, task_id) in r, or -1. */
+static long round_find(const round *r, const char *principal, const char *task_id)
+{
+    if (r->slots == 0)
+        return -1;
+    uint32_t v = *round_slot(r, principal, task_id);
+    return v != 0 ? (long)v - 1 : -1;
+}
+
+static int round_grow(round *r, size_t more)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 64;
+        uint32_t *at = once_realloc(r->at, cap * sizeof *at);
+        if (at == NULL)
+            return ONCE_ENOMEM;
+        r->at = at;
+        int64_t *gen = once_realloc(r->gen, cap * sizeof *gen);
+        if (gen == NULL)
+            return ONCE_ENOMEM;
+        r->gen = gen;
+        r->cap = cap;
+    }
+    if (r->len + more > r->size) {
+        size_t size = r->size ? 2 * r->size : 4096;
+        while (size < r->len + more)
+            size *= 2;
+        char *t = once_realloc(r->text, size);
+        if (t == NULL)
+            return ONCE_ENOMEM;
+        r->text = t;
+        r->size = size;
+    }
+    if (2 * (r->n + 1) > r->slots) {   /* rehash what is held */
+        size_t slots = r->slots ? 2 * r->slots : 128;
+        uint32_t *v = once_calloc(slots, sizeof *v);
+        if (v == NULL)
+            return ONCE_ENOMEM;
+        once_free(r->slot);
+        r->slot = v;
+        r->slots = slots;
+        for (size_t k = 0; k < r->n; k++)
+            *round_slot(r, r->text + r->at[k], key_task(r, k)) = (uint32_t)(k + 1);
+    }
+    return ONCE_OK;
+}
 
 static void round_add(void *arg, const char *principal, const char *task_id)
 {
     round *r = arg;
-    if (r->oom)
+    if (r->oom || round_find(r, principal, task_id) >= 0)
         return;
-    if (2 * (r->map.n + 1) > r->map.cap) {   /* grow, rehashing what is held */
-        seen_map big = {.cap = r->map.cap ? 2 * r->map.cap : 64};
-        big.v = once_calloc(big.cap, sizeof *big.v);
-        if (big.v == NULL) {
-            r->oom = 1;
-            return;
-        }
-        for (size_t i = 0; i < r->map.cap; i++)
-            if (r->map.v[i].used)
-                *map_slot(&big, r->map.v[i].key.principal, r->map.v[i].key.task_id) = r->map.v[i];
-        big.n = r->map.n;
-        once_free(r->map.v);
-        r->map = big;
-    }
-    seen *x = map_slot(&r->map, principal, task_id);
-    if (x->used)
-        return;
-    if (r->n == r->cap && once__grow(&r->keys, &r->cap, sizeof *r->keys, 64) != ONCE_OK) {
+    size_t lp = strlen(principal) + 1, lt = strlen(task_id) + 1;
+    if (r->len + lp + lt > UINT32_MAX || round_grow(r, lp + lt) != ONCE_OK) {
         r->oom = 1;
         return;
     }
-    x->used = 1;
-    x->gen = -2;
-    snprintf(x->key.principal, sizeof x->key.principal, "%s", principal);
-    snprintf(x->key.task_id, sizeof x->key.task_id, "%s", task_id);
-    r->map.n++;
-    r->keys[r->n++] = x->key;
+    r->at[r->n] = (uint32_t)r->len;
+    memcpy(r->text + r->len, principal, lp);
+    memcpy(r->text + r->len + lp, task_id, lt);
+    r->len += lp + lt;
+    r->gen[r->n] = -2;
+    *round_slot(r, principal, task_id) = (uint32_t)(r->n + 1);
+    r->n++;
 }
 
 static void round_free(round *r)
 {
-    once_free(r->map.v);
-    once_free(r->keys);
+    once_free(r->text);
+    once_free(r->at);
+    once_free(r->gen);
+    once_free(r->slot);
     memset(r, 0, sizeof *r);
 }
 
+static void key_of(const round *r, size_t i, once_key *k)
+{
+    snprintf(k->principal, sizeof k->principal, "%s", r->text + r->at[i]);
+    snprintf(k->task_id, sizeof k->task_id, "%s", key_task(r, i));
+}
+
 /* One round: ask, compare with what the last round saw, tell. ONCE_OK
- * with *cur the new picture, or the store's error (nothing told). */
-static int poll_round(once__engine *e, const seen_map *last, round *cur)
+ * with *cur the new picture, or the store's error (nothing told). ask is
+ * room for ONCE_STORE_GENERATIONS_MAX keys. */
+static int poll_round(once__engine *e, const round *last, round *cur, once_key *ask)
 {
     pthread_mutex_lock(&e->mu);
     once__follow_each_key(e, round_add, cur);
@@ -237,18 +275,17 @@ static int poll_round(once__engine *e, const seen_map *last, round *cur)
     for (size_t i = 0; rc == ONCE_OK && i < cur->n; i += ONCE_STORE_GENERATIONS_MAX) {
         size_t n = cur->n - i < ONCE_STORE_GENERATIONS_MAX ? cur->n - i
                                                            : ONCE_STORE_GENERATIONS_MAX;
-        int64_t gens[ONCE_STORE_GENERATIONS_MAX];
-        rc = once__store_rc(e, once_store_generations(e->store, cur->keys + i, n, gens));
+        for (size_t j = 0; j < n; j++)
+            key_of(cur, i + j, &ask[j]);
+        rc = once__store_rc(e, once_store_generations(e->store, ask, n, cur->gen + i));
         for (size_t j = 0; rc == ONCE_OK && j < n; j++) {
-            const once_key *k = &cur->keys[i + j];
-            map_slot(&cur->map, k->principal, k->task_id)->gen = gens[j];
-            const seen *was = map_find(last, k);
-            if (was != NULL && was->gen == gens[j])
+            long was = round_find(last, ask[j].principal, ask[j].task_id);
+            if (was >= 0 && last->gen[was] == cur->gen[i + j])
                 continue;
             if (moved.n == cap && once__grow(&moved.v, &cap, sizeof *moved.v, 16) != ONCE_OK)
                 rc = ONCE_ENOMEM;
             else
-                moved.v[moved.n++] = *k;
+                moved.v[moved.n++] = ask[j];
         }
     }
     if (rc == ONCE_OK)
@@ -260,12 +297,15 @@ static int poll_round(once__engine *e, const seen_map *last, round *cur)
 static void *poller_main(void *arg)
 {
     once__engine *e = arg;
-    round last = {{NULL, 0, 0}, NULL, 0, 0, 0};
+    round last;
+    memset(&last, 0, sizeof last);
+    once_key *ask = once_calloc(ONCE_STORE_GENERATIONS_MAX, sizeof *ask);
     int live = 0;
     int64_t backoff = FEED_BACKOFF_MIN_MS;
     for (;;) {
-        round cur = {{NULL, 0, 0}, NULL, 0, 0, 0};
-        int rc = poll_round(e, &last.map, &cur);
+        round cur;
+        memset(&cur, 0, sizeof cur);
+        int rc = ask != NULL ? poll_round(e, &last, &cur, ask) : ONCE_ENOMEM;
         int64_t pause = ONCE__POLL_MS;
         if (rc != ONCE_OK) {
             round_free(&cur);
@@ -290,6 +330,7 @@ static void *poller_main(void *arg)
             break;
     }
     round_free(&last);
+    once_free(ask);
     __atomic_store_n(&e->feed_live, 0, __ATOMIC_RELEASE);
     return NULL;
 }
