@@ -1,6 +1,7 @@
 """Threads independent of streams (issue 39, src/http/sse.c): a thousand idle
 SubscribeToTask streams on input-required tasks cost onced no thread each
-(its thread count, /proc/PID/task, stays flat while they open); a
+(its thread count, /proc/PID/task, stays flat while they open) and about
+15 KB of memory each (VmRSS, at most 20 KB a stream); a
 continuation sent on another connection still reaches its stream (the
 engine's watch wakes it); and clients that hang up give their slots back
 (the once_sse_streams_open gauge drops to the streams still open).
@@ -25,6 +26,25 @@ from test_sse import open_streams
 TMP = scratch_dir("once-sse-threads-")
 STREAMS = int(os.environ.get("ONCE_SSE_THREADS_STREAMS", "1000"))
 THREAD_GROWTH_MAX = 20
+# RSS an idle stream may add (bench/streams.sh measures ~15-16 KB on
+# memory:, 1,000 to 10,000 streams: libmicrohttpd's connection and its
+# --conn-memory pool, the request's context, the cursor, the watch). A
+# sanitizer build's allocator pads every block, so there it is not checked.
+RSS_PER_STREAM_MAX_KB = 20
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(next(l.split()[1] for l in f if l.startswith("VmRSS:")))
+
+
+def sanitized():
+    cache = os.path.join(os.environ.get("ONCE_BUILD", ""), "CMakeCache.txt")
+    try:
+        text = open(cache).read()
+    except OSError:
+        return False
+    return "ONCE_ASAN:BOOL=ON" in text or "ONCE_TSAN:BOOL=ON" in text
 
 
 def raise_nofile(need):
@@ -160,6 +180,7 @@ def test_thousand_idle_streams():
             tids.append(task["id"])
         pid = s.proc.pid
         before = threads_of(pid)
+        rss_before = rss_kb(pid)
 
         sel, clients = open_streams_on(s, tids)
         eq(open_streams(s), n, "the streams open")
@@ -167,6 +188,11 @@ def test_thousand_idle_streams():
         print("onced threads: %d before %d streams, %d with them" % (before, n, after))
         check(after - before < THREAD_GROWTH_MAX,
               "onced's threads: %d before %d streams, %d with them" % (before, n, after))
+        per = (rss_kb(pid) - rss_before) / n
+        print("onced RSS: %.1f KB per idle stream" % per)
+        if not sanitized():
+            check(per <= RSS_PER_STREAM_MAX_KB, "RSS per idle stream %.1f KB <= %d KB"
+                  % (per, RSS_PER_STREAM_MAX_KB))
 
         # A continuation sent on another connection reaches its stream.
         first = clients[0]
