@@ -233,6 +233,17 @@ typedef struct once__a2a_rest_request {
     const char *const *query;    /* decoded name, value, name, value, ..., NULL; NULL = none */
 } once__a2a_rest_request;
 
+/* ---------------------------------------------------------------------------
+ * gRPC (grpc.c): the service's method name (the last element of the call's
+ * path) and the request message as ProtoJSON (params, borrowed) run the
+ * JSON-RPC table's row of that name; the answer is in HTTP+JSON's shape
+ * (see grpc.c). req->version is the a2a-version metadata entry (the gRPC
+ * layer passes "1.0" when it is absent: the service's package is 1.0's). A
+ * name that is not one of A2A 1.0's methods is an AIP-193 error with
+ * status UNIMPLEMENTED. Same contract as once__a2a_handle. */
+int once__a2a_grpc_handle(once__a2a *a, const once__a2a_request *req, const char *method,
+                          json_t *params, once__a2a_response *resp);
+
 /* 1 if some route has this path (whatever the method): the HTTP layer
  * sends such requests to once__a2a_rest_handle. */
 int once__a2a_rest_known(const char *path);

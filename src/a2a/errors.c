@@ -240,8 +240,14 @@ static const char *status_name(int http)
         return "UNIMPLEMENTED";
     case 409:
         return "ABORTED";
+    case 429:
+        return "RESOURCE_EXHAUSTED";
+    case 501:
+        return "UNIMPLEMENTED";
     case 503:
         return "UNAVAILABLE";
+    case 504:
+        return "DEADLINE_EXCEEDED";
     default:
         return http < 500 ? "FAILED_PRECONDITION" : "INTERNAL";
     }
