@@ -75,6 +75,16 @@
  * the epoll set before the connection was resumed, so no later round can
  * name it).
  *
+ * Other transports (the gRPC binding) feed their streams from the same hub
+ * through a sink (once__sse_attach): the pump hands each batch of whole
+ * frames to the sink's put instead of the byte buffer, asks the sink how
+ * much it holds unsent instead of the buffer's fill, and sends no pings
+ * (HTTP/2 has its own); the transport says when it has room again
+ * (once__sse_feed_room) and when its peer left (once__sse_feed_gone). The
+ * frames are HTTP+JSON's, so the sink reads what an SSE client would:
+ * data lines (a StreamResponse, or an AIP-193 error object), the shutdown
+ * event.
+ *
  * Shutdown (once__sse_stop): every stream is made due; the pump sees
  * `stopping`, queues the shutdown frame, marks EOF and resumes the
  * connection; the stop waits until no stream is live, then ends the
@@ -126,7 +136,7 @@ typedef struct holder {
     char principal[ONCE_PRINCIPAL_MAX + 1];
 } holder;
 
-typedef struct sse_conn sse_conn;
+typedef struct once__sse_feed sse_conn;
 
 /* A stream's place in the hub (sse_conn.state, under the hub's mu). */
 enum {
@@ -181,8 +191,10 @@ struct once__sse {
  * connection's socket, used only while suspended (MHD neither uses nor
  * closes it then).
  */
-struct sse_conn {
+struct once__sse_feed {
     once__sse *hub;
+    const once__sse_sink *sink;   /* another transport's stream; NULL: MHD's */
+    void *sink_arg;
     struct MHD_Connection *conn;
     int fd;
     once__a2a_stream *src;
@@ -393,6 +405,15 @@ static void on_free(void *cls)
 /* Queue text (may be NULL) and, if last, the end of the stream. */
 static void push(sse_conn *s, const char *text, size_t n, int last)
 {
+    if (s->sink != NULL) {   /* the transport takes it; nothing after the end */
+        pthread_mutex_lock(&s->mu);
+        int ended = s->eof;
+        s->eof |= last;
+        pthread_mutex_unlock(&s->mu);
+        if (!ended)
+            s->sink->put(s->sink_arg, text, n, last);
+        return;
+    }
     pthread_mutex_lock(&s->mu);
     if (n > 0 && append(s, text, n) != ONCE_OK)
         last = 1;   /* no memory: end here; the client resumes by Last-Event-ID */
@@ -456,8 +477,9 @@ static int64_t idle_due(const sse_conn *s, int64_t now)
  * for room. */
 static size_t room(sse_conn *s, int *why)
 {
+    size_t held = s->sink != NULL ? s->sink->fill(s->sink_arg) : 0;
     pthread_mutex_lock(&s->mu);
-    size_t fill = s->len - s->off;
+    size_t fill = s->sink != NULL ? held : s->len - s->off;
     *why = s->closed || s->gone ? 1 : stopping(s->hub) ? 2 : 0;
     if (*why == 0 && fill > s->hub->cap / 2)
         s->want_room = 1;
@@ -468,11 +490,13 @@ static size_t room(sse_conn *s, int *why)
 /* The ping after ping_ms without bytes, unless bytes wait to go out. */
 static void ping(sse_conn *s, int64_t now)
 {
+    s->last = now;
+    if (s->sink != NULL)
+        return;   /* HTTP/2 keeps its connections alive itself */
     pthread_mutex_lock(&s->mu);
     if (s->len == s->off && append(s, PING_FRAME, sizeof PING_FRAME - 1) == ONCE_OK)
         wake(s);
     pthread_mutex_unlock(&s->mu);
-    s->last = now;
 }
 
 /* Pump s once: read what the cursor has (as much as the buffer has room
@@ -848,7 +872,7 @@ static sse_conn *conn_new(once__sse *h, struct MHD_Connection *conn, once__a2a_s
     }
     s->hub = h;
     s->conn = conn;
-    s->fd = socket_of(conn);
+    s->fd = conn != NULL ? socket_of(conn) : -1;
     s->src = src;
     s->avg = h->cap / 4;
     s->told = 1;   /* its first pump reads */
@@ -922,6 +946,62 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_respons
     *ret = once__http_queue(conn, MHD_HTTP_OK, res);
     MHD_destroy_response(res);
     return ONCE_OK;
+}
+
+int once__sse_attach(once__sse *h, once__a2a_response *resp, const once__sse_sink *sink,
+                     void *arg, once__sse_feed **out)
+{
+    once__a2a_stream *src = resp->stream;
+    resp->stream = NULL;
+    *out = NULL;
+    pthread_mutex_lock(&h->mu);
+    int closing = h->stopping;
+    if (!closing)
+        h->live++;
+    pthread_mutex_unlock(&h->mu);
+    sse_conn *s = closing ? NULL : conn_new(h, NULL, src);
+    if (s == NULL) {
+        once__a2a_stream_free(src);   /* the stream never opened: slot back */
+        if (closing)
+            return ONCE_ECLOSED;
+        pthread_mutex_lock(&h->mu);
+        h->live--;
+        pthread_cond_broadcast(&h->idle);
+        pthread_mutex_unlock(&h->mu);
+        return ONCE_ENOMEM;
+    }
+    s->sink = sink;
+    s->sink_arg = arg;
+    (void)once__a2a_stream_watch(src, on_write, s, &s->watch);   /* as once__sse_start */
+    pthread_mutex_lock(&h->mu);
+    join(h, s);
+    pthread_mutex_unlock(&h->mu);
+    *out = s;
+    return ONCE_OK;
+}
+
+void once__sse_feed_room(once__sse_feed *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int wanted = s->want_room;
+    s->want_room = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (wanted)
+        schedule(s);
+}
+
+void once__sse_feed_gone(once__sse_feed *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->gone = 1;
+    pthread_mutex_unlock(&s->mu);
+    schedule(s);
+}
+
+void once__sse_feed_release(once__sse_feed *s)
+{
+    if (s != NULL)
+        release(s);
 }
 
 unsigned once__sse_open(once__sse *h)

@@ -35,6 +35,32 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_respons
                     void (*decorate)(struct MHD_Response *), enum MHD_Result *ret);
 
 /* Streams open now (a gauge for /metrics). */
+/* Another transport's stream (the gRPC binding) fed by the hub: resp's
+ * stream (taken, set NULL) is pumped as an SSE one, and each batch of whole
+ * frames (HTTP+JSON's: "id:" and "data:" lines, the shutdown event; never
+ * a ping) goes to sink->put. `last` is 1 on the final call (the frames then
+ * end with the stream's last event, its error frame, or the shutdown
+ * event; they may be none: the peer left). put and fill run on a hub
+ * worker, one at a time per stream, and must not block; fill says how many
+ * bytes the transport holds unsent: past half the hub's buffer cap the
+ * pump waits until once__sse_feed_room. ONCE_OK with *out (the transport's
+ * reference, dropped with once__sse_feed_release after the last put or
+ * after once__sse_feed_gone), ONCE_ECLOSED (stopping) or ONCE_ENOMEM; on
+ * failure the stream is freed and put is never called. */
+typedef struct once__sse_sink {
+    void (*put)(void *arg, const char *frames, size_t n, int last);
+    size_t (*fill)(void *arg);
+} once__sse_sink;
+typedef struct once__sse_feed once__sse_feed;
+int once__sse_attach(once__sse *h, once__a2a_response *resp, const once__sse_sink *sink,
+                     void *arg, once__sse_feed **out);
+/* The transport's unsent bytes fell below half the cap: pump again. */
+void once__sse_feed_room(once__sse_feed *f);
+/* The transport's peer left (reset, closed, deadline): end the stream; a
+ * last put follows. */
+void once__sse_feed_gone(once__sse_feed *f);
+void once__sse_feed_release(once__sse_feed *f);   /* NULL ok */
+
 unsigned once__sse_open(once__sse *h);
 
 /* End every stream (each gets the shutdown frame and EOF after what it
