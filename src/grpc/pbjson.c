@@ -388,13 +388,15 @@ int once__pbj_decode(once__pbj_ctx *c, const ProtobufCMessageDescriptor *d, cons
     if (len > ONCE_PBJSON_MAX_LEN)
         return once__pbj_fail(c, ONCE_EPARSE, "%s: %zu bytes, more than %u", d->name, len,
                               ONCE_PBJSON_MAX_LEN);
+    if (buf == NULL) /* an empty bytes field: no data, no length */
+        buf = (const uint8_t *)"";
     int rc = scan(c, d, buf, len, c->depth);
     if (rc != ONCE_OK)
         return rc;
     ProtobufCAllocator a;
     once__pbj_allocator(c, &a);
     c->oom = 0;
-    *m = protobuf_c_message_unpack(d, &a, len, len != 0 ? buf : (const uint8_t *)"");
+    *m = protobuf_c_message_unpack(d, &a, len, buf);
     if (*m != NULL)
         return ONCE_OK;
     if (c->oom)
