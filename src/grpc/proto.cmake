@@ -10,8 +10,10 @@
 # proto3_optional.cmake first: Debian's protoc-c has no proto3 optional); code includes "a2a.pb-c.h",
 # "google/rpc/status.pb-c.h" and so on.
 #
-# Sets ONCE_PROTO_SOURCES (the generated .c files) and ONCE_PROTO_GEN (the
-# include directory).
+# Sets ONCE_PROTO_SOURCES (the generated .c files), ONCE_PROTO_HEADERS (their
+# .h files: listed among libonce's sources too, so that they exist before
+# any object that includes them is compiled) and ONCE_PROTO_GEN (the include
+# directory).
 find_program(ONCE_PROTOC_C protoc-c REQUIRED)
 pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET libprotobuf-c)
 find_path(ONCE_WKT_DIR google/protobuf/struct.proto PATHS /usr/include REQUIRED)
@@ -36,6 +38,7 @@ endif()
 
 # One protoc-c run per import root; each .proto gives NAME.pb-c.{c,h}.
 set(ONCE_PROTO_SOURCES)
+set(ONCE_PROTO_HEADERS)
 function(once_protoc_c root)
   set(outs)
   set(ins)
@@ -44,6 +47,7 @@ function(once_protoc_c root)
     list(APPEND outs ${ONCE_PROTO_GEN}/${stem}.pb-c.c ${ONCE_PROTO_GEN}/${stem}.pb-c.h)
     list(APPEND ins ${root}/${p})
     list(APPEND ONCE_PROTO_SOURCES ${ONCE_PROTO_GEN}/${stem}.pb-c.c)
+    list(APPEND ONCE_PROTO_HEADERS ${ONCE_PROTO_GEN}/${stem}.pb-c.h)
   endforeach()
   add_custom_command(OUTPUT ${outs}
                      COMMAND ${ONCE_PROTOC_C} --c_out=${ONCE_PROTO_GEN} -I${root}
@@ -51,6 +55,7 @@ function(once_protoc_c root)
                      WORKING_DIRECTORY ${root} DEPENDS ${ins}
                      COMMENT "protoc-c ${ARGN}" VERBATIM)
   set(ONCE_PROTO_SOURCES ${ONCE_PROTO_SOURCES} PARENT_SCOPE)
+  set(ONCE_PROTO_HEADERS ${ONCE_PROTO_HEADERS} PARENT_SCOPE)
 endfunction()
 set(_once_a2a_dir ${CMAKE_BINARY_DIR}/src/grpc/a2a-proto)
 add_custom_command(OUTPUT ${_once_a2a_dir}/a2a.proto

@@ -40,9 +40,10 @@ def descriptor_set(proto, includes, out):
 
 def field_facts(m, f):
     oneof = m.oneof_decl[f.oneof_index].name if f.HasField("oneof_index") else None
+    index = f.oneof_index if f.HasField("oneof_index") else None
     return {
         "number": f.number, "type": f.type, "label": f.label,
-        "type_name": f.type_name, "oneof": oneof, "json_name": f.json_name,
+        "type_name": f.type_name, "oneof": oneof, "oneof_index": index, "json_name": f.json_name,
         "proto3_optional": f.proto3_optional,
     }
 
