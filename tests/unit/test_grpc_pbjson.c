@@ -339,6 +339,85 @@ static void test_values_without_json(void **state)
     json_decref(d);
 }
 
+/* No A2A message has a plain 64-bit field, so a descriptor written here
+ * gives the codec one: Wide{int64 a = 1; uint64 b = 2; sint64 c = 3}. */
+typedef struct {
+    ProtobufCMessage base;
+    int64_t a;
+    uint64_t b;
+    int64_t c;
+} Wide;
+
+static const ProtobufCMessageDescriptor wide_descriptor;
+
+static void wide_init(ProtobufCMessage *m)
+{
+    memset(m, 0, sizeof(Wide));
+    m->descriptor = &wide_descriptor;
+}
+
+static const ProtobufCFieldDescriptor wide_fields[] = {
+    {"a", 1, PROTOBUF_C_LABEL_NONE, PROTOBUF_C_TYPE_INT64, 0, offsetof(Wide, a), NULL, NULL, 0, 0,
+     NULL, NULL},
+    {"b", 2, PROTOBUF_C_LABEL_NONE, PROTOBUF_C_TYPE_UINT64, 0, offsetof(Wide, b), NULL, NULL, 0, 0,
+     NULL, NULL},
+    {"c", 3, PROTOBUF_C_LABEL_NONE, PROTOBUF_C_TYPE_SINT64, 0, offsetof(Wide, c), NULL, NULL, 0, 0,
+     NULL, NULL},
+};
+static const unsigned wide_by_name[] = {0, 1, 2};
+static const ProtobufCIntRange wide_ranges[] = {{1, 0}, {0, 3}};
+static const ProtobufCMessageDescriptor wide_descriptor = {
+    PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC, "test.Wide", "Wide", "Wide", "test", sizeof(Wide), 3,
+    wide_fields, wide_by_name, 1, wide_ranges, (ProtobufCMessageInit)wide_init, NULL, NULL, NULL};
+
+static void test_int64(void **state)
+{
+    (void)state;
+    static const char *const ok[][2] = {
+        {"{\"a\": \"-9223372036854775808\", \"b\": \"18446744073709551615\", \"c\": -5}",
+         "{\"a\": \"-9223372036854775808\", \"b\": \"18446744073709551615\", \"c\": \"-5\"}"},
+        {"{\"a\": 9223372036854775807, \"b\": 1e3}",
+         "{\"a\": \"9223372036854775807\", \"b\": \"1000\"}"},
+        {"{\"a\": \"0\", \"b\": 0, \"c\": null}", "{}"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        json_t *in = j(ok[i][0]), *want = j(ok[i][1]), *out;
+        uint8_t *b;
+        size_t n;
+        char err[128] = "";
+        if (once__pbjson_to_pb(&wide_descriptor, in, &b, &n, err, sizeof err) != ONCE_OK)
+            fail_msg("%s: %s", ok[i][0], err);
+        assert_int_equal(once__pbjson_from_pb(&wide_descriptor, b, n, &out, NULL, 0), ONCE_OK);
+        if (!json_equal(out, want)) {
+            dump_mismatch(ok[i][0], out, want);
+            fail();
+        }
+        json_decref(in);
+        json_decref(want);
+        json_decref(out);
+        once_free(b);
+    }
+    static const char *const bad[][2] = {
+        {"{\"a\": \"9223372036854775808\"}", "a: integer out of range"},
+        {"{\"a\": \"-9223372036854775809\"}", "a: integer out of range"},
+        {"{\"b\": \"18446744073709551616\"}", "b: integer out of range"},
+        {"{\"b\": -1}", "b: integer out of range"},
+        {"{\"c\": 1.5}", "c: not an integer"},
+        {"{\"c\": \"12abc\"}", "c: not an integer: \"12abc\""},
+        {"{\"c\": true}", "c: expected an integer, not a boolean"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *in = j(bad[i][0]);
+        uint8_t *b;
+        size_t n;
+        char err[128] = "";
+        assert_int_equal(once__pbjson_to_pb(&wide_descriptor, in, &b, &n, err, sizeof err),
+                         ONCE_EINVAL);
+        assert_string_equal(err, bad[i][1]);
+        json_decref(in);
+    }
+}
+
 /* Offsets are normalized to UTC, fractions printed in 0/3/6/9 digits. */
 static void test_timestamps(void **state)
 {
@@ -523,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_wire_errors),
         cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_values_without_json),
+        cmocka_unit_test(test_int64),
         cmocka_unit_test(test_timestamps),
         cmocka_unit_test(test_alloc_faults),
         cmocka_unit_test(test_status_both_ways),
