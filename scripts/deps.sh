@@ -17,16 +17,19 @@ profile=${1:-all}
 
 # Building libonce needs every library it links (the PostgreSQL and Redis
 # backends are compiled in by default), onced links libsystemd (sd_notify),
-# and CMake's configure step checks for cmocka; running the demo needs python3 and curl (demo/amplify_agent.sh).
+# CMake's configure step checks for cmocka, and the gRPC binding's messages
+# are generated with protoc-c from proto/ and the google protos of
+# libprotobuf-dev and libgoogle-common-protos-java; running the demo needs python3 and curl (demo/amplify_agent.sh).
 DEMO_PKGS=(
   build-essential cmake pkg-config ca-certificates curl python3
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libhiredis-dev
   libcurl4-openssl-dev libssl-dev libgnutls28-dev libcmocka-dev libsystemd-dev zlib1g-dev
+  protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libgoogle-common-protos-java
 )
 TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server
   valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm chromium
-  prometheus
+  prometheus protobuf-compiler python3-protobuf
 )
 
 case "$profile" in

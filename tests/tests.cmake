@@ -6,7 +6,8 @@ file(GLOB ONCE_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_
 foreach(src ${ONCE_UNIT_TESTS})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
-  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests
+                             ${ONCE_PROTO_GEN})
   # Files the tests share with other checkers (conformance/vectors/).
   target_compile_definitions(${name} PRIVATE ONCE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_link_libraries(${name} PRIVATE libonce PkgConfig::CMOCKA)

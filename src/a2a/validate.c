@@ -52,51 +52,10 @@ int once__a2a_check_history(const json_t *v, const char *field, int *out, a2a_ve
 
 int once__a2a_parse_time(const char *s, int64_t *ms)
 {
-    int Y, M, D, h, mi, sec;
-    if (s == NULL || strlen(s) < 20)
+    int64_t secs;
+    int32_t nanos;
+    if (s == NULL || !once__rfc3339_parse(s, strlen(s), &secs, &nanos))
         return ONCE_EINVAL;
-    if (!once__fixed_digits(s, 4, &Y) || s[4] != '-' || !once__fixed_digits(s + 5, 2, &M) ||
-        s[7] != '-' || !once__fixed_digits(s + 8, 2, &D) ||
-        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !once__fixed_digits(s + 11, 2, &h) ||
-        s[13] != ':' || !once__fixed_digits(s + 14, 2, &mi) || s[16] != ':' ||
-        !once__fixed_digits(s + 17, 2, &sec))
-        return ONCE_EINVAL;
-    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || mi > 59 || sec > 60)
-        return ONCE_EINVAL;
-    const char *p = s + 19;
-    int frac_ms = 0;
-    if (*p == '.') {
-        p++;
-        int nd = 0;
-        while (*p >= '0' && *p <= '9') {
-            if (nd < 3)
-                frac_ms = frac_ms * 10 + (*p - '0');
-            nd++;
-            p++;
-        }
-        if (nd == 0)
-            return ONCE_EINVAL;
-        for (; nd < 3; nd++)
-            frac_ms *= 10;
-    }
-    int64_t off_s = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int oh, om;
-        if (!once__fixed_digits(p + 1, 2, &oh) || p[3] != ':' ||
-            !once__fixed_digits(p + 4, 2, &om) || oh > 23 || om > 59)
-            return ONCE_EINVAL;
-        off_s = (int64_t)(oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
-        p += 6;
-    } else {
-        return ONCE_EINVAL;
-    }
-    if (*p != '\0')
-        return ONCE_EINVAL;
-    int64_t secs =
-        once__days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + (sec > 59 ? 59 : sec);
-    *ms = (secs - off_s) * 1000 + frac_ms;
+    *ms = secs * 1000 + nanos / 1000000;
     return ONCE_OK;
 }

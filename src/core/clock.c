@@ -106,6 +106,55 @@ int once__fixed_digits(const char *s, int n, int *out)
     return 1;
 }
 
+int once__rfc3339_parse(const char *s, size_t n, int64_t *secs, int32_t *nanos)
+{
+    int Y, M, D, h, mi, sec;
+    if (n < 20 || !once__fixed_digits(s, 4, &Y) || s[4] != '-' ||
+        !once__fixed_digits(s + 5, 2, &M) || s[7] != '-' || !once__fixed_digits(s + 8, 2, &D) ||
+        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !once__fixed_digits(s + 11, 2, &h) ||
+        s[13] != ':' || !once__fixed_digits(s + 14, 2, &mi) || s[16] != ':' ||
+        !once__fixed_digits(s + 17, 2, &sec))
+        return 0;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || mi > 59 || sec > 60)
+        return 0;
+    const char *p = s + 19, *end = s + n;
+    int32_t frac = 0;
+    if (p < end && *p == '.') {
+        p++;
+        int nd = 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (nd < 9)
+                frac = frac * 10 + (*p - '0');
+            nd++;
+            p++;
+        }
+        if (nd == 0)
+            return 0;
+        for (; nd < 9; nd++)
+            frac *= 10;
+    }
+    int64_t off_s = 0;
+    if (p < end && (*p == 'Z' || *p == 'z')) {
+        p++;
+    } else if (end - p >= 6 && (*p == '+' || *p == '-')) {
+        int oh, om;
+        if (!once__fixed_digits(p + 1, 2, &oh) || p[3] != ':' ||
+            !once__fixed_digits(p + 4, 2, &om) || oh > 23 || om > 59)
+            return 0;
+        off_s = (int64_t)(oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return 0;
+    }
+    if (p != end)
+        return 0;
+    *secs = once__days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + (sec > 59 ? 59 : sec) -
+            off_s;
+    *nanos = frac;
+    return 1;
+}
+
 /* --- formatting ----------------------------------------------------------- */
 
 /* 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range that fits

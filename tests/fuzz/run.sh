@@ -3,6 +3,8 @@
 # committed seed corpus plus a bounded number of new inputs. Used by ctest
 # (fuzz/<name>) so every parser's target keeps compiling and stays clean.
 #   tests/fuzz/run.sh NAME RUNS OUTDIR -- SOURCES...
+# FUZZ_EXTRA in the environment: more compiler arguments (include
+# directories, libraries) for a target that needs them.
 set -euo pipefail
 name=$1 runs=$2 out=$3
 shift 4
@@ -12,7 +14,7 @@ cflags="$(pkg-config --cflags jansson libcrypto)"
 libs="$(pkg-config --libs jansson libcrypto) -lm"
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
       -D_GNU_SOURCE -std=c11 -I"$root/include" -I"$root/src" $cflags \
-      "$root/tests/fuzz/fuzz_$name.c" "$@" $libs -o "$out/fuzz_$name"
+      "$root/tests/fuzz/fuzz_$name.c" "$@" $libs ${FUZZ_EXTRA:-} -o "$out/fuzz_$name"
 work="$out/corpus_$name"
 rm -rf "$work" && mkdir -p "$work"
 cp "$root/tests/fuzz/corpus/$name/"* "$work/"

@@ -16,4 +16,13 @@ if(ONCE_CLANG)
                    ${CMAKE_BINARY_DIR}/fuzz -- ${ONCE_FUZZ_JSON_SOURCES}
                    ${CMAKE_SOURCE_DIR}/src/core/json_read.c ${CMAKE_SOURCE_DIR}/src/core/quote.c)
   set_tests_properties(fuzz/json_read PROPERTIES LABELS fuzz TIMEOUT 300)
+  # The gRPC message codec, with the generated messages it reads.
+  file(GLOB _once_pbjson_sources ${CMAKE_SOURCE_DIR}/src/grpc/pbjson*.c)
+  add_test(NAME fuzz/pbjson
+           COMMAND env "FUZZ_EXTRA=-I${ONCE_PROTO_GEN} -lprotobuf-c"
+                   bash ${CMAKE_SOURCE_DIR}/tests/fuzz/run.sh pbjson 200000 ${CMAKE_BINARY_DIR}/fuzz --
+                   ${ONCE_FUZZ_JSON_SOURCES} ${_once_pbjson_sources} ${ONCE_PROTO_SOURCES}
+                   ${CMAKE_SOURCE_DIR}/src/core/base64.c ${CMAKE_SOURCE_DIR}/src/core/quote.c
+                   ${CMAKE_SOURCE_DIR}/src/core/clock.c ${CMAKE_SOURCE_DIR}/src/core/decimal.c)
+  set_tests_properties(fuzz/pbjson PROPERTIES LABELS fuzz TIMEOUT 300)
 endif()
