@@ -245,7 +245,10 @@ int once__h2_conn_flush(once__h2_conn *c)
     for (;;) {
         if (c->out_off == c->out_len) {
             c->out_off = c->out_len = 0;
-            while (c->ng && c->ready && !c->close_after_flush && c->out_len < OUT_HIGH) {
+            /* Nothing of HTTP/2 before the client's preface: an HTTP/1.1
+             * client gets a plain answer, not our SETTINGS first. */
+            while (c->ng && c->ready && c->preface_seen == sizeof PREFACE - 1 &&
+                   !c->close_after_flush && c->out_len < OUT_HIGH) {
                 const uint8_t *d;
                 ssize_t n = nghttp2_session_mem_send(c->ng, &d);
                 if (n < 0)
