@@ -114,7 +114,8 @@ static int admit(once__h2 *s, once__h2_conn *c)
             continue;
         if (strcmp(o->ip, c->ip) == 0)
             same++;
-        if (!o->busy && (idle == NULL || o->ridle_since < idle->ridle_since))
+        /* newest first: on a tie the later one found is the older */
+        if (!o->busy && (idle == NULL || o->ridle_since <= idle->ridle_since))
             idle = o;
     }
     int ok = same < s->cfg.max_per_ip;

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "grpc/h2.h"
 #include "http/pool.h"
 #include "http/tls.h"
@@ -292,13 +293,16 @@ int main(int argc, char **argv)
         cfg.pick_arg = live;
     }
     g.stream_buffer = cfg.stream_buffer ? cfg.stream_buffer : 64 * 1024;
-    if (once__http_pool_new(4, 4096, &g.pool) != 0)
-        return 1;
+    /* Before any thread starts: every thread inherits the mask, so only
+     * sigwait below takes the signals. */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    once__log_setup(ONCE_LOG_INFO, ONCE_LOG_TEXT, 2);
+    if (once__http_pool_new(4, 4096, &g.pool) != 0)
+        return 1;
     once__h2_handler h = {.on_call = on_call, .on_gone = on_gone, .on_room = on_room};
     once__h2 *srv;
     if (once__h2_start(&cfg, &h, &srv, err, sizeof err) != 0) {
