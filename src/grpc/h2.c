@@ -109,13 +109,13 @@ static int admit(once__h2 *s, once__h2_conn *c)
     pthread_mutex_lock(&s->mu);
     unsigned same = 0;
     once__h2_conn *idle = NULL;
-    for (once__h2_conn *o = s->reg; o; o = o->rnext) {
+    for (once__link *l = s->reg.head; l; l = l->next) {
+        once__h2_conn *o = ONCE__H2_CONN_OF_RLINK(l);
         if (o->shut)
             continue;
         if (strcmp(o->ip, c->ip) == 0)
             same++;
-        /* newest first: on a tie the later one found is the older */
-        if (!o->busy && (idle == NULL || o->ridle_since <= idle->ridle_since))
+        if (!o->busy && (idle == NULL || o->ridle_since < idle->ridle_since))
             idle = o;
     }
     int ok = same < s->cfg.max_per_ip;
@@ -129,10 +129,7 @@ static int admit(once__h2 *s, once__h2_conn *c)
         }
     }
     if (ok) {
-        c->rnext = s->reg;
-        if (s->reg)
-            s->reg->rprev = c;
-        s->reg = c;
+        once__list_append(&s->reg, &c->rlink);
         c->ridle_since = once_monotonic_ms();
         s->nlive++;
     }
@@ -143,12 +140,7 @@ static int admit(once__h2 *s, once__h2_conn *c)
 static void unregister(once__h2 *s, once__h2_conn *c)
 {
     pthread_mutex_lock(&s->mu);
-    if (c->rprev)
-        c->rprev->rnext = c->rnext;
-    else
-        s->reg = c->rnext;
-    if (c->rnext)
-        c->rnext->rprev = c->rprev;
+    once__list_unlink(&s->reg, &c->rlink);
     if (!c->shut)
         s->nlive--;
     pthread_mutex_unlock(&s->mu);
@@ -178,14 +170,20 @@ static void conn_close(once__h2_conn *c)
         gnutls_deinit(c->tls);
     epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    once__list_unlink(&l->conns, &c->link);
     once_free(c->out);
-    once_free(c);
+    c->out = NULL;
+    c->dead = 1;
+    once__list_append(&l->dead, &c->link);
+}
+
+static void bury(once__h2_loop *l)
+{
+    while (l->dead.head) {
+        once__link *k = l->dead.head;
+        once__list_unlink(&l->dead, k);
+        once_free(k);
+    }
 }
 
 /* >0 bytes, 0 would block, -1 closed or failed. */
@@ -356,6 +354,8 @@ static int conn_read(once__h2_conn *c)
 static void conn_event(once__h2_conn *c, uint32_t events)
 {
     int bad = 0;
+    if (c->dead)
+        return;
     if (c->tls && !c->ready) {
         int r = handshake(c);
         if (r < 0) {
@@ -445,10 +445,7 @@ static void accept_one(once__h2_loop *l, int fd, const struct sockaddr_storage *
     c->ready = s->cfg.pick == NULL;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->next = l->conns;
-    if (l->conns)
-        l->conns->prev = c;
-    l->conns = c;
+    once__list_append(&l->conns, &c->link);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
     if ((s->cfg.pick && tls_setup(s, c) != 0) || once__h2s_open(c) != ONCE_OK ||
         epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
@@ -504,8 +501,9 @@ static void drain_kicks(once__h2_loop *l)
 static void tick(once__h2_loop *l, int64_t now)
 {
     const once__h2_config *cfg = &l->srv->cfg;
-    for (once__h2_conn *c = l->conns, *next; c; c = next) {
-        next = c->next;
+    for (once__link *k = l->conns.head, *next; k; k = next) {
+        once__h2_conn *c = (once__h2_conn *)k;
+        next = k->next;
         const char *why = NULL;
         if ((!c->ready || c->preface_seen < sizeof PREFACE - 1) &&
             now - c->accepted_ms >= cfg->request_timeout_ms)
@@ -539,8 +537,8 @@ static void *loop_main(void *arg)
     struct epoll_event ev[64];
     while (!atomic_load(&l->srv->stopping)) {
         int again = 0;
-        for (once__h2_conn *c = l->conns; c; c = c->next)
-            again |= c->again;
+        for (once__link *k = l->conns.head; k; k = k->next)
+            again |= ((once__h2_conn *)k)->again;
         int n = epoll_wait(l->epfd, ev, 64, again ? 0 : TICK_MS);
         for (int i = 0; i < n; i++) {
             void *p = ev[i].data.ptr;
@@ -552,20 +550,22 @@ static void *loop_main(void *arg)
                 conn_event(p, ev[i].events);
         }
         if (again)
-            for (once__h2_conn *c = l->conns, *next; c; c = next) {
-                next = c->next;
-                if (c->again)
-                    conn_event(c, EPOLLIN);
+            for (once__link *k = l->conns.head, *next; k; k = next) {
+                next = k->next;
+                if (((once__h2_conn *)k)->again)
+                    conn_event((once__h2_conn *)k, EPOLLIN);
             }
         int64_t now = once_monotonic_ms();
         if (now - last >= TICK_MS) {
             last = now;
             tick(l, now);
         }
+        bury(l);
     }
-    while (l->conns)
-        conn_close(l->conns);
+    while (l->conns.head)
+        conn_close((once__h2_conn *)l->conns.head);
     drain_kicks(l);
+    bury(l);
     return NULL;
 }
 

@@ -16,14 +16,16 @@
 #define ONCE_GRPC_H2_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 
 #include <gnutls/gnutls.h>
 #include <nghttp2/nghttp2.h>
 
-#include "once/once.h"
+#include "core/list.h"
 #include "grpc/h2.h"
+#include "once/once.h"
 
 typedef struct once__h2_conn once__h2_conn;
 typedef struct once__h2_loop once__h2_loop;
@@ -34,6 +36,7 @@ typedef struct once__h2_kv {
 } once__h2_kv;
 
 struct once__h2_call {
+    once__link link;          /* first: the connection's open calls (loop) */
     atomic_int refs;
     once__h2 *srv;
 
@@ -49,7 +52,6 @@ struct once__h2_call {
     /* Loop-only while the stream is open. */
     once__h2_conn *conn;
     int32_t id;
-    once__h2_call *prev, *next;   /* the connection's open calls */
     int64_t began_ms;
     size_t hdr_bytes;         /* header list size so far (RFC 9113 6.5.2) */
     char *method, *ctype, *encoding;
@@ -79,6 +81,7 @@ struct once__h2_call {
 };
 
 struct once__h2_conn {
+    once__link link;          /* first: the loop's connections */
     once__h2_loop *loop;
     int fd;
     char peer[64];            /* "ip:port" */
@@ -95,16 +98,16 @@ struct once__h2_conn {
     size_t tls_try;           /* the size of a gnutls_record_send to repeat */
     int64_t accepted_ms, idle_since, data_mark, sock_mark;
     unsigned nstreams;
-    once__h2_call *calls;
+    once__list calls;         /* open streams' calls, oldest first */
     /* Floods: counters of the current window. */
     int64_t win_start;
     unsigned resets, control;
     size_t block_bytes;       /* bytes of the header block being received */
     int in_block;
     const char *abuse;        /* why it is being closed, for the log */
-    once__h2_conn *prev, *next;          /* the loop's list */
+    int dead;                 /* closed; freed at the end of the loop's round */
     /* Registry, under srv->mu. */
-    once__h2_conn *rprev, *rnext;
+    once__link rlink;
     int busy;                 /* has open streams */
     int64_t ridle_since;
     int shut;                 /* shutdown(2) by an eviction */
@@ -117,7 +120,9 @@ struct once__h2_loop {
     pthread_mutex_t kick_mu;
     once__h2_call **kicks;    /* under kick_mu; one reference each */
     size_t nkicks, kcap;
-    once__h2_conn *conns;     /* loop-only */
+    once__list conns;         /* loop-only */
+    once__list dead;          /* closed this round: an event of the same
+                                 epoll batch may still name them */
     char tag_listen, tag_event;  /* epoll data for the two descriptors */
 };
 
@@ -135,9 +140,11 @@ struct once__h2 {
     atomic_int stopping;
     atomic_uint next_loop;
     pthread_mutex_t mu;       /* the registry */
-    once__h2_conn *reg;
+    once__list reg;           /* every connection, oldest first (rlink) */
     unsigned nlive;           /* registered and not shut */
 };
+
+#define ONCE__H2_CONN_OF_RLINK(l) ((once__h2_conn *)((char *)(l) - offsetof(once__h2_conn, rlink)))
 
 /* h2_session.c: the nghttp2 side of a connection (loop thread). */
 int once__h2s_callbacks(nghttp2_session_callbacks **out);

@@ -61,10 +61,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
         once__h2_call_unref(c);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
-    c->next = conn->calls;
-    if (conn->calls)
-        conn->calls->prev = c;
-    conn->calls = c;
+    once__list_append(&conn->calls, &c->link);
     if (conn->nstreams++ == 0)
         once__h2_conn_busy(conn, 1);
     return 0;
@@ -282,12 +279,7 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void 
     if (c == NULL)
         return 0;
     nghttp2_session_set_stream_user_data(ng, id, NULL);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        conn->calls = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    once__list_unlink(&conn->calls, &c->link);
     if (--conn->nstreams == 0)
         once__h2_conn_busy(conn, 0);
     if (once__h2_call_detach(c) && c->srv->h.on_gone)
@@ -298,9 +290,9 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void 
 
 void once__h2s_detach_all(once__h2_conn *conn)
 {
-    while (conn->calls) {
-        once__h2_call *c = conn->calls;
-        conn->calls = c->next;
+    while (conn->calls.head) {
+        once__h2_call *c = (once__h2_call *)conn->calls.head;
+        once__list_unlink(&conn->calls, &c->link);
         if (conn->ng)
             nghttp2_session_set_stream_user_data(conn->ng, c->id, NULL);
         if (once__h2_call_detach(c) && c->srv->h.on_gone)
@@ -363,7 +355,8 @@ void once__h2s_service(once__h2_call *c)
 
 int once__h2s_pending(once__h2_conn *conn)
 {
-    for (once__h2_call *c = conn->calls; c; c = c->next) {
+    for (once__link *l = conn->calls.head; l; l = l->next) {
+        once__h2_call *c = (once__h2_call *)l;
         pthread_mutex_lock(&c->mu);
         int p = c->submitted && c->out_len > c->out_off;
         pthread_mutex_unlock(&c->mu);
@@ -376,8 +369,9 @@ int once__h2s_pending(once__h2_conn *conn)
 void once__h2s_sweep(once__h2_conn *conn, int64_t now)
 {
     const once__h2_config *cfg = &conn->loop->srv->cfg;
-    for (once__h2_call *c = conn->calls, *next; c; c = next) {
-        next = c->next;
+    for (once__link *l = conn->calls.head, *next; l; l = next) {
+        once__h2_call *c = (once__h2_call *)l;
+        next = l->next;
         if (!c->rx_done && now - c->began_ms >= cfg->request_timeout_ms) {
             if (conn->in_block) {   /* headers without end: only a close stops them */
                 conn->abuse = "request timeout inside a header block";
