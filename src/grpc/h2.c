@@ -230,10 +230,8 @@ static void want_out(once__h2_conn *c, int on)
 
 static int out_append(once__h2_conn *c, const uint8_t *d, size_t n)
 {
-    size_t cap = c->out_cap;
-    if (c->out_len + n > cap && once__grow(&c->out, &cap, c->out_len + n, 4096) != ONCE_OK)
+    if (once__h2_reserve(&c->out, &c->out_cap, c->out_len + n) != ONCE_OK)
         return -1;
-    c->out_cap = cap;
     memcpy(c->out + c->out_len, d, n);
     c->out_len += n;
     return 0;

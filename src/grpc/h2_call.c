@@ -14,6 +14,7 @@
 
 #include "core/alloc_int.h"
 #include "core/base64.h"
+#include "core/grow.h"
 #include "grpc/h2_int.h"
 
 once__h2_call *once__h2_call_new(once__h2 *srv, once__h2_conn *c, int32_t id)
@@ -29,6 +30,11 @@ once__h2_call *once__h2_call_new(once__h2 *srv, once__h2_conn *c, int32_t id)
     call->loop = c->loop;
     snprintf(call->peer, sizeof call->peer, "%s", c->peer);
     return call;
+}
+
+int once__h2_reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+    return once__grow_to((char **)buf, cap, once__grow_size(*cap, need, 256, (size_t)-1));
 }
 
 void once__h2_kv_free(once__h2_kv *kv, size_t n)
@@ -107,7 +113,7 @@ int once__h2_call_md_add(once__h2_call *call, const char *name, size_t nlen, con
             return ONCE_OK;
         }
     }
-    if (once__grow(&call->md, &call->mdcap, call->nmd + 1, 8) != ONCE_OK)
+    if (call->nmd == call->mdcap && once__grow(&call->md, &call->mdcap, sizeof *call->md, 8) != ONCE_OK)
         return ONCE_ENOMEM;
     char *n = once_strndup(name, nlen), *v = once_strndup(value, vlen);
     if (n == NULL || v == NULL) {
@@ -127,7 +133,7 @@ static void kick_locked(once__h2_call *c)
         return;
     once__h2_loop *l = c->loop;
     pthread_mutex_lock(&l->kick_mu);
-    if (once__grow(&l->kicks, &l->kcap, l->nkicks + 1, 16) == ONCE_OK) {
+    if (l->nkicks < l->kcap || once__grow(&l->kicks, &l->kcap, sizeof *l->kicks, 16) == ONCE_OK) {
         once__h2_call_ref(c);
         l->kicks[l->nkicks++] = c;
         c->kicked = 1;
@@ -221,11 +227,9 @@ int64_t once__h2_call_send(once__h2_call *c, const uint8_t *msg, size_t len)
             c->out_off = 0;
         }
         size_t need = c->out_len + 5 + len;
-        size_t cap = c->out_cap;
-        if (need > cap && once__grow(&c->out, &cap, need, 256) != ONCE_OK) {
+        if (once__h2_reserve(&c->out, &c->out_cap, need) != ONCE_OK) {
             rc = ONCE_ENOMEM;
         } else {
-            c->out_cap = cap;
             uint8_t *p = c->out + c->out_len;
             p[0] = 0;
             p[1] = (uint8_t)(len >> 24);
@@ -284,7 +288,7 @@ int once__h2_call_finish(once__h2_call *c, int grpc_status, const char *message,
         return ONCE_EINVAL;
     char *d64 = NULL;
     if (details_len > 0) {
-        d64 = once_malloc(once__base64_len(details_len, 1) + 1);
+        d64 = once_malloc(once__base64_len(details_len, 0) + 1);
         if (d64 == NULL)
             return ONCE_ENOMEM;
         /* The URL-safe alphabet unpadded is what gRPC's -bin values allow

@@ -178,6 +178,8 @@ int once__h2_call_md_add(once__h2_call *call, const char *name, size_t nlen, con
 ssize_t once__h2_call_take(once__h2_call *call, uint8_t *buf, size_t len, uint32_t *flags,
                            int *room);
 void once__h2_kv_free(once__h2_kv *kv, size_t n);
+/* Grow the byte buffer (*buf, *cap) to hold need bytes (doubling). */
+int once__h2_reserve(uint8_t **buf, size_t *cap, size_t need);
 /* nghttp2's view of kv[0..n) after the given leading pairs, into nv (cap
  * entries); returns the count. */
 size_t once__h2_nv(nghttp2_nv *nv, size_t cap, const once__h2_kv *kv, size_t n);

@@ -185,10 +185,8 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
             }
         }
         size_t n = len < want ? len : want;
-        size_t cap = c->rx_cap;
-        if (c->rx_len + n > cap && once__grow(&c->rx, &cap, c->rx_len + n, 64) != ONCE_OK)
+        if (once__h2_reserve(&c->rx, &c->rx_cap, c->rx_len + n) != ONCE_OK)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        c->rx_cap = cap;
         memcpy(c->rx + c->rx_len, data, n);
         c->rx_len += n;
         data += n;
