@@ -37,10 +37,12 @@ void once__grpc_timeout_format(int64_t ms, char *out, size_t outlen)
     /* At most 8 digits: milliseconds while they fit, then coarser. */
     if (ms < 100000000)
         snprintf(out, outlen, "%lldm", (long long)ms);
-    else if (ms / 1000 < 100000000)
+    else if ((ms + 999) / 1000 < 100000000)
         snprintf(out, outlen, "%lldS", (long long)((ms + 999) / 1000));
-    else
-        snprintf(out, outlen, "%lldH", (long long)((ms + 3599999) / 3600000 % 100000000));
+    else   /* hours, at most 8 digits (over 11,000 years) */
+        snprintf(out, outlen, "%lldH",
+                 (long long)((ms + 3599999) / 3600000 < 100000000 ? (ms + 3599999) / 3600000
+                                                                  : 99999999));
 }
 
 char *once__grpc_message_encode(const char *s)
