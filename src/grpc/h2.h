@@ -173,6 +173,9 @@ void once__h2_call_unref(once__h2_call *c);   /* NULL ok */
 int64_t once__grpc_timeout_parse(const char *s);
 /* The grpc-timeout value for ms (> 0) into out (at least 12 bytes). */
 void once__grpc_timeout_format(int64_t ms, char *out, size_t outlen);
+/* A message's 5-byte prefix: the compressed flag, then the length, big-endian. */
+void once__grpc_prefix_put(uint8_t p[5], uint32_t len);   /* uncompressed */
+uint32_t once__grpc_prefix_len(const uint8_t p[5]);
 /* grpc-message's percent-encoding of s into a once_malloc'd string: bytes
  * outside 0x20..0x7e and '%' become %XX. NULL on no memory. */
 char *once__grpc_message_encode(const char *s);

@@ -231,11 +231,7 @@ int64_t once__h2_call_send(once__h2_call *c, const uint8_t *msg, size_t len)
             rc = ONCE_ENOMEM;
         } else {
             uint8_t *p = c->out + c->out_len;
-            p[0] = 0;
-            p[1] = (uint8_t)(len >> 24);
-            p[2] = (uint8_t)(len >> 16);
-            p[3] = (uint8_t)(len >> 8);
-            p[4] = (uint8_t)len;
+            once__grpc_prefix_put(p, (uint32_t)len);
             if (len > 0)
                 memcpy(p + 5, msg, len);
             c->out_len = need;

@@ -214,7 +214,7 @@ static int on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
     size_t off = 0;
     while (s->rx_len - off >= 5 && !s->cancel) {
         const uint8_t *p = s->rx + off;
-        size_t ml = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+        size_t ml = once__grpc_prefix_len(p);
         if ((p[0] & 1) || ml > MAX_MESSAGE) {
             s->failed = 1;   /* compressed (we asked for none) or too large */
             nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
@@ -439,6 +439,8 @@ int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, 
         set_message(res, "connection closed");
         return ONCE_ECLOSED;
     }
+    if (len > 0xffffffffu)
+        return ONCE_ERANGE;
     uint8_t *framed = once_malloc(len + 5);
     nghttp2_nv *nv = once_calloc(n + 8, sizeof *nv);
     if (framed == NULL || nv == NULL) {
@@ -446,11 +448,7 @@ int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, 
         once_free(nv);
         return ONCE_ENOMEM;
     }
-    framed[0] = 0;
-    framed[1] = (uint8_t)(len >> 24);
-    framed[2] = (uint8_t)(len >> 16);
-    framed[3] = (uint8_t)(len >> 8);
-    framed[4] = (uint8_t)len;
+    once__grpc_prefix_put(framed, (uint32_t)len);
     if (len)
         memcpy(framed + 5, req, len);
     char tmo[16];

@@ -54,7 +54,7 @@ void once__h2c_result_clear(once__h2c_result *r);
  * until the call ends, timeout_ms passes (0 = none) or *cancel becomes
  * nonzero (cancel may be NULL). ONCE_OK with *res filled (whatever the
  * gRPC status); ONCE_ECLOSED when the connection is unusable (res says
- * UNAVAILABLE); ONCE_ENOMEM. */
+ * UNAVAILABLE); ONCE_ERANGE for a message over 4 GiB; ONCE_ENOMEM. */
 int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, size_t n,
                    const uint8_t *req, size_t len, int64_t timeout_ms,
                    once__h2c_on_message on_message, void *arg, atomic_int *cancel,

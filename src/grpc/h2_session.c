@@ -149,9 +149,7 @@ static void request_done(once__h2_call *c)
         reply_status(c, ONCE_GRPC_INTERNAL, "missing request message");
         return;
     }
-    uint32_t len = (uint32_t)c->rx[1] << 24 | (uint32_t)c->rx[2] << 16 | (uint32_t)c->rx[3] << 8 |
-                   c->rx[4];
-    if (c->rx_len != 5 + (size_t)len) {
+    if (c->rx_len != 5 + (size_t)once__grpc_prefix_len(c->rx)) {
         reply_status(c, ONCE_GRPC_INTERNAL, "truncated request message");
         return;
     }
@@ -176,8 +174,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
         if (c->rx_len < 5) {
             want = 5 - c->rx_len;
         } else {
-            uint32_t ml = (uint32_t)c->rx[1] << 24 | (uint32_t)c->rx[2] << 16 |
-                          (uint32_t)c->rx[3] << 8 | c->rx[4];
+            uint32_t ml = once__grpc_prefix_len(c->rx);
             want = 5 + (size_t)ml - c->rx_len;
             if (want == 0) {   /* a second message begins */
                 reply_status(c, ONCE_GRPC_INTERNAL, "too many request messages");
@@ -193,8 +190,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
         len -= n;
         if (c->rx_len == 5) {
             c->nmsgs++;
-            uint32_t ml = (uint32_t)c->rx[1] << 24 | (uint32_t)c->rx[2] << 16 |
-                          (uint32_t)c->rx[3] << 8 | c->rx[4];
+            uint32_t ml = once__grpc_prefix_len(c->rx);
             if (c->rx[0] & 1) {
                 /* Only identity here: a compressed message, whatever its
                  * grpc-encoding says, is one we cannot read. */

@@ -45,6 +45,20 @@ void once__grpc_timeout_format(int64_t ms, char *out, size_t outlen)
                                                                   : 99999999));
 }
 
+void once__grpc_prefix_put(uint8_t p[5], uint32_t len)
+{
+    p[0] = 0;
+    p[1] = (uint8_t)(len >> 24);
+    p[2] = (uint8_t)(len >> 16);
+    p[3] = (uint8_t)(len >> 8);
+    p[4] = (uint8_t)len;
+}
+
+uint32_t once__grpc_prefix_len(const uint8_t p[5])
+{
+    return (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+}
+
 char *once__grpc_message_encode(const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";

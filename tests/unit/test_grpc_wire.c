@@ -2,7 +2,7 @@
  * test_grpc_wire.c -- the text forms of gRPC's HTTP/2 headers
  * (src/grpc/h2_wire.c): grpc-timeout read in every unit and rounded up to
  * whole milliseconds, refused when malformed; written back within gRPC's 8
- * digits; grpc-message percent-encoded.
+ * digits; grpc-message percent-encoded; a message's 5-byte prefix.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,6 +64,17 @@ static void message_encoding(void **state)
     once_free(s);
 }
 
+static void prefix(void **state)
+{
+    (void)state;
+    uint8_t p[5];
+    once__grpc_prefix_put(p, 0x01020304u);
+    assert_memory_equal(p, "\x00\x01\x02\x03\x04", 5);
+    assert_int_equal(once__grpc_prefix_len(p), 0x01020304u);
+    p[0] = 1;   /* the compressed flag is not part of the length */
+    assert_int_equal(once__grpc_prefix_len(p), 0x01020304u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -71,6 +82,7 @@ int main(void)
         cmocka_unit_test(timeout_refused),
         cmocka_unit_test(timeout_format),
         cmocka_unit_test(message_encoding),
+        cmocka_unit_test(prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
