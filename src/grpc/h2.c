@@ -343,6 +343,8 @@ static int conn_read(once__h2_conn *c)
         if (r < 0) {
             if (r == NGHTTP2_ERR_FLOODED)
                 c->abuse = "control frame acknowledgements not read (flood)";
+            else if (c->abuse == NULL)
+                c->abuse = nghttp2_strerror((int)r);   /* static text */
             return -1;
         }
     }

@@ -80,17 +80,20 @@ typedef struct once__h2_config {
     size_t max_message;          /* a request message's bytes; larger:
                                     RESOURCE_EXHAUSTED; 0 = 1 MiB (--max-body) */
     size_t max_header_list;      /* SETTINGS_MAX_HEADER_LIST_SIZE: a stream
-                                    whose header block passes it is reset;
-                                    a block passing twice it (HEADERS and
-                                    CONTINUATION frame bytes, decoded or not)
-                                    closes the connection; 0 = 16 KiB */
+                                    whose header list passes it is answered
+                                    431 at the block's end; a block passing
+                                    twice it gets GOAWAY ENHANCE_YOUR_CALM
+                                    (a block with too many CONTINUATION
+                                    frames is refused by nghttp2 itself, and
+                                    one left open by the request timeout);
+                                    0 = 16 KiB */
     size_t stream_buffer;        /* a call's queued output at which
                                     once__h2_call_send says "wait"; on_room
                                     when it falls below half; 0 = 64 KiB */
     /* Floods, counted per connection per flood_window_ms: RST_STREAM frames
-     * from the client (rapid reset) past max_resets, and SETTINGS, PING and
-     * PRIORITY frames past max_control, get GOAWAY ENHANCE_YOUR_CALM and a
-     * close. Acks the client does not read are bounded by nghttp2
+     * from the client (rapid reset) past max_resets, and SETTINGS, PING,
+     * PRIORITY and empty DATA frames past max_control, get GOAWAY
+     * ENHANCE_YOUR_CALM and a close. Acks the client does not read are bounded by nghttp2
      * (max_outbound_ack) and close the connection too. */
     int64_t flood_window_ms;     /* 0 = 10000 */
     unsigned max_resets;         /* 0 = 1000 */

@@ -102,7 +102,7 @@ struct once__h2_conn {
     /* Floods: counters of the current window. */
     int64_t win_start;
     unsigned resets, control;
-    size_t block_bytes;       /* bytes of the header block being received */
+    size_t block_bytes;       /* decoded bytes of the header block coming in */
     int in_block;
     const char *abuse;        /* why it is being closed, for the log */
     int dead;                 /* closed; freed at the end of the loop's round */

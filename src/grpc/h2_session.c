@@ -79,12 +79,24 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 {
     once__h2_conn *conn = conn_of(user);
     once__h2_call *c = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
-    (void)conn;
+    /* Every decoded header of the block counts, the stream's or not:
+     * nghttp2 calls no on_begin_frame for CONTINUATION frames, and stops
+     * calling this once a callback refused the block, so the block is
+     * bounded here and never refused before its end. */
+    size_t max = conn->loop->srv->cfg.max_header_list;
+    conn->block_bytes += nlen + vlen + 32;
+    if (conn->block_bytes > 2 * max) {
+        if (conn->abuse == NULL) {
+            conn->abuse = "header block too large";
+            nghttp2_session_terminate_session(ng, NGHTTP2_ENHANCE_YOUR_CALM);
+        }
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
     if (c == NULL || c->handed || c->rx_done)
         return 0;
     c->hdr_bytes += nlen + vlen + 32;
-    if (c->hdr_bytes > conn->loop->srv->cfg.max_header_list)
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;   /* RST_STREAM */
+    if (c->hdr_bytes > max)
+        return 0;   /* kept out; answered 431 at the block's end */
     if (f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;   /* request trailers: nothing a call reads */
     if (nlen > 0 && name[0] == ':') {
@@ -116,6 +128,10 @@ static int path_ok(const char *p)
 /* The request's head is in: check it (loop thread). */
 static void head_done(once__h2_call *c)
 {
+    if (c->hdr_bytes > c->srv->cfg.max_header_list) {
+        reply_http(c, 431);
+        return;
+    }
     if (c->method == NULL || strcmp(c->method, "POST") != 0) {
         reply_http(c, 405);
         return;
@@ -211,8 +227,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *user)
 {
     once__h2_conn *conn = conn_of(user);
-    if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_CONTINUATION) &&
-        (f->hd.flags & NGHTTP2_FLAG_END_HEADERS)) {
+    if (f->hd.type == NGHTTP2_HEADERS) {   /* the whole block is in */
         conn->block_bytes = 0;
         conn->in_block = 0;
     }
@@ -231,11 +246,10 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *user
 static int on_begin_frame(nghttp2_session *ng, const nghttp2_frame_hd *hd, void *user)
 {
     once__h2_conn *conn = conn_of(user);
-    if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
-        /* Frame bytes, decoded or not: a stream reset for its headers
-         * still has its block read to its end (HPACK state). */
+    if (hd->type == NGHTTP2_HEADERS) {
+        /* A new block (nghttp2 names no CONTINUATION here). */
         conn->in_block = !(hd->flags & NGHTTP2_FLAG_END_HEADERS);
-        conn->block_bytes = (hd->type == NGHTTP2_HEADERS ? 0 : conn->block_bytes) + hd->length;
+        conn->block_bytes = 0;
     }
     once__h2s_flood(conn, hd, once_monotonic_ms());
     return 0;
@@ -255,10 +269,11 @@ int once__h2s_flood(once__h2_conn *c, const nghttp2_frame_hd *hd, int64_t now)
         c->control++;
     else if (hd->type == NGHTTP2_PRIORITY)
         c->control++;
+    else if (hd->type == NGHTTP2_DATA && hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM))
+        c->control++;   /* empty DATA carries nothing but work */
     const char *why = c->resets > cfg->max_resets      ? "rapid reset"
                       : c->control > cfg->max_control ? "control frame flood"
-                      : c->block_bytes > 2 * cfg->max_header_list ? "header block too large"
-                                                                  : NULL;
+                                                      : NULL;
     if (why == NULL || c->abuse != NULL)
         return why != NULL;
     c->abuse = why;
