@@ -81,6 +81,32 @@ def test_cancel_seen_by_server():
                    what="on_gone after the client's cancel")
 
 
+def test_loops_and_clients():
+    # Three loop threads, eight clients at once, unary and streaming mixed.
+    import threading
+    with Echo(threads=3, stream_buffer=2048) as e:
+        errors = []
+
+        def client(k):
+            try:
+                with e.channel() as ch:
+                    for i in range(30):
+                        want = b"c%d-%d" % (k, i)
+                        eq(unary(ch)(want, timeout=scaled(20)), want, "echo")
+                        n = sum(1 for _ in ch.unary_stream("/test.Echo/Stream")(b"50:300",
+                                                                               timeout=scaled(20)))
+                        eq(n, 50, "stream")
+            except Exception as ex:  # noqa: BLE001 (reported below)
+                errors.append(repr(ex))
+
+        ts = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(scaled(120))
+        eq(errors, [], "errors of concurrent clients")
+
+
 def make_cert(tmp):
     cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
@@ -187,5 +213,6 @@ def test_refusals():
 
 if __name__ == "__main__":
     harness.run([test_unary_and_metadata, test_status_and_details, test_stream_slow_reader,
-                 test_deadline_exceeded, test_cancel_seen_by_server, test_tls_alpn,
+                 test_deadline_exceeded, test_cancel_seen_by_server, test_loops_and_clients,
+                 test_tls_alpn,
                  test_message_too_large, test_compressed_refused, test_refusals])
