@@ -24,12 +24,12 @@ DEMO_PKGS=(
   build-essential cmake pkg-config ca-certificates curl python3
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libhiredis-dev
   libcurl4-openssl-dev libssl-dev libgnutls28-dev libcmocka-dev libsystemd-dev zlib1g-dev
-  protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libgoogle-common-protos-java
+  protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libgoogle-common-protos-java libnghttp2-dev
 )
 TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server
   valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm chromium
-  prometheus protobuf-compiler python3-protobuf
+  prometheus protobuf-compiler python3-protobuf python3-grpcio python3-h2
 )
 
 case "$profile" in

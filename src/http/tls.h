@@ -30,13 +30,9 @@ int once__tls_load(const char *cert_file, const char *key_file, once__tls *t, ch
                    size_t errlen);
 void once__tls_clear(once__tls *t);   /* NULL fields ok */
 
-/* The GnuTLS priority string onced serves with unless --tls-priority says
- * otherwise: TLS 1.2 and 1.3 only, and only key exchanges with forward
- * secrecy (no static RSA key exchange, no pre-shared or anonymous ones);
- * the server's order of preference. */
-#define ONCE_TLS_PRIORITY_DEFAULT                                                                \
-    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-PSK:-DHE-PSK:-ECDHE-PSK:-RSA-PSK:"       \
-    "-ANON-DH:-ANON-ECDH:%SERVER_PRECEDENCE"
+/* ONCE_TLS_PRIORITY_DEFAULT: the priority string unless --tls-priority says
+ * otherwise (core/tls_priority.h, shared with the gRPC listener). */
+#include "core/tls_priority.h"
 
 /* What MHD_start_daemon needs to serve t: the flag to OR in (0 without a
  * certificate) and, for MHD_OPTION_ARRAY, opts filled with the certificate,
