@@ -117,6 +117,11 @@ static const char usage[] =
     "                              loses its tasks to another after this long (15s)\n"
     "  --replica-id NAME           this replica's name in leases (hostname-pid)\n"
     "HTTP:\n"
+    "  --grpc-listen HOST:PORT     also serve A2A's gRPC binding (lf.a2a.v1.A2AService)\n"
+    "                              there: HTTP/2 over TLS with --tls-cert, else h2c\n"
+    "                              (plaintext, for loopback and tests); the same\n"
+    "                              tokens, workers, streams and limits as HTTP, and\n"
+    "                              the card lists it as protocolBinding GRPC (off)\n"
     "  --threads N                 HTTP (epoll) threads (2)\n"
     "  --workers N                 threads running A2A calls (both bindings); a blocking\n"
     "                              SendMessage waits without one (64; with memory:,\n"
@@ -283,7 +288,7 @@ static const char migrate_usage[] =
     "command line.\n";
 
 typedef struct opts {
-    const char *listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url,
+    const char *listen, *grpc_listen, *store, *executor, *exec_cmd, *auth_tokens, *replica_id, *public_url,
         *card, *admin_principals,
         *plain_ids;
     const char *upstream, *upstream_header_file, *upstream_principal_header;
@@ -395,6 +400,7 @@ static int parse_args(int argc, char **argv, opts *o)
         void *dst;
     } flags[] = {
         {"--listen", F_STR, &o->listen},
+        {"--grpc-listen", F_STR, &o->grpc_listen},
         {"--store", F_STR, &o->store},
         {"--no-migrate", F_NONE, &o->no_migrate},
         {"--executor", F_STR, &o->executor},
@@ -1004,6 +1010,12 @@ int main(int argc, char **argv)
     int port = 0;
     if (once__parse_listen(o.listen, host, sizeof host, &port) != ONCE_OK || port == 0)
         return bad("--listen: expected HOST:PORT with a port from 1 to 65535, got %s", o.listen);
+    char ghost[256];
+    int gport = 0;
+    if (o.grpc_listen != NULL &&
+        (once__parse_listen(o.grpc_listen, ghost, sizeof ghost, &gport) != ONCE_OK || gport == 0))
+        return bad("--grpc-listen: expected HOST:PORT with a port from 1 to 65535, got %s",
+                   o.grpc_listen);
     int log_level = ONCE_LOG_INFO;
     if (o.log_format != NULL && once__log_format_parse(o.log_format) < 0)
         return bad("--log-format: expected text or json, got %s", o.log_format);
@@ -1128,6 +1140,8 @@ int main(int argc, char **argv)
     sc.a2a.clock = &clock;
     sc.http.host = host;
     sc.http.port = port;
+    sc.http.grpc_host = o.grpc_listen != NULL ? ghost : NULL;
+    sc.http.grpc_port = gport;
     sc.http.tokens = tokens;
     sc.http.max_streams_per_principal = o.max_streams_pp != 0 ? (int)o.max_streams_pp
                                         : tokens != NULL    ? ONCE__SHARE_QUARTER

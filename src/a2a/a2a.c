@@ -34,6 +34,7 @@ static const size_t config_strings[] = {
     offsetof(once__a2a_config, skill_id),
     offsetof(once__a2a_config, skill_description),
     offsetof(once__a2a_config, admin_principals),
+    offsetof(once__a2a_config, grpc_url),
 };
 #define NSTRINGS (sizeof config_strings / sizeof config_strings[0])
 

@@ -122,6 +122,7 @@ void once__a2a_backend_engine(once__engine *e, once__a2a_backend *out);
 typedef struct once__a2a_config {
     once__a2a_backend backend;
     const char *url;             /* the card's interface URL, "http://host:port/" */
+    const char *grpc_url;        /* the gRPC interface's, "host:port"; NULL = none */
     const char *name;            /* card name; NULL = "once" */
     const char *description;     /* NULL = a default */
     const char *skill_id;        /* NULL = "agent" */

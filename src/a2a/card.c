@@ -4,7 +4,8 @@
  * Built once at startup from the configuration; it says only what the
  * server does: two interfaces at protocol version 1.0, JSONRPC and
  * HTTP+JSON, on the same URL (the routes of rest.c hang below it, the
- * JSON-RPC endpoint is the URL itself), then JSONRPC and HTTP+JSON at 0.3
+ * JSON-RPC endpoint is the URL itself), GRPC when onced serves it (its own
+ * listener, --grpc-listen), then JSONRPC and HTTP+JSON at 0.3
  * on it too (h_v03.c; 0.3's routes are rest.c's below /v1; listed last,
  * so a client taking the first interface of a binding it speaks takes
  * 1.0, and the 0.3 card names JSONRPC its url), streaming on
@@ -59,6 +60,18 @@ int once__a2a_card_build(const once__a2a_config *cfg, char **out, size_t *len)
         "description", skill_desc, "tags", "once", "idempotent");
     if (card == NULL)
         return ONCE_ENOMEM;
+    /* The gRPC interface (onced --grpc-listen) after the two 1.0 ones it
+     * serves the same methods as: a gRPC target, "host:port", as gRPC
+     * clients take it (A2A 1.0 section 10). */
+    json_t *grpc = cfg->grpc_url != NULL
+                       ? json_pack("{s:s, s:s, s:s}", "url", cfg->grpc_url, "protocolBinding",
+                                   "GRPC", "protocolVersion", ONCE_A2A_PROTOCOL_VERSION)
+                       : NULL;
+    if (cfg->grpc_url != NULL &&
+        json_array_insert_new(json_object_get(card, "supportedInterfaces"), 2, grpc) != 0) {
+        json_decref(card);
+        return ONCE_ENOMEM;
+    }
     /* Checked by once__a2a_card_parse: only descriptive members. */
     if (cfg->card != NULL && json_object_update(card, (json_t *)cfg->card) != 0) {
         json_decref(card);

@@ -166,6 +166,15 @@ int64_t once__h2_call_send(once__h2_call *c, const uint8_t *msg, size_t len);
 int once__h2_call_finish(once__h2_call *c, int grpc_status, const char *message,
                          const uint8_t *details_bin, size_t details_len);
 
+/* The handler's data: set it in on_call, before anything else can see the
+ * call (the callbacks run on its loop thread); free_data (NULL ok) runs when
+ * the last reference goes. once__h2_call_data: NULL until set. */
+void once__h2_call_set_data(once__h2_call *c, void *data, void (*free_data)(void *data));
+void *once__h2_call_data(const once__h2_call *c);
+/* The answer bytes queued and not yet taken by the connection (0 once the
+ * call is gone or its stream closed). Any thread. */
+size_t once__h2_call_pending(once__h2_call *c);
+
 void once__h2_call_ref(once__h2_call *c);
 void once__h2_call_unref(once__h2_call *c);   /* NULL ok */
 
@@ -179,8 +188,6 @@ void once__grpc_timeout_format(int64_t ms, char *out, size_t outlen);
 /* A message's 5-byte prefix: the compressed flag, then the length, big-endian. */
 void once__grpc_prefix_put(uint8_t p[5], uint32_t len);   /* uncompressed */
 uint32_t once__grpc_prefix_len(const uint8_t p[5]);
-/* grpc-message's percent-encoding of s into a once_malloc'd string: bytes
- * outside 0x20..0x7e and '%' become %XX. NULL on no memory. */
-char *once__grpc_message_encode(const char *s);
+/* grpc-message's percent-encoding: once__grpc_message_encode (status.h). */
 
 #endif /* ONCE_GRPC_H2_H */

@@ -16,6 +16,7 @@
 #include "core/base64.h"
 #include "core/grow.h"
 #include "grpc/h2_int.h"
+#include "grpc/status.h"
 
 once__h2_call *once__h2_call_new(once__h2 *srv, once__h2_conn *c, int32_t id)
 {
@@ -55,6 +56,8 @@ void once__h2_call_unref(once__h2_call *c)
 {
     if (c == NULL || atomic_fetch_sub(&c->refs, 1) != 1)
         return;
+    if (c->free_data != NULL)
+        c->free_data(c->data);
     once_free(c->path);
     once__h2_kv_free(c->md, c->nmd);
     once_free(c->rx);
@@ -209,6 +212,25 @@ int once__h2_call_headers(once__h2_call *c, const char *const *kv, size_t n)
     if (rc != ONCE_OK)
         once__h2_kv_free(v, n);
     return rc;
+}
+
+void once__h2_call_set_data(once__h2_call *c, void *data, void (*free_data)(void *data))
+{
+    c->data = data;
+    c->free_data = free_data;
+}
+
+void *once__h2_call_data(const once__h2_call *c)
+{
+    return c->data;
+}
+
+size_t once__h2_call_pending(once__h2_call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t n = c->gone || c->loop == NULL ? 0 : c->out_len - c->out_off;
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }
 
 int64_t once__h2_call_send(once__h2_call *c, const uint8_t *msg, size_t len)

@@ -78,6 +78,10 @@ struct once__h2_call {
     size_t out_off, out_len, out_cap;
     once__h2_kv *trl;         /* trailers */
     size_t ntrl;
+
+    /* The handler's: set once (on_call), freed with the call. */
+    void *data;
+    void (*free_data)(void *data);
 };
 
 struct once__h2_conn {

@@ -58,25 +58,3 @@ uint32_t once__grpc_prefix_len(const uint8_t p[5])
 {
     return (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
 }
-
-char *once__grpc_message_encode(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        n += (*p < 0x20 || *p > 0x7e || *p == '%') ? 3 : 1;
-    char *out = once_malloc(n + 1), *o = out;
-    if (out == NULL)
-        return NULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p > 0x7e || *p == '%') {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        } else {
-            *o++ = (char)*p;
-        }
-    }
-    *o = '\0';
-    return out;
-}

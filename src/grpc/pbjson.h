@@ -58,6 +58,12 @@ int once__pbjson_from_pb(const ProtobufCMessageDescriptor *d, const uint8_t *buf
  * base64 or nesting past ONCE_JSON_MAX_DEPTH; ONCE_ENOMEM. */
 int once__pbjson_to_pb(const ProtobufCMessageDescriptor *d, const json_t *in, uint8_t **out,
                        size_t *len, char *err, size_t errlen);
+/* The same for an answer onced built for all three bindings: a member the
+ * message has no field for (once's own additions a JSON client reads, such
+ * as a push config's "delivery") is left out instead of refused; the rest
+ * is checked as strictly. */
+int once__pbjson_answer_to_pb(const ProtobufCMessageDescriptor *d, const json_t *in,
+                              uint8_t **out, size_t *len, char *err, size_t errlen);
 
 /* The message type a google.protobuf.Any type URL ("type.googleapis.com/
  * google.rpc.ErrorInfo") or full name names, among those pbjson can

@@ -19,6 +19,7 @@ typedef struct {
     size_t plen;
     int depth;      /* message nesting reached (from_pb) */
     int oom;        /* the allocator failed during protobuf-c's work */
+    int lenient;    /* to_pb: members the message has no field for are left out */
 } once__pbj_ctx;
 
 /* The well-known types with a JSON form of their own. */

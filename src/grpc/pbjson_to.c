@@ -390,8 +390,10 @@ static int fill(once__pbj_ctx *c, const ProtobufCMessageDescriptor *d, ProtobufC
     json_object_foreach((json_t *)in, key, v) {
         if (skip_type && strcmp(key, "@type") == 0)
             continue;
-        size_t at = once__pbj_push(c, c->plen > 0 ? ".%s" : "%s", key);
         const ProtobufCFieldDescriptor *f = find(d, key);
+        if (f == NULL && c->lenient)
+            continue;
+        size_t at = once__pbj_push(c, c->plen > 0 ? ".%s" : "%s", key);
         if (f == NULL)
             return once__pbj_fail(c, ONCE_EINVAL, "unknown field of %s", d->name);
         size_t idx = (size_t)(f - d->fields);
@@ -574,10 +576,11 @@ static int build(once__pbj_ctx *c, const ProtobufCMessageDescriptor *d, const js
     return ONCE_OK;
 }
 
-int once__pbjson_to_pb(const ProtobufCMessageDescriptor *d, const json_t *in, uint8_t **out,
-                       size_t *len, char *err, size_t errlen)
+static int to_pb(const ProtobufCMessageDescriptor *d, const json_t *in, int lenient,
+                 uint8_t **out, size_t *len, char *err, size_t errlen)
 {
     once__pbj_ctx c = {0};
+    c.lenient = lenient;
     c.err = once__errbuf(err, &errlen);
     c.errlen = errlen;
     *out = NULL;
@@ -593,4 +596,16 @@ int once__pbjson_to_pb(const ProtobufCMessageDescriptor *d, const json_t *in, ui
     rc = once__pbj_pack(&c, m, out, len);
     protobuf_c_message_free_unpacked(m, once__pbjson_allocator());
     return rc;
+}
+
+int once__pbjson_to_pb(const ProtobufCMessageDescriptor *d, const json_t *in, uint8_t **out,
+                       size_t *len, char *err, size_t errlen)
+{
+    return to_pb(d, in, 0, out, len, err, errlen);
+}
+
+int once__pbjson_answer_to_pb(const ProtobufCMessageDescriptor *d, const json_t *in,
+                              uint8_t **out, size_t *len, char *err, size_t errlen)
+{
+    return to_pb(d, in, 1, out, len, err, errlen);
 }

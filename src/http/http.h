@@ -175,6 +175,11 @@ typedef struct once_http_config {
                                     caller (the SQLite store), a replay, a
                                     read; the others go to a worker */
     size_t max_body;             /* 0 = 1 MiB */
+    /* The gRPC binding's listener (grpc_serve.c): host NULL = none; port 0
+     * = any free (once__http_grpc_port). Same workers, tokens, stream hub,
+     * TLS pair and limits as HTTP. */
+    const char *grpc_host;
+    int grpc_port;
     size_t conn_memory;          /* each connection's head memory (request line,
                                     headers, the reply's headers): 4 KiB to
                                     1 MiB; 0 = 12 KiB */
@@ -217,6 +222,8 @@ typedef struct once_http once_http;
 int once__http_start(const once_http_config *cfg, once_http **out, char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 int once__http_port(const once_http *h);
+/* The gRPC listener's bound port; 0 without one. */
+int once__http_grpc_port(const once_http *h);
 /* The configuration h serves with, every default filled in; valid until
  * once__http_stop. */
 const once_http_config *once__http_cfg(const once_http *h);

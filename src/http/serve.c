@@ -157,6 +157,29 @@ static int card_url(const once_serve_config *cfg, char *url, char *path, char *e
     return ONCE_OK;
 }
 
+/* The gRPC interface's target for the card, "host:port": the public URL's
+ * host when there is one (the listen address may be a wildcard), else the
+ * gRPC listen address. */
+static int grpc_target(const once_serve_config *cfg, const char *url, char *out, char *err,
+                       size_t errlen)
+{
+    if (cfg->http.grpc_port == 0) {
+        snprintf(err, errlen, "--grpc-listen needs a port from 1 to 65535");
+        return ONCE_EINVAL;
+    }
+    char host[256];
+    snprintf(host, sizeof host, "%.255s", cfg->http.grpc_host);
+    const char *p = cfg->a2a.url != NULL ? strstr(url, "://") : NULL;
+    if (p != NULL) {
+        p += 3;
+        size_t n = p[0] == '[' ? strcspn(p, "]") + 1 : strcspn(p, ":/?#");
+        snprintf(host, sizeof host, "%.*s", (int)(n < 255 ? n : 255), p);
+    }
+    int v6 = strchr(host, ':') != NULL && host[0] != '[';
+    snprintf(out, URL_MAX, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", cfg->http.grpc_port);
+    return ONCE_OK;
+}
+
 int once__serve_start(const once_serve_config *cfg, once_server **out, char *err, size_t errlen)
 {
     char rpc_path[URL_MAX];
@@ -190,6 +213,12 @@ int once__serve_start(const once_serve_config *cfg, once_server **out, char *err
     once__a2a_config ac = cfg->a2a;
     once__a2a_backend_engine(s->engine, &ac.backend);
     ac.url = s->url;
+    char grpc_url[URL_MAX];
+    if (cfg->http.grpc_host != NULL) {
+        if ((rc = grpc_target(cfg, s->url, grpc_url, err, errlen)) != ONCE_OK)
+            goto fail;
+        ac.grpc_url = grpc_url;
+    }
     ac.retention_ms = once__engine_retention_ms(s->engine);
     ac.tombstone_ms = once__engine_tombstone_ms(s->engine);
     ac.auth = cfg->http.tokens != NULL;

@@ -49,6 +49,7 @@
 #include "core/v03.h"
 #include "http/admit.h"
 #include "http/card_cache.h"
+#include "http/grpc_serve.h"
 #include "http/guard.h"
 #include "http/http.h"
 #include "http/inspect.h"
@@ -100,6 +101,7 @@ struct once_http {
     size_t card_len;
     once__card_cache card;     /* its validators */
     once__tls_live *tls;       /* HTTPS: the pair served (SIGHUP replaces it) */
+    once__grpc_serve *grpc;    /* --grpc-listen, or NULL */
     once__admit admit;         /* which requests are taken at all */
     int port;
     int stopping;              /* atomic: set by once__http_stop */
@@ -957,8 +959,35 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : cfg->port;
+    if (cfg->grpc_host != NULL) {
+        once__grpc_serve_config g = {.host = cfg->grpc_host,
+                                     .port = cfg->grpc_port,
+                                     .codec = cfg->codec,
+                                     .tokens = cfg->tokens,
+                                     .hub = h->sse,
+                                     .pool = h->pool,
+                                     .tls = h->tls,
+                                     .tls_priority = h->cfg.tls_priority,
+                                     .max_message = h->cfg.max_body,
+                                     .stream_buffer = h->cfg.sse_buffer,
+                                     .limits = h->cfg.limits,
+                                     .idle_timeout_s = h->cfg.idle_timeout_s};
+        char why[200] = "";
+        rc = once__grpc_serve_start(&g, &h->grpc, why, sizeof why);
+        if (rc != ONCE_OK) {
+            snprintf(err, errlen, "--grpc-listen %s:%d: %s", cfg->grpc_host, cfg->grpc_port,
+                     why[0] ? why : once_strerror(rc));
+            once__http_stop(h);
+            return rc;
+        }
+    }
     *out = h;
     return ONCE_OK;
+}
+
+int once__http_grpc_port(const once_http *h)
+{
+    return h->grpc != NULL ? once__grpc_serve_port(h->grpc) : 0;
 }
 
 int once__http_port(const once_http *h)
@@ -1011,6 +1040,10 @@ void once__http_stop(once_http *h)
     /* Streams end (EOF after what they queued) and their connections are
      * resumed: none may stay suspended when the daemon stops. */
     once__sse_stop(h->sse);
+    /* gRPC calls end as HTTP ones do (their streams just did), then its
+     * connections close. */
+    once__grpc_serve_stop(h->grpc);
+    h->grpc = NULL;
     if (h->d != NULL) {
         /* Give resumed connections a moment to send their responses. */
         int64_t until = once_monotonic_ms() + 2000;

@@ -18,14 +18,15 @@ AIP-193 body, and the Status ours packs from an AIP-193 body reads in Python.
 Exit 77 (skipped) when protoc or the protobuf module is missing.
 """
 import base64
-import glob
 import importlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pbgen import generate  # noqa: E402
 
 SKIP = 77
 failures = []
@@ -40,25 +41,6 @@ def check(cond, what):
 def run(tool, args, data):
     p = subprocess.run([tool] + args, input=data, capture_output=True, timeout=60)
     return p.returncode, p.stdout, p.stderr.decode(errors="replace").strip()
-
-
-def generate(src, tmp):
-    jars = sorted(glob.glob("/usr/share/java/proto-google-common-protos*.jar"))
-    if not jars:
-        print("SKIP: libgoogle-common-protos-java is not installed")
-        sys.exit(SKIP)
-    rpc = os.path.join(tmp, "protos")
-    with zipfile.ZipFile(jars[0]) as z:
-        for n in ("google/rpc/status.proto", "google/rpc/error_details.proto"):
-            z.extract(n, rpc)
-    out = os.path.join(tmp, "py")
-    os.makedirs(out)
-    proto = os.path.join(src, "proto")
-    subprocess.run(["protoc", "-I" + proto, "-I/usr/include", "--python_out=" + out,
-                    "a2a.proto", "google/rpc/error_info.proto"], check=True)
-    subprocess.run(["protoc", "-I" + rpc, "-I/usr/include", "--python_out=" + out,
-                    "google/rpc/status.proto", "google/rpc/error_details.proto"], check=True)
-    sys.path.insert(0, out)
 
 
 def main():

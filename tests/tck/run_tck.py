@@ -26,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "e2e"))
-from harness import ROOT, Onced, check, eq, run, scaled, scratch_dir  # noqa: E402
+from harness import ROOT, Onced, check, eq, free_port, run, scaled, scratch_dir  # noqa: E402
 
 SKIP = 77
 SCRIPT = os.environ.get("ONCE_TCK_SCRIPT") or os.path.join(os.path.dirname(ROOT), "shared",
@@ -79,8 +79,11 @@ def summary(out):
 
 
 def test_suite():
+    # The gRPC binding on a port of its own; the card names it (GRPC).
+    grpc = ["--grpc-listen", "127.0.0.1:%d" % free_port()] if "grpc" in TRANSPORTS else []
     with Onced(["--plain-ids", PLAIN_IDS, "--push-allow", "127.0.0.0/8",
-                "--exec", "%s %s" % (sys.executable, AGENT)], tmpdir=TMP, store="memory:") as s:
+                "--exec", "%s %s" % (sys.executable, AGENT)] + grpc, tmpdir=TMP,
+               store="memory:") as s:
         env = dict(os.environ, TCK_TRANSPORT=TRANSPORTS, TCK_LEVEL=LEVEL,
                    TCK_HOME=os.environ.get("ONCE_TCK_HOME") or os.path.join(TMP, "tck"))
         p = subprocess.run(["bash", SCRIPT, "http://127.0.0.1:%d" % s.port], env=env,

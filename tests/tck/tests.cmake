@@ -2,8 +2,8 @@
 # onced with the suite's scenario agent: tests/tck/run_tck.py. Exit 77 (skipped)
 # where the suite is absent. ONCE_TCK_TRANSPORTS lists the bindings it checks
 # (the environment variable of the same name wins when the test runs).
-set(ONCE_TCK_TRANSPORTS "jsonrpc,http_json" CACHE STRING
-    "A2A bindings the conformance suite test checks (comma list: jsonrpc,http_json)")
+set(ONCE_TCK_TRANSPORTS "jsonrpc,http_json,grpc" CACHE STRING
+    "A2A bindings the conformance suite test checks (comma list: jsonrpc,http_json,grpc)")
 find_program(PYTHON3 python3 REQUIRED)
 set(ONCE_TCK_ENV "ONCED=${CMAKE_BINARY_DIR}/onced;ONCE_TCK_SCRIPT=${CMAKE_SOURCE_DIR}/../shared/a2a-tck.sh")
 add_test(NAME tck/must COMMAND ${PYTHON3} ${CMAKE_SOURCE_DIR}/tests/tck/run_tck.py)

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "grpc/h2.h"
+#include "grpc/status.h"
 #include "once/once.h"
 
 static void timeout_units(void **state)
