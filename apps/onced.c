@@ -122,6 +122,10 @@ static const char usage[] =
     "                              (plaintext, for loopback and tests); the same\n"
     "                              tokens, workers, streams and limits as HTTP, and\n"
     "                              the card lists it as protocolBinding GRPC (off)\n"
+    "  --grpc-streams-per-connection N\n"
+    "                              gRPC calls one HTTP/2 connection may have open at\n"
+    "                              once (SETTINGS_MAX_CONCURRENT_STREAMS); past it a\n"
+    "                              new one is refused (REFUSED_STREAM) (100)\n"
     "  --threads N                 HTTP (epoll) threads (2)\n"
     "  --workers N                 threads running A2A calls (both bindings); a blocking\n"
     "                              SendMessage waits without one (64; with memory:,\n"
@@ -299,7 +303,7 @@ typedef struct opts {
     int64_t retention_ms, tombstone_ms, lease_ms, clock_offset_ms, grace_ms, deadline_ms,
         max_wait_ms;
     uint64_t max_body, max_task_size, conn_memory;
-    unsigned threads, workers, max_streams, turn_workers, max_queue, max_waits, max_waits_pp;
+    unsigned threads, workers, grpc_streams, max_streams, turn_workers, max_queue, max_waits, max_waits_pp;
     unsigned max_queue_pp, max_streams_pp;
     int64_t sse_ping_ms;
     int64_t request_timeout_ms;
@@ -401,6 +405,7 @@ static int parse_args(int argc, char **argv, opts *o)
     } flags[] = {
         {"--listen", F_STR, &o->listen},
         {"--grpc-listen", F_STR, &o->grpc_listen},
+        {"--grpc-streams-per-connection", F_COUNT, &o->grpc_streams},
         {"--store", F_STR, &o->store},
         {"--no-migrate", F_NONE, &o->no_migrate},
         {"--executor", F_STR, &o->executor},
@@ -1142,6 +1147,7 @@ int main(int argc, char **argv)
     sc.http.port = port;
     sc.http.grpc_host = o.grpc_listen != NULL ? ghost : NULL;
     sc.http.grpc_port = gport;
+    sc.http.grpc_streams = o.grpc_streams;
     sc.http.tokens = tokens;
     sc.http.max_streams_per_principal = o.max_streams_pp != 0 ? (int)o.max_streams_pp
                                         : tokens != NULL    ? ONCE__SHARE_QUARTER

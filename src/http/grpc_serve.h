@@ -32,6 +32,7 @@ typedef struct once__grpc_serve_config {
     size_t stream_buffer;        /* the hub's per-stream cap */
     once_http_limits limits;     /* connections, per address, request timeout */
     unsigned idle_timeout_s;
+    unsigned streams_per_conn;   /* SETTINGS_MAX_CONCURRENT_STREAMS; 0 = 100 */
 } once__grpc_serve_config;
 
 typedef struct once__grpc_serve once__grpc_serve;

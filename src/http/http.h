@@ -180,6 +180,7 @@ typedef struct once_http_config {
      * TLS pair and limits as HTTP. */
     const char *grpc_host;
     int grpc_port;
+    unsigned grpc_streams;       /* concurrent calls per HTTP/2 connection; 0 = 100 */
     size_t conn_memory;          /* each connection's head memory (request line,
                                     headers, the reply's headers): 4 KiB to
                                     1 MiB; 0 = 12 KiB */

@@ -275,6 +275,104 @@ def test_auth():
                   grpc.StatusCode.NOT_FOUND, "with alice's token, an unknown task")
 
 
+def test_tls():
+    """--grpc-listen with --tls-cert: TLS with ALPN h2, the HTTPS pair; a client
+    trusting only the test CA completes a send; a plaintext client gets none."""
+    d = os.path.join(TMP, "pki")
+    os.makedirs(d, exist_ok=True)
+
+    def ssl_(*args):
+        p = subprocess.run(["openssl"] + list(args), capture_output=True, text=True,
+                           timeout=scaled(60), cwd=d)
+        check(p.returncode == 0, "openssl %s: %s" % (args[0], p.stderr[-300:]))
+    ssl_("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=grpc CA",
+         "-keyout", "ca.key", "-out", "ca.pem")
+    ssl_("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "srv.key",
+         "-out", "srv.csr")
+    with open(os.path.join(d, "srv.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+                "extendedKeyUsage=serverAuth\n")
+    ssl_("x509", "-req", "-days", "2", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+         "-CAcreateserial", "-extfile", "srv.ext", "-out", "srv.pem")
+    gport = free_port()
+    args = ["--grpc-listen", "127.0.0.1:%d" % gport, "--tls-cert", os.path.join(d, "srv.pem"),
+            "--tls-key", os.path.join(d, "srv.key")]
+    s = TlsWait(args)
+    try:
+        creds = grpc.ssl_channel_credentials(open(os.path.join(d, "ca.pem"), "rb").read())
+        with grpc.secure_channel("127.0.0.1:%d" % gport, creds) as ch:
+            call = ch.unary_unary(SERVICE + "SendMessage",
+                                  request_serializer=a2a_pb2.SendMessageRequest.SerializeToString,
+                                  response_deserializer=a2a_pb2.SendMessageResponse.FromString)
+            req = a2a_pb2.SendMessageRequest()
+            tid = new_id()
+            json_format.ParseDict({"message": user_message("over tls", task_id=tid)}, req)
+            r = as_dict(call(req, metadata=META, timeout=scaled(30)))
+            eq(r["task"]["id"], tid, "a send over gRPC with TLS")
+        with grpc.insecure_channel("127.0.0.1:%d" % gport) as ch:
+            get = ch.unary_unary(SERVICE + "GetTask",
+                                 request_serializer=a2a_pb2.GetTaskRequest.SerializeToString,
+                                 response_deserializer=a2a_pb2.Task.FromString)
+            fails(lambda: get(a2a_pb2.GetTaskRequest(id=tid), metadata=META, timeout=scaled(10)),
+                  grpc.StatusCode.UNAVAILABLE, "plaintext to the TLS port")
+    finally:
+        s.stop()
+
+
+class TlsWait(Onced):
+    """onced whose HTTP side serves TLS: ready when its process is up and its
+    gRPC port accepts (the harness's readiness probe speaks plain HTTP)."""
+
+    def wait_ready(self, timeout=15.0):
+        import socket
+        import time
+        end = time.time() + scaled(timeout)
+        port = int(self.args[self.args.index("--grpc-listen") + 1].rsplit(":", 1)[1])
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError("onced exited: " + self.logtext())
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("onced's gRPC port never opened: " + self.logtext())
+
+    def __init__(self, args):
+        super().__init__(tmpdir=TMP, store="memory:", args=args)
+
+
+def test_stream_share():
+    """A principal's share of the stream slots counts gRPC streams too: past
+    it, its next stream is refused (UNAVAILABLE, TOO_MANY_STREAMS)."""
+    gport = free_port()
+    with Onced(tmpdir=TMP, store="memory:", args=["--grpc-listen", "127.0.0.1:%d" % gport,
+                                                  "--max-streams-per-principal", "1"]) as s:
+        with grpc.insecure_channel("127.0.0.1:%d" % gport) as ch:
+            send_ = ch.unary_unary(SERVICE + "SendMessage",
+                                   request_serializer=a2a_pb2.SendMessageRequest.SerializeToString,
+                                   response_deserializer=a2a_pb2.SendMessageResponse.FromString)
+            sub = ch.unary_stream(SERVICE + "SubscribeToTask",
+                                  request_serializer=a2a_pb2.SubscribeToTaskRequest.SerializeToString,
+                                  response_deserializer=a2a_pb2.StreamResponse.FromString)
+            tids = []
+            for i in range(2):
+                tid = new_id()
+                req = a2a_pb2.SendMessageRequest()
+                json_format.ParseDict({"message": user_message("ask:q%d" % i, task_id=tid)}, req)
+                send_(req, metadata=META, timeout=scaled(30))
+                tids.append(tid)
+            first = sub(a2a_pb2.SubscribeToTaskRequest(id=tids[0]), metadata=META,
+                        timeout=scaled(60))
+            next(first)   # the first stream is open (its first event arrived)
+            second = sub(a2a_pb2.SubscribeToTaskRequest(id=tids[1]), metadata=META,
+                         timeout=scaled(30))
+            e = fails(lambda: next(second), grpc.StatusCode.UNAVAILABLE, "a second stream")
+            check(e is not None and any(r == "TOO_MANY_STREAMS" for r, _, _ in error_infos(e)),
+                  "its ErrorInfo says TOO_MANY_STREAMS: %r" % (e and error_infos(e)))
+            first.cancel()
+
+
 def main():
     global srv, chan, GPORT
     GPORT = free_port()
@@ -282,7 +380,8 @@ def main():
     chan = grpc.insecure_channel("127.0.0.1:%d" % GPORT)
     try:
         run([test_card, test_send_replay_and_cross_binding, test_get_list_cancel, test_errors,
-             test_streams, test_blocking_wait, test_push_configs, test_auth])
+             test_streams, test_blocking_wait, test_push_configs, test_auth, test_tls,
+             test_stream_share])
     finally:
         chan.close()
         srv.stop()
