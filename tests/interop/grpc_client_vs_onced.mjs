@@ -61,9 +61,11 @@ const { finish, fatal, requireBinary, start } = oncedUnderTest({
 const sdk = await loadSdk('@a2a-js/sdk/client', fatal, { blankIds: true, rejectMessages: true });
 const { ClientFactory, ClientFactoryOptions, Role, TaskState } = sdk;
 let grpc;
+let grpcErrors;
 let GrpcTransportFactory;
 try {
   grpc = await import('@grpc/grpc-js');
+  grpcErrors = await import('@a2a-js/sdk/errors/grpc');
   ({ GrpcTransportFactory } = await import('@a2a-js/sdk/client/grpc'));
 } catch (e) {
   fatal(`cannot load the SDK's gRPC transport or its peer dependencies (@grpc/grpc-js, @bufbuild/protobuf): ` +
@@ -453,6 +455,16 @@ async function s8_errors() {
   const e3 = await expectGrpcError(client.sendMessage(sendReq(late), opts()), sdk.errors.UnsupportedOperationError,
                                    grpc.status.UNIMPLEMENTED, 'UNSUPPORTED_OPERATION', 'a message to a completed task');
   eq(e3.metadata && e3.metadata.state, 'TASK_STATE_COMPLETED', 'the ErrorInfo metadata names the state');
+  // The whole google.rpc.Status, decoded by the SDK's own codec: A2A's
+  // ErrorInfo first, once's finer reason after it (docs/wire.md, "Errors").
+  const status = grpcErrors.decodeStatus(e3.statusDetailsBin);
+  eq(status.code, grpc.status.UNIMPLEMENTED, 'google.rpc.Status.code matches grpc-status');
+  const infos = status.details.filter((d) => d.typeUrl === 'type.googleapis.com/google.rpc.ErrorInfo')
+    .map((d) => grpcErrors.decodeErrorInfo(d.value));
+  console.log(`info: a message to a completed task: status ${status.code}, ErrorInfos ${JSON.stringify(infos)}`);
+  eq(JSON.stringify(infos.map((i) => i.reason)), JSON.stringify(['UNSUPPORTED_OPERATION', 'TASK_TERMINAL']),
+     'the ErrorInfo reasons: A2A\'s, then once\'s');
+  eq(infos[0].domain, 'a2a-protocol.org', 'the first ErrorInfo is in A2A\'s domain');
 }
 
 // 7. Push notification configs through the SDK: create on an input-required
