@@ -87,16 +87,24 @@ fi
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
-# The npm packages of one test folder ($1), unless $2 is installed there.
+# The npm packages of one test folder ($1), unless every marker package
+# named after it ($2...) is installed there.
 npm_dir() {
-  [ -f "$root/$1/package.json" ] && [ ! -d "$root/$1/node_modules/$2" ] || return 0
-  echo "deps.sh: installing npm packages for $1"
-  (cd "$root/$1" && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1 \
+  local dir=$1 pkg missing=0
+  shift
+  [ -f "$root/$dir/package.json" ] || return 0
+  for pkg in "$@"; do
+    [ -d "$root/$dir/node_modules/$pkg" ] || missing=1
+  done
+  [ "$missing" -eq 1 ] || return 0
+  echo "deps.sh: installing npm packages for $dir"
+  (cd "$root/$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1 \
      || npm install --no-audit --no-fund --loglevel=error >/dev/null)
 }
 
-# The real A2A peer for interop tests and benchmarks (@a2a-js/sdk 1.3.0).
-npm_dir tests/interop @a2a-js/sdk
+# The real A2A peer for interop tests and benchmarks (@a2a-js/sdk 1.3.0),
+# with the peer dependencies of its gRPC transport (@a2a-js/sdk/client/grpc).
+npm_dir tests/interop @a2a-js/sdk @grpc/grpc-js @bufbuild/protobuf
 # dynalite, DynamoDB's API on LevelDB, for the DynamoDB store tests (4.0.0).
 npm_dir tests/dynamo dynalite
 # puppeteer-core drives Debian's chromium in the inspector's browser test.

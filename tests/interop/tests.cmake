@@ -16,6 +16,9 @@ if(NODE_EXECUTABLE)
   add_test(NAME interop/js_v03_rest
            COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/interop/v03_rest_vs_onced.mjs
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/interop)
+  add_test(NAME interop/js_grpc_client
+           COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/interop/grpc_client_vs_onced.mjs
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/interop)
   add_test(NAME interop/js_server
            COMMAND ${NODE_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/interop/server_vs_once.mjs
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/interop)
@@ -31,6 +34,8 @@ else()
            COMMAND sh -c "echo 'interop/js_v03_client: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
   add_test(NAME interop/js_v03_rest
            COMMAND sh -c "echo 'interop/js_v03_rest: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
+  add_test(NAME interop/js_grpc_client
+           COMMAND sh -c "echo 'interop/js_grpc_client: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
   add_test(NAME interop/js_server
            COMMAND sh -c "echo 'interop/js_server: node (Node.js 20+) not found; run scripts/deps.sh' >&2; echo '0 passed, 1 failed'; exit 1")
   add_test(NAME interop/upstream_agent
@@ -48,6 +53,10 @@ set_tests_properties(interop/js_v03_client PROPERTIES TIMEOUT 150 LABELS interop
 # The SDK's A2A 0.3 REST transport (LegacyRestTransport) against onced's 0.3
 # HTTP+JSON routes (/v1/...): 0.3's proto JSON shapes below the 1.0 URL.
 set_tests_properties(interop/js_v03_rest PROPERTIES TIMEOUT 150 LABELS interop
+  ENVIRONMENT "ONCED=${CMAKE_BINARY_DIR}/onced")
+# The SDK's gRPC client transport (GrpcTransport, @grpc/grpc-js) against
+# onced --grpc-listen: A2A 1.0 section 10, lf.a2a.v1.A2AService, on memory:.
+set_tests_properties(interop/js_grpc_client PROPERTIES TIMEOUT 150 LABELS interop
   ENVIRONMENT "ONCED=${CMAKE_BINARY_DIR}/onced")
 # The once client against an A2A 1.0 server built with the SDK (plain mode:
 # the SDK's card does not declare the idempotency extension).

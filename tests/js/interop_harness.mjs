@@ -55,8 +55,9 @@ export function pinnedSdkVersion(dir, pin, fatal) {
 //   start(args): onced on a free loopback port, its SQLite store and its log
 //   (stdout and stderr) in a fresh temporary folder named by tmpPrefix, run
 //   as `binary --listen 127.0.0.1:PORT --store sqlite:DIR/registry.db
-//   ...args`; answers { url, card } once it serves its agent card (bounded:
-//   scaled 15 s). An early exit or no card in time goes to fatal.
+//   ...args` (store: another --store URL, e.g. memory:); answers { url, card }
+//   once it serves its agent card (bounded: scaled 15 s). An early exit or no
+//   card in time goes to fatal.
 export function oncedUnderTest({ binary, tmpPrefix, watchdogMs, onFinish = () => {} }) {
   let proc = null;
   let tmpdir = null;
@@ -98,12 +99,12 @@ export function oncedUnderTest({ binary, tmpPrefix, watchdogMs, onFinish = () =>
     }
   }
 
-  async function start(args) {
+  async function start(args, { store } = {}) {
     if (!reaperGuard(ROOT)) fatal('scripts/reaper.py guard handed out no marker');
     tmpdir = fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix));
     const port = await freePort();
     const log = fs.openSync(path.join(tmpdir, 'onced.log'), 'a');
-    const argv = ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${path.join(tmpdir, 'registry.db')}`,
+    const argv = ['--listen', `127.0.0.1:${port}`, '--store', store || `sqlite:${path.join(tmpdir, 'registry.db')}`,
                   '--drain-delay', '0', ...args];
     proc = spawn(binary, argv, { stdio: ['ignore', log, log] });
     fs.closeSync(log);
