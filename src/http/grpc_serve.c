@@ -53,6 +53,7 @@ struct once__grpc_serve {
     pthread_mutex_t mu;
     pthread_cond_t idle;
     long running;               /* calls a gcall still holds */
+    int closing;                /* no new call goes to the pool (it is going away) */
 };
 
 typedef struct gcall {
@@ -273,7 +274,11 @@ static void finish_deferred(void *arg);
 static void on_ready(void *arg)
 {
     gcall *g = arg;
-    if (once__http_pool_submit(g->srv->cfg.pool, finish_deferred, g) != ONCE_OK)
+    once__grpc_serve *s = g->srv;
+    pthread_mutex_lock(&s->mu);
+    int rc = s->closing ? ONCE_ECLOSED : once__http_pool_submit(s->cfg.pool, finish_deferred, g);
+    pthread_mutex_unlock(&s->mu);
+    if (rc != ONCE_OK)
         finish_deferred(g);
 }
 
@@ -403,10 +408,11 @@ static void on_call(void *ctx, once__h2_call *call)
     g->call = call;
     once__h2_call_ref(call);
     once__h2_call_set_data(call, g, gcall_free);
+    /* Under mu: once__grpc_serve_quiesce's caller frees the pool after it. */
     pthread_mutex_lock(&s->mu);
     s->running++;
+    int rc = s->closing ? ONCE_ECLOSED : once__http_pool_submit(s->cfg.pool, run_call, g);
     pthread_mutex_unlock(&s->mu);
-    int rc = once__http_pool_submit(s->cfg.pool, run_call, g);
     if (rc != ONCE_OK) {
         (void)once__h2_call_finish(call, ONCE_GRPC_UNAVAILABLE,
                                    rc == ONCE_EBUSY ? "the server is busy; retry"
@@ -487,6 +493,15 @@ int once__grpc_serve_start(const once__grpc_serve_config *cfg, once__grpc_serve 
 int once__grpc_serve_port(const once__grpc_serve *s)
 {
     return once__h2_port(s->h2);
+}
+
+void once__grpc_serve_quiesce(once__grpc_serve *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->closing = 1;
+    pthread_mutex_unlock(&s->mu);
 }
 
 void once__grpc_serve_stop(once__grpc_serve *s)

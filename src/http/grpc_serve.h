@@ -40,8 +40,12 @@ typedef struct once__grpc_serve once__grpc_serve;
 int once__grpc_serve_start(const once__grpc_serve_config *cfg, once__grpc_serve **out, char *err,
                            size_t errlen);
 int once__grpc_serve_port(const once__grpc_serve *g);
-/* Stop taking calls and wait for those running to answer (streams end
- * through the hub's stop first), then close every connection. NULL ok. */
+/* From now on a new call is refused (UNAVAILABLE) and nothing more goes
+ * to the pool: call it before the pool is freed. NULL ok. */
+void once__grpc_serve_quiesce(once__grpc_serve *g);
+/* Wait for the calls still held to answer (streams end through the hub's
+ * stop first, waits through the codec's release), then close every
+ * connection and free. NULL ok. */
 void once__grpc_serve_stop(once__grpc_serve *g);
 
 #endif /* ONCE_HTTP_GRPC_SERVE_H */

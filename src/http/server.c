@@ -1032,6 +1032,8 @@ void once__http_stop(once_http *h)
         if (lfd != MHD_INVALID_SOCKET)
             shutdown(lfd, SHUT_RDWR);
     }
+    /* gRPC calls arriving from now on are refused: the pool goes away. */
+    once__grpc_serve_quiesce(h->grpc);
     /* Blocking sends that wait for their tasks answer now, with the task
      * as it stands (their jobs go on the pool), and no new one waits. */
     once__a2a_release_waits(h->cfg.codec);
