@@ -29,8 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, HERE)
 from pbgen import generate  # noqa: E402
-from harness import (EXT, Onced, check, eq, free_port, http_get, new_id, result_task, run,  # noqa: E402
-                     scaled, scratch_dir, user_message)
+from harness import (EXT, Onced, check, eq, free_port, generation, http_get, new_id,  # noqa: E402
+                     result_task, run, scaled, scratch_dir, user_message)
 
 SKIP = 77
 SERVICE = "/lf.a2a.v1.A2AService/"
@@ -218,6 +218,39 @@ def test_streams():
     eq(state, "TASK_STATE_COMPLETED", "the subscriber saw the completion: %r" % got)
 
 
+def gen_of(event):
+    g = generation(next(iter(event.values())))
+    return int(g) if isinstance(g, float) and g.is_integer() else g
+
+
+def test_resume():
+    """last-event-id resumes a stream after a generation, as Last-Event-ID
+    does on SSE: every event after it once, none before it; one past the
+    task's last generation is refused."""
+    tid = new_id()
+    req = a2a_pb2.SendMessageRequest()
+    json_format.ParseDict({"message": user_message("stream me twice", task_id=tid)}, req)
+    ss = method("SendStreamingMessage", a2a_pb2.SendMessageRequest, a2a_pb2.StreamResponse,
+                stream=True)
+    full = [as_dict(x) for x in ss(req, metadata=META, timeout=scaled(30))]
+    # A google.protobuf.Struct holds numbers as doubles: 3 reads back as 3.0.
+    gens = [gen_of(e) for e in full]
+    check(all(isinstance(g, int) and g > 0 for g in gens),
+          "every event carries its generation: %r" % gens)
+    sub = method("SubscribeToTask", a2a_pb2.SubscribeToTaskRequest, a2a_pb2.StreamResponse,
+                 stream=True)
+    after = gens[0]
+    md = META + (("last-event-id", str(after)),)
+    rest = [as_dict(x) for x in sub(a2a_pb2.SubscribeToTaskRequest(id=tid), metadata=md,
+                                    timeout=scaled(30))]
+    eq([gen_of(e) for e in rest], [g for g in gens if g > after],
+       "resumed after generation %d: the rest, once each" % after)
+    md = META + (("last-event-id", str(gens[-1] + 5)),)
+    fails(lambda: list(sub(a2a_pb2.SubscribeToTaskRequest(id=tid), metadata=md,
+                           timeout=scaled(30))),
+          grpc.StatusCode.INVALID_ARGUMENT, "a last-event-id past the task's generation")
+
+
 def test_blocking_wait():
     tid = new_id()
     r, _ = send(user_message("sleep:0.5", task_id=tid), timeout=60)
@@ -380,7 +413,7 @@ def main():
     chan = grpc.insecure_channel("127.0.0.1:%d" % GPORT)
     try:
         run([test_card, test_send_replay_and_cross_binding, test_get_list_cancel, test_errors,
-             test_streams, test_blocking_wait, test_push_configs, test_auth, test_tls,
+             test_streams, test_resume, test_blocking_wait, test_push_configs, test_auth, test_tls,
              test_stream_share])
     finally:
         chan.close()
