@@ -4,8 +4,8 @@ and run in order, so a change to the README's text changes what runs.
 
 - the first block: `make TARGET` must name a target of the Makefile (ctest
   has built the programs already); the `build/onced` line starts a real
-  onced with the README's flags, only its port (a free one) and its SQLite
-  file (in a scratch folder) chosen here;
+  onced with the README's flags, only its ports (free ones, for --listen
+  and --grpc-listen) and its SQLite file (in a scratch folder) chosen here;
 - the second block: every line runs with bash in a scratch folder where
   `build` is this build tree, with its own outbox (XDG_STATE_HOME), after
   two substitutions: the README's 127.0.0.1:8080 becomes onced's port, and
@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ROOT, Onced, check, eq, run, scaled, scratch_dir  # noqa: E402
+from harness import ROOT, Onced, check, eq, free_port, run, scaled, scratch_dir  # noqa: E402
 
 BUILD = os.environ.get("ONCE_BUILD", os.path.join(ROOT, "build"))
 README_PORT = "127.0.0.1:8080"
@@ -80,6 +80,10 @@ def start_server(block, tmp):
             check(store is not None and store.startswith("sqlite:"), "a SQLite store: %r" % store)
             rest = [t for i, t in enumerate(tokens[1:], 1)
                     if t not in ("--listen", "--store") and tokens[i - 1] not in ("--listen", "--store")]
+            # The gRPC listener (--grpc-listen): a free port too; the card
+            # names it, so client lines reach it without it.
+            rest = [("127.0.0.1:%d" % free_port()) if i > 0 and rest[i - 1] == "--grpc-listen"
+                    else t for i, t in enumerate(rest)]
             srv = Onced(args=rest, store="sqlite:" + os.path.join(tmp, os.path.basename(store[7:])),
                         tmpdir=tmp)
         else:
