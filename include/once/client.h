@@ -75,6 +75,26 @@ typedef enum once_client_point {
     ONCE_POINT_AFTER_SEND = 2    /* the server answered; the outbox does not know yet */
 } once_client_point;
 
+/* The A2A binding calls go over (docs/wire.md, "The client's bindings").
+ * AUTO takes the first interface of the agent's card, at protocolVersion
+ * 1.0, whose binding the client speaks; JSON-RPC at the agent's URL when
+ * the card lists none or cannot be read. A forced binding the card does
+ * not list fails the call (ONCE_OUTCOME_ERROR, never retried). Every
+ * binding carries the same request, so a retry or a later call over
+ * another binding reaches the same task. An A2A 0.3 agent is always
+ * spoken to over JSON-RPC. */
+typedef enum once_binding {
+    ONCE_BINDING_AUTO = 0,
+    ONCE_BINDING_JSONRPC = 1,
+    ONCE_BINDING_HTTP_JSON = 2,
+    ONCE_BINDING_GRPC = 3
+} once_binding;
+
+/* "auto", "jsonrpc", "http_json", "grpc" -> *out; ONCE_EINVAL otherwise. */
+ONCE_API int once_binding_parse(const char *name, once_binding *out);
+/* The name once_binding_parse takes; "unknown" for another value. Static. */
+ONCE_API const char *once_binding_name(once_binding b);
+
 typedef struct once_client_config {
     const char *outbox_path;     /* SQLite file, created (its folder must exist);
                                     NULL = in memory, not durable */
@@ -98,7 +118,9 @@ typedef struct once_client_config {
      * certificate that fails verification ends the call at once with
      * ONCE_OUTCOME_ERROR, never retried: nothing was sent. */
     const char *cacert;          /* PEM file of CAs to trust; NULL = system */
-    int insecure;                /* nonzero: verify nothing (tests only) */
+    int insecure;                /* nonzero: verify nothing (tests only; HTTP
+                                    only: gRPC over TLS always verifies) */
+    once_binding binding;        /* ONCE_BINDING_AUTO (0) = the card's choice */
 } once_client_config;
 
 typedef struct once_client once_client;

@@ -75,11 +75,10 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
         once__http_resp_clear(&h);
         return ONCE_ENOMEM;
     }
-    once__card_info(card, ext, &v03);
+    rc = once__card_remember(c, agent, card, ext, &v03);
     json_decref(card);
     once__http_resp_clear(&h);
-    once__outbox_mode_put(c->outbox, agent, *ext, v03, now);
-    return ONCE_OK;
+    return rc == ONCE_ENOMEM ? rc : ONCE_OK;
 }
 
 /* Fix the mode (once per intent) and build the params. */

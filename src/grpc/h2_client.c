@@ -58,7 +58,15 @@ struct once__h2_client {
     int broken;
     char *authority;
     cstate *cur;
+    int (*stop)(void *ctx);      /* once__h2c_set_stop's; NULL = none */
+    void *stop_ctx;
 };
+
+void once__h2c_set_stop(once__h2_client *c, int (*stop)(void *ctx), void *ctx)
+{
+    c->stop = stop;
+    c->stop_ctx = ctx;
+}
 
 void once__h2c_result_clear(once__h2c_result *r)
 {
@@ -482,7 +490,8 @@ int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, 
             c->broken = 1;
             break;
         }
-        int stop = local < 0 && (s.cancel || (cancel && atomic_load(cancel)));
+        int stop = local < 0 && (s.cancel || (cancel && atomic_load(cancel)) ||
+                                 (c->stop != NULL && c->stop(c->stop_ctx)));
         if (local < 0 && end && once_monotonic_ms() >= end) {
             local = ONCE_GRPC_DEADLINE_EXCEEDED;
             nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_CANCEL);

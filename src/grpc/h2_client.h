@@ -60,4 +60,10 @@ int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, 
                    once__h2c_on_message on_message, void *arg, atomic_int *cancel,
                    once__h2c_result *res);
 
+/* A check the calls of c make as often as they check cancel (every 50 ms
+ * at least): nonzero cancels the call in progress as *cancel does. For a
+ * caller whose stop is not an atomic_int (a signal flag, an idle timer).
+ * NULL: none. */
+void once__h2c_set_stop(once__h2_client *c, int (*stop)(void *ctx), void *ctx);
+
 #endif /* ONCE_GRPC_H2_CLIENT_H */

@@ -86,16 +86,18 @@ def test_old_outbox_upgraded():
     rc, doc = once_json(path, "outbox")
     eq(rc, 0, "a fresh outbox")
     db = sqlite3.connect(path)
-    db.executescript("ALTER TABLE agents DROP COLUMN a2a; ALTER TABLE intents DROP COLUMN endpoint;"
+    db.executescript("ALTER TABLE agents DROP COLUMN a2a; ALTER TABLE agents DROP COLUMN interfaces;"
+                     "ALTER TABLE intents DROP COLUMN endpoint;"
                      "DROP TABLE endpoints; PRAGMA user_version=3;"
                      "INSERT INTO agents(agent,ext,checked_ms) VALUES('http://x.invalid/',1,1);")
     db.close()
     rc, doc = once_json(path, "outbox")
     eq(rc, 0, "the schema-3 file opens")
     db = sqlite3.connect(path)
-    eq(db.execute("PRAGMA user_version").fetchone()[0], 5, "upgraded to 5")
-    eq(db.execute("SELECT agent, ext, a2a FROM agents").fetchall(), [("http://x.invalid/", 1, None)],
-       "the cached entry kept, its version unknown")
+    eq(db.execute("PRAGMA user_version").fetchone()[0], 6, "upgraded to 6")
+    eq(db.execute("SELECT agent, ext, a2a, interfaces FROM agents").fetchall(),
+       [("http://x.invalid/", 1, None, None)],
+       "the cached entry kept, its version and interfaces unknown")
     eq(db.execute("SELECT url, agent FROM endpoints").fetchall(),
        [("http://x.invalid/", "http://x.invalid/")], "its URL is its one endpoint")
     db.close()

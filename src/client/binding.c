@@ -1,0 +1,127 @@
+/*
+ * binding.c -- the binding seam: the client's logic (retry.c, stream.c, and
+ * everything above them) is written against JSON-RPC request bodies and
+ * answers; once__a2a_do carries each A2A call over the binding the client
+ * chose and hands back the answer in JSON-RPC's shape.
+ *
+ * The choice: JSON-RPC when the client is told so, or the agent speaks
+ * A2A 0.3 (0.3's other bindings are not spoken); else the card's A2A 1.0
+ * interfaces, cached per agent in the outbox with the rest of what the card
+ * says (card.c), and once__iface_pick. Nothing about the binding is stored
+ * with an intent: every binding carries the same params (the idempotency
+ * digest is computed on their ProtoJSON form), so a resend, a resumed
+ * stream or a recovery may go over any of them and reach the same task.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "client/client_int.h"
+#include "core/jcs.h"
+#include "core/str.h"
+
+static const char *const binding_names[] = {"auto", "jsonrpc", "http_json", "grpc"};
+
+int once_binding_parse(const char *name, once_binding *out)
+{
+    for (size_t i = 0; name != NULL && i < sizeof binding_names / sizeof binding_names[0]; i++) {
+        if (strcmp(binding_names[i], name) == 0) {
+            *out = (once_binding)i;
+            return ONCE_OK;
+        }
+    }
+    return ONCE_EINVAL;
+}
+
+const char *once_binding_name(once_binding b)
+{
+    return (unsigned)b < sizeof binding_names / sizeof binding_names[0] ? binding_names[b]
+                                                                         : "unknown";
+}
+
+/* The card's interfaces for agent: the cache's, else read from its card at
+ * url now. ONCE_OK with *ifaces (NULL: the card could not be read, and r
+ * says why when it was a transport failure); ONCE_ENOMEM. */
+static int interfaces(once_client *c, const char *agent, const char *url, json_t **ifaces,
+                      once__http_resp *r)
+{
+    *ifaces = NULL;
+    int64_t min = once__client_now(c) - ONCE__CARD_TTL_MS;
+    char *text = NULL;
+    int rc = once__outbox_interfaces_get(c->outbox, agent, min, &text);
+    if (rc == ONCE_ENOMEM)
+        return rc;
+    if (text == NULL) {
+        rc = once__card_read(c, agent, url, r);
+        if (rc == ONCE_ENOMEM)
+            return rc;
+        if (rc == ONCE_OK && (rc = once__outbox_interfaces_get(c->outbox, agent, min, &text)) ==
+                                 ONCE_ENOMEM)
+            return rc;
+    }
+    if (text != NULL && once__json_loadb(text, strlen(text), 0, ifaces, NULL) == ONCE_ENOMEM)
+        rc = ONCE_ENOMEM;
+    once_free(text);
+    return rc == ONCE_ENOMEM ? rc : ONCE_OK;
+}
+
+/* The interface of this call. ONCE_OK with *f; ONCE_EIO with r filled as a
+ * failed transfer (the card could not be read, or lists no interface of a
+ * forced binding: unusable); ONCE_ENOMEM. */
+static int choose(once_client *c, const char *agent, const once__http_req *q, once__iface *f,
+                  once__http_resp *r)
+{
+    once__http_resp h;
+    json_t *ifaces = NULL;
+    memset(&h, 0, sizeof h);
+    int rc = interfaces(c, agent, q->url, &ifaces, &h);
+    if (rc != ONCE_OK) {
+        once__http_resp_clear(&h);
+        return rc;
+    }
+    if (ifaces == NULL && c->binding != ONCE_BINDING_AUTO && h.error[0] != '\0') {
+        /* A forced binding needs the card: this is the call's failure. */
+        *r = h;
+        once__strlcpy(r->error, "agent card: ", sizeof r->error);
+        once__strlcpy(r->error + strlen(r->error), h.error, sizeof r->error - strlen(r->error));
+        return ONCE_EIO;
+    }
+    once__http_resp_clear(&h);
+    rc = once__iface_pick(ifaces, c->binding, q->url, f);
+    json_decref(ifaces);
+    if (rc != ONCE_OK) {
+        memset(r, 0, sizeof *r);
+        r->unusable = 1;
+        snprintf(r->error, sizeof r->error,
+                 "the agent's card lists no %s interface at A2A 1.0 (--binding %s); "
+                 "--binding auto takes the first one it lists",
+                 c->binding == ONCE_BINDING_GRPC ? "GRPC" : "HTTP+JSON",
+                 once_binding_name(c->binding));
+        return ONCE_EIO;
+    }
+    return ONCE_OK;
+}
+
+int once__a2a_do(once_client *c, const char *agent, const once__http_req *q,
+                 once__http_resp *r)
+{
+    if (c->binding == ONCE_BINDING_JSONRPC || q->v03)
+        return once__http_do(q, r);
+    once__iface f;
+    int rc = choose(c, agent, q, &f, r);
+    if (rc != ONCE_OK || f.binding == ONCE_BINDING_JSONRPC)
+        return rc != ONCE_OK ? rc : once__http_do(q, r);
+    json_t *doc = NULL;
+    if (once__json_loadb(q->body, q->len, 0, &doc, NULL) != ONCE_OK) {
+        memset(r, 0, sizeof *r);
+        json_decref(doc);
+        return ONCE_ENOMEM;   /* the client built this body: only memory fails it */
+    }
+    const char *method = json_string_value(json_object_get(doc, "method"));
+    const json_t *params = json_object_get(doc, "params");
+    const json_t *id = json_object_get(doc, "id");
+    rc = f.binding == ONCE_BINDING_GRPC
+             ? once__grpc_do(c, &f, method ? method : "", params, id, q, r)
+             : once__rest_do(c, &f, method ? method : "", params, id, q, r);
+    json_decref(doc);
+    return rc;
+}
