@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "a2a.pb-c.h"
 #include "client/client_int.h"
@@ -72,18 +71,14 @@ typedef struct gcall {
     int hard;                    /* ENOMEM inside a callback */
     uint8_t *msg;                /* unary: the answer's bytes */
     size_t len;
-    int64_t last_ms;             /* when the last message came */
+    once__h2_client *h;          /* the connection the call runs on */
     char why[200];               /* a message that could not be decoded */
 } gcall;
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The h2 client's stop check: the caller's interrupt and stop, the idle timer. */
+/* The h2 client's stop check: the caller's interrupt and stop, the idle
+ * timer. onced's gRPC streams carry no keepalive messages (SSE's pings are
+ * comments), so idle is measured on the connection, whose keepalive PINGs
+ * (every third of idle_ms) are answered while the peer lives. */
 static int should_stop(void *ctx)
 {
     gcall *g = ctx;
@@ -92,7 +87,7 @@ static int should_stop(void *ctx)
         g->r->interrupted = 1;
         return 1;
     }
-    if (q->idle_ms > 0 && mono_ms() - g->last_ms > q->idle_ms) {
+    if (q->idle_ms > 0 && once_monotonic_ms() - once__h2c_last_rx_ms(g->h) > q->idle_ms) {
         g->r->idle = 1;
         return 1;
     }
@@ -125,7 +120,6 @@ static int feed(gcall *g, int64_t gen, const char *envelope)
 static int on_message(void *arg, const uint8_t *msg, size_t len)
 {
     gcall *g = arg;
-    g->last_ms = mono_ms();
     if (!g->streaming) {
         once_free(g->msg);
         g->len = 0;
@@ -280,7 +274,7 @@ static int answer(const once__iface *f, gcall *g, const once__h2c_result *res)
         r->timed_out = !r->interrupted;
         snprintf(r->error, sizeof r->error, "%s",
                  r->interrupted ? "interrupted"
-                 : r->idle      ? "stream idle: no message for the idle limit"
+                 : r->idle      ? "stream idle: the connection went silent"
                                 : "gRPC deadline exceeded");
         return ONCE_EIO;
     }
@@ -389,10 +383,12 @@ int once__grpc_do(once_client *c, const once__iface *f, const char *method,
         int reused = 0;
         if ((rc = conn_get(c, f, q, &h, &slot, &reused, r)) != ONCE_OK)
             break;
-        g.last_ms = mono_ms();
+        g.h = h;
         once__h2c_set_stop(h, should_stop, &g);
+        once__h2c_set_keepalive(h, q->idle_ms / 3);
         rc = once__h2c_call(h, path, md, n, pb, pblen, q->timeout_ms, on_message, &g, NULL, &res);
         once__h2c_set_stop(h, NULL, NULL);
+        once__h2c_set_keepalive(h, 0);
         conn_put(c, h, slot, rc != ONCE_OK);
         if (rc == ONCE_ECLOSED && reused && tries == 0 && !g.opened && g.msg == NULL) {
             once__h2c_result_clear(&res);

@@ -60,7 +60,33 @@ struct once__h2_client {
     cstate *cur;
     int (*stop)(void *ctx);      /* once__h2c_set_stop's; NULL = none */
     void *stop_ctx;
+    int64_t last_rx_ms;          /* when bytes last came from the server */
+    int64_t ping_every_ms;       /* once__h2c_set_keepalive's; 0 = never */
+    int64_t last_ping_ms;
 };
+
+void once__h2c_set_keepalive(once__h2_client *c, int64_t every_ms)
+{
+    c->ping_every_ms = every_ms;
+}
+
+int64_t once__h2c_last_rx_ms(const once__h2_client *c)
+{
+    return c->last_rx_ms;
+}
+
+/* A call that hears nothing for ping_every_ms asks the server for a PING
+ * ACK (every peer must send one), so a quiet stream still shows the
+ * connection alive and a dead one shows as silence. */
+static void keepalive(once__h2_client *c)
+{
+    int64_t now = once_monotonic_ms();
+    if (c->ping_every_ms > 0 && now - c->last_rx_ms >= c->ping_every_ms &&
+        now - c->last_ping_ms >= c->ping_every_ms) {
+        c->last_ping_ms = now;
+        (void)nghttp2_submit_ping(c->ng, NGHTTP2_FLAG_NONE, NULL);
+    }
+}
 
 void once__h2c_set_stop(once__h2_client *c, int (*stop)(void *ctx), void *ctx)
 {
@@ -142,6 +168,7 @@ static int pump_in(once__h2_client *c, int wait_ms)
             return -1;
         if (n == 0)
             break;
+        c->last_rx_ms = once_monotonic_ms();
         if (nghttp2_session_mem_recv(c->ng, buf, (size_t)n) < 0)
             return -1;
     }
@@ -484,7 +511,9 @@ int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, 
     int local = -1;   /* a status the client decided itself */
     if (s.id < 0)
         c->broken = 1;
+    c->last_rx_ms = once_monotonic_ms();   /* silence counts from the call's start */
     while (s.id >= 0 && !s.done && !c->broken) {
+        keepalive(c);
         if (pump_out(c) != 0 || pump_in(c, POLL_MS) != 0 ||
             (!nghttp2_session_want_read(c->ng) && !s.done)) {
             c->broken = 1;

@@ -66,4 +66,11 @@ int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, 
  * NULL: none. */
 void once__h2c_set_stop(once__h2_client *c, int (*stop)(void *ctx), void *ctx);
 
+/* Keepalive: a call that receives nothing for every_ms sends an HTTP/2
+ * PING (at most one per every_ms), whose ACK is traffic; 0 = never. With
+ * once__h2c_last_rx_ms (monotonic, once_monotonic_ms's clock: when bytes
+ * last arrived) a caller tells a quiet stream from a dead connection. */
+void once__h2c_set_keepalive(once__h2_client *c, int64_t every_ms);
+int64_t once__h2c_last_rx_ms(const once__h2_client *c);
+
 #endif /* ONCE_GRPC_H2_CLIENT_H */
