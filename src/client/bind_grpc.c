@@ -174,8 +174,11 @@ static int conn_get(once_client *c, const once__iface *f, const once__http_req *
     char host[sizeof f->url];
     once__strlcpy(host, f->url[0] == '[' ? f->url + 1 : f->url, sizeof host);
     char *colon = strrchr(host, ':');
-    if (colon == NULL)
-        return ONCE_EINVAL;   /* once__iface_pick checked it */
+    if (colon == NULL) {   /* once__iface_pick let none through */
+        r->unusable = 1;
+        snprintf(r->error, sizeof r->error, "gRPC %.100s: not host:port", f->url);
+        return ONCE_EIO;
+    }
     *colon = '\0';
     if (colon > host && colon[-1] == ']')
         colon[-1] = '\0';
@@ -191,7 +194,10 @@ static int conn_get(once_client *c, const once__iface *f, const once__http_req *
     if (rc != ONCE_OK) {
         r->unsent = 1;
         r->timed_out = rc == ONCE_ETIMEDOUT;
-        snprintf(r->error, sizeof r->error, "gRPC %.100s: %.140s", f->url, err[0] ? err : once_strerror(rc));
+        r->untrusted = rc == ONCE_EINVAL;
+        snprintf(r->error, sizeof r->error, "gRPC %.80s: %.120s%s", f->url,
+                 err[0] ? err : once_strerror(rc),
+                 r->untrusted ? " (pass --cacert FILE with the CA that signed it)" : "");
         return ONCE_EIO;
     }
     if (c->grpc == NULL && (c->grpc = once_calloc(1, sizeof *c->grpc)) == NULL) {

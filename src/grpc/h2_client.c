@@ -331,6 +331,8 @@ static int dial(const once__h2c_config *cfg, int64_t timeout_ms, char *err, size
     return fd;
 }
 
+/* 0; 1 when the server cannot be trusted (its certificate failed, or the
+ * trust anchors could not be loaded: no retry fixes that); -1 otherwise. */
 static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char *name,
                      int64_t timeout_ms, char *err, size_t errlen)
 {
@@ -345,7 +347,7 @@ static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char
     if (r != 0) {
         snprintf(err, errlen, "grpc: cannot load trust anchors%s%s", cfg->ca_file ? " from " : "",
                  cfg->ca_file ? cfg->ca_file : "");
-        return -1;
+        return 1;
     }
     if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK) != 0 ||
         gnutls_priority_set_direct(c->tls,
@@ -370,7 +372,7 @@ static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char
     }
     if (r < 0) {
         snprintf(err, errlen, "grpc: TLS handshake with %s failed: %s", name, gnutls_strerror(r));
-        return -1;
+        return r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR ? 1 : -1;
     }
     gnutls_datum_t p;
     if (gnutls_alpn_get_selected_protocol(c->tls, &p) != 0 || p.size != 2 ||
@@ -396,8 +398,9 @@ int once__h2c_connect(const once__h2c_config *cfg, once__h2_client **out, char *
     const char *name = cfg->server_name ? cfg->server_name : cfg->host;
     c->fd = dial(cfg, t, err, errlen);
     int rc = c->fd < 0 ? ONCE_EIO : ONCE_OK;
-    if (rc == ONCE_OK && cfg->tls && tls_start(c, cfg, name, t, err, errlen) != 0)
-        rc = ONCE_EIO;
+    int tls = rc == ONCE_OK && cfg->tls ? tls_start(c, cfg, name, t, err, errlen) : 0;
+    if (tls != 0)
+        rc = tls > 0 ? ONCE_EINVAL : ONCE_EIO;
     char auth[300];
     snprintf(auth, sizeof auth, "%s:%d", name, cfg->port);
     c->authority = once_strdup(auth);

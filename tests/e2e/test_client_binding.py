@@ -282,6 +282,30 @@ def test_stream_cut_resumes():
             srv2.stop()
 
 
+def test_grpc_over_tls():
+    """An https:// agent: gRPC over TLS to the card's host:port, verified
+    against --cacert; a certificate the client cannot trust fails the call
+    at once, nothing sent, as over HTTPS."""
+    import test_tls
+    test_tls.make_pki()
+    gport = free_port()
+    with test_tls.TlsOnced(args=["--grpc-listen", "127.0.0.1:%d" % gport]) as srv:
+        outbox = os.path.join(TMP, "tls.db")
+        ca = test_tls.path("ca.pem")
+        rc, doc = once_json(outbox, "--binding", "grpc", "--cacert", ca, "send", "--agent",
+                            srv.url(), "--text", "over tls", "--wait", *FAST)
+        eq((rc, doc["state"]), (0, "TASK_STATE_COMPLETED"), "grpc over TLS (%r)" % doc)
+        carried_by("grpc", srv, doc["taskId"], "SendMessage")
+        # The card is remembered (its interfaces too): this send goes
+        # straight to gRPC, whose handshake fails without the CA.
+        rc, doc = once_json(outbox, "--binding", "grpc", "send", "--agent", srv.url(), "--text",
+                            "untrusted", *FAST)
+        eq((rc, doc["outcome"], doc["attempts"]), (1, "error", 1),
+           "an untrusted certificate is not retried (%r)" % doc)
+        check("--cacert" in doc["error"]["message"], "says what to do: %r" % doc["error"])
+        check(doc["taskId"] not in srv.task_ids(), "nothing reached onced")
+
+
 def test_auto_follows_the_card():
     with serve() as srv:
         outbox = os.path.join(TMP, "auto.db")
@@ -306,4 +330,4 @@ def test_auto_follows_the_card():
 if __name__ == "__main__":
     run_client_tests([test_round_trip_each_binding, test_unknown_task_refused_as_on_jsonrpc,
          test_lost_answer_replayed_on_recover, test_cross_binding_same_task, test_auth_token,
-         test_stream_cut_resumes, test_auto_follows_the_card])
+         test_stream_cut_resumes, test_grpc_over_tls, test_auto_follows_the_card])
