@@ -65,8 +65,9 @@ static int interfaces(once_client *c, const char *agent, const char *url, json_t
 }
 
 /* The interface of this call. ONCE_OK with *f; ONCE_EIO with r filled as a
- * failed transfer (the card could not be read, or lists no interface of a
- * forced binding: unusable); ONCE_ENOMEM. */
+ * failed transfer (a forced binding's card could not be read: retried when
+ * that may pass; or it lists no interface of that binding: unusable);
+ * ONCE_ENOMEM. */
 static int choose(once_client *c, const char *agent, const once__http_req *q, once__iface *f,
                   once__http_resp *r)
 {
@@ -74,18 +75,22 @@ static int choose(once_client *c, const char *agent, const once__http_req *q, on
     json_t *ifaces = NULL;
     memset(&h, 0, sizeof h);
     int rc = interfaces(c, agent, q->url, &ifaces, &h);
-    if (rc != ONCE_OK) {
-        once__http_resp_clear(&h);
-        return rc;
-    }
-    if (ifaces == NULL && c->binding != ONCE_BINDING_AUTO && h.error[0] != '\0') {
+    int transient = h.status == 0 ? h.error[0] != '\0' : h.status == 429 || h.status >= 500;
+    if (rc == ONCE_OK && ifaces == NULL && c->binding != ONCE_BINDING_AUTO && transient) {
         /* A forced binding needs the card: this is the call's failure. */
-        *r = h;
-        once__strlcpy(r->error, "agent card: ", sizeof r->error);
-        once__strlcpy(r->error + strlen(r->error), h.error, sizeof r->error - strlen(r->error));
-        return ONCE_EIO;
+        memset(r, 0, sizeof *r);
+        r->interrupted = h.interrupted;
+        r->untrusted = h.untrusted;
+        r->timed_out = h.timed_out;
+        snprintf(r->error, sizeof r->error, "agent card: %.200s",
+                 h.status ? "server error" : h.error);
+        rc = ONCE_EIO;
     }
     once__http_resp_clear(&h);
+    if (rc != ONCE_OK) {
+        json_decref(ifaces);
+        return rc;
+    }
     rc = once__iface_pick(ifaces, c->binding, q->url, f);
     json_decref(ifaces);
     if (rc != ONCE_OK) {

@@ -349,7 +349,9 @@ static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char
                  cfg->ca_file ? cfg->ca_file : "");
         return 1;
     }
-    if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK) != 0 ||
+    /* NO_SIGNAL: a write to a server that went away is an error, not a
+     * SIGPIPE that kills the caller (a CLI does not ignore it). */
+    if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) != 0 ||
         gnutls_priority_set_direct(c->tls,
                                    cfg->tls_priority ? cfg->tls_priority : ONCE_TLS_PRIORITY_DEFAULT,
                                    NULL) != 0 ||
