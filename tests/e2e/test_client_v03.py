@@ -23,7 +23,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, eq, run  # noqa: E402
 from test_client import FAST, TMP, once, once_json  # noqa: E402
-from test_gateway import AGENT, NODE, Upstream  # noqa: E402
+from test_gateway import Upstream, require_agent  # noqa: E402
 
 V03 = {"message/send", "message/stream", "tasks/get", "tasks/cancel", "tasks/resubscribe"}
 
@@ -104,8 +104,5 @@ def test_old_outbox_upgraded():
 
 
 if __name__ == "__main__":
-    if NODE is None or not os.path.exists(AGENT):
-        print("node or %s missing: run scripts/deps.sh" % AGENT, file=sys.stderr)
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    require_agent()
     run([test_send_continue_get_cancel_wait, test_old_outbox_upgraded])
