@@ -10,7 +10,8 @@ For gRPC and HTTP+JSON in turn:
   is read and continued over JSON-RPC, and the other way round;
 - a send killed after onced answered (the answer lost): `once recover` over
   the binding resends the same intent and onced replays it
-  (replayed: true), one task on onced;
+  (replayed: true), one task on onced; so does a recover over JSON-RPC of
+  a send made over the binding (every binding carries the same request);
 - an unknown task: refused, exit 3, with the code and reason JSON-RPC gives;
 - with --auth-tokens: no token is exit 1 with the CLI's 401 advice, the
   token goes through;
@@ -184,7 +185,15 @@ def test_cross_binding_same_task():
             rc, got = once_json(outbox, "--binding", b, "get", doc["taskId"])
             eq((rc, got["taskId"], got["state"]), (0, doc["taskId"], doc["state"]),
                "read over %s: the same task" % b)
-            eq(len(server_tasks(srv)), 2 * (BINDINGS.index(b) + 1), "no task twice")
+            # A send over the binding whose answer was lost, resent over
+            # JSON-RPC by recover: the same request to onced, replayed.
+            rc, _, _ = once(outbox, "--binding", b, "send", "--agent", srv.url, "--text", "lost",
+                            env={"ONCE_TEST_CRASH": "after-send"})
+            eq(rc, -signal.SIGKILL, "%s: killed after onced answered" % b)
+            rc, doc = once_json(outbox, "--binding", "jsonrpc", "recover", *FAST)
+            eq((rc, doc["resent"], doc["intents"][0]["replayed"]), (0, 1, True),
+               "sent over %s, resent over JSON-RPC: replayed (%r)" % (b, doc))
+            eq(len(server_tasks(srv)), 3 * (BINDINGS.index(b) + 1), "no task twice")
 
 
 def test_auth_token():
