@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -285,6 +286,59 @@ static void test_envelope_and_names(void **state)
     assert_string_equal(once_binding_name((once_binding)9), "unknown");
 }
 
+/* The i-th allocation fails, and every one after it. */
+static int alloc_left = -1;
+static void *fail_malloc(size_t n)
+{
+    return alloc_left < 0 || alloc_left-- > 0 ? malloc(n) : NULL;
+}
+static void *fail_calloc(size_t k, size_t n)
+{
+    return alloc_left < 0 || alloc_left-- > 0 ? calloc(k, n) : NULL;
+}
+static void *fail_realloc(void *p, size_t n)
+{
+    return alloc_left < 0 || alloc_left-- > 0 ? realloc(p, n) : NULL;
+}
+static const once_allocator failing = {fail_malloc, fail_calloc, fail_realloc, free};
+
+/* Every mapping fails cleanly (ENOMEM or NULL, nothing left allocated:
+ * valgrind and ASan check that) wherever memory runs out, and succeeds
+ * once it does not. */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    json_t *params = parse("{\"id\":\"a b\",\"historyLength\":3,\"tenant\":\"t\"}");
+    json_t *body = aip(404, "NOT_FOUND", "TASK_NOT_FOUND", "TASK_EXPIRED", "taskId", "T");
+    json_t *ifs = parse(ONCED_IFACES);
+    int done = 0;
+    for (int i = 0; !done && i < 1000; i++) {
+        once_set_allocator(&failing);
+        alloc_left = i;
+        once__rest_call rc;
+        char why[100];
+        int r1 = once__rest_route("http://h/", "GetTask", params, &rc, why, sizeof why);
+        json_t *e = once__rpc_error_of_aip193(body);
+        char *env = e != NULL ? once__rpc_envelope(NULL, "error", json_incref(e)) : NULL;
+        once__iface f;
+        int r3 = once__iface_pick(ifs, ONCE_BINDING_GRPC, "http://h/", &f);
+        alloc_left = -1;
+        once_set_allocator(NULL);
+        assert_true(r1 == ONCE_OK || r1 == ONCE_ENOMEM);
+        assert_int_equal(r3, ONCE_OK);   /* allocates nothing */
+        done = r1 == ONCE_OK && e != NULL && env != NULL;
+        if (r1 == ONCE_OK)
+            assert_string_equal(rc.url, "http://h/t/tasks/a%20b?historyLength=3");
+        once__rest_call_clear(&rc);
+        json_decref(e);
+        once_free(env);
+    }
+    assert_true(done);
+    json_decref(ifs);
+    json_decref(body);
+    json_decref(params);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_errors_as_jsonrpc),
         cmocka_unit_test(test_grpc_status_as_jsonrpc),
         cmocka_unit_test(test_envelope_and_names),
+        cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
