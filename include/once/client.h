@@ -151,12 +151,16 @@ typedef struct once_call_result {
     char task_id[ONCE_ID_MAX + 1];  /* "" when unknown */
     once_state state;            /* the task's state, or the state a refusal names */
     int is_message;              /* the agent answered with a Message, not a Task */
-    int replayed;                /* Idempotent-Replayed: true on the answer */
+    int replayed;                /* Idempotent-Replayed: true on the answer (gRPC:
+                                    the idempotent-replayed metadata) */
     char *json;                  /* result: the Task or Message JSON; else NULL */
-    int rpc_code;                /* JSON-RPC error code (refusal, error), else 0 */
+    int rpc_code;                /* JSON-RPC error code (refusal, error), else 0;
+                                    over HTTP+JSON and gRPC the code onced sends
+                                    on JSON-RPC for that error */
     char reason[64];             /* ErrorInfo reason, or a client-side one */
     char *error;                 /* human-readable error text, or NULL */
-    int http_status;             /* last HTTP status; 0 = none (transport) */
+    int http_status;             /* last HTTP status; 0 = none (transport); gRPC:
+                                    the HTTP status HTTP+JSON gives its status */
     unsigned attempts;           /* attempts made by this call */
     unsigned retries_denied;     /* retries the budget refused (0 or 1) */
     int64_t elapsed_ms;
@@ -175,7 +179,9 @@ ONCE_API const char *once_outcome_name(once_outcome o);      /* "ok", "refused",
  * failed), ONCE_EINVAL, ONCE_ENOMEM. */
 
 typedef struct once_send_spec {
-    const char *agent;           /* the agent's JSON-RPC URL, or several of its
+    const char *agent;           /* the agent's URL (its JSON-RPC endpoint, where
+                                    its card is; the binding chosen from the card,
+                                    once_client_config.binding), or several of its
                                     replicas' separated by commas: stored as its
                                     endpoints, tried in turn (see once_client_prefer) */
     const char *parts_json;      /* JSON array of A2A Parts, e.g. [{"text":"hi"}] */
