@@ -8,8 +8,9 @@
  * and shapes (core/v03.h), converted in retry.c and stream.c.
  *
  * The card's A2A 1.0 interfaces (binding and URL, in its order of
- * preference) are remembered with the rest, in the outbox's agent cache:
- * binding.c picks the one the client speaks from them.
+ * preference) are remembered with the rest, in the outbox's agent cache,
+ * with the endpoint whose card it was: binding.c picks the one the client
+ * speaks from them.
  */
 #include <string.h>
 
@@ -43,7 +44,7 @@ void once__card_info(const json_t *card, int *ext, int *v03)
     *v03 = v0x && !v10;
 }
 
-char *once__card_interfaces(const json_t *card)
+json_t *once__card_interfaces(const json_t *card)
 {
     json_t *out = json_array();
     const json_t *itfs = json_object_get(card, "supportedInterfaces");
@@ -59,16 +60,16 @@ char *once__card_interfaces(const json_t *card)
             out = NULL;
         }
     }
-    char *text = out != NULL ? json_dumps(out, JSON_COMPACT) : NULL;
-    json_decref(out);
-    return text;
+    return out;
 }
 
-int once__card_remember(once_client *c, const char *agent, const json_t *card, int *ext,
-                        int *v03)
+int once__card_remember(once_client *c, const char *agent, const char *url, const json_t *card,
+                        int *ext, int *v03)
 {
     once__card_info(card, ext, v03);
-    char *ifs = once__card_interfaces(card);
+    json_t *doc = json_pack("{s:s, s:o}", "url", url, "list", once__card_interfaces(card));
+    char *ifs = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(doc);
     if (ifs == NULL)
         return ONCE_ENOMEM;
     int rc = once__outbox_mode_put(c->outbox, agent, *ext, *v03, ifs, once__client_now(c));
@@ -76,20 +77,29 @@ int once__card_remember(once_client *c, const char *agent, const json_t *card, i
     return rc;
 }
 
-int once__card_read(once_client *c, const char *agent, const char *url, once__http_resp *h)
+int once__card_fetch(once_client *c, const char *url, json_t **card, once__http_resp *h)
 {
-    int ext = 0, v03 = 0;
     char card_url[2048];
+    *card = NULL;
     memset(h, 0, sizeof *h);
     if (once__card_url(url, card_url, sizeof card_url) != ONCE_OK)
         return ONCE_EINVAL;
     once__http_req q = once__client_get(c, card_url, c->retry.attempt_timeout_ms);
-    json_t *card = NULL;
     int rc = once__http_do(&q, h);
     if (rc == ONCE_OK && (h->status != 200 || h->body == NULL))
         rc = ONCE_ENOTFOUND;
-    if (rc == ONCE_OK && (rc = once__json_loadb(h->body, h->len, 0, &card, NULL)) == ONCE_OK)
-        rc = once__card_remember(c, agent, card, &ext, &v03);
+    if (rc == ONCE_OK)
+        rc = once__json_loadb(h->body, h->len, 0, card, NULL);
+    return rc;
+}
+
+int once__card_read(once_client *c, const char *agent, const char *url, once__http_resp *h)
+{
+    int ext = 0, v03 = 0;
+    json_t *card = NULL;
+    int rc = once__card_fetch(c, url, &card, h);
+    if (rc == ONCE_OK)
+        rc = once__card_remember(c, agent, url, card, &ext, &v03);
     json_decref(card);
     return rc;
 }

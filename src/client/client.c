@@ -61,6 +61,7 @@ void once_client_free(once_client *c)
     once__outbox_close(c->outbox);
     once__agent_close(&c->prefer);
     once__grpc_pool_free(c->grpc);
+    json_decref(c->endpoint_cards);
     once_free(c->token);
     once_free(c->tls.cacert);
     once_free(c);

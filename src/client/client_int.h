@@ -143,7 +143,7 @@ int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checke
                           int *v03);
 int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int v03,
                           const char *interfaces, int64_t now);
-/* The card's A2A 1.0 interfaces as once__card_interfaces wrote them
+/* The card's A2A 1.0 interfaces as once__card_remember wrote them
  * (*interfaces once_malloc'd; NULL when a once before them read the card).
  * ONCE_ENOTFOUND as mode_get. */
 int once__outbox_interfaces_get(once__outbox *o, const char *agent, int64_t min_checked_ms,
@@ -451,6 +451,9 @@ struct once_client {
     void *hook_ctx;
     once__agent prefer;          /* once_client_prefer's; name NULL = none */
     once_binding binding;        /* once_client_config.binding */
+    json_t *endpoint_cards;      /* binding.c: {endpoint URL: its interfaces}, read
+                                    for endpoints other than the one the agent
+                                    cache's card came from; NULL = none yet */
     struct once__grpc_pool *grpc; /* open gRPC connections, one per target
                                      (bind_grpc.c); NULL = none yet */
     char errmsg[512];
@@ -472,17 +475,19 @@ once__http_req once__client_get(const once_client *c, const char *url, int64_t t
  * 1.0 interface, a 0.x one or a 0.3 card). */
 void once__card_info(const json_t *card, int *ext, int *v03);
 /* The card's A2A 1.0 interfaces (protocolVersion "1.0"), in its order, as
- * compact JSON [[binding, url], ...] ("[]": none); once_malloc'd, NULL when
- * memory ran out. */
-char *once__card_interfaces(const json_t *card);
-/* once__card_info, and what it says (with the interfaces) stored in the
- * agent cache. card may be NULL (none: plain 1.0, no interfaces). */
-int once__card_remember(once_client *c, const char *agent, const json_t *card, int *ext,
-                        int *v03);
-/* Read the card of the agent at url and remember it. ONCE_OK; ONCE_EIO
- * (h says why: a transport failure), ONCE_ENOTFOUND (no card there),
- * ONCE_EPARSE, ONCE_EINVAL (not an http(s) URL), ONCE_ENOMEM. h is the
- * caller's to clear. */
+ * [[binding, url], ...] ([]: none); a new array, NULL when memory ran out. */
+json_t *once__card_interfaces(const json_t *card);
+/* once__card_info, and what it says stored in the agent cache, with the
+ * interfaces as {"url": the endpoint whose card it is, "list": [...]}.
+ * card may be NULL (none: plain 1.0, no interfaces). */
+int once__card_remember(once_client *c, const char *agent, const char *url, const json_t *card,
+                        int *ext, int *v03);
+/* The card of the agent at url (an endpoint), parsed into *card (NULL on
+ * failure). ONCE_OK; ONCE_EIO (h says why: a transport failure),
+ * ONCE_ENOTFOUND (no card there: h->status), ONCE_EPARSE, ONCE_EINVAL (not
+ * an http(s) URL), ONCE_ENOMEM. h is the caller's to clear. */
+int once__card_fetch(once_client *c, const char *url, json_t **card, once__http_resp *h);
+/* once__card_fetch, then once__card_remember for agent. */
 int once__card_read(once_client *c, const char *agent, const char *url, once__http_resp *h);
 /* Does the agent (its name: the cache's key) speak A2A 0.3 only? From the
  * outbox's fresh entry, else from its card at url, read once now (and

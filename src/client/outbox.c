@@ -112,8 +112,9 @@ static const char schema_v4[] =
     "INSERT OR IGNORE INTO endpoints(url,agent,pos)"
     " SELECT agent, agent, 0 FROM intents UNION SELECT agent, agent, 0 FROM agents;";
 
-/* Version 5 -> 6: the card's A2A 1.0 interfaces, [[binding, url], ...] in
- * its order (binding.c picks one); NULL: read by an older once. */
+/* Version 5 -> 6: the card's A2A 1.0 interfaces, {"url": the endpoint
+ * whose card it was, "list": [[binding, url], ...] in the card's order}
+ * (binding.c picks one); NULL: read by an older once. */
 static const char schema_v5[] = "ALTER TABLE agents ADD COLUMN interfaces TEXT;";
 
 int once__ob_fail(once__outbox *o, int src, const char *what)

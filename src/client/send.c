@@ -75,7 +75,7 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
         once__http_resp_clear(&h);
         return ONCE_ENOMEM;
     }
-    rc = once__card_remember(c, agent, card, ext, &v03);
+    rc = once__card_remember(c, agent, a->url, card, ext, &v03);
     json_decref(card);
     once__http_resp_clear(&h);
     return rc == ONCE_ENOMEM ? rc : ONCE_OK;

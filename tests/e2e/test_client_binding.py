@@ -19,6 +19,8 @@ For gRPC and HTTP+JSON in turn:
   same store and ports) resumes (Last-Event-ID / last-event-id) and ends
   COMPLETED having seen every generation from its first on, once.
 And:
+- --agent A,B (two replicas, a gRPC port each): after A dies, get and
+  recover over gRPC and HTTP+JSON go to B's own interfaces;
 - auto follows the card: onced lists JSONRPC first, so auto is JSON-RPC;
 - a forced binding the card does not list: exit 1, never retried.
 
@@ -291,6 +293,46 @@ def test_stream_cut_resumes():
             srv2.stop()
 
 
+def test_failover_between_replicas():
+    """--agent A,B: two onced replicas on one SQLite file, each with a gRPC
+    port of its own. Over gRPC and HTTP+JSON a call that fails over to B
+    goes to B's own interface (read from B's card), not A's."""
+    tmp = scratch_dir()
+    store = "sqlite:" + os.path.join(tmp, "registry.db")
+    a = serve(["--replica-id", "a"], store=store, tmpdir=tmp)
+    b = serve(["--replica-id", "b"], store=store, tmpdir=tmp)
+    try:
+        both = a.url + "," + b.url
+        sent = {}
+        for bd in BINDINGS:
+            outbox = os.path.join(tmp, "failover-%s.db" % bd)
+            rc, doc = once_json(outbox, "--binding", bd, "send", "--agent", both, "--text", "hi",
+                                "--wait", *FAST)
+            eq((rc, doc["state"], doc["endpoint"]), (0, "TASK_STATE_COMPLETED", a.url),
+               "%s: A answered (%r)" % (bd, doc))
+            carried_by(bd, a, doc["taskId"], "SendMessage")
+            rc, _, _ = once(outbox, "--binding", bd, "send", "--agent", both, "--text", "later",
+                            env={"ONCE_TEST_CRASH": "after-outbox"})
+            eq(rc, -signal.SIGKILL, "%s: a send that died before it was sent" % bd)
+            sent[bd] = (outbox, doc["taskId"])
+        a.kill9()
+        for bd in BINDINGS:
+            outbox, tid = sent[bd]
+            rc, doc = once_json(outbox, "--binding", bd, "get", tid, *FAST)
+            eq((rc, doc["state"], doc["endpoint"]), (0, "TASK_STATE_COMPLETED", b.url),
+               "%s: get goes through B (%r)" % (bd, doc))
+            carried_by(bd, b, tid, "GetTask")
+            rc, doc = once_json(outbox, "--binding", bd, "recover", *FAST)
+            eq((rc, doc["resent"]), (0, 1), "%s: the pending send goes through B (%r)" % (bd, doc))
+            pending = [i for i in doc["intents"] if i["taskId"] != tid][0]
+            eq((pending["outcome"], pending["endpoint"]), ("ok", b.url),
+               "%s: answered by B" % bd)
+            carried_by(bd, b, pending["taskId"], "SendMessage")
+    finally:
+        a.stop()
+        b.stop()
+
+
 def test_grpc_over_tls():
     """An https:// agent: gRPC over TLS to the card's host:port, verified
     against --cacert; a certificate the client cannot trust fails the call
@@ -339,4 +381,5 @@ def test_auto_follows_the_card():
 if __name__ == "__main__":
     run_client_tests([test_round_trip_each_binding, test_unknown_task_refused_as_on_jsonrpc,
          test_lost_answer_replayed_on_recover, test_cross_binding_same_task, test_auth_token,
-         test_stream_cut_resumes, test_grpc_over_tls, test_auto_follows_the_card])
+         test_stream_cut_resumes, test_failover_between_replicas, test_grpc_over_tls,
+         test_auto_follows_the_card])
