@@ -93,7 +93,7 @@ static int endpoint_interfaces(once_client *c, const char *endpoint, const json_
         return ONCE_OK;
     json_t *card = NULL;
     once__http_resp_clear(h);
-    int rc = once__card_fetch(c, endpoint, &card, h);
+    int rc = once__card_fetch(c, endpoint, c->retry.attempt_timeout_ms, &card, h);
     json_t *ifs = rc == ONCE_OK ? once__card_interfaces(card) : NULL;
     json_decref(card);
     if (rc == ONCE_ENOMEM || (rc == ONCE_OK && ifs == NULL))

@@ -77,14 +77,15 @@ int once__card_remember(once_client *c, const char *agent, const char *url, cons
     return rc;
 }
 
-int once__card_fetch(once_client *c, const char *url, json_t **card, once__http_resp *h)
+int once__card_fetch(once_client *c, const char *url, int64_t timeout_ms, json_t **card,
+                     once__http_resp *h)
 {
     char card_url[2048];
     *card = NULL;
     memset(h, 0, sizeof *h);
     if (once__card_url(url, card_url, sizeof card_url) != ONCE_OK)
         return ONCE_EINVAL;
-    once__http_req q = once__client_get(c, card_url, c->retry.attempt_timeout_ms);
+    once__http_req q = once__client_get(c, card_url, timeout_ms);
     int rc = once__http_do(&q, h);
     if (rc == ONCE_OK && (h->status != 200 || h->body == NULL))
         rc = ONCE_ENOTFOUND;
@@ -97,7 +98,7 @@ int once__card_read(once_client *c, const char *agent, const char *url, once__ht
 {
     int ext = 0, v03 = 0;
     json_t *card = NULL;
-    int rc = once__card_fetch(c, url, &card, h);
+    int rc = once__card_fetch(c, url, c->retry.attempt_timeout_ms, &card, h);
     if (rc == ONCE_OK)
         rc = once__card_remember(c, agent, url, card, &ext, &v03);
     json_decref(card);

@@ -482,11 +482,13 @@ json_t *once__card_interfaces(const json_t *card);
  * card may be NULL (none: plain 1.0, no interfaces). */
 int once__card_remember(once_client *c, const char *agent, const char *url, const json_t *card,
                         int *ext, int *v03);
-/* The card of the agent at url (an endpoint), parsed into *card (NULL on
- * failure). ONCE_OK; ONCE_EIO (h says why: a transport failure),
- * ONCE_ENOTFOUND (no card there: h->status), ONCE_EPARSE, ONCE_EINVAL (not
- * an http(s) URL), ONCE_ENOMEM. h is the caller's to clear. */
-int once__card_fetch(once_client *c, const char *url, json_t **card, once__http_resp *h);
+/* The card of the agent at url (an endpoint), read within timeout_ms and
+ * parsed into *card (NULL on failure). ONCE_OK; ONCE_EIO (h says why: a
+ * transport failure), ONCE_ENOTFOUND (no card there: h->status),
+ * ONCE_EPARSE, ONCE_EINVAL (not an http(s) URL), ONCE_ENOMEM. h is the
+ * caller's to clear. */
+int once__card_fetch(once_client *c, const char *url, int64_t timeout_ms, json_t **card,
+                     once__http_resp *h);
 /* once__card_fetch, then once__card_remember for agent. */
 int once__card_read(once_client *c, const char *agent, const char *url, once__http_resp *h);
 /* Does the agent (its name: the cache's key) speak A2A 0.3 only? From the
