@@ -8,28 +8,33 @@ grpc,rest,jsonrpc: the card lists GRPC first).
 - over each binding: send --wait completes with the agent's artifact;
   input-required, then continue --wait lands on the same task (two
   messages, one task); get; cancel of a working task reaches the agent; a
-  wait follows a working task over the binding's stream to its end; an
-  unknown task is refused with the code and reason JSON-RPC gives;
+  wait subscribed to a working task (the agent saw SubscribeToTask over the
+  binding) follows it over that stream to its end; an unknown task is
+  refused with the code and reason JSON-RPC gives;
 - a send killed after the agent answered (the answer lost) is finished by
   `once recover` over the binding: the agent (deduplicating by messageId:
   its card does not declare the idempotency extension, so the client's ID
   travels as the messageId) has one task for it.
 Needs node and tests/interop's packages (scripts/deps.sh), as test_gateway.
 """
+import json
 import os
 import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import check, eq  # noqa: E402
-from test_client import FAST, TMP, once, once_json, outbox_intents, run_client_tests  # noqa: E402
+from harness import check, eq, http_request, scaled, wait_until  # noqa: E402
+from test_client import (FAST, ONCE, TMP, once, once_json, outbox_intents,  # noqa: E402
+                         run_client_tests)
 from test_gateway import Upstream, require_agent  # noqa: E402
 
 BINDINGS = ("grpc", "http_json")
 
 
 def a2a_requests(up):
-    """The JSON-RPC methods and REST routes the agent saw over HTTP."""
+    """What the agent was asked: JSON-RPC methods, "REST <VERB> <path>",
+    "GRPC <Method>"."""
     return [r["method"] for r in up.requests() if r["method"]]
 
 
@@ -45,7 +50,9 @@ def test_auto_takes_grpc_first():
         eq((rc, doc.get("state")), (0, "TASK_STATE_COMPLETED"), "auto: %r" % (doc,))
         eq(artifact_texts(doc), ["hello"], "the agent's artifact")
         eq(up.counts()["tasksCreated"], 1, "one task at the agent")
-        eq(a2a_requests(up), [], "nothing over JSON-RPC or REST: the card's first, gRPC, was used")
+        asked = a2a_requests(up)
+        check("GRPC SendMessage" in asked and all(m.startswith("GRPC ") for m in asked),
+              "everything over the card's first interface, gRPC: %r" % asked)
     finally:
         up.stop()
 
@@ -77,12 +84,26 @@ def test_each_binding():
             eq(up.counts()["cancels"], cancels + 1, "%s: CancelTask reached the agent" % b)
 
             rc, doc = once_json(outbox, "--binding", b, "send", "--agent", up.url, "--text",
-                                "sleep:1", *FAST)
-            eq(rc, 0, "%s: a short task" % b)
-            rc, doc = once_json(outbox, "--binding", b, "wait", doc["taskId"], "--wait-timeout",
-                                "60s", *FAST)
-            eq((rc, doc.get("state"), doc.get("streamed")), (0, "TASK_STATE_COMPLETED", True),
-               "%s: wait follows it over the stream: %r" % (b, doc))
+                                "hold:%s" % b, *FAST)
+            eq(rc, 0, "%s: a task that works until released" % b)
+            held = doc["taskId"]
+            w = subprocess.Popen([ONCE, "--outbox", outbox, "--json", "--binding", b, "wait", held]
+                                 + FAST, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                sub = ("GRPC SubscribeToTask" if b == "grpc"
+                       else "REST POST /tasks/%s:subscribe" % held)
+                wait_until(lambda: sub in a2a_requests(up), timeout=15,
+                           what="%s: the wait's subscription" % b)
+                http_request(up.port, "POST", "/release/%s" % b)
+                out, err = w.communicate(timeout=scaled(60))
+            finally:
+                if w.poll() is None:
+                    w.kill()
+                    w.wait()
+            doc = json.loads(out)
+            eq((w.returncode, doc.get("state"), doc.get("streamed")),
+               (0, "TASK_STATE_COMPLETED", True),
+               "%s: wait follows it over the stream to its end: %r %s" % (b, doc, err))
 
             rc, doc = once_json(outbox, "--binding", b, "get", "no-such-task", "--agent", up.url)
             eq((rc, doc["error"]["code"], doc["error"]["reason"]), (3, -32001, "TASK_NOT_FOUND"),
@@ -90,7 +111,11 @@ def test_each_binding():
         rest = [m for m in a2a_requests(up) if m.startswith("REST ")]
         check("REST POST /message:send" in rest and "REST GET /tasks/no-such-task" in rest,
               "HTTP+JSON went over the SDK's routes: %r" % sorted(set(rest)))
-        check(all(m.startswith("REST ") for m in a2a_requests(up)), "no JSON-RPC call at all")
+        grpc_calls = set(m for m in a2a_requests(up) if m.startswith("GRPC "))
+        check({"GRPC SendMessage", "GRPC GetTask", "GRPC CancelTask",
+               "GRPC SubscribeToTask"} <= grpc_calls, "gRPC calls: %r" % sorted(grpc_calls))
+        check(all(m.startswith(("REST ", "GRPC ")) for m in a2a_requests(up)),
+              "no JSON-RPC call at all")
     finally:
         up.stop()
 

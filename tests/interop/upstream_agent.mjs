@@ -17,7 +17,8 @@
 //                     grpc, or several (default "jsonrpc,rest"). grpc: the
 //                     SDK's gRPC service (lf.a2a.v1.A2AService, @grpc/grpc-js)
 //                     on a port of its own, declared as GRPC "127.0.0.1:PORT";
-//                     its calls are counted but not in /requests.
+//                     its calls are in /requests as method "GRPC <Method>"
+//                     with the metadata as headers (body null).
 // --no-streaming      capabilities.streaming false; the SDK then refuses
 //                     SendStreamingMessage and SubscribeToTask (-32004
 //                     UnsupportedOperationError; HTTP 400 on REST).
@@ -653,9 +654,21 @@ if (opts.bindings.includes('grpc')) {
   const grpc = await import('@grpc/grpc-js');
   const sdkGrpc = await import('@a2a-js/sdk/server/grpc');
   grpcServer = new grpc.Server();
-  grpcServer.addService(sdkGrpc.A2AService, sdkGrpc.grpcService({
+  const impl = sdkGrpc.grpcService({
     requestHandler: handler, userBuilder: sdkGrpc.UserBuilder.noAuthentication,
-  }));
+  });
+  // Each call recorded as the HTTP ones are, then handed to the SDK.
+  const recorded = {};
+  for (const [name, fn] of Object.entries(impl)) {
+    const method = `GRPC ${sdkGrpc.A2AService[name].path.split('/').pop()}`;
+    recorded[name] = (call, callback) => {
+      counts.requests++;
+      requestLog.push({ method, headers: call.metadata.getMap(), query: {}, body: null });
+      if (requestLog.length > REQUEST_LOG_MAX) requestLog.splice(0, requestLog.length - REQUEST_LOG_MAX);
+      return fn(call, callback);
+    };
+  }
+  grpcServer.addService(sdkGrpc.A2AService, recorded);
   const port = await new Promise((resolve, reject) => {
     grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(),
                          (e, p) => (e ? reject(e) : resolve(p)));
