@@ -7,7 +7,10 @@
  * The choice: JSON-RPC when the client is told so, or the agent speaks
  * A2A 0.3 (0.3's other bindings are not spoken); else the card's A2A 1.0
  * interfaces, cached per agent in the outbox with the rest of what the card
- * says (card.c), and once__iface_pick. Nothing about the binding is stored
+ * says (card.c), and once__iface_pick; a call at another of the agent's
+ * endpoints than the one that card came from, whose interface is not at
+ * that endpoint itself (a replica's gRPC port), reads its own endpoint's
+ * card, once per handle. Nothing about the binding is stored
  * with an intent: every binding carries the same params (the idempotency
  * digest is computed on their ProtoJSON form), so a resend, a resumed
  * stream or a recovery may go over any of them and reach the same task.
@@ -17,7 +20,6 @@
 
 #include "client/client_int.h"
 #include "core/jcs.h"
-#include "core/str.h"
 
 static const char *const binding_names[] = {"auto", "jsonrpc", "http_json", "grpc"};
 
