@@ -271,12 +271,14 @@ static int answer(const once__iface *f, gcall *g, const once__h2c_result *res)
 {
     once__http_resp *r = g->r;
     const once__http_req *q = g->q;
-    r->replayed = res->headers != NULL && strstr(res->headers, "idempotent-replayed: true\n") != NULL;
+    r->replayed =
+        res->headers != NULL && strstr(res->headers, "idempotent-replayed: true\n") != NULL;
     if (g->stopped) {
         r->status = 200;
         return ONCE_OK;
     }
-    if (r->interrupted || r->idle || (res->status == ONCE_GRPC_DEADLINE_EXCEEDED && !res->details)) {
+    int deadline = res->status == ONCE_GRPC_DEADLINE_EXCEEDED && res->details == NULL;
+    if (r->interrupted || r->idle || deadline) {
         r->timed_out = !r->interrupted;
         snprintf(r->error, sizeof r->error, "%s",
                  r->interrupted ? "interrupted"

@@ -225,9 +225,11 @@ int once__rest_route(const char *base, const char *method, const json_t *params,
     }
     if (rc == ONCE_OK && strcmp(out->verb, "POST") != 0)
         rc = put_query(&buf, &len, &cap, pattern, params);
-    if (rc == ONCE_OK && strcmp(out->verb, "POST") == 0 &&
-        (out->body = json_is_object(params) ? json_incref((json_t *)params) : json_object()) == NULL)
-        rc = ONCE_ENOMEM;
+    if (rc == ONCE_OK && strcmp(out->verb, "POST") == 0) {
+        out->body = json_is_object(params) ? json_incref((json_t *)params) : json_object();
+        if (out->body == NULL)
+            rc = ONCE_ENOMEM;
+    }
     if (rc != ONCE_OK) {
         once_free(buf);
         json_decref(out->body);
@@ -277,7 +279,8 @@ static int code_of(const json_t *details, const char *status)
     static const struct {
         const char *status;
         int code;
-    } by_status[] = {{"INVALID_ARGUMENT", -32602}, {"NOT_FOUND", -32001}, {"UNIMPLEMENTED", -32601}};
+    } by_status[] = {
+        {"INVALID_ARGUMENT", -32602}, {"NOT_FOUND", -32001}, {"UNIMPLEMENTED", -32601}};
     for (size_t k = 0; status != NULL && k < sizeof by_status / sizeof by_status[0]; k++)
         if (strcmp(by_status[k].status, status) == 0)
             return by_status[k].code;

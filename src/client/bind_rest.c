@@ -68,7 +68,8 @@ static int on_event(void *ctx, int has_id, int64_t id, const char *data, size_t 
     if (rc == ONCE_OK)
         rc = once__text_append(&frame, &flen, &fcap, 256, "data: ", 6);
     if (rc == ONCE_OK)
-        rc = once__text_append(&frame, &flen, &fcap, 256, env ? env : data, env ? strlen(env) : len);
+        rc = env != NULL ? once__text_append(&frame, &flen, &fcap, 256, env, strlen(env))
+                         : once__text_append(&frame, &flen, &fcap, 256, data, len);
     if (rc == ONCE_OK)
         rc = once__text_append(&frame, &flen, &fcap, 256, "\n\n", 2);
     once_free(env);
@@ -121,7 +122,8 @@ int once__rest_do(once_client *c, const once__iface *f, const char *method,
         snprintf(r->error, sizeof r->error, "HTTP+JSON: %s", why);
         return ONCE_EIO;
     }
-    char *body = route.body != NULL ? json_dumps(route.body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *body =
+        route.body != NULL ? json_dumps(route.body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (route.body != NULL && body == NULL) {
         once__rest_call_clear(&route);
         return ONCE_ENOMEM;

@@ -55,7 +55,8 @@ static void test_pick(void **state)
 
     /* Another order, other URLs, schemes on the gRPC one. */
     ifs = parse("[[\"KAFKA\",\"x\"],[\"GRPC\",\"grpcs://g.example:443/\"],"
-                "[\"HTTP+JSON\",\"https://rest.example/v1\"],[\"JSONRPC\",\"https://rpc.example/\"]]");
+                "[\"HTTP+JSON\",\"https://rest.example/v1\"],"
+                "[\"JSONRPC\",\"https://rpc.example/\"]]");
     assert_int_equal(once__iface_pick(ifs, ONCE_BINDING_AUTO, "http://a/", &f), ONCE_OK);
     assert_int_equal(f.binding, ONCE_BINDING_GRPC);
     assert_string_equal(f.url, "g.example:443");
@@ -109,15 +110,17 @@ static void test_rest_routes(void **state)
           "http://h:1/tasks/T:subscribe", 1);
     route("http://h:1/", "GetTask", "{\"id\":\"T\",\"tenant\":\"acme\"}", "GET",
           "http://h:1/acme/tasks/T", 0);
-    route("http://h:1/", "ListTasks", "{\"contextId\":\"c&d\",\"pageSize\":5,\"includeArtifacts\":true}",
-          "GET", "http://h:1/tasks?contextId=c%26d&pageSize=5&includeArtifacts=true", 0);
+    route("http://h:1/", "ListTasks",
+          "{\"contextId\":\"c&d\",\"pageSize\":5,\"includeArtifacts\":true}", "GET",
+          "http://h:1/tasks?contextId=c%26d&pageSize=5&includeArtifacts=true", 0);
     route("http://h:1/", "DeleteTaskPushNotificationConfig", "{\"taskId\":\"T\",\"id\":\"P\"}",
           "DELETE", "http://h:1/tasks/T/pushNotificationConfigs/P", 0);
 
     once__rest_call rc;
     char why[200];
     json_t *p = parse("{\"historyLength\":1}");
-    assert_int_equal(once__rest_route("http://h/", "GetTask", p, &rc, why, sizeof why), ONCE_EINVAL);
+    assert_int_equal(once__rest_route("http://h/", "GetTask", p, &rc, why, sizeof why),
+                     ONCE_EINVAL);
     assert_non_null(strstr(why, "params.id"));
     assert_int_equal(once__rest_route("http://h/", "tasks/get", p, &rc, why, sizeof why),
                      ONCE_EINVAL);
