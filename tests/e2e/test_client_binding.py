@@ -19,6 +19,8 @@ For gRPC and HTTP+JSON in turn:
   same store and ports) resumes (Last-Event-ID / last-event-id) and ends
   COMPLETED having seen every generation from its first on, once.
 And:
+- SIGINT stops a wait on either binding's stream (exit 130) and onced sees
+  the stream closed;
 - --agent A,B (two replicas, a gRPC port each): after A dies, get and
   recover over gRPC and HTTP+JSON go to B's own interfaces;
 - auto follows the card: onced lists JSONRPC first, so auto is JSON-RPC;
@@ -293,6 +295,33 @@ def test_stream_cut_resumes():
             srv2.stop()
 
 
+def test_interrupt_stops_a_stream():
+    """SIGINT while a wait follows a task over the binding's stream: exit 130,
+    the stream closed on onced's side."""
+    with serve() as srv:
+        for b in BINDINGS:
+            outbox = os.path.join(TMP, "interrupt-%s.db" % b)
+            rc, doc = once_json(outbox, "--binding", b, "send", "--agent", srv.url, "--text",
+                                "sleep:60", *FAST)
+            eq(rc, 0, "%s: a long task" % b)
+            w = subprocess.Popen([ONCE, "--outbox", outbox, "--binding", b, "wait",
+                                  doc["taskId"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+            try:
+                wait_until(lambda: streams_open(srv) >= 1, timeout=15,
+                           what="%s: the wait's stream to open" % b)
+                w.send_signal(signal.SIGINT)
+                w.communicate(timeout=scaled(10))
+            finally:
+                if w.poll() is None:
+                    w.kill()
+                    w.wait()
+            eq(w.returncode, 130, "%s: interrupted" % b)
+            wait_until(lambda: streams_open(srv) == 0, timeout=15,
+                       what="%s: onced to see the stream closed" % b)
+            once(outbox, "--binding", b, "cancel", doc["taskId"])
+
+
 def test_failover_between_replicas():
     """--agent A,B: two onced replicas on one SQLite file, each with a gRPC
     port of its own. Over gRPC and HTTP+JSON a call that fails over to B
@@ -381,5 +410,6 @@ def test_auto_follows_the_card():
 if __name__ == "__main__":
     run_client_tests([test_round_trip_each_binding, test_unknown_task_refused_as_on_jsonrpc,
          test_lost_answer_replayed_on_recover, test_cross_binding_same_task, test_auth_token,
-         test_stream_cut_resumes, test_failover_between_replicas, test_grpc_over_tls,
+         test_stream_cut_resumes, test_interrupt_stops_a_stream, test_failover_between_replicas,
+         test_grpc_over_tls,
          test_auto_follows_the_card])
