@@ -133,7 +133,16 @@ static const char usage[] =
     "  --cacert FILE          trust the CAs in this PEM file for https agents\n"
     "                         (default: the system's); a certificate that fails\n"
     "                         verification stops the call at once, nothing sent\n"
-    "  --insecure             do not verify the agent's TLS certificate (tests)\n"
+    "  --insecure             do not verify the agent's TLS certificate (tests;\n"
+    "                         HTTP only: gRPC over TLS always verifies)\n"
+    "  --binding B            the A2A binding calls go over: auto (default: the\n"
+    "                         first interface of the agent's card, at A2A 1.0,\n"
+    "                         that once speaks; JSON-RPC at --agent when the card\n"
+    "                         lists none), jsonrpc, http_json or grpc (the card's\n"
+    "                         interface of that binding; none listed: exit 1).\n"
+    "                         Every binding reaches the same tasks: a task sent\n"
+    "                         over one can be followed, continued and recovered\n"
+    "                         over another\n"
     "  --json                 machine-readable output only (one JSON document; after\n"
     "                         a wait, \"generations\" lists the task generations seen);\n"
     "                         the agent's text exact. Without it, text an agent chose\n"
@@ -211,6 +220,7 @@ typedef struct cli {
     const char *exec, *host, *secrets[MAX_SECRETS];
     size_t nsecrets;
     int json, wait, uuid, poll, insecure;
+    once_binding binding;
     const char *cacert, *tls_cert, *tls_key;
     long port;                   /* -1: not given */
     int64_t wait_timeout_ms, tolerance_ms;
@@ -268,7 +278,7 @@ static int parse_double(const char *flag, const char *v, double *out)
 
 static int parse_args(int argc, char **argv, cli *o)
 {
-    enum { STR, FLAG, DUR, COUNT, NUM, LIST, PORT, SECS, SIZE };
+    enum { STR, FLAG, DUR, COUNT, NUM, LIST, PORT, SECS, SIZE, BINDING };
     uint64_t body_memory = 0;
     int64_t conn = -1;
     struct {
@@ -284,6 +294,7 @@ static int parse_args(int argc, char **argv, cli *o)
         {"--token", STR, &o->token},
         {"--cacert", STR, &o->cacert},
         {"--insecure", FLAG, &o->insecure},
+        {"--binding", BINDING, &o->binding},
         {"--state", STR, &o->state},
         {"--prune", STR, &o->prune},
         {"--out", STR, &o->out},
@@ -394,6 +405,11 @@ static int parse_args(int argc, char **argv, cli *o)
             if (once__parse_size(v, flags[k].dst) != ONCE_OK || *(uint64_t *)flags[k].dst < 1024 ||
                 *(uint64_t *)flags[k].dst > ((uint64_t)1 << 30))
                 return bad("%s: expected a size from 1KiB to 1GiB, got %s", flags[k].name, v);
+            break;
+        case BINDING:
+            if (once_binding_parse(v, flags[k].dst) != ONCE_OK)
+                return bad("%s: expected auto, jsonrpc, http_json or grpc, got %s", flags[k].name,
+                           v);
             break;
         case COUNT:
             errno = 0;
@@ -1437,6 +1453,7 @@ int main(int argc, char **argv)
                               .token = o.token,
                               .cacert = o.cacert,
                               .insecure = o.insecure,
+                              .binding = o.binding,
                               .retry = o.retry,
                               .id_kind = o.uuid ? ONCE_ID_UUID4 : ONCE_ID_ULID,
                               .interrupted = &interrupted,

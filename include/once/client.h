@@ -75,6 +75,26 @@ typedef enum once_client_point {
     ONCE_POINT_AFTER_SEND = 2    /* the server answered; the outbox does not know yet */
 } once_client_point;
 
+/* The A2A binding calls go over (docs/wire.md, "The client's bindings").
+ * AUTO takes the first interface of the agent's card, at protocolVersion
+ * 1.0, whose binding the client speaks; JSON-RPC at the agent's URL when
+ * the card lists none or cannot be read. A forced binding the card does
+ * not list fails the call (ONCE_OUTCOME_ERROR, never retried). Every
+ * binding carries the same request, so a retry or a later call over
+ * another binding reaches the same task. An A2A 0.3 agent is always
+ * spoken to over JSON-RPC. */
+typedef enum once_binding {
+    ONCE_BINDING_AUTO = 0,
+    ONCE_BINDING_JSONRPC = 1,
+    ONCE_BINDING_HTTP_JSON = 2,
+    ONCE_BINDING_GRPC = 3
+} once_binding;
+
+/* "auto", "jsonrpc", "http_json", "grpc" -> *out; ONCE_EINVAL otherwise. */
+ONCE_API int once_binding_parse(const char *name, once_binding *out);
+/* The name once_binding_parse takes; "unknown" for another value. Static. */
+ONCE_API const char *once_binding_name(once_binding b);
+
 typedef struct once_client_config {
     const char *outbox_path;     /* SQLite file, created (its folder must exist);
                                     NULL = in memory, not durable */
@@ -98,7 +118,9 @@ typedef struct once_client_config {
      * certificate that fails verification ends the call at once with
      * ONCE_OUTCOME_ERROR, never retried: nothing was sent. */
     const char *cacert;          /* PEM file of CAs to trust; NULL = system */
-    int insecure;                /* nonzero: verify nothing (tests only) */
+    int insecure;                /* nonzero: verify nothing (tests only; HTTP
+                                    only: gRPC over TLS always verifies) */
+    once_binding binding;        /* ONCE_BINDING_AUTO (0) = the card's choice */
 } once_client_config;
 
 typedef struct once_client once_client;
@@ -129,12 +151,16 @@ typedef struct once_call_result {
     char task_id[ONCE_ID_MAX + 1];  /* "" when unknown */
     once_state state;            /* the task's state, or the state a refusal names */
     int is_message;              /* the agent answered with a Message, not a Task */
-    int replayed;                /* Idempotent-Replayed: true on the answer */
+    int replayed;                /* Idempotent-Replayed: true on the answer (gRPC:
+                                    the idempotent-replayed metadata) */
     char *json;                  /* result: the Task or Message JSON; else NULL */
-    int rpc_code;                /* JSON-RPC error code (refusal, error), else 0 */
+    int rpc_code;                /* JSON-RPC error code (refusal, error), else 0;
+                                    over HTTP+JSON and gRPC the code onced sends
+                                    on JSON-RPC for that error */
     char reason[64];             /* ErrorInfo reason, or a client-side one */
     char *error;                 /* human-readable error text, or NULL */
-    int http_status;             /* last HTTP status; 0 = none (transport) */
+    int http_status;             /* last HTTP status; 0 = none (transport); gRPC:
+                                    the HTTP status HTTP+JSON gives its status */
     unsigned attempts;           /* attempts made by this call */
     unsigned retries_denied;     /* retries the budget refused (0 or 1) */
     int64_t elapsed_ms;
@@ -153,7 +179,9 @@ ONCE_API const char *once_outcome_name(once_outcome o);      /* "ok", "refused",
  * failed), ONCE_EINVAL, ONCE_ENOMEM. */
 
 typedef struct once_send_spec {
-    const char *agent;           /* the agent's JSON-RPC URL, or several of its
+    const char *agent;           /* the agent's URL (its JSON-RPC endpoint, where
+                                    its card is; the binding chosen from the card,
+                                    once_client_config.binding), or several of its
                                     replicas' separated by commas: stored as its
                                     endpoints, tried in turn (see once_client_prefer) */
     const char *parts_json;      /* JSON array of A2A Parts, e.g. [{"text":"hi"}] */

@@ -6,6 +6,11 @@
  * or is an A2A 0.3 card (top-level url and protocolVersion 0.x, no
  * supportedInterfaces), in 0.3: the same calls under 0.3's method names
  * and shapes (core/v03.h), converted in retry.c and stream.c.
+ *
+ * The card's A2A 1.0 interfaces (binding and URL, in its order of
+ * preference) are remembered with the rest, in the outbox's agent cache,
+ * with the endpoint whose card it was: binding.c picks the one the client
+ * speaks from them.
  */
 #include <string.h>
 
@@ -39,24 +44,77 @@ void once__card_info(const json_t *card, int *ext, int *v03)
     *v03 = v0x && !v10;
 }
 
+json_t *once__card_interfaces(const json_t *card)
+{
+    json_t *out = json_array();
+    const json_t *itfs = json_object_get(card, "supportedInterfaces");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(itfs, i, e) {
+        const char *v = json_string_value(json_object_get(e, "protocolVersion"));
+        const char *b = json_string_value(json_object_get(e, "protocolBinding"));
+        const char *u = json_string_value(json_object_get(e, "url"));
+        if (out != NULL && v != NULL && strcmp(v, "1.0") == 0 && b != NULL && u != NULL &&
+            json_array_append_new(out, json_pack("[s,s]", b, u)) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+int once__card_remember(once_client *c, const char *agent, const char *url, const json_t *card,
+                        int *ext, int *v03)
+{
+    once__card_info(card, ext, v03);
+    json_t *doc = json_pack("{s:s, s:o}", "url", url, "list", once__card_interfaces(card));
+    char *ifs = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(doc);
+    if (ifs == NULL)
+        return ONCE_ENOMEM;
+    int rc = once__outbox_mode_put(c->outbox, agent, *ext, *v03, ifs, once__client_now(c));
+    once_free(ifs); /* json_dumps allocates through once_malloc */
+    return rc;
+}
+
+int once__card_fetch(once_client *c, const char *url, int64_t timeout_ms, json_t **card,
+                     once__http_resp *h)
+{
+    char card_url[2048];
+    *card = NULL;
+    memset(h, 0, sizeof *h);
+    if (once__card_url(url, card_url, sizeof card_url) != ONCE_OK)
+        return ONCE_EINVAL;
+    once__http_req q = once__client_get(c, card_url, timeout_ms);
+    int rc = once__http_do(&q, h);
+    if (rc == ONCE_OK && (h->status != 200 || h->body == NULL))
+        rc = ONCE_ENOTFOUND;
+    if (rc == ONCE_OK)
+        rc = once__json_loadb(h->body, h->len, 0, card, NULL);
+    return rc;
+}
+
+int once__card_read(once_client *c, const char *agent, const char *url, once__http_resp *h)
+{
+    int ext = 0, v03 = 0;
+    json_t *card = NULL;
+    int rc = once__card_fetch(c, url, c->retry.attempt_timeout_ms, &card, h);
+    if (rc == ONCE_OK)
+        rc = once__card_remember(c, agent, url, card, &ext, &v03);
+    json_decref(card);
+    return rc;
+}
+
 int once__agent_v03(once_client *c, const char *agent, const char *url)
 {
     int ext = 0, v03 = 0;
     int64_t now = once__client_now(c);
     if (once__outbox_mode_get(c->outbox, agent, now - ONCE__CARD_TTL_MS, &ext, &v03) == ONCE_OK)
         return v03;
-    char card_url[2048];
-    if (once__card_url(url, card_url, sizeof card_url) != ONCE_OK)
-        return 0;
-    once__http_req q = once__client_get(c, card_url, c->retry.attempt_timeout_ms);
     once__http_resp h;
-    json_t *card = NULL;
-    if (once__http_do(&q, &h) == ONCE_OK && h.status == 200 && h.body != NULL &&
-        once__json_loadb(h.body, h.len, 0, &card, NULL) == ONCE_OK) {
-        once__card_info(card, &ext, &v03);
-        (void)once__outbox_mode_put(c->outbox, agent, ext, v03, now);
-    }
-    json_decref(card);
+    (void)once__card_read(c, agent, url, &h);
     once__http_resp_clear(&h);
-    return v03;
+    return once__outbox_mode_get(c->outbox, agent, now - ONCE__CARD_TTL_MS, &ext, &v03) == ONCE_OK
+               ? v03
+               : 0;
 }

@@ -39,6 +39,7 @@ int once_client_new(const once_client_config *cfg, once_client **out, char *errb
     c->hook = cfg->hook;
     c->hook_ctx = cfg->hook_ctx;
     c->tls.insecure = cfg->insecure;
+    c->binding = cfg->binding;
     if ((cfg->token != NULL && (c->token = once_strdup(cfg->token)) == NULL) ||
         (cfg->cacert != NULL && (c->tls.cacert = once_strdup(cfg->cacert)) == NULL)) {
         once_client_free(c);
@@ -59,6 +60,8 @@ void once_client_free(once_client *c)
         return;
     once__outbox_close(c->outbox);
     once__agent_close(&c->prefer);
+    once__grpc_pool_free(c->grpc);
+    json_decref(c->endpoint_cards);
     once_free(c->token);
     once_free(c->tls.cacert);
     once_free(c);

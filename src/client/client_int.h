@@ -18,6 +18,10 @@
  *   recover.c   recovery of the outbox after a crash
  *   endpoints.c the URLs one agent answers at: naming, storing, failover
  *   parts.c     the parts of an answer: listing, and saving files safely
+ *   binding.c   the binding seam: an A2A call in JSON-RPC's shape, carried
+ *               over the binding the client chose (JSON-RPC, HTTP+JSON, gRPC)
+ *   bind_map.c  pure: picking an interface, REST routes, errors into JSON-RPC's
+ *   bind_rest.c the HTTP+JSON binding; bind_grpc.c the gRPC binding
  */
 #ifndef ONCE_CLIENT_CLIENT_INT_H
 #define ONCE_CLIENT_CLIENT_INT_H
@@ -137,7 +141,13 @@ int once__outbox_agent_of(once__outbox *o, const char *task_id, char *out, size_
  * min_checked_ms. */
 int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checked_ms, int *ext,
                           int *v03);
-int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int v03, int64_t now);
+int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int v03,
+                          const char *interfaces, int64_t now);
+/* The card's A2A 1.0 interfaces as once__card_remember wrote them
+ * (*interfaces once_malloc'd; NULL when a once before them read the card).
+ * ONCE_ENOTFOUND as mode_get. */
+int once__outbox_interfaces_get(once__outbox *o, const char *agent, int64_t min_checked_ms,
+                                char **interfaces);
 
 /* The retry budget of agent, read-modify-written in one IMMEDIATE
  * transaction: op 0 deposits (a call starts), op 1 takes (a retry wants
@@ -160,7 +170,7 @@ typedef struct once__tls_client {
 
 /* One request, built on the caller's stack; strings are borrowed. */
 typedef struct once__http_req {
-    const char *method;          /* "GET" or "POST" */
+    const char *method;          /* "GET", "POST" (body sent), or another verb */
     const char *url;
     const char *body;            /* POST body, or NULL */
     size_t len;
@@ -211,6 +221,9 @@ typedef struct once__http_resp {
                                     host): the request never left */
     int untrusted;               /* the peer's certificate failed verification:
                                     a retry cannot fix it (not retried) */
+    int unusable;                /* the agent offers nothing this call can use
+                                    (no interface of the chosen binding): not
+                                    retried either */
     char error[256];             /* transport failure text */
 } once__http_resp;
 
@@ -348,6 +361,79 @@ void once__agent_answered(once_client *c, const once__agent *a);
 int once__agent_spec_check(const char *spec, char *why, size_t whylen);
 
 /* ---------------------------------------------------------------------------
+ * binding.c, bind_*.c: the binding seam. Everything above speaks JSON-RPC;
+ * once__a2a_do carries one A2A call over the binding the client chose.
+ */
+
+/* The interface a call goes to. */
+typedef struct once__iface {
+    once_binding binding;        /* JSONRPC, HTTP_JSON or GRPC (never AUTO) */
+    char url[2048];              /* JSON-RPC: the endpoint; HTTP+JSON: the routes'
+                                    base URL; gRPC: host:port */
+    int tls;                     /* gRPC: TLS (an https:// agent, or a grpcs:// /
+                                    https:// interface URL) */
+} once__iface;
+
+/* once__http_do's contract for an A2A call: q is a JSON-RPC POST (its body
+ * {"jsonrpc","id","method","params"}) to the agent's endpoint q->url; r
+ * gets a JSON-RPC answer as onced's JSON-RPC binding would have sent it
+ * (body {"jsonrpc","id","result"|"error"}, or for a stream, on_data fed
+ * SSE frames "id: <generation>\ndata: <JSON-RPC envelope>\n\n"), whatever
+ * binding carried it, with status, replayed and the failure flags. agent
+ * (its name) keys the card cache the binding is chosen from. */
+int once__a2a_do(once_client *c, const char *agent, const once__http_req *q,
+                 once__http_resp *r);
+
+/* bind_map.c (pure). The interface for binding want (AUTO: the first the
+ * client speaks) among ifaces ([[binding, url], ...], the card's order),
+ * for the agent reached at endpoint: JSON-RPC is always spoken at endpoint
+ * itself; an HTTP+JSON interface at the card's JSON-RPC URL is taken at
+ * endpoint too (a proxy or a replica in between stays in between). AUTO
+ * with none: JSON-RPC at endpoint. ONCE_ENOTFOUND when a forced binding
+ * has none. */
+int once__iface_pick(const json_t *ifaces, once_binding want, const char *endpoint,
+                     once__iface *out);
+
+/* An HTTP+JSON route of a JSON-RPC call (A2A 1.0 section 11): the verb,
+ * the path with its query (path members and, for GET and DELETE, the
+ * other scalar params as the query; a "tenant" member as the leading
+ * segment), percent-encoded, appended to base; body: the params (POST),
+ * else NULL. */
+typedef struct once__rest_call {
+    const char *verb;
+    char *url;                   /* once_malloc'd */
+    json_t *body;                /* new reference, or NULL */
+} once__rest_call;
+/* ONCE_OK; ONCE_EINVAL (method has no route, a path member missing or not
+ * a string; why says which); ONCE_ENOMEM. */
+int once__rest_route(const char *base, const char *method, const json_t *params,
+                     once__rest_call *out, char *why, size_t whylen);
+void once__rest_call_clear(once__rest_call *rc);
+
+/* An AIP-193 error body ({"error": {code, status, message, details}}) as
+ * the JSON-RPC error object onced sends for it on JSON-RPC: the code from
+ * the first A2A ErrorInfo reason (spec 5.4), else once's reason for a
+ * JSON-RPC code, else the status (INVALID_ARGUMENT -32602, NOT_FOUND
+ * -32001, UNIMPLEMENTED -32601, other -32603); message; data the details
+ * list. A new object, or NULL (not an AIP-193 body, or no memory). */
+json_t *once__rpc_error_of_aip193(const json_t *body);
+/* {"jsonrpc":"2.0","id":id,key:value} as compact JSON text (once_malloc'd)
+ * or NULL; id may be NULL (null). Steals value. */
+char *once__rpc_envelope(const json_t *id, const char *key, json_t *value);
+
+/* bind_rest.c, bind_grpc.c: the call (method, params and id taken from
+ * q's body) over that binding; once__a2a_do's contract. */
+int once__rest_do(once_client *c, const once__iface *f, const char *method,
+                  const json_t *params, const json_t *id, const once__http_req *q,
+                  once__http_resp *r);
+int once__grpc_do(once_client *c, const once__iface *f, const char *method,
+                  const json_t *params, const json_t *id, const once__http_req *q,
+                  once__http_resp *r);
+/* The handle's gRPC connections, closed. */
+struct once__grpc_pool;
+void once__grpc_pool_free(struct once__grpc_pool *p);
+
+/* ---------------------------------------------------------------------------
  * The handle. Owned by one thread at a time; nothing here is shared.
  */
 struct once_client {
@@ -364,6 +450,12 @@ struct once_client {
     void (*hook)(void *ctx, once_client_point p);
     void *hook_ctx;
     once__agent prefer;          /* once_client_prefer's; name NULL = none */
+    once_binding binding;        /* once_client_config.binding */
+    json_t *endpoint_cards;      /* binding.c: {endpoint URL: its interfaces}, read
+                                    for endpoints other than the one the agent
+                                    cache's card came from; NULL = none yet */
+    struct once__grpc_pool *grpc; /* open gRPC connections, one per target
+                                     (bind_grpc.c); NULL = none yet */
     char errmsg[512];
 };
 
@@ -382,6 +474,23 @@ once__http_req once__client_get(const once_client *c, const char *url, int64_t t
 /* The card says: the idempotency extension (ext); A2A 0.3 only (v03: no
  * 1.0 interface, a 0.x one or a 0.3 card). */
 void once__card_info(const json_t *card, int *ext, int *v03);
+/* The card's A2A 1.0 interfaces (protocolVersion "1.0"), in its order, as
+ * [[binding, url], ...] ([]: none); a new array, NULL when memory ran out. */
+json_t *once__card_interfaces(const json_t *card);
+/* once__card_info, and what it says stored in the agent cache, with the
+ * interfaces as {"url": the endpoint whose card it is, "list": [...]}.
+ * card may be NULL (none: plain 1.0, no interfaces). */
+int once__card_remember(once_client *c, const char *agent, const char *url, const json_t *card,
+                        int *ext, int *v03);
+/* The card of the agent at url (an endpoint), read within timeout_ms and
+ * parsed into *card (NULL on failure). ONCE_OK; ONCE_EIO (h says why: a
+ * transport failure), ONCE_ENOTFOUND (no card there: h->status),
+ * ONCE_EPARSE, ONCE_EINVAL (not an http(s) URL), ONCE_ENOMEM. h is the
+ * caller's to clear. */
+int once__card_fetch(once_client *c, const char *url, int64_t timeout_ms, json_t **card,
+                     once__http_resp *h);
+/* once__card_fetch, then once__card_remember for agent. */
+int once__card_read(once_client *c, const char *agent, const char *url, once__http_resp *h);
 /* Does the agent (its name: the cache's key) speak A2A 0.3 only? From the
  * outbox's fresh entry, else from its card at url, read once now (and
  * remembered); a card that cannot be read says 1.0. */

@@ -206,7 +206,9 @@ int once__agent_url_check(const char *url, char *why, size_t whylen)
 
 once__verdict once__http_failure_verdict(const once__http_resp *r)
 {
-    return r->interrupted ? ONCE__INTERRUPTED : r->untrusted ? ONCE__ERROR : ONCE__RETRY;
+    return r->interrupted                  ? ONCE__INTERRUPTED
+           : r->untrusted || r->unusable ? ONCE__ERROR
+                                         : ONCE__RETRY;
 }
 
 /* The certificate settings of one transfer. */
@@ -337,6 +339,8 @@ int once__http_do(const once__http_req *q, once__http_resp *r)
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body ? q->body : "");
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(q->body ? q->len : 0));
+    } else if (strcmp(q->method, "GET") != 0) {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, q->method);
     }
     CURLcode cc = curl_easy_perform(h);
     if (cc == CURLE_OK || (r->stopped && cc == CURLE_WRITE_ERROR)) {

@@ -26,7 +26,7 @@
 #include "client/outbox_int.h"
 #include "db/db.h"
 
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 /* How long a writer waits for another process's lock on the file. */
 #define BUSY_MS 10000
 #define ONCE__XSTR(x) #x
@@ -77,7 +77,8 @@
 static const char schema_new[] =
     INTENTS_TABLE("intents") INTENTS_INDEXES ENDPOINTS_TABLE
     "CREATE TABLE agents("
-    " agent TEXT PRIMARY KEY, ext INTEGER NOT NULL, checked_ms INTEGER NOT NULL, a2a TEXT);"
+    " agent TEXT PRIMARY KEY, ext INTEGER NOT NULL, checked_ms INTEGER NOT NULL, a2a TEXT,"
+    " interfaces TEXT);"
     "CREATE TABLE budget("
     " agent TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL);";
 
@@ -110,6 +111,11 @@ static const char schema_v4[] =
     ENDPOINTS_TABLE
     "INSERT OR IGNORE INTO endpoints(url,agent,pos)"
     " SELECT agent, agent, 0 FROM intents UNION SELECT agent, agent, 0 FROM agents;";
+
+/* Version 5 -> 6: the card's A2A 1.0 interfaces, {"url": the endpoint
+ * whose card it was, "list": [[binding, url], ...] in the card's order}
+ * (binding.c picks one); NULL: read by an older once. */
+static const char schema_v5[] = "ALTER TABLE agents ADD COLUMN interfaces TEXT;";
 
 int once__ob_fail(once__outbox *o, int src, const char *what)
 {
@@ -233,6 +239,8 @@ static int schema(once__outbox *o)
         rc = once__ob_exec(o, schema_v4_column);
     if (rc == ONCE_OK && v <= 4 && v >= 1)
         rc = once__ob_exec(o, schema_v4);
+    if (rc == ONCE_OK && v <= 5 && v >= 1)
+        rc = once__ob_exec(o, schema_v5);
     if (rc == ONCE_OK && v != SCHEMA_VERSION)
         rc = once__ob_exec(o, "PRAGMA user_version=" ONCE__STR(SCHEMA_VERSION));
     return once__ob_end(o, rc);

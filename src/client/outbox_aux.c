@@ -105,11 +105,29 @@ int once__outbox_mode_get(once__outbox *o, const char *agent, int64_t min_checke
     return rc;
 }
 
-int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int v03, int64_t now)
+int once__outbox_mode_put(once__outbox *o, const char *agent, int ext, int v03,
+                          const char *interfaces, int64_t now)
 {
     return once__ob_run(o,
-                        "INSERT OR REPLACE INTO agents(agent,ext,checked_ms,a2a) VALUES(?,?,?,?)",
-                        "siis", agent, (int64_t)(ext != 0), now, v03 ? "0.3" : "1.0");
+                        "INSERT OR REPLACE INTO agents(agent,ext,checked_ms,a2a,interfaces)"
+                        " VALUES(?,?,?,?,?)",
+                        "siiss", agent, (int64_t)(ext != 0), now, v03 ? "0.3" : "1.0", interfaces);
+}
+
+int once__outbox_interfaces_get(once__outbox *o, const char *agent, int64_t min_checked_ms,
+                                char **interfaces)
+{
+    *interfaces = NULL;
+    sqlite3_stmt *q;
+    int rc = once__ob_one(o, &q, "SELECT interfaces FROM agents WHERE agent=? AND checked_ms>=?",
+                          "si", agent, min_checked_ms);
+    if (rc == ONCE_OK) {
+        const char *t = (const char *)sqlite3_column_text(q, 0);
+        if (t != NULL && (*interfaces = once_strdup(t)) == NULL)
+            rc = ONCE_ENOMEM;
+    }
+    sqlite3_finalize(q);
+    return rc;
 }
 
 int once__outbox_budget(once__outbox *o, const char *agent, int op, const once_retry_policy *p,

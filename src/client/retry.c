@@ -208,7 +208,7 @@ int once__rpc_attempt(once_client *c, once__rpc *q, once__attempt *a, once_call_
                          .connect_timeout_ms = c->retry.connect_timeout_ms,
                          .interrupted = c->interrupted};
     once__http_resp hr;
-    int rc = once__http_do(&hq, &hr);
+    int rc = once__a2a_do(c, q->agent, &hq, &hr);
     once_free(body);
     r->rpc_code = 0;
     r->reason[0] = '\0';

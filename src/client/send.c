@@ -42,23 +42,25 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
     int v03 = 0;
     if (once__outbox_mode_get(c->outbox, agent, now - ONCE__CARD_TTL_MS, ext, &v03) == ONCE_OK)
         return ONCE_OK;
-    char url[2048];
-    if (once__card_url(a->url, url, sizeof url) != ONCE_OK) {
+    once__http_resp h;
+    json_t *card = NULL;
+    int rc = once__card_fetch(c, a->url, a->timeout_ms, &card, &h);
+    if (rc == ONCE_EINVAL) {
         a->verdict = ONCE__ERROR;
         once__result_set_error(r, "not an http(s) URL: %s", a->url);
-        return ONCE_EINVAL;
-    }
-    once__http_req q = once__client_get(c, url, a->timeout_ms);
-    once__http_resp h;
-    int rc = once__http_do(&q, &h);
-    if (rc == ONCE_ENOMEM)
         return rc;
+    }
+    if (rc == ONCE_ENOMEM) {
+        /* Unread is not "no extension": nothing may be remembered from it. */
+        once__http_resp_clear(&h);
+        return rc;
+    }
     r->http_status = (int)h.status;
-    if (rc != ONCE_OK || h.status == 429 || h.status >= 500) {
-        a->verdict = rc != ONCE_OK ? once__http_failure_verdict(&h) : ONCE__RETRY;
+    if (rc == ONCE_EIO || h.status == 429 || h.status >= 500) {
+        a->verdict = rc == ONCE_EIO ? once__http_failure_verdict(&h) : ONCE__RETRY;
         a->failover = a->verdict == ONCE__RETRY && h.status != 429;
         once__result_set_error(r, "%s: agent card: %s%s", a->url, h.timed_out ? "timeout: " : "",
-                               rc != ONCE_OK ? h.error : "server error");
+                               rc == ONCE_EIO ? h.error : "server error");
         if (h.retry_after[0] != '\0') {
             int64_t ms;
             if (once__retry_after_parse(h.retry_after, now, &ms) == ONCE_OK)
@@ -67,19 +69,11 @@ static int card_mode(once_client *c, send_call *s, once__attempt *a, once_call_r
         once__http_resp_clear(&h);
         return ONCE_EIO;
     }
-    *ext = 0;
-    json_t *card = NULL;
-    if (h.status == 200 && h.body != NULL &&
-        once__json_loadb(h.body, h.len, 0, &card, NULL) == ONCE_ENOMEM) {
-        /* Unread is not "no extension": nothing may be remembered from it. */
-        once__http_resp_clear(&h);
-        return ONCE_ENOMEM;
-    }
-    once__card_info(card, ext, &v03);
+    /* A card that is missing or unparseable says: plain. */
+    rc = once__card_remember(c, agent, a->url, card, ext, &v03);
     json_decref(card);
     once__http_resp_clear(&h);
-    once__outbox_mode_put(c->outbox, agent, *ext, v03, now);
-    return ONCE_OK;
+    return rc == ONCE_ENOMEM ? rc : ONCE_OK;
 }
 
 /* Fix the mode (once per intent) and build the params. */

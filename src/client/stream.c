@@ -193,7 +193,7 @@ int once__stream_subscribe(once_client *c, const char *agent, const char *url,
                         .data_ctx = &k,
                         .idle_ms = ONCE__STREAM_IDLE_MS};
     once__http_resp h;
-    int rc = once__http_do(&q, &h);
+    int rc = once__a2a_do(c, agent, &q, &h);
     once_free(body); /* json_dumps allocates through once_malloc */
     once__sse_clear(&k.sse);
     if (k.hard != 0 || rc == ONCE_ENOMEM) {

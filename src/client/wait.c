@@ -191,20 +191,15 @@ static int follow_poll(follow *f, int sleep_first)
  * cannot be read, 0 when it says no or cannot be parsed. */
 static int card_streams(once_client *c, const char *endpoint)
 {
-    char url[2048];
-    if (once__card_url(endpoint, url, sizeof url) != ONCE_OK)
-        return -1;
-    once__http_req q = once__client_get(c, url, c->retry.attempt_timeout_ms);
     once__http_resp h;
-    if (once__http_do(&q, &h) != ONCE_OK || h.status != 200 || h.body == NULL) {
-        once__http_resp_clear(&h);
-        return -1;
-    }
     json_t *card = NULL;
-    (void)once__json_loadb(h.body, h.len, 0, &card, NULL); /* unread: poll instead */
+    int rc = once__card_fetch(c, endpoint, c->retry.attempt_timeout_ms, &card, &h);
+    once__http_resp_clear(&h);
+    if (rc == ONCE_EIO || rc == ONCE_ENOTFOUND || rc == ONCE_EINVAL)
+        return -1;
+    /* Unparseable, or unread for want of memory: poll instead. */
     int yes = json_is_true(json_object_get(json_object_get(card, "capabilities"), "streaming"));
     json_decref(card);
-    once__http_resp_clear(&h);
     return yes;
 }
 

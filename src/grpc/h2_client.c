@@ -58,7 +58,41 @@ struct once__h2_client {
     int broken;
     char *authority;
     cstate *cur;
+    int (*stop)(void *ctx);      /* once__h2c_set_stop's; NULL = none */
+    void *stop_ctx;
+    int64_t last_rx_ms;          /* when bytes last came from the server */
+    int64_t ping_every_ms;       /* once__h2c_set_keepalive's; 0 = never */
+    int64_t last_ping_ms;
 };
+
+void once__h2c_set_keepalive(once__h2_client *c, int64_t every_ms)
+{
+    c->ping_every_ms = every_ms;
+}
+
+int64_t once__h2c_last_rx_ms(const once__h2_client *c)
+{
+    return c->last_rx_ms;
+}
+
+/* A call that hears nothing for ping_every_ms asks the server for a PING
+ * ACK (every peer must send one), so a quiet stream still shows the
+ * connection alive and a dead one shows as silence. */
+static void keepalive(once__h2_client *c)
+{
+    int64_t now = once_monotonic_ms();
+    if (c->ping_every_ms > 0 && now - c->last_rx_ms >= c->ping_every_ms &&
+        now - c->last_ping_ms >= c->ping_every_ms) {
+        c->last_ping_ms = now;
+        (void)nghttp2_submit_ping(c->ng, NGHTTP2_FLAG_NONE, NULL);
+    }
+}
+
+void once__h2c_set_stop(once__h2_client *c, int (*stop)(void *ctx), void *ctx)
+{
+    c->stop = stop;
+    c->stop_ctx = ctx;
+}
 
 void once__h2c_result_clear(once__h2c_result *r)
 {
@@ -134,6 +168,7 @@ static int pump_in(once__h2_client *c, int wait_ms)
             return -1;
         if (n == 0)
             break;
+        c->last_rx_ms = once_monotonic_ms();
         if (nghttp2_session_mem_recv(c->ng, buf, (size_t)n) < 0)
             return -1;
     }
@@ -296,6 +331,8 @@ static int dial(const once__h2c_config *cfg, int64_t timeout_ms, char *err, size
     return fd;
 }
 
+/* 0; 1 when the server cannot be trusted (its certificate failed, or the
+ * trust anchors could not be loaded: no retry fixes that); -1 otherwise. */
 static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char *name,
                      int64_t timeout_ms, char *err, size_t errlen)
 {
@@ -310,9 +347,11 @@ static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char
     if (r != 0) {
         snprintf(err, errlen, "grpc: cannot load trust anchors%s%s", cfg->ca_file ? " from " : "",
                  cfg->ca_file ? cfg->ca_file : "");
-        return -1;
+        return 1;
     }
-    if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK) != 0 ||
+    /* NO_SIGNAL: a write to a server that went away is an error, not a
+     * SIGPIPE that kills the caller (a CLI does not ignore it). */
+    if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) != 0 ||
         gnutls_priority_set_direct(c->tls,
                                    cfg->tls_priority ? cfg->tls_priority : ONCE_TLS_PRIORITY_DEFAULT,
                                    NULL) != 0 ||
@@ -335,7 +374,7 @@ static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char
     }
     if (r < 0) {
         snprintf(err, errlen, "grpc: TLS handshake with %s failed: %s", name, gnutls_strerror(r));
-        return -1;
+        return r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR ? 1 : -1;
     }
     gnutls_datum_t p;
     if (gnutls_alpn_get_selected_protocol(c->tls, &p) != 0 || p.size != 2 ||
@@ -361,8 +400,9 @@ int once__h2c_connect(const once__h2c_config *cfg, once__h2_client **out, char *
     const char *name = cfg->server_name ? cfg->server_name : cfg->host;
     c->fd = dial(cfg, t, err, errlen);
     int rc = c->fd < 0 ? ONCE_EIO : ONCE_OK;
-    if (rc == ONCE_OK && cfg->tls && tls_start(c, cfg, name, t, err, errlen) != 0)
-        rc = ONCE_EIO;
+    int tls = rc == ONCE_OK && cfg->tls ? tls_start(c, cfg, name, t, err, errlen) : 0;
+    if (tls != 0)
+        rc = tls > 0 ? ONCE_EINVAL : ONCE_EIO;
     char auth[300];
     snprintf(auth, sizeof auth, "%s:%d", name, cfg->port);
     c->authority = once_strdup(auth);
@@ -476,13 +516,16 @@ int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, 
     int local = -1;   /* a status the client decided itself */
     if (s.id < 0)
         c->broken = 1;
+    c->last_rx_ms = once_monotonic_ms();   /* silence counts from the call's start */
     while (s.id >= 0 && !s.done && !c->broken) {
+        keepalive(c);
         if (pump_out(c) != 0 || pump_in(c, POLL_MS) != 0 ||
             (!nghttp2_session_want_read(c->ng) && !s.done)) {
             c->broken = 1;
             break;
         }
-        int stop = local < 0 && (s.cancel || (cancel && atomic_load(cancel)));
+        int stop = local < 0 && (s.cancel || (cancel && atomic_load(cancel)) ||
+                                 (c->stop != NULL && c->stop(c->stop_ctx)));
         if (local < 0 && end && once_monotonic_ms() >= end) {
             local = ONCE_GRPC_DEADLINE_EXCEEDED;
             nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_CANCEL);

@@ -26,8 +26,10 @@ typedef struct once__h2c_config {
 
 typedef struct once__h2_client once__h2_client;
 
-/* Connect (and handshake). ONCE_OK with *out; ONCE_EIO, ONCE_ETIMEDOUT or
- * ONCE_EINVAL with err saying why. */
+/* Connect (and handshake). ONCE_OK with *out; ONCE_EIO, ONCE_ETIMEDOUT, or
+ * ONCE_EINVAL (no host or port; the server's certificate failed
+ * verification or ca_file could not be loaded: what no retry fixes), with
+ * err saying why. */
 int once__h2c_connect(const once__h2c_config *cfg, once__h2_client **out, char *err,
                       size_t errlen);
 void once__h2c_close(once__h2_client *c);   /* NULL ok */
@@ -59,5 +61,18 @@ int once__h2c_call(once__h2_client *c, const char *path, const char *const *md, 
                    const uint8_t *req, size_t len, int64_t timeout_ms,
                    once__h2c_on_message on_message, void *arg, atomic_int *cancel,
                    once__h2c_result *res);
+
+/* A check the calls of c make as often as they check cancel (every 50 ms
+ * at least): nonzero cancels the call in progress as *cancel does. For a
+ * caller whose stop is not an atomic_int (a signal flag, an idle timer).
+ * NULL: none. */
+void once__h2c_set_stop(once__h2_client *c, int (*stop)(void *ctx), void *ctx);
+
+/* Keepalive: a call that receives nothing for every_ms sends an HTTP/2
+ * PING (at most one per every_ms), whose ACK is traffic; 0 = never. With
+ * once__h2c_last_rx_ms (monotonic, once_monotonic_ms's clock: when bytes
+ * last arrived) a caller tells a quiet stream from a dead connection. */
+void once__h2c_set_keepalive(once__h2_client *c, int64_t every_ms);
+int64_t once__h2c_last_rx_ms(const once__h2_client *c);
 
 #endif /* ONCE_GRPC_H2_CLIENT_H */

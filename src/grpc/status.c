@@ -30,7 +30,8 @@ static const char *const code_names[] = {
 static const int code_http[] = {200, 499, 500, 400, 504, 404, 409, 403, 429,
                                 400, 409, 400, 501, 500, 503, 500, 401};
 
-/* A2A 1.0 section 5.4: the HTTP status of each A2A error, by reason. */
+/* A2A 1.0 section 5.4: the HTTP status of each A2A error, by reason, in
+ * the order of their JSON-RPC codes (-32001, -32002, ...). */
 static const struct {
     const char *reason;
     int http;
@@ -70,6 +71,15 @@ int once__grpc_http_status(int grpc_code, const char *reason)
             return a2a_http[i].http;
     }
     return grpc_code >= 0 && grpc_code < N_CODES ? code_http[grpc_code] : 500;
+}
+
+int once__grpc_a2a_rpc_code(const char *reason)
+{
+    for (size_t i = 0; reason != NULL && i < sizeof a2a_http / sizeof a2a_http[0]; i++) {
+        if (strcmp(a2a_http[i].reason, reason) == 0)
+            return -32001 - (int)i;
+    }
+    return 0;
 }
 
 /* The gRPC code of an HTTP status, for a body without a known "status". */

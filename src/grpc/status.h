@@ -26,6 +26,11 @@ const char *once__grpc_code_name(int code);
  * in ErrorInfo, may be NULL), else the google.rpc.Code mapping. */
 int once__grpc_http_status(int grpc_code, const char *reason);
 
+/* The JSON-RPC code of an A2A error reason (ErrorInfo.reason, spec 5.4:
+ * "TASK_NOT_FOUND" -> -32001 ... "VERSION_NOT_SUPPORTED" -> -32009); 0 for
+ * NULL or another reason. */
+int once__grpc_a2a_rpc_code(const char *reason);
+
 /* An AIP-193 body ({"error": {...}}, or the inner object) to a gRPC
  * status: *grpc_code from "status" (from the HTTP "code" when "status" is
  * missing or unknown), *message (once_strdup'd; "" when absent), and

@@ -23,7 +23,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, eq, run  # noqa: E402
 from test_client import FAST, TMP, once, once_json  # noqa: E402
-from test_gateway import AGENT, NODE, Upstream  # noqa: E402
+from test_gateway import Upstream, require_agent  # noqa: E402
 
 V03 = {"message/send", "message/stream", "tasks/get", "tasks/cancel", "tasks/resubscribe"}
 
@@ -86,24 +86,23 @@ def test_old_outbox_upgraded():
     rc, doc = once_json(path, "outbox")
     eq(rc, 0, "a fresh outbox")
     db = sqlite3.connect(path)
-    db.executescript("ALTER TABLE agents DROP COLUMN a2a; ALTER TABLE intents DROP COLUMN endpoint;"
+    db.executescript("ALTER TABLE agents DROP COLUMN a2a; ALTER TABLE agents DROP COLUMN interfaces;"
+                     "ALTER TABLE intents DROP COLUMN endpoint;"
                      "DROP TABLE endpoints; PRAGMA user_version=3;"
                      "INSERT INTO agents(agent,ext,checked_ms) VALUES('http://x.invalid/',1,1);")
     db.close()
     rc, doc = once_json(path, "outbox")
     eq(rc, 0, "the schema-3 file opens")
     db = sqlite3.connect(path)
-    eq(db.execute("PRAGMA user_version").fetchone()[0], 5, "upgraded to 5")
-    eq(db.execute("SELECT agent, ext, a2a FROM agents").fetchall(), [("http://x.invalid/", 1, None)],
-       "the cached entry kept, its version unknown")
+    eq(db.execute("PRAGMA user_version").fetchone()[0], 6, "upgraded to 6")
+    eq(db.execute("SELECT agent, ext, a2a, interfaces FROM agents").fetchall(),
+       [("http://x.invalid/", 1, None, None)],
+       "the cached entry kept, its version and interfaces unknown")
     eq(db.execute("SELECT url, agent FROM endpoints").fetchall(),
        [("http://x.invalid/", "http://x.invalid/")], "its URL is its one endpoint")
     db.close()
 
 
 if __name__ == "__main__":
-    if NODE is None or not os.path.exists(AGENT):
-        print("node or %s missing: run scripts/deps.sh" % AGENT, file=sys.stderr)
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    require_agent()
     run([test_send_continue_get_cancel_wait, test_old_outbox_upgraded])

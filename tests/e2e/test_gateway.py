@@ -52,6 +52,15 @@ PROXY = os.path.join(os.environ.get("ONCE_TOOLS", os.path.join(ROOT, "build", "t
 NODE = shutil.which("node") or shutil.which("nodejs")
 
 
+def require_agent():
+    """A program that needs node and the SDK agent fails without them (a
+    failure, not a skip: scripts/deps.sh installs them)."""
+    if NODE is None or not os.path.exists(AGENT):
+        print("node or %s missing: run scripts/deps.sh" % AGENT, file=sys.stderr)
+        print("0 passed, 1 failed")
+        sys.exit(1)
+
+
 class Upstream:
     """One upstream_agent.mjs process; port 0 picks one."""
 
@@ -665,10 +674,7 @@ def test_card_refresh_not_modified():
 
 
 if __name__ == "__main__":
-    if NODE is None or not os.path.exists(AGENT):
-        print("node or %s missing: run scripts/deps.sh" % AGENT, file=sys.stderr)
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    require_agent()
     run([test_card_and_start, test_behaviours_jsonrpc, test_behaviours_rest,
          test_behaviours_polled, test_behaviours_v03, test_stream_chunks, test_stream_cut_midway,
          test_retry_replayed_and_headers, test_rung4_duplicate_counted, test_rung3_dedup_replays,

@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, eq, new_id, run, scratch_dir, user_message  # noqa: E402
-from test_gateway import AGENT, NODE, Upstream, gateway  # noqa: E402
+from test_gateway import Upstream, gateway, require_agent  # noqa: E402
 
 TMP = scratch_dir("once-gateway-tenants-")
 
@@ -68,8 +68,5 @@ def test_two_principals_same_ids():
 
 
 if __name__ == "__main__":
-    if NODE is None or not os.path.exists(AGENT):
-        print("node or %s missing: run scripts/deps.sh" % AGENT, file=sys.stderr)
-        print("0 passed, 1 failed")
-        sys.exit(1)
+    require_agent()
     run([test_two_principals_same_ids])

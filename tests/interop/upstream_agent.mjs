@@ -4,7 +4,7 @@
 // JSON-RPC handler, its HTTP+JSON (REST) handler and its agent-card handler),
 // running an executor of ours that COUNTS what it is asked to do.
 //
-//   node tests/interop/upstream_agent.mjs [--port N] [--bindings jsonrpc,rest]
+//   node tests/interop/upstream_agent.mjs [--port N] [--bindings jsonrpc,rest,grpc]
 //        [--no-streaming] [--dedup-message-id] [--no-list-tasks] [--card-name NAME]
 //        [--delay-answer-ms N] [--a2a-version 1.0|0.3]
 //
@@ -13,8 +13,12 @@
 //                       listening http://127.0.0.1:PORT/
 //                     everything else (logs, the SDK's own) goes to stderr.
 // --bindings LIST     which A2A bindings are served and declared, in this order
-//                     (the first is the SDK client's choice): jsonrpc, rest or
-//                     both (default "jsonrpc,rest").
+//                     (the first is the SDK client's choice): jsonrpc, rest,
+//                     grpc, or several (default "jsonrpc,rest"). grpc: the
+//                     SDK's gRPC service (lf.a2a.v1.A2AService, @grpc/grpc-js)
+//                     on a port of its own, declared as GRPC "127.0.0.1:PORT";
+//                     its calls are in /requests as method "GRPC <Method>"
+//                     with the metadata as headers (body null).
 // --no-streaming      capabilities.streaming false; the SDK then refuses
 //                     SendStreamingMessage and SubscribeToTask (-32004
 //                     UnsupportedOperationError; HTTP 400 on REST).
@@ -111,7 +115,7 @@ import express from 'express';
 
 // ---- the command line ----
 
-const USAGE = 'usage: node upstream_agent.mjs [--port N] [--bindings jsonrpc,rest] [--no-streaming] ' +
+const USAGE = 'usage: node upstream_agent.mjs [--port N] [--bindings jsonrpc,rest,grpc] [--no-streaming] ' +
               '[--dedup-message-id] [--no-list-tasks] [--card-name NAME] [--delay-answer-ms N] ' +
               '[--a2a-version 1.0|0.3]';
 
@@ -147,9 +151,9 @@ function parseArgs(argv) {
         break;
       case '--bindings': {
         const list = take().split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
-        if (list.length === 0 || list.some((b) => b !== 'jsonrpc' && b !== 'rest') ||
+        if (list.length === 0 || list.some((b) => !['jsonrpc', 'rest', 'grpc'].includes(b)) ||
             new Set(list).size !== list.length) {
-          usage('--bindings: a list of jsonrpc and/or rest');
+          usage('--bindings: a list of jsonrpc, rest and grpc');
         }
         o.bindings = list;
         break;
@@ -501,7 +505,7 @@ class UpstreamRequestHandler extends DefaultRequestHandler {
 
 // ---- the card and the server ----
 
-const BINDING_NAME = { jsonrpc: 'JSONRPC', rest: 'HTTP+JSON' };
+const BINDING_NAME = { jsonrpc: 'JSONRPC', rest: 'HTTP+JSON', grpc: 'GRPC' };
 
 const card = {
   name: opts.cardName,
@@ -641,8 +645,42 @@ const server = await new Promise((resolve, reject) => {
   process.exit(1);
 });
 const base = `http://127.0.0.1:${server.address().port}/`;
+
+// The gRPC binding: the SDK's service on @grpc/grpc-js (optional peer
+// dependencies of the SDK, loaded only when asked for).
+let grpcServer = null;
+let grpcTarget = null;
+if (opts.bindings.includes('grpc')) {
+  const grpc = await import('@grpc/grpc-js');
+  const sdkGrpc = await import('@a2a-js/sdk/server/grpc');
+  grpcServer = new grpc.Server();
+  const impl = sdkGrpc.grpcService({
+    requestHandler: handler, userBuilder: sdkGrpc.UserBuilder.noAuthentication,
+  });
+  // Each call recorded as the HTTP ones are, then handed to the SDK.
+  const recorded = {};
+  for (const [name, fn] of Object.entries(impl)) {
+    const method = `GRPC ${sdkGrpc.A2AService[name].path.split('/').pop()}`;
+    recorded[name] = (call, callback) => {
+      counts.requests++;
+      requestLog.push({ method, headers: call.metadata.getMap(), query: {}, body: null });
+      if (requestLog.length > REQUEST_LOG_MAX) requestLog.splice(0, requestLog.length - REQUEST_LOG_MAX);
+      return fn(call, callback);
+    };
+  }
+  grpcServer.addService(sdkGrpc.A2AService, recorded);
+  const port = await new Promise((resolve, reject) => {
+    grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(),
+                         (e, p) => (e ? reject(e) : resolve(p)));
+  }).catch((e) => {
+    process.stderr.write(`upstream_agent: cannot serve gRPC: ${e.message}\n`);
+    process.exit(1);
+  });
+  grpcTarget = `127.0.0.1:${port}`;
+}
 card.supportedInterfaces = opts.bindings.map((b) => ({
-  url: base, protocolBinding: BINDING_NAME[b], tenant: '', protocolVersion: opts.version,
+  url: b === 'grpc' ? grpcTarget : base, protocolBinding: BINDING_NAME[b], tenant: '',
+  protocolVersion: opts.version,
 }));
 
 let closing = false;
@@ -650,6 +688,7 @@ function shutdown(sig) {
   if (closing) return;
   closing = true;
   log(`${sig}: closing`);
+  if (grpcServer) grpcServer.forceShutdown();
   server.close(() => process.exit(0));
   server.closeAllConnections();
   setTimeout(() => process.exit(0), 2000).unref();

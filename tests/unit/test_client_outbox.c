@@ -270,17 +270,27 @@ static void test_mode_cache(void **state)
     fx *f = *state;
     int ext = -1, v03 = -1;
     assert_int_equal(once__outbox_mode_get(f->o, "http://a/", 0, &ext, &v03), ONCE_ENOTFOUND);
-    assert_int_equal(once__outbox_mode_put(f->o, "http://a/", 1, 0, 1000), ONCE_OK);
+    assert_int_equal(once__outbox_mode_put(f->o, "http://a/", 1, 0, NULL, 1000), ONCE_OK);
     assert_int_equal(once__outbox_mode_get(f->o, "http://a/", 500, &ext, &v03), ONCE_OK);
     assert_int_equal(ext, 1);
     assert_int_equal(v03, 0);
     /* Older than the caller accepts: look again. */
     assert_int_equal(once__outbox_mode_get(f->o, "http://a/", 1001, &ext, &v03), ONCE_ENOTFOUND);
     /* An A2A 0.3 agent is remembered as one. */
-    assert_int_equal(once__outbox_mode_put(f->o, "http://b/", 0, 1, 2000), ONCE_OK);
+    assert_int_equal(once__outbox_mode_put(f->o, "http://b/", 0, 1, NULL, 2000), ONCE_OK);
     assert_int_equal(once__outbox_mode_get(f->o, "http://b/", 0, &ext, &v03), ONCE_OK);
     assert_int_equal(ext, 0);
     assert_int_equal(v03, 1);
+    /* The card's interfaces, kept with the rest and as fresh. */
+    char *ifs = NULL;
+    assert_int_equal(once__outbox_interfaces_get(f->o, "http://b/", 0, &ifs), ONCE_OK);
+    assert_null(ifs);
+    assert_int_equal(
+        once__outbox_mode_put(f->o, "http://c/", 1, 0, "[[\"GRPC\",\"h:1\"]]", 3000), ONCE_OK);
+    assert_int_equal(once__outbox_interfaces_get(f->o, "http://c/", 2000, &ifs), ONCE_OK);
+    assert_string_equal(ifs, "[[\"GRPC\",\"h:1\"]]");
+    once_free(ifs);
+    assert_int_equal(once__outbox_interfaces_get(f->o, "http://c/", 3001, &ifs), ONCE_ENOTFOUND);
 }
 
 static void test_abandon(void **state)
