@@ -115,8 +115,8 @@ static int integral(once__pbj_ctx *c, const json_t *v, int *neg, uint64_t *mag)
 static int int_in(once__pbj_ctx *c, const json_t *v, int64_t lo, uint64_t hi, int64_t *s,
                   uint64_t *u)
 {
-    int neg;
-    uint64_t mag;
+    int neg = 0;   /* set by integral() when it succeeds; initialised for -O2's */
+    uint64_t mag = 0; /* -Wmaybe-uninitialized, which cannot see that */
     int rc = integral(c, v, &neg, &mag);
     if (rc != ONCE_OK)
         return rc;
