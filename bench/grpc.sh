@@ -27,11 +27,21 @@
 # records it. Prints a markdown table on stdout; raw output and server logs
 # in $B/bench-out/grpc-<date-time>/ (SQLite files deleted at the end).
 #
+# With BENCH_CG_N=N (0: off) it then counts instructions per new blocking
+# task for both bindings in one onced under valgrind --tool=callgrind
+# (memory:?cold=off as bench/callgrind.sh, instrumentation on after
+# start-up, all threads): 20 uncounted calls per binding, then per binding
+# counters zeroed, N calls on one connection (grpc_load -c 1 -n N), dump,
+# an idle window as long, dump; per call = (window - idle) / N. The
+# costliest functions (inclusive) of each window follow the table.
+# BENCH_CG_ONLY=1: only that (instruction counts do not depend on the
+# machine's load).
+#
 # Environment (all optional): BENCH_DURATION (10), BENCH_WARMUP (2),
 # BENCH_CONNS (64), BENCH_QUIET_WAIT (600), BENCH_QUIET_LOAD (1.5),
-# BENCH_STORES ("memory sqlite"), BENCH_BUILD / BENCH_SKIP_BUILD /
-# BENCH_ONCED as in rss.sh (grpc_load is $B/tools/grpc_load, built with
-# onced).
+# BENCH_STORES ("memory sqlite"), BENCH_CG_N (0), BENCH_CG_ONLY (0),
+# BENCH_CG_TOP (20), BENCH_BUILD / BENCH_SKIP_BUILD / BENCH_ONCED as in
+# rss.sh (grpc_load is $B/tools/grpc_load, built with onced).
 TAG=grpc
 source "$(dirname "$0")/lib.sh"
 DUR="${BENCH_DURATION:-10}"
@@ -40,6 +50,9 @@ CONNS="${BENCH_CONNS:-64}"
 QUIET_WAIT="${BENCH_QUIET_WAIT:-600}"
 QUIET_LOAD="${BENCH_QUIET_LOAD:-1.5}"
 STORES="${BENCH_STORES:-memory sqlite}"
+CG_N="${BENCH_CG_N:-0}"
+CG_ONLY="${BENCH_CG_ONLY:-0}"
+CG_TOP="${BENCH_CG_TOP:-20}"
 LUA="$root/bench/send.lua"
 TCK="$(getconf CLK_TCK)"
 DATA="$OUT/data"
@@ -152,9 +165,45 @@ onced_up() {
   wait_tcp "$GPORT" "$PID" || die "onced ($name): no gRPC listener on $GPORT"
 }
 
+# callgrind_rows: the BENCH_CG_N section (see the top); sets CG_TABLE.
+callgrind_rows() {
+  local port gport pid b ok t0 t1 ir ii f
+  port=$(free_port); gport=$(free_port)
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg.%p.out" \
+    "$ONCED" --drain-delay 0 --listen "127.0.0.1:$port" --grpc-listen "127.0.0.1:$gport" \
+    --store "memory:?cold=off" --log-level warn >"$OUT/cg.log" 2>&1 &
+  pid=$!
+  PIDS+=("$pid")
+  wait_http "$port" "$pid" && wait_tcp "$gport" "$pid" || { tail "$OUT/cg.log" >&2; die "onced under callgrind did not start"; }
+  callgrind_control -i on "$pid" >/dev/null 2>&1
+  "$LOADGEN" -p "$port" -m jsonrpc -c 1 -n 20 -T 60000 -x cgwj >/dev/null
+  "$LOADGEN" -p "$gport" -m grpc -c 1 -n 20 -T 60000 -x cgwg >/dev/null
+  CG_TABLE="| binding | instructions / new blocking task | answers correct | Ir counted window | Ir idle window |"$'\n'"|---|---:|---:|---:|---:|"
+  for b in jsonrpc grpc; do
+    local p=$port
+    [ "$b" = grpc ] && p=$gport
+    callgrind_control -z "$pid" >/dev/null 2>&1
+    t0=$(date +%s%N)
+    "$LOADGEN" -p "$p" -m "$b" -c 1 -n "$CG_N" -T 60000 -x "cg$b$RANDOM" >"$OUT/cg-$b.out" 2>&1
+    t1=$(date +%s%N)
+    callgrind_control -d "$b" "$pid" >/dev/null 2>&1
+    sleep "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')"
+    callgrind_control -d "$b-idle" "$pid" >/dev/null 2>&1
+    ok=$(sed -n 's/^RESULT.* ok=\([0-9]*\).*/\1/p' "$OUT/cg-$b.out")
+    f=$(grep -l "^desc: Trigger: .*$b\$" "$OUT"/cg.*.out* | head -1)
+    ir=$(awk '/^(summary|totals):/{print $2; exit}' "$f")
+    ii=$(awk '/^(summary|totals):/{print $2; exit}' "$(grep -l "^desc: Trigger: .*$b-idle\$" "$OUT"/cg.*.out* | head -1)")
+    CG_TABLE+=$'\n'"| $b | $(awk -v r="${ir:-0}" -v i="${ii:-0}" -v n="$CG_N" 'BEGIN{printf "%.0f", (r-i)/n}') | ${ok:-0}/$CG_N | ${ir:-?} | ${ii:-?} |"
+    callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null >"$OUT/cg-top-$b.txt"
+  done
+  stop "$pid" cg
+}
+
 LG=("$LOADGEN" -c "$CONNS" -d "$DUR" -w "$WARM")
+PEER="-"
 START="$(uptime)"
 T0=$SECONDS
+[ "$CG_ONLY" = 1 ] && STORES="" && ROWS_PEER=0
 for st in $STORES; do
   case $st in
   memory) url() { echo "memory:"; } ;;
@@ -173,6 +222,7 @@ for st in $STORES; do
 done
 
 for binding in jsonrpc grpc; do
+  [ "${ROWS_PEER:-1}" = 0 ] && break
   name="peer-$binding"
   PORT=$(free_port); GPORT=$(free_port)
   node "$root/bench/peer_server.mjs" "$PORT" "$GPORT" >"$OUT/$name.log" 2>&1 &
@@ -187,6 +237,11 @@ for binding in jsonrpc grpc; do
 done
 END="$(uptime)"
 rm -rf "$DATA"
+CG_TABLE=""
+if [ "$CG_N" -gt 0 ]; then
+  log "callgrind: $CG_N calls per binding"
+  callgrind_rows
+fi
 
 ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "-"}'; }
 errs() { # the error count, with its kinds when non-zero
@@ -200,25 +255,64 @@ errs() { # the error count, with its kinds when non-zero
 
 echo "### bench/grpc.sh $(date -u +%Y-%m-%dT%H:%MZ) — commit $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- src apps include tests/tools bench || echo '+local changes')"
 echo
-echo "Machine: $(nproc) CPUs, $(uname -sr). Load: start \`$START\`; end \`$END\`. Elapsed $((SECONDS - T0))s."
-echo "$CONNS connections, closed loop, ${WARM}s warm-up discarded, ${DUR}s measured; loopback; client and server share the CPUs."
-echo "Peer: $PEER"
-echo
-echo "| row | client | correct tasks/s | errors | p50 ms | p99 ms | server CPU µs/call | CPU % srv/client | load1 at start | × JSON-RPC (grpc_load, same store) | × peer gRPC |"
-echo "|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|"
-for n in "${ROWS[@]}"; do
-  client="grpc_load -m ${R[$n.mode]:-} -k ${R[$n.kind]:-}"
-  [[ $n == *-wrk ]] && client="wrk -t2 -c$CONNS send.lua new block"
-  st=${n%%-*}
-  xj="-"; xp="-"
-  if [[ $n == *-grpc ]]; then
-    xj=$(ratio "${R[$n.rps]}" "${R[$st-jsonrpc.rps]:-0}")
-    [ "$st" != peer ] && xp=$(ratio "${R[$n.rps]}" "${R[peer-grpc.rps]:-0}")
-  fi
-  echo "| $n | $client | ${R[$n.rps]:-} | $(errs "$n") | ${R[$n.p50_ms]:-} | ${R[$n.p99_ms]:-} | ${R[$n.srv_us]:-} | ${R[$n.cpu]:-} | ${R[$n.load]:-} | $xj | $xp |"
-done
-echo
-for n in "${ROWS[@]}"; do
-  [ -n "${R[$n.sample]:-}" ] && echo "- $n first error: \`${R[$n.sample]:0:300}\`"
-done
+echo "Machine: $(nproc) CPUs, $(uname -sr). Load: start \`$START\`; end of the rows \`$END\`. Elapsed $((SECONDS - T0))s."
+if [ "${#ROWS[@]}" -gt 0 ]; then
+  echo "$CONNS connections, closed loop, ${WARM}s warm-up discarded, ${DUR}s measured; loopback; client and server share the CPUs."
+  echo "Peer: $PEER"
+  echo
+  echo "| row | client | correct tasks/s | errors | p50 ms | p99 ms | server CPU µs/call | CPU % srv/client | load1 at start | × JSON-RPC (grpc_load, same store) | × peer gRPC |"
+  echo "|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|"
+  for n in "${ROWS[@]}"; do
+    client="grpc_load -m ${R[$n.mode]:-} -k ${R[$n.kind]:-}"
+    [[ $n == *-wrk ]] && client="wrk -t2 -c$CONNS send.lua new block"
+    st=${n%%-*}
+    xj="-"; xp="-"
+    if [[ $n == *-grpc ]]; then
+      xj=$(ratio "${R[$n.rps]}" "${R[$st-jsonrpc.rps]:-0}")
+      [ "$st" != peer ] && xp=$(ratio "${R[$n.rps]}" "${R[peer-grpc.rps]:-0}")
+    fi
+    echo "| $n | $client | ${R[$n.rps]:-} | $(errs "$n") | ${R[$n.p50_ms]:-} | ${R[$n.p99_ms]:-} | ${R[$n.srv_us]:-} | ${R[$n.cpu]:-} | ${R[$n.load]:-} | $xj | $xp |"
+  done
+  echo
+  for n in "${ROWS[@]}"; do
+    [ -n "${R[$n.sample]:-}" ] && echo "- $n first error: \`${R[$n.sample]:0:300}\`"
+  done
+fi
+if [ -n "$CG_TABLE" ]; then
+  echo
+  echo "Callgrind, onced \`--store memory:?cold=off\`, server side, all threads, one connection, $CG_N calls per binding:"
+  echo
+  echo "$CG_TABLE"
+  # Where the instructions go: inclusive Ir per call of the functions that
+  # separate the two paths (the engine's share is the same in both).
+  echo
+  echo "| function (inclusive) | JSON-RPC Ir / call | gRPC Ir / call | what it is |"
+  echo "|---|---:|---:|---|"
+  cg_fn() { # FILE NAME: inclusive Ir / CG_N of ???:NAME, or -
+    awk -v fn="???:$2" -v n="$CG_N" '{ sub(/ \[[^]]*\]$/, "") }
+      $NF == fn && $1 ~ /^[0-9,]+$/ { v = $1; gsub(/,/, "", v); printf "%.0f", v / n; f = 1; exit }
+      END { if (!f) print "-" }' "$1"
+  }
+  while IFS='|' read -r fn what; do
+    echo "| \`$fn\` | $(cg_fn "$OUT/cg-top-jsonrpc.txt" "$fn") | $(cg_fn "$OUT/cg-top-grpc.txt" "$fn") | $what |"
+  done <<'FNS'
+once__a2a_run|the codec: the method, the engine, the answer's JSON text (both bindings)
+once__engine_send|the engine: register the task, run the echo turn, store
+once__json_text|the answer serialised to JSON text (both bindings)
+on_request|JSON-RPC: libmicrohttpd's request handler, all of the call
+run_call|gRPC: the worker's part of the call, all of it
+once__pbjson_from_pb|gRPC: request protobuf -> ProtoJSON (json_t)
+json_loadb|gRPC: the answer's JSON text parsed back (jansson)
+once__pbjson_answer_to_pb|gRPC: ProtoJSON -> the SendMessageResponse protobuf
+nghttp2_session_mem_recv|gRPC: HTTP/2 frames in
+nghttp2_session_mem_send|gRPC: HTTP/2 frames out
+FNS
+  for b in jsonrpc grpc; do
+    echo
+    echo "Top $CG_TOP inclusive, $b window (Ir, all threads):"
+    echo '```'
+    grep -E '^ *[0-9,]+ \(' "$OUT/cg-top-$b.txt" | head -"$CG_TOP" | sed 's/ \[[^]]*\]$//'
+    echo '```'
+  done
+fi
 echo "Raw output: $OUT"

@@ -6,7 +6,7 @@
  * (build/tools/grpc_load).
  *
  *   grpc_load -p PORT [-H HOST] [-m grpc|jsonrpc] [-k new|fresh] [-c CONNS]
- *             [-d SECONDS] [-w WARMUP_S] [-x PREFIX] [-T TIMEOUT_MS]
+ *             [-d SECONDS] [-w WARMUP_S] [-x PREFIX] [-T TIMEOUT_MS] [-n CALLS]
  *
  * Each of the CONNS connections (64) has its own thread, because the gRPC
  * client (src/grpc/h2_client.h) blocks: the thread makes one call, waits
@@ -36,7 +36,9 @@
  * not counted; then SECONDS (10) are measured: a call counts when it
  * started and ended inside the window. Prints one RESULT line (key=value,
  * times in ms; rps = correct answers / SECONDS) and, after any error, one
- * SAMPLE line describing the first. Exit 0 when every counted call was
+ * SAMPLE line describing the first. -n CALLS: instead of a time, each
+ * connection makes CALLS calls, all counted, and seconds is how long they
+ * took (bench/grpc.sh's callgrind windows). Exit 0 when every counted call was
  * correct, 1 otherwise, 2 on bad usage.
  */
 #include <errno.h>
@@ -66,7 +68,7 @@ static const char *host = "127.0.0.1";
 static int port, use_grpc = 1, fresh, conns = 64;
 static double dur_s = 10, warm_s = 2;
 static const char *prefix = "g";
-static long timeout_ms = 5000;
+static long timeout_ms = 5000, ncalls;
 static int64_t t_warm_end, t_end;   /* ns, CLOCK_MONOTONIC */
 static pthread_mutex_t sample_mu = PTHREAD_MUTEX_INITIALIZER;
 static char sample[512];
@@ -329,7 +331,7 @@ static void *run(void *arg)
     char id[128];
     for (long n = 1;; n++) {
         int64_t t0 = now_ns();
-        if (t0 >= t_end)
+        if (ncalls ? n > ncalls : t0 >= t_end)
             break;
         snprintf(id, sizeof id, "%s-%d-%ld", prefix, w->idx, n);
         int r = use_grpc ? grpc_one(&gc, id) : jsonrpc_one(&jc, id, n);
@@ -388,7 +390,7 @@ static double pct_ms(const uint32_t *v, size_t n, double p)
 static _Noreturn void usage(void)
 {
     fprintf(stderr, "usage: grpc_load -p PORT [-H HOST] [-m grpc|jsonrpc] [-k new|fresh] "
-                    "[-c CONNS] [-d SECONDS] [-w WARMUP_S] [-x PREFIX] [-T TIMEOUT_MS]\n");
+                    "[-c CONNS] [-d SECONDS] [-w WARMUP_S] [-x PREFIX] [-T TIMEOUT_MS] [-n CALLS]\n");
     exit(2);
 }
 
@@ -437,11 +439,14 @@ int main(int argc, char **argv)
         case 'w': warm_s = sec_arg(v); break;
         case 'x': prefix = v; break;
         case 'T': timeout_ms = int_arg(v, 1, 3600000); break;
+        case 'n': ncalls = int_arg(v, 1, 100000000); break;
         default: usage();
         }
     }
     if (port == 0 || dur_s <= 0 || strlen(prefix) > 64)
         usage();
+    if (ncalls)   /* a count, not a time: every call counts */
+        warm_s = 0, dur_s = 1e9;
     worker *ws = calloc((size_t)conns, sizeof *ws);
     if (ws == NULL)
         return 1;
@@ -474,6 +479,8 @@ int main(int argc, char **argv)
         free(ws[i].lat);
     }
     qsort(all, n, sizeof *all, cmp_u32);
+    if (ncalls)
+        dur_s = (double)(now_ns() - t0) / 1e9;
     long errors = es + ea + et;
     printf("RESULT mode=%s kind=%s conns=%d seconds=%.3f ok=%ld rps=%.0f errors=%ld "
            "e_status=%ld e_answer=%ld e_transport=%ld warm_ok=%ld warm_errors=%ld "
