@@ -260,18 +260,19 @@ if [ "${#ROWS[@]}" -gt 0 ]; then
   echo "$CONNS connections, closed loop, ${WARM}s warm-up discarded, ${DUR}s measured; loopback; client and server share the CPUs."
   echo "Peer: $PEER"
   echo
-  echo "| row | client | correct tasks/s | errors | p50 ms | p99 ms | server CPU µs/call | CPU % srv/client | load1 at start | × JSON-RPC (grpc_load, same store) | × peer gRPC |"
-  echo "|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|"
+  echo "| row | client | correct tasks/s | errors | p50 ms | p99 ms | server CPU µs/call | CPU % srv/client | load1 at start | × JSON-RPC (grpc_load, same server) | × JSON-RPC (wrk, same store) | × peer gRPC |"
+  echo "|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|"
   for n in "${ROWS[@]}"; do
     client="grpc_load -m ${R[$n.mode]:-} -k ${R[$n.kind]:-}"
     [[ $n == *-wrk ]] && client="wrk -t2 -c$CONNS send.lua new block"
     st=${n%%-*}
-    xj="-"; xp="-"
+    xj="-"; xw="-"; xp="-"
     if [[ $n == *-grpc ]]; then
       xj=$(ratio "${R[$n.rps]}" "${R[$st-jsonrpc.rps]:-0}")
+      [ "$st" != peer ] && xw=$(ratio "${R[$n.rps]}" "${R[$st-jsonrpc-wrk.rps]:-0}")
       [ "$st" != peer ] && xp=$(ratio "${R[$n.rps]}" "${R[peer-grpc.rps]:-0}")
     fi
-    echo "| $n | $client | ${R[$n.rps]:-} | $(errs "$n") | ${R[$n.p50_ms]:-} | ${R[$n.p99_ms]:-} | ${R[$n.srv_us]:-} | ${R[$n.cpu]:-} | ${R[$n.load]:-} | $xj | $xp |"
+    echo "| $n | $client | ${R[$n.rps]:-} | $(errs "$n") | ${R[$n.p50_ms]:-} | ${R[$n.p99_ms]:-} | ${R[$n.srv_us]:-} | ${R[$n.cpu]:-} | ${R[$n.load]:-} | $xj | $xw | $xp |"
   done
   echo
   for n in "${ROWS[@]}"; do
