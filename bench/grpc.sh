@@ -24,7 +24,8 @@
 # answer checked (a completed Task with the sent taskId); only correct
 # answers count. Before each row the script waits (up to BENCH_QUIET_WAIT
 # s) for the 1-minute load average to fall below BENCH_QUIET_LOAD and
-# records it. Prints a markdown table on stdout; raw output and server logs
+# records it. Per row also the server's CPU per call and, with perf, its
+# fsync + fdatasync calls per call. Prints a markdown table on stdout; raw output and server logs
 # in $B/bench-out/grpc-<date-time>/ (SQLite files deleted at the end).
 #
 # With BENCH_CG_N=N (0: off) it then counts instructions per new blocking
@@ -92,6 +93,24 @@ quiet() {
 declare -A R
 ROWS=()
 
+# perf_start NAME PID SECS / perf_end NAME CALLS: fsync + fdatasync calls by
+# the server over SECS (perf's syscall tracepoints; "-" without perf or the
+# right to use it), per call: how many tasks one durable commit carried.
+perf_start() {
+  PERF_PID=""
+  command -v perf >/dev/null || return 0
+  perf stat -x, -e syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync -p "$2" \
+    -o "$OUT/$1.perfstat" -- sleep "$3" >/dev/null 2>&1 &
+  PERF_PID=$!
+}
+perf_end() {
+  R[$1.fsync]="-"
+  [ -n "$PERF_PID" ] || return 0
+  wait "$PERF_PID"
+  R[$1.fsync]=$(awk -F, -v n="$2" '/sys_enter_f/ {s += $1; ok = 1}
+    END { if (ok && n > 0) printf "%.3f", s / n; else print "-" }' "$OUT/$1.perfstat" 2>/dev/null)
+}
+
 # cpu_cols NAME S0 S1 T0 T1 CALLS: the server's CPU (ticks S0..S1) per call
 # made, and the server's and the client's (bash time in $OUT/NAME.time)
 # shares of one CPU over T0..T1 (ns); then NAME joins the table.
@@ -114,6 +133,7 @@ measure() {
   R[$name.load]=$(load1)
   log "$name: ${WARM}s + ${DUR}s (load1 ${R[$name.load]})"
   local s0 s1 t0 t1
+  perf_start "$name" "$pid" "$(awk -v a="$WARM" -v b="$DUR" 'BEGIN{print a + b}')"
   s0=$(cpu_ticks "$pid"); t0=$(date +%s%N)
   local TIMEFORMAT='%U %S'
   { time "$@" >"$OUT/$name.out" 2>&1; } 2>"$OUT/$name.time"
@@ -124,9 +144,10 @@ measure() {
   [ -n "$line" ] || { echo "grpc.sh: $name printed no RESULT:" >&2; cat "$OUT/$name.out" >&2; }
   for kv in ${line#RESULT }; do R[$name.${kv%%=*}]=${kv#*=}; done
   R[$name.sample]=$(grep '^SAMPLE' "$OUT/$name.out" | head -1)
-  # CPU over warm-up + window (grpc_load runs both in one process)
-  cpu_cols "$name" "$s0" "$s1" "$t0" "$t1" \
-    $((${R[$name.ok]:-0} + ${R[$name.errors]:-0} + ${R[$name.warm_ok]:-0} + ${R[$name.warm_errors]:-0}))
+  # CPU and fsyncs over warm-up + window (grpc_load runs both in one process)
+  local calls=$((${R[$name.ok]:-0} + ${R[$name.errors]:-0} + ${R[$name.warm_ok]:-0} + ${R[$name.warm_errors]:-0}))
+  perf_end "$name" "$calls"
+  cpu_cols "$name" "$s0" "$s1" "$t0" "$t1" "$calls"
 }
 
 # wrk_row NAME PORT PID: the JSON-RPC row as bench/run.sh drives it; the
@@ -139,6 +160,7 @@ wrk_row() {
   wrk -t2 -c"$CONNS" -d"${WARM}s" -s "$LUA" "http://127.0.0.1:$port/" -- new block "${pfx}w" \
     >"$OUT/$name.warmup.wrk" 2>&1
   local s0 s1 t0 t1
+  perf_start "$name" "$pid" "$DUR"
   s0=$(cpu_ticks "$pid"); t0=$(date +%s%N)
   local TIMEFORMAT='%U %S'
   { time wrk -t2 -c"$CONNS" -d"${DUR}s" --timeout 5s --latency -s "$LUA" \
@@ -154,6 +176,7 @@ wrk_row() {
   R[$name.p50_ms]=${W[p50_ms]:-}
   R[$name.p99_ms]=${W[p99_ms]:-}
   R[$name.sample]=$(grep '^SAMPLE' "$OUT/$name.wrk" | head -1)
+  perf_end "$name" "${W[requests]:-0}"
   cpu_cols "$name" "$s0" "$s1" "$t0" "$t1" "${W[requests]:-0}"
 }
 
@@ -260,8 +283,8 @@ if [ "${#ROWS[@]}" -gt 0 ]; then
   echo "$CONNS connections, closed loop, ${WARM}s warm-up discarded, ${DUR}s measured; loopback; client and server share the CPUs."
   echo "Peer: $PEER"
   echo
-  echo "| row | client | correct tasks/s | errors | p50 ms | p99 ms | server CPU µs/call | CPU % srv/client | load1 at start | × JSON-RPC (grpc_load, same server) | × JSON-RPC (wrk, same store) | × peer gRPC |"
-  echo "|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|"
+  echo "| row | client | correct tasks/s | errors | p50 ms | p99 ms | server CPU µs/call | CPU % srv/client | fsyncs / call | load1 at start | × JSON-RPC (grpc_load, same server) | × JSON-RPC (wrk, same store) | × peer gRPC |"
+  echo "|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"
   for n in "${ROWS[@]}"; do
     client="grpc_load -m ${R[$n.mode]:-} -k ${R[$n.kind]:-}"
     [[ $n == *-wrk ]] && client="wrk -t2 -c$CONNS send.lua new block"
@@ -272,7 +295,7 @@ if [ "${#ROWS[@]}" -gt 0 ]; then
       [ "$st" != peer ] && xw=$(ratio "${R[$n.rps]}" "${R[$st-jsonrpc-wrk.rps]:-0}")
       [ "$st" != peer ] && xp=$(ratio "${R[$n.rps]}" "${R[peer-grpc.rps]:-0}")
     fi
-    echo "| $n | $client | ${R[$n.rps]:-} | $(errs "$n") | ${R[$n.p50_ms]:-} | ${R[$n.p99_ms]:-} | ${R[$n.srv_us]:-} | ${R[$n.cpu]:-} | ${R[$n.load]:-} | $xj | $xw | $xp |"
+    echo "| $n | $client | ${R[$n.rps]:-} | $(errs "$n") | ${R[$n.p50_ms]:-} | ${R[$n.p99_ms]:-} | ${R[$n.srv_us]:-} | ${R[$n.cpu]:-} | ${R[$n.fsync]:-} | ${R[$n.load]:-} | $xj | $xw | $xp |"
   done
   echo
   for n in "${ROWS[@]}"; do
