@@ -4,11 +4,14 @@
 // onced's built-in `echo` executor: Task(submitted) -> artifact "echo" with
 // the first text part -> status completed.
 //
-//   node bench/peer_server.mjs PORT
+//   node bench/peer_server.mjs PORT [GRPC_PORT]
 //
 // Listens on 127.0.0.1:PORT, serves JSON-RPC at POST / and the agent card at
 // /.well-known/agent-card.json, prints one "peer listening ..." line, runs
-// until SIGTERM/SIGINT. The SDK and Express are the ones installed for the
+// until SIGTERM/SIGINT. With GRPC_PORT it also serves the same handler over
+// gRPC (lf.a2a.v1.A2AService, h2c, @a2a-js/sdk/server/grpc on
+// @grpc/grpc-js) on 127.0.0.1:GRPC_PORT, for bench/grpc.sh, and prints a
+// second line "peer grpc listening ...". The SDK and Express are the ones installed for the
 // interop tests (tests/interop/node_modules); they are loaded through their
 // CommonJS entry points, which the package exports for `require`.
 import { createRequire } from 'node:module';
@@ -31,8 +34,10 @@ const sdkVersion = JSON.parse(
 ).version;
 
 const port = Number(process.argv[2] || 0);
-if (!Number.isInteger(port) || port < 1 || port > 65535) {
-  console.error('usage: node bench/peer_server.mjs PORT');
+const grpcPort = process.argv[3] === undefined ? 0 : Number(process.argv[3]);
+const okPort = (p) => Number.isInteger(p) && p >= 1 && p <= 65535;
+if (!okPort(port) || (process.argv[3] !== undefined && !okPort(grpcPort))) {
+  console.error('usage: node bench/peer_server.mjs PORT [GRPC_PORT]');
   process.exit(2);
 }
 
@@ -45,6 +50,9 @@ const card = {
   description: 'Echo agent for the once benchmark (completes at once)',
   supportedInterfaces: [
     { url: `http://127.0.0.1:${port}/`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+    ...(grpcPort
+      ? [{ url: `127.0.0.1:${grpcPort}`, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' }]
+      : []),
   ],
   provider: undefined,
   version: '1.0.0',
@@ -116,6 +124,26 @@ app.use('/', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.
 const server = app.listen(port, '127.0.0.1', () => {
   console.log(`peer listening on http://127.0.0.1:${port}/ (@a2a-js/sdk ${sdkVersion}, node ${process.version})`);
 });
-const stop = () => server.close(() => process.exit(0));
+let grpcServer = null;
+if (grpcPort) {
+  const grpc = require('@grpc/grpc-js');
+  const { grpcService, A2AService, UserBuilder: GrpcUserBuilder } = require('@a2a-js/sdk/server/grpc');
+  grpcServer = new grpc.Server();
+  grpcServer.addService(A2AService, grpcService({
+    requestHandler: handler, userBuilder: GrpcUserBuilder.noAuthentication,
+  }));
+  grpcServer.bindAsync(`127.0.0.1:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err) => {
+    if (err) {
+      console.error(`peer grpc: cannot listen on 127.0.0.1:${grpcPort}: ${err.message}`);
+      process.exit(1);
+    }
+    const v = JSON.parse(fs.readFileSync(require.resolve('@grpc/grpc-js/package.json'), 'utf8')).version;
+    console.log(`peer grpc listening on 127.0.0.1:${grpcPort} (@a2a-js/sdk ${sdkVersion} server/grpc, @grpc/grpc-js ${v})`);
+  });
+}
+const stop = () => {
+  if (grpcServer) grpcServer.forceShutdown();
+  server.close(() => process.exit(0));
+};
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
