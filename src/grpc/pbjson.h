@@ -65,6 +65,18 @@ int once__pbjson_to_pb(const ProtobufCMessageDescriptor *d, const json_t *in, ui
 int once__pbjson_answer_to_pb(const ProtobufCMessageDescriptor *d, const json_t *in,
                               uint8_t **out, size_t *len, char *err, size_t errlen);
 
+/* The answer path without a tree: ProtoJSON text[0..len) (what the codec
+ * answers every binding with) read straight into the bytes of message d,
+ * guided by the descriptors (pbjson_text.c). A fast path only: ONCE_OK with
+ * *out, *outlen as once__pbjson_answer_to_pb gives them for the same JSON
+ * (the same message; fields in the order the members come); ONCE_ENOMEM;
+ * or ONCE_EUNSUPPORTED for anything it leaves to the tree path (a member
+ * the message has no field for, an Any or a Duration, a number not written
+ * plainly, text that is not JSON ...): parse the text and call
+ * once__pbjson_answer_to_pb, whose result or error is then the answer. */
+int once__pbjson_text_to_pb(const ProtobufCMessageDescriptor *d, const char *text, size_t len,
+                            uint8_t **out, size_t *outlen);
+
 /* The message type a google.protobuf.Any type URL ("type.googleapis.com/
  * google.rpc.ErrorInfo") or full name names, among those pbjson can
  * resolve (see above); NULL if none. */

@@ -105,6 +105,30 @@ static void head(gcall *g, const once__a2a_response *r)
     (void)once__h2_call_headers(g->call, kv, n);
 }
 
+/* HTTP's Retry-After in gRPC's terms: a google.rpc.RetryInfo detail
+ * (retryDelay) beside the ErrorInfo, where gRPC clients' retry helpers look
+ * for it. Best effort: without memory the error goes out without it. */
+static void add_retry_info(json_t *doc, int seconds)
+{
+    json_t *err = json_object_get(doc, "error");
+    json_t *details = json_object_get(err, "details");
+    if (seconds <= 0 || !json_is_object(err))
+        return;
+    if (details == NULL && json_object_set_new(err, "details", details = json_array()) != 0)
+        return;
+    char delay[24];
+    snprintf(delay, sizeof delay, "%ds", seconds);
+    json_t *ri = json_object();
+    if (ri != NULL &&
+        (json_object_set_new(ri, "@type",
+                             json_string("type.googleapis.com/google.rpc.RetryInfo")) != 0 ||
+         json_object_set_new(ri, "retryDelay", json_string(delay)) != 0)) {
+        json_decref(ri);
+        return;
+    }
+    (void)json_array_append_new(details, ri);
+}
+
 /* The status of an AIP-193 error document (NULL: one that could not be
  * read: INTERNAL). */
 static void finish_error(gcall *g, const json_t *doc)
@@ -137,14 +161,33 @@ static void refuse(gcall *g, int http_status, int code, const char *reason, cons
     once__a2a_response_clear(&r);
 }
 
+/* The output message's bytes sent, and the call finished OK. Takes pb. */
+static void finish_pb(gcall *g, const once__a2a_response *r, uint8_t *pb, size_t n)
+{
+    head(g, r);
+    if (once__h2_call_send(g->call, pb, n) >= 0)
+        (void)once__h2_call_finish(g->call, ONCE_GRPC_OK, NULL, NULL, 0);
+    once_free(pb);
+}
+
 /* An answer with a body: the method's output message, or the error's
- * status. */
+ * status. The answer's text goes straight to protobuf when it can
+ * (once__pbjson_text_to_pb); anything that fast path leaves alone (an
+ * error, a member the proto has no field for) goes through a tree. */
 static void finish_body(gcall *g, const once__a2a_response *r)
 {
+    int ok = r->http_status == 0 || (r->http_status >= 200 && r->http_status < 300);
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    if (ok && r->body != NULL && r->len > 0 &&
+        once__pbjson_text_to_pb(g->m->output, r->body, r->len, &pb, &n) == ONCE_OK) {
+        finish_pb(g, r, pb, n);
+        return;
+    }
     json_t *doc = r->body != NULL && r->len > 0 ? json_loadb(r->body, r->len, 0, NULL)
                                                 : json_object();
-    int ok = r->http_status == 0 || (r->http_status >= 200 && r->http_status < 300);
     if (!ok || doc == NULL) {
+        add_retry_info(doc, r->retry_after);
         finish_error(g, doc);
         json_decref(doc);
         return;
@@ -153,8 +196,6 @@ static void finish_body(gcall *g, const once__a2a_response *r)
         json_decref(doc);
         doc = json_object();
     }
-    uint8_t *pb = NULL;
-    size_t n = 0;
     char err[200];
     int rc = once__pbjson_answer_to_pb(g->m->output, doc, &pb, &n, err, sizeof err);
     json_decref(doc);
@@ -168,13 +209,18 @@ static void finish_body(gcall *g, const once__a2a_response *r)
                                    "the answer could not be encoded", NULL, 0);
         return;
     }
-    head(g, r);
-    if (once__h2_call_send(g->call, pb, n) >= 0)
-        (void)once__h2_call_finish(g->call, ONCE_GRPC_OK, NULL, NULL, 0);
-    once_free(pb);
+    finish_pb(g, r, pb, n);
 }
 
 /* --- streams: the hub's sink -------------------------------------------------- */
+
+/* One stream event's bytes sent (takes pb); 0 while the call goes on. */
+static int send_event(gcall *g, uint8_t *pb, size_t pn)
+{
+    int64_t q = once__h2_call_send(g->call, pb, pn);
+    once_free(pb);
+    return q < 0;   /* gone: the hub hears it from on_gone */
+}
 
 /* One SSE frame's data line (HTTP+JSON's: a StreamResponse or an AIP-193
  * error object) or its shutdown event, sent on. 0 while the call goes on. */
@@ -203,14 +249,19 @@ static int frame(gcall *g, const char *p, size_t n)
     }
     if (data == NULL)
         return 0;   /* a comment */
+    uint8_t *pb = NULL;
+    size_t pn = 0;
+    if (once__pbjson_text_to_pb(&lf__a2a__v1__stream_response__descriptor, data, dlen, &pb, &pn) ==
+        ONCE_OK)
+        return send_event(g, pb, pn);
+    /* An error object (no StreamResponse has an "error" member), or an
+     * event the fast path leaves to the tree. */
     json_t *doc = json_loadb(data, dlen, 0, NULL);
     if (doc == NULL || json_object_get(doc, "error") != NULL) {
         finish_error(g, doc);
         json_decref(doc);
         return 1;
     }
-    uint8_t *pb = NULL;
-    size_t pn = 0;
     char err[200];
     int rc = once__pbjson_answer_to_pb(&lf__a2a__v1__stream_response__descriptor, doc, &pb, &pn,
                                        err, sizeof err);
@@ -223,9 +274,7 @@ static int frame(gcall *g, const char *p, size_t n)
                                    "a stream event could not be encoded", NULL, 0);
         return 1;
     }
-    int64_t q = once__h2_call_send(g->call, pb, pn);
-    once_free(pb);
-    return q < 0;   /* gone: the hub hears it from on_gone */
+    return send_event(g, pb, pn);
 }
 
 static void sink_put(void *arg, const char *t, size_t n, int last)

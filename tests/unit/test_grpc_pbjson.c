@@ -494,6 +494,184 @@ static void test_alloc_faults(void **state)
     json_decref(all);
 }
 
+/* --- the answer path without a tree (pbjson_text.c) ------------------------------- */
+
+/* The bytes the text path wrote and the bytes the tree path writes for the
+ * same JSON decode to the same message. */
+static void same_as_tree(const char *name, const ProtobufCMessageDescriptor *d, const json_t *in,
+                         const uint8_t *fast, size_t fn)
+{
+    char err[256] = "";
+    uint8_t *b;
+    size_t n;
+    json_t *a = NULL, *w = NULL;
+    if (once__pbjson_answer_to_pb(d, in, &b, &n, err, sizeof err) != ONCE_OK)
+        fail_msg("%s: the text path took what the tree path refuses (%s)", name, err);
+    if (once__pbjson_from_pb(d, fast, fn, &a, err, sizeof err) != ONCE_OK)
+        fail_msg("%s: the text path's bytes do not read: %s", name, err);
+    assert_int_equal(once__pbjson_from_pb(d, b, n, &w, err, sizeof err), ONCE_OK);
+    if (!json_equal(a, w)) {
+        dump_mismatch(name, a, w);
+        fail();
+    }
+    json_decref(a);
+    json_decref(w);
+    once_free(b);
+}
+
+/* Every corpus document, compact and indented, goes the fast way to the
+ * tree path's message, except the kinds it leaves to the tree (Any and
+ * Duration, a number written as a real where an integer goes, "NaN"),
+ * named here; every document ProtoJSON refuses is left to the tree. */
+static void test_text_path_agrees(void **state)
+{
+    (void)state;
+    static const char *const tree_only[] = {
+        "status with error info",                    /* an Any */
+        "enum numbers, int64-style strings, offsets", /* historyLength 1.0 */
+        NULL,
+    };
+    json_t *all = corpus();
+    size_t i, fast = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(all, "cases"), i, c) {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const json_t *in = json_object_get(c, "json");
+        const ProtobufCMessageDescriptor *d = type_of(c);
+        int expect_fast = json_is_object(in);
+        for (const char *const *t = tree_only; *t != NULL; t++)
+            if (strcmp(*t, name) == 0)
+                expect_fast = 0;
+        for (int indent = 0; indent < 2; indent++) {
+            char *text = json_dumps(in, indent ? JSON_INDENT(2) : JSON_COMPACT);
+            uint8_t *b = NULL;
+            size_t n = 0;
+            int rc = once__pbjson_text_to_pb(d, text, strlen(text), &b, &n);
+            if (rc == ONCE_OK) {
+                same_as_tree(name, d, in, b, n);
+                fast++;
+            } else if (rc != ONCE_EUNSUPPORTED || expect_fast) {
+                fail_msg("%s: the text path answered %d", name, rc);
+            }
+            once_free(b);
+            free(text);
+        }
+    }
+    assert_true(fast > 20);
+    json_array_foreach(json_object_get(all, "reject"), i, c) {
+        char *text = json_dumps(json_object_get(c, "json"), JSON_COMPACT);
+        uint8_t *b = NULL;
+        size_t n = 0;
+        if (once__pbjson_text_to_pb(type_of(c), text, strlen(text), &b, &n) != ONCE_EUNSUPPORTED)
+            fail_msg("%s: the text path took a document ProtoJSON refuses",
+                     json_string_value(json_object_get(c, "name")));
+        free(text);
+    }
+    json_decref(all);
+}
+
+/* What the codec's text can hold: escapes and surrogate pairs, -0, members
+ * in any order; and what the fast path must leave to the tree: members the
+ * message has no field for (the tree path leaves them out of an answer), a
+ * NUL, a lone surrogate, an error object, trailing text, nesting past the
+ * limit. */
+static void test_text_path_edges(void **state)
+{
+    (void)state;
+    const ProtobufCMessageDescriptor *d = &lf__a2a__v1__send_message_response__descriptor;
+    static const char *const agree[] = {
+        "{\"task\":{\"id\":\"t\\\"1\\u00e9\\ud83d\\ude00\",\"contextId\":\"c\","
+        "\"status\":{\"state\":\"TASK_STATE_COMPLETED\",\"timestamp\":\"2026-01-02T03:04:05.123Z\"},"
+        "\"metadata\":{\"n\":-0,\"x\":[1,null,\"s\",{\"k\":true}],\"e\":{},\"l\":[]}}}",
+        " { \"task\" : { \"status\" : { \"state\" : 3 } , \"id\" : \"\" , \"history\" : [ ] } } ",
+        "{\"message\":{\"messageId\":\"m\",\"role\":\"ROLE_AGENT\",\"parts\":[{\"text\":\"\"},"
+        "{\"raw\":\"aGVsbG8=\",\"mediaType\":\"a/b\"},{\"data\":null},{\"url\":\"u\"}]}}",
+        "{\"task\":null}",
+        "{}",
+    };
+    for (size_t k = 0; k < sizeof agree / sizeof agree[0]; k++) {
+        json_t *in = json_loads(agree[k], 0, NULL);
+        assert_non_null(in);
+        uint8_t *b = NULL;
+        size_t n = 0;
+        if (once__pbjson_text_to_pb(d, agree[k], strlen(agree[k]), &b, &n) != ONCE_OK)
+            fail_msg("case %zu: the text path gave up", k);
+        same_as_tree(agree[k], d, in, b, n);
+        once_free(b);
+        json_decref(in);
+    }
+    static const char *const tree[] = {
+        "{\"task\":{\"id\":\"t\",\"delivery\":{\"a\":1}}}",   /* no such field: left out */
+        "{\"error\":{\"code\":404}}",
+        "{\"task\":{\"id\":\"a\\u0000b\"}}",
+        "{\"task\":{\"id\":\"\\ud800\"}}",
+        "{\"task\":{\"id\":\"t\",\"id\":\"u\"}}",
+        "{\"task\":{}} x",
+        "{\"task\":{},\"message\":{}}",                        /* two members of a oneof */
+        "{\"task\":{\"status\":{\"state\":3.0}}}",
+        "{\"task\":{\"id\":\"\xc0\x80\"}}",                    /* an overlong UTF-8 form */
+        "{\"task\":{\"id\":\"t\"}",
+        "null",
+    };
+    for (size_t k = 0; k < sizeof tree / sizeof tree[0]; k++) {
+        uint8_t *b = (uint8_t *)"x";
+        size_t n = 1;
+        if (once__pbjson_text_to_pb(d, tree[k], strlen(tree[k]), &b, &n) != ONCE_EUNSUPPORTED)
+            fail_msg("%s: the text path did not leave it to the tree", tree[k]);
+        assert_null(b);
+        assert_int_equal(n, 0);
+    }
+    /* nesting: a Struct ONCE_JSON_MAX_DEPTH deep in all is read; one more
+     * level is the tree path's to refuse */
+    for (int extra = 0; extra < 2; extra++) {
+        char text[1024] = "{\"task\":{\"metadata\":";
+        int levels = ONCE_JSON_MAX_DEPTH - 2 + extra;   /* inside the response and the task */
+        for (int k = 0; k < levels; k++)
+            strcat(text, "{\"a\":");
+        strcat(text, "1");
+        for (int k = 0; k < levels + 2; k++)
+            strcat(text, "}");
+        uint8_t *b = NULL;
+        size_t n = 0;
+        int rc = once__pbjson_text_to_pb(d, text, strlen(text), &b, &n);
+        assert_int_equal(rc, extra ? ONCE_EUNSUPPORTED : ONCE_OK);
+        if (!extra) {
+            json_t *in = json_loads(text, 0, NULL);
+            same_as_tree("deep", d, in, b, n);
+            json_decref(in);
+        }
+        once_free(b);
+    }
+}
+
+/* Fail each allocation of the text path in turn: ONCE_ENOMEM, nothing
+ * kept (the sanitizer build checks nothing leaks). */
+static void test_text_path_alloc_faults(void **state)
+{
+    (void)state;
+    const ProtobufCMessageDescriptor *d = &lf__a2a__v1__send_message_response__descriptor;
+    /* a body longer than 127 bytes makes the buffer grow as lengths widen */
+    char text[4096] = "{\"task\":{\"id\":\"t\",\"metadata\":{";
+    for (int k = 0; k < 40; k++)
+        sprintf(text + strlen(text), "%s\"k%d\":\"%064d\"", k ? "," : "", k, k);
+    strcat(text, "}}}");
+    uint8_t *b;
+    size_t n;
+    once__alloc_fail_after(-1);
+    assert_int_equal(once__pbjson_text_to_pb(d, text, strlen(text), &b, &n), ONCE_OK);
+    once_free(b);
+    long count = once__alloc_count();
+    assert_true(count >= 1);
+    for (long i = 0; i < count; i++) {
+        once__alloc_fail_after(i);
+        b = (uint8_t *)"x";
+        int rc = once__pbjson_text_to_pb(d, text, strlen(text), &b, &n);
+        once__alloc_fail_after(-1);
+        assert_int_equal(rc, ONCE_ENOMEM);
+        assert_null(b);
+    }
+}
+
 /* --- the status codec ---------------------------------------------------------- */
 
 static void test_status_both_ways(void **state)
@@ -605,6 +783,9 @@ int main(void)
         cmocka_unit_test(test_int64),
         cmocka_unit_test(test_timestamps),
         cmocka_unit_test(test_alloc_faults),
+        cmocka_unit_test(test_text_path_agrees),
+        cmocka_unit_test(test_text_path_edges),
+        cmocka_unit_test(test_text_path_alloc_faults),
         cmocka_unit_test(test_status_both_ways),
         cmocka_unit_test(test_status_http_mapping),
         cmocka_unit_test(test_grpc_message),
