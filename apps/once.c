@@ -134,7 +134,7 @@ static const char usage[] =
     "                         (default: the system's); a certificate that fails\n"
     "                         verification stops the call at once, nothing sent\n"
     "  --insecure             do not verify the agent's TLS certificate (tests;\n"
-    "                         HTTP only: gRPC over TLS always verifies)\n"
+    "                         HTTPS and gRPC over TLS alike)\n"
     "  --binding B            the A2A binding calls go over: auto (default: the\n"
     "                         first interface of the agent's card, at A2A 1.0,\n"
     "                         that once speaks; JSON-RPC at --agent when the card\n"

@@ -118,8 +118,8 @@ typedef struct once_client_config {
      * certificate that fails verification ends the call at once with
      * ONCE_OUTCOME_ERROR, never retried: nothing was sent. */
     const char *cacert;          /* PEM file of CAs to trust; NULL = system */
-    int insecure;                /* nonzero: verify nothing (tests only; HTTP
-                                    only: gRPC over TLS always verifies) */
+    int insecure;                /* nonzero: verify nothing (tests only; HTTPS
+                                    and gRPC over TLS alike) */
     once_binding binding;        /* ONCE_BINDING_AUTO (0) = the card's choice */
 } once_client_config;
 

@@ -185,6 +185,7 @@ static int conn_get(once_client *c, const once__iface *f, const once__http_req *
     once__h2c_config cfg = {.host = host,
                             .port = (int)strtol(colon + 1, NULL, 10),
                             .tls = f->tls,
+                            .insecure = q->tls != NULL && q->tls->insecure,
                             .ca_file = q->tls != NULL ? q->tls->cacert : NULL,
                             .connect_timeout_ms = q->connect_timeout_ms};
     char err[200] = "";
@@ -252,6 +253,7 @@ static char *error_envelope(const gcall *g, const once__h2c_result *res, int *ht
                                     &aip) != ONCE_OK)
         return NULL;
     *http = once__grpc_http_status(res->status, first_reason(aip));
+    once__retry_after_of_aip193(aip, g->r->retry_after, sizeof g->r->retry_after);
     json_t *err = once__rpc_error_of_aip193(aip);
     json_decref(aip);
     return err != NULL ? once__rpc_envelope(g->id, "error", err) : NULL;

@@ -6,6 +6,7 @@
  * shape, so that answer.c and policy.c classify every binding's answers as
  * they classify JSON-RPC's. No I/O; unit-tested (tests/unit/test_client_bind.c).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -285,6 +286,27 @@ static int code_of(const json_t *details, const char *status)
         if (strcmp(by_status[k].status, status) == 0)
             return by_status[k].code;
     return -32603;
+}
+
+void once__retry_after_of_aip193(const json_t *body, char *out, size_t cap)
+{
+    size_t i;
+    json_t *d;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(json_object_get(body, "error"), "details"), i, d) {
+        const char *type = json_string_value(json_object_get(d, "@type"));
+        const char *delay = json_string_value(json_object_get(d, "retryDelay"));
+        size_t n = type != NULL ? strlen(type) : 0;
+        static const char want[] = "/google.rpc.RetryInfo";
+        if (delay == NULL || n < sizeof want - 1 || strcmp(type + n - (sizeof want - 1), want) != 0)
+            continue;
+        char *end;
+        double secs = strtod(delay, &end);
+        if (end == delay || strcmp(end, "s") != 0 || !(secs >= 0) || secs > 86400.0 * 365)
+            continue;   /* not ProtoJSON's Duration, or absurd */
+        snprintf(out, cap, "%.0f", ceil(secs));
+        return;
+    }
 }
 
 json_t *once__rpc_error_of_aip193(const json_t *body)

@@ -417,6 +417,10 @@ void once__rest_call_clear(once__rest_call *rc);
  * -32001, UNIMPLEMENTED -32601, other -32603); message; data the details
  * list. A new object, or NULL (not an AIP-193 body, or no memory). */
 json_t *once__rpc_error_of_aip193(const json_t *body);
+/* The retry delay an AIP-193 body's google.rpc.RetryInfo detail asks for
+ * (gRPC's Retry-After), as Retry-After's delta-seconds (rounded up) into
+ * out[0..cap); "" when there is none. */
+void once__retry_after_of_aip193(const json_t *body, char *out, size_t cap);
 /* {"jsonrpc":"2.0","id":id,key:value} as compact JSON text (once_malloc'd)
  * or NULL; id may be NULL (null). Steals value. */
 char *once__rpc_envelope(const json_t *id, const char *key, json_t *value);

@@ -17,6 +17,7 @@ typedef struct once__h2c_config {
     const char *host;          /* name or address to connect to */
     int port;
     int tls;                   /* 1: TLS, ALPN h2 required, certificate verified */
+    int insecure;              /* 1: TLS without verifying anything (tests only) */
     const char *ca_file;       /* PEM trust anchors; NULL = the system's */
     const char *server_name;   /* checked against the certificate and sent
                                   as SNI and :authority; NULL = host */

@@ -365,7 +365,7 @@ def test_failover_between_replicas():
 def test_grpc_over_tls():
     """An https:// agent: gRPC over TLS to the card's host:port, verified
     against --cacert; a certificate the client cannot trust fails the call
-    at once, nothing sent, as over HTTPS."""
+    at once, nothing sent, as over HTTPS; --insecure skips the check."""
     import test_tls
     test_tls.make_pki()
     gport = free_port()
@@ -384,6 +384,13 @@ def test_grpc_over_tls():
            "an untrusted certificate is not retried (%r)" % doc)
         check("--cacert" in doc["error"]["message"], "says what to do: %r" % doc["error"])
         check(doc["taskId"] not in srv.task_ids(), "nothing reached onced")
+        # --insecure skips the check over gRPC as over HTTPS (the card is
+        # remembered: the send goes straight to gRPC, so only gRPC can
+        # have carried it).
+        rc, doc = once_json(outbox, "--binding", "grpc", "--insecure", "send", "--agent",
+                            srv.url(), "--text", "insecure", "--wait", *FAST)
+        eq((rc, doc["state"]), (0, "TASK_STATE_COMPLETED"), "--insecure over gRPC (%r)" % doc)
+        carried_by("grpc", srv, doc["taskId"], "SendMessage")
 
 
 def test_auto_follows_the_card():

@@ -49,7 +49,7 @@ if subprocess.run(["sh", "-c", "command -v protoc"], capture_output=True).return
 generate(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", ".."),
          tempfile.mkdtemp(prefix="py", dir=TMP))
 import a2a_pb2  # noqa: E402
-from google.rpc import error_info_pb2, status_pb2  # noqa: E402
+from google.rpc import error_details_pb2, error_info_pb2, status_pb2  # noqa: E402
 
 srv = None
 chan = None
@@ -90,6 +90,16 @@ def error_infos(err):
             ei = error_info_pb2.ErrorInfo.FromString(a.value)
             out.append((ei.reason, ei.domain, dict(ei.metadata)))
     return out
+
+
+def retry_delays(err):
+    """The retry delays (whole seconds) of a failed call's RetryInfo details."""
+    raw = dict(err.trailing_metadata() or ()).get("grpc-status-details-bin")
+    if raw is None:
+        return []
+    return [error_details_pb2.RetryInfo.FromString(a.value).retry_delay.seconds
+            for a in status_pb2.Status.FromString(raw).details
+            if a.type_url == "type.googleapis.com/google.rpc.RetryInfo"]
 
 
 def fails(fn, code, what):
@@ -403,6 +413,8 @@ def test_stream_share():
             e = fails(lambda: next(second), grpc.StatusCode.UNAVAILABLE, "a second stream")
             check(e is not None and any(r == "TOO_MANY_STREAMS" for r, _, _ in error_infos(e)),
                   "its ErrorInfo says TOO_MANY_STREAMS: %r" % (e and error_infos(e)))
+            # HTTP's Retry-After: 1, as gRPC says it: google.rpc.RetryInfo
+            eq(retry_delays(e), [1], "a RetryInfo detail asks for a retry in a second")
             first.cancel()
 
 

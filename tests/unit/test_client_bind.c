@@ -258,6 +258,31 @@ static void test_grpc_status_as_jsonrpc(void **state)
     json_decref(e);
     json_decref(back);
 
+    /* RetryInfo, gRPC's Retry-After, read back as delta-seconds */
+    char ra[64] = "x";
+    body = parse("{\"error\":{\"code\":503,\"status\":\"UNAVAILABLE\",\"details\":["
+                 "{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"R\"},"
+                 "{\"@type\":\"type.googleapis.com/google.rpc.RetryInfo\","
+                 "\"retryDelay\":\"1.200s\"}]}}");
+    once__retry_after_of_aip193(body, ra, sizeof ra);
+    assert_string_equal(ra, "2");
+    json_decref(body);
+    static const char *const none[] = {
+        "{\"error\":{\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\"}]}}",
+        "{\"error\":{\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.RetryInfo\","
+        "\"retryDelay\":\"soon\"}]}}",
+        "{\"error\":{\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.RetryInfo\","
+        "\"retryDelay\":\"-1s\"}]}}",
+        "{\"error\":{}}",
+    };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        body = parse(none[i]);
+        strcpy(ra, "x");
+        once__retry_after_of_aip193(body, ra, sizeof ra);
+        assert_string_equal(ra, "");
+        json_decref(body);
+    }
+
     assert_int_equal(once__grpc_a2a_rpc_code("TASK_NOT_FOUND"), -32001);
     assert_int_equal(once__grpc_a2a_rpc_code("VERSION_NOT_SUPPORTED"), -32009);
     assert_int_equal(once__grpc_a2a_rpc_code("TASK_EXPIRED"), 0);
