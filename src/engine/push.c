@@ -22,7 +22,7 @@
 #include "core/errbuf.h"
 #include "core/jcs.h"
 #include "engine/push_int.h"
-#include "once/webhook.h"
+#include "once/webhook_sig.h"
 
 #define PUSH_TRIES 16
 
