@@ -48,6 +48,7 @@
 
 #include "core/shape.h"
 #include "core/str.h"
+#include "core/strv.h"
 #include "engine/engine_int.h"
 #include "engine/work_tree.h"
 
@@ -1027,9 +1028,7 @@ static void work_free(once_work *w)
     once_record_clear(&w->rec);
     json_decref(w->msg);
     once_free(w->message);
-    for (size_t i = 0; i < w->nretired; i++)
-        once_free(w->retired[i]);
-    once_free(w->retired);
+    once__strv_free(w->retired, w->nretired);
 }
 
 /* 1 for an executor whose turns commit their writes in batches (see the
