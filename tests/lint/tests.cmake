@@ -11,6 +11,10 @@ add_test(NAME lint/layers
                  $<TARGET_OBJECTS:once_objects>
          COMMAND_EXPAND_LISTS)
 set_tests_properties(lint/layers PROPERTIES LABELS lint TIMEOUT 120)
+# ... and can fail: a small tree with wrong includes of each kind.
+add_test(NAME lint/layers_selftest
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/lint/layers_selftest.py)
+set_tests_properties(lint/layers_selftest PROPERTIES LABELS lint TIMEOUT 60)
 # include/once/ is the whole API: no private include, libonce.so exports
 # exactly what it declares.
 add_test(NAME lint/public
