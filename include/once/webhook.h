@@ -1,27 +1,11 @@
 /*
- * webhook.h -- signed webhooks (Standard Webhooks) and the receiving end of
- * once push notifications (docs/design.md section 6; docs/protocol.md, "Push
- * notifications").
+ * webhook.h -- the receiving end of once push notifications (docs/design.md
+ * section 6; docs/protocol.md, "Push notifications"), implemented by the
+ * client library. It includes once/webhook_sig.h, so code written against
+ * both halves needs only this header.
  *
- * What onced sends for every event of a task with a push config:
- *
- *   POST <config url>
- *   Content-Type: application/a2a+json
- *   webhook-id: <tag>/<config_id>/<since>/<task_id>.<generation>
- *                                              constant across retries; tag
- *                                              stands for the principal
- *   webhook-timestamp: <unix seconds>          time of this attempt
- *   webhook-signature: v1,<base64> [v1,<base64> ...]   one per --push-secret
- *   once-push-since: <since>                   a copy of the id's since:
- *                                              generations <= since are
- *                                              never sent on this subscription
- *   Authorization: <scheme> <credentials>      from config.authentication
- *   X-A2A-Notification-Token: <token>          from config.token
- *   body: one A2A StreamResponse (the event as stored)
- *
- * Signature: HMAC-SHA256(key, id "." timestamp "." body), base64 (standard
- * alphabet, padded). The key of a secret "whsec_<base64>" is the decoded
- * bytes; any other secret is used as its own bytes.
+ * What a delivery carries and how it is signed is in once/webhook_sig.h
+ * (that half is onced's too; this header adds only the receiver).
  *
  * The receiver (once_webhook_*) verifies the signature and the
  * per-subscription notification token, records each event durably in a

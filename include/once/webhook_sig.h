@@ -1,8 +1,28 @@
 /*
  * webhook_sig.h -- the signed part of once webhooks: Standard Webhooks
- * signatures and the webhook-id (pure functions; both onced, which signs,
- * and the receiver in webhook.h, which verifies, use them). What a delivery
- * carries and the receiver's guarantees are described in webhook.h.
+ * signatures and the webhook-id (pure functions, implemented by the core of
+ * libonce; both onced's engine, which signs, and the receiver in webhook.h,
+ * which verifies, use them). The receiver's guarantees are in webhook.h.
+ *
+ * What onced sends for every event of a task with a push config:
+ *
+ *   POST <config url>
+ *   Content-Type: application/a2a+json
+ *   webhook-id: <tag>/<config_id>/<since>/<task_id>.<generation>
+ *                                              constant across retries; tag
+ *                                              stands for the principal
+ *   webhook-timestamp: <unix seconds>          time of this attempt
+ *   webhook-signature: v1,<base64> [v1,<base64> ...]   one per --push-secret
+ *   once-push-since: <since>                   a copy of the id's since:
+ *                                              generations <= since are
+ *                                              never sent on this subscription
+ *   Authorization: <scheme> <credentials>      from config.authentication
+ *   X-A2A-Notification-Token: <token>          from config.token
+ *   body: one A2A StreamResponse (the event as stored)
+ *
+ * Signature: HMAC-SHA256(key, id "." timestamp "." body), base64 (standard
+ * alphabet, padded). The key of a secret "whsec_<base64>" is the decoded
+ * bytes; any other secret is used as its own bytes.
  */
 #ifndef ONCE_WEBHOOK_SIG_H
 #define ONCE_WEBHOOK_SIG_H

@@ -36,6 +36,7 @@
 
 #include "core/decimal.h"
 #include "core/str.h"
+#include "core/strv.h"
 #include "core/errbuf.h"
 #include "core/jcs.h"
 #include "db/db.h"
@@ -70,19 +71,12 @@ static const char schema[] =
     " seq INTEGER NOT NULL, PRIMARY KEY(sub, task_id, generation)) STRICT, WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS wh_sub_events_seq ON wh_sub_events(seq);";
 
-static void free_strings(char **v, size_t n)
-{
-    for (size_t i = 0; v != NULL && i < n; i++)
-        once_free(v[i]);
-    once_free(v);
-}
-
 void once_webhook_close(once_webhook *w)
 {
     if (w == NULL)
         return;
     sqlite3_close_v2(w->db);
-    free_strings(w->secrets, w->nsecrets);
+    once__strv_free(w->secrets, w->nsecrets);
     once_free(w->token);
     pthread_mutex_destroy(&w->dbmu);
     pthread_mutex_destroy(&w->drainmu);
@@ -125,13 +119,9 @@ int once_webhook_open(const once_webhook_options *o, once_webhook **out, char *e
     w->handler = o->handler;
     w->arg = o->arg;
     w->clock = o->clock != NULL ? o->clock : once_clock_system();
-    w->secrets = once_calloc(o->nsecrets, sizeof *w->secrets);
+    w->secrets = once__strv_dup(o->secrets, o->nsecrets);
+    w->nsecrets = w->secrets != NULL ? o->nsecrets : 0;
     int rc = w->secrets != NULL ? ONCE_OK : ONCE_ENOMEM;
-    for (size_t i = 0; rc == ONCE_OK && i < o->nsecrets; i++) {
-        if ((w->secrets[i] = once_strdup(o->secrets[i])) == NULL)
-            rc = ONCE_ENOMEM;
-        w->nsecrets = i + 1;
-    }
     if (rc == ONCE_OK && (w->token = once_strdup(o->token)) == NULL)
         rc = ONCE_ENOMEM;
     if (rc != ONCE_OK) {

@@ -21,8 +21,9 @@
 #include "core/str.h"
 #include "core/errbuf.h"
 #include "core/jcs.h"
+#include "core/strv.h"
 #include "engine/push_int.h"
-#include "once/webhook.h"
+#include "once/webhook_sig.h"
 
 #define PUSH_TRIES 16
 
@@ -34,32 +35,13 @@ static void push_free(struct once__push *p)
 {
     if (p == NULL)
         return;
-    for (size_t i = 0; i < p->nsecrets; i++)
-        once_free(p->secrets[i]);
-    for (size_t i = 0; i < p->nresolve; i++)
-        once_free(p->resolve[i]);
-    once_free(p->secrets);
-    once_free(p->resolve);
+    once__strv_free(p->secrets, p->nsecrets);
+    once__strv_free(p->resolve, p->nresolve);
     once_free(p->allow);
     once_free(p->threads);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     once_free(p);
-}
-
-static char **copy_strings(const char *const *v, size_t n)
-{
-    char **out = once_calloc(n ? n : 1, sizeof *out);
-    for (size_t i = 0; out != NULL && i < n; i++) {
-        out[i] = once_strdup(v[i]);
-        if (out[i] == NULL) {
-            for (size_t j = 0; j < i; j++)
-                once_free(out[j]);
-            once_free(out);
-            out = NULL;
-        }
-    }
-    return out;
 }
 
 /* A state from o (NULL = defaults). ONCE_EINVAL with err for bad settings. */
@@ -124,15 +106,10 @@ static int push_new(const once_push_options *o, struct once__push **out, char *e
     int rc = ONCE_OK;
     p->nsecrets = o->nsecrets;
     p->nresolve = o->nresolve;
-    if ((p->secrets = copy_strings(o->secrets, o->nsecrets)) == NULL ||
-        (p->resolve = copy_strings(o->resolve, o->nresolve)) == NULL ||
-        (p->allow = once_calloc(o->nallow ? o->nallow : 1, sizeof *p->allow)) == NULL) {
-        if (p->secrets == NULL)
-            p->nsecrets = 0;
-        if (p->resolve == NULL)
-            p->nresolve = 0;
-        rc = ONCE_ENOMEM;
-    }
+    if ((p->secrets = once__strv_dup(o->secrets, o->nsecrets)) == NULL ||
+        (p->resolve = once__strv_dup(o->resolve, o->nresolve)) == NULL ||
+        (p->allow = once_calloc(o->nallow ? o->nallow : 1, sizeof *p->allow)) == NULL)
+        rc = ONCE_ENOMEM;   /* push_free skips a NULL array, whatever its count */
     for (size_t i = 0; rc == ONCE_OK && i < o->nallow; i++) {
         if (once__cidr_parse(o->allow[i], &p->allow[i]) != ONCE_OK) {
             snprintf(err, errlen, "push: --push-allow %s is not a CIDR (e.g. 10.0.0.0/8, ::1/128)",

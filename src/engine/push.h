@@ -2,7 +2,7 @@
  * push.h -- push notifications in the engine (internal API used by src/a2a
  * and apps/onced): the four A2A 1.0 config methods and the delivery
  * settings. docs/design.md section 6; the wire contract is docs/protocol.md,
- * "Push notifications", and include/once/webhook.h.
+ * "Push notifications", and include/once/webhook_sig.h.
  *
  * Configs live in the task record (once_record.push_json), so a config
  * given with SendMessage is stored in the same atomic create / CAS as the
@@ -23,7 +23,7 @@
 
 /* Delivery settings; zero fields take the defaults. Strings are copied. */
 typedef struct once_push_options {
-    const char *const *secrets; /* signing secrets, newest first (webhook.h) */
+    const char *const *secrets; /* signing secrets, newest first (webhook_sig.h) */
     size_t nsecrets;            /* 0: deliveries carry no webhook-signature */
     const char *const *allow;   /* CIDRs exempt from the SSRF guard */
     size_t nallow;

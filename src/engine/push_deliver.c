@@ -46,7 +46,7 @@
 #include "core/jcs.h"
 #include "core/v03.h"
 #include "engine/push_int.h"
-#include "once/webhook.h"
+#include "once/webhook_sig.h"
 
 #define EVENTS_BATCH 16
 

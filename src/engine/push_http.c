@@ -25,7 +25,7 @@
 #include "core/str.h"
 #include "core/backoff.h"
 #include "engine/push_int.h"
-#include "once/webhook.h"
+#include "once/webhook_sig.h"
 
 #define USER_AGENT "once/" ONCE_VERSION_STRING " (push)"
 

@@ -38,8 +38,9 @@
 #define TAKEOVER_BATCH 64
 /* One pass sweeps (and purges) at most RETENTION_BATCH * RETENTION_ROUNDS
  * keys: with the default 1 s interval that must stay above the rate tasks
- * finish at, or the store holds more than the retention window (16 rounds,
- * 4096/s, was below what one memory: replica serves). */
+ * finish at, or the store holds more than the retention window (16 rounds
+ * were below what one memory: replica serves: bench/README.md, "Memory over
+ * 1M tasks on memory:"). */
 #define RETENTION_BATCH 256
 #define RETENTION_ROUNDS 64
 /* Once retention has freed at least this many records or tombstones, and

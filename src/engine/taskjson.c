@@ -39,8 +39,9 @@ json_t *once__json_parse(const char *text)
 
 /*
  * The task and status objects are built member by member: json_pack reads
- * its format string on every call, several thousand instructions for each
- * of these small objects on every new task and status change. The names,
+ * its format string on every call, which cost more than the small objects
+ * themselves on every new task and status change (bench/README.md, "Single
+ * steps the code's comments cite"). The names,
  * states and timestamps are ASCII, so they skip jansson's UTF-8 check.
  */
 

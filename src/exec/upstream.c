@@ -27,6 +27,7 @@
 #include "core/jcs.h"
 #include "core/metrics.h"
 #include "core/str.h"
+#include "core/strv.h"
 #include "exec/upstream.h"
 
 /* Attempts of the ListTasks probe at start (the card's: upstream_card.c):
@@ -56,9 +57,7 @@ static void gw_free(gw *g)
     if (g == NULL)
         return;
     once__gw_card_clear(g);   /* first: the refresh thread reads the rest */
-    for (size_t i = 0; i < g->nheaders; i++)
-        once_free(g->headers[i]);
-    once_free(g->headers);
+    once__strv_free(g->headers, g->nheaders);
     once_free(g->url);
     once_free(g->endpoint);
     once_free(g->principal_header);

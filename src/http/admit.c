@@ -36,6 +36,7 @@
 
 #include "core/metrics.h"
 #include "core/str.h"
+#include "core/strv.h"
 #include "http/admit.h"
 #include "http/reqlog.h"
 
@@ -236,12 +237,8 @@ int once__admit_init(once__admit *a, const once_http_config *cfg, const struct s
 
 void once__admit_clear(once__admit *a)
 {
-    for (size_t i = 0; i < a->nhosts; i++)
-        once_free(a->hosts[i]);
-    for (size_t i = 0; i < a->norigins; i++)
-        once_free(a->origins[i]);
-    once_free(a->hosts);
-    once_free(a->origins);
+    once__strv_free(a->hosts, a->nhosts);
+    once__strv_free(a->origins, a->norigins);
     once_free(a->own_origin);
     memset(a, 0, sizeof *a);
 }

@@ -253,7 +253,8 @@ int once__body_append(struct MHD_Connection *c, once__body *b, size_t max, const
     }
     /* The first block is as large as the first bytes: a body nearly always
      * arrives whole, and a small block comes from malloc's free lists where
-     * a 4 KiB one made it sweep them first (~8k instructions a request). */
+     * a 4 KiB one made it sweep them first (bench/README.md, "Single steps
+     * the code's comments cite"). */
     size_t cap = once__grow_size(b->cap, b->len + n + 1, b->len + n + 1, max + 1);
     if (cap > b->cap && guard_body(c, cap) != ONCE_OK) {
         b->no_memory = 1;

@@ -891,18 +891,34 @@ static void join(once__sse *h, sse_conn *s)
     enqueue(h, s);
 }
 
+/* A stream's slot, taken before its connection exists so that a stop waits
+ * for it: 0 when the hub is stopping. */
+static int slot_take(once__sse *h)
+{
+    pthread_mutex_lock(&h->mu);
+    int ok = !h->stopping;
+    if (ok)
+        h->live++;
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}
+
+/* The slot of a stream that never opened, back. */
+static void slot_give(once__sse *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->live--;
+    pthread_cond_broadcast(&h->idle);
+    pthread_mutex_unlock(&h->mu);
+}
+
 int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_response *resp,
                     void (*decorate)(struct MHD_Response *), enum MHD_Result *ret)
 {
     once__a2a_stream *src = resp->stream;
     resp->stream = NULL;
     *ret = MHD_NO;
-    pthread_mutex_lock(&h->mu);
-    int closing = h->stopping;
-    if (!closing)
-        h->live++;
-    pthread_mutex_unlock(&h->mu);
-    if (closing) {
+    if (!slot_take(h)) {
         once__a2a_stream_free(src);
         return ONCE_ECLOSED;
     }
@@ -918,10 +934,7 @@ int once__sse_start(once__sse *h, struct MHD_Connection *conn, once__a2a_respons
             pthread_mutex_destroy(&s->mu);
             once_free(s);
         }
-        pthread_mutex_lock(&h->mu);
-        h->live--;
-        pthread_cond_broadcast(&h->idle);
-        pthread_mutex_unlock(&h->mu);
+        slot_give(h);
         return ONCE_ENOMEM;
     }
     MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
@@ -954,20 +967,14 @@ int once__sse_attach(once__sse *h, once__a2a_response *resp, const once__sse_sin
     once__a2a_stream *src = resp->stream;
     resp->stream = NULL;
     *out = NULL;
-    pthread_mutex_lock(&h->mu);
-    int closing = h->stopping;
-    if (!closing)
-        h->live++;
-    pthread_mutex_unlock(&h->mu);
-    sse_conn *s = closing ? NULL : conn_new(h, NULL, src);
+    if (!slot_take(h)) {
+        once__a2a_stream_free(src);
+        return ONCE_ECLOSED;
+    }
+    sse_conn *s = conn_new(h, NULL, src);
     if (s == NULL) {
         once__a2a_stream_free(src);   /* the stream never opened: slot back */
-        if (closing)
-            return ONCE_ECLOSED;
-        pthread_mutex_lock(&h->mu);
-        h->live--;
-        pthread_cond_broadcast(&h->idle);
-        pthread_mutex_unlock(&h->mu);
+        slot_give(h);
         return ONCE_ENOMEM;
     }
     s->sink = sink;

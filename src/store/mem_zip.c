@@ -2,9 +2,10 @@
  * mem_zip.c -- raw deflate with a preset dictionary for the memory store's
  * cold tasks (see mem_zip.h).
  *
- * A task's texts are short (an echo task: ~2 KiB over its record and four
- * events), too short for deflate to learn their vocabulary from the text
- * alone: the dictionary gives it the words up front, so even the first
+ * A task's texts are short (an echo task's record and four events:
+ * bench/README.md, "Cold tasks, deflated by the sweep", has their sizes),
+ * too short for deflate to learn their vocabulary from the text alone: the
+ * dictionary gives it the words up front, so even the first
  * "statusUpdate" or "TASK_STATE_COMPLETED" costs a back-reference. Deflate
  * codes nearer matches in fewer bits, so the most common words come last.
  * The dictionary is part of the stored format: texts deflated with one

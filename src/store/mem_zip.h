@@ -1,8 +1,8 @@
 /*
  * mem_zip.h -- the memory store's codec for tasks that finished a while ago
  * (not API): raw deflate with a preset dictionary of the words A2A task and
- * event texts repeat, so that a task of ~2 KiB of JSON keeps a few hundred
- * bytes.
+ * event texts repeat, so that a finished task keeps a fraction of its JSON
+ * (bench/README.md, "Cold tasks, deflated by the sweep", has the sizes).
  *
  * A mem_zip holds one deflater and one inflater, made on first use and kept
  * (a deflater holds 160 KiB, see tests/unit/test_store_mem_map.c: one per

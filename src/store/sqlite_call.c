@@ -63,13 +63,12 @@ static int tick(void)
  * memory up to a spill threshold (64 KiB by default), then moves to a
  * temporary file; once moved, every later op of that transaction writes its
  * savepoint journal to the file (two pwrites a page). One op with a few page
- * splits passes 64 KiB, so under load about one batch in three spilled
- * (perf stat: 263 temporary files and ~9 pwrites per new task in 6 s of
- * wrk -c64). The threshold is also the journal's one allocation, so it is
- * raised to SQ_STMT_SPILL, not made unlimited (that would allocate 1 KiB
- * chunks). It is a process-wide setting that SQLite takes only before it
- * initializes: if the application started SQLite first, the default stays
- * and only speed differs. */
+ * splits passes 64 KiB, so under load batches spilled often (bench/README.md,
+ * "Run G", counts the files opened and the pwrites). The threshold is also
+ * the journal's one allocation, so it is raised to SQ_STMT_SPILL, not made
+ * unlimited (that would allocate 1 KiB chunks). It is a process-wide
+ * setting that SQLite takes only before it initializes: if the application
+ * started SQLite first, the default stays and only speed differs. */
 static pthread_once_t spill_once = PTHREAD_ONCE_INIT;
 
 static void raise_spill(void)

@@ -1,9 +1,9 @@
 /*
  * sqlite_commit.c -- group commit for the sqlite backend's writes.
  *
- * With synchronous=FULL every COMMIT costs an fsync (~0.1-1 ms), so one
- * transaction per write caps a process at a few thousand writes per second
- * however many threads it has. Instead, concurrent writers share commits,
+ * With synchronous=FULL every COMMIT costs an fsync, so one transaction per
+ * write caps a process at what one fsync after another allows however many
+ * threads it has (bench/README.md's sqlite-ceiling-1/txn rows measure it). Instead, concurrent writers share commits,
  * leader/follower style, with no writer thread of its own:
  *
  *   - a caller queues its op (sq_op) on the handle; if no batch is in
@@ -77,8 +77,9 @@ static int run_retry(sq_conn *w, sq_stmt_id id)
  *
  * A lone op needs no savepoint: the transaction is its own, and if the op
  * fails the whole of it is rolled back. A batch's first try runs without
- * savepoints either (SAVEPOINT and RELEASE cost ~11k instructions an op,
- * callgrind, on the one thread every write of the process waits for): an
+ * savepoints either (SAVEPOINT and RELEASE add work to every op on the one
+ * thread every write of the process waits for; bench/README.md, "Single
+ * steps the code's comments cite", has how much): an
  * op that fails having changed no row (sqlite3_total_changes64 unmoved: a
  * key that exists, a tombstone, a version that moved, events that do not
  * follow) has nothing to undo, so its rc stands and the batch goes on. An

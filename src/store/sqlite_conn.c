@@ -49,9 +49,9 @@ int once__sq_conn_open(sq_store *s, int writer, int create, sq_conn **out)
      * COMMIT that passes the limit, on the group-commit leader) every
      * SQ_CKPT_PAGES WAL pages instead of SQLite's 1000: every write queued
      * behind that commit waits for the checkpoint, so smaller ones shorten
-     * the tail. Paced blocking sends at half the saturated rate (5347/s),
-     * interleaved runs: p99 4.9-5.5 ms at 1000 pages, 4.2 at 500. It only
-     * sets a number on an open connection: nothing to fail or inject. */
+     * the tail (bench/README.md, "After run I: the writer checkpoints every
+     * 500 WAL pages", has the p99 at each limit). It only sets a number on
+     * an open connection: nothing to fail or inject. */
     if (rc == SQLITE_OK && writer)
         (void)sqlite3_wal_autocheckpoint(c->db, SQ_CKPT_PAGES);
     if (rc != SQLITE_OK) {

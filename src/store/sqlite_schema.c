@@ -25,8 +25,9 @@
 #include "store/store_int.h"
 
 /* The events of one write go in as one statement of up to four rows (a new
- * task's write has four): each statement costs ~9k instructions besides its
- * rows' B-tree inserts (callgrind). */
+ * task's write has four): each statement costs its own preparation and
+ * step besides its rows' B-tree inserts (bench/README.md, "Single steps the
+ * code's comments cite"). */
 #define SQ_EVENT_ROWS "INSERT INTO events(principal, task_id, generation, payload) "
 #define SQ_TASK_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19"
 

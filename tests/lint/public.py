@@ -44,6 +44,17 @@ def top_level_statements(text):
     return out
 
 
+def functions_declared(text):
+    """(name, statement) of each function a header's text (comments
+    stripped) declares at top level; lint/layers maps a public header to
+    the layer that defines these."""
+    decls = re.sub(r"^\s*#[^\n]*", " ", text, flags=re.M)
+    for stmt in top_level_statements(decls):
+        m = re.match(r"^(?!typedef\b)[\w\s\*]*?\b(\w+)\s*\((.|\n)*\)$", stmt)
+        if m is not None:
+            yield m.group(1), stmt
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -58,15 +69,11 @@ def main():
             if m.group(1) not in public:
                 problems.append("%s includes \"%s\", which is not in include/once/"
                                 % (os.path.relpath(h), m.group(1)))
-        decls = re.sub(r"^\s*#[^\n]*", " ", text, flags=re.M)
-        for stmt in top_level_statements(decls):
-            m = re.match(r"^(?!typedef\b)[\w\s\*]*?\b(\w+)\s*\((.|\n)*\)$", stmt)
-            if m is None:
-                continue
+        for name, stmt in functions_declared(text):
             if not re.match(r"^ONCE_API\b", stmt):
                 problems.append("%s declares %s without ONCE_API: libonce.so hides it"
-                                % (os.path.relpath(h), m.group(1)))
-            declared.add(m.group(1))
+                                % (os.path.relpath(h), name))
+            declared.add(name)
     for c in sorted(glob.glob(os.path.join(examples, "*.c"))):
         text = strip_comments(open(c, encoding="utf-8").read())
         for m in re.finditer(r'^\s*#\s*include\s*"([^"]+)"', text, re.M):

@@ -43,8 +43,9 @@
  * table without statistics yet (a new schema) it preferred that index to
  * the primary key, and a scan of it for one key walks every task of the
  * principal. The generic plan a pooled connection caches then stayed so:
- * a returnImmediately task cost the server ~1 ms of CPU, growing with the
- * tasks stored (storepg/backend keyed_plans). */
+ * a returnImmediately task cost the server far more CPU, growing with the
+ * tasks stored (bench/backends.md, "Group commit on by default";
+ * storepg/backend keyed_plans). */
 #define P_LIVE_KEY P_KEY " AND tomb IS NOT TRUE"
 
 /* clang-format off */
