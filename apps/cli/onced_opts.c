@@ -160,8 +160,9 @@ static const opt rows[] = {
     {"--upstream-card-refresh", 0, "DUR", "5m",
      "read the upstream's card again this often, 0 = never (If-None-Match, a 304 changes "
      "nothing): a changed card changes the card served and its ETag, never the binding or "
-     "rung chosen at start; a refresh that gets no answer or a 5xx turns /readyz 503 naming "
-     "the upstream until one gets an answer again",
+     "rung chosen at start (a card whose interfaces changed is logged as a warning); a "
+     "refresh that gets no answer or a 5xx turns /readyz 503 naming the upstream until one "
+     "gets an answer again. Counted in once_gateway_card_refreshes_total{result}",
      "how often the upstream's card is read again (`If-None-Match`; `0` = never): a changed "
      "card changes the card served and its ETag without a restart (never the binding or rung "
      "chosen at start), and a refresh that gets no answer or a 5xx turns `/readyz` 503 naming "
@@ -325,7 +326,8 @@ static const opt rows[] = {
     {"--inspect", 0, NULL, "off",
      "serve the task inspector at /inspect/: the caller's tasks and each one's timeline (HTML; "
      "JSON at /inspect/api/task/ID), behind --auth-tokens like every call (a bearer header, or "
-     "the session cookie the form at /inspect/login sets)",
+     "the session cookie the form at /inspect/login sets: signed, 12 hours, revoked with its "
+     "token)",
      "serve the task inspector at `/inspect/` (HTML, and a task's timeline as JSON at "
      "`/inspect/api/task/ID`), behind `--auth-tokens` like every call "
      "([docs/wire.md](docs/wire.md#the-task-inspector))",
@@ -349,8 +351,9 @@ static const opt rows[] = {
      "the --listen address, localhost, 127.0.0.1 and [::1] when it is loopback, any name "
      "otherwise",
      "the names a request's Host may carry (any port; repeatable; * = any); others get HTTP "
-     "421 (DNS rebinding). --public-url's host always passes; /healthz, /readyz, /metrics also "
-     "take IP addresses and localhost",
+     "421 HOST_NOT_ALLOWED (DNS rebinding). --public-url's host always passes; /healthz, "
+     "/readyz, /metrics also take IP addresses and localhost. A bind that is not loopback "
+     "without --auth-tokens logs a warning",
      "the names a request's `Host` may carry (any port; `*` = any); others get HTTP 421 "
      "`HOST_NOT_ALLOWED` (DNS rebinding); `--public-url`'s host always passes; `/healthz`, "
      "`/readyz`, `/metrics` also take IP addresses and `localhost`; a non-loopback bind "
@@ -359,8 +362,10 @@ static const opt rows[] = {
      S_HTTP, set_list, F(allowed_hosts), 32, 0, 0},
     {"--cors-origin", 0, "ORIGIN", NULL,
      "let web pages of ORIGIN (scheme://host[:port]) call the A2A endpoints, with CORS "
-     "answers; repeatable. A call that changes state from a page of any other origin gets "
-     "HTTP 403, and a body must be sent as application/json (else HTTP 415)",
+     "answers; repeatable. A call that changes state from a page of any other origin (its "
+     "Origin header, or Sec-Fetch-Site cross-site or same-site) gets HTTP 403 "
+     "ORIGIN_NOT_ALLOWED, and a body must be sent as application/json (else HTTP 415); "
+     "clients that are not browsers send neither header",
      "web pages of `ORIGIN` (`scheme://host[:port]`, repeatable) may call the A2A endpoints, "
      "with CORS answers; a state-changing call from any other page's origin gets HTTP 403 "
      "`ORIGIN_NOT_ALLOWED`, and a body must be `application/json` (else 415)",
@@ -448,9 +453,10 @@ static const opt rows[] = {
      S_OPS, opt_set_str, F(log_level_file), 0, 0, 0},
 
     {"--check-config", 0, NULL, NULL,
-     "check the flags and read every file they name as start-up would (the store URL by its "
-     "scheme only: nothing is opened or connected to); print each problem, or \"configuration "
-     "OK\", and exit 0 or 2",
+     "check the flags and read every file they name as start-up would (--auth-tokens, the "
+     "--tls-cert and --tls-key pair, --card, --log-level-file, --upstream-header-file; the "
+     "store URL by its scheme only: nothing is opened or connected to, so no SQLite file is "
+     "created); print each problem, or \"configuration OK\", and exit 0 or 2",
      "check the flags and every file they name as start-up would (the store URL by its scheme "
      "only: nothing is opened), print each problem or `configuration OK`, exit 0 or 2",
      S_RELOAD, opt_set_flag, F(check_config), 0, 0, 0},
