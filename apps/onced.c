@@ -33,22 +33,6 @@
 #include "once/store.h"
 #include "store/store_info.h"
 
-static const char migrate_usage[] =
-    "usage: onced migrate --store URL [--dry-run]\n"
-    "\n"
-    "Apply the store's pending schema migrations, then exit, so that a rollout\n"
-    "migrates once before replicas started with --no-migrate come up\n"
-    "(docs/production.md, \"Upgrade\").\n"
-    "\n"
-    "  --store URL    the store, as onced --store takes it\n"
-    "  --dry-run      only say which migrations are pending; write nothing\n"
-    "\n"
-    "Prints \"store at version N; applied N+1..M (now at version M)\", or with\n"
-    "--dry-run \"store at version N; would apply N+1..M\", or \"up to date (version\n"
-    "M)\". Version 0 is a store with no schema yet. Exit status: 0 done (or up to\n"
-    "date); 1 the store cannot be opened, or a newer once migrated it; 2 a bad\n"
-    "command line.\n";
-
 /* The log format (core/log.h). Every line onced writes to stderr is in it,
  * the refusal of a bad command line included: main takes it from a first
  * look for --log-format, before any flag is checked. */
@@ -146,34 +130,25 @@ static void version_range(int from, int to, char *out, size_t n)
  * outcome on stdout. */
 static int migrate_main(int argc, char **argv)
 {
-    const char *store = NULL;
-    int dry_run = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fputs(migrate_usage, stdout);
-            return 0;
-        }
-        if (strcmp(arg, "--dry-run") == 0) {
-            dry_run = 1;
-        } else if (strncmp(arg, "--store=", 8) == 0) {
-            store = arg + 8;
-        } else if (strcmp(arg, "--store") == 0 || strcmp(arg, "--log-format") == 0) {
-            if (i + 1 == argc)
-                return bad("migrate: %s needs a value", arg);
-            if (arg[2] == 's')
-                store = argv[i + 1];
-            i++;   /* --log-format was read before (early_log_format) */
-        } else if (strncmp(arg, "--log-format=", 13) != 0) {
-            return bad("migrate: unknown option %s (migrate takes --store URL and --dry-run)",
-                       arg);
-        }
+    onced_migrate_opts m;
+    char msg[512];
+    memset(&m, 0, sizeof m);
+    int rc = opt_parse(&onced_migrate_options, argc, argv, &m, msg, sizeof msg);
+    if (rc < 0 && strncmp(msg, "unknown option", 14) == 0)
+        return bad("migrate: %s (migrate takes --store URL and --dry-run)", msg);
+    if (rc < 0)
+        return bad("migrate: %s", msg);
+    if (rc > 0) {
+        opt_print(&onced_migrate_options, rc, stdout);
+        return 0;
     }
-    if (store == NULL)
+    if (m.store == NULL)
         return bad("migrate: --store URL is required");
+    const char *store = m.store;
+    int dry_run = m.dry_run;
     char err[512] = "", range[32];
     int from = 0, to = 0;
-    int rc = once__store_migrate(store, dry_run, &from, &to, err, sizeof err);
+    rc = once__store_migrate(store, dry_run, &from, &to, err, sizeof err);
     if (rc != ONCE_OK)
         return refuse(1, "migrate: %s (%s)", err[0] ? err : "cannot open", once_strerror(rc));
     version_range(from, to, range, sizeof range);

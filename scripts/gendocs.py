@@ -2,15 +2,16 @@
 """Write the option lists that the programs' own tables generate into the
 pages that document them, between marker comments:
 
-    .\\" BEGIN GENERATED: onced --help-man       (man/*.8, man/*.1)
+    .\\" BEGIN GENERATED: onced --help-man           (man/onced.8, man/once.1)
     .\\" END GENERATED
-    <!-- BEGIN GENERATED: onced --help-markdown -->   (README.md)
+    <!-- BEGIN GENERATED: onced --help-markdown -->  (README.md)
     <!-- END GENERATED -->
 
-Each region is replaced by what `BUILD/PROGRAM FLAG` prints (the table in
-apps/cli/PROGRAM_opts.c), so --help, the man pages and the README cannot
+Each region is replaced by what `BUILD/PROGRAM [SUBCOMMAND] FLAG` prints
+(`onced migrate --help-man` for onced(8)'s MIGRATE section); the tables are
+apps/cli/PROGRAM_opts.c. So --help, the man pages and the README cannot
 disagree. `make docs` runs it; with --check it writes nothing and exits 1,
-naming every stale region, when a page differs from its program
+naming every stale page, when a page differs from its program
 (tests/packaging/test_man.py).
 
 Python 3 standard library only.
@@ -23,15 +24,17 @@ import subprocess
 import sys
 
 PAGES = ("man/onced.8", "man/once.1", "README.md")
-BEGIN = re.compile(r"^(?:\.\\\" |<!-- )BEGIN GENERATED: (\S+) (--help-[a-z]+)(?: -->)?$")
+BEGIN = re.compile(r"^(?:\.\\\" |<!-- )BEGIN GENERATED: (\S+(?: [a-z]+)?) (--help-[a-z]+)(?: -->)?$")
 END = re.compile(r"^(?:\.\\\" |<!-- )END GENERATED(?: -->)?$")
 
 
-def generated(build, prog, flag):
-    p = subprocess.run([os.path.join(build, prog), flag], capture_output=True, text=True,
-                       timeout=60)
+def generated(build, command, flag):
+    """What `BUILD/PROGRAM [SUBCOMMAND] FLAG` prints."""
+    prog, *sub = command.split(" ")
+    p = subprocess.run([os.path.join(build, prog)] + sub + [flag], capture_output=True,
+                       text=True, timeout=60)
     if p.returncode != 0 or not p.stdout:
-        sys.exit("gendocs: %s %s failed (%d): %s" % (prog, flag, p.returncode, p.stderr))
+        sys.exit("gendocs: %s %s failed (%d): %s" % (command, flag, p.returncode, p.stderr))
     return p.stdout.splitlines(keepends=True)
 
 

@@ -512,3 +512,50 @@ const opt_program onced_options = {
     .unknown_whole = 1,
     .store_urls = store_urls,
 };
+
+/* `onced migrate`: its own table, its --help, and its options in onced(8)'s
+ * MIGRATE section. */
+static const opt_section migrate_sections[] = {{NULL, NULL, NULL, NULL, NULL}};
+
+#define M(field) offsetof(onced_migrate_opts, field)
+
+static const opt migrate_rows[] = {
+    {"--store", 0, "URL", NULL, "the store, as onced --store takes it", NULL, 0, opt_set_str,
+     M(store), 0, 0, OPT_REQUIRED},
+    {"--dry-run", 0, NULL, NULL,
+     "only say which migrations are pending (\"store at version N; would apply N+1..M\"); "
+     "write nothing, not even a file, schema or table",
+     NULL, 0, opt_set_flag, M(dry_run), 0, 0, 0},
+    {"--log-format", 0, "text|json", NULL, "as onced's", NULL, 0, opt_set_str, M(log_format), 0,
+     0, OPT_HIDDEN},
+    {"--help", 'h', NULL, NULL, "this text", NULL, 0, NULL, 0, 0, OPT_ACT_HELP, OPT_HIDDEN},
+    {"--help-man", 0, NULL, NULL, "", NULL, 0, NULL, 0, 0, OPT_ACT_MAN, OPT_HIDDEN},
+};
+
+static const char migrate_head[] =
+    "usage: onced migrate --store URL [--dry-run]\n"
+    "\n"
+    "Apply the store's pending schema migrations, then exit, so that a rollout\n"
+    "migrates once before replicas started with --no-migrate come up\n"
+    "(docs/production.md, \"Upgrade\").\n"
+    "\n";
+
+static const char migrate_tail[] =
+    "\n"
+    "Prints \"store at version N; applied N+1..M (now at version M)\", or with\n"
+    "--dry-run \"store at version N; would apply N+1..M\", or \"up to date (version\n"
+    "M)\". Version 0 is a store with no schema yet. Exit status: 0 done (or up to\n"
+    "date); 1 the store cannot be opened, or a newer once migrated it; 2 a bad\n"
+    "command line.\n";
+
+const opt_program onced_migrate_options = {
+    .name = "onced migrate",
+    .rows = migrate_rows,
+    .nrows = sizeof migrate_rows / sizeof migrate_rows[0],
+    .sections = migrate_sections,
+    .nsections = 1,
+    .help_col = 17,
+    .head = migrate_head,
+    .tail = migrate_tail,
+    .unknown_whole = 1,
+};

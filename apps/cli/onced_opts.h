@@ -58,4 +58,13 @@ void onced_opts_init(onced_opts *o);
 
 extern const opt_program onced_options;
 
+/* `onced migrate`'s command line (--log-format is read before, as for
+ * onced itself). */
+typedef struct onced_migrate_opts {
+    const char *store, *log_format;
+    int dry_run;
+} onced_migrate_opts;
+
+extern const opt_program onced_migrate_options;
+
 #endif /* ONCE_APPS_ONCED_OPTS_H */

@@ -179,7 +179,8 @@ static void print_help(const opt_program *p, FILE *out)
     fputs(p->head, out);
     for (size_t s = 0; s < p->nsections; s++) {
         const opt_section *sec = &p->sections[s];
-        fprintf(out, "%s:\n", sec->title);
+        if (sec->title != NULL)
+            fprintf(out, "%s:\n", sec->title);
         if (sec->intro != NULL)
             wrap(out, sec->intro, 0, p->help_col);
         for (size_t k = 0; k < p->nrows; k++)
@@ -257,10 +258,12 @@ static void print_man(const opt_program *p, FILE *out)
         const opt_section *sec = &p->sections[s];
         if (sec->man_before != NULL)
             fputs(sec->man_before, out);
-        int upper = sec->man_title[0] >= 'A' && sec->man_title[0] <= 'Z' &&
-                    sec->man_title[1] >= 'A' && sec->man_title[1] <= 'Z';
-        fprintf(out, ".%s ", upper ? "SH" : "SS");
-        roff_text(out, sec->man_title);
+        if (sec->man_title != NULL) {
+            int upper = sec->man_title[0] >= 'A' && sec->man_title[0] <= 'Z' &&
+                        sec->man_title[1] >= 'A' && sec->man_title[1] <= 'Z';
+            fprintf(out, ".%s ", upper ? "SH" : "SS");
+            roff_text(out, sec->man_title);
+        }
         if (sec->intro != NULL)
             roff_text(out, sec->intro);
         for (size_t k = 0; k < p->nrows; k++) {

@@ -52,8 +52,8 @@ struct opt {
 /* A heading of --help and of the man page. Its rows are the table's rows
  * whose section is its index, in table order. */
 typedef struct opt_section {
-    const char *title;     /* --help: "HTTP" prints "HTTP:" */
-    const char *man_title; /* upper case: a .SH, else a .SS */
+    const char *title;     /* --help: "HTTP" prints "HTTP:"; NULL: no heading */
+    const char *man_title; /* upper case: a .SH, else a .SS; NULL: no heading */
     const char *man_before;/* roff emitted before the heading, or NULL */
     const char *intro;     /* a paragraph under the heading, or NULL */
     const char *outro;     /* a paragraph after the rows, or NULL */
