@@ -1044,6 +1044,52 @@ static const command commands[] = {
     {"admin", cmd_admin, NEEDS_CLIENT | TAKES_ID},
 };
 
+/* The command o names, its argument and the flags it may take checked:
+ * NULL with *ex the exit status when the command line is wrong. */
+static const command *command_for(cli *o, int *ex)
+{
+    const command *cmd = NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(o->cmd, commands[i].name) == 0)
+            cmd = &commands[i];
+    int is_send = cmd != NULL && cmd->run == cmd_send_new;
+    if (cmd == NULL)
+        *ex = bad("unknown command %s", o->cmd);
+    else if (is_send && o->arg != NULL)
+        *ex = bad("send takes no argument (use --id ID to choose the task ID)");
+    else if (!is_send && o->id != NULL)
+        *ex = bad("--id is for send; give the task ID as the argument");
+    else if (!is_send && (o->push_url != NULL || o->push_token != NULL))
+        *ex = bad("--push-url and --push-token are for send");
+    else if (o->push_token != NULL && o->push_url == NULL)
+        *ex = bad("--push-token needs --push-url (the receiver the token is for)");
+    else if (!(cmd->flags & TAKES_ID) && o->arg != NULL)
+        *ex = bad("%s takes no argument", o->cmd);
+    else if (o->retry.backoff_cap_ms < o->retry.backoff_base_ms)
+        *ex = bad("--backoff-cap must be at least --backoff-base");
+    else
+        return cmd;
+    return NULL;
+}
+
+/* The outbox's path into path[0..n) (its folder created): -1, or the exit
+ * status when it cannot be. */
+static int outbox_path(cli *o, char *path, size_t n)
+{
+    int ex;
+    if (o->outbox == NULL) {
+        if ((ex = default_state_path(path, n, "outbox.db")) >= 0)
+            return ex;
+        o->outbox = path;
+    } else if ((size_t)snprintf(path, n, "%s", o->outbox) >= n) {
+        return bad("--outbox: path too long");
+    } else if (mkdirs(path) != 0) {
+        fprintf(stderr, "once: cannot create the outbox folder for %s: %s\n", path, strerror(errno));
+        return EXIT_OTHER;
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     cli o;
@@ -1051,44 +1097,19 @@ int main(int argc, char **argv)
     int ex = parse_args(argc, argv, &o);
     if (ex >= 0)
         return ex;
-    const command *cmd = NULL;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(o.cmd, commands[i].name) == 0)
-            cmd = &commands[i];
+    const command *cmd = command_for(&o, &ex);
     if (cmd == NULL)
-        return bad("unknown command %s", o.cmd);
-    int is_send = cmd->run == cmd_send_new;
-    if (is_send && o.arg != NULL)
-        return bad("send takes no argument (use --id ID to choose the task ID)");
-    if (!is_send && o.id != NULL)
-        return bad("--id is for send; give the task ID as the argument");
-    if (!is_send && (o.push_url != NULL || o.push_token != NULL))
-        return bad("--push-url and --push-token are for send");
-    if (o.push_token != NULL && o.push_url == NULL)
-        return bad("--push-token needs --push-url (the receiver the token is for)");
-    if (!(cmd->flags & TAKES_ID) && o.arg != NULL)
-        return bad("%s takes no argument", o.cmd);
+        return ex;
     if (cmd->flags & TAKES_ID)
         o.id = o.arg;
-    if (o.retry.backoff_cap_ms < o.retry.backoff_base_ms)
-        return bad("--backoff-cap must be at least --backoff-base");
     o.tty = !o.json && isatty(STDERR_FILENO);
     if (!(cmd->flags & NEEDS_CLIENT))
         return cmd->run(&o);
     if (o.token == NULL)
         o.token = getenv("ONCE_TOKEN");
-
     char path[4096];
-    if (o.outbox == NULL) {
-        if ((ex = default_state_path(path, sizeof path, "outbox.db")) >= 0)
-            return ex;
-        o.outbox = path;
-    } else if ((size_t)snprintf(path, sizeof path, "%s", o.outbox) >= sizeof path) {
-        return bad("--outbox: path too long");
-    } else if (mkdirs(path) != 0) {
-        fprintf(stderr, "once: cannot create the outbox folder for %s: %s\n", path, strerror(errno));
-        return EXIT_OTHER;
-    }
+    if ((ex = outbox_path(&o, path, sizeof path)) >= 0)
+        return ex;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
