@@ -1,7 +1,8 @@
 /*
- * onced.c -- the once A2A server: parse flags, wire store -> engine ->
- * codec -> HTTP, run until SIGTERM/SIGINT (SIGHUP reads the files again:
- * http/reload.h), shut down in reverse order.
+ * onced.c -- the once A2A server: parse flags (their table is
+ * cli/onced_opts.c), wire store -> engine -> codec -> HTTP, run until
+ * SIGTERM/SIGINT (SIGHUP reads the files again: http/reload.h), shut down
+ * in reverse order.
  *
  * Thin on purpose: every behaviour lives in libonce (src/http, src/a2a,
  * src/engine, src/store, src/exec). Exit status: 0 after a clean shutdown,

@@ -1,7 +1,7 @@
 /*
  * onced_opts.h -- onced's command line: the options struct its table
- * (onced_opts.c) fills, in the order --help lists them. onced.c checks
- * what needs more than one flag (--tls-cert with --tls-key) and wires.
+ * (onced_opts.c) fills. onced.c checks what needs more than one flag
+ * (--tls-cert with --tls-key) and wires the pieces from it.
  */
 #ifndef ONCE_APPS_ONCED_OPTS_H
 #define ONCE_APPS_ONCED_OPTS_H
