@@ -6,7 +6,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 
-.PHONY: all deps deps-demo build build-demo build-asan build-tsan test test-fast test-asan test-tsan test-stress demo amplify soak bench clean
+.PHONY: all deps deps-demo build build-demo build-asan build-tsan docs test test-fast test-asan test-tsan test-stress demo amplify soak bench clean
 
 all: build
 
@@ -20,6 +20,12 @@ deps-demo:
 # helpers; no test program), with one progress line (scripts/build.sh).
 build-demo: deps-demo
 	@JOBS=$(JOBS) bash scripts/build.sh $(BUILD) demo
+
+# The option lists of man/onced.8, man/once.1 and README.md's configuration
+# tables, written in place from onced's and once's option tables
+# (apps/cli/*_opts.c) between their GENERATED markers.
+docs: build-demo
+	@python3 scripts/gendocs.py --build $(BUILD)
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "cli/once_opts.h"
 #include "client/show.h"
 #include "client/admin.h"
 #include "client/inspect.h"
@@ -29,209 +30,6 @@
 
 enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3, EXIT_EXHAUSTED = 4,
        EXIT_TASK_FAILED = 5, EXIT_FINISHED = 6, EXIT_INTERRUPTED = 130 };
-
-static const char usage[] =
-    "usage: once [options] COMMAND [arguments]\n"
-    "\n"
-    "The once A2A client: every send is written to a durable outbox before it\n"
-    "leaves, and retried with the same task ID until the agent answers, so a\n"
-    "send makes exactly one task however often the network fails.\n"
-    "\n"
-    "commands:\n"
-    "  send --agent URL (--text T | --file F) [--id ID] [--uuid] [--wait]\n"
-    "       [--push-url URL [--push-token T]]\n"
-    "                         start a task; prints its ID and state. The ID is\n"
-    "                         minted (ULID; --uuid: UUIDv4) before anything is sent;\n"
-    "                         --id picks it (agents with the idempotency extension);\n"
-    "                         --push-url subscribes URL to the task's webhooks in\n"
-    "                         the same send (every event from the first, carrying\n"
-    "                         token T: `once listen --token T` receives them)\n"
-    "  get ID                 the task's current state\n"
-    "  cancel ID              cancel the task\n"
-    "  continue ID (--text T | --file F) [--wait]\n"
-    "                         answer a task in input-required / auth-required\n"
-    "  wait ID [--poll]       follow the task until it is finished or asks for input:\n"
-    "                         over SSE when the agent's card says it streams (a\n"
-    "                         dropped stream resumes where it broke, by\n"
-    "                         Last-Event-ID), else by polling (--poll: always poll)\n"
-    "  inspect ID             the task's timeline from the agent's inspector (onced\n"
-    "                         --inspect): state, fence, step, lease, every event by\n"
-    "                         generation, side-effect keys, push deliveries and the\n"
-    "                         retention deadlines; --json prints the JSON as served\n"
-    "  admin replicas         the cluster view: every replica that beats into the\n"
-    "                         agent's store (id, version, started, last beat, alive,\n"
-    "                         leases held); --agent URL names the onced, whose\n"
-    "                         --admin-principals must list the token's principal\n"
-    "  admin leases           leases that ran out and were not taken over yet\n"
-    "  admin release --principal P --task ID\n"
-    "                         the agent takes the task over now (fence + 1: its\n"
-    "                         holder's next write is refused) and runs its turn\n"
-    "  admin cancel --principal P [--context C] [--state TASK_STATE_*] [--dry-run]\n"
-    "                         cancel every task of P that the filter selects (the\n"
-    "                         first 10000); --dry-run lists them only\n"
-    "  recover                re-send every pending intent (same ID, same body) and\n"
-    "                         poll every acknowledged one (abandoned ones: never),\n"
-    "                         each through its agent's stored endpoints; --agent\n"
-    "                         URLs are tried first, for this run (say, a live\n"
-    "                         replica when the stored one died); with none it says so\n"
-    "  abandon ID             give up on the pending or acknowledged intents of ID\n"
-    "                         (a task ID, or the message ID `once outbox` shows):\n"
-    "                         they become abandoned, stay listed, and are never\n"
-    "                         sent, polled or recovered again. The agent is not\n"
-    "                         told (`once cancel ID` does that)\n"
-    "  outbox [--state S] [--prune AGE]\n"
-    "                         list intents (S: pending, acknowledged, final,\n"
-    "                         refused, abandoned); --prune removes finished ones\n"
-    "                         (final, refused, abandoned) older than AGE\n"
-    "  listen --port P --secret S [--secret S2 ...] --token T [--exec CMD]\n"
-    "         [--state PATH] [--host H] [--tolerance SECS] [--request-timeout DUR]\n"
-    "         [--max-connections N] [--max-connections-per-ip N]\n"
-    "         [--max-body-memory BYTES] [--tls-cert FILE --tls-key FILE]\n"
-    "                         receive push notifications (onced --push-secret S):\n"
-    "                         verify each webhook's signature and timestamp, record\n"
-    "                         it in a durable processed-set (--state, default\n"
-    "                         $XDG_STATE_HOME/once/webhooks.db) before answering\n"
-    "                         2xx, and hand each event exactly once, in generation\n"
-    "                         order per subscription and task, to CMD (sh -c; the\n"
-    "                         event on stdin; ONCE_TASK_ID, ONCE_GENERATION,\n"
-    "                         ONCE_WEBHOOK_ID, ONCE_SUBSCRIPTION set;\n"
-    "                         exit 0 = handled, else it is offered again). Without\n"
-    "                         --exec each event is printed on stdout, one line\n"
-    "                         (--json: one JSON object). Duplicates are answered 2xx\n"
-    "                         and dropped. --port 0 picks a free port; the URL is\n"
-    "                         printed on stderr. --host: the address to listen on\n"
-    "                         (127.0.0.1); --token: the token your push configs\n"
-    "                         carry (their \"token\"); deliveries without it are\n"
-    "                         refused, so another tenant of the same onced cannot\n"
-    "                         reach your handler; --tolerance: accepted clock\n"
-    "                         skew (300s). Against hostile senders: a request's\n"
-    "                         head and body must be in within --request-timeout of\n"
-    "                         the connection's accept or previous answer (30s);\n"
-    "                         --max-connections open at once, past it the oldest\n"
-    "                         one still waiting for its request is closed (256, at\n"
-    "                         most 1000); --max-connections-per-ip from one address\n"
-    "                         (64); --max-body-memory of bodies held at once, past\n"
-    "                         it 503 + Retry-After (32MiB). --tls-cert and\n"
-    "                         --tls-key: serve HTTPS with this PEM certificate\n"
-    "                         chain and its unencrypted key. Runs until\n"
-    "                         SIGINT/SIGTERM, then exits 0.\n"
-    "\n"
-    "options:\n"
-    "  --agent URL[,URL...]   the agent's JSON-RPC URL, or the URLs of its replicas\n"
-    "                         (one agent, several endpoints). A send stores them as\n"
-    "                         the agent's endpoints; every call tries the next one\n"
-    "                         when one cannot be reached, times out or answers\n"
-    "                         502/503/504 (the same task ID and message: replicas\n"
-    "                         sharing a store dedup), and starts where the agent\n"
-    "                         last answered. get/cancel/continue/wait/inspect:\n"
-    "                         default: the agent the outbox sent ID to, at its\n"
-    "                         stored endpoints; URLs given are tried first, for\n"
-    "                         this run only (a note says so when they are new)\n"
-    "  --outbox PATH          the outbox (default $XDG_STATE_HOME/once/outbox.db,\n"
-    "                         else ~/.local/state/once/outbox.db)\n"
-    "  --token TOKEN          bearer token (default $ONCE_TOKEN)\n"
-    "  --cacert FILE          trust the CAs in this PEM file for https agents\n"
-    "                         (default: the system's); a certificate that fails\n"
-    "                         verification stops the call at once, nothing sent\n"
-    "  --insecure             do not verify the agent's TLS certificate (tests;\n"
-    "                         HTTPS and gRPC over TLS alike)\n"
-    "  --binding B            the A2A binding calls go over: auto (default: the\n"
-    "                         first interface of the agent's card, at A2A 1.0,\n"
-    "                         that once speaks; JSON-RPC at --agent when the card\n"
-    "                         lists none), jsonrpc, http_json or grpc (the card's\n"
-    "                         interface of that binding; none listed: exit 1).\n"
-    "                         Every binding reaches the same tasks: a task sent\n"
-    "                         over one can be followed, continued and recovered\n"
-    "                         over another\n"
-    "  --json                 machine-readable output only (one JSON document; after\n"
-    "                         a wait, \"generations\" lists the task generations seen);\n"
-    "                         the agent's text exact. Without it, text an agent chose\n"
-    "                         is shown with control characters as \\u001b (JSON's\n"
-    "                         spelling), bytes that are not UTF-8 as \\xNN, on a\n"
-    "                         terminal and a pipe alike\n"
-    "  --wait-timeout DUR     give up waiting after DUR (default: never)\n"
-    "  --poll                 wait by polling GetTask even if the agent streams\n"
-    "  --out DIR              save every part of the answer in DIR (created if\n"
-    "                         missing): text parts as NAME.txt, raw file parts\n"
-    "                         decoded, url parts as the URL itself (NAME.url,\n"
-    "                         nothing is fetched), data parts as NAME.json. NAME\n"
-    "                         is the part's filename, else the artifact's name,\n"
-    "                         made safe (only [A-Za-z0-9._-], no leading dot: never\n"
-    "                         a path from the agent). Nothing is overwritten: a\n"
-    "                         file that holds the part already is left as it is\n"
-    "                         (\"already saved\": saving again is a no-op), a name\n"
-    "                         taken by another file gets -2, -3, ... Every part is\n"
-    "                         listed by name, kind (text, file, data) and size,\n"
-    "                         with the file it is in\n"
-    "  --version              print the version and exit\n"
-    "retry policy (per call):\n"
-    "  --attempts N           attempts, the first included (5)\n"
-    "  --timeout DUR          one attempt (10s)\n"
-    "  --connect-timeout DUR  TCP connect within an attempt (2s)\n"
-    "  --deadline DUR         all attempts together (60s)\n"
-    "  --backoff-base DUR     full-jitter backoff: sleep ~ U[0, min(cap, base*2^k)] (200ms)\n"
-    "  --backoff-cap DUR      (10s)\n"
-    "  --budget-ratio R       retry budget: tokens each call earns (0.1)\n"
-    "  --budget-burst N       retry budget: bucket size (10)\n"
-    "  --budget-refill R      retry budget: tokens earned per second (0.1)\n"
-    "  Retried: connection and transport errors, timeouts, HTTP 429/502/503/504,\n"
-    "  JSON-RPC errors the agent marks retryable; Retry-After is honoured. A\n"
-    "  refusal (terminal task, busy, conflict, expired, not found) never is.\n"
-    "  With several endpoints, the attempts after a connection error, timeout\n"
-    "  or 502/503/504 go to the next one; the attempts, backoff and budget are\n"
-    "  shared by all of them.\n"
-    "  A wait's stream reconnects under the same backoff, attempts and budget;\n"
-    "  a stream that delivered events starts the count afresh.\n"
-    "\n"
-    "DUR is a number with a unit: 500ms, 30s, 5m, 72h, 30d.\n"
-    "\n"
-    "exit status:\n"
-    "  0    success (with --wait / wait: the task completed or asks for input;\n"
-    "       listen: stopped by SIGINT/SIGTERM)\n"
-    "  1    any other failure (bad answer, authentication, outbox; abandon: the\n"
-    "       outbox has no intent for ID; listen: the processed-set or the port\n"
-    "       cannot be opened)\n"
-    "  2    usage error (also an agent or push URL the client cannot use: it is\n"
-    "       refused before anything is written to the outbox)\n"
-    "  3    the agent refused (the error's reason and the task's state are printed)\n"
-    "  4    retries exhausted: attempts, deadline or retry budget (a send stays\n"
-    "       pending in the outbox: `once recover` finishes it, `once abandon ID`\n"
-    "       gives up on it); or --wait-timeout passed, or a wait lost the\n"
-    "       agent (it has the task and the intent is acknowledged: `once wait\n"
-    "       ID` waits again). The message names the intent's state as `once\n"
-    "       outbox` shows it\n"
-    "  5    with --wait / wait: the task ended failed, canceled or rejected\n"
-    "  6    abandon: every intent of ID is already final, refused or abandoned\n"
-    "       (nothing changed; the message names its state)\n"
-    "  130  interrupted (SIGINT/SIGTERM)\n";
-
-#define MAX_SECRETS 8
-
-/* The command line, parsed once in main's thread; c is the open client.
- * During a wait the client's callbacks (same thread) update shown, gens and
- * streamed; during listen the receiver's drain thread (one drain at a time)
- * only reads it. */
-typedef struct cli {
-    const char *cmd, *id, *arg, *agent, *text, *file, *outbox, *token, *state, *prune, *out;
-    const char *push_url, *push_token;
-    const char *principal, *context, *task;   /* admin's filters and target */
-    int dry_run;
-    char agent_buf[2048];   /* the outbox's agent URL for a task command */
-    const char *exec, *host, *secrets[MAX_SECRETS];
-    size_t nsecrets;
-    int json, wait, uuid, poll, insecure;
-    once_binding binding;
-    const char *cacert, *tls_cert, *tls_key;
-    long port;                   /* -1: not given */
-    int64_t wait_timeout_ms, tolerance_ms;
-    once_http_limits listen_limits; /* listen; 0 = the receiver's defaults */
-    once_retry_policy retry;
-    once_client *c;
-    int tty;                     /* progress lines go to stderr */
-    once_state shown;            /* the last state a progress line showed */
-    json_t *gens;                /* generations a wait saw, for --json */
-    int streamed;                /* a wait received stream events */
-} cli;
 
 static volatile sig_atomic_t interrupted;
 
@@ -263,174 +61,27 @@ static void crash_hook(void *ctx, once_client_point p)
 }
 
 /* ---------------------------------------------------------------------------
- * Flags.
+ * Flags: the table is cli/once_opts.c.
  */
-static int parse_double(const char *flag, const char *v, double *out)
-{
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (errno != 0 || end == v || *end != '\0' || d < 0 || d > 1e9)
-        return bad("%s: expected a non-negative number, got %s", flag, v);
-    *out = d;
-    return 0;
-}
 
+/* The command line into o: -1 when a command is to run, else the exit
+ * status (2 for a bad one; --help, --version and the hidden --help-man and
+ * --help-markdown print and exit 0). */
 static int parse_args(int argc, char **argv, cli *o)
 {
-    enum { STR, FLAG, DUR, COUNT, NUM, LIST, PORT, SECS, SIZE, BINDING };
-    uint64_t body_memory = 0;
-    int64_t conn = -1;
-    struct {
-        const char *name;
-        int kind;
-        void *dst;
-    } flags[] = {
-        {"--agent", STR, &o->agent},
-        {"--text", STR, &o->text},
-        {"--file", STR, &o->file},
-        {"--id", STR, &o->id},
-        {"--outbox", STR, &o->outbox},
-        {"--token", STR, &o->token},
-        {"--cacert", STR, &o->cacert},
-        {"--insecure", FLAG, &o->insecure},
-        {"--binding", BINDING, &o->binding},
-        {"--state", STR, &o->state},
-        {"--prune", STR, &o->prune},
-        {"--out", STR, &o->out},
-        {"--push-url", STR, &o->push_url},
-        {"--push-token", STR, &o->push_token},
-        {"--json", FLAG, &o->json},
-        {"--principal", STR, &o->principal},
-        {"--context", STR, &o->context},
-        {"--task", STR, &o->task},
-        {"--dry-run", FLAG, &o->dry_run},
-        {"--wait", FLAG, &o->wait},
-        {"--uuid", FLAG, &o->uuid},
-        {"--wait-timeout", DUR, &o->wait_timeout_ms},
-        {"--attempts", COUNT, &o->retry.max_attempts},
-        {"--timeout", DUR, &o->retry.attempt_timeout_ms},
-        {"--connect-timeout", DUR, &conn},
-        {"--deadline", DUR, &o->retry.deadline_ms},
-        {"--backoff-base", DUR, &o->retry.backoff_base_ms},
-        {"--backoff-cap", DUR, &o->retry.backoff_cap_ms},
-        {"--budget-ratio", NUM, &o->retry.budget_ratio},
-        {"--budget-burst", NUM, &o->retry.budget_burst},
-        {"--budget-refill", NUM, &o->retry.budget_refill_per_s},
-        {"--poll", FLAG, &o->poll},
-        {"--secret", LIST, o->secrets},
-        {"--exec", STR, &o->exec},
-        {"--host", STR, &o->host},
-        {"--port", PORT, &o->port},
-        {"--tolerance", SECS, &o->tolerance_ms},
-        {"--request-timeout", DUR, &o->listen_limits.request_timeout_ms},
-        {"--max-connections", COUNT, &o->listen_limits.max_connections},
-        {"--max-connections-per-ip", COUNT, &o->listen_limits.max_per_ip},
-        {"--max-body-memory", SIZE, &body_memory},
-        {"--tls-cert", STR, &o->tls_cert},
-        {"--tls-key", STR, &o->tls_key},
-    };
-    const char *pos[2] = {NULL, NULL};
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fputs(usage, stdout);
-            exit(EXIT_OK);
-        }
-        if (strcmp(arg, "--version") == 0) {
-            printf("once %s\n", once_version());
-            exit(EXIT_OK);
-        }
-        if (strncmp(arg, "--", 2) != 0) {
-            if (npos == 2)
-                return bad("unexpected argument %s", arg);
-            pos[npos++] = arg;
-            continue;
-        }
-        const char *eq = strchr(arg, '=');
-        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-        int k = -1;
-        for (size_t j = 0; j < sizeof flags / sizeof flags[0]; j++)
-            if (strlen(flags[j].name) == nlen && strncmp(arg, flags[j].name, nlen) == 0)
-                k = (int)j;
-        if (k < 0)
-            return bad("unknown option %.*s", (int)nlen, arg);
-        if (flags[k].kind == FLAG) {
-            if (eq != NULL)
-                return bad("%s takes no value", flags[k].name);
-            *(int *)flags[k].dst = 1;
-            continue;
-        }
-        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (v == NULL)
-            return bad("%s needs a value", flags[k].name);
-        char *end;
-        long n;
-        switch (flags[k].kind) {
-        case STR:
-            *(const char **)flags[k].dst = v;
-            break;
-        case LIST:
-            if (o->nsecrets == MAX_SECRETS)
-                return bad("%s: at most %d", flags[k].name, MAX_SECRETS);
-            if (v[0] == '\0')
-                return bad("%s: empty", flags[k].name);
-            o->secrets[o->nsecrets++] = v;
-            break;
-        case PORT:
-            errno = 0;
-            n = strtol(v, &end, 10);
-            if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 65535)
-                return bad("%s: expected 0..65535, got %s", flags[k].name, v);
-            *(long *)flags[k].dst = n;
-            break;
-        case SECS:
-            /* Seconds, as a bare number (--tolerance 300) or a duration. */
-            errno = 0;
-            n = strtol(v, &end, 10);
-            if (errno == 0 && end != v && *end == '\0' && n >= 1 && n <= 86400L * 365) {
-                *(int64_t *)flags[k].dst = (int64_t)n * 1000;
-                break;
-            }
-            if (once__parse_duration(v, 0, flags[k].dst) != ONCE_OK ||
-                *(int64_t *)flags[k].dst < 1000)
-                return bad("%s: expected seconds (1 or more), got %s", flags[k].name, v);
-            break;
-        case DUR:
-            if (once__parse_duration(v, 0, flags[k].dst) != ONCE_OK)
-                return bad("%s: not a duration: %s (use e.g. 500ms, 30s, 5m)", flags[k].name, v);
-            break;
-        case SIZE:
-            if (once__parse_size(v, flags[k].dst) != ONCE_OK || *(uint64_t *)flags[k].dst < 1024 ||
-                *(uint64_t *)flags[k].dst > ((uint64_t)1 << 30))
-                return bad("%s: expected a size from 1KiB to 1GiB, got %s", flags[k].name, v);
-            break;
-        case BINDING:
-            if (once_binding_parse(v, flags[k].dst) != ONCE_OK)
-                return bad("%s: expected auto, jsonrpc, http_json or grpc, got %s", flags[k].name,
-                           v);
-            break;
-        case COUNT:
-            errno = 0;
-            n = strtol(v, &end, 10);
-            if (errno != 0 || end == v || *end != '\0' || n < 1 || n > 1000)
-                return bad("%s: expected 1..1000, got %s", flags[k].name, v);
-            *(unsigned *)flags[k].dst = (unsigned)n;
-            break;
-        default:
-            if (parse_double(flags[k].name, v, flags[k].dst) != 0)
-                return EXIT_USAGE;
-            break;
-        }
+    char err[512];
+    int rc = opt_parse(&once_options, argc, argv, o, err, sizeof err);
+    if (rc < 0)
+        return bad("%s", err);
+    if (rc > 0) {
+        opt_print(&once_options, rc, stdout);
+        return EXIT_OK;
     }
-    if (conn >= 0)
-        o->retry.connect_timeout_ms = conn;
-    o->listen_limits.max_body_memory = (size_t)body_memory;
-    if (npos == 0)
+    if (o->connect_timeout_ms >= 0)
+        o->retry.connect_timeout_ms = o->connect_timeout_ms;
+    o->listen_limits.max_body_memory = (size_t)o->body_memory;
+    if (o->cmd == NULL)
         return bad("a command is needed");
-    o->cmd = pos[0];
-    o->arg = pos[1];
     return -1;
 }
 
@@ -1393,53 +1044,72 @@ static const command commands[] = {
     {"admin", cmd_admin, NEEDS_CLIENT | TAKES_ID},
 };
 
-int main(int argc, char **argv)
+/* The command o names, its argument and the flags it may take checked:
+ * NULL with *ex the exit status when the command line is wrong. */
+static const command *command_for(cli *o, int *ex)
 {
-    cli o;
-    memset(&o, 0, sizeof o);
-    o.port = -1;
-    once_retry_policy_default(&o.retry);
-    int ex = parse_args(argc, argv, &o);
-    if (ex >= 0)
-        return ex;
     const command *cmd = NULL;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(o.cmd, commands[i].name) == 0)
+        if (strcmp(o->cmd, commands[i].name) == 0)
             cmd = &commands[i];
+    int is_send = cmd != NULL && cmd->run == cmd_send_new;
     if (cmd == NULL)
-        return bad("unknown command %s", o.cmd);
-    int is_send = cmd->run == cmd_send_new;
-    if (is_send && o.arg != NULL)
-        return bad("send takes no argument (use --id ID to choose the task ID)");
-    if (!is_send && o.id != NULL)
-        return bad("--id is for send; give the task ID as the argument");
-    if (!is_send && (o.push_url != NULL || o.push_token != NULL))
-        return bad("--push-url and --push-token are for send");
-    if (o.push_token != NULL && o.push_url == NULL)
-        return bad("--push-token needs --push-url (the receiver the token is for)");
-    if (!(cmd->flags & TAKES_ID) && o.arg != NULL)
-        return bad("%s takes no argument", o.cmd);
-    if (cmd->flags & TAKES_ID)
-        o.id = o.arg;
-    if (o.retry.backoff_cap_ms < o.retry.backoff_base_ms)
-        return bad("--backoff-cap must be at least --backoff-base");
-    o.tty = !o.json && isatty(STDERR_FILENO);
-    if (!(cmd->flags & NEEDS_CLIENT))
-        return cmd->run(&o);
-    if (o.token == NULL)
-        o.token = getenv("ONCE_TOKEN");
+        *ex = bad("unknown command %s", o->cmd);
+    else if (is_send && o->arg != NULL)
+        *ex = bad("send takes no argument (use --id ID to choose the task ID)");
+    else if (!is_send && o->id != NULL)
+        *ex = bad("--id is for send; give the task ID as the argument");
+    else if (!is_send && (o->push_url != NULL || o->push_token != NULL))
+        *ex = bad("--push-url and --push-token are for send");
+    else if (o->push_token != NULL && o->push_url == NULL)
+        *ex = bad("--push-token needs --push-url (the receiver the token is for)");
+    else if (!(cmd->flags & TAKES_ID) && o->arg != NULL)
+        *ex = bad("%s takes no argument", o->cmd);
+    else if (o->retry.backoff_cap_ms < o->retry.backoff_base_ms)
+        *ex = bad("--backoff-cap must be at least --backoff-base");
+    else
+        return cmd;
+    return NULL;
+}
 
-    char path[4096];
-    if (o.outbox == NULL) {
-        if ((ex = default_state_path(path, sizeof path, "outbox.db")) >= 0)
+/* The outbox's path into path[0..n) (its folder created): -1, or the exit
+ * status when it cannot be. */
+static int outbox_path(cli *o, char *path, size_t n)
+{
+    int ex;
+    if (o->outbox == NULL) {
+        if ((ex = default_state_path(path, n, "outbox.db")) >= 0)
             return ex;
-        o.outbox = path;
-    } else if ((size_t)snprintf(path, sizeof path, "%s", o.outbox) >= sizeof path) {
+        o->outbox = path;
+    } else if ((size_t)snprintf(path, n, "%s", o->outbox) >= n) {
         return bad("--outbox: path too long");
     } else if (mkdirs(path) != 0) {
         fprintf(stderr, "once: cannot create the outbox folder for %s: %s\n", path, strerror(errno));
         return EXIT_OTHER;
     }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    cli o;
+    once_opts_init(&o);
+    int ex = parse_args(argc, argv, &o);
+    if (ex >= 0)
+        return ex;
+    const command *cmd = command_for(&o, &ex);
+    if (cmd == NULL)
+        return ex;
+    if (cmd->flags & TAKES_ID)
+        o.id = o.arg;
+    o.tty = !o.json && isatty(STDERR_FILENO);
+    if (!(cmd->flags & NEEDS_CLIENT))
+        return cmd->run(&o);
+    if (o.token == NULL)
+        o.token = getenv("ONCE_TOKEN");
+    char path[4096];
+    if ((ex = outbox_path(&o, path, sizeof path)) >= 0)
+        return ex;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

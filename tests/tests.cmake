@@ -16,6 +16,11 @@ foreach(src ${ONCE_UNIT_TESTS})
   set_tests_properties(unit/${name} PROPERTIES TIMEOUT 120 LABELS unit)
 endforeach()
 
+# apps/cli/opt.c (the programs' option tables) is no part of libonce: its
+# test builds it in.
+target_sources(test_apps_opt PRIVATE ${CMAKE_SOURCE_DIR}/apps/cli/opt.c)
+target_include_directories(test_apps_opt PRIVATE ${CMAKE_SOURCE_DIR}/apps)
+
 file(GLOB ONCE_TEST_LAYERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/*/tests.cmake)
 foreach(layer ${ONCE_TEST_LAYERS})
   include(${layer})

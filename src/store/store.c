@@ -170,6 +170,41 @@ int once__store_find(const char *url, const once_store_methods **m, const once__
     return ONCE_EINVAL;
 }
 
+/* The URL form of each scheme as onced --help and its man page list them,
+ * in their order (postgresql: is an alias, not listed). */
+static const struct {
+    const char *scheme, *form;
+} url_forms[] = {
+    {"memory", "memory:"},
+    {"sqlite", "sqlite:PATH"},
+    {"postgres", "postgres://..."},
+    {"redis", "redis://..."},
+    {"dynamodb", "dynamodb://TABLE?region=R"},
+};
+
+static int built_in(const char *scheme)
+{
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+        if (strcmp(backends[i].scheme, scheme) == 0)
+            return backends[i].m != NULL;
+    return 0;
+}
+
+void once__store_url_forms(int all, char *out, size_t n)
+{
+    size_t len = 0;
+    if (n > 0)
+        out[0] = '\0';
+    for (size_t i = 0; i < sizeof url_forms / sizeof url_forms[0]; i++) {
+        if (!all && !built_in(url_forms[i].scheme))
+            continue;
+        int w = snprintf(out + len, n - len, "%s%s", len > 0 ? ", " : "", url_forms[i].form);
+        if (w < 0 || (size_t)w >= n - len)
+            return;
+        len += (size_t)w;
+    }
+}
+
 int once__store_url_check(const char *url, char *errbuf, size_t errlen)
 {
     const once_store_methods *m;

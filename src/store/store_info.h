@@ -38,4 +38,11 @@ void once__store_url_redact(const char *url, char *out, size_t n);
  * once_store_open's words. */
 int once__store_url_check(const char *url, char *errbuf, size_t errlen);
 
+/* The store URL forms, ", "-separated, into out[0..n) (cut to fit, always
+ * NUL-terminated when n > 0): "memory:, sqlite:PATH, postgres://..., ...".
+ * all = 0: only the schemes built into this libonce (onced --help); 1:
+ * every scheme once knows (the man page and the README, written once for
+ * every build). */
+void once__store_url_forms(int all, char *out, size_t n);
+
 #endif /* ONCE_STORE_INFO_H */

@@ -1,9 +1,13 @@
-"""The man pages keep step with --help: the options man/once.1 names are
-exactly the options `once --help` names, and the same for man/onced.8 and
-`onced --help`, in both directions. An option counts as named wherever it
-appears (an entry, a synopsis, a description), so a flag added to the
-program and not to its page, or left on the page after it went, fails.
-Each page's title line (.TH) names the version the program prints.
+"""The man pages and the README keep step with the programs. Their option
+lists are generated from the programs' option tables (apps/cli/*_opts.c):
+each generated region (between BEGIN/END GENERATED markers) must be what
+`scripts/gendocs.py` writes now, i.e. what `onced --help-man`, `once
+--help-man` and `--help-markdown` print, so an option added, changed or
+removed in a table and not regenerated (`make docs`) fails. Beyond that,
+the options man/once.1 names anywhere (an entry, a synopsis, the hand-written
+prose around the lists) are exactly the options `once --help` names, and the
+same for man/onced.8 and `onced --help`, in both directions. Each page's
+title line (.TH) names the version the program prints.
 
 Python 3 standard library only.
 """
@@ -76,6 +80,57 @@ def test_onced_testing_section_and_stores():
               % scheme)
 
 
+def test_generated_regions_current():
+    """Every generated region is what the tables print now; a hand edit
+    inside one, or a table change not regenerated, fails here."""
+    p = subprocess.run([sys.executable, os.path.join(SOURCE, "scripts", "gendocs.py"), "--check",
+                        "--build", BUILD, "--source", SOURCE],
+                       capture_output=True, text=True, timeout=scaled(60))
+    check(p.returncode == 0, "gendocs --check: %s%s" % (p.stdout[-3000:], p.stderr))
+    for page, marker in (("man/onced.8", "BEGIN GENERATED: onced --help-man"),
+                         ("man/once.1", "BEGIN GENERATED: once --help-man"),
+                         ("README.md", "BEGIN GENERATED: onced --help-markdown"),
+                         ("README.md", "BEGIN GENERATED: once --help-markdown")):
+        with open(os.path.join(SOURCE, page)) as f:
+            check(marker in f.read(), "%s has the region %r" % (page, marker))
+
+
+def test_gendocs_sees_drift():
+    """The check can fail: a page whose generated region lost a line is
+    reported stale (on a copy; the source tree is not touched)."""
+    import shutil
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        for d in ("man", "scripts"):
+            shutil.copytree(os.path.join(SOURCE, d), os.path.join(tmp, d))
+        shutil.copy(os.path.join(SOURCE, "README.md"), tmp)
+        page = os.path.join(tmp, "man", "onced.8")
+        with open(page) as f:
+            text = f.read()
+        with open(page, "w") as f:
+            f.write(text.replace("dynamodb://TABLE?region=R", "", 1))
+        p = subprocess.run([sys.executable, os.path.join(tmp, "scripts", "gendocs.py"), "--check",
+                            "--build", BUILD, "--source", tmp],
+                           capture_output=True, text=True, timeout=scaled(60))
+        check(p.returncode == 1 and "man/onced.8" in p.stdout,
+              "a stale onced.8 is reported: %d %r" % (p.returncode, p.stdout[-500:]))
+
+
+def test_markdown_table_rows():
+    """The README's onced table lists every option with a Markdown meaning
+    as a `| flag | default | meaning |` row, and no row names an option
+    --help does not."""
+    with open(os.path.join(SOURCE, "README.md")) as f:
+        readme = f.read()
+    region = readme.split("BEGIN GENERATED: onced --help-markdown -->\n")[1]
+    region = region.split("<!-- END GENERATED -->")[0]
+    rows = [l for l in region.splitlines() if l.startswith("| `")]
+    check(len(rows) > 30, "the onced table has its rows (%d)" % len(rows))
+    named = set(OPTION.findall("\n".join(r.split("|")[1] for r in rows)))
+    check(not named - help_options("onced"), "README rows not in --help: %s"
+          % sorted(named - help_options("onced")))
+
+
 def test_once_1():
     same("once", "once.1")
 
@@ -85,4 +140,5 @@ def test_onced_8():
 
 
 if __name__ == "__main__":
-    run([test_once_1, test_onced_8, test_onced_testing_section_and_stores])
+    run([test_once_1, test_onced_8, test_onced_testing_section_and_stores,
+         test_generated_regions_current, test_gendocs_sees_drift, test_markdown_table_rows])

@@ -2,12 +2,15 @@
  * test_store_url.c -- a store URL as onced's start-up line shows it
  * (once__store_url_redact, src/store/url_param.c): no password of the user
  * part or of a password= parameter survives, everything else does, and a
- * short buffer cuts the text without ever overrunning it.
+ * short buffer cuts the text without ever overrunning it. And the URL forms
+ * onced --help lists (once__store_url_forms): every one for the docs, the
+ * built-in ones for this build, each a scheme once_store_open takes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -64,12 +67,43 @@ static void test_cut_to_fit(void **state)
     assert_string_equal(out, "");
 }
 
+static void test_url_forms(void **state)
+{
+    (void)state;
+    char all[256], built[256], cut[12];
+    once__store_url_forms(1, all, sizeof all);
+    assert_string_equal(all, "memory:, sqlite:PATH, postgres://..., redis://..., "
+                             "dynamodb://TABLE?region=R");
+    /* This build's: memory and SQLite always; each form it lists is one
+     * whose scheme the store check takes. */
+    once__store_url_forms(0, built, sizeof built);
+    assert_true(strncmp(built, "memory:, sqlite:PATH", 20) == 0);
+    for (char *form = built, *next; form != NULL; form = next) {
+        next = strstr(form, ", ");
+        if (next != NULL) {
+            *next = '\0';
+            next += 2;
+        }
+        char url[64], err[256];
+        snprintf(url, sizeof url, "%.*s:x", (int)strcspn(form, ":"), form);
+        if (once__store_url_check(url, err, sizeof err) != 0)
+            fail_msg("%s is listed but not taken: %s", form, err);
+        assert_non_null(strstr(all, form));
+    }
+    /* A short buffer: cut, terminated, never overrun. */
+    memset(cut, 'x', sizeof cut);
+    once__store_url_forms(1, cut, sizeof cut - 2);
+    assert_true(strlen(cut) < sizeof cut - 2);
+    assert_int_equal(cut[sizeof cut - 1], 'x');
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_passwords_hidden),
         cmocka_unit_test(test_the_rest_kept),
         cmocka_unit_test(test_cut_to_fit),
+        cmocka_unit_test(test_url_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
