@@ -277,7 +277,7 @@ static void test_grpc_status_as_jsonrpc(void **state)
     };
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
         body = parse(none[i]);
-        strcpy(ra, "x");
+        snprintf(ra, sizeof ra, "x");
         once__retry_after_of_aip193(body, ra, sizeof ra);
         assert_string_equal(ra, "");
         json_decref(body);

@@ -624,13 +624,15 @@ static void test_text_path_edges(void **state)
     /* nesting: a Struct ONCE_JSON_MAX_DEPTH deep in all is read; one more
      * level is the tree path's to refuse */
     for (int extra = 0; extra < 2; extra++) {
-        char text[1024] = "{\"task\":{\"metadata\":";
+        char text[1024];
         int levels = ONCE_JSON_MAX_DEPTH - 2 + extra;   /* inside the response and the task */
+        size_t at = (size_t)snprintf(text, sizeof text, "{\"task\":{\"metadata\":");
         for (int k = 0; k < levels; k++)
-            strcat(text, "{\"a\":");
-        strcat(text, "1");
+            at += (size_t)snprintf(text + at, sizeof text - at, "{\"a\":");
+        at += (size_t)snprintf(text + at, sizeof text - at, "1");
         for (int k = 0; k < levels + 2; k++)
-            strcat(text, "}");
+            at += (size_t)snprintf(text + at, sizeof text - at, "}");
+        assert_true(at < sizeof text);
         uint8_t *b = NULL;
         size_t n = 0;
         int rc = once__pbjson_text_to_pb(d, text, strlen(text), &b, &n);
@@ -651,10 +653,13 @@ static void test_text_path_alloc_faults(void **state)
     (void)state;
     const ProtobufCMessageDescriptor *d = &lf__a2a__v1__send_message_response__descriptor;
     /* a body longer than 127 bytes makes the buffer grow as lengths widen */
-    char text[4096] = "{\"task\":{\"id\":\"t\",\"metadata\":{";
+    char text[4096];
+    size_t at = (size_t)snprintf(text, sizeof text, "{\"task\":{\"id\":\"t\",\"metadata\":{");
     for (int k = 0; k < 40; k++)
-        sprintf(text + strlen(text), "%s\"k%d\":\"%064d\"", k ? "," : "", k, k);
-    strcat(text, "}}}");
+        at += (size_t)snprintf(text + at, sizeof text - at, "%s\"k%d\":\"%064d\"", k ? "," : "",
+                               k, k);
+    at += (size_t)snprintf(text + at, sizeof text - at, "}}}");
+    assert_true(at < sizeof text);
     uint8_t *b;
     size_t n;
     once__alloc_fail_after(-1);
