@@ -20,7 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef ONCE_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
+#else
+/* Built with -DONCE_SYSTEMD=OFF: there is no one to tell. */
+#define sd_notify(unset, state) ((void)0)
+#define sd_notifyf(unset, ...) ((void)0)
+#endif
 
 #include "core/log.h"
 #include "core/metrics.h"
@@ -40,8 +46,7 @@ static const char usage[] =
     "\n"
     "required:\n"
     "  --listen HOST:PORT          address to serve on ([v6addr]:PORT for IPv6)\n"
-    "  --store URL                 task registry: memory:, sqlite:PATH, postgres://...,\n"
-    "                              redis://..., dynamodb://TABLE?region=R\n"
+    "  --store URL                 task registry: @SCHEMES@\n"
     "                              (replicas sharing one store cooperate). Its schema\n"
     "                              is created or migrated at start (the start-up line\n"
     "                              names its schema_version)\n"
@@ -275,6 +280,33 @@ static const char usage[] =
     "  be) at this once's version; 1 when it cannot be opened or a newer once migrated\n"
     "  it; 2 for a bad command line\n";
 
+/* usage, its @SCHEMES@ replaced by the store URLs this build takes
+ * (once__store_schemes: a backend left out is not named), wrapped under
+ * the option texts (column 30) within 78 columns. */
+static void print_usage(void)
+{
+    const char *mark = strstr(usage, "@SCHEMES@"), *line = mark;
+    while (line > usage && line[-1] != '\n')
+        line--;
+    size_t col = (size_t)(mark - line);
+    int bare = 1;   /* nothing printed on this line yet */
+    fwrite(usage, 1, (size_t)(mark - usage), stdout);
+    for (const char *p = once__store_schemes(); *p != '\0';) {
+        size_t n = strcspn(p, " ");   /* a URL and its comma */
+        if (!bare && col + 1 + n > 78) {
+            printf("\n%30s", "");
+            col = 30;
+            bare = 1;
+        }
+        if (!bare)
+            col += (size_t)printf(" ");
+        col += fwrite(p, 1, n, stdout);
+        bare = 0;
+        p += n + (p[n] == ' ');
+    }
+    fputs(mark + strlen("@SCHEMES@"), stdout);
+}
+
 static const char migrate_usage[] =
     "usage: onced migrate --store URL [--dry-run]\n"
     "\n"
@@ -470,7 +502,7 @@ static int parse_args(int argc, char **argv, opts *o)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fputs(usage, stdout);
+            print_usage();
             exit(0);
         }
         if (strcmp(arg, "--version") == 0) {

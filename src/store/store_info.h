@@ -38,4 +38,10 @@ void once__store_url_redact(const char *url, char *out, size_t n);
  * once_store_open's words. */
 int once__store_url_check(const char *url, char *errbuf, size_t errlen);
 
+/* The store URLs this libonce takes, as --help lists them ("memory:,
+ * sqlite:PATH, postgres://..., redis://..., dynamodb://TABLE?region=R"):
+ * a backend left out of the build (-DONCE_POSTGRES=OFF, ...) is not
+ * named. Static text, valid for the process's life. */
+const char *once__store_schemes(void);
+
 #endif /* ONCE_STORE_INFO_H */
