@@ -20,11 +20,9 @@ import json
 import os
 import subprocess
 
-from harness import ONCED, check, eq, free_port, run, scaled, scratch_dir
+from harness import BUILT, ONCED, check, eq, free_port, run, scaled, scratch_dir
 
 TMP = scratch_dir("once-build-")
-BUILT = set(filter(None, os.environ.get("ONCE_BUILT", "postgres,redis,dynamodb,tls,systemd")
-                   .split(",")))
 # scheme as --help shows it, a URL of it, the part, its CMake option
 BACKENDS = [
     ("postgres://", "postgres://app@127.0.0.1:1/once", "postgres", "ONCE_POSTGRES"),

@@ -14,11 +14,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from harness import (ONCED, check, eq, free_port, http_get, run, scaled, scratch_dir,  # noqa: E402
+from harness import (BUILT, ONCED, check, eq, free_port, http_get, run, scaled, scratch_dir,  # noqa: E402
                      wait_until)
 
 TMP = scratch_dir("once-notify-")
-SYSTEMD = "systemd" in os.environ.get("ONCE_BUILT", "systemd").split(",")
+SYSTEMD = "systemd" in BUILT
 
 
 def receive(sock, what):
