@@ -8,6 +8,9 @@
  * END_STREAM) goes out through a data provider; response DATA is
  * reassembled into whole messages (a length-prefix at a time, bounded by
  * MAX_MESSAGE) and handed to the callback as they complete.
+ *
+ * TLS (GnuTLS) is one section below, behind ONCE_HAVE_TLS; without it the
+ * section's functions refuse, and no client ever has a session.
  */
 #include <errno.h>
 #include <netdb.h>
