@@ -5,8 +5,14 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+MINIMAL_BUILD ?= build-minimal
+# The minimal build (README, "Build options"): the SQLite and memory stores
+# only, no TLS, no systemd; `make test` runs its tests labelled "minimal"
+# (unit tests, store conformance on both stores, e2e/test_build_options).
+MINIMAL_OPTS = -DONCE_POSTGRES=OFF -DONCE_REDIS=OFF -DONCE_DYNAMODB=OFF -DONCE_TLS=OFF \
+               -DONCE_SYSTEMD=OFF -DONCE_TEST_LABELS=minimal
 
-.PHONY: all deps deps-demo build build-demo build-asan build-tsan docs test test-fast test-asan test-tsan test-stress demo amplify soak bench clean
+.PHONY: all deps deps-demo build build-demo build-asan build-tsan build-minimal docs test test-fast test-asan test-tsan test-minimal test-stress demo amplify soak bench clean
 
 all: build
 
@@ -39,18 +45,26 @@ build-tsan: deps
 	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONCE_TSAN=ON >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS)
 
+build-minimal: deps
+	@cmake -S . -B $(MINIMAL_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(MINIMAL_OPTS) >/dev/null
+	@cmake --build $(MINIMAL_BUILD) -j $(JOBS)
+
 # The whole suite: the normal build, the same suite under ASan+UBSan, then the
 # concurrency tests (ctest label "tsan": engine, store, HTTP, client) under
-# ThreadSanitizer. Timeouts scale by ONCE_TEST_TIMEOUT_FACTOR (1, 3 under
-# ASan, 5 under TSan; set it in the environment to override).
-test: build build-asan build-tsan
-	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+# ThreadSanitizer, then the minimal build's tests (label "minimal"). Timeouts
+# scale by ONCE_TEST_TIMEOUT_FACTOR (1, 3 under ASan, 5 under TSan; set it
+# in the environment to override).
+test: build build-asan build-tsan build-minimal
+	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(MINIMAL_BUILD)
 
 test-asan: build-asan
 	@bash scripts/run-tests.sh $(ASAN_BUILD)
 
 test-tsan: build-tsan
 	@bash scripts/run-tests.sh $(TSAN_BUILD)
+
+test-minimal: build-minimal
+	@bash scripts/run-tests.sh $(MINIMAL_BUILD)
 
 # The same suite as `make test` on a busy machine: three CPU-bound processes
 # run beside it (scripts/stress.sh; they end with the run, however it ends).
@@ -82,4 +96,4 @@ soak: build
 	@python3 tests/soak/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS) --gateway postgres
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(MINIMAL_BUILD)

@@ -21,7 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef ONCE_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
+#else
+/* Built with -DONCE_SYSTEMD=OFF: there is no one to tell. */
+#define sd_notify(unset, state) ((void)0)
+#define sd_notifyf(unset, ...) ((void)0)
+#endif
 
 #include "cli/onced_opts.h"
 #include "core/log.h"

@@ -56,7 +56,9 @@ install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
 
 # The systemd unit, with ExecStart naming the onced installed above: the
 # prefix is known only when `cmake --install --prefix` runs, so the file is
-# written then. The sample settings go with the documentation.
+# written then. An onced built without libsystemd (-DONCE_SYSTEMD=OFF)
+# never says READY=1: its unit is Type=exec (started once exec'd).
+# The sample settings go with the documentation.
 set(_once_unit_src ${CMAKE_SOURCE_DIR}/packaging/onced.service)
 install(CODE "
   set(_dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\")
@@ -68,6 +70,14 @@ install(CODE "
   file(MAKE_DIRECTORY \"\${_dir}\")
   file(WRITE \"\${_dir}/onced.service\" \"\${_unit}\")
 ")
+if(NOT ONCE_SYSTEMD)
+  install(CODE "
+    set(_f \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system/onced.service\")
+    file(READ \"\${_f}\" _unit)
+    string(REPLACE \"Type=notify\nNotifyAccess=main\n\" \"Type=exec\n\" _unit \"\${_unit}\")
+    file(WRITE \"\${_f}\" \"\${_unit}\")
+  ")
+endif()
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/onced.env DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # Monitoring to start from: Prometheus alert rules, a Grafana dashboard.
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/prometheus-alerts.yml

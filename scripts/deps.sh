@@ -15,9 +15,10 @@ set -euo pipefail
 
 profile=${1:-all}
 
-# Building libonce needs every library it links (the PostgreSQL and Redis
-# backends are compiled in by default), onced links libsystemd (sd_notify),
-# CMake's configure step checks for cmocka, and the gRPC binding's messages
+# Building with the default options needs every library once can link
+# (PostgreSQL, Redis, GnuTLS and libsystemd are build options, all ON by
+# default: README, "Build options"), CMake's configure step checks for
+# cmocka (BUILD_TESTING, ON; the demo's helpers are test tools), and the gRPC binding's messages
 # are generated with protoc-c from proto/ and the google protos of
 # libprotobuf-dev and libgoogle-common-protos-java; running the demo needs python3 and curl (demo/amplify_agent.sh).
 DEMO_PKGS=(

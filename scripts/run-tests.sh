@@ -10,6 +10,8 @@
 #
 # A ThreadSanitizer build (ONCE_TSAN=ON in its cache) runs only the tests
 # labelled "tsan": the concurrency-relevant ones (engine, store, HTTP, client).
+# A build whose cache sets ONCE_TEST_LABELS runs only the tests with those
+# labels (make test's build-minimal: "minimal").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -29,10 +31,13 @@ for dir in "$@"; do
   factor=$(cache_value "$dir" ONCE_TEST_TIMEOUT_FACTOR_EFFECTIVE)
   timeout=$(awk -v f="${factor:-1}" 'BEGIN { t = 600 * f; printf "%d", (t == int(t)) ? t : int(t) + 1 }')
   select=()
+  labels=$(cache_value "$dir" ONCE_TEST_LABELS)
   if [ "$(cache_value "$dir" ONCE_TSAN)" = "ON" ]; then
     select=(-L tsan)
+  elif [ -n "$labels" ]; then
+    select=(-L "$labels")
   fi
-  echo "   timeout factor ${factor:-1}${select[*]:+, tests labelled tsan only}"
+  echo "   timeout factor ${factor:-1}${select[*]:+, tests labelled ${select[1]} only}"
   log=$(mktemp)
   ( cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout "$timeout" "${select[@]}" ) 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}

@@ -1,7 +1,7 @@
 /*
- * h2.c -- the gRPC transport's listener and loop threads: sockets, TLS,
+ * h2.c -- the gRPC transport's listener and loop threads: sockets,
  * connection limits and timers. The HTTP/2 inside a connection is
- * h2_session.c's; the calls are h2_call.c's.
+ * h2_session.c's; the calls are h2_call.c's; TLS is h2_tls.c's.
  *
  * Each loop thread runs one epoll set: the listening socket (shared by all
  * loops, EPOLLEXCLUSIVE, so one loop wakes per new connection), its eventfd
@@ -166,8 +166,7 @@ static void conn_close(once__h2_conn *c)
     unregister(l->srv, c);
     once__h2s_detach_all(c);
     nghttp2_session_del(c->ng);
-    if (c->tls)
-        gnutls_deinit(c->tls);
+    once__h2_tls_end(c);
     epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     once__list_unlink(&l->conns, &c->link);
@@ -189,13 +188,8 @@ static void bury(once__h2_loop *l)
 /* >0 bytes, 0 would block, -1 closed or failed. */
 static ssize_t raw_recv(once__h2_conn *c, uint8_t *buf, size_t n)
 {
-    if (c->tls) {
-        ssize_t r = gnutls_record_recv(c->tls, buf, n);
-        c->again = r > 0 && gnutls_record_check_pending(c->tls) > 0;
-        if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
-            return 0;
-        return r > 0 ? r : -1;
-    }
+    if (c->tls)
+        return once__h2_tls_recv(c, buf, n);
     ssize_t r = recv(c->fd, buf, n, 0);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return 0;
@@ -204,15 +198,8 @@ static ssize_t raw_recv(once__h2_conn *c, uint8_t *buf, size_t n)
 
 static ssize_t raw_send(once__h2_conn *c, const uint8_t *buf, size_t n)
 {
-    if (c->tls) {
-        if (c->tls_try == 0)
-            c->tls_try = n < 16384 ? n : 16384;
-        ssize_t r = gnutls_record_send(c->tls, buf, c->tls_try);
-        if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
-            return 0;
-        c->tls_try = 0;
-        return r > 0 ? r : -1;
-    }
+    if (c->tls)
+        return once__h2_tls_send(c, buf, n);
     ssize_t r = send(c->fd, buf, n, MSG_NOSIGNAL);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return 0;
@@ -307,22 +294,15 @@ static int sniff(once__h2_conn *c, const uint8_t *d, size_t n)
     return 0;
 }
 
+/* 1 done (h2 negotiated), 0 not yet, -1 failed or refused. */
 static int handshake(once__h2_conn *c)
 {
-    int r = gnutls_handshake(c->tls);
-    if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
-        want_out(c, gnutls_record_get_direction(c->tls) == 1);
-        return 0;
-    }
-    if (r < 0)
-        return -1;
-    gnutls_datum_t p;
-    if (gnutls_alpn_get_selected_protocol(c->tls, &p) != 0 || p.size != 2 ||
-        memcmp(p.data, "h2", 2) != 0)
-        return -1;   /* no h2: refused */
-    c->ready = 1;
-    want_out(c, 0);
-    return 1;
+    int write = 0, r = once__h2_tls_handshake(c, &write);
+    if (r > 0)
+        c->ready = 1;
+    if (r >= 0)
+        want_out(c, r == 0 && write);
+    return r;
 }
 
 /* Read what the peer sent; -1 to close. */
@@ -376,33 +356,6 @@ static void conn_event(once__h2_conn *c, uint32_t events)
 
 /* ------------------------------------------------------------ accepting */
 
-static int retrieve(gnutls_session_t tls, const gnutls_datum_t *req_ca, int nreq,
-                    const gnutls_pk_algorithm_t *algos, int nalgos, gnutls_pcert_st **pcert,
-                    unsigned *n, gnutls_privkey_t *key)
-{
-    once__h2_conn *c = gnutls_session_get_ptr(tls);
-    once__h2 *s = c->loop->srv;
-    *pcert = NULL;
-    *n = 0;
-    *key = NULL;
-    s->cfg.pick(s->cfg.pick_arg, pcert, n, key);
-    return *n > 0 && *key != NULL ? 0 : -1;
-}
-
-static int tls_setup(once__h2 *s, once__h2_conn *c)
-{
-    if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NONBLOCK) != 0)
-        return -1;
-    gnutls_session_set_ptr(c->tls, c);
-    gnutls_datum_t h2 = {(unsigned char *)"h2", 2};
-    if (gnutls_priority_set(c->tls, s->prio) != 0 ||
-        gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, s->cred) != 0 ||
-        gnutls_alpn_set_protocols(c->tls, &h2, 1, GNUTLS_ALPN_MANDATORY) != 0)
-        return -1;
-    gnutls_transport_set_int(c->tls, c->fd);
-    return 0;
-}
-
 static void peer_name(const struct sockaddr_storage *ss, char *ip, size_t iplen, char *peer,
                       size_t peerlen)
 {
@@ -447,7 +400,7 @@ static void accept_one(once__h2_loop *l, int fd, const struct sockaddr_storage *
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     once__list_append(&l->conns, &c->link);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-    if ((s->cfg.pick && tls_setup(s, c) != 0) || once__h2s_open(c) != ONCE_OK ||
+    if ((s->cfg.pick && once__h2_tls_setup(s, c) != 0) || once__h2s_open(c) != ONCE_OK ||
         epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev);   /* so the close's DEL is harmless */
         conn_close(c);
@@ -605,19 +558,6 @@ static int listen_on(once__h2 *s, char *err, size_t errlen)
     return ONCE_OK;
 }
 
-static int tls_init(once__h2 *s, char *err, size_t errlen)
-{
-    const char *pos = NULL;
-    if (gnutls_certificate_allocate_credentials(&s->cred) != 0)
-        return ONCE_ENOMEM;
-    gnutls_certificate_set_retrieve_function2(s->cred, retrieve);
-    if (gnutls_priority_init(&s->prio, s->priority, &pos) != 0) {
-        snprintf(err, errlen, "grpc: bad TLS priority string near \"%s\"", pos ? pos : "");
-        return ONCE_EINVAL;
-    }
-    return ONCE_OK;
-}
-
 static int loops_start(once__h2 *s)
 {
     s->loops = once_calloc(s->cfg.threads, sizeof *s->loops);
@@ -671,7 +611,7 @@ int once__h2_start(const once__h2_config *cfg, const once__h2_handler *handler, 
         s->cfg.tls_priority = s->priority;
     }
     if (rc == ONCE_OK && cfg->pick)
-        rc = tls_init(s, err, errlen);
+        rc = once__h2_tls_init(s, err, errlen);
     if (rc == ONCE_OK)
         rc = once__h2s_callbacks(&s->cbs);
     if (rc == ONCE_OK) {
@@ -725,10 +665,7 @@ void once__h2_stop(once__h2 *s)
         nghttp2_session_callbacks_del(s->cbs);
     if (s->opt)
         nghttp2_option_del(s->opt);
-    if (s->prio)
-        gnutls_priority_deinit(s->prio);
-    if (s->cred)
-        gnutls_certificate_free_credentials(s->cred);
+    once__h2_tls_free(s);
     once_free(s->host);
     once_free(s->priority);
     pthread_mutex_destroy(&s->mu);

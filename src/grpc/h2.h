@@ -30,7 +30,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <gnutls/abstract.h>
+/* GnuTLS's types by their struct tags (gnutls_pcert_st, gnutls_privkey_t):
+ * no GnuTLS header needed, so a build without TLS has none. */
+struct gnutls_pcert_st;
+struct gnutls_privkey_st;
 
 /* gRPC status codes (google.rpc.Code) the transport itself answers with. */
 enum {
@@ -56,7 +59,8 @@ typedef struct once__h2_config {
      * HTTP/1.1 request gets a 505 and is closed). pick answers the pair to
      * serve, as once__tls_live_pick does (src/http/tls.h), from any loop
      * thread, at each handshake: a reloaded pair serves from the next one. */
-    void (*pick)(void *arg, gnutls_pcert_st **pcert, unsigned *n, gnutls_privkey_t *key);
+    void (*pick)(void *arg, struct gnutls_pcert_st **pcert, unsigned *n,
+                 struct gnutls_privkey_st **key);
     void *pick_arg;
     const char *tls_priority;    /* NULL = ONCE_TLS_PRIORITY_DEFAULT */
     /* Connections. Past max_connections the connection idle longest (no

@@ -8,6 +8,9 @@
  * END_STREAM) goes out through a data provider; response DATA is
  * reassembled into whole messages (a length-prefix at a time, bounded by
  * MAX_MESSAGE) and handed to the callback as they complete.
+ *
+ * TLS (GnuTLS) is one section below, behind ONCE_HAVE_TLS; without it the
+ * section's functions refuse, and no client ever has a session.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -19,7 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#ifdef ONCE_HAVE_TLS
 #include <gnutls/gnutls.h>
+#endif
 #include <nghttp2/nghttp2.h>
 
 #include "core/alloc_int.h"
@@ -52,8 +57,8 @@ typedef struct cstate {
 
 struct once__h2_client {
     int fd;
-    gnutls_session_t tls;
-    gnutls_certificate_credentials_t cred;
+    struct gnutls_session_int *tls;                   /* NULL: h2c */
+    struct gnutls_certificate_credentials_st *cred;
     nghttp2_session *ng;
     int broken;
     char *authority;
@@ -104,22 +109,127 @@ void once__h2c_result_clear(once__h2c_result *r)
 
 /* ------------------------------------------------------------- transport */
 
+#ifdef ONCE_HAVE_TLS
+static ssize_t tls_send(once__h2_client *c, const uint8_t *d, size_t n)
+{
+    ssize_t r = gnutls_record_send(c->tls, d, n);
+    return r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED ? 0 : (r < 0 ? -1 : r);
+}
+
+static ssize_t tls_recv(once__h2_client *c, uint8_t *d, size_t n)
+{
+    ssize_t r = gnutls_record_recv(c->tls, d, n);
+    return r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED ? 0 : (r <= 0 ? -1 : r);
+}
+
+static int tls_pending(once__h2_client *c)
+{
+    return c->tls && gnutls_record_check_pending(c->tls) > 0;
+}
+
+static void tls_end(once__h2_client *c)
+{
+    if (c->tls)
+        gnutls_deinit(c->tls);
+    if (c->cred)
+        gnutls_certificate_free_credentials(c->cred);
+}
+
+/* 0; 1 when the server cannot be trusted (its certificate failed, or the
+ * trust anchors could not be loaded: no retry fixes that); -1 otherwise. */
+static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char *name,
+                     int64_t timeout_ms, char *err, size_t errlen)
+{
+    gnutls_datum_t h2 = {(unsigned char *)"h2", 2};
+    int r = gnutls_certificate_allocate_credentials(&c->cred);
+    if (r == 0 && !cfg->insecure)
+        r = cfg->ca_file ? (gnutls_certificate_set_x509_trust_file(c->cred, cfg->ca_file,
+                                                                   GNUTLS_X509_FMT_PEM) > 0
+                                ? 0
+                                : -1)
+                         : (gnutls_certificate_set_x509_system_trust(c->cred) >= 0 ? 0 : -1);
+    if (r != 0) {
+        snprintf(err, errlen, "grpc: cannot load trust anchors%s%s", cfg->ca_file ? " from " : "",
+                 cfg->ca_file ? cfg->ca_file : "");
+        return 1;
+    }
+    /* NO_SIGNAL: a write to a server that went away is an error, not a
+     * SIGPIPE that kills the caller (a CLI does not ignore it). */
+    if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) != 0 ||
+        gnutls_priority_set_direct(c->tls,
+                                   cfg->tls_priority ? cfg->tls_priority : ONCE_TLS_PRIORITY_DEFAULT,
+                                   NULL) != 0 ||
+        gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, c->cred) != 0 ||
+        gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, name, strlen(name)) != 0 ||
+        gnutls_alpn_set_protocols(c->tls, &h2, 1, 0) != 0) {
+        snprintf(err, errlen, "grpc: cannot set up TLS");
+        return -1;
+    }
+    if (!cfg->insecure)
+        gnutls_session_set_verify_cert(c->tls, name, 0);
+    gnutls_transport_set_int(c->tls, c->fd);
+    int64_t end = once_monotonic_ms() + timeout_ms;
+    while ((r = gnutls_handshake(c->tls)) == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
+        int64_t left = end - once_monotonic_ms();
+        struct pollfd p = {c->fd, gnutls_record_get_direction(c->tls) ? POLLOUT : POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+            snprintf(err, errlen, "grpc: TLS handshake timed out");
+            return -1;
+        }
+    }
+    if (r < 0) {
+        snprintf(err, errlen, "grpc: TLS handshake with %s failed: %s", name, gnutls_strerror(r));
+        return r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR ? 1 : -1;
+    }
+    gnutls_datum_t p;
+    if (gnutls_alpn_get_selected_protocol(c->tls, &p) != 0 || p.size != 2 ||
+        memcmp(p.data, "h2", 2) != 0) {
+        snprintf(err, errlen, "grpc: %s did not negotiate h2 (ALPN)", name);
+        return -1;
+    }
+    return 0;
+}
+#else /* !ONCE_HAVE_TLS: tls_start refuses, so c->tls stays NULL */
+static ssize_t tls_send(once__h2_client *c, const uint8_t *d, size_t n)
+{
+    return -1;
+}
+
+static ssize_t tls_recv(once__h2_client *c, uint8_t *d, size_t n)
+{
+    return -1;
+}
+
+static int tls_pending(once__h2_client *c)
+{
+    return 0;
+}
+
+static void tls_end(once__h2_client *c)
+{
+}
+
+/* No retry fixes a build without TLS: refused as untrusted is. */
+static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char *name,
+                     int64_t timeout_ms, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "grpc: %s", ONCE_TLS_OFF_MSG);
+    return 1;
+}
+#endif /* ONCE_HAVE_TLS */
+
 static ssize_t io_send(once__h2_client *c, const uint8_t *d, size_t n)
 {
-    if (c->tls) {
-        ssize_t r = gnutls_record_send(c->tls, d, n);
-        return r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED ? 0 : (r < 0 ? -1 : r);
-    }
+    if (c->tls)
+        return tls_send(c, d, n);
     ssize_t r = send(c->fd, d, n, MSG_NOSIGNAL);
     return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : r;
 }
 
 static ssize_t io_recv(once__h2_client *c, uint8_t *d, size_t n)
 {
-    if (c->tls) {
-        ssize_t r = gnutls_record_recv(c->tls, d, n);
-        return r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED ? 0 : (r <= 0 ? -1 : r);
-    }
+    if (c->tls)
+        return tls_recv(c, d, n);
     ssize_t r = recv(c->fd, d, n, 0);
     return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : (r <= 0 ? -1 : r);
 }
@@ -152,7 +262,7 @@ static int pump_out(once__h2_client *c)
 /* Read what is there (waiting up to wait_ms for the first bytes). */
 static int pump_in(once__h2_client *c, int wait_ms)
 {
-    int pending = c->tls && gnutls_record_check_pending(c->tls) > 0;
+    int pending = tls_pending(c);
     if (!pending) {
         struct pollfd p = {c->fd, POLLIN, 0};
         int r = poll(&p, 1, wait_ms);
@@ -331,61 +441,6 @@ static int dial(const once__h2c_config *cfg, int64_t timeout_ms, char *err, size
     return fd;
 }
 
-/* 0; 1 when the server cannot be trusted (its certificate failed, or the
- * trust anchors could not be loaded: no retry fixes that); -1 otherwise. */
-static int tls_start(once__h2_client *c, const once__h2c_config *cfg, const char *name,
-                     int64_t timeout_ms, char *err, size_t errlen)
-{
-    gnutls_datum_t h2 = {(unsigned char *)"h2", 2};
-    int r = gnutls_certificate_allocate_credentials(&c->cred);
-    if (r == 0 && !cfg->insecure)
-        r = cfg->ca_file ? (gnutls_certificate_set_x509_trust_file(c->cred, cfg->ca_file,
-                                                                   GNUTLS_X509_FMT_PEM) > 0
-                                ? 0
-                                : -1)
-                         : (gnutls_certificate_set_x509_system_trust(c->cred) >= 0 ? 0 : -1);
-    if (r != 0) {
-        snprintf(err, errlen, "grpc: cannot load trust anchors%s%s", cfg->ca_file ? " from " : "",
-                 cfg->ca_file ? cfg->ca_file : "");
-        return 1;
-    }
-    /* NO_SIGNAL: a write to a server that went away is an error, not a
-     * SIGPIPE that kills the caller (a CLI does not ignore it). */
-    if (gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) != 0 ||
-        gnutls_priority_set_direct(c->tls,
-                                   cfg->tls_priority ? cfg->tls_priority : ONCE_TLS_PRIORITY_DEFAULT,
-                                   NULL) != 0 ||
-        gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, c->cred) != 0 ||
-        gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, name, strlen(name)) != 0 ||
-        gnutls_alpn_set_protocols(c->tls, &h2, 1, 0) != 0) {
-        snprintf(err, errlen, "grpc: cannot set up TLS");
-        return -1;
-    }
-    if (!cfg->insecure)
-        gnutls_session_set_verify_cert(c->tls, name, 0);
-    gnutls_transport_set_int(c->tls, c->fd);
-    int64_t end = once_monotonic_ms() + timeout_ms;
-    while ((r = gnutls_handshake(c->tls)) == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
-        int64_t left = end - once_monotonic_ms();
-        struct pollfd p = {c->fd, gnutls_record_get_direction(c->tls) ? POLLOUT : POLLIN, 0};
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
-            snprintf(err, errlen, "grpc: TLS handshake timed out");
-            return -1;
-        }
-    }
-    if (r < 0) {
-        snprintf(err, errlen, "grpc: TLS handshake with %s failed: %s", name, gnutls_strerror(r));
-        return r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR ? 1 : -1;
-    }
-    gnutls_datum_t p;
-    if (gnutls_alpn_get_selected_protocol(c->tls, &p) != 0 || p.size != 2 ||
-        memcmp(p.data, "h2", 2) != 0) {
-        snprintf(err, errlen, "grpc: %s did not negotiate h2 (ALPN)", name);
-        return -1;
-    }
-    return 0;
-}
-
 int once__h2c_connect(const once__h2c_config *cfg, once__h2_client **out, char *err,
                       size_t errlen)
 {
@@ -438,10 +493,7 @@ void once__h2c_close(once__h2_client *c)
         return;
     if (c->ng)
         nghttp2_session_del(c->ng);
-    if (c->tls)
-        gnutls_deinit(c->tls);
-    if (c->cred)
-        gnutls_certificate_free_credentials(c->cred);
+    tls_end(c);
     if (c->fd >= 0)
         close(c->fd);
     once_free(c->authority);

@@ -29,8 +29,8 @@ typedef struct once__h2_client once__h2_client;
 
 /* Connect (and handshake). ONCE_OK with *out; ONCE_EIO, ONCE_ETIMEDOUT, or
  * ONCE_EINVAL (no host or port; the server's certificate failed
- * verification or ca_file could not be loaded: what no retry fixes), with
- * err saying why. */
+ * verification or ca_file could not be loaded; cfg.tls in a build without
+ * TLS, -DONCE_TLS=OFF: what no retry fixes), with err saying why. */
 int once__h2c_connect(const once__h2c_config *cfg, once__h2_client **out, char *err,
                       size_t errlen);
 void once__h2c_close(once__h2_client *c);   /* NULL ok */

@@ -20,7 +20,9 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 
+#ifdef ONCE_HAVE_TLS
 #include <gnutls/gnutls.h>
+#endif
 #include <nghttp2/nghttp2.h>
 
 #include "core/list.h"
@@ -90,7 +92,7 @@ struct once__h2_conn {
     int fd;
     char peer[64];            /* "ip:port" */
     char ip[48];              /* the per-address key */
-    gnutls_session_t tls;     /* NULL: h2c */
+    struct gnutls_session_int *tls;   /* a gnutls_session_t; NULL: h2c */
     int ready;                /* handshake done, ALPN checked */
     nghttp2_session *ng;
     size_t preface_seen;      /* client preface bytes checked so far */
@@ -135,8 +137,8 @@ struct once__h2 {
     char *host, *priority;
     once__h2_handler h;
     int lfd, port;
-    gnutls_certificate_credentials_t cred;
-    gnutls_priority_t prio;
+    struct gnutls_certificate_credentials_st *cred;   /* TLS (h2_tls.c) */
+    struct gnutls_priority_st *prio;
     nghttp2_session_callbacks *cbs;
     nghttp2_option *opt;
     once__h2_loop *loops;
@@ -149,6 +151,22 @@ struct once__h2 {
 };
 
 #define ONCE__H2_CONN_OF_RLINK(l) ((once__h2_conn *)((char *)(l) - offsetof(once__h2_conn, rlink)))
+
+/* h2_tls.c: the listener's TLS, GnuTLS's types named by their struct
+ * tags (a build without TLS has no GnuTLS headers). init: the server's
+ * credentials and priority string (ONCE_OK; ONCE_EINVAL, ONCE_ENOMEM, and
+ * ONCE_EUNSUPPORTED without TLS, err saying why); free: theirs (NULL ok).
+ * Per connection (loop thread): setup a session on c's socket (0, -1);
+ * handshake 1 done with h2 negotiated, 0 again (*want_write: GnuTLS waits
+ * to write), -1 failed; recv and send as h2.c's raw_recv and raw_send;
+ * end frees the session. */
+int once__h2_tls_init(once__h2 *s, char *err, size_t errlen);
+void once__h2_tls_free(once__h2 *s);
+int once__h2_tls_setup(once__h2 *s, once__h2_conn *c);
+int once__h2_tls_handshake(once__h2_conn *c, int *want_write);
+ssize_t once__h2_tls_recv(once__h2_conn *c, uint8_t *buf, size_t n);
+ssize_t once__h2_tls_send(once__h2_conn *c, const uint8_t *buf, size_t n);
+void once__h2_tls_end(once__h2_conn *c);
 
 /* h2_session.c: the nghttp2 side of a connection (loop thread). */
 int once__h2s_callbacks(nghttp2_session_callbacks **out);

@@ -497,7 +497,8 @@ static void on_room(void *ctx, once__h2_call *call)
 
 /* --- the listener ---------------------------------------------------------------- */
 
-static void pick(void *arg, gnutls_pcert_st **pcert, unsigned *n, gnutls_privkey_t *key)
+static void pick(void *arg, struct gnutls_pcert_st **pcert, unsigned *n,
+                 struct gnutls_privkey_st **key)
 {
     once__tls_live_pick(arg, pcert, n, key);
 }

@@ -800,6 +800,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *ss, int 
     return ONCE_OK;
 }
 
+#ifdef ONCE_HAVE_TLS
 /* GnuTLS asks for the certificate of each handshake (tls.h): the pair
  * served now. MHD made the connection the session's pointer. */
 static int pick_cert(gnutls_session_t s, const gnutls_datum_t *req_ca, int nreq,
@@ -816,6 +817,7 @@ static int pick_cert(gnutls_session_t s, const gnutls_datum_t *req_ca, int nreq,
     once__tls_live_pick(h->tls, pcert, n, key);
     return 0;
 }
+#endif
 
 int once__http_tls_reload(once_http *h, char sha256[2 * ONCE_SHA256_LEN + 1], char *err,
                           size_t errlen)
@@ -933,8 +935,10 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
     struct MHD_OptionItem guarded[4], https[3] = {{MHD_OPTION_END, 0, NULL}};
     once__guard_mhd_options(h->guard, guarded);
     once__guard_set_owner(h->guard, h);   /* pick_cert finds h through it */
+#ifdef ONCE_HAVE_TLS
     if (tls)
         flags |= once__tls_live_mhd(pick_cert, h->cfg.tls_priority, https);
+#endif
     h->d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
         once__http_mhd_log, h, MHD_OPTION_SOCK_ADDR,

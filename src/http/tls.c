@@ -129,6 +129,8 @@ int once__tls_load(const char *cert_file, const char *key_file, once__tls *t, ch
 
 /* --- credentials that change (tls.h) ------------------------------------- */
 
+#ifdef ONCE_HAVE_TLS
+
 /* The longest chain served: the certificate and its intermediates. */
 #define CHAIN_MAX 16
 
@@ -262,3 +264,34 @@ unsigned once__tls_live_mhd(gnutls_certificate_retrieve_function2 *pick, const c
     opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     return MHD_USE_TLS;
 }
+
+#else /* !ONCE_HAVE_TLS: no pair is ever served */
+
+int once__tls_live_new(const char *cert_file, const char *key_file, once__tls_live **out,
+                       char *err, size_t errlen)
+{
+    *out = NULL;
+    snprintf(err, errlen, "--tls-cert: %s", ONCE_TLS_OFF_MSG);
+    return ONCE_EUNSUPPORTED;
+}
+
+int once__tls_live_reload(once__tls_live *l, const char *cert_file, const char *key_file,
+                          char sha256[2 * 32 + 1], char *err, size_t errlen)
+{
+    snprintf(err, errlen, "--tls-cert: %s", ONCE_TLS_OFF_MSG);
+    return ONCE_EUNSUPPORTED;
+}
+
+void once__tls_live_pick(once__tls_live *l, struct gnutls_pcert_st **pcert, unsigned *n,
+                         struct gnutls_privkey_st **key)
+{
+    *pcert = NULL;
+    *n = 0;
+    *key = NULL;
+}
+
+void once__tls_live_free(once__tls_live *l)
+{
+}
+
+#endif /* ONCE_HAVE_TLS */

@@ -55,14 +55,23 @@ int once__tls_supported(void);
  * GnuTLS session refers to its pair until it closes, and nothing tells when
  * the last one that used it did. A pair is a few KiB and a reload is an
  * operator's act, so this is bounded by how often certificates are rotated.
+ *
+ * Built with -DONCE_TLS=OFF (no GnuTLS) these are all there, but
+ * once__tls_live_new refuses every pair: onced's --tls-cert and the gRPC
+ * listener's TLS say that TLS was not built in (ONCE_TLS_OFF_MSG,
+ * core/tls_priority.h).
+ * The GnuTLS types are named by their struct tags, which GnuTLS's
+ * typedefs name too, so that this header needs no GnuTLS header.
  */
-#include <gnutls/abstract.h>
+struct gnutls_pcert_st;
+struct gnutls_privkey_st;
 
 typedef struct once__tls_live once__tls_live;
 
 /* Load and check the pair (once__tls_load's checks, then GnuTLS's own
  * import): ONCE_OK with *out serving it, or an error with err naming the
- * file and the problem. */
+ * file and the problem (ONCE_EUNSUPPORTED and ONCE_TLS_OFF_MSG without
+ * TLS). */
 int once__tls_live_new(const char *cert_file, const char *key_file, once__tls_live **out,
                        char *err, size_t errlen);
 /* Load the pair again from these files; serve it from the next handshake on
@@ -72,14 +81,18 @@ int once__tls_live_reload(once__tls_live *l, const char *cert_file, const char *
                           char sha256[2 * 32 + 1], char *err, size_t errlen);
 /* The pair served now, as a gnutls_certificate_retrieve_function2 returns
  * it; valid until once__tls_live_free. Any thread. */
-void once__tls_live_pick(once__tls_live *l, gnutls_pcert_st **pcert, unsigned *n,
-                         gnutls_privkey_t *key);
+void once__tls_live_pick(once__tls_live *l, struct gnutls_pcert_st **pcert, unsigned *n,
+                         struct gnutls_privkey_st **key);
 void once__tls_live_free(once__tls_live *l);   /* after MHD_stop_daemon; NULL ok */
+
+#ifdef ONCE_HAVE_TLS
+#include <gnutls/abstract.h>
 
 /* MHD's options for a daemon that serves l: the flag to OR in, and opts
  * with the certificate callback pick (which finds l through the
  * connection) and the priority string (NULL: ONCE_TLS_PRIORITY_DEFAULT). */
 unsigned once__tls_live_mhd(gnutls_certificate_retrieve_function2 *pick, const char *priority,
                             struct MHD_OptionItem opts[3]);
+#endif
 
 #endif /* ONCE_HTTP_TLS_H */

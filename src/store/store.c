@@ -2,8 +2,10 @@
  * store.c -- once_store_open and the dispatch helpers over the backend vtable.
  *
  * Backends are found by URL scheme in one const table; a backend compiled out
- * of this build (PostgreSQL, Redis) is still named there so that its URL gets
- * "not built in" rather than "unknown scheme". The helpers zero every output
+ * of this build (-DONCE_POSTGRES=OFF, -DONCE_REDIS=OFF, -DONCE_DYNAMODB=OFF)
+ * is still named there, with the option that builds it, so that its URL gets
+ * "not built in" rather than "unknown scheme", and --help lists only what
+ * the build has (once__store_schemes). The helpers zero every output
  * struct before dispatching, so a caller may clear outputs whatever the
  * result even if a backend returned before touching them.
  */
@@ -32,25 +34,68 @@ typedef struct backend {
     const char *scheme;
     const once_store_methods *m;   /* NULL: known scheme, not in this build */
     const once__backend *hooks;    /* NULL: no schema (memory) */
+    const char *usage;             /* its URL as --help shows it; NULL: an alias */
+    const char *option;            /* the CMake option that builds it */
 } backend;
 
+/* A backend this build has, or the name of one it left out. */
+#define BUILT(scheme, m, hooks, usage) {scheme, m, hooks, usage, NULL}
+#define LEFT_OUT(scheme, usage, option) {scheme, NULL, NULL, usage, option}
+
 static const backend backends[] = {
-    {"memory", &once__store_memory, NULL},
-    {"sqlite", &once__store_sqlite, &once__sq_backend},
-    {"dynamodb", &once__store_dynamo, &once__dy_backend},
+    BUILT("memory", &once__store_memory, NULL, "memory:"),
+    BUILT("sqlite", &once__store_sqlite, &once__sq_backend, "sqlite:PATH"),
 #ifdef ONCE_HAVE_PG
-    {"postgres", &once__store_pg, &once__pg_backend},
-    {"postgresql", &once__store_pg, &once__pg_backend},
+    BUILT("postgres", &once__store_pg, &once__pg_backend, "postgres://..."),
+    BUILT("postgresql", &once__store_pg, &once__pg_backend, NULL),
 #else
-    {"postgres", NULL, NULL},
-    {"postgresql", NULL, NULL},
+    LEFT_OUT("postgres", "postgres://...", "ONCE_POSTGRES"),
+    LEFT_OUT("postgresql", NULL, "ONCE_POSTGRES"),
 #endif
 #ifdef ONCE_HAVE_REDIS
-    {"redis", &once__store_redis, &once__rd_backend},
+    BUILT("redis", &once__store_redis, &once__rd_backend, "redis://..."),
 #else
-    {"redis", NULL, NULL},
+    LEFT_OUT("redis", "redis://...", "ONCE_REDIS"),
+#endif
+#ifdef ONCE_HAVE_DYNAMODB
+    BUILT("dynamodb", &once__store_dynamo, &once__dy_backend, "dynamodb://TABLE?region=R"),
+#else
+    LEFT_OUT("dynamodb", "dynamodb://TABLE?region=R", "ONCE_DYNAMODB"),
 #endif
 };
+
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+
+void once__store_url_forms(int all, char *out, size_t n)
+{
+    size_t off = 0;
+    if (n > 0)
+        out[0] = '\0';
+    for (size_t i = 0; i < NBACKENDS; i++) {
+        if ((!all && !backends[i].m) || !backends[i].usage)
+            continue;
+        int w = snprintf(out + off, n - off, "%s%s", off ? ", " : "", backends[i].usage);
+        if (w < 0 || (size_t)w >= n - off)
+            return;
+        off += (size_t)w;
+    }
+}
+
+/* Built once from the table: "memory:, sqlite:PATH, postgres://..., ...".
+ * Every usage is a literal above, so the sum fits. */
+static char schemes[160];
+static pthread_once_t schemes_once = PTHREAD_ONCE_INIT;
+
+static void schemes_build(void)
+{
+    once__store_url_forms(0, schemes, sizeof schemes);
+}
+
+const char *once__store_schemes(void)
+{
+    pthread_once(&schemes_once, schemes_build);
+    return schemes;
+}
 
 /* Serialises writers of any handle's errmsg (messages are short; contention
  * only happens on failure paths). */
@@ -149,13 +194,14 @@ int once__store_find(const char *url, const once_store_methods **m, const once__
         return ONCE_EINVAL;
     }
     slen = (size_t)(colon - url);
-    for (i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+    for (i = 0; i < NBACKENDS; i++) {
         const backend *b = &backends[i];
         if (strlen(b->scheme) != slen || memcmp(b->scheme, url, slen) != 0)
             continue;
         if (!b->m) {
             once__store_errbuf(errbuf, errlen,
-                               "store scheme '%s' is not built into this libonce", b->scheme);
+                               "%s:// support was not built in (configure with -D%s=ON)",
+                               b->scheme, b->option);
             return ONCE_EUNSUPPORTED;
         }
         *m = b->m;
@@ -163,46 +209,9 @@ int once__store_find(const char *url, const once_store_methods **m, const once__
             *hooks = b->hooks;
         return ONCE_OK;
     }
-    once__store_errbuf(errbuf, errlen,
-                       "unknown store scheme '%.*s' "
-                       "(known: memory, sqlite, postgres, redis, dynamodb)",
-                       (int)(slen > 32 ? 32 : slen), url);
+    once__store_errbuf(errbuf, errlen, "unknown store scheme '%.*s' (built in: %s)",
+                       (int)(slen > 32 ? 32 : slen), url, once__store_schemes());
     return ONCE_EINVAL;
-}
-
-/* The URL form of each scheme as onced --help and its man page list them,
- * in their order (postgresql: is an alias, not listed). */
-static const struct {
-    const char *scheme, *form;
-} url_forms[] = {
-    {"memory", "memory:"},
-    {"sqlite", "sqlite:PATH"},
-    {"postgres", "postgres://..."},
-    {"redis", "redis://..."},
-    {"dynamodb", "dynamodb://TABLE?region=R"},
-};
-
-static int built_in(const char *scheme)
-{
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
-        if (strcmp(backends[i].scheme, scheme) == 0)
-            return backends[i].m != NULL;
-    return 0;
-}
-
-void once__store_url_forms(int all, char *out, size_t n)
-{
-    size_t len = 0;
-    if (n > 0)
-        out[0] = '\0';
-    for (size_t i = 0; i < sizeof url_forms / sizeof url_forms[0]; i++) {
-        if (!all && !built_in(url_forms[i].scheme))
-            continue;
-        int w = snprintf(out + len, n - len, "%s%s", len > 0 ? ", " : "", url_forms[i].form);
-        if (w < 0 || (size_t)w >= n - len)
-            return;
-        len += (size_t)w;
-    }
 }
 
 int once__store_url_check(const char *url, char *errbuf, size_t errlen)
@@ -304,7 +313,7 @@ int once__store_local(const once_store *s)
 
 int once__store_schema_version(const once_store *s)
 {
-    for (size_t i = 0; s != NULL && i < sizeof backends / sizeof backends[0]; i++) {
+    for (size_t i = 0; s != NULL && i < NBACKENDS; i++) {
         if (backends[i].m == s->m && backends[i].hooks)
             return backends[i].hooks->schema_version;
     }

@@ -40,9 +40,13 @@ int once__store_url_check(const char *url, char *errbuf, size_t errlen);
 
 /* The store URL forms, ", "-separated, into out[0..n) (cut to fit, always
  * NUL-terminated when n > 0): "memory:, sqlite:PATH, postgres://..., ...".
- * all = 0: only the schemes built into this libonce (onced --help); 1:
- * every scheme once knows (the man page and the README, written once for
- * every build). */
+ * all = 0: only the schemes built into this libonce (onced --help; a
+ * backend left out by -DONCE_POSTGRES=OFF, ... is not named); 1: every
+ * scheme once knows (the man page and the README, written once for every
+ * build). */
 void once__store_url_forms(int all, char *out, size_t n);
+/* once__store_url_forms(0, ...) as static text, valid for the process's
+ * life (error messages). */
+const char *once__store_schemes(void);
 
 #endif /* ONCE_STORE_INFO_H */

@@ -22,7 +22,9 @@
 
 extern const once_store_methods once__store_memory;
 extern const once_store_methods once__store_sqlite;
+#ifdef ONCE_HAVE_DYNAMODB
 extern const once_store_methods once__store_dynamo;
+#endif
 #ifdef ONCE_HAVE_PG
 extern const once_store_methods once__store_pg;
 #endif
@@ -88,7 +90,9 @@ typedef struct once__backend {
 /* The hooks of the built-in backends (once__store_migrate finds them by
  * scheme; store_info.h reads their schema_version). */
 extern const once__backend once__sq_backend;
+#ifdef ONCE_HAVE_DYNAMODB
 extern const once__backend once__dy_backend;
+#endif
 #ifdef ONCE_HAVE_PG
 extern const once__backend once__pg_backend;
 #endif

@@ -332,6 +332,21 @@ def wait_until_value(fn, timeout=10.0, step=0.1):
     return None
 
 
+# The optional parts this build has (CMakeLists.txt: ONCE_BUILT in every
+# test's environment; run by hand, everything).
+BUILT = set(filter(None, os.environ.get("ONCE_BUILT", "postgres,redis,dynamodb,tls,systemd")
+                   .split(",")))
+
+
+def needs(part, what):
+    """Whether this build has part (tls, systemd, postgres, ...); if not,
+    say that what is passed over, for a case to return at once."""
+    if part in BUILT:
+        return True
+    print("skip %s: needs %s, left out of this build" % (what, part))
+    return False
+
+
 # --- helpers for the fencing / retention / exec / blocking tests -------------
 
 def scratch_dir(prefix="once-e2e-"):

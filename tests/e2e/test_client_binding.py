@@ -38,8 +38,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (GatedAgent, Onced, check, eq, free_port, http_get, scaled,  # noqa: E402
-                     scratch_dir, wait_until)
+from harness import (GatedAgent, Onced, check, eq, free_port, http_get, needs,  # noqa: E402
+                     scaled, scratch_dir, wait_until)
 from test_client import FAST, ONCE, once, once_json, outbox_intents, run_client_tests  # noqa: E402
 
 TMP = scratch_dir("once-binding-")
@@ -366,6 +366,8 @@ def test_grpc_over_tls():
     """An https:// agent: gRPC over TLS to the card's host:port, verified
     against --cacert; a certificate the client cannot trust fails the call
     at once, nothing sent, as over HTTPS; --insecure skips the check."""
+    if not needs("tls", "gRPC over TLS"):
+        return
     import test_tls
     test_tls.make_pki()
     gport = free_port()

@@ -29,8 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, HERE)
 from pbgen import generate  # noqa: E402
-from harness import (EXT, Onced, check, eq, free_port, generation, http_get, new_id,  # noqa: E402
-                     result_task, run, scaled, scratch_dir, user_message)
+from harness import (EXT, Onced, check, eq, free_port, generation, http_get, needs,  # noqa: E402
+                     new_id, result_task, run, scaled, scratch_dir, user_message)
 
 SKIP = 77
 SERVICE = "/lf.a2a.v1.A2AService/"
@@ -321,6 +321,8 @@ def test_auth():
 def test_tls():
     """--grpc-listen with --tls-cert: TLS with ALPN h2, the HTTPS pair; a client
     trusting only the test CA completes a send; a plaintext client gets none."""
+    if not needs("tls", "gRPC over TLS"):
+        return
     d = os.path.join(TMP, "pki")
     os.makedirs(d, exist_ok=True)
 

@@ -117,6 +117,8 @@ def make_cert(tmp):
 
 
 def test_tls_alpn():
+    if not harness.needs("tls", "gRPC over TLS"):
+        return
     tmp = harness.scratch_dir("once-grpc-tls-")
     cert, key = make_cert(tmp)
     with Echo(tls_cert=cert, tls_key=key) as e:

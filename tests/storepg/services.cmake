@@ -1,6 +1,7 @@
 # The throwaway PostgreSQL and Redis servers and the dynalite the store and
 # replica tests share (scripts/test-services.sh, ctest fixture
-# "once_services"): which backends are built (DynamoDB's tests need node
+# "once_services"): which backends are built (-DONCE_POSTGRES, -DONCE_REDIS,
+# -DONCE_DYNAMODB; a backend left out has no test; DynamoDB's tests need node
 # for dynalite: without it they are not registered, and configure says so),
 # the ports (derived from the build directory so that
 # two build trees can test at once), the environment for the script and the
@@ -9,20 +10,16 @@
 # themselves are registered once, in tests/storepg/tests.cmake.
 include_guard(GLOBAL)
 
-set(_once_pg_built OFF)
-set(_once_redis_built OFF)
-if(ONCE_WITH_PG AND ONCE_PG_SOURCES)
-  set(_once_pg_built ON)
-endif()
-if(ONCE_WITH_REDIS AND ONCE_REDIS_SOURCES)
-  set(_once_redis_built ON)
-endif()
-find_program(ONCE_NODE node)
+set(_once_pg_built ${ONCE_POSTGRES})
+set(_once_redis_built ${ONCE_REDIS})
 set(_once_dynamo_built OFF)
-if(ONCE_NODE)
-  set(_once_dynamo_built ON)
-else()
-  message(STATUS "node not found: the DynamoDB store tests (dynalite) are skipped")
+if(ONCE_DYNAMODB)
+  find_program(ONCE_NODE node)
+  if(ONCE_NODE)
+    set(_once_dynamo_built ON)
+  else()
+    message(STATUS "node not found: the DynamoDB store tests (dynalite) are skipped")
+  endif()
 endif()
 
 # Below Linux's ephemeral range (32768-60999), so an outgoing connection can
