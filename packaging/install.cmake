@@ -57,6 +57,14 @@ install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
 # The systemd unit, with ExecStart naming the onced installed above: the
 # prefix is known only when `cmake --install --prefix` runs, so the file is
 # written then. The sample settings go with the documentation.
+# -DONCE_SERVICE_USER=NAME: the unit runs as that existing system user (a
+# package creates it: debian/onced.postinst) instead of one systemd makes up
+# at each start (DynamicUser=), so the state directory has a known owner.
+set(ONCE_SERVICE_USER "" CACHE STRING "System user onced.service runs as (empty: DynamicUser=yes)")
+set(_once_unit_user "DynamicUser=yes")
+if(ONCE_SERVICE_USER)
+  set(_once_unit_user "User=${ONCE_SERVICE_USER}\\nGroup=${ONCE_SERVICE_USER}")
+endif()
 set(_once_unit_src ${CMAKE_SOURCE_DIR}/packaging/onced.service)
 install(CODE "
   set(_dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\")
@@ -64,6 +72,7 @@ install(CODE "
   string(REPLACE \"ExecStart=/usr/local/sbin/onced\"
          \"ExecStart=\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}/onced\"
          _unit \"\${_unit}\")
+  string(REPLACE \"DynamicUser=yes\" \"${_once_unit_user}\" _unit \"\${_unit}\")
   message(STATUS \"Installing: \${_dir}/onced.service\")
   file(MAKE_DIRECTORY \"\${_dir}\")
   file(WRITE \"\${_dir}/onced.service\" \"\${_unit}\")
