@@ -47,7 +47,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from harness import REAP_VAR, check, eq, free_port, http_get, run, scaled, scratch_dir, wait_until  # noqa: E402
+from harness import (REAP_VAR, check, eq, free_port, http_get, run, scaled,  # noqa: E402
+                     scratch_dir, wait_until)
 
 SOURCE = os.environ.get("ONCE_SOURCE", os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -64,10 +65,10 @@ state = {"installed": False, "made_user": False, "made_policy": False, "onced": 
          "debs": [], "version": None, "names_before": None, "files": []}
 
 
-def sh(args, timeout=120, env=None, what=None, ok=(0,)):
-    """Run args; fail the check on an exit status not in ok; the output."""
-    p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=scaled(timeout))
-    check(p.returncode in ok, "%s failed (%d): %s%s" % (what or " ".join(args), p.returncode,
+def sh(args, timeout=120, what=None):
+    """Run args; fail the check unless it exits 0; its output."""
+    p = subprocess.run(args, capture_output=True, text=True, timeout=scaled(timeout))
+    check(p.returncode == 0, "%s failed (%d): %s%s" % (what or " ".join(args), p.returncode,
                                                        p.stdout[-3000:], p.stderr[-3000:]))
     return p.stdout
 
@@ -124,7 +125,7 @@ def copy_tree(dest):
         return
     for rel in p.stdout.decode().split("\0"):
         src = os.path.join(SOURCE, rel)
-        if rel and os.path.lexists(src):       # a tracked file deleted in the work tree
+        if rel and os.path.lexists(src):       # not a tracked file deleted in the work tree
             os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
             shutil.copy2(src, os.path.join(dest, rel), follow_symlinks=False)
 
@@ -136,9 +137,9 @@ def build():
     copy_tree(tree)
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     env["DEB_BUILD_OPTIONS"] = "nocheck parallel=2"
-    p = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=tree, env=env,
-                       stdout=open(os.path.join(TMP, "build.log"), "w"),
-                       stderr=subprocess.STDOUT, timeout=scaled(900))
+    with open(os.path.join(TMP, "build.log"), "w") as log:
+        p = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=tree, env=env,
+                           stdout=log, stderr=subprocess.STDOUT, timeout=scaled(900))
     if p.returncode != 0:
         with open(os.path.join(TMP, "build.log")) as f:
             print(f.read()[-6000:], file=sys.stderr)
@@ -235,7 +236,7 @@ def test_install():
     timed("dpkg -i (four packages)", install)
     version = sh(["/usr/sbin/onced", "--version"]).split()[1]
     eq(version, state["version"].split("-")[0], "onced --version is the package's upstream version")
-    eq(sh(["once", "--version"]).split()[1], version, "the installed once runs")
+    eq(sh(["/usr/bin/once", "--version"]).split()[1], version, "the installed once runs")
     eq(sh(["pkg-config", "--modversion", "once"]).strip(), version, "once.pc")
     u = pwd.getpwnam(USER)
     check(u.pw_uid < 1000, "%s is a system user (uid %d)" % (USER, u.pw_uid))
@@ -367,7 +368,8 @@ def stop_onced():
 
 
 def client_send(url):
-    out = sh(["once", "--outbox", os.path.join(TMP, "outbox.db"), "--json", "send", "--agent", url,
+    outbox = os.path.join(TMP, "outbox.db")
+    out = sh(["/usr/bin/once", "--outbox", outbox, "--json", "send", "--agent", url,
               "--text", "hello from the package", "--wait"], what="once send")
     doc = json.loads(out)
     eq((doc.get("outcome"), doc.get("state")), ("ok", "TASK_STATE_COMPLETED"), "once send --wait")
@@ -420,10 +422,12 @@ def test_purge():
         check(status(pkg) in ("", "un", "pn"), "%s purged, not %r" % (pkg, status(pkg)))
     left = [f for f in state["files"] if os.path.lexists(f)]
     eq(left, [], "no file of the packages is left")
-    for path in ("/etc/once", STATE_DIR, "/etc/systemd/system/multi-user.target.wants/onced.service",
-                 "/var/lib/systemd/deb-systemd-helper-enabled/onced.service.dsh-also",
-                 "/var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/onced.service",
-                 "/var/lib/systemd/deb-systemd-helper-masked/onced.service"):
+    helper = "/var/lib/systemd/deb-systemd-helper-"
+    for path in ("/etc/once", STATE_DIR,
+                 "/etc/systemd/system/multi-user.target.wants/onced.service",
+                 helper + "enabled/onced.service.dsh-also",
+                 helper + "enabled/multi-user.target.wants/onced.service",
+                 helper + "masked/onced.service"):
         check(not os.path.lexists(path), "purged: " + path)
     eq(sorted(names_named_once() - state["names_before"]), [], "nothing named once is new")
     check(user_exists(USER), "the system user %s stays (Debian leaves system users)" % USER)
@@ -452,6 +456,11 @@ def main():
             sys.exit(77)
     if os.geteuid() != 0:
         # Installing packages and creating a user need root.
+        if shutil.which("sudo") is None or subprocess.run(["sudo", "-n", "true"],
+                                                          capture_output=True).returncode != 0:
+            print("FAIL: packaging/deb installs packages: run it as root or with "
+                  "passwordless sudo", file=sys.stderr)
+            sys.exit(1)
         os.execvp("sudo", ["sudo", "-n", "-E", sys.executable] + sys.argv)
     try:
         run([test_build, test_lintian, test_library_exports, test_install, test_unit_serves,
