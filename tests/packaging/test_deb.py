@@ -15,8 +15,9 @@ Checked:
     expanded as systemd does from the unit's Environment= defaults and the
     installed env file, run as the unit's User= under its UMask= (there is
     no systemd to run it here), serves: the installed `once` client's send
-    completes with the echoed text, a program built with `pkg-config once`
-    against libonce-dev and the installed libonce.so.0 gets its answer too,
+    completes with the echoed text, and programs built against libonce-dev
+    (`pkg-config once`, find_package(once)) running on the installed
+    libonce.so.0 get their answers too,
     and the registry the env file names is written in /var/lib/once;
   - `dpkg --purge` of the four leaves none of their files, no /etc/once,
     no /var/lib/once, no systemd enablement symlink or state, no new path
@@ -377,20 +378,44 @@ def client_send(url):
     eq(parts, ["hello from the package"], "the echo agent's answer")
 
 
-def library_send(url):
-    """A program built against the installed libonce-dev (pkg-config) that
-    runs on the installed libonce.so.0."""
+CMAKE_PROJECT = """cmake_minimum_required(VERSION 3.20)
+project(consumer C)
+find_package(once 0.1 REQUIRED CONFIG)
+add_executable(tiny_client tiny_client.c)
+target_link_libraries(tiny_client PRIVATE once::once)
+"""
+
+
+def tiny_client_pkg_config():
     exe = os.path.join(TMP, "tiny_client")
     flags = sh(["pkg-config", "--cflags", "--libs", "once"]).split()
     sh(["cc", "-std=c11", "-o", exe, os.path.join(SOURCE, "tests", "packaging", "tiny_client.c")] +
        flags, what="cc tiny_client (pkg-config once)")
-    linked = sh(["ldd", exe])
+    return exe
+
+
+def tiny_client_cmake():
+    src, out = os.path.join(TMP, "consumer"), os.path.join(TMP, "consumer-build")
+    os.makedirs(src)
+    shutil.copy(os.path.join(SOURCE, "tests", "packaging", "tiny_client.c"), src)
+    with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+        f.write(CMAKE_PROJECT)
+    sh(["cmake", "-S", src, "-B", out], what="cmake configure (find_package(once))")
+    sh(["cmake", "--build", out], what="cmake --build (once::once)")
+    return os.path.join(out, "tiny_client")
+
+
+def library_send(url):
+    """Programs built against the installed libonce-dev, with pkg-config and
+    with find_package(once), that run on the installed libonce.so.0."""
     libdir = "/usr/lib/" + sh(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"]).strip()
-    check(os.path.realpath(os.path.join(libdir, "libonce.so.0")) in
-          [os.path.realpath(w) for w in linked.split() if w.startswith("/")],
-          "tiny_client runs on the installed libonce.so.0: %s" % linked)
-    words = sh([exe, url, "hello"], what="tiny_client").split()
-    eq(words[:2], ["ok", "TASK_STATE_COMPLETED"], "tiny_client's task")
+    for exe in (tiny_client_pkg_config(), tiny_client_cmake()):
+        linked = sh(["ldd", exe])
+        check(os.path.realpath(os.path.join(libdir, "libonce.so.0")) in
+              [os.path.realpath(w) for w in linked.split() if w.startswith("/")],
+              "%s runs on the installed libonce.so.0: %s" % (exe, linked))
+        words = sh([exe, url, "hello"], what=exe).split()
+        eq(words[:2], ["ok", "TASK_STATE_COMPLETED"], exe + "'s task")
 
 
 def test_unit_serves():
