@@ -19,6 +19,8 @@ Checked:
     (`pkg-config once`, find_package(once)) running on the installed
     libonce.so.0 get their answers too,
     and the registry the env file names is written in /var/lib/once;
+  - `dpkg --remove onced` keeps /etc/once/onced.env and the registry, and
+    onced installs again over them;
   - `dpkg --purge` of the four leaves none of their files, no /etc/once,
     no /var/lib/once, no systemd enablement symlink or state, no new path
     named after once under /etc, /usr, /var or /lib; the system user
@@ -433,6 +435,23 @@ def test_unit_serves():
        "the registry is the user's, under UMask=0077")
 
 
+# --- remove, install again, purge ------------------------------------------
+
+def test_remove_keeps_data():
+    check(state["installed"], "the packages were installed")
+    registry = os.path.join(STATE_DIR, "registry.db")
+    dpkg(["--remove", "onced"], "dpkg --remove onced")
+    eq(status("onced"), "rc", "onced removed, its conffiles kept")
+    check(not os.path.exists("/usr/sbin/onced"), "remove takes the program")
+    check(os.path.exists("/etc/once/onced.env"), "remove keeps the settings")
+    check(os.path.exists(registry), "remove keeps the registry")
+    dpkg(["-i", state["debs"][PACKAGES.index("onced")]], "dpkg -i onced (again)")
+    eq(status("onced"), "ii", "onced installed again over its kept files")
+    st, uid = os.stat(STATE_DIR), pwd.getpwnam(USER).pw_uid
+    eq((st.st_uid, stat.S_IMODE(st.st_mode)), (uid, 0o700), STATE_DIR + " as it was")
+    eq(os.stat(registry).st_uid, uid, "the registry kept, still the user's")
+
+
 # --- purge -----------------------------------------------------------------
 
 def purge():
@@ -489,7 +508,7 @@ def main():
         os.execvp("sudo", ["sudo", "-n", "-E", sys.executable] + sys.argv)
     try:
         run([test_build, test_lintian, test_library_exports, test_install, test_unit_serves,
-             test_purge])
+             test_remove_keeps_data, test_purge])
     finally:
         cleanup()
 
