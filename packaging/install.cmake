@@ -59,6 +59,14 @@ install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
 # written then. An onced built without libsystemd (-DONCE_SYSTEMD=OFF)
 # never says READY=1: its unit is Type=exec (started once exec'd).
 # The sample settings go with the documentation.
+# -DONCE_SERVICE_USER=NAME: the unit runs as that existing system user (a
+# package creates it: debian/onced.postinst) instead of one systemd makes up
+# at each start (DynamicUser=), so the state directory has a known owner.
+set(ONCE_SERVICE_USER "" CACHE STRING "System user onced.service runs as (empty: DynamicUser=yes)")
+set(_once_unit_user "DynamicUser=yes")
+if(ONCE_SERVICE_USER)
+  set(_once_unit_user "User=${ONCE_SERVICE_USER}\\nGroup=${ONCE_SERVICE_USER}")
+endif()
 set(_once_unit_src ${CMAKE_SOURCE_DIR}/packaging/onced.service)
 install(CODE "
   set(_dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\")
@@ -66,6 +74,7 @@ install(CODE "
   string(REPLACE \"ExecStart=/usr/local/sbin/onced\"
          \"ExecStart=\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}/onced\"
          _unit \"\${_unit}\")
+  string(REPLACE \"DynamicUser=yes\" \"${_once_unit_user}\" _unit \"\${_unit}\")
   message(STATUS \"Installing: \${_dir}/onced.service\")
   file(MAKE_DIRECTORY \"\${_dir}\")
   file(WRITE \"\${_dir}/onced.service\" \"\${_unit}\")

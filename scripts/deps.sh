@@ -8,7 +8,9 @@
 #                           Redis, valgrind, clang, spin, wrk, strace, openssl, node,
 #                           the @a2a-js/sdk peer, dynalite, and Chromium with
 #                           puppeteer-core for the inspector's browser test,
-#                           and promtool from prometheus for the alert rules)
+#                           promtool from prometheus for the alert rules, and
+#                           dpkg-dev, debhelper and lintian for the Debian
+#                           packages' test, packaging/deb)
 #
 # Idempotent and quiet when everything is present. Run as root (or with sudo).
 set -euo pipefail
@@ -31,6 +33,7 @@ TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server
   valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm chromium
   prometheus protobuf-compiler python3-protobuf python3-grpcio python3-h2
+  dpkg-dev debhelper lintian
 )
 
 case "$profile" in

@@ -26,6 +26,17 @@ set_tests_properties(packaging/unit PROPERTIES TIMEOUT 120 LABELS packaging SKIP
 add_test(NAME packaging/env COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_env.py)
 set_tests_properties(packaging/env PROPERTIES TIMEOUT 60 LABELS packaging
                      ENVIRONMENT "${_once_pkg_env}")
+# The Debian packages (debian/): built from a copy of the tree, checked with
+# lintian, installed into this machine, onced started from the installed
+# unit, purged. It installs packages and creates a system user, so nothing
+# runs beside it (RUN_SERIAL); it builds the tree again (parallel=2), so its
+# bound is long. Not in the sanitizer builds: it uses no build directory,
+# and the normal build's run already covers it.
+if(NOT ONCE_ASAN AND NOT ONCE_TSAN)
+  add_test(NAME packaging/deb COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_deb.py)
+  set_tests_properties(packaging/deb PROPERTIES TIMEOUT 1200 LABELS packaging RUN_SERIAL TRUE
+                       SKIP_RETURN_CODE 77 ENVIRONMENT "${_once_pkg_env}")
+endif()
 # On the shared test servers (fixture "once_services", tests/storepg): a
 # store with connection pools, for the pool gauges the rules name.
 include(${CMAKE_SOURCE_DIR}/tests/storepg/services.cmake)
