@@ -256,10 +256,10 @@ static const opt rows[] = {
      "gRPC calls one HTTP/2 connection may have open at once; past it a new one gets "
      "REFUSED_STREAM",
      S_HTTP, set_count, F(grpc_streams), 4096, 0, 0},
-    {"--threads", 0, "N", "2", "HTTP (epoll) threads", NULL,
+    {"--threads", 0, "N", "2", "HTTP (epoll) threads, and as many for --grpc-listen", NULL,
      S_HTTP, set_count, F(threads), 4096, 0, 0},
     {"--workers", 0, "N", "64; with memory:, two per CPU",
-     "threads running A2A calls (both bindings); a blocking SendMessage waits without one",
+     "threads running A2A calls (every binding); a blocking SendMessage waits without one",
      NULL, S_HTTP, set_count, F(workers), 4096, 0, 0},
     {"--max-body", 0, "BYTES", "1MiB",
      "largest request body, e.g. 1MiB, 512k; larger bodies get HTTP 413", NULL,

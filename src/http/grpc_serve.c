@@ -527,6 +527,7 @@ int once__grpc_serve_start(const once__grpc_serve_config *cfg, once__grpc_serve 
                          .idle_timeout_ms = (int64_t)cfg->idle_timeout_s * 1000,
                          .max_message = cfg->max_message,
                          .max_streams = cfg->streams_per_conn,
+                         .threads = cfg->threads,
                          /* the hub waits past half its cap: "wait" from there */
                          .stream_buffer = cfg->stream_buffer / 2};
     int rc = once__h2_start(&h, &s->handler, &s->h2, err, errlen);

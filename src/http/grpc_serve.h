@@ -33,6 +33,7 @@ typedef struct once__grpc_serve_config {
     once_http_limits limits;     /* connections, per address, request timeout */
     unsigned idle_timeout_s;
     unsigned streams_per_conn;   /* SETTINGS_MAX_CONCURRENT_STREAMS; 0 = 100 */
+    unsigned threads;            /* loop threads (HTTP's --threads); 0 = 1 */
 } once__grpc_serve_config;
 
 typedef struct once__grpc_serve once__grpc_serve;
