@@ -43,7 +43,6 @@
 #include "store/sqlite_fault.h"
 #include "store/sqlite_int.h"
 #include "store/slots.h"
-#include "store/store_async.h"
 #include "store/store_int.h"
 #include "store/url_param.h"
 
@@ -320,7 +319,7 @@ static void async_landed(sq_op *op)
     done(arg, rc);
 }
 
-int once__sqlite_create_start(once_store *s, const once_record *rec, const once_event *ev,
+static int sq_create_start(once_store *s, const once_record *rec, const once_event *ev,
                               size_t nev, void (*done)(void *arg, int rc), void *arg)
 {
     sq_async *a = once_calloc(1, sizeof *a);
@@ -434,11 +433,9 @@ int once__sqlite_synchronous(once_store *s, int *out)
     return rc;
 }
 
-int once_store_synchronous(once_store *s, int *level)
+/* The synchronous slot: the writer connection's PRAGMA, as a level. */
+static int sq_synchronous(once_store *s, int *level)
 {
-    *level = ONCE_SYNC_DEFAULT;
-    if (!s || s->m != &once__store_sqlite)
-        return ONCE_EUNSUPPORTED;
     int pragma = -1;
     int rc = once__sqlite_synchronous(s, &pragma);
     if (rc != ONCE_OK)
@@ -452,25 +449,22 @@ int once_store_synchronous(once_store *s, int *level)
     return ONCE_ESTORE;
 }
 
-const once_store_methods once__store_sqlite = {
-    ONCE__STORE_HEAD(sq, "sqlite",
-                     ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
-                         ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS),
-    .create = sq_create,
-    .load = sq_load,
-    .update = sq_update,
-    .events = sq_events,
-    .expired_leases = sq_expired_leases,
-    .sweep = sq_sweep,
-    .purge = sq_purge,
-    .list = sq_list,
-    .meta = sq_meta,
-    .check = sq_check,
-    .renew = once__sq_renew,
-    .push_claim = sq_push_claim,
-    .push_ack = sq_push_ack,
-    .push_rows = sq_push_rows,
-    .generations = sq_generations,
-    .replica_beat = once__sq_replica_beat,
-    .replicas = once__sq_replicas,
-};
+/* The slots named otherwise, and those SQLite has not (slots.h). */
+#define sq_close sq_release
+#define sq_renew once__sq_renew
+#define sq_replica_beat once__sq_replica_beat
+#define sq_replicas once__sq_replicas
+#define sq_feed_open NULL
+#define sq_feed_next NULL
+#define sq_feed_close NULL
+#define sq_budget NULL
+
+/* LOCAL: reads run on this process's connections; CREATE_START: creates
+ * go through the group commit (sqlite_commit.c) like every write, so one
+ * may be queued without waiting; START_PUSH: a create's delivery rows are
+ * written by the same op, in its group's transaction. */
+const once_store_methods once__store_sqlite =
+    ONCE__STORE_TABLE(sq, "sqlite",
+                      ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
+                          ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS | ONCE_STORE_CREATE_START |
+                          ONCE_STORE_START_PUSH | ONCE_STORE_LOCAL | ONCE_STORE_SYNCHRONOUS);
