@@ -2,8 +2,9 @@
  * optional_cases.h -- the cases of the store conformance suite for the
  * optional slots that are not a table of rows of their own (included by
  * conformance.c, which provides fx, EXPECT_RC, T0, put, put_finished):
- * create_start (ONCE_STORE_CREATE_START, ONCE_STORE_START_PUSH), budget
- * (ONCE_STORE_BUDGET) and synchronous (ONCE_STORE_SYNCHRONOUS). Each case
+ * the change feed (ONCE_STORE_FEED), create_start (ONCE_STORE_CREATE_START,
+ * ONCE_STORE_START_PUSH), budget (ONCE_STORE_BUDGET) and synchronous
+ * (ONCE_STORE_SYNCHRONOUS). Each case
  * runs on every backend: one with the bit is held to the slot's contract
  * in store.h; one without it must answer ONCE_EUNSUPPORTED from the
  * dispatch helper, touch nothing, and leave the caller its fallback (the
@@ -215,6 +216,69 @@ static void create_start_many(void **state)
     }
 }
 
+/* CAS (p, id) one version on, with one event. */
+static void bump(fx *f, const char *id)
+{
+    once_record r;
+    st_events e;
+
+    get(f, "p", id, &r);
+    r.version++;
+    r.generation++;
+    st_mkev(&e, r.generation, 1, id);
+    EXPECT_RC(f, once_store_update(f->s, &r, r.version - 1, e.ev, 1), ONCE_OK);
+    once_record_clear(&r);
+}
+
+/* Wait (bounded) until the feed tells of id; other keys may come too (a
+ * key may come twice, or without its generation moving). */
+static void feed_wait_for(fx *f, once_store_feed *fd, const char *id)
+{
+    int64_t until = once_monotonic_ms() + tt_ms(10000);
+    for (;;) {
+        once_key_list l;
+        int lost = 0, seen = 0;
+        EXPECT_RC(f, once_store_feed_next(fd, 100, &l, &lost), ONCE_OK);
+        for (size_t i = 0; i < l.n; i++)
+            seen |= strcmp(l.v[i].principal, "p") == 0 && strcmp(l.v[i].task_id, id) == 0;
+        once_key_list_clear(&l);
+        if (seen)
+            return;
+        if (once_monotonic_ms() > until)
+            fail_msg("the feed told nothing of %s", id);
+    }
+}
+
+/* The change feed tells of every update with events; its first answer
+ * says lost. Without the bit there is no feed: followers poll. */
+static void feed_tells_updates(void **state)
+{
+    fx *f = *state;
+    once_store_feed *fd = (once_store_feed *)f;
+    once_key_list l;
+    int lost = 0;
+
+    if (!(once_store_caps(f->s) & ONCE_STORE_FEED)) {
+        EXPECT_RC(f, once_store_feed_open(f->s, &fd), ONCE_EUNSUPPORTED);
+        assert_null(fd);
+        return;
+    }
+    EXPECT_RC(f, once_store_feed_open(f->s, &fd), ONCE_OK);
+    assert_ptr_equal(fd->store, f->s);
+    EXPECT_RC(f, once_store_feed_next(fd, 0, &l, &lost), ONCE_OK);
+    assert_int_equal(lost, 1);   /* the first answer: look at everything once */
+    once_key_list_clear(&l);
+    put(f, "p", "f1", ONCE_STATE_WORKING, T0, NULL, 1);
+    put(f, "p", "f2", ONCE_STATE_WORKING, T0, NULL, 1);
+    bump(f, "f2");
+    feed_wait_for(f, fd, "f2");
+    bump(f, "f1");
+    feed_wait_for(f, fd, "f1");
+    assert_int_equal(once_store_feed_next(fd, -1, &l, &lost), ONCE_EINVAL);
+    once_store_feed_close(fd);
+    once_store_feed_close(NULL);
+}
+
 /* The budget slot tells what the store holds; a taking read counts early
  * expiries as told. */
 static void budget_reports(void **state)
@@ -279,7 +343,8 @@ static void caps_match_table(void **state)
 }
 
 #define OPTIONAL_CASES                                                                             \
-    cmocka_unit_test_setup_teardown(create_start_lands, setup, teardown),                          \
+    cmocka_unit_test_setup_teardown(feed_tells_updates, setup, teardown),                          \
+        cmocka_unit_test_setup_teardown(create_start_lands, setup, teardown),                      \
         cmocka_unit_test_setup_teardown(create_start_push, setup, teardown),                       \
         cmocka_unit_test_setup_teardown(create_start_many, setup, teardown),                       \
         cmocka_unit_test_setup_teardown(budget_reports, setup, teardown),                          \
