@@ -189,7 +189,7 @@ typedef struct once_check_report {
  * refuses the table otherwise); without the bit its slots may be NULL and
  * are never called. */
 #define ONCE_STORE_SHARED  0x1u  /* several processes/hosts may share the data:
-                                  * without, one process may open it */
+                                  * without, the data is one process's */
 #define ONCE_STORE_DURABLE 0x2u  /* an acknowledged write survives a crash */
 #define ONCE_STORE_PUSH    0x4u  /* push_* slots: push configs are refused */
 #define ONCE_STORE_FEED    0x8u  /* feed_* slots: followers poll the store */
@@ -640,7 +640,8 @@ typedef struct once_store_methods {
      * ev[0..nev) and return ONCE_OK, after which done(arg, rc) is called
      * exactly once with the create's answer (ONCE_OK, ONCE_EEXISTS,
      * ONCE_ETOMBSTONE, ONCE_ESTORE, ...), on the thread that commits it,
-     * never the caller's (which may be one that must not wait); rec and
+     * never inside this call (the caller may be a thread that must not
+     * wait for a commit); rec and
      * ev stay valid and unchanged until then. A backend may also answer
      * ONCE_ECONFLICT through done for a create its group did not write
      * (nothing stored; the engine decides again from what is stored). Any
@@ -739,10 +740,10 @@ ONCE_API int once_store_generations(once_store *s, const once_key *keys, size_t 
 ONCE_API int once_store_replica_beat(once_store *s, const once_replica *r);
 ONCE_API int once_store_replicas(once_store *s, once_replica_list *out);
 
-/* The create_start slot, after the checks of once_store_create;
- * ONCE_EUNSUPPORTED (nothing queued, done never called) when the handle
- * lacks ONCE_STORE_CREATE_START, or rec has push_json and it lacks
- * ONCE_STORE_START_PUSH: the caller then runs once_store_create. */
+/* The create_start slot, after the checks of once_store_create (done must
+ * not be NULL); ONCE_EUNSUPPORTED (nothing queued, done never called) when
+ * the handle lacks ONCE_STORE_CREATE_START, or rec has push_json and it
+ * lacks ONCE_STORE_START_PUSH: the caller then runs once_store_create. */
 ONCE_API int once_store_create_start(once_store *s, const once_record *rec, const once_event *ev,
                                      size_t nev, void (*done)(void *arg, int rc), void *arg);
 /* 1 if s would take once_store_create_start of rec (rec NULL: of a record

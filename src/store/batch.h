@@ -143,8 +143,8 @@ int once__batch_submit(once__batch *b, once__batch_op *op);
 /* Queue op (op->arg and op->landed set by the caller) and return at once:
  * ONCE_OK, and op->landed(op) is called exactly once with op->rc final, on
  * the thread that ran its batch (a driver, or a waiting submitter that
- * led), never this one; or ONCE_ENOMEM (no driver could be started) and
- * nothing was queued. landed must not wait for the store: the thread that
+ * led, perhaps this thread in a later submit), never inside this call;
+ * or ONCE_ENOMEM (no driver could be started) and nothing was queued. landed must not wait for the store: the thread that
  * calls it may be the one the next batch waits for. */
 int once__batch_submit_async(once__batch *b, once__batch_op *op);
 
