@@ -16,6 +16,29 @@
  * atomically, and reports conflicts. Every slot is safe to call from many
  * threads on one handle at once; backends flagged ONCE_STORE_SHARED are also
  * correct when several processes (or machines) share the same data.
+ *
+ * Writing a backend: this file is the whole contract.
+ *   1. A handle struct whose first member is `once_store` (below).
+ *   2. One `once_store_methods` table: version ONCE_STORE_METHODS_VERSION,
+ *      its URL scheme, its capability bits (caps), and the slots. The
+ *      slots from open to renew are required; every other slot belongs to
+ *      one capability bit and is filled exactly when caps has that bit
+ *      (NULL otherwise: the engine then takes the fallback the bit's
+ *      comment names, and never calls it). The engine decides what to do
+ *      from the bits alone (once_store_caps), never from which backend it
+ *      is.
+ *   3. Its open may clear, for one handle, a bit its URL turns off
+ *      (once_store.caps_off).
+ *   4. The once_store_* helpers at the end of this file check arguments
+ *      and zero outputs before a slot runs, so slots take them as valid.
+ * A backend built outside libonce opens through once_store_open_methods,
+ * which refuses a table of another version or one whose bits name a NULL
+ * slot. Inside libonce a backend is one more row of store.c's scheme
+ * table and spells its table with ONCE__STORE_TABLE (src/store/slots.h),
+ * which makes it name every slot; the store conformance suite
+ * (tests/store/conformance.c URL) then runs every case against it,
+ * including each optional slot its bits claim and the fallback of each
+ * one they do not.
  */
 #ifndef ONCE_STORE_H
 #define ONCE_STORE_H
@@ -159,13 +182,31 @@ typedef struct once_check_report {
     size_t bad_push;         /* delivery rows and push_json disagree (ONCE_STORE_PUSH) */
 } once_check_report;
 
-/* Capability bits. */
-#define ONCE_STORE_SHARED  0x1u  /* several processes/hosts may share the data */
+/* Capability bits (once_store_methods.caps). Each bit either promises a
+ * property or names the optional slots the backend fills; after the
+ * colon, what the engine does on a backend without it (the fallback).
+ * A bit that names slots needs all of them (once_store_open_methods
+ * refuses the table otherwise); without the bit its slots may be NULL and
+ * are never called. */
+#define ONCE_STORE_SHARED  0x1u  /* several processes/hosts may share the data:
+                                  * without, the data is one process's */
 #define ONCE_STORE_DURABLE 0x2u  /* an acknowledged write survives a crash */
-#define ONCE_STORE_PUSH    0x4u  /* keeps push delivery rows (the push_* slots) */
-#define ONCE_STORE_FEED    0x8u  /* tells of every writer's updates (the feed_* slots) */
-#define ONCE_STORE_GENERATIONS 0x10u /* reads many keys' generations at once (generations) */
-#define ONCE_STORE_REPLICAS 0x20u /* keeps replica heartbeat rows (the replica_* slots) */
+#define ONCE_STORE_PUSH    0x4u  /* push_* slots: push configs are refused */
+#define ONCE_STORE_FEED    0x8u  /* feed_* slots: followers poll the store */
+#define ONCE_STORE_GENERATIONS 0x10u /* generations slot: followers poll one
+                                      * task at a time */
+#define ONCE_STORE_REPLICAS 0x20u /* replica_* slots: no cluster view */
+#define ONCE_STORE_CREATE_START 0x40u /* create_start slot: a new task's create
+                                       * waits on the caller's thread */
+#define ONCE_STORE_START_PUSH 0x80u /* create_start takes records with
+                                     * push_json: those wait as above */
+#define ONCE_STORE_LOCAL   0x100u /* reads make no network round trip (no slot):
+                                   * sends never run on a thread that must
+                                   * not wait (engine.h once__engine_holds) */
+#define ONCE_STORE_BUDGET  0x200u /* budget slot: no early-expiry counts, the
+                                   * sweep keeps its interval */
+#define ONCE_STORE_SYNCHRONOUS 0x400u /* synchronous slot: no durability
+                                       * level to report */
 
 /* The most keys one generations call takes (DynamoDB's BatchGetItem). */
 #define ONCE_STORE_GENERATIONS_MAX 100
@@ -214,8 +255,9 @@ struct once_store;
 ONCE_API const char *once_sync_name(int level);
 /* The level an open store commits at, read back from the store itself
  * (SQLite: its writer connection's PRAGMA synchronous): ONCE_SYNC_OFF,
- * NORMAL or FULL in *level. ONCE_EUNSUPPORTED for backends without the
- * choice; ONCE_ESTORE if it cannot be read. */
+ * NORMAL or FULL in *level (the synchronous slot). ONCE_EUNSUPPORTED for
+ * backends without ONCE_STORE_SYNCHRONOUS; ONCE_ESTORE if it cannot be
+ * read. */
 ONCE_API int once_store_synchronous(struct once_store *s, int *level);
 
 /*
@@ -324,6 +366,22 @@ typedef struct once_replica_list {
 } once_replica_list;
 ONCE_API void once_replica_list_clear(once_replica_list *l);
 
+/*
+ * A memory budget (ONCE_STORE_BUDGET): what a store that holds its data in
+ * the process's memory (memory:?max=SIZE) reports to the engine, which
+ * counts and logs the finished tasks the budget expired before their
+ * retention ran out and shortens its sweep interval while there is a
+ * budget (engine/sweep.c).
+ */
+typedef struct once_budget {
+    size_t max_bytes;         /* the budget; 0: none */
+    size_t bytes, tomb_bytes; /* held now: in all, by tombstones */
+    uint64_t early;           /* finished tasks expired early, in all */
+    uint64_t early_new;       /* of them, not yet told to a taking read */
+    int64_t early_last;       /* finished_at of the newest one expired early */
+    size_t live, tombs;       /* tasks held (running or finished), tombstones held */
+} once_budget;
+
 typedef struct once_store once_store;
 
 /* The layout and meaning of once_store_methods. once_store_open_methods
@@ -331,7 +389,7 @@ typedef struct once_store once_store;
  * built against another store.h may take other arguments or promise other
  * things than this libonce calls its slots for. Bumped whenever a slot's
  * arguments or contract change. */
-#define ONCE_STORE_METHODS_VERSION 3
+#define ONCE_STORE_METHODS_VERSION 4
 
 /* A backend's change feed (the feed_* slots): its own struct, whose first
  * member is this base (set by once_store_feed_open). */
@@ -570,12 +628,56 @@ typedef struct once_store_methods {
     /* Every replica row, by id ascending (byte order). Only the common
      * codes. */
     int (*replicas)(once_store *s, once_replica_list *out);
+
+    /* ---- a create that does not wait; NULL unless caps has
+     *      ONCE_STORE_CREATE_START ----
+     *
+     * With a backend that commits in groups, a caller that waits for its
+     * group's commit is a thread put to sleep and woken again per write;
+     * the engine instead leaves a new task's one create here and answers
+     * from done (engine/held.c). The create slot's contract, without the
+     * winner and tombstone outputs: queue the create of rec and
+     * ev[0..nev) and return ONCE_OK, after which done(arg, rc) is called
+     * exactly once with the create's answer (ONCE_OK, ONCE_EEXISTS,
+     * ONCE_ETOMBSTONE, ONCE_ESTORE, ...), on the thread that commits it,
+     * never inside this call (the caller may be a thread that must not
+     * wait for a commit); rec and
+     * ev stay valid and unchanged until then. A backend may also answer
+     * ONCE_ECONFLICT through done for a create its group did not write
+     * (nothing stored; the engine decides again from what is stored). Any
+     * other return: nothing was queued and done is never called. Without
+     * ONCE_STORE_START_PUSH, a record with push_json is never handed in
+     * (its delivery rows need a write of their own). done must not block
+     * on the store: it may run on the thread that commits every write. */
+    int (*create_start)(once_store *s, const once_record *rec, const once_event *ev,
+                        size_t nev, void (*done)(void *arg, int rc), void *arg);
+
+    /* ---- a memory budget; NULL unless caps has ONCE_STORE_BUDGET ----
+     *
+     * Fill *out (see once_budget). take = 1: early_new is then counted as
+     * told, so the next taking read reports only what came after (one
+     * reader takes: the engine's sweep); take = 0 leaves it (stats,
+     * tests). Never fails: ONCE_OK. */
+    int (*budget)(once_store *s, once_budget *out, int take);
+
+    /* ---- commit durability; NULL unless caps has
+     *      ONCE_STORE_SYNCHRONOUS ----
+     *
+     * The ONCE_SYNC_* level the store commits at, read back from the store
+     * itself (not from the URL it was opened with). ONCE_ESTORE if it
+     * cannot be read or reads as a level once never sets. */
+    int (*synchronous)(once_store *s, int *level);
 } once_store_methods;
 
 /* The base every backend struct starts with. `m` is set by open; errmsg is a
- * per-handle detail message for humans (last failure, best effort). */
+ * per-handle detail message for humans (last failure, best effort).
+ * caps_off: bits of m->caps this handle does not offer, set by the open
+ * slot when its URL turned a capability off (PostgreSQL and Redis with
+ * batch=0 start no create: ONCE_STORE_CREATE_START); once_store_caps
+ * answers m->caps without them. */
 struct once_store {
     const once_store_methods *m;
+    unsigned caps_off;
     char errmsg[256];
 };
 
@@ -595,6 +697,7 @@ ONCE_API int once_store_open_methods(const once_store_methods *m, const char *ur
 /* The close slot's answer (see close above); NULL is a no-op (ONCE_OK). */
 ONCE_API int once_store_close(once_store *s);
 ONCE_API const char *once_store_errmsg(const once_store *s);
+/* The capability bits of this handle: the table's, less caps_off. */
 ONCE_API unsigned once_store_caps(const once_store *s);
 
 /* Dispatch helpers: s->m->slot(s, ...). */
@@ -636,6 +739,19 @@ ONCE_API int once_store_generations(once_store *s, const once_key *keys, size_t 
  * ONCE_STORE_REPLICAS. */
 ONCE_API int once_store_replica_beat(once_store *s, const once_replica *r);
 ONCE_API int once_store_replicas(once_store *s, once_replica_list *out);
+
+/* The create_start slot, after the checks of once_store_create (done must
+ * not be NULL); ONCE_EUNSUPPORTED (nothing queued, done never called) when
+ * the handle lacks ONCE_STORE_CREATE_START, or rec has push_json and it
+ * lacks ONCE_STORE_START_PUSH: the caller then runs once_store_create. */
+ONCE_API int once_store_create_start(once_store *s, const once_record *rec, const once_event *ev,
+                                     size_t nev, void (*done)(void *arg, int rc), void *arg);
+/* 1 if s would take once_store_create_start of rec (rec NULL: of a record
+ * without push_json), else 0. */
+ONCE_API int once_store_can_start(const once_store *s, const once_record *rec);
+/* The budget slot; *out zeroed and ONCE_EUNSUPPORTED without
+ * ONCE_STORE_BUDGET. */
+ONCE_API int once_store_budget(once_store *s, once_budget *out, int take);
 
 #ifdef __cplusplus
 }

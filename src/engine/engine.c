@@ -15,7 +15,6 @@
 #include "core/str.h"
 #include "core/errbuf.h"
 #include "engine/engine_int.h"
-#include "store/mem.h"
 
 #define DEFAULT_LEASE_MS 15000
 #define DEFAULT_RETENTION_MS (72LL * 3600 * 1000)
@@ -323,7 +322,7 @@ int64_t once__engine_tombstone_ms(const once__engine *e)
 
 void once__engine_get_stats(once__engine *e, once__engine_stats *out)
 {
-    once__mem_budget b;
+    once_budget b;
     int mem = once__budget_count(e, &b);   /* early_expired up to date first */
     const uint64_t *src = (const uint64_t *)&e->stats;
     uint64_t *dst = (uint64_t *)out;

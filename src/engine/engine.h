@@ -247,7 +247,7 @@ typedef struct once_send_res {
 void once__engine_held_start(once__held *h, void (*landed)(void *arg, int rc), void *arg);
 /* 1 if a send may run on a thread that must not wait for I/O
  * (req->inline_only): the store starts writes without waiting
- * (store/store_async.h) and is read without a round trip. Sends with
+ * (ONCE_STORE_CREATE_START) and is read without a round trip (LOCAL). Sends with
  * req->hold get held writes on any store that starts writes. */
 int once__engine_holds(const once__engine *e);
 /* Free a held write without writing it (its answer is not sent). NULL ok. */

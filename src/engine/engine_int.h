@@ -448,7 +448,7 @@ int once__dispatch_here(once__engine *e, const once_record *rec, json_t *task, o
 int once__dispatch_born(once__engine *e, const once_record *rec, json_t *task,
                         const once_event *ev, const json_t *msg, once_record *out, int *rc,
                         once__held **held, int held_only);
-/* held.c: 1 if the store can start a held write (store/store_async.h);
+/* held.c: 1 if the store can start a held write (once_store_can_start);
  * _rec: a held write of rec. */
 int once__held_can(const once__engine *e);
 int once__held_can_rec(const once__engine *e, const once_record *rec);
@@ -520,11 +520,10 @@ void once__log_push_failure(const char *task_id, const char *config_id, int64_t 
 /* --- sweep.c --------------------------------------------------------------- */
 
 int once__sweeper_start(once__engine *e);
-/* The tasks a memory: store expired early since the last call, added to
- * e's early_expired; 1 with *b filled if e's store is a memory: store,
- * else 0 (sweep.c). */
-struct once__mem_budget;
-int once__budget_count(once__engine *e, struct once__mem_budget *b);
+/* The tasks a store with a memory budget expired early since the last
+ * call, added to e's early_expired; 1 with *b filled if e's store has
+ * ONCE_STORE_BUDGET, else 0 (sweep.c). */
+int once__budget_count(once__engine *e, once_budget *b);
 
 /* --- send.c ---------------------------------------------------------------- */
 

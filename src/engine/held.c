@@ -6,7 +6,7 @@
  * (SQLite), the thread that waits for its group's commit sleeps and is
  * woken again for every task: on two CPUs that wake-up, not the work, is
  * what a task costs most. When the caller asked for it (req->hold) and the
- * store can start a create without waiting (store/store_async.h), the turn
+ * store can start a create without waiting (ONCE_STORE_CREATE_START), the turn
  * does not write: it leaves the record and its events here, the answer is
  * built from them, and the caller starts the write with a callback that
  * sends the answer. Whoever commits the write's group runs the callback.
@@ -25,7 +25,6 @@
 
 #include "core/metrics.h"
 #include "engine/engine_int.h"
-#include "store/store_async.h"
 
 struct once__held {
     once__engine *e;
@@ -52,12 +51,12 @@ static void held_free(once__held *h)
 
 int once__held_can(const once__engine *e)
 {
-    return once__store_async(e->store);
+    return once_store_can_start(e->store, NULL);
 }
 
 int once__held_can_rec(const once__engine *e, const once_record *rec)
 {
-    return once__store_async_rec(e->store, rec);
+    return once_store_can_start(e->store, rec);
 }
 
 int once__engine_holds(const once__engine *e)
@@ -66,7 +65,7 @@ int once__engine_holds(const once__engine *e)
      * a store read without a round trip: the send's dedup read is made on
      * the caller's thread too. */
     const unsigned born = ONCE_EXECUTOR_BATCH | ONCE_EXECUTOR_INLINE;
-    return once__held_can(e) && once__store_local(e->store) && (e->ex->flags & born) == born &&
+    return once__held_can(e) && (once_store_caps(e->store) & ONCE_STORE_LOCAL) && (e->ex->flags & born) == born &&
            e->ex->quick != NULL;
 }
 
@@ -130,7 +129,7 @@ void once__engine_held_start(once__held *h, void (*landed)(void *arg, int rc), v
     h->landed = landed;
     h->arg = arg;
     h->t0 = once__metrics_start();
-    int rc = once__store_create_start(h->e->store, &h->rec, h->ev, h->nev, held_done, h);
+    int rc = once_store_create_start(h->e->store, &h->rec, h->ev, h->nev, held_done, h);
     if (rc != ONCE_OK)
         held_done(h, rc);   /* not queued (no memory): nothing stored, say so */
 }

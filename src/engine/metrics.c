@@ -15,7 +15,6 @@
 #include "core/metrics.h"
 #include "engine/engine_int.h"
 #include "engine/push.h"
-#include "store/mem.h"
 #include "store/pool_stats.h"
 
 #define PROCESS_LOCAL " Process-local: starts at 0 when the process starts."
@@ -267,7 +266,7 @@ void once__engine_metrics(once__engine *e, once__mtext *t)
            "went to another replica." PROCESS_LOCAL,
            turns_finished, NROWS(turns_finished), &s);
     singles(t, engine_rest, NROWS(engine_rest), &s);
-    if (once__mem_store(e->store))
+    if (once_store_caps(e->store) & ONCE_STORE_BUDGET)
         singles(t, memory_store, NROWS(memory_store), &s);
     pools(e, t);
 

@@ -33,7 +33,6 @@
 #include "core/log.h"
 #include "core/str.h"
 #include "engine/engine_int.h"
-#include "store/mem.h"
 
 #define TAKEOVER_BATCH 64
 /* One pass sweeps (and purges) at most RETENTION_BATCH * RETENTION_ROUNDS
@@ -188,9 +187,9 @@ static int retention_rounds(once__engine *e, int tombstones, int64_t now, size_t
  * process (one log for the process). */
 static uint64_t unlogged;
 
-int once__budget_count(once__engine *e, once__mem_budget *b)
+int once__budget_count(once__engine *e, once_budget *b)
 {
-    if (!once__mem_budget_take(e->store, b))
+    if (once_store_budget(e->store, b, 1) != ONCE_OK)
         return 0;
     if (b->early_new) {
         __atomic_fetch_add(&e->stats.early_expired, b->early_new, __ATOMIC_RELAXED);
@@ -208,7 +207,7 @@ static size_t budget_note(once__engine *e, int64_t now)
 {
     static int64_t logged_at;   /* any engine's last line */
     static uint64_t early_seen; /* b.early at the last call: what trim was told */
-    once__mem_budget b;
+    once_budget b;
 
     if (!once__budget_count(e, &b))
         return 0;
@@ -262,7 +261,8 @@ static void *sweeper_main(void *arg)
 {
     once__engine *e = arg;
     int64_t pause = e->cfg.sweep_interval_ms;
-    if (once__mem_max_bytes(e->store) && pause > BUDGET_SWEEP_MS)
+    once_budget b;
+    if (once_store_budget(e->store, &b, 0) == ONCE_OK && b.max_bytes && pause > BUDGET_SWEEP_MS)
         pause = BUDGET_SWEEP_MS;
     while (!once__engine_pause(e, pause))
         (void)once__engine_sweep_once(e);

@@ -4,7 +4,7 @@
  * into it, start it, and on any failure release what was made and leave a
  * message in errbuf. What differs between backends stays in their hooks
  * (once__backend, store_int.h); the methods table itself is spelled once,
- * by ONCE__STORE_BACKEND (slots.h).
+ * by ONCE__STORE_TABLE (slots.h).
  *
  * Invariant: release is the only way a handle goes, whether open failed
  * half way or close was called; so a backend frees in one place and every

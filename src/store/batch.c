@@ -1,37 +1,65 @@
 /*
- * batch.c -- see batch.h. Leaders are bounded so that a burst of writers
- * does not take every pooled connection at once; while max_leaders batches
- * are in flight, newcomers queue and the next leader takes them all, which
- * is where the sharing comes from.
+ * batch.c -- see batch.h.
  *
- * Who leads next: when a batch ends, the op at the head of the queue gets
- * the lead if a waiting writer submitted it (its cv is signalled), a driver
- * if it is asynchronous (dcv). A leader of either kind takes whatever is
- * queued, both kinds mixed. A driver that finishes a batch looks at the
- * queue again before it sleeps, and at least one driver exists once an
- * asynchronous op was queued, so an asynchronous head is never left with
- * nobody to lead it: every batch's end signals or is followed by a driver's
- * look. Under a steady load of asynchronous ops the drivers commit batch
- * after batch with no hand-off per write; a second driver starts when one
- * is busy and a leader's place is free, up to max_leaders.
+ * Invariants, all under mu:
+ *   - an op in the queue is claimed by nobody: any leader may take it.
+ *     The op a leader hands its lead to is unlinked first, so it is in no
+ *     batch but the one it then leads;
+ *   - leaders < max_leaders only while the queue is empty or a new leader
+ *     is about to take it: a leader drops its lead (leaders--) only when it
+ *     finds the queue empty after its batch, and hands it on otherwise;
+ *   - a lead handed to the drivers (drive) is taken by one of them: at
+ *     least one driver exists once an asynchronous op was queued, and a
+ *     driver looks at drive before it sleeps.
+ * A waiting op may be touched past the lock only until it is posted (its
+ * submitter may return at once); an asynchronous one only until landed.
  */
 #include "store/batch.h"
 
+#include <errno.h>
+
 #include "once/store.h"
 
-void once__batch_init(once__batch *b, once__pool *pool, once__pool_fn run, int max_leaders,
-                      size_t max_ops)
+static void batch_setup(once__batch *b, int max_leaders, size_t max_ops)
 {
-    b->pool = pool;
-    b->run = run;
     b->max_leaders = max_leaders > 0 ? max_leaders : 1;
     b->max_ops = max_ops < 1 ? 1 : max_ops > ONCE__BATCH_MAX ? ONCE__BATCH_MAX : max_ops;
     b->head = NULL;
     b->tail = &b->head;
     b->leaders = 0;
-    b->ndrivers = b->idle = b->stopping = 0;
+    b->ndrivers = b->idle = b->drive = b->stopping = 0;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->dcv, NULL);
+}
+
+/* The pooled run: one batch on one connection, not retried (the backend's
+ * fn decides what may be sent again). */
+static void pooled_run(void *owner, once__batch_op **ops, size_t n)
+{
+    once__batch *b = owner;
+    once__batch_slice slice = {ops, n};
+    int rc = once__pool_run(b->pool, 1, b->pool_fn, &slice);
+
+    if (rc != ONCE_OK)
+        once__batch_set_all(ops, n, rc);
+}
+
+void once__batch_init_run(once__batch *b, once__batch_run_fn run, void *owner, int max_leaders,
+                          size_t max_ops)
+{
+    b->run = run;
+    b->owner = owner;
+    b->pool = NULL;
+    b->pool_fn = NULL;
+    batch_setup(b, max_leaders, max_ops);
+}
+
+void once__batch_init(once__batch *b, once__pool *pool, once__pool_fn run, int max_leaders,
+                      size_t max_ops)
+{
+    once__batch_init_run(b, pooled_run, b, max_leaders, max_ops);
+    b->pool = pool;
+    b->pool_fn = run;
 }
 
 void once__batch_destroy(once__batch *b)
@@ -54,7 +82,7 @@ void once__batch_conns_init(once__pool *pool, once__pool *bpool, once__batch *b,
                     cfg->backoff_min_ms, cfg->backoff_max_ms);
     once__pool_init(bpool, cfg->ops, cfg->owner, cfg->base, (size_t)cfg->leaders, cfg->wait_ms,
                     cfg->backoff_min_ms, cfg->backoff_max_ms);
-    once__batch_init(b, bpool, cfg->run, cfg->leaders, ONCE__BATCH_MAX);
+    once__batch_init(b, bpool, cfg->run, cfg->leaders, ONCE__BATCH_NET);
 }
 
 void once__batch_conns_destroy(once__pool *pool, once__pool *bpool, once__batch *b)
@@ -85,16 +113,22 @@ int once__batch_conns_start(once__pool *pool, once__pool *bpool, once__batch *b,
     return ONCE_OK;
 }
 
-/* Under mu: unlink up to max_ops operations from the head into ops[]. */
-static size_t take(once__batch *b, once__batch_op **ops)
+static void enqueue(once__batch *b, once__batch_op *op)
+{
+    op->next = NULL;
+    *b->tail = op;
+    b->tail = &op->next;
+}
+
+/* Under mu: unlink up to max queued ops from the head into ops[]. */
+static size_t take(once__batch *b, once__batch_op **ops, size_t max)
 {
     size_t n = 0;
 
-    while (b->head && n < b->max_ops) {
+    while (b->head && n < max) {
         once__batch_op *op = b->head;
         b->head = op->next;
         op->next = NULL;
-        op->taken = 1;
         ops[n++] = op;
     }
     if (!b->head)
@@ -102,81 +136,100 @@ static size_t take(once__batch *b, once__batch_op **ops)
     return n;
 }
 
-/* One batch on one connection, not retried: the run callback decides what
- * may be sent again. Without a connection every op gets the pool's error. */
-static void run(once__batch *b, once__batch_op **ops, size_t n)
+/* Under mu: hand a lead to the drivers, starting one more when none is
+ * idle and there is room (best effort: a busy driver takes it after its
+ * batch). */
+static void hand_to_driver(once__batch *b);
+
+/* Tell every op of a finished batch but the caller's own (mine, or NULL)
+ * its outcome: a post for a waiting op, landed() for an asynchronous one. */
+static void finish(once__batch_op **ops, size_t n, const once__batch_op *mine)
 {
-    once__batch_slice slice = {ops, n};
-    int rc = once__pool_run(b->pool, 1, b->run, &slice);
-
-    if (rc != ONCE_OK)
-        once__batch_set_all(ops, n, rc);
-}
-
-/* Under mu: give the lead to the queue's head, if any: its waiting
- * submitter, or a driver when it is asynchronous. */
-static void pass_lead(once__batch *b)
-{
-    if (!b->head)
-        return;
-    if (b->head->landed)
-        pthread_cond_signal(&b->dcv);
-    else
-        pthread_cond_signal(&b->head->cv);
-}
-
-/* Under mu, with a leader's place free and the queue not empty: take a
- * batch, run it without mu, pass the lead on and tell the batch's ops their
- * outcome. Returns with mu held. A waiting op is signalled under mu (its
- * submitter may return at once: it is not touched after); an asynchronous
- * one is told after mu is dropped, by landed, and not touched after either. */
-static void lead(once__batch *b)
-{
-    once__batch_op *ops[ONCE__BATCH_MAX], *async[ONCE__BATCH_MAX];
-    size_t n, na = 0, i;
-
-    n = take(b, ops);
-    b->leaders++;
-    pthread_mutex_unlock(&b->mu);
-    run(b, ops, n);
-    pthread_mutex_lock(&b->mu);
-    b->leaders--;
-    for (i = 0; i < n; i++) {
-        if (ops[i]->landed) {
-            async[na++] = ops[i];
+    for (size_t i = 0; i < n; i++) {
+        once__batch_op *op = ops[i];
+        if (op == mine)
+            continue;
+        if (op->landed) {
+            op->landed(op);
         } else {
-            ops[i]->done = 1;
-            pthread_cond_signal(&ops[i]->cv);
+            op->done = 1;
+            sem_post(&op->wake);
         }
     }
-    pass_lead(b);
-    if (na == 0)
-        return;
-    pthread_mutex_unlock(&b->mu);
-    for (i = 0; i < na; i++)
-        async[i]->landed(async[i]);
-    pthread_mutex_lock(&b->mu);
+}
+
+/* Lead, holding one of the leads: run mine (a waiting caller's op, or NULL
+ * for a driver) with what is queued, hand the lead on, tell the batch its
+ * outcome; again while the lead stays here (a driver, while the queue's
+ * head is asynchronous). The lead goes, under mu, to the waiting op at the
+ * head of the queue (unlinked, posted to lead), to a driver when the head
+ * is asynchronous, or back (leaders--) when the queue is empty. It passes
+ * before this batch is told its outcome, so the next commit does not wait
+ * for these wake-ups, and a waiting caller that led returns once its own
+ * batch is committed. */
+static void lead(once__batch *b, once__batch_op *mine)
+{
+    for (;;) {
+        once__batch_op *ops[ONCE__BATCH_MAX];
+        size_t n = 0;
+        if (mine)
+            ops[n++] = mine;
+        pthread_mutex_lock(&b->mu);
+        n += take(b, ops + n, b->max_ops - n);
+        pthread_mutex_unlock(&b->mu);
+
+        if (n)
+            b->run(b->owner, ops, n);
+
+        pthread_mutex_lock(&b->mu);
+        once__batch_op *next = b->head;
+        once__batch_op *wake = NULL;
+        int again = 0;
+        if (!next) {
+            b->leaders--;
+        } else if (!next->landed) {
+            take(b, &wake, 1);
+        } else if (!mine) {
+            again = 1;
+        } else {
+            hand_to_driver(b);
+        }
+        pthread_mutex_unlock(&b->mu);
+        if (wake)
+            sem_post(&wake->wake);   /* "you lead": done stays 0 */
+        finish(ops, n, mine);
+        if (!again)
+            return;
+    }
+}
+
+/* Sleep until op is posted (sem_wait is interruptible by signals). */
+static void wait_post(once__batch_op *op)
+{
+    while (sem_wait(&op->wake) != 0 && errno == EINTR)
+        ;
 }
 
 int once__batch_submit(once__batch *b, once__batch_op *op)
 {
-    op->next = NULL;
-    op->rc = 0;
-    op->taken = op->done = 0;
+    op->rc = ONCE_ESTORE;
+    op->done = 0;
     op->landed = NULL;
-    pthread_cond_init(&op->cv, NULL);
+    op->next = NULL;
+    if (sem_init(&op->wake, 0, 0) != 0)
+        return ONCE_ENOMEM;
     pthread_mutex_lock(&b->mu);
-    *b->tail = op;
-    b->tail = &op->next;
-    while (!op->done) {
-        if (!op->taken && b->leaders < b->max_leaders) {
-            lead(b);
-            continue;
-        }
-        pthread_cond_wait(&op->cv, &b->mu);
+    if (b->leaders < b->max_leaders) {
+        b->leaders++;   /* lead at once, on this thread */
+        pthread_mutex_unlock(&b->mu);
+    } else {
+        enqueue(b, op);
+        pthread_mutex_unlock(&b->mu);
+        wait_post(op);   /* done, or the lead is ours (op unlinked) */
     }
-    pthread_mutex_unlock(&b->mu);
-    pthread_cond_destroy(&op->cv);
+    if (!op->done)
+        lead(b, op);
+    sem_destroy(&op->wake);
     return op->rc;
 }
 
@@ -186,61 +239,73 @@ static void *driver_main(void *arg)
 
     pthread_mutex_lock(&b->mu);
     for (;;) {
-        if (b->head && b->leaders < b->max_leaders) {
-            lead(b);
-            continue;
+        while (!b->drive && !b->stopping) {
+            b->idle++;
+            pthread_cond_wait(&b->dcv, &b->mu);
+            b->idle--;
         }
-        if (b->stopping)
+        if (!b->drive)
             break;
-        b->idle++;
-        pthread_cond_wait(&b->dcv, &b->mu);
-        b->idle--;
+        b->drive--;
+        pthread_mutex_unlock(&b->mu);
+        lead(b, NULL);
+        pthread_mutex_lock(&b->mu);
     }
     pthread_mutex_unlock(&b->mu);
     return NULL;
 }
 
+/* Under mu: start a driver; 0 if it could not be. */
+static int start_driver(once__batch *b)
+{
+    if (pthread_create(&b->driver[b->ndrivers], NULL, driver_main, b) != 0)
+        return 0;
+    b->ndrivers++;
+    return 1;
+}
+
+static void hand_to_driver(once__batch *b)
+{
+    b->drive++;
+    if (b->idle == 0 && b->ndrivers < b->max_leaders && b->ndrivers < ONCE__BATCH_DRIVERS)
+        (void)start_driver(b);
+    pthread_cond_signal(&b->dcv);
+}
+
 int once__batch_submit_async(once__batch *b, once__batch_op *op)
 {
-    op->next = NULL;
-    op->rc = 0;
-    op->taken = op->done = 0;
+    op->rc = ONCE_ESTORE;
+    op->done = 0;
     pthread_mutex_lock(&b->mu);
-    /* A driver for it: the first, or one more when every driver is busy
-     * and a leader's place is free. Started under mu, so no two callers
-     * start the same one; the new driver looks at the queue first thing. */
-    if (b->ndrivers == 0 || (b->idle == 0 && b->leaders < b->max_leaders &&
-                             b->ndrivers < b->max_leaders && b->ndrivers < ONCE__BATCH_DRIVERS)) {
-        if (pthread_create(&b->driver[b->ndrivers], NULL, driver_main, b) == 0)
-            b->ndrivers++;
-        else if (b->ndrivers == 0) {
-            pthread_mutex_unlock(&b->mu);
-            return ONCE_ENOMEM;
-        }
+    /* The first driver, started by the first asynchronous op: a handle
+     * that never takes one (the tools, the tests of other slots) has no
+     * extra thread; and with one, a lead handed to the drivers is always
+     * taken. */
+    if (b->ndrivers == 0 && !start_driver(b)) {
+        pthread_mutex_unlock(&b->mu);
+        return ONCE_ENOMEM;
     }
-    *b->tail = op;
-    b->tail = &op->next;
-    if (b->leaders < b->max_leaders && b->idle > 0)
-        pthread_cond_signal(&b->dcv);
+    enqueue(b, op);
+    if (b->leaders < b->max_leaders) {
+        b->leaders++;   /* nobody leads it: a driver does, never this thread */
+        hand_to_driver(b);
+    }
     pthread_mutex_unlock(&b->mu);
-    return ONCE_OK;
+    return ONCE_OK;   /* a leader in flight, or the next, takes it */
 }
 
 void once__batch_set_all(once__batch_op **ops, size_t n, int rc)
 {
-    size_t i;
-
-    for (i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         ops[i]->rc = rc;
 }
 
 size_t once__batch_queued(once__batch *b)
 {
-    once__batch_op *op;
     size_t n = 0;
 
     pthread_mutex_lock(&b->mu);
-    for (op = b->head; op; op = op->next)
+    for (const once__batch_op *op = b->head; op; op = op->next)
         n++;
     pthread_mutex_unlock(&b->mu);
     return n;

@@ -1,80 +1,105 @@
 /*
- * batch.h -- group commit for the networked backends (PostgreSQL, Redis):
- * concurrent writes share one round trip (not API).
+ * batch.h -- group commit, the one engine of every backend that commits in
+ * groups: SQLite (one writer connection, sqlite_commit.c), PostgreSQL and
+ * Redis (a pipelined round trip per batch on a pooled connection,
+ * pg_batch.c, redis_batch.c). Not API.
  *
- * A writer submits its operation and waits. The first waiter that finds a
- * free leader place (fewer than max_leaders batches in flight) becomes a
- * leader: it takes every queued operation (up to max_ops), hands them to the
- * backend's run callback on one pooled connection, which sends them together
- * and sets each one's own outcome, then wakes them. A batch of waiting
- * writers is run by one of them, so a handle with no writers costs nothing.
+ * A writer submits its operation. If fewer than max_leaders batches are in
+ * flight it leads at once, on its own thread: it runs its op with whatever
+ * is queued (up to max_ops) through the backend's run callback, so a lone
+ * writer never hands off to another thread. Otherwise it queues and sleeps
+ * on its op's semaphore, which is posted exactly once: with the op's
+ * outcome, or with the lead of the next batch. A leader whose commit
+ * returned hands its lead to the queue's head under the lock (unlinked, so
+ * no other leader can take it into a batch and post it twice), and only
+ * then posts its batch's outcomes, outside the lock: the next commit does
+ * not wait for this one's wake-ups, and a batch of N is N wake-ups, not N
+ * wake-ups that then queue on one mutex.
+ *
  * An asynchronous operation (a new task's held create, engine/held.c) has
- * nobody waiting: it is run by whichever leader takes it, a waiting writer
- * or a driver thread, and told its outcome by a callback.
+ * nobody waiting: it is queued, never led on its caller's thread (which may
+ * be one that must not wait, an HTTP thread), and told its outcome by its
+ * landed callback on the thread that committed it. When the lead would go
+ * to an asynchronous op, it goes to a driver, a thread of the batch's own
+ * (the first started by the first such op, more up to max_leaders while
+ * every driver is busy), which keeps leading while the queue's head is
+ * asynchronous. So under a steady load of held creates one thread commits
+ * batch after batch with no hand-off per write.
  *
- * The contract of run: every operation it was given gets op->rc, and an
- * operation is told ONCE_OK only after the store acknowledged it durably (the
- * batch's COMMIT returned, the reply was read). Outcomes are per operation:
- * one operation's conflict or failure must not become another's.
+ * The backend's part is run: every operation it is given gets op->rc, an
+ * operation is told ONCE_OK only after the store acknowledged it durably
+ * (the COMMIT returned, with its fsync; the reply was read), and outcomes
+ * are per operation: one operation's conflict or failure must not become
+ * another's (SQLite re-runs a failed batch op by op in savepoints,
+ * PostgreSQL and Redis send the ops that did not land alone).
  */
 #ifndef ONCE_STORE_BATCH_H
 #define ONCE_STORE_BATCH_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stddef.h>
 
 #include "store/pool.h"
 
-#define ONCE__BATCH_MAX 64    /* operations per batch at the most */
+#define ONCE__BATCH_MAX 256   /* operations per batch at the most (SQLite's) */
+#define ONCE__BATCH_NET 64    /* per batch of a networked backend: one pipeline */
 #define ONCE__BATCH_DRIVERS 16 /* driver threads at the most (batch.c) */
 
 /* One operation. The submitter owns it; arg is the backend's description of
- * the write. taken and done are guarded by the batch's mu; rc is written by
- * the leader before done is set, read by the submitter after. Its submitter
- * alone waits on cv: a batch that ends wakes its own operations and the one
- * at the head of the queue (the next leader), nobody else. */
+ * the write. next is guarded by the batch's mu while queued; rc and done
+ * are written by the leader that ran it before wake is posted, and read by
+ * the submitter after. */
 typedef struct once__batch_op {
     struct once__batch_op *next; /* queue link */
     void *arg;
     int rc;
-    int taken; /* a leader has it */
-    int done;  /* rc is final */
-    pthread_cond_t cv;
+    int done;  /* rc is final; a post with done 0 hands the lead */
+    sem_t wake; /* a waiting op's one post */
     /* An asynchronous op's completion (once__batch_submit_async): called
      * once with rc final, by the thread that ran its batch, without mu. */
     void (*landed)(struct once__batch_op *op);
 } once__batch_op;
 
-/* What a leader hands the backend: ops[0..n), n >= 1. */
+/* What a pooled run hands the backend: ops[0..n), n >= 1. */
 typedef struct once__batch_slice {
     once__batch_op **ops;
     size_t n;
 } once__batch_slice;
 
-/* pool, run, max_leaders and max_ops are set by init and read-only after;
- * mu guards the queue, leaders, the drivers' state and every queued op's
- * flags. */
+/* The backend's part: run ops[0..n) as one batch and set every op's rc
+ * (owner: what init was given). */
+typedef void (*once__batch_run_fn)(void *owner, once__batch_op **ops, size_t n);
+
+/* run, owner, pool, pool_fn, max_leaders and max_ops are set by init and
+ * read-only after; mu guards the queue, leaders and the drivers' state.
+ * leaders counts the leads held: by a thread that runs batches, or handed
+ * to a driver not yet awake (drive). */
 typedef struct once__batch {
-    once__pool *pool;
-    /* Runs a slice (its arg) on one connection of pool and sets every
-     * op's rc; returns ONCE_OK (a failure is the ops'). */
-    once__pool_fn run;
+    once__batch_run_fn run;
+    void *owner;
+    once__pool *pool;     /* the pooled run's (once__batch_init), else NULL */
+    once__pool_fn pool_fn;
     int max_leaders; /* batches in flight at once */
     size_t max_ops;  /* operations per batch, 1..ONCE__BATCH_MAX */
 
     pthread_mutex_t mu;
     once__batch_op *head, **tail;
     int leaders;
-    /* Drivers: threads that lead batches with asynchronous ops in them,
-     * which have no caller waiting to lead. Started by the first such op,
-     * up to max_leaders; they wait on dcv and stop at destroy. */
     pthread_cond_t dcv;
     pthread_t driver[ONCE__BATCH_DRIVERS];
-    int ndrivers, idle, stopping;
+    int ndrivers, idle, drive, stopping;
 } once__batch;
 
+/* A batch whose run is fn on one connection of pool (PostgreSQL, Redis):
+ * fn gets a once__batch_slice; without a connection every op gets the
+ * pool's error. */
 void once__batch_init(once__batch *b, once__pool *pool, once__pool_fn run, int max_leaders,
                       size_t max_ops);
+/* A batch whose run is run(owner, ...) (SQLite: one writer connection,
+ * max_leaders 1). */
+void once__batch_init_run(once__batch *b, once__batch_run_fn run, void *owner, int max_leaders,
+                          size_t max_ops);
 /* No operation may be queued (every submitter has returned, every
  * asynchronous op landed). Stops the drivers. */
 void once__batch_destroy(once__batch *b);
@@ -110,15 +135,16 @@ void once__batch_conns_destroy(once__pool *pool, once__pool *bpool, once__batch 
 int once__batch_conns_start(once__pool *pool, once__pool *bpool, once__batch *b,
                             const once__batch_conns_cfg *cfg, char *errbuf, size_t errlen);
 
-/* Queue op (op->arg set by the caller), wait until its batch has run, and
- * return op->rc. */
+/* Run op (op->arg set by the caller) in a batch, leading one or waiting for
+ * one, and return op->rc; ONCE_ENOMEM if its semaphore could not be made
+ * (nothing ran). */
 int once__batch_submit(once__batch *b, once__batch_op *op);
 
 /* Queue op (op->arg and op->landed set by the caller) and return at once:
  * ONCE_OK, and op->landed(op) is called exactly once with op->rc final, on
  * the thread that ran its batch (a driver, or a waiting submitter that
- * led), never this one; or ONCE_ENOMEM (no driver could be started) and
- * nothing was queued. landed must not wait for the store: the thread that
+ * led, perhaps this thread in a later submit), never inside this call;
+ * or ONCE_ENOMEM (no driver could be started) and nothing was queued. landed must not wait for the store: the thread that
  * calls it may be the one the next batch waits for. */
 int once__batch_submit_async(once__batch *b, once__batch_op *op);
 

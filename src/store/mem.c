@@ -78,6 +78,7 @@
 #include "store/mem_zip.h"
 #include "store/mem_tomb.h"
 #include "store/replica.h"
+#include "store/slots.h"
 #include "store/store_int.h"
 
 /* The head of every node in the hash table. Guarded by mem_store.lock. */
@@ -192,7 +193,7 @@ typedef struct mem_store {
     size_t live;              /* live entries (the rest of count: tombstones) */
     int pressed;              /* a write expired tasks early since the last sweep */
     uint64_t early;           /* finished tasks entombed before their retention */
-    uint64_t early_told;      /* of early, reported by once__mem_budget_take */
+    uint64_t early_told;      /* of early, told to a taking budget read */
     int64_t early_last;       /* finished_at of the last one entombed early */
 } mem_store;
 
@@ -1922,35 +1923,12 @@ uint64_t once__mem_cools(once_store *s)
     return counter(s, &((mem_store *)s)->cools);
 }
 
-static int budget_read(once_store *s, once__mem_budget *out, int take);
-
-int once__mem_store(const once_store *s)
-{
-    return s != NULL && s->m == &once__store_memory;
-}
-
-size_t once__mem_max_bytes(once_store *s)
-{
-    return s != NULL && s->m == &once__store_memory ? ((mem_store *)s)->max_bytes : 0;
-}
-
-int once__mem_budget_take(once_store *s, once__mem_budget *out)
-{
-    return budget_read(s, out, 1);
-}
-
-int once__mem_budget_peek(once_store *s, once__mem_budget *out)
-{
-    return budget_read(s, out, 0);
-}
-
-static int budget_read(once_store *s, once__mem_budget *out, int take)
+/* The budget slot (ONCE_STORE_BUDGET): every memory: store has one, if
+ * only to tell what it holds (max_bytes 0: no budget). */
+static int mem_budget(once_store *s, once_budget *out, int take)
 {
     mem_store *ms = (mem_store *)s;
 
-    memset(out, 0, sizeof *out);
-    if (s == NULL || s->m != &once__store_memory)
-        return 0;
     pthread_mutex_lock(&ms->lock);
     out->max_bytes = ms->max_bytes;
     out->bytes = ms->bytes;
@@ -1963,7 +1941,7 @@ static int budget_read(once_store *s, once__mem_budget *out, int take)
     if (take)
         ms->early_told = ms->early;
     pthread_mutex_unlock(&ms->lock);
-    return 1;
+    return ONCE_OK;
 }
 
 /* ------------------------------------------------------------------------
@@ -2110,27 +2088,16 @@ static int mem_replicas(once_store *s, once_replica_list *out)
     return rc;
 }
 
-const once_store_methods once__store_memory = {
-    .version = ONCE_STORE_METHODS_VERSION,
-    .scheme = "memory",
-    .caps = ONCE_STORE_PUSH | ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS,
-    .open = mem_open,
-    .close = mem_close,
-    .create = mem_create,
-    .load = mem_load,
-    .update = mem_update,
-    .events = mem_events,
-    .expired_leases = mem_expired_leases,
-    .sweep = mem_sweep,
-    .purge = mem_purge,
-    .list = mem_list,
-    .meta = mem_meta_get,
-    .check = mem_check,
-    .renew = mem_renew,
-    .push_claim = mem_push_claim,
-    .push_ack = mem_push_ack,
-    .push_rows = mem_push_rows,
-    .generations = mem_generations,
-    .replica_beat = mem_replica_beat,
-    .replicas = mem_replicas,
-};
+/* The slots named otherwise, and those memory: has not (slots.h). */
+#define mem_meta mem_meta_get
+#define mem_feed_open NULL
+#define mem_feed_next NULL
+#define mem_feed_close NULL
+#define mem_create_start NULL
+#define mem_synchronous NULL
+
+/* LOCAL: every call runs on the caller's thread, under the store's lock. */
+const once_store_methods once__store_memory =
+    ONCE__STORE_TABLE(mem, "memory",
+                      ONCE_STORE_PUSH | ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS |
+                          ONCE_STORE_LOCAL | ONCE_STORE_BUDGET);

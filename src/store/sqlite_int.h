@@ -23,11 +23,11 @@
 
 #include <pthread.h>
 #include <stdarg.h>
-#include <semaphore.h>
 #include <sqlite3.h>
 
 #include "db/db.h"
 #include "once/store.h"
+#include "store/batch.h"
 #include "store/store_int.h"
 
 /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal; 3 -> 4: replicas */
@@ -140,9 +140,9 @@ typedef enum sq_op_kind {
 } sq_op_kind;
 
 /* A queued write. The caller fills the arguments and waits; the leader
- * that takes it writes the outputs and rc, sets done and posts wake, once.
- * A post with done still 0 hands the caller the lead (sqlite_commit.c).
- * The caller reads nothing before the post. An op with `landed` set is
+ * that takes it writes the outputs and rc (store/batch.h says who posts
+ * whom). The caller reads nothing before its submit returns. An op with
+ * `landed` set is
  * asynchronous (once__sq_submit_async): nobody waits on it; the leader
  * that committed it calls landed(op) once, and the op is the callee's
  * from then on. */
@@ -170,19 +170,15 @@ typedef struct sq_op {
     const once_replica *replica;      /* replica beat */
 
     int rc;
-    int done;
-    sem_t wake;
     void (*landed)(struct sq_op *op); /* asynchronous: called instead of a post */
-    struct sq_op *next;               /* queue link; guarded by sq_store.qmu */
+    once__batch_op bop;               /* its place in the group commit (arg: this op) */
 } sq_op;
 
 /*
  * The handle. Set at open and read-only afterwards: base.m, path,
- * open_name, open_flags, sync, busy_ms. qmu guards the queue (qhead,
- * qtail) and leading, which stays 1 from the moment a leader takes the
- * lead until one finds the queue empty after its commit (the lead passes
- * from leader to the next without leading dropping to 0); writer belongs
- * to the leader and is touched only by it. pmu guards the idle reader list.
+ * open_name, open_flags, sync, busy_ms. batch is the group commit
+ * (store/batch.h) with one leader at a time; writer belongs to that
+ * leader and is touched only by it. pmu guards the idle reader list.
  * base.errmsg is written through once__store_seterr (its own lock).
  */
 typedef struct sq_store {
@@ -194,18 +190,8 @@ typedef struct sq_store {
     const sq_sync_level *sync;
     int busy_ms;
 
-    pthread_mutex_t qmu;
-    sq_op *qhead, *qtail;
-    int leading;
+    once__batch batch;
     sq_conn *writer;
-    /* The driver: a thread that leads while the queue's head is an
-     * asynchronous op (no caller waits to lead it), started by the first
-     * one. All guarded by qmu. */
-    pthread_cond_t dcv;
-    pthread_t driver;
-    int driver_started;
-    int drive;              /* the lead was passed to the driver */
-    int driver_stop;
 
     pthread_mutex_t pmu;
     sq_conn *idle;
@@ -290,8 +276,10 @@ int once__sq_submit(sq_store *s, sq_op *op);
  * commits it (never this one); or an error, op untouched and landed never
  * called. */
 int once__sq_submit_async(sq_store *s, sq_op *op);
-/* Stop the driver, if one was started (at close: nothing is queued). */
-void once__sq_driver_stop(sq_store *s);
+/* The handle's group commit: set up at parse, before anything can fail;
+ * destroyed at release (nothing is queued then). */
+void once__sq_batch_init(sq_store *s);
+void once__sq_batch_destroy(sq_store *s);
 
 /* ---- sqlite_write.c ---- */
 /* What runs one kind of op: every kind's function has this shape, so that

@@ -10,13 +10,14 @@
  * result even if a backend returned before touching them.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/metrics.h"
 #include "store/replica.h"
-#include "store/store_async.h"
+#include "store/slots.h"
 #include "store/store_info.h"
 #include "store/store_int.h"
 
@@ -127,22 +128,64 @@ void once__store_errbuf(char *errbuf, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The slots every backend must fill (the push, feed and replica slots
- * only with their caps): a table missing one would crash at its first call. */
+/* ONCE__STORE_TABLE names every slot only if ONCE__STORE_EACH_SLOT lists
+ * every member of once_store_methods after caps: a slot added to the
+ * struct and not to the list stops the build here. */
+_Static_assert(sizeof(once_store_methods) ==
+                   offsetof(once_store_methods, open) +
+                       (0 ONCE__STORE_EACH_SLOT(ONCE__STORE_SLOT_COUNT, _)) * sizeof(void (*)(void)),
+               "a slot of once_store_methods is missing from ONCE__STORE_EACH_SLOT (slots.h)");
+
+/* The optional slots, each with the capability bit that calls for it. */
+typedef struct slot_bit {
+    unsigned bit;
+    const char *what;
+    size_t off[3];   /* the bit's slots (offsets into the table; 0: none) */
+} slot_bit;
+
+#define SLOT(name) offsetof(once_store_methods, name)
+static const slot_bit slot_bits[] = {
+    {ONCE_STORE_PUSH, "a push slot (caps has ONCE_STORE_PUSH)",
+     {SLOT(push_claim), SLOT(push_ack), SLOT(push_rows)}},
+    {ONCE_STORE_FEED, "a feed slot (caps has ONCE_STORE_FEED)",
+     {SLOT(feed_open), SLOT(feed_next), SLOT(feed_close)}},
+    {ONCE_STORE_GENERATIONS, "the generations slot (caps has ONCE_STORE_GENERATIONS)",
+     {SLOT(generations)}},
+    {ONCE_STORE_REPLICAS, "a replica slot (caps has ONCE_STORE_REPLICAS)",
+     {SLOT(replica_beat), SLOT(replicas)}},
+    {ONCE_STORE_CREATE_START, "the create_start slot (caps has ONCE_STORE_CREATE_START)",
+     {SLOT(create_start)}},
+    {ONCE_STORE_BUDGET, "the budget slot (caps has ONCE_STORE_BUDGET)", {SLOT(budget)}},
+    {ONCE_STORE_SYNCHRONOUS, "the synchronous slot (caps has ONCE_STORE_SYNCHRONOUS)",
+     {SLOT(synchronous)}},
+};
+#undef SLOT
+
+static int slot_set(const once_store_methods *m, size_t off)
+{
+    void (*fn)(void);
+    memcpy(&fn, (const char *)m + off, sizeof fn);
+    return fn != NULL;
+}
+
+/* The slots every backend must fill, and the optional ones its caps call
+ * for: a table missing one would crash at its first call. */
 static const char *missing_slot(const once_store_methods *m)
 {
     if (!m->open || !m->close || !m->create || !m->load || !m->update || !m->events ||
         !m->expired_leases || !m->sweep || !m->purge || !m->list || !m->meta || !m->check ||
         !m->renew)
         return "a required slot";
-    if ((m->caps & ONCE_STORE_PUSH) && (!m->push_claim || !m->push_ack || !m->push_rows))
-        return "a push slot (caps has ONCE_STORE_PUSH)";
-    if ((m->caps & ONCE_STORE_FEED) && (!m->feed_open || !m->feed_next || !m->feed_close))
-        return "a feed slot (caps has ONCE_STORE_FEED)";
-    if ((m->caps & ONCE_STORE_GENERATIONS) && !m->generations)
-        return "the generations slot (caps has ONCE_STORE_GENERATIONS)";
-    if ((m->caps & ONCE_STORE_REPLICAS) && (!m->replica_beat || !m->replicas))
-        return "a replica slot (caps has ONCE_STORE_REPLICAS)";
+    if ((m->caps & ONCE_STORE_START_PUSH) && !(m->caps & ONCE_STORE_CREATE_START))
+        return "ONCE_STORE_CREATE_START (caps has ONCE_STORE_START_PUSH)";
+    for (size_t i = 0; i < sizeof slot_bits / sizeof slot_bits[0]; i++) {
+        const slot_bit *b = &slot_bits[i];
+        if (!(m->caps & b->bit))
+            continue;
+        for (size_t j = 0; j < 3 && b->off[j]; j++)
+            if (!slot_set(m, b->off[j]))
+                return b->what;
+    }
     return NULL;
 }
 
@@ -250,7 +293,7 @@ const char *once_store_errmsg(const once_store *s)
 
 unsigned once_store_caps(const once_store *s)
 {
-    return s ? s->m->caps : 0u;
+    return s ? s->m->caps & ~s->caps_off : 0u;
 }
 
 int once_store_create(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
@@ -268,47 +311,12 @@ int once_store_create(once_store *s, const once_record *rec, const once_event *e
     TIMED(s, ONCE__SOP_CREATE, s->m->create(s, rec, ev, nev, winner, tomb));
 }
 
-/* The backend's create_start, or NULL when s cannot start creates. */
-typedef int (*create_start_fn)(once_store *, const once_record *, const once_event *, size_t,
-                               void (*)(void *, int), void *);
-
-static create_start_fn starter(const once_store *s)
+int once_store_can_start(const once_store *s, const once_record *rec)
 {
-    if (s == NULL)
-        return NULL;
-    if (s->m == &once__store_sqlite)
-        return once__sqlite_create_start;
-#ifdef ONCE_HAVE_PG
-    if (s->m == &once__store_pg && once__pg_async(s))
-        return once__pg_create_start;
-#endif
-#ifdef ONCE_HAVE_REDIS
-    if (s->m == &once__store_redis && once__rd_async(s))
-        return once__rd_create_start;
-#endif
-    return NULL;
-}
-
-int once__store_async(const once_store *s)
-{
-    return starter(s) != NULL;
-}
-
-int once__store_async_rec(const once_store *s, const once_record *rec)
-{
-    if (!once__store_async(s))
+    unsigned caps = once_store_caps(s);
+    if (!(caps & ONCE_STORE_CREATE_START))
         return 0;
-#ifdef ONCE_HAVE_PG
-    if (s->m == &once__store_pg && rec->push_json != NULL)
-        return 0;   /* its delivery rows need a transaction of their own */
-#endif
-    (void)rec;
-    return 1;
-}
-
-int once__store_local(const once_store *s)
-{
-    return s != NULL && s->m == &once__store_sqlite;
+    return rec == NULL || rec->push_json == NULL || (caps & ONCE_STORE_START_PUSH) != 0;
 }
 
 int once__store_schema_version(const once_store *s)
@@ -320,17 +328,17 @@ int once__store_schema_version(const once_store *s)
     return 0;
 }
 
-int once__store_create_start(once_store *s, const once_record *rec, const once_event *ev,
-                             size_t nev, void (*done)(void *arg, int rc), void *arg)
+int once_store_create_start(once_store *s, const once_record *rec, const once_event *ev,
+                            size_t nev, void (*done)(void *arg, int rc), void *arg)
 {
     if (!s || !rec || !done)
         return ONCE_EINVAL;
-    if (!once__store_async_rec(s, rec))
+    if (!once_store_can_start(s, rec))
         return ONCE_EUNSUPPORTED;
     int rc = once__store_valid_create(s, rec, ev, nev);
     if (rc != ONCE_OK)
         return rc;
-    return starter(s)(s, rec, ev, nev, done, arg);
+    return s->m->create_start(s, rec, ev, nev, done, arg);
 }
 
 /* What every read of one task's output checks first: out zeroed (size
@@ -460,7 +468,7 @@ int once_store_push_claim(once_store *s, const char *owner, int64_t now, int64_t
         memset(out, 0, sizeof *out);
     if (!s || !out || !owner)
         return ONCE_EINVAL;
-    if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_claim)
+    if (!(once_store_caps(s) & ONCE_STORE_PUSH))
         return ONCE_EUNSUPPORTED;
     TIMED(s, ONCE__SOP_PUSH_CLAIM, s->m->push_claim(s, owner, now, lease_ms, max, out));
 }
@@ -469,7 +477,7 @@ int once_store_push_ack(once_store *s, const once_push_ack *ack)
 {
     if (!s || !ack)
         return ONCE_EINVAL;
-    if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_ack)
+    if (!(once_store_caps(s) & ONCE_STORE_PUSH))
         return ONCE_EUNSUPPORTED;
     int rc = once__store_valid_ack(s, ack);
     if (rc != ONCE_OK)
@@ -484,7 +492,7 @@ int once_store_push_rows(once_store *s, const char *principal, const char *task_
         memset(out, 0, sizeof *out);
     if (!s || !out)
         return ONCE_EINVAL;
-    if (!(s->m->caps & ONCE_STORE_PUSH) || !s->m->push_rows)
+    if (!(once_store_caps(s) & ONCE_STORE_PUSH))
         return ONCE_EUNSUPPORTED;
     int rc = once__store_valid_key(s, principal, task_id);
     if (rc != ONCE_OK)
@@ -498,7 +506,7 @@ int once_store_feed_open(once_store *s, once_store_feed **out)
         *out = NULL;
     if (!s || !out)
         return ONCE_EINVAL;
-    if (!(s->m->caps & ONCE_STORE_FEED))
+    if (!(once_store_caps(s) & ONCE_STORE_FEED))
         return ONCE_EUNSUPPORTED;
     int rc = s->m->feed_open(s, out);
     if (rc != ONCE_OK) {
@@ -530,7 +538,7 @@ int once_store_generations(once_store *s, const once_key *keys, size_t n, int64_
 {
     if (!s || !keys || !gens || n == 0 || n > ONCE_STORE_GENERATIONS_MAX)
         return ONCE_EINVAL;
-    if (!(s->m->caps & ONCE_STORE_GENERATIONS))
+    if (!(once_store_caps(s) & ONCE_STORE_GENERATIONS))
         return ONCE_EUNSUPPORTED;
     for (size_t i = 0; i < n; i++) {
         int rc = once__store_valid_key(s, keys[i].principal, keys[i].task_id);
@@ -545,7 +553,7 @@ int once_store_replica_beat(once_store *s, const once_replica *r)
 {
     if (!s || !r)
         return ONCE_EINVAL;
-    if (!(s->m->caps & ONCE_STORE_REPLICAS))
+    if (!(once_store_caps(s) & ONCE_STORE_REPLICAS))
         return ONCE_EUNSUPPORTED;
     int rc = once__store_valid_replica(s, r);
     return rc == ONCE_OK ? s->m->replica_beat(s, r) : rc;
@@ -557,10 +565,32 @@ int once_store_replicas(once_store *s, once_replica_list *out)
         memset(out, 0, sizeof *out);
     if (!s || !out)
         return ONCE_EINVAL;
-    if (!(s->m->caps & ONCE_STORE_REPLICAS))
+    if (!(once_store_caps(s) & ONCE_STORE_REPLICAS))
         return ONCE_EUNSUPPORTED;
     int rc = s->m->replicas(s, out);
     if (rc != ONCE_OK)
         once_replica_list_clear(out);
     return rc;
+}
+
+int once_store_budget(once_store *s, once_budget *out, int take)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!s || !out)
+        return ONCE_EINVAL;
+    if (!(once_store_caps(s) & ONCE_STORE_BUDGET))
+        return ONCE_EUNSUPPORTED;
+    return s->m->budget(s, out, take);
+}
+
+int once_store_synchronous(once_store *s, int *level)
+{
+    if (level)
+        *level = ONCE_SYNC_DEFAULT;
+    if (!s || !level)
+        return ONCE_EINVAL;
+    if (!(once_store_caps(s) & ONCE_STORE_SYNCHRONOUS))
+        return ONCE_EUNSUPPORTED;
+    return s->m->synchronous(s, level);
 }

@@ -62,7 +62,8 @@ static void url_forms_and_sharing(void **state)
     once_store *a = open_ok(url1, NULL), *b = open_ok(url2, NULL);
     assert_int_equal(once_store_caps(a),
                      ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
-                         ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS);
+                         ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS | ONCE_STORE_CREATE_START |
+                         ONCE_STORE_START_PUSH | ONCE_STORE_LOCAL | ONCE_STORE_SYNCHRONOUS);
 
     put(a, "t-a");   /* written through one handle, visible through the other */
     once_record r;

@@ -10,7 +10,7 @@
  *     batches fails only ops that are not acknowledged; every acknowledged
  *     create is stored and the file passes check();
  *   - the same three with every other create started without waiting
- *     (store/store_async.h) among the waiting ones: each lands exactly once,
+ *     (once_store_create_start) among the waiting ones: each lands exactly once,
  *     with the outcome a waiting create would have had.
  * Threads only record results; assertions run on the main thread.
  */
@@ -25,7 +25,6 @@
 
 #include "store/sqlite_fault.h"
 #include "store/sqlite_int.h" /* SQ_BATCH_MAX */
-#include "store/store_async.h"
 #include "store/util.h"
 #include "timeout.h"
 
@@ -97,7 +96,7 @@ static void *writer(void *arg)
             a->rec = rec;   /* held until it lands; cleared by run_all */
             snprintf(a->ev, sizeof a->ev, "%s", ev);
             a->e = (once_event){1, a->ev};
-            int rc = once__store_create_start(r->s, &a->rec, &a->e, 1, landed, a);
+            int rc = once_store_create_start(r->s, &a->rec, &a->e, 1, landed, a);
             if (rc != ONCE_OK) {
                 r->rc[i] = rc;
                 atomic_fetch_add(&r->landings[i], 1);

@@ -13,7 +13,7 @@
  *     transaction that never committed), none of their records is there
  *     afterwards, the leader's is, and the store goes on writing.
  * The same two with the followers' creates started without waiting
- * (store/store_async.h, what a held new task of the engine uses): none
+ * (once_store_create_start, what a held new task of the engine uses): none
  * lands before its batch's fsync returned, each lands once with its own
  * outcome, and on the thread that committed it, never the one that started
  * it (it may be an HTTP thread).
@@ -30,7 +30,6 @@
 
 #include "sqlite/vfs_shim.h"
 #include "store/sqlite_fault.h"
-#include "store/store_async.h"
 #include "store/util.h"
 #include "timeout.h"
 
@@ -116,7 +115,7 @@ static void start_async(writer *w, once_store *s, const char *id, const char *js
     assert_int_equal(st_rec(&w->rec, "p", w->id, ONCE_STATE_WORKING, T0, w->json), 0);
     w->rec.generation = 1;
     w->ev = (once_event){1, "{\"ev\":1}"};
-    assert_int_equal(once__store_create_start(s, &w->rec, &w->ev, 1, landed, w), ONCE_OK);
+    assert_int_equal(once_store_create_start(s, &w->rec, &w->ev, 1, landed, w), ONCE_OK);
 }
 
 static int writer_done(void *arg)

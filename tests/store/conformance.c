@@ -11,8 +11,10 @@
  *
  * Every case ends with check(): whatever a case did, the store must report
  * no integrity problem. The push delivery cases live in push_cases.h, the
- * replica heartbeat cases in replica_cases.h; on a backend without
- * ONCE_STORE_PUSH (ONCE_STORE_REPLICAS) they are reported as skipped. Thread races run on one handle (the contract says
+ * replica heartbeat cases in replica_cases.h, those of the other optional
+ * slots (create_start, budget, synchronous) in optional_cases.h; on a
+ * backend without the capability they check the ONCE_EUNSUPPORTED
+ * fallback or are reported as skipped. Thread races run on one handle (the contract says
  * every slot is safe from many threads at once); the cross-process races
  * live in race_procs.c and kill9.c.
  */
@@ -1568,6 +1570,7 @@ static void open_errors(void **state)
     assert_int_equal(once_store_caps(NULL), 0u);
 }
 
+#include "store/optional_cases.h"
 #include "store/push_cases.h"
 #include "store/replica_cases.h"
 
@@ -1599,6 +1602,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(open_errors, setup, teardown),
         PUSH_CASES,
         REPLICA_CASES,
+        OPTIONAL_CASES,
     };
 
     if (argc > 1)

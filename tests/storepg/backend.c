@@ -99,7 +99,6 @@
 #include <hiredis/hiredis.h>
 #endif
 
-#include "store/store_async.h"
 #include "store/store_info.h"
 #include "store/util.h"
 #include "timeout.h"
@@ -1310,7 +1309,7 @@ static void keyed_plans(void **state)
     skip(); /* a PostgreSQL planner's case */
 }
 
-/* An asynchronous create (store/store_async.h): its outcome as its
+/* An asynchronous create (once_store_create_start): its outcome as its
  * callback told it, how often and on which thread. */
 typedef struct acreate {
     once_record rec;
@@ -1351,7 +1350,7 @@ static int acreate_begin(once_store *s, acreate *a, const char *id, const char *
     snprintf(a->rec.context_id, sizeof a->rec.context_id, "%s", ctx);
     st_mkev(&a->ev, 1, 2, id);
     a->rec.generation = 2;
-    return once__store_create_start(s, &a->rec, a->ev.ev, 2, acreate_done, a);
+    return once_store_create_start(s, &a->rec, a->ev.ev, 2, acreate_done, a);
 }
 
 static void acreate_start(once_store *s, acreate *a, const char *id, const char *ctx)
@@ -1373,7 +1372,7 @@ static void batch_async(void **state)
 
     (void)state;
     s = batch_held("batchasync", &lead, &lock);
-    assert_true(once__store_async(s));
+    assert_true(once_store_can_start(s, NULL));
     g_ac = ac;
     g_nac = 7;
     for (i = 0; i < 3; i++)
@@ -1438,8 +1437,8 @@ static void batch_async(void **state)
         memset(&p, 0, sizeof p);
         assert_int_equal(st_rec(&p.rec, "p", "withpush", ONCE_STATE_COMPLETED, T0, "{}"), 0);
         p.rec.push_json = once_strdup("[{\"id\":\"c1\",\"url\":\"http://127.0.0.1:1/\"}]");
-        assert_false(once__store_async_rec(s, &p.rec));
-        assert_int_equal(once__store_create_start(s, &p.rec, NULL, 0, acreate_done, &p),
+        assert_false(once_store_can_start(s, &p.rec));
+        assert_int_equal(once_store_create_start(s, &p.rec, NULL, 0, acreate_done, &p),
                          ONCE_EUNSUPPORTED);
         assert_int_equal(p.landed, 0);
         once_record_clear(&p.rec);
@@ -1454,7 +1453,7 @@ static void batch_async(void **state)
     url_for(url, sizeof url - 10, 0, "batchasync", 0);
     snprintf(url + strlen(url), 10, "&batch=0");
     assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_OK);
-    assert_false(once__store_async(s));
+    assert_false(once_store_can_start(s, NULL));
     once_store_close(s);
 }
 

@@ -63,10 +63,10 @@ static int load_p(once_store *s, const char *principal, const char *id, once_tom
     return rc;
 }
 
-static once__mem_budget budget(once_store *s)
+static once_budget budget(once_store *s)
 {
-    once__mem_budget b;
-    assert_int_equal(once__mem_budget_take(s, &b), 1);
+    once_budget b;
+    assert_int_equal(once_store_budget(s, &b, 1), ONCE_OK);
     return b;
 }
 
@@ -85,8 +85,8 @@ static size_t sweep_all(once_store *s, int64_t finished_before, int64_t now)
 /* The bound, checked after every write. */
 static void assert_within(once_store *s)
 {
-    once__mem_budget b;
-    assert_int_equal(once__mem_budget_peek(s, &b), 1);
+    once_budget b;
+    assert_int_equal(once_store_budget(s, &b, 0), ONCE_OK);
     if (b.bytes > b.max_bytes)
         fail_msg("the store holds %zu bytes of a %zu-byte budget", b.bytes, b.max_bytes);
 }
@@ -113,7 +113,7 @@ static void test_writes_keep_the_bound(void **state)
         assert_int_equal(put(s, "p", id, ONCE_STATE_COMPLETED, T0 + i), ONCE_OK);
         assert_within(s);
     }
-    once__mem_budget b = budget(s);
+    once_budget b = budget(s);
     assert_true(b.early > 0);
     assert_int_equal(b.early_new, b.early);
     assert_int_equal(budget(s).early_new, 0);   /* told once */
@@ -180,7 +180,7 @@ static void test_running_tasks_fill_the_budget(void **state)
     }
     snprintf(id, sizeof id, "run-%d", made);
     assert_int_equal(load_p(s, "p", id, NULL), ONCE_ENOTFOUND);   /* nothing stored */
-    once__mem_budget b = budget(s);
+    once_budget b = budget(s);
     assert_int_equal(put(s, "p", "run-0", ONCE_STATE_WORKING, 0), ONCE_EEXISTS);
     assert_int_equal(put(s, "p", "new", ONCE_STATE_WORKING, 0), ONCE_EBUSY);
     assert_int_equal(budget(s).early, b.early);   /* refused without expiring anything */
@@ -268,7 +268,7 @@ static void full_store_refuses(const char *url)
     }
     assert_int_equal(rc, ONCE_EBUSY);
     assert_non_null(strstr(once_store_errmsg(s), "memory store full"));
-    once__mem_budget b = budget(s);   /* tombstones hold most of it; what they */
+    once_budget b = budget(s);   /* tombstones hold most of it; what they */
     assert_true(b.tomb_bytes >= b.max_bytes / 2);  /* leave is too little for a task */
     assert_true(b.bytes <= b.max_bytes);
     for (i = 0; i < made; i++) {
@@ -429,7 +429,7 @@ static int fault_run(long i)
      * running task (if its create got through) kept. */
     assert_clean(s);
     sweep_all(s, T0 + 5, T0 + 102);
-    once__mem_budget b = budget(s);
+    once_budget b = budget(s);
     assert_true(b.bytes <= b.max_bytes);
     assert_int_equal(load_p(s, "p", "t0", NULL), running ? ONCE_OK : ONCE_ENOTFOUND);
     assert_clean(s);

@@ -31,8 +31,8 @@ static void open_budget(fx_env *env, const char *url)
 
 static void assert_within(fx_env *env)
 {
-    once__mem_budget b;
-    assert_int_equal(once__mem_budget_peek(env->store, &b), 1);
+    once_budget b;
+    assert_int_equal(once_store_budget(env->store, &b, 0), ONCE_OK);
     if (b.bytes > b.max_bytes)
         fail_msg("the store holds %zu bytes of a %zu-byte budget", b.bytes, b.max_bytes);
 }

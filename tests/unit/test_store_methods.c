@@ -1,7 +1,8 @@
 /*
  * test_store_methods.c -- the store contract's guards (src/store/store.c):
  * a methods table built against another store.h (another version) or
- * missing a slot it must fill is refused before its open slot runs, close
+ * missing a slot it must fill (or one its capability bits call for) is
+ * refused before its open slot runs, a handle's caps_off hides a bit, close
  * reports the backend's failure instead of swallowing it, and an empty
  * meta name is refused before any backend's slot sees it.
  */
@@ -68,7 +69,7 @@ static void test_version_guards_the_table(void **state)
     (void)state;
     once_store_methods m = outside();
     m.version = ONCE_STORE_METHODS_VERSION + 1;
-    expect_refused(&m, ONCE_EUNSUPPORTED, "vtable version 4, want 3");
+    expect_refused(&m, ONCE_EUNSUPPORTED, "vtable version 5, want 4");
     m.version = 0;
     expect_refused(&m, ONCE_EUNSUPPORTED, "vtable version 0");
 
@@ -105,6 +106,68 @@ static void test_missing_slots_refused(void **state)
     once_store_feed *f = (once_store_feed *)&m;
     assert_int_equal(once_store_feed_open(s, &f), ONCE_EUNSUPPORTED);   /* no feed: followers poll */
     assert_null(f);
+    close_rc = ONCE_OK;
+    assert_int_equal(once_store_close(s), ONCE_OK);
+}
+
+/* The optional slots outside push and feed are selected by their bits too:
+ * a bit without its slot is refused, START_PUSH needs CREATE_START, and a
+ * handle whose open turned a bit off (caps_off) answers as a backend
+ * without it. */
+static int starts;
+static int counting_start(once_store *s, const once_record *rec, const once_event *ev,
+                          size_t nev, void (*done)(void *arg, int rc), void *arg)
+{
+    (void)s, (void)rec, (void)ev, (void)nev, (void)done, (void)arg;
+    starts++;
+    return ONCE_ENOMEM;   /* not queued: done is never called */
+}
+
+static void never_done(void *arg, int rc)
+{
+    (void)arg, (void)rc;
+    fail_msg("done called for a create that was not queued");
+}
+
+static void test_optional_slots_by_bit(void **state)
+{
+    (void)state;
+    once_store_methods m = outside();
+    m.caps |= ONCE_STORE_CREATE_START;
+    expect_refused(&m, ONCE_EINVAL, "lacks the create_start slot");
+    m = outside();
+    m.caps |= ONCE_STORE_START_PUSH;
+    expect_refused(&m, ONCE_EINVAL, "CREATE_START (caps has ONCE_STORE_START_PUSH)");
+    m = outside();
+    m.caps |= ONCE_STORE_SYNCHRONOUS;
+    expect_refused(&m, ONCE_EINVAL, "lacks the synchronous slot");
+    m = outside();
+    m.budget = NULL;   /* memory's table has the bit */
+    expect_refused(&m, ONCE_EINVAL, "lacks the budget slot");
+
+    m = outside();
+    m.caps |= ONCE_STORE_CREATE_START;
+    m.create_start = counting_start;
+    once_store *s = NULL;
+    assert_int_equal(once_store_open_methods(&m, "outside:", NULL, &s, NULL, 0), ONCE_OK);
+    once_record r = {.principal = "p", .task_id = "t", .version = 1, .state = ONCE_STATE_WORKING,
+                     .digests = "", .task_json = "{}"};
+    assert_true(once_store_can_start(s, &r));
+    r.push_json = "[]";
+    assert_false(once_store_can_start(s, &r));   /* no START_PUSH */
+    assert_int_equal(once_store_create_start(s, &r, NULL, 0, NULL, NULL), ONCE_EINVAL);
+    r.push_json = NULL;
+    assert_int_equal(once_store_create_start(s, &r, NULL, 0, NULL, NULL), ONCE_EINVAL);
+    assert_int_equal(starts, 0);
+    assert_int_equal(once_store_create_start(s, &r, NULL, 0, never_done, NULL), ONCE_ENOMEM);
+    assert_int_equal(starts, 1);   /* through the slot, its answer passed on */
+    s->caps_off = ONCE_STORE_CREATE_START | ONCE_STORE_BUDGET;
+    assert_int_equal(once_store_caps(s) & (ONCE_STORE_CREATE_START | ONCE_STORE_BUDGET), 0u);
+    assert_false(once_store_can_start(s, NULL));
+    once_budget b;
+    assert_int_equal(once_store_budget(s, &b, 0), ONCE_EUNSUPPORTED);
+    s->caps_off = 0;
+    assert_int_equal(once_store_budget(s, &b, 0), ONCE_OK);
     close_rc = ONCE_OK;
     assert_int_equal(once_store_close(s), ONCE_OK);
 }
@@ -149,6 +212,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_guards_the_table),
         cmocka_unit_test(test_missing_slots_refused),
+        cmocka_unit_test(test_optional_slots_by_bit),
         cmocka_unit_test(test_close_reports_failure),
         cmocka_unit_test(test_meta_empty_name_refused),
     };

@@ -205,7 +205,8 @@ int once__dy_schema(dy_store *s, once__schema *sc, int have_table);
 
 /* ---- the slots (dy_write.c, dy_read.c) ---- */
 
-ONCE__STORE_SLOTS(dy);
+ONCE__STORE_SLOTS(once__dy);
+ONCE__STORE_PUSH_REPLICA_SLOTS(once__dy);
 int once__dy_generations(once_store *s, const once_key *keys, size_t n, int64_t *gens);
 
 /* Shared by the files above. */

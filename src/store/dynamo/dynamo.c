@@ -231,10 +231,21 @@ static int dy_start(once_store *base, once__schema *sc, char *errbuf, size_t err
 const once__backend once__dy_backend = {"dynamodb", sizeof(dy_store), DY_SCHEMA_VERSION, dy_parse,
                                         dy_start, dy_release};
 
+ONCE__STORE_OPEN(once__dy, once__dy_backend)
+
+/* The slots named otherwise, and those DynamoDB has not (slots.h). */
+#define once__dy_close dy_release
+#define once__dy_feed_open NULL
+#define once__dy_feed_next NULL
+#define once__dy_feed_close NULL
+#define once__dy_create_start NULL
+#define once__dy_budget NULL
+#define once__dy_synchronous NULL
+
 /* DURABLE: DynamoDB acknowledges a write once it is stored in several
  * availability zones. PUSH: delivery rows live in the record item
  * (dy_push.c). */
-ONCE__STORE_BACKEND_GENERATIONS(once__store_dynamo, dy, "dynamodb",
-                                ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
-                                    ONCE_STORE_REPLICAS,
-                                once__dy_backend);
+const once_store_methods once__store_dynamo =
+    ONCE__STORE_TABLE(once__dy, "dynamodb",
+                      ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
+                          ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS);

@@ -152,13 +152,27 @@ static int pg_start(once_store *base, once__schema *sc, char *errbuf, size_t err
                                        s->batch_leaders, once__pg_batch_run, PG_POOL_WAIT_MS,
                                        PG_BACKOFF_MIN_MS, PG_BACKOFF_MAX_MS, pg_setup, sc};
 
+    if (s->batch_leaders == 0)
+        base->caps_off |= ONCE_STORE_CREATE_START;   /* every write alone */
     return once__batch_conns_start(&s->pool, &s->bpool, &s->batch, &cfg, errbuf, errlen);
 }
 
 const once__backend once__pg_backend = {"postgres", sizeof(pg_store), PG_SCHEMA_VERSION, pg_parse,
                                         pg_start, pg_release};
 
-ONCE__STORE_BACKEND_CONN_FEED(once__store_pg, pg, "postgres",
-                    ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
-                        ONCE_STORE_REPLICAS,
-                    once__pg_backend);
+ONCE__STORE_OPEN(once__pg, once__pg_backend)
+
+/* The slots named otherwise, and those PostgreSQL has not (slots.h). */
+#define once__pg_close pg_release
+#define once__pg_feed_next once__conn_feed_next
+#define once__pg_feed_close once__conn_feed_close
+#define once__pg_generations NULL
+#define once__pg_budget NULL
+#define once__pg_synchronous NULL
+
+/* CREATE_START without START_PUSH: a record's delivery rows need a
+ * transaction of their own, outside the group (pg_write.c). */
+const once_store_methods once__store_pg =
+    ONCE__STORE_TABLE(once__pg, "postgres",
+                      ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH | ONCE_STORE_FEED |
+                          ONCE_STORE_REPLICAS | ONCE_STORE_CREATE_START);

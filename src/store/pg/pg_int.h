@@ -245,8 +245,10 @@ int once__pg_migrate(pg_store *s, pg_conn *c, once__schema *sc, int reset);
 int once__pg_read_key(pg_store *s, pg_conn *c, const char *principal, const char *task_id,
                       once_record *out, once_tombstone *tomb);
 
-ONCE__STORE_SLOTS(pg);
-ONCE__STORE_CONN_FEED_SLOTS(pg);
+ONCE__STORE_SLOTS(once__pg);
+ONCE__STORE_PUSH_REPLICA_SLOTS(once__pg);
+ONCE__STORE_CONN_FEED_SLOTS(once__pg);
+ONCE__STORE_CREATE_START_SLOT(once__pg);
 
 /* ---- pg_push.c ---- */
 

@@ -23,7 +23,6 @@
 
 #include "core/decide.h"
 #include "store/pg/pg_int.h"
-#include "store/store_async.h"
 #include "store/store_int.h"
 
 static pg_store *pgs(once_store *s)
@@ -184,7 +183,7 @@ int once__pg_create(once_store *s, const once_record *rec, const once_event *ev,
     return write_record(pgs(s), PG_CREATE, &p, rec, 1, create_fn, &a);
 }
 
-/* An asynchronous create (store/store_async.h): its statement through the
+/* The create_start slot (once/store.h): its statement through the
  * group commit, told by landed. It never runs alone: a create the batch
  * did not write (the key taken or entombed, a batch rolled back, nothing
  * sent) is ONCE_ECONFLICT, nothing stored, and the caller decides again
@@ -212,18 +211,15 @@ static void async_landed(once__batch_op *op)
     done(arg, rc);
 }
 
-int once__pg_async(const once_store *s)
-{
-    return ((const pg_store *)s)->batch_leaders > 0;
-}
-
 int once__pg_create_start(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                           void (*done)(void *arg, int rc), void *arg)
 {
     pg_async *a;
     int rc;
 
-    if (!once__pg_async(s) || rec->push_json) /* its rows need their own transaction */
+    /* once_store_create_start asked the caps first: batch=0 turns the
+     * slot off, and a record's delivery rows need their own transaction. */
+    if (pgs(s)->batch_leaders == 0 || rec->push_json)
         return ONCE_EUNSUPPORTED;
     a = once_calloc(1, sizeof *a);
     if (!a)

@@ -262,12 +262,25 @@ static int rd_start(once_store *base, once__schema *sc, char *errbuf, size_t err
                                        s->batch_leaders, once__rd_batch_run, RD_POOL_WAIT_MS,
                                        RD_BACKOFF_MIN_MS, RD_BACKOFF_MAX_MS, rd_setup, sc};
 
+    if (s->batch_leaders == 0)
+        base->caps_off |= ONCE_STORE_CREATE_START;   /* every write alone */
     return once__batch_conns_start(&s->pool, &s->bpool, &s->batch, &cfg, errbuf, errlen);
 }
 
 const once__backend once__rd_backend = {"redis", sizeof(rd_store), RD_SCHEMA_VERSION, rd_parse,
                                         rd_start, rd_release};
 
-ONCE__STORE_BACKEND_CONN_FEED(once__store_redis, rd, "redis",
-                              ONCE_STORE_SHARED | ONCE_STORE_PUSH | ONCE_STORE_REPLICAS,
-                    once__rd_backend);
+ONCE__STORE_OPEN(once__rd, once__rd_backend)
+
+/* The slots named otherwise, and those Redis has not (slots.h). */
+#define once__rd_close rd_release
+#define once__rd_feed_next once__conn_feed_next
+#define once__rd_feed_close once__conn_feed_close
+#define once__rd_generations NULL
+#define once__rd_budget NULL
+#define once__rd_synchronous NULL
+
+const once_store_methods once__store_redis =
+    ONCE__STORE_TABLE(once__rd, "redis",
+                      ONCE_STORE_SHARED | ONCE_STORE_PUSH | ONCE_STORE_FEED | ONCE_STORE_REPLICAS |
+                          ONCE_STORE_CREATE_START | ONCE_STORE_START_PUSH);

@@ -270,8 +270,10 @@ int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *t
 
 /* ---- slots (redis_write.c, redis_read.c, redis_check.c, redis_push_ops.c: slots.h) ---- */
 
-ONCE__STORE_SLOTS(rd);
-ONCE__STORE_CONN_FEED_SLOTS(rd);
+ONCE__STORE_SLOTS(once__rd);
+ONCE__STORE_PUSH_REPLICA_SLOTS(once__rd);
+ONCE__STORE_CONN_FEED_SLOTS(once__rd);
+ONCE__STORE_CREATE_START_SLOT(once__rd);
 /* Delete every key under the prefix (open with reset=1; tests only). */
 int once__rd_reset(rd_store *s, rd_conn *c);
 

@@ -20,7 +20,6 @@
 
 #include "core/decide.h"
 #include "store/redis/redis_int.h"
-#include "store/store_async.h"
 #include "store/store_int.h"
 
 static rd_store *rds(once_store *s)
@@ -217,7 +216,7 @@ int once__rd_create(once_store *s, const once_record *rec, const once_event *ev,
     return rc;
 }
 
-/* An asynchronous create (store/store_async.h): its script through the
+/* The create_start slot (once/store.h): its script through the
  * pipeline, told by landed. It never runs alone: a create whose script did
  * not run (NOSCRIPT) or found the key taken is ONCE_ECONFLICT, nothing
  * stored, and the caller decides again from what is stored; an error reply
@@ -255,18 +254,13 @@ static void async_landed(once__batch_op *op)
     done(arg, rc);
 }
 
-int once__rd_async(const once_store *s)
-{
-    return ((const rd_store *)s)->batch_leaders > 0;
-}
-
 int once__rd_create_start(once_store *s, const once_record *rec, const once_event *ev, size_t nev,
                           void (*done)(void *arg, int rc), void *arg)
 {
     rd_async *a;
     int rc;
 
-    if (!once__rd_async(s))
+    if (rds(s)->batch_leaders == 0)   /* once_store_create_start asked the caps first */
         return ONCE_EUNSUPPORTED;
     a = once_calloc(1, sizeof *a);
     if (!a)
