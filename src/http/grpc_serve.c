@@ -16,7 +16,11 @@
  *     into the method's output message; or an AIP-193 error, turned into
  *     grpc-status, grpc-message and grpc-status-details-bin), a deferred
  *     wait (a blocking SendMessage whose task has not settled: armed, and
- *     finished on a worker when ready, holding no thread meanwhile), or a
+ *     finished on a worker when ready, holding no thread meanwhile), a
+ *     held answer (a new task finished in its first turn whose one write
+ *     is not made yet: the thread that commits the write sends it, so a
+ *     blocking send costs no second wake-up; a write that failed runs the
+ *     call again without holding, as server.c does), or a
  *     stream (fed by the SSE hub through a sink: each data frame a
  *     StreamResponse message, an error frame the call's status, the hub's
  *     shutdown event UNAVAILABLE);
@@ -63,6 +67,10 @@ typedef struct gcall {
     pthread_mutex_t mu;
     once__sse_feed *feed;       /* while the hub feeds the call (under mu) */
     once__a2a_deferred *deferred; /* a blocking send's wait, while armed */
+    once__a2a_response held;    /* a new task's answer, while its write is out */
+    once__logctx logctx;        /* the call's log context, meanwhile */
+    int no_hold;                /* run again after its held write failed: hold none */
+    int inline_only;            /* on a loop thread: come back rather than wait */
     int finished;               /* a stream's status is out (the pump's) */
 } gcall;
 
@@ -316,6 +324,17 @@ static const once__sse_sink SINK = {sink_put, sink_fill};
 
 /* --- answers ------------------------------------------------------------------- */
 
+/* Submit fn(g) to the worker pool, unless the server is going away.
+ * ONCE_OK, or why not (the caller answers instead). */
+static int submit(gcall *g, void (*fn)(void *))
+{
+    once__grpc_serve *s = g->srv;
+    pthread_mutex_lock(&s->mu);
+    int rc = s->closing ? ONCE_ECLOSED : once__http_pool_submit(s->cfg.pool, fn, g);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 static void finish_deferred(void *arg);
 
 /* The engine says the deferred answer can be built: on a worker (this
@@ -323,18 +342,57 @@ static void finish_deferred(void *arg);
 static void on_ready(void *arg)
 {
     gcall *g = arg;
-    once__grpc_serve *s = g->srv;
-    pthread_mutex_lock(&s->mu);
-    int rc = s->closing ? ONCE_ECLOSED : once__http_pool_submit(s->cfg.pool, finish_deferred, g);
-    pthread_mutex_unlock(&s->mu);
-    if (rc != ONCE_OK)
+    if (submit(g, finish_deferred) != ONCE_OK)
         finish_deferred(g);
 }
 
-/* Send r (taking what it holds: a deferred wait, a stream) and, unless
- * the call goes on (waiting, streaming), be done with the call. */
+static void run_call(void *arg);
+
+/* A held answer's write landed (once__engine_held_start), on whichever
+ * thread committed it: send the answer; or, when nothing was stored, run
+ * the call again without holding, on a worker, which decides from what is
+ * stored (a replay of another registration that won, the outage's
+ * answer, ...). */
+static void on_landed(void *arg, int rc)
+{
+    gcall *g = arg;
+    once__a2a_response r = g->held;
+    memset(&g->held, 0, sizeof g->held);
+    *once__log_ctx() = g->logctx;
+    if (rc == ONCE_OK) {
+        finish_body(g, &r);
+        once__a2a_response_clear(&r);
+        once__log_ctx_clear();
+        done(g);
+        return;
+    }
+    once__a2a_response_clear(&r);
+    once__log_ctx_clear();
+    g->no_hold = 1;
+    if ((rc = submit(g, run_call)) != ONCE_OK) {
+        (void)once__h2_call_finish(g->call, ONCE_GRPC_UNAVAILABLE,
+                                   rc == ONCE_ECLOSED ? "onced is shutting down; retry elsewhere"
+                                                      : "the server is busy; retry",
+                                   NULL, 0);
+        done(g);
+    }
+}
+
+/* Send r (taking what it holds: a deferred wait, a held write, a stream)
+ * and, unless the call goes on (waiting, streaming), be done with the
+ * call. */
 static void answer(gcall *g, once__a2a_response *r)
 {
+    if (r->held != NULL) {
+        once__held *held = r->held;
+        r->held = NULL;
+        g->held = *r;   /* the answer is sent from on_landed */
+        memset(r, 0, sizeof *r);
+        g->logctx = *once__log_ctx();
+        once__log_ctx_clear();
+        once__engine_held_start(held, on_landed, g);   /* g may be done already */
+        return;
+    }
     if (r->deferred != NULL) {
         g->deferred = r->deferred;
         r->deferred = NULL;
@@ -377,10 +435,11 @@ static void finish_deferred(void *arg)
     once__a2a_response_clear(&r);
 }
 
-/* The call, on a worker. */
-static void run_call(void *arg)
+/* The call. ONCE__EAGAIN (only with g->inline_only) when it would wait
+ * for a store write: nothing was done, run it again on a worker; else
+ * ONCE_OK, the call answered or on its way (waiting, held, streaming). */
+static int call_run(gcall *g)
 {
-    gcall *g = arg;
     once__grpc_serve *s = g->srv;
     once__log_ctx_clear();
     const char *path = once__h2_call_path(g->call);
@@ -396,7 +455,7 @@ static void run_call(void *arg)
                  path);
         refuse(g, 501, ONCE_RPC_METHOD_NOT_FOUND, "METHOD_NOT_FOUND", msg);
         done(g);
-        return;
+        return ONCE_OK;
     }
     char principal[ONCE_PRINCIPAL_MAX + 1];
     if (s->cfg.tokens != NULL) {
@@ -405,7 +464,7 @@ static void run_call(void *arg)
             refuse(g, 401, ONCE_RPC_INVALID_REQUEST, "UNAUTHENTICATED",
                    "Unauthenticated: send the metadata authorization: Bearer <token>");
             done(g);
-            return;
+            return ONCE_OK;
         }
     } else {
         snprintf(principal, sizeof principal, "anonymous");
@@ -421,7 +480,7 @@ static void run_call(void *arg)
                  g->m->input->name, err);
         refuse(g, 400, ONCE_RPC_INVALID_PARAMS, "INVALID_PARAMS", why);
         done(g);
-        return;
+        return ONCE_OK;
     }
     const char *version = once__h2_call_metadata(g->call, "a2a-version");
     once__a2a_request q = {.principal = principal,
@@ -429,17 +488,27 @@ static void run_call(void *arg)
                            .extensions = once__h2_call_metadata(g->call, "a2a-extensions"),
                            .last_event_id = once__h2_call_metadata(g->call, "last-event-id"),
                            .slots = once__sse_slots(s->cfg.hub),
-                           .defer = 1};
+                           .defer = 1,
+                           .hold = !g->no_hold && !s->cfg.inline_calls,
+                           .inline_only = g->inline_only};
     once__a2a_response r;
     rc = once__a2a_grpc_handle(s->cfg.codec, &q, g->m->name, params, &r);
     json_decref(params);
+    if (rc == ONCE__EAGAIN)
+        return rc;
     if (rc != ONCE_OK) {
         (void)once__h2_call_finish(g->call, ONCE_GRPC_INTERNAL, "out of memory", NULL, 0);
         done(g);
-        return;
+        return ONCE_OK;
     }
     answer(g, &r);
     once__a2a_response_clear(&r);
+    return ONCE_OK;
+}
+
+static void run_call(void *arg)
+{
+    (void)call_run(arg);
 }
 
 /* --- the transport's callbacks (a loop thread; never block) -------------------- */
@@ -457,11 +526,22 @@ static void on_call(void *ctx, once__h2_call *call)
     g->call = call;
     once__h2_call_ref(call);
     once__h2_call_set_data(call, g, gcall_free);
-    /* Under mu: once__grpc_serve_quiesce's caller frees the pool after it. */
     pthread_mutex_lock(&s->mu);
     s->running++;
-    int rc = s->closing ? ONCE_ECLOSED : once__http_pool_submit(s->cfg.pool, run_call, g);
+    int closing = s->closing;
     pthread_mutex_unlock(&s->mu);
+    /* As on libmicrohttpd's threads (server.c): a call that need not wait
+     * for I/O runs here, without the hand-over to a worker and back (all
+     * of them on the memory store; on SQLite a new task held for its
+     * group's commit, a replay, a read); one that would wait comes back
+     * ONCE__EAGAIN with nothing done, and goes to a worker. */
+    if (!closing && (s->cfg.inline_calls || s->cfg.inline_first)) {
+        g->inline_only = !s->cfg.inline_calls;
+        if (call_run(g) != ONCE__EAGAIN)
+            return;
+        g->inline_only = 0;
+    }
+    int rc = submit(g, run_call);   /* the pool outlives every running call */
     if (rc != ONCE_OK) {
         (void)once__h2_call_finish(call, ONCE_GRPC_UNAVAILABLE,
                                    rc == ONCE_EBUSY ? "the server is busy; retry"

@@ -34,6 +34,8 @@ typedef struct once__grpc_serve_config {
     unsigned idle_timeout_s;
     unsigned streams_per_conn;   /* SETTINGS_MAX_CONCURRENT_STREAMS; 0 = 100 */
     unsigned threads;            /* loop threads (HTTP's --threads); 0 = 1 */
+    int inline_calls;            /* run every call on its loop thread (HTTP's) */
+    int inline_first;            /* run a call there unless it would wait (HTTP's) */
 } once__grpc_serve_config;
 
 typedef struct once__grpc_serve once__grpc_serve;

@@ -978,7 +978,9 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
                                      .idle_timeout_s = h->cfg.idle_timeout_s,
                                      .streams_per_conn = h->cfg.grpc_streams,
                                      /* as many loops as libmicrohttpd's */
-                                     .threads = h->cfg.threads};
+                                     .threads = h->cfg.threads,
+                                     .inline_calls = h->cfg.inline_calls,
+                                     .inline_first = h->cfg.inline_first};
         char why[200] = "";
         rc = once__grpc_serve_start(&g, &h->grpc, why, sizeof why);
         if (rc != ONCE_OK) {

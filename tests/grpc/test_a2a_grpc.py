@@ -146,6 +146,40 @@ def test_send_replay_and_cross_binding():
           "its ErrorInfo says MESSAGE_ID_REUSED: %r" % (e and error_infos(e)))
 
 
+def test_held_race():
+    """32 identical first sends at once over gRPC on SQLite, where a new
+    task's one write is held and its answer sent by whoever commits it:
+    one task, one registration, every other answer a replay of the
+    completed task."""
+    n = 32
+    tid = new_id()
+    m = user_message("race me over grpc", task_id=tid)
+    barrier = threading.Barrier(n)
+    out = [None] * n
+
+    def one(i):
+        barrier.wait()
+        try:
+            out[i] = send(m, timeout=60)
+        except grpc.RpcError as e:   # recorded and asserted below
+            out[i] = e
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(scaled(90))
+    fresh = 0
+    for r in out:
+        check(isinstance(r, tuple), "every racer got an answer: %r" % (r,))
+        task = as_dict(r[0])["task"]
+        eq((task["id"], task["status"]["state"]), (tid, "TASK_STATE_COMPLETED"),
+           "every answer is the completed task")
+        fresh += r[1].get("idempotent-replayed") != "true"
+    eq(fresh, 1, "exactly one answer registered the task, the others replayed")
+    _, _, doc = srv.rpc("ListTasks", {"contextId": task["contextId"]})
+    eq([t["id"] for t in doc["result"]["tasks"]], [tid], "one task in its context")
+
+
 def test_get_list_cancel():
     tid = new_id()
     send(user_message("ask:which contract?", task_id=tid))
@@ -426,7 +460,8 @@ def main():
     srv = Onced(tmpdir=TMP, args=["--grpc-listen", "127.0.0.1:%d" % GPORT])
     chan = grpc.insecure_channel("127.0.0.1:%d" % GPORT)
     try:
-        run([test_card, test_send_replay_and_cross_binding, test_get_list_cancel, test_errors,
+        run([test_card, test_send_replay_and_cross_binding, test_held_race, test_get_list_cancel,
+             test_errors,
              test_streams, test_resume, test_blocking_wait, test_push_configs, test_auth, test_tls,
              test_stream_share])
     finally:
