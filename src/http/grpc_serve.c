@@ -530,13 +530,16 @@ static void on_call(void *ctx, once__h2_call *call)
     s->running++;
     int closing = s->closing;
     pthread_mutex_unlock(&s->mu);
-    /* As on libmicrohttpd's threads (server.c): a call that need not wait
-     * for I/O runs here, without the hand-over to a worker and back (all
-     * of them on the memory store; on SQLite a new task held for its
-     * group's commit, a replay, a read); one that would wait comes back
-     * ONCE__EAGAIN with nothing done, and goes to a worker. */
-    if (!closing && (s->cfg.inline_calls || s->cfg.inline_first)) {
-        g->inline_only = !s->cfg.inline_calls;
+    /* As on libmicrohttpd's threads (server.c), on a store whose writes
+     * commit in groups (SQLite): a call that need not wait for a store
+     * write (a new task held for its group's commit, a replay, a read)
+     * runs here, without the hand-over to a worker and back; one that
+     * would wait comes back ONCE__EAGAIN with nothing done, and goes to a
+     * worker. On the memory store every call goes to a worker: there the
+     * hand-over costs less than a loop thread that runs calls while its
+     * other connections wait (bench/README.md, "The gRPC binding"). */
+    if (!closing && s->cfg.inline_first) {
+        g->inline_only = 1;
         if (call_run(g) != ONCE__EAGAIN)
             return;
         g->inline_only = 0;

@@ -34,8 +34,9 @@ typedef struct once__grpc_serve_config {
     unsigned idle_timeout_s;
     unsigned streams_per_conn;   /* SETTINGS_MAX_CONCURRENT_STREAMS; 0 = 100 */
     unsigned threads;            /* loop threads (HTTP's --threads); 0 = 1 */
-    int inline_calls;            /* run every call on its loop thread (HTTP's) */
-    int inline_first;            /* run a call there unless it would wait (HTTP's) */
+    int inline_calls;            /* no call waits for I/O (HTTP's): hold nothing */
+    int inline_first;            /* run a call on its loop thread unless it
+                                    would wait (HTTP's) */
 } once__grpc_serve_config;
 
 typedef struct once__grpc_serve once__grpc_serve;
