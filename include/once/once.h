@@ -171,6 +171,13 @@ ONCE_API int once_ulid(const once_clock *clock, const once_rng *rng, char out[ON
 /* Mint a random UUIDv4, lowercase, 36 chars + NUL. */
 ONCE_API int once_uuid4(const once_rng *rng, char out[ONCE_UUID_LEN + 1]);
 
+/* Mint a time-ordered UUIDv7 (RFC 9562: 48-bit ms timestamp, 74 random
+ * bits), lowercase, 36 chars + NUL. IDs minted in later milliseconds sort
+ * after earlier ones as strings, so an index over them grows at its end
+ * instead of touching a random page per insert. */
+ONCE_API int once_uuid7(const once_clock *clock, const once_rng *rng,
+                        char out[ONCE_UUID_LEN + 1]);
+
 /* The task ID derived for a first message without a task ID:
  * HMAC-SHA256(secret, principal "|" message_id), first 16 bytes formatted as
  * a UUID (version nibble 8, RFC 9562 variant bits). Deterministic. */

@@ -1,5 +1,5 @@
 /*
- * ids.c -- task IDs: validation, ULID and UUIDv4 minting, derived IDs for
+ * ids.c -- task IDs: validation, ULID, UUIDv4 and UUIDv7 minting, derived IDs for
  * plain A2A clients, child IDs for delegation and side-effect keys
  * (docs/design.md sections 3 and 8).
  *
@@ -99,6 +99,27 @@ int once_uuid4(const once_rng *rng, char out[ONCE_UUID_LEN + 1])
     if (rc != ONCE_OK)
         return rc;
     uuid_format(b, 4, out);
+    return ONCE_OK;
+}
+
+int once_uuid7(const once_clock *clock, const once_rng *rng, char out[ONCE_UUID_LEN + 1])
+{
+    if (clock == NULL || rng == NULL || out == NULL)
+        return ONCE_EINVAL;
+    int64_t ms = once_now(clock);
+    if (ms < 0 || ms >= ((int64_t)1 << 48))
+        return ONCE_ERANGE;
+    uint8_t b[16];
+    int rc = rng->fill(rng, b + 6, sizeof b - 6);
+    if (rc != ONCE_OK)
+        return rc;
+    /* RFC 9562 section 5.7: the 48-bit Unix time in ms, big-endian, then
+     * 74 random bits around the version and variant. */
+    for (int i = 5; i >= 0; i--) {
+        b[i] = (uint8_t)(ms & 0xff);
+        ms >>= 8;
+    }
+    uuid_format(b, 7, out);
     return ONCE_OK;
 }
 

@@ -139,7 +139,7 @@ static int prepare(once__engine *e, const once_send_req *req, send_ctx *c, once_
         /* A new task, whatever its messageId: a plain first message under
          * --plain-ids server, and every first message in the amplification
          * experiment's baseline (engine.h). */
-        rc = once_uuid4(e->rng, c->task_id);
+        rc = once_uuid7(e->clock, e->rng, c->task_id);
         if (rc != ONCE_OK)
             return rc;
         c->may_register = 1;
@@ -299,7 +299,9 @@ static int do_register(once__engine *e, const send_ctx *c, once_send_res *res)
     char minted[ONCE_UUID_LEN + 1];
     const char *ctx = c->context_id;
     if (ctx == NULL) {
-        int rc = once_uuid4(e->rng, minted);
+        /* Time-ordered, so the stores' context index grows at its end
+         * (docs/design.md, "ListTasks indexes"). */
+        int rc = once_uuid7(e->clock, e->rng, minted);
         if (rc != ONCE_OK)
             return rc;
         ctx = minted;

@@ -211,6 +211,37 @@ static void test_uuid4(void **state)
     assert_int_equal(once_uuid4(NULL, a), ONCE_EINVAL);
 }
 
+static int64_t clock_at(const once_clock *c)
+{
+    (void)c;
+    return 0x0123456789abLL;
+}
+
+static void test_uuid7(void **state)
+{
+    (void)state;
+    char a[37], b[37];
+    once_clock fixed = {clock_at};
+    once_rng ff = {ff_fill};
+    /* The 48-bit ms timestamp leads; version 7, variant 10xx. */
+    assert_int_equal(once_uuid7(&fixed, &ff, a), ONCE_OK);
+    assert_string_equal(a, "01234567-89ab-7fff-bfff-ffffffffffff");
+    check_uuid_shape(a, '7');
+    assert_true(once_id_valid(a));
+    /* Later milliseconds sort later as strings, whatever the random bits. */
+    once_offset_clock later;
+    once_offset_clock_init(&later, 0);
+    assert_int_equal(once_uuid7(&later.base, &ff, a), ONCE_OK);
+    once_offset_clock_set(&later, 1);
+    assert_int_equal(once_uuid7(&later.base, once_rng_system(), b), ONCE_OK);
+    check_uuid_shape(b, '7');
+    assert_true(strcmp(a, b) < 0);
+    once_rng bad = {failing_fill};
+    assert_int_equal(once_uuid7(&fixed, &bad, a), ONCE_EIO);
+    assert_int_equal(once_uuid7(NULL, &ff, a), ONCE_EINVAL);
+    assert_int_equal(once_uuid7(&fixed, NULL, a), ONCE_EINVAL);
+}
+
 static void test_derive_task_id(void **state)
 {
     (void)state;
@@ -348,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_ulid_time_order),
         cmocka_unit_test(test_ulid_random_bits),
         cmocka_unit_test(test_uuid4),
+        cmocka_unit_test(test_uuid7),
         cmocka_unit_test(test_derive_task_id),
         cmocka_unit_test(test_child_id_short),
         cmocka_unit_test(test_child_id_hashed),
