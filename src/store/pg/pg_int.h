@@ -86,6 +86,8 @@ typedef enum pg_stmt_id {
     PG_REPLICAS,
     PG_NSTMT
 } pg_stmt_id;
+/* pg_conn's `prepared` keeps one bit per statement. */
+_Static_assert(PG_NSTMT <= 32, "pg_conn.prepared has a bit per statement: widen it");
 
 extern const char *const once__pg_sql[PG_NSTMT];
 /* 1 for statements that write: if the connection breaks while one is in
