@@ -30,8 +30,9 @@
 #include "store/batch.h"
 #include "store/store_int.h"
 
-/* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal; 3 -> 4: replicas */
-#define SQ_SCHEMA_VERSION 4
+/* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal; 3 -> 4: replicas;
+ * 4 -> 5: an index per list filter */
+#define SQ_SCHEMA_VERSION 5
 #define SQ_BATCH_MAX 256      /* ops per group commit */
 #define SQ_STMT_SPILL (1 << 20) /* savepoint journal bytes kept in memory (sqlite_call.c) */
 /* Idle reader connections kept open: as many as onced runs calls at once
@@ -80,8 +81,14 @@ typedef enum sq_stmt_id {
     SQ_EVENT_INSERT_4,
     SQ_EVENTS_GET,
     SQ_LEASES,
-    SQ_LIST,
-    SQ_LIST_AFTER,
+    SQ_LIST,            /* one page; the seven after it in this order, since */
+    SQ_LIST_AFTER,      /* sqlite_read.c picks one by arithmetic: +1 from a */
+    SQ_LIST_CTX,        /* cursor, +2 by context, +4 by state */
+    SQ_LIST_CTX_AFTER,
+    SQ_LIST_STATE,
+    SQ_LIST_STATE_AFTER,
+    SQ_LIST_CTX_STATE,
+    SQ_LIST_CTX_STATE_AFTER,
     SQ_SWEEP_PICK,
     SQ_TOMB_INSERT,
     SQ_EVENTS_DELETE,

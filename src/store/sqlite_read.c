@@ -330,12 +330,19 @@ typedef struct list_arg {
     once_record_list *out;
 } list_arg;
 
+/* The statement for q's filter and cursor (sqlite_int.h orders them). */
+static sq_stmt_id list_stmt(const once_list_query *q)
+{
+    return (sq_stmt_id)(SQ_LIST + (q->after_task_id ? 1 : 0) + (q->context_id ? 2 : 0) +
+                        (q->state != ONCE_STATE_UNKNOWN ? 4 : 0));
+}
+
 static int list_fn(sq_conn *c, void *p)
 {
     list_arg *a = p;
     const once_list_query *q = a->q;
     sqlite3_stmt *st;
-    int rc = once__sq_stmt(c, q->after_task_id ? SQ_LIST_AFTER : SQ_LIST, &st);
+    int rc = once__sq_stmt(c, list_stmt(q), &st);
     if (rc != ONCE_OK)
         return rc;
     int src = once__sq_bind(st, 1, "ssii", q->principal, q->context_id, (int64_t)q->state,

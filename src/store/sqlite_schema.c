@@ -12,8 +12,12 @@
  *
  * Index choices follow the queries: tasks_lease is a covering partial index
  * for expired_leases (non-terminal rows with a lease), tasks_sweep a partial
- * index over terminal rows by finished_at, tasks_list serves list's
- * (principal, created_at, task_id) order and cursor. State numbers are
+ * index over terminal rows by finished_at. list has one statement and one
+ * index per filter (none, context, state, both), each index the filter's
+ * columns then the page order (created_at, task_id): a page is one seek and
+ * a walk of the rows it returns, whatever else the principal stored, and
+ * the cursor is a seek too. The list statements name their index (INDEXED
+ * BY) so no statistics can move them to a scan. State numbers are
  * once_state's: 5..8 are the terminal states. push_due is a partial index
  * over exactly the rows a claim may want (enabled, behind their task).
  */
@@ -29,6 +33,12 @@
  * step besides its rows' B-tree inserts (bench/README.md, "Single steps the
  * code's comments cite"). */
 #define SQ_EVENT_ROWS "INSERT INTO events(principal, task_id, generation, payload) "
+/* A list statement: ?1 principal, ?2 context, ?3 state, ?4 limit, ?5 ?6 the
+ * cursor; a statement binds all six whether or not its filter reads them. */
+#define SQ_LIST_SQL(index, filter)                                                  \
+    "SELECT " SQ_TASK_COLS " FROM tasks INDEXED BY " index " WHERE principal=?1" filter \
+    " ORDER BY created_at, task_id LIMIT ?4"
+#define SQ_LIST_CURSOR " AND (created_at, task_id) > (?5, ?6)"
 #define SQ_TASK_PARAMS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19"
 
 const char *const once__sq_sql[SQ_NSTMT] = {
@@ -60,13 +70,15 @@ const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_LEASES] = "SELECT principal, task_id FROM tasks INDEXED BY tasks_lease "
                   "WHERE state<5 AND lease_until>0 AND lease_until<?1 "
                   "ORDER BY lease_until, principal, task_id LIMIT ?2",
-    [SQ_LIST] = "SELECT " SQ_TASK_COLS " FROM tasks WHERE principal=?1 "
-                "AND (?2 IS NULL OR context_id=?2) AND (?3=0 OR state=?3) "
-                "ORDER BY created_at, task_id LIMIT ?4",
-    [SQ_LIST_AFTER] = "SELECT " SQ_TASK_COLS " FROM tasks WHERE principal=?1 "
-                      "AND (?2 IS NULL OR context_id=?2) AND (?3=0 OR state=?3) "
-                      "AND (created_at, task_id) > (?5, ?6) "
-                      "ORDER BY created_at, task_id LIMIT ?4",
+    [SQ_LIST] = SQ_LIST_SQL("tasks_list", ""),
+    [SQ_LIST_AFTER] = SQ_LIST_SQL("tasks_list", SQ_LIST_CURSOR),
+    [SQ_LIST_CTX] = SQ_LIST_SQL("tasks_list_ctx", " AND context_id=?2"),
+    [SQ_LIST_CTX_AFTER] = SQ_LIST_SQL("tasks_list_ctx", " AND context_id=?2" SQ_LIST_CURSOR),
+    [SQ_LIST_STATE] = SQ_LIST_SQL("tasks_list_state", " AND state=?3"),
+    [SQ_LIST_STATE_AFTER] = SQ_LIST_SQL("tasks_list_state", " AND state=?3" SQ_LIST_CURSOR),
+    [SQ_LIST_CTX_STATE] = SQ_LIST_SQL("tasks_list_ctx_state", " AND context_id=?2 AND state=?3"),
+    [SQ_LIST_CTX_STATE_AFTER] = SQ_LIST_SQL("tasks_list_ctx_state",
+                                            " AND context_id=?2 AND state=?3" SQ_LIST_CURSOR),
     [SQ_SWEEP_PICK] = "SELECT principal, task_id, digests, finished_at FROM tasks "
                       "WHERE state>=5 AND finished_at<?1 "
                       "ORDER BY finished_at, principal, task_id LIMIT ?2",
@@ -145,13 +157,24 @@ static const char ddl[] =
     " beat_at INTEGER NOT NULL, leases INTEGER NOT NULL, stopped INTEGER NOT NULL)"      \
     " STRICT, WITHOUT ROWID;"
 
-static const char ddl_later[] = PUSH_TABLE REPLICA_TABLE;
+/* What version 5 adds: an index per list filter (see the header). */
+#define LIST_INDEXES                                                                      \
+    "CREATE INDEX IF NOT EXISTS tasks_list_ctx ON tasks(principal, context_id,"          \
+    " created_at, task_id);"                                                             \
+    "CREATE INDEX IF NOT EXISTS tasks_list_state ON tasks(principal, state,"             \
+    " created_at, task_id);"                                                             \
+    "CREATE INDEX IF NOT EXISTS tasks_list_ctx_state ON tasks(principal, context_id,"    \
+    " state, created_at, task_id);"
+
+static const char ddl_later[] = PUSH_TABLE REPLICA_TABLE LIST_INDEXES;
 /* What each older version lacks: a file at version v runs migrate[v]. */
 #define JOURNAL_COLUMN "ALTER TABLE tasks ADD COLUMN journal TEXT;"
 static const char *const migrate[SQ_SCHEMA_VERSION] = {
-    [1] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE JOURNAL_COLUMN REPLICA_TABLE,
-    [2] = JOURNAL_COLUMN REPLICA_TABLE,
-    [3] = REPLICA_TABLE,
+    [1] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE JOURNAL_COLUMN REPLICA_TABLE
+        LIST_INDEXES,
+    [2] = JOURNAL_COLUMN REPLICA_TABLE LIST_INDEXES,
+    [3] = REPLICA_TABLE LIST_INDEXES,
+    [4] = LIST_INDEXES,
 };
 
 /* One-row PRAGMA: its first column as text (journal_mode) or integer. */
@@ -240,7 +263,8 @@ static int create_tables(sq_store *s, sq_conn *c, once__schema *sc)
     int64_t v = 0;
     rc = gate(s, c, sc, &v);   /* another process may have won the race */
     if (rc == 1) {
-        /* 0: a new file gets everything; 1..3: add what the later versions brought. */
+        /* 0: a new file gets everything; 1..4: add what the later versions
+         * brought (building the list indexes reads every task once). */
         char sql[sizeof ddl + sizeof ddl_later + 64];
         snprintf(sql, sizeof sql, "%s%sPRAGMA user_version=%d;", v == 0 ? ddl : migrate[v],
                  v == 0 ? ddl_later : "", SQ_SCHEMA_VERSION);

@@ -13,7 +13,7 @@ from harness import (ONCED, Onced, check, eq, free_port, result_task, run, scale
                      user_message)
 
 TMP = scratch_dir()
-VERSION = 4   # src/store/sqlite_int.h, SQ_SCHEMA_VERSION
+VERSION = 5   # src/store/sqlite_int.h, SQ_SCHEMA_VERSION
 
 
 def migrate(url, *flags):

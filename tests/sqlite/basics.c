@@ -8,7 +8,9 @@
  * several processes migrating a version-1 file (before push delivery) at
  * once without losing what it held, and a version-2 file gaining the journal
  * (refused unmigrated under ONCE_STORE_OPEN_NO_MIGRATE, untouched by a dry
- * run of once__store_migrate).
+ * run of once__store_migrate), a version-4 file gaining the list indexes,
+ * and the query plan of every list statement: a seek on its filter's index
+ * in page order, never a scan of the tasks nor a sort.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -21,6 +23,7 @@
 #include <sys/wait.h>
 
 #include "store/sqlite_fault.h"
+#include "store/sqlite_int.h"
 #include "store/store_info.h"
 #include "store/util.h"
 
@@ -233,7 +236,7 @@ static void schema_on_disk(void **state)
 
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_journal_mode WHERE "
                                  "journal_mode='wal'"),
                      1);
@@ -246,8 +249,9 @@ static void schema_on_disk(void **state)
                      1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='index' AND "
                                  "name IN ('tasks_lease','tasks_sweep','tasks_list',"
+                                 "'tasks_list_ctx','tasks_list_state','tasks_list_ctx_state',"
                                  "'tombstones_purge','push_due')"),
-                     5);
+                     8);
     /* STRICT: a wrongly typed value is refused, not coerced. */
     assert_int_not_equal(sqlite3_exec(db,
                                       "INSERT INTO meta(name, value) VALUES('x', x'01')",
@@ -255,13 +259,13 @@ static void schema_on_disk(void **state)
                          SQLITE_OK);
 
     /* A file from a newer once is refused cleanly. */
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=5", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=6", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     char err[256] = "";
     once_store *s = (once_store *)1;
     assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "schema is at version 5, this once knows up to 4"));
+    assert_non_null(strstr(err, "schema is at version 6, this once knows up to 5"));
     st_remove_db(path);
 }
 
@@ -448,7 +452,7 @@ static void processes_migrate_v1_at_once(void **state)
     once_store_close(s);
 
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
     sqlite3_close(db);
     st_remove_db(path);
 }
@@ -489,12 +493,12 @@ static void version_2_gains_journal(void **state)
     s = (once_store *)1;
     assert_int_equal(once_store_open(url, &keep, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "store schema is at version 2, this once needs 4: "
+    assert_non_null(strstr(err, "store schema is at version 2, this once needs 5: "
                                 "run onced migrate"));
     int from = -1, to = -1;
     assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 2);
-    assert_int_equal(to, 4);
+    assert_int_equal(to, 5);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
     sqlite3_close(db);
@@ -511,7 +515,7 @@ static void version_2_gains_journal(void **state)
     once_record_clear(&r);
     once_store_close(s);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
     sqlite3_close(db);
     /* Migrated, it opens under NO_MIGRATE. */
     once_store_close(open_ok(url, &keep));
@@ -529,7 +533,7 @@ static void version_3_gains_replicas(void **state)
                "DROP TABLE replicas; PRAGMA user_version=3;");
     assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 3);
-    assert_int_equal(to, 4);
+    assert_int_equal(to, 5);
     once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
     once_store *s = open_ok(url, &keep);
     once_record r;
@@ -546,6 +550,127 @@ static void version_3_gains_replicas(void **state)
     st_remove_db(path);
 }
 
+/* The plan SQLite makes for list statement id, its rows' details joined. */
+static void list_plan(sqlite3 *db, int id, char *out, size_t cap)
+{
+    char sql[2048];
+    sqlite3_stmt *st;
+    size_t len = 0;
+    snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN %s", once__sq_sql[id]);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    out[0] = '\0';
+    while (sqlite3_step(st) == SQLITE_ROW && len < cap - 1)
+        len += (size_t)snprintf(out + len, cap - len, "%s\n",
+                                (const char *)sqlite3_column_text(st, 3));
+    sqlite3_finalize(st);
+}
+
+/* Every list statement is one search of its filter's index: the filter's
+ * columns are equalities on it (and the cursor a range after them), and
+ * the page comes in index order, with no temporary B-tree to sort it. So
+ * a page costs a seek and the rows it returns, however many tasks the
+ * principal has. Checked on a file with tasks in it and fresh statistics,
+ * the state in which a planner would prefer a scan if it could. */
+static void list_plans_use_indexes(void **state)
+{
+    (void)state;
+    static const struct {
+        int id;
+        const char *search;
+    } want[] = {
+        {SQ_LIST, "USING INDEX tasks_list (principal=?)"},
+        {SQ_LIST_AFTER, "USING INDEX tasks_list (principal=? AND (created_at,task_id)>(?,?))"},
+        {SQ_LIST_CTX, "USING INDEX tasks_list_ctx (principal=? AND context_id=?)"},
+        {SQ_LIST_CTX_AFTER, "USING INDEX tasks_list_ctx (principal=? AND context_id=? AND "
+                            "(created_at,task_id)>(?,?))"},
+        {SQ_LIST_STATE, "USING INDEX tasks_list_state (principal=? AND state=?)"},
+        {SQ_LIST_STATE_AFTER, "USING INDEX tasks_list_state (principal=? AND state=? AND "
+                              "(created_at,task_id)>(?,?))"},
+        {SQ_LIST_CTX_STATE,
+         "USING INDEX tasks_list_ctx_state (principal=? AND context_id=? AND state=?)"},
+        {SQ_LIST_CTX_STATE_AFTER, "USING INDEX tasks_list_ctx_state (principal=? AND "
+                                  "context_id=? AND state=? AND (created_at,task_id)>(?,?))"},
+    };
+    char path[4096], url[4200], plan[4096];
+    fresh_path(path, sizeof path, "plans");
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    once_store *s = open_ok(url, NULL);
+    char id[16];
+    for (int i = 0; i < 200; i++) {
+        snprintf(id, sizeof id, "t%03d", i);
+        put(s, id);
+    }
+    once_store_close(s);
+
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "ANALYZE", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(SQ_LIST_CTX_STATE_AFTER - SQ_LIST + 1, (int)(sizeof want / sizeof want[0]));
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        list_plan(db, want[i].id, plan, sizeof plan);
+        if (strncmp(plan, "SEARCH tasks ", 13) != 0 || !strstr(plan, want[i].search) ||
+            strstr(plan, "TEMP B-TREE") || strchr(plan, '\n') != plan + strlen(plan) - 1)
+            fail_msg("list statement %d:\n%s\nplan:\n%swant one row: SEARCH tasks %s",
+                     want[i].id, once__sq_sql[want[i].id], plan, want[i].search);
+    }
+    sqlite3_close(db);
+    st_remove_db(path);
+}
+
+/* A version-4 file (no list indexes) gains them: refused under NO_MIGRATE,
+ * untouched by a dry run, then built by the migration from the tasks it
+ * holds, which the filters then find. */
+static void version_4_gains_list_indexes(void **state)
+{
+    (void)state;
+    static const char count_indexes[] =
+        "SELECT count(*) FROM sqlite_schema WHERE type='index' AND "
+        "name IN ('tasks_list_ctx','tasks_list_state','tasks_list_ctx_state')";
+    char path[4096], url[4200], err[256] = "";
+    int from = -1, to = -1;
+    sqlite3 *db;
+    older_file(path, sizeof path, url, sizeof url, "v4", "t4",
+               "DROP INDEX tasks_list_ctx; DROP INDEX tasks_list_state; "
+               "DROP INDEX tasks_list_ctx_state; PRAGMA user_version=4;");
+    assert_true(st_no_migrate_refused(url, "schema is at version 4, this once needs 5", err,
+                                      sizeof err));
+    assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 4);
+    assert_int_equal(to, 5);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int(db, count_indexes), 0);
+    sqlite3_close(db);
+
+    assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 4);
+    assert_int_equal(to, 5);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(db, count_indexes), 3);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM tasks INDEXED BY tasks_list_ctx_state "
+                                 "WHERE principal='p' AND context_id='ctx-0' AND state=2"),
+                     1);
+    sqlite3_close(db);
+
+    once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
+    once_store *s = open_ok(url, &keep);
+    once_list_query q = {.principal = "p", .context_id = "ctx-0", .state = ONCE_STATE_WORKING,
+                         .limit = 10};
+    once_record_list l;
+    assert_int_equal(once_store_list(s, &q, &l), ONCE_OK);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.v[0].task_id, "t4");
+    once_record_list_clear(&l);
+    q.state = ONCE_STATE_COMPLETED;
+    assert_int_equal(once_store_list(s, &q, &l), ONCE_OK);
+    assert_int_equal(l.n, 0);
+    once_record_list_clear(&l);
+    once_store_close(s);
+    st_remove_db(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -558,6 +683,8 @@ int main(void)
         cmocka_unit_test(processes_migrate_v1_at_once),
         cmocka_unit_test(version_2_gains_journal),
         cmocka_unit_test(version_3_gains_replicas),
+        cmocka_unit_test(version_4_gains_list_indexes),
+        cmocka_unit_test(list_plans_use_indexes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -854,6 +854,25 @@ static void assert_tomb(fx *f, const char *principal, const char *id, int64_t fi
     assert_int_equal(t.expired_at, expired_at);
 }
 
+/* How many of principal's records one page (of up to 100) lists under the
+ * filter. */
+static size_t nlisted(fx *f, const char *principal, const char *ctx, once_state st)
+{
+    once_list_query q = {.principal = principal, .context_id = ctx, .state = st, .limit = 100};
+    once_record_list l;
+    EXPECT_RC(f, once_store_list(f->s, &q, &l), ONCE_OK);
+    size_t n = l.n;
+    for (size_t i = 0; i < l.n; i++) {
+        assert_string_equal(l.v[i].principal, principal);
+        if (ctx)
+            assert_string_equal(l.v[i].context_id, ctx);
+        if (st != ONCE_STATE_UNKNOWN)
+            assert_int_equal(l.v[i].state, st);
+    }
+    once_record_list_clear(&l);
+    return n;
+}
+
 static void sweep_makes_tombstones(void **state)
 {
     fx *f = *state;
@@ -904,10 +923,14 @@ static void sweep_makes_tombstones(void **state)
     once_record_clear(&r);
     assert_tomb(f, "p", "t1", T0 - 100, T0 + 500);
 
-    /* Tombstones are not listed and hold no lease. */
+    /* Tombstones are not listed, whatever the filter, and hold no lease. */
     EXPECT_RC(f, once_store_list(f->s, &q, &l), ONCE_OK);
     assert_int_equal(l.n, 4);
     once_record_list_clear(&l);
+    assert_int_equal(nlisted(f, "p", "ctx-0", ONCE_STATE_UNKNOWN), 4);
+    assert_int_equal(nlisted(f, "p", NULL, ONCE_STATE_COMPLETED), 0);
+    assert_int_equal(nlisted(f, "p", "ctx-0", ONCE_STATE_FAILED), 0);
+    assert_int_equal(nlisted(f, "p", "ctx-0", ONCE_STATE_CANCELED), 1);
     EXPECT_RC(f, once_store_expired_leases(f->s, T0 + 1000000, 10, &k), ONCE_OK);
     assert_int_equal(k.n, 1);
     assert_string_equal(k.v[0].task_id, "t5");
@@ -1343,6 +1366,31 @@ static void list_pages_filters_isolates(void **state)
         if (all[i].st == ONCE_STATE_WORKING && strcmp(all[i].ctx, "ctx-b") == 0)
             sel[n++] = all[i];
     page_all(f, "p1", "ctx-b", ONCE_STATE_WORKING, 3, sel, n);
+    page_all(f, "p1", "ctx-a", ONCE_STATE_CANCELED, 3, sel, 0);
+    page_all(f, "p1", "nope", ONCE_STATE_UNKNOWN, 3, sel, 0);
+    page_all(f, "p1", NULL, ONCE_STATE_INPUT_REQUIRED, 3, sel, 0);
+    /* Each filter sees only the principal's own tasks: p2's are all in
+     * ctx-a, WORKING. */
+    assert_int_equal(nlisted(f, "p2", "ctx-a", ONCE_STATE_UNKNOWN), 5);
+    assert_int_equal(nlisted(f, "p2", NULL, ONCE_STATE_WORKING), 5);
+    assert_int_equal(nlisted(f, "p2", "ctx-a", ONCE_STATE_WORKING), 5);
+    assert_int_equal(nlisted(f, "p2", "ctx-b", ONCE_STATE_UNKNOWN), 0);
+
+    /* An update that changes the state moves the task between the state
+     * filters (the indexes follow the row). */
+    size_t working = nlisted(f, "p1", "ctx-b", ONCE_STATE_WORKING);
+    size_t done = nlisted(f, "p1", NULL, ONCE_STATE_COMPLETED);
+    size_t done_b = nlisted(f, "p1", "ctx-b", ONCE_STATE_COMPLETED);
+    once_record r;
+    get(f, "p1", sel[0].id, &r);
+    r.state = ONCE_STATE_COMPLETED;
+    r.finished_at = r.created_at + 1;
+    r.version++;
+    EXPECT_RC(f, once_store_update(f->s, &r, r.version - 1, NULL, 0), ONCE_OK);
+    once_record_clear(&r);
+    assert_int_equal(nlisted(f, "p1", "ctx-b", ONCE_STATE_WORKING), working - 1);
+    assert_int_equal(nlisted(f, "p1", NULL, ONCE_STATE_COMPLETED), done + 1);
+    assert_int_equal(nlisted(f, "p1", "ctx-b", ONCE_STATE_COMPLETED), done_b + 1);
 
     q.principal = "p2";
     q.limit = 100;

@@ -52,6 +52,12 @@
  *                            a pooled connection caches, on a primary key,
  *                            never on the list index (whose scan for one key
  *                            walks every task of the principal)
+ *   list_plans               PostgreSQL: every ListTasks statement (by filter,
+ *                            with and without a cursor) is planned, as the
+ *                            generic plan, as one scan of its filter's index
+ *                            in page order (no sort, no filter, no sequential
+ *                            scan), on a new schema and on 20,000 analysed
+ *                            tasks
  *   change_feed              the feed (PostgreSQL LISTEN/NOTIFY, Redis pub/sub)
  *                            of a handle behind a proxy tells of another
  *                            handle's updates with events, by key, and of
@@ -69,8 +75,11 @@
  *   backend_specific         PostgreSQL: a schema migrated by a newer once is
  *                            refused; Redis: scripts flushed from the server are
  *                            reloaded (NOSCRIPT) transparently; PostgreSQL: a
- *                            schema at version 1 (before push delivery) is
- *                            migrated at open, its records kept, and push works
+ *                            schema at version 4 (before the list indexes) is
+ *                            refused under NO_MIGRATE, then migrated, its
+ *                            tasks found by every filter; a schema at version
+ *                            1 (before push delivery) is migrated at open,
+ *                            its records kept, and push works
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -104,6 +113,9 @@
 #include "timeout.h"
 #ifdef ONCE_HAVE_PG
 #include "store/pg/pg_int.h" /* the batch queue, to know when a batch has formed */
+#define PG_VERSION_OR_0 PG_SCHEMA_VERSION
+#else
+#define PG_VERSION_OR_0 0
 #endif
 #ifdef ONCE_HAVE_REDIS
 #include "store/redis/redis_int.h"
@@ -910,9 +922,66 @@ static void push_writes_race_acks(void **state)
 }
 
 #ifdef ONCE_HAVE_PG
+#define LIST_INDEXES "('once_tasks_list_ctx', 'once_tasks_list_state', 'once_tasks_list_ctx_state')"
+
+/* How many of the list indexes (migration 5) schema "specific" has. */
+static long list_indexes(void)
+{
+    return pg_count("SELECT count(*) FROM pg_indexes WHERE schemaname = 'specific' AND "
+                    "indexname IN " LIST_INDEXES);
+}
+
+/* s finds "t-1" (WORKING, ctx-0) under every filter that names it. */
+static void listed_by_filters(once_store *s)
+{
+    static const struct {
+        const char *ctx;
+        once_state st;
+    } f[] = {{NULL, ONCE_STATE_UNKNOWN},
+             {"ctx-0", ONCE_STATE_UNKNOWN},
+             {NULL, ONCE_STATE_WORKING},
+             {"ctx-0", ONCE_STATE_WORKING}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        once_list_query q = {.principal = "p", .context_id = f[i].ctx, .state = f[i].st,
+                             .limit = 10};
+        once_record_list l;
+        EXPECT_RC(s, once_store_list(s, &q, &l), ONCE_OK);
+        assert_int_equal(l.n, 1);
+        assert_string_equal(l.v[0].task_id, "t-1");
+        once_record_list_clear(&l);
+    }
+}
+
+/* Take schema "specific" back to version 4 (before the list indexes): an
+ * open under NO_MIGRATE refuses it, a dry run leaves it so, and an open
+ * builds the indexes from the tasks it holds, which the filters find. */
+static void migrate_from_v4(once_store *s)
+{
+    char url[1024], err[256];
+    int from = -1, to = -1;
+
+    pg_admin("DROP INDEX specific.once_tasks_list_ctx, specific.once_tasks_list_state, "
+             "specific.once_tasks_list_ctx_state; "
+             "DELETE FROM specific.once_migrations WHERE version > 4");
+    url_for(url, sizeof url, 0, "specific", 0);
+    if (!st_no_migrate_refused(url, "schema is at version 4, this once needs 5", err, sizeof err))
+        fail_msg("open of a version-4 schema under NO_MIGRATE: \"%s\"", err);
+    assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 4);
+    assert_int_equal(to, PG_SCHEMA_VERSION);
+    assert_int_equal(list_indexes(), 0);
+    once_store *s2 = open_ns(0, "specific", 0);
+    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"),
+                     PG_SCHEMA_VERSION);
+    assert_int_equal(list_indexes(), 3);
+    listed_by_filters(s2);
+    once_store_close(s2);
+    listed_by_filters(s); /* opened before: its prepared statements still serve */
+}
+
 /* Take schema "specific" back to version 1 (what a once without push
- * delivery, journal and replica rows left), then open it again: migrations
- * 2 to 4 apply, under the same
+ * delivery, journal, replica rows and list indexes left), then open it
+ * again: migrations 2 to 5 apply, under the same
  * advisory lock, keeping the records; push rows then work. s stays open
  * across it (its pooled connections must cope with the new column). */
 static void migrate_from_v1(once_store *s)
@@ -925,9 +994,13 @@ static void migrate_from_v1(once_store *s)
 
     pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN push_json, DROP COLUMN journal; "
              "DROP TABLE specific.once_push; DROP TABLE specific.once_replicas; "
+             "DROP INDEX specific.once_tasks_list_ctx, specific.once_tasks_list_state, "
+             "specific.once_tasks_list_ctx_state; "
              "DELETE FROM specific.once_migrations WHERE version > 1");
     s2 = open_ns(0, "specific", 0);
-    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"), 4);
+    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"),
+                     PG_SCHEMA_VERSION);
+    assert_int_equal(list_indexes(), 3);
     EXPECT_RC(s2, once_store_load(s2, "p", "t-1", &r, NULL), ONCE_OK);
     assert_null(r.push_json);
     assert_null(r.journal);
@@ -1309,6 +1382,76 @@ static void keyed_plans(void **state)
     skip(); /* a PostgreSQL planner's case */
 }
 
+#ifdef ONCE_HAVE_PG
+/* Every list statement's generic plan is one scan of its filter's index:
+ * the index named, no sort (the index gives the page order), no filter
+ * on rows after the index (its conditions are all in the Index Cond), no
+ * sequential scan. when says which state of the table it is. */
+static void check_list_plans(PGconn *c, const char *when)
+{
+    static const char *const want[] = {
+        [PG_LIST - PG_LIST] = "once_tasks_list",
+        [PG_LIST_AFTER - PG_LIST] = "once_tasks_list",
+        [PG_LIST_CTX - PG_LIST] = "once_tasks_list_ctx",
+        [PG_LIST_CTX_AFTER - PG_LIST] = "once_tasks_list_ctx",
+        [PG_LIST_STATE - PG_LIST] = "once_tasks_list_state",
+        [PG_LIST_STATE_AFTER - PG_LIST] = "once_tasks_list_state",
+        [PG_LIST_CTX_STATE - PG_LIST] = "once_tasks_list_ctx_state",
+        [PG_LIST_CTX_STATE_AFTER - PG_LIST] = "once_tasks_list_ctx_state",
+    };
+    char plan[8192], scan[96];
+
+    assert_int_equal(PG_LIST_CTX_STATE_AFTER - PG_LIST + 1, sizeof want / sizeof want[0]);
+    for (int id = PG_LIST; id <= PG_LIST_CTX_STATE_AFTER; id++) {
+        PGresult *r = PQexec(c, "DEALLOCATE ALL");
+        PQclear(r);
+        pg_explain(c, id, once__pg_sql[id], plan, sizeof plan);
+        snprintf(scan, sizeof scan, "Scan using %s on once_tasks", want[id - PG_LIST]);
+        if (strstr(plan, scan) == NULL || strstr(plan, "Sort") != NULL ||
+            strstr(plan, "Filter:") != NULL || strstr(plan, "Seq Scan") != NULL)
+            fail_msg("%s: list statement %d is not one scan of %s:\n%s\n%s", when, id,
+                     want[id - PG_LIST], once__pg_sql[id], plan);
+    }
+}
+#endif
+
+/* The list statements seek on their filter's index (migration 5), as the
+ * generic plans pooled connections cache: on a schema just created (no
+ * statistics), and on one holding 20,000 tasks of one principal over 2,000
+ * contexts, nine in ten finished, analysed. */
+static void list_plans(void **state)
+{
+    (void)state;
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        pg_admin("DROP SCHEMA IF EXISTS listplans CASCADE");
+        once_store *s = open_ns(0, "listplans", 0);
+        PGconn *c = PQconnectdb(g_base);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        PGresult *r = PQexec(c, "SET search_path = listplans; "
+                                "SET plan_cache_mode = force_generic_plan");
+        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        check_list_plans(c, "no statistics");
+        pg_admin("INSERT INTO listplans.once_tasks(principal, task_id, context_id, state, kind, "
+                 "version, generation, fence, step, lease_owner, lease_until, created_at, "
+                 "updated_at, finished_at, digests, task_json, first_digest, tomb, expired_at) "
+                 "SELECT 'p'::bytea, convert_to('t-' || i, 'UTF8'), "
+                 "convert_to('c-' || (i %% 2000), 'UTF8'), CASE WHEN i %% 10 = 0 THEN 2 "
+                 "ELSE 5 END, 1, 1, 4, 1, 0, ''::bytea, 0, i, i, "
+                 "CASE WHEN i %% 10 = 0 THEN 0 ELSE i + 1 END, ''::bytea, '{}'::bytea, "
+                 "''::bytea, false, 0 FROM generate_series(1, 20000) AS i; "
+                 "ANALYZE listplans.once_tasks");
+        check_list_plans(c, "20,000 tasks, analysed");
+        PQfinish(c);
+        once_store_close(s);
+        pg_admin("DROP SCHEMA listplans CASCADE");
+        return;
+    }
+#endif
+    skip(); /* a PostgreSQL planner's case */
+}
+
 /* An asynchronous create (once_store_create_start): its outcome as its
  * callback told it, how often and on which thread. */
 typedef struct acreate {
@@ -1628,7 +1771,7 @@ static void refused_with(const char *url, const char *want)
 
 static void schema_step(void **state)
 {
-    const int target = g_pg ? 4 : 1;
+    const int target = g_pg ? PG_VERSION_OR_0 : 1;
     once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
     char url[1024], err[256], want[128];
     once_store *s = NULL;
@@ -1702,6 +1845,7 @@ static void backend_specific(void **state)
         assert_null(s2);
         assert_non_null(strstr(err, "upgrade"));
         pg_admin("DELETE FROM specific.once_migrations WHERE version = 999");
+        migrate_from_v4(s);
         migrate_from_v1(s);
     }
 #endif
@@ -1736,6 +1880,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(batch_async),         cmocka_unit_test(batch_async_mixed),
         cmocka_unit_test(keyed_plans),         cmocka_unit_test(change_feed),
         cmocka_unit_test(backend_specific),    cmocka_unit_test(schema_step),
+        cmocka_unit_test(list_plans),
     };
 
     if (argc < 2 || split_url(argv[1]) != 0) {

@@ -46,7 +46,7 @@
 #include "store/store_int.h"
 
 #define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
-#define PG_SCHEMA_VERSION 4   /* migrations in pg_schema.c */
+#define PG_SCHEMA_VERSION 5   /* migrations in pg_schema.c */
 #define PG_POOL_DEFAULT 16    /* connections per handle */
 #define PG_POOL_WAIT_MS 30000 /* a caller waits this long for a free connection */
 #define PG_BACKOFF_MIN_MS 50
@@ -65,8 +65,14 @@ typedef enum pg_stmt_id {
     PG_LEASES,
     PG_SWEEP,
     PG_PURGE,
-    PG_LIST,
-    PG_LIST_AFTER,
+    PG_LIST,            /* one page; the seven after it in this order, since */
+    PG_LIST_AFTER,      /* pg_read.c picks one by arithmetic: +1 from a */
+    PG_LIST_CTX,        /* cursor, +2 by context, +4 by state */
+    PG_LIST_CTX_AFTER,
+    PG_LIST_STATE,
+    PG_LIST_STATE_AFTER,
+    PG_LIST_CTX_STATE,
+    PG_LIST_CTX_STATE_AFTER,
     PG_META_INSERT,
     PG_META_GET,
     PG_PUSH_ROWS,
@@ -80,6 +86,8 @@ typedef enum pg_stmt_id {
     PG_REPLICAS,
     PG_NSTMT
 } pg_stmt_id;
+/* pg_conn's `prepared` keeps one bit per statement. */
+_Static_assert(PG_NSTMT <= 32, "pg_conn.prepared has a bit per statement: widen it");
 
 extern const char *const once__pg_sql[PG_NSTMT];
 /* 1 for statements that write: if the connection breaks while one is in

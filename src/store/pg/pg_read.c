@@ -217,16 +217,21 @@ int once__pg_list(once_store *s, const once_list_query *q, once_record_list *out
     pg_params p;
 
     memset(out, 0, sizeof *out);
+    /* The parameters the statement of this filter takes, in its order
+     * (pg_schema.c), and that statement (pg_int.h orders them). */
     once__pg_p_init(&p);
     once__pg_p_str(&p, q->principal);
-    once__pg_p_str(&p, q->context_id);
-    once__pg_p_i16(&p, (int)q->state);
+    if (q->context_id)
+        once__pg_p_str(&p, q->context_id);
+    if (q->state != ONCE_STATE_UNKNOWN)
+        once__pg_p_i16(&p, (int)q->state);
     once__pg_p_i64(&p, (int64_t)q->limit);
     if (q->after_task_id) {
         once__pg_p_i64(&p, q->after_created_at);
         once__pg_p_str(&p, q->after_task_id);
     }
-    a.id = q->after_task_id ? PG_LIST_AFTER : PG_LIST;
+    a.id = (pg_stmt_id)(PG_LIST + (q->after_task_id ? 1 : 0) + (q->context_id ? 2 : 0) +
+                        (q->state != ONCE_STATE_UNKNOWN ? 4 : 0));
     a.p = &p;
     a.out = out;
     return once__pg_run(pgs(s), list_fn, &a);

@@ -48,6 +48,12 @@
  * storepg/backend keyed_plans). */
 #define P_LIVE_KEY P_KEY " AND tomb IS NOT TRUE"
 
+#define PG_LIST_SQL(filter, limit)                                                     \
+    "SELECT " PG_TASK_COLS " FROM once_tasks WHERE principal = $1::bytea AND NOT tomb" filter \
+    " ORDER BY created_at, task_id LIMIT " limit "::int8"
+#define PG_LIST_BY_CTX " AND context_id = $2::bytea"
+#define PG_LIST_CURSOR(at, id) " AND (created_at, task_id) > (" at "::int8, " id "::bytea)"
+
 /* clang-format off */
 const char *const once__pg_sql[PG_NSTMT] = {
     [PG_LOAD] = "SELECT " PG_TASK_COLS ", tomb, first_digest, expired_at "
@@ -139,17 +145,23 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "del AS (DELETE FROM once_tasks t USING picked p "
         "WHERE t.principal = p.principal AND t.task_id = p.task_id RETURNING 1) "
         "SELECT count(*) FROM del",
-    /* $1 principal, $2 context (NULL = any), $3 state (0 = any), $4 limit,
-     * $5 $6 the cursor (created_at, task_id). */
-    [PG_LIST] = "SELECT " PG_TASK_COLS " FROM once_tasks WHERE principal = $1::bytea "
-                "AND NOT tomb AND ($2::bytea IS NULL OR context_id = $2::bytea) "
-                "AND ($3::int2 = 0 OR state = $3::int2) "
-                "ORDER BY created_at, task_id LIMIT $4::int8",
-    [PG_LIST_AFTER] = "SELECT " PG_TASK_COLS " FROM once_tasks WHERE principal = $1::bytea "
-                      "AND NOT tomb AND ($2::bytea IS NULL OR context_id = $2::bytea) "
-                      "AND ($3::int2 = 0 OR state = $3::int2) "
-                      "AND (created_at, task_id) > ($5::int8, $6::bytea) "
-                      "ORDER BY created_at, task_id LIMIT $4::int8",
+    /* One statement per filter, each served by its index (migration 5):
+     * the parameters are $1 principal, then the filter's own (context
+     * bytea, state int2), then the limit and the cursor (created_at,
+     * task_id), numbered on from there. A statement that tested its
+     * filter at run time ($2 IS NULL OR ...) would get one generic plan
+     * for every filter, and that plan cannot seek on a column it may not
+     * constrain. */
+    [PG_LIST] = PG_LIST_SQL("", "$2"),
+    [PG_LIST_AFTER] = PG_LIST_SQL(PG_LIST_CURSOR("$3", "$4"), "$2"),
+    [PG_LIST_CTX] = PG_LIST_SQL(PG_LIST_BY_CTX, "$3"),
+    [PG_LIST_CTX_AFTER] = PG_LIST_SQL(PG_LIST_BY_CTX PG_LIST_CURSOR("$4", "$5"), "$3"),
+    [PG_LIST_STATE] = PG_LIST_SQL(" AND state = $2::int2", "$3"),
+    [PG_LIST_STATE_AFTER] =
+        PG_LIST_SQL(" AND state = $2::int2" PG_LIST_CURSOR("$4", "$5"), "$3"),
+    [PG_LIST_CTX_STATE] = PG_LIST_SQL(PG_LIST_BY_CTX " AND state = $3::int2", "$4"),
+    [PG_LIST_CTX_STATE_AFTER] =
+        PG_LIST_SQL(PG_LIST_BY_CTX " AND state = $3::int2" PG_LIST_CURSOR("$5", "$6"), "$4"),
     [PG_META_INSERT] = "INSERT INTO once_meta(name, value) VALUES($1::bytea, $2::bytea) "
                        "ON CONFLICT (name) DO NOTHING RETURNING value",
     [PG_META_GET] = "SELECT value FROM once_meta WHERE name = $1::bytea",
@@ -252,6 +264,17 @@ static const char *const migrations[PG_SCHEMA_VERSION] = {
     "CREATE TABLE once_replicas("
     " id bytea PRIMARY KEY, version bytea NOT NULL, started_at int8 NOT NULL,"
     " beat_at int8 NOT NULL, leases int8 NOT NULL, stopped bool NOT NULL);",
+    /* 5: an index per ListTasks filter, the filter's columns then the page
+     * order, so a page is one index seek whatever the principal stored.
+     * IF NOT EXISTS: a DBA may have built them beforehand CONCURRENTLY
+     * (docs/production.md, "Upgrade"), sparing the write lock a build here
+     * holds on once_tasks. */
+    "CREATE INDEX IF NOT EXISTS once_tasks_list_ctx ON once_tasks(principal, context_id,"
+    " created_at, task_id) WHERE NOT tomb;"
+    "CREATE INDEX IF NOT EXISTS once_tasks_list_state ON once_tasks(principal, state,"
+    " created_at, task_id) WHERE NOT tomb;"
+    "CREATE INDEX IF NOT EXISTS once_tasks_list_ctx_state ON once_tasks(principal, context_id,"
+    " state, created_at, task_id) WHERE NOT tomb;",
 };
 
 /* A 63-bit FNV-1a of the schema name: the advisory lock key, so that
