@@ -86,7 +86,9 @@ extern "C" {
  */
 typedef enum once_record_kind {
     ONCE_KIND_TASK = 0,
-    ONCE_KIND_MESSAGE = 1 /* the agent answered with a direct Message */
+    ONCE_KIND_MESSAGE = 1, /* the agent answered with a direct Message */
+    ONCE_KIND_RESUME = 2   /* only in a list page, last: where a bounded
+                            * scan stopped (see the list slot) */
 } once_record_kind;
 
 typedef struct once_record {
@@ -207,6 +209,13 @@ typedef struct once_check_report {
                                    * sweep keeps its interval */
 #define ONCE_STORE_SYNCHRONOUS 0x400u /* synchronous slot: no durability
                                        * level to report */
+#define ONCE_STORE_LIST_SEEK 0x800u /* list seeks every filter in an index
+                                     * (no slot): a filtered page may stop
+                                     * after ONCE_LIST_SCAN_MAX entries */
+
+/* The most entries one list call examines on a backend without
+ * ONCE_STORE_LIST_SEEK (see the list slot). */
+#define ONCE_LIST_SCAN_MAX 1000
 
 /* The most keys one generations call takes (DynamoDB's BatchGetItem). */
 #define ONCE_STORE_GENERATIONS_MAX 100
@@ -508,7 +517,15 @@ typedef struct once_store_methods {
      * how many. Codes and retries as for sweep. */
     int (*purge)(once_store *s, int64_t expired_before, size_t max, size_t *n);
 
-    /* One page of a principal's records (see once_list_query). Only the
+    /* One page of a principal's records (see once_list_query): at most
+     * limit records in the page order, each matching the filter. The
+     * work of one call must not grow with what the principal stored: a
+     * backend that cannot seek to a filter (no ONCE_STORE_LIST_SEEK)
+     * examines at most ONCE_LIST_SCAN_MAX entries, and when it stops
+     * with fewer than limit matches and entries left to examine, it ends
+     * the page with one ONCE_KIND_RESUME record that carries only the
+     * created_at and task_id of the last entry examined (n counts it; the
+     * next page starts after it; every other field zero). Only the
      * common codes: ListTasks answers 503 on ESTORE/EBUSY. */
     int (*list)(once_store *s, const once_list_query *q, once_record_list *out);
 

@@ -238,6 +238,11 @@ int once__engine_list(once__engine *e, const once_list_req *req, json_t **tasks,
         once_record_list_clear(&l);
         return once__store_rc(e, rc);
     }
+    /* A store that could not seek to the filter may have stopped early:
+     * its last record then only says where (store.h, the list slot). */
+    const once_record *resume = NULL;
+    if (l.n > 0 && l.v[l.n - 1].kind == ONCE_KIND_RESUME)
+        resume = &l.v[--l.n];
     json_t *arr = json_array();
     rc = arr != NULL ? ONCE_OK : ONCE_ENOMEM;
     size_t n = l.n < page ? l.n : page;
@@ -251,6 +256,10 @@ int once__engine_list(once__engine *e, const once_list_req *req, json_t **tasks,
     }
     if (rc == ONCE_OK && l.n > page)
         rc = token_encode(l.v[page - 1].created_at, l.v[page - 1].task_id, next_token);
+    else if (rc == ONCE_OK && resume != NULL)
+        rc = token_encode(resume->created_at, resume->task_id, next_token);
+    if (resume != NULL)
+        l.n++;   /* cleared with the others */
     once_record_list_clear(&l);
     if (rc != ONCE_OK) {
         json_decref(arr);

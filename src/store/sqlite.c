@@ -468,4 +468,5 @@ const once_store_methods once__store_sqlite =
     ONCE__STORE_TABLE(sq, "sqlite",
                       ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
                           ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS | ONCE_STORE_CREATE_START |
-                          ONCE_STORE_START_PUSH | ONCE_STORE_LOCAL | ONCE_STORE_SYNCHRONOUS);
+                          ONCE_STORE_START_PUSH | ONCE_STORE_LOCAL | ONCE_STORE_SYNCHRONOUS |
+                          ONCE_STORE_LIST_SEEK);

@@ -66,7 +66,8 @@ static void url_forms_and_sharing(void **state)
     assert_int_equal(once_store_caps(a),
                      ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH |
                          ONCE_STORE_GENERATIONS | ONCE_STORE_REPLICAS | ONCE_STORE_CREATE_START |
-                         ONCE_STORE_START_PUSH | ONCE_STORE_LOCAL | ONCE_STORE_SYNCHRONOUS);
+                         ONCE_STORE_START_PUSH | ONCE_STORE_LOCAL | ONCE_STORE_SYNCHRONOUS |
+                         ONCE_STORE_LIST_SEEK);
 
     put(a, "t-a");   /* written through one handle, visible through the other */
     once_record r;

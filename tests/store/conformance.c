@@ -856,20 +856,58 @@ static void assert_tomb(fx *f, const char *principal, const char *id, int64_t fi
 
 /* How many of principal's records one page (of up to 100) lists under the
  * filter. */
+/* One call of list: checks the page's shape, takes a ONCE_KIND_RESUME
+ * record off its end (store.h, the list slot) and moves q's cursor (kept in
+ * after[]) past the page. *more: whether another call may find more. */
+static void list_step(fx *f, once_list_query *q, once_record_list *l,
+                      char after[ONCE_ID_MAX + 1], int *more, int *resumed)
+{
+    EXPECT_RC(f, once_store_list(f->s, q, l), ONCE_OK);
+    assert_true(l->n <= q->limit);
+    *resumed = l->n > 0 && l->v[l->n - 1].kind == ONCE_KIND_RESUME;
+    if (*resumed) {
+        const once_record *m = &l->v[l->n - 1];
+        assert_true(!(once_store_caps(f->s) & ONCE_STORE_LIST_SEEK));
+        assert_true(once_id_valid(m->task_id));
+        assert_null(m->task_json);
+        /* The marker moves the cursor forward. */
+        if (q->after_task_id)
+            assert_true(m->created_at > q->after_created_at ||
+                        (m->created_at == q->after_created_at &&
+                         strcmp(m->task_id, q->after_task_id) > 0));
+    }
+    for (size_t i = 0; i + (size_t)*resumed < l->n; i++) {
+        assert_int_not_equal(l->v[i].kind, ONCE_KIND_RESUME);
+        assert_string_equal(l->v[i].principal, q->principal);
+        assert_non_null(l->v[i].task_json);
+        if (q->context_id)
+            assert_string_equal(l->v[i].context_id, q->context_id);
+        if (q->state != ONCE_STATE_UNKNOWN)
+            assert_int_equal(l->v[i].state, q->state);
+    }
+    *more = *resumed || l->n == q->limit;
+    if (l->n > 0) {
+        snprintf(after, ONCE_ID_MAX + 1, "%s", l->v[l->n - 1].task_id);
+        q->after_created_at = l->v[l->n - 1].created_at;
+        q->after_task_id = after;
+    }
+    if (*resumed)
+        once_record_clear(&l->v[--l->n]);
+}
+
+/* How many records (principal, filter) lists, following every page. */
 static size_t nlisted(fx *f, const char *principal, const char *ctx, once_state st)
 {
     once_list_query q = {.principal = principal, .context_id = ctx, .state = st, .limit = 100};
     once_record_list l;
-    EXPECT_RC(f, once_store_list(f->s, &q, &l), ONCE_OK);
-    size_t n = l.n;
-    for (size_t i = 0; i < l.n; i++) {
-        assert_string_equal(l.v[i].principal, principal);
-        if (ctx)
-            assert_string_equal(l.v[i].context_id, ctx);
-        if (st != ONCE_STATE_UNKNOWN)
-            assert_int_equal(l.v[i].state, st);
+    char after[ONCE_ID_MAX + 1];
+    size_t n = 0;
+    int more = 1, resumed;
+    while (more) {
+        list_step(f, &q, &l, after, &more, &resumed);
+        n += l.n;
+        once_record_list_clear(&l);
     }
-    once_record_list_clear(&l);
     return n;
 }
 
@@ -1293,24 +1331,15 @@ static void page_all(fx *f, const char *principal, const char *ctx, once_state s
     once_record_list l;
     char after[ONCE_ID_MAX + 1];
     size_t got = 0, i;
+    int more = 1, resumed;
 
-    for (;;) {
-        EXPECT_RC(f, once_store_list(f->s, &q, &l), ONCE_OK);
-        assert_true(l.n <= limit);
+    while (more) {
+        list_step(f, &q, &l, after, &more, &resumed);
         for (i = 0; i < l.n; i++, got++) {
             assert_true(got < nwant);
-            assert_string_equal(l.v[i].principal, principal);
             assert_string_equal(l.v[i].task_id, want[got].id);
             assert_int_equal(l.v[i].created_at, want[got].created);
-            assert_non_null(l.v[i].task_json);
         }
-        if (l.n < limit) {
-            once_record_list_clear(&l);
-            break;
-        }
-        snprintf(after, sizeof after, "%s", l.v[l.n - 1].task_id);
-        q.after_created_at = l.v[l.n - 1].created_at;
-        q.after_task_id = after;
         once_record_list_clear(&l);
     }
     assert_int_equal(got, nwant);
@@ -1409,6 +1438,58 @@ static void list_pages_filters_isolates(void **state)
     EXPECT_RC(f, once_store_list(f->s, &q, &l), ONCE_EINVAL);
     q.limit = 1001;
     EXPECT_RC(f, once_store_list(f->s, &q, &l), ONCE_EINVAL);
+}
+
+/* A filter the store cannot seek costs a bounded scan per call: more than
+ * ONCE_LIST_SCAN_MAX tasks the filter skips come before its matches, so a
+ * store without ONCE_STORE_LIST_SEEK must stop and hand back a cursor
+ * (ONCE_KIND_RESUME) before it reaches them, and following the cursors
+ * still finds every match, in order. */
+#define NSKIP (ONCE_LIST_SCAN_MAX + 20)
+
+static void list_scan_bounded(void **state)
+{
+    fx *f = *state;
+    lkey want[4];
+    size_t i, nwant = 0;
+
+    for (i = 0; i < NSKIP + 4; i++) {
+        once_record r;
+        int done = i >= NSKIP;
+        char id[16];
+        snprintf(id, sizeof id, "b-%05zu", i);
+        assert_int_equal(st_rec(&r, "pb", id, done ? ONCE_STATE_COMPLETED : ONCE_STATE_WORKING,
+                                T0 + (int64_t)i, NULL), 0);
+        snprintf(r.context_id, sizeof r.context_id, "%s", i == NSKIP + 3 ? "ctx-o" : "ctx-big");
+        EXPECT_RC(f, once_store_create(f->s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+        once_record_clear(&r);
+        if (done && i != NSKIP + 3) {
+            want[nwant].created = T0 + (int64_t)i;
+            snprintf(want[nwant].id, sizeof want[nwant].id, "%s", id);
+            nwant++;
+        }
+    }
+
+    once_list_query q = {.principal = "pb", .context_id = "ctx-big",
+                         .state = ONCE_STATE_COMPLETED, .limit = 10};
+    once_record_list l;
+    char after[ONCE_ID_MAX + 1];
+    int more, resumed;
+    list_step(f, &q, &l, after, &more, &resumed);
+    if (!(once_store_caps(f->s) & ONCE_STORE_LIST_SEEK)) {
+        /* Stopped within its budget: no match read, a cursor before them. */
+        assert_true(resumed);
+        assert_int_equal(l.n, 0);
+        assert_true(q.after_created_at < T0 + ONCE_LIST_SCAN_MAX);
+    }
+    once_record_list_clear(&l);
+
+    page_all(f, "pb", "ctx-big", ONCE_STATE_COMPLETED, 10, want, nwant);
+    page_all(f, "pb", "ctx-big", ONCE_STATE_COMPLETED, 1, want, nwant);
+    assert_int_equal(nlisted(f, "pb", NULL, ONCE_STATE_COMPLETED), 4);
+    assert_int_equal(nlisted(f, "pb", "ctx-o", ONCE_STATE_UNKNOWN), 1);
+    assert_int_equal(nlisted(f, "pb", NULL, ONCE_STATE_INPUT_REQUIRED), 0);
+    assert_int_equal(nlisted(f, "pb", "ctx-big", ONCE_STATE_UNKNOWN), NSKIP + 3);
 }
 
 /* ------------------------------------------------------------------------
@@ -1644,6 +1725,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(renew_moves_expired_leases, setup, teardown),
         cmocka_unit_test_setup_teardown(renew_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(list_pages_filters_isolates, setup, teardown),
+        cmocka_unit_test_setup_teardown(list_scan_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(meta_insert_if_absent, setup, teardown),
         cmocka_unit_test_setup_teardown(check_counts_clean_store, setup, teardown),
         cmocka_unit_test_setup_teardown(principals_are_independent, setup, teardown),

@@ -175,4 +175,4 @@ ONCE__STORE_OPEN(once__pg, once__pg_backend)
 const once_store_methods once__store_pg =
     ONCE__STORE_TABLE(once__pg, "postgres",
                       ONCE_STORE_SHARED | ONCE_STORE_DURABLE | ONCE_STORE_PUSH | ONCE_STORE_FEED |
-                          ONCE_STORE_REPLICAS | ONCE_STORE_CREATE_START);
+                          ONCE_STORE_REPLICAS | ONCE_STORE_CREATE_START | ONCE_STORE_LIST_SEEK);
