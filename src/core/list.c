@@ -7,13 +7,21 @@
 
 void once__list_append(once__list *q, once__link *l)
 {
-    l->prev = q->tail;
-    l->next = NULL;
-    if (q->tail)
-        q->tail->next = l;
+    once__list_insert_after(q, q->tail, l);
+}
+
+void once__list_insert_after(once__list *q, once__link *at, once__link *l)
+{
+    l->prev = at;
+    l->next = at ? at->next : q->head;
+    if (l->next)
+        l->next->prev = l;
+    else
+        q->tail = l;
+    if (at)
+        at->next = l;
     else
         q->head = l;
-    q->tail = l;
 }
 
 void once__list_unlink(once__list *q, once__link *l)

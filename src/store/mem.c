@@ -25,9 +25,12 @@
  * front). Tombstones sit on the purge queue, ordered by expired_at. So
  * expired_leases costs what is still running, and sweep and purge cost what
  * they remove (plus one look at the entry that stops them), never a walk
- * of the table; `visits` counts those looks for the tests. list, check and
- * push_claim still walk the table (O(keys)): list is paged by the caller
- * and push_claim skips its walk while no push rows exist.
+ * of the table; `visits` counts those looks for the tests. Every live
+ * entry is also on its principal's list (mem_plist), ordered by
+ * (created_at, task_id): list walks it from the page's cursor, so a page
+ * costs what it returns, or with a filter at most ONCE_LIST_SCAN_MAX
+ * entries. check and push_claim still walk the table (O(keys));
+ * push_claim skips its walk while no push rows exist.
  *
  * Push delivery rows (ONCE_STORE_PUSH) live in the entry beside the record,
  * reshaped by once__push_sync in the same critical section as the record
@@ -71,6 +74,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/list.h"
 #include "core/str.h"
 #include "core/decide.h"
 #include "store/mem.h"
@@ -124,10 +128,12 @@ _Static_assert(sizeof(mem_rec) == offsetof(mem_rec, s), "mem_rec has padding bef
  * read with memcpy); a cold entry's are in its record (ev NULL, evcap 0,
  * evlen and nev as they were). push[0..npush) are the delivery rows, one per element
  * of the record's push_json, in its order. qprev/qnext link the entry into
- * the active list or the finished queue (see the file comment). */
+ * the active list or the finished queue, plink into its principal's list
+ * (see the file comment). */
 typedef struct mem_entry {
     mem_node n;
     struct mem_entry *qprev, *qnext;
+    once__link plink;         /* its principal's list (mem_plist) */
     mem_rec *r;
     char *ev;
     size_t evlen, evcap, nev;
@@ -158,6 +164,17 @@ typedef struct mem_meta {
     char *value;
 } mem_meta;
 
+/* A principal's live entries, oldest first by (created_at, task_id),
+ * linked through plink: what list walks, from a cursor it finds by the key
+ * it names. In a chained table of its own, by principal. */
+typedef struct mem_plist {
+    struct mem_plist *next;   /* hash chain */
+    once__list l;
+    size_t n;
+    uint32_t hash;
+    char principal[];
+} mem_plist;
+
 /* The handle. lock guards everything below it (and every node). active and
  * finished are the sentinels of two circular lists of entries; tomb_head
  * .. tomb_tail is the purge queue (singly linked, oldest expired_at first). */
@@ -182,6 +199,8 @@ typedef struct mem_store {
     uint64_t cools;           /* entries deflated so far */
     mem_zip zip;
     mem_meta *meta;
+    mem_plist **ptab;         /* the principals' lists; NULL until the first */
+    size_t nptab, nplist;     /* buckets (a power of two), lists */
     once_replica_list replicas; /* heartbeat rows, any order */
     int compact;              /* memory:?tombs=compact: tombstones in ctombs */
     mem_tombs ctombs;
@@ -588,6 +607,148 @@ static void tomb_enqueue(mem_store *ms, mem_tomb *t)
         ;
     t->qnext = *at;
     *at = t;
+}
+
+/* ------------------------------------------------------------------------
+ * The principals' lists (mem_plist): list's page order, with no walk of
+ * the table.
+ */
+
+static uint32_t principal_hash(const char *principal)
+{
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a, folded as key_hash */
+
+    for (const unsigned char *p = (const unsigned char *)principal; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static size_t plist_bytes(const mem_plist *pl)
+{
+    return chunk(sizeof *pl + strlen(pl->principal) + 1);
+}
+
+static mem_plist **plist_slot(mem_store *ms, const char *principal, uint32_t h)
+{
+    mem_plist **at = &ms->ptab[h & (ms->nptab - 1)];
+
+    while (*at && ((*at)->hash != h || strcmp((*at)->principal, principal) != 0))
+        at = &(*at)->next;
+    return at;
+}
+
+static mem_plist *plist_find(mem_store *ms, const char *principal)
+{
+    return ms->ptab ? *plist_slot(ms, principal, principal_hash(principal)) : NULL;
+}
+
+/* What plist_get would add to the store's bytes for principal. */
+static size_t plist_growth(mem_store *ms, const char *principal)
+{
+    size_t b;
+
+    if (plist_find(ms, principal))
+        return 0;
+    b = chunk(sizeof(mem_plist) + strlen(principal) + 1);
+    if (!ms->ptab)
+        b += chunk(MEM_INITIAL_BUCKETS * sizeof *ms->ptab);
+    else if (ms->nplist + 1 > ms->nptab)
+        b += chunk(2 * ms->nptab * sizeof *ms->ptab) - chunk(ms->nptab * sizeof *ms->ptab);
+    return b;
+}
+
+/* Double the principals' table past one list per bucket; a failed
+ * allocation leaves longer chains. */
+static void plist_grow(mem_store *ms)
+{
+    size_t n = ms->nptab * 2, i;
+    mem_plist **nt, *pl, *next;
+
+    if (ms->nplist < ms->nptab || !(nt = once_calloc(n, sizeof *nt)))
+        return;
+    for (i = 0; i < ms->nptab; i++)
+        for (pl = ms->ptab[i]; pl; pl = next) {
+            next = pl->next;
+            pl->next = nt[pl->hash & (n - 1)];
+            nt[pl->hash & (n - 1)] = pl;
+        }
+    once_free(ms->ptab);
+    ms->bytes += chunk(n * sizeof *nt) - chunk(ms->nptab * sizeof *nt);
+    ms->ptab = nt;
+    ms->nptab = n;
+}
+
+/* principal's list, made (and counted) when it has none; NULL: out of
+ * memory, nothing changed. */
+static mem_plist *plist_get(mem_store *ms, const char *principal)
+{
+    uint32_t h = principal_hash(principal);
+    size_t len = strlen(principal);
+    mem_plist *pl, **at;
+
+    if (!ms->ptab) {
+        if (!(ms->ptab = once_calloc(MEM_INITIAL_BUCKETS, sizeof *ms->ptab)))
+            return NULL;
+        ms->nptab = MEM_INITIAL_BUCKETS;
+        ms->bytes += chunk(ms->nptab * sizeof *ms->ptab);
+    }
+    if ((pl = *plist_slot(ms, principal, h)) != NULL)
+        return pl;
+    if (!(pl = once_calloc(1, sizeof *pl + len + 1)))
+        return NULL;
+    memcpy(pl->principal, principal, len + 1);
+    pl->hash = h;
+    ms->nplist++;
+    ms->bytes += plist_bytes(pl);
+    plist_grow(ms);
+    at = &ms->ptab[h & (ms->nptab - 1)];
+    pl->next = *at;
+    *at = pl;
+    return pl;
+}
+
+static int cmp_created_entry(const mem_entry *x, const mem_entry *y)
+{
+    int c = cmp_i64(x->r->created_at, y->r->created_at);
+    return c ? c : strcmp(rec_str(x->r, S_TASK_ID), rec_str(y->r, S_TASK_ID));
+}
+
+/* The entry whose plink l is (NULL for NULL). */
+static mem_entry *plink_entry(const once__link *l)
+{
+    return l ? (mem_entry *)((char *)l - offsetof(mem_entry, plink)) : NULL;
+}
+
+static mem_entry *plist_next(const mem_entry *e)
+{
+    return plink_entry(e->plink.next);
+}
+
+/* Put e on pl in its place. Tasks are mostly created in time order, so the
+ * place is found from the back in a step or two. */
+static void plist_insert(mem_plist *pl, mem_entry *e)
+{
+    mem_entry *at = plink_entry(pl->l.tail);
+
+    while (at && cmp_created_entry(at, e) > 0)
+        at = plink_entry(at->plink.prev);
+    once__list_insert_after(&pl->l, at ? &at->plink : NULL, &e->plink);
+    pl->n++;
+}
+
+/* Take e off its principal's list; a list left empty goes. */
+static void plist_unlink(mem_store *ms, mem_entry *e)
+{
+    const char *principal = rec_str(e->r, S_PRINCIPAL);
+    mem_plist **at = plist_slot(ms, principal, principal_hash(principal)), *pl = *at;
+
+    once__list_unlink(&pl->l, &e->plink);
+    if (--pl->n == 0) {
+        *at = pl->next;
+        ms->nplist--;
+        ms->bytes -= plist_bytes(pl);
+        once_free(pl);
+    }
 }
 
 /* ------------------------------------------------------------------------
@@ -1174,6 +1335,12 @@ static int mem_close(once_store *s)
         once_free(m);
     }
     once_free(ms->tab);
+    for (i = 0; i < ms->nptab; i++)
+        for (mem_plist *pl = ms->ptab[i], *next; pl; pl = next) {
+            next = pl->next;
+            once_free(pl);
+        }
+    once_free(ms->ptab);
     once_replica_list_clear(&ms->replicas);
     once__mem_tombs_free(&ms->ctombs);
     once__mem_zip_free(&ms->zip);
@@ -1225,7 +1392,8 @@ static int refused(mem_store *ms, const char *principal, const char *task_id,
 {
     if (ctomb_held(ms, principal, task_id, h, tomb))
         return ONCE_ETOMBSTONE;
-    int rc = make_room(ms, entry_bytes(e) + table_growth(ms), NULL, now, gone);
+    int rc = make_room(ms, entry_bytes(e) + table_growth(ms) + plist_growth(ms, principal), NULL,
+                       now, gone);
     if (rc == ONCE_EBUSY)
         once__store_seterr(&ms->base,
                            "memory store full: %zu bytes held (%zu of them by tombstones) "
@@ -1286,11 +1454,20 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     /* make_room may have expired the key's chain neighbours: find the
      * slot again (the key is still absent). */
     slot = find_slot(ms, rec->principal, rec->task_id, e->n.hash);
+    mem_plist *pl = plist_get(ms, rec->principal);
+    if (!pl) {
+        pthread_mutex_unlock(&ms->lock);
+        chain_free(gone);
+        once_free(pp.rows);
+        entry_free(e);
+        return ONCE_ENOMEM;
+    }
     push_apply(ms, e, &pp);   /* no old rows: nothing comes back */
     *slot = &e->n;
     ms->count++;
     ms->live++;
     list_place(ms, e);
+    plist_insert(pl, e);
     account(ms, e, 1);
     maybe_grow(ms);
     pthread_mutex_unlock(&ms->lock);
@@ -1551,6 +1728,7 @@ static int entomb(mem_store *ms, mem_entry *e, int64_t now)
     account(ms, e, 0);
     ms->live--;
     queue_unlink(ms, e);
+    plist_unlink(ms, e);
     ms->push_rows -= e->npush;
     return ONCE_OK;
 }
@@ -1703,64 +1881,69 @@ static int mem_purge(once_store *s, int64_t expired_before, size_t max, size_t *
     return ONCE_OK;
 }
 
-static int listed(const mem_entry *e, const once_list_query *q)
+/* 1 when e sorts after the cursor (created_at, task_id). */
+static int after_cursor(const mem_entry *e, int64_t created_at, const char *task_id)
 {
-    const mem_rec *r = e->r;
-
-    if (strcmp(rec_str(r, S_PRINCIPAL), q->principal) != 0)
-        return 0;
-    if (q->context_id && strcmp(rec_str(r, S_CONTEXT_ID), q->context_id) != 0)
-        return 0;
-    if (q->state != ONCE_STATE_UNKNOWN && r->state != (int16_t)q->state)
-        return 0;
-    if (q->after_task_id) {
-        if (r->created_at < q->after_created_at)
-            return 0;
-        if (r->created_at == q->after_created_at &&
-            strcmp(rec_str(r, S_TASK_ID), q->after_task_id) <= 0)
-            return 0;
-    }
-    return 1;
+    int c = cmp_i64(e->r->created_at, created_at);
+    return c ? c > 0 : strcmp(rec_str(e->r, S_TASK_ID), task_id) > 0;
 }
 
-static int cmp_created(const void *a, const void *b)
+/* The first entry of pl after q's cursor. The cursor's own entry is found
+ * by its key; if retention took it since, pl is walked from its front past
+ * what is older than the cursor: tasks retention has not reached yet,
+ * which it would have taken first had they finished. */
+static mem_entry *list_start(mem_store *ms, const mem_plist *pl, const once_list_query *q)
 {
-    const mem_entry *x = *(mem_entry *const *)a, *y = *(mem_entry *const *)b;
-    int c = cmp_i64(x->r->created_at, y->r->created_at);
-    return c ? c : strcmp(rec_str(x->r, S_TASK_ID), rec_str(y->r, S_TASK_ID));
+    mem_entry *e;
+
+    if (!q->after_task_id)
+        return plink_entry(pl->l.head);
+    e = find_live(ms, q->principal, q->after_task_id);
+    if (e && e->r->created_at == q->after_created_at)
+        return plist_next(e);
+    for (e = plink_entry(pl->l.head); e && !after_cursor(e, q->after_created_at, q->after_task_id);
+         e = plist_next(e))
+        ;
+    return e;
 }
 
+static int list_match(const mem_entry *e, const once_list_query *q)
+{
+    if (q->context_id && strcmp(rec_str(e->r, S_CONTEXT_ID), q->context_id) != 0)
+        return 0;
+    return q->state == ONCE_STATE_UNKNOWN || e->r->state == (int16_t)q->state;
+}
+
+/* A walk of the principal's list from the cursor: a page without a filter
+ * costs what it returns; with one, at most ONCE_LIST_SCAN_MAX entries, then
+ * the page ends where the walk stopped (store.h, the list slot). */
 static int mem_list(once_store *s, const once_list_query *q, once_record_list *out)
 {
     mem_store *ms = (mem_store *)s;
-    void *buf = NULL;
-    mem_entry **v;
-    size_t nv = 0, cap = 0, b, i;
-    mem_node *n;
+    const mem_entry *e, *last = NULL;
+    size_t seen = 0;
     int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
+    if (!(out->v = once_calloc(q->limit, sizeof *out->v)))
+        return ONCE_ENOMEM;
     pthread_mutex_lock(&ms->lock);
-    for (b = 0; rc == ONCE_OK && b < ms->ntab; b++) {
-        for (n = ms->tab[b]; rc == ONCE_OK && n; n = n->next) {
-            if (n->is_tomb || !listed((mem_entry *)n, q))
-                continue;
-            if ((rc = room_for_one(&buf, &cap, nv, sizeof v)) == ONCE_OK)
-                ((mem_entry **)buf)[nv++] = (mem_entry *)n;
-        }
+    const mem_plist *pl = plist_find(ms, q->principal);
+    for (e = pl ? list_start(ms, pl, q) : NULL; rc == ONCE_OK && e && out->n < q->limit;
+         e = plist_next(e)) {
+        if (seen++ == ONCE_LIST_SCAN_MAX)
+            break;
+        last = e;
+        if (list_match(e, q) && (rc = entry_load(ms, e, &out->v[out->n])) == ONCE_OK)
+            out->n++;
     }
-    v = buf;
-    if (rc == ONCE_OK && nv) {
-        if (!(out->v = sort_first(v, &nv, sizeof *v, cmp_created, q->limit, sizeof *out->v)))
-            rc = ONCE_ENOMEM;
-        for (i = 0; rc == ONCE_OK && i < nv; i++) {
-            rc = entry_load(ms, v[i], &out->v[i]);
-            if (rc == ONCE_OK)
-                out->n = i + 1;
-        }
+    if (rc == ONCE_OK && e && last && out->n < q->limit) {
+        once_record *m = &out->v[out->n++];
+        m->kind = ONCE_KIND_RESUME;
+        m->created_at = last->r->created_at;
+        once__strlcpy(m->task_id, rec_str(last->r, S_TASK_ID), sizeof m->task_id);
     }
     pthread_mutex_unlock(&ms->lock);
-    once_free(buf);
     if (rc != ONCE_OK)
         once_record_list_clear(out);
     return rc;
@@ -1871,6 +2054,28 @@ static int mem_check(once_store *s, once_check_report *rep)
             }
         }
     }
+    size_t in_lists = 0;
+    if (ms->ptab)
+        bytes += chunk(ms->nptab * sizeof *ms->ptab);
+    for (i = 0; i < ms->nptab; i++)
+        for (const mem_plist *pl = ms->ptab[i]; pl; pl = pl->next) {
+            size_t k = 0;
+            bytes += plist_bytes(pl);
+            for (e = plink_entry(pl->l.head); e; e = plist_next(e), k++)
+                if (strcmp(rec_str(e->r, S_PRINCIPAL), pl->principal) != 0 ||
+                    (e->plink.next ? e->plink.next->prev != &e->plink ||
+                                         cmp_created_entry(e, plist_next(e)) >= 0
+                                   : pl->l.tail != &e->plink))
+                    once__check_problem(rep, "%s: out of place on its principal's list",
+                                        rec_str(e->r, S_TASK_ID));
+            if (k != pl->n || k == 0)
+                once__check_problem(rep, "memory store: %s's list holds %zu entries, counted %zu",
+                                    pl->principal, k, pl->n);
+            in_lists += k;
+        }
+    if (rc == ONCE_OK && in_lists != live)
+        once__check_problem(rep, "memory store: %zu live entries, %zu on the principals' lists",
+                            live, in_lists);
     if (rc == ONCE_OK &&
         (bytes != ms->bytes || tomb_b != ms->tomb_bytes || fin_b != ms->fin_bytes))
         once__check_problem(rep, "memory store: holds %zu bytes (%zu in tombstones, %zu in "

@@ -1492,6 +1492,59 @@ static void list_scan_bounded(void **state)
     assert_int_equal(nlisted(f, "pb", "ctx-big", ONCE_STATE_UNKNOWN), NSKIP + 3);
 }
 
+/* A page's cursor names a task retention may take before the next page is
+ * asked for: the next page still starts after it, with nothing repeated
+ * and nothing skipped. */
+static void list_cursor_outlives_its_task(void **state)
+{
+    fx *f = *state;
+    lkey rest[3];
+    size_t i, n;
+
+    put_finished(f, "pc", "c0", ONCE_STATE_COMPLETED, T0 - 100);   /* created T0 - 110 */
+    put_finished(f, "pc", "c1", ONCE_STATE_COMPLETED, T0 - 90);
+    put_finished(f, "pc", "c2", ONCE_STATE_COMPLETED, T0 - 80);
+    for (i = 0; i < 3; i++) {
+        once_record r;
+        rest[i].created = T0 - 50 + (int64_t)i;
+        snprintf(rest[i].id, sizeof rest[i].id, "c%zu", i + 3);
+        assert_int_equal(st_rec(&r, "pc", rest[i].id, ONCE_STATE_WORKING, rest[i].created, NULL),
+                         0);
+        EXPECT_RC(f, once_store_create(f->s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+        once_record_clear(&r);
+    }
+    for (int filtered = 0; filtered < 2; filtered++) {
+        once_list_query q = {.principal = "pc", .limit = 2};
+        once_record_list l;
+        char after[ONCE_ID_MAX + 1];
+        EXPECT_RC(f, once_store_list(f->s, &q, &l), ONCE_OK);
+        if (filtered == 0) {
+            assert_int_equal(l.n, 2);
+            assert_string_equal(l.v[1].task_id, "c1");
+            EXPECT_RC(f, once_store_sweep(f->s, T0, T0 + 500, 100, &n), ONCE_OK);
+            assert_int_equal(n, 3);
+        }
+        snprintf(after, sizeof after, "c1");
+        q.after_created_at = T0 - 100;
+        q.after_task_id = after;
+        once_record_list_clear(&l);
+        /* From the cursor of the swept c1: c3, c4, c5, with or without a
+         * filter, following any cursor a bounded scan hands back. */
+        q.state = filtered ? ONCE_STATE_WORKING : ONCE_STATE_UNKNOWN;
+        int more = 1, resumed;
+        size_t got = 0;
+        while (more) {
+            list_step(f, &q, &l, after, &more, &resumed);
+            for (i = 0; i < l.n; i++, got++) {
+                assert_true(got < 3);
+                assert_string_equal(l.v[i].task_id, rest[got].id);
+            }
+            once_record_list_clear(&l);
+        }
+        assert_int_equal(got, 3);
+    }
+}
+
 /* ------------------------------------------------------------------------
  * meta
  */
@@ -1726,6 +1779,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(renew_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(list_pages_filters_isolates, setup, teardown),
         cmocka_unit_test_setup_teardown(list_scan_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(list_cursor_outlives_its_task, setup, teardown),
         cmocka_unit_test_setup_teardown(meta_insert_if_absent, setup, teardown),
         cmocka_unit_test_setup_teardown(check_counts_clean_store, setup, teardown),
         cmocka_unit_test_setup_teardown(principals_are_independent, setup, teardown),
