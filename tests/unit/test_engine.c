@@ -242,7 +242,7 @@ static void test_context_id(void **state)
 {
     (void)state;
     fx_env env;
-    fx_env_open(&env, NULL, 0);
+    fx_env_open(&env, NULL, 1);
     once_send_res res;
     json_t *m1 = fx_msg("m-1", "ask:q", NULL, "ctx-1");
     assert_int_equal(fx_send(env.e, P, m1, 0, 0, &res), ONCE_OK);
@@ -272,6 +272,12 @@ static void test_context_id(void **state)
         json_string_value(json_object_get(json_object_get(res.result, "task"), "contextId"));
     assert_non_null(minted);
     assert_int_equal(strlen(minted), ONCE_UUID_LEN);
+    /* A UUIDv7 (time-ordered: the stores' context index grows at its end),
+     * whose 48-bit timestamp is the engine clock's now. */
+    assert_int_equal(minted[14], '7');
+    char ts[13];
+    snprintf(ts, sizeof ts, "%.8s%.4s", minted, minted + 9);
+    assert_int_equal((int64_t)strtoll(ts, NULL, 16), once_now(&env.clock.base));
     fx_res_clear(&res);
 
     json_decref(m1);
