@@ -497,7 +497,15 @@ typedef struct once_store_methods {
 
     /* Events of one task with generation > after, ascending, at most max
      * (0 = no limit). A missing key yields an empty list, not an error. Only
-     * the common codes. */
+     * the common codes.
+     *
+     * Compaction: a backend may let a finished task (terminal state, no
+     * push delivery owed) keep only its last event -- the one at the
+     * record's generation -- with an empty payload. events then returns
+     * that one event for any `after` below it, and the engine hands a
+     * reader the task as it ended in its place (engine/follow.c); check
+     * counts such a task as whole. SQLite compacts in its sweep
+     * (sqlite:FILE?compact=MS|off). */
     int (*events)(once_store *s, const char *principal, const char *task_id, int64_t after,
                   size_t max, once_event_list *out);
 

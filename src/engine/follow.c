@@ -75,6 +75,40 @@ static int enter_key(once__engine *e, const char *principal, const char *task_id
     return *rc == ONCE_OK;
 }
 
+/* A store that compacted a finished task kept its last event alone, its
+ * payload empty (store.h, events): a reader behind it is given the task
+ * as it ended, as one "task" event at that generation, in place of the
+ * events it missed. Costs nothing while the first event is the next one
+ * and has its payload. */
+static int uncompact(once__engine *e, const char *principal, const char *task_id, int64_t after,
+                     once_event_list *out)
+{
+    if (out->n == 0 || (out->v[0].generation == after + 1 && out->v[0].payload[0] != '\0'))
+        return ONCE_OK;
+    once_record rec;
+    int rc = once__load_found(e, principal, task_id, &rec);
+    if (rc == ONCE_ENOTFOUND) {
+        once_event_list_clear(out);   /* gone since: retention took it */
+        return ONCE_OK;
+    }
+    if (rc != ONCE_OK)
+        return rc;
+    json_t *j = once__send_result(&rec, -1);
+    char *text = j != NULL ? once__json_text(j) : NULL;
+    int64_t generation = rec.generation;
+    json_decref(j);
+    once_record_clear(&rec);
+    once_event_list_clear(out);
+    if (text == NULL || (out->v = once_calloc(1, sizeof *out->v)) == NULL) {
+        once_free(text);
+        return ONCE_ENOMEM;
+    }
+    out->v[0].generation = generation;
+    out->v[0].payload = text;
+    out->n = 1;
+    return ONCE_OK;
+}
+
 int once__engine_events_after(once__engine *e, const char *principal, const char *task_id,
                              int64_t after, size_t max, once_event_list *out)
 {
@@ -85,6 +119,10 @@ int once__engine_events_after(once__engine *e, const char *principal, const char
     if (!enter_key(e, principal, task_id, ONCE_OK /* no task: no events */, &rc))
         return rc;
     rc = once__store_rc(e, once_store_events(e->store, principal, task_id, after, max, out));
+    if (rc == ONCE_OK)
+        rc = uncompact(e, principal, task_id, after, out);
+    if (rc != ONCE_OK)
+        once_event_list_clear(out);
     leave(e);
     return rc;
 }

@@ -305,7 +305,10 @@ static json_t *event_entry(const once_event *ev, int64_t *at, story *s)
         body = it != NULL ? json_object_iter_value(it) : NULL;
     }
     int bad = j == NULL ||
-              json_object_set_new(j, "event", json_string(type != NULL ? type : "unreadable"));
+              json_object_set_new(j, "event",
+                                  json_string(ev->payload[0] == '\0' ? "compacted"   /* store.h */
+                                              : type != NULL          ? type
+                                                                      : "unreadable"));
     const json_t *status = json_object_get(body, "status");
     const json_t *art = json_object_get(body, "artifact");
     int64_t t;

@@ -30,6 +30,9 @@
  *                                  only after its commit was synced
  *     busy_timeout=MS              wait for another process's write lock
  *                                  (default 5000)
+ *     compact=MS|off               a task finished this long keeps only its
+ *                                  last event, emptied (default 60000; see
+ *                                  sqlite_write.c op_compact)
  *     vfs=NAME                     TESTS: open through a registered SQLite
  *                                  VFS (the power-loss test's shim)
  * An unknown key, a bad value or a key given twice fails the open. The URL
@@ -79,10 +82,11 @@ typedef struct sq_settings {
     char *path;                         /* owned */
     int sync;                           /* ONCE_SYNC_*, DEFAULT = not given */
     long long busy_ms;                  /* -1 = not given */
+    long long compact_ms;               /* -2 = not given, -1 = off */
     char vfs[SQ_VFS_NAME_MAX + 1];      /* "" = SQLite's default VFS */
 } sq_settings;
 
-#define SQ_URL_KEYS "synchronous, busy_timeout, vfs"
+#define SQ_URL_KEYS "synchronous, busy_timeout, compact, vfs"
 
 static int url_bad(char *errbuf, size_t errlen, const once__url_param *p, const char *why)
 {
@@ -112,6 +116,13 @@ static int url_setting(sq_settings *st, const once__url_param *p, char *errbuf, 
             snprintf(why, sizeof why, "must be milliseconds, 0..%d", SQ_BUSY_MAX_MS);
             return url_bad(errbuf, errlen, p, why);
         }
+    } else if (once__url_param_is(p, "compact")) {
+        if (st->compact_ms != -2)
+            return url_bad(errbuf, errlen, p, "given twice");
+        if (once__url_param_val_is(p, "off"))
+            st->compact_ms = -1;
+        else if (once__url_param_num(p, 0, SQ_COMPACT_MAX_MS, &st->compact_ms) != 0)
+            return url_bad(errbuf, errlen, p, "must be milliseconds or off");
     } else if (once__url_param_is(p, "vfs")) {
         if (st->vfs[0])
             return url_bad(errbuf, errlen, p, "given twice");
@@ -133,6 +144,7 @@ static int parse_url(const char *url, sq_settings *st, char *errbuf, size_t errl
     static const char scheme[] = "sqlite:";
     memset(st, 0, sizeof *st);
     st->busy_ms = -1;
+    st->compact_ms = -2;
     if (!url || strncmp(url, scheme, sizeof scheme - 1) != 0)
         goto no_path;
     const char *p = url + sizeof scheme - 1;
@@ -154,6 +166,8 @@ static int parse_url(const char *url, sq_settings *st, char *errbuf, size_t errl
     }
     if (st->busy_ms < 0)
         st->busy_ms = SQ_BUSY_DEFAULT_MS;
+    if (st->compact_ms == -2)
+        st->compact_ms = SQ_COMPACT_DEFAULT_MS;
     return ONCE_OK;
 
 no_path:
@@ -213,6 +227,7 @@ static int sq_release(once_store *base)
             rc = crc;
     }
     pthread_mutex_destroy(&s->pmu);
+    pthread_mutex_destroy(&s->cmu);
     if (s->open_name != s->path)
         once_free(s->open_name);
     once_free(s->path);
@@ -229,6 +244,7 @@ static int sq_parse(once_store *base, const char *url, char *errbuf, size_t errl
 
     once__sq_batch_init(s);
     pthread_mutex_init(&s->pmu, NULL);
+    pthread_mutex_init(&s->cmu, NULL);
     int rc = parse_url(url, &st, errbuf, errlen);
     s->path = s->open_name = st.path;
     if (rc != ONCE_OK)
@@ -246,6 +262,7 @@ static int sq_parse(once_store *base, const char *url, char *errbuf, size_t errl
     }
     s->sync = sync_by_level(st.sync == ONCE_SYNC_DEFAULT ? sync_levels[0].level : st.sync);
     s->busy_ms = (int)st.busy_ms;
+    s->compact_ms = st.compact_ms;
     return ONCE_OK;
 }
 
@@ -369,13 +386,47 @@ static int sq_expired_leases(once_store *s, int64_t now, size_t max, once_key_li
     return once__sq_expired_leases(sq(s), now, max, out);
 }
 
+static int mark_cmp(const sq_mark *a, const sq_mark *b)
+{
+    if (a->finished_at != b->finished_at)
+        return a->finished_at < b->finished_at ? -1 : 1;
+    int c = strcmp(a->principal, b->principal);
+    return c ? c : strcmp(a->task_id, b->task_id);
+}
+
+/* Up to max finished tasks past the compaction age keep only their last
+ * event (sqlite_write.c op_compact), from where the last pass stopped. */
+static int compact(sq_store *s, int64_t now, size_t max)
+{
+    sq_mark from, to;
+    size_t n = 0;
+    pthread_mutex_lock(&s->cmu);
+    from = to = s->mark;
+    pthread_mutex_unlock(&s->cmu);
+    sq_op op = {.kind = SQ_OP_COMPACT, .before = now - s->compact_ms, .max = max,
+                .n = &n, .from = &from, .mark = &to};
+    int rc = once__sq_submit(s, &op);
+    if (rc == ONCE_OK) {
+        pthread_mutex_lock(&s->cmu);
+        if (mark_cmp(&to, &s->mark) > 0)
+            s->mark = to;
+        pthread_mutex_unlock(&s->cmu);
+    }
+    return rc;
+}
+
 static int sq_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
 {
     *n = 0;
     if (max == 0)
         return ONCE_OK;
     sq_op op = {.kind = SQ_OP_SWEEP, .before = finished_before, .now = now, .max = max, .n = n};
-    return once__sq_submit(sq(s), &op);
+    int rc = once__sq_submit(sq(s), &op);
+    /* The answer is the sweep's: a compaction that failed changed nothing
+     * and the next sweep runs it again from the same mark. */
+    if (rc == ONCE_OK && sq(s)->compact_ms >= 0)
+        (void)compact(sq(s), now, max);
+    return rc;
 }
 
 static int sq_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)

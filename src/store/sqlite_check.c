@@ -50,7 +50,8 @@ static int task_row(sqlite3_stmt *st, once_check_report *rep)
     size_t nev = (size_t)sqlite3_column_int64(st, SQ_TASK_NCOLS);
     int64_t lo = sqlite3_column_int64(st, SQ_TASK_NCOLS + 1);
     int64_t hi = sqlite3_column_int64(st, SQ_TASK_NCOLS + 2);
-    once__check_record(rep, &r, nev, hi, once__check_gapless(nev, lo, hi));
+    once__check_record(rep, &r, nev, hi,
+                       once__check_gapless(nev, lo, hi) || once__check_compacted(&r, nev, lo, hi));
     if (sqlite3_column_int(st, SQ_TASK_NCOLS + 3)) {
         rep->bad_state++;
         once__check_problem(rep, "%s/%s: both a record and a tombstone", r.principal, r.task_id);

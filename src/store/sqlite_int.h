@@ -90,6 +90,9 @@ typedef enum sq_stmt_id {
     SQ_LIST_CTX_STATE,
     SQ_LIST_CTX_STATE_AFTER,
     SQ_SWEEP_PICK,
+    SQ_COMPACT_PICK,    /* finished tasks past the compaction age, in order */
+    SQ_EVENTS_TRIM,     /* a task's events before its last */
+    SQ_EVENT_EMPTY,     /* its last event's payload, emptied */
     SQ_TOMB_INSERT,
     SQ_EVENTS_DELETE,
     SQ_TASK_DELETE,
@@ -143,7 +146,8 @@ typedef enum sq_op_kind {
     SQ_OP_PUSH_CLAIM,
     SQ_OP_PUSH_ACK,
     SQ_OP_RENEW,
-    SQ_OP_REPLICA
+    SQ_OP_REPLICA,
+    SQ_OP_COMPACT
 } sq_op_kind;
 
 /* A queued write. The caller fills the arguments and waits; the leader
@@ -175,11 +179,24 @@ typedef struct sq_op {
     once_push_claim_list *claims;     /* push claim output */
     const once_push_ack *ack;         /* push ack */
     const once_replica *replica;      /* replica beat */
+    const struct sq_mark *from;       /* compact: where the last one stopped */
+    struct sq_mark *mark;             /* compact output: where this one stops */
 
     int rc;
     void (*landed)(struct sq_op *op); /* asynchronous: called instead of a post */
     once__batch_op bop;               /* its place in the group commit (arg: this op) */
 } sq_op;
+
+/* Compaction's place on the finished tasks' order (finished_at, key):
+ * every task up to it was compacted or passed over (sqlite_write.c). */
+typedef struct sq_mark {
+    int64_t finished_at;
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+} sq_mark;
+
+#define SQ_COMPACT_DEFAULT_MS 60000   /* sqlite:FILE?compact=MS|off */
+#define SQ_COMPACT_MAX_MS (365LL * 24 * 3600 * 1000)
 
 /*
  * The handle. Set at open and read-only afterwards: base.m, path,
@@ -203,6 +220,10 @@ typedef struct sq_store {
     pthread_mutex_t pmu;
     sq_conn *idle;
     size_t nidle;
+
+    int64_t compact_ms;     /* finished this long: compacted by the sweep; < 0 never */
+    pthread_mutex_t cmu;    /* guards mark: sweeps may overlap (several engines) */
+    sq_mark mark;
 } sq_store;
 
 /* ---- sqlite_call.c: wrappers (fault-counted) and result mapping ---- */

@@ -82,6 +82,19 @@ const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_SWEEP_PICK] = "SELECT principal, task_id, digests, finished_at FROM tasks "
                       "WHERE state>=5 AND finished_at<?1 "
                       "ORDER BY finished_at, principal, task_id LIMIT ?2",
+    /* ?1 finished before, ?2..?4 the mark (finished_at, principal,
+     * task_id), ?5 limit; the last column: a push delivery still owed
+     * (such a task keeps its events for it). */
+    [SQ_COMPACT_PICK] = "SELECT t.principal, t.task_id, t.generation, t.finished_at,"
+                        " EXISTS(SELECT 1 FROM push_deliveries d WHERE d.principal=t.principal"
+                        " AND d.task_id=t.task_id AND d.disabled=0 AND d.delivered<d.target)"
+                        " FROM tasks t INDEXED BY tasks_sweep WHERE t.state>=5"
+                        " AND t.finished_at<?1 AND (t.finished_at, t.principal, t.task_id)"
+                        " > (?2, ?3, ?4) ORDER BY t.finished_at, t.principal, t.task_id"
+                        " LIMIT ?5",
+    [SQ_EVENTS_TRIM] = "DELETE FROM events WHERE principal=?1 AND task_id=?2 AND generation<?3",
+    [SQ_EVENT_EMPTY] = "UPDATE events SET payload='' WHERE principal=?1 AND task_id=?2 "
+                       "AND generation=?3 AND payload<>''",
     [SQ_TOMB_INSERT] = "INSERT OR REPLACE INTO tombstones"
                        "(principal, task_id, first_digest, finished_at, expired_at) "
                        "VALUES(?1,?2,?3,?4,?5)",

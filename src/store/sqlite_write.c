@@ -265,6 +265,68 @@ static int op_sweep(sq_store *s, sq_conn *w, sq_op *op)
     return rc;
 }
 
+/* Compaction: each finished task past the mark and the age keeps only its
+ * last event, its payload emptied (store.h, the compact rule: readers are
+ * given the task as it ended in place of what they missed), unless a push
+ * delivery is still owed: that task keeps its events, and the mark passes
+ * it. It starts after op->from and leaves in op->mark where it stopped (a
+ * batch run again starts from op->from again); the caller keeps that when
+ * this commits. */
+static int op_compact(sq_store *s, sq_conn *w, sq_op *op)
+{
+    (void)s;
+    const sq_mark *m = op->from;
+    sqlite3_stmt *st;
+    size_t n = 0;
+    int rc = once__sq_stmt(w, SQ_COMPACT_PICK, &st);
+    if (rc != ONCE_OK)
+        return rc;
+    int src = once__sq_bind(st, 1, "iissi", op->before, m->finished_at, m->principal,
+                            m->task_id, (int64_t)op->max);
+    typedef struct pick {
+        sq_mark at;
+        int64_t generation;
+        int owed;
+    } pick;
+    pick *v = NULL;
+    size_t nv = 0, cap = 0;
+    while (rc == ONCE_OK && src == SQLITE_OK && (src = once__sq_step(st)) == SQLITE_ROW) {
+        if (nv == cap && (rc = once__grow(&v, &cap, sizeof *v, 16)) != ONCE_OK)
+            break;
+        pick *k = &v[nv];
+        rc = copy_col(k->at.principal, sizeof k->at.principal, st, 0);
+        if (rc == ONCE_OK)
+            rc = copy_col(k->at.task_id, sizeof k->at.task_id, st, 1);
+        k->generation = sqlite3_column_int64(st, 2);
+        k->at.finished_at = sqlite3_column_int64(st, 3);
+        k->owed = sqlite3_column_int(st, 4);
+        if (rc == ONCE_OK)
+            nv++;
+        src = SQLITE_OK;
+    }
+    int rrc = once__sq_reset(st);
+    if (rc == ONCE_OK && src != SQLITE_DONE)
+        rc = once__db_err(src);
+    if (rc == ONCE_OK && rrc != SQLITE_OK)
+        rc = once__db_err(rrc);
+    for (size_t i = 0; rc == ONCE_OK && i < nv; i++) {
+        if (!v[i].owed) {
+            rc = once__sq_run_bound(w, SQ_EVENTS_TRIM, "ssi", v[i].at.principal, v[i].at.task_id,
+                                    v[i].generation);
+            if (rc == ONCE_OK)
+                rc = once__sq_run_bound(w, SQ_EVENT_EMPTY, "ssi", v[i].at.principal,
+                                        v[i].at.task_id, v[i].generation);
+            n += rc == ONCE_OK;
+        }
+        if (rc == ONCE_OK)
+            *op->mark = v[i].at;
+    }
+    once_free(v);
+    if (rc == ONCE_OK)
+        *op->n = n;
+    return rc;
+}
+
 static int op_purge(sq_store *s, sq_conn *w, sq_op *op)
 {
     (void)s;
@@ -327,6 +389,7 @@ static const sq_op_fn op_fns[] = {
     [SQ_OP_PUSH_ACK] = once__sq_op_push_ack,
     [SQ_OP_RENEW] = once__sq_op_renew,
     [SQ_OP_REPLICA] = once__sq_op_replica,
+    [SQ_OP_COMPACT] = op_compact,
 };
 
 int once__sq_op_exec(sq_store *s, sq_conn *w, sq_op *op)

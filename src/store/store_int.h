@@ -228,6 +228,15 @@ static inline int once__check_gapless(size_t n, int64_t min_gen, int64_t max_gen
     return n == 0 || (min_gen == 1 && max_gen == (int64_t)n);
 }
 
+/* 1 when a record's events are what compaction leaves of a finished
+ * task's: its last event alone (store.h, the compact rule). */
+static inline int once__check_compacted(const once_record *r, size_t n, int64_t min_gen,
+                                        int64_t max_gen)
+{
+    return once_state_terminal(r->state) && n == 1 && min_gen == max_gen &&
+           max_gen == r->generation;
+}
+
 /* One tombstone with nev events still stored under its key (orphans). */
 void once__check_tombstone(once_check_report *rep, const once_tombstone *t, size_t nev);
 

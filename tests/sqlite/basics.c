@@ -672,6 +672,81 @@ static void version_4_gains_list_indexes(void **state)
     st_remove_db(path);
 }
 
+/* A task of n events: finished at T0 (push_json may be NULL) or running. */
+static void put_n(once_store *s, const char *id, int done, size_t n, const char *push)
+{
+    once_record r;
+    st_events e;
+    assert_int_equal(st_rec(&r, "p", id, done ? ONCE_STATE_COMPLETED : ONCE_STATE_WORKING,
+                            T0 - 10, NULL), 0);
+    if (done)
+        r.finished_at = T0;
+    r.generation = (int64_t)n;
+    if (push)
+        assert_non_null(r.push_json = once_strdup(push));
+    st_mkev(&e, 1, n, id);
+    assert_int_equal(once_store_create(s, &r, e.ev, n, NULL, NULL), ONCE_OK);
+    once_record_clear(&r);
+}
+
+/* The events id has now: how many, the last one's generation and payload. */
+static size_t events_of(once_store *s, const char *id, int64_t *last, int *empty)
+{
+    once_event_list l;
+    assert_int_equal(once_store_events(s, "p", id, 0, 0, &l), ONCE_OK);
+    size_t n = l.n;
+    *last = n ? l.v[n - 1].generation : 0;
+    *empty = n && l.v[n - 1].payload[0] == '\0';
+    once_event_list_clear(&l);
+    return n;
+}
+
+/* compact=MS: the sweep leaves a task finished MS ago its last event alone,
+ * emptied -- not a running task's, not one a push delivery is still owed
+ * from -- and the check counts it whole; compact=off leaves all. */
+static void sweep_compacts_finished_tasks(void **state)
+{
+    (void)state;
+    char path[4096], url[4200], err[256];
+    once_store *s = NULL;
+    for (int off = 0; off < 2; off++) {
+        fresh_path(path, sizeof path, off ? "compact-off" : "compact");
+        snprintf(url, sizeof url, "sqlite:%s?compact=%s", path, off ? "off" : "0");
+        s = open_ok(url, NULL);
+        put_n(s, "done", 1, 3, NULL);
+        put_n(s, "owed", 1, 3, "[{\"id\":\"c1\",\"since\":0}]");
+        put_n(s, "live", 0, 2, NULL);
+        size_t n;
+        for (int pass = 0; pass < 2; pass++) {   /* the second finds nothing to do */
+            assert_int_equal(once_store_sweep(s, 0, T0 + 1, 100, &n), ONCE_OK);
+            assert_int_equal(n, 0);   /* nothing entombed: retention is not due */
+            int64_t last;
+            int empty;
+            assert_int_equal(events_of(s, "done", &last, &empty), off ? 3 : 1);
+            assert_int_equal(last, 3);
+            assert_int_equal(empty, !off);
+            assert_int_equal(events_of(s, "owed", &last, &empty), 3);
+            assert_false(empty);
+            assert_int_equal(events_of(s, "live", &last, &empty), 2);
+        }
+        once_check_report rep;
+        assert_int_equal(once_store_check(s, &rep), ONCE_OK);
+        assert_string_equal(rep.first_problem, "");
+        assert_int_equal(rep.records, 3);
+        assert_int_equal(rep.events, off ? 8 : 6);
+        once_store_close(s);
+        st_remove_db(path);
+    }
+    fresh_path(path, sizeof path, "compact-bad");
+    const char *bad[] = {"compact=soon", "compact=-1", "compact=0&compact=off"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(url, sizeof url, "sqlite:%s?%s", path, bad[i]);
+        assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+        assert_non_null(strstr(err, "compact"));
+    }
+    st_remove_db(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -686,6 +761,7 @@ int main(void)
         cmocka_unit_test(version_3_gains_replicas),
         cmocka_unit_test(version_4_gains_list_indexes),
         cmocka_unit_test(list_plans_use_indexes),
+        cmocka_unit_test(sweep_compacts_finished_tasks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

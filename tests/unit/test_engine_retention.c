@@ -1,8 +1,9 @@
 /*
  * test_engine_retention.c -- retention with a jumped clock (finished ->
  * TASK_EXPIRED after the retention window -> unknown after the tombstone
- * window; unfinished tasks are kept) and ListTasks pagination, filters and
- * principal isolation.
+ * window; unfinished tasks are kept), compaction (a finished task's
+ * events, read back through the engine), and ListTasks pagination, filters
+ * and principal isolation.
  */
 #include "core/generation.h"
 #include "unit/engine_fixture.h"
@@ -191,10 +192,86 @@ static void test_list(void **state)
     fx_env_close(&env);
 }
 
+/* On a store that compacts (SQLite with compact=0: at the first sweep), a
+ * finished task keeps its last event alone, emptied; a reader behind it is
+ * given the task as it ended at that generation, and a replay, GetTask and
+ * the integrity check see nothing missing. */
+static void test_compaction(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/once-compact-XXXXXX", url[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(url, sizeof url, "sqlite:%s/c.db?compact=0", dir);
+    once__engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.retention_ms = 72 * HOUR;
+    assert_int_equal(setenv("ONCE_TEST_SWEEPER", "off", 1), 0);
+    fx_env env;
+    fx_env_open_url(&env, &cfg, 1, NULL, url);
+    assert_int_equal(unsetenv("ONCE_TEST_SWEEPER"), 0);
+
+    once_send_res res;
+    json_t *m = fx_msg("m-1", "hello", NULL, NULL);
+    assert_int_equal(fx_send(env.e, P, m, 0, 0, &res), ONCE_OK);
+    char tid[ONCE_ID_MAX + 1];
+    snprintf(tid, sizeof tid, "%s", res.task_id);
+    fx_res_clear(&res);
+    once_event_list l;
+    assert_int_equal(once__engine_events_after(env.e, P, tid, 0, 0, &l), ONCE_OK);
+    assert_true(l.n >= 2);
+    int64_t g = l.v[l.n - 1].generation;
+    once_event_list_clear(&l);
+
+    once_manual_clock_advance(&env.clock, 1);
+    assert_int_equal(once__engine_sweep_once(env.e), ONCE_OK);
+    assert_int_equal(once_store_events(env.store, P, tid, 0, 0, &l), ONCE_OK);
+    assert_int_equal(l.n, 1);   /* the store kept the last event, emptied */
+    assert_int_equal(l.v[0].generation, g);
+    assert_string_equal(l.v[0].payload, "");
+    once_event_list_clear(&l);
+
+    char stamp[64];
+    snprintf(stamp, sizeof stamp, "\"generation\":%lld", (long long)g);
+    for (int64_t after = 0; after < g; after += g - 1) {
+        assert_int_equal(once__engine_events_after(env.e, P, tid, after, 0, &l), ONCE_OK);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.v[0].generation, g);
+        assert_true(strncmp(l.v[0].payload, "{\"task\":", 8) == 0);
+        assert_non_null(strstr(l.v[0].payload, "TASK_STATE_COMPLETED"));
+        assert_non_null(strstr(l.v[0].payload, "\"artifacts\""));
+        assert_non_null(strstr(l.v[0].payload, stamp));
+        once_event_list_clear(&l);
+    }
+    assert_int_equal(once__engine_events_after(env.e, P, tid, g, 0, &l), ONCE_OK);
+    assert_int_equal(l.n, 0);
+    once_event_list_clear(&l);
+
+    once_check_report rep;
+    assert_int_equal(once_store_check(env.store, &rep), ONCE_OK);
+    assert_int_equal(rep.event_gaps + rep.bad_generation + rep.bad_state, 0);
+    assert_string_equal(rep.first_problem, "");
+    assert_int_equal(fx_send(env.e, P, m, 0, 0, &res), ONCE_OK);
+    assert_int_equal(res.verdict, ONCE_V_REPLAY);
+    assert_string_equal(fx_state(&res), "TASK_STATE_COMPLETED");
+    fx_res_clear(&res);
+    assert_int_equal(fx_runs(&env.fx), 1);
+
+    json_decref(m);
+    fx_env_close(&env);
+    const char *files[] = {"c.db", "c.db-wal", "c.db-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        (void)unlink(path);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_compaction),
         cmocka_unit_test(test_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
