@@ -8,7 +8,8 @@
  *   missing_table_named     open without ?create=1 on an absent table says
  *                           which table, where, and how to create it
  *   missing_index_named     a table with the right keys but no indexes is
- *                           refused, naming the four indexes and their keys
+ *                           refused, naming the four indexes and their keys;
+ *                           a test's reset=1 makes it anew
  *   schema_marker           the meta item schema_version: absent table or
  *                           item is version 0, refused under
  *                           ONCE_STORE_OPEN_NO_MIGRATE (no table created,
@@ -201,6 +202,11 @@ static void missing_index_named(void **state)
         !strstr(err, "missing global secondary index \"by_context\" on lx (S, HASH) + lc (S, "
                      "RANGE)"))
         fail_msg("the message names the four missing indexes and their keys: %s", err);
+
+    /* A test's reset=1 with create=1 makes such a table anew, whole. */
+    snprintf(url, sizeof url, "dynamodb://%s%s&reset=1", table, strchr(g_base, '?'));
+    bare = open_ok(url);
+    once_store_close(bare);
 }
 
 /* The schema marker item set to version v (0: deleted), behind the

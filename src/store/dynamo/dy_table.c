@@ -324,6 +324,38 @@ static int check_schema(dy_store *s, json_t *t, int probe, char *errbuf, size_t 
  * that layout lacked, one at a time (DynamoDB builds one new index per
  * table at once), each waited for until it is active: *t is described
  * again after each. */
+/* reset=1 (tests) empties the table anyway: a table of an older layout is
+ * dropped and made again, which an emulator that cannot add an index
+ * (dynalite) also serves. */
+static int recreate(dy_store *s, json_t **t)
+{
+    json_t *req = json_pack("{s:s}", "TableName", s->table);
+    int64_t until = once_monotonic_ms() + DY_CREATE_WAIT_MS;
+    int rc;
+
+    json_decref(*t);
+    *t = NULL;
+    if (!req)
+        return ONCE_ENOMEM;
+    rc = once__dy_call(s, "DeleteTable", req, DY_IDEMPOTENT, NULL, NULL);
+    json_decref(req);
+    if (rc == ONCE_ENOTFOUND)
+        rc = ONCE_OK;
+    /* Until the deletion is done CreateTable answers "in use". */
+    while (rc == ONCE_OK && (rc = describe(s, t)) == ONCE_OK) {
+        json_decref(*t);
+        *t = NULL;
+        if (once_monotonic_ms() > until)
+            return ONCE_ETIMEDOUT;
+        once__dy_pause_ms(POLL_MS);
+    }
+    if (rc == ONCE_ENOTFOUND) {
+        s->base.errmsg[0] = '\0'; /* the answer awaited, not an error */
+        rc = create_table(s);
+    }
+    return rc == ONCE_OK ? wait_active(s, t) : rc;
+}
+
 static int add_missing(dy_store *s, json_t **t)
 {
     size_t i;
@@ -331,6 +363,9 @@ static int add_missing(dy_store *s, json_t **t)
 
     if (!has_keys(json_object_get(*t, "KeySchema"), "pk", "sk"))
         return ONCE_OK; /* not once's table: check_schema says so */
+    for (i = 0; s->reset && i < sizeof indexes / sizeof indexes[0]; i++)
+        if (!find_index(*t, indexes[i].name))
+            return recreate(s, t);
     for (i = 0; rc == ONCE_OK && i < sizeof indexes / sizeof indexes[0]; i++) {
         if (indexes[i].since <= 1 || find_index(*t, indexes[i].name))
             continue;

@@ -15,7 +15,9 @@
  *     timeout_ms=N     per request (default 5000)
  *     tomb_ttl_ms=N    tombstones carry a TTL attribute N ms after they
  *                      were made, for DynamoDB to delete them (default 0)
- *     reset=1          TESTS ONLY: delete every item at open
+ *     reset=1          TESTS ONLY: delete every item at open (with
+ *                      create=1, a table lacking an index is dropped and
+ *                      created anew)
  * Credentials: dy_cred.c (environment, then ~/.aws/credentials).
  *
  * Item layout (one table; dy_item.c has the encodings). A task's items
