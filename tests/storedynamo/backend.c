@@ -51,6 +51,14 @@
  *                           UpdateTable creates the index and open waits
  *                           until it is ACTIVE; an endpoint that adds
  *                           nothing is named
+ *   list_budget_across_pages (the scripted fake) a state filter's budget
+ *                           is summed over the pages DynamoDB cuts (its
+ *                           1 MB): requests ask for twice the page, then
+ *                           twice that, up to what is left of it,
+ *                           and a spent budget ends the page with a resume
+ *                           record decoded from LastEvaluatedKey; without a
+ *                           state filter each request asks for what the
+ *                           page lacks, from index by_context for a context
  *   upgrade_backfills_old_records  records written by hand as layout 1 (no
  *                           "lx") are flagged by check and missing from
  *                           ListTasks by context; a pass cut short keeps its
@@ -1014,6 +1022,123 @@ static void table_upgrade_adds_index(void **state)
     fake_stop(&f);
 }
 
+/* Canned Query replies, in order; what each request asked is kept. */
+typedef struct query_script {
+    json_t *replies[4];
+    json_t *asked[4];
+    int n;
+} query_script;
+
+static int query_answer(void *arg, const char *op, const char *body, char *out, size_t cap)
+{
+    query_script *q = arg;
+    char *text;
+
+    if (strcmp(op, "Query") != 0 || q->n >= 4 || !q->replies[q->n]) {
+        snprintf(out, cap, "{\"__type\":\"InternalServerError\"}");
+        return 500;
+    }
+    q->asked[q->n] = json_loads(body, 0, NULL);
+    text = json_dumps(q->replies[q->n++], JSON_COMPACT);
+    snprintf(out, cap, "%s", text ? text : "{}");
+    once_free(text);
+    return 200;
+}
+
+/* A record item of principal p as the list indexes hold it. */
+static json_t *list_item(once_store *s, const char *id, int64_t created)
+{
+    once_record r;
+    dy_item it;
+
+    assert_int_equal(st_rec(&r, "p", id, ONCE_STATE_COMPLETED, created, NULL), 0);
+    assert_int_equal(once__dy_record_item(dys(s), &r, NULL, 0, NULL, 0, 0, &it), ONCE_OK);
+    once_record_clear(&r);
+    return it.o;
+}
+
+/* The index key a page stopped at: created_at + task_id in lc. */
+static json_t *list_key(int64_t created, const char *id)
+{
+    char lc[DY_LC_MAX];
+
+    once__dy_list_sk(lc, created, id);
+    return json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}", "pk", "S", "x", "sk", "S", "r", "lp",
+                     "S", "p", "lc", "S", lc);
+}
+
+static void query_script_clear(query_script *q)
+{
+    for (int i = 0; i < 4; i++) {
+        json_decref(q->replies[i]);
+        json_decref(q->asked[i]);
+    }
+    memset(q, 0, sizeof *q);
+}
+
+static void list_budget_across_pages(void **state)
+{
+    once_list_query lq = {.principal = "p", .state = ONCE_STATE_COMPLETED, .limit = 300};
+    once_record_list l;
+    query_script q;
+    once_store *s;
+    fake f;
+
+    (void)state;
+    memset(&q, 0, sizeof q);
+    s = open_on_fake(&f, "budget", query_answer, &q);
+
+    /* A state filter: the first request asks for twice the page; the
+     * next, after DynamoDB stopped early (its 1 MB), for twice that but no
+     * more than is left of the 1000 items; when they are spent the page
+     * ends with where it stopped. */
+    q.replies[0] = json_pack("{s:[o], s:i, s:i, s:o}", "Items", list_item(s, "a", T0 + 5), "Count",
+                             1, "ScannedCount", 600, "LastEvaluatedKey", list_key(T0 + 5, "a"));
+    q.replies[1] = json_pack("{s:[], s:i, s:i, s:o}", "Items", "Count", 0, "ScannedCount", 400,
+                             "LastEvaluatedKey", list_key(T0 + 9, "z-last"));
+    assert_int_equal(once_store_list(s, &lq, &l), ONCE_OK);
+    assert_int_equal(q.n, 2);
+    assert_int_equal(json_integer_value(json_object_get(q.asked[0], "Limit")), 600);
+    assert_int_equal(json_integer_value(json_object_get(q.asked[1], "Limit")),
+                     ONCE_LIST_SCAN_MAX - 600);
+    assert_true(json_equal(json_object_get(q.asked[1], "ExclusiveStartKey"),
+                           json_object_get(q.replies[0], "LastEvaluatedKey")));
+    assert_string_equal(json_string_value(json_object_get(q.asked[0], "IndexName")),
+                        DY_IDX_LIST);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0].task_id, "a");
+    assert_int_equal(l.v[0].kind, ONCE_KIND_TASK);
+    assert_int_equal(l.v[1].kind, ONCE_KIND_RESUME);
+    assert_string_equal(l.v[1].task_id, "z-last");
+    assert_int_equal(l.v[1].created_at, T0 + 9);
+    assert_null(l.v[1].task_json);
+    once_record_list_clear(&l);
+    query_script_clear(&q);
+
+    /* No state filter: every item read is listed, so each request asks
+     * for what the page lacks, and there is no budget (nor resume). */
+    lq.state = ONCE_STATE_UNKNOWN;
+    lq.context_id = "c";
+    lq.limit = 3;
+    q.replies[0] = json_pack("{s:[o], s:i, s:i, s:o}", "Items", list_item(s, "a", T0 + 5), "Count",
+                             1, "ScannedCount", 1, "LastEvaluatedKey", list_key(T0 + 5, "a"));
+    q.replies[1] = json_pack("{s:[o], s:i, s:i}", "Items", list_item(s, "b", T0 + 6), "Count", 1,
+                             "ScannedCount", 1);
+    assert_int_equal(once_store_list(s, &lq, &l), ONCE_OK);
+    assert_int_equal(q.n, 2);
+    assert_string_equal(json_string_value(json_object_get(q.asked[0], "IndexName")), DY_IDX_CTX);
+    assert_int_equal(json_integer_value(json_object_get(q.asked[0], "Limit")), 3);
+    assert_int_equal(json_integer_value(json_object_get(q.asked[1], "Limit")), 2);
+    assert_null(json_object_get(q.asked[0], "FilterExpression"));
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.v[1].kind, ONCE_KIND_TASK);
+    once_record_list_clear(&l);
+    query_script_clear(&q);
+
+    once_store_close(s);
+    fake_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1030,6 +1155,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(throttling_retried, setup),
         cmocka_unit_test_setup(table_upgrade_adds_index, setup),
         cmocka_unit_test_setup(upgrade_backfills_old_records, setup),
+        cmocka_unit_test_setup(list_budget_across_pages, setup),
     };
 
     if (argc < 2 || strncmp(argv[1], "dynamodb://", 11) != 0) {

@@ -13,15 +13,19 @@
  * reads exactly the items it returns. Tombstones carry neither lp nor lx,
  * so neither index lists them.
  *
- * The state has no index: st changes on most writes of a record, so an
- * index keyed by it would move its entry on every turn (docs/design.md,
- * section 5). A state filter reads on through the index, and a Query's
- * Limit counts the items read before the filter, so the reads of one call
- * are bounded by that count: each request asks for what is left of
- * ONCE_LIST_SCAN_MAX, ScannedCount says what it used. When the budget is
- * spent with fewer than limit matches and the index has more
- * (LastEvaluatedKey), the page ends with a ONCE_KIND_RESUME record at the
- * last item read (store.h, the list slot): the next call goes on from it.
+ * The state has no index (two more, state and context + state, would be
+ * two more entries on every record write, each moving whenever the state
+ * does: docs/design.md, section 5). A state filter reads on through the
+ * list index, and a Query's Limit counts the items read before the
+ * filter, so the reads of one call are bounded by what the requests ask
+ * for: the first twice the page, each next one twice the last, never more
+ * than is left of ONCE_LIST_SCAN_MAX (ScannedCount says what a request
+ * used). A filter most tasks match reads little more than its page (items
+ * read are billed, listed or not); a rare one takes a few requests. When
+ * the budget is spent with fewer than limit matches and the index has
+ * more (LastEvaluatedKey), the page ends with a ONCE_KIND_RESUME record at
+ * the last item read (store.h, the list slot): the next call goes on from
+ * it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +39,7 @@ typedef struct list_page {
     once_record_list *out;
     size_t limit;
     size_t budget; /* items the state filter may still read */
-    int budgeted;  /* a state filter: the budget applies */
+    int budget_on; /* a state filter: the budget applies */
 } list_page;
 
 /* The Query of q's first request: its index, key condition and filter. */
@@ -61,14 +65,14 @@ static json_t *list_req(dy_store *s, const once_list_query *q, const list_page *
         once__dy_list_sk(after, q->after_created_at, q->after_task_id);
         json_object_set_new(vals, ":a", once__dy_s(after));
     }
-    if (vals && pg->budgeted)
+    if (vals && pg->budget_on)
         json_object_set_new(vals, ":s", once__dy_n(q->state));
-    if (!vals || json_object_size(vals) != 1u + !!q->after_task_id + !!pg->budgeted) {
+    if (!vals || json_object_size(vals) != 1u + !!q->after_task_id + !!pg->budget_on) {
         json_decref(vals);
         return NULL;
     }
     return once__dy_query_req(s, q->context_id ? DY_IDX_CTX : DY_IDX_LIST, cond,
-                              pg->budgeted ? "#st = :s" : NULL, vals, 0, 0);
+                              pg->budget_on ? "#st = :s" : NULL, vals, 0, 0);
 }
 
 /* The items of one reply into the page; DY_STOP once it is full. */
@@ -116,12 +120,17 @@ static int add_resume(dy_store *s, json_t *last, list_page *pg)
 static int read_pages(dy_store *s, json_t *req, list_page *pg)
 {
     json_t *start = NULL, *reply = NULL;
+    size_t ask = 2 * pg->limit;
     int rc = ONCE_OK;
 
     for (;;) {
         /* Without a state filter every item read is listed: asking for
          * what the page lacks reads no more than it returns. */
-        size_t want = pg->budgeted ? pg->budget : pg->limit - pg->out->n;
+        size_t want = pg->limit - pg->out->n;
+        if (pg->budget_on) {
+            want = ask < pg->budget ? ask : pg->budget;
+            ask *= 2;
+        }
         if (json_object_set_new(req, "Limit", json_integer((json_int_t)want)) != 0 ||
             (start && json_object_set_new(req, "ExclusiveStartKey", start) != 0)) {
             rc = ONCE_ENOMEM;
@@ -135,9 +144,12 @@ static int read_pages(dy_store *s, json_t *req, list_page *pg)
         json_t *last = json_object_get(reply, "LastEvaluatedKey");
         if (rc != ONCE_OK || !json_is_object(last))
             break;
-        if (pg->budgeted) {
+        if (pg->budget_on) {
+            /* A reply without its count is taken to have read all it
+             * was allowed: the bound holds either way. */
             json_int_t used = json_integer_value(json_object_get(reply, "ScannedCount"));
-            pg->budget -= used > 0 && (size_t)used < pg->budget ? (size_t)used : pg->budget;
+            size_t spent = used > 0 ? (size_t)used : want;
+            pg->budget -= spent < pg->budget ? spent : pg->budget;
             if (pg->budget == 0) {
                 rc = add_resume(s, last, pg);
                 break;
