@@ -320,10 +320,6 @@ static int check_schema(dy_store *s, json_t *t, int probe, char *errbuf, size_t 
     return ONCE_EINVAL;
 }
 
-/* Add to a table of an older layout (its keys are once's) the indexes
- * that layout lacked, one at a time (DynamoDB builds one new index per
- * table at once), each waited for until it is active: *t is described
- * again after each. */
 /* reset=1 (tests) empties the table anyway: a table of an older layout is
  * dropped and made again, which an emulator that cannot add an index
  * (dynalite) also serves. */
@@ -356,6 +352,10 @@ static int recreate(dy_store *s, json_t **t)
     return rc == ONCE_OK ? wait_active(s, t) : rc;
 }
 
+/* Add to a table of an older layout (its keys are once's) the indexes
+ * that layout lacked, one at a time (DynamoDB builds one new index per
+ * table at once), each waited for until it is active: *t is described
+ * again after each. */
 static int add_missing(dy_store *s, json_t **t)
 {
     size_t i;
