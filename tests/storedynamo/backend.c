@@ -8,7 +8,8 @@
  *   missing_table_named     open without ?create=1 on an absent table says
  *                           which table, where, and how to create it
  *   missing_index_named     a table with the right keys but no indexes is
- *                           refused, naming the three indexes and their keys
+ *                           refused, naming the four indexes and their keys;
+ *                           a test's reset=1 makes it anew
  *   schema_marker           the meta item schema_version: absent table or
  *                           item is version 0, refused under
  *                           ONCE_STORE_OPEN_NO_MIGRATE (no table created,
@@ -43,6 +44,26 @@
  *                           throttling that persists is ONCE_EBUSY after
  *                           DY_ATTEMPTS tries; a conditional write answered
  *                           500 is not sent again (it may have applied)
+ *   table_upgrade_adds_index (the fake again, scripted: dynalite accepts
+ *                           UpdateTable and adds no index) a table of layout
+ *                           1 is refused without ?create=1, naming
+ *                           "by_context" and how to add it; with it, one
+ *                           UpdateTable creates the index and open waits
+ *                           until it is ACTIVE; an endpoint that adds
+ *                           nothing is named
+ *   list_budget_across_pages (the scripted fake) a state filter's budget
+ *                           is summed over the pages DynamoDB cuts (its
+ *                           1 MB): requests ask for twice the page, then
+ *                           twice that, up to what is left of it,
+ *                           and a spent budget ends the page with a resume
+ *                           record decoded from LastEvaluatedKey; without a
+ *                           state filter each request asks for what the
+ *                           page lacks, from index by_context for a context
+ *   upgrade_backfills_old_records  records written by hand as layout 1 (no
+ *                           "lx") are flagged by check and missing from
+ *                           ListTasks by context; a pass cut short keeps its
+ *                           position; the next open finishes, marks version
+ *                           2, and every filter lists them
  */
 #include <netinet/in.h>
 #include <pthread.h>
@@ -159,7 +180,7 @@ static void missing_table_named(void **state)
 
 static void missing_index_named(void **state)
 {
-    char url[768], table[64], err[512];
+    char url[768], table[64], err[1024];
     once_store *s, *bare = (once_store *)1;
     json_t *req;
 
@@ -185,8 +206,15 @@ static void missing_index_named(void **state)
                      "HASH) + dt (N, RANGE)") ||
         !strstr(err, "missing global secondary index \"by_principal\" on lp (S, HASH) + lc (S, "
                      "RANGE)") ||
-        !strstr(err, "missing global secondary index \"push\" on pq (S, HASH) + pt (S, RANGE)"))
-        fail_msg("the message names the three missing indexes and their keys: %s", err);
+        !strstr(err, "missing global secondary index \"push\" on pq (S, HASH) + pt (S, RANGE)") ||
+        !strstr(err, "missing global secondary index \"by_context\" on lx (S, HASH) + lc (S, "
+                     "RANGE)"))
+        fail_msg("the message names the four missing indexes and their keys: %s", err);
+
+    /* A test's reset=1 with create=1 makes such a table anew, whole. */
+    snprintf(url, sizeof url, "dynamodb://%s%s&reset=1", table, strchr(g_base, '?'));
+    bare = open_ok(url);
+    once_store_close(bare);
 }
 
 /* The schema marker item set to version v (0: deleted), behind the
@@ -232,7 +260,7 @@ static void schema_marker(void **state)
     url_nocreate(bare, sizeof bare, table);
 
     /* No table: not created under NO_MIGRATE nor by a dry run. */
-    refused_with(url, "schema is at version 0, this once needs 1: run onced migrate");
+    refused_with(url, "schema is at version 0, this once needs 2: run onced migrate");
     assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 0);
     assert_int_equal(to, DY_SCHEMA_VERSION);
@@ -249,27 +277,167 @@ static void schema_marker(void **state)
     assert_int_equal(once_store_open(bare, &keep, &s, err, sizeof err), ONCE_OK);
     assert_int_equal(once__store_schema_version(s), DY_SCHEMA_VERSION);
     assert_int_equal(once_store_meta(s, DY_META_SCHEMA, NULL, &v), ONCE_OK);
-    assert_string_equal(v, "1");
+    assert_string_equal(v, "2");
     once_free(v);
 
     /* A table from before the marker is version 0: refused under
      * NO_MIGRATE, marked by a plain open. */
     marker_set(s, 0);
-    refused_with(bare, "schema is at version 0, this once needs 1");
+    refused_with(bare, "schema is at version 0, this once needs 2");
     once_store_close(open_ok(bare));
     v = NULL;
     assert_int_equal(once_store_meta(s, DY_META_SCHEMA, NULL, &v), ONCE_OK);
-    assert_string_equal(v, "1");
+    assert_string_equal(v, "2");
     once_free(v);
 
     /* A newer once's marker: refused by open, migrate and a dry run. */
-    marker_set(s, 2);
-    refused_with(bare, "schema is at version 2, this once knows up to 1: upgrade once");
+    marker_set(s, 3);
+    refused_with(bare, "schema is at version 3, this once knows up to 2: upgrade once");
     for (int dry = 0; dry <= 1; dry++) {
         assert_int_equal(once__store_migrate(bare, dry, &from, &to, err, sizeof err),
                          ONCE_EUNSUPPORTED);
-        assert_non_null(strstr(err, "knows up to 1"));
+        assert_non_null(strstr(err, "knows up to 2"));
     }
+    once_store_close(s);
+}
+
+/* A record item as layout version 1 wrote it: no "lx" (the "by_context"
+ * key), put behind the backend's back. */
+static void old_put(once_store *s, const char *principal, const char *id, const char *ctx,
+                    int64_t created)
+{
+    once_record r;
+    dy_item it;
+    json_t *req;
+
+    assert_int_equal(st_rec(&r, principal, id, ONCE_STATE_WORKING, created, NULL), 0);
+    snprintf(r.context_id, sizeof r.context_id, "%s", ctx);
+    assert_int_equal(once__dy_record_item(dys(s), &r, NULL, 0, NULL, 0, 0, &it), ONCE_OK);
+    assert_int_equal(json_object_del(it.o, "lx"), 0);
+    req = json_pack("{s:s, s:O}", "TableName", dys(s)->table, "Item", it.o);
+    assert_non_null(req);
+    assert_int_equal(once__dy_call(dys(s), "PutItem", req, DY_IDEMPOTENT, NULL, NULL), ONCE_OK);
+    json_decref(req);
+    once__dy_item_free(&it);
+    once_record_clear(&r);
+}
+
+/* 1 if the record item of (principal, id) carries lx = its own key. */
+static int has_lx(once_store *s, const char *principal, const char *id, const char *ctx)
+{
+    json_t *item = raw_get(s, principal, id, NULL);
+    char *want = once__dy_ctx_key(principal, ctx);
+    const char *lx = once__dy_get_s(item, "lx");
+    int ok = lx && want && strcmp(lx, want) == 0;
+
+    assert_non_null(item);
+    once_free(want);
+    json_decref(item);
+    return ok;
+}
+
+/* The task IDs ListTasks gives for (principal, context), in order. */
+#define LISTED_MAX 8
+static size_t ctx_listed(once_store *s, const char *principal, const char *ctx,
+                         char ids[LISTED_MAX][ONCE_ID_MAX + 1])
+{
+    once_list_query q = {.principal = principal, .context_id = ctx, .limit = LISTED_MAX};
+    once_record_list l;
+    size_t n, i;
+
+    assert_int_equal(once_store_list(s, &q, &l), ONCE_OK);
+    for (i = 0; i < l.n; i++)
+        snprintf(ids[i], ONCE_ID_MAX + 1, "%s", l.v[i].task_id);
+    n = l.n;
+    once_record_list_clear(&l);
+    return n;
+}
+
+static void upgrade_backfills_old_records(void **state)
+{
+    /* Records of layout 1; two of them would share one key were principal
+     * and context simply joined ("a" + "1x", "a1" + "x"). */
+    static const char *const old[][3] = {
+        {"old", "o-0", "c-old"}, {"old", "o-1", "c-old"}, {"old", "o-2", "c-old"},
+        {"old", "o-3", "c-old"}, {"old", "o-4", "c-old"}, {"a", "j-0", "1x"},
+        {"a1", "j-1", "x"},
+    };
+    const size_t nold = sizeof old / sizeof old[0];
+    char url[768], bare[768], table[64], ids[LISTED_MAX][ONCE_ID_MAX + 1];
+    once_check_report rep;
+    once_record r;
+    once_store *s;
+    dy_item it;
+    json_t *req;
+    char *v = NULL;
+    size_t i, fixed;
+    int done = -1;
+
+    (void)state;
+    url_for(url, sizeof url, "upgrade", NULL);
+    snprintf(table, sizeof table, "upgrade_%d_%d", (int)getpid(), g_case);
+    url_nocreate(bare, sizeof bare, table);
+    s = open_ok(url);
+    for (i = 0; i < nold; i++)
+        old_put(s, old[i][0], old[i][1], old[i][2], T0 + (int64_t)i);
+    /* A tombstone (no list keys in either layout) and a record of this
+     * layout, which the upgrade leaves alone. */
+    assert_int_equal(st_rec(&r, "old", "gone", ONCE_STATE_COMPLETED, T0, NULL), 0);
+    assert_int_equal(once__dy_tomb_item(dys(s), &r, T0 + 5, &it), ONCE_OK);
+    req = json_pack("{s:s, s:O}", "TableName", dys(s)->table, "Item", it.o);
+    assert_int_equal(once__dy_call(dys(s), "PutItem", req, DY_IDEMPOTENT, NULL, NULL), ONCE_OK);
+    json_decref(req);
+    once__dy_item_free(&it);
+    once_record_clear(&r);
+    assert_int_equal(st_rec(&r, "old", "new", ONCE_STATE_WORKING, T0 + 100, NULL), 0);
+    snprintf(r.context_id, sizeof r.context_id, "c-old");
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    once_record_clear(&r);
+    marker_set(s, 1);
+
+    /* Before the upgrade: check names the records the index misses, a
+     * context lists none of them, and no open serves the table unmigrated. */
+    assert_int_equal(once_store_check(s, &rep), ONCE_OK);
+    assert_int_equal(rep.bad_state, nold);
+    if (!strstr(rep.first_problem, "no \"lx\""))
+        fail_msg("check names the missing index key: %s", rep.first_problem);
+    assert_int_equal(ctx_listed(s, "old", "c-old", ids), 1);
+    refused_with(bare, "schema is at version 1, this once needs 2: run onced migrate");
+
+    /* A pass cut short (one request of two items) keeps its position. */
+    assert_int_equal(once__dy_backfill(dys(s), 2, 1, &done), ONCE_OK);
+    assert_int_equal(done, 0);
+    assert_int_equal(once_store_meta(s, DY_META_BACKFILL, NULL, &v), ONCE_OK);
+    once_free(v);
+    for (fixed = 0, i = 0; i < nold; i++)
+        fixed += (size_t)has_lx(s, old[i][0], old[i][1], old[i][2]);
+    assert_true(fixed <= 2);
+
+    /* The next open that may migrate finishes it and marks version 2. */
+    once_store_close(open_ok(bare));
+    assert_int_equal(once_store_meta(s, DY_META_SCHEMA, NULL, &v), ONCE_OK);
+    assert_string_equal(v, "2");
+    once_free(v);
+    v = NULL;
+    assert_int_equal(once_store_meta(s, DY_META_BACKFILL, NULL, &v), ONCE_ENOTFOUND);
+    for (i = 0; i < nold; i++)
+        if (!has_lx(s, old[i][0], old[i][1], old[i][2]))
+            fail_msg("%s/%s has no lx after the upgrade", old[i][0], old[i][1]);
+    json_t *tomb = raw_get(s, "old", "gone", NULL);
+    assert_null(json_object_get(tomb, "lx"));
+    assert_non_null(json_object_get(tomb, "tb"));
+    json_decref(tomb);
+
+    assert_int_equal(ctx_listed(s, "old", "c-old", ids), 6);
+    for (i = 0; i < 5; i++)
+        assert_string_equal(ids[i], old[i][1]);
+    assert_string_equal(ids[5], "new");
+    assert_int_equal(ctx_listed(s, "a", "1x", ids), 1);
+    assert_string_equal(ids[0], "j-0");
+    assert_int_equal(ctx_listed(s, "a1", "x", ids), 1);
+    assert_string_equal(ids[0], "j-1");
+    assert_int_equal(ctx_listed(s, "a", "x", ids), 0);
+    check_clean(s);
     once_store_close(s);
 }
 
@@ -542,15 +710,33 @@ static void metrics_row(void **state)
     once_store_close(s);
 }
 
+/* A scripted answer: the status and body (in out) for operation op (the
+ * tail of X-Amz-Target) with request body `body`. */
+typedef int (*fake_script)(void *arg, const char *op, const char *body, char *out, size_t cap);
+
 /* A fake DynamoDB endpoint: answers the first `bad` requests with status
  * bad_status (400: a ThrottlingException body) and the rest with 200 "{}",
- * one request per connection. Counters are read by the test thread. */
+ * or, with a script, what the script says; one request per connection.
+ * Counters are read by the test thread. */
 typedef struct fake {
     int fd, port;
     int bad, bad_status;
     int seen;
+    fake_script script;
+    void *script_arg;
     pthread_t th;
 } fake;
+
+/* The script's answer to one request (req holds head and body). */
+static int fake_scripted(fake *f, const char *req, const char *end, char *out, size_t cap)
+{
+    const char *t = strcasestr(req, "x-amz-target:");
+    char op[64] = "";
+
+    if (t && (t = strchr(t, '.')) != NULL)
+        sscanf(t + 1, "%63[A-Za-z]", op);
+    return f->script(f->script_arg, op, end + 4, out, cap);
+}
 
 static void *fake_main(void *arg)
 {
@@ -558,7 +744,7 @@ static void *fake_main(void *arg)
     int c;
 
     while ((c = accept(f->fd, NULL, NULL)) >= 0) {
-        char req[8192], resp[512];
+        char req[8192], resp[4096], out[3584];
         size_t n = 0;
         long clen = -1;
         char *end = NULL;
@@ -582,10 +768,15 @@ static void *fake_main(void *arg)
                                  "ThrottlingException\",\"message\":\"Rate exceeded\"}"
                            : bad ? "{\"__type\":\"InternalServerError\"}"
                                  : "{}";
+        int status = bad ? f->bad_status : 200;
+        if (f->script && end) {
+            status = fake_scripted(f, req, end, out, sizeof out);
+            body = out;
+        }
         int len = snprintf(resp, sizeof resp,
                            "HTTP/1.1 %d X\r\nContent-Type: application/x-amz-json-1.0\r\n"
                            "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
-                           bad ? f->bad_status : 200, strlen(body), body);
+                           status, strlen(body), body);
         if (write(c, resp, (size_t)len) != len)
             fprintf(stderr, "fake: short write\n");
         close(c);
@@ -617,6 +808,32 @@ static void fake_arm(fake *f, int bad, int status)
     __atomic_store_n(&f->bad, bad, __ATOMIC_SEQ_CST);
 }
 
+/* A store on a table of its own whose handle then talks to the fake f,
+ * started here (the tests' one use of internals beyond reading items). */
+static once_store *open_on_fake(fake *f, const char *tag, fake_script script, void *arg)
+{
+    char url[768];
+    once_store *s;
+
+    memset(f, 0, sizeof *f);
+    f->script = script;
+    f->script_arg = arg;
+    url_for(url, sizeof url, tag, NULL);
+    s = open_ok(url);
+    fake_start(f);
+    once_free(dys(s)->endpoint);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", f->port);
+    dys(s)->endpoint = once_strdup(url);
+    return s;
+}
+
+static void fake_stop(fake *f)
+{
+    shutdown(f->fd, SHUT_RDWR);
+    close(f->fd);
+    pthread_join(f->th, NULL);
+}
+
 static void push_writes_race_acks(void **state)
 {
     char url[768];
@@ -631,22 +848,13 @@ static void push_writes_race_acks(void **state)
 
 static void throttling_retried(void **state)
 {
-    char url[768];
     once_store *s;
     once_record r, got;
     fake f;
 
     (void)state;
-    memset(&f, 0, sizeof f);
-    url_for(url, sizeof url, "throttle", NULL);
-    s = open_ok(url);
-    fake_start(&f);
+    s = open_on_fake(&f, "throttle", NULL, NULL);
     fake_arm(&f, 0, 400);
-    /* The handle now talks to the fake (the test's one use of internals
-     * beyond reading items). */
-    once_free(dys(s)->endpoint);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/", f.port);
-    dys(s)->endpoint = once_strdup(url);
     assert_int_equal(st_rec(&r, "p", "x", ONCE_STATE_WORKING, T0, "{}"), 0);
 
     /* Throttled twice, then answered: the read succeeds on the third try. */
@@ -674,9 +882,261 @@ static void throttling_retried(void **state)
 
     once_record_clear(&r);
     once_store_close(s);
-    shutdown(f.fd, SHUT_RDWR);
-    close(f.fd);
-    pthread_join(f.th, NULL);
+    fake_stop(&f);
+}
+
+/* A table of layout version 1 as DescribeTable shows it (three indexes),
+ * or with "by_context" in status ctx_status (NULL: absent). */
+static json_t *v1_table(const char *table_status, const char *ctx_status)
+{
+    json_t *t = json_pack(
+        "{s:s, s:[{s:s,s:s},{s:s,s:s}], s:[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},"
+        "{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}], s:[{s:s, s:[{s:s,s:s},{s:s,s:s}], s:{s:s, "
+        "s:[s,s]}, s:s}, {s:s, s:[{s:s,s:s},{s:s,s:s}], s:{s:s}, s:s}, {s:s, s:[{s:s,s:s},"
+        "{s:s,s:s}], s:{s:s, s:[s,s]}, s:s}]}",
+        "TableStatus", table_status, "KeySchema", "AttributeName", "pk", "KeyType", "HASH",
+        "AttributeName", "sk", "KeyType", "RANGE", "AttributeDefinitions", "AttributeName", "pk",
+        "AttributeType", "S", "AttributeName", "sk", "AttributeType", "S", "AttributeName", "dk",
+        "AttributeType", "S", "AttributeName", "dt", "AttributeType", "N", "AttributeName", "lp",
+        "AttributeType", "S", "AttributeName", "lc", "AttributeType", "S", "AttributeName", "pq",
+        "AttributeType", "S", "AttributeName", "pt", "AttributeType", "S", "AttributeName", "lx",
+        "AttributeType", "S", "GlobalSecondaryIndexes", "IndexName", "due", "KeySchema",
+        "AttributeName", "dk", "KeyType", "HASH", "AttributeName", "dt", "KeyType", "RANGE",
+        "Projection", "ProjectionType", "INCLUDE", "NonKeyAttributes", "pr", "id", "IndexStatus",
+        "ACTIVE", "IndexName", "by_principal", "KeySchema", "AttributeName", "lp", "KeyType",
+        "HASH", "AttributeName", "lc", "KeyType", "RANGE", "Projection", "ProjectionType", "ALL",
+        "IndexStatus", "ACTIVE", "IndexName", "push", "KeySchema", "AttributeName", "pq",
+        "KeyType", "HASH", "AttributeName", "pt", "KeyType", "RANGE", "Projection",
+        "ProjectionType", "INCLUDE", "NonKeyAttributes", "pr", "id", "IndexStatus", "ACTIVE");
+
+    assert_non_null(t);
+    if (ctx_status)
+        json_array_append_new(
+            json_object_get(t, "GlobalSecondaryIndexes"),
+            json_pack("{s:s, s:[{s:s,s:s},{s:s,s:s}], s:{s:s}, s:s}", "IndexName", "by_context",
+                      "KeySchema", "AttributeName", "lx", "KeyType", "HASH", "AttributeName", "lc",
+                      "KeyType", "RANGE", "Projection", "ProjectionType", "ALL", "IndexStatus",
+                      ctx_status));
+    return t;
+}
+
+/* DynamoDB adding an index: the table of version 1 until UpdateTable,
+ * then the new index CREATING for `creating` descriptions, then ACTIVE;
+ * with adds = 0, an endpoint that accepts UpdateTable and adds nothing
+ * (dynalite). */
+typedef struct upgrade_script {
+    int adds, creating;
+    int updates, described_after; /* what was asked, for the test */
+    char update[2048];            /* the UpdateTable request */
+} upgrade_script;
+
+static int upgrade_answer(void *arg, const char *op, const char *body, char *out, size_t cap)
+{
+    upgrade_script *u = arg;
+    json_t *t = NULL;
+    char *text;
+
+    if (strcmp(op, "CreateTable") == 0) {
+        snprintf(out, cap, "{\"__type\":\"com.amazonaws.dynamodb.v20120810#"
+                           "ResourceInUseException\",\"message\":\"Table already exists\"}");
+        return 400;
+    }
+    if (strcmp(op, "UpdateTable") == 0) {
+        u->updates++;
+        snprintf(u->update, sizeof u->update, "%s", body);
+        snprintf(out, cap, "{}");
+        return 200;
+    }
+    if (strcmp(op, "DescribeTable") != 0) {
+        snprintf(out, cap, "{}");
+        return 200;
+    }
+    if (!u->updates || !u->adds)
+        t = v1_table("ACTIVE", NULL);
+    else if (u->described_after++ < u->creating)
+        t = v1_table("UPDATING", "CREATING");
+    else
+        t = v1_table("ACTIVE", "ACTIVE");
+    text = json_dumps(t, JSON_COMPACT);
+    snprintf(out, cap, "{\"Table\":%s}", text ? text : "null");
+    once_free(text);
+    json_decref(t);
+    return 200;
+}
+
+static void table_upgrade_adds_index(void **state)
+{
+    char err[1024];
+    upgrade_script u;
+    once_store *s;
+    fake f;
+
+    (void)state;
+    s = open_on_fake(&f, "addidx", upgrade_answer, &u);
+
+    /* Without ?create=1: refused, naming the index and the way to add it. */
+    memset(&u, 0, sizeof u);
+    dys(s)->create = 0;
+    assert_int_equal(once__dy_table_ready(dys(s), 0, err, sizeof err), ONCE_EINVAL);
+    if (!strstr(err, "missing global secondary index \"by_context\" on lx (S, HASH) + lc (S, "
+                     "RANGE)") ||
+        !strstr(err, "create=1") || !strstr(err, "docs/production.md") || strstr(err, "\"due\""))
+        fail_msg("the message names the one missing index and how to add it: %s", err);
+    assert_int_equal(u.updates, 0);
+    /* A dry run (probe) reads the version only: the index may be missing. */
+    assert_int_equal(once__dy_table_ready(dys(s), 1, err, sizeof err), ONCE_OK);
+
+    /* With ?create=1: one UpdateTable creating it, then waited for until
+     * it is ACTIVE. */
+    memset(&u, 0, sizeof u);
+    u.adds = 1;
+    u.creating = 3;
+    dys(s)->create = 1;
+    assert_int_equal(once__dy_table_ready(dys(s), 0, err, sizeof err), ONCE_OK);
+    assert_int_equal(u.updates, 1);
+    assert_int_equal(u.described_after, u.creating + 1);
+    json_t *req = json_loads(u.update, 0, NULL);
+    json_t *create = json_object_get(json_array_get(json_object_get(req, "GlobalSecondaryIndexUpdates"), 0), "Create");
+    assert_string_equal(json_string_value(json_object_get(create, "IndexName")), "by_context");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(create, "Projection"),
+                                                          "ProjectionType")),
+                        "ALL");
+    json_t *want_keys = json_pack("[{s:s,s:s},{s:s,s:s}]", "AttributeName", "lx", "KeyType",
+                                  "HASH", "AttributeName", "lc", "KeyType", "RANGE");
+    json_t *want_defs = json_pack("[{s:s,s:s},{s:s,s:s}]", "AttributeName", "lx",
+                                  "AttributeType", "S", "AttributeName", "lc", "AttributeType",
+                                  "S");
+    assert_true(json_equal(json_object_get(create, "KeySchema"), want_keys));
+    assert_true(json_equal(json_object_get(req, "AttributeDefinitions"), want_defs));
+    json_decref(want_keys);
+    json_decref(want_defs);
+    json_decref(req);
+
+    /* An endpoint that accepts the request and adds nothing: said so. */
+    memset(&u, 0, sizeof u);
+    assert_int_equal(once__dy_table_ready(dys(s), 0, err, sizeof err), ONCE_EUNSUPPORTED);
+    if (!strstr(err, "did not add it") || !strstr(err, "by_context"))
+        fail_msg("the message says the index was not added: %s", err);
+
+    once_store_close(s);
+    fake_stop(&f);
+}
+
+/* Canned Query replies, in order; what each request asked is kept. */
+typedef struct query_script {
+    json_t *replies[4];
+    json_t *asked[4];
+    int n;
+} query_script;
+
+static int query_answer(void *arg, const char *op, const char *body, char *out, size_t cap)
+{
+    query_script *q = arg;
+    char *text;
+
+    if (strcmp(op, "Query") != 0 || q->n >= 4 || !q->replies[q->n]) {
+        snprintf(out, cap, "{\"__type\":\"InternalServerError\"}");
+        return 500;
+    }
+    q->asked[q->n] = json_loads(body, 0, NULL);
+    text = json_dumps(q->replies[q->n++], JSON_COMPACT);
+    snprintf(out, cap, "%s", text ? text : "{}");
+    once_free(text);
+    return 200;
+}
+
+/* A record item of principal p as the list indexes hold it. */
+static json_t *list_item(once_store *s, const char *id, int64_t created)
+{
+    once_record r;
+    dy_item it;
+
+    assert_int_equal(st_rec(&r, "p", id, ONCE_STATE_COMPLETED, created, NULL), 0);
+    assert_int_equal(once__dy_record_item(dys(s), &r, NULL, 0, NULL, 0, 0, &it), ONCE_OK);
+    once_record_clear(&r);
+    return it.o;
+}
+
+/* The index key a page stopped at: created_at + task_id in lc. */
+static json_t *list_key(int64_t created, const char *id)
+{
+    char lc[DY_LC_MAX];
+
+    once__dy_list_sk(lc, created, id);
+    return json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}", "pk", "S", "x", "sk", "S", "r", "lp",
+                     "S", "p", "lc", "S", lc);
+}
+
+static void query_script_clear(query_script *q)
+{
+    for (int i = 0; i < 4; i++) {
+        json_decref(q->replies[i]);
+        json_decref(q->asked[i]);
+    }
+    memset(q, 0, sizeof *q);
+}
+
+static void list_budget_across_pages(void **state)
+{
+    once_list_query lq = {.principal = "p", .state = ONCE_STATE_COMPLETED, .limit = 300};
+    once_record_list l;
+    query_script q;
+    once_store *s;
+    fake f;
+
+    (void)state;
+    memset(&q, 0, sizeof q);
+    s = open_on_fake(&f, "budget", query_answer, &q);
+
+    /* A state filter: the first request asks for twice the page; the
+     * next, after DynamoDB stopped early (its 1 MB), for twice that but no
+     * more than is left of the 1000 items; when they are spent the page
+     * ends with where it stopped. */
+    q.replies[0] = json_pack("{s:[o], s:i, s:i, s:o}", "Items", list_item(s, "a", T0 + 5), "Count",
+                             1, "ScannedCount", 600, "LastEvaluatedKey", list_key(T0 + 5, "a"));
+    q.replies[1] = json_pack("{s:[], s:i, s:i, s:o}", "Items", "Count", 0, "ScannedCount", 400,
+                             "LastEvaluatedKey", list_key(T0 + 9, "z-last"));
+    assert_int_equal(once_store_list(s, &lq, &l), ONCE_OK);
+    assert_int_equal(q.n, 2);
+    assert_int_equal(json_integer_value(json_object_get(q.asked[0], "Limit")), 600);
+    assert_int_equal(json_integer_value(json_object_get(q.asked[1], "Limit")),
+                     ONCE_LIST_SCAN_MAX - 600);
+    assert_true(json_equal(json_object_get(q.asked[1], "ExclusiveStartKey"),
+                           json_object_get(q.replies[0], "LastEvaluatedKey")));
+    assert_string_equal(json_string_value(json_object_get(q.asked[0], "IndexName")),
+                        DY_IDX_LIST);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0].task_id, "a");
+    assert_int_equal(l.v[0].kind, ONCE_KIND_TASK);
+    assert_int_equal(l.v[1].kind, ONCE_KIND_RESUME);
+    assert_string_equal(l.v[1].task_id, "z-last");
+    assert_int_equal(l.v[1].created_at, T0 + 9);
+    assert_null(l.v[1].task_json);
+    once_record_list_clear(&l);
+    query_script_clear(&q);
+
+    /* No state filter: every item read is listed, so each request asks
+     * for what the page lacks, and there is no budget (nor resume). */
+    lq.state = ONCE_STATE_UNKNOWN;
+    lq.context_id = "c";
+    lq.limit = 3;
+    q.replies[0] = json_pack("{s:[o], s:i, s:i, s:o}", "Items", list_item(s, "a", T0 + 5), "Count",
+                             1, "ScannedCount", 1, "LastEvaluatedKey", list_key(T0 + 5, "a"));
+    q.replies[1] = json_pack("{s:[o], s:i, s:i}", "Items", list_item(s, "b", T0 + 6), "Count", 1,
+                             "ScannedCount", 1);
+    assert_int_equal(once_store_list(s, &lq, &l), ONCE_OK);
+    assert_int_equal(q.n, 2);
+    assert_string_equal(json_string_value(json_object_get(q.asked[0], "IndexName")), DY_IDX_CTX);
+    assert_int_equal(json_integer_value(json_object_get(q.asked[0], "Limit")), 3);
+    assert_int_equal(json_integer_value(json_object_get(q.asked[1], "Limit")), 2);
+    assert_null(json_object_get(q.asked[0], "FilterExpression"));
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.v[1].kind, ONCE_KIND_TASK);
+    once_record_list_clear(&l);
+    query_script_clear(&q);
+
+    once_store_close(s);
+    fake_stop(&f);
 }
 
 int main(int argc, char **argv)
@@ -693,6 +1153,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(metrics_row, setup),
         cmocka_unit_test_setup(push_writes_race_acks, setup),
         cmocka_unit_test_setup(throttling_retried, setup),
+        cmocka_unit_test_setup(table_upgrade_adds_index, setup),
+        cmocka_unit_test_setup(upgrade_backfills_old_records, setup),
+        cmocka_unit_test_setup(list_budget_across_pages, setup),
     };
 
     if (argc < 2 || strncmp(argv[1], "dynamodb://", 11) != 0) {

@@ -10,8 +10,10 @@
 #                                limit, a tombstone past its TTL still
 #                                present, the commit rule, the credentials
 #                                order, the metrics row, record writes racing
-#                                push claims and acks, throttling (against a
-#                                fake endpoint: dynalite never throttles)
+#                                push claims and acks, throttling and adding
+#                                an index (against a fake endpoint: dynalite
+#                                never throttles nor adds an index), the
+#                                upgrade of a layout-1 table's records
 #                                (tests/storedynamo/backend.c)
 # The restart of dynalite under load, two and three replicas on one table
 # and push delivery across replicas are in tests/replicas. Not registered

@@ -8,7 +8,9 @@
  *   dy_item.c   keys, attribute values, record <-> item, the size bound
  *   dy_table.c  table and index creation, and the check that they exist
  *   dy_write.c  create, update, renew, sweep, purge, meta
- *   dy_read.c   load, events, expired_leases, list, check, reset
+ *   dy_read.c   load, events, expired_leases, check, reset
+ *   dy_list.c   list: one list index per filter, a bounded state filter
+ *   dy_upgrade.c  layout version 1 -> 2: "lx" onto the records
  *   dy_push.c   push delivery rows: their place in the record item, the
  *               push index, claim, ack, rows
  */
@@ -39,9 +41,10 @@
 #define DY_CREATE_WAIT_MS 60000
 #define DY_ROUNDS 32 /* tries of a write whose item keeps moving under it */
 
-/* The three global secondary indexes (dynamo.c explains them). */
+/* The four global secondary indexes (dynamo.c explains them). */
 #define DY_IDX_DUE "due"
 #define DY_IDX_LIST "by_principal"
+#define DY_IDX_CTX "by_context"
 #define DY_IDX_PUSH "push"
 
 /* Credentials: set once by open, read-only afterwards. */
@@ -115,15 +118,24 @@ void once__dy_pause_ms(int64_t ms);
 /* The table's partition key of a task: "<len(principal)>:<principal><task_id>"
  * (unambiguous whatever the strings hold). once_malloc'd, NULL on OOM. */
 char *once__dy_task_pk(const char *principal, const char *task_id);
+/* The "by_context" index's partition key of a record, "lx", encoded the
+ * same way: "<len(principal)>:<principal><context_id>". */
+char *once__dy_ctx_key(const char *principal, const char *context_id);
+/* The list indexes' sort key "lc": created_at in 20 digits, then task_id
+ * (so it sorts in ListTasks order), and back. */
+#define DY_LC_MAX (ONCE_ID_MAX + 24)
+void once__dy_list_sk(char out[DY_LC_MAX], int64_t created_at, const char *task_id);
+int once__dy_list_sk_parse(const char *lc, int64_t *created_at, char task_id[ONCE_ID_MAX + 1]);
 /* The sort key of event g ("e" and 20 digits) and of the record item. */
 #define DY_SK_RECORD "r"
 #define DY_SK_META "m"
 /* The partition of the replica heartbeat rows (dy_replica.c). */
 #define DY_PK_REPLICAS "r:"
 /* The meta item holding the layout's version (dy_table.c): the item layout
- * dynamo.c describes is version 1. */
+ * dynamo.c describes is version 2; version 1 had no index "by_context" and
+ * no "lx" on its records (dy_upgrade.c brings a table from 1 to 2). */
 #define DY_META_SCHEMA "schema_version"
-#define DY_SCHEMA_VERSION 1
+#define DY_SCHEMA_VERSION 2
 void once__dy_event_sk(char out[24], int64_t g);
 
 /* An item (or key, or value map) being built: attributes are added to o and
@@ -191,11 +203,12 @@ int once__dy_sync_rows(const once_record *rec, const once_push_row *old, size_t 
 
 /* ---- dy_table.c ---- */
 
-/* With s->create: create the table and its indexes if absent and wait until
- * they are active. Then (always) check that they exist with the expected
- * key schema; errbuf says exactly what is missing (ONCE_ENOTFOUND: the
- * table itself). */
-int once__dy_table_ready(dy_store *s, char *errbuf, size_t errlen);
+/* With s->create: create the table and its indexes if absent, add to an
+ * existing table the indexes its older layout lacks, and wait until they
+ * are active. Then (always) check that they exist with the expected key
+ * schema; errbuf says exactly what is missing (ONCE_ENOTFOUND: the table
+ * itself). probe: a missing index of a later layout is not an error. */
+int once__dy_table_ready(dy_store *s, int probe, char *errbuf, size_t errlen);
 
 /* The schema step (store_int.h, once__schema) on a ready table (or none:
  * have_table = 0 is version 0): read the meta item DY_META_SCHEMA, and
@@ -203,7 +216,18 @@ int once__dy_table_ready(dy_store *s, char *errbuf, size_t errlen);
  * write the marker. */
 int once__dy_schema(dy_store *s, once__schema *sc, int have_table);
 
-/* ---- the slots (dy_write.c, dy_read.c) ---- */
+/* ---- dy_upgrade.c ---- */
+
+/* The meta item keeping where an unfinished upgrade pass stopped. */
+#define DY_META_BACKFILL "lx_backfill"
+/* Give records that lack it the "by_context" key "lx": at most max_pages
+ * Scan requests of page items each, from where the last pass stopped;
+ * *done = 1 when the table has been read to its end. */
+int once__dy_backfill(dy_store *s, size_t page, size_t max_pages, int *done);
+/* The whole pass, for the schema step (errmsg set on failure). */
+int once__dy_upgrade(dy_store *s);
+
+/* ---- the slots (dy_write.c, dy_read.c, dy_list.c) ---- */
 
 ONCE__STORE_SLOTS(once__dy);
 ONCE__STORE_PUSH_REPLICA_SLOTS(once__dy);

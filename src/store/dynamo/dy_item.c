@@ -15,14 +15,49 @@
 /* A number's size as DynamoDB counts it is at most 21 bytes. */
 #define DY_NUM_BYTES 21
 
+/* "<len(a)>:<a><b>": the length says where a ends, whatever bytes either
+ * holds, so no two pairs share a key. */
+static char *pair_key(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 24;
+    char *k = once_malloc(n);
+
+    if (k)
+        snprintf(k, n, "%zu:%s%s", strlen(a), a, b);
+    return k;
+}
+
 char *once__dy_task_pk(const char *principal, const char *task_id)
 {
-    size_t n = strlen(principal) + strlen(task_id) + 24;
-    char *pk = once_malloc(n);
+    return pair_key(principal, task_id);
+}
 
-    if (pk)
-        snprintf(pk, n, "%zu:%s%s", strlen(principal), principal, task_id);
-    return pk;
+char *once__dy_ctx_key(const char *principal, const char *context_id)
+{
+    return pair_key(principal, context_id);
+}
+
+void once__dy_list_sk(char out[DY_LC_MAX], int64_t created_at, const char *task_id)
+{
+    snprintf(out, DY_LC_MAX, "%020lld%s", (long long)created_at, task_id);
+}
+
+int once__dy_list_sk_parse(const char *lc, int64_t *created_at, char task_id[ONCE_ID_MAX + 1])
+{
+    char digits[21];
+    size_t n = lc ? strlen(lc) : 0;
+    int i;
+
+    if (n <= 20 || n - 20 > ONCE_ID_MAX)
+        return ONCE_ECORRUPT;
+    for (i = 0; i < 20; i++)
+        if (lc[i] < '0' || lc[i] > '9')
+            return ONCE_ECORRUPT;
+    memcpy(digits, lc, 20);
+    digits[20] = '\0';
+    *created_at = strtoll(digits, NULL, 10);
+    memcpy(task_id, lc + 20, n - 20 + 1);
+    return ONCE_OK;
 }
 
 void once__dy_event_sk(char out[24], int64_t g)
@@ -134,13 +169,15 @@ static int finish(dy_store *s, dy_item *it, const char *what, const char *task_i
 int once__dy_record_item(dy_store *s, const once_record *r, const once_event *ev, size_t nev,
                          const once_push_row *rows, size_t nrows, int64_t pv, dy_item *it)
 {
-    char lc[ONCE_ID_MAX + 24];
+    char lc[DY_LC_MAX];
     char *pk = once__dy_task_pk(r->principal, r->task_id);
-    int rc = pk ? once__dy_key(it, r->principal, r->task_id, NULL) : ONCE_ENOMEM;
+    char *lx = once__dy_ctx_key(r->principal, r->context_id);
+    int rc = pk && lx ? once__dy_key(it, r->principal, r->task_id, NULL) : ONCE_ENOMEM;
     int i;
 
     if (rc != ONCE_OK) {
         once_free(pk);
+        once_free(lx);
         return rc;
     }
     once__dy_put_rows(it, pk, rows, nrows, pv);
@@ -169,10 +206,14 @@ int once__dy_record_item(dy_store *s, const once_record *r, const once_event *ev
         once__dy_put_s(it, "dk", "L");
         once__dy_put_n(it, "dt", r->lease_until);
     }
-    /* Index "by_principal": ListTasks order (created_at, task_id). */
-    snprintf(lc, sizeof lc, "%020lld%s", (long long)r->created_at, r->task_id);
+    /* Indexes "by_principal" and "by_context": ListTasks order
+     * (created_at, task_id) under the principal, and under the principal's
+     * context. A tombstone has neither, so neither lists it. */
+    once__dy_list_sk(lc, r->created_at, r->task_id);
     once__dy_put_s(it, "lp", r->principal);
+    once__dy_put_s(it, "lx", lx);
     once__dy_put_s(it, "lc", lc);
+    once_free(lx);
     return finish(s, it, "the record", r->task_id);
 }
 

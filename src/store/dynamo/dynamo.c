@@ -15,7 +15,9 @@
  *     timeout_ms=N     per request (default 5000)
  *     tomb_ttl_ms=N    tombstones carry a TTL attribute N ms after they
  *                      were made, for DynamoDB to delete them (default 0)
- *     reset=1          TESTS ONLY: delete every item at open
+ *     reset=1          TESTS ONLY: delete every item at open (with
+ *                      create=1, a table lacking an index is dropped and
+ *                      created anew)
  * Credentials: dy_cred.c (environment, then ~/.aws/credentials).
  *
  * Item layout (one table; dy_item.c has the encodings). A task's items
@@ -24,21 +26,29 @@
  *                 "a key holds at most one of them" is structural
  *   sk "e<gen>"   one event (20-digit generation, so they sort)
  *   pk "m:<name>", sk "m"   a meta value; "m:schema_version" holds the
- *                 layout's version (DY_SCHEMA_VERSION, dy_table.c)
+ *                 layout's version (DY_SCHEMA_VERSION, dy_table.c);
+ *                 "m:lx_backfill" where an unfinished upgrade stopped
  *   pk "r:", sk "<replica id>"   a replica's heartbeat row (dy_replica.c):
  *                 one partition, so the list is one Query
- * Three sparse global secondary indexes replace scans:
+ * Four sparse global secondary indexes replace scans:
  *   due           dk/dt: "L"/lease_until on an unfinished record with a
  *                 lease (expired_leases), "F"/finished_at on a finished
  *                 record (sweep), "T"/expired_at on a tombstone (purge);
  *                 absent otherwise
  *   by_principal  lp/lc: principal / created_at (20 digits) + task_id on a
  *                 record (ListTasks order); absent on a tombstone
+ *   by_context    lx/lc: "<len(principal)>:<principal><context_id>" / the
+ *                 same lc (ListTasks by contextId); absent on a tombstone.
+ *                 Added in layout version 2: a table of version 1 gets the
+ *                 index from ?create=1 and its records "lx" from the
+ *                 upgrade (dy_upgrade.c)
  *   push          pq/pt: when the record's first push delivery row can be
  *                 due, + the task key (push_claim; dy_push.c)
- * Each keeps all its entries under a few partition key values, so on
- * DynamoDB each is bounded by one index partition's write rate
- * (docs/production.md).
+ * due and push keep all their entries under a few partition key values,
+ * so on DynamoDB each is bounded by one index partition's write rate
+ * (docs/production.md); the list indexes spread over principals and
+ * contexts. A state filter has no index: list reads a bounded number of
+ * entries per call and hands back where it stopped (dy_list.c).
  *
  * The commit rule. A write is ONE conditional PutItem of the record item
  * (create: attribute_not_exists(pk); update: v = expected version, the
@@ -216,7 +226,7 @@ static int dy_start(once_store *base, once__schema *sc, char *errbuf, size_t err
 
     if (sc->flags & (ONCE__OPEN_PROBE | ONCE_STORE_OPEN_NO_MIGRATE))
         s->create = 0;
-    int rc = once__dy_table_ready(s, errbuf, errlen);
+    int rc = once__dy_table_ready(s, (sc->flags & ONCE__OPEN_PROBE) != 0, errbuf, errlen);
     int have_table = rc == ONCE_OK;
     if (rc == ONCE_ENOTFOUND && sc->flags) {
         if (errbuf && errlen)
