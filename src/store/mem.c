@@ -38,7 +38,7 @@
  *
  * A task finished for MEM_COLD_MS or more is cold: the sweep that runs
  * past it on the finished queue deflates its texts and events into its
- * record's one allocation (mem_zip.c), keeping as they were the strings
+ * record's one allocation (zip.c), keeping as they were the strings
  * the lookups and lists compare (principal, task ID, context ID, lease
  * owner) and every number. Readers of the rest (load, events, list, check,
  * an update, the sweep that entombs it: the first digest) inflate a copy
@@ -79,7 +79,7 @@
 #include "core/decide.h"
 #include "store/mem.h"
 #include "store/url_param.h"
-#include "store/mem_zip.h"
+#include "store/zip.h"
 #include "store/mem_tomb.h"
 #include "store/replica.h"
 #include "store/slots.h"
@@ -197,7 +197,7 @@ typedef struct mem_store {
     mem_tomb *tomb_head, *tomb_tail;
     uint64_t visits;          /* entries looked at by expired_leases, sweep, purge */
     uint64_t cools;           /* entries deflated so far */
-    mem_zip zip;
+    once__zip zip;
     mem_meta *meta;
     mem_plist **ptab;         /* the principals' lists; NULL until the first */
     size_t nptab, nplist;     /* buckets (a power of two), lists */
@@ -778,7 +778,7 @@ static int unzip(mem_store *ms, const mem_entry *e, size_t extra, char **out, si
     *out = NULL;
     if (!b)
         return ONCE_ENOMEM;
-    rc = once__mem_zip_inflate(&ms->zip, (const unsigned char *)r->s + r->zoff, r->zlen,
+    rc = once__zip_inflate(&ms->zip, (const unsigned char *)r->s + r->zoff, r->zlen,
                                b + heads, r->zraw);
     if (rc != ONCE_OK) {
         once_free(b);
@@ -861,15 +861,15 @@ static int zip_entry(mem_store *ms, const mem_entry *e, size_t zoff, size_t slen
 {
     size_t pos = 0, j;
     int64_t gen;
-    int rc = once__mem_zip_begin(&ms->zip, out, cap);
+    int rc = once__zip_begin(&ms->zip, out, cap);
 
     if (rc == ONCE_OK)
-        rc = once__mem_zip_add(&ms->zip, e->r->s + zoff, slen);
+        rc = once__zip_add(&ms->zip, e->r->s + zoff, slen);
     for (j = 0; rc == ONCE_OK && j < e->nev; j++) {
         const char *text = ev_next(e->ev, &pos, &gen);
-        rc = once__mem_zip_add(&ms->zip, text, strlen(text) + 1);
+        rc = once__zip_add(&ms->zip, text, strlen(text) + 1);
     }
-    return rc == ONCE_OK ? once__mem_zip_end(&ms->zip, zlen) : rc;
+    return rc == ONCE_OK ? once__zip_end(&ms->zip, zlen) : rc;
 }
 
 /* Sizes of warm record r: the bytes kept as they are (the strings before
@@ -1343,7 +1343,7 @@ static int mem_close(once_store *s)
     once_free(ms->ptab);
     once_replica_list_clear(&ms->replicas);
     once__mem_tombs_free(&ms->ctombs);
-    once__mem_zip_free(&ms->zip);
+    once__zip_free(&ms->zip);
     pthread_mutex_destroy(&ms->cool_mu);
     pthread_mutex_destroy(&ms->lock);
     once_free(ms);

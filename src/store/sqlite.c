@@ -395,16 +395,16 @@ static int mark_cmp(const sq_mark *a, const sq_mark *b)
 }
 
 /* Up to max finished tasks past the compaction age keep only their last
- * event (sqlite_write.c op_compact), from where the last pass stopped. */
-static int compact(sq_store *s, int64_t now, size_t max)
+ * event (sqlite_write.c op_compact), from where the last pass stopped; *n
+ * of them looked at. */
+static int compact(sq_store *s, int64_t now, size_t max, size_t *n)
 {
     sq_mark from, to;
-    size_t n = 0;
     pthread_mutex_lock(&s->cmu);
     from = to = s->mark;
     pthread_mutex_unlock(&s->cmu);
     sq_op op = {.kind = SQ_OP_COMPACT, .before = now - s->compact_ms, .max = max,
-                .n = &n, .from = &from, .mark = &to};
+                .n = n, .from = &from, .mark = &to};
     int rc = once__sq_submit(s, &op);
     if (rc == ONCE_OK) {
         pthread_mutex_lock(&s->cmu);
@@ -423,9 +423,15 @@ static int sq_sweep(once_store *s, int64_t finished_before, int64_t now, size_t 
     sq_op op = {.kind = SQ_OP_SWEEP, .before = finished_before, .now = now, .max = max, .n = n};
     int rc = once__sq_submit(sq(s), &op);
     /* The answer is the sweep's: a compaction that failed changed nothing
-     * and the next sweep runs it again from the same mark. */
-    if (rc == ONCE_OK && sq(s)->compact_ms >= 0)
-        (void)compact(sq(s), now, max);
+     * and the next sweep runs it again from the same mark. Batches of max,
+     * each its own transaction (writes go on between them), until one comes
+     * back short: a sweep a second keeps up with up to SQ_COMPACT_ROUNDS
+     * times max tasks finishing a second. */
+    for (int i = 0; rc == ONCE_OK && sq(s)->compact_ms >= 0 && i < SQ_COMPACT_ROUNDS; i++) {
+        size_t seen = 0;
+        if (compact(sq(s), now, max, &seen) != ONCE_OK || seen < max)
+            break;
+    }
     return rc;
 }
 

@@ -197,6 +197,7 @@ typedef struct sq_mark {
 
 #define SQ_COMPACT_DEFAULT_MS 60000   /* sqlite:FILE?compact=MS|off */
 #define SQ_COMPACT_MAX_MS (365LL * 24 * 3600 * 1000)
+#define SQ_COMPACT_ROUNDS 64          /* batches per sweep (sqlite.c sq_sweep) */
 
 /*
  * The handle. Set at open and read-only afterwards: base.m, path,

@@ -1,6 +1,6 @@
 /*
- * mem_zip.c -- raw deflate with a preset dictionary for the memory store's
- * cold tasks (see mem_zip.h).
+ * zip.c -- raw deflate with a preset dictionary for the stores' finished
+ * tasks (see zip.h).
  *
  * A task's texts are short (an echo task's record and four events:
  * bench/README.md, "Cold tasks, deflated by the sweep", has their sizes),
@@ -9,14 +9,15 @@
  * "statusUpdate" or "TASK_STATE_COMPLETED" costs a back-reference. Deflate
  * codes nearer matches in fewer bits, so the most common words come last.
  * The dictionary is part of the stored format: texts deflated with one
- * dictionary inflate only with the same one, which holds because nothing
- * outlives the process.
+ * dictionary inflate only with the same one, and SQLite keeps what it
+ * deflates in its file (ONCE_ZIP_FORMAT marks it). Never change it: a new
+ * dictionary is a new format number, with this one kept for reading.
  */
 #include <string.h>
 #include <zlib.h>
 
 #include "once/once.h"
-#include "store/mem_zip.h"
+#include "store/zip.h"
 
 /* 4 KiB windows and a 512-entry hash: a task's texts (a few hundred bytes
  * each) rarely repeat from further back, and deflateReset clears the whole
@@ -126,7 +127,7 @@ static z_stream *zip_ready(void **slot, const zip_dir *dir)
     return zs;
 }
 
-int once__mem_zip_begin(mem_zip *z, unsigned char *out, size_t cap)
+int once__zip_begin(once__zip *z, unsigned char *out, size_t cap)
 {
     z_stream *zs = zip_ready(&z->d, &deflating);
 
@@ -140,7 +141,7 @@ int once__mem_zip_begin(mem_zip *z, unsigned char *out, size_t cap)
     return ONCE_OK;
 }
 
-int once__mem_zip_add(mem_zip *z, const char *p, size_t n)
+int once__zip_add(once__zip *z, const char *p, size_t n)
 {
     z_stream *zs = z->d;
 
@@ -155,7 +156,7 @@ int once__mem_zip_add(mem_zip *z, const char *p, size_t n)
     return zs->avail_in == 0 && zs->avail_out > 0 ? ONCE_OK : ONCE_ERANGE;
 }
 
-int once__mem_zip_end(mem_zip *z, size_t *outlen)
+int once__zip_end(once__zip *z, size_t *outlen)
 {
     z_stream *zs = z->d;
 
@@ -169,7 +170,7 @@ int once__mem_zip_end(mem_zip *z, size_t *outlen)
     return ONCE_OK;
 }
 
-int once__mem_zip_inflate(mem_zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen)
+int once__zip_inflate(once__zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen)
 {
     z_stream *zs = zip_ready(&z->i, &inflating);
     int zr;
@@ -190,7 +191,7 @@ int once__mem_zip_inflate(mem_zip *z, const unsigned char *in, size_t n, char *o
     return zr == Z_MEM_ERROR ? ONCE_ENOMEM : ONCE_ERROR;
 }
 
-void once__mem_zip_free(mem_zip *z)
+void once__zip_free(once__zip *z)
 {
     if (z->d) {
         (void)deflateEnd(z->d);

@@ -1,26 +1,33 @@
 /*
- * mem_zip.h -- the memory store's codec for tasks that finished a while ago
- * (not API): raw deflate with a preset dictionary of the words A2A task and
+ * zip.h -- the stores' codec for tasks that finished a while ago (not
+ * API): raw deflate with a preset dictionary of the words A2A task and
  * event texts repeat, so that a finished task keeps a fraction of its JSON
  * (bench/README.md, "Cold tasks, deflated by the sweep", has the sizes).
+ * The memory store deflates its cold tasks with it, SQLite the task and
+ * journal of the tasks it compacts (sqlite_write.c), which outlive the
+ * process: the dictionary is a stored format (zip.c).
  *
- * A mem_zip holds one deflater and one inflater, made on first use and kept
+ * A once__zip holds one deflater and one inflater, made on first use and kept
  * (a deflater holds 160 KiB, see tests/unit/test_store_mem_map.c: one per
  * store, not one per call). It is not thread-safe, but its two halves are
  * apart: the memory store deflates on its sweeper's thread alone (outside
  * its lock) and inflates under its lock. Every allocation, zlib's own included, goes through
- * once_malloc, so fault sweeps reach it; a failed call leaves the mem_zip
+ * once_malloc, so fault sweeps reach it; a failed call leaves the once__zip
  * usable.
  */
-#ifndef ONCE_STORE_MEM_ZIP_H
-#define ONCE_STORE_MEM_ZIP_H
+#ifndef ONCE_STORE_ZIP_H
+#define ONCE_STORE_ZIP_H
 
 #include <stddef.h>
 
-typedef struct mem_zip {
+/* What the stored bytes of a deflated text are: raw deflate with zip.c's
+ * dictionary. SQLite writes it first in what it keeps (sqlite_write.c). */
+#define ONCE_ZIP_FORMAT 1
+
+typedef struct once__zip {
     void *d, *i;              /* z_stream *, made on first use */
     size_t cap;               /* the output buffer of the text being deflated */
-} mem_zip;
+} once__zip;
 
 /* One text deflated from pieces: begin with the output buffer out[0..cap),
  * add each piece, end: *outlen bytes in out. Each returns ONCE_OK,
@@ -28,16 +35,16 @@ typedef struct mem_zip {
  * (the caller passes what the text costs as it is: a text that deflates to
  * more is better kept as it is); after an error, the text is abandoned
  * (the next begin starts anew). */
-int once__mem_zip_begin(mem_zip *z, unsigned char *out, size_t cap);
-int once__mem_zip_add(mem_zip *z, const char *p, size_t n);
-int once__mem_zip_end(mem_zip *z, size_t *outlen);
+int once__zip_begin(once__zip *z, unsigned char *out, size_t cap);
+int once__zip_add(once__zip *z, const char *p, size_t n);
+int once__zip_end(once__zip *z, size_t *outlen);
 
-/* in[0..n), made by once__mem_zip_begin .. _end, inflated into out, which
+/* in[0..n), made by once__zip_begin .. _end, inflated into out, which
  * holds exactly rawlen bytes. ONCE_OK, ONCE_ENOMEM, or ONCE_ERROR when the input
  * does not inflate to rawlen bytes (a bug: the store made it). */
-int once__mem_zip_inflate(mem_zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen);
+int once__zip_inflate(once__zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen);
 
 /* Frees what z made; z may be all zeros. */
-void once__mem_zip_free(mem_zip *z);
+void once__zip_free(once__zip *z);
 
-#endif /* ONCE_STORE_MEM_ZIP_H */
+#endif /* ONCE_STORE_ZIP_H */
