@@ -228,6 +228,7 @@ static int sq_release(once_store *base)
     }
     pthread_mutex_destroy(&s->pmu);
     pthread_mutex_destroy(&s->cmu);
+    once__zip_free(&s->zip);
     if (s->open_name != s->path)
         once_free(s->open_name);
     once_free(s->path);

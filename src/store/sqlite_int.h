@@ -29,10 +29,11 @@
 #include "once/store.h"
 #include "store/batch.h"
 #include "store/store_int.h"
+#include "store/zip.h"
 
 /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal; 3 -> 4: replicas;
- * 4 -> 5: an index per list filter */
-#define SQ_SCHEMA_VERSION 5
+ * 4 -> 5: an index per list filter; 5 -> 6: tasks.packed */
+#define SQ_SCHEMA_VERSION 6
 #define SQ_BATCH_MAX 256      /* ops per group commit */
 #define SQ_STMT_SPILL (1 << 20) /* savepoint journal bytes kept in memory (sqlite_call.c) */
 /* Idle reader connections kept open: as many as onced runs calls at once
@@ -91,6 +92,8 @@ typedef enum sq_stmt_id {
     SQ_LIST_CTX_STATE_AFTER,
     SQ_SWEEP_PICK,
     SQ_COMPACT_PICK,    /* finished tasks past the compaction age, in order */
+    SQ_TASK_TEXTS,      /* task_json, journal of one unpacked task */
+    SQ_TASK_PACK,       /* ... replaced by packed */
     SQ_EVENTS_TRIM,     /* a task's events before its last */
     SQ_EVENT_EMPTY,     /* its last event's payload, emptied */
     SQ_TOMB_INSERT,
@@ -115,12 +118,18 @@ typedef enum sq_stmt_id {
 #define SQ_EVENT_ROWS_MAX 4
 
 extern const char *const once__sq_sql[SQ_NSTMT];
-/* Columns of a task row as SELECTed by SQ_TASK_GET and the list queries. */
-#define SQ_TASK_COLS                                                                      \
+/* Columns of a task row as written (SQ_TASK_INSERT), and as SELECTed by
+ * SQ_TASK_GET and the list queries: those and packed (NULL unless the task
+ * was compacted: then its task_json and journal, sqlite_read.c). */
+#define SQ_TASK_WRITE_COLS                                                                \
     "principal, task_id, context_id, state, kind, version, generation, fence, step, "   \
     "lease_owner, lease_until, created_at, updated_at, finished_at, digests, task_json, " \
     "checkpoint, push_json, journal"
-#define SQ_TASK_NCOLS 19
+#define SQ_TASK_COLS SQ_TASK_WRITE_COLS ", packed"
+#define SQ_TASK_NCOLS 20
+#define SQ_TASK_PACKED_COL 19
+#define SQ_PACK_HEAD 9                /* tasks.packed: format, two lengths */
+#define SQ_PACK_NULL UINT32_MAX       /* ... the journal's when it is NULL */
 /* Columns of a push_deliveries row after its key (sqlite_push.c decodes). */
 #define SQ_PUSH_COLS                                                                      \
     "config_id, since, delivered, target, attempts, next_attempt_at, lease_owner, "      \
@@ -217,6 +226,7 @@ typedef struct sq_store {
 
     once__batch batch;
     sq_conn *writer;
+    once__zip zip;          /* the writer's deflater (compaction); the leader's alone */
 
     pthread_mutex_t pmu;
     sq_conn *idle;

@@ -53,13 +53,13 @@ const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_TOMB_GET] = "SELECT principal, task_id, first_digest, finished_at, expired_at "
                     "FROM tombstones WHERE principal=?1 AND task_id=?2",
     [SQ_TASK_HEAD] = "SELECT version, generation FROM tasks WHERE principal=?1 AND task_id=?2",
-    [SQ_TASK_INSERT] = "INSERT INTO tasks(" SQ_TASK_COLS ") VALUES(" SQ_TASK_PARAMS
+    [SQ_TASK_INSERT] = "INSERT INTO tasks(" SQ_TASK_WRITE_COLS ") VALUES(" SQ_TASK_PARAMS
                        ") ON CONFLICT DO NOTHING",
     [SQ_TASK_UPDATE] = "UPDATE tasks SET context_id=?3, state=?4, kind=?5, version=?6, "
                        "generation=?7, fence=?8, step=?9, lease_owner=?10, lease_until=?11, "
                        "created_at=?12, updated_at=?13, finished_at=?14, digests=?15, "
-                       "task_json=?16, checkpoint=?17, push_json=?18, journal=?19 "
-                       "WHERE principal=?1 AND task_id=?2 AND version=?20",
+                       "task_json=?16, checkpoint=?17, push_json=?18, journal=?19, "
+                       "packed=NULL WHERE principal=?1 AND task_id=?2 AND version=?20",
     [SQ_EVENT_INSERT] = SQ_EVENT_ROWS "VALUES(?1,?2,?3,?4)",
     [SQ_EVENT_INSERT_2] = SQ_EVENT_ROWS "VALUES(?1,?2,?3,?4),(?1,?2,?5,?6)",
     [SQ_EVENT_INSERT_3] = SQ_EVENT_ROWS "VALUES(?1,?2,?3,?4),(?1,?2,?5,?6),(?1,?2,?7,?8)",
@@ -92,6 +92,17 @@ const char *const once__sq_sql[SQ_NSTMT] = {
                         " AND t.finished_at<?1 AND (t.finished_at, t.principal, t.task_id)"
                         " > (?2, ?3, ?4) ORDER BY t.finished_at, t.principal, t.task_id"
                         " LIMIT ?5",
+    [SQ_TASK_TEXTS] = "SELECT task_json, journal FROM tasks WHERE principal=?1 AND task_id=?2 "
+                      "AND packed IS NULL",
+    /* A new row (REPLACE: the old one deleted, this one at the end), not
+     * an UPDATE: a row made smaller in place leaves its page's space to no
+     * one (new rows go at the end), while the pages the old rows leave
+     * merge and are reused (bench/README.md, "Bytes at rest"). */
+    [SQ_TASK_PACK] = "REPLACE INTO tasks(" SQ_TASK_WRITE_COLS ", packed) SELECT principal, "
+                     "task_id, context_id, state, kind, version, generation, fence, step, "
+                     "lease_owner, lease_until, created_at, updated_at, finished_at, digests, "
+                     "'', checkpoint, push_json, NULL, ?3 FROM tasks "
+                     "WHERE principal=?1 AND task_id=?2 AND packed IS NULL",
     [SQ_EVENTS_TRIM] = "DELETE FROM events WHERE principal=?1 AND task_id=?2 AND generation<?3",
     [SQ_EVENT_EMPTY] = "UPDATE events SET payload='' WHERE principal=?1 AND task_id=?2 "
                        "AND generation=?3 AND payload<>''",
@@ -131,7 +142,7 @@ static const char ddl[] =
     " lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL,"
     " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER NOT NULL,"
     " digests TEXT NOT NULL, task_json TEXT NOT NULL, checkpoint TEXT, push_json TEXT,"
-    " journal TEXT,"
+    " journal TEXT, packed BLOB,"
     " PRIMARY KEY(principal, task_id)) STRICT;"
     "CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(lease_until, principal, task_id)"
     " WHERE state<5 AND lease_until>0;"
@@ -182,12 +193,16 @@ static const char ddl[] =
 static const char ddl_later[] = PUSH_TABLE REPLICA_TABLE LIST_INDEXES;
 /* What each older version lacks: a file at version v runs migrate[v]. */
 #define JOURNAL_COLUMN "ALTER TABLE tasks ADD COLUMN journal TEXT;"
+/* What version 6 adds: a compacted task's task_json and journal, deflated
+ * (sqlite_write.c op_compact). */
+#define PACKED_COLUMN "ALTER TABLE tasks ADD COLUMN packed BLOB;"
 static const char *const migrate[SQ_SCHEMA_VERSION] = {
     [1] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE JOURNAL_COLUMN REPLICA_TABLE
-        LIST_INDEXES,
-    [2] = JOURNAL_COLUMN REPLICA_TABLE LIST_INDEXES,
-    [3] = REPLICA_TABLE LIST_INDEXES,
-    [4] = LIST_INDEXES,
+        LIST_INDEXES PACKED_COLUMN,
+    [2] = JOURNAL_COLUMN REPLICA_TABLE LIST_INDEXES PACKED_COLUMN,
+    [3] = REPLICA_TABLE LIST_INDEXES PACKED_COLUMN,
+    [4] = LIST_INDEXES PACKED_COLUMN,
+    [5] = PACKED_COLUMN,
 };
 
 /* One-row PRAGMA: its first column as text (journal_mode) or integer. */

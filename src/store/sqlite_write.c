@@ -265,16 +265,66 @@ static int op_sweep(sq_store *s, sq_conn *w, sq_op *op)
     return rc;
 }
 
+/* The head of tasks.packed: the codec (ONCE_ZIP_FORMAT), then the raw
+ * lengths of task_json and journal (SQ_PACK_NULL: a NULL journal), each
+ * 4 bytes little-endian, then both texts deflated as one (zip.h). */
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* One compacted task's task_json and journal into packed, deflated, when
+ * that is smaller (else they stay as they are). */
+static int pack_texts(sq_store *s, sq_conn *w, const char *principal, const char *task_id)
+{
+    sqlite3_stmt *st;
+    int rc = select_key(w, SQ_TASK_TEXTS, principal, task_id, &st);
+    if (rc != ONCE_OK)
+        return rc == ONCE_ENOTFOUND ? ONCE_OK : rc;   /* packed already */
+    const char *tj = (const char *)sqlite3_column_text(st, 0);
+    const char *jn = (const char *)sqlite3_column_text(st, 1);
+    size_t tl = (size_t)sqlite3_column_bytes(st, 0), jl = jn ? (size_t)sqlite3_column_bytes(st, 1) : 0;
+    unsigned char *buf = NULL;
+    size_t out = 0;
+    if (!tj || tl + jl >= SQ_PACK_NULL)
+        rc = tj ? ONCE_ERANGE : ONCE_ENOMEM;
+    else if (!(buf = once_malloc(SQ_PACK_HEAD + tl + jl)))
+        rc = ONCE_ENOMEM;
+    else
+        rc = once__zip_begin(&s->zip, buf + SQ_PACK_HEAD, tl + jl);
+    if (rc == ONCE_OK)
+        rc = once__zip_add(&s->zip, tj, tl);
+    if (rc == ONCE_OK && jn)
+        rc = once__zip_add(&s->zip, jn, jl);
+    if (rc == ONCE_OK)
+        rc = once__zip_end(&s->zip, &out);
+    if (rc == ONCE_OK) {
+        buf[0] = ONCE_ZIP_FORMAT;
+        put_u32(buf + 1, (uint32_t)tl);
+        put_u32(buf + 5, jn ? (uint32_t)jl : SQ_PACK_NULL);
+    }
+    rc = done_row(st, rc);
+    if (rc == ONCE_OK && (rc = once__sq_stmt(w, SQ_TASK_PACK, &st)) == ONCE_OK) {
+        int src = bind_key(st, principal, task_id);
+        if (src == SQLITE_OK)
+            src = sqlite3_bind_blob(st, 3, buf, (int)(SQ_PACK_HEAD + out), SQLITE_STATIC);
+        rc = once__sq_finish(st, src);
+    }
+    once_free(buf);
+    return rc == ONCE_ERANGE ? ONCE_OK : rc;   /* ERANGE: deflated, it would not be smaller */
+}
+
 /* Compaction: each finished task past the mark and the age keeps only its
  * last event, its payload emptied (store.h, the compact rule: readers are
- * given the task as it ended in place of what they missed), unless a push
+ * given the task as it ended in place of what they missed), and its
+ * task_json and journal deflated into packed (pack_texts), unless a push
  * delivery is still owed: that task keeps its events, and the mark passes
  * it. It starts after op->from and leaves in op->mark where it stopped (a
  * batch run again starts from op->from again); the caller keeps that when
  * this commits. */
 static int op_compact(sq_store *s, sq_conn *w, sq_op *op)
 {
-    (void)s;
     const sq_mark *m = op->from;
     sqlite3_stmt *st;
     int rc = once__sq_stmt(w, SQ_COMPACT_PICK, &st);
@@ -315,6 +365,8 @@ static int op_compact(sq_store *s, sq_conn *w, sq_op *op)
             if (rc == ONCE_OK)
                 rc = once__sq_run_bound(w, SQ_EVENT_EMPTY, "ssi", v[i].at.principal,
                                         v[i].at.task_id, v[i].generation);
+            if (rc == ONCE_OK)
+                rc = pack_texts(s, w, v[i].at.principal, v[i].at.task_id);
         }
         if (rc == ONCE_OK)
             *op->mark = v[i].at;

@@ -13,7 +13,7 @@ from harness import (ONCED, Onced, check, eq, free_port, result_task, run, scale
                      user_message)
 
 TMP = scratch_dir()
-VERSION = 5   # src/store/sqlite_int.h, SQ_SCHEMA_VERSION
+VERSION = 6   # src/store/sqlite_int.h, SQ_SCHEMA_VERSION
 
 
 def migrate(url, *flags):
@@ -57,7 +57,7 @@ def version_2_file(path):
         _, _, doc = srv.rpc("SendMessage", {"message": user_message("kept across the upgrade")})
         task_id = result_task(doc, "send before the upgrade")["id"]
     db = sqlite3.connect(path)
-    db.executescript("ALTER TABLE tasks DROP COLUMN journal; PRAGMA user_version=2;")
+    db.executescript("ALTER TABLE tasks DROP COLUMN journal; ALTER TABLE tasks DROP COLUMN packed; PRAGMA user_version=2;")
     db.close()
     eq(user_version(path), 2, "the file is at version 2")
     return task_id

@@ -237,7 +237,7 @@ static void schema_on_disk(void **state)
 
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), SQ_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_journal_mode WHERE "
                                  "journal_mode='wal'"),
                      1);
@@ -260,13 +260,13 @@ static void schema_on_disk(void **state)
                          SQLITE_OK);
 
     /* A file from a newer once is refused cleanly. */
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=6", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=7", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     char err[256] = "";
     once_store *s = (once_store *)1;
     assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "schema is at version 6, this once knows up to 5"));
+    assert_non_null(strstr(err, "schema is at version 7, this once knows up to 6"));
     st_remove_db(path);
 }
 
@@ -453,7 +453,7 @@ static void processes_migrate_v1_at_once(void **state)
     once_store_close(s);
 
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), SQ_SCHEMA_VERSION);
     sqlite3_close(db);
     st_remove_db(path);
 }
@@ -482,7 +482,8 @@ static void version_2_gains_journal(void **state)
     (void)state;
     char path[4096], url[4200];
     older_file(path, sizeof path, url, sizeof url, "v2", "t2",
-               "ALTER TABLE tasks DROP COLUMN journal; PRAGMA user_version=2;");
+               "ALTER TABLE tasks DROP COLUMN journal; ALTER TABLE tasks DROP COLUMN packed;"
+               " PRAGMA user_version=2;");
     once_store *s;
     once_record r;
     sqlite3 *db;
@@ -494,12 +495,12 @@ static void version_2_gains_journal(void **state)
     s = (once_store *)1;
     assert_int_equal(once_store_open(url, &keep, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "store schema is at version 2, this once needs 5: "
+    assert_non_null(strstr(err, "store schema is at version 2, this once needs 6: "
                                 "run onced migrate"));
     int from = -1, to = -1;
     assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 2);
-    assert_int_equal(to, 5);
+    assert_int_equal(to, SQ_SCHEMA_VERSION);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
     sqlite3_close(db);
@@ -516,7 +517,7 @@ static void version_2_gains_journal(void **state)
     once_record_clear(&r);
     once_store_close(s);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), SQ_SCHEMA_VERSION);
     sqlite3_close(db);
     /* Migrated, it opens under NO_MIGRATE. */
     once_store_close(open_ok(url, &keep));
@@ -531,10 +532,11 @@ static void version_3_gains_replicas(void **state)
     char path[4096], url[4200], err[256] = "";
     int from = -1, to = -1;
     older_file(path, sizeof path, url, sizeof url, "v3", "t3",
-               "DROP TABLE replicas; PRAGMA user_version=3;");
+               "DROP TABLE replicas; ALTER TABLE tasks DROP COLUMN packed;"
+               " PRAGMA user_version=3;");
     assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 3);
-    assert_int_equal(to, 5);
+    assert_int_equal(to, SQ_SCHEMA_VERSION);
     once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
     once_store *s = open_ok(url, &keep);
     once_record r;
@@ -633,12 +635,13 @@ static void version_4_gains_list_indexes(void **state)
     sqlite3 *db;
     older_file(path, sizeof path, url, sizeof url, "v4", "t4",
                "DROP INDEX tasks_list_ctx; DROP INDEX tasks_list_state; "
-               "DROP INDEX tasks_list_ctx_state; PRAGMA user_version=4;");
-    assert_true(st_no_migrate_refused(url, "schema is at version 4, this once needs 5", err,
+               "DROP INDEX tasks_list_ctx_state; ALTER TABLE tasks DROP COLUMN packed;"
+               " PRAGMA user_version=4;");
+    assert_true(st_no_migrate_refused(url, "schema is at version 4, this once needs 6", err,
                                       sizeof err));
     assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 4);
-    assert_int_equal(to, 5);
+    assert_int_equal(to, SQ_SCHEMA_VERSION);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int(db, count_indexes), 0);
@@ -646,9 +649,9 @@ static void version_4_gains_list_indexes(void **state)
 
     assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 4);
-    assert_int_equal(to, 5);
+    assert_int_equal(to, SQ_SCHEMA_VERSION);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), SQ_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, count_indexes), 3);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM tasks INDEXED BY tasks_list_ctx_state "
                                  "WHERE principal='p' AND context_id='ctx-0' AND state=2"),
@@ -672,13 +675,51 @@ static void version_4_gains_list_indexes(void **state)
     st_remove_db(path);
 }
 
-/* A task of n events: finished at T0 (push_json may be NULL) or running. */
+/* What an echo task stores: its task and its journal (bytes deflate packs). */
+#define ECHO_TASK                                                                         \
+    "{\"id\":\"done\",\"contextId\":\"01a24660-f3d9-7ead-8a87-92e30ac2916e\",\"status\":"       \
+    "{\"state\":\"TASK_STATE_COMPLETED\",\"timestamp\":\"2026-12-05T13:24:48.729Z\"},"           \
+    "\"history\":[{\"messageId\":\"m-1\",\"taskId\":\"done\",\"role\":\"ROLE_USER\",\"parts\":"   \
+    "[{\"text\":\"hello\"}],\"contextId\":\"01a24660-f3d9-7ead-8a87-92e30ac2916e\"}],"           \
+    "\"artifacts\":[{\"artifactId\":\"echo\",\"name\":\"echo\",\"parts\":[{\"text\":\"hello\"}]}]}"
+#define ECHO_JOURNAL                                                                      \
+    "{\"v\":1,\"entries\":[{\"kind\":\"turn\",\"at\":1796477088729,\"replica\":\"vm-31563\","      \
+    "\"fence\":1,\"step\":0,\"resumed\":false,\"end\":1796477088729,"                          \
+    "\"result\":\"TASK_STATE_COMPLETED\"}]}"
+
+/* A version-5 file (no packed column) gains it at migration, and its
+ * finished task is then compacted and packed like any. */
+static void version_5_gains_packed(void **state)
+{
+    (void)state;
+    char path[4096], url[4200], err[256] = "";
+    int from = -1, to = -1;
+    older_file(path, sizeof path, url, sizeof url, "v5", "t5",
+               "ALTER TABLE tasks DROP COLUMN packed; PRAGMA user_version=5;");
+    assert_true(st_no_migrate_refused(url, "schema is at version 5, this once needs 6", err,
+                                      sizeof err));
+    assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 5);
+    assert_int_equal(to, SQ_SCHEMA_VERSION);
+    once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
+    once_store *s = open_ok(url, &keep);
+    once_record r;
+    assert_int_equal(once_store_load(s, "p", "t5", &r, NULL), ONCE_OK);   /* kept */
+    once_record_clear(&r);
+    once_store_close(s);
+    st_remove_db(path);
+}
+
+/* A task of n events: finished at T0 (push_json may be NULL) or running;
+ * "done" carries an echo task's texts, the others "{}" and no journal. */
 static void put_n(once_store *s, const char *id, int done, size_t n, const char *push)
 {
     once_record r;
     st_events e;
     assert_int_equal(st_rec(&r, "p", id, done ? ONCE_STATE_COMPLETED : ONCE_STATE_WORKING,
-                            T0 - 10, NULL), 0);
+                            T0 - 10, strcmp(id, "done") == 0 ? ECHO_TASK : NULL), 0);
+    if (strcmp(id, "done") == 0)
+        assert_non_null(r.journal = once_strdup(ECHO_JOURNAL));
     if (done)
         r.finished_at = T0;
     r.generation = (int64_t)n;
@@ -701,9 +742,31 @@ static size_t events_of(once_store *s, const char *id, int64_t *last, int *empty
     return n;
 }
 
+/* packed is set (1) or NULL (0) for id, and its texts load as written. */
+static int packed_and_whole(once_store *s, const char *path, const char *id, const char *task,
+                            const char *journal)
+{
+    once_record r;
+    assert_int_equal(once_store_load(s, "p", id, &r, NULL), ONCE_OK);
+    assert_string_equal(r.task_json, task);
+    if (journal)
+        assert_string_equal(r.journal, journal);
+    else
+        assert_null(r.journal);
+    once_record_clear(&r);
+    sqlite3 *db;
+    char sql[128];
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    snprintf(sql, sizeof sql, "SELECT packed IS NOT NULL FROM tasks WHERE task_id='%s'", id);
+    int packed = (int)raw_int(db, sql);
+    sqlite3_close(db);
+    return packed;
+}
+
 /* compact=MS: the sweep leaves a task finished MS ago its last event alone,
- * emptied -- not a running task's, not one a push delivery is still owed
- * from -- and the check counts it whole; compact=off leaves all. */
+ * emptied, and its task and journal deflated (when that is smaller) -- not
+ * a running task's, not one a push delivery is still owed from -- and the
+ * check counts it whole; compact=off leaves all. */
 static void sweep_compacts_finished_tasks(void **state)
 {
     (void)state;
@@ -716,6 +779,7 @@ static void sweep_compacts_finished_tasks(void **state)
         put_n(s, "done", 1, 3, NULL);
         put_n(s, "owed", 1, 3, "[{\"id\":\"c1\",\"since\":0}]");
         put_n(s, "live", 0, 2, NULL);
+        put_n(s, "tiny", 1, 2, NULL);
         size_t n;
         for (int pass = 0; pass < 2; pass++) {   /* the second finds nothing to do */
             assert_int_equal(once_store_sweep(s, 0, T0 + 1, 100, &n), ONCE_OK);
@@ -728,12 +792,15 @@ static void sweep_compacts_finished_tasks(void **state)
             assert_int_equal(events_of(s, "owed", &last, &empty), 3);
             assert_false(empty);
             assert_int_equal(events_of(s, "live", &last, &empty), 2);
+            assert_int_equal(packed_and_whole(s, path, "done", ECHO_TASK, ECHO_JOURNAL), !off);
+            assert_int_equal(packed_and_whole(s, path, "owed", "{}", NULL), 0);
+            assert_int_equal(packed_and_whole(s, path, "tiny", "{}", NULL), 0); /* no smaller */
         }
         once_check_report rep;
         assert_int_equal(once_store_check(s, &rep), ONCE_OK);
         assert_string_equal(rep.first_problem, "");
-        assert_int_equal(rep.records, 3);
-        assert_int_equal(rep.events, off ? 8 : 6);
+        assert_int_equal(rep.records, 4);
+        assert_int_equal(rep.events, off ? 10 : 7);
         once_store_close(s);
         st_remove_db(path);
     }
@@ -762,6 +829,7 @@ int main(void)
         cmocka_unit_test(version_4_gains_list_indexes),
         cmocka_unit_test(list_plans_use_indexes),
         cmocka_unit_test(sweep_compacts_finished_tasks),
+        cmocka_unit_test(version_5_gains_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
