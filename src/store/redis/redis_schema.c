@@ -116,10 +116,8 @@ static int ctx_add(rd_store *s, rd_conn *c, const redisReply *k, const redisRepl
         return ONCE_ECORRUPT;
     if (h->element[0]->type != REDIS_REPLY_NIL || h->element[2]->type != REDIS_REPLY_STRING)
         return ONCE_OK; /* a tombstone, or gone */
-    if (once__rd_fixed(h->element[1], ctx, sizeof ctx) != 0) {
-        once__store_seterr(&s->base, "redis: %.*s has no valid context", (int)k->len, k->str);
-        return ONCE_ECORRUPT;
-    }
+    if (once__rd_fixed(h->element[1], ctx, sizeof ctx) != 0)
+        return ONCE_OK; /* not a record: the check reports it; the store still opens */
     if (!(zkey = once__rd_key_ctx(s, key.principal, ctx)))
         return ONCE_ENOMEM;
     once__rd_cmd_init(&cmd);
@@ -139,7 +137,7 @@ static int ctx_add(rd_store *s, rd_conn *c, const redisReply *k, const redisRepl
  * then one RD_CTX_ADD each in another. */
 static int index_round(rd_store *s, rd_conn *c, const redisReply *keys, void *arg)
 {
-    size_t n = keys->elements, i, queued = 0;
+    size_t n = keys->elements, i, sent = 0, queued = 0;
     redisReply **h, **added;
     int rc = ONCE_OK;
 
@@ -164,9 +162,12 @@ static int index_round(rd_store *s, rd_conn *c, const redisReply *keys, void *ar
         once__rd_str(&cmd, "lm");
         rc = once__rd_append(s, c, &cmd);
         once__rd_cmd_free(&cmd);
+        sent += rc == ONCE_OK;
     }
     if (rc == ONCE_OK)
         rc = replies(s, c, h, n);
+    else if (sent)
+        c->item.broken = 1; /* HMGETs queued, replies unread */
     for (i = 0; rc == ONCE_OK && i < n; i++)
         rc = ctx_add(s, c, keys->element[i], h[i], &queued);
     if (rc == ONCE_OK)
@@ -175,8 +176,7 @@ static int index_round(rd_store *s, rd_conn *c, const redisReply *keys, void *ar
         c->item.broken = 1; /* scripts queued, replies unread */
     for (i = 0; rc == ONCE_OK && i < queued; i++) {
         if (added[i]->type != REDIS_REPLY_INTEGER) {
-            once__store_seterr(&s->base, "redis: the context index step failed: %s",
-                               added[i]->type == REDIS_REPLY_ERROR ? added[i]->str : "?");
+            once__store_seterr(&s->base, "redis: the context index step: unexpected reply");
             rc = ONCE_ESTORE;
         }
     }
