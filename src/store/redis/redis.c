@@ -28,6 +28,11 @@
  *   P:tombs      zset: tombstones, by expired_at (purge's queue)
  *   P:l:<principal>  zset (lexicographic): the principal's records by
  *                (created_at, task_id), for ListTasks paging
+ *   P:c:<len>:<principal>:<context_id>  zset (lexicographic): the same
+ *                members, for the principal's records in that context
+ *                (ListTasks by contextId; layout version 2). Written by
+ *                the scripts that write P:l:<principal>, so exact; a state
+ *                filter has no index (redis_read.c says why)
  *   P:meta       hash: store-wide values (meta)
  *   P:replicas   hash: replica heartbeat rows by replica id
  *                (redis_replica.c)

@@ -6,8 +6,8 @@
  * task with one script (record or tombstone, its event count and its index
  * entries, atomically). Besides what every backend counts, it verifies the
  * indexes the scans rely on: a record missing from (or mis-scored in) the
- * lease, finished or list index would silently never be taken over, swept
- * or listed, so it counts as bad_state. Delivery rows must match the
+ * lease, finished, list or context index would silently never be taken
+ * over, swept or listed, so it counts as bad_state. Delivery rows must match the
  * record's push_json and sit in the due index exactly when they may become
  * due (redis_push.c), else bad_push; a push hash without a live record is
  * bad_push too. Stale index entries pointing at nothing are harmless
@@ -24,11 +24,7 @@
 
 #define RD_SCAN_COUNT "500"
 
-enum { K_TASK, K_EVENTS, K_PUSH };
-
-/* "<prefix>:{<plen>:<principal>:<task_id>}" or the same plus ":ev" or
- * ":push" (*kind says which). */
-static int parse_task_key(const rd_store *s, const char *k, size_t n, once_key *out, int *kind)
+int once__rd_parse_task_key(const rd_store *s, const char *k, size_t n, once_key *out, int *kind)
 {
     size_t pl = strlen(s->prefix), plen = 0, i, rest;
     const char *tag, *p;
@@ -39,13 +35,13 @@ static int parse_task_key(const rd_store *s, const char *k, size_t n, once_key *
     tag = k + pl + 2;
     rest = n - pl - 2;
     if (rest >= 4 && memcmp(tag + rest - 4, "}:ev", 4) == 0) {
-        *kind = K_EVENTS;
+        *kind = RD_TK_EVENTS;
         rest -= 4;
     } else if (rest >= 6 && memcmp(tag + rest - 6, "}:push", 6) == 0) {
-        *kind = K_PUSH;
+        *kind = RD_TK_PUSH;
         rest -= 6;
     } else if (rest >= 1 && tag[rest - 1] == '}') {
-        *kind = K_TASK;
+        *kind = RD_TK_TASK;
         rest -= 1;
     } else {
         return -1;
@@ -92,7 +88,10 @@ static void index_problem(once_check_report *rep, const once_key *k, const char 
 
 static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_report *rep)
 {
-    char member[RD_MEMBER_MAX];
+    static const rd_task_key which[] = {RD_K_H,     RD_K_EV,    RD_K_LEASES, RD_K_FINISHED,
+                                        RD_K_LIST,  RD_K_TOMBS, RD_K_PUSH,   RD_K_PUSHQ,
+                                        RD_K_CTX};
+    char member[RD_MEMBER_MAX], ctx[ONCE_ID_MAX + 1];
     rd_task_keys keys;
     redisReply *r;
     once_record rec;
@@ -102,20 +101,28 @@ static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_rep
     int rc;
 
     rc = once__rd_task_keys(s, k->principal, k->task_id, &keys);
-    if (rc != ONCE_OK)
+    /* A malformed context is the hash's problem, which the check counts. */
+    if (rc == ONCE_OK && (rc = once__rd_stored_ctx(s, c, keys.v[RD_K_H], ctx)) == ONCE_ECORRUPT)
+        rc = ONCE_OK;
+    if (rc == ONCE_OK)
+        rc = once__rd_task_keys_ctx(s, &keys, RD_K_CTX, k->principal, ctx);
+    if (rc != ONCE_OK) {
+        once__rd_task_keys_free(&keys);
         return rc;
+    }
     mlen = once__rd_member(member, k->principal, k->task_id);
     once__rd_cmd_init(&cmd);
-    once__rd_cmd_eval_keys(&cmd, s, RD_CHECKKEY, &keys, NULL, RD_K_N);
+    once__rd_cmd_eval_keys(&cmd, s, RD_CHECKKEY, &keys, which, (int)(sizeof which / sizeof which[0]));
     once__rd_arg(&cmd, member, mlen);
     rc = once__rd_eval(s, c, RD_CHECKKEY, &cmd, 0, &r);
     once__rd_cmd_free(&cmd);
     once__rd_task_keys_free(&keys);
     if (rc != ONCE_OK)
         return rc;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 8 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 9 ||
         r->element[0]->type != REDIS_REPLY_ARRAY || r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[4]->type != REDIS_REPLY_INTEGER || r->element[6]->type != REDIS_REPLY_ARRAY) {
+        r->element[4]->type != REDIS_REPLY_INTEGER || r->element[6]->type != REDIS_REPLY_ARRAY ||
+        r->element[8]->type != REDIS_REPLY_INTEGER) {
         freeReplyObject(r);
         once__store_seterr(&s->base, "redis check: unexpected script reply");
         return ONCE_ESTORE;
@@ -135,6 +142,8 @@ static int check_task(rd_store *s, rd_conn *c, const once_key *k, once_check_rep
             index_problem(rep, k, "finished");
         if (r->element[4]->integer != 1)
             index_problem(rep, k, "list");
+        if (r->element[8]->integer != 1)
+            index_problem(rep, k, "context");
         if (!score_is(r->element[5], 0, 0))
             index_problem(rep, k, "tombstone");
         once__rd_check_push(rep, k, &rec, r->element[6], r->element[7]);
@@ -216,11 +225,8 @@ static int check_events(rd_store *s, rd_conn *c, const once_key *k, once_check_r
     return rc;
 }
 
-typedef int (*key_fn)(rd_store *s, rd_conn *c, const redisReply *key, void *arg);
-
-/* SCAN every key matching pattern; fn sees each one. */
-static int scan(rd_store *s, rd_conn *c, const char *pattern, const char *count, key_fn fn,
-                void *arg)
+int once__rd_scan(rd_store *s, rd_conn *c, const char *pattern, const char *count, rd_keys_fn fn,
+                  void *arg)
 {
     char cursor[32] = "0";
     int rc = ONCE_OK;
@@ -228,7 +234,6 @@ static int scan(rd_store *s, rd_conn *c, const char *pattern, const char *count,
     do {
         redisReply *r;
         rd_cmd cmd;
-        size_t i;
 
         once__rd_cmd_init(&cmd);
         once__rd_str(&cmd, "SCAN");
@@ -250,8 +255,7 @@ static int scan(rd_store *s, rd_conn *c, const char *pattern, const char *count,
         }
         memcpy(cursor, r->element[0]->str, r->element[0]->len);
         cursor[r->element[0]->len] = '\0';
-        for (i = 0; rc == ONCE_OK && i < r->element[1]->elements; i++)
-            rc = fn(s, c, r->element[1]->element[i], arg);
+        rc = fn(s, c, r->element[1], arg);
         freeReplyObject(r);
     } while (rc == ONCE_OK && strcmp(cursor, "0") != 0);
     return rc;
@@ -262,11 +266,21 @@ static int check_key(rd_store *s, rd_conn *c, const redisReply *key, void *arg)
     once_key k;
     int kind;
 
-    if (key->type != REDIS_REPLY_STRING || parse_task_key(s, key->str, key->len, &k, &kind) != 0)
+    if (key->type != REDIS_REPLY_STRING ||
+        once__rd_parse_task_key(s, key->str, key->len, &k, &kind) != 0)
         return ONCE_OK; /* not a task key */
-    if (kind == K_EVENTS)
+    if (kind == RD_TK_EVENTS)
         return check_events(s, c, &k, arg);
-    return kind == K_PUSH ? check_push_orphan(s, c, &k, arg) : check_task(s, c, &k, arg);
+    return kind == RD_TK_PUSH ? check_push_orphan(s, c, &k, arg) : check_task(s, c, &k, arg);
+}
+
+static int check_keys(rd_store *s, rd_conn *c, const redisReply *keys, void *arg)
+{
+    int rc = ONCE_OK;
+
+    for (size_t i = 0; rc == ONCE_OK && i < keys->elements; i++)
+        rc = check_key(s, c, keys->element[i], arg);
+    return rc;
 }
 
 static int check_fn(rd_store *s, rd_conn *c, void *arg)
@@ -276,7 +290,7 @@ static int check_fn(rd_store *s, rd_conn *c, void *arg)
 
     memset(rep, 0, sizeof *rep);
     snprintf(pattern, sizeof pattern, "%s:{*", s->prefix);
-    return scan(s, c, pattern, RD_SCAN_COUNT, check_key, rep);
+    return once__rd_scan(s, c, pattern, RD_SCAN_COUNT, check_keys, rep);
 }
 
 int once__rd_check(once_store *s, once_check_report *rep)
@@ -284,16 +298,20 @@ int once__rd_check(once_store *s, once_check_report *rep)
     return once__rd_run((rd_store *)s, check_fn, rep);
 }
 
-static int unlink_key(rd_store *s, rd_conn *c, const redisReply *key, void *arg)
+/* UNLINK one SCAN round's keys in one command. */
+static int unlink_keys(rd_store *s, rd_conn *c, const redisReply *keys, void *arg)
 {
     rd_cmd cmd;
+    size_t i;
 
     (void)arg;
-    if (key->type != REDIS_REPLY_STRING)
+    if (keys->elements == 0)
         return ONCE_OK;
     once__rd_cmd_init(&cmd);
     once__rd_str(&cmd, "UNLINK");
-    once__rd_arg(&cmd, key->str, key->len);
+    for (i = 0; i < keys->elements; i++)
+        if (keys->element[i]->type == REDIS_REPLY_STRING)
+            once__rd_arg(&cmd, keys->element[i]->str, keys->element[i]->len);
     return once__rd_call_done(s, c, &cmd, 1);
 }
 
@@ -302,5 +320,5 @@ int once__rd_reset(rd_store *s, rd_conn *c)
     char pattern[RD_PREFIX_MAX + 4];
 
     snprintf(pattern, sizeof pattern, "%s:*", s->prefix);
-    return scan(s, c, pattern, "1000", unlink_key, NULL);
+    return once__rd_scan(s, c, pattern, "1000", unlink_keys, NULL);
 }

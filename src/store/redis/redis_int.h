@@ -43,7 +43,8 @@
 #define RD_ATTEMPTS 3
 #define RD_BATCH_DEFAULT 2 /* pipelines in flight per handle (URL batch=N; 0: none) */
 #define RD_BATCH_MAX 16
-#define RD_SCHEMA_VERSION 1 /* the key layout of redis.c (redis_schema.c) */
+#define RD_SCHEMA_VERSION 2 /* the key layout of redis.c (redis_schema.c); 2 adds
+                             * the context indexes P:c:... */
 
 /* The Lua scripts; texts in redis_scripts.c. */
 typedef enum rd_script_id {
@@ -55,6 +56,8 @@ typedef enum rd_script_id {
     RD_PUSH_LEASE,
     RD_PUSH_PUT,
     RD_RENEW,
+    RD_CTX_ADD,
+    RD_MARK,
     RD_NSCRIPT
 } rd_script_id;
 
@@ -215,9 +218,15 @@ char *once__rd_key_push(const rd_store *s, const char *principal, const char *ta
 /* "<prefix>:<name>" (leases, finished, tombs, meta) and "<prefix>:l:<principal>". */
 char *once__rd_key_global(const rd_store *s, const char *name);
 char *once__rd_key_list(const rd_store *s, const char *principal);
+/* "<prefix>:c:<len(principal)>:<principal>:<context_id>": the context's
+ * list index. */
+char *once__rd_key_ctx(const rd_store *s, const char *principal, const char *context_id);
 /* Every key a script about one task may touch, in the order of the
  * scripts that take them all (entomb, checkkey: KEYS[1..8]); the other
- * scripts name a subset (redis_write.c). */
+ * scripts name a subset (redis_write.c). The context index keys come last:
+ * they depend on the record's context, not only on its key, so
+ * once__rd_task_keys leaves them NULL and once__rd_task_keys_ctx sets
+ * them. */
 typedef enum rd_task_key {
     RD_K_H,
     RD_K_EV,
@@ -228,6 +237,8 @@ typedef enum rd_task_key {
     RD_K_PUSH,
     RD_K_PUSHQ,
     RD_K_CHANGES, /* not a key: the change feed's channel (redis_feed.c) */
+    RD_K_CTX,     /* the context index of the context written */
+    RD_K_CTX_OLD, /* update: that of the context stored (normally the same) */
     RD_K_N
 } rd_task_key;
 typedef struct rd_task_keys {
@@ -238,6 +249,10 @@ typedef struct rd_task_keys {
 int once__rd_task_keys(const rd_store *s, const char *principal, const char *task_id,
                        rd_task_keys *k);
 void once__rd_task_keys_free(rd_task_keys *k);
+/* Set k->v[which] (RD_K_CTX or RD_K_CTX_OLD) to the index of (principal,
+ * context_id), replacing what it held: ONCE_OK or ONCE_ENOMEM. */
+int once__rd_task_keys_ctx(const rd_store *s, rd_task_keys *k, rd_task_key which,
+                           const char *principal, const char *context_id);
 /* Start c as EVALSHA of script id with KEYS = k's keys named by
  * which[0..n) in that order, or the first n of them when which is NULL. */
 void once__rd_cmd_eval_keys(rd_cmd *c, const rd_store *s, rd_script_id id, const rd_task_keys *k,
@@ -257,6 +272,10 @@ int once__rd_fixed(const redisReply *v, char *dst, size_t cap);
 /* List-index member: 16 hex digits ordering created_at, then task_id. */
 size_t once__rd_list_member(char *buf, int64_t created_at, const char *task_id);
 #define RD_LMEMBER_MAX (16 + ONCE_ID_MAX)
+/* The inverse: m[0..n) into *created_at and task_id; 0, or -1 when m is
+ * not a list member. */
+int once__rd_list_member_parse(const char *m, size_t n, int64_t *created_at,
+                               char task_id[ONCE_ID_MAX + 1]);
 /* How many arguments once__rd_record_fields adds for rec. */
 int once__rd_record_nfields(const once_record *rec);
 /* Append the record's hash fields (field, value pairs) to c; lmember must
@@ -268,6 +287,13 @@ int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_
  * be NULL. ONCE_ECORRUPT if a field is missing or malformed. */
 int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *tomb);
 
+/* ---- redis_read.c ---- */
+/* The context the hash h names, "" when it names none (a tombstone, or
+ * gone): ONCE_OK, ONCE_ECORRUPT (not a context; ctx ""), or a failed call.
+ * What a write that drops the record's context index entry, and the check,
+ * read to name that index. */
+int once__rd_stored_ctx(rd_store *s, rd_conn *c, const char *h, char ctx[ONCE_ID_MAX + 1]);
+
 /* ---- slots (redis_write.c, redis_read.c, redis_check.c, redis_push_ops.c: slots.h) ---- */
 
 ONCE__STORE_SLOTS(once__rd);
@@ -276,6 +302,18 @@ ONCE__STORE_CONN_FEED_SLOTS(once__rd);
 ONCE__STORE_CREATE_START_SLOT(once__rd);
 /* Delete every key under the prefix (open with reset=1; tests only). */
 int once__rd_reset(rd_store *s, rd_conn *c);
+/* SCAN every key matching pattern, COUNT count per round: fn sees each
+ * round's keys (an array reply; its elements may repeat a key SCAN
+ * returned before). Ends at the first failure. */
+typedef int (*rd_keys_fn)(rd_store *s, rd_conn *c, const redisReply *keys, void *arg);
+int once__rd_scan(rd_store *s, rd_conn *c, const char *pattern, const char *count, rd_keys_fn fn,
+                  void *arg);
+/* A task key "<prefix>:{<plen>:<principal>:<task_id>}" (RD_TK_TASK), or
+ * the same plus ":ev" (RD_TK_EVENTS) or ":push" (RD_TK_PUSH), into *out
+ * and *kind: 0, or -1 when k[0..n) is none of them. */
+enum { RD_TK_TASK, RD_TK_EVENTS, RD_TK_PUSH };
+int once__rd_parse_task_key(const rd_store *s, const char *k, size_t n, once_key *out,
+                            int *kind);
 
 /* ---- redis_schema.c ---- */
 /* The schema step on the first connection (store_int.h, once__schema): read

@@ -13,7 +13,11 @@
  * the tie-break the contract's orderings use. List members are 16 hex
  * digits of created_at with the sign bit flipped (so byte order is numeric
  * order, negatives included) followed by the task_id: ZRANGEBYLEX then walks
- * (created_at, task_id) ascending and "(member" is the strict cursor.
+ * (created_at, task_id) ascending and "(member" is the strict cursor. The
+ * principal's list index P:l:<principal> and the context's
+ * P:c:<len(principal)>:<principal>:<context_id> hold the same member of a
+ * record (its "lm" field); the length prefix keeps the context key
+ * injective, as in the task keys.
  *
  * Hash fields (values are bytes; numbers are decimal):
  *   p principal  i task_id  c context_id  s state  k kind  v version
@@ -80,10 +84,22 @@ char *once__rd_key_list(const rd_store *s, const char *principal)
     return k;
 }
 
+char *once__rd_key_ctx(const rd_store *s, const char *principal, const char *context_id)
+{
+    size_t n = strlen(s->prefix) + strlen(principal) + strlen(context_id) + 32;
+    char *k = once_malloc(n);
+
+    if (k)
+        snprintf(k, n, "%s:c:%zu:%s:%s", s->prefix, strlen(principal), principal, context_id);
+    return k;
+}
+
 int once__rd_task_keys(const rd_store *s, const char *principal, const char *task_id,
                        rd_task_keys *k)
 {
     int i;
+
+    memset(k, 0, sizeof *k);
 
     k->v[RD_K_H] = once__rd_key_task(s, principal, task_id);
     k->v[RD_K_EV] = once__rd_key_events(s, principal, task_id);
@@ -94,13 +110,21 @@ int once__rd_task_keys(const rd_store *s, const char *principal, const char *tas
     k->v[RD_K_PUSH] = once__rd_key_push(s, principal, task_id);
     k->v[RD_K_PUSHQ] = once__rd_key_global(s, "pushq");
     k->v[RD_K_CHANGES] = once__rd_key_global(s, "changes");
-    for (i = 0; i < RD_K_N; i++) {
+    for (i = 0; i < RD_K_CTX; i++) {
         if (!k->v[i]) {
             once__rd_task_keys_free(k);
             return ONCE_ENOMEM;
         }
     }
     return ONCE_OK;
+}
+
+int once__rd_task_keys_ctx(const rd_store *s, rd_task_keys *k, rd_task_key which,
+                           const char *principal, const char *context_id)
+{
+    once_free(k->v[which]);
+    k->v[which] = once__rd_key_ctx(s, principal, context_id);
+    return k->v[which] ? ONCE_OK : ONCE_ENOMEM;
 }
 
 void once__rd_task_keys_free(rd_task_keys *k)
@@ -160,6 +184,29 @@ size_t once__rd_list_member(char *buf, int64_t created_at, const char *task_id)
         buf[i] = hex[u & 15];
     memcpy(buf + 16, task_id, b);
     return 16 + b;
+}
+
+int once__rd_list_member_parse(const char *m, size_t n, int64_t *created_at,
+                               char task_id[ONCE_ID_MAX + 1])
+{
+    uint64_t u = 0;
+    size_t i;
+
+    if (n <= 16 || n - 16 > ONCE_ID_MAX || memchr(m + 16, '\0', n - 16))
+        return -1;
+    for (i = 0; i < 16; i++) {
+        char ch = m[i];
+        if (ch >= '0' && ch <= '9')
+            u = u << 4 | (uint64_t)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f')
+            u = u << 4 | (uint64_t)(ch - 'a' + 10);
+        else
+            return -1;
+    }
+    *created_at = (int64_t)(u ^ (UINT64_C(1) << 63));
+    memcpy(task_id, m + 16, n - 16);
+    task_id[n - 16] = '\0';
+    return 0;
 }
 
 static void field(rd_cmd *c, const char *name, const char *value)

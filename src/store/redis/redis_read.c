@@ -4,11 +4,16 @@
  *
  * load is one HGETALL (a record or a tombstone, atomically), events one
  * LRANGE (event g sits at list index g-1), expired_leases one
- * ZRANGEBYSCORE on the lease index. list walks the principal's list index
- * in (created_at, task_id) order and fetches the records with pipelined
- * HGETALLs, skipping entries whose record is gone or filtered out; it is a
- * page of records each read atomically, not a snapshot of all of them
- * (the contract asks no more).
+ * ZRANGEBYSCORE on the lease index. list walks an index in (created_at,
+ * task_id) order -- the context's when the query names one (exact: the
+ * scripts that write the principal's list index write it too), else the
+ * principal's -- and fetches the records with pipelined HGETALLs, skipping
+ * entries whose record is gone or filtered out. A state filter has no
+ * index (a state changes on every turn; an index per state would cost
+ * every update two more writes), so it is a bounded scan: at most
+ * ONCE_LIST_SCAN_MAX entries per call, then a ONCE_KIND_RESUME record
+ * says where the next call goes on. A page is records each read
+ * atomically, not a snapshot of all of them (the contract asks no more).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -64,6 +69,29 @@ int once__rd_load(once_store *s, const char *principal, const char *task_id, onc
     a.tomb = tomb;
     rc = once__rd_run(rds(s), load_fn, &a);
     once_free((char *)a.key);
+    return rc;
+}
+
+int once__rd_stored_ctx(rd_store *s, rd_conn *c, const char *h, char ctx[ONCE_ID_MAX + 1])
+{
+    redisReply *r;
+    rd_cmd cmd;
+    int rc;
+
+    ctx[0] = '\0';
+    once__rd_cmd_init(&cmd);
+    once__rd_str(&cmd, "HGET");
+    once__rd_str(&cmd, h);
+    once__rd_str(&cmd, "c");
+    rc = once__rd_call(s, c, &cmd, 0, &r);
+    once__rd_cmd_free(&cmd);
+    if (rc != ONCE_OK)
+        return rc;
+    if (r->type != REDIS_REPLY_NIL && once__rd_fixed(r, ctx, ONCE_ID_MAX + 1) != 0) {
+        ctx[0] = '\0';
+        rc = ONCE_ECORRUPT;
+    }
+    freeReplyObject(r);
     return rc;
 }
 
@@ -198,20 +226,27 @@ int once__rd_expired_leases(once_store *s, int64_t now, size_t max, once_key_lis
 
 #define RD_LIST_BATCH 128
 
+/* One list call. index is the context's index when the query names a
+ * context, else the principal's; each entry read from it is "examined",
+ * matched or not, and the call stops after ONCE_LIST_SCAN_MAX of them
+ * (store.h, the list slot): only a state filter can make it skip many. */
 typedef struct list_arg {
     const once_list_query *q;
     const char *index;
     once_record_list *out;
+    size_t examined;
+    char cursor[1 + RD_LMEMBER_MAX]; /* "(" + the last entry examined, or "-" */
+    size_t cursor_len;
 } list_arg;
 
 static int wanted(const once_list_query *q, const once_record *r)
 {
     if (q->context_id && strcmp(r->context_id, q->context_id) != 0)
-        return 0;
+        return 0; /* a stale entry: the index only says where to look */
     return q->state == ONCE_STATE_UNKNOWN || r->state == q->state;
 }
 
-/* Fetch the records of members m[0..n) (pipelined) and append the wanted
+/* Fetch the records of entries m[0..n) (pipelined) and append the wanted
  * ones to a->out, up to the limit. */
 static int fetch_page(rd_store *s, rd_conn *c, list_arg *a, redisReply **m, size_t n)
 {
@@ -220,15 +255,15 @@ static int fetch_page(rd_store *s, rd_conn *c, list_arg *a, redisReply **m, size
 
     for (i = 0; rc == ONCE_OK && i < n; i++) {
         char id[ONCE_ID_MAX + 1];
+        int64_t created;
         char *key;
         rd_cmd cmd;
 
-        if (m[i]->type != REDIS_REPLY_STRING || m[i]->len <= 16 || m[i]->len - 16 > ONCE_ID_MAX) {
+        if (m[i]->type != REDIS_REPLY_STRING ||
+            once__rd_list_member_parse(m[i]->str, m[i]->len, &created, id) != 0) {
             rc = ONCE_ECORRUPT;
             break;
         }
-        memcpy(id, m[i]->str + 16, m[i]->len - 16);
-        id[m[i]->len - 16] = '\0';
         key = once__rd_key_task(s, a->q->principal, id);
         if (!key) {
             rc = ONCE_ENOMEM;
@@ -271,59 +306,91 @@ static int fetch_page(rd_store *s, rd_conn *c, list_arg *a, redisReply **m, size
     return rc;
 }
 
+/* End the page with the ONCE_KIND_RESUME record: the last entry examined. */
+static int resume_here(list_arg *a)
+{
+    once_record *m = &a->out->v[a->out->n];
+
+    memset(m, 0, sizeof *m);
+    if (once__rd_list_member_parse(a->cursor + 1, a->cursor_len - 1, &m->created_at,
+                                   m->task_id) != 0)
+        return ONCE_ECORRUPT;
+    m->kind = ONCE_KIND_RESUME;
+    a->out->n++;
+    return ONCE_OK;
+}
+
+/* One round: read up to want entries after the cursor, and one more to
+ * learn whether any are left (*more); fetch the records of the first want. */
+static int list_round(rd_store *s, rd_conn *c, list_arg *a, size_t want, int *more)
+{
+    redisReply *r;
+    rd_cmd cmd;
+    size_t got;
+    int rc;
+
+    once__rd_cmd_init(&cmd);
+    once__rd_str(&cmd, "ZRANGEBYLEX");
+    once__rd_str(&cmd, a->index);
+    once__rd_arg(&cmd, a->cursor, a->cursor_len);
+    once__rd_str(&cmd, "+");
+    once__rd_str(&cmd, "LIMIT");
+    once__rd_i64(&cmd, 0);
+    once__rd_i64(&cmd, (int64_t)want + 1);
+    rc = once__rd_call_array(s, c, &cmd, &r);
+    once__rd_cmd_free(&cmd);
+    if (rc != ONCE_OK)
+        return rc;
+    *more = r->elements > want;
+    got = *more ? want : r->elements;
+    if (got) {
+        const redisReply *last = r->element[got - 1];
+        rc = fetch_page(s, c, a, r->element, got);
+        if (rc == ONCE_OK && last->len <= RD_LMEMBER_MAX) { /* fetch_page read it */
+            a->cursor[0] = '(';
+            memcpy(a->cursor + 1, last->str, last->len);
+            a->cursor_len = 1 + last->len;
+        }
+        a->examined += got;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 static int list_fn(rd_store *s, rd_conn *c, void *arg)
 {
     list_arg *a = arg;
-    char lmin[1 + RD_LMEMBER_MAX];
-    size_t lminlen;
-    int rc = ONCE_OK;
+    int rc = ONCE_OK, more = 1;
 
     once_record_list_clear(a->out);
+    a->examined = 0;
     a->out->v = once_calloc(a->q->limit, sizeof *a->out->v);
     if (!a->out->v)
         return ONCE_ENOMEM;
     if (a->q->after_task_id) {
-        lmin[0] = '(';
-        lminlen = 1 + once__rd_list_member(lmin + 1, a->q->after_created_at, a->q->after_task_id);
+        a->cursor[0] = '(';
+        a->cursor_len = 1 + once__rd_list_member(a->cursor + 1, a->q->after_created_at,
+                                                 a->q->after_task_id);
     } else {
-        lmin[0] = '-';
-        lminlen = 1;
+        a->cursor[0] = '-';
+        a->cursor_len = 1;
     }
-    while (rc == ONCE_OK && a->out->n < a->q->limit) {
-        size_t want = a->q->limit - a->out->n, got;
-        redisReply *r;
-        rd_cmd cmd;
+    while (rc == ONCE_OK && more && a->out->n < a->q->limit &&
+           a->examined < ONCE_LIST_SCAN_MAX) {
+        size_t want = a->q->limit - a->out->n;
 
-        if ((a->q->context_id || a->q->state != ONCE_STATE_UNKNOWN) && want < RD_LIST_BATCH)
-            want = RD_LIST_BATCH; /* filters skip entries: read ahead */
+        if (a->q->state != ONCE_STATE_UNKNOWN && want < RD_LIST_BATCH)
+            want = RD_LIST_BATCH; /* the filter skips entries: read ahead */
         if (want > RD_LIST_BATCH * 8)
             want = RD_LIST_BATCH * 8;
-        once__rd_cmd_init(&cmd);
-        once__rd_str(&cmd, "ZRANGEBYLEX");
-        once__rd_str(&cmd, a->index);
-        once__rd_arg(&cmd, lmin, lminlen);
-        once__rd_str(&cmd, "+");
-        once__rd_str(&cmd, "LIMIT");
-        once__rd_i64(&cmd, 0);
-        once__rd_i64(&cmd, (int64_t)want);
-        rc = once__rd_call_array(s, c, &cmd, &r);
-        once__rd_cmd_free(&cmd);
-        if (rc != ONCE_OK)
-            break;
-        got = r->elements;
-        if (got) {
-            const redisReply *last = r->element[got - 1];
-            rc = fetch_page(s, c, a, r->element, got);
-            if (rc == ONCE_OK && last->type == REDIS_REPLY_STRING && last->len <= RD_LMEMBER_MAX) {
-                lmin[0] = '(';
-                memcpy(lmin + 1, last->str, last->len);
-                lminlen = 1 + last->len;
-            }
-        }
-        freeReplyObject(r);
-        if (got < want)
-            break;
+        if (want > ONCE_LIST_SCAN_MAX - a->examined)
+            want = ONCE_LIST_SCAN_MAX - a->examined;
+        rc = list_round(s, c, a, want, &more);
     }
+    /* Out of budget with room in the page and entries left: say where the
+     * next call goes on (there is room: n < limit). */
+    if (rc == ONCE_OK && more && a->out->n < a->q->limit)
+        rc = resume_here(a);
     if (rc != ONCE_OK)
         once_record_list_clear(a->out);
     return rc;
@@ -335,9 +402,11 @@ int once__rd_list(once_store *s, const once_list_query *q, once_record_list *out
     int rc = ONCE_OK;
 
     memset(out, 0, sizeof *out);
+    memset(&a, 0, sizeof a);
     a.q = q;
     a.out = out;
-    a.index = once__rd_key_list(rds(s), q->principal);
+    a.index = q->context_id ? once__rd_key_ctx(rds(s), q->principal, q->context_id)
+                            : once__rd_key_list(rds(s), q->principal);
     if (!a.index)
         return ONCE_ENOMEM;
     rc = once__rd_run(rds(s), list_fn, &a);

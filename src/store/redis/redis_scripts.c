@@ -14,6 +14,11 @@
  *   finished  member iff the record is terminal, score finished_at
  *   tombs     member iff the key is a tombstone, score expired_at
  *   l:<p>     the list member stored in the record's "lm" field
+ *   c:<p>:<c> the same member, in the index of the record's context "c";
+ *             the key depends on the stored record, so a script that
+ *             removes an entry is told which context the caller read and
+ *             answers {stored context} without writing when it differs
+ *             (the caller sends it again with that context's key)
  *   pushq     member "<principal>\0<task_id>\0<config_id>" iff that delivery
  *             row is enabled and behind its target, score max(next_attempt_at,
  *             lease_until): the time from which it is due
@@ -78,7 +83,7 @@
 
 /* clang-format off */
 const char *const once__rd_lua[RD_NSCRIPT] = {
-    /* KEYS: hash, events, leases, finished, list, push, pushq.
+    /* KEYS: hash, events, leases, finished, list, push, pushq, context.
      * ARGV: member, list member, lease score|'', finished score|'', nf,
      *       nf field/value arguments, the push section (put_push), then the
      *       event payloads.
@@ -102,25 +107,30 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "if ARGV[3] ~= '' then redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1]) end\n"
         "if ARGV[4] ~= '' then redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1]) end\n"
         "redis.call('ZADD', KEYS[5], 0, ARGV[2])\n"
+        "redis.call('ZADD', KEYS[8], 0, ARGV[2])\n"
         "return 1\n",
 
-    /* KEYS: as create, then the change feed's channel (not a key).
-     * ARGV: member, list member, lease score|'',
-     * finished score|'', expected version, base generation, nf, fields, the
-     * push section (put_push), then the payloads of generations base+1 ...
-     * Returns 1 (done), 0 (no record, or the version moved), or the stored
-     * generation as a string when the events do not continue it. An update
+    /* KEYS: hash, events, leases, finished, list, push, pushq, the change
+     * feed's channel (not a key), the new context's index, the stored
+     * context's index. ARGV: member, list member, lease score|'',
+     * finished score|'', expected version, base generation, the stored
+     * context as the caller believes it, nf, fields, the push section
+     * (put_push), then the payloads of generations base+1 ...
+     * Returns 1 (done), 0 (no record, or the version moved), the stored
+     * generation as a string when the events do not continue it, or
+     * {stored context} when that is not ARGV[7]; only 1 writes. An update
      * with events PUBLISHes the member to the channel (redis_feed.c). */
     [RD_UPDATE] =
         "#!lua\n"
         LUA_PUSH
-        "local cur = redis.call('HMGET', KEYS[1], 'T', 'v', 'g', 'lm')\n"
+        "local cur = redis.call('HMGET', KEYS[1], 'T', 'v', 'g', 'lm', 'c')\n"
         "if cur[1] or not cur[2] or cur[2] ~= ARGV[5] then return 0 end\n"
         "if cur[3] ~= ARGV[6] then return cur[3] end\n"
-        "local nf = tonumber(ARGV[7])\n"
+        "if (cur[5] or '') ~= ARGV[7] then return {cur[5] or ''} end\n"
+        "local nf = tonumber(ARGV[8])\n"
         "redis.call('HDEL', KEYS[1], 'x', 'pj', 'jn')\n"
-        "redis.call('HSET', KEYS[1], unpack(ARGV, 8, 7 + nf))\n"
-        "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 8 + nf)\n"
+        "redis.call('HSET', KEYS[1], unpack(ARGV, 9, 8 + nf))\n"
+        "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 9 + nf)\n"
         "local told = i <= #ARGV\n"
         "while i <= #ARGV do\n"
         "  local j = math.min(i + 499, #ARGV)\n"
@@ -132,19 +142,25 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "else redis.call('ZREM', KEYS[3], ARGV[1]) end\n"
         "if ARGV[4] ~= '' then redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])\n"
         "else redis.call('ZREM', KEYS[4], ARGV[1]) end\n"
-        "if cur[4] ~= ARGV[2] then\n"
-        "  if cur[4] then redis.call('ZREM', KEYS[5], cur[4]) end\n"
+        "if cur[4] ~= ARGV[2] or KEYS[9] ~= KEYS[10] then\n"
+        "  if cur[4] then\n"
+        "    redis.call('ZREM', KEYS[5], cur[4])\n"
+        "    redis.call('ZREM', KEYS[10], cur[4])\n"
+        "  end\n"
         "  redis.call('ZADD', KEYS[5], 0, ARGV[2])\n"
+        "  redis.call('ZADD', KEYS[9], 0, ARGV[2])\n"
         "end\n"
         "return 1\n",
 
-    /* KEYS: hash, events, leases, finished, list, tombs, push, pushq.
-     * ARGV: member, finished_before, now, tombstone TTL in ms (0 = none).
-     * Returns 1 if the record became a tombstone. */
+    /* KEYS: hash, events, leases, finished, list, tombs, push, pushq,
+     * context. ARGV: member, finished_before, now, tombstone TTL in ms
+     * (0 = none), the record's context as the caller read it.
+     * Returns 1 if the record became a tombstone, {stored context} (nothing
+     * written) when that is not ARGV[5]. */
     [RD_ENTOMB] =
         "#!lua\n"
         LUA_PUSH
-        "local r = redis.call('HMGET', KEYS[1], 'T', 's', 'fa', 'fd', 'lm', 'p', 'i')\n"
+        "local r = redis.call('HMGET', KEYS[1], 'T', 's', 'fa', 'fd', 'lm', 'p', 'i', 'c')\n"
         "if r[1] or not r[2] or tonumber(r[2]) < 5 then\n"
         "  redis.call('ZREM', KEYS[4], ARGV[1])\n"
         "  return 0\n"
@@ -153,11 +169,15 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "  redis.call('ZADD', KEYS[4], r[3], ARGV[1])\n"
         "  return 0\n"
         "end\n"
+        "if (r[8] or '') ~= ARGV[5] then return {r[8] or ''} end\n"
         "redis.call('DEL', KEYS[1], KEYS[2])\n"
         "drop_rows(KEYS[7], KEYS[8], ARGV[1], nil)\n"
         "redis.call('ZREM', KEYS[3], ARGV[1])\n"
         "redis.call('ZREM', KEYS[4], ARGV[1])\n"
-        "if r[5] then redis.call('ZREM', KEYS[5], r[5]) end\n"
+        "if r[5] then\n"
+        "  redis.call('ZREM', KEYS[5], r[5])\n"
+        "  redis.call('ZREM', KEYS[9], r[5])\n"
+        "end\n"
         "redis.call('HSET', KEYS[1], 'T', '1', 'p', r[6], 'i', r[7], 'fd', r[4] or '',\n"
         "           'fa', r[3], 'ea', ARGV[3])\n"
         "redis.call('ZADD', KEYS[6], ARGV[3], ARGV[1])\n"
@@ -181,16 +201,18 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "redis.call('ZREM', KEYS[3], ARGV[1])\n"
         "return 1\n",
 
-    /* KEYS: hash, events, leases, finished, list, tombs, push, pushq.
-     * ARGV: member. One task's state in one atomic read: {HGETALL, LLEN,
-     * lease score, finished score, 1 if its list member is indexed, tombs
-     * score, HGETALL of the push hash, {config id, pushq score} per row}
-     * with '' for a missing score. */
+    /* KEYS: hash, events, leases, finished, list, tombs, push, pushq,
+     * context. ARGV: member. One task's state in one atomic read: {HGETALL,
+     * LLEN, lease score, finished score, 1 if its list member is indexed,
+     * tombs score, HGETALL of the push hash, {config id, pushq score} per
+     * row, 1 if its list member is in the context index} with '' for a
+     * missing score. */
     [RD_CHECKKEY] =
         "#!lua\n"
         "local lm = redis.call('HGET', KEYS[1], 'lm')\n"
-        "local inlist = 0\n"
+        "local inlist, inctx = 0, 0\n"
         "if lm and redis.call('ZSCORE', KEYS[5], lm) then inlist = 1 end\n"
+        "if lm and redis.call('ZSCORE', KEYS[9], lm) then inctx = 1 end\n"
         "local scores = {}\n"
         "for _, f in ipairs(redis.call('HKEYS', KEYS[7])) do\n"
         "  if string.sub(f, -2) == '\\0s' then\n"
@@ -203,7 +225,7 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "        redis.call('ZSCORE', KEYS[3], ARGV[1]) or '',\n"
         "        redis.call('ZSCORE', KEYS[4], ARGV[1]) or '',\n"
         "        inlist, redis.call('ZSCORE', KEYS[6], ARGV[1]) or '',\n"
-        "        redis.call('HGETALL', KEYS[7]), scores}\n",
+        "        redis.call('HGETALL', KEYS[7]), scores, inctx}\n",
 
     /* KEYS: push, pushq. ARGV: task member, config id, owner, now,
      * lease_until. Lease the row if it is due now (store.h: enabled, behind
@@ -264,6 +286,25 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "end\n"
         "redis.call('HSET', KEYS[1], 'u', ARGV[4])\n"
         "redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])\n"
+        "return 1\n",
+
+    /* KEYS: hash, context. ARGV: context, list member. The layout-2
+     * migration (redis_schema.c): index the record in its context if the
+     * hash is still a record of that context and list member, as the
+     * caller read it. Returns 1 if it was indexed (again), 0 if not. */
+    [RD_CTX_ADD] =
+        "#!lua\n"
+        "local r = redis.call('HMGET', KEYS[1], 'T', 'c', 'lm')\n"
+        "if r[1] or r[2] ~= ARGV[1] or r[3] ~= ARGV[2] then return 0 end\n"
+        "redis.call('ZADD', KEYS[2], 0, ARGV[2])\n"
+        "return 1\n",
+
+    /* KEYS: the schema marker. ARGV: version. Raises the marker to the
+     * version, never lowers it (a newer once may have marked it). */
+    [RD_MARK] =
+        "#!lua\n"
+        "local v = tonumber(redis.call('GET', KEYS[1]) or '0') or 0\n"
+        "if v < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end\n"
         "return 1\n",
 };
 /* clang-format on */

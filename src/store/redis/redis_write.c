@@ -12,7 +12,10 @@
  * write in between fails its version check. sweep and purge walk their index
  * (finished_at / expired_at order) and convert one task per script call, so
  * no call holds the server for long and several replicas may sweep at once:
- * a task another replica converted first is simply not counted.
+ * a task another replica converted first is simply not counted. The entry
+ * in the record's context index is a key named by the stored context, which
+ * the sweep does not have: it reads it first (HGET), and the script, which
+ * checks it, answers with the stored one if it moved in between.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,14 +30,31 @@ static rd_store *rds(once_store *s)
     return (rd_store *)s;
 }
 
-/* KEYS of the create and update scripts, and of purge (redis_scripts.c);
- * entomb takes them all. */
-static const rd_task_key write_keys[] = {RD_K_H,    RD_K_EV,   RD_K_LEASES, RD_K_FINISHED,
-                                         RD_K_LIST, RD_K_PUSH, RD_K_PUSHQ};
-/* The update script's: the create's, and the change feed's channel. */
-static const rd_task_key update_keys[] = {RD_K_H,    RD_K_EV,   RD_K_LEASES, RD_K_FINISHED,
-                                          RD_K_LIST, RD_K_PUSH, RD_K_PUSHQ,  RD_K_CHANGES};
+/* KEYS of the scripts (redis_scripts.c). */
+static const rd_task_key create_keys[] = {RD_K_H,    RD_K_EV,   RD_K_LEASES, RD_K_FINISHED,
+                                          RD_K_LIST, RD_K_PUSH, RD_K_PUSHQ,  RD_K_CTX};
+static const rd_task_key update_keys[] = {RD_K_H,     RD_K_EV,      RD_K_LEASES,
+                                          RD_K_FINISHED, RD_K_LIST, RD_K_PUSH,
+                                          RD_K_PUSHQ, RD_K_CHANGES, RD_K_CTX,
+                                          RD_K_CTX_OLD};
+static const rd_task_key entomb_keys[] = {RD_K_H,     RD_K_EV,   RD_K_LEASES, RD_K_FINISHED,
+                                          RD_K_LIST,  RD_K_TOMBS, RD_K_PUSH,  RD_K_PUSHQ,
+                                          RD_K_CTX};
 static const rd_task_key purge_keys[] = {RD_K_H, RD_K_EV, RD_K_TOMBS};
+
+/* A script that removes a context index entry answers {stored context}
+ * when the caller named another one (redis_scripts.c): 1 and *ctx = it,
+ * or 0 for any other reply. */
+static int ctx_moved(const redisReply *r, char ctx[ONCE_ID_MAX + 1])
+{
+    return r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+           once__rd_fixed(r->element[0], ctx, ONCE_ID_MAX + 1) == 0;
+}
+
+/* How often a write follows ctx_moved before it gives up: a record's
+ * context never changes under the engine, so a second move means a
+ * writer outside once. */
+#define RD_CTX_TRIES 3
 #define NKEYS(a) ((int)(sizeof a / sizeof a[0]))
 
 /* Index scores a record implies; "" = must not be in that index. */
@@ -56,10 +76,12 @@ static void index_scores(rd_cmd *c, const once_record *rec)
 
 /* What every attempt of one update sends besides the push rows. */
 typedef struct update_ctx {
-    const rd_task_keys *k;
+    rd_task_keys *k;
     const char *member, *lmember, *fd;
     size_t mlen, lmlen;
     int64_t base; /* the stored generation the events continue, -1: none */
+    char old_ctx[ONCE_ID_MAX + 1]; /* the stored context, as believed (k's
+                                    * RD_K_CTX_OLD is its index) */
 } update_ctx;
 
 typedef struct write_arg {
@@ -71,7 +93,7 @@ typedef struct write_arg {
     const once_event *ev;
     size_t nev;
     int numbered;        /* update: the events continue rec->generation - nev */
-    const update_ctx *u; /* update: the rest of its script call */
+    update_ctx *u;       /* update: the rest of its script call */
     rd_push_write *push; /* the rows rec->push_json leaves (NULL: drop them all) */
 } write_arg;
 
@@ -163,7 +185,10 @@ static int create_call_build(rd_store *s, create_call *cc, const once_record *re
         }
     }
     rc = once__rd_task_keys(s, rec->principal, rec->task_id, &cc->k);
+    if (rc == ONCE_OK)
+        rc = once__rd_task_keys_ctx(s, &cc->k, RD_K_CTX, rec->principal, rec->context_id);
     if (rc != ONCE_OK) {
+        once__rd_task_keys_free(&cc->k);
         once__rd_push_write_free(cc->push);
         return rc;
     }
@@ -172,7 +197,7 @@ static int create_call_build(rd_store *s, create_call *cc, const once_record *re
     once__digests_first(rec->digests, cc->fd);
 
     once__rd_cmd_init(&cc->cmd);
-    once__rd_cmd_eval_keys(&cc->cmd, s, RD_CREATE, &cc->k, write_keys, NKEYS(write_keys));
+    once__rd_cmd_eval_keys(&cc->cmd, s, RD_CREATE, &cc->k, create_keys, NKEYS(create_keys));
     once__rd_arg(&cc->cmd, cc->member, mlen);
     once__rd_arg(&cc->cmd, cc->lmember, lmlen);
     index_scores(&cc->cmd, rec);
@@ -295,6 +320,7 @@ static void build_update(rd_cmd *cmd, rd_store *s, const write_arg *a, const upd
     index_scores(cmd, rec);
     once__rd_i64(cmd, a->expect);
     once__rd_i64(cmd, a->numbered ? u->base : -1);
+    once__rd_str(cmd, u->old_ctx);
     once__rd_i64(cmd, once__rd_record_nfields(rec));
     once__rd_record_fields(cmd, rec, u->fd, u->lmember, u->lmlen);
     once__rd_push_section(cmd, a->push);
@@ -320,22 +346,38 @@ static int update_fn(rd_store *s, rd_conn *c, void *arg)
         if (rc != ONCE_OK)
             return rc;
     }
-    once__rd_cmd_init(&cmd);
-    build_update(&cmd, s, a, a->u);
-    rc = once__rd_eval(s, c, RD_UPDATE, &cmd, 1, &r);
-    once__rd_cmd_free(&cmd);
-    return rc == ONCE_OK ? update_verdict(s, a, r) : rc;
+    for (int tries = 0; tries < RD_CTX_TRIES; tries++) {
+        once__rd_cmd_init(&cmd);
+        build_update(&cmd, s, a, a->u);
+        rc = once__rd_eval(s, c, RD_UPDATE, &cmd, 1, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc != ONCE_OK)
+            return rc;
+        rc = update_verdict(s, a, r);
+        if (rc != RD_ALONE)
+            return rc;
+    }
+    once__store_seterr(&s->base, "update of %s: its stored context keeps changing",
+                       a->rec->task_id);
+    return ONCE_ESTORE;
 }
 
-/* What the update script's reply r says (r is freed). */
+/* What the update script's reply r says (r is freed): RD_ALONE when the
+ * stored context was not the one named, now a->u->old_ctx and its index
+ * (send it again). */
 static int update_verdict(rd_store *s, write_arg *a, redisReply *r)
 {
+    update_ctx *u = a->u;
     int64_t gen;
     char buf[24];
     int rc;
 
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
         rc = ONCE_OK;
+    } else if (ctx_moved(r, u->old_ctx)) {
+        rc = once__rd_task_keys_ctx(s, u->k, RD_K_CTX_OLD, a->rec->principal, u->old_ctx);
+        if (rc == ONCE_OK)
+            rc = RD_ALONE;
     } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
         once__store_seterr(&s->base, "update of %s: no record, or version moved", a->rec->task_id);
         rc = ONCE_ECONFLICT;
@@ -379,11 +421,19 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
     a.numbered = u.base >= 0 && once__store_valid_events(s, u.base, rec, ev, nev) == ONCE_OK;
     if (rec->push_json && !(a.push = once__rd_push_write_new()))
         return ONCE_ENOMEM;
+    /* The context a record is created with is the one every update sends,
+     * so the stored one is believed to be it (the script says otherwise). */
     rc = once__rd_task_keys(rds(s), rec->principal, rec->task_id, &k);
+    if (rc == ONCE_OK)
+        rc = once__rd_task_keys_ctx(rds(s), &k, RD_K_CTX, rec->principal, rec->context_id);
+    if (rc == ONCE_OK)
+        rc = once__rd_task_keys_ctx(rds(s), &k, RD_K_CTX_OLD, rec->principal, rec->context_id);
     if (rc != ONCE_OK) {
+        once__rd_task_keys_free(&k);
         once__rd_push_write_free(a.push);
         return rc;
     }
+    snprintf(u.old_ctx, sizeof u.old_ctx, "%s", rec->context_id);
     u.k = &k;
     u.mlen = once__rd_member(member, rec->principal, rec->task_id);
     u.lmlen = once__rd_list_member(lmember, rec->created_at, rec->task_id);
@@ -488,43 +538,67 @@ typedef struct reap_arg {
     size_t *n; /* accumulates across retries: conversions are not undone */
 } reap_arg;
 
+/* Entomb (a sweep) or purge the member m's task; *done if it did. */
+static int reap_script(rd_store *s, rd_conn *c, const reap_arg *a, const once_key *key,
+                       const char *m, size_t mlen, int *done)
+{
+    char ctx[ONCE_ID_MAX + 1] = "";
+    rd_task_keys k;
+    redisReply *r = NULL;
+    rd_cmd cmd;
+    int rc, tries;
+
+    rc = once__rd_task_keys(s, key->principal, key->task_id, &k);
+    if (rc == ONCE_OK && !a->purge)
+        rc = once__rd_stored_ctx(s, c, k.v[RD_K_H], ctx);
+    for (tries = 0; rc == ONCE_OK && tries < RD_CTX_TRIES; tries++) {
+        if (r)
+            freeReplyObject(r);
+        r = NULL;
+        if (!a->purge && (rc = once__rd_task_keys_ctx(s, &k, RD_K_CTX, key->principal, ctx)))
+            break;
+        once__rd_cmd_init(&cmd);
+        if (a->purge) {
+            once__rd_cmd_eval_keys(&cmd, s, RD_PURGE, &k, purge_keys, NKEYS(purge_keys));
+            once__rd_arg(&cmd, m, mlen);
+            once__rd_i64(&cmd, a->before);
+        } else {
+            once__rd_cmd_eval_keys(&cmd, s, RD_ENTOMB, &k, entomb_keys, NKEYS(entomb_keys));
+            once__rd_arg(&cmd, m, mlen);
+            once__rd_i64(&cmd, a->before);
+            once__rd_i64(&cmd, a->now);
+            once__rd_i64(&cmd, s->tomb_ttl_ms);
+            once__rd_str(&cmd, ctx);
+        }
+        rc = once__rd_eval(s, c, a->purge ? RD_PURGE : RD_ENTOMB, &cmd, 1, &r);
+        once__rd_cmd_free(&cmd);
+        if (rc != ONCE_OK || !ctx_moved(r, ctx))
+            break;
+    }
+    once__rd_task_keys_free(&k);
+    if (rc == ONCE_OK && tries == RD_CTX_TRIES) {
+        once__store_seterr(&s->base, "sweep of %s: its stored context keeps changing",
+                           key->task_id);
+        rc = ONCE_ESTORE;
+    }
+    if (rc == ONCE_OK)
+        *done = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
 static int reap_one(rd_store *s, rd_conn *c, const reap_arg *a, const char *m, size_t mlen,
                     int *done)
 {
-    rd_task_keys k;
     once_key key;
-    redisReply *r;
-    rd_cmd cmd;
-    int rc;
 
     *done = 0;
     if (once__rd_member_key(m, mlen, &key) != ONCE_OK) {
         once__store_seterr(&s->base, "redis: malformed index member");
         return ONCE_ECORRUPT;
     }
-    rc = once__rd_task_keys(s, key.principal, key.task_id, &k);
-    if (rc != ONCE_OK)
-        return rc;
-    once__rd_cmd_init(&cmd);
-    if (a->purge) {
-        once__rd_cmd_eval_keys(&cmd, s, RD_PURGE, &k, purge_keys, NKEYS(purge_keys));
-        once__rd_arg(&cmd, m, mlen);
-        once__rd_i64(&cmd, a->before);
-    } else {
-        once__rd_cmd_eval_keys(&cmd, s, RD_ENTOMB, &k, NULL, RD_K_N);
-        once__rd_arg(&cmd, m, mlen);
-        once__rd_i64(&cmd, a->before);
-        once__rd_i64(&cmd, a->now);
-        once__rd_i64(&cmd, s->tomb_ttl_ms);
-    }
-    rc = once__rd_eval(s, c, a->purge ? RD_PURGE : RD_ENTOMB, &cmd, 1, &r);
-    once__rd_cmd_free(&cmd);
-    once__rd_task_keys_free(&k);
-    if (rc != ONCE_OK)
-        return rc;
-    *done = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-    freeReplyObject(r);
-    return ONCE_OK;
+    return reap_script(s, c, a, &key, m, mlen, done);
 }
 
 /* One member of the walk: converted (or removed/re-scored by its script). */
