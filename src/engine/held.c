@@ -114,8 +114,8 @@ static void held_done(void *arg, int rc)
     if (rc == ONCE_OK) {
         ONCE__STAT(e, registered);
         ONCE__STAT(e, executed_turns);
-        once__count_turn_end(e, &h->rec);
         once__notify(e, &h->rec);
+        once__count_turn_end(e, &h->rec);   /* counted once followers were told */
     }
     rc = once__store_rc(e, rc);
     void (*landed)(void *, int) = h->landed;
