@@ -92,7 +92,8 @@
  *                            not shrink; a new handle's pass changes nothing;
  *                            the check counts them whole; an update writes
  *                            the task whole again; compact=off leaves all;
- *                            bad compact= values are refused
+ *                            bad compact= values are refused; two handles
+ *                            compacting 200 tasks at once compact each
  *   context_index            Redis: create puts a record's list member in its
  *                            context's index, an update that changes the
  *                            context moves it, sweep drops it; the check
@@ -1127,10 +1128,10 @@ static void migrate_from_v1(once_store *s)
     "\"result\":\"TASK_STATE_COMPLETED\"}]}"
 
 /* A task of n events: finished at T0 (push_json may be NULL) or working;
- * "done" carries the echo task's texts, the others "{}" and no journal. */
+ * "done..." carries the echo task's texts, the others "{}" and no journal. */
 static void put_n(once_store *s, const char *id, int done, size_t n, const char *push)
 {
-    int echo = strcmp(id, "done") == 0;
+    int echo = strncmp(id, "done", 4) == 0;
     once_record r;
     st_events e;
 
@@ -1260,6 +1261,49 @@ static void pg_compaction(once_store *s, int off)
     once_record_clear(&r);
     assert_int_equal(packed_whole(s, "compact", "done", PG_ECHO_TASK, "{\"v\":1,\"entries\":[]}"),
                      0);
+}
+
+/* One replica's sweep on its own handle (no cmocka off the main thread):
+ * what it returned. */
+static void *sweep_main(void *arg)
+{
+    size_t n;
+    return (void *)(intptr_t)once_store_sweep(arg, 0, T0 + 1, 16, &n);
+}
+
+/* Two replicas compacting the same tasks at once, each from its own mark:
+ * a batch passes over the rows the other's holds (SKIP LOCKED) and takes
+ * the next; between them every task is compacted, and whole to the check. */
+static void pg_compaction_shared(void)
+{
+    enum { N = 200 };
+    once_store *h[2] = {open_with("compact", 1, "compact=0"), open_with("compact", 0, "compact=0")};
+    once_check_report rep;
+    pthread_t th[2];
+    char id[32];
+    void *rc;
+
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "done-%03d", i);
+        put_n(h[i % 2], id, 1, 3, NULL);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, sweep_main, h[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(pthread_join(th[i], &rc), 0);
+        assert_int_equal((intptr_t)rc, ONCE_OK);
+    }
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_events WHERE payload = ''"), N);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_events"), N);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_tasks WHERE packed IS NOT NULL"),
+                     N);
+    assert_int_equal(packed_whole(h[1], "compact", "done-123", PG_ECHO_TASK, PG_ECHO_JOURNAL), 1);
+    EXPECT_RC(h[0], once_store_check(h[0], &rep), ONCE_OK);
+    assert_string_equal(rep.first_problem, "");
+    assert_int_equal(rep.records, N);
+    assert_int_equal(rep.events, N);
+    once_store_close(h[0]);
+    once_store_close(h[1]);
 }
 
 /* Take schema "specific" back to version 5 (before packed): an open under
@@ -2250,6 +2294,7 @@ static void compaction(void **state)
             pg_compaction(s, off);
             once_store_close(s);
         }
+        pg_compaction_shared();
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             s = NULL;
             url_for(url, sizeof url, 0, "compact", 0);
