@@ -108,7 +108,8 @@ const char *const once__pg_sql[PG_NSTMT] = {
      * key ENOTFOUND, in one round trip. Only lease_until changes: the big
      * values stay where TOAST keeps them, so the new row version costs the
      * same whatever the record's size. "state IN (1, 2)" is
-     * once__state_renewable. */
+     * once__state_renewable (so renew never meets a packed row, which is
+     * a finished task's, and need not clear packed). */
     [PG_RENEW] =
         "WITH up AS (UPDATE once_tasks SET lease_until = $5::int8 "
         "WHERE " P_LIVE_KEY " AND fence = $4::int8 AND lease_owner = $3::bytea "
