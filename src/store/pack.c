@@ -21,8 +21,8 @@ static uint32_t get_u32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int once__pack_texts(once__zip *z, const char *task_json, size_t tl, const char *journal,
-                     size_t jl, unsigned char **out, size_t *outlen)
+int once__pack_texts(once__zip *z, const char *task_json, size_t tl, const char *journal, size_t jl,
+                     unsigned char **out, size_t *outlen)
 {
     size_t raw = tl + (journal ? jl : 0), n = 0;
     unsigned char *buf;

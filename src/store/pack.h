@@ -29,8 +29,8 @@
  * would not be smaller than the texts are (or they are too long for the
  * lengths): the caller keeps them as they are. Else ONCE_OK or
  * ONCE_ENOMEM. */
-int once__pack_texts(once__zip *z, const char *task_json, size_t tl, const char *journal,
-                     size_t jl, unsigned char **out, size_t *outlen);
+int once__pack_texts(once__zip *z, const char *task_json, size_t tl, const char *journal, size_t jl,
+                     unsigned char **out, size_t *outlen);
 
 /* p[0..n), made by once__pack_texts, back into r's task_json and journal
  * (once_malloc'd, NUL-terminated; journal NULL when there was none), in

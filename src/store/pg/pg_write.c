@@ -30,7 +30,7 @@ static pg_store *pgs(once_store *s)
     return (pg_store *)s;
 }
 
-/* p initialised with $1..$20: the record's columns in PG_TASK_COLS order
+/* p initialised with $1..$20: the record's columns in PG_TASK_WRITE_COLS order
  * plus its first digest, which it writes into fd (fd must outlive p). */
 static void bind_record(pg_params *p, const once_record *rec, char *fd)
 {
