@@ -91,7 +91,8 @@
  *                            delivery is owed from, not a text deflate would
  *                            not shrink; a new handle's pass changes nothing;
  *                            the check counts them whole; an update writes
- *                            the task whole again; compact=off leaves all;
+ *                            the task whole again; a damaged packed value
+ *                            is ECORRUPT to a read; compact=off leaves all;
  *                            bad compact= values are refused; two handles
  *                            compacting 200 tasks at once compact each
  *   context_index            Redis: create puts a record's list member in its
@@ -1261,6 +1262,10 @@ static void pg_compaction(once_store *s, int off)
     once_record_clear(&r);
     assert_int_equal(packed_whole(s, "compact", "done", PG_ECHO_TASK, "{\"v\":1,\"entries\":[]}"),
                      0);
+    /* A packed value that is not one (damage behind the store's back) is
+     * ECORRUPT to a read, never a short or empty text. */
+    pg_admin("UPDATE compact.once_tasks SET packed = '\\x01ff'::bytea WHERE task_id = 'tiny'");
+    assert_int_equal(once_store_load(s, "p", "tiny", &r, NULL), ONCE_ECORRUPT);
 }
 
 /* One replica's sweep on its own handle (no cmocka off the main thread):
