@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/alloc_int.h"
+#include "store/pack.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
@@ -90,44 +91,15 @@ static int row_texts(sqlite3_stmt *st, int c, void *obj, const text_col *cols, s
     return rc;
 }
 
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* A compacted task's packed column (sqlite_write.c pack_texts) back into
- * its task_json and journal. */
+/* A compacted task's packed column (sqlite_write.c pack_texts, pack.h)
+ * back into its task_json and journal. */
 static int unpack_texts(sqlite3_stmt *st, int col, once_record *r)
 {
     const unsigned char *p = sqlite3_column_blob(st, col);
     size_t n = (size_t)sqlite3_column_bytes(st, col);
-    if (!p || n < SQ_PACK_HEAD || p[0] != ONCE_ZIP_FORMAT)
-        return p || n == 0 ? ONCE_ECORRUPT : ONCE_ENOMEM;
-    uint32_t tl = get_u32(p + 1), jl = get_u32(p + 5);
-    size_t raw = (size_t)tl + (jl == SQ_PACK_NULL ? 0 : jl);
-    char *text = once_malloc(raw + 2);
-    char *journal = jl == SQ_PACK_NULL ? NULL : once_malloc((size_t)jl + 1);
-    int rc = text && (journal || jl == SQ_PACK_NULL) ? ONCE_OK : ONCE_ENOMEM;
-    once__zip z;
-    memset(&z, 0, sizeof z);
-    if (rc == ONCE_OK)
-        rc = once__zip_inflate(&z, p + SQ_PACK_HEAD, n - SQ_PACK_HEAD, text, raw);
-    once__zip_free(&z);
-    if (rc != ONCE_OK) {
-        once_free(text);
-        once_free(journal);
-        return rc == ONCE_ERROR ? ONCE_ECORRUPT : rc;
-    }
-    if (journal) {
-        memcpy(journal, text + tl, jl);
-        journal[jl] = '\0';
-    }
-    text[tl] = '\0';
-    once_free(r->task_json);
-    once_free(r->journal);
-    r->task_json = text;
-    r->journal = journal;
-    return ONCE_OK;
+    if (!p)
+        return n == 0 ? ONCE_ECORRUPT : ONCE_ENOMEM;
+    return once__unpack_texts(p, n, r);
 }
 
 int once__sq_row_record(sqlite3_stmt *st, int c, once_record *r)

@@ -17,6 +17,7 @@
 
 #include "core/alloc_int.h"
 #include "core/decide.h"
+#include "store/pack.h"
 #include "store/sqlite_int.h"
 #include "store/store_int.h"
 
@@ -265,17 +266,8 @@ static int op_sweep(sq_store *s, sq_conn *w, sq_op *op)
     return rc;
 }
 
-/* The head of tasks.packed: the codec (ONCE_ZIP_FORMAT), then the raw
- * lengths of task_json and journal (SQ_PACK_NULL: a NULL journal), each
- * 4 bytes little-endian, then both texts deflated as one (zip.h). */
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-/* One compacted task's task_json and journal into packed, deflated, when
- * that is smaller (else they stay as they are). */
+/* One compacted task's task_json and journal into packed, deflated (the
+ * layout pack.h gives), when that is smaller (else they stay as they are). */
 static int pack_texts(sq_store *s, sq_conn *w, const char *principal, const char *task_id)
 {
     sqlite3_stmt *st;
@@ -287,28 +279,12 @@ static int pack_texts(sq_store *s, sq_conn *w, const char *principal, const char
     size_t tl = (size_t)sqlite3_column_bytes(st, 0), jl = jn ? (size_t)sqlite3_column_bytes(st, 1) : 0;
     unsigned char *buf = NULL;
     size_t out = 0;
-    if (!tj || tl + jl >= SQ_PACK_NULL)
-        rc = tj ? ONCE_ERANGE : ONCE_ENOMEM;
-    else if (!(buf = once_malloc(SQ_PACK_HEAD + tl + jl)))
-        rc = ONCE_ENOMEM;
-    else
-        rc = once__zip_begin(&s->zip, buf + SQ_PACK_HEAD, tl + jl);
-    if (rc == ONCE_OK)
-        rc = once__zip_add(&s->zip, tj, tl);
-    if (rc == ONCE_OK && jn)
-        rc = once__zip_add(&s->zip, jn, jl);
-    if (rc == ONCE_OK)
-        rc = once__zip_end(&s->zip, &out);
-    if (rc == ONCE_OK) {
-        buf[0] = ONCE_ZIP_FORMAT;
-        put_u32(buf + 1, (uint32_t)tl);
-        put_u32(buf + 5, jn ? (uint32_t)jl : SQ_PACK_NULL);
-    }
+    rc = tj ? once__pack_texts(&s->zip, tj, tl, jn, jl, &buf, &out) : ONCE_ENOMEM;
     rc = done_row(st, rc);
     if (rc == ONCE_OK && (rc = once__sq_stmt(w, SQ_TASK_PACK, &st)) == ONCE_OK) {
         int src = bind_key(st, principal, task_id);
         if (src == SQLITE_OK)
-            src = sqlite3_bind_blob(st, 3, buf, (int)(SQ_PACK_HEAD + out), SQLITE_STATIC);
+            src = sqlite3_bind_blob(st, 3, buf, (int)out, SQLITE_STATIC);
         rc = once__sq_finish(st, src);
     }
     once_free(buf);

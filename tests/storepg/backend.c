@@ -79,7 +79,22 @@
  *                            refused under NO_MIGRATE, then migrated, its
  *                            tasks found by every filter; a schema at version
  *                            1 (before push delivery) is migrated at open,
- *                            its records kept, and push works
+ *                            its records kept, and push works; a schema at
+ *                            version 5 (before packed) is refused under
+ *                            NO_MIGRATE, then migrated, and its finished task
+ *                            compacted and packed, read whole by a handle
+ *                            opened before
+ *   compaction               PostgreSQL, compact=0: the sweep leaves a
+ *                            finished task its last event, emptied, and its
+ *                            texts packed (read back whole), batch after
+ *                            batch; not a running task, not one a push
+ *                            delivery is owed from, not a text deflate would
+ *                            not shrink; a new handle's pass changes nothing;
+ *                            the check counts them whole; an update writes
+ *                            the task whole again; a damaged packed value
+ *                            is ECORRUPT to a read; compact=off leaves all;
+ *                            bad compact= values are refused; two handles
+ *                            compacting 200 tasks at once compact each
  *   context_index            Redis: create puts a record's list member in its
  *                            context's index, an update that changes the
  *                            context moves it, sweep drops it; the check
@@ -1020,19 +1035,22 @@ static void listed_by_filters(once_store *s)
     }
 }
 
-/* Take schema "specific" back to version 4 (before the list indexes): an
+/* Take schema "specific" back to version 4 (before the list indexes and
+ * packed): an
  * open under NO_MIGRATE refuses it, a dry run leaves it so, and an open
  * builds the indexes from the tasks it holds, which the filters find. */
 static void migrate_from_v4(once_store *s)
 {
-    char url[1024], err[256];
+    char url[1024], err[256], want[96];
     int from = -1, to = -1;
 
     pg_admin("DROP INDEX specific.once_tasks_list_ctx, specific.once_tasks_list_state, "
              "specific.once_tasks_list_ctx_state; "
+             "ALTER TABLE specific.once_tasks DROP COLUMN packed; "
              "DELETE FROM specific.once_migrations WHERE version > 4");
     url_for(url, sizeof url, 0, "specific", 0);
-    if (!st_no_migrate_refused(url, "schema is at version 4, this once needs 5", err, sizeof err))
+    snprintf(want, sizeof want, "schema is at version 4, this once needs %d", PG_SCHEMA_VERSION);
+    if (!st_no_migrate_refused(url, want, err, sizeof err))
         fail_msg("open of a version-4 schema under NO_MIGRATE: \"%s\"", err);
     assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 4);
@@ -1048,8 +1066,8 @@ static void migrate_from_v4(once_store *s)
 }
 
 /* Take schema "specific" back to version 1 (what a once without push
- * delivery, journal, replica rows and list indexes left), then open it
- * again: migrations 2 to 5 apply, under the same
+ * delivery, journal, replica rows, list indexes and packed left), then
+ * open it again: migrations 2 to 6 apply, under the same
  * advisory lock, keeping the records; push rows then work. s stays open
  * across it (its pooled connections must cope with the new column). */
 static void migrate_from_v1(once_store *s)
@@ -1060,7 +1078,8 @@ static void migrate_from_v1(once_store *s)
     st_events e;
     once_store *s2;
 
-    pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN push_json, DROP COLUMN journal; "
+    pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN push_json, DROP COLUMN journal, "
+             "DROP COLUMN packed; "
              "DROP TABLE specific.once_push; DROP TABLE specific.once_replicas; "
              "DROP INDEX specific.once_tasks_list_ctx, specific.once_tasks_list_state, "
              "specific.once_tasks_list_ctx_state; "
@@ -1094,6 +1113,229 @@ static void migrate_from_v1(once_store *s)
     assert_non_null(r.push_json);
     assert_string_equal(r.journal, "{\"v\":1}");
     once_record_clear(&r);
+}
+
+/* An echo task's texts as onced keeps them (bench/rest.sh's load): JSON
+ * that deflate with the stores' dictionary makes smaller. */
+#define PG_ECHO_TASK                                                                       \
+    "{\"id\":\"done\",\"contextId\":\"8f1c2b7e-41d0-7a3e-9b62-5c0d8e4f1a27\",\"status\":"      \
+    "{\"state\":\"TASK_STATE_COMPLETED\",\"timestamp\":\"2026-12-05T14:02:11.408Z\"},"          \
+    "\"history\":[{\"messageId\":\"m-7\",\"taskId\":\"done\",\"role\":\"ROLE_USER\",\"parts\":"  \
+    "[{\"text\":\"hi there\"}],\"contextId\":\"8f1c2b7e-41d0-7a3e-9b62-5c0d8e4f1a27\"}],"       \
+    "\"artifacts\":[{\"artifactId\":\"echo\",\"name\":\"echo\",\"parts\":[{\"text\":\"hi there\"}]}]}"
+#define PG_ECHO_JOURNAL                                                                    \
+    "{\"v\":1,\"entries\":[{\"kind\":\"turn\",\"at\":1796479331408,\"replica\":\"pg-1\","      \
+    "\"fence\":1,\"step\":0,\"resumed\":false,\"end\":1796479331409,"                         \
+    "\"result\":\"TASK_STATE_COMPLETED\"}]}"
+
+/* A task of n events: finished at T0 (push_json may be NULL) or working;
+ * "done..." carries the echo task's texts, the others "{}" and no journal. */
+static void put_n(once_store *s, const char *id, int done, size_t n, const char *push)
+{
+    int echo = strncmp(id, "done", 4) == 0;
+    once_record r;
+    st_events e;
+
+    assert_int_equal(st_rec(&r, "p", id, done ? ONCE_STATE_COMPLETED : ONCE_STATE_WORKING,
+                            T0 - 10, echo ? PG_ECHO_TASK : NULL),
+                     0);
+    if (echo)
+        assert_non_null(r.journal = once_strdup(PG_ECHO_JOURNAL));
+    if (done)
+        r.finished_at = T0;
+    r.generation = (int64_t)n;
+    if (push)
+        assert_non_null(r.push_json = once_strdup(push));
+    st_mkev(&e, 1, n, id);
+    EXPECT_RC(s, once_store_create(s, &r, e.ev, n, NULL, NULL), ONCE_OK);
+    once_record_clear(&r);
+}
+
+/* The events id has: how many, the last one's generation and whether its
+ * payload is empty. */
+static size_t events_of(once_store *s, const char *id, int64_t *last, int *empty)
+{
+    once_event_list l;
+    size_t n;
+
+    EXPECT_RC(s, once_store_events(s, "p", id, 0, 0, &l), ONCE_OK);
+    n = l.n;
+    *last = n ? l.v[n - 1].generation : 0;
+    *empty = n && l.v[n - 1].payload[0] == '\0';
+    once_event_list_clear(&l);
+    return n;
+}
+
+/* Whether id's row in schema ns is packed (1) or not (0); either way its
+ * texts load as they were written. */
+static long packed_whole(once_store *s, const char *ns, const char *id, const char *task,
+                         const char *journal)
+{
+    char sql[256];
+    once_record r;
+
+    EXPECT_RC(s, once_store_load(s, "p", id, &r, NULL), ONCE_OK);
+    assert_string_equal(r.task_json, task);
+    if (journal)
+        assert_string_equal(r.journal, journal);
+    else
+        assert_null(r.journal);
+    once_record_clear(&r);
+    snprintf(sql, sizeof sql,
+             "SELECT (packed IS NOT NULL)::int FROM %s.once_tasks WHERE task_id = '%s'::bytea", ns,
+             id);
+    return pg_count(sql);
+}
+
+/* Schema ns with URL parameters extra (after "&"). */
+static once_store *open_with(const char *ns, int reset, const char *extra)
+{
+    char url[1024], err[256];
+    once_store *s = NULL;
+    size_t n;
+
+    url_for(url, sizeof url, 0, ns, reset);
+    n = strlen(url);
+    snprintf(url + n, sizeof url - n, "&%s", extra);
+    if (once_store_open(url, NULL, &s, err, sizeof err) != ONCE_OK)
+        fail_msg("open %s: %s", url, err);
+    return s;
+}
+
+/* What the sweep of a handle opened with compact=0 (off: compact=off) has
+ * left of the tasks put_n made: "done" its last event, emptied, and its
+ * texts packed; "owed" (a push delivery due) and "live" all their events;
+ * "tiny" its last event, its "{}" not packed (no smaller deflated). */
+static void compacted_as_asked(once_store *s, int off)
+{
+    int64_t last;
+    int empty;
+
+    assert_int_equal(events_of(s, "done", &last, &empty), off ? 3 : 1);
+    assert_int_equal(last, 3);
+    assert_int_equal(empty, !off);
+    assert_int_equal(events_of(s, "owed", &last, &empty), 3);
+    assert_false(empty);
+    assert_int_equal(events_of(s, "live", &last, &empty), 2);
+    assert_int_equal(events_of(s, "tiny", &last, &empty), off ? 2 : 1);
+    assert_int_equal(last, 2);
+    assert_int_equal(packed_whole(s, "compact", "done", PG_ECHO_TASK, PG_ECHO_JOURNAL), !off);
+    assert_int_equal(packed_whole(s, "compact", "owed", "{}", NULL), 0);
+    assert_int_equal(packed_whole(s, "compact", "tiny", "{}", NULL), 0);
+}
+
+/* compact=0: the sweep, after retention, leaves a finished task its last
+ * event alone, emptied, and its texts packed, batch after batch from its
+ * mark (max 1: a batch per task); not a running task, not one a push
+ * delivery is still owed from; a handle opened anew walks them again and
+ * changes nothing; the check counts them whole; an update of a packed
+ * task writes it whole again. compact=off leaves all; bad values refused. */
+static void pg_compaction(once_store *s, int off)
+{
+    once_check_report rep;
+    once_record r;
+    size_t n;
+
+    put_n(s, "done", 1, 3, NULL);
+    put_n(s, "owed", 1, 3, "[{\"id\":\"c1\",\"since\":0}]");
+    put_n(s, "live", 0, 2, NULL);
+    put_n(s, "tiny", 1, 2, NULL);
+    EXPECT_RC(s, once_store_sweep(s, 0, T0 + 1, 1, &n), ONCE_OK);
+    assert_int_equal(n, 0); /* nothing entombed: retention is not due */
+    compacted_as_asked(s, off);
+    once_store *again = open_with("compact", 0, off ? "compact=off" : "compact=0");
+    EXPECT_RC(again, once_store_sweep(again, 0, T0 + 1, 100, &n), ONCE_OK);
+    compacted_as_asked(again, off);
+    EXPECT_RC(again, once_store_check(again, &rep), ONCE_OK);
+    assert_string_equal(rep.first_problem, "");
+    assert_int_equal(rep.records, 4);
+    assert_int_equal(rep.events, off ? 10 : 7);
+    once_store_close(again);
+    if (off)
+        return;
+    /* A write after compaction (a replay's journal entry) keeps it whole. */
+    EXPECT_RC(s, once_store_load(s, "p", "done", &r, NULL), ONCE_OK);
+    once_free(r.journal);
+    assert_non_null(r.journal = once_strdup("{\"v\":1,\"entries\":[]}"));
+    r.version++;
+    EXPECT_RC(s, once_store_update(s, &r, r.version - 1, NULL, 0), ONCE_OK);
+    once_record_clear(&r);
+    assert_int_equal(packed_whole(s, "compact", "done", PG_ECHO_TASK, "{\"v\":1,\"entries\":[]}"),
+                     0);
+    /* A packed value that is not one (damage behind the store's back) is
+     * ECORRUPT to a read, never a short or empty text. */
+    pg_admin("UPDATE compact.once_tasks SET packed = '\\x01ff'::bytea WHERE task_id = 'tiny'");
+    assert_int_equal(once_store_load(s, "p", "tiny", &r, NULL), ONCE_ECORRUPT);
+}
+
+/* One replica's sweep on its own handle (no cmocka off the main thread):
+ * what it returned. */
+static void *sweep_main(void *arg)
+{
+    size_t n;
+    return (void *)(intptr_t)once_store_sweep(arg, 0, T0 + 1, 16, &n);
+}
+
+/* Two replicas compacting the same tasks at once, each from its own mark:
+ * a batch passes over the rows the other's holds (SKIP LOCKED) and takes
+ * the next; between them every task is compacted, and whole to the check. */
+static void pg_compaction_shared(void)
+{
+    enum { N = 200 };
+    once_store *h[2] = {open_with("compact", 1, "compact=0"), open_with("compact", 0, "compact=0")};
+    once_check_report rep;
+    pthread_t th[2];
+    char id[32];
+    void *rc;
+
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "done-%03d", i);
+        put_n(h[i % 2], id, 1, 3, NULL);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, sweep_main, h[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(pthread_join(th[i], &rc), 0);
+        assert_int_equal((intptr_t)rc, ONCE_OK);
+    }
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_events WHERE payload = ''"), N);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_events"), N);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_tasks WHERE packed IS NOT NULL"),
+                     N);
+    assert_int_equal(packed_whole(h[1], "compact", "done-123", PG_ECHO_TASK, PG_ECHO_JOURNAL), 1);
+    EXPECT_RC(h[0], once_store_check(h[0], &rep), ONCE_OK);
+    assert_string_equal(rep.first_problem, "");
+    assert_int_equal(rep.records, N);
+    assert_int_equal(rep.events, N);
+    once_store_close(h[0]);
+    once_store_close(h[1]);
+}
+
+/* Take schema "specific" back to version 5 (before packed): an open under
+ * NO_MIGRATE refuses it, an open migrates it, and its finished task is
+ * then compacted and packed like any; s, open across it, reads it whole. */
+static void migrate_from_v5(once_store *s)
+{
+    char url[1024], err[256], want[96];
+    int64_t last;
+    int empty;
+    size_t n;
+
+    put_n(s, "done", 1, 3, NULL);
+    pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN packed; "
+             "DELETE FROM specific.once_migrations WHERE version > 5");
+    url_for(url, sizeof url, 0, "specific", 0);
+    snprintf(want, sizeof want, "schema is at version 5, this once needs %d", PG_SCHEMA_VERSION);
+    if (!st_no_migrate_refused(url, want, err, sizeof err))
+        fail_msg("open of a version-5 schema under NO_MIGRATE: \"%s\"", err);
+    once_store *s2 = open_with("specific", 0, "compact=0");
+    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"),
+                     PG_SCHEMA_VERSION);
+    EXPECT_RC(s2, once_store_sweep(s2, 0, T0 + 1, 100, &n), ONCE_OK);
+    assert_int_equal(events_of(s2, "done", &last, &empty), 1);
+    assert_true(empty);
+    once_store_close(s2);
+    assert_int_equal(packed_whole(s, "specific", "done", PG_ECHO_TASK, PG_ECHO_JOURNAL), 1);
 }
 #endif
 
@@ -2043,6 +2285,35 @@ static void context_index(void **state)
 #endif
 }
 
+static void compaction(void **state)
+{
+    (void)state;
+#ifdef ONCE_HAVE_PG
+    if (g_pg) {
+        static const char *const bad[] = {"compact=soon", "compact=-1", "compact=0&compact=off"};
+        char url[1024], err[256];
+        once_store *s;
+
+        for (int off = 0; off < 2; off++) {
+            s = open_with("compact", 1, off ? "compact=off" : "compact=0");
+            pg_compaction(s, off);
+            once_store_close(s);
+        }
+        pg_compaction_shared();
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            s = NULL;
+            url_for(url, sizeof url, 0, "compact", 0);
+            snprintf(url + strlen(url), sizeof url - strlen(url), "&%s", bad[i]);
+            assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EINVAL);
+            assert_null(s);
+            assert_non_null(strstr(err, "compact"));
+        }
+        return;
+    }
+#endif
+    skip(); /* PostgreSQL's compaction (SQLite's: sqlite/basics) */
+}
+
 static void backend_specific(void **state)
 {
     once_store *s;
@@ -2063,6 +2334,7 @@ static void backend_specific(void **state)
         pg_admin("DELETE FROM specific.once_migrations WHERE version = 999");
         migrate_from_v4(s);
         migrate_from_v1(s);
+        migrate_from_v5(s);
     }
 #endif
 #ifdef ONCE_HAVE_REDIS
@@ -2097,6 +2369,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(keyed_plans),         cmocka_unit_test(change_feed),
         cmocka_unit_test(backend_specific),    cmocka_unit_test(schema_step),
         cmocka_unit_test(list_plans),          cmocka_unit_test(context_index),
+        cmocka_unit_test(compaction),
     };
 
     if (argc < 2 || split_url(argv[1]) != 0) {

@@ -17,6 +17,10 @@
  *                    (N more than pool); 0..16, default 2; 0: every
  *                    write alone (bench/backends.md, "Group commit on by
  *                    default": half the server's CPU per new task)
+ *     compact=MS|off a task finished this long keeps only its last event,
+ *                    emptied, and its texts deflated (default 60000, as
+ *                    SQLite; pg_compact.c); off: finished tasks stay whole
+ *                    until retention
  *     reset=1        TESTS ONLY: empty once's tables in that schema at open
  *                    (the conformance suite opens one URL per case)
  * libpq defaults apply otherwise (PGPASSWORD, ~/.pgpass, connect_timeout
@@ -45,6 +49,8 @@ static int pg_release(once_store *base)
     pg_store *s = (pg_store *)base;
 
     once__batch_conns_destroy(&s->pool, &s->bpool, &s->batch);
+    pthread_mutex_destroy(&s->cmu);
+    once__zip_free(&s->zip);
     once_free(s->conninfo);
     once_free(s);
     return ONCE_OK;
@@ -63,6 +69,29 @@ static int schema_ok(const char *v, size_t n)
     return once__url_name_ok(v, n, 1, PG_SCHEMA_MAX, "_") && !(v[0] >= '0' && v[0] <= '9');
 }
 
+/* compact=MS|off into s->compact_ms (-1: off); *seen says it was given. */
+static int url_compact(pg_store *s, const once__url_param *p, int *seen, char *errbuf,
+                       size_t errlen)
+{
+    long long ms;
+
+    if (*seen) {
+        once__store_errbuf(errbuf, errlen, "postgres URL: compact given twice");
+        return ONCE_EINVAL;
+    }
+    *seen = 1;
+    if (once__url_param_val_is(p, "off")) {
+        s->compact_ms = -1;
+        return ONCE_OK;
+    }
+    if (once__url_param_num(p, 0, PG_COMPACT_MAX_MS, &ms) != 0) {
+        once__store_errbuf(errbuf, errlen, "postgres URL: compact must be milliseconds or off");
+        return ONCE_EINVAL;
+    }
+    s->compact_ms = ms;
+    return ONCE_OK;
+}
+
 /* Split once's parameters off the URL: s->conninfo gets the rest. */
 static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, size_t errlen)
 {
@@ -75,7 +104,7 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
     once__url_param prm;
     char *ci;
     size_t ci_len;
-    int rc;
+    int rc, compact_seen = 0;
 
     if (strncmp(url, "postgres://", 11) != 0 && strncmp(url, "postgresql://", 13) != 0) {
         once__store_errbuf(errbuf, errlen, "postgres store URL must start with postgres://");
@@ -89,6 +118,7 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
     snprintf(s->schema, sizeof s->schema, "public");
     s->pool_max = PG_POOL_DEFAULT;
     s->batch_leaders = PG_BATCH_DEFAULT;
+    s->compact_ms = PG_COMPACT_DEFAULT_MS;
     *reset = 0;
     if (q)
         q++;
@@ -105,6 +135,11 @@ static int parse_url(pg_store *s, const char *url, int *reset, char *errbuf, siz
         } else if ((rc = once__url_param_setting(&prm, nums, sizeof nums / sizeof nums[0],
                                                  "postgres", errbuf, errlen)) != 1) {
             if (rc != ONCE_OK) {
+                once_free(ci);
+                return rc;
+            }
+        } else if (once__url_param_is(&prm, "compact")) {
+            if ((rc = url_compact(s, &prm, &compact_seen, errbuf, errlen)) != ONCE_OK) {
                 once_free(ci);
                 return rc;
             }
@@ -129,6 +164,7 @@ static int pg_parse(once_store *base, const char *url, char *errbuf, size_t errl
 {
     pg_store *s = (pg_store *)base;
 
+    pthread_mutex_init(&s->cmu, NULL); /* first: release destroys it */
     if (!PQisthreadsafe()) {
         once__store_errbuf(errbuf, errlen, "postgres: libpq is not thread-safe");
         return ONCE_EUNSUPPORTED;

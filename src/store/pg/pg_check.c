@@ -5,7 +5,8 @@
  * consistent snapshot even while other replicas write; rows are walked with
  * server-side cursors in batches, so a large registry is never loaded at
  * once. Events are summarised per key in SQL (count, min, max); the primary
- * key makes generations unique, which is what once__check_gapless needs.
+ * key makes generations unique, which is what once__check_gapless and
+ * once__check_compacted need.
  * Delivery rows are compared with push_json in the same snapshot
  * (pg_push.c).
  */
@@ -82,9 +83,11 @@ static int one_row(pg_store *s, pg_conn *c, const PGresult *r, int i, once_check
     rec.finished_at = once__pg_i64(r, i, 13);
     rec.digests = once__pg_i64(r, i, C_DIGESTS) ? empty : NULL;
     rec.task_json = once__pg_i64(r, i, C_TASK_JSON) ? empty : NULL;
-    once__check_record(
-        rep, &rec, nev, once__pg_i64(r, i, C_MAX),
-        once__check_gapless(nev, once__pg_i64(r, i, C_MIN), once__pg_i64(r, i, C_MAX)));
+    int64_t lo = once__pg_i64(r, i, C_MIN), hi = once__pg_i64(r, i, C_MAX);
+    /* A compacted task (pg_compact.c) is whole with its last event alone. */
+    once__check_record(rep, &rec, nev, hi,
+                       once__check_gapless(nev, lo, hi) ||
+                           once__check_compacted(&rec, nev, lo, hi));
     return ONCE_OK;
 }
 

@@ -94,6 +94,15 @@ void once__pg_p_str(pg_params *p, const char *str)
     p->fmt[i] = 1;
 }
 
+void once__pg_p_bytes(pg_params *p, const void *b, size_t n)
+{
+    int i = slot(p);
+
+    p->v[i] = b;
+    p->len[i] = (int)n;
+    p->fmt[i] = 1;
+}
+
 void once__pg_p_null(pg_params *p)
 {
     int i = slot(p);
@@ -233,6 +242,14 @@ int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out)
     if (!out->digests || !out->task_json) {
         once_record_clear(out);
         return ONCE_ECORRUPT;
+    }
+    /* A compacted task (pg_compact.c): its texts from packed. */
+    if (!PQgetisnull(r, row, col0 + PG_TASK_PACKED_COL) &&
+        (rc = once__unpack_texts(
+             (const unsigned char *)PQgetvalue(r, row, col0 + PG_TASK_PACKED_COL),
+             (size_t)PQgetlength(r, row, col0 + PG_TASK_PACKED_COL), out)) != ONCE_OK) {
+        once_record_clear(out);
+        return rc;
     }
     return ONCE_OK;
 }

@@ -6,6 +6,7 @@
  *                classification and the retry loop (once__pg_run)
  *   pg_schema.c  the versioned migrations and every SQL text
  *   pg_write.c   create, update, renew, sweep, purge, meta
+ *   pg_compact.c the sweep's compaction of finished tasks
  *   pg_read.c    load, events, expired_leases, list
  *   pg_check.c   the integrity check
  *   pg_push.c    push delivery rows: sync with push_json, claim, ack, rows,
@@ -20,7 +21,8 @@
  * data-modifying CTEs); the extra reads some slots make (create's loser,
  * update's diagnosis) never write. The exceptions are the writes whose
  * delivery rows must be computed from the stored ones by push_rows.c
- * (create/update of a record carrying push_json, push_ack): they run as one
+ * (create/update of a record carrying push_json, push_ack), and a batch of
+ * compaction, whose rows are packed in C (pg_compact.c): they run as one
  * explicit transaction (once__pg_begin .. once__pg_commit). So a failed
  * statement or an unfinished transaction leaves nothing behind, and "did it
  * commit?" is only ever in doubt when the connection broke while an
@@ -41,12 +43,13 @@
 
 #include "once/store.h"
 #include "store/batch.h"
+#include "store/pack.h"
 #include "store/pool.h"
 #include "store/slots.h"
 #include "store/store_int.h"
 
 #define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
-#define PG_SCHEMA_VERSION 5   /* migrations in pg_schema.c */
+#define PG_SCHEMA_VERSION 6   /* migrations in pg_schema.c */
 #define PG_POOL_DEFAULT 16    /* connections per handle */
 #define PG_POOL_WAIT_MS 30000 /* a caller waits this long for a free connection */
 #define PG_BACKOFF_MIN_MS 50
@@ -54,6 +57,9 @@
 #define PG_ATTEMPTS 3 /* tries of one slot on a broken connection / deadlock */
 #define PG_BATCH_DEFAULT 2 /* batches in flight per handle (URL batch=N; 0: none) */
 #define PG_BATCH_MAX 16
+#define PG_COMPACT_DEFAULT_MS 60000 /* URL compact=MS|off (pg.c), as SQLite's */
+#define PG_COMPACT_MAX_MS (365LL * 24 * 3600 * 1000)
+#define PG_COMPACT_ROUNDS 64        /* batches per sweep (pg_compact.c) */
 
 /* Prepared statements; texts in pg_schema.c. Prepared lazily per connection. */
 typedef enum pg_stmt_id {
@@ -84,6 +90,8 @@ typedef enum pg_stmt_id {
     PG_RENEW,
     PG_REPLICA_PUT,
     PG_REPLICAS,
+    PG_COMPACT,         /* a batch of finished tasks: events trimmed, texts read */
+    PG_PACK,            /* one of them: its texts replaced by packed */
     PG_NSTMT
 } pg_stmt_id;
 /* pg_conn's `prepared` keeps one bit per statement. */
@@ -101,13 +109,17 @@ extern const unsigned char once__pg_writes[PG_NSTMT];
 #define PG_FEED_CHANNEL_SQL "'once.' || current_schema()"
 #define PG_FEED_PAYLOAD_SQL "encode($1::bytea, 'hex') || ':' || encode($2::bytea, 'hex')"
 
-/* Columns of a task row as selected by PG_LOAD and the list queries, in
- * this order (once__pg_row_record reads them from column col0 on). */
-#define PG_TASK_COLS                                                                               \
+/* Columns of a task row as written (PG_CREATE), and as selected by PG_LOAD
+ * and the list queries: those and packed (NULL unless the task was
+ * compacted: then its task_json and journal, pack.h), in this order
+ * (once__pg_row_record reads them from column col0 on). */
+#define PG_TASK_WRITE_COLS                                                                         \
     "principal, task_id, context_id, state, kind, version, generation, fence, step, "              \
     "lease_owner, lease_until, created_at, updated_at, finished_at, digests, task_json, "          \
     "checkpoint, push_json, journal"
-#define PG_TASK_NCOLS 19
+#define PG_TASK_COLS PG_TASK_WRITE_COLS ", packed"
+#define PG_TASK_NCOLS 20
+#define PG_TASK_PACKED_COL 19
 
 /* Columns of a delivery row after its key (pg_push.c decodes them). */
 #define PG_PUSH_COLS                                                                               \
@@ -124,11 +136,20 @@ typedef struct pg_conn {
     int in_tx;            /* inside once__pg_begin: a write is not yet in doubt */
 } pg_conn;
 
+/* Compaction's place on the finished tasks' order (finished_at, key):
+ * every task up to it was compacted or passed over (pg_compact.c). */
+typedef struct pg_mark {
+    int64_t finished_at;
+    char principal[ONCE_PRINCIPAL_MAX + 1];
+    char task_id[ONCE_ID_MAX + 1];
+} pg_mark;
+
 /*
- * The handle. conninfo, schema, pool_max, batch_leaders and base.m are set
- * by open and read-only afterwards; the pool and the batch guard themselves
- * (store/pool.h, store/batch.h). base.errmsg is written through
- * once__store_seterr (its own lock).
+ * The handle. conninfo, schema, pool_max, batch_leaders, compact_ms and
+ * base.m are set by open and read-only afterwards; the pool and the batch
+ * guard themselves (store/pool.h, store/batch.h). mark and zip belong to
+ * whoever holds cmu: one compaction pass at a time (pg_compact.c).
+ * base.errmsg is written through once__store_seterr (its own lock).
  */
 typedef struct pg_store {
     once_store base;
@@ -142,6 +163,11 @@ typedef struct pg_store {
     once__pool bpool;   /* the batches' own connections, one per batch in flight: a
                            batch never waits behind the reads for one */
     once__batch batch;  /* group commit of creates and updates (pg_batch.c) */
+
+    int64_t compact_ms;   /* finished this long: compacted by the sweep; < 0 never */
+    pthread_mutex_t cmu;  /* held by the compaction pass running, if any */
+    pg_mark mark;         /* where the last committed batch stopped */
+    once__zip zip;        /* the pass's deflater */
 } pg_store;
 
 /* ---- pg_conn.c: parameters ---- */
@@ -164,6 +190,7 @@ void once__pg_p_free(pg_params *p);               /* frees blob */
 void once__pg_p_i64(pg_params *p, int64_t x);     /* int8 */
 void once__pg_p_i16(pg_params *p, int x);         /* int2 */
 void once__pg_p_str(pg_params *p, const char *s); /* bytea; NULL binds SQL NULL */
+void once__pg_p_bytes(pg_params *p, const void *b, size_t n); /* bytea of n bytes */
 void once__pg_p_null(pg_params *p);
 /* bytea[] of the payloads ev[0..n) (an empty array when n == 0). */
 int once__pg_p_payloads(pg_params *p, const once_event *ev, size_t n);
@@ -176,7 +203,8 @@ int64_t once__pg_i64(const PGresult *r, int row, int col); /* bool/int2/4/8; NUL
 int once__pg_fixed(const PGresult *r, int row, int col, char *dst, size_t cap);
 /* once_malloc'd copy of a bytea column; SQL NULL gives *out = NULL. */
 int once__pg_dup(const PGresult *r, int row, int col, char **out);
-/* Columns col0 .. col0+17 (PG_TASK_COLS) into *out (zeroed first). */
+/* Columns col0 .. col0+19 (PG_TASK_COLS) into *out (zeroed first); a
+ * packed task's texts come out whole. */
 int once__pg_row_record(const PGresult *r, int row, int col0, once_record *out);
 /* Fills elem (zeroed) from row `row` of r; once__pg_rows' decoder. */
 typedef int (*pg_row_fn)(const PGresult *r, int row, void *elem, void *arg);
@@ -239,6 +267,13 @@ int once__pg_batch_run(void *owner, once__pool_item *it, void *arg);
 /* Run op's statement in a batch: ONCE_OK with op->count once committed,
  * PG_ALONE, or an error (ONCE_ESTORE when the commit is in doubt). */
 int once__pg_batch_write(pg_store *s, pg_bop *op);
+
+/* ---- pg_compact.c ---- */
+
+/* After the sweep's retention: finished tasks past compact_ms keep only
+ * their last event, emptied, and their texts packed. Never fails the
+ * sweep: what a failed batch left is redone by the next pass. */
+void once__pg_compact(pg_store *s, int64_t now, size_t max);
 
 /* ---- pg_schema.c ---- */
 

@@ -28,6 +28,11 @@
  * their target), so an idle claim is one index probe. A tombstone has no
  * push_json and no rows.
  *
+ * A compacted task (version 6, pg_compact.c) keeps its task_json and
+ * journal in packed (pack.h) and an empty task_json and NULL journal in
+ * their columns; every write of a task row sets packed to NULL, so what a
+ * write gives is what a read returns, whole.
+ *
  * State numbers are once_state's: 5..8 are the terminal states.
  */
 #include <stdio.h>
@@ -63,7 +68,8 @@ const char *const once__pg_sql[PG_NSTMT] = {
      * Delivery rows of a push_json are written by pg_push.c in the same
      * transaction. */
     [PG_CREATE] =
-        "WITH ins AS (INSERT INTO once_tasks(" PG_TASK_COLS ", first_digest, tomb, expired_at) "
+        "WITH ins AS (INSERT INTO once_tasks(" PG_TASK_WRITE_COLS ", first_digest, tomb, "
+        "expired_at) "
         "VALUES($1::bytea, $2::bytea, $3::bytea, $4::int2, $5::int2, $6::int8, $7::int8, "
         "$8::int8, $9::int8, $10::bytea, $11::int8, $12::int8, $13::int8, $14::int8, "
         "$15::bytea, $16::bytea, $17::bytea, $18::bytea, $19::bytea, $20::bytea, false, 0) "
@@ -85,8 +91,8 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "step = $9::int8, lease_owner = $10::bytea, lease_until = $11::int8, "
         "created_at = $12::int8, updated_at = $13::int8, finished_at = $14::int8, "
         "digests = $15::bytea, task_json = $16::bytea, checkpoint = $17::bytea, "
-        "push_json = $18::bytea, journal = $19::bytea, first_digest = $20::bytea "
-        "WHERE " P_LIVE_KEY " AND version = $22::int8 AND generation = $23::int8 "
+        "push_json = $18::bytea, journal = $19::bytea, first_digest = $20::bytea, "
+        "packed = NULL WHERE " P_LIVE_KEY " AND version = $22::int8 AND generation = $23::int8 "
         "RETURNING 1), "
         "ev AS (INSERT INTO once_events(principal, task_id, generation, payload) "
         "SELECT $1::bytea, $2::bytea, $23::int8 + e.i, e.p FROM up, "
@@ -102,7 +108,8 @@ const char *const once__pg_sql[PG_NSTMT] = {
      * key ENOTFOUND, in one round trip. Only lease_until changes: the big
      * values stay where TOAST keeps them, so the new row version costs the
      * same whatever the record's size. "state IN (1, 2)" is
-     * once__state_renewable. */
+     * once__state_renewable (so renew never meets a packed row, which is
+     * a finished task's, and need not clear packed). */
     [PG_RENEW] =
         "WITH up AS (UPDATE once_tasks SET lease_until = $5::int8 "
         "WHERE " P_LIVE_KEY " AND fence = $4::int8 AND lease_owner = $3::bytea "
@@ -131,7 +138,7 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "WHERE d.principal = p.principal AND d.task_id = p.task_id), "
         "up AS (UPDATE once_tasks t SET tomb = true, expired_at = $2::int8, "
         "digests = ''::bytea, task_json = ''::bytea, checkpoint = NULL, push_json = NULL, "
-        "journal = NULL, "
+        "journal = NULL, packed = NULL, "
         "lease_owner = ''::bytea, lease_until = 0 FROM picked p "
         "WHERE t.principal = p.principal AND t.task_id = p.task_id RETURNING 1) "
         "SELECT count(*) FROM up",
@@ -211,12 +218,46 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "leases = EXCLUDED.leases, stopped = EXCLUDED.stopped",
     [PG_REPLICAS] = "SELECT id, version, started_at, beat_at, leases, stopped "
                     "FROM once_replicas ORDER BY id",
+    /* $1 finished before, $2..$4 the mark (finished_at, principal,
+     * task_id), $5 max: the next finished tasks in the sweep index's
+     * order. Each not owed a push delivery (an enabled row behind its
+     * target, once_push_due's rows) keeps its last event alone, emptied;
+     * the rows come back with the texts pg_compact.c packs (NULL: owed,
+     * or packed already). SKIP LOCKED: a row another replica's pass or a
+     * write holds is passed over, not waited for (and so no lock order
+     * to agree with the batches, which lock by key). */
+    [PG_COMPACT] =
+        "WITH picked AS (SELECT t.principal, t.task_id, t.generation, t.finished_at, "
+        "EXISTS (SELECT 1 FROM once_push d WHERE d.principal = t.principal "
+        "AND d.task_id = t.task_id AND NOT d.disabled AND d.delivered < d.target) AS owed, "
+        "t.packed IS NULL AS whole, t.task_json, t.journal FROM once_tasks t "
+        "WHERE NOT t.tomb AND t.state >= 5 AND t.finished_at < $1::int8 "
+        "AND (t.finished_at, t.principal, t.task_id) > ($2::int8, $3::bytea, $4::bytea) "
+        "ORDER BY t.finished_at, t.principal, t.task_id LIMIT $5::int8 "
+        "FOR UPDATE OF t SKIP LOCKED), "
+        "gone AS (DELETE FROM once_events e USING picked p WHERE NOT p.owed "
+        "AND e.principal = p.principal AND e.task_id = p.task_id "
+        "AND e.generation < p.generation), "
+        "emptied AS (UPDATE once_events e SET payload = ''::bytea FROM picked p "
+        "WHERE NOT p.owed AND e.principal = p.principal AND e.task_id = p.task_id "
+        "AND e.generation = p.generation AND e.payload <> ''::bytea) "
+        "SELECT principal, task_id, finished_at, "
+        "CASE WHEN whole AND NOT owed THEN task_json END, journal FROM picked "
+        "ORDER BY finished_at, principal, task_id",
+    /* $3 the packed texts of a task PG_COMPACT holds locked. A plain
+     * UPDATE: under MVCC it writes a new row version whatever it changes
+     * (the old one is vacuumed and its space reused), so, unlike SQLite
+     * (sqlite_schema.c SQ_TASK_PACK), there is no shrinking in place to
+     * avoid here. */
+    [PG_PACK] = "UPDATE once_tasks SET task_json = ''::bytea, journal = NULL, "
+                "packed = $3::bytea WHERE " P_LIVE_KEY " AND packed IS NULL",
 };
 /* clang-format on */
 
 const unsigned char once__pg_writes[PG_NSTMT] = {
     [PG_CREATE] = 1,   [PG_UPDATE] = 1,   [PG_SWEEP] = 1,     [PG_PURGE] = 1,
     [PG_META_INSERT] = 1, [PG_PUSH_PUT] = 1, [PG_PUSH_DROP] = 1, [PG_PUSH_CLAIM] = 1,
+    [PG_COMPACT] = 1,  [PG_PACK] = 1,
     /* PG_PUSH_*LOCK lock rows but write nothing a retry could duplicate;
      * PG_RENEW and PG_REPLICA_PUT write, but running either twice leaves
      * what running it once does, so one whose reply was lost is simply
@@ -275,6 +316,10 @@ static const char *const migrations[PG_SCHEMA_VERSION] = {
     " created_at, task_id) WHERE NOT tomb;"
     "CREATE INDEX IF NOT EXISTS once_tasks_list_ctx_state ON once_tasks(principal, context_id,"
     " state, created_at, task_id) WHERE NOT tomb;",
+    /* 6: a compacted task's task_json and journal, deflated (pg_compact.c,
+     * pack.h); NULL for every other row. Adding a nullable column without
+     * a default rewrites nothing. */
+    "ALTER TABLE once_tasks ADD COLUMN packed bytea;",
 };
 
 /* A 63-bit FNV-1a of the schema name: the advisory lock key, so that

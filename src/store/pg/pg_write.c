@@ -1,6 +1,6 @@
 /*
  * pg_write.c -- the PostgreSQL backend's writes: create, update, renew,
- * sweep, purge, meta.
+ * sweep (and then pg_compact.c's compaction), purge, meta.
  *
  * create is one INSERT ... ON CONFLICT DO NOTHING RETURNING whose CTE also
  * inserts the events when (and only when) the row went in; the loser then
@@ -30,7 +30,7 @@ static pg_store *pgs(once_store *s)
     return (pg_store *)s;
 }
 
-/* p initialised with $1..$20: the record's columns in PG_TASK_COLS order
+/* p initialised with $1..$20: the record's columns in PG_TASK_WRITE_COLS order
  * plus its first digest, which it writes into fd (fd must outlive p). */
 static void bind_record(pg_params *p, const once_record *rec, char *fd)
 {
@@ -427,7 +427,13 @@ static int count_rows(once_store *s, pg_stmt_id id, const int64_t *args, int nar
 int once__pg_sweep(once_store *s, int64_t finished_before, int64_t now, size_t max, size_t *n)
 {
     const int64_t args[] = {finished_before, now};
-    return count_rows(s, PG_SWEEP, args, 2, max, n);
+    int rc = count_rows(s, PG_SWEEP, args, 2, max, n);
+
+    /* The answer is the sweep's: what a failed compaction left, the next
+     * sweep redoes. */
+    if (rc == ONCE_OK)
+        once__pg_compact(pgs(s), now, max);
+    return rc;
 }
 
 int once__pg_purge(once_store *s, int64_t expired_before, size_t max, size_t *n)
