@@ -504,8 +504,8 @@ typedef struct once_store_methods {
      * record's generation -- with an empty payload. events then returns
      * that one event for any `after` below it, and the engine hands a
      * reader the task as it ended in its place (engine/follow.c); check
-     * counts such a task as whole. SQLite compacts in its sweep
-     * (sqlite:FILE?compact=MS|off). */
+     * counts such a task as whole. SQLite and PostgreSQL compact in their
+     * sweep (URL setting compact=MS|off). */
     int (*events)(once_store *s, const char *principal, const char *task_id, int64_t after,
                   size_t max, once_event_list *out);
 

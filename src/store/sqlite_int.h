@@ -128,8 +128,6 @@ extern const char *const once__sq_sql[SQ_NSTMT];
 #define SQ_TASK_COLS SQ_TASK_WRITE_COLS ", packed"
 #define SQ_TASK_NCOLS 20
 #define SQ_TASK_PACKED_COL 19
-#define SQ_PACK_HEAD 9                /* tasks.packed: format, two lengths */
-#define SQ_PACK_NULL UINT32_MAX       /* ... the journal's when it is NULL */
 /* Columns of a push_deliveries row after its key (sqlite_push.c decodes). */
 #define SQ_PUSH_COLS                                                                      \
     "config_id, since, delivered, target, attempts, next_attempt_at, lease_owner, "      \
