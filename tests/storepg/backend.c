@@ -1504,7 +1504,9 @@ static void bwrite_join(bwrite *w)
 }
 
 /* A handle allowing one batch in flight, in a fresh namespace holding "r"
- * and "r2" (version 1), with *lead's update of "r" sent and held on the
+ * and "r2" (version 1, context "ctx-0", which their updates keep, as the
+ * engine's do: on Redis an update that moves a task's context is sent
+ * again alone, redis_write.c), with *lead's update of "r" sent and held on the
  * server: the writes that come next queue behind it. PostgreSQL's hold is
  * *lock (pg_unlock lets it go), Redis' a pause (rd_pause(0)). */
 static once_store *batch_held(const char *ns, bwrite *lead, void **lock)
@@ -1525,14 +1527,14 @@ static once_store *batch_held(const char *ns, bwrite *lead, void **lock)
 #ifdef ONCE_HAVE_PG
     if (g_pg) {
         *lock = pg_lock_row(ns, "r");
-        bwrite_start(lead, s, 0, "r", "c", 1);
+        bwrite_start(lead, s, 0, "r", "ctx-0", 1);
         wait_for(lock_waiters_are, 1, "a once backend waiting on a lock");
     }
 #endif
 #ifdef ONCE_HAVE_REDIS
     if (!g_pg) {
         rd_pause(1);
-        bwrite_start(lead, s, 0, "r", "c", 1);
+        bwrite_start(lead, s, 0, "r", "ctx-0", 1);
         wait_for(paused_are, 1, "a paused client");
     }
 #endif
@@ -1567,9 +1569,9 @@ static void batch_outcomes(void **state)
         snprintf(ctx, sizeof ctx, "c%d", i);
         bwrite_start(&dup[i], s, 1, "dup", ctx, 0);
     }
-    bwrite_start(&cas[0], s, 0, "r2", "c", 1);
-    bwrite_start(&cas[1], s, 0, "r2", "c", 1);
-    bwrite_start(&stale, s, 0, "r2", "c", 5);
+    bwrite_start(&cas[0], s, 0, "r2", "ctx-0", 1);
+    bwrite_start(&cas[1], s, 0, "r2", "ctx-0", 1);
+    bwrite_start(&stale, s, 0, "r2", "ctx-0", 5);
     for (i = 0; i < 3; i++)
         bwrite_start(&u[i], s, 1, uniq[i], "c", 0);
     wait_for(queued_are, 10, "ten writes in the batch queue");
@@ -2003,7 +2005,7 @@ static void batch_lost_commit(void **state)
         lock_r2 = pg_lock_row("batchlost", "r2");
         for (i = 0; i < 3; i++)
             bwrite_start(&k[i], s, 1, ids[i], "c", 0);
-        bwrite_start(&upd, s, 0, "r2", "c", 1);
+        bwrite_start(&upd, s, 0, "r2", "ctx-0", 1);
         wait_for(queued_are, 4, "four writes in the batch queue");
         pg_unlock(lock_r);
         bwrite_join(&lead);
