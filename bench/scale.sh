@@ -32,8 +32,10 @@
 #     the no-filter list followed by nextPageToken for 5 pages
 #     (BENCH_CALLS / 5 walks, every page call timed); every answer is
 #     checked (a JSON-RPC error counts as an error, not a time);
-#   - GetTask p50/p99 of BENCH_CALLS tasks picked at random over the whole
-#     fill (IDs rebuilt from the fill's wrk runs; "not found" is an error);
+#   - GetTask p50/p99 of BENCH_CALLS tasks picked at random from the fill
+#     (IDs rebuilt from the fill's wrk runs: a run at random, then a task
+#     from the first half of one of its threads, which favours old tasks
+#     over the last, cached ones; "not found" is an error);
 #   - the new-task rate: wrk -t2 -c64 -d5s "new block", answers that
 #     passed send.lua's checks per second, errors counted (these tasks
 #     stay in the store: the next checkpoint counts them);
