@@ -1,11 +1,14 @@
 -- send.lua -- the wrk script for every row of bench/run.sh.
 --
---   wrk ... -s bench/send.lua URL -- MODE WAIT PREFIX
+--   wrk ... -s bench/send.lua URL -- MODE WAIT PREFIX [CTX/EVERY]
 --
 -- MODE   new     each request a fresh client-minted task: taskId and
 --                messageId "<PREFIX>-<thread>-<n>" (never repeated: PREFIX is
 --                unique per wrk run, <thread> per thread, n counts up), with
 --                A2A-Extensions: urn:once:a2a:idempotency:v1 (onced)
+--        ask     as "new", with the text "ask:more?": the echo executor
+--                answers TASK_STATE_INPUT_REQUIRED (bench/scale.sh's tasks
+--                that stay open, for ListTasks' state filter)
 --        fresh   each request a fresh messageId and no taskId: the server
 --                mints the task (the @a2a-js/sdk peer, which has no
 --                client-minted IDs)
@@ -20,12 +23,16 @@
 --                signature, so a fixed one does
 -- WAIT   ri      configuration.returnImmediately = true
 --        block   no configuration: SendMessage blocks until the task is done
+-- CTX/EVERY  "new" and "ask" only, optional: every EVERY-th request carries
+--        message.contextId CTX (a conversation shared by many tasks, for
+--        ListTasks' context filter); without it no request names a context
 --
 -- Every request is a full JSON-RPC SendMessage with Content-Type and
 -- A2A-Version: 1.0, so client-side work is the same in every row. Besides
 -- wrk's own socket errors and non-2xx count, response() checks each answer:
 --   rpc_err      a JSON-RPC error object (HTTP 200 or not)
 --   not_done     "block" mode, and the task in the answer is not completed
+--                (for "ask": not TASK_STATE_INPUT_REQUIRED)
 --   not_replayed "replay" mode, and Idempotent-Replayed: true is missing
 -- done() prints one machine-readable RESULT line that run.sh parses; its
 -- ok= counts the 2xx answers that passed those checks (bench/gateway.sh
@@ -44,12 +51,19 @@ function init(args)
    wait = args[2] or "block"
    prefix = args[3] or "b"
    tag = prefix .. "-" .. tostring(tindex)
+   ctx, every = nil, 0
+   if args[4] and (mode == "new" or mode == "ask") then
+      ctx, every = string.match(args[4], "^(.+)/(%d+)$")
+      every = tonumber(every or 0)
+   end
+   text = mode == "ask" and "ask:more?" or "hello"
+   want = mode == "ask" and "TASK_STATE_INPUT_REQUIRED" or "TASK_STATE_COMPLETED"
    rpc_err, not_done, not_replayed, checked, ok = 0, 0, 0, 0, 0
    sample = ""
    wrk.method = "POST"
    wrk.headers["Content-Type"] = "application/json"
    wrk.headers["A2A-Version"] = "1.0"
-   if mode == "new" or mode == "replay" then
+   if mode == "new" or mode == "ask" or mode == "replay" then
       wrk.headers["A2A-Extensions"] = "urn:once:a2a:idempotency:v1"
    end
    if mode == "putitem" then
@@ -83,9 +97,12 @@ local function body_for(n)
    if mode ~= "fresh" then
       task = '"taskId":"' .. id .. '",'
    end
+   if ctx and every > 0 and n % every == 0 then
+      task = task .. '"contextId":"' .. ctx .. '",'
+   end
    return '{"jsonrpc":"2.0","id":' .. n .. ',"method":"SendMessage","params":{"message":{' ..
       '"messageId":"' .. id .. '",' .. task ..
-      '"role":"ROLE_USER","parts":[{"text":"hello"}]}' .. conf .. '}}'
+      '"role":"ROLE_USER","parts":[{"text":"' .. text .. '"}]}' .. conf .. '}}'
 end
 
 function request()
@@ -99,8 +116,8 @@ function response(status, headers, body)
    if mode ~= "hello" and string.find(body, '"error"', 1, true) then
       rpc_err = rpc_err + 1
       bad = true
-   elseif wait == "block" and (mode == "new" or mode == "fresh") and
-          not string.find(body, "TASK_STATE_COMPLETED", 1, true) then
+   elseif wait == "block" and (mode == "new" or mode == "fresh" or mode == "ask") and
+          not string.find(body, want, 1, true) then
       not_done = not_done + 1
       bad = true
    elseif mode == "replay" and headers["Idempotent-Replayed"] ~= "true" and
