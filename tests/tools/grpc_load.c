@@ -65,7 +65,8 @@
 
 #include "grpc_load/load.h"
 
-#define RETRY_NS 10000000   /* after a transport error: no busy loop against a server that is gone */
+/* After a transport error: no busy loop against a server that is gone. */
+#define RETRY_NS 10000000
 #define RBUF 65536
 
 const char *load_host = "127.0.0.1";
@@ -317,7 +318,8 @@ static void readable(lconn *c)
         if (r < 0 && errno == EAGAIN)
             return;
         if (r <= 0) {
-            load_note("transport: %s", r == 0 ? "the server closed the connection" : strerror(errno));
+            load_note("transport: %s",
+                      r == 0 ? "the server closed the connection" : strerror(errno));
             call_end(c, CALL_TRANSPORT);
             return;
         }
