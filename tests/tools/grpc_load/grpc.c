@@ -156,10 +156,15 @@ static int check_message(gstate *s, const uint8_t *m, size_t len)
 }
 
 /* The stream ended (code: its RST_STREAM code, 0 when it ended cleanly).
- * The order of the checks is the blocking client's: a status first, then
- * the message, then the replay mark. */
+ * The order of the checks is the blocking client's: a status first (HTTP's,
+ * then gRPC's), then the message, then the replay mark. */
 static int verdict(gstate *s, uint32_t code)
 {
+    if (s->http_status != 200 && code != NGHTTP2_REFUSED_STREAM) {
+        load_note("HTTP %d: not a gRPC answer (grpc-status %d)", s->http_status,
+                  s->has_status ? s->grpc_status : -1);
+        return CALL_STATUS;
+    }
     if (!s->has_status) {
         if (code == NGHTTP2_REFUSED_STREAM)
             load_note("grpc-status 14: stream refused");
