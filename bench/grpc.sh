@@ -19,13 +19,13 @@
 # DefaultRequestHandler + InMemoryTaskStore, echo executor):
 #   peer-jsonrpc    grpc_load -m jsonrpc -k fresh
 #   peer-grpc       grpc_load -m grpc -k fresh (the peer mints task IDs)
-# grpc_load (tests/tools/grpc_load.c) is one client for both bindings: a
-# thread per connection, one blocking call at a time, distinct IDs, every
-# answer checked (a completed Task with the sent taskId); only correct
-# answers count. Before each row the script waits (up to BENCH_QUIET_WAIT
+# grpc_load (tests/tools/grpc_load.c) is one client for both bindings: two
+# threads, each one epoll loop over half the connections, one call in flight
+# per connection, distinct IDs, every answer checked (a completed Task with
+# the sent taskId); only correct answers count. Before each row the script waits (up to BENCH_QUIET_WAIT
 # s) for the 1-minute load average to fall below BENCH_QUIET_LOAD and
-# records it. Per row also the server's CPU per call and, with perf, its
-# fsync + fdatasync calls per call. Prints a markdown table on stdout; raw output and server logs
+# records it. Per row also the server's and the client's CPU per call and,
+# with perf, the server's fsync + fdatasync calls per call. Prints a markdown table on stdout; raw output and server logs
 # in $B/bench-out/grpc-<date-time>/ (SQLite files deleted at the end).
 #
 # With BENCH_CG_N=N (0: off) it then counts instructions per new blocking
@@ -111,14 +111,16 @@ perf_end() {
     END { if (ok && n > 0) printf "%.3f", s / n; else print "-" }' "$OUT/$1.perfstat" 2>/dev/null)
 }
 
-# cpu_cols NAME S0 S1 T0 T1 CALLS: the server's CPU (ticks S0..S1) per call
-# made, and the server's and the client's (bash time in $OUT/NAME.time)
-# shares of one CPU over T0..T1 (ns); then NAME joins the table.
+# cpu_cols NAME S0 S1 T0 T1 CALLS: the server's CPU (ticks S0..S1) and the
+# client's (bash time in $OUT/NAME.time) per call made, and their shares of
+# one CPU over T0..T1 (ns); then NAME joins the table.
 cpu_cols() {
   local name=$1 s0=$2 s1=$3 t0=$4 t1=$5 calls=$6 cu cs
   read -r cu cs <"$OUT/$name.time"
   R[$name.srv_us]=$(awk -v a="$s0" -v b="$s1" -v t="$TCK" -v n="$calls" \
     'BEGIN{ if (n > 0) printf "%.0f", (b-a)/t*1e6/n; else print "-"}')
+  R[$name.cli_us]=$(awk -v u="$cu" -v s="$cs" -v n="$calls" \
+    'BEGIN{ if (n > 0) printf "%.1f", (u+s)*1e6/n; else print "-"}')
   R[$name.cpu]=$(awk -v a="$s0" -v b="$s1" -v t="$TCK" -v u="$cu" -v s="$cs" -v t0="$t0" -v t1="$t1" \
     'BEGIN{e=(t1-t0)/1e9; printf "%.0f/%.0f", 100*(b-a)/t/e, 100*(u+s)/e}')
   ROWS+=("$name")
@@ -283,8 +285,8 @@ if [ "${#ROWS[@]}" -gt 0 ]; then
   echo "$CONNS connections, closed loop, ${WARM}s warm-up discarded, ${DUR}s measured; loopback; client and server share the CPUs."
   echo "Peer: $PEER"
   echo
-  echo "| row | client | correct tasks/s | errors | p50 ms | p99 ms | server CPU µs/call | CPU % srv/client | fsyncs / call | load1 at start | × JSON-RPC (grpc_load, same server) | × JSON-RPC (wrk, same store) | × peer gRPC |"
-  echo "|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+  echo "| row | client | correct tasks/s | errors | p50 ms | p99 ms | server CPU µs/call | client CPU µs/call | CPU % srv/client | fsyncs / call | load1 at start | × JSON-RPC (grpc_load, same server) | × JSON-RPC (wrk, same store) | × peer gRPC |"
+  echo "|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|"
   for n in "${ROWS[@]}"; do
     client="grpc_load -m ${R[$n.mode]:-} -k ${R[$n.kind]:-}"
     [[ $n == *-wrk ]] && client="wrk -t2 -c$CONNS send.lua new block"
@@ -295,7 +297,7 @@ if [ "${#ROWS[@]}" -gt 0 ]; then
       [ "$st" != peer ] && xw=$(ratio "${R[$n.rps]}" "${R[$st-jsonrpc-wrk.rps]:-0}")
       [ "$st" != peer ] && xp=$(ratio "${R[$n.rps]}" "${R[peer-grpc.rps]:-0}")
     fi
-    echo "| $n | $client | ${R[$n.rps]:-} | $(errs "$n") | ${R[$n.p50_ms]:-} | ${R[$n.p99_ms]:-} | ${R[$n.srv_us]:-} | ${R[$n.cpu]:-} | ${R[$n.fsync]:-} | ${R[$n.load]:-} | $xj | $xw | $xp |"
+    echo "| $n | $client | ${R[$n.rps]:-} | $(errs "$n") | ${R[$n.p50_ms]:-} | ${R[$n.p99_ms]:-} | ${R[$n.srv_us]:-} | ${R[$n.cli_us]:-} | ${R[$n.cpu]:-} | ${R[$n.fsync]:-} | ${R[$n.load]:-} | $xj | $xw | $xp |"
   done
   echo
   for n in "${ROWS[@]}"; do
