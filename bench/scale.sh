@@ -54,7 +54,15 @@
 #                     of load at 15k tasks/s and ~10 GB of disk on SQLite)
 #   BENCH_STORES      which stores: sqlite (compact at its default),
 #                     sqlite-c0 (compact=0: at the sweep after a task
-#                     finished), pg                     ("sqlite pg")
+#                     finished), pg, redis, dynamodb    ("sqlite pg")
+#   BENCH_REDIS_URL   the Redis server, database and prefix reset at start
+#                     (redis://127.0.0.1:26379/9?prefix=scale); its bytes
+#                     are INFO memory's used_memory growth since the reset
+#                     (the whole server's: give it a server of its own)
+#   BENCH_DYNAMO_URL  the DynamoDB endpoint, a functional row (dynalite:
+#                     its bytes are not DynamoDB's, so none are printed)
+#                     (dynamodb://scale?region=us-east-1&endpoint=
+#                     http://127.0.0.1:27432&create=1)
 #   BENCH_SQLITE_DIR  where the SQLite files go (default: the output dir);
 #                     they are deleted at the end unless BENCH_KEEP=1
 #   BENCH_PG_URL      the PostgreSQL server
@@ -75,6 +83,8 @@ STORES="${BENCH_STORES:-sqlite pg}"
 SQLDIR="${BENCH_SQLITE_DIR:-$OUT}"
 PG_URL="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:25432/once}"
 PG_SCHEMA="${BENCH_PG_SCHEMA:-scale}"
+REDIS_URL="${BENCH_REDIS_URL:-redis://127.0.0.1:26379/9?prefix=scale}"
+DYNAMO_URL="${BENCH_DYNAMO_URL:-dynamodb://scale?region=us-east-1&endpoint=http://127.0.0.1:27432&create=1}"
 CALLS="${BENCH_CALLS:-200}"
 ASK_CONNS="${BENCH_ASK_CONNS:-4}"
 WORKING="${BENCH_WORKING:-4}"
@@ -308,6 +318,24 @@ bytes_pg() {
     awk -F'|' '{print $1, $2, "-", $3, "-"}'
 }
 
+# The Redis server's used_memory, in bytes (redis-cli with the URL's host,
+# port and database).
+redis_used() {
+  local hp=${REDIS_URL#redis://} db
+  hp=${hp%%\?*}
+  db=${hp#*/}
+  hp=${hp%%/*}
+  redis-cli -h "${hp%:*}" -p "${hp#*:}" -n "${db:-0}" INFO memory |
+    awk -F: '/^used_memory:/ { print $2 + 0 }'
+}
+
+# bytes_redis N: "growth growth/task - - -" (used_memory since the reset).
+bytes_redis() {
+  local n=$1 used
+  used=$(($(redis_used) - REDIS_BASE))
+  echo "$used $((used / n)) - - -"
+}
+
 # run_store NAME URL [DB]: the empty store's rate, then the checkpoints.
 run_store() {
   local name=$1 url=$2 db=${3:-} r0 e0 first="" count n line
@@ -319,6 +347,7 @@ run_store() {
   [ -n "$db" ] && rm -f "$db" "$db-wal" "$db-shm"
   echo "$name 0 $r0 $e0" >>"$OUT/rates.txt"
   start_onced "$name" --store "$url"
+  [ "$name" = redis ] && REDIS_BASE=$(redis_used)   # the prefix reset: empty
   : >"$OUT/$name.ids"
   for count in $COUNTS; do
     working "$WORKING" "$count"
@@ -332,11 +361,12 @@ run_store() {
     first=${first:-$rr}
     local nb
     nb=$(registered "$PORT")
-    if [ -n "$db" ]; then
-      bytes=$(bytes_sqlite "$db" "$nb")
-    else
-      bytes=$(bytes_pg "$nb")
-    fi
+    case $name in
+      sqlite*) bytes=$(bytes_sqlite "$db" "$nb") ;;
+      pg) bytes=$(bytes_pg "$nb") ;;
+      redis) bytes=$(bytes_redis "$nb") ;;
+      *) bytes="0 - - - -" ;;
+    esac
     echo "$name $n $(load1) $line" >>"$OUT/latency.txt"
     echo "$name $n $rr $re $first $r0 $nb $bytes" >>"$OUT/rates.txt"
     log "$name @ $n: $line"
@@ -359,6 +389,8 @@ for s in $STORES; do
       run_store pg "$(pg_url)"
       psql_q "DROP SCHEMA IF EXISTS $PG_SCHEMA CASCADE" || log "could not drop schema $PG_SCHEMA"
       ;;
+    redis) run_store redis "$REDIS_URL&reset=1" ;;
+    dynamodb) run_store dynamodb "$DYNAMO_URL&reset=1" ;;
     *) die "BENCH_STORES: unknown store $s" ;;
   esac
 done
@@ -387,7 +419,7 @@ done <"$OUT/latency.txt"
 echo
 echo "New blocking tasks/s (wrk -t2 -c64 -d5s, answers that passed send.lua's checks) and bytes at rest after it:"
 echo
-echo "| store | tasks | new tasks/s | errors | × first checkpoint | × empty store | tasks after | MB (SQLite: file+WAL; PG: tables+indexes) | bytes / task | per task: tasks, events, indexes (SQLite: dbstat pages) | SQLite pages / task, free / task |"
+echo "| store | tasks | new tasks/s | errors | × first checkpoint | × empty store | tasks after | MB (SQLite: file+WAL; PG: tables+indexes; Redis: used_memory growth; DynamoDB: none) | bytes / task | per task: tasks, events, indexes (SQLite: dbstat pages) | SQLite pages / task, free / task |"
 echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|"
 while read -r store n rr re first r0 nb total per pages parts free; do
   if [ "$n" = 0 ]; then
@@ -395,7 +427,7 @@ while read -r store n rr re first r0 nb total per pages parts free; do
     continue
   fi
   printf '| %s | %s | %s | %s | %.2f | %.2f | %s | %.1f | %s | %s | %s, %s |\n' "$store" "$n" "$rr" "$re" \
-    "$(echo "$rr / $first" | bc -l)" "$(echo "$rr / $r0" | bc -l)" "$nb" "$(echo "$total / 1000000" | bc -l)" \
+    "$(echo "$rr / $first" | bc -l)" "$(echo "$rr / $r0" | bc -l)" "$nb" "$(echo "${total:-0} / 1000000" | bc -l)" \
     "$per" "$parts" "$pages" "$free"
 done <"$OUT/rates.txt"
 echo
