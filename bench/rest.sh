@@ -58,8 +58,8 @@ load() {
 }
 
 # wait_compacted CMD...: compaction runs at each sweep (every second):
-# wait until CMD, which counts the tasks left unpacked plus the events
-# past one per task, prints 0 (5 minutes at most).
+# wait until CMD, which counts what is left to compact, prints 0 (5
+# minutes at most).
 wait_compacted() {
   local left
   for ((i = 0; i < 600; i++)); do
@@ -69,13 +69,16 @@ wait_compacted() {
   done
   die "compaction did not finish: $left rows left"
 }
+# SQLite: the tasks left unpacked plus the events past one per task.
 sq_left() {
   q "$1" "SELECT (SELECT count(*) FROM tasks WHERE packed IS NULL) +
                  (SELECT count(*) - (SELECT count(*) FROM tasks) FROM events)"
 }
+# PostgreSQL keeps no event row of a compacted task (its generation is the
+# row's trimmed): the rows not yet packed or trimmed, plus any event left.
 pg_left() {
-  pq "$1" "SELECT (SELECT count(*) FROM once_tasks WHERE packed IS NULL) +
-                  (SELECT count(*) FROM once_events) - (SELECT count(*) FROM once_tasks)"
+  pq "$1" "SELECT (SELECT count(*) FROM once_tasks WHERE packed IS NULL OR trimmed IS NULL) +
+                  (SELECT count(*) FROM once_events)"
 }
 
 echo "Machine: $(nproc) CPUs, $(uname -sr). Load at start: $(cut -d' ' -f1-3 /proc/loadavg)."
@@ -126,7 +129,8 @@ pg_row() {
             avg(pg_column_size(first_digest))::int, 'lease_owner',
             avg(pg_column_size(lease_owner))::int, 'task_json', avg(pg_column_size(task_json))::int,
             'journal', avg(coalesce(pg_column_size(journal), 0))::int, 'packed',
-            avg(coalesce(pg_column_size(packed), 0))::int FROM once_tasks" >"$OUT/pgcols-$mode.txt"
+            avg(coalesce(pg_column_size(packed), 0))::int, 'trimmed',
+            avg(coalesce(pg_column_size(trimmed), 0))::int FROM once_tasks" >"$OUT/pgcols-$mode.txt"
   pq "$ns" "VACUUM FULL once_tasks, once_events" || die "VACUUM FULL failed"
   pq "$ns" "SELECT relname, pg_relation_size(c.oid) / $n FROM pg_class c JOIN pg_namespace s
             ON s.oid = c.relnamespace WHERE s.nspname = '$ns' ORDER BY 2 DESC" >"$OUT/pgsize-$mode.txt"

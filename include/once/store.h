@@ -501,7 +501,8 @@ typedef struct once_store_methods {
      *
      * Compaction: a backend may let a finished task (terminal state, no
      * push delivery owed) keep only its last event -- the one at the
-     * record's generation -- with an empty payload. events then returns
+     * record's generation -- with an empty payload (PostgreSQL keeps it as
+     * a column of the record's row, not a row). events then returns
      * that one event for any `after` below it, and the engine hands a
      * reader the task as it ended in its place (engine/follow.c); check
      * counts such a task as whole. SQLite and PostgreSQL compact in their

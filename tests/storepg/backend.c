@@ -83,10 +83,15 @@
  *                            version 5 (before packed) is refused under
  *                            NO_MIGRATE, then migrated, and its finished task
  *                            compacted and packed, read whole by a handle
- *                            opened before
+ *                            opened before; a task compacted at version 6
+ *                            (its last event a row) reads the same after
+ *                            migration 7 and is trimmed by the next pass
  *   compaction               PostgreSQL, compact=0: the sweep leaves a
- *                            finished task its last event, emptied, and its
- *                            texts packed (read back whole), batch after
+ *                            finished task no event row, its last one's
+ *                            generation on the row (read back as that event,
+ *                            emptied), its texts packed (read back whole)
+ *                            and its first digest to derive (the tombstone
+ *                            has it), batch after
  *                            batch; not a running task, not one a push
  *                            delivery is owed from, not a text deflate would
  *                            not shrink; a new handle's pass changes nothing;
@@ -1046,7 +1051,7 @@ static void migrate_from_v4(once_store *s)
 
     pg_admin("DROP INDEX specific.once_tasks_list_ctx, specific.once_tasks_list_state, "
              "specific.once_tasks_list_ctx_state; "
-             "ALTER TABLE specific.once_tasks DROP COLUMN packed; "
+             "ALTER TABLE specific.once_tasks DROP COLUMN packed, DROP COLUMN trimmed; "
              "DELETE FROM specific.once_migrations WHERE version > 4");
     url_for(url, sizeof url, 0, "specific", 0);
     snprintf(want, sizeof want, "schema is at version 4, this once needs %d", PG_SCHEMA_VERSION);
@@ -1079,7 +1084,7 @@ static void migrate_from_v1(once_store *s)
     once_store *s2;
 
     pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN push_json, DROP COLUMN journal, "
-             "DROP COLUMN packed; "
+             "DROP COLUMN packed, DROP COLUMN trimmed; "
              "DROP TABLE specific.once_push; DROP TABLE specific.once_replicas; "
              "DROP INDEX specific.once_tasks_list_ctx, specific.once_tasks_list_state, "
              "specific.once_tasks_list_ctx_state; "
@@ -1222,6 +1227,58 @@ static void compacted_as_asked(once_store *s, int off)
     assert_int_equal(packed_whole(s, "compact", "done", PG_ECHO_TASK, PG_ECHO_JOURNAL), !off);
     assert_int_equal(packed_whole(s, "compact", "owed", "{}", NULL), 0);
     assert_int_equal(packed_whole(s, "compact", "tiny", "{}", NULL), 0);
+    /* Trimmed: no event row left, the last event's generation on the row
+     * (what events gave back above), first_digest left to the sweep. */
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_events "
+                              "WHERE task_id IN ('done', 'tiny')"),
+                     off ? 5 : 0);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_tasks WHERE "
+                              "task_id = 'done' AND trimmed = 3 AND first_digest = ''"),
+                     !off);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_tasks WHERE "
+                              "task_id = 'tiny' AND trimmed = 2 AND first_digest = ''"),
+                     !off);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_tasks WHERE trimmed IS NOT NULL "
+                              "AND task_id IN ('owed', 'live')"),
+                     0);
+}
+
+/* The events of a trimmed task after g: its last one (3), emptied, for any
+ * g below it, none from it on; a limit of 1 still finds it. */
+static void trimmed_events(once_store *s)
+{
+    once_event_list l;
+
+    for (int64_t g = 0; g <= 3; g++) {
+        EXPECT_RC(s, once_store_events(s, "p", "done", g, g == 1 ? 1 : 0, &l), ONCE_OK);
+        assert_int_equal(l.n, g < 3 ? 1 : 0);
+        if (l.n) {
+            assert_int_equal(l.v[0].generation, 3);
+            assert_string_equal(l.v[0].payload, "");
+        }
+        once_event_list_clear(&l);
+    }
+}
+
+/* Retention after compaction: the sweep's tombstone of a trimmed task has
+ * the first digest its digest line gave (TASK_EXPIRED for the same
+ * request, not a conflict), and no trimmed generation left. */
+static void trimmed_entombed(once_store *s)
+{
+    char hex[ONCE_DIGEST_HEX + 1];
+    once_tombstone t;
+    once_record r;
+    size_t n;
+
+    st_hex(hex, 'a');
+    EXPECT_RC(s, once_store_sweep(s, T0 + 1, T0 + 2, 100, &n), ONCE_OK);
+    assert_int_equal(n, 3); /* done, owed, tiny */
+    memset(&t, 0, sizeof t);
+    assert_int_equal(once_store_load(s, "p", "tiny", &r, &t), ONCE_ETOMBSTONE);
+    assert_string_equal(t.first_digest, hex);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_tasks WHERE trimmed IS NOT NULL "
+                              "OR (tomb AND first_digest = '')"),
+                     0);
 }
 
 /* compact=0: the sweep, after retention, leaves a finished task its last
@@ -1253,6 +1310,7 @@ static void pg_compaction(once_store *s, int off)
     once_store_close(again);
     if (off)
         return;
+    trimmed_events(s);
     /* A write after compaction (a replay's journal entry) keeps it whole. */
     EXPECT_RC(s, once_store_load(s, "p", "done", &r, NULL), ONCE_OK);
     once_free(r.journal);
@@ -1266,6 +1324,8 @@ static void pg_compaction(once_store *s, int off)
      * ECORRUPT to a read, never a short or empty text. */
     pg_admin("UPDATE compact.once_tasks SET packed = '\\x01ff'::bytea WHERE task_id = 'tiny'");
     assert_int_equal(once_store_load(s, "p", "tiny", &r, NULL), ONCE_ECORRUPT);
+    pg_admin("UPDATE compact.once_tasks SET packed = NULL WHERE task_id = 'tiny'");
+    trimmed_entombed(s);
 }
 
 /* One replica's sweep on its own handle (no cmocka off the main thread):
@@ -1298,8 +1358,8 @@ static void pg_compaction_shared(void)
         assert_int_equal(pthread_join(th[i], &rc), 0);
         assert_int_equal((intptr_t)rc, ONCE_OK);
     }
-    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_events WHERE payload = ''"), N);
-    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_events"), N);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_tasks WHERE trimmed = 3"), N);
+    assert_int_equal(pg_count("SELECT count(*) FROM compact.once_events"), 0);
     assert_int_equal(pg_count("SELECT count(*) FROM compact.once_tasks WHERE packed IS NOT NULL"),
                      N);
     assert_int_equal(packed_whole(h[1], "compact", "done-123", PG_ECHO_TASK, PG_ECHO_JOURNAL), 1);
@@ -1322,7 +1382,7 @@ static void migrate_from_v5(once_store *s)
     size_t n;
 
     put_n(s, "done", 1, 3, NULL);
-    pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN packed; "
+    pg_admin("ALTER TABLE specific.once_tasks DROP COLUMN packed, DROP COLUMN trimmed; "
              "DELETE FROM specific.once_migrations WHERE version > 5");
     url_for(url, sizeof url, 0, "specific", 0);
     snprintf(want, sizeof want, "schema is at version 5, this once needs %d", PG_SCHEMA_VERSION);
@@ -1334,6 +1394,48 @@ static void migrate_from_v5(once_store *s)
     EXPECT_RC(s2, once_store_sweep(s2, 0, T0 + 1, 100, &n), ONCE_OK);
     assert_int_equal(events_of(s2, "done", &last, &empty), 1);
     assert_true(empty);
+    once_store_close(s2);
+    assert_int_equal(packed_whole(s, "specific", "done", PG_ECHO_TASK, PG_ECHO_JOURNAL), 1);
+}
+
+/* Take schema "specific" back to version 6 with "done" compacted as
+ * version 6 left a task (its last event kept as a row, emptied; its first
+ * digest stored): the migration keeps it readable (one event, the check
+ * counts it whole), and the next pass trims it (the row goes, trimmed
+ * takes its generation) without losing the event a read gives. */
+static void migrate_from_v6(once_store *s)
+{
+    once_check_report rep;
+    int64_t last;
+    int empty;
+    size_t n;
+
+    pg_admin("INSERT INTO specific.once_events(principal, task_id, generation, payload) "
+             "SELECT principal, task_id, trimmed, ''::bytea FROM specific.once_tasks "
+             "WHERE task_id = 'done'; "
+             "UPDATE specific.once_tasks SET first_digest = substring(digests from 1 for 64) "
+             "WHERE task_id = 'done'; "
+             "ALTER TABLE specific.once_tasks DROP COLUMN trimmed; "
+             "DELETE FROM specific.once_migrations WHERE version > 6");
+    once_store *s2 = open_with("specific", 0, "compact=off");
+    assert_int_equal(pg_count("SELECT max(version) FROM specific.once_migrations"),
+                     PG_SCHEMA_VERSION);
+    assert_int_equal(events_of(s2, "done", &last, &empty), 1);
+    assert_true(empty);
+    assert_int_equal(last, 3);
+    EXPECT_RC(s2, once_store_check(s2, &rep), ONCE_OK);
+    assert_string_equal(rep.first_problem, "");
+    once_store_close(s2);
+    s2 = open_with("specific", 0, "compact=0");
+    EXPECT_RC(s2, once_store_sweep(s2, 0, T0 + 1, 100, &n), ONCE_OK);
+    assert_int_equal(pg_count("SELECT count(*) FROM specific.once_events WHERE task_id = 'done'"),
+                     0);
+    assert_int_equal(pg_count("SELECT count(*) FROM specific.once_tasks WHERE task_id = 'done' "
+                              "AND trimmed = 3 AND first_digest = ''"),
+                     1);
+    assert_int_equal(events_of(s, "done", &last, &empty), 1);
+    assert_true(empty);
+    assert_int_equal(last, 3);
     once_store_close(s2);
     assert_int_equal(packed_whole(s, "specific", "done", PG_ECHO_TASK, PG_ECHO_JOURNAL), 1);
 }
@@ -2337,6 +2439,7 @@ static void backend_specific(void **state)
         migrate_from_v4(s);
         migrate_from_v1(s);
         migrate_from_v5(s);
+        migrate_from_v6(s);
     }
 #endif
 #ifdef ONCE_HAVE_REDIS

@@ -6,7 +6,8 @@
  * server-side cursors in batches, so a large registry is never loaded at
  * once. Events are summarised per key in SQL (count, min, max); the primary
  * key makes generations unique, which is what once__check_gapless and
- * once__check_compacted need.
+ * once__check_compacted need; a trimmed row's event (pg_compact.c) is
+ * counted as the row it stands for.
  * Delivery rows are compared with push_json in the same snapshot
  * (pg_push.c).
  */
@@ -25,7 +26,9 @@ static const char rows_sql[] =
     "t.finished_at, t.digests IS NOT NULL, t.task_json IS NOT NULL, t.tomb, t.first_digest, "
     "t.expired_at, coalesce(e.n, 0), coalesce(e.mn, 0), coalesce(e.mx, 0) "
     "FROM once_tasks t LEFT JOIN (SELECT principal, task_id, count(*)::int8 AS n, "
-    "min(generation) AS mn, max(generation) AS mx FROM once_events "
+    "min(generation) AS mn, max(generation) AS mx FROM (SELECT principal, task_id, generation "
+    "FROM once_events UNION ALL SELECT principal, task_id, trimmed FROM once_tasks "
+    "WHERE trimmed IS NOT NULL) g "
     "GROUP BY principal, task_id) e ON e.principal = t.principal AND e.task_id = t.task_id";
 
 static const char orphans_sql[] =

@@ -3,22 +3,26 @@
  * (store.h, the events slot's "Compaction"; docs/design.md section 7),
  * run by the sweep slot after retention (pg_write.c).
  *
- * A task finished compact_ms ago keeps only its last event, the one at
- * the record's generation, with an empty payload ("is there an event
+ * A task finished compact_ms ago keeps no event row: the row's trimmed
+ * column holds the generation of its last event, which a read of its
+ * events gives back with an empty payload (PG_EVENTS: "is there an event
  * after generation g" answers as before, and the check counts the task
- * whole), and its task_json and journal deflated into packed (pack.h)
- * when that is smaller; a read unpacks them (pg_conn.c). A task a push
- * delivery is still owed from is passed over: the deliverer reads its
- * events.
+ * whole, as SQLite's one kept row). Its task_json and journal are
+ * deflated into packed (pack.h) when that is smaller, and its first_digest
+ * is left for the sweep to derive where the digest line gives it; a read
+ * unpacks the texts (pg_conn.c). What stays is about 900 bytes of a
+ * trivial task, indexes included (bench/README.md, "Bytes at rest"). A
+ * task a push delivery is still owed from is passed over: the deliverer
+ * reads its events.
  *
  * The pass walks the finished tasks in the sweep index's order
  * (finished_at, principal, task_id) from a mark in the handle, in batches
  * of the sweep's max, each one transaction (PG_COMPACT locks and trims
- * them, PG_PACK rewrites each row, COMMIT), until a batch comes back short
+ * them, PG_TRIM rewrites each row, COMMIT), until a batch comes back short
  * or after PG_COMPACT_ROUNDS. The mark moves only when a batch committed:
  * a batch that failed, or whose COMMIT is in doubt, is walked again by the
  * next pass, and doing it twice is harmless (a trimmed task loses nothing
- * more, a packed one is not packed again). A restarted onced starts from
+ * more, a trimmed and packed one is not written again). A restarted onced starts from
  * the beginning and finds those done with nothing to do but the read.
  *
  * Rows another transaction holds are passed over (SKIP LOCKED in
@@ -33,7 +37,7 @@
 #include "store/store_int.h"
 
 /* PG_COMPACT's columns. */
-enum { C_PRINCIPAL, C_TASK_ID, C_FINISHED_AT, C_TASK_JSON, C_JOURNAL };
+enum { C_PRINCIPAL, C_TASK_ID, C_FINISHED_AT, C_TASK_JSON, C_JOURNAL, C_UNTRIMMED };
 
 typedef struct compact_arg {
     int64_t before; /* finished before this: compacted */
@@ -43,31 +47,37 @@ typedef struct compact_arg {
     size_t seen;    /* out: the tasks it looked at */
 } compact_arg;
 
-/* Row i's texts into packed, when the row brought them (not owed, not
- * packed already) and deflate makes them smaller. */
-static int pack_row(pg_store *s, pg_conn *c, const PGresult *r, int i, const pg_mark *key)
+/* Row i trimmed (PG_COMPACT deleted its events) and its texts into packed,
+ * when the row brought them (not owed, not packed already) and deflate
+ * makes them smaller; a row already both is not written. */
+static int trim_row(pg_store *s, pg_conn *c, const PGresult *r, int i, const pg_mark *key)
 {
     const char *journal = NULL;
-    unsigned char *buf;
-    size_t n, jl = 0;
+    unsigned char *buf = NULL;
+    size_t n = 0, jl = 0;
     pg_params p;
     int rc;
 
-    if (PQgetisnull(r, i, C_TASK_JSON))
-        return ONCE_OK;
-    if (!PQgetisnull(r, i, C_JOURNAL)) {
-        journal = PQgetvalue(r, i, C_JOURNAL);
-        jl = (size_t)PQgetlength(r, i, C_JOURNAL);
+    if (!PQgetisnull(r, i, C_TASK_JSON)) {
+        if (!PQgetisnull(r, i, C_JOURNAL)) {
+            journal = PQgetvalue(r, i, C_JOURNAL);
+            jl = (size_t)PQgetlength(r, i, C_JOURNAL);
+        }
+        rc = once__pack_texts(&s->zip, PQgetvalue(r, i, C_TASK_JSON),
+                              (size_t)PQgetlength(r, i, C_TASK_JSON), journal, jl, &buf, &n);
+        if (rc != ONCE_OK && rc != ONCE_ERANGE) /* ERANGE: it would not be smaller */
+            return rc;
     }
-    rc = once__pack_texts(&s->zip, PQgetvalue(r, i, C_TASK_JSON),
-                          (size_t)PQgetlength(r, i, C_TASK_JSON), journal, jl, &buf, &n);
-    if (rc != ONCE_OK)
-        return rc == ONCE_ERANGE ? ONCE_OK : rc; /* ERANGE: it would not be smaller */
+    if (buf == NULL && once__pg_i64(r, i, C_UNTRIMMED) == 0)
+        return ONCE_OK;
     once__pg_p_init(&p);
     once__pg_p_str(&p, key->principal);
     once__pg_p_str(&p, key->task_id);
-    once__pg_p_bytes(&p, buf, n);
-    rc = once__pg_exec_done(s, c, PG_PACK, &p);
+    if (buf != NULL)
+        once__pg_p_bytes(&p, buf, n);
+    else
+        once__pg_p_null(&p);
+    rc = once__pg_exec_done(s, c, PG_TRIM, &p);
     once_free(buf);
     return rc;
 }
@@ -108,7 +118,7 @@ static int batch_fn(pg_store *s, pg_conn *c, void *arg)
     for (i = 0; rc == ONCE_OK && i < n; i++) {
         rc = row_mark(r, i, &at);
         if (rc == ONCE_OK)
-            rc = pack_row(s, c, r, i, &at);
+            rc = trim_row(s, c, r, i, &at);
     }
     PQclear(r);
     if (rc == ONCE_OK)

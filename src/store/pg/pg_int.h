@@ -49,7 +49,7 @@
 #include "store/store_int.h"
 
 #define PG_SCHEMA_MAX 63      /* PostgreSQL identifier length */
-#define PG_SCHEMA_VERSION 6   /* migrations in pg_schema.c */
+#define PG_SCHEMA_VERSION 7   /* migrations in pg_schema.c */
 #define PG_POOL_DEFAULT 16    /* connections per handle */
 #define PG_POOL_WAIT_MS 30000 /* a caller waits this long for a free connection */
 #define PG_BACKOFF_MIN_MS 50
@@ -91,7 +91,7 @@ typedef enum pg_stmt_id {
     PG_REPLICA_PUT,
     PG_REPLICAS,
     PG_COMPACT,         /* a batch of finished tasks: events trimmed, texts read */
-    PG_PACK,            /* one of them: its texts replaced by packed */
+    PG_TRIM,            /* one of them: trimmed, its texts replaced by packed */
     PG_NSTMT
 } pg_stmt_id;
 /* pg_conn's `prepared` keeps one bit per statement. */

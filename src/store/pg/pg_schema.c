@@ -9,7 +9,8 @@
  * record or tombstone, with no window in which a concurrent sweep could let
  * a record and a tombstone coexist. A tombstone row keeps key, first_digest,
  * finished_at and expired_at; its blobs are emptied. first_digest is kept
- * up to date by every write so that sweep is pure SQL.
+ * up to date by every write so that sweep is pure SQL (a compacted row
+ * leaves it to be derived from the digest line: PG_FIRST_DIGEST).
  *
  * Migrations: once_migrations lists applied versions. open takes
  * pg_advisory_xact_lock(key of the schema) in a transaction, creates the
@@ -52,6 +53,17 @@
  * tasks stored (bench/backends.md, "Group commit on by default";
  * storepg/backend keyed_plans). */
 #define P_LIVE_KEY P_KEY " AND tomb IS NOT TRUE"
+
+/* A record's first digest, kept in first_digest so that the sweep writes a
+ * tombstone in pure SQL; a compacted row leaves it empty when the digest
+ * line's first entry (once__digests_append writes its hex at the start) is
+ * it, and the sweep takes it from there (65 bytes a finished task keeps no
+ * longer). */
+#define PG_DIGEST_HEX_SQL "64"
+_Static_assert(ONCE_DIGEST_HEX == 64, "PG_DIGEST_HEX_SQL is ONCE_DIGEST_HEX");
+#define PG_FIRST_DIGEST(t)                                                                       \
+    "CASE WHEN " t ".first_digest = ''::bytea THEN substring(" t ".digests from 1 for "      \
+    PG_DIGEST_HEX_SQL ") ELSE " t ".first_digest END"
 
 #define PG_LIST_SQL(filter, limit)                                                     \
     "SELECT " PG_TASK_COLS " FROM once_tasks WHERE principal = $1::bytea AND NOT tomb" filter \
@@ -117,8 +129,12 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "SELECT (SELECT count(*) FROM up), "
         "EXISTS (SELECT 1 FROM once_tasks WHERE " P_LIVE_KEY ")",
     /* $4 NULL = no limit. */
+    /* A compacted task (trimmed, migration 7) has no event rows: its last
+     * event, emptied, is the row's trimmed generation (pg_compact.c). */
     [PG_EVENTS] = "SELECT generation, payload FROM once_events WHERE " P_KEY
-                  " AND generation > $3::int8 ORDER BY generation LIMIT $4::int8",
+                  " AND generation > $3::int8 UNION ALL SELECT trimmed, ''::bytea "
+                  "FROM once_tasks WHERE " P_LIVE_KEY " AND trimmed > $3::int8 "
+                  "ORDER BY 1 LIMIT $4::int8",
     /* A plain read: claiming is the caller's CAS (store.h). A row lock here
      * would end with this autocommit statement, before any claim, so it
      * would only cost a write per row read and hide rows that other writers
@@ -138,7 +154,7 @@ const char *const once__pg_sql[PG_NSTMT] = {
         "WHERE d.principal = p.principal AND d.task_id = p.task_id), "
         "up AS (UPDATE once_tasks t SET tomb = true, expired_at = $2::int8, "
         "digests = ''::bytea, task_json = ''::bytea, checkpoint = NULL, push_json = NULL, "
-        "journal = NULL, packed = NULL, "
+        "journal = NULL, packed = NULL, trimmed = NULL, first_digest = " PG_FIRST_DIGEST("t") ", "
         "lease_owner = ''::bytea, lease_until = 0 FROM picked p "
         "WHERE t.principal = p.principal AND t.task_id = p.task_id RETURNING 1) "
         "SELECT count(*) FROM up",
@@ -221,43 +237,49 @@ const char *const once__pg_sql[PG_NSTMT] = {
     /* $1 finished before, $2..$4 the mark (finished_at, principal,
      * task_id), $5 max: the next finished tasks in the sweep index's
      * order. Each not owed a push delivery (an enabled row behind its
-     * target, once_push_due's rows) keeps its last event alone, emptied;
-     * the rows come back with the texts pg_compact.c packs (NULL: owed,
-     * or packed already). SKIP LOCKED: a row another replica's pass or a
+     * target, once_push_due's rows) loses its event rows (PG_TRIM then
+     * puts the last one's generation on the row); the rows come back with
+     * the texts pg_compact.c packs (NULL: owed, or packed already) and
+     * whether the row is yet to be trimmed. SKIP LOCKED: a row another replica's pass or a
      * write holds is passed over, not waited for (and so no lock order
      * to agree with the batches, which lock by key). */
     [PG_COMPACT] =
-        "WITH picked AS (SELECT t.principal, t.task_id, t.generation, t.finished_at, "
+        "WITH picked AS (SELECT t.principal, t.task_id, t.finished_at, "
         "EXISTS (SELECT 1 FROM once_push d WHERE d.principal = t.principal "
         "AND d.task_id = t.task_id AND NOT d.disabled AND d.delivered < d.target) AS owed, "
-        "t.packed IS NULL AS whole, t.task_json, t.journal FROM once_tasks t "
+        "t.packed IS NULL AS whole, t.trimmed IS DISTINCT FROM t.generation AS untrimmed, "
+        "t.task_json, t.journal FROM once_tasks t "
         "WHERE NOT t.tomb AND t.state >= 5 AND t.finished_at < $1::int8 "
         "AND (t.finished_at, t.principal, t.task_id) > ($2::int8, $3::bytea, $4::bytea) "
         "ORDER BY t.finished_at, t.principal, t.task_id LIMIT $5::int8 "
         "FOR UPDATE OF t SKIP LOCKED), "
         "gone AS (DELETE FROM once_events e USING picked p WHERE NOT p.owed "
-        "AND e.principal = p.principal AND e.task_id = p.task_id "
-        "AND e.generation < p.generation), "
-        "emptied AS (UPDATE once_events e SET payload = ''::bytea FROM picked p "
-        "WHERE NOT p.owed AND e.principal = p.principal AND e.task_id = p.task_id "
-        "AND e.generation = p.generation AND e.payload <> ''::bytea) "
+        "AND e.principal = p.principal AND e.task_id = p.task_id) "
         "SELECT principal, task_id, finished_at, "
-        "CASE WHEN whole AND NOT owed THEN task_json END, journal FROM picked "
+        "CASE WHEN whole AND NOT owed THEN task_json END, journal, "
+        "untrimmed AND NOT owed FROM picked "
         "ORDER BY finished_at, principal, task_id",
-    /* $3 the packed texts of a task PG_COMPACT holds locked. A plain
-     * UPDATE: under MVCC it writes a new row version whatever it changes
-     * (the old one is vacuumed and its space reused), so, unlike SQLite
-     * (sqlite_schema.c SQ_TASK_PACK), there is no shrinking in place to
-     * avoid here. */
-    [PG_PACK] = "UPDATE once_tasks SET task_json = ''::bytea, journal = NULL, "
-                "packed = $3::bytea WHERE " P_LIVE_KEY " AND packed IS NULL",
+    /* $3 the packed texts, or NULL (they stay as they are), of a task
+     * PG_COMPACT holds locked: trimmed takes the generation (the event
+     * PG_COMPACT deleted last) and first_digest, where it is the digest
+     * line's first, is left for the sweep to derive (PG_FIRST_DIGEST). A
+     * plain UPDATE: under MVCC it writes a new row version whatever it
+     * changes (the old one is vacuumed and its space reused), so, unlike
+     * SQLite (sqlite_schema.c SQ_TASK_PACK), there is no shrinking in
+     * place to avoid here. */
+    [PG_TRIM] = "UPDATE once_tasks SET trimmed = generation, first_digest = CASE WHEN "
+                "first_digest = substring(digests from 1 for " PG_DIGEST_HEX_SQL ") "
+                "THEN ''::bytea ELSE first_digest END, "
+                "task_json = CASE WHEN $3::bytea IS NULL THEN task_json ELSE ''::bytea END, "
+                "journal = CASE WHEN $3::bytea IS NULL THEN journal END, "
+                "packed = coalesce($3::bytea, packed) WHERE " P_LIVE_KEY,
 };
 /* clang-format on */
 
 const unsigned char once__pg_writes[PG_NSTMT] = {
     [PG_CREATE] = 1,   [PG_UPDATE] = 1,   [PG_SWEEP] = 1,     [PG_PURGE] = 1,
     [PG_META_INSERT] = 1, [PG_PUSH_PUT] = 1, [PG_PUSH_DROP] = 1, [PG_PUSH_CLAIM] = 1,
-    [PG_COMPACT] = 1,  [PG_PACK] = 1,
+    [PG_COMPACT] = 1,  [PG_TRIM] = 1,
     /* PG_PUSH_*LOCK lock rows but write nothing a retry could duplicate;
      * PG_RENEW and PG_REPLICA_PUT write, but running either twice leaves
      * what running it once does, so one whose reply was lost is simply
@@ -320,6 +342,12 @@ static const char *const migrations[PG_SCHEMA_VERSION] = {
      * pack.h); NULL for every other row. Adding a nullable column without
      * a default rewrites nothing. */
     "ALTER TABLE once_tasks ADD COLUMN packed bytea;",
+    /* 7: a compacted task keeps no event row: trimmed is the generation of
+     * its last event, which reads synthesize (PG_EVENTS) and the check
+     * counts; NULL for every other row. Its first_digest is then left empty
+     * where the digest line's first gives it (PG_FIRST_DIGEST). Rows
+     * compacted at version 6 keep their event row until a pass trims them. */
+    "ALTER TABLE once_tasks ADD COLUMN trimmed int8;",
 };
 
 /* A 63-bit FNV-1a of the schema name: the advisory lock key, so that
