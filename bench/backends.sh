@@ -54,6 +54,16 @@
 #                     backend's rows (and measures its ceiling again)
 #   BENCH_ONCED_ARGS  more onced flags for every row, e.g. "--turn-workers 16"
 #   BENCH_SOURCE      the code measured, for the title (default: the commit)
+#   BENCH_AUTOGROUP   0 or 1: kernel.sched_autogroup_enabled for the run
+#                     (root; set back at the end); unset: left as it is. The
+#                     value is printed with the load. With it on (Debian's
+#                     default) the kernel shares the CPUs between sessions
+#                     first: PostgreSQL (pg_ctl starts it in a session of its
+#                     own), redis-server, onced, wrk and every other tenant's
+#                     session each get a share, and on these 2 CPUs a runnable
+#                     thread then waited up to ~2 s for one (`perf sched
+#                     latency`): the PostgreSQL replay rows' p99 of 0.4-1.7 s
+#                     (bench/README.md, "The PostgreSQL replay tail")
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -85,6 +95,13 @@ die() { echo "backends.sh: $*" >&2; exit 1; }
 log() { echo "== $*" >&2; }
 
 mkdir -p "$OUT" || die "cannot create $OUT"
+AUTOGROUP_FILE=/proc/sys/kernel/sched_autogroup_enabled
+AUTOGROUP_WAS=$(cat "$AUTOGROUP_FILE" 2>/dev/null || echo -)
+if [ -n "${BENCH_AUTOGROUP:-}" ]; then
+  case $BENCH_AUTOGROUP in 0 | 1) ;; *) die "BENCH_AUTOGROUP is 0 or 1" ;; esac
+  echo "$BENCH_AUTOGROUP" >"$AUTOGROUP_FILE" 2>/dev/null ||
+    die "cannot set $AUTOGROUP_FILE (root only; this kernel may not have it)"
+fi
 START_TIME=$(date +%s)
 START_UPTIME="$(uptime)"
 
@@ -96,6 +113,7 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   [ "$SVC_STARTED" = 1 ] && "$SVC" stop >/dev/null 2>&1
+  [ -n "${BENCH_AUTOGROUP:-}" ] && [ "$AUTOGROUP_WAS" != - ] && echo "$AUTOGROUP_WAS" >"$AUTOGROUP_FILE"
 }
 trap cleanup EXIT
 
@@ -320,7 +338,7 @@ echo
 echo "## bench/backends.sh$([ "$BACKENDS" != "$ALL_BACKENDS" ] && echo " (BENCH_BACKENDS=\"$BACKENDS\")") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}${BENCH_ONCED_ARGS:+, onced $BENCH_ONCED_ARGS}"
 echo
 echo "Machine: $(nproc) CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr); shared."
-echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s."
+echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s. kernel.sched_autogroup_enabled=$(cat "$AUTOGROUP_FILE" 2>/dev/null || echo -)."
 echo "wrk -t2 -c64, ${WARM}s warm-up discarded, ${DUR}s measured, --latency, bench/send.lua (new rows: new $NEW_WAIT); loopback; wrk, onced and the store share the CPUs."
 [ -n "${PG_SETTINGS:-}" ] && echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}'): $PG_SETTINGS. Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'): $REDIS_SETTINGS."
 case " $BACKENDS " in *" dynamodb "*)
@@ -331,12 +349,12 @@ echo "ok/s: answers that were neither an error nor incomplete, per second (a new
 echo
 echo "CPU µs/req: CPU time per request (every request, refusals included) during the measured window, of onced, of the store's server processes (PostgreSQL's, redis-server, dynalite), and of the whole machine (wrk and other tenants included)."
 echo
-echo "| backend | mode | req/s | ok/s | p50 ms | p99 ms | errors | ceiling | ceiling ops/s | onced ok / ceiling | onced ok / memory same mode | CPU µs/req onced | server | machine |"
-echo "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"
+echo "| backend | mode | req/s | ok/s | p50 ms | p99 ms | max ms | errors | ceiling | ceiling ops/s | onced ok / ceiling | onced ok / memory same mode | CPU µs/req onced | server | machine |"
+echo "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"
 for n in "${ROWS[@]}"; do
   be=${n%-*} mode=${n##*-}
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
-    "$(okps "$n")" "${R[$n.p50_ms]:-}" "${R[$n.p99_ms]:-}" "$(errs "$n")" "${CEIL_NAME[$be]:-}" \
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
+    "$(okps "$n")" "${R[$n.p50_ms]:-}" "${R[$n.p99_ms]:-}" "${R[$n.max_ms]:-}" "$(errs "$n")" "${CEIL_NAME[$be]:-}" \
     "${CEIL[$be]:--}" "$(ratio "$(okps "$n")" "${CEIL[$be]:-}")" \
     "$(ratio "$(okps "$n")" "$(okps "memory-$mode")")" "$(us_per "$n" cpu_onced)" \
     "$(us_per "$n" cpu_server)" "$(us_per "$n" cpu_busy)"
