@@ -184,14 +184,46 @@ H=(-H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -H 'A2A-Extensions:
 ticks() { local p; for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done |
   awk '{s += $1} END {print s + 0}'; }
 busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
-# The store server's processes for a backend: PostgreSQL's (every backend,
-# the WAL writer and checkpointer), redis-server, dynalite; none in-process.
+# The store server's processes for a backend, this script's own (not the
+# test services' that may run beside them): PostgreSQL's postmaster and its
+# children (every backend, the WAL writer and checkpointer), redis-server
+# and dynalite on this script's ports; none in-process.
 server_pids() {
+  local pm
   case $1 in
-    postgres) pgrep -u postgres -d ' ' ;;
-    redis) pgrep -x redis-server -d ' ' ;;
-    dynamodb) pgrep -f 'dynalite/cli.js' -d ' ' ;;
+    postgres)
+      pm=$(head -1 "$PGDATA/postmaster.pid" 2>/dev/null) || return 0
+      echo "$pm $(pgrep -P "$pm" -d ' ')" ;;
+    redis) pgrep -f "^redis-server .*:$ONCE_REDIS_PORT\$" -d ' ' ;;
+    dynamodb) pgrep -f "dynalite/cli.js .*--port $ONCE_DYNAMO_PORT( |\$)" -d ' ' ;;
   esac
+}
+
+# fsync and fdatasync calls of the processes given while CMD runs (perf's
+# syscall tracepoints: root and perf, else "-"), into R[NAME.fsyncs]: what
+# a durable row paid, onced's own (SQLite) and its server's (PostgreSQL's WAL
+# writes, Redis' appendfsync) together.
+fsyncs_during() {
+  local name=$1 pids=$2 pstat="$OUT/$1.perfstat" perf_pid=""
+  shift 2
+  if command -v perf >/dev/null && [ -n "$pids" ]; then
+    perf stat -x, -e syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync \
+      -p "$(echo "$pids" | tr -s ' ' ',' | sed 's/^,//; s/,$//')" -o "$pstat" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
+  "$@"
+  if [ -n "$perf_pid" ]; then
+    kill -INT "$perf_pid" 2>/dev/null
+    wait "$perf_pid" 2>/dev/null
+    R[$name.fsyncs]=$(awk -F, '/sys_enter_f/ {n += $1; ok = 1} END { if (ok) print n; else print "-" }' \
+      "$pstat" 2>/dev/null)
+  fi
+}
+
+# wrk_row PORT MODE WAIT PREFIX FILE: the measured window.
+wrk_row() {
+  wrk -t2 -c64 -d"${DUR}s" --timeout 5s --latency -s "$LUA" "http://127.0.0.1:$1/" -- \
+    "$2" "$3" "$4" >"$5" 2>&1
 }
 
 # row NAME STORE MODE: fresh onced, [first send], warm-up, measured wrk.
@@ -220,8 +252,7 @@ row() {
   local srv o0 s0 b0
   srv=$(server_pids "${name%%[-+]*}")
   o0=$(ticks "$pid"); s0=$(ticks $srv); b0=$(busy_ticks)
-  wrk -t2 -c64 -d"${DUR}s" --timeout 5s --latency -s "$LUA" "http://127.0.0.1:$port/" -- \
-    "$mode" "$wait" "$pfx" >"$OUT/$name.wrk" 2>&1
+  fsyncs_during "$name" "$pid $srv" wrk_row "$port" "$mode" "$wait" "$pfx" "$OUT/$name.wrk"
   R[$name.cpu_onced]=$(($(ticks "$pid") - o0))
   [ -n "$srv" ] && R[$name.cpu_server]=$(($(ticks $srv) - s0))
   R[$name.cpu_busy]=$(($(busy_ticks) - b0))
@@ -333,6 +364,12 @@ us_per() {
     'BEGIN{ if (t == "" || n == "" || n == 0) print "-"; else printf "%.0f", t * 1e6 / hz / n}'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a/b}'; }
+# per_ok NAME KEY: the row's count under KEY per correct answer (okps × s).
+per_ok() {
+  local ok
+  ok=$(awk -v r="$(okps "$1")" -v s="${R[$1.seconds]:-}" 'BEGIN{ if (r == "" || s == "") print 0; else print r * s }')
+  awk -v v="${R[$1.$2]:-}" -v n="$ok" 'BEGIN{ if (v == "" || v == "-" || n == 0) print "-"; else printf "%.3f", v / n}'
+}
 
 echo
 echo "## bench/backends.sh$([ "$BACKENDS" != "$ALL_BACKENDS" ] && echo " (BENCH_BACKENDS=\"$BACKENDS\")") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}${BENCH_ONCED_ARGS:+, onced $BENCH_ONCED_ARGS}"
@@ -347,17 +384,17 @@ esac
 echo
 echo "ok/s: answers that were neither an error nor incomplete, per second (a new row's 503 OVERLOADED answers register nothing); both ratios use it."
 echo
-echo "CPU µs/req: CPU time per request (every request, refusals included) during the measured window, of onced, of the store's server processes (PostgreSQL's, redis-server, dynalite), and of the whole machine (wrk and other tenants included)."
+echo "CPU µs/req: CPU time per request (every request, refusals included) during the measured window, of onced, of the store's server processes (PostgreSQL's, redis-server, dynalite: this script's own), and of the whole machine (wrk and other tenants included). fsyncs / ok: fsync and fdatasync calls of onced and the store's server in the window, per correct answer (perf's syscall tracepoints; \"-\" without perf or root)."
 echo
-echo "| backend | mode | req/s | ok/s | p50 ms | p99 ms | max ms | errors | ceiling | ceiling ops/s | onced ok / ceiling | onced ok / memory same mode | CPU µs/req onced | server | machine |"
-echo "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"
+echo "| backend | mode | req/s | ok/s | p50 ms | p99 ms | max ms | errors | ceiling | ceiling ops/s | onced ok / ceiling | onced ok / memory same mode | CPU µs/req onced | server | machine | fsyncs / ok |"
+echo "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
 for n in "${ROWS[@]}"; do
   be=${n%-*} mode=${n##*-}
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$be" "$mode" "${R[$n.rps]:-}" \
     "$(okps "$n")" "${R[$n.p50_ms]:-}" "${R[$n.p99_ms]:-}" "${R[$n.max_ms]:-}" "$(errs "$n")" "${CEIL_NAME[$be]:-}" \
     "${CEIL[$be]:--}" "$(ratio "$(okps "$n")" "${CEIL[$be]:-}")" \
     "$(ratio "$(okps "$n")" "$(okps "memory-$mode")")" "$(us_per "$n" cpu_onced)" \
-    "$(us_per "$n" cpu_server)" "$(us_per "$n" cpu_busy)"
+    "$(us_per "$n" cpu_server)" "$(us_per "$n" cpu_busy)" "$(per_ok "$n" fsyncs)"
 done
 echo
 for n in "${ROWS[@]}"; do
