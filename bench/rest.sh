@@ -6,6 +6,9 @@
 #   bash bench/rest.sh
 #   BENCH_PG_URL=postgres://postgres@127.0.0.1:25432/once bash bench/rest.sh
 #
+# Then a third run with --retention 1s (every task a tombstone a second
+# after it finished): bytes per tombstone, on SQLite and PostgreSQL.
+#
 # For each setting (compact=off, then compact=0: every finished task is
 # compacted at the sweep after it finished), a fresh onced on a fresh file
 # gets blocking new echo tasks from wrk -t2 -c16 (bench/send.lua "new block":
@@ -108,6 +111,32 @@ for mode in off 0; do
   echo "| $mode | $n | $errors | $pages | $tpages, $epages, $ipages | $tpay, $epay | $free | $file |"
 done
 
+# Tombstones: --retention 1s turns each task into one a second after it
+# finished (TASK_EXPIRED for its ID until --tombstone-retention); wait until
+# no task is left, then the same reading per tombstone.
+sq_tasks_left() { q "$1" "SELECT count(*) FROM tasks"; }
+db="$OUT/rest-tomb.db"
+start_onced "onced-tomb" --retention 1s --store "sqlite:$db?compact=0"
+errors=$(load tomb)
+wait_compacted sq_tasks_left "$db"
+stop "$PID" "onced-tomb"
+n=$(q "$db" "SELECT count(*) FROM tombstones")
+q "$db" "SELECT name, sum(pgsize), sum(payload), sum(unused) FROM dbstat GROUP BY name ORDER BY 2 DESC" \
+  >"$OUT/dbstat-tomb.txt"
+read -r pages tbpages ipages tbpay <<<"$(q "$db" "
+  SELECT sum(pgsize) / $n,
+         sum(CASE WHEN name = 'tombstones' THEN pgsize END) / $n,
+         sum(CASE WHEN name NOT IN ('tasks', 'events', 'tombstones') THEN pgsize END) / $n,
+         sum(CASE WHEN name = 'tombstones' THEN payload END) / $n
+  FROM dbstat WHERE name NOT IN ('tasks', 'events')" | tr '|' ' ')"
+free=$(($(q "$db" "PRAGMA freelist_count") * $(q "$db" "PRAGMA page_size") / n))
+echo
+echo "Tombstones (\`--retention 1s\`, every task expired; pages of the tombstones table and its index, the tasks and events tables left empty):"
+echo
+echo "| tombstones | errors | pages / tombstone | of which table, index | row payload / tombstone | freelist / tombstone |"
+echo "|---:|---|---:|---|---:|---:|"
+echo "| $n | $errors | $pages | $tbpages, $ipages | $tbpay | $free |"
+
 size() { pq "$1" "SELECT $2"; }
 
 pg_row() {
@@ -153,6 +182,27 @@ if [ -n "${BENCH_PG_URL:-}" ]; then
   for mode in off 0; do
     pg_row "$mode"
   done
+  # Tombstones: a row of once_tasks each (tomb, its texts emptied), with the
+  # key and the indexes that still hold it (the primary key and the purge
+  # index), after VACUUM FULL.
+  ns=rest_tomb
+  start_onced "onced-pg-tomb" --retention 1s --store "$BENCH_PG_URL?schema=$ns&reset=1&compact=0"
+  errors=$(load pg-tomb)
+  wait_compacted pq "$ns" "SELECT count(*) FROM once_tasks WHERE NOT tomb"
+  stop "$PID" "onced-pg-tomb"
+  pq "$ns" "VACUUM FULL once_tasks, once_events" || die "VACUUM FULL failed"
+  n=$(pq "$ns" "SELECT count(*) FROM once_tasks")
+  read -r total theap tidx trow <<<"$(size "$ns" "(pg_total_relation_size('once_tasks')
+    + pg_total_relation_size('once_events')) / $n, pg_relation_size('once_tasks') / $n,
+    pg_indexes_size('once_tasks') / $n, (SELECT avg(pg_column_size(t.*))::int FROM once_tasks t)" |
+    tr '|' ' ')"
+  echo
+  echo "Tombstones (\`--retention 1s\`), after VACUUM FULL:"
+  echo
+  echo "| tombstones | errors | total / tombstone | heap | indexes | row |"
+  echo "|---:|---|---:|---:|---:|---:|"
+  echo "| $n | $errors | $total | $theap | $tidx | $trow |"
+  pq "$ns" "DROP SCHEMA $ns CASCADE" >/dev/null
 fi
 echo
 echo "Load at end: $(cut -d' ' -f1-3 /proc/loadavg). Raw output: $OUT"
