@@ -19,14 +19,21 @@
 #include "once/once.h"
 #include "store/zip.h"
 
-/* 4 KiB windows and a 512-entry hash: a task's texts (a few hundred bytes
- * each) rarely repeat from further back, and deflateReset clears the whole
- * hash for every text (at memory level 8 that is 64 KiB, more than the
- * compression itself costs; the bytes held per task are the same). Negative:
- * raw deflate (no header, no checksum; the store knows each text's length). */
+/* 4 KiB windows and a 1024-entry hash: a task's texts (a few hundred bytes
+ * each) rarely repeat from further back, and each text starts from a copy
+ * of the whole deflater (zip_copy), window and hash included. Level 3: the
+ * matcher without lazy evaluation and with short chains. Measured on the
+ * map's echo task (tests/unit/test_store_mem_map.c under callgrind, bench/
+ * README.md "The memory store's background cost"): level 9 cost 3.4 times
+ * the matching for 17 bytes less per cold task (594 against 611); levels 1
+ * and 2 gain ~1% of the instructions and lose 2 to 32 bytes; memory level 3
+ * over 2 ends fewer blocks early (each block builds its Huffman trees).
+ * Neither changes the stored format: any raw deflate inflates alike.
+ * Negative: raw deflate (no header, no checksum; the store knows each
+ * text's length). */
 #define ZIP_WBITS (-12)
-#define ZIP_LEVEL 9
-#define ZIP_MEMLEVEL 2
+#define ZIP_LEVEL 3
+#define ZIP_MEMLEVEL 3
 
 /* The member names, states and roles of A2A 1.0 (docs/wire.md) and the
  * store's journal, in the shapes they take in stored JSON: first the rarer
@@ -60,9 +67,18 @@ static const char dict[] =
     "\"TASK_STATE_COMPLETED\",\"timestamp\":\"20\"},\"metadata\":"
     "{\"urn:once:a2a:idempotency:v1\":{\"generation\":4}}}}";
 
+/* zlib's allocations. A stream made by init gets them zeroed (zlib reads
+ * some before it writes them, harmlessly, but valgrind would say so); the
+ * copies of the primed deflater (zip_copy) do not: deflateCopy overwrites
+ * every byte of what it allocates, and zeroing them cost as much as
+ * deflating a task's texts. opaque says which: COPYING, or NULL. */
+static char copying;
+#define COPYING ((voidpf)&copying)
+
 static voidpf zip_alloc(voidpf opaque, uInt items, uInt size)
 {
-    (void)opaque;
+    if (opaque == COPYING)
+        return (size_t)items * size / size == items ? once_malloc((size_t)items * size) : NULL;
     return once_calloc(items, size);
 }
 
@@ -83,53 +99,78 @@ static z_stream *zip_stream(void)
     return zs;
 }
 
-/* What differs between the two directions: zlib's calls for each. */
-typedef struct zip_dir {
-    int (*init)(z_stream *zs);
-    int (*reset)(z_stream *zs);
-    int (*set_dict)(z_stream *zs, const Bytef *dict, uInt len);
-} zip_dir;
-
-static int deflate_init(z_stream *zs)
+/* z->i made on first use, then reset for a new text, with the dictionary
+ * set (raw inflate takes it before the first byte); NULL when out of
+ * memory (z->i stays NULL, so the next call tries again). Setting an
+ * inflater's dictionary is a copy into its window: cheap, unlike a
+ * deflater's (zip_copy). */
+static z_stream *zip_inflater(once__zip *z)
 {
-    return deflateInit2(zs, ZIP_LEVEL, Z_DEFLATED, ZIP_WBITS, ZIP_MEMLEVEL, Z_DEFAULT_STRATEGY);
-}
-
-static int inflate_init(z_stream *zs)
-{
-    return inflateInit2(zs, ZIP_WBITS);
-}
-
-static const zip_dir deflating = {deflate_init, deflateReset, deflateSetDictionary};
-static const zip_dir inflating = {inflate_init, inflateReset, inflateSetDictionary};
-
-/* The stream in *slot (z->d or z->i) made on first use, then reset for a
- * new text, with the dictionary set (raw inflate takes it before the first
- * byte too); NULL when out of memory (*slot stays NULL, so the next call
- * tries again). */
-static z_stream *zip_ready(void **slot, const zip_dir *dir)
-{
-    z_stream *zs = *slot;
+    z_stream *zs = z->i;
 
     if (!zs) {
         if (!(zs = zip_stream()))
             return NULL;
-        if (dir->init(zs) != Z_OK) {
+        if (inflateInit2(zs, ZIP_WBITS) != Z_OK) {
             once_free(zs);
             return NULL;
         }
-        *slot = zs;
-    } else if (dir->reset(zs) != Z_OK) {
+        z->i = zs;
+    } else if (inflateReset(zs) != Z_OK) {
         return NULL;
     }
-    if (dir->set_dict(zs, (const Bytef *)dict, sizeof dict - 1) != Z_OK)
+    if (inflateSetDictionary(zs, (const Bytef *)dict, sizeof dict - 1) != Z_OK)
         return NULL;
+    return zs;
+}
+
+/* z->d made anew as a copy of z->p, a deflater made on first use with the
+ * dictionary set and nothing deflated. Setting a deflater's dictionary
+ * hashes every byte of it (26k instructions a text, measured, more than a
+ * third of deflating an echo task's texts at level 3); the copy is five
+ * allocations and a few memcpy, and is byte for byte the stream
+ * deflateReset and deflateSetDictionary would make, so the output is the
+ * same. NULL when out of memory (z stays usable). */
+static z_stream *zip_copy(once__zip *z)
+{
+    z_stream *p = z->p, *zs = z->d;
+
+    if (!p) {
+        if (!(p = zip_stream()))
+            return NULL;
+        if (deflateInit2(p, ZIP_LEVEL, Z_DEFLATED, ZIP_WBITS, ZIP_MEMLEVEL,
+                         Z_DEFAULT_STRATEGY) != Z_OK) {   /* it freed what it made */
+            once_free(p);
+            return NULL;
+        }
+        if (deflateSetDictionary(p, (const Bytef *)dict, sizeof dict - 1) != Z_OK) {
+            (void)deflateEnd(p);
+            once_free(p);
+            return NULL;
+        }
+        p->opaque = COPYING;   /* for the copies' allocations: see zip_alloc */
+        z->p = p;
+    }
+    if (!zs) {
+        if (!(zs = zip_stream()))
+            return NULL;
+        z->d = zs;
+    } else if (zs->state != Z_NULL) {
+        (void)deflateEnd(zs);
+    }
+    if (deflateCopy(zs, p) != Z_OK) {
+        /* deflateCopy copies p's z_stream first: when its first allocation
+         * fails, zs->state still points at p's state (later failures free
+         * their own and leave NULL). Either way zs owns nothing now. */
+        zs->state = Z_NULL;
+        return NULL;
+    }
     return zs;
 }
 
 int once__zip_begin(once__zip *z, unsigned char *out, size_t cap)
 {
-    z_stream *zs = zip_ready(&z->d, &deflating);
+    z_stream *zs = zip_copy(z);
 
     if (!zs)
         return ONCE_ENOMEM;
@@ -172,7 +213,7 @@ int once__zip_end(once__zip *z, size_t *outlen)
 
 int once__zip_inflate(once__zip *z, const unsigned char *in, size_t n, char *out, size_t rawlen)
 {
-    z_stream *zs = zip_ready(&z->i, &inflating);
+    z_stream *zs = zip_inflater(z);
     int zr;
 
     if (!zs)
@@ -193,13 +234,18 @@ int once__zip_inflate(once__zip *z, const unsigned char *in, size_t n, char *out
 
 void once__zip_free(once__zip *z)
 {
+    if (z->p) {
+        (void)deflateEnd(z->p);
+        once_free(z->p);
+    }
     if (z->d) {
-        (void)deflateEnd(z->d);
+        if (((z_stream *)z->d)->state != Z_NULL)
+            (void)deflateEnd(z->d);
         once_free(z->d);
     }
     if (z->i) {
         (void)inflateEnd(z->i);
         once_free(z->i);
     }
-    z->d = z->i = NULL;
+    z->d = z->i = z->p = NULL;
 }

@@ -7,9 +7,10 @@
  * journal of the tasks it compacts (sqlite_write.c), which outlive the
  * process: the dictionary is a stored format (zip.c).
  *
- * A once__zip holds one deflater and one inflater, made on first use and kept
- * (a deflater holds 160 KiB, see tests/unit/test_store_mem_map.c: one per
- * store, not one per call). It is not thread-safe, but its two halves are
+ * A once__zip holds two deflaters (one primed with the dictionary, copied
+ * for each text: zip.c) and one inflater, made on first use and kept (one
+ * per store, not one per call; tests/unit/test_store_mem_map.c counts
+ * them). It is not thread-safe, but its two halves are
  * apart: the memory store deflates on its sweeper's thread alone (outside
  * its lock) and inflates under its lock. Every allocation, zlib's own included, goes through
  * once_malloc, so fault sweeps reach it; a failed call leaves the once__zip
@@ -25,7 +26,10 @@
 #define ONCE_ZIP_FORMAT 1
 
 typedef struct once__zip {
-    void *d, *i;              /* z_stream *, made on first use */
+    void *d, *i;              /* z_stream *, made on first use: the text being
+                                 deflated, the inflater */
+    void *p;                  /* z_stream *: a deflater with the dictionary set and
+                                 nothing deflated, copied into d for each text */
     size_t cap;               /* the output buffer of the text being deflated */
 } once__zip;
 
