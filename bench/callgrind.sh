@@ -148,10 +148,9 @@ allin() {
   echo
   echo "Per task, inclusive, of the window (Ir / $N):"
   # The store's sweep (its deflating of cold tasks: copy, deflate, swap;
-  # the static functions inline into it), zip.c's three calls (begin:
-  # deflateReset and the dictionary), zlib's own, and the polls.
-  for fn in mem_sweep once__zip_begin once__zip_add once__zip_end deflate deflateSetDictionary \
-            deflateReset once__a2a_h_admin_stats; do
+  # the static functions inline into it), zip.c's three calls (end: the
+  # encoder), and the polls.
+  for fn in mem_sweep once__zip_begin once__zip_add once__zip_end once__a2a_h_admin_stats; do
     awk -v fn="$fn" -v n="$N" '
       $0 ~ /^ *[0-9,]+ \(/ { x = $0; sub(/ \[[^]]*\]$/, "", x); m = x; sub(/^.*:/, "", m)
         if (m == fn || m ~ ("^" fn " ")) { v = $1; gsub(",", "", v); printf "  %-22s %8.0f\n", fn, v / n; exit } }' \
