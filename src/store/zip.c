@@ -84,11 +84,15 @@ static const char dict[] =
 /* What one once__zip keeps between texts (zip.h: z->e), made on first use.
  * head[h]: the newest text position with hash h, as a stamp (base + its
  * offset in the text); a stamp below base is an earlier text's, so the
- * table is never cleared. prev[j]: the stamp before text position j in
- * its chain, or below base: go on in the dictionary's chain, dhead/dprev
- * (positions in dict, -1 ending it), hashed once. buf: the dictionary,
- * then the text (what a match may reach back into); prev has room for
- * cap text positions, buf for DICT_LEN + cap bytes. */
+ * table is never cleared. prev[j % ZIP_WINDOW]: the stamp before text
+ * position j in its chain, or below base: go on in the dictionary's
+ * chain, dhead/dprev (positions in dict, -1 ending it), hashed once. prev
+ * is a ring: a position further back than the window is never a match,
+ * so its slot is reused; a link read from a reused slot still names a
+ * position before the one being matched, and every candidate's bytes are
+ * compared, so it can only make a match shorter, never wrong. buf: the
+ * dictionary, then the text (what a match may reach back into), room for
+ * DICT_LEN + cap bytes. */
 typedef struct zip_enc {
     uint32_t head[1u << HASH_BITS];
     int32_t dhead[1u << HASH_BITS];
@@ -96,8 +100,8 @@ typedef struct zip_enc {
     uint16_t code[288];       /* the fixed literal/length codes, bit-reversed */
     uint8_t bits[288];        /* and their lengths */
     uint8_t dcode[30];        /* the fixed distance codes (5 bits), bit-reversed */
+    uint32_t prev[ZIP_WINDOW];
     uint32_t base;
-    uint32_t *prev;
     unsigned char *buf;
     size_t cap, len;          /* room for text bytes; text bytes in buf now */
     unsigned char *out;       /* begin's out[0..ocap) */
@@ -185,9 +189,7 @@ static zip_enc *enc_make(void)
 
 static void enc_drop_buffers(zip_enc *e)
 {
-    once_free(e->prev);
     once_free(e->buf);
-    e->prev = NULL;
     e->buf = NULL;
     e->cap = 0;
 }
@@ -258,7 +260,7 @@ static unsigned longest(const zip_enc *e, size_t p, size_t end, int64_t c, uint3
             }
         }
         if ((size_t)c >= DICT_LEN) {   /* a text position: its prev, or the dictionary */
-            uint32_t s = e->prev[(size_t)c - DICT_LEN];
+            uint32_t s = e->prev[((size_t)c - DICT_LEN) % ZIP_WINDOW];
             c = s >= e->base ? (int64_t)(s - e->base + DICT_LEN) : e->dhead[h];
         } else {
             c = e->dprev[c];
@@ -286,7 +288,7 @@ static int enc_run(zip_enc *e, size_t *outlen)
         if (end - p >= MIN_MATCH) {
             uint32_t h = hash4(e->buf + p), s = e->head[h];
             int64_t c = s >= e->base ? (int64_t)(s - e->base + DICT_LEN) : e->dhead[h];
-            e->prev[p - DICT_LEN] = s;   /* below base: the dictionary's chain */
+            e->prev[(p - DICT_LEN) % ZIP_WINDOW] = s;   /* below base: the dictionary's chain */
             e->head[h] = e->base + (uint32_t)(p - DICT_LEN);
             len = longest(e, p, end, c, h, &dist);
         }
@@ -315,15 +317,11 @@ int once__zip_begin(once__zip *z, unsigned char *out, size_t cap)
     if (!e && !(e = z->e = enc_make()))
         return ONCE_ENOMEM;
     if (!e->buf || cap > e->cap) {
-        uint32_t *prev = once_malloc((cap ? cap : 1) * sizeof *prev);
-        unsigned char *buf = prev ? once_malloc(DICT_LEN + cap) : NULL;
-        if (!buf) {
-            once_free(prev);
+        unsigned char *buf = once_malloc(DICT_LEN + cap);
+        if (!buf)
             return ONCE_ENOMEM;
-        }
         enc_drop_buffers(e);
         memcpy(buf, dict, DICT_LEN);
-        e->prev = prev;
         e->buf = buf;
         e->cap = cap;
     }
