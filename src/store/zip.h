@@ -7,14 +7,14 @@
  * journal of the tasks it compacts (sqlite_write.c), which outlive the
  * process: the dictionary is a stored format (zip.c).
  *
- * A once__zip holds an encoder (zip.c's own: the dictionary hashed once,
- * ~50 KiB with its buffers) and zlib's inflater, made on first use and kept
- * (one per store, not one per call; tests/unit/test_store_mem_map.c counts
- * them). It is not thread-safe, but its two halves are
- * apart: the memory store deflates on its sweeper's thread alone (outside
- * its lock) and inflates under its lock. Every allocation, zlib's own included, goes through
- * once_malloc, so fault sweeps reach it; a failed call leaves the once__zip
- * usable.
+ * A once__zip holds an encoder (zip.c's own: ~60 KiB of tables, the
+ * dictionary hashed once among them, and a buffer for the text, kept up to
+ * 64 KiB) and zlib's inflater, made on first use and kept (one per store,
+ * not one per call; tests/unit/test_store_mem_map.c counts them). It is
+ * not thread-safe, but its two halves are apart: the memory store deflates
+ * on its sweeper's thread alone (outside its lock) and inflates under its
+ * lock. Every allocation, zlib's own included, goes through once_malloc,
+ * so fault sweeps reach it; a failed call leaves the once__zip usable.
  */
 #ifndef ONCE_STORE_ZIP_H
 #define ONCE_STORE_ZIP_H
