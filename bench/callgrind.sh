@@ -31,6 +31,18 @@
 # thread, a wait); the nonvoluntary ones are preemptions and grow with the
 # machine's load, so compare the voluntary figure across runs (CG_N=2000
 # is a good size).
+#
+#   CG_ALLIN=1 CG_N=1000 bash bench/callgrind.sh [BUILD_DIR]
+#
+# measures a memory-store task all-in instead: `memory:` with its cold
+# path on (the default), 20 uncounted new tasks and the wait until the
+# sweeper has deflated them, counters zeroed; then CG_N new blocking tasks
+# and the wait -- for the store's count of cold tasks (memoryStore.cold in
+# once/admin/stats, polled every CG_POLL seconds, 1), not for a duration --
+# until the sweeper has deflated every one of them, dump. Per task = that
+# whole window (every thread: requests, sweeper, timers, the polls) / CG_N.
+# Prints the row, the deflate's share (the sweeper's cool, inclusive) and
+# the CG_TOP costliest functions of the window, inclusive.
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -86,6 +98,72 @@ wait_up() {
   return 1
 }
 
+cold_tasks() { # PORT: the memory store's count of tasks held deflated
+  curl -s --max-time 60 "http://127.0.0.1:$1/" -H 'Content-Type: application/json' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"once/admin/stats"}' |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["result"]["engine"]["memoryStore"]["cold"])' 2>/dev/null ||
+    echo 0
+}
+
+# wait_cold PORT PID COUNT: until COUNT tasks are cold (CG_COLD_WAIT s at
+# most, 600: a bound for a broken build, not a measure). Prints the polls.
+wait_cold() {
+  local polls=0 until=$((SECONDS + ${CG_COLD_WAIT:-600}))
+  while [ "$(cold_tasks "$1")" -lt "$3" ]; do
+    polls=$((polls + 1))
+    kill -0 "$2" 2>/dev/null && [ "$SECONDS" -lt "$until" ] || { echo "-$polls"; return 1; }
+    sleep "${CG_POLL:-1}"
+  done
+  echo "$polls"
+}
+
+# allin: the CG_ALLIN=1 run (see the head of this file).
+allin() {
+  local port pid ok polls ir f
+  port=$(free_port)
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/cg-allin.%p.out" \
+    "$B/onced" --drain-delay 0 --listen "127.0.0.1:$port" --store memory: --test-admin \
+    --log-level warn >"$OUT/cg-allin.log" 2>&1 &
+  pid=$!
+  PIDS+=("$pid")
+  wait_up "$port" "$pid" || { tail "$OUT/cg-allin.log" >&2; exit 1; }
+  callgrind_control -i on "$pid" >/dev/null 2>&1
+  client "$port" warm 20 new >/dev/null
+  wait_cold "$port" "$pid" 20 >/dev/null || { echo "callgrind.sh: the warm-up never went cold" >&2; exit 1; }
+  callgrind_control -z "$pid" >/dev/null 2>&1
+  ok=$(client "$port" new "$N" new)
+  polls=$(wait_cold "$port" "$pid" $((20 + N))) ||
+    { echo "callgrind.sh: $N tasks not cold after ${CG_COLD_WAIT:-600} s" >&2; exit 1; }
+  callgrind_control -d allin "$pid" >/dev/null 2>&1
+  kill -TERM "$pid"
+  wait "$pid" 2>/dev/null
+  PIDS=()
+  f=$(grep -l '^desc: Trigger: .*allin$' "$OUT"/cg-allin.*.out* | head -1)
+  ir=$(awk '/^(summary|totals):/{print $2; exit}' "$f" 2>/dev/null)
+  callgrind_annotate --inclusive=yes "$f" 2>/dev/null >"$OUT/allin-inclusive.txt"
+  echo "| store | instructions / new task, all-in | answers ok | polls of once/admin/stats |"
+  echo "|---|---:|---:|---:|"
+  awk -v r="${ir:-0}" -v n="$N" -v ok="$ok" -v p="$polls" \
+    'BEGIN{printf "| memory (cold path on) | %.0f | %s/%d | %s |\n", r / n, ok, n, p}'
+  echo
+  echo "Per task, inclusive, of the window (Ir / $N):"
+  # The store's sweep (its deflating of cold tasks: copy, deflate, swap;
+  # the static functions inline into it), zip.c's three calls (end: the
+  # encoder), and the polls.
+  for fn in mem_sweep once__zip_begin once__zip_add once__zip_end once__a2a_h_admin_stats; do
+    awk -v fn="$fn" -v n="$N" '
+      $0 ~ /^ *[0-9,]+ \(/ { x = $0; sub(/ \[[^]]*\]$/, "", x); m = x; sub(/^.*:/, "", m)
+        if (m == fn || m ~ ("^" fn " ")) { v = $1; gsub(",", "", v); printf "  %-22s %8.0f\n", fn, v / n; exit } }' \
+      "$OUT/allin-inclusive.txt"
+  done
+  echo
+  echo "Top $TOP inclusive, all-in window ($N new tasks and their deflating; all threads):"
+  echo '```'
+  grep -E '^ *[0-9,]+ \(' "$OUT/allin-inclusive.txt" | head -"$TOP" | sed 's/ \[[^]]*\]$//'
+  echo '```'
+  echo "Raw output: $OUT"
+}
+
 switches() { # PID: "all voluntary" context switches, summed over its threads
   cat /proc/"$1"/task/*/status 2>/dev/null |
     awk '/ctxt_switches/ { s += $2 } /^voluntary_ctxt/ { v += $2 } END { print s + 0, v + 0 }'
@@ -125,6 +203,10 @@ window() {
     'BEGIN{ if (r > 0) printf "%.0f %s", (r - i) / n, ok; else printf "? %s", ok}'
 }
 
+if [ "${CG_ALLIN:-0}" = 1 ]; then
+  allin
+  exit 0
+fi
 what="instructions"
 [ "${CG_SWITCHES:-0}" = 1 ] && what="context switches"
 echo "| store | $what / new blocking task | answers ok | $what / replay | answers ok |"

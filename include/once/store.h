@@ -389,6 +389,9 @@ typedef struct once_budget {
     uint64_t early_new;       /* of them, not yet told to a taking read */
     int64_t early_last;       /* finished_at of the newest one expired early */
     size_t live, tombs;       /* tasks held (running or finished), tombstones held */
+    size_t cold;              /* of live, finished tasks held deflated (memory: cold
+                                 path); last, so a backend that predates it leaves
+                                 it 0 (once_store_budget zeroes *out first) */
 } once_budget;
 
 typedef struct once_store once_store;

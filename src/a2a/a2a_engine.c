@@ -84,9 +84,10 @@ static void b_stats(void *ctx, json_t *obj)
         json_object_set_new(obj, rows[i].name, json_integer((json_int_t)rows[i].v));
     json_object_set_new(obj, "replicaId", json_string(once__engine_replica_id(ctx)));
     if (s.mem_bytes > 0) {   /* a memory: store (its table alone is bytes) */
-        json_t *m = json_pack("{sI sI sI sI}", "bytes", (json_int_t)s.mem_bytes, "maxBytes",
+        json_t *m = json_pack("{sI sI sI sI sI}", "bytes", (json_int_t)s.mem_bytes, "maxBytes",
                               (json_int_t)s.mem_max_bytes, "tasks", (json_int_t)s.mem_tasks,
-                              "tombstones", (json_int_t)s.mem_tombstones);
+                              "tombstones", (json_int_t)s.mem_tombstones, "cold",
+                              (json_int_t)s.mem_cold);
         if (m != NULL)
             json_object_set_new(obj, "memoryStore", m);
     }

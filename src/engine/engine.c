@@ -333,5 +333,6 @@ void once__engine_get_stats(once__engine *e, once__engine_stats *out)
         out->mem_max_bytes = b.max_bytes;
         out->mem_tasks = b.live;
         out->mem_tombstones = b.tombs;
+        out->mem_cold = b.cold;
     }
 }

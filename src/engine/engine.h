@@ -355,8 +355,9 @@ typedef struct once__engine_stats {
     uint64_t journal_flushes, journal_dropped;
     /* A memory: store's own count of what it holds (gauges; 0 on other
      * stores): bytes as its budget counts them, the budget (0: none),
-     * tasks and tombstones. Read from the store by once__engine_get_stats. */
-    uint64_t mem_bytes, mem_max_bytes, mem_tasks, mem_tombstones;
+     * tasks, tombstones, and of the tasks the finished ones held deflated
+     * (cold). Read from the store by once__engine_get_stats. */
+    uint64_t mem_bytes, mem_max_bytes, mem_tasks, mem_tombstones, mem_cold;
     /* feed.c: the store's change feed is up now (a gauge: 1 or 0), times
      * it went down, and keys it told of */
     uint64_t feed_up, feed_lost, feed_keys;

@@ -248,6 +248,9 @@ static const single memory_store[] = {
      ENGINE_AT(mem_tasks)},
     {"once_memory_store_tombstones", "gauge", "Tombstones the memory: store holds.",
      ENGINE_AT(mem_tombstones)},
+    {"once_memory_store_cold_tasks", "gauge",
+     "Of the tasks the memory: store holds, the finished ones its sweep has deflated.",
+     ENGINE_AT(mem_cold)},
 };
 
 void once__engine_metrics(once__engine *e, once__mtext *t)

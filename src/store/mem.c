@@ -197,6 +197,7 @@ typedef struct mem_store {
     mem_tomb *tomb_head, *tomb_tail;
     uint64_t visits;          /* entries looked at by expired_leases, sweep, purge */
     uint64_t cools;           /* entries deflated so far */
+    size_t cold;              /* live entries held deflated now (account keeps it) */
     once__zip zip;
     mem_meta *meta;
     mem_plist **ptab;         /* the principals' lists; NULL until the first */
@@ -496,17 +497,21 @@ static int over_budget(const mem_store *ms)
 }
 
 /* Under the lock: e's bytes into the store's counts (add) or out of them,
- * as its state stands (finished ones also in fin_bytes). */
+ * as its state stands (finished ones also in fin_bytes, cold ones in
+ * cold). Every change of an entry's record goes between the two calls,
+ * so the counts follow it. */
 static void account(mem_store *ms, const mem_entry *e, int add)
 {
-    size_t b = entry_bytes(e), fin = rec_terminal(e->r) ? b : 0;
+    size_t b = entry_bytes(e), fin = rec_terminal(e->r) ? b : 0, cold = e->r->zlen != 0;
 
     if (add) {
         ms->bytes += b;
         ms->fin_bytes += fin;
+        ms->cold += cold;
     } else {
         ms->bytes -= b;
         ms->fin_bytes -= fin;
+        ms->cold -= cold;
     }
 }
 
@@ -2026,7 +2031,7 @@ static int check_entry(mem_store *ms, once_check_report *rep, const mem_entry *e
 static int mem_check(once_store *s, once_check_report *rep)
 {
     mem_store *ms = (mem_store *)s;
-    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0, bytes, tomb_b, fin_b = 0;
+    size_t i, live = 0, tombs = 0, listed_n = 0, queued = 0, bytes, tomb_b, fin_b = 0, cold = 0;
     const mem_entry *e;
     const mem_tomb *t;
     mem_node *n;
@@ -2051,6 +2056,7 @@ static int mem_check(once_store *s, once_check_report *rep)
                 bytes += entry_bytes((const mem_entry *)n);
                 if (rec_terminal(((const mem_entry *)n)->r))
                     fin_b += entry_bytes((const mem_entry *)n);
+                cold += ((const mem_entry *)n)->r->zlen != 0;
             }
         }
     }
@@ -2081,6 +2087,9 @@ static int mem_check(once_store *s, once_check_report *rep)
         once__check_problem(rep, "memory store: holds %zu bytes (%zu in tombstones, %zu in "
                             "finished tasks), counted %zu (%zu, %zu)", bytes, tomb_b, fin_b,
                             ms->bytes, ms->tomb_bytes, ms->fin_bytes);
+    if (rc == ONCE_OK && cold != ms->cold)
+        once__check_problem(rep, "memory store: %zu tasks held deflated, counted %zu", cold,
+                            ms->cold);
     for (e = ms->active.qnext; e != &ms->active; e = e->qnext, listed_n++)
         if (rec_terminal(e->r))
             once__check_problem(rep, "%s: a finished task on the active list",
@@ -2143,6 +2152,7 @@ static int mem_budget(once_store *s, once_budget *out, int take)
     out->early_last = ms->early_last;
     out->live = ms->live;
     out->tombs = ms->count - ms->live + ms->ctombs.n;
+    out->cold = ms->cold;
     if (take)
         ms->early_told = ms->early;
     pthread_mutex_unlock(&ms->lock);

@@ -7,13 +7,14 @@
  * journal of the tasks it compacts (sqlite_write.c), which outlive the
  * process: the dictionary is a stored format (zip.c).
  *
- * A once__zip holds one deflater and one inflater, made on first use and kept
- * (a deflater holds 160 KiB, see tests/unit/test_store_mem_map.c: one per
- * store, not one per call). It is not thread-safe, but its two halves are
- * apart: the memory store deflates on its sweeper's thread alone (outside
- * its lock) and inflates under its lock. Every allocation, zlib's own included, goes through
- * once_malloc, so fault sweeps reach it; a failed call leaves the once__zip
- * usable.
+ * A once__zip holds an encoder (zip.c's own: ~60 KiB of tables, the
+ * dictionary hashed once among them, and a buffer for the text, kept up to
+ * 64 KiB) and zlib's inflater, made on first use and kept (one per store,
+ * not one per call; tests/unit/test_store_mem_map.c counts them). It is
+ * not thread-safe, but its two halves are apart: the memory store deflates
+ * on its sweeper's thread alone (outside its lock) and inflates under its
+ * lock. Every allocation, zlib's own included, goes through once_malloc,
+ * so fault sweeps reach it; a failed call leaves the once__zip usable.
  */
 #ifndef ONCE_STORE_ZIP_H
 #define ONCE_STORE_ZIP_H
@@ -25,16 +26,18 @@
 #define ONCE_ZIP_FORMAT 1
 
 typedef struct once__zip {
-    void *d, *i;              /* z_stream *, made on first use */
-    size_t cap;               /* the output buffer of the text being deflated */
+    void *e;                  /* the encoder's tables and buffers (zip.c), made on
+                                 first use */
+    void *i;                  /* z_stream *: the inflater, made on first use */
 } once__zip;
 
 /* One text deflated from pieces: begin with the output buffer out[0..cap),
  * add each piece, end: *outlen bytes in out. Each returns ONCE_OK,
- * ONCE_ENOMEM (begin) or ONCE_ERANGE when the text does not fit in cap
- * (the caller passes what the text costs as it is: a text that deflates to
- * more is better kept as it is); after an error, the text is abandoned
- * (the next begin starts anew). */
+ * ONCE_ENOMEM (begin) or ONCE_ERANGE when the text does not fit in cap:
+ * its pieces together are more than cap bytes (add), or it deflates to
+ * more (end). The caller passes what the text costs as it is: a text that
+ * deflates to more is better kept as it is. After an error, the text is
+ * abandoned (the next begin starts anew). */
 int once__zip_begin(once__zip *z, unsigned char *out, size_t cap);
 int once__zip_add(once__zip *z, const char *p, size_t n);
 int once__zip_end(once__zip *z, size_t *outlen);

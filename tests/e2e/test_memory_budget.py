@@ -86,6 +86,8 @@ def test_bound_without_a_sweeper():
         m = e["memoryStore"]
         eq(m["tasks"] + m["tombstones"], CLIENTS * PER_CLIENT, "every task is held or a tombstone")
         eq(m["tombstones"], e["earlyExpired"], "each expired task left a tombstone")
+        eq(m["cold"], 0, "nothing deflated: only the sweep deflates")
+        eq(gauge(s.port, "once_memory_store_cold_tasks"), 0, "the cold gauge on /metrics")
 
         # The first task of a client is expired, the newest task replays; none ran twice.
         st, hd, doc = send(s, "m-mb-0-0000", "hello " + PAD, ext_id="mb-0-0000")

@@ -213,6 +213,9 @@ static void test_cold_tasks_read_back_the_same(void **state)
     while (once__mem_cools(env.store) < finished && once_monotonic_ms() < until)
         usleep(1000);
     assert_int_equal(once__mem_cools(env.store), finished);
+    once__engine_stats st;   /* what once/admin/stats and /metrics report */
+    once__engine_get_stats(env.e, &st);
+    assert_int_equal(st.mem_cold, finished);
 
     char *cold = engine_text(&env, ids, NT);
     assert_string_equal(cold, warm);
@@ -226,6 +229,15 @@ static void test_cold_tasks_read_back_the_same(void **state)
     for (i = 0; i < NT; i++)
         json_decref(msgs[i]);
     fx_env_close(&env);
+}
+
+/* The tasks s holds deflated, by its budget slot (what once/admin/stats
+ * and /metrics report as the memory store's cold tasks). */
+static size_t cold_held(once_store *s)
+{
+    once_budget b;
+    assert_int_equal(once_store_budget(s, &b, 0), ONCE_OK);
+    return b.cold;
 }
 
 /* A finished task with a checkpoint, a journal and n events (payloads long
@@ -271,13 +283,16 @@ static void test_update_of_a_cold_task(void **state)
     size_t n;
 
     put_done(s, "a", 10, 3);
+    assert_int_equal(cold_held(s), 0);
     assert_int_equal(once_store_sweep(s, T0, T0 + 10 + 60000, 10, &n), ONCE_OK);
     assert_int_equal(once__mem_cools(s), 1);
+    assert_int_equal(cold_held(s), 1);
     assert_int_equal(once_store_load(s, P, "a", &r, NULL), ONCE_OK);
     r.version++;
     r.generation += 2;
     st_mkev(&more, 4, 2, "late");
     assert_int_equal(once_store_update(s, &r, r.version - 1, more.ev, 2), ONCE_OK);
+    assert_int_equal(cold_held(s), 0);   /* an update writes a warm record */
     once_record_clear(&r);
     assert_int_equal(once_store_events(s, P, "a", 0, 0, &l), ONCE_OK);
     assert_int_equal(l.n, 5);
@@ -320,9 +335,15 @@ static void test_incompressible_task_stays_warm(void **state)
     char *before = store_text(s, ids, 2, &ooms);
     assert_int_equal(once_store_sweep(s, T0, T0 + 60000, 10, &n), ONCE_OK);
     assert_int_equal(once__mem_cools(s), 1);
+    assert_int_equal(cold_held(s), 1);   /* "plain" alone */
     char *after = store_text(s, ids, 2, &ooms);
     assert_int_equal(ooms, 0);
     assert_string_equal(after, before);
+    assert_clean(s);
+    /* Retention entombs both: the cold one is no longer held. */
+    assert_int_equal(once_store_sweep(s, T0 + 11, T0 + 60000, 10, &n), ONCE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(cold_held(s), 0);
     assert_clean(s);
     free(before);
     free(after);
