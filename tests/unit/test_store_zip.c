@@ -8,7 +8,9 @@
  * buffers are kept), whole and in pieces; the same text deflates to the
  * same bytes whatever came before it (the hash table is never cleared, its
  * old entries must not leak into a new text); a text that does not fit is
- * ONCE_ERANGE and leaves the codec usable.
+ * ONCE_ERANGE and leaves the codec usable; and 300 texts of every shape
+ * (random bytes, copies at every distance code's edges and the window's,
+ * runs, dictionary words) given room to spare round-trip.
  */
 #include <stdarg.h>
 #include <setjmp.h>
@@ -168,6 +170,79 @@ static void test_long_and_random_texts(void **state)
     once__zip_free(&z);
 }
 
+/* t deflated with room to spare (2n + 64: even bytes that do not shrink
+ * fit, as 9-bit literals) and inflated back; the deflated size. */
+static size_t round_trip_roomy(once__zip *z, const char *t, size_t n)
+{
+    size_t cap = 2 * n + 64, len = 0;
+    unsigned char *out = malloc(cap);
+    char *back = malloc(n + 1);
+
+    assert_non_null(out);
+    assert_non_null(back);
+    assert_int_equal(once__zip_begin(z, out, cap), ONCE_OK);
+    assert_int_equal(once__zip_add(z, t, n), ONCE_OK);
+    assert_int_equal(once__zip_end(z, &len), ONCE_OK);
+    assert_true(len > 0 && len <= cap);
+    assert_int_equal(once__zip_inflate(z, out, len, back, n), ONCE_OK);
+    assert_memory_equal(back, t, n);
+    free(out);
+    free(back);
+    return len;
+}
+
+/* Texts of every shape, inflated back: random bytes (every literal code,
+ * 8 and 9 bits), copies of earlier bytes at the distances where deflate's
+ * codes change and at the window's edge (4,096 reaches, 4,097 must not be
+ * used), runs of one byte of every length up to past 258, and the
+ * dictionary's words; 300 texts of up to 20,000 bytes from a fixed seed. */
+static void test_every_shape_round_trips(void **state)
+{
+    (void)state;
+    static const char *const words[] = {"TASK_STATE_COMPLETED", "\"contextId\":\"",
+                                         "{\"statusUpdate\":{\"taskId\":\"", "\"}]}"};
+    static const size_t dists[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 1024, 1025, 4095, 4096, 4097};
+    enum { MAXN = 20000 };
+    char *t = malloc(MAXN + 600);
+    uint32_t seed = 35;
+    once__zip z;
+
+    assert_non_null(t);
+    memset(&z, 0, sizeof z);
+    for (int k = 0; k < 300; k++) {
+        size_t n = 0, goal;
+        seed = seed * 1103515245u + 12345u;
+        goal = 1 + (seed >> 8) % MAXN;
+        while (n < goal) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned kind = (seed >> 16) % 4, len = 1 + (seed >> 20) % 300;
+            if (kind == 0) {   /* random bytes */
+                fill_random(t + n, len, seed);
+            } else if (kind == 1 && n > 0) {   /* a copy from d back */
+                size_t d = dists[(seed >> 8) % (sizeof dists / sizeof dists[0])];
+                if (d > n)
+                    d = n;
+                for (unsigned i = 0; i < len; i++)
+                    t[n + i] = t[n + i - d];
+            } else if (kind == 2) {   /* a run */
+                memset(t + n, 'a' + (int)(seed % 26), len);
+            } else {   /* a dictionary word */
+                const char *w = words[(seed >> 4) % (sizeof words / sizeof words[0])];
+                len = (unsigned)strlen(w);
+                memcpy(t + n, w, len);
+            }
+            n += len;
+        }
+        round_trip_roomy(&z, t, n);
+    }
+    for (size_t len = 1; len < 9000; len = len * 3 + 1) {   /* no shrink: all literals */
+        fill_random(t, len, (uint32_t)len + 7);
+        assert_true(round_trip_roomy(&z, t, len) >= len);
+    }
+    free(t);
+    once__zip_free(&z);
+}
+
 /* A text longer than begin's room is ERANGE at add; one that deflates to
  * more than the room is ERANGE at end; the codec works after both. */
 static void test_no_room(void **state)
@@ -194,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_same_text_same_bytes),
         cmocka_unit_test(test_long_and_random_texts),
         cmocka_unit_test(test_no_room),
+        cmocka_unit_test(test_every_shape_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
