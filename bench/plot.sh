@@ -93,11 +93,12 @@ if ls "$p99"/*-cdf.dat >/dev/null 2>&1; then
     # the RESULT line paced wrote as the file's first comment
     res=$(sed -n '1s/^# RESULT //p' "$f")
     val() { tr ' ' '\n' <<<"$res" | sed -n "s/^$1=//p"; }
+    ms() { awk -v v="$(val "$1")" 'BEGIN{printf "%.3g", v}'; } # 3 digits are all a slot holds
     label="memory:" c="#1f77b4"
-    [ "$st" = sqlite ] && label="SQLite (synchronous=FULL)" c="#2ca02c"
-    t="$label, paced at $(val rate)/s (half of $(metaval "$p99" "$st.saturated")/s): p50 $(val p50_ms), p99 $(val p99_ms), p99.9 $(val p999_ms) ms, $(val errors) errors"
-    plots+=("$(q "$f") using 1:2 with steps lw 2 lc rgb '$c' title $(q "$t")")
-    tails+=("$(q "$f") using 1:(\$2 < 1 ? 1 - \$2 : NaN) with steps lw 2 lc rgb '$c' notitle")
+    [ "$st" = sqlite ] && label="SQLite FULL" c="#2ca02c"
+    t="$label at $(val rate)/s (half of $(metaval "$p99" "$st.saturated")): p50 $(ms p50_ms), p99 $(ms p99_ms), p99.9 $(ms p999_ms) ms, $(val errors) errors"
+    plots+=("$(q "$f") using 1:2 with steps lw 2 lc rgb '$c' notitle")
+    tails+=("$(q "$f") using 1:(\$2 < 1 ? 1 - \$2 : NaN) with steps lw 2 lc rgb '$c' title $(q "$t")")
   done
   # Left the CDF itself; right the same data as the fraction still
   # unanswered, on a log scale, where p99 and p99.9 can be read.
@@ -108,9 +109,9 @@ set logscale x 10
 set ylabel 'fraction answered within'
 set yrange [0:1]
 set ytics 0.1
-set key bottom right
-plot $(IFS=,; echo "${plots[*]}")
 unset key
+plot $(IFS=,; echo "${plots[*]}")
+set key bottom left
 set ylabel 'fraction slower (log scale)'
 set logscale y 10
 set yrange [*:1]
@@ -127,7 +128,7 @@ fi
 # ------------------------------------------------------------- RSS
 plots=()
 rss_dirs=()
-for d in "$run"/rss-*/; do
+for d in $(ls -dtr "$run"/rss-*/ 2>/dev/null); do # in the order they ran
   d=${d%/}
   for f in "$d"/*.csv; do
     [ -f "$f" ] || continue
@@ -147,7 +148,7 @@ set ylabel 'VmRSS (MiB)'
 set datafile separator ','
 set xrange [0:*]
 set yrange [0:*]
-set key top left
+set key at graph 0.98, graph 0.35 right top
 set arrow from graph 0, first 61.035 to graph 1, first 61.035 nohead dt 2 lw 1.5
 set label 'issue 15 bound: 64 MB (61 MiB)' at graph 0.99, first 61.035 right offset 0,0.7
 plot $(IFS=,; echo "${plots[*]}")"
