@@ -76,6 +76,8 @@ set ylabel 'new blocking tasks / s (every answer checked; errors labelled)'
 set logscale x 2
 set xtics 2
 set yrange [0:*]
+# room for the end points' error labels, left and right, and for the key above the curves
+set offsets graph 0.04, graph 0.04, graph 0.25, 0
 set key top left
 plot $(IFS=,; echo "${plots[*]}")"
 else
