@@ -98,8 +98,8 @@ soak: build
 # The benchmark pictures (bench/README.md, "Pictures"): throughput against
 # connections (memory:, SQLite, the @a2a-js/sdk peer), the latency CDF at
 # half the saturated rate, RSS against tasks; data, then bench/out/*.png
-# (bench/pictures.sh, about 12 minutes). QUICK=1: fewer and shorter runs
-# (about 4 minutes).
+# (bench/pictures.sh, about 8 minutes). QUICK=1: fewer and shorter runs
+# (about 3 minutes).
 bench: deps
 	@bash bench/pictures.sh $(if $(QUICK),--quick)
 

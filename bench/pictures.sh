@@ -14,11 +14,11 @@
 #   rss-budget/  bench/rss.sh on memory:?max=32M&tombs=compact, 1m tombstones
 # and bench/plot.sh draws bench/out/{throughput,latency-cdf,rss}.png from
 # them. Each run's markdown table goes to stdout and to <dir>.md; progress
-# to stderr. The full run takes about 12 minutes on the 2-CPU machine of
+# to stderr. The full run takes about 8 minutes on the 2-CPU machine of
 # bench/README.md; --quick (fewer connection counts, 3-s points, a 10-s
-# paced run, 200k tasks per RSS curve) about 4. A run that fails (e.g.
-# rss.sh's "not flat") does not stop the others; the pictures are drawn
-# from what there is and the exit status is 1.
+# paced run, 200k tasks per RSS curve) about 3. A run that fails (e.g.
+# rss.sh's "not flat" on the budgeted store) does not stop the others; the
+# pictures are drawn from what there is and the exit status is 1.
 #
 # Environment: BENCH_BUILD, BENCH_ONCED, BENCH_SKIP_BUILD as in bench/lib.sh;
 # BENCH_PICTURES_OUT, where the PNGs go (bench/out).
