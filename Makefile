@@ -95,5 +95,13 @@ soak: build
 	@python3 tests/soak/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS) postgres redis
 	@python3 tests/soak/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS) --gateway postgres
 
+# The benchmark pictures (bench/README.md, "Pictures"): throughput against
+# connections (memory:, SQLite, the @a2a-js/sdk peer), the latency CDF at
+# half the saturated rate, RSS against tasks; data, then bench/out/*.png
+# (bench/pictures.sh, about 8 minutes). QUICK=1: fewer and shorter runs
+# (about 3 minutes).
+bench: deps
+	@bash bench/pictures.sh $(if $(QUICK),--quick)
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(MINIMAL_BUILD)

@@ -1,13 +1,15 @@
 # bench/lib.sh -- what the bench scripts share: sourced, never run.
 #
-# First the helpers every script uses (free_port, wait_http); run.sh and
-# backends.sh, which set up their own runs, take only these:
+# First the helpers every script uses (free_port, wait_http, read_result,
+# code_rev, start_peer); run.sh and backends.sh, which set up their own runs,
+# take only these:
 #   BENCH_LIB=helpers source bench/lib.sh
-# Otherwise (bench/p99.sh, bench/rss.sh) it also sets root, B (BENCH_BUILD,
-# default build-bench), OUT (a fresh $B/bench-out/<tag>-<date-time>/), ONCED
-# (BENCH_ONCED, else $B/onced, built here in Release unless
-# BENCH_SKIP_BUILD=1) and an EXIT trap that stops every process put in PIDS.
-# The caller sets TAG before sourcing.
+# Otherwise (bench/p99.sh, bench/rss.sh, bench/sweep.sh, bench/pictures.sh)
+# it also sets root, B (BENCH_BUILD, default build-bench), OUT (BENCH_OUT,
+# else a fresh $B/bench-out/<tag>-<date-time>/; it gets a file "meta" that
+# bench/plot.sh reads), ONCED (BENCH_ONCED, else $B/onced, built here in
+# Release unless BENCH_SKIP_BUILD=1) and an EXIT trap that stops every
+# process put in PIDS. The caller sets TAG before sourcing.
 set -uo pipefail
 
 free_port() {
@@ -27,13 +29,42 @@ wait_http() {
   return 1
 }
 
+# read_result FILE KEY: the RESULT line of send.lua (wrk) or paced in FILE,
+# as R[KEY.field]=value (the caller declares the associative array R).
+# Fails when FILE has none.
+read_result() {
+  local line kv
+  line=$(grep -m1 '^RESULT' "$1") || return 1
+  for kv in ${line#RESULT }; do R[$2.${kv%%=*}]=${kv#*=}; done
+}
+
+# code_rev: what a table's title names as the code measured: the commit,
+# "+local changes" when src/, apps/ or include/ differ from it.
+code_rev() {
+  local r
+  r="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  echo "$(git -C "$r" rev-parse --short HEAD 2>/dev/null)$(git -C "$r" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')"
+}
+
+# start_peer NAME: a fresh @a2a-js/sdk peer (bench/peer_server.mjs) on a free
+# port, logging to $OUT/NAME.log; sets PORT, PID (added to PIDS) and
+# PEER_VERSION (its first line). Needs the caller's root, OUT, PIDS and die.
+start_peer() {
+  PORT=$(free_port)
+  node "$root/bench/peer_server.mjs" "$PORT" >"$OUT/$1.log" 2>&1 &
+  PID=$!
+  PIDS+=("$PID")
+  wait_http "$PORT" "$PID" || { cat "$OUT/$1.log" >&2; die "peer did not start"; }
+  PEER_VERSION=$(head -1 "$OUT/$1.log")
+}
+
 [ "${BENCH_LIB:-}" = helpers ] && return 0
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Whatever ends the script, every process it started ends with it.
 eval "$(python3 "$root/scripts/reaper.py" guard $$)"
 B="${BENCH_BUILD:-$root/build-bench}"
-OUT="$B/bench-out/$TAG-$(date +%Y%m%d-%H%M%S)"
+OUT="${BENCH_OUT:-$B/bench-out/$TAG-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT" "$B/bench"
 
 die() { echo "$TAG: $*" >&2; exit 1; }
@@ -59,6 +90,15 @@ stop() {
 }
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; } # the 1-, 5- and 15-minute averages
+
+# meta KEY VALUE: one line of $OUT/meta, what bench/plot.sh puts under its
+# pictures (the code, the date, the load).
+meta() { printf '%s=%s\n' "$1" "$2" >>"$OUT/meta"; }
+: >"$OUT/meta"
+meta code "$(code_rev)"
+meta start "$(date -u +%Y-%m-%dT%H:%MZ)"
+meta load_start "$(loadavg)"
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null; } # PID VmRSS|VmHWM
 
 # engine_stats PORT FIELD...: the named once/admin/stats engine counters, on one line

@@ -15,8 +15,10 @@
 #      send time, so a stall counts against every request it delayed.
 # Prints a markdown table: rates, percentiles, errors, the 1-minute load
 # average and onced's CPU share during the paced run. Raw wrk and paced
-# output, server logs in $B/bench-out/p99-<date-time>/; SQLite files go in
-# there too (a real disk: fsync is real) and are deleted at the end.
+# output, server logs in $B/bench-out/p99-<date-time>/ (BENCH_OUT), with
+# each store's latency CDF, <store>-cdf.dat (paced -o), for bench/plot.sh;
+# SQLite files go in there too (a real disk: fsync is real) and are deleted
+# at the end.
 #
 # Environment (all optional): BENCH_DURATION (30), BENCH_SAT (10),
 # BENCH_WARMUP (2), BENCH_STORES ("sqlite memory"), BENCH_ONCED /
@@ -54,8 +56,7 @@ for st in $STORES; do
   wrk -t2 -c64 -d"${SAT}s" --timeout 5s -s "$LUA" "http://127.0.0.1:$PORT/" -- new block \
     "t$st$RANDOM$RANDOM" >"$OUT/$st-sat.wrk" 2>&1
   stop "$PID" "$st-sat"
-  line=$(grep '^RESULT' "$OUT/$st-sat.wrk") || die "$st: wrk printed no RESULT (see $OUT/$st-sat.wrk)"
-  for kv in ${line#RESULT }; do R[$st.sat.${kv%%=*}]=${kv#*=}; done
+  read_result "$OUT/$st-sat.wrk" "$st.sat" || die "$st: wrk printed no RESULT (see $OUT/$st-sat.wrk)"
   rate=$(( ${R[$st.sat.rps]} / 2 ))
   R[$st.rate]=$rate
 
@@ -64,22 +65,25 @@ for st in $STORES; do
   R[$st.load0]=$(load1)
   c0=$(cpu_ticks "$PID"); t0=$(date +%s%N)
   "$B/bench/paced" -p "$PORT" -r "$rate" -d "$DUR" -w "$WARM" -c 64 -m block \
-    -x "p$st$RANDOM$RANDOM" >"$OUT/$st-paced.out" 2>&1
+    -x "p$st$RANDOM$RANDOM" -o "$OUT/$st-cdf.dat" >"$OUT/$st-paced.out" 2>&1
   c1=$(cpu_ticks "$PID"); t1=$(date +%s%N)
   R[$st.load1]=$(load1)
   R[$st.cpu]=$(awk -v a="$c0" -v b="$c1" -v t="$TCK" -v s="$t0" -v e="$t1" \
     'BEGIN{printf "%.0f", 100 * (b - a) / t / ((e - s) / 1e9)}')
   stop "$PID" "$st-paced"
-  line=$(grep '^RESULT' "$OUT/$st-paced.out") || die "$st: paced printed no RESULT (see $OUT/$st-paced.out)"
-  for kv in ${line#RESULT }; do R[$st.${kv%%=*}]=${kv#*=}; done
+  read_result "$OUT/$st-paced.out" "$st" || die "$st: paced printed no RESULT (see $OUT/$st-paced.out)"
+  meta "$st.rate" "${R[$st.rate]}"
+  meta "$st.saturated" "${R[$st.sat.rps]}"
 done
 rm -rf "$DATA"
+meta load_end "$(loadavg)"
 
 echo
 echo "## bench/p99.sh $(date -u +%Y-%m-%dT%H:%MZ) — $ONCED"
 echo
 echo "Saturation: wrk -t2 -c64, ${WARM}s warm-up discarded, ${SAT}s measured. Paced: bench/paced.c, 64 connections,"
 echo "${WARM}s unrecorded + ${DUR}s recorded at half the saturated rate; blocking SendMessage, fresh IDs; loopback."
+echo "Load average (1, 5, 15 min): start $(sed -n 's/^load_start=//p' "$OUT/meta"); end $(loadavg)."
 echo
 echo "| store | saturated req/s (wrk p99 ms) | paced rate /s | achieved /s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | errors | onced CPU % | load1 start/end |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"

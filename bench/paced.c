@@ -3,7 +3,7 @@
  * wrk2 does, for the one request the bench needs.
  *
  *   paced -p PORT -r RATE -d SECONDS [-w WARMUP_S] [-c CONNS] [-m block|ri]
- *         [-x PREFIX] [-t DRAIN_S]
+ *         [-x PREFIX] [-t DRAIN_S] [-o CDF_FILE]
  *
  * Request i is due at start + i / RATE whatever happened to the ones before
  * it (open loop). It goes out on an idle keep-alive connection to
@@ -24,7 +24,10 @@
  * Latencies go into a log-linear histogram (HdrHistogram's layout: 64
  * linear sub-buckets per power of two, so a percentile is within 1/64 of
  * the true value). Prints one RESULT line (key=value; times in ms) that
- * p99.sh parses. A bench tool built by p99.sh with gcc alone, like
+ * p99.sh parses. With -o, it also writes the recorded latencies' CDF to
+ * CDF_FILE for bench/plot.sh: the RESULT line as a "#" comment, then one
+ * line "latency_ms fraction" per non-empty histogram slot (the slot's top,
+ * as percentiles are reported, and the fraction of requests at or below it). A bench tool built by p99.sh with gcc alone, like
  * mhd_hello.c: single-threaded, epoll, plain malloc.
  */
 #include <arpa/inet.h>
@@ -98,6 +101,24 @@ static uint64_t h_quantile(const hist *h, double q)
     return h->max;
 }
 
+/* Write h's CDF to path after the comment line `head`; 0 or -1 (errno set). */
+static int h_write_cdf(const hist *h, const char *path, const char *head)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# %s# latency_ms fraction_at_or_below\n", head);
+    uint64_t seen = 0;
+    for (size_t s = 0; s < H_SLOTS && seen < h->total; s++) {
+        if (!h->n[s])
+            continue;
+        seen += h->n[s];
+        uint64_t top = h_top(s) < h->max ? h_top(s) : h->max;
+        fprintf(f, "%.3f %.6f\n", (double)top / 1e3, (double)seen / (double)h->total);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
 /* ------------------------------------------------------------------ connections */
 
 #define BUF_CAP 65536
@@ -121,8 +142,8 @@ typedef struct stats {
 static struct {
     int port, conns, block;
     double rate, seconds, warmup, drain;
-    const char *prefix;
-} opt = {0, 64, 1, 0, 0, 0, 10, "paced"};
+    const char *prefix, *cdf_file;
+} opt = {0, 64, 1, 0, 0, 0, 10, "paced", NULL};
 
 static int g_ep = -1;
 static hist g_hist;
@@ -322,14 +343,14 @@ static void on_event(conn *c, uint32_t events)
 static void usage(void)
 {
     fprintf(stderr, "usage: paced -p PORT -r RATE -d SECONDS [-w WARMUP_S] [-c CONNS] "
-                    "[-m block|ri] [-x PREFIX] [-t DRAIN_S]\n");
+                    "[-m block|ri] [-x PREFIX] [-t DRAIN_S] [-o CDF_FILE]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     int o;
-    while ((o = getopt(argc, argv, "p:r:d:w:c:m:x:t:")) != -1) {
+    while ((o = getopt(argc, argv, "p:r:d:w:c:m:x:t:o:")) != -1) {
         switch (o) {
         case 'p': opt.port = (int)strtol(optarg, NULL, 10); break;
         case 'r': opt.rate = strtod(optarg, NULL); break;
@@ -339,6 +360,7 @@ int main(int argc, char **argv)
         case 'm': opt.block = strcmp(optarg, "ri") != 0; break;
         case 'x': opt.prefix = optarg; break;
         case 't': opt.drain = strtod(optarg, NULL); break;
+        case 'o': opt.cdf_file = optarg; break;
         default: usage();
         }
     }
@@ -436,16 +458,23 @@ int main(int argc, char **argv)
     double secs = (double)(now_ns() - t0) / 1e9;
     uint64_t errs = g_st.http + g_st.rpc_err + g_st.not_done + g_st.closed + g_st.bad_reply +
                     g_st.connect + g_st.timeout;
-    printf("RESULT rate=%.0f seconds=%.1f warmup=%.1f conns=%d sent=%" PRIu64 " ok=%" PRIu64
-           " recorded=%" PRIu64 " achieved_rps=%.0f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f"
-           " p999_ms=%.3f max_ms=%.3f max_send_lag_ms=%.3f errors=%" PRIu64 " http=%" PRIu64
-           " rpc_err=%" PRIu64 " not_done=%" PRIu64 " closed=%" PRIu64 " bad_reply=%" PRIu64
-           " connect=%" PRIu64 " timeout=%" PRIu64 "\n",
-           opt.rate, opt.seconds, opt.warmup, opt.conns, g_st.sent, g_st.ok, g_hist.total,
-           (double)g_st.sent / secs, h_quantile(&g_hist, 0.50) / 1e3,
-           h_quantile(&g_hist, 0.90) / 1e3, h_quantile(&g_hist, 0.99) / 1e3,
-           h_quantile(&g_hist, 0.999) / 1e3, g_hist.max / 1e3, max_lag_ns / 1e6, errs,
-           g_st.http, g_st.rpc_err, g_st.not_done, g_st.closed, g_st.bad_reply, g_st.connect,
-           g_st.timeout);
+    char result[1024];
+    snprintf(result, sizeof result,
+             "RESULT rate=%.0f seconds=%.1f warmup=%.1f conns=%d sent=%" PRIu64 " ok=%" PRIu64
+             " recorded=%" PRIu64 " achieved_rps=%.0f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f"
+             " p999_ms=%.3f max_ms=%.3f max_send_lag_ms=%.3f errors=%" PRIu64 " http=%" PRIu64
+             " rpc_err=%" PRIu64 " not_done=%" PRIu64 " closed=%" PRIu64 " bad_reply=%" PRIu64
+             " connect=%" PRIu64 " timeout=%" PRIu64 "\n",
+             opt.rate, opt.seconds, opt.warmup, opt.conns, g_st.sent, g_st.ok, g_hist.total,
+             (double)g_st.sent / secs, h_quantile(&g_hist, 0.50) / 1e3,
+             h_quantile(&g_hist, 0.90) / 1e3, h_quantile(&g_hist, 0.99) / 1e3,
+             h_quantile(&g_hist, 0.999) / 1e3, g_hist.max / 1e3, max_lag_ns / 1e6, errs,
+             g_st.http, g_st.rpc_err, g_st.not_done, g_st.closed, g_st.bad_reply, g_st.connect,
+             g_st.timeout);
+    fputs(result, stdout);
+    if (opt.cdf_file && h_write_cdf(&g_hist, opt.cdf_file, result) != 0) {
+        perror(opt.cdf_file);
+        return 1;
+    }
     return errs ? 3 : 0;
 }

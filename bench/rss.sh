@@ -20,7 +20,8 @@
 # budget, and whether RSS is flat (the last quarter of the load grew it by
 # less than 10% of what it was at half the load). A setting that is not
 # flat, or whose store passed its budget, is printed as FAILED and the
-# script exits 1. Raw CSVs and logs in $B/bench-out/rss-<date-time>/.
+# script exits 1. Raw CSVs (<setting>.csv: bench/plot.sh draws RSS against
+# registered from them) and logs in $B/bench-out/rss-<date-time>/ (BENCH_OUT).
 #
 # Environment (all optional):
 #   BENCH_TASKS        new tasks per setting              (1000000)
@@ -93,6 +94,9 @@ for c in $CONFIGS; do
   esac
 done
 END_UPTIME="$(uptime)"
+meta load_end "$(loadavg)"
+meta store "$STORE_URL"
+meta short_tomb "$SHORT"
 
 echo
 echo "## bench/rss.sh $(date -u +%Y-%m-%dT%H:%MZ) — $ONCED"

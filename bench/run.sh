@@ -73,7 +73,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_port, wait_http
+# free_port, wait_http, read_result, code_rev, start_peer
 BENCH_LIB=helpers source "$root/bench/lib.sh"
 
 # stop PID NAME: SIGTERM, wait, report a non-zero exit (a crash shows here).
@@ -162,11 +162,8 @@ drive() {
   fi
   local s1 b1
   s1=$(cpu_ticks "$pid"); b1=$(busy_ticks)
-  local line
-  line=$(grep '^RESULT' "$OUT/$name.wrk")
-  [ -n "$line" ] || { echo "run.sh: $name: wrk printed no RESULT:" >&2; cat "$OUT/$name.wrk" >&2; }
-  local kv
-  for kv in ${line#RESULT }; do R[$name.${kv%%=*}]=${kv#*=}; done
+  read_result "$OUT/$name.wrk" "$name" ||
+    { echo "run.sh: $name: wrk printed no RESULT:" >&2; cat "$OUT/$name.wrk" >&2; }
   local wu ws
   read -r wu ws <"$OUT/$name.wrktime"
   local el_s srv_s wrk_s busy_s
@@ -338,31 +335,24 @@ CEIL1=$(( (CEIL1A + CEIL1B) / 2 ))
 # ---------------------------------------------------------------- peer
 # peer_row ROW WAIT: one fresh node process per row, like onced.
 peer_row() {
-  local name=$1 wait=$2 port pid
-  port=$(free_port)
-  node "$root/bench/peer_server.mjs" "$port" >"$OUT/$name.log" 2>&1 &
-  pid=$!; PIDS+=("$pid")
-  wait_http "$port" "$pid" || { cat "$OUT/$name.log" >&2; die "peer did not start"; }
-  PEER_VERSION=$(head -1 "$OUT/$name.log")
-  drive "$name" "$port" "$pid" fresh "$wait"
-  R[$name.hwm]=$(hwm_kb "$pid")
-  stop "$pid" "$name"
+  local name=$1 wait=$2
+  start_peer "$name"
+  drive "$name" "$PORT" "$PID" fresh "$wait"
+  R[$name.hwm]=$(hwm_kb "$PID")
+  stop "$PID" "$name"
 }
 peer_row peer-fresh-ri ri
 peer_row peer-fresh-block block
 
 # No dedup in the peer: the same message (same messageId) sent twice.
 dup_body='{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"dup-1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
-port=$(free_port)
-node "$root/bench/peer_server.mjs" "$port" >"$OUT/peer-dedup.log" 2>&1 &
-pid=$!; PIDS+=("$pid")
-wait_http "$port" "$pid" || die "peer did not start"
-pa=$(rpc "$port" "$dup_body" | task_id)
-pb=$(rpc "$port" "$dup_body" | task_id)
+start_peer peer-dedup
+pa=$(rpc "$PORT" "$dup_body" | task_id)
+pb=$(rpc "$PORT" "$dup_body" | task_id)
 if [ "$pa" != "$pb" ]; then PEER_DEDUP="no dedup: the same messageId sent twice made two tasks ($pa, $pb)"
 else PEER_DEDUP="dedup: the same messageId sent twice returned one task ($pa)"; fi
 log "peer: $PEER_DEDUP"
-stop "$pid" peer-dedup
+stop "$PID" peer-dedup
 
 # The same check against onced (plain A2A 1.0: no taskId, no extension).
 port=$(free_port)
@@ -462,7 +452,7 @@ errs() {
 peer_for() { case $1 in *-ri) echo peer-fresh-ri ;; *) echo peer-fresh-block ;; esac; }
 
 echo
-echo "## bench/run.sh$([ -n "$ONLY" ] && echo " (BENCH_ONLY=$ONLY)")$([ -n "$SQ_TAIL" ] && echo " (sqlite URLs end in $SQ_TAIL)") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}"
+echo "## bench/run.sh$([ -n "$ONLY" ] && echo " (BENCH_ONLY=$ONLY)")$([ -n "$SQ_TAIL" ] && echo " (sqlite URLs end in $SQ_TAIL)") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(code_rev)}"
 echo
 echo "Machine: $NCPU CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr)."
 echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s."

@@ -8,9 +8,10 @@
 #                           Redis, valgrind, clang, spin, wrk, strace, openssl, node,
 #                           the @a2a-js/sdk peer, dynalite, and Chromium with
 #                           puppeteer-core for the inspector's browser test,
-#                           promtool from prometheus for the alert rules, and
+#                           promtool from prometheus for the alert rules,
 #                           dpkg-dev, debhelper and lintian for the Debian
-#                           packages' test, packaging/deb)
+#                           packages' test, packaging/deb, and gnuplot-nox
+#                           for `make bench`'s pictures)
 #
 # Idempotent and quiet when everything is present. Run as root (or with sudo).
 set -euo pipefail
@@ -33,7 +34,7 @@ TEST_PKGS=(
   git sqlite3 postgresql postgresql-contrib redis-server
   valgrind clang libclang-rt-dev spin wrk strace openssl nodejs npm chromium
   prometheus protobuf-compiler python3-protobuf python3-grpcio python3-h2
-  dpkg-dev debhelper lintian
+  dpkg-dev debhelper lintian gnuplot-nox
 )
 
 case "$profile" in
