@@ -58,6 +58,29 @@ start_peer() {
   PEER_VERSION=$(head -1 "$OUT/$1.log")
 }
 
+# The kernel's per-session CPU groups (kernel.sched_autogroup_enabled, on in
+# Debian): with them on, PostgreSQL, onced, wrk and every other tenant's
+# session each get a share of the CPUs first, and on a loaded 2-CPU machine
+# a runnable thread waited up to ~2 s (bench/README.md, "The PostgreSQL
+# replay tail"). autogroup_set sets it for the run from BENCH_AUTOGROUP
+# (0 or 1; unset: as it is; root only), autogroup_restore puts it back (the
+# caller's EXIT path), autogroup_state prints it for the table's title.
+AUTOGROUP_FILE=/proc/sys/kernel/sched_autogroup_enabled
+AUTOGROUP_WAS=$(cat "$AUTOGROUP_FILE" 2>/dev/null || echo -)
+autogroup_set() {
+  [ -n "${BENCH_AUTOGROUP:-}" ] || return 0
+  case $BENCH_AUTOGROUP in 0 | 1) ;; *) echo "BENCH_AUTOGROUP is 0 or 1" >&2; return 1 ;; esac
+  echo "$BENCH_AUTOGROUP" >"$AUTOGROUP_FILE" 2>/dev/null || {
+    echo "cannot set $AUTOGROUP_FILE (root only; this kernel may not have it)" >&2
+    return 1
+  }
+}
+autogroup_restore() {
+  [ -n "${BENCH_AUTOGROUP:-}" ] && [ "$AUTOGROUP_WAS" != - ] && echo "$AUTOGROUP_WAS" >"$AUTOGROUP_FILE"
+  return 0
+}
+autogroup_state() { cat "$AUTOGROUP_FILE" 2>/dev/null || echo -; }
+
 [ "${BENCH_LIB:-}" = helpers ] && return 0
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,8 +98,10 @@ cleanup() {
   local p
   for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${PIDS[@]+"${PIDS[@]}"}"; do wait "$p" 2>/dev/null; done
+  autogroup_restore
 }
 trap cleanup EXIT
+autogroup_set || die "BENCH_AUTOGROUP: see above"
 
 # stop PID NAME: SIGTERM and wait; a non-zero exit (a crash) is reported.
 stop() {

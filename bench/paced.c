@@ -2,7 +2,7 @@
  * paced.c -- an open-loop (paced) load generator for bench/p99.sh: what
  * wrk2 does, for the one request the bench needs.
  *
- *   paced -p PORT -r RATE -d SECONDS [-w WARMUP_S] [-c CONNS] [-m block|ri]
+ *   paced -p PORT -r RATE -d SECONDS [-w WARMUP_S] [-c CONNS] [-m block|ri|replay]
  *         [-x PREFIX] [-t DRAIN_S] [-o CDF_FILE]
  *
  * Request i is due at start + i / RATE whatever happened to the ones before
@@ -17,9 +17,12 @@
  * Each request is the JSON-RPC SendMessage of bench/send.lua's "new" mode:
  * a fresh client-minted task (taskId = messageId = "<PREFIX>-<i>", with
  * A2A-Extensions: urn:once:a2a:idempotency:v1), blocking (-m block, the
- * default) or with returnImmediately (-m ri). Every answer is checked: HTTP
- * 200 with a Content-Length body, no JSON-RPC "error", and in block mode a
- * completed task. Anything else is counted as an error, by kind.
+ * default) or with returnImmediately (-m ri); or, with -m replay, the same
+ * request every time (taskId = messageId = "<PREFIX>", blocking), which the
+ * caller has sent once before, so that each one is a replay. Every answer is
+ * checked: HTTP 200 with a Content-Length body, no JSON-RPC "error", in
+ * block and replay modes a completed task, and in replay mode the header
+ * Idempotent-Replayed: true. Anything else is counted as an error, by kind.
  *
  * Latencies go into a log-linear histogram (HdrHistogram's layout: 64
  * linear sub-buckets per power of two, so a percentile is within 1/64 of
@@ -136,14 +139,14 @@ typedef struct conn {
 } conn;
 
 typedef struct stats {
-    uint64_t sent, ok, http, rpc_err, not_done, closed, bad_reply, connect, timeout;
+    uint64_t sent, ok, http, rpc_err, not_done, not_replayed, closed, bad_reply, connect, timeout;
 } stats;
 
 static struct {
-    int port, conns, block;
+    int port, conns, block, replay;
     double rate, seconds, warmup, drain;
     const char *prefix, *cdf_file;
-} opt = {0, 64, 1, 0, 0, 0, 10, "paced", NULL};
+} opt = {0, 64, 1, 0, 0, 0, 0, 10, "paced", NULL};
 
 static int g_ep = -1;
 static hist g_hist;
@@ -225,7 +228,10 @@ static int start(conn *c, uint64_t i, uint64_t sched_ns, int recorded)
     char body[512], id[96];
     int bl;
 
-    snprintf(id, sizeof id, "%s-%" PRIu64, opt.prefix, i);
+    if (opt.replay)
+        snprintf(id, sizeof id, "%s", opt.prefix);
+    else
+        snprintf(id, sizeof id, "%s-%" PRIu64, opt.prefix, i);
     bl = snprintf(body, sizeof body,
                   "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"SendMessage\","
                   "\"params\":{\"message\":{\"messageId\":\"%s\",\"taskId\":\"%s\","
@@ -262,6 +268,13 @@ static const char *header(const char *head, size_t len, const char *name)
     return NULL;
 }
 
+/* 1 if the head carries Idempotent-Replayed: true. */
+static int replayed(const char *head, size_t len)
+{
+    const char *v = header(head, len, "Idempotent-Replayed");
+    return v != NULL && strncasecmp(v, "true", 4) == 0;
+}
+
 /* Has c->in a whole answer? 1 = judged and finished, 0 = not yet, -1 = the
  * connection must go (malformed, or the server closes it). */
 static int try_reply(conn *c)
@@ -293,6 +306,8 @@ static int try_reply(conn *c)
         g_st.rpc_err++;
     else if (opt.block && !memmem(body, blen, "TASK_STATE_COMPLETED", 20))
         g_st.not_done++;
+    else if (opt.replay && !replayed(c->in, head))
+        g_st.not_replayed++;
     else
         ok = 1;
     finish(c, ok);
@@ -343,7 +358,7 @@ static void on_event(conn *c, uint32_t events)
 static void usage(void)
 {
     fprintf(stderr, "usage: paced -p PORT -r RATE -d SECONDS [-w WARMUP_S] [-c CONNS] "
-                    "[-m block|ri] [-x PREFIX] [-t DRAIN_S] [-o CDF_FILE]\n");
+                    "[-m block|ri|replay] [-x PREFIX] [-t DRAIN_S] [-o CDF_FILE]\n");
     exit(2);
 }
 
@@ -357,7 +372,15 @@ int main(int argc, char **argv)
         case 'd': opt.seconds = strtod(optarg, NULL); break;
         case 'w': opt.warmup = strtod(optarg, NULL); break;
         case 'c': opt.conns = (int)strtol(optarg, NULL, 10); break;
-        case 'm': opt.block = strcmp(optarg, "ri") != 0; break;
+        case 'm':
+            if (strcmp(optarg, "block") != 0 && strcmp(optarg, "ri") != 0 &&
+                strcmp(optarg, "replay") != 0) {
+                fprintf(stderr, "paced: -m is block, ri or replay, not \"%s\"\n", optarg);
+                return 2;
+            }
+            opt.block = strcmp(optarg, "ri") != 0;
+            opt.replay = strcmp(optarg, "replay") == 0;
+            break;
         case 'x': opt.prefix = optarg; break;
         case 't': opt.drain = strtod(optarg, NULL); break;
         case 'o': opt.cdf_file = optarg; break;
@@ -456,20 +479,23 @@ int main(int argc, char **argv)
         }
 
     double secs = (double)(now_ns() - t0) / 1e9;
-    uint64_t errs = g_st.http + g_st.rpc_err + g_st.not_done + g_st.closed + g_st.bad_reply +
+    uint64_t errs = g_st.http + g_st.rpc_err + g_st.not_done + g_st.not_replayed + g_st.closed +
+                    g_st.bad_reply +
                     g_st.connect + g_st.timeout;
     char result[1024];
     snprintf(result, sizeof result,
              "RESULT rate=%.0f seconds=%.1f warmup=%.1f conns=%d sent=%" PRIu64 " ok=%" PRIu64
              " recorded=%" PRIu64 " achieved_rps=%.0f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f"
              " p999_ms=%.3f max_ms=%.3f max_send_lag_ms=%.3f errors=%" PRIu64 " http=%" PRIu64
-             " rpc_err=%" PRIu64 " not_done=%" PRIu64 " closed=%" PRIu64 " bad_reply=%" PRIu64
+             " rpc_err=%" PRIu64 " not_done=%" PRIu64 " not_replayed=%" PRIu64 " closed=%" PRIu64
+             " bad_reply=%" PRIu64
              " connect=%" PRIu64 " timeout=%" PRIu64 "\n",
              opt.rate, opt.seconds, opt.warmup, opt.conns, g_st.sent, g_st.ok, g_hist.total,
              (double)g_st.sent / secs, h_quantile(&g_hist, 0.50) / 1e3,
              h_quantile(&g_hist, 0.90) / 1e3, h_quantile(&g_hist, 0.99) / 1e3,
              h_quantile(&g_hist, 0.999) / 1e3, g_hist.max / 1e3, max_lag_ns / 1e6, errs,
-             g_st.http, g_st.rpc_err, g_st.not_done, g_st.closed, g_st.bad_reply, g_st.connect,
+             g_st.http, g_st.rpc_err, g_st.not_done, g_st.not_replayed, g_st.closed, g_st.bad_reply,
+             g_st.connect,
              g_st.timeout);
     fputs(result, stdout);
     if (opt.cdf_file && h_write_cdf(&g_hist, opt.cdf_file, result) != 0) {
