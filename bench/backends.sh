@@ -95,13 +95,6 @@ die() { echo "backends.sh: $*" >&2; exit 1; }
 log() { echo "== $*" >&2; }
 
 mkdir -p "$OUT" || die "cannot create $OUT"
-AUTOGROUP_FILE=/proc/sys/kernel/sched_autogroup_enabled
-AUTOGROUP_WAS=$(cat "$AUTOGROUP_FILE" 2>/dev/null || echo -)
-if [ -n "${BENCH_AUTOGROUP:-}" ]; then
-  case $BENCH_AUTOGROUP in 0 | 1) ;; *) die "BENCH_AUTOGROUP is 0 or 1" ;; esac
-  echo "$BENCH_AUTOGROUP" >"$AUTOGROUP_FILE" 2>/dev/null ||
-    die "cannot set $AUTOGROUP_FILE (root only; this kernel may not have it)"
-fi
 START_TIME=$(date +%s)
 START_UPTIME="$(uptime)"
 
@@ -113,7 +106,7 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   [ "$SVC_STARTED" = 1 ] && "$SVC" stop >/dev/null 2>&1
-  [ -n "${BENCH_AUTOGROUP:-}" ] && [ "$AUTOGROUP_WAS" != - ] && echo "$AUTOGROUP_WAS" >"$AUTOGROUP_FILE"
+  declare -F autogroup_restore >/dev/null && autogroup_restore
 }
 trap cleanup EXIT
 
@@ -121,8 +114,9 @@ as_pg() { # PostgreSQL refuses root: run as its owner, like test-services.sh
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-# free_port, wait_http
+# free_port, wait_http, read_result, code_rev, start_peer, autogroup_*
 BENCH_LIB=helpers source "$root/bench/lib.sh"
+autogroup_set || die "BENCH_AUTOGROUP: see above"
 
 # ---------------------------------------------------------------- build
 ONCED="$B/onced"
@@ -375,7 +369,7 @@ echo
 echo "## bench/backends.sh$([ "$BACKENDS" != "$ALL_BACKENDS" ] && echo " (BENCH_BACKENDS=\"$BACKENDS\")") $(date -u +%Y-%m-%dT%H:%MZ) — ${BENCH_SOURCE:-commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet HEAD -- src apps include 2>/dev/null || echo '+local changes')}${BENCH_ONCED_ARGS:+, onced $BENCH_ONCED_ARGS}"
 echo
 echo "Machine: $(nproc) CPUs ($(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)), $(uname -sr); shared."
-echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s. kernel.sched_autogroup_enabled=$(cat "$AUTOGROUP_FILE" 2>/dev/null || echo -)."
+echo "Load: start \`${START_UPTIME# }\`; end \`${END_UPTIME# }\`. Elapsed ${ELAPSED}s. kernel.sched_autogroup_enabled=$(autogroup_state)."
 echo "wrk -t2 -c64, ${WARM}s warm-up discarded, ${DUR}s measured, --latency, bench/send.lua (new rows: new $NEW_WAIT); loopback; wrk, onced and the store share the CPUs."
 [ -n "${PG_SETTINGS:-}" ] && echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}'): $PG_SETTINGS. Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'): $REDIS_SETTINGS."
 case " $BACKENDS " in *" dynamodb "*)
