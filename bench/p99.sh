@@ -42,6 +42,8 @@ MODES="${BENCH_MODES:-new}"
 PG_URL="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:25432/once}"
 REDIS_URL="${BENCH_REDIS_URL:-redis://127.0.0.1:26379/9}"
 DYNAMO_URL="${BENCH_DYNAMO_URL:-dynamodb://p99?region=us-east-1&endpoint=http://127.0.0.1:27432&create=1}"
+# dynalite checks no signature; onced signs with these.
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-bench}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-bench}"
 LUA="$root/bench/send.lua"
 TCK="$(getconf CLK_TCK)"
 DATA="$OUT/data"
