@@ -132,7 +132,8 @@ echo "| store | saturated req/s (wrk p99 ms) | paced rate /s | achieved /s | p50
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"
 for row in "${ROWS[@]}"; do
   label=$row
-  case $row in sqlite | sqlite-*) label="${row/sqlite/sqlite (synchronous=FULL)}" ;; esac
+  case $row in sqlite | sqlite-*) label="sqlite (synchronous=FULL)${row#sqlite}" ;; esac
+  label=${label/-replay/, replays}
   printf '| %s | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s/%s |\n' "$label" \
     "${R[$row.sat.rps]}" "${R[$row.sat.p99_ms]}" "${R[$row.rate]}" "${R[$row.achieved_rps]}" \
     "${R[$row.p50_ms]}" "${R[$row.p90_ms]}" "${R[$row.p99_ms]}" "${R[$row.p999_ms]}" \
