@@ -36,11 +36,11 @@
  * reshaped by once__push_sync in the same critical section as the record
  * write that implies it, and dropped with the record when it is entombed.
  *
- * A task finished for MEM_COLD_MS or more is cold: the sweep that runs
- * past it on the finished queue deflates its texts and events into its
- * record's one allocation (zip.c), keeping as they were the strings
- * the lookups and lists compare (principal, task ID, context ID, lease
- * owner) and every number. Readers of the rest (load, events, list, check,
+ * A task finished for MEM_COLD_MS or more is cold: a later write that
+ * finishes a task (a couple per such write, cool_step), or else the sweep,
+ * deflates its texts and events into its record's one allocation
+ * (zip.c), keeping as they were the strings the lookups and lists compare
+ * (principal, task ID, context ID, lease owner) and every number. Readers of the rest (load, events, list, check,
  * an update, the sweep that entombs it: the first digest) inflate a copy
  * under the lock; the tasks retries replay are the ones just finished,
  * still warm. The cooler's place on the queue (cooled) keeps its cost to
@@ -197,6 +197,7 @@ typedef struct mem_store {
     mem_tomb *tomb_head, *tomb_tail;
     uint64_t visits;          /* entries looked at by expired_leases, sweep, purge */
     uint64_t cools;           /* entries deflated so far */
+    uint64_t finishes;        /* writes that finished a task (cool_step) */
     size_t cold;              /* live entries held deflated now (account keeps it) */
     once__zip zip;
     mem_meta *meta;
@@ -961,14 +962,26 @@ static int snapshot(const mem_entry *e, mem_entry *snap)
 
 /* Deflate the tasks that finished before cold_before, from the entry after
  * the one the cooler passed last (a sweep runs on the sweeper's thread).
- * The lock is held only to copy an entry out and to put its cold record in
- * (if the entry is still the one copied: same record, same version), so
- * requests never wait for a deflate. An entry placed behind the cooler
+ * The lock is held only to copy entries out, COOL_BATCH at a time, and to
+ * put their cold records in (each only if the entry is still the one
+ * copied: same record, same version), so requests never wait for a
+ * deflate, and a pass over tens of thousands of tasks takes the lock twice
+ * per batch, not twice per task. An entry placed behind the cooler
  * (finished earlier than one it passed, or updated after it cooled) stays
  * warm until swept. Out of memory ends the pass where it was: the next
  * sweep starts there again; so does having deflated `max` entries. 1 when
  * the pass reached the end (every task finished before cold_before is
  * cold), else 0. */
+enum { COOL_BATCH = 32 };
+
+typedef struct {
+    mem_entry *e;       /* compared after the lock was let go, not followed */
+    const mem_rec *was;
+    int64_t version;
+    mem_entry snap;     /* the copy deflated outside the lock */
+    mem_rec *cold;      /* its cold record, NULL: it stays warm */
+} cool_item;
+
 static int cool_locked(mem_store *ms, int64_t cold_before, size_t max);
 
 static int cool(mem_store *ms, int64_t cold_before, size_t max)
@@ -979,56 +992,131 @@ static int cool(mem_store *ms, int64_t cold_before, size_t max)
     return done;
 }
 
+/* Under the lock: of the next `want` entries after the cooler's place,
+ * copy out the warm ones (into it[0..*n)) and step the place past the cold
+ * ones in front of them; a cold entry after a copied one ends the batch
+ * (the place moves only over entries swapped in, see cool_swap). *seen
+ * counts the entries passed; *end is set when the list's end or a task
+ * finished at or after cold_before was reached. ONCE_ENOMEM when a copy
+ * failed (the ones before it are in it[]). */
+static int cool_collect(mem_store *ms, int64_t cold_before, cool_item *it, size_t want,
+                        size_t *n, size_t *seen, int *end)
+{
+    mem_entry *e = ms->cooled ? ms->cooled->qnext : ms->finished.qnext;
+
+    *n = 0;
+    for (size_t passed = 0; passed < want; passed++, e = e->qnext) {
+        if (e == &ms->finished || e->r->finished_at >= cold_before) {
+            *end = 1;
+            return ONCE_OK;
+        }
+        if (e->r->zlen) {   /* cold already */
+            if (*n > 0)
+                return ONCE_OK;
+            ms->cooled = e;
+            (*seen)++;
+            continue;
+        }
+        cool_item *c = &it[*n];
+        c->e = e;
+        c->was = e->r;
+        c->version = e->r->version;
+        c->cold = NULL;
+        if (snapshot(e, &c->snap) != ONCE_OK)
+            return ONCE_ENOMEM;
+        (*n)++;
+        (*seen)++;
+    }
+    return ONCE_OK;
+}
+
+/* Under the lock: put the cold records of it[0..n) in, each where its entry
+ * is still the one copied (it may have been updated, swept or purged
+ * meanwhile: looked up again by the copy's key). The cooler's place moves
+ * over the entries in order while each is still there. */
+static void cool_swap(mem_store *ms, cool_item *it, size_t n)
+{
+    int in_order = 1;
+
+    for (size_t i = 0; i < n; i++) {
+        mem_entry *e = it[i].e;
+        const mem_rec *r = it[i].snap.r;
+        mem_entry *now = find_live(ms, rec_str(r, S_PRINCIPAL), rec_str(r, S_TASK_ID));
+        if (now != e || e->r != it[i].was || e->r->version != it[i].version) {
+            in_order = 0;
+            continue;
+        }
+        if (it[i].cold != NULL) {
+            account(ms, e, 0);
+            once_free(e->r);
+            once_free(e->ev);
+            e->r = it[i].cold;
+            e->ev = NULL;
+            e->evcap = 0;
+            it[i].cold = NULL;
+            account(ms, e, 1);
+            ms->cools++;
+        }
+        if (in_order)
+            ms->cooled = e;
+    }
+}
+
+/* Every COOL_EVERY-th write that finishes a task deflates up to twice as
+ * many of the tasks that went cold (finished cold_ms before it did), so
+ * that deflating keeps the pace tasks finish at, spread over the writes,
+ * rather than running as one burst a second on the sweeper's thread: at
+ * half of saturation that burst (tens of thousands of tasks) took one of
+ * two CPUs for a good part of a second and the requests queued behind it
+ * (bench/README.md, the memory store's tail). In steps of a few dozen, not
+ * one or two per write: each step has a fixed cost (two trips through the
+ * store's lock, the deflater's tables brought into this CPU's cache), and
+ * steps of two per write measured 20-30% off the saturated rate. Twice
+ * the pace lets it catch up after a pause; the sweep's pass
+ * deflates whatever is left. One cooler at a time: a write that finds
+ * another one at it goes on without. */
+enum { COOL_EVERY = 16 };
+
+static void cool_step(mem_store *ms, int64_t finished_at)
+{
+    if (ms->cold_ms < 0 || __atomic_add_fetch(&ms->finishes, 1, __ATOMIC_RELAXED) % COOL_EVERY != 0 ||
+        pthread_mutex_trylock(&ms->cool_mu) != 0)
+        return;
+    (void)cool_locked(ms, finished_at - ms->cold_ms, 2 * COOL_EVERY);
+    pthread_mutex_unlock(&ms->cool_mu);
+}
+
 /* cool, under cool_mu. */
 static int cool_locked(mem_store *ms, int64_t cold_before, size_t max)
 {
-    for (size_t done = 0; done < max; done++) {
+    cool_item it[COOL_BATCH];
+    size_t seen = 0;
+    int end = 0;
+
+    while (!end && seen < max) {
+        size_t n, want = max - seen < COOL_BATCH ? max - seen : COOL_BATCH, deflated = 0;
         pthread_mutex_lock(&ms->lock);
-        mem_entry *e = ms->cooled ? ms->cooled->qnext : ms->finished.qnext;
-        if (e == &ms->finished || e->r->finished_at >= cold_before) {
-            pthread_mutex_unlock(&ms->lock);
-            return 1;
-        }
-        if (e->r->zlen) {   /* cold already */
-            ms->cooled = e;
-            pthread_mutex_unlock(&ms->lock);
-            continue;
-        }
-        mem_entry snap;
-        const mem_rec *was = e->r;
-        int64_t version = e->r->version;
-        int rc = snapshot(e, &snap);
+        int rc = cool_collect(ms, cold_before, it, want, &n, &seen, &end);
         pthread_mutex_unlock(&ms->lock);
-        if (rc != ONCE_OK)
-            return 0;
-        mem_rec *c = NULL;
-        rc = cold_copy(ms, &snap, &c);
-        pthread_mutex_lock(&ms->lock);
-        /* e may have been updated, swept or purged meanwhile: look it up
-         * again by its key (the snapshot's copy of it). */
-        mem_entry *now = find_live(ms, rec_str(snap.r, S_PRINCIPAL), rec_str(snap.r, S_TASK_ID));
-        if (rc == ONCE_OK && now == e && e->r == was && e->r->version == version) {
-            if (c != NULL) {
-                account(ms, e, 0);
-                once_free(e->r);
-                once_free(e->ev);
-                e->r = c;
-                e->ev = NULL;
-                e->evcap = 0;
-                c = NULL;
-                account(ms, e, 1);
-                ms->cools++;
-            }
-            ms->cooled = e;
+        while (rc == ONCE_OK && deflated < n) {
+            rc = cold_copy(ms, &it[deflated].snap, &it[deflated].cold);
+            if (rc == ONCE_OK)
+                deflated++;
         }
-        pthread_mutex_unlock(&ms->lock);
-        once_free(c);
-        once_free(snap.r);
-        once_free(snap.ev);
+        if (deflated > 0) {
+            pthread_mutex_lock(&ms->lock);
+            cool_swap(ms, it, deflated);
+            pthread_mutex_unlock(&ms->lock);
+        }
+        for (size_t i = 0; i < n; i++) {
+            once_free(it[i].cold);
+            once_free(it[i].snap.r);
+            once_free(it[i].snap.ev);
+        }
         if (rc != ONCE_OK)
             return 0;
     }
-    return 0;
+    return end;
 }
 
 /* ------------------------------------------------------------------------
@@ -1477,6 +1565,8 @@ static int mem_create(once_store *s, const once_record *rec, const once_event *e
     maybe_grow(ms);
     pthread_mutex_unlock(&ms->lock);
     chain_free(gone);
+    if (once_state_terminal(rec->state))
+        cool_step(ms, rec->finished_at);
     return ONCE_OK;
 }
 
@@ -1588,6 +1678,8 @@ static int mem_update(once_store *s, const once_record *rec, int64_t expect_vers
 
     chain_free(gone);
     once_free(pp.rows);      /* the old rows, or the unused new ones */
+    if (rc == ONCE_OK && once_state_terminal(rec->state) && !(old && rec_terminal(old)))
+        cool_step(ms, rec->finished_at);
     once_free(old);
     once_free(nr);
     once_free(nv);

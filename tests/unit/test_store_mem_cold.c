@@ -306,6 +306,46 @@ static void test_update_of_a_cold_task(void **state)
     once_store_close(s);
 }
 
+/* Every 16th write that finishes a task deflates up to 32 of the tasks
+ * that finished MEM_COLD_MS (2 s) or more before it, oldest first, with no
+ * sweep; a write of a task still running neither deflates nor counts. */
+static void test_finishing_writes_deflate(void **state)
+{
+    (void)state;
+    once_store *s = open_mem();
+    once_record r;
+    char id[16];
+    int i;
+
+    for (i = 0; i < 31; i++) {   /* finishes 1-31; at the 16th none is due */
+        snprintf(id, sizeof id, "a%d", i);
+        put_done(s, id, i, 2);
+    }
+    assert_int_equal(once__mem_cools(s), 0);
+    put_done(s, "b", 2020, 2);   /* the 32nd: a0-a19 are due */
+    assert_int_equal(once__mem_cools(s), 20);
+    assert_int_equal(cold_held(s), 20);
+    for (i = 0; i < 15; i++) {   /* finishes 33-47: a20-a30 due, no step */
+        snprintf(id, sizeof id, "c%d", i);
+        put_done(s, id, 4000 + i, 2);
+    }
+    assert_int_equal(once__mem_cools(s), 20);
+
+    assert_int_equal(st_rec(&r, P, "g", ONCE_STATE_WORKING, T0 + 9000, "{}"), 0);
+    assert_int_equal(once_store_create(s, &r, NULL, 0, NULL, NULL), ONCE_OK);
+    assert_int_equal(once__mem_cools(s), 20);   /* running: not a finish */
+    r.state = ONCE_STATE_COMPLETED;
+    r.finished_at = T0 + 9000;
+    r.version++;
+    /* The 48th, an update: a20-a30, b and c0-c14 are due, 27 of them. */
+    assert_int_equal(once_store_update(s, &r, r.version - 1, NULL, 0), ONCE_OK);
+    assert_int_equal(once__mem_cools(s), 47);
+    once_record_clear(&r);
+    assert_int_equal(cold_held(s), 47);
+    assert_clean(s);
+    once_store_close(s);
+}
+
 /* A task whose texts deflate to more than they are stays as it is (and
  * reads back the same); the one beside it goes cold. */
 static void test_incompressible_task_stays_warm(void **state)
@@ -419,6 +459,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cold_tasks_read_back_the_same),
         cmocka_unit_test(test_update_of_a_cold_task),
+        cmocka_unit_test(test_finishing_writes_deflate),
         cmocka_unit_test(test_incompressible_task_stays_warm),
         cmocka_unit_test(test_allocation_faults),
     };

@@ -168,8 +168,12 @@ static void echo_put(once_store *s, int i)
     snprintf(r.lease_owner, sizeof r.lease_owner, "vm-16910");
     r.kind = ONCE_KIND_TASK;
     r.fence = 1;
-    r.created_at = r.updated_at = T0 + i;
-    r.lease_until = T0 + i + 30000;
+    /* N tasks within a second: none has been finished for the 2 s after
+     * which a later write would deflate it, so they stay warm until the
+     * test's sweep. */
+    int64_t at = T0 + (int64_t)i * 1000 / N;
+    r.created_at = r.updated_at = at;
+    r.lease_until = at + 30000;
     r.digests = t.digests;
     for (g = 0; g < 4; g++) {
         r.version = g + 1;
@@ -179,7 +183,7 @@ static void echo_put(once_store *s, int i)
         ev.generation = g + 1;
         ev.payload = t.ev[g];
         if (g == 3) {
-            r.finished_at = T0 + i;
+            r.finished_at = at;
             r.lease_owner[0] = '\0';
             r.lease_until = 0;
             r.journal = t.journal;
