@@ -11,14 +11,18 @@
  * reads give the same bytes. In the store alone: an update of a cold task
  * (events appended), a task deflate cannot shrink (kept as it is), and an
  * allocation-fault sweep over deflating and every inflating reader, after
- * which the store answers as before and its check is clean.
+ * which the store answers as before and its check is clean. Writes that
+ * finish tasks deflate older ones (every 16th, up to 32), also while a
+ * sweep and readers run beside them.
  */
 #include <stdarg.h>
 #include <setjmp.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "engine_fixture.h"
 #include "test_store_mem.h"
@@ -346,6 +350,96 @@ static void test_finishing_writes_deflate(void **state)
     once_store_close(s);
 }
 
+/* Writers that finish tasks (and so deflate older ones), a sweeper and a
+ * reader at once, on tasks finished over 6 s of the store's clock: every
+ * task is deflated exactly once, and every one reads back as written. */
+enum { RACE_WRITERS = 4, RACE_TASKS = 300 };
+#define RACE_JSON "{\"id\":\"x\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}," \
+                  "\"artifacts\":[{\"artifactId\":\"a\",\"parts\":[{\"text\":\"hi\"}]}]}"
+
+typedef struct {
+    once_store *s;
+    int writer;           /* -1: the sweeper; -2: the reader */
+    int *seq;             /* tasks finished so far, all writers (atomic) */
+    int *writers_left;    /* (atomic) */
+    int bad;              /* calls that failed or read back wrong */
+} race_arg;
+
+static void *race_main(void *p)
+{
+    race_arg *a = p;
+    char id[32];
+    once_record r;
+
+    if (a->writer >= 0) {
+        for (int i = 0; i < RACE_TASKS; i++) {
+            int n = __atomic_add_fetch(a->seq, 1, __ATOMIC_SEQ_CST);
+            snprintf(id, sizeof id, "w%d-%d", a->writer, i);
+            if (st_rec(&r, P, id, ONCE_STATE_COMPLETED, T0, RACE_JSON) != 0) {
+                a->bad++;
+                continue;
+            }
+            r.finished_at = T0 + (int64_t)n * 5;   /* 1,200 tasks over 6 s */
+            a->bad += once_store_create(a->s, &r, NULL, 0, NULL, NULL) != ONCE_OK;
+            once_record_clear(&r);
+        }
+        __atomic_sub_fetch(a->writers_left, 1, __ATOMIC_SEQ_CST);
+        return NULL;
+    }
+    for (unsigned x = 1; __atomic_load_n(a->writers_left, __ATOMIC_SEQ_CST) > 0;) {
+        int n = __atomic_load_n(a->seq, __ATOMIC_SEQ_CST);
+        size_t swept;
+        if (a->writer == -1) {   /* nothing due for retention; cold as of the last finish */
+            a->bad += once_store_sweep(a->s, T0 - 1, T0 + (int64_t)n * 5, 64, &swept) != ONCE_OK;
+            continue;
+        }
+        x = x * 1103515245u + 12345u;
+        snprintf(id, sizeof id, "w%u-%u", (x >> 8) % RACE_WRITERS, (x >> 16) % RACE_TASKS);
+        int rc = once_store_load(a->s, P, id, &r, NULL);
+        if (rc == ONCE_OK) {
+            a->bad += strcmp(r.task_json, RACE_JSON) != 0;
+            once_record_clear(&r);
+        } else {
+            a->bad += rc != ONCE_ENOTFOUND;   /* not written yet */
+        }
+    }
+    return NULL;
+}
+
+static void test_deflating_writers_race(void **state)
+{
+    (void)state;
+    once_store *s = open_mem();
+    race_arg args[RACE_WRITERS + 2];
+    pthread_t th[RACE_WRITERS + 2];
+    int seq = 0, left = RACE_WRITERS;
+    size_t i, n;
+
+    for (i = 0; i < RACE_WRITERS + 2; i++) {
+        args[i] = (race_arg){.s = s, .writer = i < RACE_WRITERS ? (int)i : -(int)(i - RACE_WRITERS) - 1,
+                             .seq = &seq, .writers_left = &left, .bad = 0};
+        assert_int_equal(pthread_create(&th[i], NULL, race_main, &args[i]), 0);
+    }
+    for (i = 0; i < RACE_WRITERS + 2; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(args[i].bad, 0);
+    }
+    assert_true(once__mem_cools(s) > 0);   /* the writers and the sweeper deflated some */
+    assert_int_equal(once_store_sweep(s, T0 - 1, T0 + 60000, 10000, &n), ONCE_OK);
+    assert_int_equal(once__mem_cools(s), RACE_WRITERS * RACE_TASKS);   /* each once */
+    assert_int_equal(cold_held(s), RACE_WRITERS * RACE_TASKS);
+    for (i = 0; i < RACE_WRITERS * RACE_TASKS; i++) {
+        char id[32];
+        once_record r;
+        snprintf(id, sizeof id, "w%zu-%zu", i % RACE_WRITERS, i / RACE_WRITERS);
+        assert_int_equal(once_store_load(s, P, id, &r, NULL), ONCE_OK);
+        assert_string_equal(r.task_json, RACE_JSON);
+        once_record_clear(&r);
+    }
+    assert_clean(s);
+    once_store_close(s);
+}
+
 /* A task whose texts deflate to more than they are stays as it is (and
  * reads back the same); the one beside it goes cold. */
 static void test_incompressible_task_stays_warm(void **state)
@@ -460,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_cold_tasks_read_back_the_same),
         cmocka_unit_test(test_update_of_a_cold_task),
         cmocka_unit_test(test_finishing_writes_deflate),
+        cmocka_unit_test(test_deflating_writers_race),
         cmocka_unit_test(test_incompressible_task_stays_warm),
         cmocka_unit_test(test_allocation_faults),
     };
