@@ -82,12 +82,14 @@ int once__rd_stored_ctx(rd_store *s, rd_conn *c, const char *h, char ctx[ONCE_ID
     once__rd_cmd_init(&cmd);
     once__rd_str(&cmd, "HGET");
     once__rd_str(&cmd, h);
-    once__rd_str(&cmd, "c");
+    once__rd_str(&cmd, "h");
     rc = once__rd_call(s, c, &cmd, 0, &r);
     once__rd_cmd_free(&cmd);
     if (rc != ONCE_OK)
         return rc;
-    if (r->type != REDIS_REPLY_NIL && once__rd_fixed(r, ctx, ONCE_ID_MAX + 1) != 0) {
+    if (r->type != REDIS_REPLY_NIL &&
+        (r->type != REDIS_REPLY_STRING ||
+         once__rd_head_field(r->str, r->len, RD_HEAD_C, ctx, ONCE_ID_MAX + 1) != 0)) {
         ctx[0] = '\0';
         rc = ONCE_ECORRUPT;
     }
