@@ -13,6 +13,8 @@
 # figures are differences divided by the tasks registered in between
 # (once/admin/stats "registered"):
 #   redis_cpu_us_per_task  used_cpu_sys + used_cpu_user of the server
+#   used_memory_per_task   the server's used_memory grown, per task (what
+#                          a finished task holds at rest, indexes included)
 #   per command            usec_per_call x calls / tasks, and calls / tasks
 #                          (a script's row, evalsha, includes the time of
 #                          the commands it calls, which have rows too)
@@ -47,6 +49,7 @@ cpu_us() {
   "${RCLI[@]}" info cpu | tr -d '\r' |
     awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" {t += $2} END {printf "%.0f\n", t * 1e6}'
 }
+mem() { "${RCLI[@]}" info memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}'; }
 # cmdstats: "command calls usec" per line.
 cmdstats() {
   "${RCLI[@]}" info commandstats | tr -d '\r' |
@@ -58,11 +61,13 @@ wrk -t2 -c64 -d1s -s "$root/bench/send.lua" "$URL" -- new block "w$PREFIX" >"$OU
   die "warm-up failed"
 read -r reg0 <<<"$(engine_stats "$PORT" registered)"
 cpu0=$(cpu_us)
+mem0=$(mem)
 cmdstats >"$OUT/cmd0.txt"
 log "wrk -t2 -c64 -d${SECS}s new block"
 wrk -t2 -c64 -d"${SECS}s" -s "$root/bench/send.lua" "$URL" -- new block "m$PREFIX" >"$OUT/wrk.txt" 2>&1 ||
   die "wrk failed"
 cpu1=$(cpu_us)
+mem1=$(mem)
 cmdstats >"$OUT/cmd1.txt"
 read -r reg1 <<<"$(engine_stats "$PORT" registered)"
 tasks=$((reg1 - reg0))
@@ -71,6 +76,7 @@ grep -m1 '^RESULT' "$OUT/wrk.txt" >&2
 
 echo "onced $ONCED (tree $(code_rev)), load $(loadavg), $tasks tasks in ${SECS}s ($((tasks / SECS))/s)"
 printf 'redis_cpu_us_per_task %s\n' "$(awk -v t="$tasks" -v a="$cpu0" -v b="$cpu1" 'BEGIN {printf "%.1f", (b - a) / t}')"
+echo "used_memory_per_task $(((mem1 - mem0) / tasks))"
 printf '%-16s %12s %10s\n' command calls/task us/task
 awk -v t="$tasks" '
   FNR == NR { calls0[$1] = $2; usec0[$1] = $3; next }

@@ -244,10 +244,14 @@ int once__rd_record_pack(rd_packed *pk, const once_record *rec, const char *firs
                          const char *lmember, size_t lmlen)
 {
     char num[RD_HEAD_N][24], rnum[4][24];
-    const char *head[RD_HEAD_N] = {int_text(rec, "s", num[0]), int_text(rec, "v", num[1]),
-                                   int_text(rec, "g", num[2]), int_text(rec, "f", num[3]),
-                                   rec->lease_owner,           int_text(rec, "fa", num[5]),
-                                   rec->context_id,            NULL, /* lmember */
+    const char *head[RD_HEAD_N] = {int_text(rec, "s", num[0]),
+                                   int_text(rec, "v", num[1]),
+                                   int_text(rec, "g", num[2]),
+                                   int_text(rec, "f", num[3]),
+                                   rec->lease_owner,
+                                   int_text(rec, "fa", num[5]),
+                                   rec->context_id,
+                                   NULL, /* lmember */
                                    first_digest};
     const char *rest[][2] = {{"p", rec->principal},
                              {"i", rec->task_id},

@@ -79,8 +79,8 @@ typedef struct update_ctx {
     rd_task_keys *k;
     const char *member, *lmember, *fd;
     size_t mlen, lmlen;
-    int64_t base; /* the stored generation the events continue, -1: none */
-    rd_packed pk; /* the record's hash fields */
+    int64_t base;                  /* the stored generation the events continue, -1: none */
+    rd_packed pk;                  /* the record's hash fields */
     char old_ctx[ONCE_ID_MAX + 1]; /* the stored context, as believed (k's
                                     * RD_K_CTX_OLD is its index) */
 } update_ctx;
