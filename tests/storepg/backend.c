@@ -112,7 +112,9 @@
  *                            NO_MIGRATE, then repacked at open (layout 3):
  *                            every record and its events read back as
  *                            before, tombstones stay, the check passes, and
- *                            update, renew and sweep work on the result
+ *                            update, renew and sweep work on the result; a
+ *                            head a field short or a pair cut short is
+ *                            ECORRUPT to a load and counted by the check
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -2529,6 +2531,27 @@ static void repack(void **state)
     EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
     if (!st_clean(&rep))
         fail_msg("check after writes: %s", rep.first_problem);
+
+    /* A head with a field too few, or a pair cut short, is no record. */
+    {
+        static const struct {
+            const char *id, *key, *field, *value;
+            size_t len;
+        } bad[] = {
+#define BAD(id, f, v) {id, "repack:{1:p:" id "}", f, v, sizeof v - 1}
+            BAD("r-02", "h", "0\0001\0000\0001\0\0000\0ctx-2\0lm\0"), /* no fd */
+            BAD("r-06", "r", "p\0p\0i"), /* a name, no value */
+#undef BAD
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            const char *argv[4] = {"HSET", bad[i].key, bad[i].field, bad[i].value};
+            size_t len[4] = {4, strlen(bad[i].key), 1, bad[i].len};
+            rd_admin(4, argv, len);
+            EXPECT_RC(s, once_store_load(s, "p", bad[i].id, &r, NULL), ONCE_ECORRUPT);
+            EXPECT_RC(s, once_store_check(s, &rep), ONCE_OK);
+            assert_int_equal(rep.bad_state, i + 1);
+        }
+    }
     once_store_close(s);
     once_store_close(open_ns(0, "repack", 1)); /* reset=1: leave nothing behind */
 #endif
