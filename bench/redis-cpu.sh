@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # redis-cpu.sh -- the Redis server's own CPU per new task (issue 35 item 5).
 #
-#   bash bench/redis-cpu.sh [SECONDS]      (default 6)
+#   bash bench/redis-cpu.sh [SECONDS [WAIT]]   (default 6 block)
 #
 # Starts a Redis of its own on a free loopback port, durable as
 # bench/backends.sh makes it (appendonly yes, appendfsync everysec, data in
@@ -9,7 +9,8 @@
 # bench/lib.sh) on it with a fresh key prefix. A short warm-up loads the
 # scripts and opens the connections; then `INFO cpu` and
 # `INFO commandstats` are read, wrk -t2 -c64 sends new blocking tasks
-# (bench/send.lua new block) for SECONDS, and both are read again. The
+# (bench/send.lua new WAIT: block, or ri for returnImmediately, whose task
+# is a create and then updates) for SECONDS, and both are read again. The
 # figures are differences divided by the tasks registered in between
 # (once/admin/stats "registered"):
 #   redis_cpu_us_per_task  used_cpu_sys + used_cpu_user of the server
@@ -25,6 +26,7 @@ TAG=redis-cpu
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SECS=${1:-6}
+WAIT=${2:-block}
 command -v redis-server >/dev/null || die "redis-server is missing"
 
 RDIR=$(mktemp -d "${TMPDIR:-/tmp}/once-redis-cpu.XXXXXX")
@@ -57,14 +59,14 @@ cmdstats() {
 }
 
 log "warm-up"
-wrk -t2 -c64 -d1s -s "$root/bench/send.lua" "$URL" -- new block "w$PREFIX" >"$OUT/warm.txt" 2>&1 ||
+wrk -t2 -c64 -d1s -s "$root/bench/send.lua" "$URL" -- new "$WAIT" "w$PREFIX" >"$OUT/warm.txt" 2>&1 ||
   die "warm-up failed"
 read -r reg0 <<<"$(engine_stats "$PORT" registered)"
 cpu0=$(cpu_us)
 mem0=$(mem)
 cmdstats >"$OUT/cmd0.txt"
-log "wrk -t2 -c64 -d${SECS}s new block"
-wrk -t2 -c64 -d"${SECS}s" -s "$root/bench/send.lua" "$URL" -- new block "m$PREFIX" >"$OUT/wrk.txt" 2>&1 ||
+log "wrk -t2 -c64 -d${SECS}s new $WAIT"
+wrk -t2 -c64 -d"${SECS}s" -s "$root/bench/send.lua" "$URL" -- new "$WAIT" "m$PREFIX" >"$OUT/wrk.txt" 2>&1 ||
   die "wrk failed"
 cpu1=$(cpu_us)
 mem1=$(mem)
