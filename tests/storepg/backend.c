@@ -2390,7 +2390,6 @@ static void rd_open_v1(void)
     assert_true(st_clean(&rep));
     once_store_close(s);
 }
-#endif
 
 /* Every field of r as one line, so two reads of a record compare as text. */
 static void rd_rec_text(const once_record *r, char *out, size_t n)
@@ -2473,6 +2472,7 @@ static void rd_write_v2(char text[RD_RP_N][1024])
     assert_int_equal(rd_unpack("repack"), RD_RP_N - 3);
     rd_admin3("SET", "repack:schema", "2", 1);
 }
+#endif
 
 static void repack(void **state)
 {
