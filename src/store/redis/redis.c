@@ -20,7 +20,9 @@
  *                      (the conformance suite opens one URL per case)
  *
  * Key layout (P = prefix; redis_keys.c has the encodings):
- *   P:{<len>:<principal>:<task_id>}      hash: the record, or the tombstone
+ *   P:{<len>:<principal>:<task_id>}      hash: the record (fields h, r, u
+ *                                        since layout version 3), or the
+ *                                        tombstone
  *   P:{<len>:<principal>:<task_id>}:ev   list: event payloads, generation g
  *                                        at index g-1
  *   P:leases     zset: live records holding a lease, by lease_until

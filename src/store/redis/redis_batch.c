@@ -1,7 +1,9 @@
 /*
  * redis_batch.c -- pipelining for the Redis backend: concurrent create and
  * update scripts (store/batch.h) go out on one connection in one write, and
- * their replies are read back in order.
+ * their replies are read back in order. Loads (HGETALL) ride along: a read
+ * in a pipeline reads what the scripts before it wrote, as it would alone,
+ * and a load whose pipeline failed is sent again alone (redis_read.c).
  *
  * Each script is atomic on its own and answers for itself, so one call's
  * verdict (the key taken, the version moved) is its own reply and never

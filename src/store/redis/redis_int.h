@@ -43,8 +43,9 @@
 #define RD_ATTEMPTS 3
 #define RD_BATCH_DEFAULT 2 /* pipelines in flight per handle (URL batch=N; 0: none) */
 #define RD_BATCH_MAX 16
-#define RD_SCHEMA_VERSION 2 /* the key layout of redis.c (redis_schema.c); 2 adds
-                             * the context indexes P:c:... */
+#define RD_SCHEMA_VERSION 3 /* the key layout of redis.c (redis_schema.c); 2 adds
+                             * the context indexes P:c:..., 3 packs a record
+                             * into three hash fields (redis_keys.c) */
 
 /* The Lua scripts; texts in redis_scripts.c. */
 typedef enum rd_script_id {
@@ -57,6 +58,7 @@ typedef enum rd_script_id {
     RD_PUSH_PUT,
     RD_RENEW,
     RD_CTX_ADD,
+    RD_REPACK,
     RD_MARK,
     RD_NSCRIPT
 } rd_script_id;
@@ -276,12 +278,37 @@ size_t once__rd_list_member(char *buf, int64_t created_at, const char *task_id);
  * not a list member. */
 int once__rd_list_member_parse(const char *m, size_t n, int64_t *created_at,
                                char task_id[ONCE_ID_MAX + 1]);
-/* How many arguments once__rd_record_fields adds for rec. */
-int once__rd_record_nfields(const once_record *rec);
-/* Append the record's hash fields (field, value pairs) to c; lmember must
- * outlive c. Returns the number of arguments added. */
-int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_digest,
-                           const char *lmember, size_t lmlen);
+/* A record as layout 3 stores it (redis_keys.c): the values of its hash
+ * fields "h" (the head the scripts read) and "r" (the rest), in one
+ * allocation, and "u". */
+typedef struct rd_packed {
+    char *h, *r; /* r points into h's allocation */
+    size_t hlen, rlen;
+    int64_t u;
+} rd_packed;
+/* The head's fields, in order; the scripts' LUA_HEAD indexes them from 1. */
+enum {
+    RD_HEAD_S,
+    RD_HEAD_V,
+    RD_HEAD_G,
+    RD_HEAD_F,
+    RD_HEAD_O,
+    RD_HEAD_FA,
+    RD_HEAD_C,
+    RD_HEAD_LM,
+    RD_HEAD_FD,
+    RD_HEAD_N
+};
+/* Pack rec (with its first digest and list member) into *pk: ONCE_OK or
+ * ONCE_ENOMEM (nothing to free). */
+int once__rd_record_pack(rd_packed *pk, const once_record *rec, const char *first_digest,
+                         const char *lmember, size_t lmlen);
+void once__rd_packed_free(rd_packed *pk);
+/* Append the values of "r", "h" and "u" (3 arguments; pk must outlive c). */
+void once__rd_packed_args(rd_cmd *c, const rd_packed *pk);
+/* Head field i (RD_HEAD_*) of the "h" value v[0..n) into dst: 0, or -1
+ * when v is no head or the field does not fit in cap (NUL included). */
+int once__rd_head_field(const char *v, size_t n, int i, char *dst, size_t cap);
 /* A hash read by HGETALL (an array of field, value): a record (ONCE_OK),
  * or a tombstone (ONCE_ETOMBSTONE, *tomb filled if non-NULL). out/tomb may
  * be NULL. ONCE_ECORRUPT if a field is missing or malformed. */

@@ -19,13 +19,21 @@
  * record (its "lm" field); the length prefix keeps the context key
  * injective, as in the task keys.
  *
- * Hash fields (values are bytes; numbers are decimal):
+ * Record fields (values are bytes; numbers are decimal):
  *   p principal  i task_id  c context_id  s state  k kind  v version
  *   g generation  f fence  n step  o lease_owner  u lease_until
  *   ca created_at  ua updated_at  fa finished_at  d digests  j task_json
  *   x checkpoint (absent = NULL)  pj push_json (absent = NULL)
  *   jn journal (absent = NULL)
  *   fd first digest  lm list member
+ * Layout 3 keeps a record in three hash fields, because Redis' CPU per
+ * write grows with the arguments a script is sent and passes on (issue
+ * #35): "h", the head the scripts read, the values of s v g f o fa c lm fd
+ * in that order, each ended by a NUL; "r", the rest as name NUL value NUL
+ * pairs (p i k n ca ua d j, and x pj jn when not NULL); and "u", which
+ * renew rewrites alone. No value can hold a NUL (the reader refuses one),
+ * so the split is unambiguous. A hash of layouts 1 and 2 holds every field
+ * under its own name; the reader takes both (redis_schema.c repacks them).
  * A tombstone hash holds T=1, p, i, fd, fa and ea (expired_at) only.
  */
 #include <errno.h>
@@ -209,61 +217,105 @@ int once__rd_list_member_parse(const char *m, size_t n, int64_t *created_at,
     return 0;
 }
 
-static void field(rd_cmd *c, const char *name, const char *value)
+/* The head's fields, in their order in "h" (the scripts index them:
+ * redis_scripts.c, LUA_HEAD). */
+static const char *const head_names[RD_HEAD_N] = {"s", "v", "g", "f", "o", "fa", "c", "lm", "fd"};
+
+/* Append s[0..n) and a NUL at *at. */
+static void put(char **at, const char *s, size_t n)
 {
-    once__rd_str(c, name);
-    once__rd_str(c, value);
+    memcpy(*at, s, n);
+    (*at)[n] = '\0';
+    *at += n + 1;
 }
 
-static void field_i64(rd_cmd *c, const char *name, int64_t v)
+/* The decimal text of rec's integer field with Redis name hf, in buf. */
+static const char *int_text(const once_record *rec, const char *hf, char buf[24])
 {
-    once__rd_str(c, name);
-    once__rd_i64(c, v);
+    for (int i = 0; i < ONCE__RECORD_NINT; i++)
+        if (strcmp(once__record_ints[i].hf, hf) == 0) {
+            snprintf(buf, 24, "%lld", (long long)once__field_get(rec, &once__record_ints[i]));
+            return buf;
+        }
+    return NULL; /* not reached: every name asked for is in the table */
 }
 
-int once__rd_record_nfields(const once_record *rec)
+int once__rd_record_pack(rd_packed *pk, const once_record *rec, const char *first_digest,
+                         const char *lmember, size_t lmlen)
 {
-    return 36 + (rec->checkpoint ? 2 : 0) + (rec->push_json ? 2 : 0) + (rec->journal ? 2 : 0);
+    char num[RD_HEAD_N][24], rnum[4][24];
+    const char *head[RD_HEAD_N] = {int_text(rec, "s", num[0]),
+                                   int_text(rec, "v", num[1]),
+                                   int_text(rec, "g", num[2]),
+                                   int_text(rec, "f", num[3]),
+                                   rec->lease_owner,
+                                   int_text(rec, "fa", num[5]),
+                                   rec->context_id,
+                                   NULL, /* lmember */
+                                   first_digest};
+    const char *rest[][2] = {{"p", rec->principal},
+                             {"i", rec->task_id},
+                             {"k", int_text(rec, "k", rnum[0])},
+                             {"n", int_text(rec, "n", rnum[1])},
+                             {"ca", int_text(rec, "ca", rnum[2])},
+                             {"ua", int_text(rec, "ua", rnum[3])},
+                             {"d", rec->digests},
+                             {"j", rec->task_json},
+                             {"x", rec->checkpoint},
+                             {"pj", rec->push_json},
+                             {"jn", rec->journal}};
+    size_t hn = 0, rn = 0, i, nrest = sizeof rest / sizeof rest[0];
+    char *at;
+
+    memset(pk, 0, sizeof *pk);
+    for (i = 0; i < RD_HEAD_N; i++)
+        hn += (head[i] ? strlen(head[i]) : lmlen) + 1;
+    for (i = 0; i < nrest; i++)
+        rn += rest[i][1] ? strlen(rest[i][0]) + strlen(rest[i][1]) + 2 : 0;
+    if (!(pk->h = once_malloc(hn + rn)))
+        return ONCE_ENOMEM;
+    at = pk->h;
+    for (i = 0; i < RD_HEAD_N; i++)
+        put(&at, head[i] ? head[i] : lmember, head[i] ? strlen(head[i]) : lmlen);
+    pk->hlen = hn;
+    pk->r = at;
+    for (i = 0; i < nrest; i++) {
+        if (rest[i][1]) { /* absent: NULL */
+            put(&at, rest[i][0], strlen(rest[i][0]));
+            put(&at, rest[i][1], strlen(rest[i][1]));
+        }
+    }
+    pk->rlen = rn;
+    pk->u = rec->lease_until;
+    return ONCE_OK;
 }
 
-int once__rd_record_fields(rd_cmd *c, const once_record *rec, const char *first_digest,
-                           const char *lmember, size_t lmlen)
+void once__rd_packed_free(rd_packed *pk)
 {
-    int before = c->argc;
-    int i;
+    once_free(pk->h);
+    memset(pk, 0, sizeof *pk);
+}
 
-    field(c, "p", rec->principal);
-    field(c, "i", rec->task_id);
-    field(c, "c", rec->context_id);
-    for (i = 0; i < ONCE__RECORD_NINT; i++)
-        field_i64(c, once__record_ints[i].hf, once__field_get(rec, &once__record_ints[i]));
-    field(c, "o", rec->lease_owner);
-    field(c, "d", rec->digests);
-    field(c, "j", rec->task_json);
-    field(c, "fd", first_digest);
-    once__rd_str(c, "lm");
-    once__rd_arg(c, lmember, lmlen);
-    if (rec->checkpoint)
-        field(c, "x", rec->checkpoint);
-    if (rec->push_json)
-        field(c, "pj", rec->push_json);
-    if (rec->journal)
-        field(c, "jn", rec->journal);
-    return c->argc - before;
+void once__rd_packed_args(rd_cmd *c, const rd_packed *pk)
+{
+    once__rd_arg(c, pk->r, pk->rlen);
+    once__rd_arg(c, pk->h, pk->hlen);
+    once__rd_i64(c, pk->u);
 }
 
 /* ------------------------------------------------------------------------ */
 
-int once__rd_num(const redisReply *v, int64_t *out)
+/* once__rd_num and once__rd_fixed of the bytes v[0..n). */
+static int span_num(const char *v, size_t n, int64_t *out)
 {
     char buf[24];
     char *end;
     long long x;
 
-    if (v->type != REDIS_REPLY_STRING || v->len == 0 || v->len >= sizeof buf)
+    if (n == 0 || n >= sizeof buf)
         return -1;
-    memcpy(buf, v->str, v->len);
-    buf[v->len] = '\0';
+    memcpy(buf, v, n);
+    buf[n] = '\0';
     errno = 0;
     x = strtoll(buf, &end, 10);
     if (errno || *end)
@@ -272,21 +324,31 @@ int once__rd_num(const redisReply *v, int64_t *out)
     return 0;
 }
 
-int once__rd_fixed(const redisReply *v, char *dst, size_t cap)
+static int span_fixed(const char *v, size_t n, char *dst, size_t cap)
 {
-    if (v->type != REDIS_REPLY_STRING || v->len >= cap || memchr(v->str, '\0', v->len))
+    if (n >= cap || memchr(v, '\0', n))
         return -1;
-    memcpy(dst, v->str, v->len);
-    dst[v->len] = '\0';
+    memcpy(dst, v, n);
+    dst[n] = '\0';
     return 0;
 }
 
-static int dup_str(const redisReply *v, char **dst)
+int once__rd_num(const redisReply *v, int64_t *out)
 {
-    if (v->type != REDIS_REPLY_STRING || memchr(v->str, '\0', v->len))
+    return v->type == REDIS_REPLY_STRING ? span_num(v->str, v->len, out) : -1;
+}
+
+int once__rd_fixed(const redisReply *v, char *dst, size_t cap)
+{
+    return v->type == REDIS_REPLY_STRING ? span_fixed(v->str, v->len, dst, cap) : -1;
+}
+
+static int dup_str(const char *v, size_t n, char **dst)
+{
+    if (memchr(v, '\0', n))
         return -1;
     once_free(*dst);
-    *dst = once_strndup(v->str, v->len);
+    *dst = once_strndup(v, n);
     return *dst ? 0 : -2;
 }
 
@@ -365,25 +427,25 @@ static const hfield hfields[] = {
 _Static_assert(sizeof(once_state) == sizeof(int) && sizeof(once_record_kind) == sizeof(int),
                "HF_ENUM stores an int");
 
-/* Store value v as field f of *p: 0, -1 malformed, -2 out of memory. */
-static int put_field(parsed *p, const hfield *f, const redisReply *v)
+/* Store value v[0..n) as field f of *p: 0, -1 malformed, -2 out of memory. */
+static int put_field(parsed *p, const hfield *f, const char *v, size_t n)
 {
     char *at = (char *)p + f->off;
     int64_t x;
 
     switch (f->type) {
     case HF_FIXED:
-        return once__rd_fixed(v, at, f->cap);
+        return span_fixed(v, n, at, f->cap);
     case HF_STR:
-        return dup_str(v, (char **)(void *)at);
+        return dup_str(v, n, (char **)(void *)at);
     case HF_I64:
-        if (once__rd_num(v, &x))
+        if (span_num(v, n, &x))
             return -1;
         memcpy(at, &x, sizeof x);
         return 0;
     case HF_ENUM: {
         int e;
-        if (once__rd_num(v, &x) || x < INT32_MIN || x > INT32_MAX)
+        if (span_num(v, n, &x) || x < INT32_MIN || x > INT32_MAX)
             return -1;
         e = (int)x;
         memcpy(at, &e, sizeof e);
@@ -396,11 +458,62 @@ static int put_field(parsed *p, const hfield *f, const redisReply *v)
     return -1;
 }
 
+/* Field name[0..nl) = v[0..n) into *p, its bit into *have. A name this
+ * version does not know is skipped. */
+static int put_named(parsed *p, unsigned *have, const char *name, size_t nl, const char *v,
+                     size_t n)
+{
+    for (size_t j = 0; j < sizeof hfields / sizeof hfields[0]; j++) {
+        const hfield *f = &hfields[j];
+        if (nl == strlen(f->name) && memcmp(name, f->name, nl) == 0) {
+            *have |= f->bit;
+            return put_field(p, f, v, n);
+        }
+    }
+    return 0;
+}
+
+/* The next NUL-ended piece of [*at, end): its start and length, or -1
+ * when there is no NUL before end. */
+static int piece(const char **at, const char *end, const char **v, size_t *n)
+{
+    const char *nul = *at < end ? memchr(*at, '\0', (size_t)(end - *at)) : NULL;
+
+    if (!nul)
+        return -1;
+    *v = *at;
+    *n = (size_t)(nul - *at);
+    *at = nul + 1;
+    return 0;
+}
+
+/* Layout 3's "h" (the head, RD_HEAD_N values) or "r" (name, value pairs)
+ * into *p. */
+static int put_packed(parsed *p, unsigned *have, int is_head, const char *v, size_t n)
+{
+    const char *at = v, *end = v + n, *name, *val;
+    size_t nl, vl;
+    int i, bad = 0;
+
+    for (i = 0; !bad && at < end; i++) {
+        if (is_head) {
+            if (i >= RD_HEAD_N || piece(&at, end, &val, &vl))
+                return -1;
+            name = head_names[i];
+            nl = strlen(name);
+        } else if (piece(&at, end, &name, &nl) || piece(&at, end, &val, &vl)) {
+            return -1;
+        }
+        bad = put_named(p, have, name, nl, val, vl);
+    }
+    return bad ? bad : (is_head && i != RD_HEAD_N ? -1 : 0);
+}
+
 int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *tomb)
 {
     parsed p;
     unsigned have = 0;
-    size_t i, j;
+    size_t i;
     int bad = 0;
 
     if (out)
@@ -411,19 +524,13 @@ int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *t
         return ONCE_ECORRUPT;
     memset(&p, 0, sizeof p);
     for (i = 0; i + 1 < r->elements && !bad; i += 2) {
-        const redisReply *k = r->element[i];
-        if (k->type != REDIS_REPLY_STRING) {
+        const redisReply *k = r->element[i], *v = r->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
             bad = -1;
-            break;
-        }
-        for (j = 0; j < sizeof hfields / sizeof hfields[0]; j++) {
-            const hfield *f = &hfields[j];
-            if (k->len == strlen(f->name) && memcmp(k->str, f->name, k->len) == 0) {
-                bad = put_field(&p, f, r->element[i + 1]);
-                have |= f->bit;
-                break;
-            }
-        } /* a field this version does not know is skipped */
+        else if (k->len == 1 && (k->str[0] == 'h' || k->str[0] == 'r'))
+            bad = put_packed(&p, &have, k->str[0] == 'h', v->str, v->len);
+        else
+            bad = put_named(&p, &have, k->str, k->len, v->str, v->len);
     }
     if (bad == -2) {
         once_record_clear(&p.rec);
@@ -447,4 +554,17 @@ int once__rd_parse_hash(const redisReply *r, once_record *out, once_tombstone *t
     else
         once_record_clear(&p.rec);
     return ONCE_OK;
+}
+
+/* The head field i (RD_HEAD_*) of a layout-3 "h" value v[0..n): 0 and
+ * dst, or -1 when v is not a head or the field does not fit. */
+int once__rd_head_field(const char *v, size_t n, int i, char *dst, size_t cap)
+{
+    const char *at = v, *end = v + n, *val = NULL;
+    size_t vl = 0;
+
+    for (int j = 0; j <= i; j++)
+        if (piece(&at, end, &val, &vl))
+            return -1;
+    return span_fixed(val, vl, dst, cap);
 }

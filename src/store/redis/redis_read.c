@@ -2,7 +2,8 @@
  * redis_read.c -- the Redis backend's reads: load, events, expired_leases,
  * list.
  *
- * load is one HGETALL (a record or a tombstone, atomically), events one
+ * load is one HGETALL (a record or a tombstone, atomically), sent in the
+ * write pipeline when batch= runs one (redis_batch.c), events one
  * LRANGE (event g sits at list index g-1), expired_leases one
  * ZRANGEBYSCORE on the lease index. list walks an index in (created_at,
  * task_id) order -- the context's when the query names one (exact: the
@@ -33,16 +34,11 @@ typedef struct load_arg {
     once_tombstone *tomb;
 } load_arg;
 
-static int load_fn(rd_store *s, rd_conn *c, void *arg)
+/* What the HGETALL reply r of a load says (r is freed). */
+static int load_verdict(rd_store *s, load_arg *a, redisReply *r)
 {
-    load_arg *a = arg;
-    redisReply *r;
     int rc;
 
-    once_record_clear(a->out);
-    rc = once__rd_call_key(s, c, "HGETALL", a->key, &r);
-    if (rc != ONCE_OK)
-        return rc;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 0)
         rc = ONCE_ENOTFOUND;
     else
@@ -51,6 +47,42 @@ static int load_fn(rd_store *s, rd_conn *c, void *arg)
         once__store_seterr(&s->base, "redis: %s is not a once record", a->key);
     freeReplyObject(r);
     return rc;
+}
+
+static int load_fn(rd_store *s, rd_conn *c, void *arg)
+{
+    load_arg *a = arg;
+    redisReply *r;
+    int rc;
+
+    once_record_clear(a->out);
+    rc = once__rd_call_key(s, c, "HGETALL", a->key, &r);
+    return rc == ONCE_OK ? load_verdict(s, a, r) : rc;
+}
+
+/* A load joins the pipeline of the writes in flight (redis_batch.c) when
+ * there is one: one read and one write of the connection serve many tasks,
+ * and those system calls were most of the Redis CPU a new task's
+ * idempotency read cost (issue #35). A read may be repeated, so a
+ * pipeline that failed is simply retried alone. */
+static int load_batched(rd_store *s, load_arg *a)
+{
+    rd_cmd cmd;
+    rd_bop b;
+    int rc;
+
+    once__rd_cmd_init(&cmd);
+    once__rd_str(&cmd, "HGETALL");
+    once__rd_str(&cmd, a->key);
+    b.cmd = &cmd;
+    rc = once__rd_batch_write(s, &b);
+    once__rd_cmd_free(&cmd);
+    if (rc != ONCE_OK) {
+        if (b.reply)
+            freeReplyObject(b.reply);
+        return RD_ALONE;
+    }
+    return load_verdict(s, a, b.reply);
 }
 
 int once__rd_load(once_store *s, const char *principal, const char *task_id, once_record *out,
@@ -67,7 +99,9 @@ int once__rd_load(once_store *s, const char *principal, const char *task_id, onc
         return ONCE_ENOMEM;
     a.out = out;
     a.tomb = tomb;
-    rc = once__rd_run(rds(s), load_fn, &a);
+    rc = load_batched(rds(s), &a);
+    if (rc == RD_ALONE)
+        rc = once__rd_run(rds(s), load_fn, &a);
     once_free((char *)a.key);
     return rc;
 }
@@ -82,12 +116,14 @@ int once__rd_stored_ctx(rd_store *s, rd_conn *c, const char *h, char ctx[ONCE_ID
     once__rd_cmd_init(&cmd);
     once__rd_str(&cmd, "HGET");
     once__rd_str(&cmd, h);
-    once__rd_str(&cmd, "c");
+    once__rd_str(&cmd, "h");
     rc = once__rd_call(s, c, &cmd, 0, &r);
     once__rd_cmd_free(&cmd);
     if (rc != ONCE_OK)
         return rc;
-    if (r->type != REDIS_REPLY_NIL && once__rd_fixed(r, ctx, ONCE_ID_MAX + 1) != 0) {
+    if (r->type != REDIS_REPLY_NIL &&
+        (r->type != REDIS_REPLY_STRING ||
+         once__rd_head_field(r->str, r->len, RD_HEAD_C, ctx, ONCE_ID_MAX + 1) != 0)) {
         ctx[0] = '\0';
         rc = ONCE_ECORRUPT;
     }

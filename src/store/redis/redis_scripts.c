@@ -13,7 +13,7 @@
  *             score lease_until
  *   finished  member iff the record is terminal, score finished_at
  *   tombs     member iff the key is a tombstone, score expired_at
- *   l:<p>     the list member stored in the record's "lm" field
+ *   l:<p>     the list member stored in the record's head (field "lm")
  *   c:<p>:<c> the same member, in the index of the record's context "c";
  *             the key depends on the stored record, so a script that
  *             removes an entry is told which context the caller read and
@@ -81,24 +81,38 @@
     "  return i + ni\n"                                                                            \
     "end\n"
 
+/* Lua helper: head(h) splits a record's "h" field (layout 3, redis_keys.c)
+ * into its values: [1] s, [2] v, [3] g, [4] f, [5] o, [6] fa, [7] c, [8] lm,
+ * [9] fd (RD_HEAD_* + 1). Reading the small head, never the record's "r",
+ * keeps what a version check or a renewal costs independent of the task's
+ * size. */
+#define LUA_HEAD                                                                                   \
+    "local function head(h)\n"                                                                     \
+    "  local t = {}\n"                                                                             \
+    "  for x in string.gmatch(h, '([^%z]*)%z') do t[#t + 1] = x end\n"                            \
+    "  return t\n"                                                                                 \
+    "end\n"
+
 /* clang-format off */
 const char *const once__rd_lua[RD_NSCRIPT] = {
     /* KEYS: hash, events, leases, finished, list, push, pushq, context.
-     * ARGV: member, list member, lease score|'', finished score|'', nf,
-     *       nf field/value arguments, the push section (put_push), then the
-     *       event payloads.
-     * Returns 1, or the existing hash (HGETALL) when the key is taken. */
+     * ARGV: member, list member, lease score|'', finished score|'', the
+     * record's "r", "h" and "u", the push section (put_push; '-' when the
+     * record has no push config), then the event payloads.
+     * Returns 1, or the existing hash (HGETALL) when the key is taken.
+     * Nothing is deleted first: a task key without its hash has no events
+     * and no push rows (entomb and purge drop them with the record, and
+     * the store needs maxmemory-policy noeviction), and every command less
+     * is Redis CPU per task (issue #35). */
     [RD_CREATE] =
         "#!lua\n"
         LUA_PUSH
         "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
         "  return redis.call('HGETALL', KEYS[1])\n"
         "end\n"
-        "local nf = tonumber(ARGV[5])\n"
-        "redis.call('HSET', KEYS[1], unpack(ARGV, 6, 5 + nf))\n"
-        "redis.call('DEL', KEYS[2])\n"
-        "drop_rows(KEYS[6], KEYS[7], ARGV[1], nil)\n"
-        "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 6 + nf)\n"
+        "redis.call('HSET', KEYS[1], 'r', ARGV[5], 'h', ARGV[6], 'u', ARGV[7])\n"
+        "local i = 9\n"
+        "if ARGV[8] ~= '-' then i = put_push(KEYS[6], KEYS[7], ARGV[1], 8) end\n"
         "while i <= #ARGV do\n"
         "  local j = math.min(i + 499, #ARGV)\n"
         "  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, j))\n"
@@ -114,8 +128,9 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
      * feed's channel (not a key), the new context's index, the stored
      * context's index. ARGV: member, list member, lease score|'',
      * finished score|'', expected version, base generation, the stored
-     * context as the caller believes it, nf, fields, the push section
-     * (put_push), then the payloads of generations base+1 ...
+     * context as the caller believes it, the record's "r", "h" and "u",
+     * the push section (put_push), then the payloads of generations
+     * base+1 ...
      * Returns 1 (done), 0 (no record, or the version moved), the stored
      * generation as a string when the events do not continue it, or
      * {stored context} when that is not ARGV[7]; only 1 writes. An update
@@ -123,14 +138,15 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
     [RD_UPDATE] =
         "#!lua\n"
         LUA_PUSH
-        "local cur = redis.call('HMGET', KEYS[1], 'T', 'v', 'g', 'lm', 'c')\n"
-        "if cur[1] or not cur[2] or cur[2] ~= ARGV[5] then return 0 end\n"
-        "if cur[3] ~= ARGV[6] then return cur[3] end\n"
-        "if (cur[5] or '') ~= ARGV[7] then return {cur[5] or ''} end\n"
-        "local nf = tonumber(ARGV[8])\n"
-        "redis.call('HDEL', KEYS[1], 'x', 'pj', 'jn')\n"
-        "redis.call('HSET', KEYS[1], unpack(ARGV, 9, 8 + nf))\n"
-        "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 9 + nf)\n"
+        LUA_HEAD
+        "local cur = redis.call('HMGET', KEYS[1], 'T', 'h')\n"
+        "if cur[1] or not cur[2] then return 0 end\n"
+        "local hd = head(cur[2])\n"
+        "if hd[2] ~= ARGV[5] then return 0 end\n"
+        "if hd[3] ~= ARGV[6] then return hd[3] end\n"
+        "if hd[7] ~= ARGV[7] then return {hd[7] or ''} end\n"
+        "redis.call('HSET', KEYS[1], 'r', ARGV[8], 'h', ARGV[9], 'u', ARGV[10])\n"
+        "local i = put_push(KEYS[6], KEYS[7], ARGV[1], 11)\n"
         "local told = i <= #ARGV\n"
         "while i <= #ARGV do\n"
         "  local j = math.min(i + 499, #ARGV)\n"
@@ -142,10 +158,10 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "else redis.call('ZREM', KEYS[3], ARGV[1]) end\n"
         "if ARGV[4] ~= '' then redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])\n"
         "else redis.call('ZREM', KEYS[4], ARGV[1]) end\n"
-        "if cur[4] ~= ARGV[2] or KEYS[9] ~= KEYS[10] then\n"
-        "  if cur[4] then\n"
-        "    redis.call('ZREM', KEYS[5], cur[4])\n"
-        "    redis.call('ZREM', KEYS[10], cur[4])\n"
+        "if hd[8] ~= ARGV[2] or KEYS[9] ~= KEYS[10] then\n"
+        "  if hd[8] then\n"
+        "    redis.call('ZREM', KEYS[5], hd[8])\n"
+        "    redis.call('ZREM', KEYS[10], hd[8])\n"
         "  end\n"
         "  redis.call('ZADD', KEYS[5], 0, ARGV[2])\n"
         "  redis.call('ZADD', KEYS[9], 0, ARGV[2])\n"
@@ -160,26 +176,27 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
     [RD_ENTOMB] =
         "#!lua\n"
         LUA_PUSH
-        "local r = redis.call('HMGET', KEYS[1], 'T', 's', 'fa', 'fd', 'lm', 'p', 'i', 'c')\n"
-        "if r[1] or not r[2] or tonumber(r[2]) < 5 then\n"
+        LUA_HEAD
+        "local r = redis.call('HMGET', KEYS[1], 'T', 'h')\n"
+        "local hd = r[2] and head(r[2]) or {}\n"
+        "if r[1] or not hd[1] or tonumber(hd[1]) < 5 then\n"
         "  redis.call('ZREM', KEYS[4], ARGV[1])\n"
         "  return 0\n"
         "end\n"
-        "if tonumber(r[3]) >= tonumber(ARGV[2]) then\n"
-        "  redis.call('ZADD', KEYS[4], r[3], ARGV[1])\n"
+        "if tonumber(hd[6]) >= tonumber(ARGV[2]) then\n"
+        "  redis.call('ZADD', KEYS[4], hd[6], ARGV[1])\n"
         "  return 0\n"
         "end\n"
-        "if (r[8] or '') ~= ARGV[5] then return {r[8] or ''} end\n"
+        "if hd[7] ~= ARGV[5] then return {hd[7] or ''} end\n"
+        "local p, i = string.match(ARGV[1], '^([^%z]*)%z(.*)$')\n"
         "redis.call('DEL', KEYS[1], KEYS[2])\n"
         "drop_rows(KEYS[7], KEYS[8], ARGV[1], nil)\n"
         "redis.call('ZREM', KEYS[3], ARGV[1])\n"
         "redis.call('ZREM', KEYS[4], ARGV[1])\n"
-        "if r[5] then\n"
-        "  redis.call('ZREM', KEYS[5], r[5])\n"
-        "  redis.call('ZREM', KEYS[9], r[5])\n"
-        "end\n"
-        "redis.call('HSET', KEYS[1], 'T', '1', 'p', r[6], 'i', r[7], 'fd', r[4] or '',\n"
-        "           'fa', r[3], 'ea', ARGV[3])\n"
+        "redis.call('ZREM', KEYS[5], hd[8])\n"
+        "redis.call('ZREM', KEYS[9], hd[8])\n"
+        "redis.call('HSET', KEYS[1], 'T', '1', 'p', p, 'i', i, 'fd', hd[9],\n"
+        "           'fa', hd[6], 'ea', ARGV[3])\n"
         "redis.call('ZADD', KEYS[6], ARGV[3], ARGV[1])\n"
         "if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end\n"
         "return 1\n",
@@ -209,7 +226,9 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
      * missing score. */
     [RD_CHECKKEY] =
         "#!lua\n"
-        "local lm = redis.call('HGET', KEYS[1], 'lm')\n"
+        LUA_HEAD
+        "local h = redis.call('HGET', KEYS[1], 'h')\n"
+        "local lm = h and head(h)[8]\n"
         "local inlist, inctx = 0, 0\n"
         "if lm and redis.call('ZSCORE', KEYS[5], lm) then inlist = 1 end\n"
         "if lm and redis.call('ZSCORE', KEYS[9], lm) then inctx = 1 end\n"
@@ -279,9 +298,11 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
      * not match) or -1 (no record, or a tombstone). */
     [RD_RENEW] =
         "#!lua\n"
-        "local r = redis.call('HMGET', KEYS[1], 'T', 's', 'f', 'o')\n"
+        LUA_HEAD
+        "local r = redis.call('HMGET', KEYS[1], 'T', 'h')\n"
         "if r[1] or not r[2] then return -1 end\n"
-        "if r[3] ~= ARGV[3] or r[4] ~= ARGV[2] or (r[2] ~= '1' and r[2] ~= '2') then\n"
+        "local hd = head(r[2])\n"
+        "if hd[4] ~= ARGV[3] or hd[5] ~= ARGV[2] or (hd[1] ~= '1' and hd[1] ~= '2') then\n"
         "  return 0\n"
         "end\n"
         "redis.call('HSET', KEYS[1], 'u', ARGV[4])\n"
@@ -297,6 +318,32 @@ const char *const once__rd_lua[RD_NSCRIPT] = {
         "local r = redis.call('HMGET', KEYS[1], 'T', 'c', 'lm')\n"
         "if r[1] or r[2] ~= ARGV[1] or r[3] ~= ARGV[2] then return 0 end\n"
         "redis.call('ZADD', KEYS[2], 0, ARGV[2])\n"
+        "return 1\n",
+
+    /* KEYS: hash. The layout-3 migration (redis_schema.c): repack a
+     * record hash of layout 1 or 2 (every field under its own name) into
+     * "h", "r" and "u" (redis_keys.c: the same bytes once writes). Returns
+     * 1 if it did; 0 for a tombstone, a hash already packed, one gone, or
+     * one missing a field (left as it is, for the check to report). */
+    [RD_REPACK] =
+        "#!lua\n"
+        "local all = redis.call('HGETALL', KEYS[1])\n"
+        "local f = {}\n"
+        "for j = 1, #all, 2 do f[all[j]] = all[j + 1] end\n"
+        "if f.T or f.h or f.r then return 0 end\n"
+        "if not (f.p and f.i and f.k and f.n and f.ca and f.ua and f.d and f.j and f.u) then\n"
+        "  return 0\n"
+        "end\n"
+        "local hb, rb = {}, {}\n"
+        "for _, n in ipairs({'s', 'v', 'g', 'f', 'o', 'fa', 'c', 'lm', 'fd'}) do\n"
+        "  if not f[n] then return 0 end\n"
+        "  hb[#hb + 1] = f[n] .. '\\0'\n"
+        "end\n"
+        "for _, n in ipairs({'p', 'i', 'k', 'n', 'ca', 'ua', 'd', 'j', 'x', 'pj', 'jn'}) do\n"
+        "  if f[n] then rb[#rb + 1] = n .. '\\0' .. f[n] .. '\\0' end\n"
+        "end\n"
+        "redis.call('DEL', KEYS[1])\n"
+        "redis.call('HSET', KEYS[1], 'r', table.concat(rb), 'h', table.concat(hb), 'u', f.u)\n"
         "return 1\n",
 
     /* KEYS: the schema marker. ARGV: version. Raises the marker to the

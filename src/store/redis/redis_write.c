@@ -79,7 +79,8 @@ typedef struct update_ctx {
     rd_task_keys *k;
     const char *member, *lmember, *fd;
     size_t mlen, lmlen;
-    int64_t base; /* the stored generation the events continue, -1: none */
+    int64_t base;                  /* the stored generation the events continue, -1: none */
+    rd_packed pk;                  /* the record's hash fields */
     char old_ctx[ONCE_ID_MAX + 1]; /* the stored context, as believed (k's
                                     * RD_K_CTX_OLD is its index) */
 } update_ctx;
@@ -155,6 +156,7 @@ static int create_fn(rd_store *s, rd_conn *c, void *arg)
 typedef struct create_call {
     char member[RD_MEMBER_MAX], lmember[RD_LMEMBER_MAX], fd[ONCE_DIGEST_HEX + 1];
     rd_push_write *push;
+    rd_packed pk;
     rd_task_keys k;
     rd_cmd cmd;
 } create_call;
@@ -164,6 +166,7 @@ static void create_call_free(create_call *cc)
     once__rd_cmd_free(&cc->cmd);
     once__rd_task_keys_free(&cc->k);
     once__rd_push_write_free(cc->push);
+    once__rd_packed_free(&cc->pk);
 }
 
 /* Build the create script call of rec and ev[0..nev) in cc (zeroed by the
@@ -195,14 +198,19 @@ static int create_call_build(rd_store *s, create_call *cc, const once_record *re
     mlen = once__rd_member(cc->member, rec->principal, rec->task_id);
     lmlen = once__rd_list_member(cc->lmember, rec->created_at, rec->task_id);
     once__digests_first(rec->digests, cc->fd);
+    rc = once__rd_record_pack(&cc->pk, rec, cc->fd, cc->lmember, lmlen);
+    if (rc != ONCE_OK) {
+        once__rd_task_keys_free(&cc->k);
+        once__rd_push_write_free(cc->push);
+        return rc;
+    }
 
     once__rd_cmd_init(&cc->cmd);
     once__rd_cmd_eval_keys(&cc->cmd, s, RD_CREATE, &cc->k, create_keys, NKEYS(create_keys));
     once__rd_arg(&cc->cmd, cc->member, mlen);
     once__rd_arg(&cc->cmd, cc->lmember, lmlen);
     index_scores(&cc->cmd, rec);
-    once__rd_i64(&cc->cmd, once__rd_record_nfields(rec));
-    once__rd_record_fields(&cc->cmd, rec, cc->fd, cc->lmember, lmlen);
+    once__rd_packed_args(&cc->cmd, &cc->pk);
     once__rd_push_section(&cc->cmd, cc->push);
     for (i = 0; i < nev; i++)
         once__rd_str(&cc->cmd, ev[i].payload);
@@ -321,8 +329,7 @@ static void build_update(rd_cmd *cmd, rd_store *s, const write_arg *a, const upd
     once__rd_i64(cmd, a->expect);
     once__rd_i64(cmd, a->numbered ? u->base : -1);
     once__rd_str(cmd, u->old_ctx);
-    once__rd_i64(cmd, once__rd_record_nfields(rec));
-    once__rd_record_fields(cmd, rec, u->fd, u->lmember, u->lmlen);
+    once__rd_packed_args(cmd, &u->pk);
     once__rd_push_section(cmd, a->push);
     for (i = 0; a->numbered && i < a->nev; i++)
         once__rd_str(cmd, a->ev[i].payload);
@@ -441,6 +448,12 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
     u.member = member;
     u.lmember = lmember;
     u.fd = fd;
+    rc = once__rd_record_pack(&u.pk, rec, fd, lmember, u.lmlen);
+    if (rc != ONCE_OK) {
+        once__rd_task_keys_free(&k);
+        once__rd_push_write_free(a.push);
+        return rc;
+    }
 
     a.u = &u;
     a.rec = rec;
@@ -462,6 +475,7 @@ int once__rd_update(once_store *s, const once_record *rec, int64_t expect_versio
         rc = once__rd_run(rds(s), update_fn, &a);
     once__rd_task_keys_free(&k);
     once__rd_push_write_free(a.push);
+    once__rd_packed_free(&u.pk);
     return rc;
 }
 
