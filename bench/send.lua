@@ -6,6 +6,10 @@
 --                messageId "<PREFIX>-<thread>-<n>" (never repeated: PREFIX is
 --                unique per wrk run, <thread> per thread, n counts up), with
 --                A2A-Extensions: urn:once:a2a:idempotency:v1 (onced)
+--        uuid    as "new", but each taskId begins with 16 random hex digits
+--                ("<hex16>-<PREFIX>-<thread>-<n>"): the order of IDs a client
+--                that mints UUIDs sends, where "new"'s two counting
+--                sequences insert into a B-tree at two places only
 --        ask     as "new", with the text "ask:more?": the echo executor
 --                answers TASK_STATE_INPUT_REQUIRED (bench/scale.sh's tasks
 --                that stay open, for ListTasks' state filter)
@@ -51,6 +55,10 @@ function init(args)
    wait = args[2] or "block"
    prefix = args[3] or "b"
    tag = prefix .. "-" .. tostring(tindex)
+   -- wrk's threads start from one random seed: give each its own
+   math.randomseed(os.time() * 1000 + tindex)
+   uuid = mode == "uuid"
+   if uuid then mode = "new" end
    ctx, every = nil, 0
    if args[4] and (mode == "new" or mode == "ask") then
       ctx, every = string.match(args[4], "^(.+)/(%d+)$")
@@ -93,6 +101,10 @@ local function body_for(n)
          '"role":"ROLE_USER","parts":[{"text":"hello"}]}' .. conf .. '}}'
    end
    local id = tag .. "-" .. n
+   if uuid then
+      id = string.format("%08x%08x", math.random(0, 0x7fffffff), math.random(0, 0x7fffffff)) ..
+         "-" .. id
+   end
    local task = ""
    if mode ~= "fresh" then
       task = '"taskId":"' .. id .. '",'
