@@ -578,7 +578,7 @@ class Story:
         seen = [name for name, r in (("reviewer-a", self.a), ("reviewer-b", self.b))
                 if marker in json.dumps(self.get_task(r))]
         in_events = self.registry_query(
-            "SELECT count(*) FROM events WHERE task_id=? AND payload LIKE ?", self.tid,
+            "SELECT count(*) FROM events WHERE tid=? AND payload LIKE ?", after.get("rid"),
             "%" + marker + "%")[0][0]
         in_row = marker in (after.get("task_json") or "")
         self.check("fenced", not seen and not in_row and in_events == 0,
@@ -648,6 +648,7 @@ class Story:
         # 9 ---------------------------------------------------------------
         self.heading(9, "The clock jumps past retention; a batch job replays the old outbox record")
         turns_before = sum(self.stats(r).get("executedTurns", 0) for r in self.replicas)
+        rid = (self.row() or {}).get("rid")   # the task's row: its events are keyed by it
         journal_turns = len(self.journal("reviewer", "turn started"))
         for name, r in (("reviewer-a", self.a), ("reviewer-b", self.b)):
             st, _, doc = r.rpc("once/admin/setClockOffset", {"offsetMs": RETENTION_JUMP_MS})
@@ -672,8 +673,9 @@ class Story:
             err.get("code"), err.get("reason"), _expired_at(self.get_task(self.a))))
         svc = self.signing_stats()
         turns_after = sum(self.stats(r).get("executedTurns", 0) for r in self.replicas)
-        events = self.registry_query("SELECT count(*) FROM events WHERE task_id=?", self.tid)[0][0]
-        self.check("expired", expired and tomb == 1 and self.row() is None and events == 0,
+        events = self.registry_query("SELECT count(*) FROM events WHERE tid=?", rid)[0][0]
+        self.check("expired", expired and tomb == 1 and rid is not None and self.row() is None and
+                   events == 0,
                    "GetTask on a and b: TASK_EXPIRED; the registry keeps only a tombstone "
                    "(task rows 0, events 0, tombstones %d)" % tomb)
         self.check("expired", replay.get("message") == old.get("message") and

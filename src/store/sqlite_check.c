@@ -1,7 +1,7 @@
 /*
  * sqlite_check.c -- the integrity check of the sqlite backend: every
  * record with a summary of its events, every tombstone, and events under
- * keys that hold neither, and the push delivery rows against push_json
+ * no task, and the push delivery rows against push_json
  * (sqlite_push.c), all read in one read transaction (one snapshot, so a
  * concurrent commit cannot show up as a gap). Counting is the shared
  * once__check_* accounting (store_int.h); generations are unique per key
@@ -14,24 +14,19 @@
 
 static const char q_tasks[] =
     "SELECT " SQ_TASK_COLS ","
-    " (SELECT count(*) FROM events e WHERE e.principal=t.principal AND e.task_id=t.task_id),"
-    " (SELECT min(generation) FROM events e WHERE e.principal=t.principal AND"
-    "  e.task_id=t.task_id),"
-    " (SELECT max(generation) FROM events e WHERE e.principal=t.principal AND"
-    "  e.task_id=t.task_id),"
+    " (SELECT count(*) FROM events e WHERE e.tid=t.rid),"
+    " (SELECT min(generation) FROM events e WHERE e.tid=t.rid),"
+    " (SELECT max(generation) FROM events e WHERE e.tid=t.rid),"
     " EXISTS(SELECT 1 FROM tombstones b WHERE b.principal=t.principal AND b.task_id=t.task_id)"
     " FROM tasks t";
+/* Events are keyed by their task's rid, so none can sit under a tombstone's
+ * key: the count column is 0, and events whose rid holds no task are the
+ * orphans, named by that rid. */
 static const char q_tombs[] =
-    "SELECT principal, task_id, first_digest, finished_at, expired_at,"
-    " (SELECT count(*) FROM events e WHERE e.principal=b.principal AND e.task_id=b.task_id)"
-    " FROM tombstones b";
+    "SELECT principal, task_id, first_digest, finished_at, expired_at, 0 FROM tombstones";
 static const char q_orphans[] =
-    "SELECT principal, task_id, count(*) FROM events e"
-    " WHERE NOT EXISTS(SELECT 1 FROM tasks t WHERE t.principal=e.principal AND"
-    "  t.task_id=e.task_id)"
-    " AND NOT EXISTS(SELECT 1 FROM tombstones b WHERE b.principal=e.principal AND"
-    "  b.task_id=e.task_id)"
-    " GROUP BY principal, task_id";
+    "SELECT '?', 'rid ' || tid, count(*) FROM events e"
+    " WHERE NOT EXISTS(SELECT 1 FROM tasks t WHERE t.rid=e.tid) GROUP BY tid";
 
 typedef int (*row_fn)(sqlite3_stmt *st, once_check_report *rep);
 

@@ -32,8 +32,9 @@
 #include "store/zip.h"
 
 /* 1 -> 2: tasks.push_json, push_deliveries; 2 -> 3: tasks.journal; 3 -> 4: replicas;
- * 4 -> 5: an index per list filter; 5 -> 6: tasks.packed */
-#define SQ_SCHEMA_VERSION 6
+ * 4 -> 5: an index per list filter; 5 -> 6: tasks.packed; 6 -> 7: tasks.rid, events
+ * keyed by it */
+#define SQ_SCHEMA_VERSION 7
 #define SQ_BATCH_MAX 256      /* ops per group commit */
 #define SQ_STMT_SPILL (1 << 20) /* savepoint journal bytes kept in memory (sqlite_call.c) */
 /* Idle reader connections kept open: as many as onced runs calls at once
@@ -73,7 +74,7 @@ typedef enum sq_stmt_id {
     SQ_BEGIN_READ,
     SQ_TASK_GET,
     SQ_TOMB_GET,
-    SQ_TASK_HEAD,       /* version, generation of one key */
+    SQ_TASK_HEAD,       /* version, generation, rid of one key */
     SQ_TASK_INSERT,
     SQ_TASK_UPDATE,
     SQ_EVENT_INSERT,    /* one event row; _2.._4: that many in one statement */
@@ -92,8 +93,9 @@ typedef enum sq_stmt_id {
     SQ_LIST_CTX_STATE_AFTER,
     SQ_SWEEP_PICK,
     SQ_COMPACT_PICK,    /* finished tasks past the compaction age, in order */
-    SQ_TASK_TEXTS,      /* task_json, journal of one unpacked task */
-    SQ_TASK_PACK,       /* ... replaced by packed */
+    SQ_TASK_TEXTS,      /* task_json, journal of one unpacked task, by rid */
+    SQ_TASK_PACK,       /* ... replaced by packed (a new row, a new rid) */
+    SQ_EVENTS_MOVE,     /* a task's events from one rid to another */
     SQ_EVENTS_TRIM,     /* a task's events before its last */
     SQ_EVENT_EMPTY,     /* its last event's payload, emptied */
     SQ_TOMB_INSERT,

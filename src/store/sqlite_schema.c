@@ -31,8 +31,8 @@
 /* The events of one write go in as one statement of up to four rows (a new
  * task's write has four): each statement costs its own preparation and
  * step besides its rows' B-tree inserts (bench/README.md, "Single steps the
- * code's comments cite"). */
-#define SQ_EVENT_ROWS "INSERT INTO events(principal, task_id, generation, payload) "
+ * code's comments cite"). ?1 is the task's rid. */
+#define SQ_EVENT_ROWS "INSERT INTO events(tid, generation, payload) "
 /* A list statement: ?1 principal, ?2 context, ?3 state, ?4 limit, ?5 ?6 the
  * cursor; a statement binds all six whether or not its filter reads them. */
 #define SQ_LIST_SQL(index, filter)                                                  \
@@ -52,7 +52,7 @@ const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_TASK_GET] = "SELECT " SQ_TASK_COLS " FROM tasks WHERE principal=?1 AND task_id=?2",
     [SQ_TOMB_GET] = "SELECT principal, task_id, first_digest, finished_at, expired_at "
                     "FROM tombstones WHERE principal=?1 AND task_id=?2",
-    [SQ_TASK_HEAD] = "SELECT version, generation FROM tasks WHERE principal=?1 AND task_id=?2",
+    [SQ_TASK_HEAD] = "SELECT version, generation, rid FROM tasks WHERE principal=?1 AND task_id=?2",
     [SQ_TASK_INSERT] = "INSERT INTO tasks(" SQ_TASK_WRITE_COLS ") VALUES(" SQ_TASK_PARAMS
                        ") ON CONFLICT DO NOTHING",
     [SQ_TASK_UPDATE] = "UPDATE tasks SET context_id=?3, state=?4, kind=?5, version=?6, "
@@ -60,13 +60,13 @@ const char *const once__sq_sql[SQ_NSTMT] = {
                        "created_at=?12, updated_at=?13, finished_at=?14, digests=?15, "
                        "task_json=?16, checkpoint=?17, push_json=?18, journal=?19, "
                        "packed=NULL WHERE principal=?1 AND task_id=?2 AND version=?20",
-    [SQ_EVENT_INSERT] = SQ_EVENT_ROWS "VALUES(?1,?2,?3,?4)",
-    [SQ_EVENT_INSERT_2] = SQ_EVENT_ROWS "VALUES(?1,?2,?3,?4),(?1,?2,?5,?6)",
-    [SQ_EVENT_INSERT_3] = SQ_EVENT_ROWS "VALUES(?1,?2,?3,?4),(?1,?2,?5,?6),(?1,?2,?7,?8)",
-    [SQ_EVENT_INSERT_4] = SQ_EVENT_ROWS
-    "VALUES(?1,?2,?3,?4),(?1,?2,?5,?6),(?1,?2,?7,?8),(?1,?2,?9,?10)",
-    [SQ_EVENTS_GET] = "SELECT generation, payload FROM events WHERE principal=?1 AND task_id=?2 "
-                      "AND generation>?3 ORDER BY generation LIMIT ?4",
+    [SQ_EVENT_INSERT] = SQ_EVENT_ROWS "VALUES(?1,?2,?3)",
+    [SQ_EVENT_INSERT_2] = SQ_EVENT_ROWS "VALUES(?1,?2,?3),(?1,?4,?5)",
+    [SQ_EVENT_INSERT_3] = SQ_EVENT_ROWS "VALUES(?1,?2,?3),(?1,?4,?5),(?1,?6,?7)",
+    [SQ_EVENT_INSERT_4] = SQ_EVENT_ROWS "VALUES(?1,?2,?3),(?1,?4,?5),(?1,?6,?7),(?1,?8,?9)",
+    [SQ_EVENTS_GET] = "SELECT e.generation, e.payload FROM tasks t, events e "
+                      "WHERE t.principal=?1 AND t.task_id=?2 AND e.tid=t.rid "
+                      "AND e.generation>?3 ORDER BY e.generation LIMIT ?4",
     [SQ_LEASES] = "SELECT principal, task_id FROM tasks INDEXED BY tasks_lease "
                   "WHERE state<5 AND lease_until>0 AND lease_until<?1 "
                   "ORDER BY lease_until, principal, task_id LIMIT ?2",
@@ -79,38 +79,40 @@ const char *const once__sq_sql[SQ_NSTMT] = {
     [SQ_LIST_CTX_STATE] = SQ_LIST_SQL("tasks_list_ctx_state", " AND context_id=?2 AND state=?3"),
     [SQ_LIST_CTX_STATE_AFTER] = SQ_LIST_SQL("tasks_list_ctx_state",
                                             " AND context_id=?2 AND state=?3" SQ_LIST_CURSOR),
-    [SQ_SWEEP_PICK] = "SELECT principal, task_id, digests, finished_at FROM tasks "
+    [SQ_SWEEP_PICK] = "SELECT principal, task_id, digests, finished_at, rid FROM tasks "
                       "WHERE state>=5 AND finished_at<?1 "
                       "ORDER BY finished_at, principal, task_id LIMIT ?2",
     /* ?1 finished before, ?2..?4 the mark (finished_at, principal,
      * task_id), ?5 limit; the last column: a push delivery still owed
      * (such a task keeps its events for it). */
-    [SQ_COMPACT_PICK] = "SELECT t.principal, t.task_id, t.generation, t.finished_at,"
+    [SQ_COMPACT_PICK] = "SELECT t.principal, t.task_id, t.generation, t.finished_at, t.rid,"
                         " EXISTS(SELECT 1 FROM push_deliveries d WHERE d.principal=t.principal"
                         " AND d.task_id=t.task_id AND d.disabled=0 AND d.delivered<d.target)"
                         " FROM tasks t INDEXED BY tasks_sweep WHERE t.state>=5"
                         " AND t.finished_at<?1 AND (t.finished_at, t.principal, t.task_id)"
                         " > (?2, ?3, ?4) ORDER BY t.finished_at, t.principal, t.task_id"
                         " LIMIT ?5",
-    [SQ_TASK_TEXTS] = "SELECT task_json, journal FROM tasks WHERE principal=?1 AND task_id=?2 "
+    [SQ_TASK_TEXTS] = "SELECT task_json, journal FROM tasks WHERE rid=?1 "
                       "AND packed IS NULL",
-    /* A new row (REPLACE: the old one deleted, this one at the end), not
-     * an UPDATE: a row made smaller in place leaves its page's space to no
-     * one (new rows go at the end), while the pages the old rows leave
-     * merge and are reused (bench/README.md, "Bytes at rest"). */
+    /* A new row (REPLACE: the old one deleted, this one at the end, under
+     * a new rid its events then follow), not an UPDATE: a row made smaller
+     * in place leaves its page's space to no one (new rows go at the end),
+     * while the pages the old rows leave merge and are reused
+     * (bench/README.md, "Bytes at rest"). */
     [SQ_TASK_PACK] = "REPLACE INTO tasks(" SQ_TASK_WRITE_COLS ", packed) SELECT principal, "
                      "task_id, context_id, state, kind, version, generation, fence, step, "
                      "lease_owner, lease_until, created_at, updated_at, finished_at, digests, "
-                     "'', checkpoint, push_json, NULL, ?3 FROM tasks "
-                     "WHERE principal=?1 AND task_id=?2 AND packed IS NULL",
-    [SQ_EVENTS_TRIM] = "DELETE FROM events WHERE principal=?1 AND task_id=?2 AND generation<?3",
-    [SQ_EVENT_EMPTY] = "UPDATE events SET payload='' WHERE principal=?1 AND task_id=?2 "
-                       "AND generation=?3 AND payload<>''",
+                     "'', checkpoint, push_json, NULL, ?2 FROM tasks "
+                     "WHERE rid=?1 AND packed IS NULL",
+    [SQ_EVENTS_MOVE] = "UPDATE events SET tid=?2 WHERE tid=?1",
+    [SQ_EVENTS_TRIM] = "DELETE FROM events WHERE tid=?1 AND generation<?2",
+    [SQ_EVENT_EMPTY] = "UPDATE events SET payload='' WHERE tid=?1 AND generation=?2 "
+                       "AND payload<>''",
     [SQ_TOMB_INSERT] = "INSERT OR REPLACE INTO tombstones"
                        "(principal, task_id, first_digest, finished_at, expired_at) "
                        "VALUES(?1,?2,?3,?4,?5)",
-    [SQ_EVENTS_DELETE] = "DELETE FROM events WHERE principal=?1 AND task_id=?2",
-    [SQ_TASK_DELETE] = "DELETE FROM tasks WHERE principal=?1 AND task_id=?2",
+    [SQ_EVENTS_DELETE] = "DELETE FROM events WHERE tid=?1",
+    [SQ_TASK_DELETE] = "DELETE FROM tasks WHERE rid=?1",
     [SQ_PURGE] = "DELETE FROM tombstones WHERE rowid IN (SELECT rowid FROM tombstones "
                  "WHERE expired_at<?1 ORDER BY expired_at, principal, task_id LIMIT ?2)",
     [SQ_META_GET] = "SELECT value FROM meta WHERE name=?1",
@@ -134,25 +136,37 @@ const char *const once__sq_sql[SQ_NSTMT] = {
                     "ORDER BY id",
 };
 
-static const char ddl[] =
-    "CREATE TABLE IF NOT EXISTS tasks("
-    " principal TEXT NOT NULL, task_id TEXT NOT NULL, context_id TEXT NOT NULL,"
-    " state INTEGER NOT NULL, kind INTEGER NOT NULL, version INTEGER NOT NULL,"
-    " generation INTEGER NOT NULL, fence INTEGER NOT NULL, step INTEGER NOT NULL,"
-    " lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL,"
-    " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER NOT NULL,"
-    " digests TEXT NOT NULL, task_json TEXT NOT NULL, checkpoint TEXT, push_json TEXT,"
-    " journal TEXT, packed BLOB,"
-    " PRIMARY KEY(principal, task_id)) STRICT;"
-    "CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(lease_until, principal, task_id)"
-    " WHERE state<5 AND lease_until>0;"
-    "CREATE INDEX IF NOT EXISTS tasks_sweep ON tasks(finished_at, principal, task_id)"
-    " WHERE state>=5;"
+/* The tasks table: rid, an INTEGER PRIMARY KEY, is the row's rowid by name,
+ * so VACUUM keeps it: events are keyed by it (below). (principal, task_id)
+ * is the unique key every call looks a task up by. */
+#define TASKS_TABLE                                                                       \
+    "CREATE TABLE IF NOT EXISTS tasks(rid INTEGER PRIMARY KEY,"                           \
+    " principal TEXT NOT NULL, task_id TEXT NOT NULL, context_id TEXT NOT NULL,"        \
+    " state INTEGER NOT NULL, kind INTEGER NOT NULL, version INTEGER NOT NULL,"         \
+    " generation INTEGER NOT NULL, fence INTEGER NOT NULL, step INTEGER NOT NULL,"      \
+    " lease_owner TEXT NOT NULL, lease_until INTEGER NOT NULL,"                         \
+    " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER NOT NULL," \
+    " digests TEXT NOT NULL, task_json TEXT NOT NULL, checkpoint TEXT, push_json TEXT,"  \
+    " journal TEXT, packed BLOB,"                                                        \
+    " UNIQUE(principal, task_id)) STRICT;"
+#define TASKS_INDEXES                                                                     \
+    "CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(lease_until, principal, task_id)"  \
+    " WHERE state<5 AND lease_until>0;"                                                  \
+    "CREATE INDEX IF NOT EXISTS tasks_sweep ON tasks(finished_at, principal, task_id)"  \
+    " WHERE state>=5;"                                                                   \
     "CREATE INDEX IF NOT EXISTS tasks_list ON tasks(principal, created_at, task_id);"
-    "CREATE TABLE IF NOT EXISTS events("
-    " principal TEXT NOT NULL, task_id TEXT NOT NULL, generation INTEGER NOT NULL,"
-    " payload TEXT NOT NULL,"
-    " PRIMARY KEY(principal, task_id, generation)) STRICT, WITHOUT ROWID;"
+/* A task's events under its rid, which counts up as tasks are created: a
+ * new task's event rows go at the end of the table whatever its ID, where
+ * rows keyed by the ID would land on a random page for a client minting
+ * random IDs, and a commit writes every page it dirtied to the WAL
+ * (bench/README.md, "Events keyed by the task's row"). */
+#define EVENTS_TABLE                                                                      \
+    "CREATE TABLE IF NOT EXISTS events("                                                 \
+    " tid INTEGER NOT NULL, generation INTEGER NOT NULL, payload TEXT NOT NULL,"         \
+    " PRIMARY KEY(tid, generation)) STRICT, WITHOUT ROWID;"
+
+static const char ddl[] =
+    TASKS_TABLE TASKS_INDEXES EVENTS_TABLE
     "CREATE TABLE IF NOT EXISTS tombstones("
     " principal TEXT NOT NULL, task_id TEXT NOT NULL, first_digest TEXT NOT NULL,"
     " finished_at INTEGER NOT NULL, expired_at INTEGER NOT NULL,"
@@ -196,13 +210,32 @@ static const char ddl_later[] = PUSH_TABLE REPLICA_TABLE LIST_INDEXES;
 /* What version 6 adds: a compacted task's task_json and journal, deflated
  * (sqlite_write.c op_compact). */
 #define PACKED_COLUMN "ALTER TABLE tasks ADD COLUMN packed BLOB;"
+/* What version 7 changes: the tasks table gains rid and events are keyed
+ * by it (above). Both tables are rebuilt: the old ones renamed away (their
+ * indexes go with them), the new ones created and filled (a task keeps its
+ * rowid as rid), the old ones dropped, the indexes built again. Events
+ * under no task, which the check reports as a problem, are not carried
+ * over: they have no rid to go under. */
+#define TASK_COPY_COLS                                                                    \
+    SQ_TASK_WRITE_COLS ", packed"
+#define REKEY_EVENTS                                                                      \
+    "ALTER TABLE tasks RENAME TO tasks_v6;"                                              \
+    "ALTER TABLE events RENAME TO events_v6;"                                            \
+    TASKS_TABLE EVENTS_TABLE                                                              \
+    "INSERT INTO tasks(rid, " TASK_COPY_COLS ") SELECT rowid, " TASK_COPY_COLS           \
+    " FROM tasks_v6 ORDER BY rowid;"                                                     \
+    "INSERT INTO events(tid, generation, payload) SELECT t.rid, e.generation, e.payload" \
+    " FROM events_v6 e JOIN tasks t ON t.principal=e.principal AND t.task_id=e.task_id"  \
+    " ORDER BY t.rid, e.generation;"                                                     \
+    "DROP TABLE events_v6; DROP TABLE tasks_v6;" TASKS_INDEXES LIST_INDEXES
 static const char *const migrate[SQ_SCHEMA_VERSION] = {
     [1] = "ALTER TABLE tasks ADD COLUMN push_json TEXT;" PUSH_TABLE JOURNAL_COLUMN REPLICA_TABLE
-        LIST_INDEXES PACKED_COLUMN,
-    [2] = JOURNAL_COLUMN REPLICA_TABLE LIST_INDEXES PACKED_COLUMN,
-    [3] = REPLICA_TABLE LIST_INDEXES PACKED_COLUMN,
-    [4] = LIST_INDEXES PACKED_COLUMN,
-    [5] = PACKED_COLUMN,
+        PACKED_COLUMN REKEY_EVENTS,
+    [2] = JOURNAL_COLUMN REPLICA_TABLE PACKED_COLUMN REKEY_EVENTS,
+    [3] = REPLICA_TABLE PACKED_COLUMN REKEY_EVENTS,
+    [4] = PACKED_COLUMN REKEY_EVENTS,
+    [5] = PACKED_COLUMN REKEY_EVENTS,
+    [6] = REKEY_EVENTS,
 };
 
 /* One-row PRAGMA: its first column as text (journal_mode) or integer. */
@@ -291,12 +324,16 @@ static int create_tables(sq_store *s, sq_conn *c, once__schema *sc)
     int64_t v = 0;
     rc = gate(s, c, sc, &v);   /* another process may have won the race */
     if (rc == 1) {
-        /* 0: a new file gets everything; 1..4: add what the later versions
-         * brought (building the list indexes reads every task once). */
-        char sql[sizeof ddl + sizeof ddl_later + 64];
-        snprintf(sql, sizeof sql, "%s%sPRAGMA user_version=%d;", v == 0 ? ddl : migrate[v],
-                 v == 0 ? ddl_later : "", SQ_SCHEMA_VERSION);
-        int src = once__sq_exec(c->db, sql);
+        /* 0: a new file gets everything; 1..6: add what the later versions
+         * brought (the rebuild of version 7 reads every task and event
+         * once). */
+        char bump[32];
+        snprintf(bump, sizeof bump, "PRAGMA user_version=%d;", SQ_SCHEMA_VERSION);
+        const char *const parts[] = {v == 0 ? ddl : migrate[v], v == 0 ? ddl_later : "", bump};
+        int src = SQLITE_OK;
+        for (size_t i = 0; src == SQLITE_OK && i < sizeof parts / sizeof parts[0]; i++)
+            if (parts[i][0])
+                src = once__sq_exec(c->db, parts[i]);
         rc = src == SQLITE_OK ? ONCE_OK : once__db_err(src);
         if (rc != ONCE_OK)
             once__sq_seterr(s, c->db, v == 0 ? "schema: create tables" : "schema: migrate",

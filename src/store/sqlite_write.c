@@ -13,6 +13,7 @@
  * into the waiting caller's structs; once__sq_op_discard drops them again
  * if the batch's COMMIT fails.
  */
+#include <stdarg.h>
 #include <string.h>
 
 #include "core/alloc_int.h"
@@ -46,7 +47,8 @@ static int bind_task(sqlite3_stmt *st, const once_record *r)
     return rc;
 }
 
-static int insert_events(sq_conn *w, const once_record *r, const once_event *ev, size_t nev)
+/* The events of the task whose row is rid (schema: events are keyed by it). */
+static int insert_events(sq_conn *w, int64_t rid, const once_event *ev, size_t nev)
 {
     int rc = ONCE_OK;
     while (rc == ONCE_OK && nev > 0) {
@@ -55,11 +57,11 @@ static int insert_events(sq_conn *w, const once_record *r, const once_event *ev,
         rc = once__sq_stmt(w, (sq_stmt_id)(SQ_EVENT_INSERT + k - 1), &st);
         if (rc != ONCE_OK)
             break;
-        int src = bind_key(st, r->principal, r->task_id);
+        int src = once__sq_bind_int64(st, 1, rid);
         for (size_t i = 0; src == SQLITE_OK && i < k; i++) {
-            src = once__sq_bind_int64(st, (int)(3 + 2 * i), ev[i].generation);
+            src = once__sq_bind_int64(st, (int)(2 + 2 * i), ev[i].generation);
             if (src == SQLITE_OK)
-                src = once__sq_bind_text(st, (int)(4 + 2 * i), ev[i].payload);
+                src = once__sq_bind_text(st, (int)(3 + 2 * i), ev[i].payload);
         }
         rc = once__sq_finish(st, src);
         ev += k;
@@ -68,19 +70,19 @@ static int insert_events(sq_conn *w, const once_record *r, const once_event *ev,
     return rc;
 }
 
-/* Run a keyed SELECT: ONCE_OK with st on its row (caller resets), ONCE_ENOTFOUND
- * (reset done), or an error (reset done). */
-static int select_key(sq_conn *w, sq_stmt_id id, const char *principal, const char *task_id,
-                      sqlite3_stmt **out)
+/* Run a SELECT bound to types/...: ONCE_OK with *out on its row (caller
+ * resets), ONCE_ENOTFOUND (reset done), or an error (reset done). */
+static int select_row(sq_conn *w, sqlite3_stmt **out, sq_stmt_id id, const char *types, ...)
 {
     sqlite3_stmt *st;
+    va_list ap;
     *out = NULL;
-    int rc = once__sq_stmt(w, id, &st);
+    va_start(ap, types);
+    int rc = once__sq_stmt_vbind(w, id, &st, types, ap);
+    va_end(ap);
     if (rc != ONCE_OK)
         return rc;
-    int src = bind_key(st, principal, task_id);
-    if (src == SQLITE_OK)
-        src = once__sq_step(st);
+    int src = once__sq_step(st);
     if (src == SQLITE_ROW) {
         *out = st;
         return ONCE_OK;
@@ -89,6 +91,13 @@ static int select_key(sq_conn *w, sq_stmt_id id, const char *principal, const ch
     if (src != SQLITE_DONE)
         return once__db_err(src);
     return rrc == SQLITE_OK ? ONCE_ENOTFOUND : once__db_err(rrc);
+}
+
+/* select_row by a task's key. */
+static int select_key(sq_conn *w, sq_stmt_id id, const char *principal, const char *task_id,
+                      sqlite3_stmt **out)
+{
+    return select_row(w, out, id, "ss", principal, task_id);
 }
 
 /* Reset a statement left on a row; a reset failure overrides rc. */
@@ -113,12 +122,12 @@ static int write_task(sq_conn *w, sq_stmt_id id, const once_record *r,
     return once__sq_finish(st, src);
 }
 
-/* What a create and an update write after the task row: the op's events,
- * then the key's delivery rows to match r->push_json (sync_push 0: the key
- * has none and r wants none). */
-static int write_rest(sq_conn *w, const sq_op *op, int sync_push)
+/* What a create and an update write after the task row (rid): the op's
+ * events, then the key's delivery rows to match r->push_json (sync_push 0:
+ * the key has none and r wants none). */
+static int write_rest(sq_conn *w, const sq_op *op, int64_t rid, int sync_push)
 {
-    int rc = insert_events(w, op->rec, op->ev, op->nev);
+    int rc = insert_events(w, rid, op->ev, op->nev);
     if (rc == ONCE_OK && sync_push)
         rc = once__sq_push_sync(w, op->rec);
     return rc;
@@ -151,7 +160,8 @@ static int op_create(sq_store *s, sq_conn *w, sq_op *op)
         rc = once__sq_row_record(st, 0, op->winner);
         return done_row(st, rc == ONCE_OK ? ONCE_EEXISTS : rc);
     }
-    return write_rest(w, op, r->push_json != NULL);
+    /* The row just inserted: rid counts up from the table's largest */
+    return write_rest(w, op, sqlite3_last_insert_rowid(w->db), r->push_json != NULL);
 }
 
 static int op_update(sq_store *s, sq_conn *w, sq_op *op)
@@ -168,6 +178,7 @@ static int op_update(sq_store *s, sq_conn *w, sq_op *op)
         return rc;
     int64_t version = sqlite3_column_int64(st, 0);
     int64_t generation = sqlite3_column_int64(st, 1);
+    int64_t rid = sqlite3_column_int64(st, 2);
     rc = done_row(st, ONCE_OK);
     if (rc != ONCE_OK)
         return rc;
@@ -184,7 +195,7 @@ static int op_update(sq_store *s, sq_conn *w, sq_op *op)
         rc = ONCE_ESTORE;   /* we hold the write lock: the row cannot have moved */
     if (rc != ONCE_OK)
         return rc;
-    return write_rest(w, op, 1);
+    return write_rest(w, op, rid, 1);
 }
 
 /* A key to entomb, copied out of the pick query before rows are changed. */
@@ -193,6 +204,7 @@ typedef struct sweep_key {
     char task_id[ONCE_ID_MAX + 1];
     char first_digest[ONCE_DIGEST_HEX + 1];
     int64_t finished_at;
+    int64_t rid;
 } sweep_key;
 
 static int copy_col(char *dst, size_t cap, sqlite3_stmt *st, int col)
@@ -231,6 +243,7 @@ static int sweep_pick(sq_conn *w, sq_op *op, sweep_key **keys, size_t *nkeys)
                 once__digests_first((const char *)d, k->first_digest);
         }
         k->finished_at = sqlite3_column_int64(st, 3);
+        k->rid = sqlite3_column_int64(st, 4);
         if (rc == ONCE_OK)
             (*nkeys)++;
     }
@@ -246,9 +259,12 @@ static int entomb(sq_conn *w, const sweep_key *k, int64_t now)
 {
     int rc = once__sq_run_bound(w, SQ_TOMB_INSERT, "sssii", k->principal, k->task_id,
                                 k->first_digest, k->finished_at, now);
-    const sq_stmt_id dels[] = {SQ_EVENTS_DELETE, SQ_TASK_DELETE, SQ_PUSH_DELETE_KEY};
-    for (int i = 0; rc == ONCE_OK && i < 3; i++)
-        rc = once__sq_run_bound(w, dels[i], "ss", k->principal, k->task_id);
+    if (rc == ONCE_OK)
+        rc = once__sq_run_bound(w, SQ_EVENTS_DELETE, "i", k->rid);
+    if (rc == ONCE_OK)
+        rc = once__sq_run_bound(w, SQ_TASK_DELETE, "i", k->rid);
+    if (rc == ONCE_OK)
+        rc = once__sq_run_bound(w, SQ_PUSH_DELETE_KEY, "ss", k->principal, k->task_id);
     return rc;
 }
 
@@ -267,11 +283,12 @@ static int op_sweep(sq_store *s, sq_conn *w, sq_op *op)
 }
 
 /* One compacted task's task_json and journal into packed, deflated (the
- * layout pack.h gives), when that is smaller (else they stay as they are). */
-static int pack_texts(sq_store *s, sq_conn *w, const char *principal, const char *task_id)
+ * layout pack.h gives), when that is smaller (else they stay as they are).
+ * The packed row is a new one under a new rid: its events move with it. */
+static int pack_texts(sq_store *s, sq_conn *w, int64_t rid)
 {
     sqlite3_stmt *st;
-    int rc = select_key(w, SQ_TASK_TEXTS, principal, task_id, &st);
+    int rc = select_row(w, &st, SQ_TASK_TEXTS, "i", rid);
     if (rc != ONCE_OK)
         return rc == ONCE_ENOTFOUND ? ONCE_OK : rc;   /* packed already */
     const char *tj = (const char *)sqlite3_column_text(st, 0);
@@ -282,10 +299,13 @@ static int pack_texts(sq_store *s, sq_conn *w, const char *principal, const char
     rc = tj ? once__pack_texts(&s->zip, tj, tl, jn, jl, &buf, &out) : ONCE_ENOMEM;
     rc = done_row(st, rc);
     if (rc == ONCE_OK && (rc = once__sq_stmt(w, SQ_TASK_PACK, &st)) == ONCE_OK) {
-        int src = bind_key(st, principal, task_id);
+        int src = once__sq_bind_int64(st, 1, rid);
         if (src == SQLITE_OK)
-            src = sqlite3_bind_blob(st, 3, buf, (int)out, SQLITE_STATIC);
+            src = sqlite3_bind_blob(st, 2, buf, (int)out, SQLITE_STATIC);
         rc = once__sq_finish(st, src);
+        if (rc == ONCE_OK && sqlite3_changes(w->db) == 1)
+            rc = once__sq_run_bound(w, SQ_EVENTS_MOVE, "ii", rid,
+                                    (int64_t)sqlite3_last_insert_rowid(w->db));
     }
     once_free(buf);
     return rc == ONCE_ERANGE ? ONCE_OK : rc;   /* ERANGE: deflated, it would not be smaller */
@@ -311,6 +331,7 @@ static int op_compact(sq_store *s, sq_conn *w, sq_op *op)
     typedef struct pick {
         sq_mark at;
         int64_t generation;
+        int64_t rid;
         int owed;
     } pick;
     pick *v = NULL;
@@ -324,7 +345,8 @@ static int op_compact(sq_store *s, sq_conn *w, sq_op *op)
             rc = copy_col(k->at.task_id, sizeof k->at.task_id, st, 1);
         k->generation = sqlite3_column_int64(st, 2);
         k->at.finished_at = sqlite3_column_int64(st, 3);
-        k->owed = sqlite3_column_int(st, 4);
+        k->rid = sqlite3_column_int64(st, 4);
+        k->owed = sqlite3_column_int(st, 5);
         if (rc == ONCE_OK)
             nv++;
         src = SQLITE_OK;
@@ -336,13 +358,11 @@ static int op_compact(sq_store *s, sq_conn *w, sq_op *op)
         rc = once__db_err(rrc);
     for (size_t i = 0; rc == ONCE_OK && i < nv; i++) {
         if (!v[i].owed) {
-            rc = once__sq_run_bound(w, SQ_EVENTS_TRIM, "ssi", v[i].at.principal, v[i].at.task_id,
-                                    v[i].generation);
+            rc = once__sq_run_bound(w, SQ_EVENTS_TRIM, "ii", v[i].rid, v[i].generation);
             if (rc == ONCE_OK)
-                rc = once__sq_run_bound(w, SQ_EVENT_EMPTY, "ssi", v[i].at.principal,
-                                        v[i].at.task_id, v[i].generation);
+                rc = once__sq_run_bound(w, SQ_EVENT_EMPTY, "ii", v[i].rid, v[i].generation);
             if (rc == ONCE_OK)
-                rc = pack_texts(s, w, v[i].at.principal, v[i].at.task_id);
+                rc = pack_texts(s, w, v[i].rid);
         }
         if (rc == ONCE_OK)
             *op->mark = v[i].at;

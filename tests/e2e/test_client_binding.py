@@ -222,8 +222,9 @@ def test_auth_token():
 def stored_generations(db, tid):
     c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=scaled(10))
     try:
-        return [g for (g,) in c.execute("SELECT generation FROM events WHERE task_id=? "
-                                        "ORDER BY generation", (tid,))]
+        return [g for (g,) in c.execute("SELECT e.generation FROM events e JOIN tasks t "
+                                        "ON e.tid=t.rid WHERE t.task_id=? "
+                                        "ORDER BY e.generation", (tid,))]
     finally:
         c.close()
 

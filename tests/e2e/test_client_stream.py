@@ -87,8 +87,8 @@ class Proxy:
 def stored_events(db, tid):
     c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=scaled(10))
     try:
-        return c.execute("SELECT generation, payload FROM events WHERE task_id=? ORDER BY generation",
-                         (tid,)).fetchall()
+        return c.execute("SELECT e.generation, e.payload FROM events e JOIN tasks t ON e.tid=t.rid "
+                         "WHERE t.task_id=? ORDER BY e.generation", (tid,)).fetchall()
     finally:
         c.close()
 

@@ -13,7 +13,10 @@ from harness import (ONCED, Onced, check, eq, free_port, result_task, run, scale
                      user_message)
 
 TMP = scratch_dir()
-VERSION = 6   # src/store/sqlite_int.h, SQ_SCHEMA_VERSION
+VERSION = 7   # src/store/sqlite_int.h, SQ_SCHEMA_VERSION
+# Takes a file of this once back to version 6's tables (the versions before had those).
+V6_LAYOUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sqlite",
+                         "v6_layout.sql")
 
 
 def migrate(url, *flags):
@@ -52,11 +55,14 @@ def file_bytes(path):
 def version_2_file(path):
     """A file as once wrote it at schema version 2, holding one task: a
     version-3 file that served a send, its journal column taken out again
-    (3 added only that column). Returns the task's ID."""
+    (3 added only that column; packed and the tables of 7 are the later
+    versions'). Returns the task's ID."""
     with Onced(store="sqlite:" + path) as srv:
         _, _, doc = srv.rpc("SendMessage", {"message": user_message("kept across the upgrade")})
         task_id = result_task(doc, "send before the upgrade")["id"]
     db = sqlite3.connect(path)
+    with open(V6_LAYOUT) as f:
+        db.executescript(f.read())
     db.executescript("ALTER TABLE tasks DROP COLUMN journal; ALTER TABLE tasks DROP COLUMN packed; PRAGMA user_version=2;")
     db.close()
     eq(user_version(path), 2, "the file is at version 2")

@@ -106,8 +106,9 @@ class Stream:
 def stored_events(db_path, task_id):
     db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True, timeout=scaled(10))
     try:
-        rows = db.execute("SELECT generation, payload FROM events WHERE task_id=? "
-                          "ORDER BY generation", (task_id,)).fetchall()
+        rows = db.execute("SELECT e.generation, e.payload FROM events e JOIN tasks t "
+                          "ON e.tid=t.rid WHERE t.task_id=? ORDER BY e.generation",
+                          (task_id,)).fetchall()
     finally:
         db.close()
     return [(g, json.loads(p)) for g, p in rows]

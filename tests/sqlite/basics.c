@@ -248,6 +248,13 @@ static void schema_on_disk(void **state)
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name='events' AND "
                                  "sql LIKE '%WITHOUT ROWID%'"),
                      1);
+    /* Events under the task's rid, a rowid alias (VACUUM keeps it). */
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('tasks') WHERE "
+                                 "name='rid' AND pk=1 AND type='INTEGER'"),
+                     1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('events') WHERE "
+                                 "pk>0 AND name IN ('tid','generation')"),
+                     2);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='index' AND "
                                  "name IN ('tasks_lease','tasks_sweep','tasks_list',"
                                  "'tasks_list_ctx','tasks_list_state','tasks_list_ctx_state',"
@@ -260,13 +267,13 @@ static void schema_on_disk(void **state)
                          SQLITE_OK);
 
     /* A file from a newer once is refused cleanly. */
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=7", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=8", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     char err[256] = "";
     once_store *s = (once_store *)1;
     assert_int_equal(once_store_open(url, NULL, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "schema is at version 7, this once knows up to 6"));
+    assert_non_null(strstr(err, "schema is at version 8, this once knows up to 7"));
     st_remove_db(path);
 }
 
@@ -432,6 +439,11 @@ static void processes_migrate_v1_at_once(void **state)
     assert_string_equal(r.task_json, "{\"id\":\"old\"}");
     assert_null(r.push_json);
     once_record_clear(&r);
+    once_event_list ev;   /* and its event, now under its rid */
+    assert_int_equal(once_store_events(s, "p", "old", 0, 0, &ev), ONCE_OK);
+    assert_int_equal(ev.n, 1);
+    assert_string_equal(ev.v[0].payload, "{\"task\":{}}");
+    once_event_list_clear(&ev);
     char *secret = NULL;
     assert_int_equal(once_store_meta(s, "derived_id_secret", "new", &secret), ONCE_OK);
     assert_string_equal(secret, "s3cret");
@@ -458,8 +470,27 @@ static void processes_migrate_v1_at_once(void **state)
     st_remove_db(path);
 }
 
+/* Take the file at path back to version 6's tables (tests/sqlite/v6_layout.sql). */
+static void to_v6(const char *path)
+{
+    static char sql[8192];
+    FILE *f = fopen(ONCE_SOURCE_DIR "/tests/sqlite/v6_layout.sql", "r");
+    assert_non_null(f);
+    size_t n = fread(sql, 1, sizeof sql - 1, f);
+    assert_true(n > 0 && n < sizeof sql - 1 && !ferror(f));
+    fclose(f);
+    sql[n] = '\0';
+    sqlite3 *db;
+    char *err = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+        fail_msg("v6_layout.sql: %s", err);
+    sqlite3_close(db);
+}
+
 /* A fresh file at path holding the WORKING task "p"/id, taken back to an
- * older version by the SQL older (url: its store URL). */
+ * older version by the SQL older (url: its store URL), through version
+ * 6's tables first: the versions before it had those. */
 static void older_file(char *path, size_t n, char *url, size_t un, const char *tag,
                        const char *id, const char *older)
 {
@@ -468,6 +499,7 @@ static void older_file(char *path, size_t n, char *url, size_t un, const char *t
     once_store *s = open_ok(url, NULL);
     put(s, id);
     once_store_close(s);
+    to_v6(path);
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, older, NULL, NULL, NULL), SQLITE_OK);
@@ -495,7 +527,7 @@ static void version_2_gains_journal(void **state)
     s = (once_store *)1;
     assert_int_equal(once_store_open(url, &keep, &s, err, sizeof err), ONCE_EUNSUPPORTED);
     assert_null(s);
-    assert_non_null(strstr(err, "store schema is at version 2, this once needs 6: "
+    assert_non_null(strstr(err, "store schema is at version 2, this once needs 7: "
                                 "run onced migrate"));
     int from = -1, to = -1;
     assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
@@ -637,7 +669,7 @@ static void version_4_gains_list_indexes(void **state)
                "DROP INDEX tasks_list_ctx; DROP INDEX tasks_list_state; "
                "DROP INDEX tasks_list_ctx_state; ALTER TABLE tasks DROP COLUMN packed;"
                " PRAGMA user_version=4;");
-    assert_true(st_no_migrate_refused(url, "schema is at version 4, this once needs 6", err,
+    assert_true(st_no_migrate_refused(url, "schema is at version 4, this once needs 7", err,
                                       sizeof err));
     assert_int_equal(once__store_migrate(url, 1, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 4);
@@ -696,7 +728,7 @@ static void version_5_gains_packed(void **state)
     int from = -1, to = -1;
     older_file(path, sizeof path, url, sizeof url, "v5", "t5",
                "ALTER TABLE tasks DROP COLUMN packed; PRAGMA user_version=5;");
-    assert_true(st_no_migrate_refused(url, "schema is at version 5, this once needs 6", err,
+    assert_true(st_no_migrate_refused(url, "schema is at version 5, this once needs 7", err,
                                       sizeof err));
     assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
     assert_int_equal(from, 5);
@@ -814,6 +846,107 @@ static void sweep_compacts_finished_tasks(void **state)
     st_remove_db(path);
 }
 
+/* A version-6 file (events keyed by principal, task ID and generation)
+ * is rebuilt by the migration: every task keeps its rowid as rid, every
+ * event goes under its task's rid and reads back as it was, an event under
+ * no task (the check's problem) is not carried over, and the store then
+ * works as any: a new task's row and events, compaction moving a packed
+ * task's event to its new rid, the check clean. */
+static void version_6_rekeys_events(void **state)
+{
+    (void)state;
+    char path[4096], url[4200], err[256] = "";
+    int from = -1, to = -1;
+    fresh_path(path, sizeof path, "v6");
+    snprintf(url, sizeof url, "sqlite:%s?compact=0", path);
+    once_store *s = open_ok(url, NULL);
+    put_n(s, "live", 0, 2, NULL);
+    put_n(s, "done", 1, 3, NULL);
+    once_store_close(s);
+    to_v6(path);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO events VALUES('p','gone',1,'{}')", NULL, NULL,
+                                  NULL),
+                     SQLITE_OK);
+    int64_t live = raw_int(db, "SELECT rowid FROM tasks WHERE task_id='live'");
+    int64_t done = raw_int(db, "SELECT rowid FROM tasks WHERE task_id='done'");
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM events"), 6);
+    sqlite3_close(db);
+
+    assert_true(st_no_migrate_refused(url, "schema is at version 6, this once needs 7", err,
+                                      sizeof err));
+    assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 6);
+    assert_int_equal(to, SQ_SCHEMA_VERSION);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), SQ_SCHEMA_VERSION);
+    assert_int_equal(raw_int(db, "SELECT rid FROM tasks WHERE task_id='live'"), live);
+    assert_int_equal(raw_int(db, "SELECT rid FROM tasks WHERE task_id='done'"), done);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM events"), 5);   /* not the orphan */
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='index' AND "
+                                 "name IN ('tasks_lease','tasks_sweep','tasks_list',"
+                                 "'tasks_list_ctx','tasks_list_state','tasks_list_ctx_state')"),
+                     6);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%_v6'"), 0);
+    sqlite3_close(db);
+
+    once_store_options keep = {.flags = ONCE_STORE_OPEN_NO_MIGRATE};
+    s = open_ok(url, &keep);
+    once_event_list l;
+    assert_int_equal(once_store_events(s, "p", "live", 0, 0, &l), ONCE_OK);
+    assert_int_equal(l.n, 2);
+    once_event_list_clear(&l);
+    assert_int_equal(once_store_events(s, "p", "done", 1, 0, &l), ONCE_OK);   /* after 1 */
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.v[0].generation, 2);
+    assert_int_equal(l.v[1].generation, 3);
+    assert_string_equal(l.v[1].payload, "{\"g\":3,\"tag\":\"done\"}");
+    once_event_list_clear(&l);
+    put_n(s, "new", 0, 4, NULL);
+    size_t n;
+    assert_int_equal(once_store_sweep(s, 0, T0 + 1, 100, &n), ONCE_OK);   /* compacts "done" */
+    int64_t last;
+    int empty;
+    assert_int_equal(events_of(s, "done", &last, &empty), 1);
+    assert_int_equal(last, 3);
+    assert_true(empty);
+    assert_int_equal(events_of(s, "new", &last, &empty), 4);
+    once_check_report rep;
+    assert_int_equal(once_store_check(s, &rep), ONCE_OK);
+    if (!st_clean(&rep))
+        fail_msg("check after the migration: %s", rep.first_problem);
+    assert_int_equal(rep.records, 3);
+    assert_int_equal(rep.events, 7);
+    once_store_close(s);
+    st_remove_db(path);
+}
+
+/* The check finds events whose rid holds no task, and names the rid. */
+static void check_finds_events_under_no_task(void **state)
+{
+    (void)state;
+    char path[4096], url[4200];
+    fresh_path(path, sizeof path, "orphans");
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    once_store *s = open_ok(url, NULL);
+    put_n(s, "live", 0, 2, NULL);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO events VALUES(9999,1,'{}'),(9999,2,'{}')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    once_check_report rep;
+    assert_int_equal(once_store_check(s, &rep), ONCE_OK);
+    assert_int_equal(rep.records, 1);
+    assert_int_equal(rep.orphan_events, 2);
+    assert_int_equal(rep.events, 4);
+    assert_non_null(strstr(rep.first_problem, "rid 9999: 2 event(s) without a record"));
+    once_store_close(s);
+    st_remove_db(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -830,6 +963,8 @@ int main(void)
         cmocka_unit_test(list_plans_use_indexes),
         cmocka_unit_test(sweep_compacts_finished_tasks),
         cmocka_unit_test(version_5_gains_packed),
+        cmocka_unit_test(version_6_rekeys_events),
+        cmocka_unit_test(check_finds_events_under_no_task),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
