@@ -922,6 +922,50 @@ static void version_6_rekeys_events(void **state)
     st_remove_db(path);
 }
 
+/* A version-6 file of thousands of tasks migrates: the rebuild's
+ * statements, in one transaction, journal megabytes of pages (SQLite
+ * 3.40 failed them with SQLITE_FULL when that journal spilled to a file;
+ * sqlite_schema.c create_tables), and every task and event comes through. */
+static void version_6_migrates_a_large_file(void **state)
+{
+    (void)state;
+    enum { NTASKS = 6000 };
+    char path[4096], url[4200], err[256] = "";
+    int from = -1, to = -1;
+    fresh_path(path, sizeof path, "v6-large");
+    snprintf(url, sizeof url, "sqlite:%s?synchronous=off", path);
+    once_store *s = open_ok(url, NULL);
+    char id[32];
+    for (int i = 0; i < NTASKS; i++) {
+        /* IDs in no order, as a client minting random IDs sends them */
+        snprintf(id, sizeof id, "t%08x", (unsigned)(i * 2654435761u));
+        put_n(s, id, i % 2, 4, NULL);
+    }
+    once_store_close(s);
+    to_v6(path);
+    assert_int_equal(once__store_migrate(url, 0, &from, &to, err, sizeof err), ONCE_OK);
+    assert_int_equal(from, 6);
+    s = open_ok(url, NULL);
+    once_check_report rep;
+    assert_int_equal(once_store_check(s, &rep), ONCE_OK);
+    if (!st_clean(&rep))
+        fail_msg("check after the migration: %s", rep.first_problem);
+    assert_int_equal(rep.records, NTASKS);
+    assert_int_equal(rep.events, 4 * NTASKS);
+    once_event_list l;
+    snprintf(id, sizeof id, "t%08x", (unsigned)(4321 * 2654435761u));
+    assert_int_equal(once_store_events(s, "p", id, 2, 0, &l), ONCE_OK);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.v[1].generation, 4);
+    once_event_list_clear(&l);
+    once_store_close(s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), SQ_SCHEMA_VERSION);
+    sqlite3_close(db);
+    st_remove_db(path);
+}
+
 /* The check finds events whose rid holds no task, and names the rid. */
 static void check_finds_events_under_no_task(void **state)
 {
@@ -964,6 +1008,7 @@ int main(void)
         cmocka_unit_test(sweep_compacts_finished_tasks),
         cmocka_unit_test(version_5_gains_packed),
         cmocka_unit_test(version_6_rekeys_events),
+        cmocka_unit_test(version_6_migrates_a_large_file),
         cmocka_unit_test(check_finds_events_under_no_task),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
