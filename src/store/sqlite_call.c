@@ -66,9 +66,15 @@ static int tick(void)
  * splits passes 64 KiB, so under load batches spilled often (bench/README.md,
  * "Run G", counts the files opened and the pwrites). The threshold is also
  * the journal's one allocation, so it is raised to SQ_STMT_SPILL, not made
- * unlimited (that would allocate 1 KiB chunks). It is a process-wide
- * setting that SQLite takes only before it initializes: if the application
- * started SQLite first, the default stays and only speed differs. */
+ * unlimited (that would allocate 1 KiB chunks). It stays under 128 KiB:
+ * the spill writes the whole allocation in one call, and SQLite's unix VFS
+ * writes at most 128 KiB - 1 bytes a call (it masks the length with
+ * 0x1ffff), so a larger threshold made every spill fail with SQLITE_FULL
+ * ("database or disk is full") and the op with it (sqlite/basics
+ * version_6_migrates_a_large_file). It is a
+ * process-wide setting that SQLite takes only before it initializes: if the
+ * application started SQLite first, the default stays and only speed
+ * differs. */
 static pthread_once_t spill_once = PTHREAD_ONCE_INIT;
 
 static void raise_spill(void)

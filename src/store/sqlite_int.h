@@ -36,7 +36,7 @@
  * keyed by it */
 #define SQ_SCHEMA_VERSION 7
 #define SQ_BATCH_MAX 256      /* ops per group commit */
-#define SQ_STMT_SPILL (1 << 20) /* savepoint journal bytes kept in memory (sqlite_call.c) */
+#define SQ_STMT_SPILL (120 << 10) /* savepoint journal bytes kept in memory (sqlite_call.c) */
 /* Idle reader connections kept open: as many as onced runs calls at once
  * (64 HTTP workers by default), so a steady load reuses them instead of
  * opening a connection (file opens, schema parse, statement prepares) per

@@ -309,7 +309,7 @@ static int gate(sq_store *s, sq_conn *c, once__schema *sc, int64_t *v)
     return once__schema_gate(&s->base, sc, NULL, *v > INT_MAX ? -1 : (int)*v, SQ_SCHEMA_VERSION);
 }
 
-static int create_in_transaction(sq_store *s, sq_conn *c, once__schema *sc)
+static int create_tables(sq_store *s, sq_conn *c, once__schema *sc)
 {
     int rc = ONCE_EBUSY;
     for (int i = 0; i <= SQ_BUSY_RETRIES && rc == ONCE_EBUSY; i++) {
@@ -346,40 +346,6 @@ static int create_in_transaction(sq_store *s, sq_conn *c, once__schema *sc)
     }
     if (rc != ONCE_OK)
         (void)once__sq_abort(c);   /* the caller closes c on failure anyway */
-    return rc;
-}
-
-/* The rebuild of version 7 (REKEY_EVENTS) runs statements, inside one
- * transaction, whose statement journals grow to the size of the tables
- * (with secure_delete, Debian's default, a dropped table's every page is
- * zeroed and so journaled), and SQLite 3.40 failed such a statement with
- * SQLITE_FULL ("database or disk is full", with room on the disk) once its
- * journal spilled to a file past the threshold sqlite_call.c raises
- * (sqlite/basics version_6_migrates_a_large_file). So for the schema step
- * the journal stays in memory (temp_store=MEMORY) and a dropped page is
- * not zeroed (secure_delete=OFF, which leaves the journal only the free
- * pages the new tables reuse); both are put back after. */
-static const char migrate_on[] = "PRAGMA temp_store=MEMORY; PRAGMA secure_delete=OFF;";
-
-static int create_tables(sq_store *s, sq_conn *c, once__schema *sc)
-{
-    int64_t secure = 1;
-    int rc = pragma_row(c, "PRAGMA secure_delete", NULL, 0, &secure);
-    if (rc == SQLITE_OK)
-        rc = once__sq_exec(c->db, migrate_on);
-    if (rc != SQLITE_OK) {
-        once__sq_seterr(s, c->db, "schema: pragmas", once__db_err(rc));
-        return once__db_err(rc);
-    }
-    rc = create_in_transaction(s, c, sc);
-    char back[80];
-    snprintf(back, sizeof back, "PRAGMA temp_store=DEFAULT; PRAGMA secure_delete=%d;",
-             secure ? 1 : 0);
-    int brc = once__sq_exec(c->db, back);
-    if (rc == ONCE_OK && brc != SQLITE_OK) {
-        rc = once__db_err(brc);
-        once__sq_seterr(s, c->db, "schema: pragmas back", rc);
-    }
     return rc;
 }
 

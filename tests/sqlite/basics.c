@@ -923,9 +923,10 @@ static void version_6_rekeys_events(void **state)
 }
 
 /* A version-6 file of thousands of tasks migrates: the rebuild's
- * statements, in one transaction, journal megabytes of pages (SQLite
- * 3.40 failed them with SQLITE_FULL when that journal spilled to a file;
- * sqlite_schema.c create_tables), and every task and event comes through. */
+ * statements, in one transaction, journal megabytes of pages, so their
+ * journals spill to a file (with a spill threshold over 128 KiB every
+ * spill failed with SQLITE_FULL: sqlite_call.c), and every task and event
+ * comes through. */
 static void version_6_migrates_a_large_file(void **state)
 {
     (void)state;
