@@ -9,7 +9,9 @@
 #   mem-*, sqlite-*                onced: new tasks with returnImmediately
 #                                  (-new-ri) and blocking (-new-block),
 #                                  replays (-replay), blocking new tasks on a
-#                                  store prefilled for 8 s (-new-block-filled)
+#                                  store prefilled for 8 s (-new-block-filled);
+#                                  sqlite-uuid-block: blocking new tasks whose
+#                                  IDs come in random order (send.lua uuid)
 #   peer-fresh-ri, -block          the @a2a-js/sdk 1.3.0 peer, fresh messages
 #   sqlite ceilings                rows/s, WAL + synchronous=FULL, 1 and 100
 #                                  rows per transaction (before and after
@@ -325,6 +327,7 @@ CEIL1A=$(ceiling ceiling1a 3 1)
 CEIL100=$(ceiling ceiling100 2 100)
 onced_row sqlite-new-ri "sqlite:$DATA/new-ri.db$SQ_TAIL" new ri
 onced_row sqlite-new-block "sqlite:$DATA/new-block.db$SQ_TAIL" new block
+onced_row sqlite-uuid-block "sqlite:$DATA/uuid-block.db$SQ_TAIL" uuid block
 onced_row sqlite-replay "sqlite:$DATA/replay.db$SQ_TAIL" replay block
 onced_row sqlite-new-block-filled "sqlite:$DATA/filled.db$SQ_TAIL" new block 8
 log "sqlite ceiling after: 1 row/txn (3 s)"
