@@ -55,6 +55,31 @@ int once__engine_pause(once__engine *e, int64_t ms)
     return stop;
 }
 
+/* Without a lock, as Dekker's pair: a call counts itself, then looks at
+ * `stopping`; stop sets `stopping`, then looks at the count (both
+ * sequentially consistent). Either the call sees it stopping and leaves, or
+ * stop sees it counted and waits for it. */
+int once__engine_enter(once__engine *e)
+{
+    __atomic_add_fetch(&e->inflight, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&e->stopping, __ATOMIC_SEQ_CST))
+        return ONCE_OK;
+    once__engine_leave(e);
+    return ONCE_ECLOSED;
+}
+
+/* The last call out wakes a stop that waits for it (stop also looks every
+ * few ms, so a wake-up that races its wait costs at most that). */
+void once__engine_leave(once__engine *e)
+{
+    if (__atomic_sub_fetch(&e->inflight, 1, __ATOMIC_SEQ_CST) == 0 &&
+        __atomic_load_n(&e->stopping, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&e->mu);
+        pthread_cond_broadcast(&e->cancel_cv);
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
 int once__store_rc(once__engine *e, int rc)
 {
     if (rc == ONCE_ESTORE || rc == ONCE_EBUSY) {
@@ -257,14 +282,14 @@ void once__engine_stop(once__engine *e)
     pthread_mutex_lock(&e->mu);
     int already = e->stopped, started = e->started;
     e->stopped = 1;
-    __atomic_store_n(&e->stopping, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->stopping, 1, __ATOMIC_SEQ_CST);
     pthread_cond_broadcast(&e->work_cv);
     pthread_cond_broadcast(&e->cancel_cv);
     pthread_cond_broadcast(&e->room_cv);
     for (once__waiter *w = e->waiters; w != NULL; w = w->next)
         pthread_cond_signal(&w->cv);
     /* Blocked sends saw `stopping` and are on their way out. */
-    while (e->inflight > 0)
+    while (__atomic_load_n(&e->inflight, __ATOMIC_SEQ_CST) > 0)
         once__cond_wait_ms(&e->cancel_cv, &e->mu, 5);
     pthread_mutex_unlock(&e->mu);
 

@@ -125,8 +125,11 @@ typedef struct once__settled {
  * The engine. Everything in `cfg` (defaults filled in), clock, rng, ex,
  * replica_id and secret is set by once__engine_new and read-only afterwards.
  * e->mu guards the queue, the parked turns, the active list, the waiter list, `stopping`,
- * `started`, `inflight` (sends and follow calls in progress, so free can
- * wait for blocked ones to leave) and `next_turn_id`. Condition variables (CLOCK_MONOTONIC):
+ * `started` and `next_turn_id`. `inflight` counts the calls in progress (sends,
+ * follow calls, held writes not landed), so stop can wait for blocked ones
+ * to leave; it is only touched with __atomic builtins (once__engine_enter),
+ * so a call takes no engine lock to be counted. Condition variables
+ * (CLOCK_MONOTONIC):
  *   work_cv    a turn was queued or parked, a parked turn was canceled, or
  *              stopping;
  *   cancel_cv  a turn was canceled, or stopping (sleeping executors and
@@ -173,7 +176,7 @@ struct once__engine {
     int started;
     int64_t started_at;         /* once__now at start (the replica row's); set before
                                  * the heartbeat thread exists */
-    int inflight;
+    int inflight;               /* __atomic only: once__engine_enter / _leave */
 
     pthread_t *workers;
     int nworkers;
@@ -219,6 +222,10 @@ int once__stopping(const once__engine *e);
 /* For the engine's periodic threads (heartbeat, sweeper): sleep ms, waking
  * early when the engine stops. Returns 1 if the engine is stopping. */
 int once__engine_pause(once__engine *e, int64_t ms);
+/* Count a call in e->inflight: ONCE_OK, or ONCE_ECLOSED (counted in nothing)
+ * once the engine stops. once__engine_leave ends what enter counted. */
+int once__engine_enter(once__engine *e);
+void once__engine_leave(once__engine *e);
 /* Count store failures in the stats (and note when the last one was seen);
  * returns rc. */
 int once__store_rc(once__engine *e, int rc);

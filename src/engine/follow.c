@@ -31,24 +31,6 @@
 
 #define STOP_CHECK_MS 250   /* how often a wait that is not polling asks its stop hook */
 
-/* Count a follow call in e->inflight; ONCE_ECLOSED once the engine stops. */
-static int enter(once__engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    int stopping = e->stopping;
-    if (!stopping)
-        e->inflight++;
-    pthread_mutex_unlock(&e->mu);
-    return stopping ? ONCE_ECLOSED : ONCE_OK;
-}
-
-static void leave(once__engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    e->inflight--;
-    pthread_mutex_unlock(&e->mu);
-}
-
 static int key_ok(const char *principal, const char *task_id)
 {
     return principal != NULL && principal[0] != '\0' &&
@@ -57,8 +39,8 @@ static int key_ok(const char *principal, const char *task_id)
 
 /* How a call that takes only a key starts: ONCE_EINVAL for a missing engine
  * or a bad key, `no_task` (the call's answer when no stored task can carry
- * task_id: the store is not asked), else enter(). Returns 1 when the caller
- * goes on, counted in e->inflight (it calls leave), or 0 with *rc the
+ * task_id: the store is not asked), else once__engine_enter. Returns 1 when the caller
+ * goes on, counted in e->inflight (it calls once__engine_leave), or 0 with *rc the
  * call's answer. */
 static int enter_key(once__engine *e, const char *principal, const char *task_id, int no_task,
                      int *rc)
@@ -71,7 +53,7 @@ static int enter_key(once__engine *e, const char *principal, const char *task_id
         *rc = no_task;
         return 0;
     }
-    *rc = enter(e);
+    *rc = once__engine_enter(e);
     return *rc == ONCE_OK;
 }
 
@@ -123,7 +105,7 @@ int once__engine_events_after(once__engine *e, const char *principal, const char
         rc = uncompact(e, principal, task_id, after, out);
     if (rc != ONCE_OK)
         once_event_list_clear(out);
-    leave(e);
+    once__engine_leave(e);
     return rc;
 }
 
@@ -139,7 +121,7 @@ int once__engine_task_head(once__engine *e, const char *principal, const char *t
     if (!once_id_valid(task_id))
         return ONCE_ENOTFOUND;
     once__log_ctx_task(task_id);   /* SubscribeToTask's log line */
-    int rc = enter(e);
+    int rc = once__engine_enter(e);
     if (rc != ONCE_OK)
         return rc;
     once_record rec;
@@ -153,7 +135,7 @@ int once__engine_task_head(once__engine *e, const char *principal, const char *t
         }
         once_record_clear(&rec);
     }
-    leave(e);
+    once__engine_leave(e);
     return rc;
 }
 
@@ -244,7 +226,7 @@ int once__engine_wait_generation_or(once__engine *e, const char *principal, cons
     if (!enter_key(e, principal, task_id, ONCE_ETIMEDOUT /* no task: never moves */, &rc))
         return rc;
     rc = wait_counted(e, principal, task_id, gen, timeout_ms, stop);
-    leave(e);
+    once__engine_leave(e);
     return rc;
 }
 

@@ -43,10 +43,7 @@ static void held_free(once__held *h)
     for (size_t i = 0; i < h->nev; i++)
         once_free(h->ev[i].payload);
     once_free(h);
-    pthread_mutex_lock(&e->mu);
-    e->inflight--;
-    pthread_cond_broadcast(&e->cancel_cv);
-    pthread_mutex_unlock(&e->mu);
+    once__engine_leave(e);
 }
 
 int once__held_can(const once__engine *e)
@@ -98,9 +95,7 @@ int once__held_new(once__engine *e, once_record *rec, const once_event *ev, size
         once_free(h);
         return rc;
     }
-    pthread_mutex_lock(&e->mu);
-    e->inflight++;
-    pthread_mutex_unlock(&e->mu);
+    __atomic_add_fetch(&e->inflight, 1, __ATOMIC_SEQ_CST);   /* inside a counted send */
     *out = h;
     return ONCE_OK;
 }

@@ -615,19 +615,12 @@ int once__engine_send(once__engine *e, const once_send_req *req, once_send_res *
     if (e == NULL || req == NULL)
         return ONCE_EINVAL;
     res->text_result = req->text_result;
-    pthread_mutex_lock(&e->mu);
-    int stopping = e->stopping;
-    if (!stopping)
-        e->inflight++;
-    pthread_mutex_unlock(&e->mu);
-    if (stopping)
+    if (once__engine_enter(e) != ONCE_OK)
         return ONCE_ECLOSED;
     /* Before the first look at the task: a settle after it counts past it. */
     res->wait_seq = once__await_seq(e);
     int rc = send_counted(e, req, res);
-    pthread_mutex_lock(&e->mu);
-    e->inflight--;
-    pthread_mutex_unlock(&e->mu);
+    once__engine_leave(e);
     log_outcome(req->task_id, res, rc);
     return rc;
 }
