@@ -135,14 +135,21 @@ static void kick_locked(once__h2_call *c)
     if (c->kicked || c->loop == NULL)
         return;
     once__h2_loop *l = c->loop;
+    int first = 0;
     pthread_mutex_lock(&l->kick_mu);
     if (l->nkicks < l->kcap || once__grow(&l->kicks, &l->kcap, sizeof *l->kicks, 16) == ONCE_OK) {
         once__h2_call_ref(c);
+        first = l->nkicks == 0;
         l->kicks[l->nkicks++] = c;
         c->kicked = 1;
     }
     pthread_mutex_unlock(&l->kick_mu);
-    if (c->kicked) {
+    /* Only the kick that found the list empty wakes the loop: the list is
+     * emptied only by the loop's drain, which reads the eventfd before it
+     * takes the list, so a kick behind another is on a list that a wake-up
+     * already promised to take (a batch that lands many calls of one loop
+     * costs one write, not one each). */
+    if (first) {
         uint64_t one = 1;
         ssize_t w = write(l->evfd, &one, sizeof one);
         (void)w;   /* EAGAIN: the counter is already non-zero, the loop wakes */
