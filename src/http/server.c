@@ -930,6 +930,35 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
         once__http_stop(h);
         return rc;
     }
+    /* The gRPC listener first: once the HTTP side answers (a readiness
+     * probe, a load balancer's health check) every listener accepts. */
+    if (cfg->grpc_host != NULL) {
+        once__grpc_serve_config g = {.host = cfg->grpc_host,
+                                     .port = cfg->grpc_port,
+                                     .codec = cfg->codec,
+                                     .tokens = cfg->tokens,
+                                     .hub = h->sse,
+                                     .pool = h->pool,
+                                     .tls = h->tls,
+                                     .tls_priority = h->cfg.tls_priority,
+                                     .max_message = h->cfg.max_body,
+                                     .stream_buffer = h->cfg.sse_buffer,
+                                     .limits = h->cfg.limits,
+                                     .idle_timeout_s = h->cfg.idle_timeout_s,
+                                     .streams_per_conn = h->cfg.grpc_streams,
+                                     /* as many loops as libmicrohttpd's */
+                                     .threads = h->cfg.threads,
+                                     .inline_calls = h->cfg.inline_calls,
+                                     .inline_first = h->cfg.inline_first};
+        char why[200] = "";
+        rc = once__grpc_serve_start(&g, &h->grpc, why, sizeof why);
+        if (rc != ONCE_OK) {
+            snprintf(err, errlen, "--grpc-listen %s:%d: %s", cfg->grpc_host, cfg->grpc_port,
+                     why[0] ? why : once_strerror(rc));
+            once__http_stop(h);
+            return rc;
+        }
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     struct MHD_OptionItem guarded[4], https[3] = {{MHD_OPTION_END, 0, NULL}};
@@ -963,33 +992,6 @@ int once__http_start(const once_http_config *cfg, once_http **out, char *err, si
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : cfg->port;
-    if (cfg->grpc_host != NULL) {
-        once__grpc_serve_config g = {.host = cfg->grpc_host,
-                                     .port = cfg->grpc_port,
-                                     .codec = cfg->codec,
-                                     .tokens = cfg->tokens,
-                                     .hub = h->sse,
-                                     .pool = h->pool,
-                                     .tls = h->tls,
-                                     .tls_priority = h->cfg.tls_priority,
-                                     .max_message = h->cfg.max_body,
-                                     .stream_buffer = h->cfg.sse_buffer,
-                                     .limits = h->cfg.limits,
-                                     .idle_timeout_s = h->cfg.idle_timeout_s,
-                                     .streams_per_conn = h->cfg.grpc_streams,
-                                     /* as many loops as libmicrohttpd's */
-                                     .threads = h->cfg.threads,
-                                     .inline_calls = h->cfg.inline_calls,
-                                     .inline_first = h->cfg.inline_first};
-        char why[200] = "";
-        rc = once__grpc_serve_start(&g, &h->grpc, why, sizeof why);
-        if (rc != ONCE_OK) {
-            snprintf(err, errlen, "--grpc-listen %s:%d: %s", cfg->grpc_host, cfg->grpc_port,
-                     why[0] ? why : once_strerror(rc));
-            once__http_stop(h);
-            return rc;
-        }
-    }
     *out = h;
     return ONCE_OK;
 }
