@@ -137,7 +137,8 @@ typedef struct once_rng {
     int (*fill)(const struct once_rng *r, void *buf, size_t n);
 } once_rng;
 
-/* The OS CSPRNG (getrandom(2)). Static; never freed. */
+/* The OS CSPRNG (getrandom(2); draws of up to 64 bytes from a per-thread
+ * pool of its output, refilled 256 bytes at a time). Static; never freed. */
 ONCE_API const once_rng *once_rng_system(void);
 
 /* Deterministic generator for tests and simulations (not cryptographic). */

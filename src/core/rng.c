@@ -10,15 +10,15 @@
 #include "once/once.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <string.h>
 #include <sys/random.h>
 
-static int system_fill(const once_rng *r, void *buf, size_t n)
+/* getrandom(2) until buf is full: it returns at most 32 MiB per call and
+ * may be cut short by a signal. */
+static int os_fill(unsigned char *p, size_t n)
 {
-    (void)r;
-    unsigned char *p = buf;
     while (n > 0) {
-        /* getrandom returns at most 32 MiB per call and may be cut short by
-         * a signal; loop until everything is filled. */
         ssize_t got = getrandom(p, n, 0);
         if (got < 0) {
             if (errno == EINTR)
@@ -28,6 +28,52 @@ static int system_fill(const once_rng *r, void *buf, size_t n)
         p += got;
         n -= (size_t)got;
     }
+    return ONCE_OK;
+}
+
+/*
+ * Small draws (an ID's 10 or 16 bytes, two or three per request) come from a
+ * per-thread pool of the kernel's bytes, refilled POOL bytes at a time: one
+ * system call per ~16 draws instead of one each, the bytes still the
+ * kernel's CSPRNG output, each handed out once and wiped from the pool as
+ * it goes. A forked child starts with its forking thread's pool emptied
+ * (pthread_atfork), so parent and child never hand out the same bytes.
+ */
+#define POOL 256
+#define POOL_DRAW 64 /* larger draws go to the kernel directly */
+
+static __thread unsigned char pool[POOL];
+static __thread size_t pool_left; /* the unused bytes are the last pool_left */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void pool_forget(void)
+{
+    explicit_bzero(pool, sizeof pool);
+    pool_left = 0;
+}
+
+static void atfork_register(void)
+{
+    (void)pthread_atfork(NULL, NULL, pool_forget);
+}
+
+static int system_fill(const once_rng *r, void *buf, size_t n)
+{
+    (void)r;
+    if (n > POOL_DRAW)
+        return os_fill(buf, n);
+    (void)pthread_once(&atfork_once, atfork_register);
+    if (pool_left < n) {
+        if (os_fill(pool, sizeof pool) != ONCE_OK) {
+            pool_forget();
+            return ONCE_EIO;
+        }
+        pool_left = sizeof pool;
+    }
+    unsigned char *from = pool + (sizeof pool - pool_left);
+    memcpy(buf, from, n);
+    explicit_bzero(from, n);
+    pool_left -= n;
     return ONCE_OK;
 }
 

@@ -1,13 +1,18 @@
 /*
  * test_rng.c -- the seeded generator is deterministic and pinned, the system
- * generator fills whole buffers, and once_rng_uniform stays in bounds,
- * rejects biased draws and propagates source errors.
+ * generator fills whole buffers, hands out small draws from its per-thread
+ * pool once each (across refills, threads and a fork), and once_rng_uniform
+ * stays in bounds, rejects biased draws and propagates source errors.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -78,6 +83,103 @@ static void test_system_fills(void **state)
     for (size_t i = sizeof big - 4096; i < sizeof big; i++)
         tail_zero += big[i] == 0;
     assert_true(tail_zero < 64); /* ~16 expected; all 4096 if unfilled */
+}
+
+/* Small draws come from a per-thread pool: across many refills no 16-byte
+ * draw repeats, and draws of every size up to the pool's limit and past it
+ * are whole. */
+#define NDRAWS 4096
+static int cmp16(const void *a, const void *b)
+{
+    return memcmp(a, b, 16);
+}
+
+static void test_system_pool_draws_once(void **state)
+{
+    (void)state;
+    const once_rng *r = once_rng_system();
+    static uint8_t d[NDRAWS][16];
+    for (int i = 0; i < NDRAWS; i++)
+        assert_int_equal(r->fill(r, d[i], 16), ONCE_OK);
+    qsort(d, NDRAWS, 16, cmp16);
+    for (int i = 1; i < NDRAWS; i++)
+        assert_memory_not_equal(d[i - 1], d[i], 16);
+    /* Each size fills exactly its n bytes: OR-ed over four draws, every byte
+     * is non-zero (a miss: 2^-32 per byte) and the byte after stays as it was. */
+    for (size_t n = 1; n <= 65; n++) {
+        uint8_t acc[66] = {0};
+        for (int k = 0; k < 4; k++) {
+            uint8_t b[66];
+            memset(b, 0, sizeof b);
+            b[n] = 0xa5;
+            assert_int_equal(r->fill(r, b, n), ONCE_OK);
+            assert_int_equal(b[n], 0xa5);
+            for (size_t i = 0; i < n; i++)
+                acc[i] |= b[i];
+        }
+        for (size_t i = 0; i < n; i++)
+            assert_true(acc[i] != 0);
+    }
+}
+
+/* Two threads' pools are their own: their draws never match. */
+static void *draw_some(void *arg)
+{
+    uint8_t(*d)[16] = arg;
+    const once_rng *r = once_rng_system();
+    for (int i = 0; i < NDRAWS / 2; i++)
+        if (r->fill(r, d[i], 16) != ONCE_OK)
+            return arg;
+    return NULL;
+}
+
+static void test_system_pool_per_thread(void **state)
+{
+    (void)state;
+    static uint8_t d[NDRAWS][16];
+    pthread_t a, b;
+    assert_int_equal(pthread_create(&a, NULL, draw_some, d[0]), 0);
+    assert_int_equal(pthread_create(&b, NULL, draw_some, d[NDRAWS / 2]), 0);
+    void *ra, *rb;
+    assert_int_equal(pthread_join(a, &ra), 0);
+    assert_int_equal(pthread_join(b, &rb), 0);
+    assert_null(ra);
+    assert_null(rb);
+    qsort(d, NDRAWS, 16, cmp16);
+    for (int i = 1; i < NDRAWS; i++)
+        assert_memory_not_equal(d[i - 1], d[i], 16);
+}
+
+/* A forked child does not hand out what its parent's pool still holds: the
+ * child's first draw after the fork differs from the parent's. */
+static void test_system_pool_fork(void **state)
+{
+    (void)state;
+    const once_rng *r = once_rng_system();
+    uint8_t before[16], mine[16], childs[16];
+    assert_int_equal(r->fill(r, before, sizeof before), ONCE_OK);   /* the pool is full */
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uint8_t b[16];
+        int ok = r->fill(r, b, sizeof b) == ONCE_OK && write(fd[1], b, sizeof b) == sizeof b;
+        _exit(ok ? 0 : 1);
+    }
+    close(fd[1]);
+    assert_int_equal(r->fill(r, mine, sizeof mine), ONCE_OK);
+    size_t got = 0;
+    while (got < sizeof childs) {
+        ssize_t n = read(fd[0], childs + got, sizeof childs - got);
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+    close(fd[0]);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_memory_not_equal(mine, childs, sizeof mine);
 }
 
 static void test_uniform_bounds(void **state)
@@ -160,6 +262,9 @@ int main(void)
         cmocka_unit_test(test_seeded_deterministic),
         cmocka_unit_test(test_seeded_pinned),
         cmocka_unit_test(test_system_fills),
+        cmocka_unit_test(test_system_pool_draws_once),
+        cmocka_unit_test(test_system_pool_per_thread),
+        cmocka_unit_test(test_system_pool_fork),
         cmocka_unit_test(test_uniform_bounds),
         cmocka_unit_test(test_uniform_rejects_bias),
     };
