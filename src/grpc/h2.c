@@ -327,6 +327,12 @@ static int conn_read(once__h2_conn *c)
                 c->abuse = nghttp2_strerror((int)r);   /* static text */
             return -1;
         }
+        /* A short plaintext read drained the socket: the next recv would
+         * only say EAGAIN (a system call per event for nothing), and what
+         * arrives later makes the level-triggered epoll call again. TLS
+         * reads records and keeps their rest itself (`again`). */
+        if (!c->tls && (size_t)n < sizeof buf)
+            break;
     }
     return 0;
 }
