@@ -26,7 +26,7 @@
 # s) for the 1-minute load average to fall below BENCH_QUIET_LOAD and
 # records it. Per row also the server's and the client's CPU per call and,
 # with perf, the server's fsync + fdatasync calls per call. Prints a markdown table on stdout; raw output and server logs
-# in $B/bench-out/grpc-<date-time>/ (SQLite files deleted at the end).
+# in $B/bench-out/grpc-<date-time>/ (SQLite files deleted after each row).
 #
 # With BENCH_CG_N=N (0: off) it then counts instructions per new blocking
 # task for both bindings in one onced under valgrind --tool=callgrind
@@ -235,15 +235,21 @@ for st in $STORES; do
   sqlite) url() { echo "sqlite:$DATA/$1.db"; } ;;
   *) die "unknown store $st" ;;
   esac
+  # Each row's files go when it ends: a deleted file's dirty pages are
+  # dropped, not written back while the next row runs (the gRPC row, last,
+  # met the writeback of the two rows before it).
   onced_up "$st-jsonrpc-wrk" "$(url jw)"
   wrk_row "$st-jsonrpc-wrk" "$PORT" "$PID"
   stop "$PID" "$st-jsonrpc-wrk"
+  rm -f "$DATA"/*
   onced_up "$st-jsonrpc" "$(url j)"
   measure "$st-jsonrpc" "$PID" "${LG[@]}" -p "$PORT" -m jsonrpc -k new -x "j$RANDOM$RANDOM"
   stop "$PID" "$st-jsonrpc"
+  rm -f "$DATA"/*
   onced_up "$st-grpc" "$(url g)"
   measure "$st-grpc" "$PID" "${LG[@]}" -p "$GPORT" -m grpc -k new -x "g$RANDOM$RANDOM"
   stop "$PID" "$st-grpc"
+  rm -f "$DATA"/*
 done
 
 for binding in jsonrpc grpc; do
