@@ -305,6 +305,9 @@ onced_row() {
   after_onced "$name" "$port"
   R[$name.hwm]=$(hwm_kb "$pid")
   stop "$pid" "$name" || R[$name.crashed]=1
+  # The row's files go now: a deleted file's dirty pages are dropped, not
+  # written back while the next row runs.
+  rm -f "$DATA"/*
   grep -v -e '^onced listening' -e 'shutting down' -e 'no --push-secret' "$OUT/$name.log" \
     >"$OUT/$name.unexpected.log"
 }
