@@ -179,14 +179,23 @@ def start_fleet(url, agent, tmp, names, extra=()):
     return [out[n] for n in names]
 
 
-def list_all(port, timeout=30):
-    """Every task the (anonymous) caller has, through ListTasks paging."""
+def list_all(port, timeout=30, unavailable_for=0):
+    """Every task the (anonymous) caller has, through ListTasks paging.
+    unavailable_for: for that many seconds (scaled), a retryable 503 (the
+    store not reachable yet: a replica's pool may still be in its reconnect
+    backoff just after a store restart) is retried after its Retry-After, as
+    a client does; after that, or with 0, any answer but 200 fails."""
     tasks, token = [], ""
+    give_up = time.time() + scaled(unavailable_for)
     for _ in range(1000):
         params = {"pageSize": 100}
         if token:
             params["pageToken"] = token
-        st, _, doc = rpc(port, "ListTasks", params, timeout=timeout)
+        st, hd, doc = rpc(port, "ListTasks", params, timeout=timeout)
+        while (st == 503 and hd.get("retry-after", "").isdigit() and
+               time.time() < give_up):
+            time.sleep(int(hd["retry-after"]))
+            st, hd, doc = rpc(port, "ListTasks", params, timeout=timeout)
         check(st == 200 and "result" in (doc or {}), "ListTasks answered: %s %r" % (st, doc))
         tasks.extend(doc["result"]["tasks"])
         token = doc["result"].get("nextPageToken") or ""
