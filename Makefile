@@ -7,10 +7,10 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 MINIMAL_BUILD ?= build-minimal
 # The minimal build (README, "Build options"): the SQLite and memory stores
-# only, no TLS, no systemd; `make test` runs its tests labelled "minimal"
+# only, no TLS, no systemd, the C library's malloc; `make test` runs its tests labelled "minimal"
 # (unit tests, store conformance on both stores, e2e/test_build_options).
 MINIMAL_OPTS = -DONCE_POSTGRES=OFF -DONCE_REDIS=OFF -DONCE_DYNAMODB=OFF -DONCE_TLS=OFF \
-               -DONCE_SYSTEMD=OFF -DONCE_TEST_LABELS=minimal
+               -DONCE_SYSTEMD=OFF -DONCE_JEMALLOC=OFF -DONCE_TEST_LABELS=minimal
 
 .PHONY: all deps deps-demo build build-demo build-asan build-tsan build-minimal docs test test-fast test-asan test-tsan test-minimal test-stress demo amplify soak bench clean
 

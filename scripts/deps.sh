@@ -19,7 +19,7 @@ set -euo pipefail
 profile=${1:-all}
 
 # Building with the default options needs every library once can link
-# (PostgreSQL, Redis, GnuTLS and libsystemd are build options, all ON by
+# (PostgreSQL, Redis, GnuTLS, libsystemd and jemalloc are build options, all ON by
 # default: README, "Build options"), CMake's configure step checks for
 # cmocka (BUILD_TESTING, ON; the demo's helpers are test tools), and the gRPC binding's messages
 # are generated with protoc-c from proto/ and the google protos of
@@ -27,7 +27,7 @@ profile=${1:-all}
 DEMO_PKGS=(
   build-essential cmake pkg-config ca-certificates curl python3
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libhiredis-dev
-  libcurl4-openssl-dev libssl-dev libgnutls28-dev libcmocka-dev libsystemd-dev zlib1g-dev
+  libcurl4-openssl-dev libssl-dev libgnutls28-dev libcmocka-dev libsystemd-dev zlib1g-dev libjemalloc-dev
   protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev libgoogle-common-protos-java libnghttp2-dev
 )
 TEST_PKGS=(

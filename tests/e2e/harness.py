@@ -334,7 +334,8 @@ def wait_until_value(fn, timeout=10.0, step=0.1):
 
 # The optional parts this build has (CMakeLists.txt: ONCE_BUILT in every
 # test's environment; run by hand, everything).
-BUILT = set(filter(None, os.environ.get("ONCE_BUILT", "postgres,redis,dynamodb,tls,systemd")
+BUILT = set(filter(None, os.environ.get("ONCE_BUILT",
+                                        "postgres,redis,dynamodb,tls,systemd,jemalloc")
                    .split(",")))
 
 

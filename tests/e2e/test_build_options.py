@@ -1,6 +1,6 @@
 """The build options (README, "Build options"): what onced offers and refuses
 matches what this build has. ONCE_BUILT (set by ctest from CMakeLists.txt)
-names the optional parts built: postgres, redis, dynamodb, tls, systemd.
+names the optional parts built: postgres, redis, dynamodb, tls, systemd, jemalloc.
 
   - `onced --help` lists the store URL of each backend built and of no other;
   - a URL of a backend left out is refused, at start, by --check-config and
@@ -12,6 +12,11 @@ names the optional parts built: postgres, redis, dynamodb, tls, systemd.
     a missing certificate file is named instead.
 
 Without systemd, packaging/notify checks that onced runs and tells nothing.
+
+  - onced's start line names the allocator serving its malloc: jemalloc
+    with its version where ONCE_JEMALLOC is built (onced checks that
+    jemalloc's count of its thread's bytes moves by a malloc, so a build
+    that links it but allocates elsewhere says "libc"), "libc" without.
 
 The minimal build (make test's build-minimal, all five parts OFF) runs this
 beside the unit tests; the default build runs it with everything built.
@@ -99,5 +104,29 @@ def test_tls_flags():
     check(off in err, "--check-config says TLS was not built in: %r" % err)
 
 
+def test_allocator():
+    p = subprocess.Popen([ONCED, "--listen", "127.0.0.1:%d" % free_port(), "--store", "memory:",
+                          "--log-format", "json"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        start_line = None
+        for line in p.stderr:   # ends with onced's stderr; the start line comes first
+            rec = json.loads(line)
+            if rec.get("event") == "start":
+                start_line = rec
+                break
+        check(start_line is not None, "onced logged its start line")
+        got = (start_line or {}).get("allocator", "")
+        if "jemalloc" in BUILT:
+            check(got.startswith("jemalloc 5."), "a jemalloc build allocates with it: %r" % got)
+        else:
+            eq(got, "libc", "without jemalloc onced allocates with the C library's malloc")
+    finally:
+        p.terminate()
+        p.wait(timeout=scaled(30))
+        p.stderr.close()
+
+
 if __name__ == "__main__":
-    run([test_help_lists_what_is_built, test_left_out_schemes_are_refused, test_tls_flags])
+    run([test_help_lists_what_is_built, test_left_out_schemes_are_refused, test_tls_flags,
+         test_allocator])
