@@ -59,6 +59,17 @@ static int has_landed(void *arg)
     return atomic_load(&((landing *)arg)->n) > 0;
 }
 
+/* 1 once the engine's start-up heartbeat row is stored. */
+static int beat_stored(void *arg)
+{
+    once_replica_list l;
+    if (once__engine_replicas(arg, &l) != ONCE_OK)
+        return 0;
+    int stored = l.n > 0;
+    once_replica_list_clear(&l);
+    return stored;
+}
+
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
@@ -78,8 +89,15 @@ static int setup(void **state)
     c.executor = once_executor_echo();
     c.replica_id = "replica-a";
     c.workers = 2;
+    /* The sync gate holds the first WAL sync it meets, so the tests' own
+     * writes must be the only ones: the heartbeat thread writes this
+     * replica's row at start, and a test that armed the gate before that
+     * row committed would fail the heartbeat's fsync instead of its own
+     * write's. Wait for the row; a lease of an hour puts the next beat
+     * (a third of it) past any run. */
+    c.lease_ms = 3600 * 1000;
     if (once__engine_new(&c, &f->e, err, sizeof err) != ONCE_OK ||
-        once__engine_start(f->e) != ONCE_OK)
+        once__engine_start(f->e) != ONCE_OK || !tt_wait_until(beat_stored, f->e, WAIT_MS))
         return -1;
     *state = f;
     return 0;
